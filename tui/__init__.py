@@ -1,0 +1,3 @@
+"""compile-lab: tells the truth about torch.compile on your GPU."""
+
+__version__ = "0.1.0"

@@ -1,0 +1,5 @@
+"""``python -m tui`` runs the compile-lab command line."""
+
+from tui.cli import main
+
+raise SystemExit(main())

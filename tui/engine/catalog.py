@@ -1,0 +1,200 @@
+"""The built-in workloads as plain data: names, descriptions and typed parameters.
+
+This module never imports torch: the app and the CLI read it to build pickers and
+validate input. The code that builds the tensors and models lives in
+``tui.engine.worker.workloads`` and runs only inside the worker process.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+__all__ = [
+    "ParamSpec",
+    "WorkloadSpec",
+    "WORKLOADS",
+    "get_workload",
+    "is_user_workload",
+    "split_user_workload",
+    "ParamError",
+]
+
+
+class ParamError(ValueError):
+    """A workload parameter was refused; the message names the parameter and what is allowed."""
+
+
+@dataclass(frozen=True)
+class ParamSpec:
+    """One typed workload parameter with its defaults and limits.
+
+    ``default`` is used on the CPU (small enough to finish in seconds),
+    ``gpu_default`` on CUDA (the seed article's sizes) when given.
+    """
+
+    name: str
+    kind: type
+    default: Any
+    help: str
+    gpu_default: Any = None
+    minimum: float | None = None
+    maximum: float | None = None
+    choices: tuple[Any, ...] | None = None
+
+    def default_for(self, device: str) -> Any:
+        """The default value for a device string ("cpu", "cuda", "cuda:1")."""
+        if device.startswith("cuda") and self.gpu_default is not None:
+            return self.gpu_default
+        return self.default
+
+    def coerce(self, value: Any) -> Any:
+        """Return ``value`` converted to this parameter's type, or raise ParamError."""
+        kind_name = self.kind.__name__
+        try:
+            if self.kind is bool:
+                if isinstance(value, bool):
+                    converted: Any = value
+                elif isinstance(value, str) and value.strip().lower() in {"1", "true", "yes", "on"}:
+                    converted = True
+                elif isinstance(value, str) and value.strip().lower() in {"0", "false", "no", "off"}:
+                    converted = False
+                else:
+                    raise ValueError(value)
+            elif self.kind is int:
+                if isinstance(value, bool):
+                    raise ValueError(value)
+                if isinstance(value, float) and not value.is_integer():
+                    raise ValueError(value)
+                converted = int(str(value).strip()) if isinstance(value, str) else int(value)
+            elif self.kind is float:
+                converted = float(value)
+            else:
+                converted = str(value)
+        except (TypeError, ValueError):
+            raise ParamError(f"{self.name}: expected {kind_name}, got {value!r}") from None
+        if self.choices is not None and converted not in self.choices:
+            allowed = ", ".join(str(c) for c in self.choices)
+            raise ParamError(f"{self.name}: {converted!r} is not one of {allowed}")
+        if self.minimum is not None and converted < self.minimum:
+            raise ParamError(f"{self.name}: {converted} is below the minimum {self.minimum:g}")
+        if self.maximum is not None and converted > self.maximum:
+            raise ParamError(f"{self.name}: {converted} is above the maximum {self.maximum:g}")
+        return converted
+
+
+@dataclass(frozen=True)
+class WorkloadSpec:
+    """A built-in workload: what it computes and which parameters it takes."""
+
+    name: str
+    description: str
+    params: tuple[ParamSpec, ...] = field(default_factory=tuple)
+    supports_train: bool = False
+
+    def param(self, name: str) -> ParamSpec:
+        """The parameter called ``name``, or ParamError naming the allowed ones."""
+        for spec in self.params:
+            if spec.name == name:
+                return spec
+        allowed = ", ".join(p.name for p in self.params) or "none"
+        raise ParamError(f"{name}: not a parameter of {self.name} (allowed: {allowed})")
+
+    def resolve(self, given: dict[str, Any], device: str) -> dict[str, Any]:
+        """Every parameter's value: given ones validated, the rest from the device's defaults."""
+        for name in given:
+            self.param(name)
+        return {
+            spec.name: spec.coerce(given[spec.name]) if spec.name in given else spec.default_for(device)
+            for spec in self.params
+        }
+
+
+def _size(name: str, cpu: int, gpu: int, help: str, maximum: int = 65536) -> ParamSpec:
+    return ParamSpec(name, int, cpu, help, gpu_default=gpu, minimum=1, maximum=maximum)
+
+
+WORKLOADS: dict[str, WorkloadSpec] = {
+    spec.name: spec
+    for spec in (
+        WorkloadSpec(
+            "matmul",
+            "x @ x.T on a square N x N matrix (one GEMM in eager and compiled alike)",
+            (_size("n", 256, 8192, "matrix size N (the seed used 8192 and 16384)"),),
+        ),
+        WorkloadSpec(
+            "pointwise",
+            "x * x + torch.sin(x) on an N x N tensor (the seed's function; fusible)",
+            (_size("n", 512, 4096, "tensor size N (N x N elements)"),),
+        ),
+        WorkloadSpec(
+            "cnn",
+            "the seed's small CNN (2 convs, 2 max-pools, linear fixed to 64x6x6) on 3x32x32 images",
+            (_size("batch", 64, 64, "batch size (the seed used 64)", maximum=1 << 20),),
+            supports_train=True,
+        ),
+        WorkloadSpec(
+            "mlp",
+            "a stack of Linear + GELU layers",
+            (
+                _size("batch", 64, 256, "batch size", maximum=1 << 20),
+                _size("width", 256, 4096, "hidden width"),
+                ParamSpec("depth", int, 3, "number of hidden layers", gpu_default=4, minimum=1, maximum=64),
+            ),
+            supports_train=True,
+        ),
+        WorkloadSpec(
+            "transformer_block",
+            "pre-norm transformer block: scaled_dot_product_attention + MLP + layer norms",
+            (
+                _size("batch", 2, 8, "batch size", maximum=4096),
+                _size("seq", 64, 1024, "sequence length", maximum=1 << 17),
+                _size("width", 128, 1024, "model width (divisible by heads)"),
+                ParamSpec("heads", int, 4, "attention heads", gpu_default=16, minimum=1, maximum=256),
+            ),
+            supports_train=True,
+        ),
+        WorkloadSpec(
+            "graph_break",
+            "a forward with a data-dependent Python branch (fullgraph=True must fail on it)",
+            (_size("n", 256, 4096, "tensor size N (N x N elements)"),),
+        ),
+        WorkloadSpec(
+            "dynamic_shapes",
+            "an MLP called with a cycling batch size: recompiles and `dynamic` become visible",
+            (
+                ParamSpec(
+                    "shapes", int, 4, "distinct batch sizes cycled through (over 8 hits the recompile limit)",
+                    minimum=1, maximum=64,
+                ),
+                _size("batch", 16, 256, "smallest batch size; the others are multiples of it", maximum=1 << 16),
+                _size("width", 128, 2048, "feature width"),
+            ),
+        ),
+    )
+}
+
+USER_WORKLOAD_HELP = "a Python file: path/to/file.py or path/to/file.py:factory"
+
+
+def is_user_workload(name: str) -> bool:
+    """True when ``name`` points at a user's Python file rather than a built-in."""
+    path = name.rsplit(":", 1)[0] if ":" in name else name
+    return path.endswith(".py")
+
+
+def split_user_workload(name: str) -> tuple[str, str]:
+    """Split ``file.py[:factory]`` into (path, factory name); the factory defaults to ``make_workload``."""
+    if ":" in name and not name.endswith(".py"):
+        path, factory = name.rsplit(":", 1)
+        return path, factory or "make_workload"
+    return name, "make_workload"
+
+
+def get_workload(name: str) -> WorkloadSpec:
+    """The built-in workload called ``name``, or ParamError listing the allowed names."""
+    try:
+        return WORKLOADS[name]
+    except KeyError:
+        allowed = ", ".join(WORKLOADS)
+        raise ParamError(f"workload: unknown {name!r} (allowed: {allowed}, or {USER_WORKLOAD_HELP})") from None

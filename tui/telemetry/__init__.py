@@ -1,0 +1,1 @@
+"""GPU telemetry through NVML (nvidia-ml-py). Imports neither torch nor textual."""
