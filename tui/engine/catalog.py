@@ -164,7 +164,8 @@ WORKLOADS: dict[str, WorkloadSpec] = {
             "an MLP called with a cycling batch size: recompiles and `dynamic` become visible",
             (
                 ParamSpec(
-                    "shapes", int, 4, "distinct batch sizes cycled through (over 8 hits the recompile limit)",
+                    "shapes", int, 4,
+                    "distinct batch sizes cycled through (with dynamic=false, over 8 hit the recompile limit)",
                     minimum=1, maximum=64,
                 ),
                 _size("batch", 16, 256, "smallest batch size; the others are multiples of it", maximum=1 << 16),

@@ -125,15 +125,18 @@ class RunOptions:
         if not _DEVICE_RE.match(device):
             raise OptionsError("device", f"{self.device!r} is not allowed (allowed: cpu, cuda, cuda:N, cuda:GPU-<uuid>)")
         params = dict(self.params)
-        if is_user_workload(self.workload):
-            path, factory = split_user_workload(self.workload)
+        workload = self.workload.strip()
+        if is_user_workload(workload):
+            path, factory = split_user_workload(workload)
             if not factory.isidentifier():
                 raise OptionsError("workload", f"factory {factory!r} is not a Python name ({path}:factory)")
+            # Absolute, so the history says which file ran whatever the reader's directory.
+            workload = f"{os.path.abspath(os.path.expanduser(path))}:{factory}"
             if self.train:
                 raise OptionsError("train", "a user workload defines its own step; train applies to cnn, mlp, transformer_block")
         else:
             try:
-                spec = get_workload(self.workload)
+                spec = get_workload(workload)
                 params = spec.resolve(params, device)
             except ParamError as exc:
                 field_name = "workload" if str(exc).startswith("workload:") else "params"
@@ -176,7 +179,7 @@ class RunOptions:
                 raise OptionsError("python", "is empty (give an interpreter path or leave it unset)")
             if os.sep in self.python and not os.access(self.python, os.X_OK):
                 raise OptionsError("python", f"{self.python} is not an executable file")
-        return dataclasses.replace(self, device=device, params=params)
+        return dataclasses.replace(self, workload=workload, device=device, params=params)
 
     # ----- serialisation ----------------------------------------------
 

@@ -1,0 +1,77 @@
+"""The three worlds stay apart: the app and telemetry never import torch; engine and telemetry never import textual.
+
+Each check runs in a fresh interpreter, so nothing imported by another test can hide a violation.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+PROBE = """
+import json, sys, importlib
+for name in {modules!r}:
+    importlib.import_module(name)
+print(json.dumps(sorted(m for m in sys.modules if m.split('.')[0] in {{'torch', 'textual', 'triton', 'numpy'}})))
+"""
+
+
+def _imported_after(modules: list[str]) -> set[str]:
+    out = subprocess.run(
+        [sys.executable, "-c", PROBE.format(modules=modules)],
+        check=True,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    ).stdout
+    return {name.split(".")[0] for name in json.loads(out.strip().splitlines()[-1])}
+
+
+ENGINE_PARENT_SIDE = [
+    "tui.engine.catalog",
+    "tui.engine.options",
+    "tui.engine.protocol",
+    "tui.engine.stats",
+    "tui.engine.results",
+    "tui.engine.export",
+    "tui.engine.history",
+    "tui.engine.sweep",
+    "tui.engine.runner",
+    "tui.cli",
+]
+TELEMETRY = ["tui.telemetry.model", "tui.telemetry.nvml", "tui.telemetry.fake", "tui.telemetry.sampler"]
+APP = ["tui.app.app"]
+
+
+def test_the_probe_detects_an_import():
+    """The probe itself works: importing torch is seen (so the checks below can fail)."""
+    pytest.importorskip("torch")
+    assert "torch" in _imported_after(["torch"])
+
+
+def test_app_never_imports_torch():
+    imported = _imported_after(APP + TELEMETRY)
+    assert "torch" not in imported
+    assert "triton" not in imported
+
+
+def test_engine_parent_side_never_imports_torch_or_textual():
+    imported = _imported_after(ENGINE_PARENT_SIDE)
+    assert "torch" not in imported
+    assert "textual" not in imported
+
+
+def test_telemetry_never_imports_torch_or_textual():
+    imported = _imported_after(TELEMETRY)
+    assert imported.isdisjoint({"torch", "textual"})
+
+
+def test_worker_package_is_the_only_engine_part_that_needs_torch():
+    """The worker imports torch (and still not textual)."""
+    pytest.importorskip("torch")
+    imported = _imported_after(["tui.engine.worker.main", "tui.engine.worker.workloads"])
+    assert "torch" in imported
+    assert "textual" not in imported

@@ -1,0 +1,160 @@
+"""Load a user's workload from a Python file (worker only: the file runs nowhere else).
+
+The contract
+------------
+``--workload path/to/file.py`` (or ``path/to/file.py:factory``) names a Python file that
+defines a factory, by default ``make_workload``::
+
+    def make_workload(device: torch.device, dtype: torch.dtype, **params):
+        model = MyModel().to(device=device, dtype=dtype)
+        x = torch.randn(64, 128, device=device, dtype=dtype)
+        return model, (x,)
+
+* It is called as ``make_workload(device, dtype, **params)`` after
+  ``torch.manual_seed(seed)``. ``params`` are the run's ``--param key=value`` pairs,
+  passed as keyword arguments; convert them yourself (``int(width)``), since they may
+  arrive as strings. Build everything on ``device`` in ``dtype``: compile-lab casts
+  nothing in a user workload.
+* It returns ``(callable, inputs)``: ``callable`` is an ``nn.Module`` or a function, and
+  ``inputs`` a tuple of positional arguments (a lone tensor counts as a 1-tuple). Or it
+  returns a dict ``{"model" or "fn": callable, "inputs": tuple, "label": str}`` where
+  ``label`` is optional and names the input set in per-shape statistics.
+* Eager calls ``callable(*inputs)``; compiled calls ``torch.compile(callable, ...)(*inputs)``,
+  the same object on both sides, exactly as returned. For inference, freeze parameters
+  (``model.requires_grad_(False)``) or wrap your own ``torch.no_grad()``; a function that
+  changes state (e.g. an optimizer step) changes it on both sides. One extra eager call
+  counts FLOPs.
+* The file's folder is put on ``sys.path``, so it may import modules next to it.
+
+Anything that goes wrong raises :class:`UserWorkloadError` with one line naming the file
+(and the line where known): a missing file, a syntax error, an exception while importing
+it, no such factory, an exception inside the factory, or a return value of the wrong shape.
+"""
+
+from __future__ import annotations
+
+import sys
+import traceback
+import types
+from pathlib import Path
+from typing import Any, Callable
+
+import torch
+
+from tui.engine.catalog import split_user_workload
+from tui.engine.worker.workloads import BuiltWorkload, inference_workload
+
+__all__ = ["UserWorkloadError", "load_user_workload", "CONTRACT"]
+
+CONTRACT = (
+    "expected make_workload(device, dtype, **params) returning (callable, inputs_tuple) "
+    "or {'model' or 'fn': callable, 'inputs': tuple, 'label': str (optional)}"
+)
+
+
+class UserWorkloadError(Exception):
+    """A user workload file could not be loaded; the message is one line naming the file."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(_one_line(message))
+
+
+def _one_line(text: str, limit: int = 400) -> str:
+    text = " ".join(str(text).split())
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def _describe_exception(exc: BaseException) -> str:
+    message = _one_line(str(exc), 200)
+    return f"{type(exc).__name__}: {message}" if message else type(exc).__name__
+
+
+def _line_in(exc: BaseException, filename: str) -> int | None:
+    """The line of the innermost traceback frame that lies in ``filename``."""
+    line = None
+    for frame in traceback.extract_tb(exc.__traceback__):
+        if frame.filename == filename:
+            line = frame.lineno
+    return line
+
+
+def _describe_value(value: Any) -> str:
+    if isinstance(value, (tuple, list)):
+        inner = ", ".join(type(v).__name__ for v in value[:4])
+        more = ", ..." if len(value) > 4 else ""
+        return f"a {type(value).__name__} of {len(value)} ({inner}{more})"
+    if isinstance(value, dict):
+        return f"a dict with keys {sorted(map(str, value))}"
+    return f"a {type(value).__name__}"
+
+
+def _execute(path: Path, shown: str) -> types.ModuleType:
+    """Run the file as a fresh module; syntax and import errors become UserWorkloadError."""
+    filename = str(path)
+    try:
+        source = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise UserWorkloadError(f"{shown}: cannot read it ({_describe_exception(exc)})") from exc
+    try:
+        code = compile(source, filename, "exec")
+    except SyntaxError as exc:
+        raise UserWorkloadError(f"{shown}:{exc.lineno}: syntax error: {exc.msg}") from exc
+    name = f"compile_lab_user_{abs(hash(filename)):x}"
+    module = types.ModuleType(name)
+    module.__file__ = filename
+    folder = str(path.parent)
+    if folder not in sys.path:
+        sys.path.insert(0, folder)
+    # registered before running, so dataclasses and pickling inside the file can find it
+    sys.modules[name] = module
+    try:
+        exec(code, module.__dict__)
+    except Exception as exc:
+        del sys.modules[name]
+        line = _line_in(exc, filename)
+        where = f"{shown}:{line}" if line else shown
+        raise UserWorkloadError(f"{where}: importing it raised {_describe_exception(exc)}") from exc
+    return module
+
+
+def _unpack(result: Any, shown: str, factory: str) -> tuple[Callable, tuple, str | None]:
+    """Check the factory's return value: (callable, inputs, label) or UserWorkloadError."""
+    target = inputs = label = None
+    if isinstance(result, dict):
+        target = result.get("model", result.get("fn"))
+        inputs, label = result.get("inputs"), result.get("label")
+    elif isinstance(result, (tuple, list)) and len(result) == 2:
+        target, inputs = result
+    if isinstance(inputs, torch.Tensor):
+        inputs = (inputs,)
+    elif isinstance(inputs, list):
+        inputs = tuple(inputs)
+    if not callable(target) or not isinstance(inputs, tuple) or not isinstance(label, (str, type(None))):
+        raise UserWorkloadError(f"{shown}: {factory} returned {_describe_value(result)}; {CONTRACT}")
+    return target, inputs, label
+
+
+def load_user_workload(options: Any, device: torch.device, dtype: torch.dtype) -> BuiltWorkload:
+    """Import the file ``options.workload`` names, call its factory, wrap the result.
+
+    Raises :class:`UserWorkloadError` (one line, naming the file) on any problem with
+    the file or what its factory returns.
+    """
+    shown, factory = split_user_workload(options.workload)
+    path = Path(shown).expanduser().resolve()
+    if not path.is_file():
+        raise UserWorkloadError(f"{shown}: no such file (a user workload is path/to/file.py[:factory]; {CONTRACT})")
+    module = _execute(path, shown)
+    make = getattr(module, factory, None)
+    if not callable(make):
+        raise UserWorkloadError(f"{shown} has no function {factory}(device, dtype, **params); {CONTRACT}")
+    torch.manual_seed(options.seed)
+    try:
+        result = make(device, dtype, **dict(options.params))
+    except Exception as exc:
+        line = _line_in(exc, str(path))
+        where = f"{shown}:{line}" if line else shown
+        raise UserWorkloadError(f"{where}: {factory}(device, dtype, **params) raised {_describe_exception(exc)}") from exc
+    target, inputs, label = _unpack(result, shown, factory)
+    # outputs are unknown until the workload runs, so bytes_per_call is not guessed
+    return inference_workload(target, [inputs], None, labels=[label] if label else None)
