@@ -1,0 +1,207 @@
+"""tui.engine.history: append-only JSONL, per-run sample files, tolerant loading."""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+
+import pytest
+
+from tui import paths
+from tui.engine.export import ExportError, write_raw_csv
+from tui.engine.history import SCHEMA, History, HistoryError
+from tui.engine.options import RunOptions
+from tui.engine.protocol import make_event
+from tui.engine.results import RunRecord, SamplesUnavailable
+
+
+def _record(speed: float = 2.0, fail: str | None = None, blocks: int = 3) -> RunRecord:
+    record = RunRecord.new(RunOptions(workload="pointwise", params={"n": 32}).validated())
+    record.apply(make_event("started", 0, env={"torch": "2.13.0"}))
+    for i in range(blocks):
+        record.apply(make_event("block", 1, side="eager", stage="measure", index=i, clock="perf_counter",
+                                ms=[speed, speed * 1.1, speed * 0.9] * 4, wall_ms_per_call=speed,
+                                labels=["b=1", "b=2", "b=1"] * 4))  # fmt: skip
+        record.apply(make_event("block", 1, side="compiled", stage="measure", index=i, clock="perf_counter",
+                                ms=[1.0, 1.1, 0.9] * 4, wall_ms_per_call=1.0))  # fmt: skip
+    if fail:
+        record.fail(fail, f"{fail} happened")
+    else:
+        record.apply(make_event("finished", 2, warnings=[]))
+    return record
+
+
+def _history(tmp_path) -> History:
+    return History(tmp_path / "data" / "history.jsonl")
+
+
+def test_default_locations_follow_paths(compile_lab_home):
+    history = History()
+    assert history.path == paths.history_file() and history.runs_dir == paths.runs_dir()
+    history.append(_record())
+    assert paths.history_file().is_file()
+    assert str(paths.history_file()).startswith(str(compile_lab_home))
+
+
+def test_append_and_load(tmp_path):
+    history = _history(tmp_path)
+    first, second = _record(2.0), _record(3.0, fail="timeout")
+    history.append(first)
+    history.append(second)
+    lines = history.path.read_bytes().splitlines()
+    assert len(lines) == 2
+    line = json.loads(lines[0])
+    assert line["schema"] == SCHEMA and line["run_id"] == first.run_id
+    assert "samples" not in line and line["samples_file"] == f"{first.run_id}.json"
+    assert (history.runs_dir / line["samples_file"]).is_file()
+
+    records, problems = history.load()
+    assert problems == []
+    assert [r.run_id for r in records] == [first.run_id, second.run_id]
+    loaded = records[0]
+    assert not loaded.samples_loaded  # lazily: nothing read yet
+    assert loaded.to_row() == first.to_row()
+    assert loaded.summary()["per_label"]["b=1"]["speedup"] == first.summary()["per_label"]["b=1"]["speedup"]
+    assert records[1].status == "failed" and records[1].error_kind == "timeout"
+
+    history.load_samples(loaded)
+    assert loaded.samples_loaded
+    assert list(loaded.raw_rows()) == list(first.raw_rows())
+    assert loaded.to_row() == first.to_row()  # recomputed from the samples: the same
+
+
+def test_samples_load_on_demand(tmp_path):
+    history = _history(tmp_path)
+    original = _record()
+    history.append(original)
+    [record], _ = history.load()
+    target = write_raw_csv([record], tmp_path / "raw.csv")  # raw rows pull the samples in
+    assert record.samples_loaded
+    assert len(target.read_text().splitlines()) == 1 + 3 * 12 * 2
+
+
+def test_a_run_without_samples(tmp_path):
+    history = _history(tmp_path)
+    record = RunRecord.new(RunOptions())
+    record.fail("bad_options", "unknown backend")
+    history.append(record)
+    assert record.samples_file is None
+    [back], problems = history.load()
+    assert problems == [] and back.error_message == "unknown backend"
+    assert list(back.raw_rows()) == []
+
+
+def test_only_ended_runs_are_appended(tmp_path):
+    record = RunRecord.new(RunOptions())
+    record.apply(make_event("phase", 0, phase="measuring"))
+    with pytest.raises(ValueError, match="measuring"):
+        _history(tmp_path).append(record)
+
+
+def test_missing_samples_file_is_reported(tmp_path):
+    history = _history(tmp_path)
+    history.append(_record())
+    [record], _ = history.load()
+    os.remove(history.samples_path(record))
+    with pytest.raises(SamplesUnavailable, match=record.run_id):
+        history.load_samples(record)
+    with pytest.raises(ExportError, match="No such file"):
+        write_raw_csv([record], tmp_path / "raw.csv")
+    assert record.summary()["speedup"] == 2.0  # the stored summary still stands
+
+
+def test_torn_last_line_is_skipped_and_the_next_append_survives(tmp_path):
+    history = _history(tmp_path)
+    history.append(_record())
+    history.append(_record())
+    with open(history.path, "ab") as f:
+        f.write(b'{"schema": 1, "run_id": "torn", "stat')  # a crash mid-write
+    before = history.path.read_bytes()
+    records, problems = history.load()
+    assert len(records) == 2
+    assert len(problems) == 1 and "line 3" in problems[0] and "incomplete" in problems[0]
+    later = _record(5.0)
+    history.append(later)
+    after = history.path.read_bytes()
+    assert after.startswith(before)  # appended, never rewritten
+    records, problems = history.load()
+    assert [r.run_id for r in records][-1] == later.run_id
+    assert len(problems) == 1 and "line 3" in problems[0] and "not valid JSON" in problems[0]
+
+
+def test_garbage_middle_line(tmp_path):
+    history = _history(tmp_path)
+    history.append(_record())
+    with open(history.path, "ab") as f:
+        f.write(b"\x00\xffgarbage\n[1, 2]\n\n")
+    history.append(_record())
+    records, problems = history.load()
+    assert len(records) == 2
+    assert any("line 2" in p and "not valid JSON" in p for p in problems)
+    assert any("line 3" in p and "not a run record" in p for p in problems)
+    assert len(problems) == 2  # the blank line is not a problem
+
+
+def test_unreadable_file_is_a_problem_not_a_crash(tmp_path):
+    history = History(tmp_path / "history.jsonl")
+    history.path.mkdir()  # reading a directory fails like an unreadable file
+    records, problems = history.load()
+    assert records == [] and len(problems) == 1 and str(history.path) in problems[0]
+
+
+def test_missing_file_is_an_empty_history(tmp_path):
+    assert _history(tmp_path).load() == ([], [])
+
+
+def test_other_schemas_are_read_best_effort(tmp_path):
+    history = _history(tmp_path)
+    history.path.parent.mkdir(parents=True)
+    old = {"run_id": "old-1", "status": "done", "options": {"workload": "matmul"}}
+    future = {"schema": 99, "run_id": "new-1", "status": "done", "shiny": True}
+    history.path.write_text("\n".join(json.dumps(x) for x in (old, {**old, "run_id": "old-2"}, future)) + "\n")
+    records, problems = history.load()
+    assert [r.run_id for r in records] == ["old-1", "old-2", "new-1"]
+    assert records[0].options.workload == "matmul"
+    assert any("line 1 and 1 more" in p and "schema None" in p and "older" in p for p in problems)
+    assert any("line 3" in p and "schema 99" in p and "newer" in p for p in problems)
+
+
+def test_load_never_modifies_the_file(tmp_path):
+    history = _history(tmp_path)
+    for _ in range(3):
+        history.append(_record())
+    with open(history.path, "ab") as f:
+        f.write(b"junk\n{\"run_id\": \"x\", \"schema\": 0}\n{broken")
+    before = history.path.read_bytes()
+    stat = os.stat(history.path)
+    records, _ = history.load()
+    for record in records:
+        history.load_samples(record)
+        record.summary()
+    assert history.path.read_bytes() == before
+    assert os.stat(history.path).st_mtime_ns == stat.st_mtime_ns
+
+
+def test_append_failure_is_one_line(tmp_path):
+    blocker = tmp_path / "blocker"
+    blocker.write_text("a file where a directory should be")
+    history = History(blocker / "history.jsonl")
+    with pytest.raises(HistoryError) as info:
+        history.append(_record())
+    assert str(blocker) in str(info.value) and "\n" not in str(info.value)
+
+
+def test_loading_thousands_of_runs_is_fast(tmp_path):
+    history = _history(tmp_path)
+    history.append(_record())
+    line = history.path.read_bytes()
+    item = json.loads(line)
+    with open(history.path, "ab") as f:
+        for i in range(2000):
+            f.write(json.dumps({**item, "run_id": f"run-{i}"}).encode() + b"\n")
+    started = time.process_time()
+    records, problems = history.load()
+    elapsed = time.process_time() - started
+    assert len(records) == 2001 and problems == []
+    assert elapsed < 2.0, f"loading 2001 runs took {elapsed:.2f} s of CPU"

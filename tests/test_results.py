@@ -1,0 +1,369 @@
+"""tui.engine.results.RunRecord: scripted event sequences -> summary, CSV row, JSON, raw rows."""
+
+from __future__ import annotations
+
+import json
+import math
+import random
+import time
+
+import pytest
+
+from tui.engine.options import RunOptions
+from tui.engine.protocol import make_event
+from tui.engine.results import CSV_COLUMNS, RAW_COLUMNS, STATUSES, RunRecord, format_value
+
+EAGER = [2.0, 2.1, 1.9, 2.0, 2.02]  # median 2.0
+COMPILED = [1.0, 1.05, 0.95, 1.0, 1.01]  # median 1.0
+
+
+def _options(**changes) -> RunOptions:
+    return RunOptions(**{"workload": "pointwise", "params": {"n": 256}, "iters": 20, "block_size": 5, **changes}).validated()
+
+
+def _script(blocks: int = 4, clock: str = "perf_counter", eager_wall: float = 2.2, compiled_wall: float = 1.2,
+            labels: list[str] | None = None, finished: dict | None = None) -> list[dict]:  # fmt: skip
+    events = [
+        make_event("ready", 0.0, pid=123, python="3.11", torch="2.13"),
+        make_event("started", 0.1, env={"torch": "2.13.0", "device": "cuda:0" if clock == "cuda_event" else "cpu",
+                                         "gpu_name": "H200", "gpu_uuid": "GPU-1234"}),  # fmt: skip
+        make_event("phase", 0.2, phase="building"),
+        make_event("phase", 0.3, phase="compiling"),
+        make_event("block", 0.4, side="eager", stage="compile", index=0, clock=clock, ms=[5.0], wall_ms_per_call=5.0),
+        make_event("compiled", 1.5, compile_s=2.0,
+                   diagnostics={"graph_breaks": 1, "graph_break_reasons": ["x"], "recompiles": 0, "unique_graphs": 2}),
+        make_event("phase", 1.6, phase="warming_up"),
+        make_event("block", 1.7, side="compiled", stage="warmup", index=0, clock=clock, ms=[1.5, 1.2, 1.1]),
+        make_event("phase", 1.8, phase="measuring"),
+    ]  # fmt: skip
+    for i in range(blocks):
+        for side, ms, wall in (("eager", EAGER, eager_wall), ("compiled", COMPILED, compiled_wall)):
+            fields = dict(side=side, stage="measure", index=i, clock=clock, ms=ms, wall_ms_per_call=wall)
+            if labels:
+                fields["labels"] = labels
+            events.append(make_event("block", 2.0 + i, **fields))
+    events.append(make_event("phase", 9.0, phase="checking_accuracy"))
+    events.append(
+        make_event(
+            "finished",
+            10.0,
+            **(
+                finished
+                if finished is not None
+                else dict(
+                    diagnostics={"cudagraph_skips": 0, "recompiles": 1},
+                    accuracy={"max_abs_err": 1e-6, "max_rel_err": 2e-5, "passed": True},
+                    memory={"eager_peak_mb": 100.5, "compiled_peak_mb": 80.25},
+                    flops_per_call=4e9,
+                    bytes_per_call=8e6,
+                    warnings=["TF32 is off on both sides"],
+                )
+            ),
+        )
+    )
+    return events
+
+
+def _run(events: list[dict], **option_changes) -> RunRecord:
+    record = RunRecord.new(_options(**option_changes))
+    for event in events:
+        record.apply(event)
+    return record
+
+
+def test_statuses_follow_the_events():
+    record = RunRecord.new(_options())
+    assert record.status == "queued" and record.progress() == 0.0
+    seen = []
+    for event in _script():
+        record.apply(event)
+        seen.append(record.status)
+    assert seen[0] == "starting"
+    assert {"building", "compiling", "warming_up", "measuring", "checking_accuracy"} <= set(seen)
+    assert record.status == "done" and record.progress() == 1.0
+    assert set(seen) <= set(STATUSES)
+
+
+def test_progress_counts_measured_iterations_only():
+    record = RunRecord.new(_options(iters=20))
+    events = _script(blocks=4)
+    measure_events = [e for e in events if e.get("stage") == "measure"]
+    for event in events[: events.index(measure_events[0])]:
+        record.apply(event)
+    assert record.progress() == 0.0  # compile and warm-up blocks are not measurement
+    for event in measure_events[:4]:
+        record.apply(event)
+    assert record.progress() == pytest.approx(20 / 40)
+
+
+def test_progress_with_a_time_budget():
+    record = RunRecord.new(_options(iters=1000, time_budget_s=0.1))
+    record.apply(make_event("block", 1, side="eager", stage="measure", index=0, clock="perf_counter",
+                            ms=[1.0] * 10, wall_ms_per_call=2.5))  # fmt: skip
+    assert record.progress() == pytest.approx(0.025 / 0.1)
+
+
+def test_summary_of_a_finished_cpu_run():
+    record = _run(_script(blocks=4))
+    s = record.summary()
+    eager, compiled = s["eager"]["iter"], s["compiled"]["iter"]
+    assert (eager.n, compiled.n) == (20, 20)
+    assert eager.median == 2.0 and compiled.median == 1.0
+    assert eager.mean == pytest.approx(2.004) and compiled.mean == pytest.approx(1.002)
+    assert s["eager"]["host"].n == 4 and s["eager"]["host"].median == 2.2  # one value per block
+    assert s["speedup"] == 2.0
+    # every block is identical, so every resample gives 2.0
+    assert (s["speedup_ci_low"], s["speedup_ci_high"], s["significant"]) == (2.0, 2.0, True)
+    assert s["launch_bound"] is None  # perf_counter: the two clocks measure the same thing
+    assert s["break_even_calls"] == 2000  # 2 s / (2.0 ms - 1.0 ms)
+    assert s["tflops"] == pytest.approx(4e9 / 1e-3 / 1e12)
+    assert s["gbps"] == pytest.approx(8e6 / 1e-3 / 1e9)
+    assert s["live"] is False
+    assert "TF32 is off on both sides" in s["warnings"]
+    assert not any("unstable" in w or "too few" in w for w in s["warnings"])
+
+
+def test_live_summary_has_no_interval_yet():
+    record = RunRecord.new(_options())
+    for event in _script()[:-2]:
+        record.apply(event)
+    s = record.summary()
+    assert s["live"] is True and s["speedup"] == 2.0
+    assert s["speedup_ci_low"] is None and s["significant"] is None
+
+
+def test_launch_bound_on_cuda_events():
+    record = _run(_script(clock="cuda_event", eager_wall=2.1, compiled_wall=1.4))  # 1.4 > 1.25 * 1.0
+    assert record.summary()["launch_bound"] is True
+    record = _run(_script(clock="cuda_event", eager_wall=2.1, compiled_wall=1.1))
+    assert record.summary()["launch_bound"] is False
+
+
+def test_no_fake_zeros_and_no_break_even_when_slower():
+    finished = dict(diagnostics={}, accuracy={}, memory={}, flops_per_call=0, bytes_per_call=None, warnings=[])
+    record = RunRecord.new(_options())
+    events = _script(finished=finished)
+    for event in events:
+        if event.get("side") == "compiled" and event.get("stage") == "measure":
+            event = {**event, "ms": [x * 3 for x in COMPILED]}
+        record.apply(event)
+    s = record.summary()
+    assert s["tflops"] is None and s["gbps"] is None
+    assert s["speedup"] == pytest.approx(2 / 3)
+    assert s["break_even_calls"] is None
+    assert s["significant"] is True  # a significant slowdown
+    row = record.to_row()
+    assert row["tflops"] == "" and row["gbps"] == "" and row["break_even_calls"] == ""
+    assert row["accuracy"] == "n/a"
+
+
+def test_stability_warnings():
+    record = RunRecord.new(_options())
+    record.apply(make_event("block", 1, side="eager", stage="measure", index=0, clock="perf_counter",
+                            ms=[1.0, 1.0, 1.3, 1.6, 2.0], wall_ms_per_call=1.5))  # fmt: skip
+    record.apply(make_event("block", 1, side="compiled", stage="measure", index=0, clock="perf_counter",
+                            ms=[1.0] * 12, wall_ms_per_call=1.0))  # fmt: skip
+    record.apply(make_event("warning", 2, message="recompiled\n8 times"))
+    record.set_telemetry({"throttle_reasons": ["GPU idle", "SW thermal slowdown", "applications clocks setting"]})
+    warnings = record.summary()["warnings"]
+    # eager: q1 = 1.0, q3 = 1.6, median 1.3 -> IQR/median = 46%
+    assert "eager spread IQR/median = 46% > 10%: unstable (close other programs, raise iters or block size)" in warnings
+    assert "too few eager samples (n = 5 < 10): raise iters" in warnings
+    assert not any(w.startswith("compiled") or "few compiled" in w for w in warnings)
+    assert "recompiled 8 times" in warnings
+    assert any(w.startswith("GPU clocks were throttled during the run (SW thermal slowdown):") for w in warnings)
+
+
+def test_per_label_stats_for_dynamic_shapes():
+    labels = ["batch=16", "batch=128", "batch=16", "batch=128", "batch=16"]
+    record = _run(_script(labels=labels))
+    per_label = record.summary()["per_label"]
+    assert list(per_label) == ["batch=16", "batch=128"]  # numeric order, not string order
+    assert per_label["batch=16"]["eager"].n == 12  # 3 per block, 4 blocks
+    assert per_label["batch=16"]["eager"].median == 2.0  # values 2.0, 1.9, 2.02
+    assert per_label["batch=16"]["compiled"].median == 1.0
+    assert per_label["batch=128"]["speedup"] == pytest.approx(2.1 / 1.05)
+    raw = list(record.raw_rows())
+    assert [r["label"] for r in raw if r["stage"] == "measure"][:5] == labels
+
+
+def test_to_row_values():
+    record = _run(_script())
+    record.created = 1_700_000_000.0
+    record.set_telemetry({"sm_clock_mean_mhz": 1980.0, "sm_clock_min_mhz": 1755, "temp_max_c": 61,
+                          "power_mean_w": 412.345678, "energy_j": 1234.5, "throttle_reasons": []})  # fmt: skip
+    row = record.to_row()
+    assert list(row) == list(CSV_COLUMNS)
+    assert row["timestamp"] == "2023-11-14T22:13:20Z"
+    assert row["params"] == "n=256"
+    assert row["device"] == "cpu" and row["gpu_name"] == "H200" and row["gpu_uuid"] == "GPU-1234"
+    assert row["torch_version"] == "2.13.0"
+    assert (row["backend"], row["mode"], row["fullgraph"], row["dynamic"]) == ("inductor", "default", "false", "auto")
+    assert row["status"] == "done" and row["error"] == "" and row["compile_s"] == "2"
+    assert row["eager_n"] == "20" and row["eager_median_ms"] == "2" and row["eager_mean_ms"] == "2.004"
+    assert row["eager_min_ms"] == "1.9" and row["eager_max_ms"] == "2.1"
+    assert row["compiled_host_median_ms"] == "1.2"
+    assert row["speedup"] == "2" and row["significant"] == "true" and row["launch_bound"] == ""
+    assert row["break_even_calls"] == "2000"
+    assert row["graph_breaks"] == "1" and row["recompiles"] == "1" and row["unique_graphs"] == "2"
+    assert row["cudagraph_skips"] == "0"
+    assert row["eager_peak_mem_mb"] == "100.5" and row["compiled_peak_mem_mb"] == "80.25"
+    assert row["max_abs_err"] == "1e-06" and row["accuracy"] == "pass"
+    assert row["tflops"] == "4" and row["gbps"] == "8"
+    assert row["power_mean_w"] == "412.346" and row["sm_clock_min_mhz"] == "1755"
+    assert row["throttle_reasons"] == ""
+    assert row["warnings"] == "TF32 is off on both sides"
+
+
+def test_format_value_rules():
+    assert format_value(None) == "" and format_value(float("nan")) == "" and format_value(float("inf")) == ""
+    assert format_value(True) == "true" and format_value(False) == "false"
+    assert format_value(12) == "12" and format_value(0.1 + 0.2) == "0.3" and format_value(1234567.0) == "1.23457e+06"
+    assert format_value("two\nlines") == "two lines"
+
+
+def test_failed_run():
+    record = RunRecord.new(_options())
+    for event in _script()[:5]:
+        record.apply(event)
+    record.apply(make_event("failed", 3.0, kind="compile_error", message="inductor raised\nLoweringException",
+                            detail="Traceback ...\nLoweringException: boom"))  # fmt: skip
+    assert record.status == "failed" and record.finished
+    assert record.error_kind == "compile_error" and record.error_message == "inductor raised LoweringException"
+    s = record.summary()
+    assert s["eager"]["iter"] is None and s["speedup"] is None and s["significant"] is None
+    row = record.to_row()
+    assert row["status"] == "failed" and row["error_kind"] == "compile_error"
+    assert row["eager_n"] == "" and row["speedup"] == ""
+    assert "failed (compile_error: inductor raised LoweringException)" in record.summary_line()
+    record.apply(make_event("finished", 4.0, warnings=["late"]))
+    assert record.status == "failed" and "late" not in record.warnings  # nothing changes after the end
+
+
+def test_cancelled_run_keeps_its_partial_data():
+    record = RunRecord.new(_options())
+    for event in _script(blocks=3)[:-2]:
+        record.apply(event)
+    record.fail("cancelled", "cancelled by the user")
+    assert record.status == "cancelled" and record.error_kind == "cancelled"
+    s = record.summary()
+    assert s["eager"]["iter"].n == 15 and s["speedup"] == 2.0
+    assert s["speedup_ci_low"] == 2.0  # computed once the record ended
+    assert record.to_row()["status"] == "cancelled"
+
+
+def test_unknown_and_malformed_events_are_ignored():
+    record = RunRecord.new(_options())
+    record.apply({"v": 1, "event": "mystery", "t": 0})
+    record.apply(make_event("phase", 0, phase="levitating"))
+    record.apply(make_event("block", 0, side="sideways", stage="measure", index=0, clock="x", ms=[1.0]))
+    record.apply(make_event("block", 0, side="eager", stage="measure", index=0, clock="x", ms="oops"))
+    record.apply(make_event("block", 0, side="eager", stage="measure", index=1, clock="x", ms=[1.0, None, 2.0]))
+    record.apply("not an event")  # type: ignore[arg-type]
+    assert record.status == "queued"
+    assert [list(b.ms) for b in record.samples["eager"]] == [[1.0, 2.0]]
+    assert any("malformed" in w for w in record.warnings)
+
+
+def test_summary_is_cached_and_invalidated():
+    record = _run(_script(blocks=2)[:-2])
+    first = record.summary()
+    assert record.summary() is first
+    record.apply(make_event("block", 5, side="eager", stage="measure", index=9, clock="perf_counter", ms=[10.0] * 50))
+    second = record.summary()
+    assert second is not first and second["eager"]["iter"].n == 60
+    record.warnings.append("added by hand")
+    assert "added by hand" in record.summary()["warnings"]
+
+
+def test_live_summary_stays_cheap_with_many_samples():
+    rng = random.Random(0)
+    record = RunRecord.new(_options(iters=200_000))
+    for i in range(1000):
+        for side in ("eager", "compiled"):
+            block = [rng.lognormvariate(0, 0.1) for _ in range(100)]
+            record.apply(make_event("block", i, side=side, stage="measure", index=i, clock="perf_counter",
+                                    ms=block, wall_ms_per_call=1.2))  # fmt: skip
+    record.summary()
+    started = time.process_time()
+    for i in range(1000, 1020):  # ten summaries a second for two seconds, a new block each time
+        block = [rng.lognormvariate(0, 0.1) for _ in range(100)]
+        record.apply(make_event("block", i, side="eager", stage="measure", index=i, clock="perf_counter", ms=block))
+        record.summary()
+    elapsed = time.process_time() - started
+    assert record.summary()["eager"]["iter"].n == 102_000
+    assert elapsed < 1.0, f"20 live summaries of 200k samples took {elapsed:.2f} s of CPU"
+
+
+def test_json_round_trip():
+    record = _run(_script(labels=["a", "b", "a", "b", "a"]))
+    record.set_telemetry({"energy_j": 12.5, "throttle_reasons": ["HwSlowdown"]})
+    data = json.loads(json.dumps(record.to_json(), allow_nan=False))
+    back = RunRecord.from_json(data)
+    assert back.run_id == record.run_id and back.options == record.options and back.created == record.created
+    assert back.samples_loaded
+    assert back.to_row() == record.to_row()
+    assert list(back.raw_rows()) == list(record.raw_rows())
+    assert back.summary()["per_label"]["a"]["speedup"] == record.summary()["per_label"]["a"]["speedup"]
+    assert back.telemetry == record.telemetry and back.diagnostics == record.diagnostics
+
+
+def test_json_without_samples_uses_the_stored_summary():
+    record = _run(_script())
+    back = RunRecord.from_json(json.loads(json.dumps(record.to_json(samples=False))))
+    assert not back.samples_loaded
+    assert back.to_row() == record.to_row()
+    assert back.summary()["eager"]["iter"] == record.summary()["eager"]["iter"]
+
+
+def test_from_json_is_tolerant():
+    record = RunRecord.from_json({"run_id": "r1"})
+    assert record.run_id == "r1" and record.options == RunOptions()
+    assert record.to_row()["run_id"] == "r1"
+    record = RunRecord.from_json({"run_id": "r2", "status": "done", "options": {"workload": "matmul", "from_the_future": 1},
+                                  "samples": {"eager": [{"ms": [1.0, 2.0]}, "junk"], "compiled": None}})  # fmt: skip
+    assert record.options.workload == "matmul"
+    assert any("from_the_future" in w for w in record.warnings)
+    assert record.summary()["eager"]["iter"].n == 2
+    with pytest.raises(TypeError):
+        RunRecord.from_json(["not", "a", "dict"])  # type: ignore[arg-type]
+
+
+def test_raw_rows_one_per_iteration():
+    record = _run(_script(blocks=4))
+    rows = list(record.raw_rows())
+    expected = sum(len(b.ms) for side in ("eager", "compiled") for b in record.samples[side])
+    assert len(rows) == expected == 1 + 3 + 4 * 5 * 2  # compile + warm-up + measure blocks
+    assert all(list(r) == list(RAW_COLUMNS) for r in rows)
+    first_measure = next(r for r in rows if r["stage"] == "measure")
+    assert first_measure == {
+        "run_id": record.run_id, "side": "eager", "stage": "measure", "block": "0", "iteration": "0",
+        "ms": "2.0", "clock": "perf_counter", "host_ms_per_call": "2.2", "label": "",
+    }  # fmt: skip
+    assert math.isclose(sum(float(r["ms"]) for r in rows), sum(sum(b.ms) for s in record.samples.values() for b in s))
+
+
+def test_summary_line_mentions_the_headline():
+    line = _run(_script()).summary_line()
+    assert "\n" not in line
+    assert "done" in line and "speedup 2x [2, 2]" in line and "compile 2 s" in line
+
+
+def test_module_docstring_lists_every_csv_column():
+    import re
+
+    from tui.engine import columns
+
+    documented = set(re.findall(r"[a-z0-9_]+", columns.__doc__))
+    assert [c for c in CSV_COLUMNS if c not in documented] == []
+
+
+def test_too_fast_to_time_on_cuda_events():
+    record = RunRecord.new(_options())
+    for side, ms in (("eager", 0.02), ("compiled", 0.004)):
+        record.apply(make_event("block", 1, side=side, stage="measure", index=0, clock="cuda_event",
+                                ms=[ms] * 20, wall_ms_per_call=0.05))  # fmt: skip
+    warnings = record.summary()["warnings"]
+    assert any(w.startswith("compiled median 4.0 us is close to the CUDA event resolution") for w in warnings)
+    assert not any(w.startswith("eager median") for w in warnings)
+    assert record.summary()["launch_bound"] is True

@@ -1,0 +1,91 @@
+"""tui.engine.sweep.expand: every meaningful combination, each once, validated, in a fixed order."""
+
+from __future__ import annotations
+
+import pytest
+
+from tui.engine.options import OptionsError, RunOptions
+from tui.engine.sweep import expand
+
+BASE = RunOptions(workload="matmul", params={"n": 64})
+
+
+def _keys(options: list[RunOptions]) -> list[tuple]:
+    return [(o.params.get("n"), o.backend, o.mode, o.fullgraph, o.dynamic, o.dtype) for o in options]
+
+
+def test_no_axes_is_the_base_validated():
+    assert expand(BASE) == [BASE.validated()]
+
+
+def test_modes_times_fullgraph_times_dynamic():
+    result = expand(BASE, modes=["default", "reduce-overhead"], fullgraphs=[False, True], dynamics=["auto", "false"])
+    assert len(result) == 8
+    assert _keys(result)[:3] == [
+        (64, "inductor", "default", False, None, "float32"),
+        (64, "inductor", "default", False, False, "float32"),
+        (64, "inductor", "default", True, None, "float32"),
+    ]
+    assert len(set(_keys(result))) == 8
+
+
+def test_other_backends_ignore_mode():
+    result = expand(BASE, backends=["inductor", "aot_eager", "eager"], modes=["default", "max-autotune"])
+    assert [(o.backend, o.mode) for o in result] == [
+        ("inductor", "default"),
+        ("inductor", "max-autotune"),
+        ("aot_eager", "default"),
+        ("eager", "default"),
+    ]
+
+
+def test_params_grid_varies_slowest_and_is_validated():
+    result = expand(BASE, params_grid={"n": [32, "128"]}, dtypes=["float32", "bfloat16"])
+    assert _keys(result) == [
+        (32, "inductor", "default", False, None, "float32"),
+        (32, "inductor", "default", False, None, "bfloat16"),
+        (128, "inductor", "default", False, None, "float32"),
+        (128, "inductor", "default", False, None, "bfloat16"),
+    ]
+    assert isinstance(result[2].params["n"], int)  # coerced by validation
+
+
+def test_values_that_mean_the_same_run_once():
+    result = expand(BASE, params_grid={"n": [64, "64"]}, dynamics=["auto", None, "AUTO"], fullgraphs=["true", True])
+    assert len(result) == 1 and result[0].fullgraph is True and result[0].dynamic is None
+
+
+def test_deterministic():
+    axes = dict(modes=["max-autotune", "default"], backends=["aot_eager", "inductor"], params_grid={"n": [8, 16]})
+    assert expand(BASE, **axes) == expand(BASE, **axes)
+
+
+def test_inductor_options_only_go_with_inductor():
+    base = RunOptions(workload="matmul", inductor_options={"max_autotune": True})
+    result = expand(base, backends=["inductor", "aot_eager"])
+    assert [(o.backend, o.inductor_options) for o in result] == [("inductor", {"max_autotune": True}), ("aot_eager", {})]
+
+
+@pytest.mark.parametrize(
+    "axes, field",
+    [
+        (dict(modes=["default", "turbo"]), "mode"),
+        (dict(dtypes=["float32", "float8"]), "dtype"),
+        (dict(dynamics=["maybe"]), "dynamic"),
+        (dict(fullgraphs=["perhaps"]), "fullgraph"),
+        (dict(params_grid={"n": [64, 0]}), "params"),
+        (dict(params_grid={"size": [1]}), "params"),
+        (dict(backends=["not a backend!"]), "backend"),
+        (dict(modes=[]), "mode"),
+    ],
+)
+def test_invalid_values_are_refused(axes, field):
+    with pytest.raises(OptionsError) as info:
+        expand(BASE, **axes)
+    assert info.value.field == field
+
+
+def test_invalid_combination_is_refused():
+    base = RunOptions(workload="matmul", inductor_options={"max_autotune": True})
+    with pytest.raises(OptionsError, match="inductor_options"):
+        expand(base, modes=["default", "reduce-overhead"])

@@ -1,0 +1,423 @@
+"""Summary statistics and a bootstrap interval of the speedup, in pure Python.
+
+Percentiles use linear interpolation between closest ranks, the same rule as numpy's
+default (``method="linear"``): for ``n`` sorted values the ``q``-th percentile sits at
+position ``h = (n - 1) * q / 100``; with ``i = floor(h)`` it is
+``v[i] + (h - i) * (v[i + 1] - v[i])``. The median is the 50th percentile, ``q1``/``q3``
+the 25th/75th, ``iqr = q3 - q1``. ``std`` is the sample standard deviation (n - 1 in the
+denominator), ``None`` for fewer than two samples.
+
+The speedup is ``median(all eager samples) / median(all compiled samples)``. Its interval
+comes from a block bootstrap (:func:`bootstrap_speedup`): the worker measures eager and
+compiled in alternating blocks, so block ``i`` of each side forms a pair, and pairs are
+resampled together, with replacement, to keep what drift and thermal state did to both
+sides at that moment. Each resample recomputes the ratio of pooled medians; the interval
+is the percentile interval of those ratios. A speedup is *significant* when its interval
+excludes 1.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+from bisect import bisect_left
+from collections import Counter
+from functools import partial
+from dataclasses import asdict, dataclass, fields
+from itertools import accumulate, chain
+from operator import mul
+from typing import Any, Iterable, NamedTuple, Sequence
+
+__all__ = [
+    "Stats",
+    "Moments",
+    "SampleAccumulator",
+    "SpeedupCI",
+    "percentile",
+    "median",
+    "summarize",
+    "summarize_sorted",
+    "bootstrap_speedup",
+    "is_significant",
+    "MAX_UNITS",
+    "GRID_POINTS",
+]
+
+MAX_UNITS = 200
+"""Most resampling units of :func:`bootstrap_speedup`; adjacent block pairs are merged above it."""
+
+GRID_POINTS = 1024
+"""Above this many distinct values a side's resampled medians are read from a quantile grid."""
+
+
+@dataclass(frozen=True)
+class Stats:
+    """Summary of one set of samples (milliseconds in compile-lab, but any unit works)."""
+
+    n: int
+    median: float
+    mean: float
+    std: float | None
+    min: float
+    max: float
+    p10: float
+    p90: float
+    q1: float
+    q3: float
+    iqr: float
+
+    @property
+    def relative_iqr(self) -> float | None:
+        """IQR / median (the spread measure behind the stability warning); None when median is 0."""
+        return self.iqr / self.median if self.median else None
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-ready dict of every field."""
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> "Stats":
+        """Rebuild from :meth:`to_dict` output; unknown keys are ignored, a missing one raises KeyError."""
+        return cls(**{f.name: data[f.name] for f in fields(cls)})
+
+
+def percentile(sorted_values: Sequence[float], q: float) -> float:
+    """The ``q``-th percentile (0..100) of already sorted values, by linear interpolation."""
+    n = len(sorted_values)
+    if n == 0:
+        raise ValueError("percentile of no values")
+    if not 0 <= q <= 100:
+        raise ValueError(f"percentile {q} is outside 0..100")
+    h = (n - 1) * q / 100
+    i = math.floor(h)
+    if i >= n - 1:
+        return float(sorted_values[-1])
+    low = sorted_values[i]
+    return float(low + (h - i) * (sorted_values[i + 1] - low))
+
+
+def median(values: Iterable[float]) -> float:
+    """The median of any iterable of numbers (ValueError when empty)."""
+    return percentile(sorted(values), 50)
+
+
+@dataclass
+class Moments:
+    """Count, mean and sum of squared deviations, combinable block by block (Chan et al.)."""
+
+    n: int = 0
+    mean: float = 0.0
+    m2: float = 0.0
+
+    def add(self, values: Iterable[float]) -> None:
+        """Fold a batch of values in (two-pass within the batch, stable combination across batches)."""
+        batch = values if isinstance(values, (list, tuple)) else list(values)
+        count = len(batch)
+        if not count:
+            return
+        batch_mean = math.fsum(batch) / count
+        batch_m2 = math.fsum((x - batch_mean) ** 2 for x in batch)
+        total = self.n + count
+        delta = batch_mean - self.mean
+        self.mean += delta * count / total
+        self.m2 += batch_m2 + delta * delta * self.n * count / total
+        self.n = total
+
+    @property
+    def std(self) -> float | None:
+        """Sample standard deviation (n - 1), None below two values."""
+        if self.n < 2:
+            return None
+        return math.sqrt(max(self.m2, 0.0) / (self.n - 1))
+
+
+def summarize_sorted(sorted_values: Sequence[float], moments: Moments | None = None) -> Stats:
+    """:class:`Stats` of values that are already sorted; pass their ``moments`` to skip a pass."""
+    if not sorted_values:
+        raise ValueError("summarize of no values")
+    if moments is None or moments.n != len(sorted_values):
+        moments = Moments()
+        moments.add(sorted_values)
+    q1 = percentile(sorted_values, 25)
+    q3 = percentile(sorted_values, 75)
+    return Stats(
+        n=len(sorted_values),
+        median=percentile(sorted_values, 50),
+        mean=moments.mean,
+        std=moments.std,
+        min=float(sorted_values[0]),
+        max=float(sorted_values[-1]),
+        p10=percentile(sorted_values, 10),
+        p90=percentile(sorted_values, 90),
+        q1=q1,
+        q3=q3,
+        iqr=q3 - q1,
+    )
+
+
+def summarize(samples: Iterable[float]) -> Stats:
+    """:class:`Stats` of any iterable of numbers (ValueError when empty)."""
+    return summarize_sorted(sorted(float(x) for x in samples))
+
+
+class SampleAccumulator:
+    """Samples that arrive in batches, summarised cheaply and repeatedly (a live run).
+
+    :meth:`add` only keeps a reference. :meth:`stats` sorts what arrived since the last
+    call and merges it into the sorted list (Timsort merges two sorted runs in linear
+    time), and folds it into running :class:`Moments`; the result is cached until the
+    next :meth:`add`.
+    """
+
+    def __init__(self) -> None:
+        self._sorted: list[float] = []
+        self._pending: list[Iterable[float]] = []
+        self._moments = Moments()
+        self._stats: Stats | None = None
+
+    def add(self, values: Iterable[float]) -> None:
+        """Queue a batch of values (kept by reference until the next :meth:`stats`)."""
+        self._pending.append(values)
+        self._stats = None
+
+    def _merge(self) -> None:
+        if not self._pending:
+            return
+        new = sorted(chain.from_iterable(self._pending))
+        self._pending = []
+        self._moments.add(new)
+        self._sorted += new
+        self._sorted.sort()
+
+    @property
+    def sorted_values(self) -> list[float]:
+        """Every value so far, sorted (do not modify)."""
+        self._merge()
+        return self._sorted
+
+    def __len__(self) -> int:
+        self._merge()
+        return len(self._sorted)
+
+    def stats(self) -> Stats | None:
+        """Stats of everything added so far, or None when nothing was."""
+        if self._stats is None:
+            self._merge()
+            if self._sorted:
+                self._stats = summarize_sorted(self._sorted, self._moments)
+        return self._stats
+
+
+class SpeedupCI(NamedTuple):
+    """``(point, low, high)`` of a speedup; None where it cannot be computed."""
+
+    point: float | None
+    low: float | None
+    high: float | None
+
+    @property
+    def significant(self) -> bool | None:
+        """True when the interval excludes 1 (None without an interval)."""
+        return is_significant(self.low, self.high)
+
+
+def is_significant(low: float | None, high: float | None) -> bool | None:
+    """True when the interval [low, high] excludes 1, None when there is no interval."""
+    if low is None or high is None:
+        return None
+    return not (low <= 1.0 <= high)
+
+
+class _ResampledMedian:
+    """Medians of a weighted union of sample groups, without touching every sample.
+
+    Pre-computes, for a grid of values, how many samples of each group are <= each grid
+    value (one column per grid value). The pooled count <= g under integer weights ``w`` is
+    then ``sum(w[u] * col[u])``, and the median is found by searching the grid. When a
+    side has at most ``grid_points`` distinct values the grid is every distinct value and
+    the median is exact; otherwise the grid holds evenly spaced order statistics and the
+    median is interpolated linearly inside its grid cell (error well below the spacing of
+    neighbouring grid values, i.e. a fraction of 1/grid_points in quantile terms).
+    """
+
+    def __init__(self, groups: list[list[float]], pooled: list[float], grid_points: int) -> None:
+        """``pooled`` is every value of every group, sorted."""
+        distinct = set(pooled)
+        self.exact = len(distinct) <= grid_points
+        if self.exact:
+            grid = sorted(distinct)
+        else:
+            last = len(pooled) - 1
+            grid = sorted({pooled[round(j * last / (grid_points - 1))] for j in range(grid_points)})
+        self.grid = grid
+        # Each value counts for every grid value >= it: histogram of first such grid index, then cumulate.
+        first_at_or_above = partial(bisect_left, grid)
+        rows = []
+        for group in groups:
+            histogram = [0] * len(grid)
+            for index, count in Counter(map(first_at_or_above, group)).items():
+                histogram[index] = count
+            rows.append(list(accumulate(histogram)))
+        self.columns = list(zip(*rows))
+        self.sizes = [len(group) for group in groups]
+        self.start = min(bisect_left(grid, percentile(pooled, 50)), len(grid) - 1)
+
+    def _first_reaching(self, weights: list[int], rank: float, total: int, start: int) -> tuple[int, int, int]:
+        """Smallest grid index k with count(<= grid[k]) >= rank, and the counts at k - 1 and k.
+
+        Gallops outwards from ``start`` (a resampled median lies near the full-sample one),
+        then bisects the bracket: a few probes instead of log2(len(grid)).
+        """
+        columns = self.columns
+        last = len(columns) - 1
+
+        def count(k: int) -> int:
+            return sum(map(mul, weights, columns[k]))
+
+        # Invariant once bracketed: count(low) < rank <= count(high); count(-1) is 0, count(last) is total.
+        step = 1
+        at_start = count(start)
+        if at_start >= rank:
+            high, at = start, at_start
+            while True:
+                probe = high - step
+                if probe < 0:
+                    low, below = -1, 0
+                    break
+                value = count(probe)
+                if value >= rank:
+                    high, at, step = probe, value, step * 2
+                else:
+                    low, below = probe, value
+                    break
+        else:
+            low, below = start, at_start
+            while True:
+                probe = low + step
+                if probe >= last:
+                    high, at = last, total
+                    break
+                value = count(probe)
+                if value >= rank:
+                    high, at = probe, value
+                    break
+                low, below, step = probe, value, step * 2
+        while high - low > 1:
+            mid = (low + high) // 2
+            value = count(mid)
+            if value >= rank:
+                high, at = mid, value
+            else:
+                low, below = mid, value
+        return high, below, at
+
+    def median(self, weights: list[int]) -> float | None:
+        """The median of the union where group u appears weights[u] times; None when empty."""
+        total = sum(map(mul, weights, self.sizes))
+        if total == 0:
+            return None
+        grid = self.grid
+        if self.exact:
+            k, _, _ = self._first_reaching(weights, (total + 1) // 2, total, self.start)
+            if total % 2:
+                return grid[k]
+            k2, _, _ = self._first_reaching(weights, total // 2 + 1, total, k)
+            return (grid[k] + grid[k2]) / 2
+        rank = (total + 1) / 2
+        k, below, at = self._first_reaching(weights, rank, total, self.start)
+        if k == 0 or at == below:
+            return grid[k]
+        return grid[k - 1] + (grid[k] - grid[k - 1]) * (rank - below) / (at - below)
+
+
+def _as_floats(block: Iterable[float]) -> list[float]:
+    return [float(x) for x in block]
+
+
+def bootstrap_speedup(
+    eager_blocks: Sequence[Iterable[float]],
+    compiled_blocks: Sequence[Iterable[float]],
+    resamples: int = 2000,
+    confidence: float = 0.95,
+    seed: int = 0,
+    *,
+    max_units: int = MAX_UNITS,
+    grid_points: int = GRID_POINTS,
+) -> SpeedupCI:
+    """Speedup ``median(eager) / median(compiled)`` with a block-bootstrap percentile interval.
+
+    Block ``i`` of ``eager_blocks`` and block ``i`` of ``compiled_blocks`` form one
+    resampling unit (a side missing block ``i``, e.g. mid-run, contributes nothing to that
+    unit). Each of ``resamples`` rounds draws as many units as there are, with
+    replacement, pools each side's samples of the drawn units and takes the ratio of the
+    pooled medians; ``low``/``high`` are the ``(1 - confidence) / 2`` and
+    ``(1 + confidence) / 2`` percentiles of those ratios (linear interpolation).
+
+    Cost control, so 200,000 samples take well under a second:
+
+    * more than ``max_units`` units are merged into ``max_units`` runs of adjacent units
+      (a longer bootstrap block: it keeps slow drift inside a unit, which widens the
+      interval rather than narrowing it);
+    * pooled medians are not recomputed from the samples but read from per-unit counts
+      on a grid of values (exact up to ``grid_points`` distinct values per side,
+      interpolated within one grid cell above that).
+
+    The point estimate always uses every sample exactly. Deterministic for a given
+    ``seed``. With fewer than two units, or an empty side, ``low``/``high`` are None
+    (and ``point`` is None when a side is empty or the compiled median is not positive).
+    """
+    if resamples < 1:
+        raise ValueError(f"resamples must be >= 1, got {resamples}")
+    if not 0 < confidence < 1:
+        raise ValueError(f"confidence must be between 0 and 1, got {confidence}")
+    if max_units < 2 or grid_points < 2:
+        raise ValueError("max_units and grid_points must be >= 2")
+    eager = [_as_floats(b) for b in eager_blocks]
+    compiled = [_as_floats(b) for b in compiled_blocks]
+    all_eager = sorted(chain.from_iterable(eager))
+    all_compiled = sorted(chain.from_iterable(compiled))
+    if not all_eager or not all_compiled:
+        return SpeedupCI(None, None, None)
+    denominator = percentile(all_compiled, 50)
+    if denominator <= 0:
+        return SpeedupCI(None, None, None)
+    point = percentile(all_eager, 50) / denominator
+
+    pairs = [
+        (eager[i] if i < len(eager) else [], compiled[i] if i < len(compiled) else [])
+        for i in range(max(len(eager), len(compiled)))
+    ]
+    pairs = [p for p in pairs if p[0] or p[1]]
+    if len(pairs) > max_units:
+        size = math.ceil(len(pairs) / max_units)
+        pairs = [
+            (
+                list(chain.from_iterable(p[0] for p in pairs[start : start + size])),
+                list(chain.from_iterable(p[1] for p in pairs[start : start + size])),
+            )
+            for start in range(0, len(pairs), size)
+        ]
+    units = len(pairs)
+    if units < 2:
+        return SpeedupCI(point, None, None)
+
+    eager_median = _ResampledMedian([p[0] for p in pairs], all_eager, grid_points)
+    compiled_median = _ResampledMedian([p[1] for p in pairs], all_compiled, grid_points)
+    rng = random.Random(seed)
+    population = range(units)
+    ratios: list[float] = []
+    for _ in range(resamples):
+        weights = [0] * units
+        for u in rng.choices(population, k=units):
+            weights[u] += 1
+        top = eager_median.median(weights)
+        bottom = compiled_median.median(weights)
+        if top is not None and bottom is not None and bottom > 0:
+            ratios.append(top / bottom)
+    # A side that is missing from most units (a run cut short) leaves too few usable ratios.
+    if len(ratios) < max(2, resamples // 2):
+        return SpeedupCI(point, None, None)
+    ratios.sort()
+    tail = (1 - confidence) / 2 * 100
+    return SpeedupCI(point, percentile(ratios, tail), percentile(ratios, 100 - tail))
+

@@ -1,0 +1,95 @@
+"""Parameter sweeps: every meaningful combination of compile settings and workload parameters.
+
+Like hyperfine's ``-L``: each axis is a list, and every combination becomes one run.
+An axis left as None keeps the base option's value. Combinations that would run the
+same configuration twice are dropped:
+
+* ``mode`` only means something to inductor; other backends get ``mode="default"`` only;
+* ``inductor_options`` only apply to inductor; other backends run without them.
+
+Order is deterministic: workload parameters vary slowest (in the order of
+``params_grid``'s keys), then backend, mode, fullgraph, dynamic, dtype.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import itertools
+import json
+from typing import Any, Iterable, Sequence
+
+from tui.engine.options import MODES, OptionsError, RunOptions, parse_dynamic
+
+__all__ = ["expand"]
+
+
+def _axis(name: str, values: Iterable[Any] | None, current: Any) -> list[Any]:
+    if values is None:
+        return [current]
+    if isinstance(values, (str, bytes)):
+        values = [values]
+    result = list(dict.fromkeys(values))
+    if not result:
+        raise OptionsError(name, "the sweep list is empty (give at least one value)")
+    return result
+
+
+def _parse_bool(name: str, value: Any) -> bool:
+    if isinstance(value, bool):
+        return value
+    text = str(value).strip().lower()
+    if text in {"true", "1", "yes", "on"}:
+        return True
+    if text in {"false", "0", "no", "off"}:
+        return False
+    raise OptionsError(name, f"{value!r} is not allowed (allowed: true, false)")
+
+
+def expand(
+    base: RunOptions,
+    *,
+    modes: Sequence[str] | None = None,
+    fullgraphs: Sequence[bool | str] | None = None,
+    dynamics: Sequence[bool | str | None] | None = None,
+    backends: Sequence[str] | None = None,
+    dtypes: Sequence[str] | None = None,
+    params_grid: dict[str, list[Any]] | None = None,
+) -> list[RunOptions]:
+    """Every meaningful combination, each validated (``RunOptions.validated()``).
+
+    Raises OptionsError for the first invalid value or combination (in the order above),
+    e.g. an unknown mode or a workload parameter out of range; nothing is returned then.
+    """
+    mode_axis = _axis("mode", modes, base.mode)
+    for mode in mode_axis:
+        if mode not in MODES:
+            raise OptionsError("mode", f"{mode!r} is not allowed (allowed: {', '.join(MODES)})")
+    fullgraph_axis = list(dict.fromkeys(_parse_bool("fullgraph", v) for v in _axis("fullgraph", fullgraphs, base.fullgraph)))
+    dynamic_axis = list(dict.fromkeys(parse_dynamic(v) for v in _axis("dynamic", dynamics, base.dynamic)))
+    backend_axis = [str(b).strip() for b in _axis("backend", backends, base.backend)]
+    dtype_axis = _axis("dtype", dtypes, base.dtype)
+
+    grid = params_grid or {}
+    names = list(grid)
+    value_lists = [_axis(f"params.{name}", grid[name], None) for name in names]
+
+    results: list[RunOptions] = []
+    seen: set[str] = set()
+    for param_values in itertools.product(*value_lists):
+        params = {**base.params, **dict(zip(names, param_values))}
+        for backend, mode, fullgraph, dynamic, dtype in itertools.product(
+            backend_axis, mode_axis, fullgraph_axis, dynamic_axis, dtype_axis
+        ):
+            changes: dict[str, Any] = dict(
+                params=params, backend=backend, mode=mode, fullgraph=fullgraph, dynamic=dynamic, dtype=dtype
+            )
+            if backend != "inductor":
+                # Other backends ignore these: keep one run instead of several identical ones.
+                changes["mode"] = "default"
+                changes["inductor_options"] = {}
+            options = dataclasses.replace(base, **changes).validated()
+            key = json.dumps(options.to_dict(), sort_keys=True, default=str)
+            if key not in seen:
+                seen.add(key)
+                results.append(options)
+    return results
