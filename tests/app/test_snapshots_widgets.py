@@ -1,0 +1,83 @@
+"""SVG snapshots (pytest-textual-snapshot) of the GPU pane and the iteration chart at 80x24.
+
+Update after a deliberate change with ``pytest tests/app/test_snapshots_widgets.py --snapshot-update``
+and look at the new SVGs before committing them.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import math
+from dataclasses import dataclass, field
+
+from textual.app import App, ComposeResult
+from textual.widgets import Static
+
+from tui.app.components.chart import IterationChart
+from tui.app.components.gpu_pane import GpuPane
+from tui.telemetry.fake import FakeSource
+
+
+class PaneSnapshotApp(App):
+    """One fake GPU, throttled by the power cap, polled once (no timer fires during the test)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.source = FakeSource(vary=False)
+        self.source.set_field(0, throttle_reasons=("SW power cap",))
+        self.polled = asyncio.Event()
+
+    def compose(self) -> ComposeResult:
+        pane = GpuPane(self.source, interval=3600.0)
+        pane.active_uuid = self.source.uuids[0]
+        yield pane
+        yield Static("─" * 80)
+
+    def on_gpu_pane_updated(self) -> None:
+        self.polled.set()
+
+
+@dataclass
+class Block:
+    stage: str
+    index: int
+    ms: list[float]
+
+
+@dataclass
+class Record:
+    samples: dict[str, list[Block]] = field(default_factory=lambda: {"eager": [], "compiled": []})
+
+
+def chart_record() -> Record:
+    record = Record()
+    record.samples["eager"].append(Block("warmup", 0, [2.4, 1.6, 1.4]))
+    record.samples["compiled"].append(Block("compile", 0, [31234.0]))
+    record.samples["compiled"].append(Block("warmup", 0, [3.1, 1.9, 1.1]))
+    for b in range(8):
+        record.samples["eager"].append(
+            Block("measure", b, [1.25 + 0.06 * math.sin((50 * b + j) / 9.0) + (0.3 if j == 17 else 0.0) for j in range(50)])
+        )
+        record.samples["compiled"].append(
+            Block("measure", b, [0.83 + 0.04 * math.cos((50 * b + j) / 6.0) for j in range(50)])
+        )
+    return record
+
+
+class ChartSnapshotApp(App):
+    def compose(self) -> ComposeResult:
+        yield Static("run: resnet18 · cuda · inductor default")
+        yield IterationChart(chart_record())
+
+
+def test_snapshot_gpu_pane_one_gpu(snap_compare):
+    app = PaneSnapshotApp()
+
+    async def polled(pilot) -> None:
+        await asyncio.wait_for(app.polled.wait(), 10)
+
+    assert snap_compare(app, terminal_size=(80, 24), run_before=polled)
+
+
+def test_snapshot_iteration_chart(snap_compare):
+    assert snap_compare(ChartSnapshotApp(), terminal_size=(80, 24))

@@ -1,0 +1,337 @@
+"""Per-iteration chart of one run: eager and compiled times over iteration index.
+
+Hand-drawn with braille dots (2 x 4 per cell) through Textual's line API; no plotting library.
+Per side and per chart column it draws the spread of the iterations in that column (min to max,
+dark) and their median (bright), so a run of 100k iterations looks like one of 100. Compile and
+warm-up iterations are grey and left of a dotted separator; steady state (measure) is coloured.
+The measure medians are dashed horizontal lines, with their values in the legend. The compile
+call, usually far slower than steady state, is not allowed to squash the y axis: points above
+the range sit on the top edge and the legend gives their value.
+
+Redraws are timer-driven: ``set_run(record)`` and ``mark_dirty()`` only flag the chart; a
+timer (``max_fps``, 10 Hz by default) redraws from the record when flagged, never more than
+once per tick, and backs off so redrawing takes at most about a tenth of a core. Nothing is
+redrawn while another screen (e.g. a modal) is on top.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+
+from rich.segment import Segment
+from rich.style import Style
+from textual.strip import Strip
+from textual.widget import Widget
+
+from tui.app.components.chart_data import Bucket, RecordLike, Series, SeriesCache, downsample
+
+__all__ = ["IterationChart", "RecordLike", "format_ms"]
+
+_DOTS = ((0x01, 0x02, 0x04, 0x40), (0x08, 0x10, 0x20, 0x80))  # [dx][dy]
+_GUTTER = 6
+# Layers, lowest priority first: a cell takes the colour of its highest layer.
+_LAYERS = (
+    "chart--separator",
+    "chart--eager-median",
+    "chart--compiled-median",
+    "chart--eager-spread",
+    "chart--compiled-spread",
+    "chart--warmup",
+    "chart--eager",
+    "chart--compiled",
+)
+_LAYER = {name: i for i, name in enumerate(_LAYERS)}
+
+
+def format_ms(value: float) -> str:
+    """A time given in milliseconds, with its unit, in at most 6 characters: ``"812µs"``, ``"1.23ms"``, ``"31.2s"``."""
+    if value < 1.0:
+        return f"{value * 1000:.3g}µs"
+    if value < 1000.0:
+        return f"{value:.3g}ms"
+    return f"{value / 1000:.3g}s"
+
+
+@dataclass
+class _Canvas:
+    """Braille dot masks per layer over a plot of ``width`` x ``height`` cells."""
+
+    width: int
+    height: int
+
+    def __post_init__(self) -> None:
+        self.masks = [bytearray(self.width * self.height) for _ in _LAYERS]
+
+    @property
+    def dots_x(self) -> int:
+        return self.width * 2
+
+    @property
+    def dots_y(self) -> int:
+        return self.height * 4
+
+    def dot(self, layer: int, x: int, y: int) -> None:
+        if 0 <= x < self.dots_x and 0 <= y < self.dots_y:
+            cx, dx = divmod(x, 2)
+            cy, dy = divmod(y, 4)
+            self.masks[layer][cy * self.width + cx] |= _DOTS[dx][dy]
+
+    def vline(self, layer: int, x: int, y0: int, y1: int) -> None:
+        for y in range(min(y0, y1), max(y0, y1) + 1):
+            self.dot(layer, x, y)
+
+
+class IterationChart(Widget):
+    """Eager vs compiled time per iteration for one run, redrawn at most ``max_fps`` times a second.
+
+    Call :meth:`set_run` with a record (see :class:`~tui.app.components.chart_data.RecordLike`)
+    when the selected run changes and :meth:`mark_dirty` when its blocks grow.
+
+    Attributes:
+        redraw_count: redraws done so far (tests count them).
+        last_redraw_s: how long the last redraw took, in seconds.
+
+    Component classes (colours, themable in CSS): ``chart--eager``, ``chart--compiled`` (medians
+    per column), ``chart--eager-spread``, ``chart--compiled-spread`` (min..max per column),
+    ``chart--eager-median``, ``chart--compiled-median`` (median lines), ``chart--warmup``
+    (compile and warm-up), ``chart--separator``, ``chart--axis``.
+    """
+
+    COMPONENT_CLASSES = set(_LAYERS) | {"chart--axis"}
+
+    # xterm-256 colours, so 256-colour terminals show exactly these.
+    DEFAULT_CSS = """
+    IterationChart {
+        height: 12;
+        min-height: 5;
+    }
+    IterationChart > .chart--eager { color: #5fafff; text-style: bold; }
+    IterationChart > .chart--compiled { color: #ffaf00; text-style: bold; }
+    IterationChart > .chart--eager-spread { color: #005f87; }
+    IterationChart > .chart--compiled-spread { color: #875f00; }
+    IterationChart > .chart--eager-median { color: #87d7ff; }
+    IterationChart > .chart--compiled-median { color: #ffd787; }
+    IterationChart > .chart--warmup { color: #8a8a8a; }
+    IterationChart > .chart--separator { color: #585858; }
+    IterationChart > .chart--axis { color: #8a8a8a; }
+    """
+
+    def __init__(
+        self,
+        record: RecordLike | None = None,
+        *,
+        max_fps: float = 10.0,
+        name: str | None = None,
+        id: str | None = None,
+        classes: str | None = None,
+    ) -> None:
+        """Args: record: the run to show (or ``None``); max_fps: redraws per second at most (<= 10 advised)."""
+        super().__init__(name=name, id=id, classes=classes)
+        self._record = record
+        self._max_fps = max_fps
+        self._dirty = True
+        self._not_before = 0.0
+        self._cache = SeriesCache()
+        self._strips: list[Strip] = []
+        self.redraw_count = 0
+        self.last_redraw_s = 0.0
+
+    # -- public API ----------------------------------------------------------------------
+
+    @property
+    def record(self) -> RecordLike | None:
+        """The run shown."""
+        return self._record
+
+    def set_run(self, record: RecordLike | None) -> None:
+        """Show another run (or none); drawn at the next timer tick."""
+        self._record = record
+        self._dirty = True
+
+    def mark_dirty(self) -> None:
+        """The record's blocks changed; cheap, call it on every event."""
+        self._dirty = True
+
+    # -- scheduling ----------------------------------------------------------------------
+
+    def on_mount(self) -> None:
+        self.set_interval(1.0 / self._max_fps, self._tick, name="iteration-chart-redraw")
+
+    def on_resize(self) -> None:
+        self._dirty = True
+        if not self._strips:  # the first frame: draw now rather than a tick later
+            self._tick()
+
+    def notify_style_update(self) -> None:
+        super().notify_style_update()
+        self._dirty = True  # colours come from component classes: a theme change redraws
+
+    def _tick(self) -> None:
+        if not self._dirty or not self.size.area:
+            return
+        now = time.monotonic()
+        if now < self._not_before:
+            return
+        try:
+            if not self.screen.is_active:  # a modal or another screen is on top
+                return
+        except Exception:
+            return
+        self._dirty = False
+        start = time.perf_counter()
+        self._strips = self._draw(self.size.width, self.size.height)
+        self.last_redraw_s = time.perf_counter() - start
+        self._not_before = now + 9.0 * self.last_redraw_s  # about 10% of a core at most
+        self.redraw_count += 1
+        self.refresh()
+
+    def render_line(self, y: int) -> Strip:
+        if 0 <= y < len(self._strips):
+            return self._strips[y]
+        return Strip.blank(self.size.width, self.rich_style)
+
+    # -- drawing -------------------------------------------------------------------------
+
+    def _style(self, name: str) -> Style:
+        return self.get_component_rich_style(name)
+
+    def _draw(self, width: int, height: int) -> list[Strip]:
+        base = self.rich_style
+        series = self._cache.series(self._record)
+        lines: list[list[Segment]] = []
+        plot_w = width - _GUTTER - 1
+        plot_h = height - 2
+        if not series or plot_w < 4 or plot_h < 1:
+            message = "no run" if self._record is None else "waiting for timing blocks…"
+            lines.append(self._legend(series, None))
+            for _ in range(1, height):
+                lines.append([])
+            if height > 1:
+                lines[height // 2] = [Segment(message.center(width), self._style("chart--axis"))]
+            return [Strip(line).adjust_cell_length(width, base) for line in lines]
+
+        span = max(len(s.ms) for s in series.values())
+        canvas = _Canvas(plot_w, plot_h)
+        buckets = {side: downsample(s, canvas.dots_x, span) for side, s in series.items()}
+        lo, hi = _y_range(buckets)
+        scale = (canvas.dots_y - 1) / (hi - lo)
+
+        def y_of(value: float) -> int:
+            return max(0, min(canvas.dots_y - 1, round((hi - value) * scale)))
+
+        off_scale: list[float] = []
+        measure_x = [s.stage_start("measure") for s in series.values()]
+        measure_x = [x for x in measure_x if x]
+        if measure_x:
+            sep = min(measure_x) * canvas.dots_x // span
+            for y in range(0, canvas.dots_y, 2):
+                canvas.dot(_LAYER["chart--separator"], sep, y)
+        for side, s in series.items():
+            if s.median is not None:
+                start = (s.stage_start("measure") or 0) * canvas.dots_x // span
+                y = y_of(s.median)
+                for x in range(start, canvas.dots_x, 3):
+                    canvas.dot(_LAYER[f"chart--{side}-median"], x, y)
+            previous: Bucket | None = None
+            for bucket in buckets[side]:
+                steady = bucket.stage == "measure"
+                if bucket.hi > hi and not steady:
+                    off_scale.append(bucket.hi)
+                if steady:
+                    canvas.vline(_LAYER[f"chart--{side}-spread"], bucket.column, y_of(bucket.lo), y_of(bucket.hi))
+                layer = _LAYER[f"chart--{side}"] if steady else _LAYER["chart--warmup"]
+                y = y_of(bucket.median)
+                if previous is not None and previous.stage == bucket.stage and previous.column == bucket.column - 1:
+                    canvas.vline(layer, bucket.column, (y + y_of(previous.median)) // 2, y)
+                canvas.dot(layer, bucket.column, y)
+                previous = bucket
+
+        lines.append(self._legend(series, max(off_scale) if off_scale else None))
+        markers = {y_of(s.median) // 4: f"chart--{side}" for side, s in series.items() if s.median is not None}
+        lines.extend(self._plot_rows(canvas, lo, hi, markers))
+        lines.append(self._x_axis(plot_w, span, series))
+        return [Strip(line).adjust_cell_length(width, base) for line in lines[:height]]
+
+    def _legend(self, series: dict[str, Series], off_scale: float | None) -> list[Segment]:
+        axis = self._style("chart--axis")
+        segments: list[Segment] = []
+        for side in ("eager", "compiled"):
+            s = series.get(side)
+            if s is None:
+                continue
+            segments.append(Segment("━ ", self._style(f"chart--{side}")))
+            median = f" median {format_ms(s.median)}" if s.median is not None else ""
+            segments.append(Segment(f"{side}{median}  ", axis))
+        segments.append(Segment("⠒ ", self._style("chart--warmup")))
+        segments.append(Segment("compile/warm-up", axis))
+        if off_scale is not None:
+            segments.append(Segment(f" ({format_ms(off_scale)}↑)", axis))
+        return segments
+
+    def _plot_rows(self, canvas: _Canvas, lo: float, hi: float, markers: dict[int, str]) -> list[list[Segment]]:
+        """The plot rows: y labels, the axis (``▶`` in a side's colour marks its median's row), the dots."""
+        styles = [self._style(name) for name in _LAYERS]
+        axis = self._style("chart--axis")
+        base = self.rich_style
+        labelled = {0: hi, canvas.height - 1: lo}
+        if canvas.height >= 5:
+            labelled[(canvas.height - 1) // 2] = hi - (hi - lo) * ((canvas.height - 1) // 2 * 4 + 1.5) / (canvas.dots_y - 1)
+        rows = []
+        for cy in range(canvas.height):
+            label = format_ms(labelled[cy]).rjust(_GUTTER) if cy in labelled else " " * _GUTTER
+            segments = [Segment(label, axis)]
+            if cy in markers:
+                segments.append(Segment("▶", self._style(markers[cy])))
+            else:
+                segments.append(Segment("┤" if cy in labelled else "│", axis))
+            run_text: list[str] = []
+            run_style: Style | None = None
+            for cx in range(canvas.width):
+                i = cy * canvas.width + cx
+                mask = 0
+                top = -1
+                for layer, masks in enumerate(canvas.masks):
+                    if masks[i]:
+                        mask |= masks[i]
+                        top = layer
+                char, style = (chr(0x2800 + mask), styles[top]) if mask else (" ", base)
+                if style is not run_style and run_text:
+                    segments.append(Segment("".join(run_text), run_style))
+                    run_text = []
+                run_style = style
+                run_text.append(char)
+            if run_text:
+                segments.append(Segment("".join(run_text), run_style))
+            rows.append(segments)
+        return rows
+
+    def _x_axis(self, plot_w: int, span: int, series: dict[str, Series]) -> list[Segment]:
+        axis = self._style("chart--axis")
+        cells = ["─"] * plot_w
+        starts = [s.stage_start("measure") for s in series.values()]
+        starts = [x for x in starts if x]
+        if starts:
+            cells[min(plot_w - 1, min(starts) * plot_w // span)] = "┴"
+        first, last = "0", f"{span - 1}"
+        text = "".join(cells)
+        label = f" iteration {last}"
+        if plot_w > len(label) + len(first) + 2:
+            text = first + text[len(first) : plot_w - len(label)] + label
+        return [Segment(" " * _GUTTER + "└" + text, axis)]
+
+
+def _y_range(buckets: dict[str, list[Bucket]]) -> tuple[float, float]:
+    """The y range: steady state when there is any (robust: column p95s), else all but the compile call."""
+    chosen = [b for bs in buckets.values() for b in bs if b.stage == "measure"]
+    if not chosen:
+        chosen = [b for bs in buckets.values() for b in bs if b.stage != "compile"]
+    if not chosen:
+        chosen = [b for bs in buckets.values() for b in bs]
+    lo = min(b.lo for b in chosen)
+    hi = max(b.p95 for b in chosen)
+    if hi <= lo:
+        pad = abs(lo) * 0.05 or 1e-3
+        return lo - pad, hi + pad
+    pad = (hi - lo) * 0.05
+    return max(0.0, lo - pad), hi + pad
