@@ -1,0 +1,193 @@
+"""The compile-lab command line: usage errors, workloads, run/sweep through a (fake or real) worker."""
+
+from __future__ import annotations
+
+import csv
+import json
+import os
+import signal
+import sys
+from pathlib import Path
+
+import pytest
+
+from tui import cli
+from tui.engine.catalog import WORKLOADS
+from tui.engine.runner import WorkerRunner
+
+FAKE_WORKER = [sys.executable, str(Path(__file__).resolve().parent / "fakes" / "fake_worker.py")]
+
+
+def _error_lines(capsys) -> list[str]:
+    return [line for line in capsys.readouterr().err.splitlines() if line.strip()]
+
+
+def _use_fake_worker(monkeypatch, behaviour: str = "ok", hook=None) -> list[WorkerRunner]:
+    """Make the CLI run the fake worker; returns the runners it made."""
+    made: list[WorkerRunner] = []
+
+    class HookedRunner(WorkerRunner):
+        async def run(self, record, on_event=None):
+            def forward(event):
+                if hook is not None:
+                    hook(event)
+                if on_event is not None:
+                    on_event(event)
+
+            return await super().run(record, forward)
+
+    def factory(keep_spare: bool, telemetry=None):
+        runner = HookedRunner(worker_argv=FAKE_WORKER, keep_spare=keep_spare, env={"FAKE_WORKER_BEHAVIOUR": behaviour})
+        made.append(runner)
+        return runner
+
+    monkeypatch.setattr(cli, "make_runner", factory)
+    return made
+
+
+def test_workloads_lists_every_builtin_and_how_to_bring_your_own(capsys):
+    assert cli.main(["workloads"]) == 0
+    out = capsys.readouterr().out
+    for name, spec in WORKLOADS.items():
+        assert name in out
+        for param in spec.params:
+            assert param.name in out
+    assert "make_workload(device, dtype, **params)" in out
+    assert "--workload path/to/file.py" in out
+
+
+@pytest.mark.parametrize(
+    ("argv", "field"),
+    [
+        (["run", "--mode", "fast"], "mode:"),
+        (["run", "--backend", "aot_eager", "--mode", "max-autotune"], "mode:"),
+        (["run", "--iters", "0"], "iters:"),
+        (["run", "--workload", "matmul", "--param", "n=-5"], "params: n:"),
+        (["run", "--dynamic", "sometimes"], "dynamic:"),
+        (["run", "--device", "gpu"], "device:"),
+        (["run", "--iters", "many"], "argument --iters:"),
+        (["sweep", "--mode", "default,bogus"], "mode:"),
+        (["sweep", "--fullgraph", "maybe"], "fullgraph:"),
+        (["sweep", "--param", "n=64,-1"], "params: n:"),
+        (["frobnicate"], "argument COMMAND:"),
+    ],
+)
+def test_usage_errors_exit_2_with_one_line(capsys, argv, field):
+    assert cli.main(argv) == 2
+    lines = _error_lines(capsys)
+    assert len(lines) == 1, lines
+    assert lines[0].startswith(f"compile-lab: error: {field}")
+
+
+def test_every_run_flag_reaches_its_option():
+    args = cli.build_parser().parse_args(
+        [
+            "run", "--workload", "mlp", "--param", "batch=8", "--param", "width=32", "--backend", "inductor",
+            "--option", "max_autotune_gemm=false", "--fullgraph", "--dynamic", "true", "--dtype",
+            "bfloat16", "--tf32", "--device", "cpu", "--warmup", "2", "--iters", "30", "--block-size", "5",
+            "--time-budget", "9.5", "--l2-flush", "--cold-compile", "--timeout", "120", "--python",
+            sys.executable, "--train", "--compile-optimizer", "--seed", "7",
+        ]
+    )  # fmt: skip
+    (options,) = cli.configs_from_args(args)
+    assert options.to_dict() == {
+        "workload": "mlp", "params": {"batch": 8, "width": 32, "depth": 3}, "backend": "inductor",
+        "mode": "default", "inductor_options": {"max_autotune_gemm": False}, "fullgraph": True,
+        "dynamic": True, "dtype": "bfloat16", "tf32": True, "device": "cpu", "warmup": 2, "iters": 30,
+        "block_size": 5, "time_budget_s": 9.5, "l2_flush": True, "cold_compile": True, "timeout_s": 120.0,
+        "python": sys.executable, "train": True, "compile_optimizer": True, "seed": 7,
+    }  # fmt: skip
+
+
+def test_sweep_runs_each_meaningful_combination_once():
+    args = cli.build_parser().parse_args(
+        ["sweep", "--backend", "inductor,aot_eager", "--mode", "default,max-autotune", "--fullgraph", "both",
+         "--param", "n=64,128", "--device", "cpu"]
+    )  # fmt: skip
+    configs = cli.configs_from_args(args)
+    # inductor: 2 modes x 2 fullgraph; aot_eager: mode ignored -> 2 fullgraph; x 2 sizes
+    assert len(configs) == (2 * 2 + 2) * 2
+    assert {(c.backend, c.mode) for c in configs} == {
+        ("inductor", "default"), ("inductor", "max-autotune"), ("aot_eager", "default"),
+    }
+    assert {c.params["n"] for c in configs} == {64, 128}
+
+
+def test_a_sweep_runs_sequentially_exports_and_keeps_history(monkeypatch, tmp_path, compile_lab_home):
+    made = _use_fake_worker(monkeypatch)
+    out_csv, out_json, raw = tmp_path / "r.csv", tmp_path / "r.json", tmp_path / "raw.csv"
+    code = cli.main(
+        ["sweep", "--workload", "pointwise", "--param", "n=64,128", "--device", "cpu", "--iters", "20",
+         "--block-size", "5", "--csv", str(out_csv), "--json", str(out_json), "--raw-csv", str(raw), "--quiet"]
+    )  # fmt: skip
+    assert code == 0
+    rows = list(csv.DictReader(out_csv.open()))
+    assert [(r["params"], r["status"]) for r in rows] == [("n=64", "done"), ("n=128", "done")]
+    assert len(json.loads(out_json.read_text())["runs"]) == 2
+    assert len(list(csv.DictReader(raw.open()))) == 2 * 2 * 20  # runs x sides x iterations
+    history = (compile_lab_home / "data" / "history.jsonl").read_text().splitlines()
+    assert len(history) == 2
+    assert made[0].spare_pid is None  # closed, and no spare after the last run
+
+
+def test_a_failed_run_exits_1_and_is_still_exported_and_in_history(monkeypatch, tmp_path, compile_lab_home, capsys):
+    _use_fake_worker(monkeypatch, behaviour="fail")
+    out_csv = tmp_path / "r.csv"
+    assert cli.main(["run", "--device", "cpu", "--csv", str(out_csv)]) == 1
+    (row,) = list(csv.DictReader(out_csv.open()))
+    assert (row["status"], row["error_kind"]) == ("failed", "compile_error")
+    assert "compile failed: fake inductor error" in capsys.readouterr().out
+    assert len((compile_lab_home / "data" / "history.jsonl").read_text().splitlines()) == 1
+
+
+def test_no_history_leaves_the_history_alone(monkeypatch, compile_lab_home):
+    _use_fake_worker(monkeypatch)
+    assert cli.main(["run", "--device", "cpu", "--no-history", "--quiet"]) == 0
+    assert not (compile_lab_home / "data" / "history.jsonl").exists()
+
+
+def test_sigterm_kills_the_worker_and_keeps_the_runs_that_ended(monkeypatch, tmp_path, compile_lab_home):
+    pids: list[int] = []
+
+    def hook(event):
+        if event["event"] == "ready":
+            pids.append(event["pid"])
+        if event["event"] == "block" and len(pids) == 2:  # the second run is measuring
+            os.kill(os.getpid(), signal.SIGTERM)
+
+    _use_fake_worker(monkeypatch, behaviour="ok", hook=hook)
+    monkeypatch.setenv("FAKE_WORKER_DELAY", "0.05")
+    out_csv = tmp_path / "r.csv"
+    before = signal.getsignal(signal.SIGTERM)
+    code = cli.main(
+        ["sweep", "--param", "n=64,128", "--device", "cpu", "--iters", "50", "--block-size", "5",
+         "--csv", str(out_csv), "--quiet"]
+    )  # fmt: skip
+    assert code == 128 + signal.SIGTERM
+    assert [r["status"] for r in csv.DictReader(out_csv.open())] == ["done"]  # the cancelled one is left out
+    assert len((compile_lab_home / "data" / "history.jsonl").read_text().splitlines()) == 1
+    for pid in pids:
+        with pytest.raises(ProcessLookupError):
+            os.killpg(pid, 0)
+    assert signal.getsignal(signal.SIGTERM) == before  # the CLI's handler is gone again
+
+
+@pytest.mark.slow
+def test_one_real_run_on_the_cpu(tmp_path, compile_lab_home):
+    out_csv = tmp_path / "run.csv"
+    code = cli.main(
+        ["run", "--workload", "pointwise", "--param", "n=64", "--backend", "eager", "--device", "cpu",
+         "--iters", "20", "--csv", str(out_csv)]
+    )  # fmt: skip
+    assert code == 0
+    (row,) = list(csv.DictReader(out_csv.open()))
+    assert (row["workload"], row["backend"], row["status"]) == ("pointwise", "eager", "done")
+    assert int(row["eager_n"]) == 20 and int(row["compiled_n"]) == 20
+    assert (compile_lab_home / "data" / "history.jsonl").exists()
+
+
+@pytest.mark.slow
+def test_env_reports_torch_from_a_subprocess(capsys):
+    assert cli.main(["env"]) == 0
+    out = capsys.readouterr().out
+    assert "torch" in out and "C++ compiler" in out and "NVML" in out

@@ -1,0 +1,329 @@
+"""WorkerRunner against the torch-free fake worker: streaming, crashes, timeouts, cancel, spare.
+
+Every wait is an asyncio await with a bound; nothing sleeps. Processes are checked by their
+process group: ``os.killpg(pgid, 0)`` must raise ProcessLookupError once a worker is gone.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from tui.engine.options import RunOptions
+from tui.engine.results import RunRecord
+from tui.engine.runner import STDERR_TAIL_BYTES, WorkerRunner
+from tui.telemetry.fake import FakeSource
+from tui.telemetry.model import GpuProcess
+
+FAKE_WORKER = [sys.executable, str(Path(__file__).resolve().parent / "fakes" / "fake_worker.py")]
+
+
+def _options(behaviour: str = "ok", **fields) -> RunOptions:
+    fields.setdefault("iters", 20)
+    fields.setdefault("block_size", 5)
+    return RunOptions(workload="pointwise", params={"fake_behaviour": behaviour}, **fields)
+
+
+def _record(options: RunOptions) -> RunRecord:
+    return RunRecord.new(options)
+
+
+def _runner(keep_spare: bool = False, **env: str) -> WorkerRunner:
+    return WorkerRunner(worker_argv=FAKE_WORKER, keep_spare=keep_spare, env=env)
+
+
+def _group_alive(pgid: int) -> bool:
+    try:
+        os.killpg(pgid, 0)
+    except ProcessLookupError:
+        return False
+    return True
+
+
+async def _group_gone(pgid: int, within: float = 1.0) -> bool:
+    """Whether the group is gone within ``within`` seconds (killed members may take a moment to be reaped)."""
+    deadline = time.monotonic() + within
+    while _group_alive(pgid):
+        if time.monotonic() > deadline:
+            return False
+        await asyncio.sleep(0.02)
+    return True
+
+
+def _proc_state(pid: int) -> str:
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()[0]
+    except OSError:
+        return "gone"
+
+
+class _Collector:
+    """on_event callback that keeps events with their arrival time, and can signal one."""
+
+    def __init__(self, wait_for: str | None = None) -> None:
+        self.events: list[dict] = []
+        self.arrived: list[float] = []
+        self.seen = asyncio.Event()
+        self.wait_for = wait_for
+
+    def __call__(self, event: dict) -> None:
+        self.events.append(event)
+        self.arrived.append(time.monotonic())
+        if event.get("event") == self.wait_for:
+            self.seen.set()
+
+    def names(self) -> list[str]:
+        return [e["event"] for e in self.events]
+
+    def pid(self) -> int:
+        return next(e["pid"] for e in self.events if e["event"] == "ready")
+
+
+async def test_events_reach_the_record_in_order_and_blocks_stream():
+    runner = _runner(FAKE_WORKER_DELAY="0.05")
+    collector = _Collector()
+    record = _record(_options("slow"))
+    try:
+        await runner.run(record, collector)
+    finally:
+        await runner.aclose()
+    names = collector.names()
+    assert names[:3] == ["ready", "started", "phase"]
+    assert names[-1] == "finished"
+    phases = [e["phase"] for e in collector.events if e["event"] == "phase"]
+    assert phases == ["building", "compiling", "warming_up", "measuring", "checking_accuracy"]
+    blocks = [e for e in collector.events if e["event"] == "block"]
+    assert [(b["side"], b["index"]) for b in blocks] == [(s, i) for i in range(4) for s in ("eager", "compiled")]
+    first_block = collector.arrived[names.index("block")]
+    assert collector.arrived[-1] - first_block >= 0.1  # the first block came while the run was still going
+    assert record.status == "done"
+    assert record.summary()["compiled"]["iter"].median == pytest.approx(1.0, abs=0.05)
+    assert await _group_gone(runner.last_pid)
+
+
+async def test_a_worker_that_kills_itself_is_a_crash_with_its_stderr():
+    runner = _runner()
+    record = _record(_options("crash"))
+    try:
+        await runner.run(record)
+    finally:
+        await runner.aclose()
+    assert record.status == "failed"
+    assert record.error_kind == "crash"
+    assert record.error_message.startswith("worker crashed (signal 9)")
+    assert "Fatal Python error: Segmentation fault (fake)" in record.error_message
+    assert "some noise" in record.error_detail
+
+
+async def test_a_worker_that_exits_without_finishing_names_its_code_and_last_error():
+    runner = _runner()
+    record = _record(_options("exit"))
+    try:
+        await runner.run(record)
+    finally:
+        await runner.aclose()
+    assert record.error_kind == "crash"
+    assert record.error_message == "worker exited with code 3: RuntimeError: fake worker gave up"
+
+
+async def test_a_failed_event_is_the_workers_own_failure():
+    runner = _runner()
+    record = _record(_options("fail"))
+    try:
+        await runner.run(record)
+    finally:
+        await runner.aclose()
+    assert record.error_kind == "compile_error"
+    assert record.error_message == "compile failed: fake inductor error"
+
+
+@pytest.mark.parametrize("behaviour", ["hang", "stubborn"])  # stubborn ignores SIGTERM
+async def test_a_hanging_worker_times_out_and_its_group_is_killed(behaviour):
+    runner = _runner()
+    record = _record(_options(behaviour, timeout_s=0.5))
+    start = time.monotonic()
+    try:
+        await runner.run(record)
+    finally:
+        await runner.aclose()
+    assert time.monotonic() - start < 0.5 + 2.0
+    assert record.error_kind == "timeout"
+    assert record.error_message == "timed out after 0.5 s (timeout_s)"
+    assert await _group_gone(runner.last_pid)
+
+
+async def test_cancelling_a_hanging_run_kills_the_whole_group_within_two_seconds():
+    runner = _runner()
+    collector = _Collector(wait_for="block")
+    record = _record(_options("stubborn"))  # ignores SIGTERM and has a grandchild in its group
+    task = asyncio.create_task(runner.run(record, collector))
+    await asyncio.wait_for(collector.seen.wait(), 10)
+    pgid = collector.pid()
+    assert _group_alive(pgid)
+    start = time.monotonic()
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    assert time.monotonic() - start < 2.0
+    assert (record.status, record.error_kind) == ("cancelled", "cancelled")
+    assert await _group_gone(pgid)
+    await runner.aclose()
+
+
+async def test_megabytes_on_stderr_neither_block_nor_corrupt_the_stream():
+    runner = _runner()
+    collector = _Collector()
+    record = _record(_options("spam"))
+    try:
+        await asyncio.wait_for(runner.run(record, collector), 30)
+    finally:
+        await runner.aclose()
+    assert record.status == "done"
+    assert collector.names().count("block") == 8
+    assert len(runner.last_stderr.encode()) <= STDERR_TAIL_BYTES
+    assert runner.last_stderr.endswith("spam done\n")
+
+
+async def test_lines_that_are_not_events_become_warnings():
+    runner = _runner()
+    collector = _Collector()
+    record = _record(_options("garbage"))
+    try:
+        await runner.run(record, collector)
+    finally:
+        await runner.aclose()
+    assert record.status == "done"
+    warnings = [e["message"] for e in collector.events if e["event"] == "warning"]
+    assert len(warnings) == 2 and all("not an event" in w for w in warnings)
+
+
+async def test_the_spare_is_taken_by_the_next_run_and_every_run_gets_a_fresh_process():
+    runner = _runner(keep_spare=True)
+    first, second = _Collector(), _Collector()
+    try:
+        await runner.run(_record(_options()), first)
+        spare = runner.spare_pid
+        assert spare is not None and spare != first.pid()
+        await runner.run(_record(_options()), second)
+        assert second.pid() == spare
+        assert runner.spare_pid not in (None, first.pid(), spare)
+        last_spare = runner.spare_pid
+    finally:
+        await runner.aclose()
+    for pid in (first.pid(), second.pid(), last_spare):
+        assert await _group_gone(pid)
+
+
+async def test_a_spare_for_another_configuration_is_replaced():
+    runner = _runner(keep_spare=True)
+    try:
+        await runner.run(_record(_options()))
+        old_spare = runner.spare_pid
+        runner.env["SOME_SETTING"] = "changed"  # another environment: another key
+        collector = _Collector()
+        await runner.run(_record(_options()), collector)
+        assert collector.pid() != old_spare
+        assert await _group_gone(old_spare)
+    finally:
+        await runner.aclose()
+
+
+async def test_a_spare_still_importing_is_paused_while_a_run_measures(tmp_path):
+    runner = _runner(
+        keep_spare=True,
+        FAKE_WORKER_START_LOG=str(tmp_path / "starts"),
+        FAKE_WORKER_READY_DELAY="0,1.5",
+        FAKE_WORKER_DELAY="0.05",
+    )
+    states: list[str] = []
+
+    def on_event(event: dict) -> None:
+        if event["event"] == "block" and runner.spare_pid is not None:
+            states.append(_proc_state(runner.spare_pid))
+
+    try:
+        options = _options("slow")
+        first = await runner.prestart(options, wait=True)  # start 0: ready at once
+        collector = _Collector()
+        await runner.run(_record(options), lambda e: (collector(e), on_event(e)))
+        assert collector.pid() == first
+        # The next spare (start 1) was still "importing" while the run measured: stopped
+        # (SIGSTOP takes effect asynchronously, so the first look may still see it running).
+        assert states[-1] == "T" and set(states) <= {"R", "S", "T"}
+        assert _proc_state(runner.spare_pid) != "T"
+    finally:
+        await runner.aclose()
+
+
+async def test_aclose_and_kill_all_leave_no_process():
+    runner = _runner(keep_spare=True)
+    await runner.run(_record(_options()))
+    spare = runner.spare_pid
+    assert spare is not None and _group_alive(spare)
+    runner.kill_all()
+    runner.kill_all()  # twice is fine
+    assert await _group_gone(spare)
+    await runner.aclose()
+    await runner.aclose()
+
+
+async def test_a_cuda_run_takes_the_gpu_lock_and_samples_telemetry(compile_lab_home):
+    source = FakeSource(gpus=2)
+    gpu = source.uuids[1]
+    runner = WorkerRunner(
+        worker_argv=FAKE_WORKER, keep_spare=False, telemetry=source,
+        env={"FAKE_WORKER_GPU_UUID": gpu, "FAKE_WORKER_DELAY": "0.05"},
+    )
+    source.script(1, throttle_reasons=[("GPU idle",), ("SW power cap",)])
+    source.set_field(1, processes=(GpuProcess(pid=4242, name="someone-else", used_mb=512.0),))
+    record = _record(_options("slow", device="cuda:1"))
+    lock_held = []
+
+    def on_event(event: dict) -> None:
+        if event["event"] == "block":
+            lock_held.extend(p.name for p in (compile_lab_home / "data" / "locks").iterdir())
+
+    try:
+        await runner.run(record, on_event)
+    finally:
+        await runner.aclose()
+    assert lock_held and lock_held[0] == f"gpu-{gpu.removeprefix('gpu-')}.lock"
+    assert record.env["cuda_visible_devices"] == "GPU-" + gpu.removeprefix("gpu-")  # cuda:1 in NVML order
+    assert record.status == "done"
+    assert record.telemetry["samples"] >= 1
+    assert record.telemetry["throttle_reasons"] == ["SW power cap"]
+    assert any("throttled" in w for w in record.summary()["warnings"])
+    assert any("other processes were using the GPU" in w and "4242 (someone-else)" in w for w in record.warnings)
+
+
+async def test_a_busy_gpu_lock_makes_the_run_wait_and_say_so(compile_lab_home):
+    import fcntl
+
+    gpu = "GPU-fa4e0000-0000-4000-8000-000000000007"
+    locks = compile_lab_home / "data" / "locks"
+    locks.mkdir(parents=True)
+    holder = open(locks / "gpu-fa4e0000-0000-4000-8000-000000000007.lock", "w")  # another compile-lab
+    fcntl.flock(holder, fcntl.LOCK_EX)
+    runner = _runner()
+    collector = _Collector(wait_for="warning")
+    record = _record(_options(device=f"cuda:{gpu}"))
+    task = asyncio.create_task(runner.run(record, collector))
+    try:
+        await asyncio.wait_for(collector.seen.wait(), 10)
+        assert "busy" in collector.events[0]["message"]
+        assert not task.done() and "ready" not in collector.names()
+        fcntl.flock(holder, fcntl.LOCK_UN)
+        await asyncio.wait_for(task, 10)
+    finally:
+        holder.close()
+        await runner.aclose()
+    assert record.status == "done"
+    started = next(e for e in collector.events if e["event"] == "started")
+    assert started["env"]["device"] == f"cuda:{gpu}"
+    assert started["env"]["cuda_visible_devices"] == gpu
+    assert started["env"]["cuda_device_order"] == "PCI_BUS_ID"
