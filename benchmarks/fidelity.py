@@ -1,0 +1,257 @@
+"""Timing fidelity: compile-lab's medians against triton's do_bench and torch's Timer.
+
+One command, on a CUDA machine::
+
+    python benchmarks/fidelity.py --out fidelity.md [--quick]
+
+For each case (workload x compile mode) it runs compile-lab's own measuring code
+(``tui.engine.worker.measure.Benchmark``) in this process, then times the very same
+eager and compiled callables on the same inputs with
+
+* ``triton.testing.do_bench(fn, return_mode="median")`` (per-rep CUDA events, L2 flushed
+  before every rep), compared with compile-lab's CUDA-event median measured with L2 flush;
+* ``torch.utils.benchmark.Timer(...).blocked_autorange()`` (host wall time of synchronised
+  blocks, no flush), compared with compile-lab's host clock (block wall time per call).
+
+It also measures the cost of per-iteration streaming: a block timed with one CUDA event
+pair around all its calls, against the median of per-iteration event pairs.
+
+Device time >= 50 us per call is "GPU-bound" (target: ratio within 1.00 +- 0.03 of do_bench);
+below that a row is launch-bound territory, where the methods measure different things
+and compile-lab's launch_bound flag is what must be right.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import statistics
+import sys
+import time
+from pathlib import Path
+from typing import Any, Callable
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+import torch  # noqa: E402
+
+from tui.engine.options import RunOptions  # noqa: E402
+from tui.engine.results import RunRecord  # noqa: E402
+from tui.engine.worker.measure import Benchmark, CudaClock, make_compile_fn  # noqa: E402
+from tui.engine.worker.workloads import build_workload  # noqa: E402
+
+DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
+
+CASES: list[tuple[str, dict[str, Any]]] = [
+    ("matmul 8192 fp32", {"workload": "matmul", "params": {"n": 8192}}),
+    ("matmul 8192 fp32+tf32", {"workload": "matmul", "params": {"n": 8192}, "tf32": True}),
+    ("matmul 8192 bf16", {"workload": "matmul", "params": {"n": 8192}, "dtype": "bfloat16"}),
+    ("pointwise 4096", {"workload": "pointwise", "params": {"n": 4096}}),
+    ("cnn b64", {"workload": "cnn", "params": {"batch": 64}}),
+    ("cnn b256", {"workload": "cnn", "params": {"batch": 256}}),
+    ("transformer_block", {"workload": "transformer_block"}),
+]
+MODES = ("default", "reduce-overhead")
+
+
+@dataclasses.dataclass
+class Row:
+    """One side of one case, with every method's median in ms."""
+
+    case: str
+    mode: str
+    side: str
+    cl_iter: float
+    cl_host: float
+    cl_iter_flush: float
+    do_bench: float
+    timer: float
+    block_pair: float
+    launch_bound: bool | None
+
+    @property
+    def gpu_bound(self) -> bool:
+        return self.cl_iter >= 0.050
+
+
+def _collect(bench_events: list[dict[str, Any]], options: RunOptions) -> RunRecord:
+    record = RunRecord.new(options)
+    for event in bench_events:
+        record.apply(event)
+    return record
+
+
+def _median_side(record: RunRecord, side: str, clock: str) -> float:
+    stats = record.summary()[side][clock]
+    return float(stats.median) if stats is not None else float("nan")
+
+
+def _per_block_pair(step: Callable[[], Any], calls: int, blocks: int, prepare: Callable[[], None]) -> float:
+    """Median over blocks of (one event pair around ``calls`` calls) / calls, in ms."""
+    values = []
+    for _ in range(blocks):
+        begin, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        torch.cuda.synchronize()
+        begin.record()
+        for _ in range(calls):
+            prepare()
+            step()
+        end.record()
+        torch.cuda.synchronize()
+        values.append(begin.elapsed_time(end) / calls)
+    return statistics.median(values)
+
+
+def run_case(name: str, fields: dict[str, Any], mode: str, iters: int) -> list[Row]:
+    """Measure one case in one compile mode: two rows (eager, compiled)."""
+    from triton.testing import do_bench
+    from torch.utils.benchmark import Timer
+
+    options = RunOptions(device="cuda", mode=mode, iters=iters, block_size=10, warmup=10, **fields).validated()
+    torch.backends.cuda.matmul.allow_tf32 = options.tf32
+    torch.backends.cudnn.allow_tf32 = options.tf32
+    torch.manual_seed(options.seed)
+    device = torch.device("cuda:0")
+    built = build_workload(options, device, DTYPES[options.dtype])
+    events: list[dict[str, Any]] = []
+
+    def emit(event: str, **kw: Any) -> None:
+        events.append({"v": 1, "event": event, "t": 0.0, **kw})
+
+    bench = Benchmark(built, options, device, emit, lambda message: emit("warning", message=message))
+    bench.eager_setup()
+    emit("compiled", compile_s=bench.compile(make_compile_fn(options)), diagnostics={})
+    bench.warm_up()
+    bench.measure()
+    record = _collect(events, options)
+    summary = record.summary()
+
+    # The same benchmark again with L2 flushed before every iteration (as do_bench does).
+    flush_events: list[dict[str, Any]] = []
+    bench.emit = lambda event, **kw: flush_events.append({"v": 1, "event": event, "t": 0.0, **kw})
+    bench.clock = CudaClock(device, l2_flush=True)
+    bench.measured = {"eager": 0, "compiled": 0}
+    bench.measure()
+    flush_record = _collect(flush_events, dataclasses.replace(options, l2_flush=True))
+
+    args = built.input_sets[0]
+    mark = getattr(torch.compiler, "cudagraph_mark_step_begin", None)
+    rows = []
+    for side, step in (("eager", built.eager_step), ("compiled", bench.compiled_step)):
+        prepare = mark if (side == "compiled" and bench.cudagraphs and mark) else (lambda: None)
+
+        def call(step=step, prepare=prepare) -> None:
+            prepare()
+            step(args)
+
+        db = do_bench(call, warmup=100, rep=500, return_mode="median")
+        timer = Timer(stmt="call(); torch.cuda.synchronize()", globals={"call": call, "torch": torch})
+        measurement = timer.blocked_autorange(min_run_time=0.5)
+        rows.append(Row(
+            case=name, mode=mode, side=side,
+            cl_iter=_median_side(record, side, "iter"),
+            cl_host=_median_side(record, side, "host"),
+            cl_iter_flush=_median_side(flush_record, side, "iter"),
+            do_bench=float(db),
+            timer=float(measurement.median) * 1e3,
+            block_pair=_per_block_pair(lambda: step(args), 10, 20, prepare),
+            launch_bound=summary.get("launch_bound"),
+        ))
+    del bench, built
+    torch._dynamo.reset()
+    torch.cuda.empty_cache()
+    return rows
+
+
+def _ratio(a: float, b: float) -> str:
+    return f"{a / b:.3f}" if b > 0 else "n/a"
+
+
+def render(rows: list[Row], env: dict[str, str]) -> str:
+    """The fidelity table as Markdown."""
+    lines = [
+        f"Measured {env['date']} on {env['gpu']}, driver {env['driver']}, torch {env['torch']}, "
+        f"CUDA {env['cuda']}, triton {env['triton']}.",
+        "",
+        "Times are medians in ms. `cl iter` = compile-lab's per-iteration CUDA events, `cl host` = its block "
+        "wall time per call, `+flush` = with compile-lab's L2 flush; `do_bench` flushes L2 before every rep; "
+        "`Timer` = torch.utils.benchmark blocked_autorange (host wall time, synchronised, no flush). "
+        "`stream cost` = per-iteration events vs one event pair per 10-call block, in % of the median.",
+        "",
+        "| case | mode | side | cl iter | cl iter+flush | do_bench | **+flush / do_bench** | cl host | Timer "
+        "| **host / Timer** | stream cost | class | launch_bound flag |",
+        "|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---|---|",
+    ]
+    for r in rows:
+        stream = (r.cl_iter - r.block_pair) / r.cl_iter * 100 if r.cl_iter > 0 else float("nan")
+        lines.append(
+            f"| {r.case} | {r.mode} | {r.side} | {r.cl_iter:.4f} | {r.cl_iter_flush:.4f} | {r.do_bench:.4f} | "
+            f"**{_ratio(r.cl_iter_flush, r.do_bench)}** | {r.cl_host:.4f} | {r.timer:.4f} | "
+            f"**{_ratio(r.cl_host, r.timer)}** | {stream:+.1f}% | {'GPU-bound' if r.gpu_bound else 'launch-bound'} | "
+            f"{r.launch_bound} |"
+        )
+    bound = [r for r in rows if r.gpu_bound and r.do_bench > 0]
+    if bound:
+        worst = max(bound, key=lambda r: abs(r.cl_iter_flush / r.do_bench - 1))
+        lines += ["", f"GPU-bound rows (>= 50 us): {len(bound)}; largest deviation from do_bench: "
+                  f"{worst.cl_iter_flush / worst.do_bench:.3f} ({worst.case}, {worst.mode}, {worst.side})."]
+    return "\n".join(lines) + "\n"
+
+
+def environment() -> dict[str, str]:
+    """Date, card, driver and versions for the table's header."""
+    try:
+        import triton
+
+        triton_version = triton.__version__
+    except ImportError:
+        triton_version = "n/a"
+    driver = "n/a"
+    try:
+        import pynvml
+
+        pynvml.nvmlInit()
+        driver = pynvml.nvmlSystemGetDriverVersion()
+    except Exception:
+        pass
+    return {
+        "date": time.strftime("%Y-%m-%d"),
+        "gpu": torch.cuda.get_device_name(0),
+        "driver": str(driver),
+        "torch": torch.__version__,
+        "cuda": str(torch.version.cuda),
+        "triton": triton_version,
+    }
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run every case and write the table."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--out", type=Path, default=Path("fidelity.md"))
+    parser.add_argument("--iters", type=int, default=100)
+    parser.add_argument("--quick", action="store_true", help="first two cases only")
+    parser.add_argument("--modes", default=",".join(MODES))
+    args = parser.parse_args(argv)
+    if not torch.cuda.is_available():
+        print("fidelity.py needs a CUDA GPU", file=sys.stderr)
+        return 2
+    cases = CASES[:2] if args.quick else CASES
+    rows: list[Row] = []
+    for name, fields in cases:
+        for mode in args.modes.split(","):
+            started = time.perf_counter()
+            try:
+                rows.extend(run_case(name, fields, mode, args.iters))
+            except Exception as exc:  # one broken case must not lose the others
+                print(f"{name} {mode}: failed: {type(exc).__name__}: {exc}", file=sys.stderr)
+                continue
+            print(f"{name} {mode}: measured in {time.perf_counter() - started:.1f} s", file=sys.stderr, flush=True)
+            args.out.write_text(render(rows, environment()))
+    text = render(rows, environment())
+    args.out.write_text(text)
+    print(text)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
