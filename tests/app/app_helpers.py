@@ -1,0 +1,85 @@
+"""Helpers of the app tests (imported as ``app_helpers``; pytest puts this directory on sys.path)."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import sys
+import time
+from pathlib import Path
+from typing import Any, Callable
+
+from tui.engine.runner import WorkerRunner
+from tui.telemetry.fake import FakeSource
+
+FAKE_WORKER = [sys.executable, str(Path(__file__).resolve().parents[1] / "fakes" / "fake_worker.py")]
+
+
+def fake_runner(behaviour: str = "ok", delay: float | None = None, **env: str) -> WorkerRunner:
+    """A runner whose workers are the torch-free fake worker with one behaviour."""
+    env = {"FAKE_WORKER_BEHAVIOUR": behaviour, **env}
+    if delay is not None:
+        env["FAKE_WORKER_DELAY"] = str(delay)
+    return WorkerRunner(worker_argv=FAKE_WORKER, keep_spare=False, env=env)
+
+
+def no_gpu_source() -> FakeSource:
+    """A telemetry source that reports telemetry unavailable (a CPU box)."""
+    source = FakeSource(gpus=1, vary=False)
+    source.make_unavailable("NVML Shared Library Not Found")
+    return source
+
+
+async def wait_until(pilot: Any, predicate: Callable[[], bool], timeout: float = 15.0, what: str = "") -> None:
+    """Let the app run until ``predicate()`` holds; fail after ``timeout`` seconds."""
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out waiting for {what or predicate}")
+        await pilot.pause(0.05)
+
+
+def notifications(app: CompileLabApp) -> list[str]:
+    """The messages of the notifications the app raised (shown or not)."""
+    return [n.message for n in app._notifications]
+
+
+def process_alive(pid: int | None) -> bool:
+    """Whether a process (not a zombie) with this pid exists."""
+    if pid is None:
+        return False
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()[0]
+    except OSError:
+        return False
+    return state != "Z"
+
+
+async def process_gone(pid: int | None, within: float = 5.0) -> bool:
+    """Whether the process is gone within ``within`` seconds."""
+    deadline = time.monotonic() + within
+    while process_alive(pid):
+        if time.monotonic() > deadline:
+            return False
+        await asyncio.sleep(0.05)
+    return True
+
+
+def fake_worker_children() -> list[int]:
+    """Pids of live fake-worker processes started by this test process (directly)."""
+    me = os.getpid()
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = (entry / "stat").read_text()
+            cmdline = (entry / "cmdline").read_bytes()
+        except OSError:
+            continue
+        fields = stat.rpartition(")")[2].split()
+        if fields[0] == "Z" or int(fields[1]) != me:
+            continue
+        if b"fake_worker.py" in cmdline:
+            found.append(int(entry.name))
+    return found

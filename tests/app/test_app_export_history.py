@@ -1,0 +1,153 @@
+"""Export (default place, a typed path, a refused one) and the history across app instances."""
+
+from __future__ import annotations
+
+import csv
+import json
+from pathlib import Path
+
+from textual.widgets import Input
+
+from app_helpers import notifications, wait_until
+from tui import paths
+from tui.app.components.dialogs import ExportScreen
+from tui.app.components.picker import Picker
+from tui.app.messages import RunsExported
+from tui.engine.results import CSV_COLUMNS, RAW_COLUMNS
+
+
+async def _two_runs(app, pilot) -> list[str]:
+    picker = app.query_one(Picker)
+    picker.query_one("#iters", Input).value = "20"
+    await pilot.pause()
+    app.action_run()
+    picker.query_one("#workload").value = "matmul"
+    await pilot.pause()
+    app.action_run()
+    await wait_until(pilot, lambda: app.table.row_count == 2 and app.settled, what="two runs")
+    return list(app.table.run_ids)
+
+
+async def test_export_writes_csv_raw_csv_and_json_and_says_where(make_app):
+    app = make_app()
+    exported: list[RunsExported] = []
+    hook = lambda m: exported.append(m) if isinstance(m, RunsExported) else None  # noqa: E731
+    async with app.run_test(size=(160, 48), notifications=True, message_hook=hook) as pilot:
+        run_ids = await _two_runs(app, pilot)
+        app.table.focus()
+        await pilot.press("e")
+        await wait_until(pilot, lambda: bool(exported), what="export")
+        await pilot.pause()
+        files = exported[0].paths
+        assert all(Path(p).parent == paths.exports_dir() for p in files)
+        csv_path, raw_path, json_path = (Path(p) for p in files)
+        with csv_path.open(newline="") as handle:
+            rows = list(csv.DictReader(handle))
+        assert tuple(rows[0].keys()) == CSV_COLUMNS
+        assert [r["run_id"] for r in rows] == run_ids
+        assert [r["workload"] for r in rows] == ["pointwise", "matmul"]
+        assert all(r["status"] == "done" for r in rows)
+        assert float(rows[0]["eager_median_ms"]) == 2.02 and float(rows[0]["compiled_median_ms"]) == 1.02
+        assert rows[0]["significant"] == "true"
+        with raw_path.open(newline="") as handle:
+            raw = list(csv.DictReader(handle))
+        assert tuple(raw[0].keys()) == RAW_COLUMNS
+        measured = [r for r in raw if r["stage"] == "measure"]
+        assert len(measured) == 2 * 2 * 20  # two runs x two sides x 20 iterations
+        data = json.loads(json_path.read_text())
+        assert [run["run_id"] for run in data["runs"]] == run_ids
+        # The toast names the place.
+        messages = notifications(app)
+        assert any(str(csv_path) in m and m.startswith("2 run(s) -> ") for m in messages), messages
+        toasts = app.screen.query("Toast")
+        assert any(str(csv_path) in str(t.render()) for t in toasts)
+
+
+async def test_export_to_a_typed_directory(make_app, tmp_path):
+    app = make_app()
+    target = tmp_path / "my-report"
+    async with app.run_test(size=(160, 48), notifications=True) as pilot:
+        await _two_runs(app, pilot)
+        app.table.focus()
+        await pilot.press("E")
+        await wait_until(pilot, lambda: isinstance(app.screen, ExportScreen), what="export dialog")
+        app.screen.query_one("#export-path", Input).value = str(target)
+        await pilot.press("enter")
+        await wait_until(pilot, lambda: target.exists() and len(list(target.glob("*"))) == 3, what="3 files")
+        names = sorted(p.name for p in target.iterdir())
+        assert names[0].endswith("-raw.csv") and names[1].endswith(".csv") and names[2].endswith(".json")
+        await wait_until(pilot, lambda: any(str(target) in m for m in notifications(app)), what="toast")
+
+
+async def test_export_to_a_typed_csv_path(make_app, tmp_path):
+    app = make_app()
+    async with app.run_test(size=(160, 48), notifications=True) as pilot:
+        await _two_runs(app, pilot)
+        app._export(str(tmp_path / "report.csv"))
+        await wait_until(pilot, lambda: (tmp_path / "report.json").exists(), what="json")
+        assert (tmp_path / "report.csv").read_text().startswith("run_id,")
+        assert (tmp_path / "report-raw.csv").read_text().startswith("run_id,side,")
+
+
+async def test_an_export_that_cannot_be_written_is_one_error_line(make_app, tmp_path):
+    app = make_app()
+    blocker = tmp_path / "a-file"
+    blocker.write_text("not a directory")
+    async with app.run_test(size=(160, 48), notifications=True) as pilot:
+        await _two_runs(app, pilot)
+        app._export(str(blocker / "report.csv"))
+        await wait_until(pilot, lambda: any(n.severity == "error" for n in app._notifications), what="error toast")
+        error = next(n for n in app._notifications if n.severity == "error")
+        assert "\n" not in error.message and str(blocker) in error.message
+        assert error.title == "Export failed"
+
+
+async def test_export_with_nothing_ended_says_so(make_app):
+    app = make_app()
+    async with app.run_test(size=(160, 48), notifications=True) as pilot:
+        app.action_export()
+        await pilot.pause()
+        assert "Nothing to export: no run has ended yet." in notifications(app)
+
+
+async def test_history_reload_in_a_second_instance_and_toggle(make_app):
+    first = make_app()
+    async with first.run_test(size=(160, 48)) as pilot:
+        run_ids = await _two_runs(first, pilot)
+    second = make_app()
+    async with second.run_test(size=(160, 48), notifications=True) as pilot:
+        await wait_until(pilot, lambda: second.table.row_count == 2, what="history rows")
+        assert second.table.run_ids == run_ids
+        assert second.table.cell_text(run_ids[0], "status") == "↺ done"
+        assert float(second.table.cell_text(run_ids[0], "eager_ms")) == 2.02
+        assert second.table.cell_text(run_ids[0], "speedup").startswith("1.98× [")
+        # New runs go below the history; h hides and shows the old ones.
+        second.action_run()
+        await wait_until(pilot, lambda: second.table.row_count == 3 and second.settled, what="new run")
+        second.table.focus()
+        await pilot.press("h")
+        await pilot.pause()
+        assert second.table.row_count == 1 and second.table.run_ids[0] not in run_ids
+        await pilot.press("h")
+        await pilot.pause()
+        assert second.table.run_ids[:2] == run_ids and second.table.row_count == 3
+        # History rows are exportable, samples read back from the per-run files.
+        second._export(None)
+        await wait_until(pilot, lambda: any(m.startswith("3 run(s) -> ") for m in notifications(second)), what="export")
+    third = make_app()
+    async with third.run_test(size=(160, 48)) as pilot:
+        await wait_until(pilot, lambda: third.table.row_count == 3, what="3 history rows")
+
+
+async def test_a_damaged_history_line_is_a_warning_not_a_crash(make_app):
+    first = make_app()
+    async with first.run_test(size=(160, 48)) as pilot:
+        await _two_runs(first, pilot)
+    with paths.history_file().open("a") as handle:
+        handle.write("{this is not json\n")
+    second = make_app()
+    async with second.run_test(size=(160, 48), notifications=True) as pilot:
+        await wait_until(pilot, lambda: second.table.row_count == 2, what="history rows")
+        await wait_until(pilot, lambda: any(n.title == "History" for n in second._notifications), what="warning")
+        warning = next(n for n in second._notifications if n.title == "History")
+        assert warning.severity == "warning" and "not valid JSON" in warning.message

@@ -1,0 +1,241 @@
+"""Runs through the fake worker: a row filled to done, sweeps, the queue, cancel, re-run."""
+
+from __future__ import annotations
+
+from textual.widgets import Input, SelectionList
+
+from app_helpers import fake_runner, notifications, process_gone, wait_until
+from tui.app.components.picker import Picker
+from tui.app.components.queue_view import QueueView
+from tui.app.components.sweep_dialog import SweepScreen
+from tui.app.messages import RunFinished, RunsQueued, RunStarted
+
+
+def _record(app, index: int = 0):
+    return app.records[app.table.run_ids[index]]
+
+
+async def test_a_run_fills_its_row_to_done_with_numbers(make_app):
+    app = make_app()
+    seen: list[type] = []
+    async with app.run_test(size=(160, 48), message_hook=lambda m: seen.append(type(m))) as pilot:
+        app.query_one(Picker).query_one("#iters", Input).value = "40"
+        app.table.focus()
+        await pilot.press("r")
+        await wait_until(pilot, lambda: app.table.row_count == 1, what="a row")
+        run_id = app.table.run_ids[0]
+        await wait_until(pilot, lambda: app.table.cell_text(run_id, "status") == "done", what="done")
+        await wait_until(pilot, lambda: app.settled, what="settled")
+        await wait_until(pilot, lambda: app.table.cell_text(run_id, "speedup").startswith("1.9"), what="speedup CI")
+        cell = app.table.cell_text
+        assert cell(run_id, "workload") == "pointwise n=512"
+        assert cell(run_id, "options") == "inductor dyn=auto fp32 cpu"
+        assert cell(run_id, "compile_s") == "0.25"
+        assert float(cell(run_id, "eager_ms")) == 2.02  # the fake worker's medians
+        assert float(cell(run_id, "compiled_ms")) == 1.02
+        assert "[" in cell(run_id, "speedup")  # the interval once the run ended
+        assert app.table._cells[run_id]["speedup"].style == "bold green"  # significant, faster
+        assert cell(run_id, "graph_breaks") == "0" and cell(run_id, "recompiles") == "0"
+        assert cell(run_id, "accuracy") == "ok"
+        record = app.records[run_id]
+        assert sum(len(b.ms) for b in record.samples["compiled"]) == 40
+        assert {RunsQueued, RunStarted, RunFinished} <= set(seen)
+        assert app.current is None and not app.queue
+
+
+async def test_the_running_row_shows_progress_before_the_end(make_app):
+    app = make_app(behaviour="slow", delay=0.15)
+    async with app.run_test(size=(160, 48)) as pilot:
+        app.query_one(Picker).query_one("#iters", Input).value = "60"
+        app.action_run()
+        await wait_until(pilot, lambda: app.table.row_count == 1, what="a row")
+        run_id = app.table.run_ids[0]
+        await wait_until(pilot, lambda: app.table.cell_text(run_id, "status").startswith("measuring")
+                         and not app.table.cell_text(run_id, "status").endswith(" 0%"), what="measuring x%")
+        status = app.table.cell_text(run_id, "status")
+        assert status.endswith("%") and not status.endswith("100%")
+        assert app.table.cell_text(run_id, "eager_ms") != "–"  # live median while measuring
+        assert "▶" in str(app.query_one(QueueView).render())
+        app.action_cancel_all()
+        await wait_until(pilot, lambda: app.settled, what="settled")
+
+
+async def test_a_sweep_queues_the_right_combinations(make_app):
+    app = make_app()
+    started: list[str] = []
+    active: list[int] = []
+
+    def hook(message):
+        if isinstance(message, RunStarted):
+            started.append(message.record.run_id)
+            active.append(sum(1 for r in app.records.values() if r.status not in ("queued", "done", "failed", "cancelled")))
+
+    async with app.run_test(size=(160, 48), notifications=True, message_hook=hook) as pilot:
+        app.query_one(Picker).query_one("#iters", Input).value = "10"
+        app.table.focus()
+        await pilot.press("w")
+        await wait_until(pilot, lambda: isinstance(app.screen, SweepScreen), what="sweep dialog")
+        screen = app.screen
+        modes = screen.query_one("#sweep-modes", SelectionList)
+        modes.deselect_all()
+        modes.select("default")
+        modes.select("max-autotune")
+        fullgraphs = screen.query_one("#sweep-fullgraphs", SelectionList)
+        fullgraphs.select_all()
+        dynamics = screen.query_one("#sweep-dynamics", SelectionList)
+        dynamics.deselect_all()
+        dynamics.select("auto")
+        dynamics.select("false")
+        backends = screen.query_one("#sweep-backends", SelectionList)
+        backends.select("inductor")
+        backends.select("eager")
+        await pilot.pause()
+        preview = str(screen.query_one("#sweep-preview").render())
+        # inductor: 2 modes x 2 fullgraph x 2 dynamic = 8; eager ignores mode: 2 x 2 = 4.
+        assert preview.startswith("12 run(s)"), preview
+        await pilot.press("ctrl+s")
+        await wait_until(pilot, lambda: app.table.row_count == 12, what="12 rows")
+        labels = [app.records[rid].options.label() for rid in app.table.run_ids]
+        assert labels == [
+            "inductor dyn=auto fp32",
+            "inductor dyn=false fp32",
+            "inductor fullgraph dyn=auto fp32",
+            "inductor fullgraph dyn=false fp32",
+            "inductor/max-autotune dyn=auto fp32",
+            "inductor/max-autotune dyn=false fp32",
+            "inductor/max-autotune fullgraph dyn=auto fp32",
+            "inductor/max-autotune fullgraph dyn=false fp32",
+            "eager dyn=auto fp32",
+            "eager dyn=false fp32",
+            "eager fullgraph dyn=auto fp32",
+            "eager fullgraph dyn=false fp32",
+        ]
+        assert "Queued 12 run(s)." in notifications(app)
+        await wait_until(pilot, lambda: all(app.records[r].status == "done" for r in app.table.run_ids),
+                         timeout=60, what="all 12 done")
+        await wait_until(pilot, lambda: app.settled, what="settled")
+        # One worker at a time, in queue order.
+        assert started == app.table.run_ids
+        assert max(active) == 1
+
+
+async def test_cancel_marks_the_row_cancelled_and_ends_the_worker(make_app):
+    app = make_app(behaviour="hang")
+    async with app.run_test(size=(160, 48)) as pilot:
+        app.action_run()
+        await wait_until(pilot, lambda: app.table.row_count == 1, what="a row")
+        run_id = app.table.run_ids[0]
+        await wait_until(pilot, lambda: app.records[run_id].status == "measuring", what="measuring")
+        pid = app.runner.last_pid
+        assert pid is not None
+        app.table.focus()
+        await pilot.press("x")
+        await wait_until(pilot, lambda: app.table.cell_text(run_id, "status") == "cancelled", what="cancelled row")
+        assert await process_gone(pid), "the worker outlived its cancel"
+        assert app.current is None
+
+
+async def test_cancel_all_empties_the_queue(make_app):
+    app = make_app(behaviour="hang")
+    async with app.run_test(size=(160, 48), notifications=True) as pilot:
+        app.action_run()
+        app.action_run()
+        app.action_run()
+        await wait_until(pilot, lambda: app.table.row_count == 3, what="3 rows")
+        await wait_until(pilot, lambda: app.current is not None and app.current.status == "measuring", what="measuring")
+        pid = app.runner.last_pid
+        app.table.focus()
+        await pilot.press("X")
+        await wait_until(pilot, lambda: all(app.records[r].status == "cancelled" for r in app.table.run_ids),
+                         what="all cancelled")
+        assert await process_gone(pid)
+        assert not app.queue and app.current is None
+        assert "Cancelled 2 queued run(s)." in notifications(app)
+        await wait_until(pilot, lambda: app.table.cell_text(app.table.run_ids[2], "status") == "cancelled", what="row")
+
+
+async def test_rerun_queues_the_selected_rows_options(make_app):
+    app = make_app()
+    async with app.run_test(size=(160, 48)) as pilot:
+        picker = app.query_one(Picker)
+        picker.query_one("#iters", Input).value = "10"
+        await pilot.pause()
+        app.action_run()
+        await wait_until(pilot, lambda: app.table.row_count == 1 and _record(app).finished, what="first run")
+        picker.query_one("#iters", Input).value = "30"  # the picker changes; the re-run must not
+        app.table.focus()
+        await pilot.press("a")
+        await wait_until(pilot, lambda: app.table.row_count == 2, what="re-run row")
+        assert _record(app, 1).options == _record(app, 0).options
+        await wait_until(pilot, lambda: _record(app, 1).finished, what="re-run done")
+        await wait_until(pilot, lambda: app.settled, what="settled")
+
+
+async def test_a_failed_run_notifies_and_keeps_the_queue_going(make_app):
+    app = make_app(runner=fake_runner("fail"))
+    async with app.run_test(size=(160, 48), notifications=True) as pilot:
+        app.action_run()
+        app.action_run()
+        await wait_until(pilot, lambda: app.table.row_count == 2 and all(
+            app.records[r].finished for r in app.table.run_ids), what="both failed")
+        await wait_until(pilot, lambda: app.settled, what="settled")
+        await wait_until(pilot, lambda: app.table.cell_text(app.table.run_ids[1], "status") == "failed", what="row")
+        assert any("compile_error: compile failed: fake inductor error" in m for m in notifications(app))
+
+
+async def test_sorting_by_a_column(make_app):
+    app = make_app()
+    async with app.run_test(size=(160, 48)) as pilot:
+        picker = app.query_one(Picker)
+        picker.query_one("#iters", Input).value = "10"
+        for workload in ("pointwise", "matmul", "mlp"):
+            picker.query_one("#workload").value = workload
+            await pilot.pause()
+            app.action_run()
+        await wait_until(pilot, lambda: app.table.row_count == 3 and all(
+            app.records[r].finished for r in app.table.run_ids), what="3 runs")
+        await wait_until(pilot, lambda: app.settled, what="settled")
+
+        def workloads():
+            return [app.records[r].options.workload for r in app.table.run_ids]
+
+        app.table.sort_by("workload")
+        await pilot.pause()
+        assert workloads() == ["matmul", "mlp", "pointwise"]
+        assert str(app.table.columns["workload"].label) == "workload ▲"
+        app.table.focus()
+        await pilot.press("S")  # reverse
+        await pilot.pause()
+        assert workloads() == ["pointwise", "mlp", "matmul"]
+        await pilot.press("s")  # the next column
+        await pilot.pause()
+        assert app.table.sort_column == "options"
+        app.table.sort_by(None, reverse=False)
+        await pilot.pause()
+        assert workloads() == ["pointwise", "matmul", "mlp"]  # queue order back
+
+
+async def test_a_sweep_over_sizes(make_app):
+    app = make_app()
+    async with app.run_test(size=(160, 48)) as pilot:
+        app.query_one(Picker).query_one("#iters", Input).value = "10"
+        app.action_sweep()
+        await wait_until(pilot, lambda: isinstance(app.screen, SweepScreen) and bool(app.screen.query("#sweep-sizes")),
+                         what="sweep dialog")
+        screen = app.screen
+        screen.query_one("#sweep-modes", SelectionList).deselect_all()
+        screen.query_one("#sweep-modes", SelectionList).select("default")
+        screen.query_one("#sweep-fullgraphs", SelectionList).deselect_all()
+        sizes = screen.query_one("#sweep-sizes", Input)
+        sizes.value = "n=0,64"
+        await pilot.pause()
+        assert "refused" in str(screen.query_one("#sweep-preview").render())  # n=0 is below the minimum
+        sizes.value = "n=64,128"
+        await pilot.pause()
+        assert str(screen.query_one("#sweep-preview").render()).startswith("2 run(s)")
+        sizes.focus()
+        await pilot.press("enter")
+        await wait_until(pilot, lambda: app.table.row_count == 2, what="2 rows")
+        assert [app.records[r].options.params for r in app.table.run_ids] == [{"n": 64}, {"n": 128}]
+        assert app.config.sweep["sizes"] == ["n=64,128"]
+        await wait_until(pilot, lambda: app.settled, what="settled")

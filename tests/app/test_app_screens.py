@@ -1,0 +1,203 @@
+"""Details, help, the command palette, bindings, themes, quitting and clean exits."""
+
+from __future__ import annotations
+
+import os
+import signal
+
+import pytest
+from rich.console import Console
+from textual.binding import Binding
+
+from app_helpers import FAKE_WORKER, fake_runner, fake_worker_children, process_gone, wait_until
+from tui.app import app as app_module
+from tui.app.app import CompileLabApp, run_app
+from tui.app.components.details import DetailsScreen, render_details
+from tui.app.components.dialogs import ConfirmScreen
+from tui.app.components.help import HelpScreen
+from tui.engine.runner import WorkerRunner
+
+
+def _text(renderable) -> str:
+    console = Console(width=140, record=True, file=open(os.devnull, "w"))
+    console.print(renderable)
+    return console.export_text()
+
+
+async def test_details_of_a_done_run(make_app):
+    app = make_app()
+    async with app.run_test(size=(160, 48)) as pilot:
+        app.action_run()
+        await wait_until(pilot, lambda: app.table.row_count == 1 and app.settled, what="a run")
+        app.table.focus()
+        await pilot.press("enter")
+        await wait_until(pilot, lambda: isinstance(app.screen, DetailsScreen) and bool(app.screen.query("#details-content")),
+                         what="details")
+        text = _text(app.screen.query_one("#details-content").content)
+        assert "pointwise n=512" in text and "done" in text
+        assert "significant: compiled is faster" in text
+        for label in ("median", "mean", "std", "p10", "p90", "IQR", "IQR/median"):
+            assert label in text
+        assert "eager (perf_counter)" in text and "compiled (host)" in text
+        assert "graph-break reasons:" in text and "recompile reasons:" in text
+        assert "Environment" in text and "0.0.0+fake" in text
+        assert "Accuracy" in text and "max_abs_err" in text
+        await pilot.press("escape")
+        await pilot.pause()
+        assert not isinstance(app.screen, DetailsScreen)
+
+
+async def test_details_of_a_failed_run_show_the_error(make_app):
+    app = make_app(runner=fake_runner("fail"))
+    async with app.run_test(size=(160, 48)) as pilot:
+        app.action_run()
+        await wait_until(pilot, lambda: app.table.row_count == 1 and app.settled, what="a failed run")
+        app.action_details()
+        await wait_until(pilot, lambda: isinstance(app.screen, DetailsScreen) and bool(app.screen.query("#details-content")),
+                         what="details")
+        text = _text(app.screen.query_one("#details-content").content)
+        assert "failed" in text
+        assert "compile_error: compile failed: fake inductor error" in text
+        assert "RuntimeError: fake inductor error" in text  # the detail (traceback)
+        assert "no diagnostics" in text
+
+
+async def test_help_opens_on_f1_and_question_mark(make_app):
+    app = make_app()
+    async with app.run_test(size=(80, 24)) as pilot:
+        for key in ("f1", "question_mark"):
+            await pilot.press(key)
+            await wait_until(pilot, lambda: isinstance(app.screen, HelpScreen) and bool(app.screen.query("#help-content")),
+                             what=f"help on {key}")
+            text = _text(app.screen.query_one("#help-content").content)
+            assert "Run" in text and "Export" in text and "Cancel all" in text
+            await pilot.press("escape")
+            await pilot.pause()
+            assert not isinstance(app.screen, HelpScreen)
+
+
+def test_every_binding_has_a_description_and_an_id():
+    bindings = [b for b in CompileLabApp.BINDINGS if isinstance(b, Binding)]
+    assert len(bindings) == len(CompileLabApp.BINDINGS)
+    for binding in bindings:
+        assert binding.description and binding.id, binding
+    assert len({b.id for b in bindings}) == len(bindings)
+
+
+async def test_the_command_palette_has_every_action(make_app):
+    app = make_app()
+    async with app.run_test(size=(160, 48)):
+        titles = {command.title for command in app.get_system_commands(app.screen)}
+        callbacks = {c.callback.__name__ for c in app.get_system_commands(app.screen) if hasattr(c.callback, "__name__")}
+    for title in ("Run", "Sweep", "Cancel current run", "Cancel all", "Re-run selected", "Details", "Export",
+                  "Export to...", "Toggle history", "Sort by next column", "Reverse sort", "Help", "Quit",
+                  "Toggle sidebar", "Zoom", "Options"):
+        assert title in titles
+    actions = {b.action for b in CompileLabApp.BINDINGS}
+    for action in actions - {"quit", "focus_table"}:
+        assert f"action_{action}" in callbacks, action
+
+
+async def test_the_palette_runs_a_command(make_app):
+    app = make_app()
+    async with app.run_test(size=(160, 48)) as pilot:
+        await pilot.press("ctrl+p")
+        await pilot.pause()
+        await pilot.press(*"toggle sidebar")
+        await pilot.pause(0.3)
+        await pilot.press("enter")
+        await wait_until(pilot, lambda: not app.query_one("#left").display, what="sidebar hidden")
+
+
+def test_themes_include_the_ansi_one(make_app):
+    assert CompileLabApp(runner=fake_runner(), telemetry=object(), theme="textual-ansi").theme == "ansi-dark"
+    assert CompileLabApp(runner=fake_runner(), telemetry=object(), theme="nord").theme == "nord"
+    with pytest.raises(ValueError, match="unknown"):
+        CompileLabApp(runner=fake_runner(), telemetry=object(), theme="no-such-theme")
+
+
+def test_run_app_passes_no_mouse_and_theme(monkeypatch):
+    """--no-mouse and --theme reach App.run and the theme (run_app also installs the signal handlers)."""
+    seen = {}
+
+    def fake_run(self, **kwargs):
+        seen.update(kwargs, theme=self.theme, signals=self.install_signal_handlers)
+        return 0
+
+    monkeypatch.setattr(CompileLabApp, "run", fake_run)
+    assert run_app(no_mouse=True, theme="textual-ansi", runner=fake_runner(), telemetry=object()) == 0
+    assert seen == {"mouse": False, "theme": "ansi-dark", "signals": True}
+
+
+def test_run_app_refuses_an_unknown_theme_in_one_line(capsys):
+    assert run_app(theme="no-such-theme", runner=fake_runner(), telemetry=object()) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("compile-lab: error: theme 'no-such-theme' is unknown") and err.count("\n") == 1
+
+
+async def test_quit_with_a_run_active_asks_first(make_app):
+    app = make_app(behaviour="hang")
+    async with app.run_test(size=(160, 48)) as pilot:
+        app.action_run()
+        await wait_until(pilot, lambda: app.current is not None and app.current.status == "measuring", what="run")
+        pid = app.runner.last_pid
+        app.table.focus()
+        await pilot.press("q")
+        await wait_until(pilot, lambda: isinstance(app.screen, ConfirmScreen), what="confirmation")
+        await pilot.press("n")
+        await pilot.pause()
+        assert not isinstance(app.screen, ConfirmScreen)
+        assert app.current is not None and app.current.status == "measuring"
+        await pilot.press("q")
+        await wait_until(pilot, lambda: isinstance(app.screen, ConfirmScreen), what="confirmation again")
+        await pilot.press("y")
+        await wait_until(pilot, lambda: not app.is_running, what="exit")
+    assert app.return_code == 0
+    assert await process_gone(pid)
+
+
+async def test_quit_without_a_run_leaves_no_worker_behind(make_app):
+    runner = WorkerRunner(worker_argv=FAKE_WORKER, keep_spare=True, env={"FAKE_WORKER_BEHAVIOUR": "ok"})
+    app = make_app(runner=runner)
+    async with app.run_test(size=(160, 48)) as pilot:
+        app.action_run()
+        await wait_until(pilot, lambda: app.table.row_count == 1 and app.settled, what="a run")
+        await wait_until(pilot, lambda: runner.spare_pid is not None, what="the warm spare")
+        spare = runner.spare_pid
+        assert spare in fake_worker_children()
+        app.table.focus()
+        await pilot.press("q")
+        await wait_until(pilot, lambda: not app.is_running, what="exit")
+    assert await process_gone(spare)
+    assert fake_worker_children() == []
+
+
+async def test_sigterm_kills_the_workers_then_exits(make_app):
+    app = make_app(behaviour="hang", install_signal_handlers=True)
+    async with app.run_test(size=(160, 48)) as pilot:
+        app.action_run()
+        await wait_until(pilot, lambda: app.current is not None and app.current.status == "measuring", what="run")
+        pid = app.runner.last_pid
+        os.kill(os.getpid(), signal.SIGTERM)  # handled by the app's loop handler, not the default
+        await wait_until(pilot, lambda: not app.is_running, what="exit")
+    assert app.return_code == 128 + signal.SIGTERM
+    assert await process_gone(pid)
+    assert fake_worker_children() == []
+
+
+def test_render_details_survives_an_empty_record():
+    from tui.engine.options import RunOptions
+    from tui.engine.results import RunRecord
+
+    text = _text(render_details(RunRecord("r1", RunOptions())))
+    assert "queued" in text and "n/a" in text
+
+
+def test_the_app_module_never_imports_torch_in_a_fresh_interpreter():
+    import subprocess
+    import sys
+
+    probe = "import sys, tui.app.app; print('torch' in sys.modules, 'triton' in sys.modules)"
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True, timeout=120)
+    assert out.stdout.split() == ["False", "False"]
+    assert app_module.__name__ == "tui.app.app"

@@ -1,0 +1,73 @@
+"""Small modal dialogs: a yes/no confirmation and the export-path prompt."""
+
+from __future__ import annotations
+
+from textual import on
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Horizontal, Vertical
+from textual.screen import ModalScreen
+from textual.widgets import Button, Input, Label, Static
+
+__all__ = ["ConfirmScreen", "ExportScreen"]
+
+
+class ConfirmScreen(ModalScreen[bool]):
+    """Ask a yes/no question; dismisses with True (y / Enter on Yes) or False (n / Escape)."""
+
+    BINDINGS = [
+        Binding("y", "answer(True)", "Yes", id="confirm.yes"),
+        Binding("n,escape", "answer(False)", "No", id="confirm.no"),
+    ]
+
+    def __init__(self, question: str, yes: str = "Yes", no: str = "No") -> None:
+        super().__init__()
+        self.question = question
+        self.yes_label = yes
+        self.no_label = no
+
+    def compose(self) -> ComposeResult:
+        """The question and two buttons."""
+        with Vertical(classes="dialog"):
+            yield Static(self.question, classes="dialog-question", markup=False)
+            with Horizontal(classes="dialog-buttons"):
+                yield Button(f"{self.yes_label} (y)", variant="error", id="yes", compact=True)
+                yield Button(f"{self.no_label} (n)", variant="primary", id="no", compact=True)
+
+    def on_mount(self) -> None:
+        """Focus No: the safe answer."""
+        self.query_one("#no", Button).focus()
+
+    @on(Button.Pressed)
+    def _pressed(self, event: Button.Pressed) -> None:
+        self.dismiss(event.button.id == "yes")
+
+    def action_answer(self, value: bool) -> None:
+        """Dismiss with ``value``."""
+        self.dismiss(value)
+
+
+class ExportScreen(ModalScreen[str | None]):
+    """Ask where to export; dismisses with the typed directory ("" = the default) or None."""
+
+    BINDINGS = [Binding("escape", "cancel", "Cancel", id="export.cancel")]
+
+    def __init__(self, default_dir: str) -> None:
+        super().__init__()
+        self.default_dir = default_dir
+
+    def compose(self) -> ComposeResult:
+        """The prompt and the path input."""
+        with Vertical(classes="dialog"):
+            yield Label("Export all ended rows (CSV, raw per-iteration CSV, JSON) to a directory or a .csv path:")
+            yield Input(placeholder=self.default_dir, id="export-path")
+            yield Static("Enter: export   Escape: cancel   (empty = the default above)", classes="dim-hint")
+
+    @on(Input.Submitted, "#export-path")
+    def _submitted(self, event: Input.Submitted) -> None:
+        event.stop()
+        self.dismiss(event.value.strip())
+
+    def action_cancel(self) -> None:
+        """Close without exporting."""
+        self.dismiss(None)

@@ -1,0 +1,62 @@
+"""The help screen (F1 or ``?``): what compile-lab measures, and every key binding."""
+
+from __future__ import annotations
+
+from typing import Iterable
+
+from rich.console import Group
+from rich.table import Table
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import VerticalScroll
+from textual.screen import ModalScreen
+from textual.widgets import Static
+
+__all__ = ["HelpScreen"]
+
+INTRO = """\
+compile-lab times eager PyTorch against torch.compile in a fresh worker process per run:
+the first compiled call is reported apart as compile s, warm-up is discarded, and eager and
+compiled are then measured in alternating blocks. The speedup is the ratio of medians with a
+95% bootstrap interval: green = significantly faster, red = significantly slower, dim = not
+significant. LB marks a launch-bound run (host time per call well above the GPU time).
+
+Pick a workload and options on the left, press r to run (ctrl+r works inside a text field),
+w to sweep modes x fullgraph x dynamic. Rows update live; Enter on a row shows every
+statistic, the graph-break and recompile reasons, warnings, telemetry and the environment.
+Tab / shift+tab move between panes; Escape leaves a text field."""
+
+
+def _reflow(text: str) -> str:
+    """Join each paragraph's lines so the terminal wraps them at its own width."""
+    return "\n\n".join(" ".join(part.split()) for part in text.split("\n\n"))
+
+
+class HelpScreen(ModalScreen[None]):
+    """A scrolling modal with the introduction and a table of keys."""
+
+    BINDINGS = [Binding("escape,q,f1,question_mark", "close", "Close help", id="help.close")]
+
+    def __init__(self, keys: Iterable[tuple[str, str]]) -> None:
+        """``keys`` are (key as shown, what it does) pairs, in display order."""
+        super().__init__()
+        self.keys = list(keys)
+
+    def compose(self) -> ComposeResult:
+        """The text in a scrolling box."""
+        table = Table(box=None, show_header=True, header_style="bold", pad_edge=False)
+        table.add_column("key", style="bold cyan", no_wrap=True)
+        table.add_column("action")
+        for key, description in self.keys:
+            table.add_row(key, description)
+        with VerticalScroll(classes="dialog help-dialog"):
+            yield Static(
+                Group(Text("compile-lab help", style="bold"), Text(_reflow(INTRO)), Text(""), table,
+                      Text("\nEscape, q or F1 closes this help.", style="dim")),
+                id="help-content",
+            )
+
+    def action_close(self) -> None:
+        """Close the help."""
+        self.dismiss(None)

@@ -1,0 +1,72 @@
+"""The queue pane: the running run, then the runs waiting for the worker, in order."""
+
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+from rich.text import Text
+from textual.reactive import reactive
+from textual.widgets import Static
+
+from tui.app.format import STATUS_LABELS, options_label, progress_of, status_of, workload_label
+
+__all__ = ["QueueView"]
+
+
+class QueueView(Static):
+    """Shows what runs now and what waits; empty queue -> one dim line."""
+
+    DEFAULT_CSS = """
+    QueueView {
+        height: auto;
+        max-height: 7;
+        text-wrap: nowrap;
+        text-overflow: ellipsis;
+    }
+    """
+
+    max_lines: reactive[int] = reactive(5)
+    """How many waiting runs are listed before ``+N more``."""
+
+    def __init__(self, *, id: str | None = None) -> None:
+        super().__init__("", id=id, markup=False)
+        self._running: Any = None
+        self._waiting: list[Any] = []
+        self._last: tuple | None = None
+
+    def show(self, running: Any, waiting: Sequence[Any]) -> None:
+        """Display ``running`` (a record or None) and the ``waiting`` records (only repaints on change)."""
+        self._running = running
+        self._waiting = list(waiting)
+        signature = (
+            None if running is None else (running.run_id, status_of(running), round(progress_of(running) * 100)),
+            tuple(r.run_id for r in self._waiting),
+            self.max_lines,
+        )
+        if signature == self._last:
+            return
+        self._last = signature
+        self.border_title = f"Queue ({len(self._waiting)} waiting)"
+        self.update(self._render_queue())
+
+    def _render_queue(self) -> Text:
+        text = Text(no_wrap=True, overflow="ellipsis")
+        running = self._running
+        if running is None and not self._waiting:
+            text.append("idle: press r to run, w to sweep", style="dim")
+            return text
+        if running is not None:
+            status = status_of(running)
+            pct = progress_of(running) * 100
+            text.append("▶ ", style="bold yellow")
+            text.append(f"{workload_label(running.options)} {options_label(running.options)}")
+            text.append(f"  {STATUS_LABELS.get(status, status)} {pct:.0f}%", style="yellow")
+        for index, record in enumerate(self._waiting[: self.max_lines], start=1):
+            if text.plain:
+                text.append("\n")
+            text.append(f"{index}. ", style="dim")
+            text.append(f"{workload_label(record.options)} {options_label(record.options)}")
+        extra = len(self._waiting) - self.max_lines
+        if extra > 0:
+            text.append(f"\n   +{extra} more", style="dim")
+        return text

@@ -1,0 +1,349 @@
+"""The results table: one row per run, keyed by run id, updated cell by cell.
+
+Rows are never added per iteration or event: the app adds a row when a run is queued (or
+loaded from the history) and calls :meth:`ResultsTable.refresh_record` from its redraw timer,
+which rewrites only the cells whose text or colour changed (dolphie's rule). Every cell
+carries the value it sorts by, so any column sorts numerically (press ``s`` / ``S`` or
+click a header).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Iterable
+
+from rich.text import Text
+from textual import on
+from textual.message import Message
+from textual.reactive import reactive
+from textual.widgets import DataTable
+from textual.widgets.data_table import CellDoesNotExist, RowDoesNotExist
+
+from tui.app.format import (
+    ACTIVE_STATUSES,
+    STATUS_LABELS,
+    accuracy_label,
+    clock_label,
+    csv_row,
+    fmt_mib,
+    fmt_ms,
+    fmt_seconds,
+    fmt_speedup,
+    graph_breaks,
+    lookup,
+    options_label,
+    peak_memory_mb,
+    progress_of,
+    recompiles,
+    safe_summary,
+    side_stats,
+    stat_value,
+    status_of,
+    workload_label,
+)
+
+__all__ = ["ResultsTable", "Cell", "COLUMNS", "row_cells"]
+
+COLUMNS: tuple[tuple[str, str, int], ...] = (
+    ("status", "status", 14),
+    ("speedup", "speedup [95% CI]", 18),
+    ("workload", "workload", 16),
+    ("options", "options", 22),
+    ("eager_ms", "eager ms", 8),
+    ("compiled_ms", "comp. ms", 8),
+    ("compile_s", "compile s", 9),
+    ("launch_bound", "LB", 2),
+    ("graph_breaks", "brk", 3),
+    ("recompiles", "rcp", 3),
+    ("peak_mem", "peak mem", 9),
+    ("accuracy", "acc.", 4),
+    ("sm_clock", "SM clock", 10),
+)
+"""(column key, header label, width) in display order."""
+
+COLUMN_KEYS = tuple(key for key, _, _ in COLUMNS)
+
+_STATUS_STYLES = {
+    "queued": "dim",
+    "done": "green",
+    "failed": "bold red",
+    "cancelled": "dim italic",
+}
+
+
+class Cell:
+    """One table cell: the text shown, its Rich style and the value the column sorts by.
+
+    Cells compare equal when they look the same, which is how the table skips updates.
+    """
+
+    __slots__ = ("plain", "style", "sort_key", "justify")
+
+    def __init__(self, plain: str, style: str = "", sort_key: Any = None, justify: str = "left") -> None:
+        self.plain = plain
+        self.style = style
+        # Missing values sort last in ascending order; (0, v) pairs keep one type per column.
+        self.sort_key = (1, 0) if sort_key is None else (0, sort_key)
+        self.justify = justify
+
+    def __rich__(self) -> Text:
+        return Text(self.plain, style=self.style, no_wrap=True, overflow="ellipsis", justify=self.justify)  # type: ignore[arg-type]
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Cell) and (self.plain, self.style) == (other.plain, other.style)
+
+    def __hash__(self) -> int:
+        return hash((self.plain, self.style))
+
+    def __repr__(self) -> str:
+        return f"Cell({self.plain!r})"
+
+
+def _num(value: Any) -> float | None:
+    try:
+        return None if value is None else float(value)
+    except (TypeError, ValueError):
+        return None
+
+
+def row_cells(record: Any, summary: dict[str, Any] | None = None, *, history: bool = False) -> dict[str, Cell]:
+    """Every cell of a record's row, by column key (``summary`` saves recomputing it)."""
+    status = status_of(record)
+    if summary is None:
+        summary = safe_summary(record) if status not in ("queued", "starting", "building") else {}
+    label = STATUS_LABELS.get(status, status)
+    if status in ACTIVE_STATUSES:
+        pct = progress_of(record) * 100
+        status_cell = Cell(f"{label} {pct:3.0f}%", "bold yellow", sort_key=(1, pct))
+    else:
+        order = {"queued": 0, "done": 3, "failed": 4, "cancelled": 5}.get(status, 2)
+        style = _STATUS_STYLES.get(status, "")
+        if history:
+            style = f"{style} dim".strip()
+        status_cell = Cell(("↺ " if history else "") + label, style, sort_key=(order, 0.0))
+    options = getattr(record, "options", None)
+    eager = stat_value(side_stats(summary, "eager"), "median")
+    compiled = stat_value(side_stats(summary, "compiled"), "median")
+    speedup = _num(summary.get("speedup"))
+    low = _num(summary.get("speedup_ci_low"))
+    high = _num(summary.get("speedup_ci_high"))
+    significant = summary.get("significant")
+    if speedup is None:
+        speed_style = "dim"
+    elif significant and speedup >= 1:
+        speed_style = "bold green"
+    elif significant:
+        speed_style = "bold red"
+    else:
+        speed_style = "dim"
+    launch_bound = summary.get("launch_bound")
+    breaks = graph_breaks(record)
+    recomp = recompiles(record)
+    row = csv_row(record) if status in ("done", "failed", "cancelled") else {}
+    peak = peak_memory_mb(record, row)
+    acc_text, acc_style = accuracy_label(record, row)
+    clock_text, clock_style = clock_label(record)
+    telemetry = getattr(record, "telemetry", None) or {}
+    compile_s = _num(getattr(record, "compile_s", None))
+    return {
+        "status": status_cell,
+        "workload": Cell(workload_label(options), sort_key=workload_label(options)),
+        "options": Cell(options_label(options), sort_key=options_label(options)),
+        "compile_s": Cell(fmt_seconds(compile_s) if compile_s is not None else "–", sort_key=compile_s, justify="right"),
+        "eager_ms": Cell(fmt_ms(eager), sort_key=eager, justify="right"),
+        "compiled_ms": Cell(fmt_ms(compiled), sort_key=compiled, justify="right"),
+        "speedup": Cell(fmt_speedup(speedup, low, high), speed_style, sort_key=speedup),
+        "launch_bound": Cell("LB" if launch_bound else "", "bold magenta", sort_key=1 if launch_bound else 0),
+        "graph_breaks": Cell("–" if breaks is None else str(breaks), "bold yellow" if breaks else "",
+                             sort_key=breaks, justify="right"),
+        "recompiles": Cell("–" if recomp is None else str(recomp), "bold yellow" if recomp else "",
+                           sort_key=recomp, justify="right"),
+        "peak_mem": Cell(fmt_mib(peak), sort_key=peak, justify="right"),
+        "accuracy": Cell(acc_text, acc_style, sort_key=acc_text),
+        "sm_clock": Cell(clock_text, clock_style,
+                         sort_key=_num(lookup(telemetry, "sm_clock_mean_mhz", "sm_clock_mean"))),
+    }
+
+
+class ResultsTable(DataTable):
+    """The table of runs (row key = run id)."""
+
+    BORDER_TITLE = "Results"
+
+    sort_column: reactive[str | None] = reactive(None, init=False)
+    """The column key rows are sorted by, or None for queue order."""
+
+    sort_reverse: reactive[bool] = reactive(False, init=False)
+    """Descending order when True."""
+
+    class RunHighlighted(Message):
+        """The cursor moved to a run's row."""
+
+        def __init__(self, run_id: str) -> None:
+            super().__init__()
+            self.run_id = run_id
+            """The run under the cursor."""
+
+    class DetailsRequested(Message):
+        """The user pressed Enter (or clicked) on a run's row."""
+
+        def __init__(self, run_id: str) -> None:
+            super().__init__()
+            self.run_id = run_id
+            """The run whose details to show."""
+
+    def __init__(self, *, id: str | None = None) -> None:
+        super().__init__(id=id, cursor_type="row", zebra_stripes=True)
+        self._cells: dict[str, dict[str, Cell]] = {}
+        self._history_ids: set[str] = set()
+
+    def on_mount(self) -> None:
+        """Create the columns."""
+        for key, label, width in COLUMNS:
+            self.add_column(Text(label), key=key, width=width)
+
+    # ----- rows -----------------------------------------------------------------
+
+    @property
+    def run_ids(self) -> list[str]:
+        """The run ids in display order."""
+        return [row.key.value for row in self.ordered_rows if row.key.value is not None]
+
+    @property
+    def selected_run_id(self) -> str | None:
+        """The run id under the cursor, or None for an empty table."""
+        if not self.row_count:
+            return None
+        try:
+            return self.coordinate_to_cell_key(self.cursor_coordinate).row_key.value
+        except CellDoesNotExist:
+            return None
+
+    def has_run(self, run_id: str) -> bool:
+        """Whether the table has a row for this run."""
+        return run_id in self._cells
+
+    def add_record(self, record: Any, *, history: bool = False, summary: dict[str, Any] | None = None) -> None:
+        """Add one run's row (no-op when it is there); history rows are dimmed and marked ↺."""
+        self.add_records([record], history=history, summaries=None if summary is None else [summary])
+
+    def add_records(
+        self,
+        records: Iterable[Any],
+        *,
+        history: bool = False,
+        summaries: list[dict[str, Any] | None] | None = None,
+    ) -> None:
+        """Add many rows at once (one re-sort at the end)."""
+        added = False
+        for index, record in enumerate(records):
+            run_id = record.run_id
+            if run_id in self._cells:
+                continue
+            summary = summaries[index] if summaries is not None else None
+            cells = row_cells(record, summary, history=history)
+            self._cells[run_id] = cells
+            if history:
+                self._history_ids.add(run_id)
+            self.add_row(*(cells[key] for key in COLUMN_KEYS), key=run_id)
+            added = True
+        if added and self.sort_column is not None:
+            self._apply_sort()
+
+    def refresh_record(self, record: Any, summary: dict[str, Any] | None = None) -> int:
+        """Rewrite the cells of this run's row that changed; returns how many did."""
+        run_id = record.run_id
+        old = self._cells.get(run_id)
+        if old is None:
+            return 0
+        new = row_cells(record, summary, history=run_id in self._history_ids)
+        changed = 0
+        for key in COLUMN_KEYS:
+            if new[key] != old[key]:
+                try:
+                    self.update_cell(run_id, key, new[key])
+                except CellDoesNotExist:
+                    return changed
+                changed += 1
+        self._cells[run_id] = new
+        return changed
+
+    def remove_records(self, run_ids: Iterable[str]) -> None:
+        """Remove these runs' rows (unknown ids are ignored)."""
+        for run_id in list(run_ids):
+            if self._cells.pop(run_id, None) is None:
+                continue
+            self._history_ids.discard(run_id)
+            try:
+                self.remove_row(run_id)
+            except RowDoesNotExist:
+                pass
+
+    def cell_text(self, run_id: str, column: str) -> str:
+        """The plain text shown in one cell (for tests and the command line)."""
+        return self._cells[run_id][column].plain
+
+    # ----- sorting ----------------------------------------------------------------
+
+    def sort_by(self, column: str | None, reverse: bool | None = None) -> None:
+        """Sort by a column key (None: back to queue order); ``reverse`` None keeps the direction."""
+        if column is not None and column not in COLUMN_KEYS:
+            raise ValueError(f"unknown column {column!r}")
+        if reverse is not None:
+            self.sort_reverse = reverse
+        self.sort_column = column
+
+    def cycle_sort(self) -> str | None:
+        """Sort by the next column (after the last one: queue order); returns the new column key."""
+        order: list[str | None] = [None, *COLUMN_KEYS]
+        index = order.index(self.sort_column) if self.sort_column in order else 0
+        self.sort_by(order[(index + 1) % len(order)])
+        return self.sort_column
+
+    def watch_sort_column(self) -> None:
+        """Re-sort when the sort column changes."""
+        self._apply_sort()
+
+    def watch_sort_reverse(self) -> None:
+        """Re-sort when the direction changes."""
+        self._apply_sort()
+
+    def _apply_sort(self) -> None:
+        selected = self.selected_run_id
+        column = self.sort_column
+        # DataTable.sort is stable over insertion (= queue) order, so ties keep queue order.
+        if column is None:
+            self.sort(key=lambda _cells: 0)
+        else:
+            self.sort(column, key=lambda cell: cell.sort_key, reverse=self.sort_reverse)
+        for key, label, _ in COLUMNS:
+            arrow = ""
+            if key == column:
+                arrow = " ▼" if self.sort_reverse else " ▲"
+            if key in self.columns:
+                self.columns[key].label = Text(label + arrow)  # type: ignore[index]
+        if selected is not None and selected in self._cells:
+            self.move_cursor(row=self.get_row_index(selected), animate=False)
+        self.refresh()
+
+    # ----- events -------------------------------------------------------------------
+
+    @on(DataTable.RowHighlighted)
+    def _row_highlighted(self, event: DataTable.RowHighlighted) -> None:
+        event.stop()
+        if event.row_key.value is not None:
+            self.post_message(self.RunHighlighted(event.row_key.value))
+
+    @on(DataTable.RowSelected)
+    def _row_selected(self, event: DataTable.RowSelected) -> None:
+        event.stop()
+        if event.row_key.value is not None:
+            self.post_message(self.DetailsRequested(event.row_key.value))
+
+    @on(DataTable.HeaderSelected)
+    def _header_selected(self, event: DataTable.HeaderSelected) -> None:
+        event.stop()
+        column = event.column_key.value
+        if column == self.sort_column:
+            self.sort_reverse = not self.sort_reverse
+        else:
+            self.sort_by(column)

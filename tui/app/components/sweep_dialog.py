@@ -1,0 +1,158 @@
+"""The sweep dialog: pick modes x fullgraph x dynamic (and optionally backends, dtypes).
+
+The dialog previews how many runs the choice expands to (``tui.engine.sweep.expand`` drops
+the combinations a backend ignores) and dismisses with the choice as keyword arguments for
+``expand``, or None when cancelled.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+
+from textual import on
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Horizontal, Vertical
+from textual.screen import ModalScreen
+from textual.widgets import Button, Input, SelectionList, Static
+from textual.widgets.selection_list import Selection
+
+from tui.engine.options import BACKENDS, DTYPES, MODES
+
+__all__ = ["SweepScreen", "SweepChoice", "DEFAULT_SWEEP", "choice_to_expand_kwargs", "parse_sizes"]
+
+SweepChoice = dict[str, list[Any]]
+"""``{"modes": [...], "fullgraphs": [...], "dynamics": [...], "backends": [...], "dtypes": [...]}``."""
+
+DEFAULT_SWEEP: SweepChoice = {
+    "modes": ["default", "reduce-overhead", "max-autotune"],
+    "fullgraphs": [False, True],
+    "dynamics": ["auto"],
+    "backends": [],
+    "dtypes": [],
+    "sizes": [],
+}
+"""What the dialog offers the first time (empty backends/dtypes/sizes: keep the picker's)."""
+
+
+def parse_sizes(text: str) -> dict[str, list[str]]:
+    """``"n=256,512; batch=16,32"`` -> ``{"n": ["256", "512"], "batch": ["16", "32"]}`` (ValueError if malformed).
+
+    Values stay text: ``expand`` validates and converts them with the workload's parameter specs.
+    """
+    grid: dict[str, list[str]] = {}
+    for part in text.replace("\n", ";").split(";"):
+        part = part.strip()
+        if not part:
+            continue
+        name, sep, values = part.partition("=")
+        name = name.strip()
+        items = [v.strip() for v in values.replace(" ", ",").split(",") if v.strip()]
+        if not sep or not name.isidentifier() or not items:
+            raise ValueError(f"sizes: {part!r} is not name=v1,v2,... (e.g. n=256,512,1024)")
+        grid[name] = items
+    return grid
+
+_DYNAMIC = {"auto": None, "true": True, "false": False}
+
+
+def choice_to_expand_kwargs(choice: SweepChoice) -> dict[str, Any]:
+    """Keyword arguments for ``sweep.expand`` (dynamic labels -> None/True/False; empty lists dropped)."""
+    kwargs: dict[str, Any] = {}
+    if choice.get("modes"):
+        kwargs["modes"] = list(choice["modes"])
+    if choice.get("fullgraphs"):
+        kwargs["fullgraphs"] = [bool(v) for v in choice["fullgraphs"]]
+    if choice.get("dynamics"):
+        kwargs["dynamics"] = [_DYNAMIC.get(str(v).lower(), None) if not isinstance(v, bool) and v is not None else v
+                              for v in choice["dynamics"]]
+    if choice.get("backends"):
+        kwargs["backends"] = list(choice["backends"])
+    if choice.get("dtypes"):
+        kwargs["dtypes"] = list(choice["dtypes"])
+    sizes = " ".join(str(v) for v in choice.get("sizes") or []).strip()
+    if sizes:
+        kwargs["params_grid"] = parse_sizes(sizes)
+    return kwargs
+
+
+class SweepScreen(ModalScreen[SweepChoice | None]):
+    """Choose the sweep's axes; ctrl+s (or Enter in the sizes field) queues it, Escape cancels."""
+
+    BINDINGS = [
+        Binding("escape", "cancel", "Cancel", id="sweep.cancel"),
+        Binding("ctrl+s", "queue", "Queue sweep", id="sweep.queue"),
+    ]
+
+    def __init__(self, initial: SweepChoice | None, preview: Callable[[SweepChoice], tuple[int, str]]) -> None:
+        """``preview(choice)`` returns (number of runs, a line of text or an error) for the footer."""
+        super().__init__()
+        self.initial = {**DEFAULT_SWEEP, **(initial or {})}
+        self.preview = preview
+
+    def compose(self) -> ComposeResult:
+        """Five selection lists, a preview line and the buttons."""
+        init = self.initial
+        with Vertical(classes="dialog sweep-dialog"):
+            yield Static("Sweep: every meaningful combination of the checked values is queued "
+                         "(space toggles, tab moves between lists).", markup=False)
+            with Horizontal(id="sweep-axes"):
+                yield self._list("modes", "mode", [(m, m) for m in MODES], init["modes"])
+                yield self._list("fullgraphs", "fullgraph", [("false", False), ("true", True)], init["fullgraphs"])
+                yield self._list("dynamics", "dynamic", [(d, d) for d in _DYNAMIC], init["dynamics"])
+                yield self._list("backends", "backend", [(b, b) for b in BACKENDS], init["backends"])
+                yield self._list("dtypes", "dtype", [(d, d) for d in DTYPES], init["dtypes"])
+            yield Input(" ".join(str(v) for v in init.get("sizes") or []), id="sweep-sizes", compact=True,
+                        placeholder="sizes (optional), e.g. n=256,512,1024 or batch=16,64; width=256,512")
+            yield Static("", id="sweep-preview", markup=False)
+            with Horizontal(classes="dialog-buttons"):
+                yield Button("Queue (ctrl+s)", variant="primary", id="sweep-queue", compact=True)
+                yield Button("Cancel (esc)", id="sweep-cancel", compact=True)
+
+    @staticmethod
+    def _list(key: str, title: str, items: list[tuple[str, Any]], chosen: list[Any]) -> SelectionList:
+        widget: SelectionList = SelectionList(
+            *(Selection(label, value, value in chosen) for label, value in items),
+            id=f"sweep-{key}",
+            compact=True,
+        )
+        widget.border_title = title
+        return widget
+
+    def on_mount(self) -> None:
+        """Show the first preview."""
+        self._update_preview()
+
+    def choice(self) -> SweepChoice:
+        """The values checked now (and the sizes text)."""
+        result: SweepChoice = {
+            key: list(self.query_one(f"#sweep-{key}", SelectionList).selected)
+            for key in ("modes", "fullgraphs", "dynamics", "backends", "dtypes")
+        }
+        sizes = self.query_one("#sweep-sizes", Input).value.strip()
+        result["sizes"] = [sizes] if sizes else []
+        return result
+
+    @on(SelectionList.SelectedChanged)
+    @on(Input.Changed, "#sweep-sizes")
+    def _changed(self) -> None:
+        self._update_preview()
+
+    @on(Input.Submitted, "#sweep-sizes")
+    def _sizes_submitted(self, event: Input.Submitted) -> None:
+        event.stop()
+        self.action_queue()
+
+    def _update_preview(self) -> None:
+        count, line = self.preview(self.choice())
+        self.query_one("#sweep-preview", Static).update(f"{count} run(s): {line}" if count else line)
+
+    @on(Button.Pressed, "#sweep-queue")
+    def action_queue(self) -> None:
+        """Dismiss with the choice."""
+        self.dismiss(self.choice())
+
+    @on(Button.Pressed, "#sweep-cancel")
+    def action_cancel(self) -> None:
+        """Dismiss without queueing."""
+        self.dismiss(None)
