@@ -1,0 +1,160 @@
+"""The timing method in-process on the CPU, with a tiny local BuiltWorkload-shaped object."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from typing import Any, Callable
+
+import pytest
+
+torch = pytest.importorskip("torch")
+
+from tui.engine.options import RunOptions  # noqa: E402
+from tui.engine.protocol import decode  # noqa: E402
+from tui.engine.worker import envinfo  # noqa: E402
+from tui.engine.worker.channel import EventChannel  # noqa: E402
+from tui.engine.worker.measure import Benchmark, make_compile_fn  # noqa: E402
+
+
+@dataclass
+class TinyWorkload:
+    """The BuiltWorkload contract, locally (docs/ARCHITECTURE.md)."""
+
+    eager_step: Callable[[tuple], Any]
+    compile_step: Callable[[Callable], Callable[[tuple], Any]]
+    input_sets: list[tuple]
+    labels: list[str] | None = None
+    flops_fn: Callable[[tuple], Any] | None = None
+    bytes_per_call: int | None = None
+    train: bool = False
+
+
+def _workload(fn, input_sets, labels=None) -> TinyWorkload:
+    def compile_step(compile_fn):
+        compiled = compile_fn(fn)
+        return lambda args: compiled(*args)
+
+    return TinyWorkload(lambda args: fn(*args), compile_step, input_sets, labels)
+
+
+class Recorder:
+    def __init__(self):
+        self.events: list[tuple[str, dict]] = []
+        self.warnings: list[str] = []
+
+    def emit(self, event, **fields):
+        self.events.append((event, fields))
+
+    def warn(self, message):
+        self.warnings.append(message)
+
+    def blocks(self, stage=None):
+        return [f for e, f in self.events if e == "block" and (stage is None or f["stage"] == stage)]
+
+
+@pytest.fixture(autouse=True)
+def fresh_dynamo():
+    torch._dynamo.reset()
+    yield
+    torch.compiler.set_stance("default")
+    torch._dynamo.reset()
+
+
+def _run(workload, **option_fields) -> tuple[Benchmark, Recorder]:
+    options = RunOptions(backend="eager", **option_fields)
+    recorder = Recorder()
+    bench = Benchmark(workload, options, torch.device("cpu"), recorder.emit, recorder.warn)
+    bench.eager_setup()
+    bench.compile(make_compile_fn(options))
+    bench.warm_up()
+    bench.accuracy_outputs()
+    bench.measure()
+    return bench, recorder
+
+
+def test_blocks_alternate_and_cover_iters_per_side_with_labels_cycling():
+    sets = [(torch.ones(n, 4),) for n in (1, 2, 3)]
+    bench, rec = _run(_workload(lambda x: x * 2, sets, ["b=1", "b=2", "b=3"]), warmup=2, iters=7, block_size=3)
+    measured = rec.blocks("measure")
+    assert [b["side"] for b in measured] == ["eager", "compiled"] * 3
+    assert [len(b["ms"]) for b in measured if b["side"] == "compiled"] == [3, 3, 1]
+    assert bench.measured == {"eager": 7, "compiled": 7}
+    compile_block = rec.blocks("compile")[0]
+    assert compile_block["side"] == "compiled" and len(compile_block["ms"]) == 1 and compile_block["labels"] == ["b=1"]
+    # compiled warm-up covers every input set three times; labels follow the cycle
+    compiled_warmup = [b for b in rec.blocks("warmup") if b["side"] == "compiled"]
+    assert sum(len(b["ms"]) for b in compiled_warmup) == 9
+    assert compiled_warmup[0]["labels"][:3] == ["b=2", "b=3", "b=1"]
+    assert all(len(b["labels"]) == len(b["ms"]) for b in rec.blocks())
+    assert not bench.stance_used  # labelled workloads change shape on purpose
+    assert bench.compile_s > 0 and bench.peak_mb == {"eager": None, "compiled": None}
+
+
+def test_at_least_three_compiled_warmup_calls_even_with_warmup_zero():
+    bench, rec = _run(_workload(lambda x: x + 1, [(torch.ones(4),)]), warmup=0, iters=2, block_size=2)
+    warm = rec.blocks("warmup")
+    assert sum(len(b["ms"]) for b in warm if b["side"] == "compiled") == 3
+    assert sum(len(b["ms"]) for b in warm if b["side"] == "eager") == 2  # the set-up calls after the first
+
+
+SCALE = 2.0
+
+
+def scaled(x):
+    return x * SCALE
+
+
+def test_a_recompile_during_measurement_is_caught_by_the_stance_and_warned():
+    """A global the compiled code guards on changes mid-run: the recompile runs untimed, with a warning."""
+    global SCALE
+    calls = {"n": 0}
+
+    def eager(args):
+        global SCALE
+        calls["n"] += 1
+        if calls["n"] == 8:  # inside measuring: 3 set-up + 1 accuracy + a first block of 3 eager calls
+            SCALE = 3.0
+        return scaled(*args)
+
+    workload = _workload(scaled, [(torch.ones(4),)])
+    workload.eager_step = eager
+    try:
+        bench, rec = _run(workload, warmup=0, iters=6, block_size=3)
+    finally:
+        SCALE = 2.0
+    assert bench.measured == {"eager": 6, "compiled": 6}
+    assert len(rec.warnings) == 1 and rec.warnings[0].startswith("recompiled during measurement")
+    assert "SCALE" in rec.warnings[0]
+    assert sum(len(b["ms"]) for b in rec.blocks("measure") if b["side"] == "compiled") == 6
+
+
+def test_the_time_budget_stops_measuring_with_a_warning():
+    bench, rec = _run(_workload(lambda x: x + 1, [(torch.ones(4),)]), warmup=0, iters=100_000, block_size=5,
+                      time_budget_s=1e-6)
+    assert bench.measured == {"eager": 5, "compiled": 5}
+    assert rec.warnings and "time budget" in rec.warnings[0]
+
+
+def test_event_channel_writes_decodable_lines():
+    read_fd, write_fd = os.pipe()
+    try:
+        channel = EventChannel(write_fd)
+        channel.emit("warning", message="a warning")
+        channel.emit("block", side="eager", stage="measure", index=0, clock="perf_counter",
+                     ms=[float("nan"), 1.0], wall_ms_per_call=1.0)
+        os.close(write_fd)
+        lines = os.read(read_fd, 65536).splitlines()
+    finally:
+        os.close(read_fd)
+    events = [decode(line) for line in lines]
+    assert [e["event"] for e in events] == ["warning", "block"]
+    assert events[1]["ms"] == [None, 1.0] and events[0]["t"] >= 0
+
+
+def test_envinfo_reports_the_cpu_side():
+    env = envinfo.collect(torch.device("cpu"))
+    assert env["torch"] == torch.__version__ and env["device"] == "cpu"
+    assert env["gpu_uuid"] is None and env["python"]
+    assert isinstance(env["tf32_matmul"], bool) and isinstance(env["tf32_cudnn"], bool)
+    assert env["float32_matmul_precision"] in ("highest", "high", "medium")

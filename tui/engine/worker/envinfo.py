@@ -1,0 +1,122 @@
+"""The environment a result belongs to: versions, device, precision settings, compiler.
+
+Every field is read on its own and falls back to None: a missing triton, an old driver
+or a CPU-only build must never stop a run.
+"""
+
+from __future__ import annotations
+
+import os
+import platform
+import sys
+from typing import Any, Callable
+
+import torch
+
+__all__ = ["collect", "gpu_uuid", "tf32_flags", "cpu_name"]
+
+
+def _safe(read: Callable[[], Any]) -> Any:
+    try:
+        return read()
+    except Exception:
+        return None
+
+
+def cpu_name() -> str | None:
+    """The CPU's model name (/proc/cpuinfo on Linux, platform.processor() elsewhere)."""
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8", errors="replace") as handle:
+            for line in handle:
+                if line.lower().startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or None
+
+
+def gpu_uuid(index: int) -> str | None:
+    """``GPU-xxxxxxxx-...`` for torch's CUDA device ``index`` (what NVML matches on)."""
+    raw = _safe(lambda: torch.cuda.get_device_properties(index).uuid)
+    if raw is None:
+        return None
+    text = str(raw).strip()
+    return text if text.upper().startswith(("GPU-", "MIG-")) else f"GPU-{text}"
+
+
+def tf32_flags() -> dict[str, Any]:
+    """TF32 settings as torch reports them (the old flags can raise once the new API was used)."""
+    return {
+        "tf32_matmul": _safe(lambda: bool(torch.backends.cuda.matmul.allow_tf32)),
+        "tf32_cudnn": _safe(lambda: bool(torch.backends.cudnn.allow_tf32)),
+        "float32_matmul_precision": _safe(torch.get_float32_matmul_precision),
+        "fp32_precision_matmul": _safe(lambda: str(torch.backends.cuda.matmul.fp32_precision)),
+        "fp32_precision_cudnn": _safe(lambda: str(torch.backends.cudnn.fp32_precision)),
+    }
+
+
+def _triton_version() -> str | None:
+    try:
+        import triton  # noqa: PLC0415  (optional, absent on CPU builds)
+    except Exception:
+        return None
+    return getattr(triton, "__version__", None)
+
+
+def _driver_version() -> str | None:
+    """The NVIDIA driver version through NVML, best effort."""
+    try:
+        import pynvml  # noqa: PLC0415
+
+        pynvml.nvmlInit()
+        try:
+            version = pynvml.nvmlSystemGetDriverVersion()
+        finally:
+            pynvml.nvmlShutdown()
+    except Exception:
+        return None
+    return version.decode() if isinstance(version, bytes) else str(version)
+
+
+def _cxx() -> str | None:
+    configured = _safe(lambda: torch._inductor.config.cpp.cxx)
+    if isinstance(configured, (tuple, list)):
+        configured = next((c for c in configured if c), None)
+    return os.environ.get("CXX") or (str(configured) if configured else None)
+
+
+def collect(device: torch.device) -> dict[str, Any]:
+    """Everything the ``started`` event reports about this process and ``device``."""
+    env: dict[str, Any] = {
+        "torch": torch.__version__,
+        "cuda": torch.version.cuda,
+        "triton": _triton_version(),
+        "cudnn": _safe(lambda: torch.backends.cudnn.version()) if torch.version.cuda else None,
+        "python": sys.version.split()[0],
+        "python_executable": sys.executable,
+        "platform": platform.platform(),
+        "cpu": cpu_name(),
+        "cpu_count": os.cpu_count(),
+        "device": str(device),
+        "gpu_name": None,
+        "gpu_uuid": None,
+        "driver": None,
+        "compute_capability": None,
+        "gpu_memory_mb": None,
+        "cuda_visible_devices": os.environ.get("CUDA_VISIBLE_DEVICES"),
+        "cxx": None,
+        "num_threads": _safe(torch.get_num_threads),
+    }
+    env.update(tf32_flags())
+    if device.type == "cuda":
+        index = device.index or 0
+        props = _safe(lambda: torch.cuda.get_device_properties(index))
+        env["gpu_name"] = getattr(props, "name", None)
+        env["gpu_uuid"] = gpu_uuid(index)
+        env["driver"] = _driver_version()
+        if props is not None:
+            env["compute_capability"] = f"{props.major}.{props.minor}"
+            env["gpu_memory_mb"] = round(props.total_memory / 2**20)
+    else:
+        env["cxx"] = _cxx()
+    return env

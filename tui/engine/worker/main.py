@@ -1,0 +1,333 @@
+"""The worker's run: read one command, check it against torch, measure, report.
+
+``python -m tui.engine.worker`` claims the event channel (:mod:`.channel`) before this
+module imports torch, then calls :func:`main`. The worker emits ``ready``, reads ONE
+line ``{"command": "run", "run_id", "options"}`` from stdin (EOF first: exit 0 quietly,
+a spare that was not needed), and drives the phases: building, compiling, warming_up,
+checking_accuracy, measuring, diagnosing. It ends with ``finished`` (exit 0) or
+``failed`` (exit 1); a traceback only ever reaches stderr, and ``failed.detail``.
+
+By hand: ``python -m tui.engine.worker < command.json`` (a regular file; a pipe that
+closes right after the command ends the run, since EOF on stdin means the parent left).
+Set ``COMPILE_LAB_EXPLAIN=1`` for a separate ``torch._dynamo.explain`` pass after measuring.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import sys
+import tempfile
+from typing import Any
+
+import torch
+
+from tui.engine.catalog import is_user_workload
+from tui.engine.options import OptionsError, RunOptions
+from tui.engine.worker import diagnostics, envinfo
+from tui.engine.worker.accuracy import compare, tolerances
+from tui.engine.worker.channel import (
+    EventChannel,
+    open_channel,
+    read_command_line,
+    set_parent_death_signal,
+    watch_stdin,
+)
+from tui.engine.worker.failures import Failure, RunFailed, classify, one_line
+from tui.engine.worker.flops import count_flops
+from tui.engine.worker.measure import Benchmark, make_compile_fn
+
+__all__ = ["main", "WorkerRun", "resolve_device", "DTYPES"]
+
+DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
+#: Set to 1 to add a separate ``torch._dynamo.explain`` pass after measuring (phase diagnosing).
+EXPLAIN_ENV = "COMPILE_LAB_EXPLAIN"
+
+
+def main(channel: EventChannel | None = None) -> int:
+    """Run the worker; returns the exit code (0 after ``finished`` or a quiet EOF, 1 after ``failed``)."""
+    if channel is None:
+        set_parent_death_signal()
+        channel = open_channel()
+    channel.emit(
+        "ready",
+        pid=os.getpid(),
+        python=sys.executable,
+        python_version=sys.version.split()[0],
+        torch=torch.__version__,
+    )
+    line = read_command_line(0)
+    if not line.strip():
+        return 0
+    # the parent keeps our stdin open for the whole run: EOF now means it went away
+    watch_stdin(0)
+    return WorkerRun(channel).execute(line)
+
+
+def resolve_device(text: str) -> torch.device:
+    """``cpu``, ``cuda``, ``cuda:N`` or ``cuda:GPU-<uuid>`` as a torch device (OptionsError if absent)."""
+    if text == "cpu":
+        return torch.device("cpu")
+    if not torch.cuda.is_available():
+        why = "this torch build has no CUDA" if torch.version.cuda is None else "no CUDA GPU is visible"
+        raise OptionsError("device", f"{text} is not available: {why} (torch {torch.__version__}; allowed: cpu)")
+    count = torch.cuda.device_count()
+    if text == "cuda":
+        index = 0
+    elif text.startswith("cuda:GPU-"):
+        wanted = text[len("cuda:GPU-"):].lower()
+        found = [i for i in range(count) if (envinfo.gpu_uuid(i) or "").lower().removeprefix("gpu-") == wanted]
+        if not found:
+            seen = ", ".join(envinfo.gpu_uuid(i) or "?" for i in range(count))
+            raise OptionsError("device", f"{text[5:]} is not among the visible GPUs ({seen})")
+        index = found[0]
+    else:
+        index = int(text.split(":", 1)[1])
+        visible = [v for v in os.environ.get("CUDA_VISIBLE_DEVICES", "").split(",") if v.strip()]
+        if index >= count and count == 1 and len(visible) == 1:
+            index = 0  # the runner already narrowed CUDA_VISIBLE_DEVICES to the GPU this index named
+        if index >= count:
+            raise OptionsError("device", f"{text} does not exist (allowed: cuda:0 to cuda:{count - 1})")
+    torch.cuda.set_device(index)
+    return torch.device("cuda", index)
+
+
+def check_dtype(name: str, dtype: torch.dtype, device: torch.device) -> None:
+    """OptionsError when ``device`` cannot compute in ``dtype`` (a tiny matmul must run)."""
+    allowed = "float32, float16" if dtype == torch.bfloat16 else "float32"
+    if device.type == "cuda" and dtype == torch.bfloat16:
+        try:
+            native = torch.cuda.is_bf16_supported(including_emulation=False)
+        except TypeError:
+            native = torch.cuda.is_bf16_supported()
+        if not native:
+            gpu = torch.cuda.get_device_name(device)
+            raise OptionsError("dtype", f"bfloat16 is not supported natively on {gpu} (allowed: {allowed})")
+    try:
+        probe = torch.ones(8, 8, dtype=dtype, device=device)
+        (probe @ probe).sum().item()
+    except Exception as exc:
+        raise OptionsError("dtype", f"{name} did not run on {device}: {one_line(str(exc), 160)} (allowed: {allowed})") from exc
+
+
+def check_backend(backend: str) -> None:
+    """OptionsError when ``backend`` is not registered with torch._dynamo."""
+    try:
+        names = list(torch._dynamo.list_backends(exclude_tags=()))
+    except Exception:
+        return  # cannot tell: torch.compile itself will say
+    if backend not in names:
+        shown = [n for n in names if not n.endswith("TESTING_ONLY") and "minifier" not in n]
+        raise OptionsError("backend", f"{backend!r} is not a registered torch._dynamo backend (allowed: {', '.join(shown)})")
+
+
+def check_inductor_options(options: dict[str, Any]) -> None:
+    """OptionsError for an inductor option name that torch does not know."""
+    try:
+        known = set(torch._inductor.list_options())
+    except Exception:
+        return
+    for key in options:
+        if key not in known:
+            raise OptionsError("inductor_options", f"{key!r} is not an inductor option (see torch._inductor.list_options())")
+
+
+class WorkerRun:
+    """One run from command line to ``finished`` or ``failed``."""
+
+    def __init__(self, channel: EventChannel) -> None:
+        self.channel = channel
+        self.options: RunOptions | None = None
+        self.stage = "setup"
+        self.warnings: list[str] = []
+        self.bench: Benchmark | None = None
+        self._cold_dir: str | None = None
+
+    # ----- events --------------------------------------------------------
+
+    def emit(self, event: str, **fields: Any) -> None:
+        """Send one event."""
+        self.channel.emit(event, **fields)
+
+    def warn(self, message: str) -> None:
+        """Send a one-line warning (once) and keep it for ``finished``."""
+        message = one_line(message)
+        if message not in self.warnings:
+            self.warnings.append(message)
+            self.emit("warning", message=message)
+
+    def phase(self, name: str) -> None:
+        """Announce a phase."""
+        self.emit("phase", phase=name)
+
+    # ----- the run -------------------------------------------------------
+
+    def execute(self, line: bytes) -> int:
+        """Run the command in ``line``; returns the exit code."""
+        try:
+            self._run(line)
+        except Exception as exc:  # every failure is reported as an event, never as a traceback on stdout
+            stage = self.bench.stage if self.bench is not None and self.stage == "bench" else self.stage
+            options = self.options
+            failure = classify(exc, stage, backend=options.backend if options else "",
+                               fullgraph=bool(options and options.fullgraph))
+            self._fail(failure)
+            return 1
+        finally:
+            if self._cold_dir:
+                shutil.rmtree(self._cold_dir, ignore_errors=True)
+        return 0
+
+    def _fail(self, failure: Failure) -> None:
+        sys.stderr.write(failure.detail if failure.detail.endswith("\n") else failure.detail + "\n")
+        sys.stderr.flush()
+        self.emit("failed", kind=failure.kind, message=failure.message, detail=failure.detail)
+
+    def _parse(self, line: bytes) -> tuple[str | None, RunOptions]:
+        try:
+            command = json.loads(line)
+        except ValueError as exc:
+            raise RunFailed("bad_options", f"command: not JSON ({exc})") from None
+        if not isinstance(command, dict) or command.get("command") != "run" or not isinstance(command.get("options"), dict):
+            raise RunFailed("bad_options", 'command: expected {"command": "run", "run_id": ..., "options": {...}}')
+        try:
+            options = RunOptions.from_dict(command["options"]).validated()
+        except OptionsError:
+            raise
+        except (TypeError, ValueError) as exc:  # a value of the wrong type that validation tripped over
+            raise RunFailed("bad_options", f"options: {type(exc).__name__}: {exc}") from None
+        return command.get("run_id"), options
+
+    def _prepare(self, options: RunOptions) -> tuple[torch.device, torch.dtype]:
+        """Cold caches, device, dtype, backend, precision and seed: all before any workload code."""
+        if options.cold_compile:
+            self._cold_dir = tempfile.mkdtemp(prefix="compile-lab-cold-")
+            os.environ["TORCHINDUCTOR_CACHE_DIR"] = os.path.join(self._cold_dir, "inductor")
+            os.environ["TRITON_CACHE_DIR"] = os.path.join(self._cold_dir, "triton")
+        device = resolve_device(options.device)
+        dtype = DTYPES[options.dtype]
+        check_dtype(options.dtype, dtype, device)
+        if not is_user_workload(options.workload):
+            check_backend(options.backend)  # a user's file may register its backend: checked after loading
+        if options.inductor_options:
+            check_inductor_options(options.inductor_options)
+        try:
+            # the same TF32 settings for both sides, for matmuls and cuDNN convolutions alike
+            torch.backends.cuda.matmul.allow_tf32 = options.tf32
+            torch.backends.cudnn.allow_tf32 = options.tf32
+        except Exception as exc:
+            self.warn(f"TF32 could not be set: {exc}")
+        torch.manual_seed(options.seed)
+        return device, dtype
+
+    def _run(self, line: bytes) -> None:
+        run_id, options = self._parse(line)
+        self.options = options
+        device, dtype = self._prepare(options)
+        self.emit("started", run_id=run_id, env=envinfo.collect(device), options=options.to_dict())
+        self._early_warnings(options, device)
+
+        self.phase("building")
+        self.stage = "building"
+        from tui.engine.worker.workloads import build_workload
+
+        built = build_workload(options, device, dtype)
+        _check_built(built)
+        if is_user_workload(options.workload):
+            check_backend(options.backend)
+        bench = Benchmark(built, options, device, self.emit, self.warn)
+        self.bench, self.stage = bench, "bench"
+        bench.eager_setup()
+
+        self.phase("compiling")
+        before = diagnostics.snapshot()
+        compile_s = bench.compile(make_compile_fn(options))
+        compiled_diag = diagnostics.report(before)
+        self.emit("compiled", compile_s=compile_s, diagnostics=compiled_diag)
+
+        self.phase("warming_up")
+        bench.warm_up()
+        after_warmup = diagnostics.snapshot()
+        self._diagnostic_warnings(diagnostics.report(before, after_warmup), options, device)
+
+        self.phase("checking_accuracy")
+        accuracy = self._accuracy(bench, options, dtype, built.train)
+
+        self.phase("measuring")
+        bench.measure()
+        after_measure = diagnostics.snapshot()
+
+        self.phase("diagnosing")
+        self.stage = "other"
+        report = diagnostics.report(before, after_measure)
+        report["recompiles_during_measure"] = diagnostics.report(after_warmup, after_measure)["recompiles"]
+        report["fail_on_recompile_stance"] = bench.stance_used
+        self._diagnostic_warnings(report, options, device)
+        if report["recompiles_during_measure"]:
+            self.warn(f"recompiled {report['recompiles_during_measure']} time(s) during measurement: "
+                      "those compiled blocks include compile time")
+        flops, flop_warning = count_flops(built.flops_fn, built.input_sets[0])
+        if flop_warning:
+            self.warn(flop_warning)
+        if os.environ.get(EXPLAIN_ENV) == "1" and not built.train:
+            report["explain"] = diagnostics.explain_pass(built.eager_step, (built.input_sets[0],))
+        memory: dict[str, Any] = {"eager_peak_mb": bench.peak_mb["eager"], "compiled_peak_mb": bench.peak_mb["compiled"]}
+        if bench.cuda and options.l2_flush:
+            memory["l2_flush_buffer_mb"] = 256
+        self.emit(
+            "finished",
+            compile_s=compile_s,
+            diagnostics=report,
+            accuracy=accuracy,
+            memory=memory,
+            flops_per_call=flops,
+            bytes_per_call=built.bytes_per_call,
+            warnings=list(self.warnings),
+            iters={"eager": bench.measured["eager"], "compiled": bench.measured["compiled"]},
+        )
+
+    # ----- pieces --------------------------------------------------------
+
+    def _early_warnings(self, options: RunOptions, device: torch.device) -> None:
+        if device.type == "cpu":
+            if options.mode == "reduce-overhead" or options.backend == "cudagraphs":
+                self.warn("CUDA graphs were skipped on the CPU: reduce-overhead ran as plain inductor")
+            if options.l2_flush:
+                self.warn("l2_flush applies to CUDA only: it was ignored on the CPU")
+        elif options.l2_flush:
+            self.warn("l2_flush: each iteration zeroes 256 MB first, outside the CUDA events; "
+                      "wall_ms_per_call includes the flush")
+
+    def _diagnostic_warnings(self, report: dict[str, Any], options: RunOptions, device: torch.device) -> None:
+        if report.get("recompile_limit_hit"):
+            self.warn(diagnostics.RECOMPILE_LIMIT_WARNING)
+        if device.type == "cuda" and report.get("cudagraph_skips"):
+            reasons = "; ".join(report.get("cudagraph_skip_reasons") or []) or "see stderr"
+            self.warn(f"CUDA graphs were skipped {report['cudagraph_skips']} time(s) ({reasons})")
+        hits = report.get("fxgraph_cache_hit") or 0
+        if hits and not options.cold_compile:
+            self.warn(f"compile_s came from a warm inductor cache ({hits} FX graph cache hit(s)): "
+                      "cold_compile measures a cold start")
+
+    def _accuracy(self, bench: Benchmark, options: RunOptions, dtype: torch.dtype, train: bool) -> dict[str, Any]:
+        compiled, eager = bench.accuracy_outputs()
+        atol, rtol = tolerances(dtype, tf32=options.tf32, mode=options.mode, train=train)
+        result = compare(compiled, eager, atol, rtol)
+        del compiled, eager
+        if not result["passed"]:
+            why = result.get("problem") or (
+                f"max abs err {result['max_abs_err']:.3g} beyond atol {atol:g} + rtol {rtol:g} x |eager|"
+            )
+            self.warn(f"the compiled output differed from eager at {result.get('worst') or 'output'}: {why}")
+        return result
+
+
+def _check_built(built: Any) -> None:
+    """A BuiltWorkload must have input sets (and one label per set, if labels)."""
+    sets = getattr(built, "input_sets", None)
+    if not sets:
+        raise RunFailed("workload_error", "the workload has no input sets")
+    labels = getattr(built, "labels", None)
+    if labels is not None and len(labels) != len(sets):
+        raise RunFailed("workload_error", f"the workload has {len(labels)} labels for {len(sets)} input sets")

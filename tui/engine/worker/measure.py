@@ -1,0 +1,335 @@
+"""The timing method (ANCHORS.md section 1): eager first, compile timed apart, warm-up, then
+alternating blocks of eager and compiled iterations, each block streamed as it is measured.
+
+Two clocks: on CUDA a pair of CUDA events per iteration with no synchronize between
+iterations and one per block (device time), on the CPU ``perf_counter_ns`` per iteration.
+Either way the block's synchronised wall time divided by its calls is reported as
+``wall_ms_per_call`` (host-inclusive time). Statistics are the parent's job.
+"""
+
+from __future__ import annotations
+
+import functools
+import time
+from typing import Any, Callable
+
+import torch
+
+from tui.engine.worker.accuracy import keep
+
+__all__ = ["CpuClock", "CudaClock", "Benchmark", "make_compile_fn", "L2_FLUSH_BYTES", "is_recompile_refusal"]
+
+#: Bytes zeroed before each iteration to flush L2 (as triton's do_bench does).
+L2_FLUSH_BYTES = 256 * 2**20
+#: Eager calls before compiling, so CUDA / cuBLAS / cuDNN set-up is not billed to the compiler.
+EAGER_SETUP_CALLS = 3
+#: Compiled warm-up calls at least (CUDA-graph trees warm up on the 1st call, record on the 2nd).
+MIN_COMPILED_WARMUP = 3
+
+Step = Callable[[tuple], Any]
+Emit = Callable[..., None]
+
+
+def make_compile_fn(options: Any) -> Callable[[Callable], Callable]:
+    """``functools.partial(torch.compile, ...)`` for ``options`` (mode and options for inductor only)."""
+    kwargs: dict[str, Any] = {"backend": options.backend, "fullgraph": options.fullgraph, "dynamic": options.dynamic}
+    if options.backend == "inductor":
+        if options.mode != "default":
+            kwargs["mode"] = options.mode
+        if options.inductor_options:
+            kwargs["options"] = dict(options.inductor_options)
+    return functools.partial(torch.compile, **kwargs)
+
+
+def _uses_cudagraphs(options: Any) -> bool:
+    """True when the compiled side runs CUDA graphs (reduce-overhead, the cudagraphs backend, or asked for)."""
+    inductor = options.inductor_options or {}
+    return (options.backend == "cudagraphs" or (options.backend == "inductor" and options.mode == "reduce-overhead")
+            or bool(inductor.get("triton.cudagraphs")))
+
+
+def is_recompile_refusal(exc: BaseException) -> bool:
+    """True for the error ``set_stance("fail_on_recompile")`` raises on a recompile."""
+    return isinstance(exc, RuntimeError) and "stance is 'fail_on_recompile'" in str(exc)
+
+
+class CpuClock:
+    """``perf_counter_ns`` around each call; the block's wall time around all of them."""
+
+    name = "perf_counter"
+
+    def sync(self) -> None:
+        """Nothing to wait for on the CPU."""
+
+    def run_block(self, step: Step, calls: list[tuple], prepare: Callable[[], None] | None = None
+                  ) -> tuple[list[float], float]:
+        """Run ``step`` on each input set in ``calls``: (ms per call, wall ms per call).
+
+        ``prepare()``, if given, runs before each call, outside the per-call timer.
+        """
+        ms: list[float] = []
+        start = time.perf_counter()
+        for args in calls:
+            if prepare is not None:
+                prepare()
+            t0 = time.perf_counter_ns()
+            step(args)  # the output is dropped at once: nothing outlives the call
+            ms.append((time.perf_counter_ns() - t0) / 1e6)
+        wall_ms = (time.perf_counter() - start) * 1e3
+        return ms, wall_ms / len(calls)
+
+
+class CudaClock:
+    """A pair of CUDA events per call, no synchronize between calls, one per block.
+
+    With ``l2_flush`` a buffer larger than L2 is zeroed before each call, outside the
+    events (then the block's wall time includes the flushes).
+    """
+
+    name = "cuda_event"
+
+    def __init__(self, device: torch.device, l2_flush: bool = False) -> None:
+        self.device = device
+        self.flush_buffer = torch.empty(L2_FLUSH_BYTES, dtype=torch.int8, device=device) if l2_flush else None
+
+    def sync(self) -> None:
+        """Wait for all work queued on the device."""
+        torch.cuda.synchronize(self.device)
+
+    def run_block(self, step: Step, calls: list[tuple], prepare: Callable[[], None] | None = None
+                  ) -> tuple[list[float], float]:
+        """Run ``step`` on each input set in ``calls``: (device ms per call, wall ms per call).
+
+        ``prepare()``, if given, runs before each call, outside its CUDA events.
+        """
+        starts = [torch.cuda.Event(enable_timing=True) for _ in calls]
+        ends = [torch.cuda.Event(enable_timing=True) for _ in calls]
+        flush = self.flush_buffer
+        self.sync()
+        start = time.perf_counter()
+        for args, begin, end in zip(calls, starts, ends):
+            if flush is not None:
+                flush.zero_()
+            if prepare is not None:
+                prepare()
+            begin.record()
+            step(args)
+            end.record()
+        self.sync()
+        wall_ms = (time.perf_counter() - start) * 1e3
+        return [begin.elapsed_time(end) for begin, end in zip(starts, ends)], wall_ms / len(calls)
+
+
+class Benchmark:
+    """Drives one configuration through set-up, compile, warm-up and measurement.
+
+    ``emit(event, **fields)`` sends protocol events; ``warn(message)`` a warning.
+    ``stage`` says what ran last ("eager", "compile", "compiled"), so a failure can be
+    classified by where it happened.
+    """
+
+    def __init__(self, built: Any, options: Any, device: torch.device, emit: Emit,
+                 warn: Callable[[str], None]) -> None:
+        self.built = built
+        self.options = options
+        self.device = device
+        self.emit = emit
+        self.warn = warn
+        self.cuda = device.type == "cuda"
+        self.clock = CudaClock(device, options.l2_flush) if self.cuda else CpuClock()
+        self.stage = "eager"
+        self.compiled_step: Step | None = None
+        self.compile_s: float | None = None
+        self.eager_first: Any = None
+        self.compiled_first: Any = None
+        self.measured = {"eager": 0, "compiled": 0}
+        self.peak_mb: dict[str, float | None] = {"eager": None, "compiled": None}
+        self.stance_used = False
+        self.cudagraphs = self.cuda and _uses_cudagraphs(options)
+        self._next_input = {"eager": 0, "compiled": 0}
+        self._block_index: dict[tuple[str, str], int] = {}
+
+    # ----- plumbing ------------------------------------------------------
+
+    def _calls(self, side: str, n: int) -> tuple[list[tuple], list[str] | None]:
+        sets, labels = self.built.input_sets, self.built.labels
+        indices = [(self._next_input[side] + i) % len(sets) for i in range(n)]
+        self._next_input[side] += n
+        return [sets[i] for i in indices], ([labels[i] for i in indices] if labels else None)
+
+    def _mark_step(self) -> None:
+        """Tell CUDA-graph trees that a new call begins (its outputs may reuse the last call's memory)."""
+        if self.cudagraphs:
+            mark = getattr(torch.compiler, "cudagraph_mark_step_begin", None)
+            if mark is not None:
+                mark()
+
+    def _step(self, side: str) -> Step:
+        if side == "eager":
+            return self.built.eager_step
+        assert self.compiled_step is not None, "compile() comes first"
+        return self.compiled_step
+
+    def _block(self, side: str, stage: str, n: int) -> None:
+        """Time ``n`` calls of one side and emit them as one block event."""
+        calls, labels = self._calls(side, n)
+        self.stage = side
+        if self.cuda:
+            torch.cuda.reset_peak_memory_stats(self.device)
+        prepare = self._mark_step if side == "compiled" else None
+        ms, wall = self.clock.run_block(self._step(side), calls, prepare)
+        if self.cuda:
+            peak = torch.cuda.max_memory_allocated(self.device) / 2**20
+            self.peak_mb[side] = max(self.peak_mb[side] or 0.0, round(peak, 3))
+        self._emit_block(side, stage, ms, wall, labels)
+
+    def _emit_block(self, side: str, stage: str, ms: list[float], wall: float, labels: list[str] | None,
+                    clock: str | None = None) -> None:
+        index = self._block_index.get((side, stage), 0)
+        self._block_index[(side, stage)] = index + 1
+        fields: dict[str, Any] = {
+            "side": side, "stage": stage, "index": index, "clock": clock or self.clock.name,
+            "ms": ms, "wall_ms_per_call": wall,
+        }
+        if labels:
+            fields["labels"] = labels
+        if self.options.l2_flush and self.cuda and stage == "measure":
+            fields["l2_flush"] = True
+        self.emit("block", **fields)
+
+    def _chunks(self, total: int) -> list[int]:
+        size = self.options.block_size
+        return [min(size, total - start) for start in range(0, total, size)]
+
+    # ----- phases --------------------------------------------------------
+
+    def eager_setup(self) -> None:
+        """A few eager calls before anything compiles (a warm-up block of the eager side).
+
+        The first call runs on input set 0; for a training step its output is kept as
+        the eager side of the accuracy check (both sides start from the same state).
+        """
+        self.stage = "eager"
+        first = self.built.input_sets[0]
+        output = self.built.eager_step(first)
+        if self.built.train:
+            self.eager_first = keep(output)
+        del output
+        self._next_input["eager"] = 1
+        rest = max(EAGER_SETUP_CALLS, len(self.built.input_sets)) - 1
+        if rest:
+            self._block("eager", "warmup", rest)
+        self.clock.sync()
+
+    def compile(self, compile_fn: Callable) -> float:
+        """Compile, then time the first compiled call (synchronised both sides): compile_s."""
+        torch._dynamo.reset()
+        self.stage = "compile"
+        self.compiled_step = self.built.compile_step(compile_fn)
+        args = self.built.input_sets[0]
+        self._mark_step()
+        self.clock.sync()
+        start = time.perf_counter()
+        output = self.compiled_step(args)
+        self.clock.sync()
+        self.compile_s = time.perf_counter() - start
+        if self.built.train:
+            self.compiled_first = keep(output)
+        del output
+        self._next_input["compiled"] = 1
+        labels = [self.built.labels[0]] if self.built.labels else None
+        self._emit_block("compiled", "compile", [self.compile_s * 1e3], self.compile_s * 1e3, labels,
+                         clock="perf_counter")
+        return self.compile_s
+
+    def warm_up(self) -> None:
+        """At least max(3, warmup) compiled calls (3 per input set when there are several), then warmup eager calls."""
+        sets = len(self.built.input_sets)
+        compiled = max(MIN_COMPILED_WARMUP, self.options.warmup, 3 * sets if sets > 1 else 0)
+        for n in self._chunks(compiled):
+            self._block("compiled", "warmup", n)
+        for n in self._chunks(self.options.warmup):
+            self._block("eager", "warmup", n)
+
+    def accuracy_outputs(self) -> tuple[Any, Any]:
+        """(compiled, eager) outputs to compare, each cloned right after its call.
+
+        A training step compares the first step of each side; inference compares one
+        fresh call of each side on input set 0 after warm-up.
+        """
+        if self.built.train:
+            return self.compiled_first, self.eager_first
+        args = self.built.input_sets[0]
+        self.stage = "compiled"
+        self._mark_step()
+        compiled = keep(self._step("compiled")(args))
+        self.stage = "eager"
+        eager = keep(self.built.eager_step(args))
+        self.clock.sync()
+        return compiled, eager
+
+    def measure(self) -> None:
+        """Alternate eager and compiled blocks until ``iters`` per side or the time budget is spent."""
+        options = self.options
+        deadline = None if options.time_budget_s is None else time.perf_counter() + float(options.time_budget_s)
+        use_stance = self.built.labels is None and callable(getattr(torch.compiler, "set_stance", None))
+        if use_stance:
+            torch.compiler.set_stance("fail_on_recompile")
+            self.stance_used = True
+        try:
+            while min(self.measured.values()) < options.iters:
+                for side in ("eager", "compiled"):
+                    n = min(options.block_size, options.iters - self.measured[side])
+                    if n > 0:
+                        self._measured_block(side, n)
+                if deadline is not None and time.perf_counter() >= deadline:
+                    if min(self.measured.values()) < options.iters:
+                        self.warn(f"the time budget of {options.time_budget_s:g} s ran out after "
+                                  f"{min(self.measured.values())} of {options.iters} iterations per side")
+                    break
+        finally:
+            if self.stance_used:
+                self._lift_stance()
+
+    def _measured_block(self, side: str, n: int) -> None:
+        saved = dict(self._next_input)
+        try:
+            self._block(side, "measure", n)
+        except RuntimeError as exc:
+            if not (self.stance_used and side == "compiled" and is_recompile_refusal(exc)):
+                raise
+            # The partial block is dropped; the recompile runs untimed, then the block again.
+            self._lift_stance()
+            self.stance_used = False
+            self.warn(f"recompiled during measurement ({_guard_failure(exc)}): that recompile ran untimed "
+                      "and the block was measured again; later recompiles are timed")
+            self._next_input = saved
+            calls, _ = self._calls(side, n)
+            self._next_input = dict(saved)
+            self.stage = "compiled"
+            for args in calls:
+                self._mark_step()
+                self._step("compiled")(args)
+            self.clock.sync()
+            self._block(side, "measure", n)
+        self.measured[side] += n
+
+    @staticmethod
+    def _lift_stance() -> None:
+        try:
+            torch.compiler.set_stance("default")
+        except Exception:
+            pass
+
+
+def _guard_failure(exc: BaseException) -> str:
+    """``guard G['x'] == 2.0 failed at `code``` from a fail_on_recompile error (its first guard failure)."""
+    text = str(exc)
+    _, _, failures = text.partition("triggered by the following guard failure(s):")
+    first = next((line.strip().lstrip("- ").strip() for line in failures.splitlines() if line.strip()), "")
+    if not first:
+        return " ".join(text.split())[:200]
+    guard, _, rest = first.partition(" # ")
+    guard = " ".join((guard.split(": ", 1)[-1] if guard[:1].isdigit() else guard).split())
+    code = " ".join(rest.split(" # ")[0].split())
+    return f"guard {guard} failed at `{code}`" if code else f"guard {guard} failed"
