@@ -82,23 +82,63 @@ class CpuClock:
 class CudaClock:
     """A pair of CUDA events per call, no synchronize between calls, one per block.
 
-    With ``l2_flush`` a buffer larger than L2 is zeroed before each call, outside the
-    events (then the block's wall time includes the flushes).
+    Each block starts with a *head start*: a spin kernel (``torch.cuda._sleep``) long
+    enough to cover the host's time to queue the whole block, so the GPU never waits for
+    the host inside the block. Without it, an idle GPU records a call's start event at
+    once and then waits for the host's guards and launches, so per-call events of
+    launch-bound work would measure the host, not the device. The host-inclusive time
+    per call is then ``max(queueing time, synchronised wall time - head start) / calls``:
+    what a loop that never synchronises pays per call, limited by whichever side is slower.
+
+    With ``l2_flush`` a buffer larger than L2 is zeroed before each call, outside the events.
     """
 
     name = "cuda_event"
+    #: Head start = this factor x the host time the block's calls took to queue last time.
+    HEAD_START_FACTOR = 1.5
+    HEAD_START_MIN_MS = 0.2
+    HEAD_START_MAX_MS = 200.0
 
     def __init__(self, device: torch.device, l2_flush: bool = False) -> None:
         self.device = device
         self.flush_buffer = torch.empty(L2_FLUSH_BYTES, dtype=torch.int8, device=device) if l2_flush else None
+        self._sleep = getattr(torch.cuda, "_sleep", None)
+        self._cycles_per_ms: float | None = None
+        self._queue_ms_per_call: dict[int, float] = {}
 
     def sync(self) -> None:
         """Wait for all work queued on the device."""
         torch.cuda.synchronize(self.device)
 
+    def _calibrate(self) -> float | None:
+        """Spin-kernel cycles per millisecond on this GPU (measured once)."""
+        if self._cycles_per_ms is None and self._sleep is not None:
+            begin, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            self._sleep(1000)  # first launch loads the kernel
+            begin.record()
+            self._sleep(2_000_000)
+            end.record()
+            self.sync()
+            elapsed = begin.elapsed_time(end)
+            self._cycles_per_ms = 2_000_000 / elapsed if elapsed > 0 else None
+        return self._cycles_per_ms
+
+    def _head_start(self, step: Step, n: int) -> tuple[torch.cuda.Event, torch.cuda.Event] | None:
+        """Queue the spin kernel for this block; its event pair, or None without one."""
+        cycles_per_ms = self._calibrate()
+        if cycles_per_ms is None:
+            return None
+        per_call = self._queue_ms_per_call.get(id(step), 1.0)
+        wanted = min(max(per_call * n * self.HEAD_START_FACTOR, self.HEAD_START_MIN_MS), self.HEAD_START_MAX_MS)
+        begin, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        begin.record()
+        self._sleep(int(wanted * cycles_per_ms))
+        end.record()
+        return begin, end
+
     def run_block(self, step: Step, calls: list[tuple], prepare: Callable[[], None] | None = None
                   ) -> tuple[list[float], float]:
-        """Run ``step`` on each input set in ``calls``: (device ms per call, wall ms per call).
+        """Run ``step`` on each input set in ``calls``: (device ms per call, host-inclusive ms per call).
 
         ``prepare()``, if given, runs before each call, outside its CUDA events.
         """
@@ -106,6 +146,7 @@ class CudaClock:
         ends = [torch.cuda.Event(enable_timing=True) for _ in calls]
         flush = self.flush_buffer
         self.sync()
+        head = self._head_start(step, len(calls))
         start = time.perf_counter()
         for args, begin, end in zip(calls, starts, ends):
             if flush is not None:
@@ -115,9 +156,13 @@ class CudaClock:
             begin.record()
             step(args)
             end.record()
+        queued_ms = (time.perf_counter() - start) * 1e3
         self.sync()
         wall_ms = (time.perf_counter() - start) * 1e3
-        return [begin.elapsed_time(end) for begin, end in zip(starts, ends)], wall_ms / len(calls)
+        self._queue_ms_per_call[id(step)] = queued_ms / len(calls)
+        head_ms = head[0].elapsed_time(head[1]) if head is not None else 0.0
+        host_ms = max(queued_ms, wall_ms - head_ms)
+        return [begin.elapsed_time(end) for begin, end in zip(starts, ends)], host_ms / len(calls)
 
 
 class Benchmark:
