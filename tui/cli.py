@@ -95,6 +95,11 @@ def _add_run_flags(parser: argparse.ArgumentParser, sweep: bool) -> None:
     timing.add_argument("--l2-flush", action="store_true", default=None, help="flush the L2 cache between iterations (GPU)")
     timing.add_argument("--timeout", type=float, metavar="S", help=f"kill a run after S seconds (default {defaults.timeout_s:g})")
     timing.add_argument("--seed", type=int, metavar="N", help=f"random seed (default {defaults.seed})")
+    timing.add_argument(
+        "--memory-limit", type=float, metavar="GB",
+        help="CPU runs: cap the worker's address space at GB gigabytes; a bigger allocation fails the run "
+             "as out_of_memory instead of waking the system's OOM killer (default: no limit)",
+    )
 
     out = parser.add_argument_group("output")
     out.add_argument("--csv", metavar="PATH", help="write the summary CSV")
@@ -155,6 +160,7 @@ def options_from_args(args: argparse.Namespace, sweep: bool = False) -> RunOptio
         ("time_budget", "time_budget_s"),
         ("l2_flush", "l2_flush"),
         ("timeout", "timeout_s"),
+        ("memory_limit", "memory_limit_gb"),
         ("seed", "seed"),
     ):
         value = getattr(args, flag, None)
@@ -463,8 +469,8 @@ def _ms(stats: Any) -> str:
     if value >= 100:
         return f"{value:.0f} ms"
     if value >= 1:
-        return f"{value:#.3g} ms"
-    return f"{value * 1000:#.3g} µs"
+        return f"{value:.3g} ms"
+    return f"{value * 1000:.3g} µs"
 
 
 def _speedup_text(summary: dict[str, Any]) -> Any:
