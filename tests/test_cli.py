@@ -65,6 +65,8 @@ def test_workloads_lists_every_builtin_and_how_to_bring_your_own(capsys):
         (["run", "--workload", "matmul", "--param", "n=-5"], "params: n:"),
         (["run", "--dynamic", "sometimes"], "dynamic:"),
         (["run", "--device", "gpu"], "device:"),
+        (["run", "--memory-limit", "0"], "memory_limit_gb:"),
+        (["run", "--device", "cuda", "--memory-limit", "4"], "memory_limit_gb: applies to CPU runs only"),
         (["run", "--iters", "many"], "argument --iters:"),
         (["sweep", "--mode", "default,bogus"], "mode:"),
         (["sweep", "--fullgraph", "maybe"], "fullgraph:"),
@@ -86,7 +88,7 @@ def test_every_run_flag_reaches_its_option():
             "--option", "max_autotune_gemm=false", "--fullgraph", "--dynamic", "true", "--dtype",
             "bfloat16", "--tf32", "--device", "cpu", "--warmup", "2", "--iters", "30", "--block-size", "5",
             "--time-budget", "9.5", "--l2-flush", "--cold-compile", "--timeout", "120", "--python",
-            sys.executable, "--train", "--compile-optimizer", "--seed", "7",
+            sys.executable, "--train", "--compile-optimizer", "--seed", "7", "--memory-limit", "3.5",
         ]
     )  # fmt: skip
     (options,) = cli.configs_from_args(args)
@@ -95,7 +97,7 @@ def test_every_run_flag_reaches_its_option():
         "mode": "default", "inductor_options": {"max_autotune_gemm": False}, "fullgraph": True,
         "dynamic": True, "dtype": "bfloat16", "tf32": True, "device": "cpu", "warmup": 2, "iters": 30,
         "block_size": 5, "time_budget_s": 9.5, "l2_flush": True, "cold_compile": True, "timeout_s": 120.0,
-        "python": sys.executable, "train": True, "compile_optimizer": True, "seed": 7,
+        "python": sys.executable, "train": True, "compile_optimizer": True, "seed": 7, "memory_limit_gb": 3.5,
     }  # fmt: skip
 
 

@@ -44,6 +44,11 @@ def test_gpu_defaults_are_the_seed_sizes():
         ({"time_budget_s": -1.0}, "time_budget_s", "> 0"),
         ({"backend": "bad name!"}, "backend", "not a backend name"),
         ({"python": "/nonexistent/python3"}, "python", "not an executable"),
+        ({"memory_limit_gb": 0}, "memory_limit_gb", "above 0"),
+        ({"memory_limit_gb": -2.5}, "memory_limit_gb", "above 0"),
+        ({"memory_limit_gb": float("nan")}, "memory_limit_gb", "above 0"),
+        ({"memory_limit_gb": "4"}, "memory_limit_gb", "above 0"),
+        ({"memory_limit_gb": 4, "device": "cuda"}, "memory_limit_gb", "applies to CPU runs only"),
     ],
 )
 def test_refusals_name_the_field(changes, field, fragment):

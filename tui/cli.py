@@ -363,10 +363,12 @@ async def _run_configs(configs: list[RunOptions], args: argparse.Namespace) -> i
                     f"{PROG}: {record.options.workload} {record.options.label()}: {record.error_message}",
                     markup=False,
                     highlight=False,
+                    soft_wrap=True,  # one line, however long: a log keeps it whole
                 )
         if interrupted:
             reason = f"signal {stopped_by[0]}" if stopped_by else "Ctrl-C"
-            err.print(f"{PROG}: stopped by {reason}; {len(ended)} run(s) ended before it", markup=False, highlight=False)
+            err.print(f"{PROG}: stopped by {reason}; {len(ended)} run(s) ended before it", markup=False, highlight=False,
+                      soft_wrap=True)
     except OSError:  # the terminal went away (SIGHUP): the exports and the history are written
         pass
     if interrupted:
@@ -384,7 +386,8 @@ def _append_history(history: Any, record: Any, err: Any) -> None:
     try:
         history.append(record)
     except (HistoryError, OSError, ValueError) as exc:
-        err.print(f"{PROG}: warning: the run was not added to the history: {exc}", markup=False, highlight=False)
+        err.print(f"{PROG}: warning: the run was not added to the history: {exc}", markup=False, highlight=False,
+                  soft_wrap=True)
 
 
 def _export(records: list[Any], args: argparse.Namespace, err: Any) -> bool:
@@ -399,11 +402,11 @@ def _export(records: list[Any], args: argparse.Namespace, err: Any) -> bool:
             write(records, path)
         except ExportError as exc:
             failed = True
-            err.print(f"{PROG}: error: {exc}", markup=False, highlight=False)
+            err.print(f"{PROG}: error: {exc}", markup=False, highlight=False, soft_wrap=True)
         else:
             if not args.quiet:
                 with contextlib.suppress(OSError):
-                    err.print(f"wrote {path}", markup=False, highlight=False)
+                    err.print(f"wrote {path}", markup=False, highlight=False, soft_wrap=True)
     return failed
 
 
@@ -534,7 +537,7 @@ def _print_table(records: list[Any], console: Any) -> None:
         )
     console.print(table)
     for line in errors:
-        console.print(Text(line, style="red"))
+        console.print(Text(line, style="red"), soft_wrap=True)
 
 
 def _print_warnings(records: list[Any], console: Any) -> None:

@@ -21,7 +21,8 @@ Behaviours:
 ``slow``     like ``ok`` with a pause between blocks (``FAKE_WORKER_DELAY`` seconds, default
              0.1), so the first block clearly arrives before the end.
 ``fail``     started, phase building, then ``failed`` (kind ``compile_error``, message
-             "compile failed: fake inductor error", a traceback-like detail); exit 1.
+             "compile failed: fake inductor error", a traceback-like detail; both can be
+             changed, see below); exit 1.
 ``crash``    started, phases up to measuring, one block, a line on stderr
              ("Fatal Python error: Segmentation fault (fake)"), then SIGKILL of itself.
 ``exit``     started, then "RuntimeError: fake worker gave up" on stderr and exit code 3
@@ -43,6 +44,11 @@ Other knobs (environment):
                              processes started, and what orders the delays above.
 ``FAKE_WORKER_DELAY``        seconds between blocks (``slow`` defaults to 0.1, others to 0).
 ``FAKE_WORKER_GPU_UUID``     reported as ``gpu_uuid`` in ``started``'s env (default none).
+``FAKE_WORKER_FAIL_KIND``    ``fail``: the failure kind (default ``compile_error``).
+``FAKE_WORKER_FAIL_MESSAGE`` ``fail``: the one-line message (default "compile failed: fake inductor error").
+``FAKE_WORKER_WARMUP``       iterations per side sent as one ``warmup`` block before measuring (default 0).
+``FAKE_WORKER_GATE``         a path: after the first measured blocks the worker waits until that file
+                             exists (the test creates it to let the run go on).
 """
 
 from __future__ import annotations
@@ -156,11 +162,22 @@ def _spam(chunk_label: str) -> None:
         os.write(1, blob.encode())  # fd 1 is stderr here: must never reach the event channel
 
 
+def _wait_for_gate() -> None:
+    gate = os.environ.get("FAKE_WORKER_GATE")
+    while gate and not os.path.exists(gate):
+        time.sleep(0.01)
+
+
 def _measure(options: dict, behaviour: str, delay: float) -> None:
     iters = int(options.get("iters") or 50)
     block_size = max(1, int(options.get("block_size") or 10))
     seed = int(options.get("seed") or 0)
     blocks = max(1, iters // block_size)
+    warmup = int(_env_float("FAKE_WORKER_WARMUP", 0))
+    if warmup > 0:
+        for side in ("eager", "compiled"):
+            ms = _block_times(side, 0, warmup, seed)
+            _emit("block", side=side, stage="warmup", index=0, clock="perf_counter", ms=ms, wall_ms_per_call=ms[0])
     _emit("phase", phase="measuring")
     for index in range(blocks):
         for side in ("eager", "compiled"):
@@ -176,6 +193,8 @@ def _measure(options: dict, behaviour: str, delay: float) -> None:
             )
         if behaviour == "spam" and index == 0:
             _spam("x")
+        if index == 0:
+            _wait_for_gate()
         if delay:
             time.sleep(delay)
 
@@ -239,8 +258,8 @@ def main() -> int:
     if behaviour == "fail":
         _emit(
             "failed",
-            kind="compile_error",
-            message="compile failed: fake inductor error",
+            kind=os.environ.get("FAKE_WORKER_FAIL_KIND") or "compile_error",
+            message=os.environ.get("FAKE_WORKER_FAIL_MESSAGE") or "compile failed: fake inductor error",
             detail="Traceback (most recent call last):\n  File \"fake.py\", line 1\nRuntimeError: fake inductor error\n",
         )
         return 1

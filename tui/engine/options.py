@@ -112,6 +112,8 @@ class RunOptions:
     l2_flush: bool = False
     cold_compile: bool = False
     timeout_s: float = 600.0
+    memory_limit_gb: float | None = None
+    """CPU runs: the worker's address-space limit in GB (``RLIMIT_AS``); None: no limit."""
     python: str | None = None
     train: bool = False
     compile_optimizer: bool = False
@@ -172,6 +174,7 @@ class RunOptions:
             raise OptionsError("time_budget_s", f"{self.time_budget_s} is not allowed (allowed: > 0 and <= 86400 seconds)")
         if not (0 < float(self.timeout_s) <= 7 * 86_400):
             raise OptionsError("timeout_s", f"{self.timeout_s} is not allowed (allowed: > 0 seconds)")
+        _check_memory_limit(self.memory_limit_gb, device)
         if self.compile_optimizer and not self.train:
             raise OptionsError("compile_optimizer", "only applies with train")
         if self.python is not None:
@@ -223,6 +226,20 @@ class RunOptions:
 def _check_int(name: str, value: Any, low: int, high: int) -> None:
     if isinstance(value, bool) or not isinstance(value, int) or not (low <= value <= high):
         raise OptionsError(name, f"{value!r} is not allowed (allowed: an integer from {low} to {high})")
+
+
+def _check_memory_limit(value: Any, device: str) -> None:
+    """``memory_limit_gb``: unset, or a number of GB above zero, and only for CPU runs.
+
+    CUDA reserves far more virtual address space than it uses, so an address-space limit
+    would break a CUDA run long before it ran out of memory: a CUDA run is refused.
+    """
+    if value is None:
+        return
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not (0 < value <= 1_000_000):
+        raise OptionsError("memory_limit_gb", f"{value!r} is not allowed (allowed: a number of GB above 0, or unset for no limit)")
+    if device != "cpu":
+        raise OptionsError("memory_limit_gb", "applies to CPU runs only (CUDA reserves far more address space than it uses)")
 
 
 def _train_capable() -> dict[str, bool]:

@@ -120,13 +120,29 @@ def _is_instance(exc: BaseException, module: str, name: str) -> bool:
     return isinstance(cls, type) and isinstance(exc, cls)
 
 
+_OOM_TEXTS = (
+    "out of memory",  # CUDA, and torch.OutOfMemoryError's text
+    "can't allocate memory",  # torch's DefaultCPUAllocator under an address-space limit
+    "cannot allocate memory",  # ENOMEM (errno 12) from the C library
+)
+#: torch's C++ assertion prefix: ``[enforce fail at alloc_cpu.cpp:127] err == 0. `` (noise in a one-line message).
+_ENFORCE_PREFIX_RE = re.compile(r"^\[enforce fail at [^\]]*\]\s*(?:[^.]*\.\s+)?")
+
+
 def _is_oom(exc: BaseException) -> bool:
     if isinstance(exc, MemoryError):
         return True
     if _is_instance(exc, "torch", "OutOfMemoryError"):
         return True
     text = str(exc).lower()
-    return "out of memory" in text or "cuda error: out of memory" in text
+    return any(needle in text for needle in _OOM_TEXTS)
+
+
+def _describe_oom(exc: BaseException) -> str:
+    text = _ENFORCE_PREFIX_RE.sub("", one_line(str(exc), 300))
+    if isinstance(exc, MemoryError) and not text:
+        return "MemoryError (an allocation was refused)"
+    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
 
 
 def _is_user_workload_error(exc: BaseException) -> bool:
@@ -158,8 +174,17 @@ def _describe(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
 
 
-def classify(exc: BaseException, stage: str = "other", backend: str = "", fullgraph: bool = False) -> Failure:
-    """The failure for ``exc`` raised at ``stage`` (one of :data:`STAGES`)."""
+def classify(
+    exc: BaseException,
+    stage: str = "other",
+    backend: str = "",
+    fullgraph: bool = False,
+    memory_limit_gb: float | None = None,
+) -> Failure:
+    """The failure for ``exc`` raised at ``stage`` (one of :data:`STAGES`).
+
+    ``memory_limit_gb``: the run's address-space limit, named in an out-of-memory message.
+    """
     if isinstance(exc, RunFailed):
         return exc.failure
     detail = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))
@@ -170,7 +195,8 @@ def classify(exc: BaseException, stage: str = "other", backend: str = "", fullgr
         where = {"compile": " while compiling", "eager": " in eager", "compiled": " in compiled code",
                  "building": " while building the workload"}.get(stage, "")
         oom = next(e for e in reversed(chain) if _is_oom(e))
-        return Failure("out_of_memory", one_line(f"ran out of memory{where}: {_describe(oom)}"), detail)
+        limit = f" (memory_limit_gb {memory_limit_gb:g})" if memory_limit_gb is not None else ""
+        return Failure("out_of_memory", one_line(f"ran out of memory{where}{limit}: {_describe_oom(oom)}"), detail)
     if any(_is_user_workload_error(e) for e in chain):
         user = next(e for e in chain if _is_user_workload_error(e))
         return Failure("workload_error", one_line(str(user)), detail)

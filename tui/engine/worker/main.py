@@ -38,7 +38,7 @@ from tui.engine.worker.failures import Failure, RunFailed, classify, one_line
 from tui.engine.worker.flops import count_flops
 from tui.engine.worker.measure import Benchmark, make_compile_fn
 
-__all__ = ["main", "WorkerRun", "resolve_device", "DTYPES"]
+__all__ = ["main", "WorkerRun", "resolve_device", "apply_memory_limit", "DTYPES"]
 
 DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
 #: Set to 1 to add a separate ``torch._dynamo.explain`` pass after measuring (phase diagnosing).
@@ -91,6 +91,48 @@ def resolve_device(text: str) -> torch.device:
             raise OptionsError("device", f"{text} does not exist (allowed: cuda:0 to cuda:{count - 1})")
     torch.cuda.set_device(index)
     return torch.device("cuda", index)
+
+
+def _address_space_bytes() -> int | None:
+    """This process's virtual address space in bytes (``VmSize``; Linux), or None."""
+    try:
+        with open("/proc/self/status", encoding="ascii", errors="replace") as status:
+            for line in status:
+                if line.startswith("VmSize:"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    return None
+
+
+def apply_memory_limit(gb: float) -> None:
+    """Cap this worker's address space (``RLIMIT_AS``) at ``gb`` GB, for the rest of its life.
+
+    Called after torch was imported and before any workload code: an allocation beyond the
+    cap then fails inside torch (``DefaultCPUAllocator: can't allocate memory``, or
+    MemoryError), which ends the run as ``out_of_memory`` instead of waking the system's
+    OOM killer. The compile subprocesses the worker starts inherit the cap. OptionsError
+    when the platform has no such limit, or when the worker already uses more than ``gb``.
+    """
+    try:
+        import resource
+    except ImportError:
+        raise OptionsError("memory_limit_gb", f"this platform ({sys.platform}) has no address-space limit") from None
+    limit = int(gb * 2**30)
+    used = _address_space_bytes()
+    if used is not None and used >= limit:
+        raise OptionsError(
+            "memory_limit_gb",
+            f"{gb:g} GB is below what the worker already uses ({used / 2**30:.2f} GB of address space "
+            "with torch imported; allowed: more than that)",
+        )
+    _soft, hard = resource.getrlimit(resource.RLIMIT_AS)
+    if hard != resource.RLIM_INFINITY:
+        limit = min(limit, hard)
+    try:
+        resource.setrlimit(resource.RLIMIT_AS, (limit, hard))
+    except (ValueError, OSError) as exc:
+        raise OptionsError("memory_limit_gb", f"the limit could not be set: {exc}") from None
 
 
 def check_dtype(name: str, dtype: torch.dtype, device: torch.device) -> None:
@@ -171,7 +213,8 @@ class WorkerRun:
             stage = self.bench.stage if self.bench is not None and self.stage == "bench" else self.stage
             options = self.options
             failure = classify(exc, stage, backend=options.backend if options else "",
-                               fullgraph=bool(options and options.fullgraph))
+                               fullgraph=bool(options and options.fullgraph),
+                               memory_limit_gb=options.memory_limit_gb if options else None)
             self._fail(failure)
             return 1
         finally:
@@ -200,7 +243,9 @@ class WorkerRun:
         return command.get("run_id"), options
 
     def _prepare(self, options: RunOptions) -> tuple[torch.device, torch.dtype]:
-        """Cold caches, device, dtype, backend, precision and seed: all before any workload code."""
+        """Memory limit, cold caches, device, dtype, backend, precision and seed: all before any workload code."""
+        if options.memory_limit_gb is not None:
+            apply_memory_limit(options.memory_limit_gb)
         if options.cold_compile:
             self._cold_dir = tempfile.mkdtemp(prefix="compile-lab-cold-")
             os.environ["TORCHINDUCTOR_CACHE_DIR"] = os.path.join(self._cold_dir, "inductor")

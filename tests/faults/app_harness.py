@@ -1,0 +1,74 @@
+"""The app, headless, in a process of its own: what ``test_shutdown.py`` sends signals to.
+
+Usage: ``python app_harness.py STATUS_FD BEHAVIOUR``. The app (with its SIGTERM/SIGHUP
+handlers, as ``compile-lab`` installs them) queues two runs through the fake worker: a short
+``ok`` run, then one whose fake worker behaves as BEHAVIOUR (``hang``, ``slow``...). It
+reports on the file descriptor STATUS_FD, one JSON line each:
+
+* ``{"appended": run_id, "status": ...}`` once a run is in the history;
+* ``{"measuring": run_id, "pid": worker_pid}`` at the second run's first measured block.
+
+The history and config live under ``COMPILE_LAB_HOME`` (inherited from the test). Exits with
+the app's return code.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(REPO))
+
+from tui.app.app import CompileLabApp  # noqa: E402  (needs the path above)
+from tui.engine.history import History  # noqa: E402
+from tui.engine.options import RunOptions  # noqa: E402
+from tui.engine.runner import WorkerRunner  # noqa: E402
+from tui.telemetry.fake import FakeSource  # noqa: E402
+
+FAKE_WORKER = [sys.executable, str(REPO / "tests" / "fakes" / "fake_worker.py")]
+
+
+def main() -> int:
+    status_fd, behaviour = int(sys.argv[1]), sys.argv[2]
+
+    def report(**fields) -> None:
+        os.write(status_fd, (json.dumps(fields) + "\n").encode())
+
+    class ReportingHistory(History):
+        def append(self, record) -> None:
+            super().append(record)
+            report(appended=record.run_id, status=record.status)
+
+    class ReportingRunner(WorkerRunner):
+        async def run(self, record, on_event=None):
+            told = []
+
+            def forward(event):
+                if event.get("event") == "block" and record.options.params.get("fake_behaviour") != "ok" and not told:
+                    told.append(True)
+                    report(measuring=record.run_id, pid=self.last_pid)
+                return on_event(event) if on_event is not None else None
+
+            return await super().run(record, forward)
+
+    class HarnessApp(CompileLabApp):
+        def on_ready(self) -> None:
+            super().on_ready()
+            self.enqueue([
+                RunOptions(iters=10, block_size=5, params={"fake_behaviour": "ok"}),
+                RunOptions(iters=100_000, block_size=5, params={"fake_behaviour": behaviour}),
+            ])
+
+    telemetry = FakeSource(gpus=1, vary=False)
+    telemetry.make_unavailable("no GPU in this test")
+    runner = ReportingRunner(worker_argv=FAKE_WORKER, keep_spare=False, env={"FAKE_WORKER_DELAY": "0.05"})
+    app = HarnessApp(runner=runner, telemetry=telemetry, history=ReportingHistory(), install_signal_handlers=True)
+    app.run(headless=True, size=(120, 40))
+    return int(app.return_code or 0)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

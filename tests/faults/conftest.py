@@ -1,0 +1,26 @@
+"""Fixtures of the fault tests: the app tests' ``make_app`` and helpers, shared, not copied.
+
+``tests/app`` goes on ``sys.path`` so that ``app_helpers`` imports here as it does there, and
+the app tests' conftest is loaded under another module name so its ``make_app`` fixture
+(an app wired to the fake worker, every runner killed at teardown) serves these tests too.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+from pathlib import Path
+
+_APP_TESTS = Path(__file__).resolve().parents[1] / "app"
+if str(_APP_TESTS) not in sys.path:
+    sys.path.insert(0, str(_APP_TESTS))
+
+
+def _load_app_conftest():
+    spec = importlib.util.spec_from_file_location("_app_tests_conftest", _APP_TESTS / "conftest.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+make_app = _load_app_conftest().make_app

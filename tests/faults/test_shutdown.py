@@ -1,0 +1,101 @@
+"""Quitting with a run active, and the app's process receiving SIGHUP, SIGTERM or SIGKILL (matrix line 12).
+
+Two seconds later no worker process and no child of a worker (the fake ``hang`` worker keeps a
+sleeping child in its process group, as inductor keeps its compile workers) may remain, and the
+run that finished before is in the history. The process table is checked by process group and
+by environment: every process of one test's app tree was started with that test's
+``COMPILE_LAB_HOME``, and nothing else on the machine was.
+
+For SIGKILL the app can do nothing: the worker ends itself, by ``PR_SET_PDEATHSIG`` and by the
+end-of-file on its stdin. That test uses the ``slow`` fake worker, which has no child of its
+own; a real worker's compile subprocesses watch their parent themselves (torch's compile
+workers exit when it is gone).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from app_helpers import fake_runner, wait_until
+from fault_helpers import GONE_WITHIN_S, LineReader, group_members, history_lines, none_left, until
+from tui.app.components.dialogs import ConfirmScreen
+from tui.engine.options import RunOptions
+
+HARNESS = Path(__file__).with_name("app_harness.py")
+
+
+def _output(tmp_path: Path) -> str:
+    return (tmp_path / "app-output.txt").read_text(errors="replace")
+
+
+async def test_quitting_with_a_run_active_leaves_no_worker_and_keeps_the_finished_run(make_app, compile_lab_home):
+    """q, then "Quit" while a hanging run measures: its whole process group is gone within 2 s."""
+    app = make_app(runner=fake_runner("ok"))
+    async with app.run_test(size=(160, 48)) as pilot:
+        done, hanging = app.enqueue([
+            RunOptions(iters=10, block_size=5, params={"fake_behaviour": "ok"}),
+            RunOptions(iters=10, block_size=5, params={"fake_behaviour": "hang"}),
+        ])
+        await wait_until(pilot, lambda: hanging.status == "measuring", what="the hang")
+        worker = app.runner.last_pid
+        tree = await until(lambda: len(group_members(worker)) >= 2 and group_members(worker), 10, "the worker's child")
+        await wait_until(pilot, lambda: [line["run_id"] for line in history_lines()] == [done.run_id], what="history")
+        app.table.focus()
+        await pilot.press("q")
+        await wait_until(pilot, lambda: isinstance(app.screen, ConfirmScreen), what="the question")
+        await pilot.press("y")
+        start = time.monotonic()
+        await wait_until(pilot, lambda: not app.is_running, what="exit")
+    await none_left(pids=tree, pgids=[worker], env=("COMPILE_LAB_HOME", str(compile_lab_home)),
+                    within=GONE_WITHIN_S - (time.monotonic() - start))
+    lines = history_lines()
+    assert [line["run_id"] for line in lines if line["status"] == "done"] == [done.run_id]
+    assert all(line["status"] == "cancelled" for line in lines if line["run_id"] != done.run_id)
+
+
+@pytest.mark.parametrize(
+    ("signum", "behaviour"),
+    [(signal.SIGHUP, "hang"), (signal.SIGTERM, "hang"), (signal.SIGKILL, "slow")],
+    ids=["SIGHUP", "SIGTERM", "SIGKILL"],
+)
+async def test_a_signal_to_the_app_process_leaves_no_worker_and_keeps_the_finished_run(tmp_path, compile_lab_home,
+                                                                                      signum, behaviour):
+    """The app runs headless in its own process; it gets the signal mid-run; its tree is gone 2 s later."""
+    read_fd, write_fd = os.pipe()
+    status = LineReader(read_fd)
+    log = open(tmp_path / "app-output.txt", "wb")
+    app = subprocess.Popen(
+        [sys.executable, str(HARNESS), str(write_fd), behaviour],
+        pass_fds=(write_fd,), stdin=subprocess.DEVNULL, stdout=log, stderr=log, start_new_session=True,
+    )
+    os.close(write_fd)
+    try:
+        appended = await status.json_until(lambda item: "appended" in item, timeout=60)
+        worker = (await status.json_until(lambda item: "measuring" in item, timeout=60))["pid"]
+        size = 2 if behaviour == "hang" else 1
+        tree = await until(lambda: len(group_members(worker)) >= size and group_members(worker), 10, "the worker")
+        app.send_signal(signum)
+        start = time.monotonic()
+        code = await asyncio.to_thread(app.wait, 10)
+        await none_left(pids=tree, pgids=[worker], env=("COMPILE_LAB_HOME", str(compile_lab_home)),
+                        within=GONE_WITHIN_S - (time.monotonic() - start))
+    except AssertionError as exc:
+        raise AssertionError(f"{exc}; the app's output: {_output(tmp_path)[-3000:]}") from None
+    finally:
+        if app.poll() is None:
+            app.kill()
+            app.wait(10)
+        status.close()
+        log.close()
+    output = _output(tmp_path)
+    assert code == (-signal.SIGKILL if signum == signal.SIGKILL else 128 + signum), output[-2000:]
+    assert appended["status"] == "done"
+    assert [line["run_id"] for line in history_lines() if line["status"] == "done"] == [appended["appended"]]

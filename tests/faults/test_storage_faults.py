@@ -1,0 +1,203 @@
+"""Exports and the history when the disk says no (matrix lines 9 and 10), engine and app.
+
+The engine's own tests cover most of it (``tests/test_export.py``: a missing directory, a
+parent that is a file, a full disk while writing and at fsync; ``tests/test_history.py``: torn,
+garbage and other-schema lines, an unreadable file, loading never modifies the file). Here:
+a read-only target, and the app's side of every case — one error line, the old file untouched,
+the app still running, and the runs still in the history and in the next export.
+
+Tests run as root here, where permission bits stop nothing: a read-only or unreadable file
+is simulated by making the call that would be refused raise the error the kernel returns.
+"""
+
+from __future__ import annotations
+
+import errno
+import json
+import os
+import types
+from pathlib import Path
+
+import pytest
+
+from app_helpers import wait_until
+from fault_helpers import FAKE_WORKER, csv_rows, files_in, history_lines
+from tui import cli, paths
+from tui.engine import export
+from tui.engine.export import ExportError, write_csv
+from tui.engine.history import History
+from tui.engine.options import RunOptions
+from tui.engine.protocol import make_event
+from tui.engine.results import RunRecord
+from tui.engine.runner import WorkerRunner
+
+SIZE = (160, 48)
+OLD_EXPORT = b"previous export\n"
+
+
+def _ended_record(eager_ms: float = 2.0) -> RunRecord:
+    """A finished run with a few measured iterations per side."""
+    record = RunRecord.new(RunOptions(workload="matmul", params={"n": 64}, backend="eager").validated())
+    record.apply(make_event("started", 0.0, env={"torch": "2.13.0"}))
+    for side, ms in (("eager", eager_ms), ("compiled", eager_ms / 2)):
+        record.apply(make_event("block", 0.1, side=side, stage="measure", index=0, clock="perf_counter",
+                                ms=[ms] * 5, wall_ms_per_call=ms))
+    record.apply(make_event("finished", 0.2, warnings=[]))
+    return record
+
+
+def _refusing(error_number: int):
+    """A stand-in for a call the kernel refuses with ``error_number``."""
+
+    def refuse(*args, **kwargs):
+        raise OSError(error_number, os.strerror(error_number))
+
+    return refuse
+
+
+# ----------------------------------------------------------------------------------------------
+# 9. export
+
+
+@pytest.mark.parametrize("error_number", [errno.EROFS, errno.EACCES], ids=["read-only-fs", "no-permission"])
+def test_a_target_that_cannot_be_written_leaves_the_old_file(tmp_path, monkeypatch, error_number):
+    """The temporary file cannot be created next to the target: one line naming both, the old file intact."""
+    target = tmp_path / "runs.csv"
+    target.write_bytes(OLD_EXPORT)
+    monkeypatch.setattr(export, "tempfile", types.SimpleNamespace(mkstemp=_refusing(error_number)))
+    with pytest.raises(ExportError) as info:
+        write_csv([_ended_record()], target)
+    assert str(info.value) == f"cannot write {target}: {os.strerror(error_number)}"
+    assert target.read_bytes() == OLD_EXPORT and files_in(tmp_path) == ["runs.csv"]
+
+
+@pytest.mark.parametrize("case", ["missing-directory", "read-only", "full-disk"])
+async def test_a_refused_export_in_the_app_is_one_error_line_and_nothing_is_lost(make_app, tmp_path, monkeypatch, case):
+    """The app says why in one line, keeps the old file and goes on; the next export has every run."""
+    directory = tmp_path / ("missing" if case == "missing-directory" else "reports")
+    target = directory / "report.csv"
+    if case != "missing-directory":
+        directory.mkdir()
+        target.write_bytes(OLD_EXPORT)
+    expected = {
+        "missing-directory": f"cannot write {target}: directory {directory} does not exist",
+        "read-only": f"cannot write {target}: Read-only file system",
+        "full-disk": f"cannot write {target}: No space left on device",
+    }[case]
+    app = make_app()
+    async with app.run_test(size=SIZE, notifications=True) as pilot:
+        (first,) = app.enqueue([RunOptions(iters=10, block_size=5)])
+        await wait_until(pilot, lambda: first.finished and app.settled, what="the first run")
+        with monkeypatch.context() as patch:
+            if case == "read-only":
+                patch.setattr(export, "tempfile", types.SimpleNamespace(mkstemp=_refusing(errno.EROFS)))
+            elif case == "full-disk":
+                patch.setattr(export._FdWriter, "write", _refusing(errno.ENOSPC))
+            app._export(str(target))
+            await wait_until(pilot, lambda: any(n.title == "Export failed" for n in app._notifications), what="error")
+        (error,) = [n for n in app._notifications if n.title == "Export failed"]
+        assert error.severity == "error" and error.message == expected
+        if case == "missing-directory":
+            assert not directory.exists()
+        else:
+            assert target.read_bytes() == OLD_EXPORT and files_in(directory) == ["report.csv"]
+        # the app goes on: the next run, then an export that works
+        (second,) = app.enqueue([RunOptions(iters=10, block_size=5)])
+        await wait_until(pilot, lambda: second.finished and app.settled, what="the next run")
+        directory.mkdir(exist_ok=True)
+        app._export(str(target))
+        await wait_until(pilot, lambda: any(n.title == "Exported" for n in app._notifications), what="the export")
+    assert [r["run_id"] for r in csv_rows(target)] == [first.run_id, second.run_id]
+    assert [line["run_id"] for line in history_lines()] == [first.run_id, second.run_id]
+
+
+def test_a_refused_export_in_the_cli_is_one_error_line_exit_1_and_the_run_is_kept(tmp_path, monkeypatch, capsys):
+    """``--csv`` into a missing directory: the run still ends in the history; one error line; exit code 1."""
+    monkeypatch.setattr(cli, "make_runner", lambda keep_spare, telemetry=None: WorkerRunner(
+        worker_argv=FAKE_WORKER, keep_spare=False, env={"FAKE_WORKER_BEHAVIOUR": "ok"}))
+    target = tmp_path / "missing" / "runs.csv"
+    assert cli.main(["run", "--device", "cpu", "--iters", "10", "--block-size", "5", "--csv", str(target), "--quiet"]) == 1
+    errors = [line for line in capsys.readouterr().err.splitlines() if line.strip()]
+    assert errors == [f"compile-lab: error: cannot write {target}: directory {target.parent} does not exist"]
+    assert [line["status"] for line in history_lines()] == ["done"]
+
+
+# ----------------------------------------------------------------------------------------------
+# 10. the history
+
+
+def _damaged_history() -> tuple[list[str], bytes]:
+    """Two good runs, a garbage line, an older-schema run and a torn last line; (readable ids, bytes)."""
+    history = History()
+    good = [_ended_record(2.0), _ended_record(3.0)]
+    history.append(good[0])
+    older = {**json.loads(history.path.read_bytes()), "run_id": "20240101-000000-0a1d00", "samples_file": None}
+    del older["schema"]  # the first history lines had no schema field
+    with open(history.path, "ab") as handle:
+        handle.write(b"\x00\xff not json at all\n")
+        handle.write(json.dumps(older).encode() + b"\n")
+    history.append(good[1])
+    with open(history.path, "ab") as handle:
+        handle.write(b'{"schema": 1, "run_id": "torn", "sta')  # the app died mid-write
+    return [good[0].run_id, older["run_id"], good[1].run_id], history.path.read_bytes()
+
+
+async def test_a_damaged_history_loads_what_it_can_says_the_rest_and_is_never_rewritten(make_app, tmp_path):
+    """Garbage, torn and older-schema lines: the readable runs load, one warning, the file only ever grows."""
+    readable, before = _damaged_history()
+    app = make_app()
+    async with app.run_test(size=SIZE, notifications=True) as pilot:
+        await wait_until(pilot, lambda: app.table.row_count == 3, what="the readable runs")
+        assert app.table.run_ids == readable
+        await wait_until(pilot, lambda: any(n.title == "History" for n in app._notifications), what="the warning")
+        (warning,) = [n for n in app._notifications if n.title == "History"]
+        assert warning.severity == "warning"
+        assert warning.message == f"{paths.history_file()} line 2: not valid JSON, skipped (+2 more)"
+        assert paths.history_file().read_bytes() == before  # reading changed nothing
+        (new,) = app.enqueue([RunOptions(iters=10, block_size=5)])
+        await wait_until(pilot, lambda: new.finished and app.settled, what="a new run")
+        app._export(str(tmp_path / "all.csv"))
+        await wait_until(pilot, lambda: (tmp_path / "all.json").exists(), what="the export")
+    after = paths.history_file().read_bytes()
+    assert after.startswith(before) and after.count(b"\n") == before.count(b"\n") + 2  # ends the torn line, appends
+    records, problems = History().load()
+    assert [r.run_id for r in records] == readable + [new.run_id]
+    assert [r["run_id"] for r in csv_rows(tmp_path / "all.csv")] == readable + [new.run_id]
+
+
+class _Unreadable(type(Path())):
+    """A path whose reading the kernel refuses (what ``chmod 000`` does to anyone but root)."""
+
+    def read_bytes(self):
+        raise PermissionError(errno.EACCES, os.strerror(errno.EACCES), str(self))
+
+
+@pytest.mark.parametrize("case", ["no-permission", "a-directory"])
+async def test_an_unreadable_history_is_a_warning_and_the_app_goes_on(make_app, case):
+    """The history cannot be read: one warning naming it; runs still run; nothing overwrites the file."""
+    history = History()
+    if case == "no-permission":
+        history.append(_ended_record())
+        before = history.path.read_bytes()
+        history.path = _Unreadable(history.path)
+        cause = "Permission denied"
+    else:
+        history.path.mkdir(parents=True)
+        cause = "Is a directory"
+    app = make_app(history=history)
+    async with app.run_test(size=SIZE, notifications=True) as pilot:
+        await wait_until(pilot, lambda: any(n.title == "History" for n in app._notifications), what="the warning")
+        assert [n.message for n in app._notifications if n.title == "History"] == [
+            f"cannot read {history.path}: {cause}"
+        ]
+        (run,) = app.enqueue([RunOptions(iters=10, block_size=5)])
+        await wait_until(pilot, lambda: run.finished and app.settled, what="a run")
+        assert run.status == "done" and app.table.run_ids == [run.run_id]
+        saved = [n.message for n in app._notifications if n.title == "History" and "not saved" in n.message]
+    if case == "no-permission":
+        assert not saved
+        after = Path(history.path).read_bytes()
+        assert after.startswith(before) and after.count(b"\n") == 2
+    else:
+        assert len(saved) == 1 and saved[0].startswith(f"run {run.run_id} was not saved to the history: ")
+        assert history.path.is_dir() and not any(history.path.iterdir())
