@@ -215,6 +215,22 @@ def test_to_row_values():
     assert row["warnings"] == "TF32 is off on both sides"
 
 
+def test_to_row_reads_only_the_worker_format_and_tolerates_gaps():
+    record = _run(_script())
+    record.env = {"torch_version": "2.13.0", "gpu_name": None}  # not the worker's key: not read
+    record.memory = {"eager_peak_mb": None, "compiled_peak_bytes": 2**20}  # only *_peak_mb is read
+    record.accuracy = {"max_abs_err": "junk", "passed": None, "status": "pass"}
+    record.diagnostics = {"graph_breaks": ["a", "b"], "recompiles": True, "unique_graphs": 2.0}
+    row = record.to_row()
+    assert row["torch_version"] == row["gpu_name"] == ""
+    assert row["eager_peak_mem_mb"] == row["compiled_peak_mem_mb"] == ""
+    assert row["max_abs_err"] == row["max_rel_err"] == "" and row["accuracy"] == "n/a"
+    assert row["graph_breaks"] == row["recompiles"] == row["unique_graphs"] == row["cudagraph_skips"] == ""
+    record.accuracy = {"max_rel_err": 0.5, "passed": False}
+    row = record.to_row()
+    assert row["accuracy"] == "fail" and row["max_rel_err"] == "0.5"
+
+
 def test_format_value_rules():
     assert format_value(None) == "" and format_value(float("nan")) == "" and format_value(float("inf")) == ""
     assert format_value(True) == "true" and format_value(False) == "false"

@@ -6,6 +6,7 @@ import asyncio
 import os
 import sys
 import time
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
@@ -83,3 +84,19 @@ def fake_worker_children() -> list[int]:
         if b"fake_worker.py" in cmdline:
             found.append(int(entry.name))
     return found
+
+
+@dataclass
+class ChartBlock:
+    """A timing block as the iteration chart reads it (``BlockLike``)."""
+
+    stage: str
+    index: int
+    ms: list[float]
+
+
+@dataclass
+class ChartRecord:
+    """A run as the iteration chart reads it (``RecordLike``): blocks per side."""
+
+    samples: dict[str, list[ChartBlock]] = field(default_factory=lambda: {"eager": [], "compiled": []})

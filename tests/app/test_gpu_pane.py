@@ -100,20 +100,13 @@ async def test_pane_shows_the_fake_gpu_fields():
     async with app.run_test(size=(80, 24)) as pilot:
         await app.until(lambda: app.updates)
         text = app.shown
-        for expected in (
-            "GPU0 Fake H200",
-            "P0",
-            "util 50%",
-            "mem-ctl 20%",
-            "mem 4.0/140.4 GiB",
-            "temp 40°C",
-            "power 150/700 W",
-            "clock SM 1980/1980 MHz",
-            "mem 3201 MHz",
-            "throttle GPU idle, SW power cap",
-            "procs 4242 python 3.9 GiB",
-        ):
-            assert expected in text, (expected, text)
+        # Exact lines: fields are two spaces apart, a label one space from its value.
+        assert text.splitlines()[:4] == [
+            "  GPU0 Fake H200  P0",
+            "  util 50% mem-ctl 20%  mem 4.0/140.4 GiB  temp 40°C  power 150/700 W",
+            "  clock SM 1980/1980 MHz  mem 3201 MHz  throttle GPU idle, SW power cap",
+            "  procs 4242 python 3.9 GiB",
+        ], text
         assert "this run" not in text  # no active uuid: nothing highlighted
         assert len(text.splitlines()) <= 7
         update = app.updates[0]

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import asyncio
 import math
-from dataclasses import dataclass, field
 
+from app_helpers import ChartBlock, ChartRecord
 from textual.app import App, ComposeResult
 from textual.widgets import Static
 
@@ -37,29 +37,17 @@ class PaneSnapshotApp(App):
         self.polled.set()
 
 
-@dataclass
-class Block:
-    stage: str
-    index: int
-    ms: list[float]
-
-
-@dataclass
-class Record:
-    samples: dict[str, list[Block]] = field(default_factory=lambda: {"eager": [], "compiled": []})
-
-
-def chart_record() -> Record:
-    record = Record()
-    record.samples["eager"].append(Block("warmup", 0, [2.4, 1.6, 1.4]))
-    record.samples["compiled"].append(Block("compile", 0, [31234.0]))
-    record.samples["compiled"].append(Block("warmup", 0, [3.1, 1.9, 1.1]))
+def chart_record() -> ChartRecord:
+    record = ChartRecord()
+    record.samples["eager"].append(ChartBlock("warmup", 0, [2.4, 1.6, 1.4]))
+    record.samples["compiled"].append(ChartBlock("compile", 0, [31234.0]))
+    record.samples["compiled"].append(ChartBlock("warmup", 0, [3.1, 1.9, 1.1]))
     for b in range(8):
         record.samples["eager"].append(
-            Block("measure", b, [1.25 + 0.06 * math.sin((50 * b + j) / 9.0) + (0.3 if j == 17 else 0.0) for j in range(50)])
+            ChartBlock("measure", b, [1.25 + 0.06 * math.sin((50 * b + j) / 9.0) + (0.3 if j == 17 else 0.0) for j in range(50)])
         )
         record.samples["compiled"].append(
-            Block("measure", b, [0.83 + 0.04 * math.cos((50 * b + j) / 6.0) for j in range(50)])
+            ChartBlock("measure", b, [0.83 + 0.04 * math.cos((50 * b + j) / 6.0) for j in range(50)])
         )
     return record
 

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from tui.engine.columns import throttled_reasons, to_count, to_float
+
 __all__ = [
     "STATUS_LABELS",
     "TERMINAL_STATUSES",
@@ -31,6 +33,7 @@ __all__ = [
     "peak_memory_mb",
     "accuracy_label",
     "clock_label",
+    "sm_clock_mhz",
     "lookup",
 ]
 
@@ -103,11 +106,7 @@ def side_stats(summary: dict[str, Any], side: str, clock: str = "iter") -> Any:
 
 def stat_value(stats: Any, name: str) -> float | None:
     """One field of a Stats object or dict (``median``, ``iqr``...), or None."""
-    value = lookup(stats, name)
-    try:
-        return None if value is None else float(value)
-    except (TypeError, ValueError):
-        return None
+    return to_float(lookup(stats, name))
 
 
 def fmt_ms(value: float | None) -> str:
@@ -132,9 +131,8 @@ def fmt_ms(value: float | None) -> str:
 
 def fmt_seconds(value: Any) -> str:
     """Seconds: ``0.25``, ``12.3``, ``123``."""
-    try:
-        seconds = float(value)
-    except (TypeError, ValueError):
+    seconds = to_float(value)
+    if seconds is None:
         return "–"
     if seconds < 10:
         return f"{seconds:.2f}"
@@ -145,9 +143,8 @@ def fmt_seconds(value: Any) -> str:
 
 def fmt_mib(value: Any) -> str:
     """MiB in binary units: ``0.5 MiB``, ``512 MiB``, ``12.0 GiB``."""
-    try:
-        size = float(value)
-    except (TypeError, ValueError):
+    size = to_float(value)
+    if size is None:
         return "–"
     if size < 10:
         return f"{size:.1f} MiB"
@@ -186,28 +183,14 @@ def options_label(options: Any) -> str:
     return f"{label} {'cpu' if device == 'cpu' else 'gpu'}"
 
 
-def _count(value: Any) -> int | None:
-    if value is None:
-        return None
-    if isinstance(value, bool):
-        return int(value)
-    if isinstance(value, (int, float)):
-        return int(value)
-    if isinstance(value, (list, tuple, dict)):
-        return len(value)
-    return None
-
-
 def graph_breaks(record: Any) -> int | None:
     """How many graph breaks the diagnostics report, or None when unknown."""
-    diagnostics = getattr(record, "diagnostics", None) or {}
-    return _count(lookup(diagnostics, "graph_breaks", "graph_break_count"))
+    return to_count(lookup(getattr(record, "diagnostics", None), "graph_breaks"))
 
 
 def recompiles(record: Any) -> int | None:
     """How many recompiles the diagnostics report, or None when unknown."""
-    diagnostics = getattr(record, "diagnostics", None) or {}
-    return _count(lookup(diagnostics, "recompiles", "recompile_count"))
+    return to_count(lookup(getattr(record, "diagnostics", None), "recompiles"))
 
 
 def csv_row(record: Any) -> dict[str, str]:
@@ -222,13 +205,8 @@ def csv_row(record: Any) -> dict[str, str]:
 def peak_memory_mb(record: Any, row: dict[str, str] | None = None) -> float | None:
     """The larger side's peak memory in MiB (from the CSV row), or None when not measured."""
     row = csv_row(record) if row is None else row
-    peaks = []
-    for column in ("eager_peak_mem_mb", "compiled_peak_mem_mb"):
-        try:
-            peaks.append(float(row.get(column) or ""))
-        except ValueError:
-            continue
-    return max(peaks) if peaks else None
+    peaks = [to_float(row.get(column)) for column in ("eager_peak_mem_mb", "compiled_peak_mem_mb")]
+    return max((p for p in peaks if p is not None), default=None)
 
 
 def accuracy_label(record: Any, row: dict[str, str] | None = None) -> tuple[str, str]:
@@ -242,17 +220,19 @@ def accuracy_label(record: Any, row: dict[str, str] | None = None) -> tuple[str,
     return "–", "dim"
 
 
+def sm_clock_mhz(record: Any) -> float | None:
+    """The run's mean SM clock from its per-run telemetry, or None when not measured."""
+    telemetry = getattr(record, "telemetry", None)
+    return to_float(telemetry.get("sm_clock_mean_mhz")) if isinstance(telemetry, dict) else None
+
+
 def clock_label(record: Any) -> tuple[str, str]:
     """(``1965 MHz`` with a ``!`` when it throttled, rich style) from per-run telemetry."""
     telemetry = getattr(record, "telemetry", None)
     if not isinstance(telemetry, dict) or not telemetry:
         return "–", "dim"
-    mean = lookup(telemetry, "sm_clock_mean_mhz", "sm_clock_mean", "mean_sm_clock_mhz")
-    reasons = lookup(telemetry, "throttle_reasons", "clock_event_reasons") or ()
-    if isinstance(reasons, str):
-        reasons = [r for r in reasons.split(",") if r.strip()]
-    slow = [r for r in reasons if str(r).strip().lower() not in ("gpu idle", "none", "")]
-    text = f"{float(mean):.0f} MHz" if isinstance(mean, (int, float)) else "n/a"
-    if slow:
+    mean = sm_clock_mhz(record)
+    text = "n/a" if mean is None else f"{mean:.0f} MHz"
+    if throttled_reasons(telemetry.get("throttle_reasons")):
         return f"{text} !", "bold yellow"
     return text, ""

@@ -20,11 +20,20 @@ Formatting (:func:`format_value`): floats with 6 significant digits (``%.6g``),
 integers as integers, booleans ``true``/``false``, None and non-finite numbers empty.
 The raw CSV (:data:`RAW_COLUMNS`) writes times with full precision (``repr``).
 
-Fields written by other parts (worker, GPU sampler) are read defensively: a missing or
-odd-typed value gives an empty cell, never an exception. Peak memory is read from
-``memory["eager_peak_mb"]`` (or ``*_peak_mem_mb``, ``*_peak_bytes``, or nested
-``memory["eager"]["peak_mb"|"peak_bytes"]``); the accuracy verdict from
-``accuracy["passed"]`` (or ``"pass"``, ``"ok"``, ``"status"``).
+Fields written by other parts are read in the one format they are written in (the record keeps
+each as a dict), and a missing key, ``None`` or an odd-typed value gives an empty cell, never
+an exception:
+
+* ``record.env`` (the worker's ``started`` event, ``tui.engine.worker.envinfo``):
+  ``gpu_name``, ``gpu_uuid``, ``torch`` (the version).
+* ``record.diagnostics`` (``tui.engine.worker.diagnostics``): integer counts
+  ``graph_breaks``, ``recompiles``, ``unique_graphs``, ``cudagraph_skips``.
+* ``record.memory`` (the ``finished`` event): ``eager_peak_mb``, ``compiled_peak_mb`` (MiB).
+* ``record.accuracy`` (``tui.engine.worker.accuracy``): ``max_abs_err``, ``max_rel_err`` and
+  ``passed`` (``True`` -> ``pass``, ``False`` -> ``fail``, anything else -> ``n/a``).
+* ``record.telemetry`` (``tui.telemetry.sampler.RunSampler.summary``): ``sm_clock_mean_mhz``,
+  ``sm_clock_min_mhz``, ``temp_max_c``, ``power_mean_w``, ``energy_j`` and
+  ``throttle_reasons`` (a list of the words of ``tui.telemetry.model.THROTTLE_REASONS``).
 """
 
 from __future__ import annotations
@@ -33,10 +42,14 @@ import json
 import math
 from typing import TYPE_CHECKING, Any
 
+from tui.telemetry.model import NOT_THROTTLING
+
 if TYPE_CHECKING:
     from tui.engine.results import RunRecord
 
-__all__ = ["CSV_COLUMNS", "RAW_COLUMNS", "format_value", "raw_float", "to_float", "csv_row", "throttled_reasons"]
+__all__ = [
+    "CSV_COLUMNS", "RAW_COLUMNS", "format_value", "raw_float", "to_float", "to_count", "csv_row", "throttled_reasons",
+]  # fmt: skip
 
 _SIDE_COLUMNS = ("n", "median_ms", "mean_ms", "std_ms", "min_ms", "max_ms", "p10_ms", "p90_ms", "host_median_ms")
 CSV_COLUMNS: tuple[str, ...] = (
@@ -54,9 +67,6 @@ CSV_COLUMNS: tuple[str, ...] = (
 RAW_COLUMNS: tuple[str, ...] = (
     "run_id", "side", "stage", "block", "iteration", "ms", "clock", "host_ms_per_call", "label",
 )  # fmt: skip
-_MIB = 1024 * 1024
-# NVML clock-event reasons that are not throttling (idle GPU, clocks the user set).
-_BENIGN_THROTTLE = ("idle", "none", "application", "user_defined", "display")
 
 
 def format_value(value: Any) -> str:
@@ -91,31 +101,20 @@ def to_float(value: Any) -> float | None:
         return None
 
 
-def _first(data: dict[str, Any] | None, *keys: str) -> Any:
-    if not isinstance(data, dict):
-        return None
-    for key in keys:
-        if data.get(key) is not None:
-            return data[key]
-    return None
-
-
 def csv_row(record: RunRecord) -> dict[str, str]:
     """The record's CSV row: every column of :data:`CSV_COLUMNS`, formatted by :func:`format_value`."""
     s = record.summary()
     o = record.options
-    env = record.env if isinstance(record.env, dict) else {}
-    diag = record.diagnostics if isinstance(record.diagnostics, dict) else {}
-    telemetry = record.telemetry if isinstance(record.telemetry, dict) else {}
+    env, diag, memory, accuracy, telemetry = record.env, record.diagnostics, record.memory, record.accuracy, record.telemetry
     row: dict[str, Any] = {
         "run_id": record.run_id,
         "timestamp": record.timestamp,
         "workload": o.workload,
         "params": ";".join(f"{k}={format_value(v)}" for k, v in (o.params or {}).items()),
         "device": o.device,
-        "gpu_name": _first(env, "gpu_name"),
-        "gpu_uuid": _first(env, "gpu_uuid"),
-        "torch_version": _first(env, "torch_version", "torch"),
+        "gpu_name": env.get("gpu_name"),
+        "gpu_uuid": env.get("gpu_uuid"),
+        "torch_version": env.get("torch"),
         "backend": o.backend,
         "mode": o.mode,
         "fullgraph": o.fullgraph,
@@ -143,15 +142,15 @@ def csv_row(record: RunRecord) -> dict[str, str]:
         significant=s["significant"],
         launch_bound=s["launch_bound"],
         break_even_calls=s["break_even_calls"],
-        graph_breaks=_count(diag.get("graph_breaks")),
-        recompiles=_count(diag.get("recompiles")),
-        unique_graphs=_count(diag.get("unique_graphs")),
-        cudagraph_skips=_count(diag.get("cudagraph_skips")),
-        eager_peak_mem_mb=_peak_mb(record.memory, "eager"),
-        compiled_peak_mem_mb=_peak_mb(record.memory, "compiled"),
-        max_abs_err=to_float(_first(record.accuracy, "max_abs_err", "max_abs_error")),
-        max_rel_err=to_float(_first(record.accuracy, "max_rel_err", "max_rel_error")),
-        accuracy=_accuracy_verdict(record.accuracy),
+        graph_breaks=to_count(diag.get("graph_breaks")),
+        recompiles=to_count(diag.get("recompiles")),
+        unique_graphs=to_count(diag.get("unique_graphs")),
+        cudagraph_skips=to_count(diag.get("cudagraph_skips")),
+        eager_peak_mem_mb=to_float(memory.get("eager_peak_mb")),
+        compiled_peak_mem_mb=to_float(memory.get("compiled_peak_mb")),
+        max_abs_err=to_float(accuracy.get("max_abs_err")),
+        max_rel_err=to_float(accuracy.get("max_rel_err")),
+        accuracy=_accuracy_verdict(accuracy.get("passed")),
         tflops=s["tflops"],
         gbps=s["gbps"],
         sm_clock_mean_mhz=to_float(telemetry.get("sm_clock_mean_mhz")),
@@ -165,65 +164,20 @@ def csv_row(record: RunRecord) -> dict[str, str]:
     return {column: format_value(row.get(column)) for column in CSV_COLUMNS}
 
 
-def _count(value: Any) -> int | None:
-    if isinstance(value, bool):
-        return None
-    if isinstance(value, int):
-        return value
-    if isinstance(value, float) and value.is_integer():
-        return int(value)
-    if isinstance(value, (list, tuple)):
-        return len(value)
-    return None
+def to_count(value: Any) -> int | None:
+    """A diagnostics count: an int (not a bool), else None."""
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
 
 
-def _peak_mb(memory: dict[str, Any], side: str) -> float | None:
-    if not isinstance(memory, dict):
-        return None
-    value = to_float(_first(memory, f"{side}_peak_mem_mb", f"{side}_peak_mb"))
-    if value is not None:
-        return value
-    value = to_float(_first(memory, f"{side}_peak_bytes", f"{side}_peak_mem_bytes"))
-    if value is not None:
-        return value / _MIB
-    nested = memory.get(side)
-    if isinstance(nested, dict):
-        value = to_float(_first(nested, "peak_mb", "peak_mem_mb"))
-        if value is not None:
-            return value
-        value = to_float(_first(nested, "peak_bytes", "peak_mem_bytes"))
-        return None if value is None else value / _MIB
-    return None
-
-
-def _accuracy_verdict(accuracy: dict[str, Any]) -> str:
-    if not isinstance(accuracy, dict):
-        return "n/a"
-    verdict = _first(accuracy, "passed", "pass", "ok")
-    if isinstance(verdict, bool):
-        return "pass" if verdict else "fail"
-    status = str(accuracy.get("status") or accuracy.get("result") or "").lower()
-    if status in ("pass", "passed", "ok"):
-        return "pass"
-    if status in ("fail", "failed"):
-        return "fail"
+def _accuracy_verdict(passed: Any) -> str:
+    """``pass`` / ``fail`` from the worker's ``accuracy["passed"]``; ``n/a`` when it is not a bool."""
+    if isinstance(passed, bool):
+        return "pass" if passed else "fail"
     return "n/a"
 
 
 def throttled_reasons(reasons: Any) -> list[str]:
-    """The throttling reasons among a sampler's clock-event reasons (benign ones like GpuIdle dropped)."""
-    if not reasons:
+    """The throttling reasons among a sampler's ``throttle_reasons`` (those in ``NOT_THROTTLING`` dropped)."""
+    if not isinstance(reasons, (list, tuple)):
         return []
-    if isinstance(reasons, str):
-        items = [part.strip() for part in reasons.replace(";", ",").split(",")]
-    elif isinstance(reasons, dict):
-        items = [str(k) for k, v in reasons.items() if v]
-    elif isinstance(reasons, (list, tuple, set)):
-        items = [str(x) for x in reasons]
-    else:
-        return []
-    return [x for x in items if x and not any(word in _snake(x) for word in _BENIGN_THROTTLE)]
-
-
-def _snake(text: str) -> str:
-    return "".join(f"_{c.lower()}" if c.isupper() else c for c in text).replace(" ", "_").lower()
+    return [str(r) for r in reasons if r and str(r) not in NOT_THROTTLING]

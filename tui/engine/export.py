@@ -17,7 +17,7 @@ import tempfile
 from contextlib import contextmanager
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import IO, Any, Iterable, Iterator
+from typing import IO, Any, Iterable, Iterator, Sequence
 
 from tui import paths
 from tui.engine.results import CSV_COLUMNS, RAW_COLUMNS, RunRecord, SamplesUnavailable
@@ -108,21 +108,19 @@ def atomic_writer(path: str | os.PathLike[str], *, newline: str | None = "") -> 
 
 def write_csv(records: Iterable[RunRecord], path: str | os.PathLike[str]) -> Path:
     """One row per record, columns :data:`~tui.engine.results.CSV_COLUMNS` (header first)."""
-    with atomic_writer(path) as stream:
-        writer = csv.DictWriter(stream, fieldnames=CSV_COLUMNS, lineterminator="\n")
-        writer.writeheader()
-        for record in records:
-            writer.writerow(record.to_row())
-    return Path(path)
+    return _write_rows(path, CSV_COLUMNS, (record.to_row() for record in records))
 
 
 def write_raw_csv(records: Iterable[RunRecord], path: str | os.PathLike[str]) -> Path:
     """One row per timed iteration of every record (:data:`~tui.engine.results.RAW_COLUMNS`)."""
+    return _write_rows(path, RAW_COLUMNS, (row for record in records for row in record.raw_rows()))
+
+
+def _write_rows(path: str | os.PathLike[str], columns: Sequence[str], rows: Iterable[dict[str, str]]) -> Path:
     with atomic_writer(path) as stream:
-        writer = csv.DictWriter(stream, fieldnames=RAW_COLUMNS, lineterminator="\n")
+        writer = csv.DictWriter(stream, fieldnames=columns, lineterminator="\n")
         writer.writeheader()
-        for record in records:
-            writer.writerows(record.raw_rows())
+        writer.writerows(rows)
     return Path(path)
 
 

@@ -64,20 +64,8 @@ __all__ = [
 ]
 
 SIDES = ("eager", "compiled")
-STATUSES = (
-    "queued",
-    "starting",
-    "building",
-    "compiling",
-    "warming_up",
-    "measuring",
-    "checking_accuracy",
-    "diagnosing",
-    "done",
-    "failed",
-    "cancelled",
-)
 TERMINAL_STATUSES = frozenset({"done", "failed", "cancelled"})
+STATUSES = ("queued", "starting", *PHASES, "done", "failed", "cancelled")
 
 UNSTABLE_RELATIVE_IQR = 0.10
 MIN_SAMPLES = 10

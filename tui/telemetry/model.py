@@ -23,6 +23,7 @@ __all__ = [
     "GpuSnapshot",
     "THROTTLE_REASONS",
     "IDLE_REASON",
+    "NOT_THROTTLING",
     "normalize_uuid",
     "nvml_uuid",
     "throttle_words",
@@ -45,6 +46,10 @@ THROTTLE_REASONS: tuple[tuple[int, str], ...] = (
 
 #: The reason that only says the GPU has nothing to do: not a slowdown of a run.
 IDLE_REASON = "GPU idle"
+
+#: Reasons that are not throttling: an idle GPU, or clocks the user set (a run's summary
+#: warns about the other reasons).
+NOT_THROTTLING = frozenset({IDLE_REASON, "applications clocks setting", "display clock setting"})
 
 _PREFIXES = ("gpu-", "mig-")
 

@@ -31,7 +31,9 @@ class SampleSource(Protocol):
     ``fields`` is optional for a source: one whose ``sample`` takes only a uuid works too.
     """
 
-    def sample(self, uuid: Any, fields: Any = None) -> GpuSnapshot | None: ...  # pragma: no cover - protocol
+    def sample(self, uuid: Any, fields: Any = None) -> GpuSnapshot | None:  # pragma: no cover - protocol
+        """The GPU with this uuid now, reading only ``fields`` (all when None); None when it is not there."""
+        ...
 
 
 class RunSampler:

@@ -4,9 +4,15 @@ Hand-drawn with braille dots (2 x 4 per cell) through Textual's line API; no plo
 Per side and per chart column it draws the spread of the iterations in that column (min to max,
 dark) and their median (bright), so a run of 100k iterations looks like one of 100. Compile and
 warm-up iterations are grey and left of a dotted separator; steady state (measure) is coloured.
-The measure medians are dashed horizontal lines, with their values in the legend. The compile
-call, usually far slower than steady state, is not allowed to squash the y axis: points above
-the range sit on the top edge and the legend gives their value.
+The measure medians are dashed horizontal lines, with their values in the legend.
+
+The y range comes from steady state alone, robustly: from the fastest measured iteration to the
+99th percentile of the slower side, padded by 5%. Rare slow iterations (a GC pause, a page
+fault: 27 ms in a steady state of 46 µs) and the compile call would otherwise squash both
+series onto the bottom row. Steady-state iterations above the range are clipped to the top row,
+which shows ``↑`` in the side's colour over their columns, and the legend counts them per side
+(``↑3``); compile and warm-up iterations above the range sit on the top edge and the legend
+gives the slowest one's time.
 
 Redraws are timer-driven: ``set_run(record)`` and ``mark_dirty()`` only flag the chart; a
 timer (``max_fps``, 10 Hz by default) redraws from the record when flagged, never more than
@@ -62,6 +68,7 @@ class _Canvas:
 
     def __post_init__(self) -> None:
         self.masks = [bytearray(self.width * self.height) for _ in _LAYERS]
+        self.clipped: dict[int, int] = {}  # top-row cell x -> layer of a series clipped there
 
     @property
     def dots_x(self) -> int:
@@ -156,16 +163,19 @@ class IterationChart(Widget):
     # -- scheduling ----------------------------------------------------------------------
 
     def on_mount(self) -> None:
+        """Start the redraw timer."""
         self.set_interval(1.0 / self._max_fps, self._tick, name="iteration-chart-redraw")
 
     def on_resize(self) -> None:
+        """Redraw at the new size (at once for the first frame)."""
         self._dirty = True
         if not self._strips:  # the first frame: draw now rather than a tick later
             self._tick()
 
     def notify_style_update(self) -> None:
+        """Redraw with the new colours (a theme change)."""
         super().notify_style_update()
-        self._dirty = True  # colours come from component classes: a theme change redraws
+        self._dirty = True  # colours come from component classes
 
     def _tick(self) -> None:
         if not self._dirty or not self.size.area:
@@ -187,6 +197,7 @@ class IterationChart(Widget):
         self.refresh()
 
     def render_line(self, y: int) -> Strip:
+        """Line ``y`` of the last redraw (blank before the first)."""
         if 0 <= y < len(self._strips):
             return self._strips[y]
         return Strip.blank(self.size.width, self.rich_style)
@@ -214,7 +225,7 @@ class IterationChart(Widget):
         span = max(len(s.ms) for s in series.values())
         canvas = _Canvas(plot_w, plot_h)
         buckets = {side: downsample(s, canvas.dots_x, span) for side, s in series.items()}
-        lo, hi = _y_range(buckets)
+        lo, hi = _y_range(series, buckets)
         scale = (canvas.dots_y - 1) / (hi - lo)
 
         def y_of(value: float) -> int:
@@ -236,8 +247,11 @@ class IterationChart(Widget):
             previous: Bucket | None = None
             for bucket in buckets[side]:
                 steady = bucket.stage == "measure"
-                if bucket.hi > hi and not steady:
-                    off_scale.append(bucket.hi)
+                if bucket.hi > hi:
+                    if steady:
+                        canvas.clipped[bucket.column // 2] = _LAYER[f"chart--{side}"]
+                    else:
+                        off_scale.append(bucket.hi)
                 if steady:
                     canvas.vline(_LAYER[f"chart--{side}-spread"], bucket.column, y_of(bucket.lo), y_of(bucket.hi))
                 layer = _LAYER[f"chart--{side}"] if steady else _LAYER["chart--warmup"]
@@ -247,13 +261,17 @@ class IterationChart(Widget):
                 canvas.dot(layer, bucket.column, y)
                 previous = bucket
 
-        lines.append(self._legend(series, max(off_scale) if off_scale else None))
+        clipped = {side: s.count_above(hi) for side, s in series.items()}
+        lines.append(self._legend(series, max(off_scale) if off_scale else None, clipped))
         markers = {y_of(s.median) // 4: f"chart--{side}" for side, s in series.items() if s.median is not None}
         lines.extend(self._plot_rows(canvas, lo, hi, markers))
         lines.append(self._x_axis(plot_w, span, series))
         return [Strip(line).adjust_cell_length(width, base) for line in lines[:height]]
 
-    def _legend(self, series: dict[str, Series], off_scale: float | None) -> list[Segment]:
+    def _legend(
+        self, series: dict[str, Series], off_scale: float | None, clipped: dict[str, int] | None = None
+    ) -> list[Segment]:
+        """The legend: per side its median and how many steady-state iterations were clipped."""
         axis = self._style("chart--axis")
         segments: list[Segment] = []
         for side in ("eager", "compiled"):
@@ -262,7 +280,10 @@ class IterationChart(Widget):
                 continue
             segments.append(Segment("━ ", self._style(f"chart--{side}")))
             median = f" median {format_ms(s.median)}" if s.median is not None else ""
-            segments.append(Segment(f"{side}{median}  ", axis))
+            segments.append(Segment(f"{side}{median}", axis))
+            if clipped and clipped.get(side):
+                segments.append(Segment(f" ↑{clipped[side]}", self._style(f"chart--{side}")))
+            segments.append(Segment("  ", axis))
         segments.append(Segment("⠒ ", self._style("chart--warmup")))
         segments.append(Segment("compile/warm-up", axis))
         if off_scale is not None:
@@ -295,7 +316,10 @@ class IterationChart(Widget):
                     if masks[i]:
                         mask |= masks[i]
                         top = layer
-                char, style = (chr(0x2800 + mask), styles[top]) if mask else (" ", base)
+                if cy == 0 and cx in canvas.clipped:
+                    char, style = "↑", styles[canvas.clipped[cx]]
+                else:
+                    char, style = (chr(0x2800 + mask), styles[top]) if mask else (" ", base)
                 if style is not run_style and run_text:
                     segments.append(Segment("".join(run_text), run_style))
                     run_text = []
@@ -321,15 +345,21 @@ class IterationChart(Widget):
         return [Segment(" " * _GUTTER + "└" + text, axis)]
 
 
-def _y_range(buckets: dict[str, list[Bucket]]) -> tuple[float, float]:
-    """The y range: steady state when there is any (robust: column p95s), else all but the compile call."""
-    chosen = [b for bs in buckets.values() for b in bs if b.stage == "measure"]
-    if not chosen:
+_Y_PERCENTILE = 99  # the top of the y range: this percentile of the slower side's steady state
+
+
+def _y_range(series: dict[str, Series], buckets: dict[str, list[Bucket]]) -> tuple[float, float]:
+    """The y range: steady state when there is any (fastest time .. p99), else all but the compile call (column p95s)."""
+    measured = [s for s in series.values() if s.measured]
+    if measured:
+        lo = min(s.measured[0] for s in measured)
+        hi = max(s.percentile(_Y_PERCENTILE) for s in measured)
+    else:
         chosen = [b for bs in buckets.values() for b in bs if b.stage != "compile"]
-    if not chosen:
-        chosen = [b for bs in buckets.values() for b in bs]
-    lo = min(b.lo for b in chosen)
-    hi = max(b.p95 for b in chosen)
+        if not chosen:
+            chosen = [b for bs in buckets.values() for b in bs]
+        lo = min(b.lo for b in chosen)
+        hi = max(b.p95 for b in chosen)
     if hi <= lo:
         pad = abs(lo) * 0.05 or 1e-3
         return lo - pad, hi + pad

@@ -15,8 +15,11 @@ ever sees about two columns per terminal cell.
 from __future__ import annotations
 
 import math
+from bisect import bisect_right
 from dataclasses import dataclass
 from typing import Mapping, Protocol, Sequence
+
+from tui.engine.stats import percentile
 
 __all__ = [
     "SIDES",
@@ -57,16 +60,26 @@ class Series:
         ms: per-iteration times, iteration index = position.
         stages: ``(stage, start, stop)`` runs of iteration positions, in order.
         median: median of the measure stage (``None`` before any measurement).
+        measured: the measure stage's times, sorted (empty before any measurement).
     """
 
     side: str
     ms: Sequence[float]
     stages: tuple[tuple[str, int, int], ...]
     median: float | None
+    measured: Sequence[float] = ()
 
     def stage_start(self, stage: str) -> int | None:
         """First iteration position of ``stage``, or ``None``."""
         return next((start for name, start, _ in self.stages if name == stage), None)
+
+    def percentile(self, q: float) -> float | None:
+        """The ``q``-th percentile (0..100) of the measure stage, or ``None`` before any measurement."""
+        return percentile(self.measured, q) if self.measured else None
+
+    def count_above(self, value: float) -> int:
+        """How many measure-stage times are greater than ``value``."""
+        return len(self.measured) - bisect_right(self.measured, value)
 
 
 @dataclass(frozen=True)
@@ -138,7 +151,7 @@ class SeriesCache:
             last[side] = (keys, ms, stages, measured)
             if not ms:
                 continue
-            out[side] = Series(side=side, ms=ms, stages=tuple(stages), median=_median(measured))
+            out[side] = Series(side=side, ms=ms, stages=tuple(stages), median=_median(measured), measured=measured)
         self._last = last
         return out
 
@@ -159,10 +172,7 @@ def _finite(values: Sequence[float]) -> list[float]:
 
 
 def _median(ordered: Sequence[float]) -> float | None:
-    n = len(ordered)
-    if not n:
-        return None
-    return ordered[n // 2] if n % 2 else (ordered[n // 2 - 1] + ordered[n // 2]) / 2
+    return percentile(ordered, 50) if ordered else None
 
 
 _EXACT = 255  # buckets up to this size are sorted whole; larger ones estimate median and p95
@@ -199,8 +209,8 @@ def downsample(series: Series, columns: int, span: int) -> list[Bucket]:
                     column=column,
                     stage=stage,
                     lo=min(chunk),
-                    median=_median(ordered),
-                    p95=ordered[min(len(ordered) - 1, int(0.95 * (len(ordered) - 1) + 0.5))],
+                    median=percentile(ordered, 50),
+                    p95=percentile(ordered, 95),
                     hi=max(chunk),
                     count=n,
                 )

@@ -40,12 +40,18 @@ class TelemetrySource(Protocol):
     """What the pane needs from a source (NvmlSource, FakeSource); ``fields`` is optional."""
 
     @property
-    def available(self) -> bool: ...  # pragma: no cover - protocol
+    def available(self) -> bool:  # pragma: no cover - protocol
+        """Whether the source has telemetry at all."""
+        ...
 
     @property
-    def reason(self) -> str: ...  # pragma: no cover - protocol
+    def reason(self) -> str:  # pragma: no cover - protocol
+        """Why not, when it has none."""
+        ...
 
-    def snapshot(self, fields: Any = None) -> list[GpuSnapshot]: ...  # pragma: no cover - protocol
+    def snapshot(self, fields: Any = None) -> list[GpuSnapshot]:  # pragma: no cover - protocol
+        """One snapshot per GPU, reading only ``fields`` (all when None)."""
+        ...
 
 
 @dataclass(frozen=True)
@@ -122,6 +128,7 @@ class GpuPane(Static):
             return next((s for s in self.snapshots if s.uuid == key), None)
 
         def can_replace(self, message: Message) -> bool:
+            """A newer poll of the same pane makes an older one still queued obsolete."""
             return isinstance(message, GpuPane.Updated) and message.pane is self.pane
 
     class PollFailed(Message):
@@ -183,6 +190,7 @@ class GpuPane(Static):
     # -- polling -------------------------------------------------------------------------
 
     def on_mount(self) -> None:
+        """Poll at once."""
         self.poll_now()
 
     @work(thread=True, exclusive=True, exit_on_error=False, group=_POLL_GROUP, name=_POLL_GROUP)
@@ -210,6 +218,7 @@ class GpuPane(Static):
         return self.source.snapshot()
 
     def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
+        """A poll ended: keep its result, post Updated or PollFailed, re-render, schedule the next."""
         if event.worker.group != _POLL_GROUP or event.state not in (WorkerState.SUCCESS, WorkerState.ERROR):
             return
         event.stop()
@@ -237,6 +246,7 @@ class GpuPane(Static):
     # -- view ----------------------------------------------------------------------------
 
     def watch_active_uuid(self) -> None:
+        """Re-render with the new GPU first."""
         self._show()
 
     def _show(self) -> None:

@@ -31,10 +31,12 @@ from tui.engine.options import (
     MODES,
     OptionsError,
     RunOptions,
+    parse_dynamic,
     parse_key_values,
 )
+from tui.telemetry.model import nvml_uuid
 
-__all__ = ["Picker", "Cycler", "FILE_CHOICE", "device_choices", "LABEL_WIDTH"]
+__all__ = ["Picker", "Cycler", "FILE_CHOICE", "DYNAMIC_LABELS", "device_choices", "LABEL_WIDTH"]
 
 LABEL_WIDTH = 9
 """Columns of the field labels (the Cycler draws its own label at this width)."""
@@ -42,7 +44,8 @@ LABEL_WIDTH = 9
 FILE_CHOICE = "__python_file__"
 """The workload select's value for "Python file..." (the path comes from its own input)."""
 
-_DYNAMIC_VALUES = {"auto": None, "true": True, "false": False}
+DYNAMIC_LABELS = ("auto", "true", "false")
+"""``torch.compile(dynamic=None/True/False)`` as the picker and the sweep dialog offer it (``parse_dynamic`` reads them)."""
 
 # RunOptions field -> widget id (the field an OptionsError names -> where to mark it).
 _FIELD_WIDGETS = {
@@ -67,17 +70,13 @@ _FIELD_WIDGETS = {
 def device_choices(gpus: Iterable[tuple[str, str]]) -> list[tuple[str, str]]:
     """Select options for the device field: cpu, then each GPU as (``name uuid``, ``cuda:GPU-...``).
 
-    ``gpus`` yields ``(name, uuid)``; the uuid may come with or without NVML's ``GPU-`` prefix.
+    ``gpus`` yields ``(name, uuid)``; the uuid may be in any form ``nvml_uuid`` accepts.
     """
     choices = [("cpu", "cpu")]
-    for name, uuid in gpus:
-        uuid = str(uuid)
-        if not uuid:
+    for name, raw in gpus:
+        uuid = nvml_uuid(raw)
+        if uuid is None:
             continue
-        if not uuid.upper().startswith("GPU-"):
-            uuid = f"GPU-{uuid}"
-        else:
-            uuid = "GPU-" + uuid[4:]
         short = uuid[:12] + "…" if len(uuid) > 13 else uuid
         choices.append((f"{name} {short}", f"cuda:{uuid}"))
     return choices
@@ -240,6 +239,7 @@ class Picker(VerticalScroll):
         self._devices: list[tuple[str, str]] = [("cpu", "cpu")]
         self._wanted_device = self._initial.device
         self._param_values: dict[str, Any] = dict(self._initial.params)
+        self._error_shown = ""
 
     # ----- composition ----------------------------------------------------
 
@@ -274,7 +274,7 @@ class Picker(VerticalScroll):
                      tooltip="torch.compile backend (mode applies to inductor only)")
         yield Cycler("mode", [(m, m) for m in MODES], opts.mode if opts.mode in MODES else "default", id="mode",
                      disabled=opts.backend != "inductor", tooltip="inductor mode")
-        yield Cycler("dynamic", [(k, k) for k in _DYNAMIC_VALUES], opts.dynamic_label, id="dynamic",
+        yield Cycler("dynamic", [(k, k) for k in DYNAMIC_LABELS], opts.dynamic_label, id="dynamic",
                      tooltip="torch.compile dynamic=: auto (None), true, false")
         yield Cycler("dtype", [(d, d) for d in DTYPES], opts.dtype if opts.dtype in DTYPES else "float32",
                      id="dtype", tooltip="parameters and inputs are cast to it, on both sides")
@@ -350,7 +350,7 @@ class Picker(VerticalScroll):
     @on(Input.Changed)
     def _input_changed(self, event: Input.Changed) -> None:
         event.stop()
-        self.query_one("#picker-error", Static).update("")
+        self._show_error("")
         row = event.input.parent
         if row is not None:
             row.remove_class("-refused")
@@ -491,7 +491,7 @@ class Picker(VerticalScroll):
             mode=mode,
             inductor_options={} if backend != "inductor" or mode != "default" else dict(self._initial.inductor_options),
             fullgraph=self.query_one("#fullgraph", Checkbox).value,
-            dynamic=_DYNAMIC_VALUES[str(self.query_one("#dynamic", Cycler).value)],
+            dynamic=parse_dynamic(self.query_one("#dynamic", Cycler).value),
             dtype=str(self.query_one("#dtype", Cycler).value),
             tf32=self.query_one("#tf32", Checkbox).value,
             device=str(self.query_one("#device", Select).value),
@@ -519,7 +519,7 @@ class Picker(VerticalScroll):
         """Mark the field ``error`` names (red label, tinted widget, message below); focus it."""
         self.clear_invalid()
         target = self._widget_for(error)
-        self.query_one("#picker-error", Static).update(str(error))
+        self._show_error(str(error))
         if target is None:
             return None
         target.add_class("-invalid")
@@ -535,12 +535,18 @@ class Picker(VerticalScroll):
 
     def clear_invalid(self) -> None:
         """Remove every refusal mark (validators' own marks stay)."""
-        self.query_one("#picker-error", Static).update("")
+        self._show_error("")
         for widget in self.query(".-refused"):
             widget.remove_class("-refused")
             if not isinstance(widget, Input):
                 widget.remove_class("-invalid")
             widget.refresh()
+
+    def _show_error(self, text: str) -> None:
+        # Only on change: this runs on every keystroke and an update re-lays out the pane.
+        if text != self._error_shown:
+            self._error_shown = text
+            self.query_one("#picker-error", Static).update(text)
 
     def _widget_for(self, error: OptionsError) -> Widget | None:
         field = getattr(error, "field", "")
@@ -553,7 +559,7 @@ class Picker(VerticalScroll):
                 return next(iter(self.query("#param-kv")), None)
             detail = str(error).removeprefix("params: ")
             name = detail.split(":", 1)[0].strip()
-            if self.workload in WORKLOADS and self.workload == "transformer_block" and "divisible" in detail:
+            if self.workload == "transformer_block" and "divisible" in detail:
                 name = "width"
             found = list(self.query(f"#param-{name}")) if name.isidentifier() else []
             return found[0] if found else next(iter(self.query(".param-input")), None)

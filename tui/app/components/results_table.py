@@ -29,17 +29,18 @@ from tui.app.format import (
     fmt_seconds,
     fmt_speedup,
     graph_breaks,
-    lookup,
     options_label,
     peak_memory_mb,
     progress_of,
     recompiles,
     safe_summary,
     side_stats,
+    sm_clock_mhz,
     stat_value,
     status_of,
     workload_label,
 )
+from tui.engine.columns import to_float
 
 __all__ = ["ResultsTable", "Cell", "COLUMNS", "row_cells"]
 
@@ -98,13 +99,6 @@ class Cell:
         return f"Cell({self.plain!r})"
 
 
-def _num(value: Any) -> float | None:
-    try:
-        return None if value is None else float(value)
-    except (TypeError, ValueError):
-        return None
-
-
 def row_cells(record: Any, summary: dict[str, Any] | None = None, *, history: bool = False) -> dict[str, Cell]:
     """Every cell of a record's row, by column key (``summary`` saves recomputing it)."""
     status = status_of(record)
@@ -123,9 +117,9 @@ def row_cells(record: Any, summary: dict[str, Any] | None = None, *, history: bo
     options = getattr(record, "options", None)
     eager = stat_value(side_stats(summary, "eager"), "median")
     compiled = stat_value(side_stats(summary, "compiled"), "median")
-    speedup = _num(summary.get("speedup"))
-    low = _num(summary.get("speedup_ci_low"))
-    high = _num(summary.get("speedup_ci_high"))
+    speedup = to_float(summary.get("speedup"))
+    low = to_float(summary.get("speedup_ci_low"))
+    high = to_float(summary.get("speedup_ci_high"))
     significant = summary.get("significant")
     if speedup is None:
         speed_style = "dim"
@@ -142,8 +136,7 @@ def row_cells(record: Any, summary: dict[str, Any] | None = None, *, history: bo
     peak = peak_memory_mb(record, row)
     acc_text, acc_style = accuracy_label(record, row)
     clock_text, clock_style = clock_label(record)
-    telemetry = getattr(record, "telemetry", None) or {}
-    compile_s = _num(getattr(record, "compile_s", None))
+    compile_s = to_float(getattr(record, "compile_s", None))
     return {
         "status": status_cell,
         "workload": Cell(workload_label(options), sort_key=workload_label(options)),
@@ -159,8 +152,7 @@ def row_cells(record: Any, summary: dict[str, Any] | None = None, *, history: bo
                            sort_key=recomp, justify="right"),
         "peak_mem": Cell(fmt_mib(peak), sort_key=peak, justify="right"),
         "accuracy": Cell(acc_text, acc_style, sort_key=acc_text),
-        "sm_clock": Cell(clock_text, clock_style,
-                         sort_key=_num(lookup(telemetry, "sm_clock_mean_mhz", "sm_clock_mean"))),
+        "sm_clock": Cell(clock_text, clock_style, sort_key=sm_clock_mhz(record)),
     }
 
 
@@ -222,10 +214,6 @@ class ResultsTable(DataTable):
         """Whether the table has a row for this run."""
         return run_id in self._cells
 
-    def add_record(self, record: Any, *, history: bool = False, summary: dict[str, Any] | None = None) -> None:
-        """Add one run's row (no-op when it is there); history rows are dimmed and marked ↺."""
-        self.add_records([record], history=history, summaries=None if summary is None else [summary])
-
     def add_records(
         self,
         records: Iterable[Any],
@@ -233,7 +221,7 @@ class ResultsTable(DataTable):
         history: bool = False,
         summaries: list[dict[str, Any] | None] | None = None,
     ) -> None:
-        """Add many rows at once (one re-sort at the end)."""
+        """Add rows (runs already shown are skipped), one re-sort at the end; history rows are dimmed and marked ↺."""
         added = False
         for index, record in enumerate(records):
             run_id = record.run_id

@@ -17,6 +17,7 @@ from textual.screen import ModalScreen
 from textual.widgets import Button, Input, SelectionList, Static
 from textual.widgets.selection_list import Selection
 
+from tui.app.components.picker import DYNAMIC_LABELS
 from tui.engine.options import BACKENDS, DTYPES, MODES
 
 __all__ = ["SweepScreen", "SweepChoice", "DEFAULT_SWEEP", "choice_to_expand_kwargs", "parse_sizes"]
@@ -33,6 +34,8 @@ DEFAULT_SWEEP: SweepChoice = {
     "sizes": [],
 }
 """What the dialog offers the first time (empty backends/dtypes/sizes: keep the picker's)."""
+
+_AXES = ("modes", "fullgraphs", "dynamics", "backends", "dtypes")  # the selection lists, in order
 
 
 def parse_sizes(text: str) -> dict[str, list[str]]:
@@ -53,23 +56,10 @@ def parse_sizes(text: str) -> dict[str, list[str]]:
         grid[name] = items
     return grid
 
-_DYNAMIC = {"auto": None, "true": True, "false": False}
-
 
 def choice_to_expand_kwargs(choice: SweepChoice) -> dict[str, Any]:
-    """Keyword arguments for ``sweep.expand`` (dynamic labels -> None/True/False; empty lists dropped)."""
-    kwargs: dict[str, Any] = {}
-    if choice.get("modes"):
-        kwargs["modes"] = list(choice["modes"])
-    if choice.get("fullgraphs"):
-        kwargs["fullgraphs"] = [bool(v) for v in choice["fullgraphs"]]
-    if choice.get("dynamics"):
-        kwargs["dynamics"] = [_DYNAMIC.get(str(v).lower(), None) if not isinstance(v, bool) and v is not None else v
-                              for v in choice["dynamics"]]
-    if choice.get("backends"):
-        kwargs["backends"] = list(choice["backends"])
-    if choice.get("dtypes"):
-        kwargs["dtypes"] = list(choice["dtypes"])
+    """Keyword arguments for ``sweep.expand`` (empty lists dropped; ``expand`` parses the values)."""
+    kwargs: dict[str, Any] = {key: list(choice[key]) for key in _AXES if choice.get(key)}
     sizes = " ".join(str(v) for v in choice.get("sizes") or []).strip()
     if sizes:
         kwargs["params_grid"] = parse_sizes(sizes)
@@ -99,7 +89,7 @@ class SweepScreen(ModalScreen[SweepChoice | None]):
             with Horizontal(id="sweep-axes"):
                 yield self._list("modes", "mode", [(m, m) for m in MODES], init["modes"])
                 yield self._list("fullgraphs", "fullgraph", [("false", False), ("true", True)], init["fullgraphs"])
-                yield self._list("dynamics", "dynamic", [(d, d) for d in _DYNAMIC], init["dynamics"])
+                yield self._list("dynamics", "dynamic", [(d, d) for d in DYNAMIC_LABELS], init["dynamics"])
                 yield self._list("backends", "backend", [(b, b) for b in BACKENDS], init["backends"])
                 yield self._list("dtypes", "dtype", [(d, d) for d in DTYPES], init["dtypes"])
             yield Input(" ".join(str(v) for v in init.get("sizes") or []), id="sweep-sizes", compact=True,
@@ -127,7 +117,7 @@ class SweepScreen(ModalScreen[SweepChoice | None]):
         """The values checked now (and the sizes text)."""
         result: SweepChoice = {
             key: list(self.query_one(f"#sweep-{key}", SelectionList).selected)
-            for key in ("modes", "fullgraphs", "dynamics", "backends", "dtypes")
+            for key in _AXES
         }
         sizes = self.query_one("#sweep-sizes", Input).value.strip()
         result["sizes"] = [sizes] if sizes else []

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
+from tui.engine.worker.failures import one_line
+
 __all__ = ["count_flops"]
 
 
@@ -25,5 +27,5 @@ def count_flops(flops_fn: Callable[[tuple], Any] | None, args: tuple) -> tuple[i
             flops_fn(args)
         total = int(counter.get_total_flops())
     except Exception as exc:
-        return None, f"FLOPs were not counted: {type(exc).__name__}: {' '.join(str(exc).split())[:200]}"
+        return None, f"FLOPs were not counted: {type(exc).__name__}: {one_line(str(exc), 200)}"
     return (total if total > 0 else None), None

@@ -42,6 +42,7 @@ from typing import Any, Callable
 import torch
 
 from tui.engine.catalog import split_user_workload
+from tui.engine.worker.failures import one_line
 from tui.engine.worker.workloads import BuiltWorkload, inference_workload
 
 __all__ = ["UserWorkloadError", "load_user_workload", "CONTRACT"]
@@ -56,16 +57,11 @@ class UserWorkloadError(Exception):
     """A user workload file could not be loaded; the message is one line naming the file."""
 
     def __init__(self, message: str) -> None:
-        super().__init__(_one_line(message))
-
-
-def _one_line(text: str, limit: int = 400) -> str:
-    text = " ".join(str(text).split())
-    return text if len(text) <= limit else text[: limit - 3] + "..."
+        super().__init__(one_line(message))
 
 
 def _describe_exception(exc: BaseException) -> str:
-    message = _one_line(str(exc), 200)
+    message = one_line(str(exc), 200)
     return f"{type(exc).__name__}: {message}" if message else type(exc).__name__
 
 
