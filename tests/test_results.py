@@ -139,6 +139,18 @@ def test_launch_bound_on_cuda_events():
     assert record.summary()["launch_bound"] is False
 
 
+def test_host_speedup_and_the_launch_bound_warning():
+    """A launch-bound run reports the host-inclusive speedup next to the device-time one."""
+    bound = _run(_script(clock="cuda_event", eager_wall=2.8, compiled_wall=1.4))
+    summary = bound.summary()
+    assert summary["host_speedup"] == pytest.approx(2.0)
+    assert any(w.startswith("launch-bound:") and "2.00x" in w for w in summary["warnings"])
+    assert bound.to_row()["host_speedup"] == "2"
+    assert RunRecord.from_json(json.loads(json.dumps(bound.to_json()))).summary()["host_speedup"] == pytest.approx(2.0)
+    plain = _run(_script(clock="cuda_event", eager_wall=2.1, compiled_wall=1.1))
+    assert not any(w.startswith("launch-bound:") for w in plain.summary()["warnings"])
+
+
 def test_no_fake_zeros_and_no_break_even_when_slower():
     finished = dict(diagnostics={}, accuracy={}, memory={}, flops_per_call=0, bytes_per_call=None, warnings=[])
     record = RunRecord.new(_options())

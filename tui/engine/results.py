@@ -437,6 +437,7 @@ class RunRecord:
         sides = {side: {"iter": live.iter[side].stats(), "host": live.host[side].stats()} for side in SIDES}
         eager, compiled = sides["eager"]["iter"], sides["compiled"]["iter"]
         speedup = _ratio(eager, compiled)
+        host_speedup = _ratio(sides["eager"]["host"], sides["compiled"]["host"])
         low = high = None
         if self.finished and speedup is not None:
             _, low, high = live.interval()
@@ -447,6 +448,7 @@ class RunRecord:
             "speedup_ci_low": low,
             "speedup_ci_high": high,
             "significant": is_significant(low, high),
+            "host_speedup": host_speedup,
             "launch_bound": self._launch_bound(sides, live.clock),
             "break_even_calls": self._break_even(eager, compiled),
             "per_label": {
@@ -460,6 +462,13 @@ class RunRecord:
         for entry in result["per_label"].values():
             entry["speedup"] = _ratio(entry["eager"], entry["compiled"])
         result["warnings"] = self._summary_warnings(sides)
+        if result["launch_bound"] and host_speedup is not None:
+            # The headline speedup is device time; a loop that never synchronises pays host time.
+            result["warnings"].append(
+                f"launch-bound: the host needs more time per call than the GPU; host-inclusive "
+                f"speedup {host_speedup:.2f}x (eager {sides['eager']['host'].median:.4g} ms, "
+                f"compiled {sides['compiled']['host'].median:.4g} ms per call) is what a serving loop sees"
+            )
         return result
 
     @staticmethod
@@ -684,8 +693,8 @@ def _stats_or_none(value: Any) -> Stats | None:
 def _summary_from_json(data: dict[str, Any]) -> dict[str, Any]:
     result = {
         key: data.get(key)
-        for key in ("clock", "speedup", "speedup_ci_low", "speedup_ci_high", "significant", "launch_bound",
-                    "break_even_calls", "tflops", "gbps")  # fmt: skip
+        for key in ("clock", "speedup", "speedup_ci_low", "speedup_ci_high", "significant", "host_speedup",
+                    "launch_bound", "break_even_calls", "tflops", "gbps")  # fmt: skip
     }
     for side in SIDES:
         entry = data.get(side) if isinstance(data.get(side), dict) else {}
