@@ -11,6 +11,9 @@ from pathlib import Path
 
 import pytest
 
+from fakes.records import cuda_run_record
+from rich.console import Console
+
 from tui import cli
 from tui.engine.catalog import WORKLOADS
 from tui.engine.runner import WorkerRunner
@@ -172,6 +175,28 @@ def test_sigterm_kills_the_worker_and_keeps_the_runs_that_ended(monkeypatch, tmp
         with pytest.raises(ProcessLookupError):
             os.killpg(pid, 0)
     assert signal.getsignal(signal.SIGTERM) == before  # the CLI's handler is gone again
+
+
+def _table_text(records) -> str:
+    console = Console(width=100, record=True, file=open(os.devnull, "w"))
+    cli._print_table(records, console)
+    return console.export_text()
+
+
+def test_a_launch_bound_run_shows_its_host_speedup_under_the_speedup():
+    text = _table_text([cuda_run_record()])
+    lines = [line for line in text.splitlines() if "0.86x" in line or "launch-bound" in line or "host" in line]
+    assert len(lines) == 3, text
+    # the device-time headline, the mark, then the host-inclusive figure, in that order
+    assert "0.86x" in lines[0] and "launch-bound" in lines[1] and "host 1.31x" in lines[2]
+
+
+def test_a_run_that_is_not_launch_bound_shows_no_host_figure():
+    record = cuda_run_record(eager_host_ms=0.11)
+    assert record.summary()["launch_bound"] is False and record.summary()["host_speedup"] is not None
+    text = _table_text([record])
+    assert "0.86x" in text
+    assert "launch-bound" not in text and "host" not in text
 
 
 @pytest.mark.slow

@@ -69,6 +69,12 @@ def test_telemetry_never_imports_torch_or_textual():
     assert imported.isdisjoint({"torch", "textual"})
 
 
+def test_the_display_helpers_the_cli_borrows_never_import_textual():
+    """``tui.cli`` prints its table with ``tui.app.format``: that module must stay textual-free."""
+    imported = _imported_after(["tui.app.format"])
+    assert imported.isdisjoint({"torch", "textual"})
+
+
 def test_worker_package_is_the_only_engine_part_that_needs_torch():
     """The worker imports torch (and still not textual)."""
     pytest.importorskip("torch")

@@ -34,6 +34,7 @@ def _script(blocks: int = 4, clock: str = "perf_counter", eager_wall: float = 2.
                    diagnostics={"graph_breaks": 1, "graph_break_reasons": ["x"], "recompiles": 0, "unique_graphs": 2}),
         make_event("phase", 1.6, phase="warming_up"),
         make_event("block", 1.7, side="compiled", stage="warmup", index=0, clock=clock, ms=[1.5, 1.2, 1.1]),
+        make_event("phase", 1.75, phase="checking_accuracy"),
         make_event("phase", 1.8, phase="measuring"),
     ]  # fmt: skip
     for i in range(blocks):
@@ -42,7 +43,6 @@ def _script(blocks: int = 4, clock: str = "perf_counter", eager_wall: float = 2.
             if labels:
                 fields["labels"] = labels
             events.append(make_event("block", 2.0 + i, **fields))
-    events.append(make_event("phase", 9.0, phase="checking_accuracy"))
     events.append(
         make_event(
             "finished",

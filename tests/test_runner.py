@@ -96,7 +96,7 @@ async def test_events_reach_the_record_in_order_and_blocks_stream():
     assert names[:3] == ["ready", "started", "phase"]
     assert names[-1] == "finished"
     phases = [e["phase"] for e in collector.events if e["event"] == "phase"]
-    assert phases == ["building", "compiling", "warming_up", "measuring", "checking_accuracy"]
+    assert phases == ["building", "compiling", "warming_up", "checking_accuracy", "measuring"]
     blocks = [e for e in collector.events if e["event"] == "block"]
     assert [(b["side"], b["index"]) for b in blocks] == [(s, i) for i in range(4) for s in ("eager", "compiled")]
     first_block = collector.arrived[names.index("block")]

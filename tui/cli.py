@@ -3,7 +3,7 @@
 This module imports neither torch nor textual: runs happen in worker processes
 (:class:`tui.engine.runner.WorkerRunner`), the environment check's torch part runs in a
 subprocess (``python -m tui.engine.worker.envcheck``), and the app is imported only when
-it is opened.
+it is opened (the summary table borrows ``tui.app.format``, which imports no textual).
 
 Exit codes: 0 when every run succeeded, 1 when one failed, 2 on bad usage (one line
 ``compile-lab: error: <field>: <what is allowed>`` on stderr), 130 after Ctrl-C and
@@ -477,7 +477,11 @@ def _ms(stats: Any) -> str:
 
 
 def _speedup_text(summary: dict[str, Any]) -> Any:
-    """``1.23x`` over ``[1.10, 1.35]``: green/red when significant, dim (``n.s.``) when not."""
+    """``1.23x`` over ``[1.10, 1.35]``: green/red when significant, dim (``n.s.``) when not.
+
+    A launch-bound run is marked, with its host-inclusive speedup (``host 1.31x``) under it:
+    the headline is device time, the host figure is what a loop that never synchronises pays.
+    """
     from rich.text import Text
 
     speedup = summary.get("speedup")
@@ -493,6 +497,9 @@ def _speedup_text(summary: dict[str, Any]) -> Any:
             text.append("\nn.s.", style="dim")
     if summary.get("launch_bound"):
         text.append("\nlaunch-bound", style="yellow")
+        host = summary.get("host_speedup")
+        if host is not None:
+            text.append(f"\nhost {host:.2f}x", style="bold yellow")
     return text
 
 
@@ -501,6 +508,8 @@ def _print_table(records: list[Any], console: Any) -> None:
     from rich import box
     from rich.table import Table
     from rich.text import Text
+
+    from tui.app.format import accuracy_style
 
     table = Table(
         title="compile-lab results", title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False, collapse_padding=True
@@ -531,7 +540,7 @@ def _print_table(records: list[Any], console: Any) -> None:
             _ms(summary["compiled"]["iter"]),
             _speedup_text(summary),
             f"{row.get('graph_breaks') or '-'}/{row.get('recompiles') or '-'}",
-            Text(accuracy, style={"pass": "green", "fail": "bold red"}.get(accuracy, "dim")),
+            Text(accuracy, style=accuracy_style(accuracy)),
             Text(record.status, style=status_style),
             end_section=number < len(records),  # a blank line between runs
         )

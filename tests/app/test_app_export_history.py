@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import csv
 import json
+import threading
 from pathlib import Path
 
 from textual.widgets import Input
@@ -12,7 +13,9 @@ from app_helpers import notifications, wait_until
 from tui import paths
 from tui.app.components.dialogs import ExportScreen
 from tui.app.components.picker import Picker
-from tui.app.messages import RunsExported
+from tui.app.messages import RunFinished, RunsExported
+from tui.engine.history import History
+from tui.engine.options import RunOptions
 from tui.engine.results import CSV_COLUMNS, RAW_COLUMNS
 
 
@@ -151,3 +154,45 @@ async def test_a_damaged_history_line_is_a_warning_not_a_crash(make_app):
         await wait_until(pilot, lambda: any(n.title == "History" for n in second._notifications), what="warning")
         warning = next(n for n in second._notifications if n.title == "History")
         assert warning.severity == "warning" and "not valid JSON" in warning.message
+
+
+class _FirstAppendWaits(History):
+    """A history whose first append waits until ``gate`` is set (a slow disk, or a slow summary)."""
+
+    def __init__(self, gate: threading.Event) -> None:
+        super().__init__()
+        self.gate = gate
+        self.waits: list[bool] = []
+        self._calls = 0
+        self._lock = threading.Lock()
+
+    def append(self, record) -> None:
+        with self._lock:  # appends may come from several threads at once: that is the bug this catches
+            first = self._calls == 0
+            self._calls += 1
+        if first:
+            self.waits.append(self.gate.wait(timeout=30))
+        super().append(record)
+
+
+async def test_a_fast_sweep_reaches_the_history_in_run_order(make_app):
+    """Runs that end while an earlier one is still being saved are written after it, not before."""
+    gate = threading.Event()
+    history = _FirstAppendWaits(gate)
+    app = make_app(history=history, load_history=False)
+    options = [RunOptions(workload="pointwise", params={"n": 64 + i}, iters=10, block_size=5).validated() for i in range(6)]
+    finished: list[str] = []
+
+    def hook(message) -> None:
+        if isinstance(message, RunFinished):
+            finished.append(message.record.run_id)
+            if len(finished) == len(options):
+                gate.set()  # the first run's append goes on only once every run has ended
+
+    async with app.run_test(size=(160, 48), message_hook=hook) as pilot:
+        queued = [record.run_id for record in app.enqueue(options, origin="sweep")]
+        await wait_until(pilot, lambda: len(finished) == len(options) and app.settled, what="six runs saved")
+    assert history.waits == [True]  # released by the last run ending, not by the timeout
+    assert finished == queued
+    lines = paths.history_file().read_text().splitlines()
+    assert [json.loads(line)["run_id"] for line in lines] == queued

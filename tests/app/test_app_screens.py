@@ -10,6 +10,7 @@ from rich.console import Console
 from textual.binding import Binding
 
 from app_helpers import FAKE_WORKER, fake_runner, fake_worker_children, process_gone, wait_until
+from fakes.records import cuda_run_record
 from tui.app import app as app_module
 from tui.app.app import CompileLabApp, run_app
 from tui.app.components.details import DetailsScreen, render_details
@@ -60,6 +61,34 @@ async def test_details_of_a_failed_run_show_the_error(make_app):
         assert "compile_error: compile failed: fake inductor error" in text
         assert "RuntimeError: fake inductor error" in text  # the detail (traceback)
         assert "no diagnostics" in text
+
+
+def _line_of(text: str, label: str) -> str:
+    return next(line for line in text.splitlines() if line.lstrip().startswith(label))
+
+
+async def test_a_launch_bound_run_tells_its_host_speedup_in_the_row_and_the_details(make_app):
+    app = make_app()
+    bound, plain = cuda_run_record("20250101-000000-bound1"), cuda_run_record("20250101-000000-plain1", 0.11)
+    async with app.run_test(size=(160, 48)) as pilot:
+        app.inject_record(bound)
+        app.inject_record(plain)
+        await pilot.pause()
+        assert app.table.cell_text(bound.run_id, "launch_bound") == "LB 1.31×"
+        assert app.table.cell_text(plain.run_id, "launch_bound") == ""
+        details = {}
+        for record in (bound, plain):
+            app.action_details(record.run_id)
+            await wait_until(pilot, lambda: isinstance(app.screen, DetailsScreen) and bool(app.screen.query("#details-content")),
+                             what="details")
+            details[record.run_id] = _text(app.screen.query_one("#details-content").content)
+            await pilot.press("escape")
+            await wait_until(pilot, lambda: not isinstance(app.screen, DetailsScreen), what="back")
+    assert "0.86×" in _line_of(details[bound.run_id], "speedup")
+    host_line = _line_of(details[bound.run_id], "host-inclusive speedup")
+    assert "1.31×" in host_line and "launch-bound" in host_line
+    host_line = _line_of(details[plain.run_id], "host-inclusive speedup")
+    assert "0.93×" in host_line and "launch-bound" not in host_line  # 0.11 / 0.118 ms
 
 
 async def test_help_opens_on_f1_and_question_mark(make_app):

@@ -2,6 +2,7 @@
 
 ``fake_worker_argv()`` gives the argv of a torch-free worker with the real protocol; pass it
 as ``WorkerRunner(worker_argv=...)``. Its behaviours are listed in ``fake_worker``'s docstring.
+``records`` holds ready-made records (``cuda_run_record()``) for the views' tests.
 """
 
 from __future__ import annotations

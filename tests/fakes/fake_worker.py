@@ -178,6 +178,7 @@ def _measure(options: dict, behaviour: str, delay: float) -> None:
         for side in ("eager", "compiled"):
             ms = _block_times(side, 0, warmup, seed)
             _emit("block", side=side, stage="warmup", index=0, clock="perf_counter", ms=ms, wall_ms_per_call=ms[0])
+    _emit("phase", phase="checking_accuracy")  # the real worker checks accuracy before it measures
     _emit("phase", phase="measuring")
     for index in range(blocks):
         for side in ("eager", "compiled"):
@@ -200,7 +201,6 @@ def _measure(options: dict, behaviour: str, delay: float) -> None:
 
 
 def _finish(options: dict) -> None:
-    _emit("phase", phase="checking_accuracy")
     _emit(
         "finished",
         diagnostics={"graph_breaks": 0, "unique_graphs": 1, "recompiles": 0},

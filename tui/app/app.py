@@ -4,7 +4,7 @@ Pipeline (messages in ``tui.app.messages``)::
 
     Run / Sweep / Re-run -> RunsQueued -> (queue, one worker at a time) -> RunStarted
         -> runner.run(record, on_event) in an async worker -> RunFinished
-        -> summary + history append in a thread -> row refreshed
+        -> summary + history append in one thread, in the order runs ended -> row refreshed
 
 Live updates follow dolphie/toolong: ``on_event`` only marks the run's row and the chart
 dirty; an 8 Hz timer rewrites the changed cells inside ``batch_update()``. The timer pauses
@@ -19,6 +19,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import signal
+import threading
 from collections import deque
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterable
@@ -29,32 +30,22 @@ from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
 from textual.screen import Screen
 from textual.timer import Timer
-from textual.widgets import Footer, Header, Input, Static
+from textual.widgets import Footer, Header
 from textual.worker import Worker, WorkerState
 
+from tui.app.components.chart import IterationChart
+from tui.app.components.gpu_pane import GpuPane
 from tui.app.components.picker import Picker
 from tui.app.components.queue_view import QueueView
 from tui.app.components.results_table import COLUMNS, ResultsTable
-from tui.app.config import DEFAULT_THEME, AppConfig, load_config, save_config
+from tui.app.config import DEFAULT_THEME, load_config, save_config
 from tui.app.format import TERMINAL_STATUSES, options_label, workload_label
 from tui.app.messages import HistoryLoaded, RunFinished, RunsExported, RunsQueued, RunStarted
 from tui.engine.options import OptionsError, RunOptions
+from tui.telemetry.model import normalize_uuid
 
 if TYPE_CHECKING:  # imported where used: screens and the engine's records are not needed for the first frame
     from tui.engine.results import RunRecord
-
-try:  # written by another engineer; the app still starts without them
-    from tui.app.components.gpu_pane import GpuPane
-except ModuleNotFoundError as _exc:  # pragma: no cover - only while the module is missing
-    if _exc.name != "tui.app.components.gpu_pane":
-        raise
-    GpuPane = None  # type: ignore[assignment,misc]
-try:
-    from tui.app.components.chart import IterationChart
-except ModuleNotFoundError as _exc:  # pragma: no cover - only while the module is missing
-    if _exc.name != "tui.app.components.chart":
-        raise
-    IterationChart = None  # type: ignore[assignment,misc]
 
 __all__ = ["CompileLabApp", "run_app", "THEME_ALIASES", "REFRESH_HZ"]
 
@@ -170,6 +161,9 @@ class CompileLabApp(App[int]):
         self.show_history = self.config.show_history
         self._history_ids: list[str] = []
         self._finalized: set[str] = set()
+        self._to_finalize: deque[RunRecord] = deque()
+        self._finalize_lock = threading.Lock()
+        self._finalizing = False
         self._dirty: set[str] = set()
         self._run_worker: Worker | None = None
         self._tick: Timer | None = None
@@ -178,35 +172,37 @@ class CompileLabApp(App[int]):
         self._chart_record: RunRecord | None = None
         self._table: ResultsTable | None = None
         self._picker: Picker | None = None
+        self._chart_view: IterationChart | None = None
+        self._gpu_view: GpuPane | None = None
+        self._queue_view: QueueView | None = None
 
     # ----- layout ------------------------------------------------------------------
 
     def compose(self) -> ComposeResult:
         """GPU pane across the top; picker on the left, table, queue and chart on the right."""
         yield Header(show_clock=False, icon="≡")
-        if GpuPane is not None:
-            pane = GpuPane(self.telemetry, interval=self.gpu_interval, id="gpu")
-            pane.border_title = "GPU"
-            yield pane
-        else:  # pragma: no cover - while the GPU pane is missing
-            yield Static("GPU pane not installed", id="gpu")
+        pane = GpuPane(self.telemetry, interval=self.gpu_interval, id="gpu")
+        pane.border_title = "GPU"
+        yield pane
         with Horizontal(id="main"):
             with Vertical(id="left"):
                 yield Picker(self.config.options, id="picker")
             with Vertical(id="right"):
                 yield ResultsTable(id="results")
                 yield QueueView(id="queue")
-                if IterationChart is not None:
-                    yield IterationChart(id="chart")
-                else:  # pragma: no cover - while the chart is missing
-                    yield Static("chart not installed", id="chart")
+                yield IterationChart(id="chart")
         yield Footer()
 
     def on_mount(self) -> None:
         """Start the redraw timer (paused), the history load and the signal handlers."""
         self._main_screen = self.screen
+        # Looked up once: the timer and every worker event use them, and later queries would
+        # search whichever screen is on top.
+        self._chart_view = self.query_one("#chart", IterationChart)
+        self._gpu_view = self.query_one("#gpu", GpuPane)
+        self._queue_view = self.query_one("#queue", QueueView)
         self._tick = self.set_interval(1 / REFRESH_HZ, self._refresh_live, pause=True, name="live-refresh")
-        self.query_one(QueueView).show(None, [])
+        self._queue_view.show(None, [])
         if self._config_warning:
             self.notify(self._config_warning, title="Config ignored", severity="warning", markup=False, timeout=8)
         if self.install_signal_handlers:
@@ -237,19 +233,10 @@ class CompileLabApp(App[int]):
         if self.load_history_at_start:
             self._load_history()
 
-    def _chart(self) -> Any:
-        try:
-            widget = self._main_screen.query_one("#chart") if self._main_screen else None
-        except Exception:
-            return None
-        return widget if hasattr(widget, "set_run") else None
-
-    def _gpu_pane(self) -> Any:
-        try:
-            widget = self._main_screen.query_one("#gpu") if self._main_screen else None
-        except Exception:
-            return None
-        return widget if hasattr(widget, "active_uuid") else None
+    def _highlight_gpu(self, uuid: str | None) -> None:
+        """Show the GPU a run uses (its uuid in any form ``normalize_uuid`` takes) first in the GPU pane."""
+        if uuid and self._gpu_view is not None:
+            self._gpu_view.active_uuid = normalize_uuid(uuid)
 
     # ----- running --------------------------------------------------------------------
 
@@ -314,12 +301,8 @@ class CompileLabApp(App[int]):
             self.current = record
         self.table.add_records([record])
         self._show_in_chart(record)
-        device = record.options.device
-        pane = self._gpu_pane()
-        if current and pane is not None and device.startswith("cuda:GPU-"):
-            from tui.telemetry.model import normalize_uuid
-
-            pane.active_uuid = normalize_uuid(device.partition(":")[2])
+        if current:
+            self._highlight_gpu(_device_gpu_uuid(record.options.device))
         self._mark_dirty(record.run_id)
 
     def _start_next(self) -> None:
@@ -344,18 +327,10 @@ class CompileLabApp(App[int]):
         if record is None:
             return
         self._dirty.add(record.run_id)
-        if self._chart_record is record:
-            chart = self._chart()
-            if chart is not None:
-                chart.mark_dirty()
+        if self._chart_record is record and self._chart_view is not None:
+            self._chart_view.mark_dirty()
         if event.get("event") == "started":
-            uuid = (event.get("env") or {}).get("gpu_uuid")
-            pane = self._gpu_pane()
-            if pane is not None and uuid:
-                with contextlib.suppress(Exception):
-                    from tui.telemetry.model import normalize_uuid
-
-                    pane.active_uuid = normalize_uuid(uuid)
+            self._highlight_gpu((event.get("env") or {}).get("gpu_uuid"))
         if self._tick is not None:
             self._tick.resume()
 
@@ -363,13 +338,7 @@ class CompileLabApp(App[int]):
     def _run_started(self, message: RunStarted) -> None:
         self._show_in_chart(message.record)
         self._mark_dirty(message.record.run_id)
-        device = message.record.options.device
-        pane = self._gpu_pane()
-        if pane is not None and device.startswith("cuda:GPU-"):
-            with contextlib.suppress(Exception):
-                from tui.telemetry.model import normalize_uuid
-
-                pane.active_uuid = normalize_uuid(device.partition(":")[2])
+        self._highlight_gpu(_device_gpu_uuid(message.record.options.device))
 
     @on(Worker.StateChanged)
     def _worker_state_changed(self, event: Worker.StateChanged) -> None:
@@ -388,10 +357,8 @@ class CompileLabApp(App[int]):
                 record.fail("crash", f"the run task failed: {type(error).__name__}: {error}")
             else:
                 record.fail("cancelled", "cancelled")
-        pane = self._gpu_pane()
-        if pane is not None:
-            with contextlib.suppress(Exception):
-                pane.active_uuid = None
+        if self._gpu_view is not None:
+            self._gpu_view.active_uuid = None
         self.post_message(RunFinished(record))
         self._start_next()
 
@@ -410,9 +377,33 @@ class CompileLabApp(App[int]):
         if self.current is None and not self.queue:
             self._mark_dirty(None)
 
-    @work(thread=True, group="finalize", exit_on_error=False, description="summary and history")
     def _finalize(self, record: RunRecord) -> None:
-        """Off the UI thread: the final summary (bootstrap interval) and the history append."""
+        """Queue an ended run for its final summary and history append (in the order runs end)."""
+        with self._finalize_lock:
+            self._to_finalize.append(record)
+            if self._finalizing:
+                return  # the running finalizer takes it after the ones before it
+            self._finalizing = True
+        self._finalize_worker()
+
+    @work(thread=True, group="finalize", exit_on_error=False, description="summaries and history")
+    def _finalize_worker(self) -> None:
+        """Off the UI thread, one run at a time: so history.jsonl keeps the order the runs ended in."""
+        while True:
+            with self._finalize_lock:
+                if not self._to_finalize:
+                    self._finalizing = False  # under the lock: a run ending now starts a new finalizer
+                    return
+                record = self._to_finalize.popleft()
+            try:
+                self._finalize_one(record)
+            except BaseException:
+                with self._finalize_lock:
+                    self._finalizing = False  # the next run that ends picks up what is left
+                raise
+
+    def _finalize_one(self, record: RunRecord) -> None:
+        """The final summary (bootstrap interval) and the history append of one run."""
         try:
             record.summary()
         except Exception:  # a view never dies on data; the row shows what it can
@@ -422,7 +413,10 @@ class CompileLabApp(App[int]):
             self.history.append(record)
         except Exception as exc:  # HistoryError, SamplesUnavailable, OSError
             problem = f"run {record.run_id} was not saved to the history: {exc}"
-        self.call_from_thread(self._finalized_record, record, problem)
+        try:
+            self.call_from_thread(self._finalized_record, record, problem)
+        except RuntimeError:  # the app stopped; the runs queued after this one still reach the history
+            pass
 
     def _finalized_record(self, record: RunRecord, problem: str | None) -> None:
         self._finalized.add(record.run_id)
@@ -539,7 +533,7 @@ class CompileLabApp(App[int]):
         if self._main_screen is not None and self.screen is not self._main_screen:
             return  # dolphie: no redraw under a dialog or the details; it catches up on return
         table = self._table
-        if table is None or not table.is_attached or table._closing or not self.is_running:
+        if table is None or not table.accepts_updates or not self.is_running:
             return
         dirty, self._dirty = self._dirty, set()
         with self.batch_update():
@@ -551,19 +545,19 @@ class CompileLabApp(App[int]):
                     self._dirty.add(run_id)  # its summary is being computed off-thread
                     continue
                 table.refresh_record(record)
-            self._main_screen.query_one(QueueView).show(self.current, list(self.queue))
+            if self._queue_view is not None:
+                self._queue_view.show(self.current, list(self.queue))
         if not self._dirty and self.current is None and self._tick is not None:
             self._tick.pause()
 
     def _show_in_chart(self, record: RunRecord | None) -> None:
-        chart = self._chart()
+        chart = self._chart_view
         if chart is None or record is self._chart_record:
             return
         if record is not None and record.finished and record.run_id not in self._finalized:
             return
         self._chart_record = record
-        with contextlib.suppress(Exception):
-            chart.set_run(record)
+        chart.set_run(record)
 
     @on(ResultsTable.RunHighlighted)
     def _run_highlighted(self, message: ResultsTable.RunHighlighted) -> None:
@@ -591,11 +585,9 @@ class CompileLabApp(App[int]):
 
     # ----- GPU pane -> picker devices -------------------------------------------------------
 
-    def on_gpu_pane_updated(self, message: Any) -> None:
+    def on_gpu_pane_updated(self, message: GpuPane.Updated) -> None:
         """The GPU pane polled: offer its GPUs in the device field."""
-        snapshots = getattr(message, "snapshots", None) or []
-        gpus = [(getattr(s, "name", None) or "GPU", getattr(s, "uuid", None)) for s in snapshots]
-        self.picker.set_devices([(name, uuid) for name, uuid in gpus if uuid])
+        self.picker.set_devices([(s.name or "GPU", s.uuid) for s in message.snapshots if s.uuid])
 
     # ----- export -----------------------------------------------------------------------------
 
@@ -690,7 +682,8 @@ class CompileLabApp(App[int]):
 
     def _show_history_rows(self) -> None:
         table = self.table
-        session = [rid for rid in table.run_ids if rid not in set(self._history_ids)]
+        history = set(self._history_ids)
+        session = [rid for rid in table.run_ids if rid not in history]
         with self.batch_update():
             # History first (oldest first), then this session's rows: rebuild in that order.
             session_records = [self.records[rid] for rid in session]
@@ -875,6 +868,11 @@ class CompileLabApp(App[int]):
         """Remember a theme chosen from the palette."""
         if hasattr(self, "config"):
             self.config.theme = theme
+
+
+def _device_gpu_uuid(device: str) -> str | None:
+    """The uuid a ``cuda:GPU-<uuid>`` device names; None for ``cpu``, ``cuda`` and ``cuda:N``."""
+    return device.partition(":")[2] if device.startswith("cuda:GPU-") else None
 
 
 def export_paths(target: str | None, defaults: Any) -> dict[str, Path]:

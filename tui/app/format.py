@@ -32,6 +32,7 @@ __all__ = [
     "csv_row",
     "peak_memory_mb",
     "accuracy_label",
+    "accuracy_style",
     "clock_label",
     "sm_clock_mhz",
     "lookup",
@@ -43,8 +44,8 @@ STATUS_LABELS = {
     "building": "building",
     "compiling": "compiling",
     "warming_up": "warming up",
-    "measuring": "measuring",
     "checking_accuracy": "accuracy",
+    "measuring": "measuring",
     "diagnosing": "diagnosing",
     "done": "done",
     "failed": "failed",
@@ -209,15 +210,19 @@ def peak_memory_mb(record: Any, row: dict[str, str] | None = None) -> float | No
     return max((p for p in peaks if p is not None), default=None)
 
 
+def accuracy_style(verdict: str | None) -> str:
+    """The rich style of an accuracy verdict as the CSV writes it (``pass`` / ``fail`` / ``n/a``).
+
+    The command line shares it (this module imports no textual).
+    """
+    return {"pass": "green", "fail": "bold red"}.get(verdict or "", "dim")
+
+
 def accuracy_label(record: Any, row: dict[str, str] | None = None) -> tuple[str, str]:
     """(``ok`` / ``FAIL`` / ``–``, rich style) from the record's accuracy verdict."""
     row = csv_row(record) if row is None else row
     verdict = row.get("accuracy", "n/a")
-    if verdict == "pass":
-        return "ok", "green"
-    if verdict == "fail":
-        return "FAIL", "bold red"
-    return "–", "dim"
+    return {"pass": "ok", "fail": "FAIL"}.get(verdict, "–"), accuracy_style(verdict)
 
 
 def sm_clock_mhz(record: Any) -> float | None:

@@ -45,7 +45,8 @@ __all__ = [
 
 PROTOCOL_VERSION = 1
 
-PHASES = ("building", "compiling", "warming_up", "measuring", "checking_accuracy", "diagnosing")
+PHASES = ("building", "compiling", "warming_up", "checking_accuracy", "measuring", "diagnosing")
+"""The worker's phases, in the order it runs them."""
 STAGES = ("compile", "warmup", "measure")
 EVENTS = ("ready", "started", "phase", "warning", "compiled", "block", "finished", "failed")
 FAILURE_KINDS = (

@@ -225,13 +225,6 @@ def _last_meaningful_line(text: str) -> str:
     return ""
 
 
-def _signal_name(signum: int) -> str:
-    try:
-        return signal.Signals(signum).name
-    except ValueError:
-        return f"signal {signum}"
-
-
 def _device_index(device: str) -> int | None:
     if device == "cuda":
         return 0
@@ -374,9 +367,7 @@ class WorkerRunner:
         worker: _Worker | None = None
         try:
             gpu = state.gpu = await self._resolve_gpu_async(options.device)
-            argv = self._argv(options)
-            env = self._worker_env(options, gpu)
-            key = (tuple(argv), frozenset(env.items()))
+            argv, env, key = self._launch(options, gpu)
             if gpu is not None:
                 lock_fd = await self._acquire_gpu_lock(gpu, on_event)
             try:
@@ -449,9 +440,7 @@ class WorkerRunner:
         if self._closed:
             raise RuntimeError("the runner was closed")
         gpu = await self._resolve_gpu_async(options.device)
-        argv = self._argv(options)
-        env = self._worker_env(options, gpu)
-        await self._start_spare(argv, env, (tuple(argv), frozenset(env.items())))
+        await self._start_spare(*self._launch(options, gpu))
         spare = self._spare
         if spare is None:
             return None
@@ -494,6 +483,12 @@ class WorkerRunner:
         await self.aclose()
 
     # ----- configuration ----------------------------------------------------------------------
+
+    def _launch(self, options: Any, gpu: str | None) -> tuple[list[str], dict[str, str], tuple]:
+        """(argv, environment, key) of a worker for ``options``; a spare is reused only when the key matches."""
+        argv = self._argv(options)
+        env = self._worker_env(options, gpu)
+        return argv, env, (tuple(argv), frozenset(env.items()))
 
     def _argv(self, options: Any) -> list[str]:
         if self.worker_argv:

@@ -30,6 +30,7 @@ from tui.app.format import (
     status_of,
     workload_label,
 )
+from tui.engine.columns import to_float
 
 __all__ = ["DetailsScreen", "render_details"]
 
@@ -124,6 +125,7 @@ def _headline(record: Any, summary: dict[str, Any]) -> Table:
     return _kv_table(
         [
             ("speedup", None if speedup is None else fmt_speedup(speedup, low, high) + f"  {verdict}"),
+            ("host-inclusive speedup", _host_speedup_text(summary)),
             ("compile s", fmt_seconds(getattr(record, "compile_s", None)) + " (first compiled call)"
              if getattr(record, "compile_s", None) is not None else None),
             ("break-even calls", summary.get("break_even_calls")),
@@ -132,6 +134,15 @@ def _headline(record: Any, summary: dict[str, Any]) -> Table:
             ("GB/s (compiled)", summary.get("gbps")),
         ]
     )
+
+
+def _host_speedup_text(summary: dict[str, Any]) -> str | None:
+    host = to_float(summary.get("host_speedup"))
+    if host is None:
+        return None
+    if summary.get("launch_bound"):
+        return fmt_speedup(host) + "  launch-bound: what a loop that never synchronises pays"
+    return fmt_speedup(host)
 
 
 def _per_label(summary: dict[str, Any]) -> Table | None:

@@ -20,7 +20,8 @@ compile-lab times eager PyTorch against torch.compile in a fresh worker process 
 the first compiled call is reported apart as compile s, warm-up is discarded, and eager and
 compiled are then measured in alternating blocks. The speedup is the ratio of medians with a
 95% bootstrap interval: green = significantly faster, red = significantly slower, dim = not
-significant. LB marks a launch-bound run (host time per call well above the GPU time).
+significant. LB marks a launch-bound run (host time per call well above the GPU time),
+followed by its host-inclusive speedup: what a loop that never synchronises pays.
 
 Pick a workload and options on the left, press r to run (ctrl+r works inside a text field),
 w to sweep modes x fullgraph x dynamic. Rows update live; Enter on a row shows every

@@ -52,7 +52,7 @@ COLUMNS: tuple[tuple[str, str, int], ...] = (
     ("eager_ms", "eager ms", 8),
     ("compiled_ms", "comp. ms", 8),
     ("compile_s", "compile s", 9),
-    ("launch_bound", "LB", 2),
+    ("launch_bound", "LB", 9),
     ("graph_breaks", "brk", 3),
     ("recompiles", "rcp", 3),
     ("peak_mem", "peak mem", 9),
@@ -129,7 +129,8 @@ def row_cells(record: Any, summary: dict[str, Any] | None = None, *, history: bo
         speed_style = "bold red"
     else:
         speed_style = "dim"
-    launch_bound = summary.get("launch_bound")
+    launch_bound = bool(summary.get("launch_bound"))
+    host_speedup = to_float(summary.get("host_speedup"))
     breaks = graph_breaks(record)
     recomp = recompiles(record)
     row = csv_row(record) if status in ("done", "failed", "cancelled") else {}
@@ -145,7 +146,7 @@ def row_cells(record: Any, summary: dict[str, Any] | None = None, *, history: bo
         "eager_ms": Cell(fmt_ms(eager), sort_key=eager, justify="right"),
         "compiled_ms": Cell(fmt_ms(compiled), sort_key=compiled, justify="right"),
         "speedup": Cell(fmt_speedup(speedup, low, high), speed_style, sort_key=speedup),
-        "launch_bound": Cell("LB" if launch_bound else "", "bold magenta", sort_key=1 if launch_bound else 0),
+        "launch_bound": _launch_bound_cell(launch_bound, host_speedup),
         "graph_breaks": Cell("–" if breaks is None else str(breaks), "bold yellow" if breaks else "",
                              sort_key=breaks, justify="right"),
         "recompiles": Cell("–" if recomp is None else str(recomp), "bold yellow" if recomp else "",
@@ -154,6 +155,14 @@ def row_cells(record: Any, summary: dict[str, Any] | None = None, *, history: bo
         "accuracy": Cell(acc_text, acc_style, sort_key=acc_text),
         "sm_clock": Cell(clock_text, clock_style, sort_key=sm_clock_mhz(record)),
     }
+
+
+def _launch_bound_cell(launch_bound: bool, host_speedup: float | None) -> Cell:
+    """``LB 1.31×``: the mark, then the host-inclusive speedup a launch-bound run's loop pays."""
+    if not launch_bound:
+        return Cell("", sort_key=(0, 0.0))
+    text = "LB" if host_speedup is None else f"LB {fmt_speedup(host_speedup)}"
+    return Cell(text, "bold magenta", sort_key=(1, host_speedup or 0.0))
 
 
 class ResultsTable(DataTable):
@@ -209,6 +218,11 @@ class ResultsTable(DataTable):
             return self.coordinate_to_cell_key(self.cursor_coordinate).row_key.value
         except CellDoesNotExist:
             return None
+
+    @property
+    def accepts_updates(self) -> bool:
+        """Whether rows may be rewritten now: attached to a running app and not being removed."""
+        return self.is_attached and not (self._closing or self._closed)
 
     def has_run(self, run_id: str) -> bool:
         """Whether the table has a row for this run."""

@@ -37,6 +37,7 @@ from tui.engine.worker.channel import (
 from tui.engine.worker.failures import Failure, RunFailed, classify, one_line
 from tui.engine.worker.flops import count_flops
 from tui.engine.worker.measure import Benchmark, make_compile_fn
+from tui.telemetry.model import normalize_uuid
 
 __all__ = ["main", "WorkerRun", "resolve_device", "apply_memory_limit", "DTYPES"]
 
@@ -76,8 +77,8 @@ def resolve_device(text: str) -> torch.device:
     if text == "cuda":
         index = 0
     elif text.startswith("cuda:GPU-"):
-        wanted = text[len("cuda:GPU-"):].lower()
-        found = [i for i in range(count) if (envinfo.gpu_uuid(i) or "").lower().removeprefix("gpu-") == wanted]
+        wanted = normalize_uuid(text.partition(":")[2])
+        found = [i for i in range(count) if normalize_uuid(envinfo.gpu_uuid(i)) == wanted]
         if not found:
             seen = ", ".join(envinfo.gpu_uuid(i) or "?" for i in range(count))
             raise OptionsError("device", f"{text[5:]} is not among the visible GPUs ({seen})")
