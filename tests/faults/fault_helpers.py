@@ -151,7 +151,15 @@ class LineReader:
         return self.lines[-1]
 
     async def json_until(self, predicate: Callable[[dict], bool], timeout: float = 60.0) -> dict:
-        """Read JSON lines until one satisfies ``predicate``; return it."""
+        """The first JSON line, already read or still to come, that satisfies ``predicate``.
+
+        Lines read while waiting for something else count: the writer's reports can arrive
+        in either order (a run's history append may land after the next run started).
+        """
+        for raw in self.lines:
+            item = json.loads(raw)
+            if predicate(item):
+                return item
         deadline = time.monotonic() + timeout
         while True:
             item = json.loads(await self.line(max(0.0, deadline - time.monotonic())))
