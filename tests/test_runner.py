@@ -13,6 +13,7 @@ import time
 from pathlib import Path
 
 import pytest
+from fakes.polling import poll_until
 
 from tui.engine.options import RunOptions
 from tui.engine.results import RunRecord
@@ -47,12 +48,7 @@ def _group_alive(pgid: int) -> bool:
 
 async def _group_gone(pgid: int, within: float = 1.0) -> bool:
     """Whether the group is gone within ``within`` seconds (killed members may take a moment to be reaped)."""
-    deadline = time.monotonic() + within
-    while _group_alive(pgid):
-        if time.monotonic() > deadline:
-            return False
-        await asyncio.sleep(0.02)
-    return True
+    return await poll_until(lambda: not _group_alive(pgid), within)
 
 
 def _proc_state(pid: int) -> str:

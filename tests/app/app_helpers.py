@@ -2,16 +2,19 @@
 
 from __future__ import annotations
 
-import asyncio
 import os
 import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
+from fakes.polling import poll_until
 from tui.engine.runner import WorkerRunner
 from tui.telemetry.fake import FakeSource
+
+if TYPE_CHECKING:
+    from tui.app.app import CompileLabApp
 
 FAKE_WORKER = [sys.executable, str(Path(__file__).resolve().parents[1] / "fakes" / "fake_worker.py")]
 
@@ -58,12 +61,7 @@ def process_alive(pid: int | None) -> bool:
 
 async def process_gone(pid: int | None, within: float = 5.0) -> bool:
     """Whether the process is gone within ``within`` seconds."""
-    deadline = time.monotonic() + within
-    while process_alive(pid):
-        if time.monotonic() > deadline:
-            return False
-        await asyncio.sleep(0.05)
-    return True
+    return await poll_until(lambda: not process_alive(pid), within, interval=0.05)
 
 
 def fake_worker_children() -> list[int]:

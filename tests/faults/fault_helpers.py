@@ -18,6 +18,7 @@ import time
 from pathlib import Path
 from typing import Any, Callable, Iterable
 
+from fakes.polling import poll_until
 from tui import paths
 
 REPO = Path(__file__).resolve().parents[2]
@@ -75,14 +76,10 @@ def processes_running(needle: bytes) -> list[int]:
 
 async def until(predicate: Callable[[], Any], within: float, what: str) -> Any:
     """Poll ``predicate`` until it returns something true; AssertionError after ``within`` s."""
-    deadline = time.monotonic() + within
-    while True:
-        value = predicate()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            raise AssertionError(f"{what}: not within {within} s")
-        await asyncio.sleep(0.02)
+    value = await poll_until(predicate, within)
+    if not value:
+        raise AssertionError(f"{what}: not within {within} s")
+    return value
 
 
 async def none_left(
