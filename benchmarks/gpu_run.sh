@@ -1,7 +1,11 @@
 #!/usr/bin/env bash
-# Everything compile-lab proves on a GPU, in priority order, each step under its own time limit,
+# Everything compile-lab proves on a GPU, in stages, each step under its own time limit,
 # writing its tables under $OUT (what finished comes back even if a later step runs out of time).
-#   bash benchmarks/gpu_run.sh
+#   bash benchmarks/gpu_run.sh tests     # pytest -m gpu                        (~5-8 min on an H200)
+#   bash benchmarks/gpu_run.sh seed      # the seed's table through compile-lab sweeps (~6-8 min)
+#   bash benchmarks/gpu_run.sh extra     # clock drift, cold compiles, screenshot (~4-6 min)
+#   bash benchmarks/gpu_run.sh fidelity  # benchmarks/fidelity.py                 (~2 min)
+# Several stages in one call: bash benchmarks/gpu_run.sh seed extra
 # On the device machine the missing wheels come from .whl (../shared/device/wheels.sh).
 set -uo pipefail
 OUT=${OUT:-out}; mkdir -p "$OUT"
@@ -12,38 +16,68 @@ else
   export PYTHONPATH=$PWD
 fi
 export PYTHONUNBUFFERED=1 COMPILE_LAB_HOME=/tmp/compile-lab-home
-{ date -u; nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,temperature.gpu,power.draw --format=csv;
+{ date -u; nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,temperature.gpu,power.draw,power.limit --format=csv;
   python3 -c 'import torch, triton; print("torch", torch.__version__, "cuda", torch.version.cuda, "triton", triton.__version__)'; } > "$OUT/env.txt" 2>&1
 cat "$OUT/env.txt"
-step() { echo "== $1 ($(date -u +%T))"; }
+step() { echo "== $1 ($(date -u +%T), ${SECONDS}s)"; }
+sweep() { timeout "$1" python3 -m tui sweep --device cuda --no-history --quiet "${@:2}"; echo "sweep exit $? after ${SECONDS}s"; }
 
-step "1. pytest -m gpu"
-timeout 150 python3 -m pytest -m gpu -p no:cacheprovider -q -n 6 -rfE tests/gpu tests/test_worker_gpu.py \
-  > "$OUT/gpu_tests.txt" 2>&1; echo "pytest exit $?" >> "$OUT/gpu_tests.txt"; tail -25 "$OUT/gpu_tests.txt"
+stage_tests() {
+  step "pytest -m gpu"
+  timeout "${GPU_TESTS_LIMIT:-500}" python3 -m pytest -m gpu -p no:cacheprovider -q -n "${GPU_TESTS_WORKERS:-8}" \
+    --durations=25 -rfEs tests/gpu tests/test_worker_gpu.py > "$OUT/gpu_tests.txt" 2>&1
+  echo "pytest exit $?" >> "$OUT/gpu_tests.txt"; tail -45 "$OUT/gpu_tests.txt"
+}
 
-step "2. timing fidelity"
-timeout 110 python3 benchmarks/fidelity.py --out "$OUT/fidelity.md" --iters 60 > "$OUT/fidelity.log" 2>&1; tail -25 "$OUT/fidelity.md"
+stage_seed() {
+  step "the seed's table re-measured"
+  local modes=default,reduce-overhead,max-autotune-no-cudagraphs
+  sweep 100 --workload cnn --param batch=64 --mode $modes --iters 400 --block-size 20 --csv "$OUT/seed_cnn.csv"
+  sweep 80 --workload cnn --param batch=64 --mode $modes --iters 400 --block-size 20 --tf32 --csv "$OUT/seed_cnn_tf32.csv"
+  sweep 100 --workload matmul --param n=8192 --mode $modes --iters 40 --block-size 5 --csv "$OUT/seed_matmul8192.csv"
+  sweep 80 --workload matmul --param n=8192 --mode $modes --iters 40 --block-size 5 --tf32 --csv "$OUT/seed_matmul8192_tf32.csv"
+  sweep 130 --workload matmul --param n=16384 --mode $modes --iters 20 --block-size 4 --csv "$OUT/seed_matmul16384.csv"
+  sweep 90 --workload matmul --param n=16384 --mode $modes --iters 30 --block-size 5 --tf32 --csv "$OUT/seed_matmul16384_tf32.csv"
+  table "$OUT"/seed_*.csv > "$OUT/seed_table.md"; cat "$OUT/seed_table.md"
+}
 
-step "3. the seed's table re-measured"
-sweep() { timeout "$1" python3 -m tui sweep --device cuda --no-history --quiet "${@:2}"; echo "sweep exit $?"; }
-sweep 35 --workload matmul --param n=8192,16384 --mode default --iters 30 --csv "$OUT/seed_matmul_default.csv"
-sweep 20 --workload matmul --param n=8192,16384 --mode default --iters 30 --tf32 --csv "$OUT/seed_matmul_default_tf32.csv"
-sweep 40 --workload cnn --param batch=64 --mode default,reduce-overhead,max-autotune-no-cudagraphs --iters 300 --block-size 20 --csv "$OUT/seed_cnn.csv"
-sweep 35 --workload matmul --param n=8192 --mode reduce-overhead,max-autotune-no-cudagraphs --iters 30 --tf32 --csv "$OUT/seed_matmul_ro_ma_tf32.csv"
-python3 - "$OUT" <<'PY' 2>&1 | tee "$OUT/seed_table.md"
-import csv, glob, sys
+stage_extra() {
+  step "clock drift: each method's SM clock"
+  timeout 100 python3 benchmarks/clock_drift.py --out "$OUT/clock_drift.md" > /dev/null 2>"$OUT/clock_drift.err"
+  echo "clock_drift exit $?"; cat "$OUT/clock_drift.md"; tail -5 "$OUT/clock_drift.err"
+  step "cold compiles (fresh inductor and triton caches)"
+  for spec in "matmul n=8192" "pointwise n=4096" "cnn batch=64" "mlp batch=256" "transformer_block batch=8"; do
+    set -- $spec
+    sweep 90 --workload "$1" --param "$2" --mode default,reduce-overhead --cold-compile --iters 20 \
+      --csv "$OUT/cold_$1.csv"
+  done
+  table "$OUT"/cold_*.csv > "$OUT/cold_table.md"; cat "$OUT/cold_table.md"
+  step "screenshot"
+  timeout 60 python3 benchmarks/screenshot.py --real --out "$OUT/app_h200.svg" --timeout 50 2>&1 | tail -3
+}
+
+stage_fidelity() {
+  step "timing fidelity"
+  timeout 300 python3 benchmarks/fidelity.py --out "$OUT/fidelity.md" --iters 100 > "$OUT/fidelity.log" 2>&1
+  echo "fidelity exit $?"; cat "$OUT/fidelity.md"
+}
+
+table() {
+  python3 - "$@" <<'PY'
+import csv, sys
 cols = ["workload", "params", "mode", "tf32", "status", "compile_s", "eager_median_ms", "compiled_median_ms",
         "speedup", "speedup_ci_low", "speedup_ci_high", "significant", "launch_bound", "eager_host_median_ms",
-        "compiled_host_median_ms", "accuracy", "sm_clock_mean_mhz", "throttle_reasons", "error"]
+        "compiled_host_median_ms", "host_speedup", "accuracy", "sm_clock_mean_mhz", "throttle_reasons", "error"]
 print("| " + " | ".join(cols) + " |"); print("|" + "---|" * len(cols))
-for path in sorted(glob.glob(sys.argv[1] + "/seed_*.csv")):
-    for row in csv.DictReader(open(path)):
-        print("| " + " | ".join(row.get(c, "") for c in cols) + " |")
+for path in sys.argv[1:]:
+    try:
+        rows = list(csv.DictReader(open(path)))
+    except OSError:
+        continue
+    for row in rows:
+        print("| " + " | ".join((row.get(c) or "").replace("|", "/")[:120] for c in cols) + " |")
 PY
+}
 
-step "4. the seed's own method"
-timeout 30 python3 benchmarks/seed_method.py --out "$OUT/seed_method.md" > /dev/null 2>&1; cat "$OUT/seed_method.md"
-
-step "5. screenshot"
-[ "$SECONDS" -lt 420 ] && timeout 30 python3 benchmarks/screenshot.py --real --out "$OUT/app_h200.svg" --timeout 25 2>&1 | tail -3
+for stage in "${@:-tests}"; do "stage_$stage"; done
 step done
