@@ -20,7 +20,7 @@ from tui.app.app import CompileLabApp  # noqa: E402
 from tui.app.components.gpu_pane import GpuPane  # noqa: E402
 from tui.app.components.picker import Picker  # noqa: E402
 from tui.engine.runner import WorkerRunner  # noqa: E402
-from tui.telemetry.model import normalize_uuid  # noqa: E402
+from tui.telemetry.model import normalize_uuid, nvml_uuid  # noqa: E402
 from tui.telemetry.nvml import NvmlSource  # noqa: E402
 
 
@@ -52,10 +52,11 @@ async def test_the_app_runs_a_cuda_workload_end_to_end_with_live_nvml():
 
             picker = app.query_one(Picker)
             device = picker.query_one("#device", Select)
-            await _until(pilot, lambda: gpu.uuid in {value for _, value in picker._devices}, 10, "the GPU as a device")
+            wanted = f"cuda:{nvml_uuid(gpu.uuid)}"
+            await _until(pilot, lambda: wanted in {value for _, value in device._options}, 10, "the GPU as a device")
             picker.query_one("#workload", Select).value = "matmul"
             await pilot.pause()
-            device.value = gpu.uuid
+            device.value = wanted
             await pilot.pause()
             picker.query_one("#param-n", Input).value = "2048"
             picker.query_one("#iters", Input).value = "60"
