@@ -65,6 +65,7 @@ async def test_the_app_runs_a_cuda_workload_end_to_end_with_live_nvml():
             await _until(pilot, lambda: app.table.row_count == 1, 15, "a row")
             run_id = app.table.run_ids[0]
             await _until(pilot, lambda: app.records[run_id].finished, 300, "the CUDA run to end")
+            await _until(pilot, lambda: app.settled, 15, "the table's refresh")
             record = app.records[run_id]
             assert record.status == "done", (record.error_kind, record.error_message, record.error_detail)
             assert normalize_uuid(record.env["gpu_uuid"]) == normalize_uuid(gpu.uuid)
