@@ -68,6 +68,10 @@ class Row:
     timer: float
     block_pair: float
     launch_bound: bool | None
+    rounds: int = 1
+    flush_vs_do_bench: float = float("nan")
+    host_vs_timer: float = float("nan")
+    round_spread: float = 0.0
 
     @property
     def gpu_bound(self) -> bool:
@@ -113,8 +117,13 @@ def _per_block_pair(clock: CudaClock, step: Callable[[], Any], calls: int, block
     return statistics.median(values)
 
 
-def run_case(name: str, fields: dict[str, Any], mode: str, iters: int) -> list[Row]:
-    """Measure one case in one compile mode: two rows (eager, compiled)."""
+def run_case(name: str, fields: dict[str, Any], mode: str, iters: int, rounds: int = 1) -> list[Row]:
+    """Measure one case in one compile mode: two rows (eager, compiled).
+
+    With ``rounds`` > 1 every method runs once per round, in the same order, and each
+    reported figure is the median over rounds: a card whose clocks drift (power cap,
+    heat) then drifts under every method alike instead of under whichever ran last.
+    """
     from triton.testing import do_bench
     from torch.utils.benchmark import Timer
 
@@ -133,52 +142,65 @@ def run_case(name: str, fields: dict[str, Any], mode: str, iters: int) -> list[R
     bench.eager_setup()
     emit("compiled", compile_s=bench.compile(make_compile_fn(options)), diagnostics={})
     bench.warm_up()
-    bench.measure()
-    record = _collect(events, options)
-    summary = record.summary()
-
-    # The same benchmark again with L2 flushed before every iteration (as do_bench does).
-    flush_events: list[dict[str, Any]] = []
-    plain_clock = bench.clock
-    bench.emit = lambda event, **kw: flush_events.append({"v": 1, "event": event, "t": 0.0, **kw})
-    bench.clock = CudaClock(device, l2_flush=True)
-    bench.measured = {"eager": 0, "compiled": 0}
-    bench.measure()
-    flush_record = _collect(flush_events, dataclasses.replace(options, l2_flush=True))
-
-    bench.clock = plain_clock
+    plain_clock, flush_clock = bench.clock, CudaClock(device, l2_flush=True)
     args = built.input_sets[0]
     mark = getattr(torch.compiler, "cudagraph_mark_step_begin", None)
+    sides = (("eager", built.eager_step), ("compiled", bench.compiled_step))
+    per_round: list[dict[str, dict[str, float]]] = []
+    launch_bound = None
+
+    def compile_lab(clock: CudaClock, flush: bool) -> RunRecord:
+        collected: list[dict[str, Any]] = []
+        bench.emit = lambda event, **kw: collected.append({"v": 1, "event": event, "t": 0.0, **kw})
+        bench.clock = clock
+        bench.measured = {"eager": 0, "compiled": 0}
+        bench.measure()
+        bench.clock = plain_clock
+        return _collect(collected, dataclasses.replace(options, l2_flush=flush))
+
+    for _ in range(rounds):
+        plain = compile_lab(plain_clock, False)
+        flushed = compile_lab(flush_clock, True)
+        launch_bound = plain.summary().get("launch_bound")
+        figures: dict[str, dict[str, float]] = {}
+        for side, step in sides:
+            prepare = mark if (side == "compiled" and bench.cudagraphs and mark) else (lambda: None)
+
+            def call(step=step, prepare=prepare) -> None:
+                prepare()
+                step(args)
+
+            # Timer synchronises CUDA at the ends of its blocks: per call it reports the pipelined cost.
+            timer = Timer(stmt="call()", globals={"call": call}).blocked_autorange(min_run_time=0.2)
+            figures[side] = {
+                "cl_iter": _median_side(plain, side, "iter"),
+                "cl_host": _median_side(plain, side, "host"),
+                "cl_iter_flush": _median_side(flushed, side, "iter"),
+                "do_bench": float(do_bench(call, warmup=50, rep=200, return_mode="median")),
+                "timer": float(timer.median) * 1e3,
+                "block_pair": _per_block_pair(plain_clock, lambda: step(args), 10, 20, prepare),
+            }
+        per_round.append(figures)
+
     rows = []
-    for side, step in (("eager", built.eager_step), ("compiled", bench.compiled_step)):
-        prepare = mark if (side == "compiled" and bench.cudagraphs and mark) else (lambda: None)
+    for side, _ in sides:
+        def med(key: str) -> float:
+            return statistics.median(r[side][key] for r in per_round)
 
-        def call(step=step, prepare=prepare) -> None:
-            prepare()
-            step(args)
+        def paired(a: str, b: str) -> float:
+            return statistics.median(r[side][a] / r[side][b] for r in per_round if r[side][b] > 0)
 
-        db = do_bench(call, warmup=50, rep=200, return_mode="median")
-        # Timer synchronises CUDA at the ends of its blocks: per call it reports the pipelined cost.
-        timer = Timer(stmt="call()", globals={"call": call})
-        measurement = timer.blocked_autorange(min_run_time=0.2)
         rows.append(Row(
-            case=name, mode=mode, side=side,
-            cl_iter=_median_side(record, side, "iter"),
-            cl_host=_median_side(record, side, "host"),
-            cl_iter_flush=_median_side(flush_record, side, "iter"),
-            do_bench=float(db),
-            timer=float(measurement.median) * 1e3,
-            block_pair=_per_block_pair(bench.clock, lambda: step(args), 10, 20, prepare),
-            launch_bound=summary.get("launch_bound"),
+            case=name, mode=mode, side=side, cl_iter=med("cl_iter"), cl_host=med("cl_host"),
+            cl_iter_flush=med("cl_iter_flush"), do_bench=med("do_bench"), timer=med("timer"),
+            block_pair=med("block_pair"), launch_bound=launch_bound, rounds=rounds,
+            flush_vs_do_bench=paired("cl_iter_flush", "do_bench"), host_vs_timer=paired("cl_host", "timer"),
+            round_spread=max(r[side]["do_bench"] for r in per_round) / min(r[side]["do_bench"] for r in per_round) - 1,
         ))
     del bench, built
     torch._dynamo.reset()
     torch.cuda.empty_cache()
     return rows
-
-
-def _ratio(a: float, b: float) -> str:
-    return f"{a / b:.3f}" if b > 0 else "n/a"
 
 
 def render(rows: list[Row], env: dict[str, str]) -> str:
@@ -190,25 +212,28 @@ def render(rows: list[Row], env: dict[str, str]) -> str:
         "Times are medians in ms. `cl iter` = compile-lab's per-iteration CUDA events, `cl host` = its block "
         "wall time per call, `+flush` = with compile-lab's L2 flush; `do_bench` flushes L2 before every rep; "
         "`Timer` = torch.utils.benchmark blocked_autorange (wall time of blocks synchronised at their ends, no flush). "
-        "`stream cost` = per-iteration events vs one event pair per 10-call block, in % of the median.",
+        "`stream cost` = per-iteration events vs one event pair per 10-call block, in % of the median. "
+        f"Every method ran once per round, {rows[0].rounds if rows else 1} round(s), in the same order; times are "
+        "medians over rounds and the ratios are medians of the per-round ratios (paired, so a drift of the card "
+        "between rounds cancels). `do_bench spread` = slowest / fastest do_bench round - 1.",
         "",
         "| case | mode | side | cl iter | cl iter+flush | do_bench | **+flush / do_bench** | cl host | Timer "
-        "| **host / Timer** | stream cost | class | launch_bound flag |",
-        "|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---|---|",
+        "| **host / Timer** | stream cost | class | launch_bound flag | do_bench spread over rounds |",
+        "|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---|---|---:|",
     ]
     for r in rows:
         stream = (r.cl_iter - r.block_pair) / r.cl_iter * 100 if r.cl_iter > 0 else float("nan")
         lines.append(
             f"| {r.case} | {r.mode} | {r.side} | {r.cl_iter:.4f} | {r.cl_iter_flush:.4f} | {r.do_bench:.4f} | "
-            f"**{_ratio(r.cl_iter_flush, r.do_bench)}** | {r.cl_host:.4f} | {r.timer:.4f} | "
-            f"**{_ratio(r.cl_host, r.timer)}** | {stream:+.1f}% | {'GPU-bound' if r.gpu_bound else 'launch-bound/short'} | "
-            f"{r.launch_bound} |"
+            f"**{r.flush_vs_do_bench:.3f}** | {r.cl_host:.4f} | {r.timer:.4f} | "
+            f"**{r.host_vs_timer:.3f}** | {stream:+.1f}% | {'GPU-bound' if r.gpu_bound else 'launch-bound/short'} | "
+            f"{r.launch_bound} | {r.round_spread:.1%} |"
         )
     bound = [r for r in rows if r.gpu_bound and r.do_bench > 0]
     if bound:
-        worst = max(bound, key=lambda r: abs(r.cl_iter_flush / r.do_bench - 1))
+        worst = max(bound, key=lambda r: abs(r.flush_vs_do_bench - 1))
         lines += ["", f"GPU-bound rows (>= 50 us, not flagged launch-bound): {len(bound)}; largest deviation from do_bench: "
-                  f"{worst.cl_iter_flush / worst.do_bench:.3f} ({worst.case}, {worst.mode}, {worst.side})."]
+                  f"{worst.flush_vs_do_bench:.3f} ({worst.case}, {worst.mode}, {worst.side})."]
     return "\n".join(lines) + "\n"
 
 
@@ -245,17 +270,21 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--iters", type=int, default=100)
     parser.add_argument("--quick", action="store_true", help="first two cases only")
     parser.add_argument("--modes", default=",".join(MODES))
+    parser.add_argument("--rounds", type=int, default=1, help="interleaved rounds of every method (default 1)")
+    parser.add_argument("--cases", default="", help="comma list of case-name substrings to keep (default: all)")
     args = parser.parse_args(argv)
     if not torch.cuda.is_available():
         print("fidelity.py needs a CUDA GPU", file=sys.stderr)
         return 2
     cases = CASES[:2] if args.quick else CASES
+    if args.cases:
+        cases = [c for c in cases if any(part in c[0] for part in args.cases.split(","))]
     rows: list[Row] = []
     for name, fields in cases:
         for mode in args.modes.split(","):
             started = time.perf_counter()
             try:
-                rows.extend(run_case(name, fields, mode, args.iters))
+                rows.extend(run_case(name, fields, mode, args.iters, args.rounds))
             except Exception as exc:  # one broken case must not lose the others
                 print(f"{name} {mode}: failed: {type(exc).__name__}: {exc}", file=sys.stderr)
                 continue

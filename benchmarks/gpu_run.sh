@@ -73,7 +73,7 @@ stage_app() {
 
 stage_fidelity() {
   step "timing fidelity"
-  timeout 300 python3 benchmarks/fidelity.py --out "$OUT/fidelity.md" --iters 100 > "$OUT/fidelity.log" 2>&1
+  timeout "${FIDELITY_LIMIT:-300}" python3 benchmarks/fidelity.py --out "$OUT/fidelity.md" --iters 100 ${FIDELITY_ARGS:-} > "$OUT/fidelity.log" 2>&1
   echo "fidelity exit $?"; cat "$OUT/fidelity.md"
 }
 
