@@ -151,6 +151,36 @@ def test_host_speedup_and_the_launch_bound_warning():
     assert not any(w.startswith("launch-bound:") for w in plain.summary()["warnings"])
 
 
+def test_the_host_speedup_has_its_own_interval_over_block_pairs():
+    """Each block's host time is one unit; the interval widens with the host's spread and is exported."""
+    events = _script(blocks=8, clock="cuda_event", eager_wall=2.8, compiled_wall=1.4)
+    walls = iter([2.0, 3.6, 2.4, 3.2, 2.8, 2.6, 3.0, 2.2])  # eager host time per block varies
+    for event in events:
+        if event.get("stage") == "measure" and event["side"] == "eager":
+            event["wall_ms_per_call"] = next(walls)
+    record = _run(events)
+    summary = record.summary()
+    low, high = summary["host_speedup_ci_low"], summary["host_speedup_ci_high"]
+    assert summary["host_speedup"] == pytest.approx(2.7 / 1.4)
+    assert low is not None and high is not None
+    assert low < summary["host_speedup"] < high
+    assert 2.0 / 1.4 <= low and high <= 3.6 / 1.4  # inside the range of the per-block ratios
+    assert summary["speedup_ci_low"] == summary["speedup_ci_high"]  # device times did not vary
+    row = record.to_row()
+    assert float(row["host_speedup_ci_low"]) == pytest.approx(low, rel=1e-5)
+    assert float(row["host_speedup_ci_high"]) == pytest.approx(high, rel=1e-5)
+    assert any(f"[{low:.2f}, {high:.2f}]" in w for w in summary["warnings"] if w.startswith("launch-bound:"))
+    stored = RunRecord.from_json(json.loads(json.dumps(record.to_json(samples=False)))).summary()
+    assert (stored["host_speedup_ci_low"], stored["host_speedup_ci_high"]) == (low, high)
+
+
+def test_a_live_run_has_no_host_interval_yet():
+    record = RunRecord.new(_options())
+    for event in _script(clock="cuda_event")[:-2]:
+        record.apply(event)
+    assert record.summary()["host_speedup"] is not None and record.summary()["host_speedup_ci_low"] is None
+
+
 def test_no_fake_zeros_and_no_break_even_when_slower():
     finished = dict(diagnostics={}, accuracy={}, memory={}, flops_per_call=0, bytes_per_call=None, warnings=[])
     record = RunRecord.new(_options())

@@ -500,6 +500,9 @@ def _speedup_text(summary: dict[str, Any]) -> Any:
         host = summary.get("host_speedup")
         if host is not None:
             text.append(f"\nhost {host:.2f}x", style="bold yellow")
+            host_low, host_high = summary.get("host_speedup_ci_low"), summary.get("host_speedup_ci_high")
+            if host_low is not None and host_high is not None:
+                text.append(f"\n[{host_low:.2f}, {host_high:.2f}]", style="yellow")
     return text
 
 

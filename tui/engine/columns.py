@@ -14,8 +14,9 @@ CSV columns (:data:`CSV_COLUMNS`, stable; the README copies this list)
     eager_peak_mem_mb, compiled_peak_mem_mb (MiB), max_abs_err, max_rel_err,
     accuracy (pass/fail/n/a), tflops, gbps, sm_clock_mean_mhz, sm_clock_min_mhz,
     temp_max_c, power_mean_w, energy_j, throttle_reasons (``;``-joined),
-    warnings (joined with `` | ``), host_speedup (eager / compiled host-inclusive time per call;
-    added last so earlier columns keep their positions).
+    warnings (joined with `` | ``), host_speedup (eager / compiled host-inclusive time per call),
+    host_speedup_ci_low, host_speedup_ci_high (its 95% block-bootstrap interval; the host_*
+    columns were added last so earlier columns keep their positions).
 
 Formatting (:func:`format_value`): floats with 6 significant digits (``%.6g``),
 integers as integers, booleans ``true``/``false``, None and non-finite numbers empty.
@@ -63,7 +64,7 @@ CSV_COLUMNS: tuple[str, ...] = (
     "graph_breaks", "recompiles", "unique_graphs", "cudagraph_skips",
     "eager_peak_mem_mb", "compiled_peak_mem_mb", "max_abs_err", "max_rel_err", "accuracy",
     "tflops", "gbps", "sm_clock_mean_mhz", "sm_clock_min_mhz", "temp_max_c", "power_mean_w", "energy_j",
-    "throttle_reasons", "warnings", "host_speedup",
+    "throttle_reasons", "warnings", "host_speedup", "host_speedup_ci_low", "host_speedup_ci_high",
 )  # fmt: skip
 RAW_COLUMNS: tuple[str, ...] = (
     "run_id", "side", "stage", "block", "iteration", "ms", "clock", "host_ms_per_call", "label",
@@ -162,6 +163,8 @@ def csv_row(record: RunRecord) -> dict[str, str]:
         throttle_reasons=telemetry.get("throttle_reasons"),
         warnings=" | ".join(s["warnings"]),
         host_speedup=s.get("host_speedup"),
+        host_speedup_ci_low=s.get("host_speedup_ci_low"),
+        host_speedup_ci_high=s.get("host_speedup_ci_high"),
     )
     return {column: format_value(row.get(column)) for column in CSV_COLUMNS}
 

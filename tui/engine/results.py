@@ -151,9 +151,11 @@ class _Live:
         self.host = {side: SampleAccumulator() for side in SIDES}
         self.labels: dict[str, dict[str, SampleAccumulator]] = {}
         self.blocks: dict[str, list[array]] = {side: [] for side in SIDES}
+        self.host_blocks: dict[str, list[tuple[float, ...]]] = {side: [] for side in SIDES}
         self.consumed = {side: 0 for side in SIDES}
         self.clock: str | None = None
         self.ci: tuple[tuple[int, int], Any] | None = None
+        self.host_ci: tuple[tuple[int, int], Any] | None = None
 
     def feed(self, samples: dict[str, list[Block]]) -> None:
         for side in SIDES:
@@ -169,6 +171,7 @@ class _Live:
                 self.blocks[side].append(block.ms)
                 if block.wall_ms_per_call is not None:
                     self.host[side].add((block.wall_ms_per_call,))
+                    self.host_blocks[side].append((block.wall_ms_per_call,))
                 if block.labels:
                     by_label: dict[str, list[float]] = {}
                     for label, value in zip(block.labels, block.ms):
@@ -183,6 +186,15 @@ class _Live:
             result = bootstrap_speedup(self.blocks["eager"], self.blocks["compiled"], BOOTSTRAP_RESAMPLES, seed=0)
             self.ci = (key, result)
         return self.ci[1]
+
+    def host_interval(self) -> Any:
+        """The host-inclusive speedup's interval: one value per block, paired block by block."""
+        key = (len(self.host_blocks["eager"]), len(self.host_blocks["compiled"]))
+        if self.host_ci is None or self.host_ci[0] != key:
+            result = bootstrap_speedup(self.host_blocks["eager"], self.host_blocks["compiled"],
+                                       BOOTSTRAP_RESAMPLES, seed=0)
+            self.host_ci = (key, result)
+        return self.host_ci[1]
 
 
 def _ratio(top: Stats | None, bottom: Stats | None) -> float | None:
@@ -438,9 +450,11 @@ class RunRecord:
         eager, compiled = sides["eager"]["iter"], sides["compiled"]["iter"]
         speedup = _ratio(eager, compiled)
         host_speedup = _ratio(sides["eager"]["host"], sides["compiled"]["host"])
-        low = high = None
+        low = high = host_low = host_high = None
         if self.finished and speedup is not None:
             _, low, high = live.interval()
+        if self.finished and host_speedup is not None:
+            _, host_low, host_high = live.host_interval()
         result: dict[str, Any] = {
             **sides,
             "clock": live.clock,
@@ -449,6 +463,8 @@ class RunRecord:
             "speedup_ci_high": high,
             "significant": is_significant(low, high),
             "host_speedup": host_speedup,
+            "host_speedup_ci_low": host_low,
+            "host_speedup_ci_high": host_high,
             "launch_bound": self._launch_bound(sides, live.clock),
             "break_even_calls": self._break_even(eager, compiled),
             "per_label": {
@@ -464,9 +480,10 @@ class RunRecord:
         result["warnings"] = self._summary_warnings(sides)
         if result["launch_bound"] and host_speedup is not None:
             # The headline speedup is device time; a loop that never synchronises pays host time.
+            interval = f" [{host_low:.2f}, {host_high:.2f}]" if host_low is not None and host_high is not None else ""
             result["warnings"].append(
                 f"launch-bound: the host needs more time per call than the GPU; host-inclusive "
-                f"speedup {host_speedup:.2f}x (eager {sides['eager']['host'].median:.4g} ms, "
+                f"speedup {host_speedup:.2f}x{interval} (eager {sides['eager']['host'].median:.4g} ms, "
                 f"compiled {sides['compiled']['host'].median:.4g} ms per call) is what a serving loop sees"
             )
         return result
@@ -694,7 +711,8 @@ def _summary_from_json(data: dict[str, Any]) -> dict[str, Any]:
     result = {
         key: data.get(key)
         for key in ("clock", "speedup", "speedup_ci_low", "speedup_ci_high", "significant", "host_speedup",
-                    "launch_bound", "break_even_calls", "tflops", "gbps")  # fmt: skip
+                    "host_speedup_ci_low", "host_speedup_ci_high", "launch_bound", "break_even_calls",
+                    "tflops", "gbps")  # fmt: skip
     }
     for side in SIDES:
         entry = data.get(side) if isinstance(data.get(side), dict) else {}

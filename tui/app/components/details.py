@@ -140,9 +140,13 @@ def _host_speedup_text(summary: dict[str, Any]) -> str | None:
     host = to_float(summary.get("host_speedup"))
     if host is None:
         return None
+    text = fmt_speedup(host)
+    low, high = to_float(summary.get("host_speedup_ci_low")), to_float(summary.get("host_speedup_ci_high"))
+    if low is not None and high is not None:
+        text += f" [{low:.2f}, {high:.2f}]"
     if summary.get("launch_bound"):
-        return fmt_speedup(host) + "  launch-bound: what a loop that never synchronises pays"
-    return fmt_speedup(host)
+        text += "  launch-bound: what a loop that never synchronises pays"
+    return text
 
 
 def _per_label(summary: dict[str, Any]) -> Table | None:
