@@ -98,6 +98,67 @@ def test_at_least_three_compiled_warmup_calls_even_with_warmup_zero():
     assert sum(len(b["ms"]) for b in warm if b["side"] == "eager") == 2  # the set-up calls after the first
 
 
+class ScriptedClock:
+    """A clock whose blocks take the medians scripted per side (the calls still run)."""
+
+    name = "perf_counter"
+
+    def __init__(self, bench: Benchmark, medians: dict[str, list[float]]) -> None:
+        self.bench = bench
+        self.medians = {side: iter(values) for side, values in medians.items()}
+
+    def sync(self) -> None:
+        pass
+
+    def run_block(self, step, calls, prepare=None):
+        side = "eager" if step is self.bench.built.eager_step else "compiled"
+        for args in calls:
+            step(args)
+        value = next(self.medians[side])
+        return [value] * len(calls), value
+
+
+def _warmed(medians: dict[str, list[float]], **option_fields) -> tuple[Benchmark, Recorder]:
+    options = RunOptions(backend="eager", **option_fields)
+    recorder = Recorder()
+    bench = Benchmark(_workload(lambda x: x + 1, [(torch.ones(4),)]), options, torch.device("cpu"),
+                      recorder.emit, recorder.warn)
+    bench.eager_setup()
+    bench.compile(make_compile_fn(options))
+    bench.clock = ScriptedClock(bench, medians)
+    bench.warm_up()
+    return bench, recorder
+
+
+def _warmup_blocks(rec: Recorder, side: str) -> list[float]:
+    return [b["ms"][0] for b in rec.blocks("warmup") if b["side"] == side]
+
+
+def test_warm_up_goes_on_until_two_blocks_agree():
+    # compiled: fixed block 10 ms, then 5 (-50%), 3 (-40%), 2.9 (-3%: settled); eager settles at once
+    bench, rec = _warmed({"compiled": [10.0, 5.0, 3.0, 2.9, 99.0], "eager": [2.0, 2.02, 99.0]},
+                         warmup=4, block_size=4)
+    assert _warmup_blocks(rec, "compiled") == [10.0, 5.0, 3.0, 2.9]
+    assert _warmup_blocks(rec, "eager")[-2:] == [2.0, 2.02]
+    assert rec.warnings == []
+
+
+def test_a_side_that_never_settles_is_measured_anyway_with_a_warning():
+    flapping = [1.0, 2.0] * 10
+    bench, rec = _warmed({"compiled": [1.0, 1.0], "eager": flapping}, warmup=3, block_size=3)
+    # after the set-up calls: the fixed block, then at most 6 extra blocks
+    assert _warmup_blocks(rec, "eager")[1:] == [1.0] + [2.0, 1.0] * 3
+    assert len(rec.warnings) == 1
+    assert rec.warnings[0].startswith("eager warm-up did not settle within 18 extra calls")
+    assert "differed by 50%" in rec.warnings[0]
+
+
+def test_warmup_zero_means_the_fixed_minimum_only():
+    bench, rec = _warmed({"compiled": [1.0, 5.0, 9.0]}, warmup=0, block_size=3)
+    assert _warmup_blocks(rec, "compiled") == [1.0]  # 3 calls in one block, no settling
+    assert len(_warmup_blocks(rec, "eager")) == 1 and rec.warnings == []  # only the set-up calls
+
+
 SCALE = 2.0
 
 
@@ -158,3 +219,17 @@ def test_envinfo_reports_the_cpu_side():
     assert env["gpu_uuid"] is None and env["python"]
     assert isinstance(env["tf32_matmul"], bool) and isinstance(env["tf32_cudnn"], bool)
     assert env["float32_matmul_precision"] in ("highest", "high", "medium")
+
+
+@pytest.mark.parametrize(("raw", "expected"), [
+    ("ba2fb2e1-e13f-855e-a2da-7a7eab16b60f", "GPU-ba2fb2e1-e13f-855e-a2da-7a7eab16b60f"),
+    ("GPU-BA2FB2E1-e13f-855e-a2da-7a7eab16b60f", "GPU-ba2fb2e1-e13f-855e-a2da-7a7eab16b60f"),
+    ("MIG-0d0e0f00-1111-2222-3333-444455556666", "MIG-0d0e0f00-1111-2222-3333-444455556666"),
+    (None, None),
+])  # fmt: skip
+def test_envinfo_writes_torchs_gpu_uuid_the_way_nvml_does(monkeypatch, raw, expected):
+    class Properties:
+        uuid = raw
+
+    monkeypatch.setattr(envinfo.torch.cuda, "get_device_properties", lambda index: Properties())
+    assert envinfo.gpu_uuid(0) == expected

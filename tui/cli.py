@@ -88,7 +88,9 @@ def _add_run_flags(parser: argparse.ArgumentParser, sweep: bool) -> None:
     comp.add_argument("--cold-compile", action="store_true", default=None, help="a fresh inductor/triton cache dir (true cold compile)")
 
     timing = parser.add_argument_group("timing")
-    timing.add_argument("--warmup", type=int, metavar="N", help=f"compiled warm-up calls (default {defaults.warmup})")
+    timing.add_argument("--warmup", type=int, metavar="N",
+                        help=f"warm-up calls per side, then more until the time settles; 0: only the "
+                             f"3 compiled calls CUDA graphs need (default {defaults.warmup})")
     timing.add_argument("--iters", type=int, metavar="N", help=f"measured iterations per side (default {defaults.iters})")
     timing.add_argument("--block-size", type=int, metavar="N", help=f"iterations per interleaved block (default {defaults.block_size})")
     timing.add_argument("--time-budget", type=float, metavar="S", help="stop measuring after S seconds")

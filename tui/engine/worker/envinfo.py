@@ -13,6 +13,8 @@ from typing import Any, Callable
 
 import torch
 
+from tui.telemetry.model import nvml_uuid
+
 __all__ = ["collect", "gpu_uuid", "tf32_flags", "cpu_name"]
 
 
@@ -37,11 +39,7 @@ def cpu_name() -> str | None:
 
 def gpu_uuid(index: int) -> str | None:
     """``GPU-xxxxxxxx-...`` for torch's CUDA device ``index`` (what NVML matches on)."""
-    raw = _safe(lambda: torch.cuda.get_device_properties(index).uuid)
-    if raw is None:
-        return None
-    text = str(raw).strip()
-    return text if text.upper().startswith(("GPU-", "MIG-")) else f"GPU-{text}"
+    return nvml_uuid(_safe(lambda: torch.cuda.get_device_properties(index).uuid))
 
 
 def tf32_flags() -> dict[str, Any]:

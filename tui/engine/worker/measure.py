@@ -10,6 +10,7 @@ Either way the block's synchronised wall time divided by its calls is reported a
 from __future__ import annotations
 
 import functools
+import statistics
 import time
 from typing import Any, Callable
 
@@ -25,6 +26,12 @@ L2_FLUSH_BYTES = 256 * 2**20
 EAGER_SETUP_CALLS = 3
 #: Compiled warm-up calls at least (CUDA-graph trees warm up on the 1st call, record on the 2nd).
 MIN_COMPILED_WARMUP = 3
+#: After the fixed warm-up, a side warms up a block at a time until the medians of two
+#: consecutive blocks differ by at most this fraction ("settled")...
+WARMUP_SETTLED = 0.05
+#: ...giving up after this many extra blocks or once this many seconds of extra warm-up have passed.
+WARMUP_MAX_EXTRA_BLOCKS = 6
+WARMUP_MAX_EXTRA_S = 3.0
 
 Step = Callable[[tuple], Any]
 Emit = Callable[..., None]
@@ -215,8 +222,8 @@ class Benchmark:
         assert self.compiled_step is not None, "compile() comes first"
         return self.compiled_step
 
-    def _block(self, side: str, stage: str, n: int) -> None:
-        """Time ``n`` calls of one side and emit them as one block event."""
+    def _block(self, side: str, stage: str, n: int) -> list[float]:
+        """Time ``n`` calls of one side, emit them as one block event, return their times (ms)."""
         calls, labels = self._calls(side, n)
         self.stage = side
         if self.cuda:
@@ -227,6 +234,7 @@ class Benchmark:
             peak = torch.cuda.max_memory_allocated(self.device) / 2**20
             self.peak_mb[side] = max(self.peak_mb[side] or 0.0, round(peak, 3))
         self._emit_block(side, stage, ms, wall, labels)
+        return ms
 
     def _emit_block(self, side: str, stage: str, ms: list[float], wall: float, labels: list[str] | None,
                     clock: str | None = None) -> None:
@@ -288,13 +296,48 @@ class Benchmark:
         return self.compile_s
 
     def warm_up(self) -> None:
-        """At least max(3, warmup) compiled calls (3 per input set when there are several), then warmup eager calls."""
+        """Warm both sides up: a fixed number of calls, then until each side's time has settled.
+
+        Fixed part: at least max(3, warmup) compiled calls (3 per input set when there are
+        several), then ``warmup`` eager calls. With ``warmup`` > 0 each side then goes on, a
+        block at a time, until two consecutive warm-up blocks have medians within
+        ``WARMUP_SETTLED`` of each other (cuDNN autotuning, allocator growth, clocks ramping
+        up); a side that has not settled after ``WARMUP_MAX_EXTRA_BLOCKS`` blocks or
+        ``WARMUP_MAX_EXTRA_S`` seconds is measured anyway, with a warning. Workloads whose
+        input sets differ in shape on purpose (labels) skip the settling: their blocks differ
+        by design.
+        """
         sets = len(self.built.input_sets)
         compiled = max(MIN_COMPILED_WARMUP, self.options.warmup, 3 * sets if sets > 1 else 0)
+        last: dict[str, list[float]] = {}
         for n in self._chunks(compiled):
-            self._block("compiled", "warmup", n)
+            last["compiled"] = self._block("compiled", "warmup", n)
         for n in self._chunks(self.options.warmup):
-            self._block("eager", "warmup", n)
+            last["eager"] = self._block("eager", "warmup", n)
+        if self.options.warmup > 0 and self.built.labels is None:
+            for side in ("compiled", "eager"):
+                self._settle(side, last.get(side))
+
+    def _settle(self, side: str, previous_ms: list[float] | None) -> None:
+        """Warm ``side`` up a block at a time until two consecutive block medians agree."""
+        previous = statistics.median(previous_ms) if previous_ms else None
+        size = max(self.options.block_size, 3)
+        deadline = time.perf_counter() + WARMUP_MAX_EXTRA_S
+        change: float | None = None
+        extra_calls = 0
+        for _ in range(WARMUP_MAX_EXTRA_BLOCKS):
+            current = statistics.median(self._block(side, "warmup", size))
+            extra_calls += size
+            if previous is not None and previous > 0:
+                change = abs(current - previous) / previous
+                if change <= WARMUP_SETTLED:
+                    return
+            previous = current
+            if time.perf_counter() >= deadline:
+                break
+        moved = f" (the last two blocks' medians differed by {change:.0%})" if change is not None else ""
+        self.warn(f"{side} warm-up did not settle within {extra_calls} extra calls{moved}: "
+                  "the first measured blocks may still include warm-up effects")
 
     def accuracy_outputs(self) -> tuple[Any, Any]:
         """(compiled, eager) outputs to compare, each cloned right after its call.
