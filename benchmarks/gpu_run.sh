@@ -6,6 +6,8 @@
 #   bash benchmarks/gpu_run.sh extra     # clock drift, cold compiles, screenshot (~4-6 min)
 #   bash benchmarks/gpu_run.sh app seed_rest  # the app's GPU tests; matmul 16384 with max-autotune
 #   bash benchmarks/gpu_run.sh fidelity  # benchmarks/fidelity.py                 (~2 min)
+#   bash benchmarks/gpu_run.sh gap host  # bf16/TF32 GEMM vs do_bench, one difference at a time;
+#                                        # host-inclusive speedups with their interval (~2 min)
 # Several stages in one call: bash benchmarks/gpu_run.sh seed extra
 # On the device machine the missing wheels come from .whl (../shared/device/wheels.sh).
 set -uo pipefail
@@ -75,6 +77,32 @@ stage_fidelity() {
   step "timing fidelity"
   timeout "${FIDELITY_LIMIT:-300}" python3 benchmarks/fidelity.py --out "$OUT/fidelity.md" --iters 100 ${FIDELITY_ARGS:-} > "$OUT/fidelity.log" 2>&1
   echo "fidelity exit $?"; cat "$OUT/fidelity.md"
+}
+
+stage_gap() {
+  step "GEMM: compile-lab vs do_bench, one difference at a time"
+  timeout 150 python3 benchmarks/gemm_gap.py --out "$OUT/gemm_gap.md" > "$OUT/gemm_gap.log" 2>&1
+  echo "gemm_gap exit $?"; head -30 "$OUT/gemm_gap.md"; tail -5 "$OUT/gemm_gap.log"
+}
+
+stage_host() {
+  step "host-inclusive speedups with their interval, warm-up settling"
+  sweep 120 --workload cnn --param batch=64 --mode default,reduce-overhead --iters 400 --block-size 20 \
+    --csv "$OUT/host_cnn.csv"
+  sweep 120 --workload cnn --param batch=64 --mode default,reduce-overhead --iters 400 --block-size 20 \
+    --csv "$OUT/host_cnn_2.csv"
+  sweep 60 --workload pointwise --param n=4096 --mode default,reduce-overhead --iters 400 --block-size 20 \
+    --csv "$OUT/host_pointwise.csv"
+  python3 - "$OUT"/host_*.csv <<'PY' | tee "$OUT/host_table.md"
+import csv, sys
+cols = ["workload", "params", "mode", "status", "eager_median_ms", "compiled_median_ms", "speedup", "speedup_ci_low",
+        "speedup_ci_high", "launch_bound", "eager_host_median_ms", "compiled_host_median_ms", "host_speedup",
+        "host_speedup_ci_low", "host_speedup_ci_high", "warnings", "error"]
+print("| file | " + " | ".join(cols) + " |"); print("|" + "---|" * (len(cols) + 1))
+for path in sys.argv[1:]:
+    for row in csv.DictReader(open(path)):
+        print(f"| {path.rsplit('/', 1)[-1]} | " + " | ".join((row.get(c) or "").replace("|", "/")[:300] for c in cols) + " |")
+PY
 }
 
 table() {

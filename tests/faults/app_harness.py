@@ -1,8 +1,10 @@
 """The app, headless, in a process of its own: what ``test_shutdown.py`` sends signals to.
 
-Usage: ``python app_harness.py STATUS_FD BEHAVIOUR``. The app (with its SIGTERM/SIGHUP
-handlers, as ``compile-lab`` installs them) queues two runs through the fake worker: a short
-``ok`` run, then one whose fake worker behaves as BEHAVIOUR (``hang``, ``slow``...). It
+Usage: ``python app_harness.py STATUS_FD BEHAVIOUR [WORKLOAD_FILE]``. The app (with its
+SIGTERM/SIGHUP handlers, as ``compile-lab`` installs them) queues two runs through the fake
+worker: a short ``ok`` run, then one whose fake worker behaves as BEHAVIOUR (``hang``,
+``slow``...). With BEHAVIOUR ``real`` both runs go through the real worker instead: a tiny
+eager pointwise run, then the user workload WORKLOAD_FILE for 100,000 iterations. It
 reports on the file descriptor STATUS_FD, one JSON line each:
 
 * ``{"appended": run_id, "status": ...}`` once a run is in the history;
@@ -33,6 +35,7 @@ FAKE_WORKER = [sys.executable, str(REPO / "tests" / "fakes" / "fake_worker.py")]
 
 def main() -> int:
     status_fd, behaviour = int(sys.argv[1]), sys.argv[2]
+    watched: list[str] = []
 
     def report(**fields) -> None:
         os.write(status_fd, (json.dumps(fields) + "\n").encode())
@@ -47,7 +50,7 @@ def main() -> int:
             told = []
 
             def forward(event):
-                if event.get("event") == "block" and record.options.params.get("fake_behaviour") != "ok" and not told:
+                if event.get("event") == "block" and record.run_id in watched and not told:
                     told.append(True)
                     report(measuring=record.run_id, pid=self.last_pid)
                 return on_event(event) if on_event is not None else None
@@ -57,14 +60,20 @@ def main() -> int:
     class HarnessApp(CompileLabApp):
         def on_ready(self) -> None:
             super().on_ready()
-            self.enqueue([
-                RunOptions(iters=10, block_size=5, params={"fake_behaviour": "ok"}),
-                RunOptions(iters=100_000, block_size=5, params={"fake_behaviour": behaviour}),
-            ])
+            if behaviour == "real":
+                runs = [RunOptions(backend="eager", warmup=1, iters=4, block_size=2).validated(),
+                        RunOptions(workload=sys.argv[3], backend="eager", warmup=1, iters=100_000, block_size=5).validated()]
+            else:
+                runs = [RunOptions(iters=10, block_size=5, params={"fake_behaviour": "ok"}),
+                        RunOptions(iters=100_000, block_size=5, params={"fake_behaviour": behaviour})]
+            watched.append(self.enqueue(runs)[1].run_id)
 
     telemetry = FakeSource(gpus=1, vary=False)
     telemetry.make_unavailable("no GPU in this test")
-    runner = ReportingRunner(worker_argv=FAKE_WORKER, keep_spare=False, env={"FAKE_WORKER_DELAY": "0.05"})
+    if behaviour == "real":
+        runner = ReportingRunner(keep_spare=False)
+    else:
+        runner = ReportingRunner(worker_argv=FAKE_WORKER, keep_spare=False, env={"FAKE_WORKER_DELAY": "0.05"})
     app = HarnessApp(runner=runner, telemetry=telemetry, history=ReportingHistory(), install_signal_handlers=True)
     app.run(headless=True, size=(120, 40))
     return int(app.return_code or 0)

@@ -59,6 +59,22 @@ def group_members(pgid: int) -> list[int]:
     return members
 
 
+def descendants(pid: int) -> list[int]:
+    """Live (non-zombie) children of ``pid``, their children, and so on."""
+    children: dict[int, list[int]] = {}
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            fields = _stat_fields(int(entry.name))
+            if fields is not None and fields[0] != "Z":
+                children.setdefault(int(fields[1]), []).append(int(entry.name))
+    found, todo = [], list(children.get(pid, []))
+    while todo:
+        child = todo.pop()
+        found.append(child)
+        todo.extend(children.get(child, []))
+    return found
+
+
 def processes_running(needle: bytes) -> list[int]:
     """Live processes (other than this one) whose command line contains ``needle``."""
     found = []

@@ -8,8 +8,9 @@ by environment: every process of one test's app tree was started with that test'
 
 For SIGKILL the app can do nothing: the worker ends itself, by ``PR_SET_PDEATHSIG`` and by the
 end-of-file on its stdin. That test uses the ``slow`` fake worker, which has no child of its
-own; a real worker's compile subprocesses watch their parent themselves (torch's compile
-workers exit when it is gone).
+own. The last test does it again with a real worker that runs inductor's own compile pool
+(the sidecar process and its compile workers a GPU run starts; on a CPU, without triton,
+inductor compiles in-process, so the workload starts the pool the way inductor does).
 """
 
 from __future__ import annotations
@@ -25,7 +26,16 @@ from pathlib import Path
 import pytest
 
 from app_helpers import fake_runner, wait_until
-from fault_helpers import GONE_WITHIN_S, LineReader, group_members, history_lines, none_left, until
+from fault_helpers import (
+    GONE_WITHIN_S,
+    LineReader,
+    descendants,
+    group_members,
+    history_lines,
+    none_left,
+    until,
+    write_workload,
+)
 from tui.app.components.dialogs import ConfirmScreen
 from tui.engine.options import RunOptions
 
@@ -97,5 +107,63 @@ async def test_a_signal_to_the_app_process_leaves_no_worker_and_keeps_the_finish
         log.close()
     output = _output(tmp_path)
     assert code == (-signal.SIGKILL if signum == signal.SIGKILL else 128 + signum), output[-2000:]
+    assert appended["status"] == "done"
+    assert [line["run_id"] for line in history_lines() if line["status"] == "done"] == [appended["appended"]]
+
+
+POOLED = """
+    import time
+
+    import torch
+    from torch._inductor.async_compile import AsyncCompile
+
+
+    def make_workload(device, dtype):
+        # inductor's compile pool, started as inductor starts it for a triton compile:
+        # a sidecar process, then its pool of compile workers
+        AsyncCompile.warm_pool()
+        AsyncCompile.wakeup()
+
+        def step(x):
+            time.sleep(0.01)
+            return x + 1
+
+        return step, (torch.ones(4),)
+"""
+
+
+@pytest.mark.slow
+async def test_sigkill_to_the_app_ends_a_real_worker_and_inductors_compile_pool(tmp_path, compile_lab_home,
+                                                                              monkeypatch):
+    """The app is SIGKILLed while a real worker holds inductor's compile pool: all of it is gone 2 s later."""
+    monkeypatch.setenv("TORCHINDUCTOR_COMPILE_THREADS", "2")
+    path = write_workload(tmp_path, "pooled.py", POOLED)
+    read_fd, write_fd = os.pipe()
+    status = LineReader(read_fd)
+    log = open(tmp_path / "app-output.txt", "wb")
+    app = subprocess.Popen(
+        [sys.executable, str(HARNESS), str(write_fd), "real", str(path)],
+        pass_fds=(write_fd,), stdin=subprocess.DEVNULL, stdout=log, stderr=log, start_new_session=True,
+    )
+    os.close(write_fd)
+    try:
+        appended = await status.json_until(lambda item: "appended" in item, timeout=120)
+        worker = (await status.json_until(lambda item: "measuring" in item, timeout=120))["pid"]
+        # the sidecar and its two compile workers
+        tree = await until(lambda: len(descendants(worker)) >= 3 and descendants(worker), 60, "the compile pool")
+        app.send_signal(signal.SIGKILL)
+        start = time.monotonic()
+        code = await asyncio.to_thread(app.wait, 10)
+        await none_left(pids=[worker, *tree], env=("COMPILE_LAB_HOME", str(compile_lab_home)),
+                        within=GONE_WITHIN_S - (time.monotonic() - start))
+    except AssertionError as exc:
+        raise AssertionError(f"{exc}; the app's output: {_output(tmp_path)[-3000:]}") from None
+    finally:
+        if app.poll() is None:
+            app.kill()
+            app.wait(10)
+        status.close()
+        log.close()
+    assert code == -signal.SIGKILL
     assert appended["status"] == "done"
     assert [line["run_id"] for line in history_lines() if line["status"] == "done"] == [appended["appended"]]
