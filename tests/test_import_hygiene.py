@@ -81,3 +81,13 @@ def test_worker_package_is_the_only_engine_part_that_needs_torch():
     imported = _imported_after(["tui.engine.worker.main", "tui.engine.worker.workloads"])
     assert "torch" in imported
     assert "textual" not in imported
+
+
+def test_the_apps_status_words_match_the_engines_statuses():
+    """``tui.app.format`` keeps its own copy of the statuses (so the first frame does not import
+    ``tui.engine.results``); the copy must name exactly the engine's statuses."""
+    from tui.app import format as app_format
+    from tui.engine import results
+
+    assert set(app_format.STATUS_LABELS) == set(results.STATUSES)
+    assert app_format.TERMINAL_STATUSES == results.TERMINAL_STATUSES
