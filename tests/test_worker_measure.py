@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass
+import statistics
 from typing import Any, Callable
 
 import pytest
@@ -115,6 +116,8 @@ class ScriptedClock:
         for args in calls:
             step(args)
         value = next(self.medians[side])
+        if isinstance(value, list):  # the block's calls, one by one
+            return list(value), statistics.median(value)
         return [value] * len(calls), value
 
 
@@ -150,7 +153,23 @@ def test_a_side_that_never_settles_is_measured_anyway_with_a_warning():
     assert _warmup_blocks(rec, "eager")[1:] == [1.0] + [2.0, 1.0] * 3
     assert len(rec.warnings) == 1
     assert rec.warnings[0].startswith("eager warm-up did not settle within 18 extra calls")
-    assert "differed by 50%" in rec.warnings[0]
+    assert "differed by 50%, more than the 5% their spread allows" in rec.warnings[0]
+
+
+def test_a_change_inside_the_calls_own_spread_counts_as_settled():
+    # the fixed block reads 10 ms; the next one's calls jitter by +-25% around 12 ms:
+    # its median moved 20%, inside that spread (IQR/median 25%), so eager is settled
+    noisy = [9.0, 12.0, 15.0]
+    bench, rec = _warmed({"compiled": [1.0, 1.0], "eager": [10.0, noisy, [99.0] * 3]}, warmup=3, block_size=3)
+    assert [b["ms"] for b in rec.blocks("warmup") if b["side"] == "eager"][-2:] == [[10.0] * 3, noisy]
+    assert rec.warnings == []
+
+
+def test_a_shift_larger_than_the_spread_is_not_settled():
+    # the same +20% with steady calls is a shift, not noise: eager goes on until it levels off
+    bench, rec = _warmed({"compiled": [1.0, 1.0], "eager": [10.0, 12.0, 12.1, 99.0]}, warmup=3, block_size=3)
+    assert _warmup_blocks(rec, "eager")[-3:] == [10.0, 12.0, 12.1]
+    assert rec.warnings == []
 
 
 def test_warmup_zero_means_the_fixed_minimum_only():

@@ -304,7 +304,8 @@ async def test_megabytes_on_stdout_and_stderr_keep_the_events_intact_and_stderr_
     events: list[dict] = []
     record, runner = await _run(RunOptions(workload=str(path), **TINY), on_event=events.append)
     assert record.status == "done", record.error_message
-    assert not [e for e in events if e["event"] == "warning"]  # no line that is not an event
+    # no line that is not an event (the runner warns about each; timing warnings may come from the worker)
+    assert not [e for e in events if e["event"] == "warning" and e.get("source") == "runner"]
     measured = [e for e in events if e["event"] == "block" and e["stage"] == "measure"]
     assert sum(len(e["ms"]) for e in measured) == 2 * 4
     kept = runner.last_stderr.encode()

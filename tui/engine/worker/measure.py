@@ -60,6 +60,14 @@ def is_recompile_refusal(exc: BaseException) -> bool:
     return isinstance(exc, RuntimeError) and "stance is 'fail_on_recompile'" in str(exc)
 
 
+def _relative_iqr(ms: list[float]) -> float:
+    """Interquartile range / median of one block's times (0 for fewer than 3 calls)."""
+    if len(ms) < 3:
+        return 0.0
+    q1, median, q3 = statistics.quantiles(ms, n=4, method="inclusive")
+    return (q3 - q1) / median if median > 0 else 0.0
+
+
 class CpuClock:
     """``perf_counter_ns`` around each call; the block's wall time around all of them."""
 
@@ -319,23 +327,31 @@ class Benchmark:
                 self._settle(side, last.get(side))
 
     def _settle(self, side: str, previous_ms: list[float] | None) -> None:
-        """Warm ``side`` up a block at a time until two consecutive block medians agree."""
-        previous = statistics.median(previous_ms) if previous_ms else None
+        """Warm ``side`` up a block at a time until two consecutive block medians agree.
+
+        "Agree": within ``WARMUP_SETTLED``, or within the blocks' own spread (relative IQR)
+        when that is larger: a change smaller than the noise of the calls cannot be told
+        from it, and on a busy CPU microsecond calls jitter by tens of percent.
+        """
         size = max(self.options.block_size, 3)
         deadline = time.perf_counter() + WARMUP_MAX_EXTRA_S
-        change: float | None = None
+        change = tolerance = None
         extra_calls = 0
         for _ in range(WARMUP_MAX_EXTRA_BLOCKS):
-            current = statistics.median(self._block(side, "warmup", size))
+            current_ms = self._block(side, "warmup", size)
             extra_calls += size
-            if previous is not None and previous > 0:
-                change = abs(current - previous) / previous
-                if change <= WARMUP_SETTLED:
-                    return
-            previous = current
+            if previous_ms:
+                previous, current = statistics.median(previous_ms), statistics.median(current_ms)
+                if previous > 0:
+                    change = abs(current - previous) / previous
+                    tolerance = max(WARMUP_SETTLED, _relative_iqr(previous_ms), _relative_iqr(current_ms))
+                    if change <= tolerance:
+                        return
+            previous_ms = current_ms
             if time.perf_counter() >= deadline:
                 break
-        moved = f" (the last two blocks' medians differed by {change:.0%})" if change is not None else ""
+        moved = (f" (the last two blocks' medians differed by {change:.0%}, more than the {tolerance:.0%} "
+                 "their spread allows)" if change is not None else "")
         self.warn(f"{side} warm-up did not settle within {extra_calls} extra calls{moved}: "
                   "the first measured blocks may still include warm-up effects")
 
