@@ -11,8 +11,8 @@ clock and power sampled over each method's own time window:
 * ``do_bench`` itself (rep=200 ms, median);
 * a replica of do_bench's loop in this file (256 MB flush, an event pair per call, every
   call queued before one synchronize), with and without the flush;
-* the replica with a synchronize after every 10 calls, and with compile-lab's head-start
-  spin kernel before every 10 calls (what compile-lab does, written out);
+* the replica with a synchronize after every 10 calls, and with a spin kernel before every
+  10 calls: compile-lab's head start, the earlier generous one, and a fixed 1 ms;
 * compile-lab's own ``CudaClock.run_block`` in blocks of 10 (with and without flush, with and
   without its head start) and in blocks of 100.
 
@@ -104,14 +104,22 @@ def main(argv: list[str] | None = None) -> int:
         clock_plain = CudaClock(device, l2_flush=True)
         clock_plain._sleep = None  # no head start
 
+        heads: dict[int, list[float]] = {}
+
         def blocks(c: CudaClock, size: int) -> float:
             times: list[float] = []
             for _ in range(max(1, args.calls // size)):
                 times.extend(c.run_block(step, [(x,)] * size)[0])
+                heads.setdefault(id(c), []).append(c.last_head_ms)
             return statistics.median(times)
 
         def head_start() -> None:
             clock._head_start(step, 10)
+
+        def old_head_start() -> None:
+            # before 2026-12-03: 1.5 x the whole block's queueing time, at least 0.2 ms
+            queue_ms = clock._queue_ms_per_call.get(id(step), 1.0)
+            clock._sleep(int(max(1.5 * 10 * queue_ms, 0.2) * clock._calibrate()))
 
         methods: list[tuple[str, Callable[[], float]]] = [
             ("do_bench (rep=200 ms, flush)", lambda: do_bench(fn, warmup=25, rep=200, return_mode="median")),
@@ -119,6 +127,10 @@ def main(argv: list[str] | None = None) -> int:
             ("replica: no flush, all queued, one sync", lambda: replica(fn, args.calls, None)),
             ("replica: flush, sync every 10", lambda: replica(fn, args.calls, flush, 10)),
             ("replica: flush, sync + head start every 10", lambda: replica(fn, args.calls, flush, 10, head_start)),
+            ("replica: flush, sync + old head start every 10",
+             lambda: replica(fn, args.calls, flush, 10, old_head_start)),
+            ("replica: flush, sync + 1 ms spin every 10",
+             lambda: replica(fn, args.calls, flush, 10, lambda: clock._sleep(int(clock._calibrate())))),
             ("compile-lab blocks of 10, flush", lambda: blocks(clock_flush, 10)),
             ("compile-lab blocks of 10, flush, no head start", lambda: blocks(clock_plain, 10)),
             ("compile-lab blocks of 10", lambda: blocks(clock, 10)),
@@ -141,6 +153,9 @@ def main(argv: list[str] | None = None) -> int:
                     results[name].append((median, sampler.window(start, time.perf_counter())))
                     print(dtype_name, round_, name, f"{median:.4f}", flush=True)
         reference = [m for m, _ in results[methods[0][0]]]
+        mean_head = {c: statistics.fmean(v) for c, v in heads.items()}
+        lines.append(f"| {dtype_name} | (compile-lab's head start per block: {mean_head.get(id(clock), 0):.3f} ms "
+                     f"in blocks of 10, {mean_head.get(id(clock_flush), 0):.3f} ms with flush) | | | | |")
         for name, _ in methods:
             medians = [m for m, _ in results[name]]
             ratio = statistics.median(m / r for m, r in zip(medians, reference))
@@ -152,7 +167,7 @@ def main(argv: list[str] | None = None) -> int:
         torch.cuda.empty_cache()
     lines += ["", "do_bench as installed:", "", "```python", inspect.getsource(do_bench).rstrip(), "```"]
     args.out.write_text("\n".join(lines) + "\n")
-    print("\n".join(lines[:4 + 9 * len(args.dtypes.split(","))]))
+    print("\n".join(lines[:4 + (len(methods) + 1) * len(args.dtypes.split(","))]))
     return 0
 
 

@@ -15,7 +15,7 @@ from tui.engine.options import RunOptions  # noqa: E402
 from tui.engine.protocol import decode  # noqa: E402
 from tui.engine.worker import envinfo  # noqa: E402
 from tui.engine.worker.channel import EventChannel  # noqa: E402
-from tui.engine.worker.measure import Benchmark, make_compile_fn  # noqa: E402
+from tui.engine.worker.measure import HEAD_START_MAX_MS, HEAD_START_MIN_MS, Benchmark, head_start_ms, make_compile_fn  # noqa: E402,E501
 
 
 @dataclass
@@ -252,3 +252,35 @@ def test_envinfo_writes_torchs_gpu_uuid_the_way_nvml_does(monkeypatch, raw, expe
 
     monkeypatch.setattr(envinfo.torch.cuda, "get_device_properties", lambda index: Properties())
     assert envinfo.gpu_uuid(0) == expected
+
+
+def _gpu_waits(head: float, queue_ms: float, device_ms: float, calls: int) -> bool:
+    """Whether the GPU would wait for the host inside a block: call k is queued at k*queue_ms
+    (the first one at 2*queue_ms, a slow first call) and takes device_ms on the GPU."""
+    gpu_free = head
+    for k in range(1, calls + 1):
+        queued = (k + 1) * queue_ms if k > 1 else 2 * queue_ms
+        if queued > gpu_free + 1e-12:
+            return True
+        gpu_free += device_ms
+    return False
+
+
+@pytest.mark.parametrize("calls", [1, 3, 10, 100])
+@pytest.mark.parametrize("queue_ms", [0.005, 0.03, 0.4, 2.0])
+@pytest.mark.parametrize("device_ms", [0.001, 0.1, 1.6, 22.0])
+def test_the_head_start_keeps_the_gpu_busy_for_the_whole_block(calls, queue_ms, device_ms):
+    head = head_start_ms(queue_ms, device_ms, calls)
+    if head < HEAD_START_MAX_MS:
+        assert not _gpu_waits(head, queue_ms, device_ms, calls), head
+
+
+def test_the_head_start_of_gpu_bound_work_is_short():
+    # a 1.6 ms GEMM queued in 20 us: only the first call needs covering (was 1.5 x the whole block's queueing)
+    assert head_start_ms(0.02, 1.6, 10) == pytest.approx(0.06)
+    assert head_start_ms(0.001, 1.6, 10) == HEAD_START_MIN_MS
+    # launch-bound: the host falls behind by (q - d) per call
+    assert head_start_ms(0.5, 0.1, 20) == pytest.approx(1.5 * (2 * 0.5 + 19 * 0.4))
+    # nothing measured yet: 1 ms per call, the GPU assumed never to catch up
+    assert head_start_ms(None, None, 10) == pytest.approx(15.0)
+    assert head_start_ms(5.0, 0.0, 100) == HEAD_START_MAX_MS

@@ -18,7 +18,8 @@ import torch
 
 from tui.engine.worker.accuracy import keep
 
-__all__ = ["CpuClock", "CudaClock", "Benchmark", "make_compile_fn", "L2_FLUSH_BYTES", "is_recompile_refusal"]
+__all__ = ["CpuClock", "CudaClock", "Benchmark", "make_compile_fn", "head_start_ms", "L2_FLUSH_BYTES",
+           "is_recompile_refusal"]
 
 #: Bytes zeroed before each iteration to flush L2 (as triton's do_bench does).
 L2_FLUSH_BYTES = 256 * 2**20
@@ -68,6 +69,37 @@ def _relative_iqr(ms: list[float]) -> float:
     return (q3 - q1) / median if median > 0 else 0.0
 
 
+#: Head start = this factor x the time the GPU would otherwise wait for the host...
+HEAD_START_FACTOR = 1.5
+#: ...within these bounds (ms).
+HEAD_START_MIN_MS = 0.05
+HEAD_START_MAX_MS = 200.0
+
+
+def head_start_ms(queue_ms_per_call: float | None, device_ms_per_call: float | None, calls: int) -> float:
+    """How long to keep the GPU busy before a block of ``calls`` calls, from the last block's times.
+
+    With q the host's queueing time per call and d the device time of the fastest call: if
+    the first call takes the host 2q (it is often the slowest) and each later one q, call k
+    is queued after (k+1)q ms and the GPU reaches it after head + (k-1)d ms at the earliest.
+    The GPU never waits while head >= 2q + (k-1)(q-d) for every k: 2q when the GPU is the
+    slower side, 2q + (calls-1)(q-d) when the host is (launch-bound). Times the margin
+    ``HEAD_START_FACTOR``, within the bounds. With nothing measured yet: 1 ms per call,
+    the GPU assumed never to catch up.
+
+    The head start is sized to what is needed, not generously: a power-capped GPU turns the
+    light load of a spin before each block into a higher clock for the block's kernels (on
+    an H200, bf16 GEMMs with the earlier, generous head start read 3-4% faster than
+    do_bench; docs/BENCHMARKS.md, section 1).
+    """
+    q = 1.0 if queue_ms_per_call is None else queue_ms_per_call
+    if device_ms_per_call is None:
+        need = q * calls
+    else:
+        need = 2 * q + (calls - 1) * max(0.0, q - device_ms_per_call)
+    return min(max(need * HEAD_START_FACTOR, HEAD_START_MIN_MS), HEAD_START_MAX_MS)
+
+
 class CpuClock:
     """``perf_counter_ns`` around each call; the block's wall time around all of them."""
 
@@ -98,8 +130,8 @@ class CudaClock:
     """A pair of CUDA events per call, no synchronize between calls, one per block.
 
     Each block starts with a *head start*: a spin kernel (``torch.cuda._sleep``) long
-    enough to cover the host's time to queue the whole block, so the GPU never waits for
-    the host inside the block. Without it, an idle GPU records a call's start event at
+    enough that the GPU never waits for the host inside the block (see
+    :func:`head_start_ms`). Without it, an idle GPU records a call's start event at
     once and then waits for the host's guards and launches, so per-call events of
     launch-bound work would measure the host, not the device. The host-inclusive time
     per call is then ``max(queueing time, synchronised wall time - head start) / calls``:
@@ -109,10 +141,6 @@ class CudaClock:
     """
 
     name = "cuda_event"
-    #: Head start = this factor x the host time the block's calls took to queue last time.
-    HEAD_START_FACTOR = 1.5
-    HEAD_START_MIN_MS = 0.2
-    HEAD_START_MAX_MS = 200.0
 
     def __init__(self, device: torch.device, l2_flush: bool = False) -> None:
         self.device = device
@@ -120,6 +148,9 @@ class CudaClock:
         self._sleep = getattr(torch.cuda, "_sleep", None)
         self._cycles_per_ms: float | None = None
         self._queue_ms_per_call: dict[int, float] = {}
+        self._device_ms_per_call: dict[int, float] = {}
+        #: The last block's head start, in ms (0 without one).
+        self.last_head_ms = 0.0
 
     def sync(self) -> None:
         """Wait for all work queued on the device."""
@@ -143,8 +174,7 @@ class CudaClock:
         cycles_per_ms = self._calibrate()
         if cycles_per_ms is None:
             return None
-        per_call = self._queue_ms_per_call.get(id(step), 1.0)
-        wanted = min(max(per_call * n * self.HEAD_START_FACTOR, self.HEAD_START_MIN_MS), self.HEAD_START_MAX_MS)
+        wanted = head_start_ms(self._queue_ms_per_call.get(id(step)), self._device_ms_per_call.get(id(step)), n)
         begin, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
         begin.record()
         self._sleep(int(wanted * cycles_per_ms))
@@ -176,8 +206,11 @@ class CudaClock:
         wall_ms = (time.perf_counter() - start) * 1e3
         self._queue_ms_per_call[id(step)] = queued_ms / len(calls)
         head_ms = head[0].elapsed_time(head[1]) if head is not None else 0.0
+        self.last_head_ms = head_ms
         host_ms = max(queued_ms, wall_ms - head_ms)
-        return [begin.elapsed_time(end) for begin, end in zip(starts, ends)], host_ms / len(calls)
+        ms = [begin.elapsed_time(end) for begin, end in zip(starts, ends)]
+        self._device_ms_per_call[id(step)] = min(ms)  # the fastest call: the GPU catches up soonest
+        return ms, host_ms / len(calls)
 
 
 class Benchmark:
