@@ -95,12 +95,15 @@ def _median_side(record: RunRecord, side: str, clock: str) -> float:
     return float(stats.median) if stats is not None else float("nan")
 
 
-def _per_block_pair(clock: CudaClock, step: Callable[[], Any], calls: int, blocks: int,
+def _per_block_pair(clock: CudaClock, step: Callable[[tuple], Any], args: tuple, calls: int, blocks: int,
                     prepare: Callable[[], None]) -> float:
     """Median over blocks of (one event pair around ``calls`` calls) / calls, in ms.
 
-    Each block gets the same head start as compile-lab's blocks, so the difference from
-    the per-iteration median is the cost of the per-iteration events alone.
+    Each block gets the head start compile-lab's own blocks of ``step`` got (``clock`` has
+    measured them), so the difference from the per-iteration median is the cost of the
+    per-iteration events alone. (Until 2026-12-03 this passed a fresh callable, whose head
+    start was the 15 ms default: on a power-capped GPU that spin alone made the blocks'
+    GEMMs ~10% faster, which was reported as a "stream cost".)
     """
     values = []
     for _ in range(blocks):
@@ -110,7 +113,7 @@ def _per_block_pair(clock: CudaClock, step: Callable[[], Any], calls: int, block
         begin.record()
         for _ in range(calls):
             prepare()
-            step()
+            step(args)
         end.record()
         torch.cuda.synchronize()
         values.append(begin.elapsed_time(end) / calls)
@@ -178,7 +181,7 @@ def run_case(name: str, fields: dict[str, Any], mode: str, iters: int, rounds: i
                 "cl_iter_flush": _median_side(flushed, side, "iter"),
                 "do_bench": float(do_bench(call, warmup=50, rep=200, return_mode="median")),
                 "timer": float(timer.median) * 1e3,
-                "block_pair": _per_block_pair(plain_clock, lambda: step(args), 10, 20, prepare),
+                "block_pair": _per_block_pair(plain_clock, step, args, 10, 20, prepare),
             }
         per_round.append(figures)
 
