@@ -342,8 +342,8 @@ class Benchmark:
         Fixed part: at least max(3, warmup) compiled calls (3 per input set when there are
         several), then ``warmup`` eager calls. With ``warmup`` > 0 each side then goes on, a
         block at a time, until two consecutive warm-up blocks have medians within
-        ``WARMUP_SETTLED`` of each other (cuDNN autotuning, allocator growth, clocks ramping
-        up); a side that has not settled after ``WARMUP_MAX_EXTRA_BLOCKS`` blocks or
+        ``WARMUP_SETTLED`` of each other, or within the blocks' own spread (cuDNN autotuning,
+        allocator growth, clocks ramping up); a side that has not settled after ``WARMUP_MAX_EXTRA_BLOCKS`` blocks or
         ``WARMUP_MAX_EXTRA_S`` seconds is measured anyway, with a warning. Workloads whose
         input sets differ in shape on purpose (labels) skip the settling: their blocks differ
         by design.
