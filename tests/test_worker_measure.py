@@ -255,8 +255,8 @@ def test_envinfo_writes_torchs_gpu_uuid_the_way_nvml_does(monkeypatch, raw, expe
 
 
 def _gpu_waits(head: float, queue_ms: float, device_ms: float, calls: int) -> bool:
-    """Whether the GPU would wait for the host inside a block: call k is queued at k*queue_ms
-    (the first one at 2*queue_ms, a slow first call) and takes device_ms on the GPU."""
+    """Whether the GPU would wait for the host inside a block: the first call is queued at
+    2*queue_ms (a slow first call), call k at (k+1)*queue_ms, and each takes device_ms on the GPU."""
     gpu_free = head
     for k in range(1, calls + 1):
         queued = (k + 1) * queue_ms if k > 1 else 2 * queue_ms
@@ -267,12 +267,12 @@ def _gpu_waits(head: float, queue_ms: float, device_ms: float, calls: int) -> bo
 
 
 @pytest.mark.parametrize("calls", [1, 3, 10, 100])
-@pytest.mark.parametrize("queue_ms", [0.005, 0.03, 0.4, 2.0])
+@pytest.mark.parametrize("queue_ms", [0.005, 0.03, 0.4, 1.0])
 @pytest.mark.parametrize("device_ms", [0.001, 0.1, 1.6, 22.0])
 def test_the_head_start_keeps_the_gpu_busy_for_the_whole_block(calls, queue_ms, device_ms):
     head = head_start_ms(queue_ms, device_ms, calls)
-    if head < HEAD_START_MAX_MS:
-        assert not _gpu_waits(head, queue_ms, device_ms, calls), head
+    assert head < HEAD_START_MAX_MS  # (no case of the grid is cut by the cap)
+    assert not _gpu_waits(head, queue_ms, device_ms, calls), head
 
 
 def test_the_head_start_of_gpu_bound_work_is_short():
@@ -284,3 +284,72 @@ def test_the_head_start_of_gpu_bound_work_is_short():
     # nothing measured yet: 1 ms per call, the GPU assumed never to catch up
     assert head_start_ms(None, None, 10) == pytest.approx(15.0)
     assert head_start_ms(5.0, 0.0, 100) == HEAD_START_MAX_MS
+
+    # a first call slower than 2q is covered by what it took
+    assert head_start_ms(0.02, 1.6, 10, first_queue_ms=0.5) == pytest.approx(0.75)
+
+
+class _FakeGpu:
+    """Device and host clocks for CudaClock on the CPU: events read the device clock, spins
+    advance it, and each call advances both by its scripted (device ms, host ms)."""
+
+    def __init__(self) -> None:
+        self.now = 0.0
+        self.host_ms = 0.0
+        self.spins_ms: list[float] = []
+        gpu = self
+
+        class Event:
+            def __init__(self, enable_timing: bool = False) -> None:
+                self.t = None
+
+            def record(self) -> None:
+                self.t = gpu.now
+
+            def elapsed_time(self, end: "Event") -> float:
+                return end.t - self.t
+
+        self.Event = Event
+
+    def sleep(self, cycles: int) -> None:
+        self.spins_ms.append(cycles / 1000.0)
+        self.now += cycles / 1000.0
+
+    def perf_counter(self) -> float:
+        return self.host_ms / 1e3
+
+    def step(self, args: tuple) -> None:
+        device_ms, host_ms = args
+        self.now += device_ms
+        self.host_ms += host_ms
+
+
+def test_cuda_clock_sizes_each_head_start_from_that_steps_last_block(monkeypatch):
+    from types import SimpleNamespace
+
+    from tui.engine.worker import measure
+
+    gpu = _FakeGpu()
+    monkeypatch.setattr(torch.cuda, "Event", gpu.Event)
+    monkeypatch.setattr(torch.cuda, "synchronize", lambda device=None: None)
+    monkeypatch.setattr(measure, "time", SimpleNamespace(perf_counter=gpu.perf_counter))
+    clock = measure.CudaClock(torch.device("cpu"))
+    clock._sleep, clock._cycles_per_ms = gpu.sleep, 1000.0  # 1000 spin cycles per ms
+    other = lambda args: gpu.step(args)  # noqa: E731  (a second step, unknown to the clock)
+    # gpu.step is a new bound-method object at each access below: the clock must still know it
+
+    # launch-bound: the host needs 0.7 ms per call (1.5 for the first), the GPU 0.1-0.3 ms
+    ms, host = clock.run_block(gpu.step, [(0.2, 1.5), (0.1, 0.3), (0.3, 0.3)])
+    assert ms == pytest.approx([0.2, 0.1, 0.3])
+    assert gpu.spins_ms[-1] == pytest.approx(1.5 * 3 * 1.0)  # nothing known yet: 1 ms per call
+    assert host == pytest.approx(0.7)
+    clock.run_block(gpu.step, [(0.2, 0.5)] * 4)
+    # q = 0.7, first call 1.5, fastest call 0.1: 1.5 x (1.5 + 3 x (0.7 - 0.1))
+    assert gpu.spins_ms[-1] == pytest.approx(1.5 * (1.5 + 3 * 0.6))
+    assert clock.last_head_ms == pytest.approx(gpu.spins_ms[-1])
+    # GPU-bound now (2 ms per call, queued in 0.5 ms): only 2q = 1 ms to cover, from this block
+    clock.run_block(gpu.step, [(2.0, 0.5)] * 4)
+    clock.run_block(gpu.step, [(2.0, 0.5)] * 4)
+    assert gpu.spins_ms[-1] == pytest.approx(1.5 * 2 * 0.5)
+    clock.run_block(other, [(2.0, 0.5)] * 4)
+    assert gpu.spins_ms[-1] == pytest.approx(1.5 * 4 * 1.0)

@@ -33,6 +33,8 @@ WARMUP_SETTLED = 0.05
 #: ...giving up after this many extra blocks or once this many seconds of extra warm-up have passed.
 WARMUP_MAX_EXTRA_BLOCKS = 6
 WARMUP_MAX_EXTRA_S = 3.0
+#: Two medians closer than this (ms) agree whatever their ratio: below the clocks' resolution.
+SETTLED_ABS_MS = 0.001
 
 Step = Callable[[tuple], Any]
 Emit = Callable[..., None]
@@ -76,16 +78,17 @@ HEAD_START_MIN_MS = 0.05
 HEAD_START_MAX_MS = 200.0
 
 
-def head_start_ms(queue_ms_per_call: float | None, device_ms_per_call: float | None, calls: int) -> float:
+def head_start_ms(queue_ms_per_call: float | None, device_ms_per_call: float | None, calls: int,
+                  first_queue_ms: float | None = None) -> float:
     """How long to keep the GPU busy before a block of ``calls`` calls, from the last block's times.
 
-    With q the host's queueing time per call and d the device time of the fastest call: if
-    the first call takes the host 2q (it is often the slowest) and each later one q, call k
-    is queued after (k+1)q ms and the GPU reaches it after head + (k-1)d ms at the earliest.
-    The GPU never waits while head >= 2q + (k-1)(q-d) for every k: 2q when the GPU is the
-    slower side, 2q + (calls-1)(q-d) when the host is (launch-bound). Times the margin
-    ``HEAD_START_FACTOR``, within the bounds. With nothing measured yet: 1 ms per call,
-    the GPU assumed never to catch up.
+    With q the host's queueing time per call, f the time it took to queue the first call
+    (often the slowest; taken as at least 2q) and d the device time of the fastest call:
+    call k is queued after about f + (k-1)q ms and the GPU reaches it after head + (k-1)d ms
+    at the earliest. The GPU never waits while head >= f + (k-1)(q-d) for every k: f when
+    the GPU is the slower side, f + (calls-1)(q-d) when the host is (launch-bound). Times
+    the margin ``HEAD_START_FACTOR``, within the bounds. With nothing measured yet: 1 ms
+    per call, the GPU assumed never to catch up.
 
     The head start is sized to what is needed, not generously: a power-capped GPU turns the
     light load of a spin before each block into a higher clock for the block's kernels (on
@@ -96,7 +99,8 @@ def head_start_ms(queue_ms_per_call: float | None, device_ms_per_call: float | N
     if device_ms_per_call is None:
         need = q * calls
     else:
-        need = 2 * q + (calls - 1) * max(0.0, q - device_ms_per_call)
+        first = max(2 * q, first_queue_ms or 0.0)
+        need = first + (calls - 1) * max(0.0, q - device_ms_per_call)
     return min(max(need * HEAD_START_FACTOR, HEAD_START_MIN_MS), HEAD_START_MAX_MS)
 
 
@@ -147,8 +151,11 @@ class CudaClock:
         self.flush_buffer = torch.empty(L2_FLUSH_BYTES, dtype=torch.int8, device=device) if l2_flush else None
         self._sleep = getattr(torch.cuda, "_sleep", None)
         self._cycles_per_ms: float | None = None
-        self._queue_ms_per_call: dict[int, float] = {}
-        self._device_ms_per_call: dict[int, float] = {}
+        # What the last block of each step measured, keyed by the step itself (a bound method
+        # is a new object on every attribute access, but equal to the last one).
+        self._queue_ms_per_call: dict[Step, float] = {}
+        self._device_ms_per_call: dict[Step, float] = {}
+        self._first_queue_ms: dict[Step, float] = {}
         #: The last block's head start, in ms (0 without one).
         self.last_head_ms = 0.0
 
@@ -174,7 +181,8 @@ class CudaClock:
         cycles_per_ms = self._calibrate()
         if cycles_per_ms is None:
             return None
-        wanted = head_start_ms(self._queue_ms_per_call.get(id(step)), self._device_ms_per_call.get(id(step)), n)
+        wanted = head_start_ms(self._queue_ms_per_call.get(step), self._device_ms_per_call.get(step), n,
+                               self._first_queue_ms.get(step))
         begin, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
         begin.record()
         self._sleep(int(wanted * cycles_per_ms))
@@ -193,6 +201,7 @@ class CudaClock:
         self.sync()
         head = self._head_start(step, len(calls))
         start = time.perf_counter()
+        first_ms = None
         for args, begin, end in zip(calls, starts, ends):
             if flush is not None:
                 flush.zero_()
@@ -201,15 +210,18 @@ class CudaClock:
             begin.record()
             step(args)
             end.record()
+            if first_ms is None:
+                first_ms = (time.perf_counter() - start) * 1e3
         queued_ms = (time.perf_counter() - start) * 1e3
         self.sync()
         wall_ms = (time.perf_counter() - start) * 1e3
-        self._queue_ms_per_call[id(step)] = queued_ms / len(calls)
+        self._queue_ms_per_call[step] = queued_ms / len(calls)
+        self._first_queue_ms[step] = first_ms or 0.0
         head_ms = head[0].elapsed_time(head[1]) if head is not None else 0.0
         self.last_head_ms = head_ms
         host_ms = max(queued_ms, wall_ms - head_ms)
         ms = [begin.elapsed_time(end) for begin, end in zip(starts, ends)]
-        self._device_ms_per_call[id(step)] = min(ms)  # the fastest call: the GPU catches up soonest
+        self._device_ms_per_call[step] = min(ms)  # the fastest call: the GPU catches up soonest
         return ms, host_ms / len(calls)
 
 
@@ -370,16 +382,19 @@ class Benchmark:
         deadline = time.perf_counter() + WARMUP_MAX_EXTRA_S
         change = tolerance = None
         extra_calls = 0
+        if previous_ms is not None and len(previous_ms) < 3:
+            previous_ms = None  # a leftover chunk of one or two calls says too little
         for _ in range(WARMUP_MAX_EXTRA_BLOCKS):
             current_ms = self._block(side, "warmup", size)
             extra_calls += size
             if previous_ms:
                 previous, current = statistics.median(previous_ms), statistics.median(current_ms)
-                if previous > 0:
-                    change = abs(current - previous) / previous
-                    tolerance = max(WARMUP_SETTLED, _relative_iqr(previous_ms), _relative_iqr(current_ms))
-                    if change <= tolerance:
-                        return
+                if abs(current - previous) <= SETTLED_ABS_MS:
+                    return  # below what the clocks resolve (also: a step with no measurable work)
+                change = abs(current - previous) / previous if previous > 0 else float("inf")
+                tolerance = max(WARMUP_SETTLED, _relative_iqr(previous_ms), _relative_iqr(current_ms))
+                if change <= tolerance:
+                    return
             previous_ms = current_ms
             if time.perf_counter() >= deadline:
                 break
