@@ -172,6 +172,14 @@ def test_a_shift_larger_than_the_spread_is_not_settled():
     assert rec.warnings == []
 
 
+def test_times_below_the_clocks_resolution_count_as_settled():
+    # a step with no measurable work: medians of 0 ms cannot be compared as a ratio
+    bench, rec = _warmed({"compiled": [0.0, 0.0, 99.0], "eager": [0.0, 0.0005, 99.0]}, warmup=3, block_size=3)
+    assert _warmup_blocks(rec, "compiled") == [0.0, 0.0]
+    assert _warmup_blocks(rec, "eager")[-2:] == [0.0, 0.0005]
+    assert rec.warnings == []
+
+
 def test_warmup_zero_means_the_fixed_minimum_only():
     bench, rec = _warmed({"compiled": [1.0, 5.0, 9.0]}, warmup=0, block_size=3)
     assert _warmup_blocks(rec, "compiled") == [1.0]  # 3 calls in one block, no settling
