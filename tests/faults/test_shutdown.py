@@ -16,11 +16,13 @@ inductor compiles in-process, so the workload starts the pool the way inductor d
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import signal
 import subprocess
 import sys
 import time
+from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
@@ -71,32 +73,22 @@ async def test_quitting_with_a_run_active_leaves_no_worker_and_keeps_the_finishe
     assert all(line["status"] == "cancelled" for line in lines if line["run_id"] != done.run_id)
 
 
-@pytest.mark.parametrize(
-    ("signum", "behaviour"),
-    [(signal.SIGHUP, "hang"), (signal.SIGTERM, "hang"), (signal.SIGKILL, "slow")],
-    ids=["SIGHUP", "SIGTERM", "SIGKILL"],
-)
-async def test_a_signal_to_the_app_process_leaves_no_worker_and_keeps_the_finished_run(tmp_path, compile_lab_home,
-                                                                                      signum, behaviour):
-    """The app runs headless in its own process; it gets the signal mid-run; its tree is gone 2 s later."""
+@contextlib.asynccontextmanager
+async def _app_in_its_own_process(tmp_path: Path, *args: str):
+    """The headless app of ``app_harness.py`` in a process of its own: (process, status reader).
+
+    On the way out whatever is left of it is killed, and a failed assertion carries the app's output.
+    """
     read_fd, write_fd = os.pipe()
     status = LineReader(read_fd)
     log = open(tmp_path / "app-output.txt", "wb")
     app = subprocess.Popen(
-        [sys.executable, str(HARNESS), str(write_fd), behaviour],
+        [sys.executable, str(HARNESS), str(write_fd), *args],
         pass_fds=(write_fd,), stdin=subprocess.DEVNULL, stdout=log, stderr=log, start_new_session=True,
     )
     os.close(write_fd)
     try:
-        appended = await status.json_until(lambda item: "appended" in item, timeout=60)
-        worker = (await status.json_until(lambda item: "measuring" in item, timeout=60))["pid"]
-        size = 2 if behaviour == "hang" else 1
-        tree = await until(lambda: len(group_members(worker)) >= size and group_members(worker), 10, "the worker")
-        app.send_signal(signum)
-        start = time.monotonic()
-        code = await asyncio.to_thread(app.wait, 10)
-        await none_left(pids=tree, pgids=[worker], env=("COMPILE_LAB_HOME", str(compile_lab_home)),
-                        within=GONE_WITHIN_S - (time.monotonic() - start))
+        yield app, status
     except AssertionError as exc:
         raise AssertionError(f"{exc}; the app's output: {_output(tmp_path)[-3000:]}") from None
     finally:
@@ -105,6 +97,34 @@ async def test_a_signal_to_the_app_process_leaves_no_worker_and_keeps_the_finish
             app.wait(10)
         status.close()
         log.close()
+
+
+async def _signal_and_see_the_tree_gone(app: subprocess.Popen, signum: int, home: Path, pids: Sequence[int],
+                                        pgids: Sequence[int] = ()) -> int:
+    """Send ``signum`` to the app; within 2 s none of ``pids``, ``pgids`` or the test's processes is left.
+    Returns the app's exit code."""
+    app.send_signal(signum)
+    start = time.monotonic()
+    code = await asyncio.to_thread(app.wait, 10)
+    await none_left(pids=pids, pgids=pgids, env=("COMPILE_LAB_HOME", str(home)),
+                    within=GONE_WITHIN_S - (time.monotonic() - start))
+    return code
+
+
+@pytest.mark.parametrize(
+    ("signum", "behaviour"),
+    [(signal.SIGHUP, "hang"), (signal.SIGTERM, "hang"), (signal.SIGKILL, "slow")],
+    ids=["SIGHUP", "SIGTERM", "SIGKILL"],
+)
+async def test_a_signal_to_the_app_process_leaves_no_worker_and_keeps_the_finished_run(tmp_path, compile_lab_home,
+                                                                                      signum, behaviour):
+    """The app runs headless in its own process; it gets the signal mid-run; its tree is gone 2 s later."""
+    async with _app_in_its_own_process(tmp_path, behaviour) as (app, status):
+        appended = await status.json_until(lambda item: "appended" in item, timeout=60)
+        worker = (await status.json_until(lambda item: "measuring" in item, timeout=60))["pid"]
+        size = 2 if behaviour == "hang" else 1
+        tree = await until(lambda: len(group_members(worker)) >= size and group_members(worker), 10, "the worker")
+        code = await _signal_and_see_the_tree_gone(app, signum, compile_lab_home, tree, [worker])
     output = _output(tmp_path)
     assert code == (-signal.SIGKILL if signum == signal.SIGKILL else 128 + signum), output[-2000:]
     assert appended["status"] == "done"
@@ -138,32 +158,12 @@ async def test_sigkill_to_the_app_ends_a_real_worker_and_inductors_compile_pool(
     """The app is SIGKILLed while a real worker holds inductor's compile pool: all of it is gone 2 s later."""
     monkeypatch.setenv("TORCHINDUCTOR_COMPILE_THREADS", "2")
     path = write_workload(tmp_path, "pooled.py", POOLED)
-    read_fd, write_fd = os.pipe()
-    status = LineReader(read_fd)
-    log = open(tmp_path / "app-output.txt", "wb")
-    app = subprocess.Popen(
-        [sys.executable, str(HARNESS), str(write_fd), "real", str(path)],
-        pass_fds=(write_fd,), stdin=subprocess.DEVNULL, stdout=log, stderr=log, start_new_session=True,
-    )
-    os.close(write_fd)
-    try:
+    async with _app_in_its_own_process(tmp_path, "real", str(path)) as (app, status):
         appended = await status.json_until(lambda item: "appended" in item, timeout=120)
         worker = (await status.json_until(lambda item: "measuring" in item, timeout=120))["pid"]
         # the sidecar and its two compile workers
         tree = await until(lambda: len(descendants(worker)) >= 3 and descendants(worker), 60, "the compile pool")
-        app.send_signal(signal.SIGKILL)
-        start = time.monotonic()
-        code = await asyncio.to_thread(app.wait, 10)
-        await none_left(pids=[worker, *tree], env=("COMPILE_LAB_HOME", str(compile_lab_home)),
-                        within=GONE_WITHIN_S - (time.monotonic() - start))
-    except AssertionError as exc:
-        raise AssertionError(f"{exc}; the app's output: {_output(tmp_path)[-3000:]}") from None
-    finally:
-        if app.poll() is None:
-            app.kill()
-            app.wait(10)
-        status.close()
-        log.close()
+        code = await _signal_and_see_the_tree_gone(app, signal.SIGKILL, compile_lab_home, [worker, *tree])
     assert code == -signal.SIGKILL
     assert appended["status"] == "done"
     assert [line["run_id"] for line in history_lines() if line["status"] == "done"] == [appended["appended"]]
