@@ -340,9 +340,9 @@ async def _run_configs(configs: list[RunOptions], args: argparse.Namespace) -> i
             loop.remove_signal_handler(signum)
             with contextlib.suppress(TypeError, ValueError, OSError):
                 signal.signal(signum, previous if previous is not None else signal.SIG_DFL)
-        task = asyncio.current_task()
-        if task is not None and interrupted:
-            while task.uncancel() > 0:
+        uncancel = getattr(asyncio.current_task(), "uncancel", None)  # Python 3.11+; 3.10 counts no cancels
+        if uncancel is not None and interrupted:
+            while uncancel() > 0:
                 pass
         try:
             await asyncio.wait_for(runner.aclose(), 5)
@@ -452,9 +452,11 @@ class _Progress:
     def update(self, record: Any, event: dict[str, Any] | None) -> None:
         if self.progress is None or record.run_id not in self.tasks:
             return
-        if event is not None and event.get("event") == "warning" and event.get("source") == "runner":
+        from tui.engine.protocol import WorkerWarning
+
+        if isinstance(event, WorkerWarning) and event.source == "runner":
             self.notes[record.run_id] = "waiting for the GPU"
-        elif event is not None and event.get("event") != "warning":
+        elif event is not None and not isinstance(event, WorkerWarning):
             self.notes.pop(record.run_id, None)
         measured = sum(len(b.ms) for side in record.samples.values() for b in side if b.stage == "measure")
         state = self.notes.get(record.run_id) or record.status.replace("_", " ")
@@ -478,7 +480,7 @@ def _ms(stats: Any) -> str:
     return f"{value * 1000:.3g} µs"
 
 
-def _speedup_text(summary: dict[str, Any]) -> Any:
+def _speedup_text(summary: Any) -> Any:
     """``1.23x`` over ``[1.10, 1.35]``: green/red when significant, dim (``n.s.``) when not.
 
     A launch-bound run is marked, with its host-inclusive speedup (``host 1.31x``) under it:
@@ -486,23 +488,23 @@ def _speedup_text(summary: dict[str, Any]) -> Any:
     """
     from rich.text import Text
 
-    speedup = summary.get("speedup")
+    speedup = summary.speedup
     if speedup is None:
         return Text("-")
-    low, high = summary.get("speedup_ci_low"), summary.get("speedup_ci_high")
-    significant = bool(summary.get("significant"))
+    low, high = summary.speedup_ci_low, summary.speedup_ci_high
+    significant = bool(summary.significant)
     style = ("bold green" if speedup > 1 else "bold red") if significant else "dim"
     text = Text(f"{speedup:.2f}x", style=style)
     if low is not None and high is not None:
         text.append(f"\n[{low:.2f}, {high:.2f}]", style=style)
         if not significant:
             text.append("\nn.s.", style="dim")
-    if summary.get("launch_bound"):
+    if summary.launch_bound:
         text.append("\nlaunch-bound", style="yellow")
-        host = summary.get("host_speedup")
+        host = summary.host_speedup
         if host is not None:
             text.append(f"\nhost {host:.2f}x", style="bold yellow")
-            host_low, host_high = summary.get("host_speedup_ci_low"), summary.get("host_speedup_ci_high")
+            host_low, host_high = summary.host_speedup_ci_low, summary.host_speedup_ci_high
             if host_low is not None and host_high is not None:
                 text.append(f"\n[{host_low:.2f}, {host_high:.2f}]", style="yellow")
     return text
@@ -527,24 +529,23 @@ def _print_table(records: list[Any], console: Any) -> None:
     errors = []
     for number, record in enumerate(records, 1):
         summary = record.summary()
-        row = record.to_row()
         o = record.options
         params = " ".join(f"{k}={v}" for k, v in (o.params or {}).items())
         what = Text()
         what.append(f"{number} {o.workload}", style="bold")
         what.append(f" {params}\n{o.label()} {o.device}".replace(" \n", "\n"))
         compile_s = f"{record.compile_s:.3g} s" if record.compile_s is not None else "-"
-        accuracy = row.get("accuracy") or "n/a"
+        accuracy = record.accuracy.verdict
         status_style = {"done": "green", "failed": "bold red", "cancelled": "yellow"}.get(record.status, "")
         if record.status in ("failed", "cancelled"):
             errors.append(f"run {number}: {record.error_kind}: {record.error_message}")
         table.add_row(
             what,
             compile_s,
-            _ms(summary["eager"]["iter"]),
-            _ms(summary["compiled"]["iter"]),
+            _ms(summary.eager.iter),
+            _ms(summary.compiled.iter),
             _speedup_text(summary),
-            f"{row.get('graph_breaks') or '-'}/{row.get('recompiles') or '-'}",
+            f"{record.diagnostics.graph_breaks or '-'}/{record.diagnostics.recompiles or '-'}",
             Text(accuracy, style=accuracy_style(accuracy)),
             Text(record.status, style=status_style),
             end_section=number < len(records),  # a blank line between runs
@@ -557,7 +558,7 @@ def _print_table(records: list[Any], console: Any) -> None:
 def _print_warnings(records: list[Any], console: Any) -> None:
     lines = []
     for number, record in enumerate(records, 1):
-        for warning in record.summary().get("warnings") or ():
+        for warning in record.summary().warnings:
             lines.append(f"  run {number}: {warning}")
     if lines:
         console.print("warnings:", style="yellow")

@@ -40,6 +40,7 @@ from tui.app.components.queue_view import QueueView
 from tui.app.components.results_table import COLUMNS, ResultsTable
 from tui.app.config import DEFAULT_THEME, load_config, save_config
 from tui.app.format import TERMINAL_STATUSES, options_label, workload_label
+from tui.engine.protocol import Event, Started
 from tui.app.messages import HistoryLoaded, RunFinished, RunsExported, RunsQueued, RunStarted
 from tui.engine.options import OptionsError, RunOptions
 from tui.telemetry.model import normalize_uuid
@@ -321,7 +322,7 @@ class CompileLabApp(App[int]):
         """Drive one run (cancelling this worker kills the run's process group)."""
         await self.runner.run(record, on_event=self._on_run_event)
 
-    def _on_run_event(self, event: dict[str, Any]) -> None:
+    def _on_run_event(self, event: Event) -> None:
         """Called for every worker event (after the runner applied it): only marks things dirty."""
         record = self.current
         if record is None:
@@ -329,8 +330,8 @@ class CompileLabApp(App[int]):
         self._dirty.add(record.run_id)
         if self._chart_record is record and self._chart_view is not None:
             self._chart_view.mark_dirty()
-        if event.get("event") == "started":
-            self._highlight_gpu((event.get("env") or {}).get("gpu_uuid"))
+        if isinstance(event, Started):
+            self._highlight_gpu(event.env.gpu_uuid)
         if self._tick is not None:
             self._tick.resume()
 

@@ -1,41 +1,29 @@
-"""Reading a RunRecord for display: tolerant accessors and short number formats.
+"""Short formats for the app's views, and the few readings of a record they share.
 
-The app shows records in three places (table row, details screen, queue); these helpers
-keep the reading in one spot. Every accessor tolerates a missing or differently shaped
-field (a record from an older history line, a run that failed early) and returns ``None``
-rather than raising: a view must never crash on data.
+The engine's records are typed (:mod:`tui.engine.summary`, :mod:`tui.engine.payloads`), so a
+view reads fields by name; what is here is how numbers and labels look on screen.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from tui.engine.columns import throttled_reasons, to_count, to_float
+from tui.engine.results import ACTIVE_STATUSES, TERMINAL_STATUSES, RunRecord
 
 __all__ = [
     "STATUS_LABELS",
     "TERMINAL_STATUSES",
     "ACTIVE_STATUSES",
-    "status_of",
-    "progress_of",
-    "safe_summary",
-    "side_stats",
-    "stat_value",
+    "to_float",
     "fmt_ms",
     "fmt_seconds",
     "fmt_mib",
     "fmt_speedup",
     "workload_label",
     "options_label",
-    "graph_breaks",
-    "recompiles",
-    "csv_row",
-    "peak_memory_mb",
     "accuracy_label",
     "accuracy_style",
     "clock_label",
-    "sm_clock_mhz",
-    "lookup",
 ]
 
 STATUS_LABELS = {
@@ -53,61 +41,15 @@ STATUS_LABELS = {
 }
 """Status -> the short word shown in the table."""
 
-TERMINAL_STATUSES = frozenset({"done", "failed", "cancelled"})
-"""A record in one of these will not change any more."""
 
-ACTIVE_STATUSES = frozenset(STATUS_LABELS) - TERMINAL_STATUSES - {"queued"}
-"""A record in one of these has a live worker."""
-
-
-def lookup(data: Any, *keys: str, default: Any = None) -> Any:
-    """The first of ``keys`` present (and not None) in a dict or as an attribute of ``data``."""
-    if data is None:
-        return default
-    for key in keys:
-        if isinstance(data, dict):
-            value = data.get(key)
-        else:
-            value = getattr(data, key, None)
-        if value is not None:
-            return value
-    return default
-
-
-def status_of(record: Any) -> str:
-    """The record's status string (``queued`` when it has none)."""
-    return str(getattr(record, "status", None) or "queued")
-
-
-def progress_of(record: Any) -> float:
-    """The record's progress 0..1 (0 when it cannot say)."""
+def to_float(value: Any) -> float | None:
+    """``float(value)`` for numbers and numeric strings; None for anything else (bools included)."""
+    if value is None or isinstance(value, bool):
+        return None
     try:
-        value = float(record.progress())
-    except Exception:
-        return 0.0
-    return min(1.0, max(0.0, value))
-
-
-def safe_summary(record: Any) -> dict[str, Any]:
-    """``record.summary()``, or ``{}`` when it raises or returns nothing."""
-    try:
-        summary = record.summary()
-    except Exception:
-        return {}
-    return summary if isinstance(summary, dict) else {}
-
-
-def side_stats(summary: dict[str, Any], side: str, clock: str = "iter") -> Any:
-    """The Stats of one side (``eager``/``compiled``) and clock (``iter``/``host``), or None."""
-    part = summary.get(side)
-    if isinstance(part, dict):
-        return part.get(clock)
-    return None
-
-
-def stat_value(stats: Any, name: str) -> float | None:
-    """One field of a Stats object or dict (``median``, ``iqr``...), or None."""
-    return to_float(lookup(stats, name))
+        return float(value)
+    except (TypeError, ValueError):
+        return None
 
 
 def fmt_ms(value: float | None) -> str:
@@ -184,60 +126,27 @@ def options_label(options: Any) -> str:
     return f"{label} {'cpu' if device == 'cpu' else 'gpu'}"
 
 
-def graph_breaks(record: Any) -> int | None:
-    """How many graph breaks the diagnostics report, or None when unknown."""
-    return to_count(lookup(getattr(record, "diagnostics", None), "graph_breaks"))
-
-
-def recompiles(record: Any) -> int | None:
-    """How many recompiles the diagnostics report, or None when unknown."""
-    return to_count(lookup(getattr(record, "diagnostics", None), "recompiles"))
-
-
-def csv_row(record: Any) -> dict[str, str]:
-    """``record.to_row()`` (the engine's CSV columns, formatted), or ``{}`` when it raises."""
-    try:
-        row = record.to_row()
-    except Exception:
-        return {}
-    return row if isinstance(row, dict) else {}
-
-
-def peak_memory_mb(record: Any, row: dict[str, str] | None = None) -> float | None:
-    """The larger side's peak memory in MiB (from the CSV row), or None when not measured."""
-    row = csv_row(record) if row is None else row
-    peaks = [to_float(row.get(column)) for column in ("eager_peak_mem_mb", "compiled_peak_mem_mb")]
-    return max((p for p in peaks if p is not None), default=None)
-
-
 def accuracy_style(verdict: str | None) -> str:
-    """The rich style of an accuracy verdict as the CSV writes it (``pass`` / ``fail`` / ``n/a``).
+    """The rich style of an accuracy verdict (``pass`` / ``fail`` / ``n/a``).
 
     The command line shares it (this module imports no textual).
     """
     return {"pass": "green", "fail": "bold red"}.get(verdict or "", "dim")
 
 
-def accuracy_label(record: Any, row: dict[str, str] | None = None) -> tuple[str, str]:
+def accuracy_label(record: RunRecord) -> tuple[str, str]:
     """(``ok`` / ``FAIL`` / ``–``, rich style) from the record's accuracy verdict."""
-    row = csv_row(record) if row is None else row
-    verdict = row.get("accuracy", "n/a")
+    verdict = record.accuracy.verdict
     return {"pass": "ok", "fail": "FAIL"}.get(verdict, "–"), accuracy_style(verdict)
 
 
-def sm_clock_mhz(record: Any) -> float | None:
-    """The run's mean SM clock from its per-run telemetry, or None when not measured."""
-    telemetry = getattr(record, "telemetry", None)
-    return to_float(telemetry.get("sm_clock_mean_mhz")) if isinstance(telemetry, dict) else None
-
-
-def clock_label(record: Any) -> tuple[str, str]:
+def clock_label(record: RunRecord) -> tuple[str, str]:
     """(``1965 MHz`` with a ``!`` when it throttled, rich style) from per-run telemetry."""
-    telemetry = getattr(record, "telemetry", None)
-    if not isinstance(telemetry, dict) or not telemetry:
+    telemetry = record.telemetry
+    if not telemetry.measured:
         return "–", "dim"
-    mean = sm_clock_mhz(record)
+    mean = telemetry.sm_clock_mean_mhz
     text = "n/a" if mean is None else f"{mean:.0f} MHz"
-    if throttled_reasons(telemetry.get("throttle_reasons")):
+    if telemetry.throttled:
         return f"{text} !", "bold yellow"
     return text, ""

@@ -1,71 +1,121 @@
-"""The CSV columns of a run and how the worker's and the sampler's fields map onto them.
+"""The CSV columns, as one table: name, how to get the value from a run, what it means.
 
-CSV columns (:data:`CSV_COLUMNS`, stable; the README copies this list)
-    run_id, timestamp (ISO 8601 UTC, seconds, ``Z``), workload, params (``k=v;k=v``),
-    device, gpu_name, gpu_uuid, torch_version, backend, mode, fullgraph,
-    dynamic (auto/true/false), dtype, tf32, train, l2_flush, cold_compile, status,
-    error_kind, error (one line), compile_s (first compiled call, seconds),
-    eager_n, eager_median_ms, eager_mean_ms, eager_std_ms, eager_min_ms, eager_max_ms,
-    eager_p10_ms, eager_p90_ms, eager_host_median_ms,
-    compiled_n, compiled_median_ms, compiled_mean_ms, compiled_std_ms, compiled_min_ms,
-    compiled_max_ms, compiled_p10_ms, compiled_p90_ms, compiled_host_median_ms,
-    speedup, speedup_ci_low, speedup_ci_high, significant, launch_bound,
-    break_even_calls, graph_breaks, recompiles, unique_graphs, cudagraph_skips,
-    eager_peak_mem_mb, compiled_peak_mem_mb (MiB), max_abs_err, max_rel_err,
-    accuracy (pass/fail/n/a), tflops, gbps, sm_clock_mean_mhz, sm_clock_min_mhz,
-    temp_max_c, power_mean_w, energy_j, throttle_reasons (``;``-joined),
-    warnings (joined with `` | ``), host_speedup (eager / compiled host-inclusive time per call),
-    host_speedup_ci_low, host_speedup_ci_high (its 95% block-bootstrap interval; the host_*
-    columns were added last so earlier columns keep their positions).
+:data:`COLUMNS` is the only place a summary CSV column is declared. :data:`CSV_COLUMNS`
+(the header, stable: new columns go at the end so earlier ones keep their positions), the
+row (:func:`csv_row`) and the README's column list (:func:`columns_markdown`; a test
+compares them, ``python -m tui.engine.columns`` prints it) all come from it.
 
-Formatting (:func:`format_value`): floats with 6 significant digits (``%.6g``),
-integers as integers, booleans ``true``/``false``, None and non-finite numbers empty.
+Formatting (:func:`format_value`): floats with 6 significant digits (``%.6g``), integers as
+integers, booleans ``true``/``false``, None and non-finite numbers empty, lists ``;``-joined.
 The raw CSV (:data:`RAW_COLUMNS`) writes times with full precision (``repr``).
-
-Fields written by other parts are read in the one format they are written in (the record keeps
-each as a dict), and a missing key, ``None`` or an odd-typed value gives an empty cell, never
-an exception:
-
-* ``record.env`` (the worker's ``started`` event, ``tui.engine.worker.envinfo``):
-  ``gpu_name``, ``gpu_uuid``, ``torch`` (the version).
-* ``record.diagnostics`` (``tui.engine.worker.diagnostics``): integer counts
-  ``graph_breaks``, ``recompiles``, ``unique_graphs``, ``cudagraph_skips``.
-* ``record.memory`` (the ``finished`` event): ``eager_peak_mb``, ``compiled_peak_mb`` (MiB).
-* ``record.accuracy`` (``tui.engine.worker.accuracy``): ``max_abs_err``, ``max_rel_err`` and
-  ``passed`` (``True`` -> ``pass``, ``False`` -> ``fail``, anything else -> ``n/a``).
-* ``record.telemetry`` (``tui.telemetry.sampler.RunSampler.summary``): ``sm_clock_mean_mhz``,
-  ``sm_clock_min_mhz``, ``temp_max_c``, ``power_mean_w``, ``energy_j`` and
-  ``throttle_reasons`` (a list of the words of ``tui.telemetry.model.THROTTLE_REASONS``).
 """
 
 from __future__ import annotations
 
 import json
 import math
-from typing import TYPE_CHECKING, Any
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Callable
 
-from tui.telemetry.model import NOT_THROTTLING
+from tui.engine.summary import RunSummary
 
 if TYPE_CHECKING:
     from tui.engine.results import RunRecord
 
 __all__ = [
-    "CSV_COLUMNS", "RAW_COLUMNS", "format_value", "raw_float", "to_float", "to_count", "csv_row", "throttled_reasons",
+    "Column", "COLUMNS", "CSV_COLUMNS", "RAW_COLUMNS", "format_value", "raw_float", "csv_row", "columns_markdown",
 ]  # fmt: skip
 
-_SIDE_COLUMNS = ("n", "median_ms", "mean_ms", "std_ms", "min_ms", "max_ms", "p10_ms", "p90_ms", "host_median_ms")
-CSV_COLUMNS: tuple[str, ...] = (
-    "run_id", "timestamp", "workload", "params", "device", "gpu_name", "gpu_uuid", "torch_version",
-    "backend", "mode", "fullgraph", "dynamic", "dtype", "tf32", "train", "l2_flush", "cold_compile",
-    "status", "error_kind", "error", "compile_s",
-    *(f"eager_{c}" for c in _SIDE_COLUMNS),
-    *(f"compiled_{c}" for c in _SIDE_COLUMNS),
-    "speedup", "speedup_ci_low", "speedup_ci_high", "significant", "launch_bound", "break_even_calls",
-    "graph_breaks", "recompiles", "unique_graphs", "cudagraph_skips",
-    "eager_peak_mem_mb", "compiled_peak_mem_mb", "max_abs_err", "max_rel_err", "accuracy",
-    "tflops", "gbps", "sm_clock_mean_mhz", "sm_clock_min_mhz", "temp_max_c", "power_mean_w", "energy_j",
-    "throttle_reasons", "warnings", "host_speedup", "host_speedup_ci_low", "host_speedup_ci_high",
+Getter = Callable[["RunRecord", RunSummary], Any]
+
+
+@dataclass(frozen=True)
+class Column:
+    """One summary CSV column: its name, how to read it from a run, and one line of meaning."""
+
+    name: str
+    get: Getter
+    meaning: str
+
+
+def _side_columns(side: str) -> list[Column]:
+    def stat(name: str) -> Getter:
+        def get(record: RunRecord, summary: RunSummary) -> Any:
+            stats = summary.side(side).iter
+            return None if stats is None else getattr(stats, name)
+
+        return get
+
+    what = f"{side} per-iteration clock (CUDA events on a GPU, perf_counter on the CPU)"
+    return [
+        Column(f"{side}_n", stat("n"), f"{side} samples measured"),
+        Column(f"{side}_median_ms", stat("median"), f"median of the {what}, ms"),
+        Column(f"{side}_mean_ms", stat("mean"), f"mean of the {side} per-iteration times, ms"),
+        Column(f"{side}_std_ms", stat("std"), f"sample standard deviation of the {side} times, ms"),
+        Column(f"{side}_min_ms", stat("min"), f"fastest {side} iteration, ms"),
+        Column(f"{side}_max_ms", stat("max"), f"slowest {side} iteration, ms"),
+        Column(f"{side}_p10_ms", stat("p10"), f"10th percentile of the {side} times, ms"),
+        Column(f"{side}_p90_ms", stat("p90"), f"90th percentile of the {side} times, ms"),
+        Column(f"{side}_host_median_ms", lambda r, s: s.side(side).host.median if s.side(side).host else None,
+               f"median over blocks of the {side} host-inclusive time per call, ms"),
+    ]
+
+
+COLUMNS: tuple[Column, ...] = (
+    Column("run_id", lambda r, s: r.run_id, "sortable id: UTC date-time and 6 random hex digits"),
+    Column("timestamp", lambda r, s: r.timestamp, "when the run was queued, ISO 8601 UTC"),
+    Column("workload", lambda r, s: r.options.workload, "built-in workload name, or path.py:factory"),
+    Column("params", lambda r, s: ";".join(f"{k}={format_value(v)}" for k, v in r.options.params.items()),
+           "workload parameters as k=v;k=v"),
+    Column("device", lambda r, s: r.options.device, "cpu, cuda, cuda:N or cuda:GPU-<uuid> as asked"),
+    Column("gpu_name", lambda r, s: r.env.gpu_name, "the GPU the worker ran on"),
+    Column("gpu_uuid", lambda r, s: r.env.gpu_uuid, "its UUID (the same GPU as NVML's)"),
+    Column("torch_version", lambda r, s: r.env.torch, "torch in the worker"),
+    Column("backend", lambda r, s: r.options.backend, "torch.compile backend"),
+    Column("mode", lambda r, s: r.options.mode, "torch.compile mode (inductor only)"),
+    Column("fullgraph", lambda r, s: r.options.fullgraph, "torch.compile fullgraph"),
+    Column("dynamic", lambda r, s: r.options.dynamic_label, "torch.compile dynamic: auto, true or false"),
+    Column("dtype", lambda r, s: r.options.dtype, "parameters and inputs cast to it, both sides"),
+    Column("tf32", lambda r, s: r.options.tf32, "TF32 for matmuls and cuDNN convolutions, both sides"),
+    Column("train", lambda r, s: r.options.train, "a training step rather than inference"),
+    Column("l2_flush", lambda r, s: r.options.l2_flush, "L2 flushed before each CUDA iteration"),
+    Column("cold_compile", lambda r, s: r.options.cold_compile, "fresh inductor and triton caches"),
+    Column("status", lambda r, s: r.status, "done, failed or cancelled"),
+    Column("error_kind", lambda r, s: r.error_kind, "why a run failed (bad_options, compile_error, ...)"),
+    Column("error", lambda r, s: r.error_message, "the failure in one line"),
+    Column("compile_s", lambda r, s: r.compile_s, "first compiled call, synchronised, seconds"),
+    *_side_columns("eager"),
+    *_side_columns("compiled"),
+    Column("speedup", lambda r, s: s.speedup, "eager median / compiled median, per-iteration clock"),
+    Column("speedup_ci_low", lambda r, s: s.speedup_ci_low, "its 95% block-bootstrap interval, low end"),
+    Column("speedup_ci_high", lambda r, s: s.speedup_ci_high, "its 95% block-bootstrap interval, high end"),
+    Column("significant", lambda r, s: s.significant, "true when the interval excludes 1"),
+    Column("launch_bound", lambda r, s: s.launch_bound, "host time per call clearly exceeds device time (GPU)"),
+    Column("break_even_calls", lambda r, s: s.break_even_calls, "calls before compiling pays for itself"),
+    Column("graph_breaks", lambda r, s: r.diagnostics.graph_breaks, "graph breaks dynamo reported"),
+    Column("recompiles", lambda r, s: r.diagnostics.recompiles, "recompilations"),
+    Column("unique_graphs", lambda r, s: r.diagnostics.unique_graphs, "distinct graphs compiled"),
+    Column("cudagraph_skips", lambda r, s: r.diagnostics.cudagraph_skips, "times CUDA graphs were skipped"),
+    Column("eager_peak_mem_mb", lambda r, s: r.memory.eager_peak_mb, "peak CUDA memory of eager, MiB"),
+    Column("compiled_peak_mem_mb", lambda r, s: r.memory.compiled_peak_mb, "peak CUDA memory of compiled, MiB"),
+    Column("max_abs_err", lambda r, s: r.accuracy.max_abs_err, "largest absolute error, compiled vs eager"),
+    Column("max_rel_err", lambda r, s: r.accuracy.max_rel_err, "largest relative error, compiled vs eager"),
+    Column("accuracy", lambda r, s: r.accuracy.verdict, "pass, fail or n/a"),
+    Column("tflops", lambda r, s: s.tflops, "compiled TFLOP/s (empty where FLOPs cannot be counted)"),
+    Column("gbps", lambda r, s: s.gbps, "compiled GB/s of inputs and outputs"),
+    Column("sm_clock_mean_mhz", lambda r, s: r.telemetry.sm_clock_mean_mhz, "mean SM clock while measuring"),
+    Column("sm_clock_min_mhz", lambda r, s: r.telemetry.sm_clock_min_mhz, "lowest SM clock while measuring"),
+    Column("temp_max_c", lambda r, s: r.telemetry.temp_max_c, "hottest GPU temperature, C"),
+    Column("power_mean_w", lambda r, s: r.telemetry.power_mean_w, "mean power draw, W"),
+    Column("energy_j", lambda r, s: r.telemetry.energy_j, "energy used while measuring, J"),
+    Column("throttle_reasons", lambda r, s: r.telemetry.throttle_reasons, "NVML clock-event reasons seen, ;-joined"),
+    Column("warnings", lambda r, s: " | ".join(s.warnings), "every warning, joined with ' | '"),
+    Column("host_speedup", lambda r, s: s.host_speedup, "eager / compiled host-inclusive time per call"),
+    Column("host_speedup_ci_low", lambda r, s: s.host_speedup_ci_low, "its 95% block-bootstrap interval, low end"),
+    Column("host_speedup_ci_high", lambda r, s: s.host_speedup_ci_high, "its 95% block-bootstrap interval, high end"),
 )  # fmt: skip
+
+CSV_COLUMNS: tuple[str, ...] = tuple(column.name for column in COLUMNS)
 RAW_COLUMNS: tuple[str, ...] = (
     "run_id", "side", "stage", "block", "iteration", "ms", "clock", "host_ms_per_call", "label",
 )  # fmt: skip
@@ -93,96 +143,18 @@ def raw_float(value: float | None) -> str:
     return "" if value is None or not math.isfinite(value) else repr(value)
 
 
-def to_float(value: Any) -> float | None:
-    """``float(value)`` for numbers and numeric strings; None for anything else (bools included)."""
-    if value is None or isinstance(value, bool):
-        return None
-    try:
-        return float(value)
-    except (TypeError, ValueError):
-        return None
-
-
 def csv_row(record: RunRecord) -> dict[str, str]:
-    """The record's CSV row: every column of :data:`CSV_COLUMNS`, formatted by :func:`format_value`."""
-    s = record.summary()
-    o = record.options
-    env, diag, memory, accuracy, telemetry = record.env, record.diagnostics, record.memory, record.accuracy, record.telemetry
-    row: dict[str, Any] = {
-        "run_id": record.run_id,
-        "timestamp": record.timestamp,
-        "workload": o.workload,
-        "params": ";".join(f"{k}={format_value(v)}" for k, v in (o.params or {}).items()),
-        "device": o.device,
-        "gpu_name": env.get("gpu_name"),
-        "gpu_uuid": env.get("gpu_uuid"),
-        "torch_version": env.get("torch"),
-        "backend": o.backend,
-        "mode": o.mode,
-        "fullgraph": o.fullgraph,
-        "dynamic": o.dynamic_label,
-        "dtype": o.dtype,
-        "tf32": o.tf32,
-        "train": o.train,
-        "l2_flush": o.l2_flush,
-        "cold_compile": o.cold_compile,
-        "status": record.status,
-        "error_kind": record.error_kind,
-        "error": record.error_message,
-        "compile_s": record.compile_s,
-    }
-    for side in ("eager", "compiled"):
-        stats, host = s[side]["iter"], s[side]["host"]
-        row[f"{side}_n"] = stats.n if stats else None
-        for name in ("median", "mean", "std", "min", "max", "p10", "p90"):
-            row[f"{side}_{name}_ms"] = getattr(stats, name) if stats else None
-        row[f"{side}_host_median_ms"] = host.median if host else None
-    row.update(
-        speedup=s["speedup"],
-        speedup_ci_low=s["speedup_ci_low"],
-        speedup_ci_high=s["speedup_ci_high"],
-        significant=s["significant"],
-        launch_bound=s["launch_bound"],
-        break_even_calls=s["break_even_calls"],
-        graph_breaks=to_count(diag.get("graph_breaks")),
-        recompiles=to_count(diag.get("recompiles")),
-        unique_graphs=to_count(diag.get("unique_graphs")),
-        cudagraph_skips=to_count(diag.get("cudagraph_skips")),
-        eager_peak_mem_mb=to_float(memory.get("eager_peak_mb")),
-        compiled_peak_mem_mb=to_float(memory.get("compiled_peak_mb")),
-        max_abs_err=to_float(accuracy.get("max_abs_err")),
-        max_rel_err=to_float(accuracy.get("max_rel_err")),
-        accuracy=_accuracy_verdict(accuracy.get("passed")),
-        tflops=s["tflops"],
-        gbps=s["gbps"],
-        sm_clock_mean_mhz=to_float(telemetry.get("sm_clock_mean_mhz")),
-        sm_clock_min_mhz=to_float(telemetry.get("sm_clock_min_mhz")),
-        temp_max_c=to_float(telemetry.get("temp_max_c")),
-        power_mean_w=to_float(telemetry.get("power_mean_w")),
-        energy_j=to_float(telemetry.get("energy_j")),
-        throttle_reasons=telemetry.get("throttle_reasons"),
-        warnings=" | ".join(s["warnings"]),
-        host_speedup=s.get("host_speedup"),
-        host_speedup_ci_low=s.get("host_speedup_ci_low"),
-        host_speedup_ci_high=s.get("host_speedup_ci_high"),
-    )
-    return {column: format_value(row.get(column)) for column in CSV_COLUMNS}
+    """The record's CSV row: every column of :data:`COLUMNS`, formatted by :func:`format_value`."""
+    summary = record.summary()
+    return {column.name: format_value(column.get(record, summary)) for column in COLUMNS}
 
 
-def to_count(value: Any) -> int | None:
-    """A diagnostics count: an int (not a bool), else None."""
-    return value if isinstance(value, int) and not isinstance(value, bool) else None
+def columns_markdown() -> str:
+    """The README's column list: a Markdown table of every column and its meaning."""
+    lines = ["| column | meaning |", "|---|---|"]
+    lines += [f"| `{column.name}` | {column.meaning} |" for column in COLUMNS]
+    return "\n".join(lines)
 
 
-def _accuracy_verdict(passed: Any) -> str:
-    """``pass`` / ``fail`` from the worker's ``accuracy["passed"]``; ``n/a`` when it is not a bool."""
-    if isinstance(passed, bool):
-        return "pass" if passed else "fail"
-    return "n/a"
-
-
-def throttled_reasons(reasons: Any) -> list[str]:
-    """The throttling reasons among a sampler's ``throttle_reasons`` (those in ``NOT_THROTTLING`` dropped)."""
-    if not isinstance(reasons, (list, tuple)):
-        return []
-    return [str(r) for r in reasons if r and str(r) not in NOT_THROTTLING]
+if __name__ == "__main__":
+    print(columns_markdown())

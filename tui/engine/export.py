@@ -20,7 +20,8 @@ from pathlib import Path
 from typing import IO, Any, Iterable, Iterator, Sequence
 
 from tui import paths
-from tui.engine.results import CSV_COLUMNS, RAW_COLUMNS, RunRecord, SamplesUnavailable
+from tui.engine.columns import CSV_COLUMNS, RAW_COLUMNS
+from tui.engine.results import RunRecord, SamplesUnavailable
 
 __all__ = [
     "ExportError",

@@ -1,14 +1,15 @@
 """The run history: one JSON line per ended run, appended and never rewritten.
 
-Each line is ``{"schema": 1, ...record.to_json(samples=False), "samples_file": name}``.
+Each line is ``{"schema": SCHEMA, ...record.to_json(samples=False), "samples_file": name}``.
 The per-iteration samples of a run go to ``<runs dir>/<run_id>.json`` (written
 atomically before the line that names it), so the history stays small and loading
 thousands of runs only parses summaries; samples are read when a record needs them
 (:meth:`History.load_samples`, or implicitly by ``record.raw_rows()`` / ``to_json()``).
 
 The history file is only ever opened for appending. Loading is tolerant: a torn or
-garbage line, an unreadable file or lines of another schema become problem messages
-(naming the line number), never an exception.
+garbage line, an unreadable file, a field of the wrong type or lines of an unknown schema
+become problem messages (naming the line number), never an exception. Lines and samples
+files of an older schema are upgraded as they are read (:mod:`tui.engine.migrate`).
 """
 
 from __future__ import annotations
@@ -20,11 +21,10 @@ from typing import Any
 
 from tui import paths
 from tui.engine.export import ExportError, atomic_writer
+from tui.engine.migrate import SCHEMA, upgrade_line, upgrade_samples
 from tui.engine.results import Block, RunRecord, SamplesUnavailable, samples_to_json
 
 __all__ = ["History", "HistoryError", "SCHEMA"]
-
-SCHEMA = 1
 
 
 class HistoryError(Exception):
@@ -139,13 +139,15 @@ class History:
                 problems.append(f"{self.path} line {number}: not a run record, skipped")
                 continue
             schema = item.get("schema")
-            if schema != SCHEMA:
+            item, known = upgrade_line(item)
+            if not known:
                 other_schemas.setdefault(schema, []).append(number)
             try:
-                record = RunRecord.from_json(item)
+                record, fields = RunRecord.decode(item)
             except (TypeError, ValueError) as exc:
                 problems.append(f"{self.path} line {number}: unreadable run record ({exc}), skipped")
                 continue
+            problems.extend(f"{self.path} line {number}: {problem} (default used)" for problem in fields)
             record.defer_samples(self.load_samples)
             if record.run_id in by_id:
                 problems.append(f"{self.path} line {number}: run {record.run_id} appears again; the later line is kept")
@@ -181,7 +183,8 @@ class History:
             if not isinstance(content, dict) or content.get("run_id") != record.run_id:
                 raise SamplesUnavailable(f"run {record.run_id}: {target} holds another run's samples")
             samples = content.get("samples")
-            record.set_samples_json(samples if isinstance(samples, dict) else {})
+            samples = upgrade_samples(samples, content.get("schema")) if isinstance(samples, dict) else {}
+            record.set_samples_json(samples)
         return record.samples
 
 

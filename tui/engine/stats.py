@@ -28,6 +28,8 @@ from itertools import accumulate, chain
 from operator import mul
 from typing import Any, Iterable, NamedTuple, Sequence
 
+from tui.typed import decode_fields
+
 __all__ = [
     "Stats",
     "Moments",
@@ -79,6 +81,15 @@ class Stats:
     def from_dict(cls, data: dict[str, Any]) -> "Stats":
         """Rebuild from :meth:`to_dict` output; unknown keys are ignored, a missing one raises KeyError."""
         return cls(**{f.name: data[f.name] for f in fields(cls)})
+
+    def to_json(self) -> dict[str, Any]:
+        """The same as :meth:`to_dict` (the name :mod:`tui.typed` looks for)."""
+        return asdict(self)
+
+    @classmethod
+    def from_json(cls, data: Any) -> "Stats":
+        """Rebuild from JSON, checking every field (FieldError when one is missing or wrong)."""
+        return decode_fields(cls, data, where="stats")[0]
 
 
 def percentile(sorted_values: Sequence[float], q: float) -> float:

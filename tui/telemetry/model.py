@@ -18,7 +18,10 @@ import uuid as _uuid
 from dataclasses import dataclass
 from typing import Any
 
+from tui.typed import JsonRecord
+
 __all__ = [
+    "RunTelemetry",
     "GpuProcess",
     "GpuSnapshot",
     "THROTTLE_REASONS",
@@ -172,3 +175,35 @@ class GpuSnapshot:
         """The processes on this GPU whose pid is not in ``pids`` (e.g. other users of the run's GPU)."""
         own = set(pids)
         return tuple(p for p in (self.processes or ()) if p.pid not in own)
+
+
+@dataclass(frozen=True)
+class RunTelemetry(JsonRecord):
+    """One run's GPU figures from :class:`~tui.telemetry.sampler.RunSampler` (None: not measured).
+
+    ``energy_j`` comes from the energy counter's difference, else power integrated over time
+    (``energy_from``: ``"counter"``, ``"power"`` or None); ``throttle_reasons`` are the sorted
+    unique words seen, without "GPU idle"; ``errors`` counts failed polls.
+    """
+
+    sm_clock_mean_mhz: float | None = None
+    sm_clock_min_mhz: float | None = None
+    temp_max_c: float | None = None
+    power_mean_w: float | None = None
+    energy_j: float | None = None
+    energy_from: str | None = None
+    throttle_reasons: tuple[str, ...] = ()
+    samples: int = 0
+    errors: int = 0
+    last_error: str | None = None
+    gpu_lost: bool = False
+
+    @property
+    def measured(self) -> bool:
+        """True when at least one sample was taken."""
+        return self.samples > 0
+
+    @property
+    def throttled(self) -> tuple[str, ...]:
+        """The reasons that slow a busy GPU down (idle and the like left out)."""
+        return tuple(r for r in self.throttle_reasons if r and r not in NOT_THROTTLING)

@@ -13,7 +13,7 @@ import threading
 import time
 from typing import Any, Protocol
 
-from tui.telemetry.model import IDLE_REASON, GpuSnapshot
+from tui.telemetry.model import IDLE_REASON, GpuSnapshot, RunTelemetry
 
 __all__ = ["FIELDS", "FIELDS_BETWEEN", "RunSampler", "SampleSource"]
 
@@ -94,7 +94,7 @@ class RunSampler:
             self._thread.start()
         return self
 
-    def stop(self, timeout: float = 2.0) -> dict[str, Any]:
+    def stop(self, timeout: float = 2.0) -> RunTelemetry:
         """Stop sampling (waits up to ``timeout`` s for the thread) and return :meth:`summary`.
 
         Blocks for about one poll: call it from a thread (e.g. ``asyncio.to_thread``) when the
@@ -233,15 +233,8 @@ class RunSampler:
 
     # -- results -------------------------------------------------------------------------
 
-    def summary(self) -> dict[str, Any]:
-        """The run's GPU figures so far (``None`` where nothing was measured).
-
-        Keys: ``sm_clock_mean_mhz``, ``sm_clock_min_mhz``, ``temp_max_c``, ``power_mean_w``,
-        ``energy_j`` (energy counter difference, else power integrated over time),
-        ``energy_from`` (``"counter"``, ``"power"`` or ``None``), ``throttle_reasons`` (sorted
-        unique words seen, without "GPU idle"), ``samples``, ``errors`` (failed polls),
-        ``last_error`` and ``gpu_lost``.
-        """
+    def summary(self) -> RunTelemetry:
+        """The run's GPU figures so far (``None`` where nothing was measured)."""
         with self._lock:
             energy_j: float | None = None
             energy_from: str | None = None
@@ -258,16 +251,16 @@ class RunSampler:
                 energy_from = "power"
             clock_ok = "sm_clock" not in self._dead and self._clock_n > 0
             power_ok = "power" not in self._dead and self._power_n > 0
-            return {
-                "sm_clock_mean_mhz": self._clock_sum / self._clock_n if clock_ok else None,
-                "sm_clock_min_mhz": self._clock_min if clock_ok else None,
-                "temp_max_c": self._temp_max if "temp" not in self._dead else None,
-                "power_mean_w": self._power_sum / self._power_n if power_ok else None,
-                "energy_j": energy_j,
-                "energy_from": energy_from,
-                "throttle_reasons": sorted(self._reasons) if "throttle_reasons" not in self._dead else [],
-                "samples": self._count,
-                "errors": self._errors,
-                "last_error": self._last_error,
-                "gpu_lost": self._lost,
-            }
+            return RunTelemetry(
+                sm_clock_mean_mhz=self._clock_sum / self._clock_n if clock_ok else None,
+                sm_clock_min_mhz=float(self._clock_min) if clock_ok else None,
+                temp_max_c=float(self._temp_max) if "temp" not in self._dead and self._temp_max is not None else None,
+                power_mean_w=self._power_sum / self._power_n if power_ok else None,
+                energy_j=energy_j,
+                energy_from=energy_from,
+                throttle_reasons=tuple(sorted(self._reasons)) if "throttle_reasons" not in self._dead else (),
+                samples=self._count,
+                errors=self._errors,
+                last_error=self._last_error,
+                gpu_lost=self._lost,
+            )

@@ -18,19 +18,10 @@ from textual.containers import VerticalScroll
 from textual.screen import Screen
 from textual.widgets import Footer, Static
 
-from tui.app.format import (
-    STATUS_LABELS,
-    fmt_ms,
-    fmt_seconds,
-    fmt_speedup,
-    options_label,
-    safe_summary,
-    side_stats,
-    stat_value,
-    status_of,
-    workload_label,
-)
-from tui.engine.columns import to_float
+from tui.app.format import STATUS_LABELS, fmt_ms, fmt_seconds, fmt_speedup, options_label, workload_label
+from tui.engine.results import RunRecord
+from tui.engine.summary import RunSummary
+from tui.typed import JsonRecord
 
 __all__ = ["DetailsScreen", "render_details"]
 
@@ -78,23 +69,23 @@ def _value_text(value: Any) -> Text:
     return Text(str(value))
 
 
-def _stats_table(summary: dict[str, Any]) -> Table:
-    clock = summary.get("clock") or "n/a"
+def _stats_table(summary: RunSummary) -> Table:
+    clock = summary.clock or "n/a"
     table = Table(box=None, pad_edge=False, show_edge=False, header_style="bold")
     table.add_column("ms", style="bold")
     columns = (
-        ("eager", "iter", f"eager ({clock})"),
-        ("compiled", "iter", f"compiled ({clock})"),
-        ("eager", "host", "eager (host)"),
-        ("compiled", "host", "compiled (host)"),
+        (summary.eager.iter, f"eager ({clock})"),
+        (summary.compiled.iter, f"compiled ({clock})"),
+        (summary.eager.host, "eager (host)"),
+        (summary.compiled.host, "compiled (host)"),
     )
-    for _, _, title in columns:
+    for _, title in columns:
         table.add_column(title, justify="right")
-    stats = [side_stats(summary, side, clock_name) for side, clock_name, _ in columns]
+    stats = [item for item, _ in columns]
     for field, label in _STAT_ROWS:
         cells = []
         for item in stats:
-            value = stat_value(item, field)
+            value = None if item is None else getattr(item, field)
             if value is None:
                 cells.append(Text("–", style="dim"))
             elif field == "n":
@@ -104,143 +95,152 @@ def _stats_table(summary: dict[str, Any]) -> Table:
         table.add_row(label, *cells)
     rel = []
     for item in stats:
-        median, iqr = stat_value(item, "median"), stat_value(item, "iqr")
-        rel.append(Text(f"{iqr / median:.1%}") if median and iqr is not None else Text("–", style="dim"))
+        spread = None if item is None else item.relative_iqr
+        rel.append(Text(f"{spread:.1%}") if spread is not None else Text("–", style="dim"))
     table.add_row("IQR/median", *rel)
     return table
 
 
-def _headline(record: Any, summary: dict[str, Any]) -> Table:
-    speedup = summary.get("speedup")
-    low, high = summary.get("speedup_ci_low"), summary.get("speedup_ci_high")
-    significant = summary.get("significant")
+def _significance(summary: RunSummary) -> str:
+    speedup, significant = summary.speedup, summary.significant
     if speedup is None:
-        verdict = "n/a"
-    elif significant is None:
-        verdict = "interval pending" if summary.get("live") else "no interval"
-    elif significant:
-        verdict = "significant: compiled is faster" if speedup >= 1 else "significant: compiled is slower"
-    else:
-        verdict = "not significant (the interval includes 1)"
+        return "n/a"
+    if significant is None:
+        return "interval pending" if summary.live else "no interval"
+    if significant:
+        return "significant: compiled is faster" if speedup >= 1 else "significant: compiled is slower"
+    return "not significant (the interval includes 1)"
+
+
+def _headline(record: RunRecord, summary: RunSummary) -> Table:
+    speedup = summary.speedup
+    speedup_text = None
+    if speedup is not None:
+        speedup_text = fmt_speedup(speedup, summary.speedup_ci_low, summary.speedup_ci_high) + f"  {_significance(summary)}"
+    compile_s = record.compile_s
     return _kv_table(
         [
-            ("speedup", None if speedup is None else fmt_speedup(speedup, low, high) + f"  {verdict}"),
+            ("speedup", speedup_text),
             ("host-inclusive speedup", _host_speedup_text(summary)),
-            ("compile s", fmt_seconds(getattr(record, "compile_s", None)) + " (first compiled call)"
-             if getattr(record, "compile_s", None) is not None else None),
-            ("break-even calls", summary.get("break_even_calls")),
-            ("launch-bound", summary.get("launch_bound")),
-            ("TFLOP/s (compiled)", summary.get("tflops")),
-            ("GB/s (compiled)", summary.get("gbps")),
+            ("compile s", fmt_seconds(compile_s) + " (first compiled call)" if compile_s is not None else None),
+            ("break-even calls", summary.break_even_calls),
+            ("launch-bound", summary.launch_bound),
+            ("TFLOP/s (compiled)", summary.tflops),
+            ("GB/s (compiled)", summary.gbps),
         ]
     )
 
 
-def _host_speedup_text(summary: dict[str, Any]) -> str | None:
-    host = to_float(summary.get("host_speedup"))
+def _host_speedup_text(summary: RunSummary) -> str | None:
+    host = summary.host_speedup
     if host is None:
         return None
     text = fmt_speedup(host)
-    low, high = to_float(summary.get("host_speedup_ci_low")), to_float(summary.get("host_speedup_ci_high"))
+    low, high = summary.host_speedup_ci_low, summary.host_speedup_ci_high
     if low is not None and high is not None:
         text += f" [{low:.2f}, {high:.2f}]"
-    if summary.get("launch_bound"):
+    if summary.launch_bound:
         text += "  launch-bound: what a loop that never synchronises pays"
     return text
 
 
-def _per_label(summary: dict[str, Any]) -> Table | None:
-    per_label = summary.get("per_label") or {}
-    if not per_label:
+def _per_label(summary: RunSummary) -> Table | None:
+    if not summary.per_label:
         return None
     table = Table(box=None, pad_edge=False, show_edge=False, header_style="bold")
     for title in ("input", "eager median", "compiled median", "speedup"):
         table.add_column(title, justify="right" if title != "input" else "left")
-    for label, entry in per_label.items():
+    for label, entry in summary.per_label.items():
         table.add_row(
             str(label),
-            fmt_ms(stat_value(entry.get("eager"), "median")),
-            fmt_ms(stat_value(entry.get("compiled"), "median")),
-            fmt_speedup(entry.get("speedup")),
+            fmt_ms(entry.eager.median if entry.eager else None),
+            fmt_ms(entry.compiled.median if entry.compiled else None),
+            fmt_speedup(entry.speedup),
         )
     return table
 
 
-def render_details(record: Any) -> RenderableType:
-    """Everything known about ``record`` as one Rich renderable."""
-    summary = safe_summary(record)
-    status = status_of(record)
-    options = record.options
-    parts: list[RenderableType] = []
+def _title(record: RunRecord) -> list[RenderableType]:
+    options, status = record.options, record.status
     title = Text()
     title.append(f"{workload_label(options)}  ", style="bold")
     title.append(options_label(options))
     status_style = {"done": "bold green", "failed": "bold red", "cancelled": "dim"}.get(status, "bold yellow")
     title.append(f"  {STATUS_LABELS.get(status, status)}", style=status_style)
-    parts.append(title)
-    parts.append(Text(f"run {record.run_id}  device {options.device}", style="dim"))
+    return [title, Text(f"run {record.run_id}  device {options.device}", style="dim")]
 
-    if status in ("failed", "cancelled") or getattr(record, "error_message", None):
-        parts.append(_section("Error"))
-        parts.append(Text(f"{record.error_kind or 'error'}: {record.error_message or ''}", style="bold red"))
-        detail = (getattr(record, "error_detail", None) or "").rstrip()
-        if detail:
-            lines = detail.splitlines()
-            if len(lines) > 60:
-                lines = ["…"] + lines[-60:]
-            parts.append(Text("\n".join(lines), style="red"))
 
-    parts.append(_section("Result"))
-    parts.append(_headline(record, summary))
-    parts.append(_section("Statistics (milliseconds per call)"))
-    if any(side_stats(summary, side, clock) is not None for side in ("eager", "compiled") for clock in ("iter", "host")):
+def _error(record: RunRecord) -> list[RenderableType]:
+    if record.status not in ("failed", "cancelled") and not record.error_message:
+        return []
+    parts: list[RenderableType] = [_section("Error")]
+    parts.append(Text(f"{record.error_kind or 'error'}: {record.error_message or ''}", style="bold red"))
+    detail = (record.error_detail or "").rstrip()
+    if detail:
+        lines = detail.splitlines()
+        if len(lines) > 60:
+            lines = ["…"] + lines[-60:]
+        parts.append(Text("\n".join(lines), style="red"))
+    return parts
+
+
+def _timings(summary: RunSummary) -> list[RenderableType]:
+    parts: list[RenderableType] = [_section("Statistics (milliseconds per call)")]
+    sides = (summary.eager, summary.compiled)
+    if any(side.iter is not None or side.host is not None for side in sides):
         parts.append(_stats_table(summary))
     else:
         parts.append(Text("no timings were measured", style="dim"))
     per_label = _per_label(summary)
     if per_label is not None:
-        parts.append(_section("Per input shape"))
-        parts.append(per_label)
+        parts += [_section("Per input shape"), per_label]
+    return parts
 
-    diagnostics = getattr(record, "diagnostics", None) or {}
-    parts.append(_section("Graph breaks and recompiles"))
-    if diagnostics:
-        reasons = diagnostics.get("graph_break_reasons") or []
-        recompile_reasons = diagnostics.get("recompile_reasons") or []
-        rest = {k: v for k, v in diagnostics.items() if k not in ("graph_break_reasons", "recompile_reasons")}
-        parts.append(_kv_table(sorted(rest.items())))
-        parts.append(Text("graph-break reasons:", style="bold"))
-        parts.append(Text("\n".join(f"  • {r}" for r in reasons) if reasons else "  none", style="" if reasons else "dim"))
-        parts.append(Text("recompile reasons:", style="bold"))
-        parts.append(Text("\n".join(f"  • {r}" for r in recompile_reasons) if recompile_reasons else "  none",
-                          style="" if recompile_reasons else "dim"))
-    else:
-        parts.append(Text("no diagnostics (the run did not get that far)", style="dim"))
 
-    warnings = summary.get("warnings") if summary else getattr(record, "warnings", [])
+def _bullets(title: str, items: Iterable[str]) -> list[RenderableType]:
+    items = list(items)
+    body = Text("\n".join(f"  • {r}" for r in items) if items else "  none", style="" if items else "dim")
+    return [Text(title, style="bold"), body]
+
+
+def _diagnostics(record: RunRecord) -> list[RenderableType]:
+    diagnostics = record.diagnostics
+    parts: list[RenderableType] = [_section("Graph breaks and recompiles")]
+    if diagnostics == type(diagnostics)():
+        return parts + [Text("no diagnostics (the run did not get that far)", style="dim")]
+    rest = {k: v for k, v in diagnostics.to_json().items()
+            if k not in ("graph_break_reasons", "recompile_reasons") and v is not None}
+    parts.append(_kv_table(sorted(rest.items())))
+    parts += _bullets("graph-break reasons:", diagnostics.graph_break_reasons)
+    parts += _bullets("recompile reasons:", diagnostics.recompile_reasons)
+    return parts
+
+
+def _payload(title: str, data: JsonRecord) -> list[RenderableType]:
+    """A payload's known fields (those never measured left out), or ``n/a``."""
+    fields = {k: v for k, v in data.to_json().items() if v is not None}
+    if data == type(data)() or not fields:
+        return [_section(title), Text("n/a", style="dim")]
+    return [_section(title), _kv_table(sorted(fields.items()))]
+
+
+def render_details(record: RunRecord) -> RenderableType:
+    """Everything known about ``record`` as one Rich renderable."""
+    summary = record.summary()
+    parts: list[RenderableType] = [*_title(record), *_error(record)]
+    parts += [_section("Result"), _headline(record, summary)]
+    parts += _timings(summary)
+    parts += _diagnostics(record)
     parts.append(_section("Warnings"))
-    if warnings:
-        parts.append(Text("\n".join(f"  ! {w}" for w in warnings), style="yellow"))
+    if summary.warnings:
+        parts.append(Text("\n".join(f"  ! {w}" for w in summary.warnings), style="yellow"))
     else:
         parts.append(Text("none", style="dim"))
-
-    for title_text, data in (
-        ("Accuracy (compiled vs eager)", getattr(record, "accuracy", None)),
-        ("Memory", getattr(record, "memory", None)),
-        ("GPU telemetry during measurement", getattr(record, "telemetry", None)),
-        ("Environment", getattr(record, "env", None)),
-    ):
-        parts.append(_section(title_text))
-        if data:
-            parts.append(_kv_table(sorted(data.items())))
-        else:
-            parts.append(Text("n/a", style="dim"))
-
-    parts.append(_section("Options"))
-    try:
-        parts.append(_kv_table(options.to_dict().items()))
-    except Exception:  # pragma: no cover - options always serialise
-        parts.append(Text(str(options)))
+    parts += _payload("Accuracy (compiled vs eager)", record.accuracy)
+    parts += _payload("Memory", record.memory)
+    parts += _payload("GPU telemetry during measurement", record.telemetry)
+    parts += _payload("Environment", record.env)
+    parts += [_section("Options"), _kv_table(record.options.to_dict().items())]
     return Group(*parts)
 
 
@@ -252,7 +252,7 @@ class DetailsScreen(Screen):
         Binding("r", "reload", "Reload", id="details.reload"),
     ]
 
-    def __init__(self, record: Any) -> None:
+    def __init__(self, record: RunRecord) -> None:
         super().__init__()
         self.record = record
         """The record shown."""

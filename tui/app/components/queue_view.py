@@ -8,7 +8,8 @@ from rich.text import Text
 from textual.reactive import reactive
 from textual.widgets import Static
 
-from tui.app.format import STATUS_LABELS, options_label, progress_of, status_of, workload_label
+from tui.app.format import STATUS_LABELS, options_label, workload_label
+from tui.engine.results import RunRecord
 
 __all__ = ["QueueView"]
 
@@ -30,16 +31,16 @@ class QueueView(Static):
 
     def __init__(self, *, id: str | None = None) -> None:
         super().__init__("", id=id, markup=False)
-        self._running: Any = None
-        self._waiting: list[Any] = []
+        self._running: RunRecord | None = None
+        self._waiting: list[RunRecord] = []
         self._last: tuple | None = None
 
-    def show(self, running: Any, waiting: Sequence[Any]) -> None:
+    def show(self, running: RunRecord | None, waiting: Sequence[RunRecord]) -> None:
         """Display ``running`` (a record or None) and the ``waiting`` records (only repaints on change)."""
         self._running = running
         self._waiting = list(waiting)
         signature = (
-            None if running is None else (running.run_id, status_of(running), round(progress_of(running) * 100)),
+            None if running is None else (running.run_id, running.status, round(running.progress() * 100)),
             tuple(r.run_id for r in self._waiting),
             self.max_lines,
         )
@@ -56,8 +57,8 @@ class QueueView(Static):
             text.append("idle: press r to run, w to sweep", style="dim")
             return text
         if running is not None:
-            status = status_of(running)
-            pct = progress_of(running) * 100
+            status = running.status
+            pct = running.progress() * 100
             text.append("▶ ", style="bold yellow")
             text.append(f"{workload_label(running.options)} {options_label(running.options)}")
             text.append(f"  {STATUS_LABELS.get(status, status)} {pct:.0f}%", style="yellow")

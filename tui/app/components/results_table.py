@@ -23,24 +23,15 @@ from tui.app.format import (
     STATUS_LABELS,
     accuracy_label,
     clock_label,
-    csv_row,
     fmt_mib,
     fmt_ms,
     fmt_seconds,
     fmt_speedup,
-    graph_breaks,
     options_label,
-    peak_memory_mb,
-    progress_of,
-    recompiles,
-    safe_summary,
-    side_stats,
-    sm_clock_mhz,
-    stat_value,
-    status_of,
     workload_label,
 )
-from tui.engine.columns import to_float
+from tui.engine.results import RunRecord
+from tui.engine.summary import RunSummary
 
 __all__ = ["ResultsTable", "Cell", "COLUMNS", "row_cells"]
 
@@ -99,62 +90,60 @@ class Cell:
         return f"Cell({self.plain!r})"
 
 
-def row_cells(record: Any, summary: dict[str, Any] | None = None, *, history: bool = False) -> dict[str, Cell]:
+def row_cells(record: RunRecord, summary: RunSummary | None = None, *, history: bool = False) -> dict[str, Cell]:
     """Every cell of a record's row, by column key (``summary`` saves recomputing it)."""
-    status = status_of(record)
+    status = record.status
     if summary is None:
-        summary = safe_summary(record) if status not in ("queued", "starting", "building") else {}
-    label = STATUS_LABELS.get(status, status)
-    if status in ACTIVE_STATUSES:
-        pct = progress_of(record) * 100
-        status_cell = Cell(f"{label} {pct:3.0f}%", "bold yellow", sort_key=(1, pct))
-    else:
-        order = {"queued": 0, "done": 3, "failed": 4, "cancelled": 5}.get(status, 2)
-        style = _STATUS_STYLES.get(status, "")
-        if history:
-            style = f"{style} dim".strip()
-        status_cell = Cell(("↺ " if history else "") + label, style, sort_key=(order, 0.0))
-    options = getattr(record, "options", None)
-    eager = stat_value(side_stats(summary, "eager"), "median")
-    compiled = stat_value(side_stats(summary, "compiled"), "median")
-    speedup = to_float(summary.get("speedup"))
-    low = to_float(summary.get("speedup_ci_low"))
-    high = to_float(summary.get("speedup_ci_high"))
-    significant = summary.get("significant")
-    if speedup is None:
-        speed_style = "dim"
-    elif significant and speedup >= 1:
-        speed_style = "bold green"
-    elif significant:
-        speed_style = "bold red"
-    else:
-        speed_style = "dim"
-    launch_bound = bool(summary.get("launch_bound"))
-    host_speedup = to_float(summary.get("host_speedup"))
-    breaks = graph_breaks(record)
-    recomp = recompiles(record)
-    row = csv_row(record) if status in ("done", "failed", "cancelled") else {}
-    peak = peak_memory_mb(record, row)
-    acc_text, acc_style = accuracy_label(record, row)
+        summary = record.summary() if status not in ("queued", "starting", "building") else RunSummary()
+    options = record.options
+    eager, compiled = summary.eager.iter, summary.compiled.iter
+    eager_ms = eager.median if eager else None
+    compiled_ms = compiled.median if compiled else None
+    breaks, recomp = record.diagnostics.graph_breaks, record.diagnostics.recompiles
+    peak = record.memory.peak_mb
+    acc_text, acc_style = accuracy_label(record)
     clock_text, clock_style = clock_label(record)
-    compile_s = to_float(getattr(record, "compile_s", None))
+    compile_s = record.compile_s
     return {
-        "status": status_cell,
+        "status": _status_cell(record, history),
         "workload": Cell(workload_label(options), sort_key=workload_label(options)),
         "options": Cell(options_label(options), sort_key=options_label(options)),
         "compile_s": Cell(fmt_seconds(compile_s) if compile_s is not None else "–", sort_key=compile_s, justify="right"),
-        "eager_ms": Cell(fmt_ms(eager), sort_key=eager, justify="right"),
-        "compiled_ms": Cell(fmt_ms(compiled), sort_key=compiled, justify="right"),
-        "speedup": Cell(fmt_speedup(speedup, low, high), speed_style, sort_key=speedup),
-        "launch_bound": _launch_bound_cell(launch_bound, host_speedup),
+        "eager_ms": Cell(fmt_ms(eager_ms), sort_key=eager_ms, justify="right"),
+        "compiled_ms": Cell(fmt_ms(compiled_ms), sort_key=compiled_ms, justify="right"),
+        "speedup": _speedup_cell(summary),
+        "launch_bound": _launch_bound_cell(bool(summary.launch_bound), summary.host_speedup),
         "graph_breaks": Cell("–" if breaks is None else str(breaks), "bold yellow" if breaks else "",
                              sort_key=breaks, justify="right"),
         "recompiles": Cell("–" if recomp is None else str(recomp), "bold yellow" if recomp else "",
                            sort_key=recomp, justify="right"),
         "peak_mem": Cell(fmt_mib(peak), sort_key=peak, justify="right"),
         "accuracy": Cell(acc_text, acc_style, sort_key=acc_text),
-        "sm_clock": Cell(clock_text, clock_style, sort_key=sm_clock_mhz(record)),
+        "sm_clock": Cell(clock_text, clock_style, sort_key=record.telemetry.sm_clock_mean_mhz),
     }
+
+
+def _status_cell(record: RunRecord, history: bool) -> Cell:
+    status = record.status
+    label = STATUS_LABELS.get(status, status)
+    if status in ACTIVE_STATUSES:
+        pct = record.progress() * 100
+        return Cell(f"{label} {pct:3.0f}%", "bold yellow", sort_key=(1, pct))
+    order = {"queued": 0, "done": 3, "failed": 4, "cancelled": 5}.get(status, 2)
+    style = _STATUS_STYLES.get(status, "")
+    if history:
+        style = f"{style} dim".strip()
+    return Cell(("↺ " if history else "") + label, style, sort_key=(order, 0.0))
+
+
+def _speedup_cell(summary: RunSummary) -> Cell:
+    """Green or red when the interval excludes 1, dim otherwise."""
+    speedup = summary.speedup
+    if speedup is None or not summary.significant:
+        style = "dim"
+    else:
+        style = "bold green" if speedup >= 1 else "bold red"
+    return Cell(fmt_speedup(speedup, summary.speedup_ci_low, summary.speedup_ci_high), style, sort_key=speedup)
 
 
 def _launch_bound_cell(launch_bound: bool, host_speedup: float | None) -> Cell:
@@ -251,7 +240,7 @@ class ResultsTable(DataTable):
         if added and self.sort_column is not None:
             self._apply_sort()
 
-    def refresh_record(self, record: Any, summary: dict[str, Any] | None = None) -> int:
+    def refresh_record(self, record: RunRecord, summary: RunSummary | None = None) -> int:
         """Rewrite the cells of this run's row that changed; returns how many did."""
         run_id = record.run_id
         old = self._cells.get(run_id)

@@ -1,0 +1,135 @@
+"""What the worker reports about a run, as typed values (no torch here).
+
+The worker builds these, the protocol carries them, the parent's :class:`~tui.engine.results.RunRecord`
+keeps them, and every view reads their fields by name: one name per quantity, from the worker
+to the CSV. Each is frozen and decoded once (:mod:`tui.typed`): a field of the wrong
+type becomes its default and a warning, never a surprise downstream.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from tui.typed import JsonRecord
+
+__all__ = ["Env", "Diagnostics", "CompileTimes", "Accuracy", "Memory", "Explain"]
+
+
+@dataclass(frozen=True)
+class Env(JsonRecord):
+    """The worker's process and device (the ``started`` event): versions, GPU, precision settings."""
+
+    torch: str | None = None
+    cuda: str | None = None
+    triton: str | None = None
+    cudnn: int | None = None
+    python: str | None = None
+    python_executable: str | None = None
+    platform: str | None = None
+    cpu: str | None = None
+    cpu_count: int | None = None
+    device: str | None = None
+    gpu_name: str | None = None
+    gpu_uuid: str | None = None
+    driver: str | None = None
+    compute_capability: str | None = None
+    gpu_memory_mb: int | None = None
+    cuda_visible_devices: str | None = None
+    cuda_device_order: str | None = None
+    cxx: str | None = None
+    num_threads: int | None = None
+    tf32_matmul: bool | None = None
+    tf32_cudnn: bool | None = None
+    float32_matmul_precision: str | None = None
+    fp32_precision_matmul: str | None = None
+    fp32_precision_cudnn: str | None = None
+
+
+@dataclass(frozen=True)
+class CompileTimes(JsonRecord):
+    """Summed compile-phase times in seconds (nested: dynamo includes aot_autograd includes inductor)."""
+
+    dynamo: float | None = None
+    aot_autograd: float | None = None
+    inductor: float | None = None
+    inductor_code_gen: float | None = None
+    triton: float | None = None
+    backward: float | None = None
+
+
+@dataclass(frozen=True)
+class Explain(JsonRecord):
+    """A separate ``torch._dynamo.explain`` pass (``COMPILE_LAB_EXPLAIN=1``), or its error."""
+
+    graph_count: int | None = None
+    graph_break_count: int | None = None
+    break_reasons: tuple[str, ...] = ()
+    error: str | None = None
+
+
+@dataclass(frozen=True)
+class Diagnostics(JsonRecord):
+    """What dynamo's counters and compilation records say about a compiled run.
+
+    ``None`` means not known (the worker did not get that far, or an old record); 0 is a count.
+    """
+
+    graph_breaks: int | None = None
+    graph_break_reasons: tuple[str, ...] = ()
+    unique_graphs: int | None = None
+    calls_captured: int | None = None
+    resumes: int | None = None
+    frames_total: int | None = None
+    frames_ok: int | None = None
+    recompiles: int | None = None
+    recompile_reasons: tuple[str, ...] = ()
+    recompile_limit_hit: bool | None = None
+    recompile_limit: int | None = None
+    recompiles_during_measure: int | None = None
+    fail_on_recompile_stance: bool | None = None
+    cudagraph_skips: int | None = None
+    cudagraph_skip_reasons: tuple[str, ...] = ()
+    fxgraph_cache_hit: int | None = None
+    fxgraph_cache_miss: int | None = None
+    fxgraph_cache_bypass: int | None = None
+    compilations: int | None = None
+    compile_times_s: CompileTimes = field(default_factory=CompileTimes)
+    explain: Explain | None = None
+
+
+@dataclass(frozen=True)
+class Accuracy(JsonRecord):
+    """Compiled output against eager: errors, tolerances and the verdict (``passed`` None: not checked)."""
+
+    max_abs_err: float | None = None
+    max_rel_err: float | None = None
+    atol: float | None = None
+    rtol: float | None = None
+    passed: bool | None = None
+    compared: int | None = None
+    worst: str | None = None
+    problem: str | None = None
+    reference: str | None = None
+
+    @property
+    def verdict(self) -> str:
+        """``pass``, ``fail`` or ``n/a`` (not checked)."""
+        if self.passed is None:
+            return "n/a"
+        return "pass" if self.passed else "fail"
+
+
+@dataclass(frozen=True)
+class Memory(JsonRecord):
+    """Peak CUDA memory per side (MiB; None on the CPU) and the L2-flush buffer, if any."""
+
+    eager_peak_mb: float | None = None
+    compiled_peak_mb: float | None = None
+    l2_flush_buffer_mb: float | None = None
+
+    @property
+    def peak_mb(self) -> float | None:
+        """The larger of the two sides' peaks, or None when neither was measured."""
+        values = [v for v in (self.eager_peak_mb, self.compiled_peak_mb) if v is not None]
+        return max(values) if values else None

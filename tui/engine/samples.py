@@ -1,0 +1,101 @@
+"""A run's timing blocks as the parent keeps them: compact, per side, in arrival order."""
+
+from __future__ import annotations
+
+import math
+from array import array
+from dataclasses import dataclass
+from typing import Any, Callable
+
+from tui.engine.protocol import SIDES, STAGES, BlockTimed
+
+__all__ = ["Block", "Samples", "new_samples", "samples_to_json", "samples_from_json"]
+
+
+@dataclass
+class Block:
+    """One timing block of one side.
+
+    ``ms`` holds the per-call times of ``clock`` (8 bytes per call); ``host_ms_per_call`` the
+    block's host-inclusive time per call; ``labels`` one input label per call, or None.
+    """
+
+    stage: str
+    index: int
+    clock: str
+    ms: array
+    host_ms_per_call: float | None = None
+    labels: list[str] | None = None
+
+    @classmethod
+    def from_event(cls, event: BlockTimed, intern: Callable[[str], str] = str) -> "Block":
+        """The block an event carries (a null time, non-finite in the worker, is dropped)."""
+        ms = array("d", (v for v in event.ms if v is not None))
+        labels = [intern(x) for x in event.labels] if event.labels is not None and len(ms) == len(event.ms) else None
+        return cls(event.stage, event.index, event.clock, ms, event.host_ms_per_call, labels)
+
+    def to_json(self) -> dict[str, Any]:
+        """A JSON-ready dict (non-finite times become null)."""
+        return {
+            "stage": self.stage,
+            "index": self.index,
+            "clock": self.clock,
+            "ms": [x if math.isfinite(x) else None for x in self.ms],
+            "host_ms_per_call": _finite_or_none(self.host_ms_per_call),
+            "labels": self.labels,
+        }
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any], intern: Callable[[str], str] = str) -> "Block":
+        """Build from :meth:`to_json` output; ValueError/TypeError when malformed."""
+        values = data.get("ms")
+        if not isinstance(values, list):
+            raise TypeError("ms is not a list")
+        ms = array("d", (float(v) for v in values if v is not None))
+        labels = data.get("labels")
+        if labels is not None:
+            labels = [intern(str(x)) for x in labels] if len(labels) == len(ms) else None
+        stage = data.get("stage", "measure")
+        if stage not in STAGES:
+            raise ValueError(f"stage {stage!r}")
+        host = data.get("host_ms_per_call")
+        return cls(
+            stage=stage,
+            index=int(data.get("index") or 0),
+            clock=str(data.get("clock") or ""),
+            ms=ms,
+            host_ms_per_call=_finite_or_none(None if host is None or isinstance(host, bool) else float(host)),
+            labels=labels,
+        )
+
+
+Samples = dict[str, list[Block]]
+"""Blocks per side (``"eager"``, ``"compiled"``), in arrival order."""
+
+
+def new_samples() -> Samples:
+    """An empty block list per side."""
+    return {side: [] for side in SIDES}
+
+
+def _finite_or_none(value: float | None) -> float | None:
+    return value if value is not None and math.isfinite(value) else None
+
+
+def samples_to_json(samples: Samples) -> dict[str, list[dict[str, Any]]]:
+    """Blocks per side as JSON-ready dicts."""
+    return {side: [block.to_json() for block in samples.get(side, ())] for side in SIDES}
+
+
+def samples_from_json(data: dict[str, Any], intern: Callable[[str], str] = str) -> Samples:
+    """Blocks per side from :func:`samples_to_json` output; malformed blocks are dropped."""
+    result = new_samples()
+    for side in SIDES:
+        for item in data.get(side) or ():
+            if not isinstance(item, dict):
+                continue
+            try:
+                result[side].append(Block.from_json(item, intern))
+            except (TypeError, ValueError):
+                continue
+    return result

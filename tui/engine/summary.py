@@ -1,0 +1,297 @@
+"""A run's results as one immutable value: :class:`RunSummary`, and how it is computed from blocks.
+
+Timing data
+    Only ``stage == "measure"`` blocks enter the statistics. ``iter`` statistics use the
+    per-iteration clock (CUDA events on a GPU, perf_counter on the CPU). ``host`` statistics
+    use each block's ``host_ms_per_call``: **one value per block, unweighted**, so their ``n``
+    is the number of blocks. Blocks are equal-sized apart from the last one, so weighting would
+    change little, and ``n`` stays the number of independent host measurements.
+
+Fields of :class:`RunSummary`
+    ``eager`` / ``compiled`` (:class:`SideStats`: ``iter`` and ``host`` Stats, each None when
+    nothing was measured); ``clock``; ``speedup`` = eager iter median / compiled iter median;
+    ``speedup_ci_low`` / ``speedup_ci_high`` / ``significant`` from
+    :func:`tui.engine.stats.bootstrap_speedup` (seed 0, 2000 resamples), computed once the run
+    has ended: while it runs they are None and ``live`` is True, so a summary at 10 Hz stays
+    cheap and never steals CPU from a CPU benchmark next to it; the same three for
+    ``host_speedup``; ``launch_bound`` (device-time clocks only: the host median exceeds the
+    per-iteration median by more than 1.25x on either side; None otherwise);
+    ``break_even_calls`` = ceil(compile_s / (eager median - compiled median)), None unless
+    compiled is faster; ``per_label`` (dynamic shapes: :class:`LabelStats` per input label);
+    ``tflops`` / ``gbps`` from the compiled median (None when the worker counted no FLOPs or
+    bytes: never a fake 0); ``warnings`` (stability, the worker's, telemetry).
+"""
+
+from __future__ import annotations
+
+import math
+from array import array
+from dataclasses import dataclass, field
+from typing import Any
+
+from tui.engine.clocks import clock_info
+from tui.engine.protocol import SIDES
+from tui.engine.samples import Samples
+from tui.engine.stats import SampleAccumulator, SpeedupCI, Stats, bootstrap_speedup, is_significant
+from tui.typed import JsonRecord
+
+__all__ = [
+    "SideStats",
+    "LabelStats",
+    "RunSummary",
+    "LiveStats",
+    "SummaryInputs",
+    "build_summary",
+    "UNSTABLE_RELATIVE_IQR",
+    "MIN_SAMPLES",
+    "LAUNCH_BOUND_RATIO",
+    "BOOTSTRAP_RESAMPLES",
+]
+
+UNSTABLE_RELATIVE_IQR = 0.10
+MIN_SAMPLES = 10
+LAUNCH_BOUND_RATIO = 1.25
+BOOTSTRAP_RESAMPLES = 2000
+
+
+@dataclass(frozen=True)
+class SideStats(JsonRecord):
+    """One side's statistics: per-iteration clock (``iter``) and host-inclusive per call (``host``)."""
+
+    iter: Stats | None = None
+    host: Stats | None = None
+
+
+@dataclass(frozen=True)
+class LabelStats(JsonRecord):
+    """Per input label (a dynamic-shapes batch size): each side's iter Stats and their ratio."""
+
+    eager: Stats | None = None
+    compiled: Stats | None = None
+    speedup: float | None = None
+
+
+@dataclass(frozen=True)
+class RunSummary(JsonRecord):
+    """Everything a run's blocks say, with the worker's counts; see the module docstring."""
+
+    eager: SideStats = field(default_factory=SideStats)
+    compiled: SideStats = field(default_factory=SideStats)
+    clock: str | None = None
+    speedup: float | None = None
+    speedup_ci_low: float | None = None
+    speedup_ci_high: float | None = None
+    significant: bool | None = None
+    host_speedup: float | None = None
+    host_speedup_ci_low: float | None = None
+    host_speedup_ci_high: float | None = None
+    launch_bound: bool | None = None
+    break_even_calls: int | None = None
+    per_label: dict[str, LabelStats] = field(default_factory=dict)
+    tflops: float | None = None
+    gbps: float | None = None
+    warnings: tuple[str, ...] = ()
+    live: bool = False
+
+    def side(self, name: str) -> SideStats:
+        """``eager`` or ``compiled``."""
+        return self.eager if name == "eager" else self.compiled
+
+
+class LiveStats:
+    """Incremental statistics over a run's measure blocks (rebuilt when samples are replaced)."""
+
+    def __init__(self) -> None:
+        self.iter = {side: SampleAccumulator() for side in SIDES}
+        self.host = {side: SampleAccumulator() for side in SIDES}
+        self.labels: dict[str, dict[str, SampleAccumulator]] = {}
+        self.blocks: dict[str, list[array]] = {side: [] for side in SIDES}
+        self.host_blocks: dict[str, list[tuple[float, ...]]] = {side: [] for side in SIDES}
+        self.consumed = {side: 0 for side in SIDES}
+        self.clock: str | None = None
+        self._intervals: dict[str, tuple[tuple[int, int], SpeedupCI]] = {}
+
+    def feed(self, samples: Samples) -> None:
+        """Take in the blocks that arrived since the last call."""
+        for side in SIDES:
+            start = self.consumed[side]
+            # A snapshot: a block appended meanwhile (another thread) is picked up next time.
+            new_blocks = samples[side][start:]
+            self.consumed[side] = start + len(new_blocks)
+            for block in new_blocks:
+                if block.stage == "measure" and block.ms:
+                    self._add(side, block)
+
+    def _add(self, side: str, block: Any) -> None:
+        self.clock = self.clock or block.clock
+        self.iter[side].add(block.ms)
+        self.blocks[side].append(block.ms)
+        if block.host_ms_per_call is not None:
+            self.host[side].add((block.host_ms_per_call,))
+            self.host_blocks[side].append((block.host_ms_per_call,))
+        if block.labels:
+            by_label: dict[str, list[float]] = {}
+            for label, value in zip(block.labels, block.ms):
+                by_label.setdefault(label, []).append(value)
+            for label, values in by_label.items():
+                acc = self.labels.setdefault(label, {s: SampleAccumulator() for s in SIDES})
+                acc[side].add(values)
+
+    def interval(self, which: str) -> SpeedupCI:
+        """The block-bootstrap interval of the ``iter`` or ``host`` speedup (cached per block count)."""
+        blocks = self.blocks if which == "iter" else self.host_blocks
+        key = (len(blocks["eager"]), len(blocks["compiled"]))
+        cached = self._intervals.get(which)
+        if cached is None or cached[0] != key:
+            result = bootstrap_speedup(blocks["eager"], blocks["compiled"], BOOTSTRAP_RESAMPLES, seed=0)
+            cached = self._intervals[which] = (key, result)
+        return cached[1]
+
+    def side_stats(self) -> dict[str, SideStats]:
+        """Both sides' statistics so far."""
+        return {side: SideStats(self.iter[side].stats(), self.host[side].stats()) for side in SIDES}
+
+    def per_label(self) -> dict[str, LabelStats]:
+        """Per-label statistics, labels in numeric order (``batch=16`` before ``batch=128``)."""
+        result = {}
+        for label, acc in sorted(self.labels.items(), key=lambda item: _label_key(item[0])):
+            eager, compiled = acc["eager"].stats(), acc["compiled"].stats()
+            result[label] = LabelStats(eager, compiled, _ratio(eager, compiled))
+        return result
+
+
+@dataclass(frozen=True)
+class SummaryInputs:
+    """What a summary needs from its run besides the blocks."""
+
+    finished: bool
+    done: bool
+    compile_s: float | None
+    flops_per_call: float | None
+    bytes_per_call: float | None
+    warnings: tuple[str, ...]
+    throttled: tuple[str, ...]
+
+
+def build_summary(live: LiveStats, run: SummaryInputs) -> RunSummary:
+    """The summary of the blocks ``live`` has taken in, for a run described by ``run``."""
+    sides = live.side_stats()
+    eager, compiled = sides["eager"], sides["compiled"]
+    speedup = _ratio(eager.iter, compiled.iter)
+    host_speedup = _ratio(eager.host, compiled.host)
+    low = high = host_low = host_high = None
+    if run.finished and speedup is not None:
+        _, low, high = live.interval("iter")
+    if run.finished and host_speedup is not None:
+        _, host_low, host_high = live.interval("host")
+    launch_bound = _launch_bound(sides, live.clock)
+    warnings = _warnings(sides, live.clock, run)
+    if launch_bound and host_speedup is not None:
+        warnings.append(_launch_bound_warning(sides, host_speedup, host_low, host_high))
+    return RunSummary(
+        eager=eager,
+        compiled=compiled,
+        clock=live.clock,
+        speedup=speedup,
+        speedup_ci_low=low,
+        speedup_ci_high=high,
+        significant=is_significant(low, high),
+        host_speedup=host_speedup,
+        host_speedup_ci_low=host_low,
+        host_speedup_ci_high=host_high,
+        launch_bound=launch_bound,
+        break_even_calls=_break_even(run.compile_s, eager.iter, compiled.iter),
+        per_label=live.per_label(),
+        tflops=_rate(run.flops_per_call, compiled.iter, 1e12),
+        gbps=_rate(run.bytes_per_call, compiled.iter, 1e9),
+        warnings=tuple(warnings),
+        live=not run.finished,
+    )
+
+
+def _ratio(top: Stats | None, bottom: Stats | None) -> float | None:
+    if top is None or bottom is None or bottom.median <= 0:
+        return None
+    return top.median / bottom.median
+
+
+def _launch_bound(sides: dict[str, SideStats], clock: str | None) -> bool | None:
+    info = clock_info(clock)
+    if info is None or not info.device_time:
+        return None
+    known = False
+    for side in sides.values():
+        if side.iter is None or side.host is None or side.iter.median <= 0:
+            continue
+        known = True
+        if side.host.median > LAUNCH_BOUND_RATIO * side.iter.median:
+            return True
+    return False if known else None
+
+
+def _launch_bound_warning(sides: dict[str, SideStats], host_speedup: float, low: float | None,
+                          high: float | None) -> str:
+    # The headline speedup is device time; a loop that never synchronises pays host time.
+    interval = f" [{low:.2f}, {high:.2f}]" if low is not None and high is not None else ""
+    eager, compiled = sides["eager"].host, sides["compiled"].host
+    assert eager is not None and compiled is not None
+    return (
+        f"launch-bound: the host needs more time per call than the GPU; host-inclusive "
+        f"speedup {host_speedup:.2f}x{interval} (eager {eager.median:.4g} ms, "
+        f"compiled {compiled.median:.4g} ms per call) is what a serving loop sees"
+    )
+
+
+def _break_even(compile_s: float | None, eager: Stats | None, compiled: Stats | None) -> int | None:
+    if compile_s is None or eager is None or compiled is None:
+        return None
+    saved_ms = eager.median - compiled.median
+    if saved_ms <= 0:
+        return None
+    return math.ceil(compile_s * 1000 / saved_ms)
+
+
+def _side_warnings(side: str, stats: Stats | None, clock: str | None, done: bool) -> list[str]:
+    if stats is None:
+        return [f"no {side} samples were measured"] if done else []
+    messages = []
+    if stats.n < MIN_SAMPLES:
+        messages.append(f"too few {side} samples (n = {stats.n} < {MIN_SAMPLES}): raise iters")
+    spread = stats.relative_iqr
+    if spread is not None and spread > UNSTABLE_RELATIVE_IQR:
+        messages.append(
+            f"{side} spread IQR/median = {spread:.0%} > {UNSTABLE_RELATIVE_IQR:.0%}: unstable"
+            " (close other programs, raise iters or block size)"
+        )
+    info = clock_info(clock)
+    if info is not None and stats.median < info.too_fast_ms:
+        messages.append(
+            f"{side} median {stats.median * 1000:.1f} us is close to the {info.label} resolution"
+            f" (about {info.resolution_ms * 1000:.1f} us): too fast to time, use a larger workload"
+        )
+    return messages
+
+
+def _warnings(sides: dict[str, SideStats], clock: str | None, run: SummaryInputs) -> list[str]:
+    messages: list[str] = []
+    for name, side in sides.items():
+        messages.extend(_side_warnings(name, side.iter, clock, run.done))
+    messages.extend(run.warnings)
+    if run.throttled:
+        messages.append(
+            f"GPU clocks were throttled during the run ({', '.join(run.throttled)}):"
+            " times may be slow; let the GPU cool or check its power limit"
+        )
+    return list(dict.fromkeys(messages))
+
+
+def _label_key(label: str) -> tuple:
+    # "batch=16" before "batch=128": compare the numbers inside labels as numbers.
+    digits = "".join(c if c.isdigit() else " " for c in label).split()
+    return (tuple(int(d) for d in digits), label)
+
+
+def _rate(amount: float | None, compiled: Stats | None, unit: float) -> float | None:
+    if not amount or amount <= 0 or compiled is None or compiled.median <= 0:
+        return None
+    return amount / (compiled.median / 1000) / unit
