@@ -1,0 +1,78 @@
+"""The ``compile-lab`` command line: run, sweep, env, workloads; no subcommand opens the app.
+
+This package imports neither torch nor textual: runs happen in worker processes
+(:class:`tui.engine.runner.WorkerRunner`) driven by a :class:`tui.engine.session.RunSession`,
+the environment check's torch part runs in a subprocess (``python -m
+tui.engine.worker.envcheck``), and the app is imported only when it is opened (the summary
+table borrows ``tui.app.format``, which imports no textual).
+
+Modules: :mod:`~tui.cli.parse` (flags -> run options), :mod:`~tui.cli.run` (the run loop),
+:mod:`~tui.cli.render` (the results table), :mod:`~tui.cli.info` (``env``, ``workloads``).
+
+Exit codes: 0 when every run succeeded, 1 when one failed, 2 on bad usage (one line
+``compile-lab: error: <field>: <what is allowed>`` on stderr), 130 after Ctrl-C and
+128 + N after signal N (the workers are killed first; runs that ended, cancelled ones
+included, are still exported and in the history).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import sys
+from typing import Any, Sequence
+
+from tui.cli.parse import PROG, UsageError, build_parser, configs_from_args, options_from_args
+from tui.engine.options import OptionsError
+
+__all__ = ["main", "build_parser", "options_from_args", "configs_from_args", "make_runner"]
+
+
+def make_runner(keep_spare: bool, telemetry: Any = None) -> Any:
+    """The WorkerRunner the CLI runs with (tests replace this to use a fake worker)."""
+    from tui.engine.runner import WorkerRunner
+
+    return WorkerRunner(keep_spare=keep_spare, telemetry=telemetry)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the command line; returns the exit code."""
+    parser = build_parser()
+    try:
+        args = parser.parse_args(list(sys.argv[1:] if argv is None else argv))
+    except UsageError as exc:
+        return _usage_error(str(exc))
+    except SystemExit as exc:  # --help, --version
+        return int(exc.code or 0)
+    if args.command is None:
+        return _open_app(args)
+    if args.command == "workloads":
+        from tui.cli.info import cmd_workloads
+
+        return cmd_workloads()
+    if args.command == "env":
+        from tui.cli.info import cmd_env
+
+        return cmd_env(args)
+    try:
+        configs = configs_from_args(args)
+    except OptionsError as exc:
+        return _usage_error(str(exc))
+    from tui.cli.run import run_configs
+
+    # Looked up here, not imported: tests replace make_runner on this module.
+    return asyncio.run(run_configs(configs, args, sys.modules[__name__].make_runner))
+
+
+def _usage_error(message: str) -> int:
+    sys.stderr.write(f"{PROG}: error: {message}\n")
+    return 2
+
+
+def _open_app(args: argparse.Namespace) -> int:
+    try:
+        from tui.app.app import run_app
+    except ImportError as exc:
+        print(f"{PROG}: the app could not be loaded ({exc}); `{PROG} run --help` shows the command line")
+        return 0
+    return int(run_app(no_mouse=args.no_mouse, theme=args.theme) or 0)

@@ -1,0 +1,208 @@
+"""The command line's parser: flags, and the run options they describe (one line per refusal)."""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+from tui import __version__
+from tui.engine.catalog import USER_WORKLOAD_HELP, WORKLOADS
+from tui.engine.options import (
+    BACKENDS,
+    DTYPES,
+    DYNAMIC_CHOICES,
+    MODES,
+    OptionsError,
+    RunOptions,
+    parse_dynamic,
+    parse_key_values,
+)
+
+__all__ = ["PROG", "UsageError", "build_parser", "options_from_args", "configs_from_args"]
+
+PROG = "compile-lab"
+
+
+class UsageError(Exception):
+    """Bad usage: the message is one line (without the ``compile-lab: error:`` prefix)."""
+
+
+class _Parser(argparse.ArgumentParser):
+    """An ArgumentParser whose errors are one line and raise instead of exiting."""
+
+    def error(self, message: str) -> None:  # type: ignore[override]
+        raise UsageError(" ".join(message.split()))
+
+
+# ----------------------------------------------------------------------------------------------
+# parser
+
+
+def _add_run_flags(parser: argparse.ArgumentParser, sweep: bool) -> None:
+    defaults = RunOptions()
+    what = parser.add_argument_group("what to run")
+    what.add_argument("--workload", metavar="NAME", help=f"built-in workload ({', '.join(WORKLOADS)}) or {USER_WORKLOAD_HELP} (default {defaults.workload})")
+    if sweep:
+        what.add_argument("--param", action="append", metavar="K=V[,V...]", help="workload parameter; a comma list sweeps it (repeatable)")
+    else:
+        what.add_argument("--param", action="append", metavar="K=V", help="workload parameter, e.g. n=1024 (repeatable)")
+    what.add_argument("--train", action="store_true", default=None, help="time a training step (cnn, mlp, transformer_block)")
+    what.add_argument("--compile-optimizer", action="store_true", default=None, help="with --train: compile the optimizer step too")
+    what.add_argument("--device", metavar="DEV", help=f"cpu, cuda, cuda:N or cuda:GPU-<uuid> (default {defaults.device})")
+    what.add_argument("--python", metavar="PATH", help="the interpreter the worker runs in (default: this one)")
+
+    comp = parser.add_argument_group("torch.compile")
+    if sweep:
+        comp.add_argument("--backend", metavar="LIST", help=f"comma list of backends, e.g. {','.join(BACKENDS[:2])}")
+        comp.add_argument("--mode", metavar="LIST", help=f"comma list of modes ({', '.join(MODES)})")
+        comp.add_argument("--fullgraph", metavar="WHICH", help="both, true or false")
+        comp.add_argument("--dynamic", metavar="LIST", help=f"comma list of {', '.join(DYNAMIC_CHOICES)}")
+        comp.add_argument("--dtype", metavar="LIST", help=f"comma list of dtypes ({', '.join(DTYPES)})")
+    else:
+        comp.add_argument("--backend", metavar="NAME", help=f"{', '.join(BACKENDS)} or another registered backend (default {defaults.backend})")
+        comp.add_argument("--mode", metavar="MODE", help=f"{', '.join(MODES)} (inductor only; default: {defaults.mode})")
+        comp.add_argument("--fullgraph", action=argparse.BooleanOptionalAction, default=None, help="refuse graph breaks")
+        comp.add_argument("--dynamic", metavar="WHICH", help=f"{', '.join(DYNAMIC_CHOICES)} (default auto)")
+        comp.add_argument("--dtype", metavar="DTYPE", help=f"{', '.join(DTYPES)} (default {defaults.dtype})")
+    comp.add_argument("--option", action="append", metavar="K=V", help="an inductor option, e.g. triton.cudagraphs=false (repeatable)")
+    comp.add_argument("--tf32", action="store_true", default=None, help="allow TF32 for matmuls and cuDNN on both sides")
+    comp.add_argument("--cold-compile", action="store_true", default=None, help="a fresh inductor/triton cache dir (true cold compile)")
+
+    timing = parser.add_argument_group("timing")
+    timing.add_argument("--warmup", type=int, metavar="N",
+                        help=f"warm-up calls per side, then more until the time settles; 0: only the "
+                             f"3 compiled calls CUDA graphs need (default {defaults.warmup})")
+    timing.add_argument("--iters", type=int, metavar="N", help=f"measured iterations per side (default {defaults.iters})")
+    timing.add_argument("--block-size", type=int, metavar="N", help=f"iterations per interleaved block (default {defaults.block_size})")
+    timing.add_argument("--time-budget", type=float, metavar="S", help="stop measuring after S seconds")
+    timing.add_argument("--l2-flush", action="store_true", default=None, help="flush the L2 cache between iterations (GPU)")
+    timing.add_argument("--timeout", type=float, metavar="S", help=f"kill a run after S seconds (default {defaults.timeout_s:g})")
+    timing.add_argument("--seed", type=int, metavar="N", help=f"random seed (default {defaults.seed})")
+    timing.add_argument(
+        "--memory-limit", type=float, metavar="GB",
+        help="CPU runs: cap the worker's address space at GB gigabytes; a bigger allocation fails the run "
+             "as out_of_memory instead of waking the system's OOM killer (default: no limit)",
+    )
+
+    out = parser.add_argument_group("output")
+    out.add_argument("--csv", metavar="PATH", help="write the summary CSV")
+    out.add_argument("--json", metavar="PATH", help="write every run as JSON (with per-iteration times)")
+    out.add_argument("--raw-csv", metavar="PATH", help="write one CSV row per timed iteration")
+    out.add_argument("--no-history", action="store_true", help="do not append the runs to the history")
+    out.add_argument("--quiet", action="store_true", help="no progress and no table (errors still go to stderr)")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The argparse parser of ``compile-lab`` (errors raise UsageError instead of exiting)."""
+    parser = _Parser(
+        prog=PROG,
+        description="Benchmarks eager PyTorch against torch.compile, honestly. Without a subcommand it opens the app.",
+    )
+    parser.add_argument("--version", action="version", version=f"{PROG} {__version__}")
+    parser.add_argument("--no-mouse", action="store_true", help="app: do not capture the mouse")
+    parser.add_argument("--theme", metavar="NAME", help="app: a Textual theme")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
+
+    run = sub.add_parser("run", help="benchmark one configuration", description="Benchmark one configuration: eager vs torch.compile.")
+    _add_run_flags(run, sweep=False)
+    sweep = sub.add_parser(
+        "sweep",
+        help="benchmark every combination of lists",
+        description=(
+            "Benchmark every combination of the listed modes, fullgraph, dynamic, backends, dtypes and "
+            "parameter values, one after another (combinations a backend ignores run once)."
+        ),
+    )
+    _add_run_flags(sweep, sweep=True)
+    env = sub.add_parser("env", help="check torch, CUDA, triton, the C++ compiler and NVML", description="Check the environment compile-lab runs in.")
+    env.add_argument("--python", metavar="PATH", help="check this interpreter instead of this one")
+    sub.add_parser("workloads", help="list the built-in workloads", description="List the built-in workloads and how to use your own.")
+    return parser
+
+
+def split_list(text: str | None) -> list[str] | None:
+    if text is None:
+        return None
+    return [part.strip() for part in text.split(",") if part.strip()]
+
+
+def options_from_args(args: argparse.Namespace, sweep: bool = False) -> RunOptions:
+    """A RunOptions from the parsed flags (not validated; sweep axes are left at their defaults)."""
+    given: dict[str, Any] = {}
+    for flag, name in (
+        ("workload", "workload"),
+        ("device", "device"),
+        ("python", "python"),
+        ("train", "train"),
+        ("compile_optimizer", "compile_optimizer"),
+        ("tf32", "tf32"),
+        ("cold_compile", "cold_compile"),
+        ("warmup", "warmup"),
+        ("iters", "iters"),
+        ("block_size", "block_size"),
+        ("time_budget", "time_budget_s"),
+        ("l2_flush", "l2_flush"),
+        ("timeout", "timeout_s"),
+        ("memory_limit", "memory_limit_gb"),
+        ("seed", "seed"),
+    ):
+        value = getattr(args, flag, None)
+        if value is not None:
+            given[name] = value
+    if args.option:
+        given["inductor_options"] = parse_key_values(args.option, "inductor_options")
+    if not sweep:
+        for name in ("backend", "mode", "dtype", "fullgraph"):
+            if getattr(args, name) is not None:
+                given[name] = getattr(args, name)
+        if args.dynamic is not None:
+            given["dynamic"] = parse_dynamic(args.dynamic)
+        if args.param:
+            given["params"] = parse_key_values(args.param, "params")
+    return RunOptions(**given)
+
+
+def configs_from_args(args: argparse.Namespace) -> list[RunOptions]:
+    """The validated configurations of a parsed ``run`` (one) or ``sweep`` (every combination).
+
+    Raises OptionsError (one line: ``field: what is allowed``) for the first bad value.
+    """
+    if args.command == "run":
+        return [options_from_args(args).validated()]
+    return _sweep_configs(args)
+
+
+def _sweep_configs(args: argparse.Namespace) -> list[RunOptions]:
+    from tui.engine.sweep import expand
+
+    base = options_from_args(args, sweep=True)
+    grid: dict[str, list[Any]] = {}
+    for item in args.param or ():
+        key, sep, values = item.partition("=")
+        key = key.strip()
+        if not sep or not key:
+            raise OptionsError("params", f"{item!r} is not key=value[,value...]")
+        parts = [v.strip() for v in values.split(",") if v.strip()]
+        if not parts:
+            raise OptionsError("params", f"{key} has no value")
+        grid.setdefault(key, [])
+        for part in parts:
+            grid[key].append(parse_key_values([f"{key}={part}"], "params")[key])
+    fullgraphs = None
+    if args.fullgraph is not None:
+        choice = args.fullgraph.strip().lower()
+        table = {"both": [False, True], "true": [True], "false": [False]}
+        if choice not in table:
+            raise OptionsError("fullgraph", f"{args.fullgraph!r} is not allowed (allowed: both, true, false)")
+        fullgraphs = table[choice]
+    return expand(
+        base,
+        modes=split_list(args.mode),
+        fullgraphs=fullgraphs,
+        dynamics=split_list(args.dynamic),
+        backends=split_list(args.backend),
+        dtypes=split_list(args.dtype),
+        params_grid=grid or None,
+    )
+
+

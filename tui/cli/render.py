@@ -1,0 +1,109 @@
+"""What the command line prints after its runs: the results table and the warnings (rich)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from tui.engine.results import RunRecord
+from tui.engine.summary import RunSummary
+
+__all__ = ["print_table", "print_warnings", "speedup_text"]
+
+
+def _ms(stats: Any) -> str:
+    if stats is None:
+        return "-"
+    value = stats.median
+    if value >= 100:
+        return f"{value:.0f} ms"
+    if value >= 1:
+        return f"{value:.3g} ms"
+    return f"{value * 1000:.3g} µs"
+
+
+def speedup_text(summary: RunSummary) -> Any:
+    """``1.23x`` over ``[1.10, 1.35]``: green/red when significant, dim (``n.s.``) when not.
+
+    A launch-bound run is marked, with its host-inclusive speedup (``host 1.31x``) under it:
+    the headline is device time, the host figure is what a loop that never synchronises pays.
+    """
+    from rich.text import Text
+
+    speedup = summary.speedup
+    if speedup is None:
+        return Text("-")
+    low, high = summary.speedup_ci_low, summary.speedup_ci_high
+    significant = bool(summary.significant)
+    style = ("bold green" if speedup > 1 else "bold red") if significant else "dim"
+    text = Text(f"{speedup:.2f}x", style=style)
+    if low is not None and high is not None:
+        text.append(f"\n[{low:.2f}, {high:.2f}]", style=style)
+        if not significant:
+            text.append("\nn.s.", style="dim")
+    if summary.launch_bound:
+        text.append("\nlaunch-bound", style="yellow")
+        host = summary.host_speedup
+        if host is not None:
+            text.append(f"\nhost {host:.2f}x", style="bold yellow")
+            host_low, host_high = summary.host_speedup_ci_low, summary.host_speedup_ci_high
+            if host_low is not None and host_high is not None:
+                text.append(f"\n[{host_low:.2f}, {host_high:.2f}]", style="yellow")
+    return text
+
+
+def print_table(records: list[RunRecord], console: Any) -> None:
+    """The summary table; failed runs' errors follow it, numbered like the rows."""
+    from rich import box
+    from rich.table import Table
+    from rich.text import Text
+
+    from tui.app.format import accuracy_style
+
+    table = Table(
+        title="compile-lab results", title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False, collapse_padding=True
+    )
+    table.add_column("run", min_width=12, ratio=1)
+    for name in ("compile", "eager", "compiled", "speedup", "brk/rec"):
+        table.add_column(name, justify="right", no_wrap=True)
+    table.add_column("acc", no_wrap=True)
+    table.add_column("status", no_wrap=True, min_width=9)
+    errors = []
+    for number, record in enumerate(records, 1):
+        summary = record.summary()
+        o = record.options
+        params = " ".join(f"{k}={v}" for k, v in (o.params or {}).items())
+        what = Text()
+        what.append(f"{number} {o.workload}", style="bold")
+        what.append(f" {params}\n{o.label()} {o.device}".replace(" \n", "\n"))
+        compile_s = f"{record.compile_s:.3g} s" if record.compile_s is not None else "-"
+        accuracy = record.accuracy.verdict
+        status_style = {"done": "green", "failed": "bold red", "cancelled": "yellow"}.get(record.status, "")
+        if record.status in ("failed", "cancelled"):
+            errors.append(f"run {number}: {record.error_kind}: {record.error_message}")
+        table.add_row(
+            what,
+            compile_s,
+            _ms(summary.eager.iter),
+            _ms(summary.compiled.iter),
+            speedup_text(summary),
+            f"{record.diagnostics.graph_breaks or '-'}/{record.diagnostics.recompiles or '-'}",
+            Text(accuracy, style=accuracy_style(accuracy)),
+            Text(record.status, style=status_style),
+            end_section=number < len(records),  # a blank line between runs
+        )
+    console.print(table)
+    for line in errors:
+        console.print(Text(line, style="red"), soft_wrap=True)
+
+
+def print_warnings(records: list[RunRecord], console: Any) -> None:
+    lines = []
+    for number, record in enumerate(records, 1):
+        for warning in record.summary().warnings:
+            lines.append(f"  run {number}: {warning}")
+    if lines:
+        console.print("warnings:", style="yellow")
+        for line in lines:
+            console.print(line, markup=False, highlight=False)
+
+

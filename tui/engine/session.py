@@ -1,0 +1,296 @@
+"""RunSession: the queue, the runs, their end and their history, for any front end.
+
+The app and the command line both drive one :class:`RunSession`: they submit configurations,
+listen to what happens (:class:`SessionListener`), cancel, and export what
+:meth:`RunSession.ended` returns. The policies live here, once:
+
+* **Units.** Each submitted configuration becomes ``repeats`` units (configuration, repeat,
+  lane), each with its own :class:`~tui.engine.results.RunRecord` and its own fresh worker.
+* **Lanes.** A unit runs in the lane :func:`lane_of` gives it; a lane runs one unit at a time,
+  and different lanes run at once. By default every unit shares one lane (runs never overlap,
+  as a benchmark on a shared machine needs); ``parallel=True`` gives each GPU its own lane
+  while CPU runs keep the host to themselves.
+* **Ending.** Every record ends done, failed or cancelled. A queued unit dropped by a cancel
+  ends ``cancelled`` ("cancelled before it started"). Every ended record, cancelled ones
+  included, gets its final summary (the bootstrap interval, off the event loop), is appended
+  to the history in the order the runs ended, and is exportable.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections import deque
+from dataclasses import dataclass
+from typing import Any, Callable, Protocol, Sequence
+
+from tui.engine.options import RunOptions
+from tui.engine.protocol import Event
+from tui.engine.results import RunRecord
+
+__all__ = ["RunSession", "RunUnit", "SessionListener", "Runner", "lane_of", "SHARED_LANE"]
+
+SHARED_LANE = "local"
+"""The one lane of a session that runs everything in turn."""
+CANCELLED_BEFORE_START = "cancelled before it started"
+
+
+class Runner(Protocol):
+    """What a session needs from a runner (:class:`tui.engine.runner.WorkerRunner` is one)."""
+
+    keep_spare: bool
+
+    async def run(self, record: RunRecord, on_event: Callable[[Event], Any] | None = None) -> RunRecord: ...
+
+    async def aclose(self) -> None: ...
+
+    def kill_all(self) -> None: ...
+
+
+class SessionListener:
+    """What a front end hears from a session; every method is called on the event loop's thread."""
+
+    def run_started(self, record: RunRecord) -> None:
+        """A unit left the queue and its worker is starting."""
+
+    def run_event(self, record: RunRecord, event: Event) -> None:
+        """The runner applied ``event`` to ``record`` (called for every event: keep it cheap)."""
+
+    def run_finished(self, record: RunRecord) -> None:
+        """The run ended (done, failed or cancelled); its final summary and history line follow."""
+
+    def run_saved(self, record: RunRecord, problem: str | None) -> None:
+        """The final summary is computed and the history append was tried (``problem`` if it failed)."""
+
+
+@dataclass(frozen=True)
+class RunUnit:
+    """One run to make: a record (its configuration), which repeat it is, and its lane."""
+
+    record: RunRecord
+    repeat: int
+    lane: str
+
+
+def lane_of(options: RunOptions, parallel: bool) -> str:
+    """The lane of a run: one shared lane, or with ``parallel`` one per GPU and the host for CPU runs."""
+    if not parallel or options.device == "cpu":
+        return SHARED_LANE
+    return options.device
+
+
+class RunSession:
+    """Queue, run, end and save runs; see the module docstring for the policies.
+
+    ``runner_for(lane)`` returns the runner of a lane (one runner object may serve every lane
+    of a sequential session). ``history`` (or None) stores ended runs. ``spare``: ``"auto"``
+    keeps a warm spare worker only while the lane has more units queued (a script that ends
+    needs none); ``"runner"`` leaves the runner's own setting alone (the app keeps one warm).
+    """
+
+    def __init__(
+        self,
+        runner_for: Callable[[str], Runner],
+        history: Any = None,
+        listener: SessionListener | None = None,
+        *,
+        parallel: bool = False,
+        spare: str = "auto",
+    ) -> None:
+        self._runner_for = runner_for
+        self._runners: dict[str, Runner] = {}
+        self.history = history
+        self.listener = listener or SessionListener()
+        self.parallel = parallel
+        self.spare = spare
+        self.records: list[RunRecord] = []
+        """Every record this session made, in submission order."""
+        self.queue: deque[RunUnit] = deque()
+        """Units waiting for their lane, in order."""
+        self.running: dict[str, RunUnit] = {}
+        """The unit each busy lane runs."""
+        self._tasks: dict[str, asyncio.Task] = {}
+        self._to_save: asyncio.Queue[RunRecord] | None = None
+        self._saver: asyncio.Task | None = None
+        self._unsaved: set[str] = set()
+        self._closing = False
+
+    # ----- submitting ---------------------------------------------------------------------
+
+    def submit(self, options_list: Sequence[RunOptions], repeats: int = 1) -> list[RunRecord]:
+        """Queue ``repeats`` units of each (validated) configuration; returns their records, in order.
+
+        Must be called with a running event loop: units start at once where a lane is free.
+        """
+        if self._closing:
+            raise RuntimeError("the session is closing")
+        units = [
+            RunUnit(RunRecord.new(options), repeat, lane_of(options, self.parallel))
+            for options in options_list
+            for repeat in range(repeats)
+        ]
+        for unit in units:
+            self.records.append(unit.record)
+        self.queue.extend(units)
+        self._start_ready()
+        return [unit.record for unit in units]
+
+    def _start_ready(self) -> None:
+        """Start the first queued unit of every free lane (host lane and GPU lanes never overlap)."""
+        for unit in list(self.queue):
+            if self._closing:
+                return
+            if not self._lane_free(unit.lane):
+                continue
+            self.queue.remove(unit)
+            self._start(unit)
+
+    def _lane_free(self, lane: str) -> bool:
+        if lane in self.running:
+            return False
+        # A CPU run needs the host to itself, and no GPU run starts while one measures.
+        if lane == SHARED_LANE:
+            return not self.running
+        return SHARED_LANE not in self.running
+
+    def _start(self, unit: RunUnit) -> None:
+        runner = self.runner(unit.lane)
+        if self.spare == "auto" and hasattr(runner, "keep_spare"):
+            runner.keep_spare = any(u.lane == unit.lane for u in self.queue)
+        with contextlib.suppress(ValueError):
+            unit.record.set_status("starting")
+        self.running[unit.lane] = unit
+        self._unsaved.add(unit.record.run_id)
+        self._tasks[unit.lane] = asyncio.get_running_loop().create_task(self._run(unit, runner))
+        self.listener.run_started(unit.record)
+
+    def runner(self, lane: str = SHARED_LANE) -> Runner:
+        """The runner of ``lane`` (made on first use)."""
+        if lane not in self._runners:
+            self._runners[lane] = self._runner_for(lane)
+        return self._runners[lane]
+
+    async def _run(self, unit: RunUnit, runner: Runner) -> None:
+        record = unit.record
+        try:
+            await runner.run(record, on_event=lambda event: self.listener.run_event(record, event))
+        except asyncio.CancelledError:
+            if not record.finished:
+                record.fail("cancelled", "cancelled")
+        except Exception as exc:  # a runner bug must not lose the run or stop the queue
+            record.fail("crash", f"the run task failed: {type(exc).__name__}: {exc}")
+        finally:
+            if not record.finished:
+                record.fail("cancelled", "cancelled")
+            self.running.pop(unit.lane, None)
+            self._tasks.pop(unit.lane, None)
+            self._ended(record)
+            if not self._closing:
+                self._start_ready()
+
+    # ----- ending and saving ----------------------------------------------------------------
+
+    def _ended(self, record: RunRecord) -> None:
+        self._unsaved.add(record.run_id)
+        self.listener.run_finished(record)
+        if self._to_save is None:
+            self._to_save = asyncio.Queue()
+        self._to_save.put_nowait(record)
+        if self._saver is None or self._saver.done():
+            self._saver = asyncio.get_running_loop().create_task(self._save_in_order())
+
+    async def _save_in_order(self) -> None:
+        """One run at a time, in the order runs ended: so the history keeps that order."""
+        assert self._to_save is not None
+        while not self._to_save.empty():
+            record = self._to_save.get_nowait()
+            problem = await asyncio.to_thread(self._save, record)
+            self._unsaved.discard(record.run_id)
+            self.listener.run_saved(record, problem)
+
+    def _save(self, record: RunRecord) -> str | None:
+        with contextlib.suppress(Exception):  # a view never dies on data; the row shows what it can
+            record.summary()
+        if self.history is None:
+            return None
+        try:
+            self.history.append(record)
+        except Exception as exc:  # HistoryError, SamplesUnavailable, OSError
+            return f"run {record.run_id} was not saved to the history: {exc}"
+        return None
+
+    # ----- cancelling -------------------------------------------------------------------------
+
+    def cancel_running(self, lane: str | None = None) -> bool:
+        """Cancel the running unit of ``lane`` (every lane when None); False when none runs."""
+        tasks = [task for key, task in self._tasks.items() if lane is None or key == lane]
+        for task in tasks:
+            task.cancel()
+        return bool(tasks)
+
+    def drop_queued(self) -> list[RunRecord]:
+        """End every queued unit as cancelled before it started; returns their records."""
+        dropped = []
+        while self.queue:
+            record = self.queue.popleft().record
+            record.fail("cancelled", CANCELLED_BEFORE_START)
+            dropped.append(record)
+            self._ended(record)
+        return dropped
+
+    def cancel_all(self) -> tuple[int, bool]:
+        """Drop the queue and cancel what runs: (queued runs dropped, whether a run was cancelled)."""
+        dropped = self.drop_queued()
+        return len(dropped), self.cancel_running()
+
+    # ----- state ---------------------------------------------------------------------------------
+
+    @property
+    def active(self) -> bool:
+        """A unit runs or waits."""
+        return bool(self.running or self.queue)
+
+    @property
+    def settled(self) -> bool:
+        """Nothing runs, waits or waits to be saved."""
+        return not self.active and not self._unsaved
+
+    def ended(self) -> list[RunRecord]:
+        """Every record that ended and was saved, in submission order (what an export writes)."""
+        return [r for r in self.records if r.finished and r.run_id not in self._unsaved]
+
+    async def wait_settled(self) -> None:
+        """Wait until every unit ran and every ended record was saved."""
+        while not self.settled:
+            waiting = [t for t in (*self._tasks.values(), self._saver) if t is not None and not t.done()]
+            if not waiting:
+                await asyncio.sleep(0)  # a saver is about to be created by an ending run
+                continue
+            await asyncio.wait(waiting, return_when=asyncio.FIRST_COMPLETED)
+
+    async def aclose(self, timeout: float = 3.0) -> None:
+        """Drop the queue, cancel and await the runs, save what ended, close the runners."""
+        self._closing = True
+        self.drop_queued()
+        self.cancel_running()
+        tasks = list(self._tasks.values())
+        if tasks:
+            with contextlib.suppress(asyncio.TimeoutError, asyncio.CancelledError):
+                await asyncio.wait_for(asyncio.gather(*tasks, return_exceptions=True), timeout)
+        if self._saver is not None and not self._saver.done():
+            with contextlib.suppress(asyncio.TimeoutError, asyncio.CancelledError):
+                await asyncio.wait_for(asyncio.shield(self._saver), timeout)
+        for runner in self._runners.values():
+            with contextlib.suppress(Exception):
+                await asyncio.wait_for(runner.aclose(), timeout)
+            self._kill(runner)
+
+    def kill_all(self) -> None:
+        """Kill every worker process now (a signal handler: no awaiting)."""
+        for runner in self._runners.values():
+            self._kill(runner)
+
+    @staticmethod
+    def _kill(runner: Runner) -> None:
+        with contextlib.suppress(Exception):
+            runner.kill_all()
