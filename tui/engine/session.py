@@ -120,7 +120,8 @@ class RunSession:
     def submit(self, options_list: Sequence[RunOptions], repeats: int = 1) -> list[RunRecord]:
         """Queue ``repeats`` units of each (validated) configuration; returns their records, in order.
 
-        Must be called with a running event loop: units start at once where a lane is free.
+        Must be called with a running event loop: the units start from it, right after this
+        returns, where a lane is free (so a caller sees its records before any has started).
         """
         if self._closing:
             raise RuntimeError("the session is closing")
@@ -132,15 +133,21 @@ class RunSession:
         for unit in units:
             self.records.append(unit.record)
         self.queue.extend(units)
-        self._start_ready()
+        asyncio.get_running_loop().call_soon(self._start_ready)
         return [unit.record for unit in units]
 
     def _start_ready(self) -> None:
-        """Start the first queued unit of every free lane (host lane and GPU lanes never overlap)."""
+        """Start, in queue order, every unit whose lane is free (host lane and GPU lanes never overlap).
+
+        A CPU unit that has to wait holds back the GPU units queued after it, or they could
+        keep the host busy for ever.
+        """
+        host_waits = False
         for unit in list(self.queue):
             if self._closing:
                 return
-            if not self._lane_free(unit.lane):
+            if host_waits or not self._lane_free(unit.lane):
+                host_waits = host_waits or unit.lane == SHARED_LANE
                 continue
             self.queue.remove(unit)
             self._start(unit)

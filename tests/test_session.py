@@ -1,0 +1,220 @@
+"""tui.engine.session.RunSession with a scripted runner: order, lanes, cancel, ending and saving."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+from tui.engine.options import RunOptions
+from tui.engine.protocol import make_event
+from tui.engine.results import RunRecord
+from tui.engine.session import SHARED_LANE, RunSession, SessionListener, lane_of
+
+
+class ScriptedRunner:
+    """Runs a record when the test releases it; records what ran at once."""
+
+    def __init__(self) -> None:
+        self.keep_spare = True
+        self.gates: dict[str, asyncio.Event] = {}
+        self.active: set[str] = set()
+        self.most_at_once = 0
+        self.started: list[str] = []
+        self.spare_seen: list[bool] = []
+        self.closed = False
+        self.killed = 0
+        self.fail_with: Exception | None = None
+
+    def gate(self, record: RunRecord) -> asyncio.Event:
+        return self.gates.setdefault(record.run_id, asyncio.Event())
+
+    async def run(self, record, on_event=None):
+        self.started.append(record.run_id)
+        self.spare_seen.append(self.keep_spare)
+        self.active.add(record.run_id)
+        self.most_at_once = max(self.most_at_once, len(self.active))
+        try:
+            event = make_event("phase", 0.1, phase="measuring")
+            record.apply(event)
+            if on_event:
+                on_event(event)
+            await self.gate(record).wait()
+            if self.fail_with is not None:
+                raise self.fail_with
+            for index in range(2):
+                for side in ("eager", "compiled"):
+                    record.apply(make_event("block", 0.2, side=side, stage="measure", index=index,
+                                            clock="perf_counter", ms=[2.0 if side == "eager" else 1.0] * 10,
+                                            host_ms_per_call=1.0))
+            record.apply(make_event("finished", 0.3))
+            return record
+        finally:
+            self.active.discard(record.run_id)
+
+    async def aclose(self) -> None:
+        self.closed = True
+
+    def kill_all(self) -> None:
+        self.killed += 1
+
+
+class MemoryHistory:
+    def __init__(self, fail: bool = False) -> None:
+        self.lines: list[tuple[str, str]] = []
+        self.fail = fail
+
+    def append(self, record: RunRecord) -> None:
+        if self.fail:
+            raise OSError("disk full")
+        assert record.finished
+        self.lines.append((record.run_id, record.status))
+
+
+class Heard(SessionListener):
+    def __init__(self) -> None:
+        self.calls: list[tuple[str, str]] = []
+
+    def run_started(self, record):
+        self.calls.append(("started", record.run_id))
+
+    def run_event(self, record, event):
+        self.calls.append(("event", record.run_id))
+
+    def run_finished(self, record):
+        self.calls.append(("finished", record.run_id))
+
+    def run_saved(self, record, problem):
+        self.calls.append(("saved" if problem is None else f"not saved: {problem}", record.run_id))
+
+
+def _options(device: str = "cpu", **changes) -> RunOptions:
+    return RunOptions(workload="pointwise", params={"n": 8}, device=device, **changes)
+
+
+async def _until(condition, timeout: float = 5.0) -> None:
+    """Let the loop run until ``condition()`` holds (the session works through call_soon and tasks)."""
+    async def wait() -> None:
+        while not condition():
+            await asyncio.sleep(0)
+
+    await asyncio.wait_for(wait(), timeout)
+
+
+async def test_runs_go_one_at_a_time_in_submission_order_and_reach_the_history_in_end_order():
+    runner, history, heard = ScriptedRunner(), MemoryHistory(), Heard()
+    session = RunSession(lambda lane: runner, history, heard)
+    records = session.submit([_options(), _options(), _options()])
+    assert [r.status for r in records] == ["queued"] * 3 and not runner.started  # nothing starts inside submit
+    for record in records:
+        await _until(lambda r=record: runner.started and runner.started[-1] == r.run_id)
+        assert runner.most_at_once == 1 and session.running[SHARED_LANE].record is record
+        runner.gate(record).set()
+    await session.wait_settled()
+    assert [r.status for r in records] == ["done"] * 3
+    assert history.lines == [(r.run_id, "done") for r in records]
+    assert session.ended() == records
+    first = records[0].run_id
+    assert [c for c, rid in heard.calls if rid == first] == ["started", "event", "finished", "saved"]
+    assert records[0].summary().speedup == 2.0 and records[0].summary().speedup_ci_low is not None  # final summary
+
+
+async def test_repeats_make_one_record_each():
+    runner = ScriptedRunner()
+    session = RunSession(lambda lane: runner)
+    records = session.submit([_options()], repeats=3)
+    assert len({r.run_id for r in records}) == 3
+    assert [u.repeat for u in session.queue] == [0, 1, 2]
+    for record in records:
+        runner.gate(record).set()
+    await session.wait_settled()
+    assert [r.status for r in records] == ["done"] * 3
+
+
+async def test_a_spare_is_kept_only_while_more_runs_wait_in_the_lane():
+    runner = ScriptedRunner()
+    session = RunSession(lambda lane: runner)
+    records = session.submit([_options(), _options()])
+    for record in records:
+        runner.gate(record).set()
+    await session.wait_settled()
+    assert runner.spare_seen == [True, False]
+    kept = ScriptedRunner()
+    session = RunSession(lambda lane: kept, spare="runner")
+    [only] = session.submit([_options()])
+    kept.gate(only).set()
+    await session.wait_settled()
+    assert kept.spare_seen == [True]  # the app's own choice stays
+
+
+async def test_parallel_lanes_run_gpus_at_once_and_cpu_runs_alone():
+    runners: dict[str, ScriptedRunner] = {}
+    session = RunSession(lambda lane: runners.setdefault(lane, ScriptedRunner()), parallel=True)
+    gpu0, gpu1 = session.submit([_options("cuda:0"), _options("cuda:1")])
+    cpu, gpu0_again = session.submit([_options("cpu"), _options("cuda:0")])
+    await _until(lambda: len(session.running) == 2)
+    assert set(session.running) == {"cuda:0", "cuda:1"}
+    runners["cuda:0"].gate(gpu0).set()
+    await _until(lambda: "cuda:0" not in session.running)
+    assert set(session.running) == {"cuda:1"}  # the CPU run waits for the host, and holds back the GPU run after it
+    runners["cuda:1"].gate(gpu1).set()
+    await _until(lambda: SHARED_LANE in session.running)
+    assert set(session.running) == {SHARED_LANE}  # the CPU run has the host to itself
+    runners[SHARED_LANE].gate(cpu).set()
+    await _until(lambda: "cuda:0" in session.running)
+    runners["cuda:0"].gate(gpu0_again).set()
+    await session.wait_settled()
+    assert lane_of(_options("cuda:0"), parallel=False) == SHARED_LANE
+    assert all(r.status == "done" for r in (gpu0, gpu1, cpu, gpu0_again))
+
+
+async def test_cancel_keeps_the_cancelled_runs_in_the_history_and_the_exports():
+    runner, history = ScriptedRunner(), MemoryHistory()
+    session = RunSession(lambda lane: runner, history)
+    running, waiting = session.submit([_options(), _options()])
+    await _until(lambda: bool(runner.started))
+    dropped, cancelled = session.cancel_all()
+    assert (dropped, cancelled) == (1, True)
+    await session.wait_settled()
+    assert running.status == "cancelled" and running.error_message == "cancelled"
+    assert waiting.status == "cancelled" and waiting.error_message == "cancelled before it started"
+    assert sorted(history.lines) == sorted([(running.run_id, "cancelled"), (waiting.run_id, "cancelled")])
+    assert session.ended() == [running, waiting]
+    assert runner.started == [running.run_id]
+
+
+async def test_a_runner_that_raises_is_a_crash_row_and_the_queue_goes_on():
+    runner = ScriptedRunner()
+    runner.fail_with = RuntimeError("boom")
+    session = RunSession(lambda lane: runner, MemoryHistory())
+    first, second = session.submit([_options(), _options()])
+    runner.gate(first).set()
+    await _until(lambda: len(runner.started) == 2)
+    runner.fail_with = None
+    runner.gate(second).set()
+    await session.wait_settled()
+    assert first.status == "failed" and first.error_kind == "crash" and "boom" in first.error_message
+    assert second.status == "done"
+
+
+async def test_a_history_that_refuses_is_reported_and_the_run_stays_exportable():
+    runner, heard = ScriptedRunner(), Heard()
+    session = RunSession(lambda lane: runner, MemoryHistory(fail=True), heard)
+    [record] = session.submit([_options()])
+    runner.gate(record).set()
+    await session.wait_settled()
+    assert any(call.startswith("not saved: ") and "disk full" in call for call, _ in heard.calls)
+    assert session.ended() == [record]
+
+
+async def test_aclose_cancels_drops_saves_and_closes_the_runners():
+    runner, history = ScriptedRunner(), MemoryHistory()
+    session = RunSession(lambda lane: runner, history)
+    running, waiting = session.submit([_options(), _options()])
+    await _until(lambda: bool(runner.started))
+    await session.aclose(timeout=2.0)
+    assert runner.closed and runner.killed == 1
+    assert (running.status, waiting.status) == ("cancelled", "cancelled")
+    assert sorted(history.lines) == sorted([(running.run_id, "cancelled"), (waiting.run_id, "cancelled")])
+    with pytest.raises(RuntimeError, match="closing"):
+        session.submit([_options()])
