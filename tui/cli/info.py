@@ -24,6 +24,7 @@ def _num(value: Any) -> str:
 
 
 def cmd_workloads() -> int:
+    """List the built-in workloads, their parameters and limits, and how to bring your own."""
     from rich.console import Console
     from rich.table import Table
     from rich.text import Text
@@ -98,86 +99,105 @@ def _envcheck(python: str | None) -> tuple[dict[str, Any] | None, str]:
     return None, f"exit code {done.returncode}: {tail[-1] if tail else 'no output'}"
 
 
+class _EnvTable:
+    """The rows of ``compile-lab env``, with the hints they lead to."""
+
+    OK, BAD, WARN = "[green]", "[red]", "[yellow]"
+
+    def __init__(self) -> None:
+        from rich.table import Table
+
+        self.table = Table(title="compile-lab environment", title_justify="left", show_header=False)
+        self.table.add_column("what", style="bold")
+        self.table.add_column("value")
+        self.table.add_column("note", style="dim")
+        self.hints: list[str] = []
+
+    def row(self, what: str, value: Any, note: str = "", style: str = "") -> None:
+        """One row; text is escaped, never read as markup."""
+        text = "-" if value is None or value == "" else str(value)
+        self.table.add_row(what, f"{style}{_escape(text)}" if style else _escape(text), _escape(note))
+
+    def torch(self, report: dict[str, Any] | None, error: str) -> bool:
+        """The worker interpreter's torch, CUDA, triton and C++ compiler; True when torch imports."""
+        if report is None or report.get("torch") is None:
+            if report is None:
+                self.row("torch", "the check failed", error, self.BAD)
+            else:
+                self.row("python (worker)", report.get("python"), report.get("python_executable") or "")
+                self.row("torch", "not importable", report.get("torch_error") or "", self.BAD)
+            self.hints.append("install torch into the interpreter the workers use (see --python)")
+            return False
+        self.row("python (worker)", report.get("python"), report.get("python_executable") or "")
+        self.row("torch", report["torch"], f"imported in {report.get('torch_import_s')} s", self.OK)
+        self._cuda(report)
+        self._compilers(report)
+        self.row("torch threads", report.get("num_threads"))
+        if report.get("cuda_build") and not report.get("cuda_available"):
+            self.hints.append("this torch has CUDA but sees no GPU: check the driver and CUDA_VISIBLE_DEVICES")
+        if report.get("cuda_available") and not report.get("triton"):
+            self.hints.append("install triton: inductor generates triton kernels on the GPU")
+        for problem in report.get("problems") or ():
+            self.row("problem", problem, "", self.WARN)
+        return True
+
+    def _cuda(self, report: dict[str, Any]) -> None:
+        available = report.get("cuda_available")
+        self.row("CUDA build", report.get("cuda_build") or "none (CPU-only build)")
+        self.row("CUDA available", "yes" if available else "no", "", self.OK if available else self.WARN)
+        self.row("GPU count", report.get("gpu_count"))
+        for gpu in report.get("gpus") or ():
+            self.row(f"  cuda:{gpu.get('index')}", gpu.get("name"),
+                     f"{gpu.get('uuid')}, sm {gpu.get('capability')}, {gpu.get('memory_mb')} MiB")
+        self.row("cuDNN", report.get("cudnn"))
+
+    def _compilers(self, report: dict[str, Any]) -> None:
+        cuda_build = report.get("cuda_build")
+        triton_note = "" if report.get("triton") else ("inductor needs it on a GPU" if cuda_build else "not needed on the CPU")
+        self.row("triton", report.get("triton") or "not installed", triton_note)
+        cxx, cxx_path = report.get("cxx"), report.get("cxx_path")
+        if cxx_path:
+            self.row("C++ compiler (inductor, CPU)", f"{cxx} ({cxx_path})", report.get("cxx_version") or "version unknown",
+                     self.OK)
+        else:
+            self.row("C++ compiler (inductor, CPU)", cxx or "none", "not found on PATH", self.BAD)
+            self.hints.append("inductor on the CPU needs a C++ compiler: install g++ (or set CXX)")
+
+    def nvml(self) -> None:
+        """What NVML sees (the GPU pane's source), or why it is unavailable."""
+        from tui.telemetry.nvml import NvmlSource
+
+        source = NvmlSource()
+        try:
+            if not source.available:
+                self.row("NVML (GPU telemetry)", "unavailable", source.reason, self.WARN)
+                return
+            snapshots = source.snapshot()
+            self.row("NVML (GPU telemetry)", f"available, {len(snapshots)} GPU(s)", "", self.OK)
+            for snap in snapshots:
+                memory = f", {snap.mem_total_mb:.0f} MiB" if snap.mem_total_mb else ""
+                self.row(f"  NVML {snap.index}", snap.name, f"{snap.uuid}{memory}")
+        finally:
+            close = getattr(source, "close", None)
+            if callable(close):
+                close()
+
+
 def cmd_env(args: argparse.Namespace) -> int:
+    """Check torch (in a subprocess of the worker's interpreter), CUDA, triton, the C++ compiler and NVML."""
     from rich.console import Console
-    from rich.table import Table
 
     console = Console()
     err = Console(stderr=True)
     with err.status("checking torch in a subprocess (importing torch takes a few seconds)..."):
         report, error = _envcheck(args.python)
-
-    table = Table(title="compile-lab environment", title_justify="left", show_header=False)
-    table.add_column("what", style="bold")
-    table.add_column("value")
-    table.add_column("note", style="dim")
-    ok, bad, warn = "[green]", "[red]", "[yellow]"
-
-    def row(what: str, value: Any, note: str = "", style: str = "") -> None:
-        text = "-" if value is None or value == "" else str(value)
-        table.add_row(what, f"{style}{_escape(text)}" if style else _escape(text), _escape(note))
-
-    row("compile-lab", __version__)
-    row("python (CLI)", sys.version.split()[0], sys.executable)
-    hints: list[str] = []
-    torch_ok = False
-    if report is None:
-        row("torch", "the check failed", error, bad)
-        hints.append("install torch into the interpreter the workers use (see --python)")
-    elif report.get("torch") is None:
-        row("python (worker)", report.get("python"), report.get("python_executable") or "")
-        row("torch", "not importable", report.get("torch_error") or "", bad)
-        hints.append("install torch into the interpreter the workers use (see --python)")
-    else:
-        torch_ok = True
-        row("python (worker)", report.get("python"), report.get("python_executable") or "")
-        row("torch", report["torch"], f"imported in {report.get('torch_import_s')} s", ok)
-        cuda_build = report.get("cuda_build")
-        row("CUDA build", cuda_build or "none (CPU-only build)")
-        available = report.get("cuda_available")
-        row("CUDA available", "yes" if available else "no", "", ok if available else warn)
-        row("GPU count", report.get("gpu_count"))
-        for gpu in report.get("gpus") or ():
-            row(
-                f"  cuda:{gpu.get('index')}",
-                gpu.get("name"),
-                f"{gpu.get('uuid')}, sm {gpu.get('capability')}, {gpu.get('memory_mb')} MiB",
-            )
-        row("cuDNN", report.get("cudnn"))
-        triton_note = "" if report.get("triton") else ("inductor needs it on a GPU" if cuda_build else "not needed on the CPU")
-        row("triton", report.get("triton") or "not installed", triton_note)
-        cxx, cxx_path = report.get("cxx"), report.get("cxx_path")
-        if cxx_path:
-            row("C++ compiler (inductor, CPU)", f"{cxx} ({cxx_path})", report.get("cxx_version") or "version unknown", ok)
-        else:
-            row("C++ compiler (inductor, CPU)", cxx or "none", "not found on PATH", bad)
-            hints.append("inductor on the CPU needs a C++ compiler: install g++ (or set CXX)")
-        row("torch threads", report.get("num_threads"))
-        if cuda_build and not available:
-            hints.append("this torch has CUDA but sees no GPU: check the driver and CUDA_VISIBLE_DEVICES")
-        if available and not report.get("triton"):
-            hints.append("install triton: inductor generates triton kernels on the GPU")
-        for problem in report.get("problems") or ():
-            row("problem", problem, "", warn)
-
-    from tui.telemetry.nvml import NvmlSource
-
-    source = NvmlSource()
-    try:
-        if source.available:
-            snapshots = source.snapshot()
-            row("NVML (GPU telemetry)", f"available, {len(snapshots)} GPU(s)", "", ok)
-            for snap in snapshots:
-                memory = f", {snap.mem_total_mb:.0f} MiB" if snap.mem_total_mb else ""
-                row(f"  NVML {snap.index}", snap.name, f"{snap.uuid}{memory}")
-        else:
-            row("NVML (GPU telemetry)", "unavailable", source.reason, warn)
-    finally:
-        close = getattr(source, "close", None)
-        if callable(close):
-            close()
-    console.print(table)
-    for hint in hints:
+    env = _EnvTable()
+    env.row("compile-lab", __version__)
+    env.row("python (CLI)", sys.version.split()[0], sys.executable)
+    torch_ok = env.torch(report, error)
+    env.nvml()
+    console.print(env.table)
+    for hint in env.hints:
         console.print(f"hint: {hint}", markup=False, highlight=False)
     return 0 if torch_ok else 1
 

@@ -377,12 +377,7 @@ def bootstrap_speedup(
     ``seed``. With fewer than two units, or an empty side, ``low``/``high`` are None
     (and ``point`` is None when a side is empty or the compiled median is not positive).
     """
-    if resamples < 1:
-        raise ValueError(f"resamples must be >= 1, got {resamples}")
-    if not 0 < confidence < 1:
-        raise ValueError(f"confidence must be between 0 and 1, got {confidence}")
-    if max_units < 2 or grid_points < 2:
-        raise ValueError("max_units and grid_points must be >= 2")
+    _check_bootstrap_args(resamples, confidence, max_units, grid_points)
     eager = [_as_floats(b) for b in eager_blocks]
     compiled = [_as_floats(b) for b in compiled_blocks]
     all_eager = sorted(chain.from_iterable(eager))
@@ -393,27 +388,50 @@ def bootstrap_speedup(
     if denominator <= 0:
         return SpeedupCI(None, None, None)
     point = percentile(all_eager, 50) / denominator
+    pairs = _units(eager, compiled, max_units)
+    if len(pairs) < 2:
+        return SpeedupCI(point, None, None)
+    eager_median = _ResampledMedian([p[0] for p in pairs], all_eager, grid_points)
+    compiled_median = _ResampledMedian([p[1] for p in pairs], all_compiled, grid_points)
+    ratios = _resampled_ratios(eager_median, compiled_median, len(pairs), resamples, seed)
+    # A side that is missing from most units (a run cut short) leaves too few usable ratios.
+    if len(ratios) < max(2, resamples // 2):
+        return SpeedupCI(point, None, None)
+    tail = (1 - confidence) / 2 * 100
+    return SpeedupCI(point, percentile(ratios, tail), percentile(ratios, 100 - tail))
 
+
+def _check_bootstrap_args(resamples: int, confidence: float, max_units: int, grid_points: int) -> None:
+    if resamples < 1:
+        raise ValueError(f"resamples must be >= 1, got {resamples}")
+    if not 0 < confidence < 1:
+        raise ValueError(f"confidence must be between 0 and 1, got {confidence}")
+    if max_units < 2 or grid_points < 2:
+        raise ValueError("max_units and grid_points must be >= 2")
+
+
+def _units(eager: list[list[float]], compiled: list[list[float]], max_units: int) -> list[tuple[list[float], list[float]]]:
+    """Block pairs (eager i, compiled i) with samples, merged into at most ``max_units`` runs of adjacent pairs."""
     pairs = [
         (eager[i] if i < len(eager) else [], compiled[i] if i < len(compiled) else [])
         for i in range(max(len(eager), len(compiled)))
     ]
     pairs = [p for p in pairs if p[0] or p[1]]
-    if len(pairs) > max_units:
-        size = math.ceil(len(pairs) / max_units)
-        pairs = [
-            (
-                list(chain.from_iterable(p[0] for p in pairs[start : start + size])),
-                list(chain.from_iterable(p[1] for p in pairs[start : start + size])),
-            )
-            for start in range(0, len(pairs), size)
-        ]
-    units = len(pairs)
-    if units < 2:
-        return SpeedupCI(point, None, None)
+    if len(pairs) <= max_units:
+        return pairs
+    size = math.ceil(len(pairs) / max_units)
+    return [
+        (
+            list(chain.from_iterable(p[0] for p in pairs[start : start + size])),
+            list(chain.from_iterable(p[1] for p in pairs[start : start + size])),
+        )
+        for start in range(0, len(pairs), size)
+    ]
 
-    eager_median = _ResampledMedian([p[0] for p in pairs], all_eager, grid_points)
-    compiled_median = _ResampledMedian([p[1] for p in pairs], all_compiled, grid_points)
+
+def _resampled_ratios(eager: "_ResampledMedian", compiled: "_ResampledMedian", units: int, resamples: int,
+                      seed: int) -> list[float]:
+    """The sorted ratio of pooled medians for each of ``resamples`` draws of units with replacement."""
     rng = random.Random(seed)
     population = range(units)
     ratios: list[float] = []
@@ -421,14 +439,10 @@ def bootstrap_speedup(
         weights = [0] * units
         for u in rng.choices(population, k=units):
             weights[u] += 1
-        top = eager_median.median(weights)
-        bottom = compiled_median.median(weights)
+        top = eager.median(weights)
+        bottom = compiled.median(weights)
         if top is not None and bottom is not None and bottom > 0:
             ratios.append(top / bottom)
-    # A side that is missing from most units (a run cut short) leaves too few usable ratios.
-    if len(ratios) < max(2, resamples // 2):
-        return SpeedupCI(point, None, None)
     ratios.sort()
-    tail = (1 - confidence) / 2 * 100
-    return SpeedupCI(point, percentile(ratios, tail), percentile(ratios, 100 - tail))
+    return ratios
 
