@@ -7,7 +7,19 @@ import json
 import pytest
 
 from tui.engine.catalog import WORKLOADS, ParamError, get_workload, split_user_workload
-from tui.engine.options import OptionsError, RunOptions, parse_dynamic, parse_key_values
+from tui.engine.options import (
+    BACKENDS,
+    DEFAULT_MODE,
+    MODES,
+    OptionsError,
+    RunOptions,
+    check_compile_settings,
+    inductor_options_apply,
+    mode_applies,
+    modes_for,
+    parse_dynamic,
+    parse_key_values,
+)
 
 
 def test_defaults_validate_and_fill_cpu_params():
@@ -124,3 +136,64 @@ def test_param_coercion_from_text():
 def test_label_is_short_and_complete():
     label = RunOptions(mode="reduce-overhead", fullgraph=True, dtype="bfloat16", tf32=True).label()
     assert label == "inductor/reduce-overhead fullgraph dyn=auto bf16 tf32"
+
+
+# ----- the backend / mode / inductor_options rule, asked from one place ----------------
+
+ALL_BACKENDS = (*BACKENDS, "my_backend")  # a registered-elsewhere name follows the same rule
+
+
+def _refusal(**changes) -> OptionsError | None:
+    try:
+        RunOptions(**{"workload": "matmul", **changes}).validated()
+    except OptionsError as exc:
+        return exc
+    return None
+
+
+@pytest.mark.parametrize("backend", ALL_BACKENDS)
+def test_validation_accepts_exactly_the_modes_the_rule_gives(backend):
+    assert set(modes_for(backend)) <= set(MODES) and DEFAULT_MODE in modes_for(backend)
+    assert (modes_for(backend) == MODES) is mode_applies(backend)
+    for mode in MODES:
+        refusal = _refusal(backend=backend, mode=mode)
+        assert (refusal is None) is (mode in modes_for(backend)), (mode, refusal)
+        if refusal is not None:
+            assert refusal.field == "mode"
+
+
+@pytest.mark.parametrize("backend", ALL_BACKENDS)
+def test_validation_accepts_inductor_options_exactly_where_the_rule_lets_them(backend):
+    for mode in modes_for(backend):
+        refusal = _refusal(backend=backend, mode=mode, inductor_options={"epilogue_fusion": False})
+        assert (refusal is None) is inductor_options_apply(backend, mode), (mode, refusal)
+        if refusal is not None:
+            assert refusal.field == "inductor_options"
+
+
+def test_the_mode_rule_is_inductor_only():
+    assert [b for b in ALL_BACKENDS if mode_applies(b)] == ["inductor"]
+    assert [m for m in MODES if inductor_options_apply("inductor", m)] == [DEFAULT_MODE]
+
+
+def test_check_compile_settings_gives_the_messages_validated_gives():
+    for changes in ({"backend": "aot_eager", "mode": "max-autotune"}, {"backend": "eager", "inductor_options": {"x": 1}},
+                    {"mode": "reduce-overhead", "inductor_options": {"x": 1}}, {"mode": "fast"}):
+        options = RunOptions(**changes)
+        with pytest.raises(OptionsError) as direct:
+            check_compile_settings(options.backend, options.mode, options.inductor_options)
+        assert str(direct.value) == str(_refusal(**changes))
+
+
+# ----- rules between workload parameters: the workload's spec owns them ---------------
+
+
+def test_a_parameter_refusal_names_the_parameters_it_concerns():
+    assert _refusal(params={"n": 0}).params == ("n",)
+    assert _refusal(params={"size": 3}).params == ("size",)
+    divisible = RunOptions(workload="transformer_block", params={"width": 100, "heads": 3})
+    with pytest.raises(OptionsError) as info:
+        divisible.validated()
+    assert str(info.value) == "params: width 100 is not divisible by heads 3"
+    assert info.value.params == ("width", "heads")
+    assert _refusal(workload="resnet").params == ()

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from tui.engine.options import OptionsError, RunOptions
+from tui.engine.options import BACKENDS, MODES, OptionsError, RunOptions, inductor_options_apply, modes_for
 from tui.engine.sweep import expand
 
 BASE = RunOptions(workload="matmul", params={"n": 64})
@@ -89,3 +89,13 @@ def test_invalid_combination_is_refused():
     base = RunOptions(workload="matmul", inductor_options={"max_autotune": True})
     with pytest.raises(OptionsError, match="inductor_options"):
         expand(base, modes=["default", "reduce-overhead"])
+
+
+@pytest.mark.parametrize("backend", [*BACKENDS, "my_backend"])
+def test_the_sweep_runs_the_modes_the_rule_gives_each_backend(backend):
+    """The sweep asks options' rule: every mode where it applies, the default alone elsewhere."""
+    result = expand(BASE, backends=[backend], modes=list(MODES))
+    assert tuple(o.mode for o in result) == modes_for(backend)
+    with_options = RunOptions(workload="matmul", inductor_options={"max_autotune": True})
+    (only,) = expand(with_options, backends=[backend])
+    assert bool(only.inductor_options) is inductor_options_apply(backend, only.mode)

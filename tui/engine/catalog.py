@@ -8,13 +8,15 @@ validate input. The code that builds the tensors and models lives in
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Callable, Mapping
 
 __all__ = [
     "ParamSpec",
+    "ParamRule",
     "WorkloadSpec",
     "WORKLOADS",
     "get_workload",
+    "train_workloads",
     "is_user_workload",
     "split_user_workload",
     "ParamError",
@@ -22,7 +24,36 @@ __all__ = [
 
 
 class ParamError(ValueError):
-    """A workload parameter was refused; the message names the parameter and what is allowed."""
+    """A workload parameter was refused; the message names the parameter and what is allowed.
+
+    ``params`` names the parameters the refusal concerns (the first is the one to correct),
+    so a front end can mark them without reading the message; empty for an unknown workload.
+    """
+
+    def __init__(self, message: str, params: tuple[str, ...] = ()) -> None:
+        super().__init__(message)
+        self.params = params
+
+
+def _to_bool(value: Any) -> bool:
+    if isinstance(value, bool):
+        return value
+    text = value.strip().lower() if isinstance(value, str) else None
+    if text in {"1", "true", "yes", "on"}:
+        return True
+    if text in {"0", "false", "no", "off"}:
+        return False
+    raise ValueError(value)
+
+
+def _to_int(value: Any) -> int:
+    # int() would quietly truncate 2.5 and accept True.
+    if isinstance(value, bool) or (isinstance(value, float) and not value.is_integer()):
+        raise ValueError(value)
+    return int(value.strip()) if isinstance(value, str) else int(value)
+
+
+_CONVERTERS: dict[type, Callable[[Any], Any]] = {bool: _to_bool, int: _to_int, float: float}
 
 
 @dataclass(frozen=True)
@@ -50,37 +81,39 @@ class ParamSpec:
 
     def coerce(self, value: Any) -> Any:
         """Return ``value`` converted to this parameter's type, or raise ParamError."""
-        kind_name = self.kind.__name__
         try:
-            if self.kind is bool:
-                if isinstance(value, bool):
-                    converted: Any = value
-                elif isinstance(value, str) and value.strip().lower() in {"1", "true", "yes", "on"}:
-                    converted = True
-                elif isinstance(value, str) and value.strip().lower() in {"0", "false", "no", "off"}:
-                    converted = False
-                else:
-                    raise ValueError(value)
-            elif self.kind is int:
-                if isinstance(value, bool):
-                    raise ValueError(value)
-                if isinstance(value, float) and not value.is_integer():
-                    raise ValueError(value)
-                converted = int(str(value).strip()) if isinstance(value, str) else int(value)
-            elif self.kind is float:
-                converted = float(value)
-            else:
-                converted = str(value)
+            converted = _CONVERTERS.get(self.kind, str)(value)
         except (TypeError, ValueError):
-            raise ParamError(f"{self.name}: expected {kind_name}, got {value!r}") from None
+            raise self._error(f"expected {self.kind.__name__}, got {value!r}") from None
         if self.choices is not None and converted not in self.choices:
             allowed = ", ".join(str(c) for c in self.choices)
-            raise ParamError(f"{self.name}: {converted!r} is not one of {allowed}")
+            raise self._error(f"{converted!r} is not one of {allowed}")
         if self.minimum is not None and converted < self.minimum:
-            raise ParamError(f"{self.name}: {converted} is below the minimum {self.minimum:g}")
+            raise self._error(f"{converted} is below the minimum {self.minimum:g}")
         if self.maximum is not None and converted > self.maximum:
-            raise ParamError(f"{self.name}: {converted} is above the maximum {self.maximum:g}")
+            raise self._error(f"{converted} is above the maximum {self.maximum:g}")
         return converted
+
+    def _error(self, problem: str) -> ParamError:
+        return ParamError(f"{self.name}: {problem}", (self.name,))
+
+
+@dataclass(frozen=True)
+class ParamRule:
+    """A rule between parameters of one workload, checked after each has passed its own limits.
+
+    ``params`` names the parameters involved, the one to correct first; ``problem`` gets every
+    resolved value and returns what is wrong in one line, or None when the values agree.
+    """
+
+    params: tuple[str, ...]
+    problem: Callable[[Mapping[str, Any]], "str | None"]
+
+    def check(self, values: Mapping[str, Any]) -> None:
+        """Raise ParamError (naming this rule's parameters) when ``values`` break the rule."""
+        problem = self.problem(values)
+        if problem is not None:
+            raise ParamError(problem, self.params)
 
 
 @dataclass(frozen=True)
@@ -91,6 +124,8 @@ class WorkloadSpec:
     description: str
     params: tuple[ParamSpec, ...] = field(default_factory=tuple)
     supports_train: bool = False
+    rules: tuple[ParamRule, ...] = ()
+    """Rules between parameters (each parameter's own limits are in its ParamSpec)."""
 
     def param(self, name: str) -> ParamSpec:
         """The parameter called ``name``, or ParamError naming the allowed ones."""
@@ -98,16 +133,32 @@ class WorkloadSpec:
             if spec.name == name:
                 return spec
         allowed = ", ".join(p.name for p in self.params) or "none"
-        raise ParamError(f"{name}: not a parameter of {self.name} (allowed: {allowed})")
+        raise ParamError(f"{name}: not a parameter of {self.name} (allowed: {allowed})", (name,))
 
     def resolve(self, given: dict[str, Any], device: str) -> dict[str, Any]:
-        """Every parameter's value: given ones validated, the rest from the device's defaults."""
+        """Every parameter's value: given ones validated, the rest from the device's defaults.
+
+        Raises ParamError for the first parameter refused alone, then for the first rule broken.
+        """
         for name in given:
             self.param(name)
-        return {
+        values = {
             spec.name: spec.coerce(given[spec.name]) if spec.name in given else spec.default_for(device)
             for spec in self.params
         }
+        self.check(values)
+        return values
+
+    def check(self, values: Mapping[str, Any]) -> None:
+        """Raise ParamError for the first of :attr:`rules` that the resolved ``values`` break."""
+        for rule in self.rules:
+            rule.check(values)
+
+
+def _width_divides_by_heads(values: Mapping[str, Any]) -> str | None:
+    if values["width"] % values["heads"]:
+        return f"width {values['width']} is not divisible by heads {values['heads']}"
+    return None
 
 
 def _size(name: str, cpu: int, gpu: int, help: str, maximum: int = 65536) -> ParamSpec:
@@ -153,6 +204,7 @@ WORKLOADS: dict[str, WorkloadSpec] = {
                 ParamSpec("heads", int, 4, "attention heads", gpu_default=16, minimum=1, maximum=256),
             ),
             supports_train=True,
+            rules=(ParamRule(("width", "heads"), _width_divides_by_heads),),
         ),
         WorkloadSpec(
             "graph_break",
@@ -190,6 +242,11 @@ def split_user_workload(name: str) -> tuple[str, str]:
         path, factory = name.rsplit(":", 1)
         return path, factory or "make_workload"
     return name, "make_workload"
+
+
+def train_workloads() -> tuple[str, ...]:
+    """The built-in workloads that have a training step."""
+    return tuple(name for name, spec in WORKLOADS.items() if spec.supports_train)
 
 
 def get_workload(name: str) -> WorkloadSpec:

@@ -14,7 +14,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from tui.engine.catalog import ParamError, get_workload, is_user_workload, split_user_workload
+from tui.engine.catalog import ParamError, get_workload, is_user_workload, split_user_workload, train_workloads
 
 __all__ = [
     "OptionsError",
@@ -23,6 +23,12 @@ __all__ = [
     "MODES",
     "DTYPES",
     "DYNAMIC_CHOICES",
+    "DEFAULT_MODE",
+    "mode_applies",
+    "modes_for",
+    "inductor_options_apply",
+    "check_mode",
+    "check_compile_settings",
     "parse_dynamic",
     "parse_key_values",
 ]
@@ -37,11 +43,64 @@ _OPTION_KEY_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_.]*$")
 
 
 class OptionsError(ValueError):
-    """An option or combination of options was refused: ``field: what is wrong (allowed: ...)``."""
+    """An option or combination of options was refused: ``field: what is wrong (allowed: ...)``.
 
-    def __init__(self, field_name: str, message: str) -> None:
+    ``field`` is the RunOptions field; for ``params``, ``params`` names the workload parameters
+    the refusal concerns (the first is the one to correct), as the workload's spec reported them.
+    """
+
+    def __init__(self, field_name: str, message: str, *, params: tuple[str, ...] = ()) -> None:
         super().__init__(f"{field_name}: {message}")
         self.field = field_name
+        self.params = params
+
+
+# ----- the backend / mode / inductor_options rule ----------------------------------------
+# Asked by RunOptions.validated, the sweep and the picker, so they cannot disagree.
+
+DEFAULT_MODE = "default"
+
+
+def mode_applies(backend: str) -> bool:
+    """Whether ``backend`` reads ``mode`` and inductor options; only inductor does, others ignore both."""
+    return backend == "inductor"
+
+
+def modes_for(backend: str) -> tuple[str, ...]:
+    """The modes that change what ``backend`` runs: all of MODES for inductor, else only the default."""
+    return MODES if mode_applies(backend) else (DEFAULT_MODE,)
+
+
+def inductor_options_apply(backend: str, mode: str) -> bool:
+    """Whether inductor options may go with ``backend`` and ``mode``: inductor in its default mode.
+
+    torch.compile refuses ``options`` together with a ``mode`` other than the default.
+    """
+    return mode_applies(backend) and mode == DEFAULT_MODE
+
+
+def check_mode(mode: str) -> None:
+    """OptionsError unless ``mode`` is one of MODES."""
+    if mode not in MODES:
+        raise OptionsError("mode", f"{mode!r} is not allowed (allowed: {', '.join(MODES)})")
+
+
+def check_compile_settings(backend: str, mode: str, inductor_options: dict[str, Any]) -> None:
+    """OptionsError for a malformed backend name, an unknown mode, or a mode or inductor options it ignores."""
+    if not _BACKEND_RE.match(backend or ""):
+        raise OptionsError("backend", f"{backend!r} is not a backend name (e.g. {', '.join(BACKENDS)})")
+    check_mode(mode)
+    if mode not in modes_for(backend):
+        raise OptionsError("mode", f"{mode} only applies to the inductor backend ({backend} ignores it)")
+    if not inductor_options:
+        return
+    if not mode_applies(backend):
+        raise OptionsError("inductor_options", f"only apply to the inductor backend, not {backend}")
+    if not inductor_options_apply(backend, mode):
+        raise OptionsError("inductor_options", "cannot be combined with a non-default mode (torch refuses both)")
+    for key in inductor_options:
+        if not _OPTION_KEY_RE.match(key):
+            raise OptionsError("inductor_options", f"{key!r} is not an option name")
 
 
 def parse_dynamic(value: Any) -> bool | None:
@@ -98,7 +157,7 @@ class RunOptions:
     workload: str = "pointwise"
     params: dict[str, Any] = field(default_factory=dict)
     backend: str = "inductor"
-    mode: str = "default"
+    mode: str = DEFAULT_MODE
     inductor_options: dict[str, Any] = field(default_factory=dict)
     fullgraph: bool = False
     dynamic: bool | None = None
@@ -123,49 +182,48 @@ class RunOptions:
 
     def validated(self) -> "RunOptions":
         """A copy with the workload's parameters resolved; OptionsError on the first problem."""
-        device = self.device.strip()
-        if not _DEVICE_RE.match(device):
-            raise OptionsError("device", f"{self.device!r} is not allowed (allowed: cpu, cuda, cuda:N, cuda:GPU-<uuid>)")
-        params = dict(self.params)
-        workload = self.workload.strip()
-        if is_user_workload(workload):
-            path, factory = split_user_workload(workload)
-            if not factory.isidentifier():
-                raise OptionsError("workload", f"factory {factory!r} is not a Python name ({path}:factory)")
-            # Absolute, so the history says which file ran whatever the reader's directory.
-            workload = f"{os.path.abspath(os.path.expanduser(path))}:{factory}"
-            if self.train:
-                raise OptionsError("train", "a user workload defines its own step; train applies to cnn, mlp, transformer_block")
-        else:
-            try:
-                spec = get_workload(workload)
-                params = spec.resolve(params, device)
-            except ParamError as exc:
-                field_name = "workload" if str(exc).startswith("workload:") else "params"
-                raise OptionsError(field_name, str(exc).removeprefix("workload: ")) from None
-            if self.train and not spec.supports_train:
-                allowed = ", ".join(n for n, s in _train_capable().items() if s)
-                raise OptionsError("train", f"{self.workload} has no training step (allowed: {allowed})")
-            if self.workload == "transformer_block" and params["width"] % params["heads"]:
-                raise OptionsError("params", f"width {params['width']} is not divisible by heads {params['heads']}")
-        if not _BACKEND_RE.match(self.backend or ""):
-            raise OptionsError("backend", f"{self.backend!r} is not a backend name (e.g. {', '.join(BACKENDS)})")
-        if self.mode not in MODES:
-            raise OptionsError("mode", f"{self.mode!r} is not allowed (allowed: {', '.join(MODES)})")
-        if self.mode != "default" and self.backend != "inductor":
-            raise OptionsError("mode", f"{self.mode} only applies to the inductor backend ({self.backend} ignores it)")
-        if self.inductor_options:
-            if self.backend != "inductor":
-                raise OptionsError("inductor_options", f"only apply to the inductor backend, not {self.backend}")
-            if self.mode != "default":
-                raise OptionsError("inductor_options", "cannot be combined with a non-default mode (torch refuses both)")
-            for key in self.inductor_options:
-                if not _OPTION_KEY_RE.match(key):
-                    raise OptionsError("inductor_options", f"{key!r} is not an option name")
+        device = _checked_device(self.device)
+        workload, params = self._resolved_workload(device)
+        check_compile_settings(self.backend, self.mode, self.inductor_options)
         if self.dtype not in DTYPES:
             raise OptionsError("dtype", f"{self.dtype!r} is not allowed (allowed: {', '.join(DTYPES)})")
         if self.dynamic not in (None, True, False):
             raise OptionsError("dynamic", f"{self.dynamic!r} is not allowed (allowed: auto, true, false)")
+        self._check_measurement(device)
+        if self.compile_optimizer and not self.train:
+            raise OptionsError("compile_optimizer", "only applies with train")
+        _check_python(self.python)
+        return dataclasses.replace(self, workload=workload, device=device, params=params)
+
+    def _resolved_workload(self, device: str) -> tuple[str, dict[str, Any]]:
+        """The workload name to record and its parameters (a built-in's resolved by its spec)."""
+        workload = self.workload.strip()
+        if is_user_workload(workload):
+            return self._user_workload(workload), dict(self.params)
+        try:
+            spec = get_workload(workload)
+            params = spec.resolve(dict(self.params), device)
+        except ParamError as exc:
+            if not exc.params:  # the workload itself is unknown
+                raise OptionsError("workload", str(exc).removeprefix("workload: ")) from None
+            raise OptionsError("params", str(exc), params=exc.params) from None
+        if self.train and not spec.supports_train:
+            allowed = ", ".join(train_workloads())
+            raise OptionsError("train", f"{self.workload} has no training step (allowed: {allowed})")
+        return workload, params
+
+    def _user_workload(self, workload: str) -> str:
+        path, factory = split_user_workload(workload)
+        if not factory.isidentifier():
+            raise OptionsError("workload", f"factory {factory!r} is not a Python name ({path}:factory)")
+        if self.train:
+            allowed = ", ".join(train_workloads())
+            raise OptionsError("train", f"a user workload defines its own step; train applies to {allowed}")
+        # Absolute, so the history says which file ran whatever the reader's directory.
+        return f"{os.path.abspath(os.path.expanduser(path))}:{factory}"
+
+    def _check_measurement(self, device: str) -> None:
+        """Iteration counts, the seed, the time limits and the memory limit."""
         _check_int("warmup", self.warmup, 0, 100_000)
         _check_int("iters", self.iters, 1, 10_000_000)
         _check_int("block_size", self.block_size, 1, 100_000)
@@ -175,14 +233,6 @@ class RunOptions:
         if not (0 < float(self.timeout_s) <= 7 * 86_400):
             raise OptionsError("timeout_s", f"{self.timeout_s} is not allowed (allowed: > 0 seconds)")
         _check_memory_limit(self.memory_limit_gb, device)
-        if self.compile_optimizer and not self.train:
-            raise OptionsError("compile_optimizer", "only applies with train")
-        if self.python is not None:
-            if not self.python.strip():
-                raise OptionsError("python", "is empty (give an interpreter path or leave it unset)")
-            if os.sep in self.python and not os.access(self.python, os.X_OK):
-                raise OptionsError("python", f"{self.python} is not an executable file")
-        return dataclasses.replace(self, workload=workload, device=device, params=params)
 
     # ----- serialisation ----------------------------------------------
 
@@ -211,7 +261,7 @@ class RunOptions:
 
     def label(self) -> str:
         """A short human label: ``inductor/reduce-overhead fg dyn=auto bf16``."""
-        parts = [self.backend if self.mode == "default" else f"{self.backend}/{self.mode}"]
+        parts = [self.backend if self.mode == DEFAULT_MODE else f"{self.backend}/{self.mode}"]
         if self.fullgraph:
             parts.append("fullgraph")
         parts.append(f"dyn={self.dynamic_label}")
@@ -221,6 +271,22 @@ class RunOptions:
         if self.train:
             parts.append("train")
         return " ".join(parts)
+
+
+def _checked_device(text: str) -> str:
+    device = text.strip()
+    if not _DEVICE_RE.match(device):
+        raise OptionsError("device", f"{text!r} is not allowed (allowed: cpu, cuda, cuda:N, cuda:GPU-<uuid>)")
+    return device
+
+
+def _check_python(python: str | None) -> None:
+    if python is None:
+        return
+    if not python.strip():
+        raise OptionsError("python", "is empty (give an interpreter path or leave it unset)")
+    if os.sep in python and not os.access(python, os.X_OK):
+        raise OptionsError("python", f"{python} is not an executable file")
 
 
 def _check_int(name: str, value: Any, low: int, high: int) -> None:
@@ -241,8 +307,3 @@ def _check_memory_limit(value: Any, device: str) -> None:
     if device != "cpu":
         raise OptionsError("memory_limit_gb", "applies to CPU runs only (CUDA reserves far more address space than it uses)")
 
-
-def _train_capable() -> dict[str, bool]:
-    from tui.engine.catalog import WORKLOADS
-
-    return {name: spec.supports_train for name, spec in WORKLOADS.items()}

@@ -2,10 +2,8 @@
 
 Like hyperfine's ``-L``: each axis is a list, and every combination becomes one run.
 An axis left as None keeps the base option's value. Combinations that would run the
-same configuration twice are dropped:
-
-* ``mode`` only means something to inductor; other backends get ``mode="default"`` only;
-* ``inductor_options`` only apply to inductor; other backends run without them.
+same configuration twice are dropped: a backend that ignores ``mode`` and inductor options
+(``options.mode_applies``; all but inductor) runs once in the default mode, without them.
 
 Order is deterministic: workload parameters vary slowest (in the order of
 ``params_grid``'s keys), then backend, mode, fullgraph, dynamic, dtype.
@@ -18,7 +16,7 @@ import itertools
 import json
 from typing import Any, Iterable, Sequence
 
-from tui.engine.options import MODES, OptionsError, RunOptions, parse_dynamic
+from tui.engine.options import DEFAULT_MODE, OptionsError, RunOptions, check_mode, mode_applies, parse_dynamic
 
 __all__ = ["expand"]
 
@@ -62,8 +60,7 @@ def expand(
     """
     mode_axis = _axis("mode", modes, base.mode)
     for mode in mode_axis:
-        if mode not in MODES:
-            raise OptionsError("mode", f"{mode!r} is not allowed (allowed: {', '.join(MODES)})")
+        check_mode(mode)
     fullgraph_axis = list(dict.fromkeys(_parse_bool("fullgraph", v) for v in _axis("fullgraph", fullgraphs, base.fullgraph)))
     dynamic_axis = list(dict.fromkeys(parse_dynamic(v) for v in _axis("dynamic", dynamics, base.dynamic)))
     backend_axis = [str(b).strip() for b in _axis("backend", backends, base.backend)]
@@ -83,9 +80,9 @@ def expand(
             changes: dict[str, Any] = dict(
                 params=params, backend=backend, mode=mode, fullgraph=fullgraph, dynamic=dynamic, dtype=dtype
             )
-            if backend != "inductor":
-                # Other backends ignore these: keep one run instead of several identical ones.
-                changes["mode"] = "default"
+            if not mode_applies(backend):
+                # The backend ignores both: one run instead of several identical ones.
+                changes["mode"] = DEFAULT_MODE
                 changes["inductor_options"] = {}
             options = dataclasses.replace(base, **changes).validated()
             key = json.dumps(options.to_dict(), sort_keys=True, default=str)

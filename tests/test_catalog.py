@@ -1,0 +1,91 @@
+"""The workload catalog: typed parameters, rules between them, and the names a refusal carries."""
+
+from __future__ import annotations
+
+import pytest
+
+from tui.engine.catalog import WORKLOADS, ParamError, ParamRule, ParamSpec, WorkloadSpec, get_workload, train_workloads
+
+
+@pytest.mark.parametrize(
+    ("kind", "given", "expected"),
+    [
+        (bool, "Yes", True), (bool, " off ", False), (bool, True, True),
+        (int, " 12 ", 12), (int, 3.0, 3), (int, 7, 7),
+        (float, "0.5", 0.5), (float, 2, 2.0),
+        (str, 5, "5"),
+    ],
+)
+def test_coerce_converts_to_the_kind(kind, given, expected):
+    assert ParamSpec("p", kind, None, "help").coerce(given) == expected
+
+
+@pytest.mark.parametrize(
+    ("kind", "given"),
+    [(bool, "maybe"), (bool, 1), (int, True), (int, 2.5), (int, "2.5"), (int, None), (float, "fast")],
+)
+def test_coerce_refuses_what_is_not_the_kind(kind, given):
+    with pytest.raises(ParamError) as info:
+        ParamSpec("p", kind, None, "help").coerce(given)
+    assert str(info.value) == f"p: expected {kind.__name__}, got {given!r}"
+    assert info.value.params == ("p",)
+
+
+def test_coerce_checks_choices_and_limits():
+    spec = ParamSpec("p", int, 1, "help", minimum=1, maximum=8, choices=(1, 2, 4, 16))
+    assert spec.coerce("4") == 4
+    with pytest.raises(ParamError, match="^p: 3 is not one of 1, 2, 4, 16$"):
+        spec.coerce(3)
+    with pytest.raises(ParamError, match="^p: 16 is above the maximum 8$"):
+        spec.coerce(16)
+
+
+def test_the_transformer_rule_belongs_to_its_spec():
+    spec = get_workload("transformer_block")
+    (rule,) = spec.rules
+    assert rule.params == ("width", "heads")
+    assert rule.problem({"width": 128, "heads": 4}) is None
+    with pytest.raises(ParamError) as info:
+        spec.resolve({"width": 100, "heads": 3}, "cpu")
+    assert str(info.value) == "width 100 is not divisible by heads 3"
+    assert info.value.params == ("width", "heads")
+    assert spec.resolve({"width": 96, "heads": 3}, "cpu")["width"] == 96
+
+
+def test_rules_run_after_each_parameter_passed_its_own_limits():
+    seen: list[dict] = []
+
+    def b_not_below_a(values):
+        seen.append(dict(values))
+        return "b below a" if values["b"] < values["a"] else None
+
+    params = (ParamSpec("a", int, 1, "a", minimum=1), ParamSpec("b", int, 2, "b"))
+    spec = WorkloadSpec("w", "test", params, rules=(ParamRule(("b", "a"), b_not_below_a),))
+    with pytest.raises(ParamError, match="^a: 0 is below the minimum 1$"):
+        spec.resolve({"a": 0}, "cpu")
+    assert seen == []
+    with pytest.raises(ParamError) as info:
+        spec.resolve({"a": "3"}, "cpu")
+    assert seen == [{"a": 3, "b": 2}] and info.value.params == ("b", "a")
+
+
+def test_every_rule_names_parameters_of_its_workload():
+    for spec in WORKLOADS.values():
+        names = {p.name for p in spec.params}
+        for rule in spec.rules:
+            assert rule.params and set(rule.params) <= names, spec.name
+        spec.check({p.name: p.default for p in spec.params})  # the CPU defaults keep every rule
+        spec.check({p.name: p.default_for("cuda") for p in spec.params})  # and so do the GPU ones
+
+
+def test_unknown_names_carry_what_they_concern():
+    with pytest.raises(ParamError) as info:
+        get_workload("matmul").param("size")
+    assert info.value.params == ("size",)
+    with pytest.raises(ParamError) as info:
+        get_workload("resnet")
+    assert info.value.params == ()
+
+
+def test_train_workloads_are_those_with_a_training_step():
+    assert train_workloads() == ("cnn", "mlp", "transformer_block")
