@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
+from typing import Callable
 
 from rich.segment import Segment
 from rich.style import Style
@@ -210,63 +211,44 @@ class IterationChart(Widget):
     def _draw(self, width: int, height: int) -> list[Strip]:
         base = self.rich_style
         series = self._cache.series(self._record)
-        lines: list[list[Segment]] = []
         plot_w = width - _GUTTER - 1
         plot_h = height - 2
         if not series or plot_w < 4 or plot_h < 1:
-            message = "no run" if self._record is None else "waiting for timing blocks…"
-            lines.append(self._legend(series, None))
-            for _ in range(1, height):
-                lines.append([])
-            if height > 1:
-                lines[height // 2] = [Segment(message.center(width), self._style("chart--axis"))]
-            return [Strip(line).adjust_cell_length(width, base) for line in lines]
+            return [Strip(line).adjust_cell_length(width, base) for line in self._placeholder(series, width, height)]
+        lines = self._plot(series, plot_w, plot_h)
+        return [Strip(line).adjust_cell_length(width, base) for line in lines[:height]]
 
+    def _placeholder(self, series: dict[str, Series], width: int, height: int) -> list[list[Segment]]:
+        """The legend and, mid-height, why there is no plot yet."""
+        message = "no run" if self._record is None else "waiting for timing blocks…"
+        lines: list[list[Segment]] = [self._legend(series, None)]
+        lines.extend([] for _ in range(1, height))
+        if height > 1:
+            lines[height // 2] = [Segment(message.center(width), self._style("chart--axis"))]
+        return lines
+
+    def _plot(self, series: dict[str, Series], plot_w: int, plot_h: int) -> list[list[Segment]]:
+        """Legend, plot rows and x axis of the series on a ``plot_w`` x ``plot_h`` cell plot."""
         span = max(len(s.ms) for s in series.values())
         canvas = _Canvas(plot_w, plot_h)
         buckets = {side: downsample(s, canvas.dots_x, span) for side, s in series.items()}
         lo, hi = _y_range(series, buckets)
-        scale = (canvas.dots_y - 1) / (hi - lo)
-
-        def y_of(value: float) -> int:
-            return max(0, min(canvas.dots_y - 1, round((hi - value) * scale)))
-
-        off_scale: list[float] = []
-        measure_x = [s.stage_start("measure") for s in series.values()]
-        measure_x = [x for x in measure_x if x]
+        y_of = _y_mapper(lo, hi, canvas.dots_y)
+        measure_x = [x for x in (s.stage_start("measure") for s in series.values()) if x]
         if measure_x:
-            sep = min(measure_x) * canvas.dots_x // span
-            for y in range(0, canvas.dots_y, 2):
-                canvas.dot(_LAYER["chart--separator"], sep, y)
+            _paint_separator(canvas, min(measure_x) * canvas.dots_x // span)
+        off_scale: list[float] = []
         for side, s in series.items():
             if s.median is not None:
                 start = (s.stage_start("measure") or 0) * canvas.dots_x // span
-                y = y_of(s.median)
-                for x in range(start, canvas.dots_x, 3):
-                    canvas.dot(_LAYER[f"chart--{side}-median"], x, y)
-            previous: Bucket | None = None
-            for bucket in buckets[side]:
-                steady = bucket.stage == "measure"
-                if bucket.hi > hi:
-                    if steady:
-                        canvas.clipped[bucket.column // 2] = _LAYER[f"chart--{side}"]
-                    else:
-                        off_scale.append(bucket.hi)
-                if steady:
-                    canvas.vline(_LAYER[f"chart--{side}-spread"], bucket.column, y_of(bucket.lo), y_of(bucket.hi))
-                layer = _LAYER[f"chart--{side}"] if steady else _LAYER["chart--warmup"]
-                y = y_of(bucket.median)
-                if previous is not None and previous.stage == bucket.stage and previous.column == bucket.column - 1:
-                    canvas.vline(layer, bucket.column, (y + y_of(previous.median)) // 2, y)
-                canvas.dot(layer, bucket.column, y)
-                previous = bucket
-
+                _paint_median(canvas, side, start, y_of(s.median))
+            off_scale.extend(_paint_columns(canvas, side, buckets[side], hi, y_of))
         clipped = {side: s.count_above(hi) for side, s in series.items()}
-        lines.append(self._legend(series, max(off_scale) if off_scale else None, clipped))
+        lines = [self._legend(series, max(off_scale) if off_scale else None, clipped)]
         markers = {y_of(s.median) // 4: f"chart--{side}" for side, s in series.items() if s.median is not None}
         lines.extend(self._plot_rows(canvas, lo, hi, markers))
         lines.append(self._x_axis(plot_w, span, series))
-        return [Strip(line).adjust_cell_length(width, base) for line in lines[:height]]
+        return lines
 
     def _legend(
         self, series: dict[str, Series], off_scale: float | None, clipped: dict[str, int] | None = None
@@ -343,6 +325,57 @@ class IterationChart(Widget):
         if plot_w > len(label) + len(first) + 2:
             text = first + text[len(first) : plot_w - len(label)] + label
         return [Segment(" " * _GUTTER + "└" + text, axis)]
+
+
+def _y_mapper(lo: float, hi: float, dots_y: int) -> Callable[[float], int]:
+    """Time -> dot row (0 at the top, ``hi``); values outside ``lo..hi`` land on the edge rows."""
+    scale = (dots_y - 1) / (hi - lo)
+
+    def y_of(value: float) -> int:
+        return max(0, min(dots_y - 1, round((hi - value) * scale)))
+
+    return y_of
+
+
+def _paint_separator(canvas: _Canvas, x: int) -> None:
+    """The dotted line between warm-up and steady state."""
+    for y in range(0, canvas.dots_y, 2):
+        canvas.dot(_LAYER["chart--separator"], x, y)
+
+
+def _paint_median(canvas: _Canvas, side: str, start: int, y: int) -> None:
+    """A side's steady-state median: a dashed line from where it starts measuring."""
+    for x in range(start, canvas.dots_x, 3):
+        canvas.dot(_LAYER[f"chart--{side}-median"], x, y)
+
+
+def _paint_columns(
+    canvas: _Canvas, side: str, buckets: list[Bucket], hi: float, y_of: Callable[[float], int]
+) -> list[float]:
+    """One side's columns: steady-state spread and median dots, joined within a stage.
+
+    Steady-state columns above ``hi`` are marked for the top row's ``↑``; returns the maxima of
+    the compile and warm-up columns above ``hi`` (the legend names the slowest).
+    """
+    steady_layer = _LAYER[f"chart--{side}"]
+    off_scale: list[float] = []
+    previous: Bucket | None = None
+    for bucket in buckets:
+        steady = bucket.stage == "measure"
+        if bucket.hi > hi:
+            if steady:
+                canvas.clipped[bucket.column // 2] = steady_layer
+            else:
+                off_scale.append(bucket.hi)
+        if steady:
+            canvas.vline(_LAYER[f"chart--{side}-spread"], bucket.column, y_of(bucket.lo), y_of(bucket.hi))
+        layer = steady_layer if steady else _LAYER["chart--warmup"]
+        y = y_of(bucket.median)
+        if previous is not None and previous.stage == bucket.stage and previous.column == bucket.column - 1:
+            canvas.vline(layer, bucket.column, (y + y_of(previous.median)) // 2, y)
+        canvas.dot(layer, bucket.column, y)
+        previous = bucket
+    return off_scale
 
 
 _Y_PERCENTILE = 99  # the top of the y range: this percentile of the slower side's steady state
