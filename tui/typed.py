@@ -40,11 +40,6 @@ def finite(value: Any) -> Any:
     return value
 
 
-@lru_cache(maxsize=None)
-def _hints(cls: type) -> dict[str, Any]:
-    return typing.get_type_hints(cls)
-
-
 def _split_optional(hint: Any) -> tuple[Any, bool]:
     origin = typing.get_origin(hint)
     if origin in (Union, types.UnionType):
@@ -70,62 +65,163 @@ def _scalar(kind: type, value: Any) -> Any:
     raise TypeError(f"expected {kind.__name__}, got {type(value).__name__}")
 
 
-def _convert(hint: Any, value: Any) -> Any:
-    """Convert one JSON value to ``hint``; TypeError when it does not fit."""
-    hint, optional = _split_optional(hint)
-    if value is None:
-        if optional or hint is Any:
-            return None
-        raise TypeError("expected a value, got null")
+# A converter turns one JSON value into its annotation's type, or raises TypeError; a nested
+# record's dropped fields go to ``problems``, named from ``where``. One is built per annotation
+# and cached: a history of thousands of lines decodes the same few annotations over and over.
+Converter = Callable[[Any, str, "list[str]"], Any]
+
+
+def _is_record(hint: Any) -> bool:
+    return dataclasses.is_dataclass(hint) and isinstance(hint, type)
+
+
+@lru_cache(maxsize=None)
+def _names_records(hint: Any) -> bool:
+    """True when a value of ``hint`` can hold a nested record (its problems need a ``where``)."""
+    base, _ = _split_optional(hint)
+    if _is_record(base):
+        return True
+    if typing.get_origin(base) not in (tuple, dict):
+        return False
+    return any(_names_records(a) for a in typing.get_args(base) if a is not ...)
+
+
+@lru_cache(maxsize=None)
+def _converter(hint: Any) -> Converter:
+    base, optional = _split_optional(hint)
+    if base in _SCALARS:
+        return _scalar_converter(base, optional)
+    convert = _base_converter(base)
+    if optional or base is Any:
+        def nullable(value: Any, where: str, problems: list[str]) -> Any:
+            return None if value is None else convert(value, where, problems)
+
+        return nullable
+
+    def required(value: Any, where: str, problems: list[str]) -> Any:
+        if value is None:
+            raise TypeError("expected a value, got null")
+        return convert(value, where, problems)
+
+    return required
+
+
+def _scalar_converter(kind: type, optional: bool) -> Converter:
+    isfinite = math.isfinite
+
+    def convert(value: Any, where: str, problems: list[str]) -> Any:
+        cls = type(value)
+        if cls is kind:  # the common case first: exactly the annotated type
+            return value if kind is not float or isfinite(value) else None
+        if value is None:
+            if optional:
+                return None
+            raise TypeError("expected a value, got null")
+        return _scalar(kind, value)
+
+    return convert
+
+
+def _base_converter(hint: Any) -> Converter:
     if hint is Any:
-        return value
-    if hint in _SCALARS:
-        return _scalar(hint, value)
+        return lambda value, where, problems: value
     origin = typing.get_origin(hint)
     if origin is tuple:
+        return _tuple_converter(typing.get_args(hint)[0])
+    if origin is dict:
+        return _dict_converter(typing.get_args(hint)[1])
+    if _is_record(hint):
+        return _record_converter(hint)
+
+    def unknown(value: Any, where: str, problems: list[str]) -> Any:
+        raise TypeError(f"cannot decode into {hint!r}")
+
+    return unknown
+
+
+def _tuple_converter(item_hint: Any) -> Converter:
+    item, named = _converter(item_hint), _names_records(item_hint)
+
+    def convert(value: Any, where: str, problems: list[str]) -> Any:
         if not isinstance(value, (list, tuple)):
             raise TypeError(f"expected a list, got {type(value).__name__}")
-        item = typing.get_args(hint)[0]
-        return tuple(_convert(item, v) for v in value)
-    if origin is dict:
+        if named:
+            return tuple(item(v, f"{where}[{i}]", problems) for i, v in enumerate(value))
+        return tuple(item(v, where, problems) for v in value)
+
+    return convert
+
+
+def _dict_converter(item_hint: Any) -> Converter:
+    item, named = _converter(item_hint), _names_records(item_hint)
+
+    def convert(value: Any, where: str, problems: list[str]) -> Any:
         if not isinstance(value, dict):
             raise TypeError(f"expected an object, got {type(value).__name__}")
-        item = typing.get_args(hint)[1]
-        return {str(k): _convert(item, v) for k, v in value.items()}
-    if dataclasses.is_dataclass(hint):
+        if named:
+            return {str(k): item(v, f"{where}[{k!r}]", problems) for k, v in value.items()}
+        return {str(k): item(v, where, problems) for k, v in value.items()}
+
+    return convert
+
+
+def _record_converter(hint: type) -> Converter:
+    def convert(value: Any, where: str, problems: list[str]) -> Any:
         if isinstance(value, hint):
             return value
         if not isinstance(value, dict):
             raise TypeError(f"expected an object, got {type(value).__name__}")
+        if hasattr(hint, "decode"):  # a JsonRecord: keep the names of its dropped fields
+            result, nested = hint.decode(value, where)
+            problems.extend(nested)
+            return result
         return hint.from_json(value)
-    raise TypeError(f"cannot decode into {hint!r}")
+
+    return convert
+
+
+@lru_cache(maxsize=None)
+def _plan(cls: type) -> tuple[tuple[str, Converter, bool, bool], ...]:
+    """Per init field of ``cls``: (name, converter, required, whether its problems need a where)."""
+    hints = typing.get_type_hints(cls)
+    return tuple(
+        (spec.name, _converter(hints[spec.name]),
+         spec.default is dataclasses.MISSING and spec.default_factory is dataclasses.MISSING,
+         _names_records(hints[spec.name]))
+        for spec in dataclasses.fields(cls)
+        if spec.init
+    )  # fmt: skip
 
 
 def decode_fields(cls: Callable[..., T], data: Any, *, where: str = "") -> tuple[T, list[str]]:
     """Build ``cls`` from the JSON object ``data``: (instance, problems).
 
     A field missing from ``data`` takes its default; a field whose value does not fit its
-    annotation takes its default too and is named in ``problems`` (``where.field: why``).
+    annotation takes its default too and is named in ``problems`` (``where.field: why``; a
+    field of a nested record as ``where.field.inner: why``).
     A field without a default that is missing or wrong raises :class:`FieldError`. Keys that
     ``cls`` has no field for are ignored.
     """
+    prefix = where or cls.__name__  # type: ignore[attr-defined]
     if not isinstance(data, dict):
-        raise FieldError(f"{where or cls.__name__}: expected an object, got {type(data).__name__}")
-    hints = _hints(cls)  # type: ignore[arg-type]
+        raise FieldError(f"{prefix}: expected an object, got {type(data).__name__}")
     kwargs: dict[str, Any] = {}
     problems: list[str] = []
-    for spec in dataclasses.fields(cls):  # type: ignore[arg-type]
-        if not spec.init or spec.name not in data:
-            if spec.init and spec.default is dataclasses.MISSING and spec.default_factory is dataclasses.MISSING:
-                raise FieldError(f"{where or cls.__name__}.{spec.name}: missing")
+    for name, convert, required, named in _plan(cls):  # type: ignore[arg-type]
+        if name not in data:
+            if required:
+                raise FieldError(f"{prefix}.{name}: missing")
             continue
+        nested: list[str] = [] if named else problems  # a field without records adds no problems
         try:
-            kwargs[spec.name] = _convert(hints[spec.name], data[spec.name])
+            kwargs[name] = convert(data[name], f"{prefix}.{name}" if named else prefix, nested)
         except (TypeError, ValueError, FieldError) as exc:
-            label = f"{where or cls.__name__}.{spec.name}"
-            if spec.default is dataclasses.MISSING and spec.default_factory is dataclasses.MISSING:
-                raise FieldError(f"{label}: {exc}") from None
-            problems.append(f"{label}: {exc}")
+            if required:
+                raise FieldError(f"{prefix}.{name}: {exc}") from None
+            problems.append(f"{prefix}.{name}: {exc}")
+            continue
+        if named:
+            problems.extend(nested)
     return cls(**kwargs), problems
 
 

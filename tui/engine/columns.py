@@ -149,10 +149,15 @@ def csv_row(record: RunRecord) -> dict[str, str]:
     return {column.name: format_value(column.get(record, summary)) for column in COLUMNS}
 
 
+def _markdown_cell(text: str) -> str:
+    # A "|" would end the cell and "<uuid>" would be read as an HTML tag.
+    return text.replace("|", "\\|").replace("<", "&lt;").replace(">", "&gt;")
+
+
 def columns_markdown() -> str:
     """The README's column list: a Markdown table of every column and its meaning."""
     lines = ["| column | meaning |", "|---|---|"]
-    lines += [f"| `{column.name}` | {column.meaning} |" for column in COLUMNS]
+    lines += [f"| `{column.name}` | {_markdown_cell(column.meaning)} |" for column in COLUMNS]
     return "\n".join(lines)
 
 

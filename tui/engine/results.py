@@ -156,7 +156,7 @@ class RunRecord:
     def _on_compiled(self, event: Compiled) -> None:
         if event.compile_s is not None:
             self.compile_s = event.compile_s
-        self.diagnostics = event.diagnostics
+        self.diagnostics = _merged(self.diagnostics, event.diagnostics)
 
     def _on_block(self, event: BlockTimed) -> None:
         block = Block.from_event(event, self._intern)
@@ -167,7 +167,7 @@ class RunRecord:
                 self._measured_s += block.host_ms_per_call * len(block.ms) / 1000
 
     def _on_finished(self, event: Finished) -> None:
-        self.diagnostics = event.diagnostics
+        self.diagnostics = _merged(self.diagnostics, event.diagnostics)
         if self.compile_s is None:
             self.compile_s = event.compile_s
         self.accuracy = event.accuracy
@@ -390,7 +390,8 @@ class RunRecord:
         if not isinstance(data, dict):
             raise TypeError("a run record must be a JSON object")
         stored, problems = decode_fields(_StoredRun, data, where="record")
-        options, problem = _options_from_json(data.get("options"))
+        options, option_problems = _options_from_json(data.get("options"))
+        problems += option_problems
         kept = {f.name: getattr(stored, f.name) for f in dataclasses.fields(_StoredRun)
                 if f.name not in ("summary", "samples", "warnings")}
         record = cls(options=options, warnings=list(stored.warnings), **kept)
@@ -399,9 +400,6 @@ class RunRecord:
             problems.append(f"record.status: {record.status!r} is not a status")
             record.status = "failed"
         record.warnings.extend(f"stored record: {p}" for p in problems)
-        if problem:
-            record.warnings.append(problem)
-            problems.append(problem)
         if stored.samples is not None:
             record.set_samples_json(stored.samples)
         else:
@@ -446,16 +444,35 @@ _HANDLERS: dict[type, Callable[[RunRecord, Any], None]] = {
 }
 
 
-def _options_from_json(data: Any) -> tuple[RunOptions, str | None]:
+def _merged(old: Diagnostics, new: Diagnostics) -> Diagnostics:
+    """``new`` over ``old``: a field ``new`` leaves at its default keeps ``old``'s value.
+
+    The ``finished`` event's diagnostics add to those of ``compiled`` (a count reported only
+    at compile time is kept), as the dict update of protocol 1 did.
+    """
+    default = Diagnostics()
+    changes = {f.name: getattr(new, f.name) for f in dataclasses.fields(Diagnostics)
+               if getattr(new, f.name) != getattr(default, f.name)}  # fmt: skip
+    return dataclasses.replace(old, **changes) if changes else old
+
+
+def _options_from_json(data: Any) -> tuple[RunOptions, list[str]]:
+    """Stored options, each field's type checked like the record's (a wrong one: its default)."""
     if not isinstance(data, dict):
-        return RunOptions(), "options were missing from the stored record"
+        return RunOptions(), ["options were missing from the stored record"]
     known = {f.name for f in dataclasses.fields(RunOptions)}
     kept = {k: v for k, v in data.items() if k in known}
     dropped = sorted(set(data) - known)
+    # ``dynamic`` is parsed by RunOptions.from_dict (it also reads "auto"/"true"/"false").
+    typed, problems = decode_fields(RunOptions, {k: v for k, v in kept.items() if k != "dynamic"},
+                                    where="record.options")  # fmt: skip
+    checked = {k: getattr(typed, k) for k in kept if k != "dynamic"}
+    if "dynamic" in kept:
+        checked["dynamic"] = kept["dynamic"]
     try:
-        options = RunOptions.from_dict(kept)
+        options = RunOptions.from_dict(checked)
     except (OptionsError, TypeError, ValueError) as exc:
-        return RunOptions(), f"stored options could not be read ({exc})"
+        return RunOptions(), problems + [f"stored options could not be read ({exc})"]
     if dropped:
-        return options, f"stored options had unknown fields, ignored: {', '.join(dropped)}"
-    return options, None
+        problems.append(f"stored options had unknown fields, ignored: {', '.join(dropped)}")
+    return options, problems
