@@ -15,7 +15,9 @@ from fakes.records import cuda_run_record
 from rich.console import Console
 
 from tui import cli
+from tui.cli.render import print_table
 from tui.engine.catalog import WORKLOADS
+from tui.engine.protocol import BlockTimed, Ready
 from tui.engine.runner import WorkerRunner
 
 FAKE_WORKER = [sys.executable, str(Path(__file__).resolve().parent / "fakes" / "fake_worker.py")]
@@ -129,7 +131,8 @@ def test_a_sweep_runs_sequentially_exports_and_keeps_history(monkeypatch, tmp_pa
     rows = list(csv.DictReader(out_csv.open()))
     assert [(r["params"], r["status"]) for r in rows] == [("n=64", "done"), ("n=128", "done")]
     assert len(json.loads(out_json.read_text())["runs"]) == 2
-    assert len(list(csv.DictReader(raw.open()))) == 2 * 2 * 20  # runs x sides x iterations
+    measured = [r for r in csv.DictReader(raw.open()) if r["stage"] == "measure"]
+    assert len(measured) == 2 * 2 * 20  # runs x sides x measured iterations (warm-up blocks come too)
     history = (compile_lab_home / "data" / "history.jsonl").read_text().splitlines()
     assert len(history) == 2
     assert made[0].spare_pid is None  # closed, and no spare after the last run
@@ -155,9 +158,9 @@ def test_sigterm_kills_the_worker_and_keeps_the_runs_that_ended(monkeypatch, tmp
     pids: list[int] = []
 
     def hook(event):
-        if event["event"] == "ready":
-            pids.append(event["pid"])
-        if event["event"] == "block" and len(pids) == 2:  # the second run is measuring
+        if isinstance(event, Ready):
+            pids.append(event.pid)
+        if isinstance(event, BlockTimed) and len(pids) == 2:  # the second run is measuring
             os.kill(os.getpid(), signal.SIGTERM)
 
     _use_fake_worker(monkeypatch, behaviour="ok", hook=hook)
@@ -169,8 +172,10 @@ def test_sigterm_kills_the_worker_and_keeps_the_runs_that_ended(monkeypatch, tmp
          "--csv", str(out_csv), "--quiet"]
     )  # fmt: skip
     assert code == 128 + signal.SIGTERM
-    assert [r["status"] for r in csv.DictReader(out_csv.open())] == ["done"]  # the cancelled one is left out
-    assert len((compile_lab_home / "data" / "history.jsonl").read_text().splitlines()) == 1
+    # One policy for both front ends (tui.engine.session): a cancelled run stays, as a cancelled row.
+    assert [r["status"] for r in csv.DictReader(out_csv.open())] == ["done", "cancelled"]
+    lines = (compile_lab_home / "data" / "history.jsonl").read_text().splitlines()
+    assert [json.loads(line)["status"] for line in lines] == ["done", "cancelled"]
     for pid in pids:
         with pytest.raises(ProcessLookupError):
             os.killpg(pid, 0)
@@ -179,7 +184,7 @@ def test_sigterm_kills_the_worker_and_keeps_the_runs_that_ended(monkeypatch, tmp
 
 def _table_text(records) -> str:
     console = Console(width=100, record=True, file=open(os.devnull, "w"))
-    cli._print_table(records, console)
+    print_table(records, console)
     return console.export_text()
 
 
@@ -193,7 +198,7 @@ def test_a_launch_bound_run_shows_its_host_speedup_under_the_speedup():
 
 def test_a_run_that_is_not_launch_bound_shows_no_host_figure():
     record = cuda_run_record(eager_host_ms=0.11)
-    assert record.summary()["launch_bound"] is False and record.summary()["host_speedup"] is not None
+    assert record.summary().launch_bound is False and record.summary().host_speedup is not None
     text = _table_text([record])
     assert "0.86x" in text
     assert "launch-bound" not in text and "host" not in text

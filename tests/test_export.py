@@ -15,7 +15,8 @@ from tui.engine import export
 from tui.engine.export import ExportError, default_export_paths, write_csv, write_json, write_raw_csv
 from tui.engine.options import RunOptions
 from tui.engine.protocol import make_event
-from tui.engine.results import CSV_COLUMNS, RAW_COLUMNS, RunRecord
+from tui.engine.columns import CSV_COLUMNS, RAW_COLUMNS
+from tui.engine.results import RunRecord
 
 
 def _record(eager=(2.0, 2.5, 1.5), compiled=(1.0, 1.25, 0.75), blocks=3, fail: str | None = None) -> RunRecord:
@@ -24,9 +25,9 @@ def _record(eager=(2.0, 2.5, 1.5), compiled=(1.0, 1.25, 0.75), blocks=3, fail: s
     record.apply(make_event("compiled", 1, compile_s=1.5, diagnostics={"graph_breaks": 0}))
     for i in range(blocks):
         record.apply(make_event("block", 2, side="eager", stage="measure", index=i, clock="perf_counter",
-                                ms=[x + i / 3 for x in eager], wall_ms_per_call=2.0))  # fmt: skip
+                                ms=[x + i / 3 for x in eager], host_ms_per_call=2.0))  # fmt: skip
         record.apply(make_event("block", 2, side="compiled", stage="measure", index=i, clock="perf_counter",
-                                ms=[x + i / 7 for x in compiled], wall_ms_per_call=1.0))  # fmt: skip
+                                ms=[x + i / 7 for x in compiled], host_ms_per_call=1.0))  # fmt: skip
     if fail:
         record.fail(fail, "it broke, badly", "detail")
     else:
@@ -60,7 +61,7 @@ def test_json_has_everything_including_iterations(tmp_path):
     run = data["runs"][0]
     assert run["run_id"] == records[0].run_id
     assert run["samples"]["eager"][0]["ms"] == [2.0, 2.5, 1.5]
-    assert run["summary"]["speedup"] == records[0].summary()["speedup"]
+    assert run["summary"]["speedup"] == records[0].summary().speedup
     back = RunRecord.from_json(run)
     assert list(back.raw_rows()) == list(records[0].raw_rows())
 

@@ -21,10 +21,10 @@ def _record(speed: float = 2.0, fail: str | None = None, blocks: int = 3) -> Run
     record.apply(make_event("started", 0, env={"torch": "2.13.0"}))
     for i in range(blocks):
         record.apply(make_event("block", 1, side="eager", stage="measure", index=i, clock="perf_counter",
-                                ms=[speed, speed * 1.1, speed * 0.9] * 4, wall_ms_per_call=speed,
+                                ms=[speed, speed * 1.1, speed * 0.9] * 4, host_ms_per_call=speed,
                                 labels=["b=1", "b=2", "b=1"] * 4))  # fmt: skip
         record.apply(make_event("block", 1, side="compiled", stage="measure", index=i, clock="perf_counter",
-                                ms=[1.0, 1.1, 0.9] * 4, wall_ms_per_call=1.0))  # fmt: skip
+                                ms=[1.0, 1.1, 0.9] * 4, host_ms_per_call=1.0))  # fmt: skip
     if fail:
         record.fail(fail, f"{fail} happened")
     else:
@@ -62,7 +62,7 @@ def test_append_and_load(tmp_path):
     loaded = records[0]
     assert not loaded.samples_loaded  # lazily: nothing read yet
     assert loaded.to_row() == first.to_row()
-    assert loaded.summary()["per_label"]["b=1"]["speedup"] == first.summary()["per_label"]["b=1"]["speedup"]
+    assert loaded.summary().per_label["b=1"].speedup == first.summary().per_label["b=1"].speedup
     assert records[1].status == "failed" and records[1].error_kind == "timeout"
 
     history.load_samples(loaded)
@@ -108,7 +108,7 @@ def test_missing_samples_file_is_reported(tmp_path):
         history.load_samples(record)
     with pytest.raises(ExportError, match="No such file"):
         write_raw_csv([record], tmp_path / "raw.csv")
-    assert record.summary()["speedup"] == 2.0  # the stored summary still stands
+    assert record.summary().speedup == 2.0  # the stored summary still stands
 
 
 def test_torn_last_line_is_skipped_and_the_next_append_survives(tmp_path):

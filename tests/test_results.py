@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 import random
@@ -10,8 +11,11 @@ import time
 import pytest
 
 from tui.engine.options import RunOptions
-from tui.engine.protocol import make_event
-from tui.engine.results import CSV_COLUMNS, RAW_COLUMNS, STATUSES, RunRecord, format_value
+from tui.engine.payloads import Accuracy, Diagnostics, Env, Memory
+from tui.engine.protocol import BlockTimed, Event, ProtocolError, decode, make_event
+from tui.engine.columns import CSV_COLUMNS, RAW_COLUMNS, format_value
+from tui.engine.results import STATUSES, RunRecord
+from tui.telemetry.model import RunTelemetry
 
 EAGER = [2.0, 2.1, 1.9, 2.0, 2.02]  # median 2.0
 COMPILED = [1.0, 1.05, 0.95, 1.0, 1.01]  # median 1.0
@@ -22,14 +26,14 @@ def _options(**changes) -> RunOptions:
 
 
 def _script(blocks: int = 4, clock: str = "perf_counter", eager_wall: float = 2.2, compiled_wall: float = 1.2,
-            labels: list[str] | None = None, finished: dict | None = None) -> list[dict]:  # fmt: skip
+            labels: list[str] | None = None, finished: dict | None = None) -> list[Event]:  # fmt: skip
     events = [
         make_event("ready", 0.0, pid=123, python="3.11", torch="2.13"),
         make_event("started", 0.1, env={"torch": "2.13.0", "device": "cuda:0" if clock == "cuda_event" else "cpu",
                                          "gpu_name": "H200", "gpu_uuid": "GPU-1234"}),  # fmt: skip
         make_event("phase", 0.2, phase="building"),
         make_event("phase", 0.3, phase="compiling"),
-        make_event("block", 0.4, side="eager", stage="compile", index=0, clock=clock, ms=[5.0], wall_ms_per_call=5.0),
+        make_event("block", 0.4, side="eager", stage="compile", index=0, clock=clock, ms=[5.0], host_ms_per_call=5.0),
         make_event("compiled", 1.5, compile_s=2.0,
                    diagnostics={"graph_breaks": 1, "graph_break_reasons": ["x"], "recompiles": 0, "unique_graphs": 2}),
         make_event("phase", 1.6, phase="warming_up"),
@@ -39,7 +43,7 @@ def _script(blocks: int = 4, clock: str = "perf_counter", eager_wall: float = 2.
     ]  # fmt: skip
     for i in range(blocks):
         for side, ms, wall in (("eager", EAGER, eager_wall), ("compiled", COMPILED, compiled_wall)):
-            fields = dict(side=side, stage="measure", index=i, clock=clock, ms=ms, wall_ms_per_call=wall)
+            fields = dict(side=side, stage="measure", index=i, clock=clock, ms=ms, host_ms_per_call=wall)
             if labels:
                 fields["labels"] = labels
             events.append(make_event("block", 2.0 + i, **fields))
@@ -64,7 +68,11 @@ def _script(blocks: int = 4, clock: str = "perf_counter", eager_wall: float = 2.
     return events
 
 
-def _run(events: list[dict], **option_changes) -> RunRecord:
+def _is_measure(event: Event, side: str) -> bool:
+    return isinstance(event, BlockTimed) and event.stage == "measure" and event.side == side
+
+
+def _run(events: list[Event], **option_changes) -> RunRecord:
     record = RunRecord.new(_options(**option_changes))
     for event in events:
         record.apply(event)
@@ -87,7 +95,7 @@ def test_statuses_follow_the_events():
 def test_progress_counts_measured_iterations_only():
     record = RunRecord.new(_options(iters=20))
     events = _script(blocks=4)
-    measure_events = [e for e in events if e.get("stage") == "measure"]
+    measure_events = [e for e in events if isinstance(e, BlockTimed) and e.stage == "measure"]
     for event in events[: events.index(measure_events[0])]:
         record.apply(event)
     assert record.progress() == 0.0  # compile and warm-up blocks are not measurement
@@ -99,28 +107,28 @@ def test_progress_counts_measured_iterations_only():
 def test_progress_with_a_time_budget():
     record = RunRecord.new(_options(iters=1000, time_budget_s=0.1))
     record.apply(make_event("block", 1, side="eager", stage="measure", index=0, clock="perf_counter",
-                            ms=[1.0] * 10, wall_ms_per_call=2.5))  # fmt: skip
+                            ms=[1.0] * 10, host_ms_per_call=2.5))  # fmt: skip
     assert record.progress() == pytest.approx(0.025 / 0.1)
 
 
 def test_summary_of_a_finished_cpu_run():
     record = _run(_script(blocks=4))
     s = record.summary()
-    eager, compiled = s["eager"]["iter"], s["compiled"]["iter"]
+    eager, compiled = s.eager.iter, s.compiled.iter
     assert (eager.n, compiled.n) == (20, 20)
     assert eager.median == 2.0 and compiled.median == 1.0
     assert eager.mean == pytest.approx(2.004) and compiled.mean == pytest.approx(1.002)
-    assert s["eager"]["host"].n == 4 and s["eager"]["host"].median == 2.2  # one value per block
-    assert s["speedup"] == 2.0
+    assert s.eager.host.n == 4 and s.eager.host.median == 2.2  # one value per block
+    assert s.speedup == 2.0
     # every block is identical, so every resample gives 2.0
-    assert (s["speedup_ci_low"], s["speedup_ci_high"], s["significant"]) == (2.0, 2.0, True)
-    assert s["launch_bound"] is None  # perf_counter: the two clocks measure the same thing
-    assert s["break_even_calls"] == 2000  # 2 s / (2.0 ms - 1.0 ms)
-    assert s["tflops"] == pytest.approx(4e9 / 1e-3 / 1e12)
-    assert s["gbps"] == pytest.approx(8e6 / 1e-3 / 1e9)
-    assert s["live"] is False
-    assert "TF32 is off on both sides" in s["warnings"]
-    assert not any("unstable" in w or "too few" in w for w in s["warnings"])
+    assert (s.speedup_ci_low, s.speedup_ci_high, s.significant) == (2.0, 2.0, True)
+    assert s.launch_bound is None  # perf_counter: the two clocks measure the same thing
+    assert s.break_even_calls == 2000  # 2 s / (2.0 ms - 1.0 ms)
+    assert s.tflops == pytest.approx(4e9 / 1e-3 / 1e12)
+    assert s.gbps == pytest.approx(8e6 / 1e-3 / 1e9)
+    assert s.live is False
+    assert "TF32 is off on both sides" in s.warnings
+    assert not any("unstable" in w or "too few" in w for w in s.warnings)
 
 
 def test_live_summary_has_no_interval_yet():
@@ -128,57 +136,57 @@ def test_live_summary_has_no_interval_yet():
     for event in _script()[:-2]:
         record.apply(event)
     s = record.summary()
-    assert s["live"] is True and s["speedup"] == 2.0
-    assert s["speedup_ci_low"] is None and s["significant"] is None
+    assert s.live is True and s.speedup == 2.0
+    assert s.speedup_ci_low is None and s.significant is None
 
 
 def test_launch_bound_on_cuda_events():
     record = _run(_script(clock="cuda_event", eager_wall=2.1, compiled_wall=1.4))  # 1.4 > 1.25 * 1.0
-    assert record.summary()["launch_bound"] is True
+    assert record.summary().launch_bound is True
     record = _run(_script(clock="cuda_event", eager_wall=2.1, compiled_wall=1.1))
-    assert record.summary()["launch_bound"] is False
+    assert record.summary().launch_bound is False
 
 
 def test_host_speedup_and_the_launch_bound_warning():
     """A launch-bound run reports the host-inclusive speedup next to the device-time one."""
     bound = _run(_script(clock="cuda_event", eager_wall=2.8, compiled_wall=1.4))
     summary = bound.summary()
-    assert summary["host_speedup"] == pytest.approx(2.0)
-    assert any(w.startswith("launch-bound:") and "2.00x" in w for w in summary["warnings"])
+    assert summary.host_speedup == pytest.approx(2.0)
+    assert any(w.startswith("launch-bound:") and "2.00x" in w for w in summary.warnings)
     assert bound.to_row()["host_speedup"] == "2"
-    assert RunRecord.from_json(json.loads(json.dumps(bound.to_json()))).summary()["host_speedup"] == pytest.approx(2.0)
+    assert RunRecord.from_json(json.loads(json.dumps(bound.to_json()))).summary().host_speedup == pytest.approx(2.0)
     plain = _run(_script(clock="cuda_event", eager_wall=2.1, compiled_wall=1.1))
-    assert not any(w.startswith("launch-bound:") for w in plain.summary()["warnings"])
+    assert not any(w.startswith("launch-bound:") for w in plain.summary().warnings)
 
 
 def test_the_host_speedup_has_its_own_interval_over_block_pairs():
     """Each block's host time is one unit; the interval widens with the host's spread and is exported."""
     events = _script(blocks=8, clock="cuda_event", eager_wall=2.8, compiled_wall=1.4)
     walls = iter([2.0, 3.6, 2.4, 3.2, 2.8, 2.6, 3.0, 2.2])  # eager host time per block varies
-    for event in events:
-        if event.get("stage") == "measure" and event["side"] == "eager":
-            event["wall_ms_per_call"] = next(walls)
+    events = [
+        dataclasses.replace(e, host_ms_per_call=next(walls)) if _is_measure(e, "eager") else e for e in events
+    ]
     record = _run(events)
     summary = record.summary()
-    low, high = summary["host_speedup_ci_low"], summary["host_speedup_ci_high"]
-    assert summary["host_speedup"] == pytest.approx(2.7 / 1.4)
+    low, high = summary.host_speedup_ci_low, summary.host_speedup_ci_high
+    assert summary.host_speedup == pytest.approx(2.7 / 1.4)
     assert low is not None and high is not None
-    assert low < summary["host_speedup"] < high
+    assert low < summary.host_speedup < high
     assert 2.0 / 1.4 <= low and high <= 3.6 / 1.4  # inside the range of the per-block ratios
-    assert summary["speedup_ci_low"] == summary["speedup_ci_high"]  # device times did not vary
+    assert summary.speedup_ci_low == summary.speedup_ci_high  # device times did not vary
     row = record.to_row()
     assert float(row["host_speedup_ci_low"]) == pytest.approx(low, rel=1e-5)
     assert float(row["host_speedup_ci_high"]) == pytest.approx(high, rel=1e-5)
-    assert any(f"[{low:.2f}, {high:.2f}]" in w for w in summary["warnings"] if w.startswith("launch-bound:"))
+    assert any(f"[{low:.2f}, {high:.2f}]" in w for w in summary.warnings if w.startswith("launch-bound:"))
     stored = RunRecord.from_json(json.loads(json.dumps(record.to_json(samples=False)))).summary()
-    assert (stored["host_speedup_ci_low"], stored["host_speedup_ci_high"]) == (low, high)
+    assert (stored.host_speedup_ci_low, stored.host_speedup_ci_high) == (low, high)
 
 
 def test_a_live_run_has_no_host_interval_yet():
     record = RunRecord.new(_options())
     for event in _script(clock="cuda_event")[:-2]:
         record.apply(event)
-    assert record.summary()["host_speedup"] is not None and record.summary()["host_speedup_ci_low"] is None
+    assert record.summary().host_speedup is not None and record.summary().host_speedup_ci_low is None
 
 
 def test_no_fake_zeros_and_no_break_even_when_slower():
@@ -186,14 +194,14 @@ def test_no_fake_zeros_and_no_break_even_when_slower():
     record = RunRecord.new(_options())
     events = _script(finished=finished)
     for event in events:
-        if event.get("side") == "compiled" and event.get("stage") == "measure":
-            event = {**event, "ms": [x * 3 for x in COMPILED]}
+        if _is_measure(event, "compiled"):
+            event = dataclasses.replace(event, ms=tuple(x * 3 for x in COMPILED))
         record.apply(event)
     s = record.summary()
-    assert s["tflops"] is None and s["gbps"] is None
-    assert s["speedup"] == pytest.approx(2 / 3)
-    assert s["break_even_calls"] is None
-    assert s["significant"] is True  # a significant slowdown
+    assert s.tflops is None and s.gbps is None
+    assert s.speedup == pytest.approx(2 / 3)
+    assert s.break_even_calls is None
+    assert s.significant is True  # a significant slowdown
     row = record.to_row()
     assert row["tflops"] == "" and row["gbps"] == "" and row["break_even_calls"] == ""
     assert row["accuracy"] == "n/a"
@@ -202,12 +210,12 @@ def test_no_fake_zeros_and_no_break_even_when_slower():
 def test_stability_warnings():
     record = RunRecord.new(_options())
     record.apply(make_event("block", 1, side="eager", stage="measure", index=0, clock="perf_counter",
-                            ms=[1.0, 1.0, 1.3, 1.6, 2.0], wall_ms_per_call=1.5))  # fmt: skip
+                            ms=[1.0, 1.0, 1.3, 1.6, 2.0], host_ms_per_call=1.5))  # fmt: skip
     record.apply(make_event("block", 1, side="compiled", stage="measure", index=0, clock="perf_counter",
-                            ms=[1.0] * 12, wall_ms_per_call=1.0))  # fmt: skip
+                            ms=[1.0] * 12, host_ms_per_call=1.0))  # fmt: skip
     record.apply(make_event("warning", 2, message="recompiled\n8 times"))
-    record.set_telemetry({"throttle_reasons": ["GPU idle", "SW thermal slowdown", "applications clocks setting"]})
-    warnings = record.summary()["warnings"]
+    record.set_telemetry(RunTelemetry(throttle_reasons=("GPU idle", "SW thermal slowdown", "applications clocks setting")))
+    warnings = record.summary().warnings
     # eager: q1 = 1.0, q3 = 1.6, median 1.3 -> IQR/median = 46%
     assert "eager spread IQR/median = 46% > 10%: unstable (close other programs, raise iters or block size)" in warnings
     assert "too few eager samples (n = 5 < 10): raise iters" in warnings
@@ -219,12 +227,12 @@ def test_stability_warnings():
 def test_per_label_stats_for_dynamic_shapes():
     labels = ["batch=16", "batch=128", "batch=16", "batch=128", "batch=16"]
     record = _run(_script(labels=labels))
-    per_label = record.summary()["per_label"]
+    per_label = record.summary().per_label
     assert list(per_label) == ["batch=16", "batch=128"]  # numeric order, not string order
-    assert per_label["batch=16"]["eager"].n == 12  # 3 per block, 4 blocks
-    assert per_label["batch=16"]["eager"].median == 2.0  # values 2.0, 1.9, 2.02
-    assert per_label["batch=16"]["compiled"].median == 1.0
-    assert per_label["batch=128"]["speedup"] == pytest.approx(2.1 / 1.05)
+    assert per_label["batch=16"].eager.n == 12  # 3 per block, 4 blocks
+    assert per_label["batch=16"].eager.median == 2.0  # values 2.0, 1.9, 2.02
+    assert per_label["batch=16"].compiled.median == 1.0
+    assert per_label["batch=128"].speedup == pytest.approx(2.1 / 1.05)
     raw = list(record.raw_rows())
     assert [r["label"] for r in raw if r["stage"] == "measure"][:5] == labels
 
@@ -232,8 +240,10 @@ def test_per_label_stats_for_dynamic_shapes():
 def test_to_row_values():
     record = _run(_script())
     record.created = 1_700_000_000.0
-    record.set_telemetry({"sm_clock_mean_mhz": 1980.0, "sm_clock_min_mhz": 1755, "temp_max_c": 61,
-                          "power_mean_w": 412.345678, "energy_j": 1234.5, "throttle_reasons": []})  # fmt: skip
+    record.set_telemetry(RunTelemetry.from_json({
+        "sm_clock_mean_mhz": 1980.0, "sm_clock_min_mhz": 1755, "temp_max_c": 61, "power_mean_w": 412.345678,
+        "energy_j": 1234.5, "throttle_reasons": [],
+    }))  # fmt: skip
     row = record.to_row()
     assert list(row) == list(CSV_COLUMNS)
     assert row["timestamp"] == "2023-11-14T22:13:20Z"
@@ -258,17 +268,26 @@ def test_to_row_values():
 
 
 def test_to_row_reads_only_the_worker_format_and_tolerates_gaps():
+    # Payloads are decoded once (as a line from the worker or the history is): a key that is
+    # not the worker's is not read, and a value of the wrong type is dropped and named.
     record = _run(_script())
-    record.env = {"torch_version": "2.13.0", "gpu_name": None}  # not the worker's key: not read
-    record.memory = {"eager_peak_mb": None, "compiled_peak_bytes": 2**20}  # only *_peak_mb is read
-    record.accuracy = {"max_abs_err": "junk", "passed": None, "status": "pass"}
-    record.diagnostics = {"graph_breaks": ["a", "b"], "recompiles": True, "unique_graphs": 2.0}
+    record.env, problems = Env.decode({"torch_version": "2.13.0", "gpu_name": None})  # not the worker's key
+    assert problems == []
+    record.memory, problems = Memory.decode({"eager_peak_mb": None, "compiled_peak_bytes": 2**20})  # only *_peak_mb
+    assert problems == []
+    record.accuracy, problems = Accuracy.decode({"max_abs_err": "junk", "passed": None, "status": "pass"})
+    assert [p.split(":")[0] for p in problems] == ["Accuracy.max_abs_err"]
+    record.diagnostics, problems = Diagnostics.decode({"graph_breaks": ["a", "b"], "recompiles": True,
+                                                       "unique_graphs": 2.5})  # fmt: skip
+    assert [p.split(":")[0] for p in problems] == [
+        "Diagnostics.graph_breaks", "Diagnostics.unique_graphs", "Diagnostics.recompiles",
+    ]  # fmt: skip
     row = record.to_row()
     assert row["torch_version"] == row["gpu_name"] == ""
     assert row["eager_peak_mem_mb"] == row["compiled_peak_mem_mb"] == ""
     assert row["max_abs_err"] == row["max_rel_err"] == "" and row["accuracy"] == "n/a"
     assert row["graph_breaks"] == row["recompiles"] == row["unique_graphs"] == row["cudagraph_skips"] == ""
-    record.accuracy = {"max_rel_err": 0.5, "passed": False}
+    record.accuracy = Accuracy.from_json({"max_rel_err": 0.5, "passed": False})
     row = record.to_row()
     assert row["accuracy"] == "fail" and row["max_rel_err"] == "0.5"
 
@@ -289,7 +308,7 @@ def test_failed_run():
     assert record.status == "failed" and record.finished
     assert record.error_kind == "compile_error" and record.error_message == "inductor raised LoweringException"
     s = record.summary()
-    assert s["eager"]["iter"] is None and s["speedup"] is None and s["significant"] is None
+    assert s.eager.iter is None and s.speedup is None and s.significant is None
     row = record.to_row()
     assert row["status"] == "failed" and row["error_kind"] == "compile_error"
     assert row["eager_n"] == "" and row["speedup"] == ""
@@ -305,22 +324,32 @@ def test_cancelled_run_keeps_its_partial_data():
     record.fail("cancelled", "cancelled by the user")
     assert record.status == "cancelled" and record.error_kind == "cancelled"
     s = record.summary()
-    assert s["eager"]["iter"].n == 15 and s["speedup"] == 2.0
-    assert s["speedup_ci_low"] == 2.0  # computed once the record ended
+    assert s.eager.iter.n == 15 and s.speedup == 2.0
+    assert s.speedup_ci_low == 2.0  # computed once the record ended
     assert record.to_row()["status"] == "cancelled"
 
 
-def test_unknown_and_malformed_events_are_ignored():
+def test_unknown_and_malformed_events_are_refused_before_they_reach_a_record():
+    # Malformed events are refused where they are decoded, naming what is wrong; the record
+    # only ever sees typed events, and ignores anything else.
+    with pytest.raises(ProtocolError, match="not an event"):
+        decode(json.dumps({"v": 2, "event": "mystery", "t": 0}))
+    with pytest.raises(ProtocolError, match="unknown event 'mystery'"):
+        make_event("mystery", 0)
+    with pytest.raises(ProtocolError, match="phase: 'levitating' is not one of"):
+        make_event("phase", 0, phase="levitating")
+    with pytest.raises(ProtocolError, match="side: 'sideways' is not one of"):
+        make_event("block", 0, side="sideways", stage="measure", index=0, clock="x", ms=[1.0])
+    with pytest.raises(ProtocolError, match=r"block\.ms: expected a list, got str"):
+        make_event("block", 0, side="eager", stage="measure", index=0, clock="x", ms="oops")
     record = RunRecord.new(_options())
-    record.apply({"v": 1, "event": "mystery", "t": 0})
-    record.apply(make_event("phase", 0, phase="levitating"))
-    record.apply(make_event("block", 0, side="sideways", stage="measure", index=0, clock="x", ms=[1.0]))
-    record.apply(make_event("block", 0, side="eager", stage="measure", index=0, clock="x", ms="oops"))
     record.apply(make_event("block", 0, side="eager", stage="measure", index=1, clock="x", ms=[1.0, None, 2.0]))
     record.apply("not an event")  # type: ignore[arg-type]
+    # A dict is not an event (any more): the record ignores it.
+    record.apply({"v": 2, "event": "phase", "t": 0, "phase": "measuring"})  # type: ignore[arg-type]
     assert record.status == "queued"
-    assert [list(b.ms) for b in record.samples["eager"]] == [[1.0, 2.0]]
-    assert any("malformed" in w for w in record.warnings)
+    assert [list(b.ms) for b in record.samples["eager"]] == [[1.0, 2.0]]  # a null time is dropped
+    assert record.warnings == []
 
 
 def test_summary_is_cached_and_invalidated():
@@ -329,9 +358,9 @@ def test_summary_is_cached_and_invalidated():
     assert record.summary() is first
     record.apply(make_event("block", 5, side="eager", stage="measure", index=9, clock="perf_counter", ms=[10.0] * 50))
     second = record.summary()
-    assert second is not first and second["eager"]["iter"].n == 60
+    assert second is not first and second.eager.iter.n == 60
     record.warnings.append("added by hand")
-    assert "added by hand" in record.summary()["warnings"]
+    assert "added by hand" in record.summary().warnings
 
 
 def test_live_summary_stays_cheap_with_many_samples():
@@ -341,7 +370,7 @@ def test_live_summary_stays_cheap_with_many_samples():
         for side in ("eager", "compiled"):
             block = [rng.lognormvariate(0, 0.1) for _ in range(100)]
             record.apply(make_event("block", i, side=side, stage="measure", index=i, clock="perf_counter",
-                                    ms=block, wall_ms_per_call=1.2))  # fmt: skip
+                                    ms=block, host_ms_per_call=1.2))  # fmt: skip
     record.summary()
     started = time.process_time()
     for i in range(1000, 1020):  # ten summaries a second for two seconds, a new block each time
@@ -349,20 +378,20 @@ def test_live_summary_stays_cheap_with_many_samples():
         record.apply(make_event("block", i, side="eager", stage="measure", index=i, clock="perf_counter", ms=block))
         record.summary()
     elapsed = time.process_time() - started
-    assert record.summary()["eager"]["iter"].n == 102_000
+    assert record.summary().eager.iter.n == 102_000
     assert elapsed < 1.0, f"20 live summaries of 200k samples took {elapsed:.2f} s of CPU"
 
 
 def test_json_round_trip():
     record = _run(_script(labels=["a", "b", "a", "b", "a"]))
-    record.set_telemetry({"energy_j": 12.5, "throttle_reasons": ["HwSlowdown"]})
+    record.set_telemetry(RunTelemetry(energy_j=12.5, throttle_reasons=("HwSlowdown",)))
     data = json.loads(json.dumps(record.to_json(), allow_nan=False))
     back = RunRecord.from_json(data)
     assert back.run_id == record.run_id and back.options == record.options and back.created == record.created
     assert back.samples_loaded
     assert back.to_row() == record.to_row()
     assert list(back.raw_rows()) == list(record.raw_rows())
-    assert back.summary()["per_label"]["a"]["speedup"] == record.summary()["per_label"]["a"]["speedup"]
+    assert back.summary().per_label["a"].speedup == record.summary().per_label["a"].speedup
     assert back.telemetry == record.telemetry and back.diagnostics == record.diagnostics
 
 
@@ -371,7 +400,7 @@ def test_json_without_samples_uses_the_stored_summary():
     back = RunRecord.from_json(json.loads(json.dumps(record.to_json(samples=False))))
     assert not back.samples_loaded
     assert back.to_row() == record.to_row()
-    assert back.summary()["eager"]["iter"] == record.summary()["eager"]["iter"]
+    assert back.summary().eager.iter == record.summary().eager.iter
 
 
 def test_from_json_is_tolerant():
@@ -382,7 +411,7 @@ def test_from_json_is_tolerant():
                                   "samples": {"eager": [{"ms": [1.0, 2.0]}, "junk"], "compiled": None}})  # fmt: skip
     assert record.options.workload == "matmul"
     assert any("from_the_future" in w for w in record.warnings)
-    assert record.summary()["eager"]["iter"].n == 2
+    assert record.summary().eager.iter.n == 2
     with pytest.raises(TypeError):
         RunRecord.from_json(["not", "a", "dict"])  # type: ignore[arg-type]
 
@@ -407,21 +436,23 @@ def test_summary_line_mentions_the_headline():
     assert "done" in line and "speedup 2x [2, 2]" in line and "compile 2 s" in line
 
 
-def test_module_docstring_lists_every_csv_column():
-    import re
+def test_every_csv_column_is_documented():
+    # The column table carries each column's one-line meaning; the README's list is generated
+    # from it (tests/test_columns.py compares the two).
+    from tui.engine.columns import COLUMNS, columns_markdown
 
-    from tui.engine import columns
-
-    documented = set(re.findall(r"[a-z0-9_]+", columns.__doc__))
-    assert [c for c in CSV_COLUMNS if c not in documented] == []
+    assert [c.name for c in COLUMNS] == list(CSV_COLUMNS)
+    assert [c.name for c in COLUMNS if not c.meaning.strip() or "\n" in c.meaning] == []
+    table = columns_markdown()
+    assert [c for c in CSV_COLUMNS if f"| `{c}` |" not in table] == []
 
 
 def test_too_fast_to_time_on_cuda_events():
     record = RunRecord.new(_options())
     for side, ms in (("eager", 0.02), ("compiled", 0.004)):
         record.apply(make_event("block", 1, side=side, stage="measure", index=0, clock="cuda_event",
-                                ms=[ms] * 20, wall_ms_per_call=0.05))  # fmt: skip
-    warnings = record.summary()["warnings"]
+                                ms=[ms] * 20, host_ms_per_call=0.05))  # fmt: skip
+    warnings = record.summary().warnings
     assert any(w.startswith("compiled median 4.0 us is close to the CUDA event resolution") for w in warnings)
     assert not any(w.startswith("eager median") for w in warnings)
-    assert record.summary()["launch_bound"] is True
+    assert record.summary().launch_bound is True

@@ -16,7 +16,7 @@ from tui.app.components.picker import Picker
 from tui.app.messages import RunFinished, RunsExported
 from tui.engine.history import History
 from tui.engine.options import RunOptions
-from tui.engine.results import CSV_COLUMNS, RAW_COLUMNS
+from tui.engine.columns import CSV_COLUMNS, RAW_COLUMNS
 
 
 async def _two_runs(app, pilot) -> list[str]:

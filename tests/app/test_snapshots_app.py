@@ -45,7 +45,7 @@ def _blocks(record: RunRecord, count: int, clock: str) -> None:
         for side, base in (("eager", 1.30), ("compiled", 0.82)):
             ms = [round(base + 0.04 * math.sin((index * 10 + j) / 3.0), 4) for j in range(10)]
             record.apply(make_event("block", 0.0, side=side, stage="measure", index=index, clock=clock, ms=ms,
-                                    wall_ms_per_call=round(base * 1.1, 4)))
+                                    host_ms_per_call=round(base * 1.1, 4)))
 
 
 def done_record() -> RunRecord:
@@ -68,11 +68,11 @@ def running_record() -> RunRecord:
     record.apply(make_event("started", 0.0, env=_env("cuda:0", True)))
     record.apply(make_event("phase", 0.0, phase="compiling"))
     record.apply(make_event("block", 0.0, side="compiled", stage="compile", index=0, clock="perf_counter",
-                            ms=[8421.0], wall_ms_per_call=8421.0))
+                            ms=[8421.0], host_ms_per_call=8421.0))
     record.apply(make_event("compiled", 0.0, compile_s=8.42, diagnostics={"graph_breaks": 1, "recompiles": 0}))
     record.apply(make_event("phase", 0.0, phase="warming_up"))
     record.apply(make_event("block", 0.0, side="compiled", stage="warmup", index=0, clock="cuda_event",
-                            ms=[1.9, 1.1, 0.85], wall_ms_per_call=1.3))
+                            ms=[1.9, 1.1, 0.85], host_ms_per_call=1.3))
     record.apply(make_event("phase", 0.0, phase="measuring"))
     _blocks(record, 3, "cuda_event")
     return record

@@ -5,11 +5,84 @@ Import as ``from fakes.records import cuda_run_record`` (pytest puts ``tests/`` 
 
 from __future__ import annotations
 
-from tui.engine.options import RunOptions
-from tui.engine.protocol import make_event
-from tui.engine.results import RunRecord
+import dataclasses
+import types
+import typing
+from typing import Any, Union
 
-__all__ = ["cuda_run_record"]
+from tui.engine.options import RunOptions
+from tui.engine.payloads import Accuracy, Diagnostics, Env, Memory
+from tui.engine.protocol import BlockTimed, Compiled, Finished, PhaseChanged, Started, WorkerWarning, make_event
+from tui.engine.results import RunRecord
+from tui.telemetry.model import RunTelemetry
+
+__all__ = ["base_type", "cuda_run_record", "full_instance", "full_record", "unset_fields", "EAGER_HOST"]
+
+
+def base_type(hint: Any) -> Any:
+    """``X`` for ``X | None``."""
+    if typing.get_origin(hint) in (Union, types.UnionType):
+        args = [a for a in typing.get_args(hint) if a is not type(None)]
+        return args[0] if len(args) == 1 else Any
+    return hint
+
+
+def _full_value(hint: Any, name: str, seed: int) -> Any:
+    hint = base_type(hint)
+    origin = typing.get_origin(hint)
+    if hint is bool:
+        return True
+    if hint is int:
+        return seed + 2
+    if hint is float:
+        return seed + 0.25
+    if hint is str:
+        return f"{name} {seed}"
+    if origin is tuple:
+        item = typing.get_args(hint)[0]
+        return tuple(_full_value(item, f"{name}[{i}]", seed + i) for i in range(2))
+    if origin is dict:
+        item = typing.get_args(hint)[1]
+        return {f"{name} key": _full_value(item, name, seed) if item is not Any else {"any": [1, "two"]}}
+    if dataclasses.is_dataclass(hint):
+        return full_instance(hint, seed)
+    return {"any": [seed, "two"]}  # Any
+
+
+def full_instance(cls: Any, seed: int = 0, **overrides: Any) -> Any:
+    """An instance of the dataclass ``cls`` with EVERY field set to a value other than its default.
+
+    Built from the annotations, so a field added later is set too (bools True, numbers from
+    ``seed``, strings naming their field, two items in every tuple, one key in every dict,
+    nested dataclasses filled the same way); ``overrides`` replace fields that need a value
+    from a fixed set (a phase, a side).
+    """
+    hints = typing.get_type_hints(cls)
+    values = {}
+    for number, spec in enumerate(dataclasses.fields(cls)):
+        if not spec.init:
+            continue
+        values[spec.name] = overrides[spec.name] if spec.name in overrides else _full_value(
+            hints[spec.name], spec.name, seed + number)
+    return cls(**values)
+
+
+def unset_fields(instance: Any) -> list[str]:
+    """The fields of a dataclass instance that still hold their default value (nested ones by path)."""
+    unset = []
+    for spec in dataclasses.fields(instance):
+        value = getattr(instance, spec.name)
+        if spec.default is not dataclasses.MISSING:
+            default = spec.default
+        elif spec.default_factory is not dataclasses.MISSING:
+            default = spec.default_factory()
+        else:
+            default = dataclasses.MISSING
+        if value == default:
+            unset.append(spec.name)
+        elif dataclasses.is_dataclass(value) and not isinstance(value, type):
+            unset += [f"{spec.name}.{name}" for name in unset_fields(value)]
+    return unset
 
 
 def cuda_run_record(run_id: str = "20250101-000000-lbound", eager_host_ms: float = 0.155) -> RunRecord:
@@ -29,7 +102,43 @@ def cuda_run_record(run_id: str = "20250101-000000-lbound", eager_host_ms: float
         for side, ms, host in (("eager", [0.099, 0.100, 0.101, 0.100, 0.100], eager_host_ms),
                                ("compiled", [0.115, 0.116, 0.117, 0.116, 0.116], 0.118)):  # fmt: skip
             record.apply(make_event("block", 1.0 + index, side=side, stage="measure", index=index, clock="cuda_event",
-                                    ms=ms, wall_ms_per_call=host))  # fmt: skip
+                                    ms=ms, host_ms_per_call=host))  # fmt: skip
     record.apply(make_event("finished", 9.0, diagnostics={"graph_breaks": 0, "recompiles": 0},
                             accuracy={"passed": True, "max_abs_err": 0.0}, memory={}, warnings=[]))  # fmt: skip
+    return record
+
+
+LABELS = ("batch=8", "batch=16", "batch=8", "batch=16", "batch=8")
+EAGER_HOST = (1.61, 1.72, 1.55, 1.68, 1.64, 1.59)  # host-inclusive ms per call, one per block
+
+
+def full_record(run_id: str, *, failed: bool) -> RunRecord:
+    """A CUDA-event run with every field of the record, its payloads and its summary set."""
+    options = full_instance(RunOptions, 1, workload="dynamic_shapes", device="cuda:0", dtype="bfloat16",
+                            mode="max-autotune", backend="aot_eager",
+                            params={"batch_sizes": "8,16", "width": 64})  # fmt: skip
+    record = RunRecord(run_id, options, created=1764583810.25)
+    record.apply(Started(t=0.1, run_id=run_id, env=full_instance(Env, 10), options={"as": "sent"}))
+    record.apply(PhaseChanged(t=0.2, phase="compiling"))
+    record.apply(BlockTimed(t=0.3, side="compiled", stage="compile", index=0, clock="perf_counter", ms=(2250.5,),
+                            host_ms_per_call=2250.5))  # fmt: skip
+    record.apply(Compiled(t=2.5, compile_s=2.25, diagnostics=full_instance(Diagnostics, 20)))
+    record.apply(WorkerWarning(t=2.6, message="a worker\nwarning"))
+    record.apply(BlockTimed(t=2.7, side="eager", stage="warmup", index=0, clock="cuda_event", ms=(1.4, 1.1, 1.05)))
+    record.apply(PhaseChanged(t=3.0, phase="measuring"))
+    for index, eager_host in enumerate(EAGER_HOST):
+        for side, base, host in (("eager", 1.0, eager_host), ("compiled", 0.5, 0.9 + 0.01 * index)):
+            ms = tuple(base + 0.01 * ((i + index) % 5) for i in range(5))
+            record.apply(BlockTimed(t=3.0 + index, side=side, stage="measure", index=index, clock="cuda_event", ms=ms,
+                                    host_ms_per_call=host, labels=LABELS, l2_flush=True))  # fmt: skip
+    record.set_telemetry(full_instance(RunTelemetry, 40))
+    accuracy, memory = full_instance(Accuracy, 30), full_instance(Memory, 50)
+    if failed:
+        record.accuracy, record.memory = accuracy, memory
+        record.flops_per_call, record.bytes_per_call = 2.5e9, 4.0e6
+        record.fail("runtime_error", "the workload raised\nat the end", "Traceback (most recent call last):\n  ...\n")
+    else:
+        record.apply(Finished(t=9.0, compile_s=2.25, diagnostics=full_instance(Diagnostics, 60), accuracy=accuracy,
+                              memory=memory, flops_per_call=2.5e9, bytes_per_call=4.0e6,
+                              warnings=("a finished warning",), iters={"eager": 30, "compiled": 30}))  # fmt: skip
     return record

@@ -41,7 +41,7 @@ def _ended_record(eager_ms: float = 2.0) -> RunRecord:
     record.apply(make_event("started", 0.0, env={"torch": "2.13.0"}))
     for side, ms in (("eager", eager_ms), ("compiled", eager_ms / 2)):
         record.apply(make_event("block", 0.1, side=side, stage="measure", index=0, clock="perf_counter",
-                                ms=[ms] * 5, wall_ms_per_call=ms))
+                                ms=[ms] * 5, host_ms_per_call=ms))
     record.apply(make_event("finished", 0.2, warnings=[]))
     return record
 

@@ -1,0 +1,167 @@
+"""Old history stays readable: the committed schema-1 history (written by the code of 2791984,
+see tests/data/make_history_schema1.py) loads under schema 2 and gives the same CSV cells."""
+
+from __future__ import annotations
+
+import csv
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from tui.engine.columns import CSV_COLUMNS
+from tui.engine.export import write_csv
+from tui.engine.history import History
+from tui.engine.migrate import SCHEMA, upgrade_line, upgrade_samples
+
+FIXTURE = Path(__file__).resolve().parent / "data" / "history_schema1"
+STATUSES = ["done", "done", "failed", "cancelled"]
+
+
+def _snapshot(directory: Path) -> dict[str, bytes]:
+    return {str(p.relative_to(directory)): p.read_bytes() for p in sorted(directory.rglob("*")) if p.is_file()}
+
+
+@pytest.fixture
+def schema1(tmp_path):
+    """A copy of the fixture in tmp_path; the committed files are checked to be untouched afterwards."""
+    before = _snapshot(FIXTURE)
+    assert {"history.jsonl", "expected_summary.csv"} <= set(before)
+    target = tmp_path / "history_schema1"
+    shutil.copytree(FIXTURE, target)
+    yield target
+    assert _snapshot(FIXTURE) == before  # never rewritten
+    assert _snapshot(target) == before  # not even the copy: reading only reads
+
+
+def _rows(path: Path) -> list[dict[str, str]]:
+    with path.open(newline="") as handle:
+        return list(csv.DictReader(handle))
+
+
+def _assert_same_cells(got: Path, want: Path) -> None:
+    got_rows, want_rows = _rows(got), _rows(want)
+    assert list(got_rows[0]) == list(want_rows[0]) == list(CSV_COLUMNS)
+    assert len(got_rows) == len(want_rows) == 4
+    different = {
+        (row["run_id"], column): (row[column], expected[column])
+        for row, expected in zip(got_rows, want_rows)
+        for column in CSV_COLUMNS
+        if row[column] != expected[column]
+    }
+    assert different == {}
+
+
+def test_the_fixture_is_schema_1():
+    lines = [json.loads(line) for line in (FIXTURE / "history.jsonl").read_text().splitlines()]
+    assert [line["schema"] for line in lines] == [1, 1, 1, 1] and SCHEMA == 2
+    samples = json.loads((FIXTURE / "runs" / "20261201-101010-aaaaaa.json").read_text())
+    assert samples["schema"] == 1 and "wall_ms_per_call" in samples["samples"]["eager"][0]
+
+
+def test_a_schema_1_history_loads_without_problems(schema1):
+    records, problems = History(schema1 / "history.jsonl", schema1 / "runs").load()
+    assert problems == []
+    assert len(records) == 4 and [r.status for r in records] == STATUSES
+    assert [r.run_id for r in records] == [
+        "20261201-101010-aaaaaa", "20261201-101011-bbbbbb", "20261201-101012-cccccc", "20261201-101013-dddddd",
+    ]  # fmt: skip
+    full = records[0]
+    assert full.options.workload == "dynamic_shapes" and full.options.params == {"batch_sizes": "8,16", "width": 64}
+    assert full.env.gpu_name == "NVIDIA H200" and full.env.gpu_memory_mb == 143771
+    assert full.diagnostics.graph_break_reasons == ("Data-dependent branching at x.py:3",)
+    assert full.accuracy.verdict == "pass" and full.memory.peak_mb == 120.5
+    assert full.telemetry.energy_from == "counter" and full.telemetry.samples == 40
+    assert not any(w.startswith("stored record") for r in records for w in r.warnings)
+    assert (records[2].error_kind, records[3].error_kind) == ("graph_break", "cancelled")
+
+
+def test_schema_1_samples_load_with_their_host_time(schema1):
+    records, _ = History(schema1 / "history.jsonl", schema1 / "runs").load()
+    for record in records:
+        record.ensure_samples()
+        assert record.samples_loaded
+    blocks = {r.run_id: [b for side in ("eager", "compiled") for b in r.samples[side]] for r in records}
+    assert [len(b) for b in blocks.values()] == [8, 8, 0, 1]
+    assert all(b.host_ms_per_call is not None for bs in blocks.values() for b in bs)
+    assert blocks["20261201-101013-dddddd"][0].host_ms_per_call == 0.2
+    assert blocks["20261201-101010-aaaaaa"][0].labels == ["batch=8", "batch=16", "batch=8", "batch=16", "batch=8"]
+    raw = [row for r in records for row in r.raw_rows()]
+    assert raw and all(row["host_ms_per_call"] != "" for row in raw)
+    summary = records[0].summary()
+    assert summary.eager.host is not None and summary.eager.host.n == 4
+    assert list(summary.per_label) == ["batch=8", "batch=16"]
+
+
+def test_the_summary_csv_of_a_schema_1_history_is_unchanged(schema1, tmp_path):
+    records, _ = History(schema1 / "history.jsonl", schema1 / "runs").load()
+    write_csv(records, tmp_path / "stored.csv")  # from the stored summaries
+    _assert_same_cells(tmp_path / "stored.csv", schema1 / "expected_summary.csv")
+    for record in records:
+        record.ensure_samples()
+    write_csv(records, tmp_path / "recomputed.csv")  # from the upgraded samples
+    _assert_same_cells(tmp_path / "recomputed.csv", schema1 / "expected_summary.csv")
+
+
+def _rewrite_line(path: Path, number: int, change) -> None:
+    lines = path.read_text().splitlines()
+    item = json.loads(lines[number - 1])
+    change(item)
+    lines[number - 1] = json.dumps(item)
+    path.write_text("\n".join(lines) + "\n")
+
+
+def test_a_wrong_typed_field_is_a_problem_naming_file_line_and_field(tmp_path):
+    directory = tmp_path / "edited"
+    shutil.copytree(FIXTURE, directory)
+    history_file = directory / "history.jsonl"
+
+    def wrong_types(item):
+        item["options"]["params"] = "n=64"
+        item["diagnostics"]["graph_breaks"] = "x"
+        item["telemetry"]["energy_j"] = "lots"
+
+    _rewrite_line(history_file, 2, wrong_types)
+    records, problems = History(history_file, directory / "runs").load()
+    assert len(records) == 4 and [r.status for r in records] == STATUSES
+    assert sorted(problems) == sorted([
+        f"{history_file} line 2: record.diagnostics.graph_breaks: expected int, got str (default used)",
+        f"{history_file} line 2: record.telemetry.energy_j: expected float, got str (default used)",
+        f"{history_file} line 2: record.options.params: expected an object, got str (default used)",
+    ])  # fmt: skip
+    edited = records[1]
+    assert edited.options.params == {} and edited.options.workload == "pointwise"  # the rest of the options kept
+    assert edited.diagnostics.graph_breaks is None and edited.diagnostics.recompiles == 0
+    assert edited.telemetry.energy_j is None
+    assert any("record.options.params" in w for w in edited.warnings)
+    # still usable by the app and the exports
+    row = edited.to_row()
+    assert row["params"] == "" and row["graph_breaks"] == "" and row["energy_j"] == "" and row["speedup"] != ""
+    assert "speedup" in edited.summary_line()
+    edited.ensure_samples()
+    assert edited.summary().speedup is not None
+    write_csv(records, tmp_path / "out.csv")
+    assert len(_rows(tmp_path / "out.csv")) == 4
+
+
+def test_an_unknown_schema_is_read_best_effort_and_said(tmp_path):
+    directory = tmp_path / "future"
+    shutil.copytree(FIXTURE, directory)
+    history_file = directory / "history.jsonl"
+    _rewrite_line(history_file, 3, lambda item: item.update(schema=99))
+    records, problems = History(history_file, directory / "runs").load()
+    assert len(records) == 4
+    assert problems == [f"{history_file} line 3: schema 99 is newer (this version writes {SCHEMA}); read best effort"]
+
+
+def test_upgrade_steps():
+    line = {"schema": 1, "run_id": "r", "status": "done"}
+    assert upgrade_line(line) == (line, True)
+    assert upgrade_line({"schema": SCHEMA, "run_id": "r"})[1] is True
+    assert upgrade_line({"schema": 99})[1] is False and upgrade_line({})[1] is False
+    assert upgrade_line({"schema": True})[1] is False
+    old = {"eager": [{"ms": [1.0], "wall_ms_per_call": 1.5, "labels": None}, "junk"], "compiled": None}
+    assert upgrade_samples(old, 1) == {"eager": [{"ms": [1.0], "host_ms_per_call": 1.5, "labels": None}, "junk"],
+                                       "compiled": None}  # fmt: skip
+    assert upgrade_samples(old, SCHEMA) is old  # the current schema is read as it is
