@@ -384,14 +384,14 @@ def test_sampler_summary_from_scripted_samples():
     sampler = RunSampler(source, uuid.upper())
     assert all(sampler.sample_once() for _ in range(4))
     summary = sampler.summary()
-    assert summary["samples"] == 4
-    assert summary["sm_clock_mean_mhz"] == pytest.approx((1980 + 1500 + 1700 + 1980) / 4)
-    assert summary["sm_clock_min_mhz"] == 1500.0
-    assert summary["temp_max_c"] == 83.0
-    assert summary["power_mean_w"] == 500.0
-    assert summary["energy_j"] == pytest.approx(0.85) and summary["energy_from"] == "counter"
-    assert summary["throttle_reasons"] == ["HW slowdown", "SW power cap"]
-    assert summary["errors"] == 0 and summary["gpu_lost"] is False
+    assert summary.samples == 4
+    assert summary.sm_clock_mean_mhz == pytest.approx((1980 + 1500 + 1700 + 1980) / 4)
+    assert summary.sm_clock_min_mhz == 1500.0
+    assert summary.temp_max_c == 83.0
+    assert summary.power_mean_w == 500.0
+    assert summary.energy_j == pytest.approx(0.85) and summary.energy_from == "counter"
+    assert summary.throttle_reasons == ("HW slowdown", "SW power cap")
+    assert summary.errors == 0 and summary.gpu_lost is False
 
 
 def test_sampler_integrates_power_without_an_energy_counter():
@@ -404,7 +404,7 @@ def test_sampler_integrates_power_without_an_energy_counter():
         sampler.sample_once()
     summary = sampler.summary()
     # trapezoids: (100+300)/2*0.5 + (300+300)/2*0.5
-    assert summary["energy_j"] == pytest.approx(250.0) and summary["energy_from"] == "power"
+    assert summary.energy_j == pytest.approx(250.0) and summary.energy_from == "power"
 
 
 def test_sampler_with_nothing_measured():
@@ -413,10 +413,10 @@ def test_sampler_with_nothing_measured():
     sampler = RunSampler(source, source.uuids[0])
     sampler.sample_once()
     summary = sampler.summary()
-    assert summary["samples"] == 1
-    assert summary["sm_clock_mean_mhz"] is None and summary["temp_max_c"] is None
-    assert summary["energy_j"] is None and summary["throttle_reasons"] == []
-    assert RunSampler(source, source.uuids[0]).summary()["samples"] == 0
+    assert summary.samples == 1
+    assert summary.sm_clock_mean_mhz is None and summary.temp_max_c is None
+    assert summary.energy_j is None and summary.throttle_reasons == ()
+    assert RunSampler(source, source.uuids[0]).summary().samples == 0
 
 
 def test_sampler_survives_a_raising_source():
@@ -429,8 +429,8 @@ def test_sampler_survives_a_raising_source():
     assert [sampler.sample_once() for _ in range(5)] == [False] * 5
     assert source.calls == 7  # gave up after three failures in a row
     summary = sampler.stop()
-    assert summary["samples"] == 2 and summary["errors"] == 5
-    assert summary["last_error"] == "RuntimeError: NVML gone"
+    assert summary.samples == 2 and summary.errors == 5
+    assert summary.last_error == "RuntimeError: NVML gone"
 
 
 def test_sampler_drops_a_field_it_cannot_use():
@@ -440,8 +440,8 @@ def test_sampler_drops_a_field_it_cannot_use():
     sampler.sample_once()
     sampler.sample_once()
     summary = sampler.summary()
-    assert summary["sm_clock_mean_mhz"] is None and summary["sm_clock_min_mhz"] is None
-    assert summary["temp_max_c"] is not None and summary["samples"] == 2
+    assert summary.sm_clock_mean_mhz is None and summary.sm_clock_min_mhz is None
+    assert summary.temp_max_c is not None and summary.samples == 2
 
 
 def test_sampler_asks_for_its_fields_and_accepts_sources_without_them():
@@ -460,7 +460,7 @@ def test_sampler_asks_for_its_fields_and_accepts_sources_without_them():
     plain = UuidOnly()
     sampler = RunSampler(plain, source.uuids[0])
     assert sampler.sample_once() and sampler.sample_once()
-    assert plain.calls == 2 and sampler.summary()["samples"] == 2
+    assert plain.calls == 2 and sampler.summary().samples == 2
 
 
 def test_sampler_stops_on_a_lost_or_unknown_gpu():
@@ -469,10 +469,10 @@ def test_sampler_stops_on_a_lost_or_unknown_gpu():
     assert sampler.sample_once()
     source.lose(0)
     assert not sampler.sample_once() and not sampler.sample_once()
-    assert source.calls == 2 and sampler.summary()["gpu_lost"] is True
+    assert source.calls == 2 and sampler.summary().gpu_lost is True
     unknown = RunSampler(source, "gpu-does-not-exist")
     assert not unknown.sample_once()
-    assert unknown.summary()["last_error"] == "GPU not found"
+    assert unknown.summary().last_error == "GPU not found"
 
 
 def test_sampler_thread_samples_until_stopped():
@@ -482,11 +482,11 @@ def test_sampler_thread_samples_until_stopped():
     assert source.wait_for_calls(5, timeout=10)
     summary = sampler.stop()
     assert not sampler.running
-    assert summary["samples"] >= 6  # the five awaited plus the last one taken at stop
-    assert summary["samples"] == source.calls
-    assert summary["energy_from"] == "counter" and summary["energy_j"] > 0
+    assert summary.samples >= 6  # the five awaited plus the last one taken at stop
+    assert summary.samples == source.calls
+    assert summary.energy_from == "counter" and summary.energy_j > 0
     calls = source.calls
-    assert sampler.stop()["samples"] == calls  # idempotent, no more polls
+    assert sampler.stop().samples == calls  # idempotent, no more polls
 
 
 def test_sampler_thread_reads_the_energy_counter_only_at_both_ends():
@@ -505,12 +505,12 @@ def test_sampler_thread_reads_the_energy_counter_only_at_both_ends():
     summary = sampler.stop()
     with_energy = ["energy_mj" in fields for fields in source.asked]
     assert with_energy[0] and with_energy[-1] and not any(with_energy[1:-1])
-    assert summary["energy_from"] == "counter" and summary["energy_j"] > 0
-    assert summary["samples"] == len(source.asked)
+    assert summary.energy_from == "counter" and summary.energy_j > 0
+    assert summary.samples == len(source.asked)
 
 
 def test_sampler_as_context_manager():
     source = FakeSource()
     with RunSampler(source, source.uuids[0], hz=100) as sampler:
         assert source.wait_for_calls(1, timeout=10)
-    assert not sampler.running and sampler.summary()["samples"] >= 2
+    assert not sampler.running and sampler.summary().samples >= 2
