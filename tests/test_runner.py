@@ -16,6 +16,7 @@ import pytest
 from fakes.polling import poll_until
 
 from tui.engine.options import RunOptions
+from tui.engine.protocol import BlockTimed, Event, PhaseChanged, Ready, Started, WorkerWarning
 from tui.engine.results import RunRecord
 from tui.engine.runner import STDERR_TAIL_BYTES, WorkerRunner
 from tui.telemetry.fake import FakeSource
@@ -62,22 +63,25 @@ class _Collector:
     """on_event callback that keeps events with their arrival time, and can signal one."""
 
     def __init__(self, wait_for: str | None = None) -> None:
-        self.events: list[dict] = []
+        self.events: list[Event] = []
         self.arrived: list[float] = []
         self.seen = asyncio.Event()
         self.wait_for = wait_for
 
-    def __call__(self, event: dict) -> None:
+    def __call__(self, event: Event) -> None:
         self.events.append(event)
         self.arrived.append(time.monotonic())
-        if event.get("event") == self.wait_for:
+        if event.NAME == self.wait_for:
             self.seen.set()
 
     def names(self) -> list[str]:
-        return [e["event"] for e in self.events]
+        return [e.NAME for e in self.events]
+
+    def of(self, kind: type) -> list:
+        return [e for e in self.events if isinstance(e, kind)]
 
     def pid(self) -> int:
-        return next(e["pid"] for e in self.events if e["event"] == "ready")
+        return self.of(Ready)[0].pid
 
 
 async def test_events_reach_the_record_in_order_and_blocks_stream():
@@ -91,14 +95,14 @@ async def test_events_reach_the_record_in_order_and_blocks_stream():
     names = collector.names()
     assert names[:3] == ["ready", "started", "phase"]
     assert names[-1] == "finished"
-    phases = [e["phase"] for e in collector.events if e["event"] == "phase"]
-    assert phases == ["building", "compiling", "warming_up", "checking_accuracy", "measuring"]
-    blocks = [e for e in collector.events if e["event"] == "block"]
-    assert [(b["side"], b["index"]) for b in blocks] == [(s, i) for i in range(4) for s in ("eager", "compiled")]
-    first_block = collector.arrived[names.index("block")]
+    phases = [e.phase for e in collector.of(PhaseChanged)]
+    assert phases == ["building", "compiling", "warming_up", "checking_accuracy", "measuring", "diagnosing"]
+    blocks = [e for e in collector.of(BlockTimed) if e.stage == "measure"]
+    assert [(b.side, b.index) for b in blocks] == [(s, i) for i in range(4) for s in ("eager", "compiled")]
+    first_block = collector.arrived[collector.events.index(blocks[0])]
     assert collector.arrived[-1] - first_block >= 0.1  # the first block came while the run was still going
     assert record.status == "done"
-    assert record.summary()["compiled"]["iter"].median == pytest.approx(1.0, abs=0.05)
+    assert record.summary().compiled.iter.median == pytest.approx(1.0, abs=0.05)
     assert await _group_gone(runner.last_pid)
 
 
@@ -180,7 +184,7 @@ async def test_megabytes_on_stderr_neither_block_nor_corrupt_the_stream():
     finally:
         await runner.aclose()
     assert record.status == "done"
-    assert collector.names().count("block") == 8
+    assert len([b for b in collector.of(BlockTimed) if b.stage == "measure"]) == 8
     assert len(runner.last_stderr.encode()) <= STDERR_TAIL_BYTES
     assert runner.last_stderr.endswith("spam done\n")
 
@@ -194,8 +198,8 @@ async def test_lines_that_are_not_events_become_warnings():
     finally:
         await runner.aclose()
     assert record.status == "done"
-    warnings = [e["message"] for e in collector.events if e["event"] == "warning"]
-    assert len(warnings) == 2 and all("not an event" in w for w in warnings)
+    warnings = [e for e in collector.of(WorkerWarning)]
+    assert len(warnings) == 2 and all("not an event" in w.message and w.source == "runner" for w in warnings)
 
 
 async def test_the_spare_is_taken_by_the_next_run_and_every_run_gets_a_fresh_process():
@@ -238,8 +242,8 @@ async def test_a_spare_still_importing_is_paused_while_a_run_measures(tmp_path):
     )
     states: list[str] = []
 
-    def on_event(event: dict) -> None:
-        if event["event"] == "block" and runner.spare_pid is not None:
+    def on_event(event: Event) -> None:
+        if isinstance(event, BlockTimed) and runner.spare_pid is not None:
             states.append(_proc_state(runner.spare_pid))
 
     try:
@@ -280,8 +284,8 @@ async def test_a_cuda_run_takes_the_gpu_lock_and_samples_telemetry(compile_lab_h
     record = _record(_options("slow", device="cuda:1"))
     lock_held = []
 
-    def on_event(event: dict) -> None:
-        if event["event"] == "block":
+    def on_event(event: Event) -> None:
+        if isinstance(event, BlockTimed):
             lock_held.extend(p.name for p in (compile_lab_home / "data" / "locks").iterdir())
 
     try:
@@ -289,11 +293,11 @@ async def test_a_cuda_run_takes_the_gpu_lock_and_samples_telemetry(compile_lab_h
     finally:
         await runner.aclose()
     assert lock_held and lock_held[0] == f"gpu-{gpu.removeprefix('gpu-')}.lock"
-    assert record.env["cuda_visible_devices"] == "GPU-" + gpu.removeprefix("gpu-")  # cuda:1 in NVML order
+    assert record.env.cuda_visible_devices == "GPU-" + gpu.removeprefix("gpu-")  # cuda:1 in NVML order
     assert record.status == "done"
-    assert record.telemetry["samples"] >= 1
-    assert record.telemetry["throttle_reasons"] == ["SW power cap"]
-    assert any("throttled" in w for w in record.summary()["warnings"])
+    assert record.telemetry.samples >= 1
+    assert record.telemetry.throttle_reasons == ("SW power cap",)
+    assert any("throttled" in w for w in record.summary().warnings)
     assert any("other processes were using the GPU" in w and "4242 (someone-else)" in w for w in record.warnings)
 
 
@@ -311,7 +315,7 @@ async def test_a_busy_gpu_lock_makes_the_run_wait_and_say_so(compile_lab_home):
     task = asyncio.create_task(runner.run(record, collector))
     try:
         await asyncio.wait_for(collector.seen.wait(), 10)
-        assert "busy" in collector.events[0]["message"]
+        assert "busy" in collector.events[0].message and collector.events[0].source == "runner"
         assert not task.done() and "ready" not in collector.names()
         fcntl.flock(holder, fcntl.LOCK_UN)
         await asyncio.wait_for(task, 10)
@@ -319,7 +323,7 @@ async def test_a_busy_gpu_lock_makes_the_run_wait_and_say_so(compile_lab_home):
         holder.close()
         await runner.aclose()
     assert record.status == "done"
-    started = next(e for e in collector.events if e["event"] == "started")
-    assert started["env"]["device"] == f"cuda:{gpu}"
-    assert started["env"]["cuda_visible_devices"] == gpu
-    assert started["env"]["cuda_device_order"] == "PCI_BUS_ID"
+    started = collector.of(Started)[0]
+    assert started.env.device == f"cuda:{gpu}"
+    assert started.env.cuda_visible_devices == gpu
+    assert started.env.cuda_device_order == "PCI_BUS_ID"

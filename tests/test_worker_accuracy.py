@@ -15,7 +15,7 @@ from tui.engine.worker.flops import count_flops  # noqa: E402
 def test_identical_outputs_pass_with_zero_error():
     x = torch.randn(16, 16)
     result = compare(x.clone(), x, 1e-4, 1e-4)
-    assert result["passed"] is True and result["max_abs_err"] == 0.0 and result["compared"] == 256
+    assert result.passed is True and result.max_abs_err == 0.0 and result.compared == 256
 
 
 def test_an_error_beyond_tolerance_fails_and_names_where():
@@ -23,41 +23,41 @@ def test_an_error_beyond_tolerance_fails_and_names_where():
     got = keep(ref)
     got["grads"][1][2] += 0.01
     result = compare(got, ref, 1e-4, 1e-4)
-    assert result["passed"] is False
-    assert result["worst"] == "output['grads'][1]"
-    assert result["max_abs_err"] == pytest.approx(0.01, rel=1e-3)
-    assert result["max_rel_err"] == pytest.approx(0.01, rel=1e-3)
+    assert result.passed is False
+    assert result.worst == "output['grads'][1]"
+    assert result.max_abs_err == pytest.approx(0.01, rel=1e-3)
+    assert result.max_rel_err == pytest.approx(0.01, rel=1e-3)
 
 
 def test_relative_error_near_zero_does_not_decide():
     ref = torch.tensor([0.0, 1.0])
     got = torch.tensor([1e-6, 1.0])
     result = compare(got, ref, 1e-4, 1e-4)
-    assert result["passed"] is True and result["max_rel_err"] > 0.5
+    assert result.passed is True and result.max_rel_err > 0.5
 
 
 def test_nan_never_passes_even_on_both_sides():
     nan = torch.tensor([float("nan"), 1.0])
     result = compare(nan.clone(), nan, 1.0, 1.0)
-    assert result["passed"] is False and "NaN" in result["problem"]
-    assert math.isnan(result["max_abs_err"])
+    assert result.passed is False and "NaN" in result.problem
+    assert math.isnan(result.max_abs_err)
 
 
 def test_matching_infinities_pass_and_a_lone_inf_fails():
     ref = torch.tensor([float("inf"), 1.0])
-    assert compare(ref.clone(), ref, 1e-4, 1e-4)["passed"] is True
-    assert compare(torch.tensor([1.0, 1.0]), ref, 1e-4, 1e-4)["passed"] is False
+    assert compare(ref.clone(), ref, 1e-4, 1e-4).passed is True
+    assert compare(torch.tensor([1.0, 1.0]), ref, 1e-4, 1e-4).passed is False
 
 
 def test_structure_and_shape_mismatches_fail():
-    assert compare((torch.ones(2),), (torch.ones(2), torch.ones(2)), 1, 1)["passed"] is False
+    assert compare((torch.ones(2),), (torch.ones(2), torch.ones(2)), 1, 1).passed is False
     result = compare(torch.ones(2), torch.ones(3), 1, 1)
-    assert result["passed"] is False and "shape" in result["problem"]
+    assert result.passed is False and "shape" in result.problem
 
 
 def test_bf16_outputs_compare_in_float64():
     ref = torch.randn(64, dtype=torch.bfloat16)
-    assert compare(ref.clone(), ref, *tolerances(torch.bfloat16))["passed"] is True
+    assert compare(ref.clone(), ref, *tolerances(torch.bfloat16)).passed is True
 
 
 def test_tolerances_loosen_for_tf32_max_autotune_and_low_precision():

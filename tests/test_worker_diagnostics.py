@@ -38,42 +38,42 @@ def _diagnose(fn, *inputs_list, **compile_kwargs):
 
 def test_a_data_dependent_branch_counts_as_a_graph_break_with_its_reason_and_place():
     report = _diagnose(branchy, torch.ones(4), torch.ones(4))
-    assert report["graph_breaks"] >= 1
-    reason = report["graph_break_reasons"][0]
+    assert report.graph_breaks >= 1
+    reason = report.graph_break_reasons[0]
     assert "Data-dependent branching" in reason
     assert "test_worker_diagnostics.py" in reason and "in branchy" in reason and "y.sum() > 0" in reason
-    assert report["unique_graphs"] >= 2 and report["resumes"] >= 1
-    assert report["recompiles"] == 0 and report["recompile_limit_hit"] is False
+    assert report.unique_graphs >= 2 and report.resumes >= 1
+    assert report.recompiles == 0 and report.recompile_limit_hit is False
 
 
 def test_a_plain_function_has_no_graph_break():
     report = _diagnose(plain, torch.ones(4), torch.ones(4))
-    assert report["graph_breaks"] == 0 and report["graph_break_reasons"] == []
-    assert report["unique_graphs"] == 1
-    assert report["compilations"] == 1 and report["compile_times_s"]["dynamo"] > 0
+    assert report.graph_breaks == 0 and report.graph_break_reasons == ()
+    assert report.unique_graphs == 1
+    assert report.compilations == 1 and report.compile_times_s.dynamo > 0
 
 
 def test_recompiles_and_the_recompile_limit_are_detected(monkeypatch):
     monkeypatch.setattr(torch._dynamo.config, "recompile_limit", 2)
     shapes = [torch.ones(n) for n in (1, 2, 3, 4, 5)]
     report = _diagnose(plain, *shapes, dynamic=False)
-    assert report["recompiles"] >= 1
-    assert "size mismatch" in report["recompile_reasons"][0]
-    assert report["recompile_limit_hit"] is True
-    assert report["graph_breaks"] == 0  # the limit is not a graph break
+    assert report.recompiles >= 1
+    assert "size mismatch" in report.recompile_reasons[0]
+    assert report.recompile_limit_hit is True
+    assert report.graph_breaks == 0  # the limit is not a graph break
     assert diagnostics.RECOMPILE_LIMIT_WARNING == "hit the recompile limit: later calls ran eagerly"
 
 
 def test_the_diff_ignores_what_happened_before_the_snapshot():
     torch.compile(branchy, backend="eager")(torch.ones(4))
     report = _diagnose(plain, torch.ones(3))
-    assert report["graph_breaks"] == 0 and report["unique_graphs"] == 1
+    assert report.graph_breaks == 0 and report.unique_graphs == 1
 
 
 def test_explain_pass_counts_the_break():
     result = diagnostics.explain_pass(branchy, (torch.ones(4),))
-    assert result["graph_break_count"] >= 1 and result["graph_count"] >= 2
-    assert any("branchy" in reason for reason in result["break_reasons"])
+    assert result.graph_break_count >= 1 and result.graph_count >= 2
+    assert any("branchy" in reason for reason in result.break_reasons)
 
 
 def test_fullgraph_break_classifies_as_graph_break():

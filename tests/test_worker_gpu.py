@@ -7,7 +7,9 @@ from __future__ import annotations
 
 import pytest
 
+from tui.engine.clocks import CUDA_EVENT
 from tui.engine.options import RunOptions
+from tui.engine.protocol import BlockTimed, Finished
 
 torch = pytest.importorskip("torch")
 
@@ -16,18 +18,18 @@ from test_worker_process import worker_factory  # noqa: E402,F401  (the fixture)
 pytestmark = [pytest.mark.gpu, pytest.mark.slow]
 
 
-def _run(worker_factory, options: RunOptions, env=None) -> list[dict]:
+def _run(worker_factory, options: RunOptions, env=None) -> list:
     worker = worker_factory(env=env)
     worker.send(options)
     events = worker.events_until_end(timeout=400)
     code = worker.finish()
-    assert events[-1]["event"] == "finished", (events[-1], worker.stderr()[-4000:])
+    assert isinstance(events[-1], Finished), (events[-1], worker.stderr()[-4000:])
     assert code == 0
     return events
 
 
 def _measured(events, side=None):
-    return [e for e in events if e["event"] == "block" and e["stage"] == "measure" and side in (None, e["side"])]
+    return [e for e in events if isinstance(e, BlockTimed) and e.stage == "measure" and side in (None, e.side)]
 
 
 def test_inductor_matmul_on_cuda_uses_cuda_events_and_reports_the_gpu(worker_factory):
@@ -35,24 +37,24 @@ def test_inductor_matmul_on_cuda_uses_cuda_events_and_reports_the_gpu(worker_fac
     events = _run(worker_factory, RunOptions(workload="matmul", device="cuda", params={"n": n},
                                              warmup=2, iters=20, block_size=5))
     started, finished = events[1], events[-1]
-    env = started["env"]
-    assert env["gpu_uuid"].startswith("GPU-") and env["gpu_name"] and env["compute_capability"]
-    assert env["tf32_matmul"] is False and env["tf32_cudnn"] is False
+    env = started.env
+    assert env.gpu_uuid.startswith("GPU-") and env.gpu_name and env.compute_capability
+    assert env.tf32_matmul is False and env.tf32_cudnn is False
     blocks = _measured(events)
-    assert all(b["clock"] == "cuda_event" for b in blocks)
-    assert all(0 < ms < 1000 for b in blocks for ms in b["ms"])
-    assert finished["memory"]["eager_peak_mb"] > 0 and finished["memory"]["compiled_peak_mb"] > 0
-    assert finished["flops_per_call"] == 2 * n**3
-    assert finished["accuracy"]["passed"] is True
+    assert all(b.clock == CUDA_EVENT.name for b in blocks)
+    assert all(0 < ms < 1000 for b in blocks for ms in b.ms)
+    assert finished.memory.eager_peak_mb > 0 and finished.memory.compiled_peak_mb > 0
+    assert finished.flops_per_call == 2 * n**3
+    assert finished.accuracy.passed is True
 
 
 def test_reduce_overhead_records_cuda_graphs_on_the_gpu(worker_factory):
     events = _run(worker_factory, RunOptions(workload="cnn", device="cuda", mode="reduce-overhead",
                                              params={"batch": 8}, warmup=3, iters=20, block_size=5))
     finished = events[-1]
-    assert finished["diagnostics"]["cudagraph_skips"] == 0
-    assert not any("CUDA graphs were skipped" in w for w in finished["warnings"])
-    assert finished["accuracy"]["passed"] is True, finished["accuracy"]
+    assert finished.diagnostics.cudagraph_skips == 0
+    assert not any("CUDA graphs were skipped" in w for w in finished.warnings)
+    assert finished.accuracy.passed is True, finished.accuracy
 
 
 def test_a_uuid_device_with_l2_flush_in_bf16(worker_factory):
@@ -63,12 +65,12 @@ def test_a_uuid_device_with_l2_flush_in_bf16(worker_factory):
                                              dtype="bfloat16", l2_flush=True, params={"n": 256},
                                              iters=4, block_size=2),
                   env={"CUDA_VISIBLE_DEVICES": uuid, "CUDA_DEVICE_ORDER": "PCI_BUS_ID"})
-    assert events[1]["env"]["gpu_uuid"].lower() == uuid.lower()
-    assert all(b.get("l2_flush") is True for b in _measured(events))
+    assert events[1].env.gpu_uuid.lower() == uuid.lower()
+    assert all(b.l2_flush is True for b in _measured(events))
     finished = events[-1]
-    assert any(w.startswith("l2_flush") for w in finished["warnings"])
-    assert finished["memory"]["l2_flush_buffer_mb"] == 256
-    assert finished["accuracy"]["passed"] is True and finished["accuracy"]["atol"] >= 2e-2
+    assert any(w.startswith("l2_flush") for w in finished.warnings)
+    assert finished.memory.l2_flush_buffer_mb == 256
+    assert finished.accuracy.passed is True and finished.accuracy.atol >= 2e-2
 
 
 def test_a_compiled_training_step_matches_eager_on_the_gpu(worker_factory):
@@ -77,8 +79,8 @@ def test_a_compiled_training_step_matches_eager_on_the_gpu(worker_factory):
                                              compile_optimizer=True, params={"batch": 32, "width": 64, "depth": 2},
                                              warmup=3, iters=10, block_size=5))
     finished = events[-1]
-    assert finished["accuracy"]["passed"] is True, finished["accuracy"]
-    assert finished["accuracy"]["compared"] > 64 * 64
+    assert finished.accuracy.passed is True, finished.accuracy
+    assert finished.accuracy.compared > 64 * 64
 
 
 def test_dynamic_shapes_on_the_gpu_label_every_iteration(worker_factory):
@@ -86,7 +88,7 @@ def test_dynamic_shapes_on_the_gpu_label_every_iteration(worker_factory):
                                              params={"shapes": 3, "batch": 16, "width": 64},
                                              warmup=1, iters=6, block_size=3))
     blocks = _measured(events)
-    assert all(len(b["labels"]) == len(b["ms"]) for b in blocks)
-    assert {label for b in blocks for label in b["labels"]} == {"batch=16", "batch=32", "batch=48"}
-    assert events[-1]["diagnostics"]["recompiles"] >= 1
-    assert events[-1]["diagnostics"]["recompiles_during_measure"] == 0
+    assert all(len(b.labels) == len(b.ms) for b in blocks)
+    assert {label for b in blocks for label in b.labels} == {"batch=16", "batch=32", "batch=48"}
+    assert events[-1].diagnostics.recompiles >= 1
+    assert events[-1].diagnostics.recompiles_during_measure == 0

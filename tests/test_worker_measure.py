@@ -11,8 +11,9 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
+from tui.engine.clocks import PERF_COUNTER  # noqa: E402
 from tui.engine.options import RunOptions  # noqa: E402
-from tui.engine.protocol import decode  # noqa: E402
+from tui.engine.protocol import BlockTimed, WorkerWarning, decode  # noqa: E402
 from tui.engine.worker import envinfo  # noqa: E402
 from tui.engine.worker.channel import EventChannel  # noqa: E402
 from tui.engine.worker.measure import HEAD_START_MAX_MS, HEAD_START_MIN_MS, Benchmark, head_start_ms, make_compile_fn  # noqa: E402,E501
@@ -41,17 +42,17 @@ def _workload(fn, input_sets, labels=None) -> TinyWorkload:
 
 class Recorder:
     def __init__(self):
-        self.events: list[tuple[str, dict]] = []
+        self.events: list = []
         self.warnings: list[str] = []
 
-    def emit(self, event, **fields):
-        self.events.append((event, fields))
+    def emit(self, event):
+        self.events.append(event)
 
     def warn(self, message):
         self.warnings.append(message)
 
-    def blocks(self, stage=None):
-        return [f for e, f in self.events if e == "block" and (stage is None or f["stage"] == stage)]
+    def blocks(self, stage=None) -> list[BlockTimed]:
+        return [e for e in self.events if isinstance(e, BlockTimed) and (stage is None or e.stage == stage)]
 
 
 @pytest.fixture(autouse=True)
@@ -78,16 +79,17 @@ def test_blocks_alternate_and_cover_iters_per_side_with_labels_cycling():
     sets = [(torch.ones(n, 4),) for n in (1, 2, 3)]
     bench, rec = _run(_workload(lambda x: x * 2, sets, ["b=1", "b=2", "b=3"]), warmup=2, iters=7, block_size=3)
     measured = rec.blocks("measure")
-    assert [b["side"] for b in measured] == ["eager", "compiled"] * 3
-    assert [len(b["ms"]) for b in measured if b["side"] == "compiled"] == [3, 3, 1]
+    assert [b.side for b in measured] == ["eager", "compiled"] * 3
+    assert [len(b.ms) for b in measured if b.side == "compiled"] == [3, 3, 1]
     assert bench.measured == {"eager": 7, "compiled": 7}
     compile_block = rec.blocks("compile")[0]
-    assert compile_block["side"] == "compiled" and len(compile_block["ms"]) == 1 and compile_block["labels"] == ["b=1"]
+    assert compile_block.side == "compiled" and len(compile_block.ms) == 1 and compile_block.labels == ("b=1",)
+    assert compile_block.clock == PERF_COUNTER.name
     # compiled warm-up covers every input set three times; labels follow the cycle
-    compiled_warmup = [b for b in rec.blocks("warmup") if b["side"] == "compiled"]
-    assert sum(len(b["ms"]) for b in compiled_warmup) == 9
-    assert compiled_warmup[0]["labels"][:3] == ["b=2", "b=3", "b=1"]
-    assert all(len(b["labels"]) == len(b["ms"]) for b in rec.blocks())
+    compiled_warmup = [b for b in rec.blocks("warmup") if b.side == "compiled"]
+    assert sum(len(b.ms) for b in compiled_warmup) == 9
+    assert compiled_warmup[0].labels[:3] == ("b=2", "b=3", "b=1")
+    assert all(len(b.labels) == len(b.ms) for b in rec.blocks())
     assert not bench.stance_used  # labelled workloads change shape on purpose
     assert bench.compile_s > 0 and bench.peak_mb == {"eager": None, "compiled": None}
 
@@ -95,14 +97,14 @@ def test_blocks_alternate_and_cover_iters_per_side_with_labels_cycling():
 def test_at_least_three_compiled_warmup_calls_even_with_warmup_zero():
     bench, rec = _run(_workload(lambda x: x + 1, [(torch.ones(4),)]), warmup=0, iters=2, block_size=2)
     warm = rec.blocks("warmup")
-    assert sum(len(b["ms"]) for b in warm if b["side"] == "compiled") == 3
-    assert sum(len(b["ms"]) for b in warm if b["side"] == "eager") == 2  # the set-up calls after the first
+    assert sum(len(b.ms) for b in warm if b.side == "compiled") == 3
+    assert sum(len(b.ms) for b in warm if b.side == "eager") == 2  # the set-up calls after the first
 
 
 class ScriptedClock:
     """A clock whose blocks take the medians scripted per side (the calls still run)."""
 
-    name = "perf_counter"
+    info = PERF_COUNTER
 
     def __init__(self, bench: Benchmark, medians: dict[str, list[float]]) -> None:
         self.bench = bench
@@ -134,7 +136,7 @@ def _warmed(medians: dict[str, list[float]], **option_fields) -> tuple[Benchmark
 
 
 def _warmup_blocks(rec: Recorder, side: str) -> list[float]:
-    return [b["ms"][0] for b in rec.blocks("warmup") if b["side"] == side]
+    return [b.ms[0] for b in rec.blocks("warmup") if b.side == side]
 
 
 def test_warm_up_goes_on_until_two_blocks_agree():
@@ -161,7 +163,7 @@ def test_a_change_inside_the_calls_own_spread_counts_as_settled():
     # its median moved 20%, inside that spread (IQR/median 25%), so eager is settled
     noisy = [9.0, 12.0, 15.0]
     bench, rec = _warmed({"compiled": [1.0, 1.0], "eager": [10.0, noisy, [99.0] * 3]}, warmup=3, block_size=3)
-    assert [b["ms"] for b in rec.blocks("warmup") if b["side"] == "eager"][-2:] == [[10.0] * 3, noisy]
+    assert [list(b.ms) for b in rec.blocks("warmup") if b.side == "eager"][-2:] == [[10.0] * 3, noisy]
     assert rec.warnings == []
 
 
@@ -214,7 +216,7 @@ def test_a_recompile_during_measurement_is_caught_by_the_stance_and_warned():
     assert bench.measured == {"eager": 6, "compiled": 6}
     assert len(rec.warnings) == 1 and rec.warnings[0].startswith("recompiled during measurement")
     assert "SCALE" in rec.warnings[0]
-    assert sum(len(b["ms"]) for b in rec.blocks("measure") if b["side"] == "compiled") == 6
+    assert sum(len(b.ms) for b in rec.blocks("measure") if b.side == "compiled") == 6
 
 
 def test_the_time_budget_stops_measuring_with_a_warning():
@@ -228,24 +230,24 @@ def test_event_channel_writes_decodable_lines():
     read_fd, write_fd = os.pipe()
     try:
         channel = EventChannel(write_fd)
-        channel.emit("warning", message="a warning")
-        channel.emit("block", side="eager", stage="measure", index=0, clock="perf_counter",
-                     ms=[float("nan"), 1.0], wall_ms_per_call=1.0)
+        channel.emit(WorkerWarning(message="a warning"))
+        channel.emit(BlockTimed(side="eager", stage="measure", index=0, clock=PERF_COUNTER.name,
+                                ms=(float("nan"), 1.0), host_ms_per_call=1.0))
         os.close(write_fd)
         lines = os.read(read_fd, 65536).splitlines()
     finally:
         os.close(read_fd)
     events = [decode(line) for line in lines]
-    assert [e["event"] for e in events] == ["warning", "block"]
-    assert events[1]["ms"] == [None, 1.0] and events[0]["t"] >= 0
+    assert [type(e) for e in events] == [WorkerWarning, BlockTimed]
+    assert events[1].ms == (None, 1.0) and events[0].t >= 0
 
 
 def test_envinfo_reports_the_cpu_side():
     env = envinfo.collect(torch.device("cpu"))
-    assert env["torch"] == torch.__version__ and env["device"] == "cpu"
-    assert env["gpu_uuid"] is None and env["python"]
-    assert isinstance(env["tf32_matmul"], bool) and isinstance(env["tf32_cudnn"], bool)
-    assert env["float32_matmul_precision"] in ("highest", "high", "medium")
+    assert env.torch == torch.__version__ and env.device == "cpu"
+    assert env.gpu_uuid is None and env.python
+    assert isinstance(env.tf32_matmul, bool) and isinstance(env.tf32_cudnn, bool)
+    assert env.float32_matmul_precision in ("highest", "high", "medium")
 
 
 @pytest.mark.parametrize(("raw", "expected"), [
@@ -335,13 +337,13 @@ class _FakeGpu:
 def test_cuda_clock_sizes_each_head_start_from_that_steps_last_block(monkeypatch):
     from types import SimpleNamespace
 
-    from tui.engine.worker import measure
+    from tui.engine.worker import clocks
 
     gpu = _FakeGpu()
     monkeypatch.setattr(torch.cuda, "Event", gpu.Event)
     monkeypatch.setattr(torch.cuda, "synchronize", lambda device=None: None)
-    monkeypatch.setattr(measure, "time", SimpleNamespace(perf_counter=gpu.perf_counter))
-    clock = measure.CudaClock(torch.device("cpu"))
+    monkeypatch.setattr(clocks, "time", SimpleNamespace(perf_counter=gpu.perf_counter))
+    clock = clocks.CudaClock(torch.device("cpu"))
     clock._sleep, clock._cycles_per_ms = gpu.sleep, 1000.0  # 1000 spin cycles per ms
     other = lambda args: gpu.step(args)  # noqa: E731  (a second step, unknown to the clock)
     # gpu.step is a new bound-method object at each access below: the clock must still know it

@@ -13,12 +13,13 @@ import sys
 import textwrap
 import time
 from pathlib import Path
-from typing import Any
 
 import pytest
 
 from tui.engine.options import RunOptions
-from tui.engine.protocol import FAILURE_KINDS, decode
+from tui.engine.payloads import Memory
+from tui.engine.clocks import PERF_COUNTER
+from tui.engine.protocol import FAILURE_KINDS, PROTOCOL_VERSION, BlockTimed, Compiled, Event, Failed, Finished, decode
 
 pytest.importorskip("torch")
 
@@ -54,7 +55,7 @@ class WorkerProcess:
         self.proc.stdin.write(line.encode())
         self.proc.stdin.flush()
 
-    def next_event(self, timeout: float = EVENT_TIMEOUT_S) -> dict[str, Any] | None:
+    def next_event(self, timeout: float = EVENT_TIMEOUT_S) -> Event | None:
         """The next event (decoded; a bad line fails the test), or None at EOF."""
         deadline = time.monotonic() + timeout
         while b"\n" not in self._buffer:
@@ -71,7 +72,7 @@ class WorkerProcess:
         self.raw_lines.append(line)
         return decode(line)
 
-    def events_until_end(self, timeout: float = EVENT_TIMEOUT_S) -> list[dict[str, Any]]:
+    def events_until_end(self, timeout: float = EVENT_TIMEOUT_S) -> list[Event]:
         """Events up to and including ``finished``/``failed`` (or EOF)."""
         events = []
         while True:
@@ -79,7 +80,7 @@ class WorkerProcess:
             if event is None:
                 return events
             events.append(event)
-            if event["event"] in ("finished", "failed"):
+            if isinstance(event, (Finished, Failed)):
                 return events
 
     def finish(self, timeout: float = 60.0) -> int:
@@ -160,8 +161,8 @@ NOISY_GATED_WORKLOAD = textwrap.dedent(
 )
 
 
-def _kinds(events: list[dict]) -> list[str]:
-    return [e["event"] for e in events]
+def _kinds(events: list[Event]) -> list[str]:
+    return [e.NAME for e in events]
 
 
 def test_eager_run_streams_blocks_in_order_and_survives_stdout_noise(worker_factory, tmp_path):
@@ -175,10 +176,10 @@ def test_eager_run_streams_blocks_in_order_and_survives_stdout_noise(worker_fact
                              params={"gate_fd": str(gate_read), "gate_at": "25"})
         worker = worker_factory(pass_fds=(gate_read,))
         worker.send(options)
-        seen: list[dict] = []
-        while not any(e["event"] == "block" and e["stage"] == "measure" for e in seen):
+        seen: list[Event] = []
+        while not any(isinstance(e, BlockTimed) and e.stage == "measure" for e in seen):
             event = worker.next_event()
-            assert event is not None and event["event"] not in ("finished", "failed"), seen[-3:] + [event]
+            assert event is not None and not isinstance(event, (Finished, Failed)), seen[-3:] + [event]
             seen.append(event)
         assert worker.proc.poll() is None, "the worker ended before the test released it"
         os.write(gate_write, b"go")
@@ -190,26 +191,27 @@ def test_eager_run_streams_blocks_in_order_and_survives_stdout_noise(worker_fact
 
     kinds = _kinds(events)
     assert kinds[0] == "ready" and kinds[1] == "started" and kinds[-1] == "finished", kinds
-    phases = [e["phase"] for e in events if e["event"] == "phase"]
+    phases = [e.phase for e in events if e.NAME == "phase"]
     assert phases == ["building", "compiling", "warming_up", "checking_accuracy", "measuring", "diagnosing"]
     assert kinds.index("compiled") < kinds.index("finished")
-    stages = [(e["side"], e["stage"]) for e in events if e["event"] == "block"]
+    stages = [(e.side, e.stage) for e in events if isinstance(e, BlockTimed)]
     assert stages[0] == ("eager", "warmup")
     assert ("compiled", "compile") in stages and stages.index(("compiled", "compile")) < kinds.count("block")
-    measured = [e for e in events if e["event"] == "block" and e["stage"] == "measure"]
-    assert [e["side"] for e in measured] == ["eager", "compiled"] * 4
-    assert sum(len(e["ms"]) for e in measured if e["side"] == "compiled") == 20
-    assert all(e["clock"] == "perf_counter" and e["wall_ms_per_call"] > 0 for e in measured)
-    assert [e["index"] for e in measured if e["side"] == "eager"] == [0, 1, 2, 3]
+    measured = [e for e in events if isinstance(e, BlockTimed) and e.stage == "measure"]
+    assert [e.side for e in measured] == ["eager", "compiled"] * 4
+    assert sum(len(e.ms) for e in measured if e.side == "compiled") == 20
+    assert all(e.clock == PERF_COUNTER.name and e.host_ms_per_call > 0 for e in measured)
+    assert [e.index for e in measured if e.side == "eager"] == [0, 1, 2, 3]
     finished = events[-1]
-    assert finished["accuracy"]["passed"] is True
-    assert finished["diagnostics"]["graph_breaks"] >= 1  # the disabled helper splits the graph
-    assert finished["memory"] == {"eager_peak_mb": None, "compiled_peak_mb": None}
-    assert finished["iters"] == {"eager": 20, "compiled": 20}
+    assert isinstance(finished, Finished)
+    assert finished.accuracy.passed is True
+    assert finished.diagnostics.graph_breaks >= 1  # the disabled helper splits the graph
+    assert finished.memory == Memory()  # no CUDA: no peaks, no flush buffer
+    assert finished.iters == {"eager": 20, "compiled": 20}
     # the noise went somewhere: stderr, not the event channel
     stderr = worker.stderr()
     assert "python print noise" in stderr and "fd 1 noise" in stderr and "c stdio printf noise" in stderr
-    assert all(line.startswith(b'{"v":1,') for line in worker.raw_lines)
+    assert all(line.startswith(b'{"v":%d,' % PROTOCOL_VERSION) for line in worker.raw_lines)
 
 
 def test_fullgraph_graph_break_fails_with_the_reason(worker_factory):
@@ -218,11 +220,11 @@ def test_fullgraph_graph_break_fails_with_the_reason(worker_factory):
     events = worker.events_until_end()
     assert worker.finish() == 1
     failed = events[-1]
-    assert failed["event"] == "failed" and failed["kind"] == "graph_break", failed
-    assert "Data-dependent branching" in failed["message"]
-    assert "graph_break_fn" in failed["message"] and "workloads.py" in failed["message"]
-    assert "\n" not in failed["message"]
-    assert "Traceback" in failed["detail"]
+    assert isinstance(failed, Failed) and failed.kind == "graph_break", failed
+    assert "Data-dependent branching" in failed.message
+    assert "graph_break_fn" in failed.message and "workloads.py" in failed.message
+    assert "\n" not in failed.message
+    assert "Traceback" in failed.detail
     assert "compiled" not in _kinds(events)
 
 
@@ -233,8 +235,8 @@ def test_unknown_backend_is_refused_before_anything_runs(worker_factory):
     assert worker.finish() == 1
     assert _kinds(events) == ["ready", "failed"]
     failed = events[-1]
-    assert failed["kind"] == "bad_options"
-    assert failed["message"].startswith("backend: 'no_such_backend'") and "inductor" in failed["message"]
+    assert failed.kind == "bad_options"
+    assert failed.message.startswith("backend: 'no_such_backend'") and "inductor" in failed.message
 
 
 def test_invalid_options_are_refused_as_bad_options(worker_factory):
@@ -242,7 +244,7 @@ def test_invalid_options_are_refused_as_bad_options(worker_factory):
     worker.send({"workload": "pointwise", "iters": 0})
     events = worker.events_until_end()
     assert worker.finish() == 1
-    assert events[-1]["kind"] == "bad_options" and events[-1]["message"].startswith("iters:")
+    assert events[-1].kind == "bad_options" and events[-1].message.startswith("iters:")
 
 
 def test_eof_before_the_command_exits_quietly_after_ready(worker_factory):
@@ -253,7 +255,7 @@ def test_eof_before_the_command_exits_quietly_after_ready(worker_factory):
         events.append(event)
     assert worker.proc.wait(60) == 0
     assert _kinds(events) == ["ready"]
-    assert events[0]["pid"] == worker.proc.pid and events[0]["torch"]
+    assert events[0].pid == worker.proc.pid and events[0].torch
     assert "Traceback" not in worker.stderr()
 
 
@@ -266,10 +268,10 @@ def test_compiler_failure_is_a_compile_error_with_its_first_line(worker_factory,
     events = worker.events_until_end()
     assert worker.finish() == 1
     failed = events[-1]
-    assert failed["kind"] == "compile_error", failed
-    assert "ReluCompileError" in failed["message"] and "relu_compile_error_TESTING_ONLY" in failed["message"]
-    assert "TORCHDYNAMO_VERBOSE" not in failed["message"]
-    assert "BackendCompilerFailed" in failed["detail"]
+    assert failed.kind == "compile_error", failed
+    assert "ReluCompileError" in failed.message and "relu_compile_error_TESTING_ONLY" in failed.message
+    assert "TORCHDYNAMO_VERBOSE" not in failed.message
+    assert "BackendCompilerFailed" in failed.detail
     assert "compiled" not in _kinds(events)
 
 
@@ -294,8 +296,8 @@ def test_user_workload_problems_map_to_their_kinds(worker_factory, tmp_path, sou
     events = worker.events_until_end()
     assert worker.finish() == 1
     failed = events[-1]
-    assert failed["kind"] == kind and failed["kind"] in FAILURE_KINDS, failed
-    assert needle in failed["message"]
+    assert failed.kind == kind and failed.kind in FAILURE_KINDS, failed
+    assert needle in failed.message
 
 
 @pytest.mark.slow
@@ -307,12 +309,12 @@ def test_inductor_on_the_cpu_compiles_measures_and_matches_eager(worker_factory)
     events = worker.events_until_end(timeout=300)
     assert worker.finish() == 0, worker.stderr()[-3000:]
     finished = events[-1]
-    assert finished["event"] == "finished", events[-1]
-    compiled = next(e for e in events if e["event"] == "compiled")
-    assert compiled["compile_s"] > 0 and finished["compile_s"] == compiled["compile_s"]
-    assert finished["accuracy"]["passed"] is True and finished["accuracy"]["max_abs_err"] < 1e-4
-    assert finished["diagnostics"]["graph_breaks"] == 0 and finished["diagnostics"]["unique_graphs"] == 1
-    assert finished["diagnostics"]["cudagraph_skips"] >= 1
-    assert any("CUDA graphs were skipped" in w for w in finished["warnings"])
-    assert [e["message"] for e in events if e["event"] == "warning"] == finished["warnings"]
-    assert finished["flops_per_call"] is None and finished["bytes_per_call"] == 2 * 32 * 32 * 4
+    assert isinstance(finished, Finished), events[-1]
+    compiled = next(e for e in events if isinstance(e, Compiled))
+    assert compiled.compile_s > 0 and finished.compile_s == compiled.compile_s
+    assert finished.accuracy.passed is True and finished.accuracy.max_abs_err < 1e-4
+    assert finished.diagnostics.graph_breaks == 0 and finished.diagnostics.unique_graphs == 1
+    assert finished.diagnostics.cudagraph_skips >= 1
+    assert any("CUDA graphs were skipped" in w for w in finished.warnings)
+    assert tuple(e.message for e in events if e.NAME == "warning") == finished.warnings
+    assert finished.flops_per_call is None and finished.bytes_per_call == 2 * 32 * 32 * 4

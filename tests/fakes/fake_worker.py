@@ -1,10 +1,14 @@
-"""A torch-free stand-in for ``python -m tui.engine.worker`` that speaks the same protocol.
+"""A torch-free stand-in for ``python -m tui.engine.worker`` that sends what a real run sends.
 
 Start it with ``[sys.executable, str(FAKE_WORKER)]`` (see :func:`tests.fakes.fake_worker_argv`).
-Like the real worker it keeps a private duplicate of fd 1 for events and points fd 1 at
-stderr, emits ``ready``, reads ONE command line ``{"command": "run", "run_id", "options"}``
-from stdin, then streams events. It exits at once when its stdin reaches EOF (the parent is
-gone), and asks Linux to SIGKILL it when its parent dies. It starts in well under 0.2 s.
+It uses the real worker's event channel (:mod:`tui.engine.worker.channel`: events on a private
+duplicate of fd 1, fd 1 pointed at stderr, the parent-death signal, the unbuffered command
+read, the stdin watch that ends it when the parent goes) and the real block plan
+(:mod:`tui.engine.worker.blocks`): the eager set-up block, the compile block, the fixed
+warm-up blocks and the extra ones until the times settle, alternating measured blocks with a
+short last one, the ``diagnosing`` phase, and a typed ``Finished``. Only the times are made
+up (deterministic: eager about 2.0 ms, compiled about 1.0 ms, a tiny seeded wobble) and it
+starts in well under 0.2 s.
 
 Choosing a behaviour (first match wins):
 
@@ -15,11 +19,9 @@ Choosing a behaviour (first match wins):
 
 Behaviours:
 
-``ok``       started, phases, compiled, ``iters // block_size`` blocks per side (eager and
-             compiled alternating, deterministic times: eager 2.0 ms, compiled 1.0 ms, plus a
-             tiny seeded wobble), finished; exit 0.
-``slow``     like ``ok`` with a pause between blocks (``FAKE_WORKER_DELAY`` seconds, default
-             0.1), so the first block clearly arrives before the end.
+``ok``       a whole run, as above; exit 0.
+``slow``     like ``ok`` with a pause between measured rounds (``FAKE_WORKER_DELAY`` seconds,
+             default 0.1), so the first block clearly arrives before the end.
 ``fail``     started, phase building, then ``failed`` (kind ``compile_error``, message
              "compile failed: fake inductor error", a traceback-like detail; both can be
              changed, see below); exit 1.
@@ -42,12 +44,12 @@ Other knobs (environment):
                              (the last one repeats); it needs ``FAKE_WORKER_START_LOG``.
 ``FAKE_WORKER_START_LOG``    a file each start appends one line to (``<pid>``): the count of
                              processes started, and what orders the delays above.
-``FAKE_WORKER_DELAY``        seconds between blocks (``slow`` defaults to 0.1, others to 0).
+``FAKE_WORKER_DELAY``        seconds between measured rounds (``slow`` defaults to 0.1, others to 0).
 ``FAKE_WORKER_GPU_UUID``     reported as ``gpu_uuid`` in ``started``'s env (default none).
+``FAKE_WORKER_GPU_NAME``     reported as ``gpu_name`` in ``started``'s env (default none).
 ``FAKE_WORKER_FAIL_KIND``    ``fail``: the failure kind (default ``compile_error``).
 ``FAKE_WORKER_FAIL_MESSAGE`` ``fail``: the one-line message (default "compile failed: fake inductor error").
-``FAKE_WORKER_WARMUP``       iterations per side sent as one ``warmup`` block before measuring (default 0).
-``FAKE_WORKER_GATE``         a path: after the first measured blocks the worker waits until that file
+``FAKE_WORKER_GATE``         a path: after the first measured round the worker waits until that file
                              exists (the test creates it to let the run go on).
 """
 
@@ -57,44 +59,26 @@ import json
 import os
 import signal
 import sys
-import threading
 import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from tui.engine.protocol import encode, make_event  # noqa: E402  (needs the path above)
+from tui.engine.clocks import PERF_COUNTER  # noqa: E402  (these imports need the path above)
+from tui.engine.options import OptionsError, RunOptions  # noqa: E402
+from tui.engine.payloads import Accuracy, Diagnostics, Env, Memory  # noqa: E402
+from tui.engine.protocol import BlockTimed, Compiled, Failed, Finished, PhaseChanged, Ready, Started  # noqa: E402
+from tui.engine.worker import blocks  # noqa: E402
+from tui.engine.worker.channel import (  # noqa: E402
+    EventChannel,
+    open_channel,
+    read_command_line,
+    set_parent_death_signal,
+    watch_stdin,
+)
 
 BEHAVIOURS = ("ok", "slow", "fail", "crash", "exit", "hang", "stubborn", "spam", "garbage")
-
-_T0 = time.monotonic()
-_EVENTS_FD = -1
-
-
-def _emit(event: str, **fields) -> None:
-    os.write(_EVENTS_FD, encode(make_event(event, time.monotonic() - _T0, **fields)))
-
-
-def _set_parent_death_signal() -> None:
-    if not sys.platform.startswith("linux"):
-        return
-    try:
-        import ctypes
-
-        libc = ctypes.CDLL(None, use_errno=True)
-        libc.prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
-    except (OSError, AttributeError):
-        pass
-
-
-def _watch_stdin_then_exit() -> None:
-    """The parent closed our stdin (or died): leave at once, like the real worker."""
-    try:
-        while os.read(0, 4096):  # the raw fd: a thread in sys.stdin would block interpreter exit
-            pass
-    except OSError:
-        pass
-    os._exit(0)
+COMPILE_S = 0.25
 
 
 def _log_start() -> int:
@@ -127,33 +111,6 @@ def _env_float(name: str, default: float) -> float:
         return default
 
 
-def _block_times(side: str, index: int, n: int, seed: int) -> list[float]:
-    base = 2.0 if side == "eager" else 1.0
-    return [round(base + 0.01 * ((seed + index * 7 + i * 3) % 5), 4) for i in range(n)]
-
-
-def _started(options: dict) -> None:
-    _emit(
-        "started",
-        env={
-            "torch": "0.0.0+fake",
-            "cuda": None,
-            "triton": None,
-            "device": options.get("device", "cpu"),
-            "gpu_name": os.environ.get("FAKE_WORKER_GPU_NAME"),
-            "gpu_uuid": os.environ.get("FAKE_WORKER_GPU_UUID"),
-            "driver": None,
-            "tf32_matmul": bool(options.get("tf32")),
-            "tf32_cudnn": bool(options.get("tf32")),
-            "cpu": "fake cpu",
-            "python": sys.version.split()[0],
-            # Not in the real worker's env: lets tests see what the runner set.
-            "cuda_visible_devices": os.environ.get("CUDA_VISIBLE_DEVICES"),
-            "cuda_device_order": os.environ.get("CUDA_DEVICE_ORDER"),
-        },
-    )
-
-
 def _spam(chunk_label: str) -> None:
     line = (chunk_label * 64)[:255] + "\n"
     blob = line * 4096  # ~1 MiB
@@ -166,50 +123,6 @@ def _wait_for_gate() -> None:
     gate = os.environ.get("FAKE_WORKER_GATE")
     while gate and not os.path.exists(gate):
         time.sleep(0.01)
-
-
-def _measure(options: dict, behaviour: str, delay: float) -> None:
-    iters = int(options.get("iters") or 50)
-    block_size = max(1, int(options.get("block_size") or 10))
-    seed = int(options.get("seed") or 0)
-    blocks = max(1, iters // block_size)
-    warmup = int(_env_float("FAKE_WORKER_WARMUP", 0))
-    if warmup > 0:
-        for side in ("eager", "compiled"):
-            ms = _block_times(side, 0, warmup, seed)
-            _emit("block", side=side, stage="warmup", index=0, clock="perf_counter", ms=ms, wall_ms_per_call=ms[0])
-    _emit("phase", phase="checking_accuracy")  # the real worker checks accuracy before it measures
-    _emit("phase", phase="measuring")
-    for index in range(blocks):
-        for side in ("eager", "compiled"):
-            ms = _block_times(side, index, block_size, seed)
-            _emit(
-                "block",
-                side=side,
-                stage="measure",
-                index=index,
-                clock="perf_counter",
-                ms=ms,
-                wall_ms_per_call=round(sum(ms) / len(ms) * 1.05, 4),
-            )
-        if behaviour == "spam" and index == 0:
-            _spam("x")
-        if index == 0:
-            _wait_for_gate()
-        if delay:
-            time.sleep(delay)
-
-
-def _finish(options: dict) -> None:
-    _emit(
-        "finished",
-        diagnostics={"graph_breaks": 0, "unique_graphs": 1, "recompiles": 0},
-        accuracy={"passed": True, "max_abs_err": 0.0, "max_rel_err": 0.0, "atol": 1e-5, "rtol": 1e-5},
-        memory={},
-        flops_per_call=None,
-        bytes_per_call=None,
-        warnings=[],
-    )
 
 
 def _hang(stubborn: bool) -> None:
@@ -227,68 +140,166 @@ def _hang(stubborn: bool) -> None:
         time.sleep(3600)
 
 
-def main() -> int:
-    """Run the fake worker (see the module docstring)."""
-    global _EVENTS_FD
-    _set_parent_death_signal()
-    _EVENTS_FD = os.dup(1)
-    os.dup2(2, 1)
-    sys.stdout = sys.stderr
+class FakeRun:
+    """One fake run: the real phases and block plan, made-up times."""
 
-    ready_delay = _ready_delay(_log_start())
-    if ready_delay:
-        time.sleep(ready_delay)
-    _emit("ready", pid=os.getpid(), python=sys.executable, torch="0.0.0+fake")
+    def __init__(self, channel: EventChannel, run_id: str | None, options: RunOptions, behaviour: str) -> None:
+        self.channel = channel
+        self.run_id = run_id
+        self.options = options
+        self.behaviour = behaviour
+        self.delay = _env_float("FAKE_WORKER_DELAY", 0.1 if behaviour == "slow" else 0.0)
+        self._index: dict[tuple[str, str], int] = {}
+        self.measured = {"eager": 0, "compiled": 0}
 
-    line = sys.stdin.buffer.readline()
-    if not line:
+    def phase(self, name: str) -> None:
+        """Announce a phase."""
+        self.channel.emit(PhaseChanged(phase=name))
+
+    def block(self, side: str, stage: str, n: int) -> list[float]:
+        """Emit one block of ``n`` calls of ``side`` (eager ~2 ms, compiled ~1 ms); its times."""
+        index = self._index.get((side, stage), 0)
+        self._index[(side, stage)] = index + 1
+        base = 2.0 if side == "eager" else 1.0
+        seed = self.options.seed
+        ms = [round(base + 0.01 * ((seed + index * 7 + i * 3) % 5), 4) for i in range(n)]
+        self.channel.emit(BlockTimed(side=side, stage=stage, index=index, clock=PERF_COUNTER.name, ms=tuple(ms),
+                                     host_ms_per_call=round(sum(ms) / len(ms) * 1.05, 4)))
+        return ms
+
+    def started(self) -> None:
+        """The ``started`` event, with the environment the runner set."""
+        tf32 = bool(self.options.tf32)
+        env = Env(torch="0.0.0+fake", python=sys.version.split()[0], python_executable=sys.executable,
+                  cpu="fake cpu", device=self.options.device, gpu_name=os.environ.get("FAKE_WORKER_GPU_NAME"),
+                  gpu_uuid=os.environ.get("FAKE_WORKER_GPU_UUID"), tf32_matmul=tf32, tf32_cudnn=tf32,
+                  cuda_visible_devices=os.environ.get("CUDA_VISIBLE_DEVICES"),
+                  cuda_device_order=os.environ.get("CUDA_DEVICE_ORDER"))
+        self.channel.emit(Started(run_id=self.run_id, env=env, options=self.options.to_dict()))
+
+    def compile(self) -> None:
+        """The eager set-up block, then the compile block and ``compiled``."""
+        self.block("eager", "warmup", blocks.eager_setup_calls(1))
+        if self.behaviour == "garbage":
+            os.write(self.channel.fd, b"this is not json\n")
+            os.write(self.channel.fd, b'{"hello": "not an event"}\n')
+        self.phase("compiling")
+        self.channel.emit(BlockTimed(side="compiled", stage="compile", index=0, clock=PERF_COUNTER.name,
+                                     ms=(COMPILE_S * 1e3,), host_ms_per_call=COMPILE_S * 1e3))
+        self.channel.emit(Compiled(compile_s=COMPILE_S, diagnostics=self.diagnostics()))
+
+    def warm_up(self) -> None:
+        """The fixed warm-up blocks of both sides, then extra ones until each side settles."""
+        size, warmup = self.options.block_size, self.options.warmup
+        last: dict[str, list[float]] = {}
+        for n in blocks.chunks(blocks.compiled_warmup_calls(warmup, 1), size):
+            last["compiled"] = self.block("compiled", "warmup", n)
+        for n in blocks.chunks(warmup, size):
+            last["eager"] = self.block("eager", "warmup", n)
+        if warmup > 0:
+            for side in ("compiled", "eager"):
+                settler = blocks.Settler(last.get(side))
+                for _ in range(blocks.WARMUP_MAX_EXTRA_BLOCKS):
+                    if settler.add(self.block(side, "warmup", blocks.settle_block_size(size))):
+                        break
+
+    def measure(self) -> None:
+        """Alternating measured rounds (the last one short when block_size does not divide iters)."""
+        options, first = self.options, True
+        while min(self.measured.values()) < options.iters:
+            for side, n in blocks.measure_round(options.iters, options.block_size, self.measured):
+                self.block(side, "measure", n)
+                self.measured[side] += n
+            if first and self.behaviour == "spam":
+                _spam("x")
+            if first:
+                _wait_for_gate()
+            first = False
+            if self.delay:
+                time.sleep(self.delay)
+
+    def diagnostics(self) -> Diagnostics:
+        """A clean compile: one graph, no break, no recompile."""
+        return Diagnostics(graph_breaks=0, unique_graphs=1, recompiles=0, frames_total=1, frames_ok=1)
+
+    def finish(self) -> None:
+        """``diagnosing``, then ``finished`` with typed payloads."""
+        self.phase("diagnosing")
+        self.channel.emit(Finished(
+            compile_s=COMPILE_S,
+            diagnostics=self.diagnostics(),
+            accuracy=Accuracy(max_abs_err=0.0, max_rel_err=0.0, atol=1e-5, rtol=1e-5, passed=True, compared=1,
+                              reference="eager"),
+            memory=Memory(),
+            iters=dict(self.measured),
+        ))
+
+    def execute(self) -> int:
+        """Run the behaviour; returns the exit code."""
+        self.started()
+        self.phase("building")
+        if self.behaviour == "fail":
+            self.channel.emit(Failed(
+                kind=os.environ.get("FAKE_WORKER_FAIL_KIND") or "compile_error",
+                message=os.environ.get("FAKE_WORKER_FAIL_MESSAGE") or "compile failed: fake inductor error",
+                detail="Traceback (most recent call last):\n  File \"fake.py\", line 1\nRuntimeError: fake inductor error\n",
+            ))
+            return 1
+        if self.behaviour == "exit":
+            sys.stderr.write("Traceback (most recent call last):\n  File \"fake.py\", line 3, in <module>\n")
+            sys.stderr.write("RuntimeError: fake worker gave up\n")
+            sys.stderr.flush()
+            return 3
+        self.compile()
+        self.phase("warming_up")
+        if self.behaviour in ("crash", "hang", "stubborn"):
+            self._die()
+        self.warm_up()
+        self.phase("checking_accuracy")
+        self.phase("measuring")
+        self.measure()
+        self.finish()
+        if self.behaviour == "spam":
+            sys.stderr.write("spam done\n")
+            sys.stderr.flush()
         return 0
-    command = json.loads(line)
-    threading.Thread(target=_watch_stdin_then_exit, daemon=True).start()
-    options = command.get("options") or {}
-    params = options.get("params") or {}
-    behaviour = str(params.get("fake_behaviour") or os.environ.get("FAKE_WORKER_BEHAVIOUR") or "ok")
-    if behaviour not in BEHAVIOURS:
-        _emit("failed", kind="bad_options", message=f"fake_behaviour {behaviour!r} is unknown", detail="")
-        return 1
-    delay = _env_float("FAKE_WORKER_DELAY", 0.1 if behaviour == "slow" else 0.0)
 
-    _started(options)
-    _emit("phase", phase="building")
-    if behaviour == "fail":
-        _emit(
-            "failed",
-            kind=os.environ.get("FAKE_WORKER_FAIL_KIND") or "compile_error",
-            message=os.environ.get("FAKE_WORKER_FAIL_MESSAGE") or "compile failed: fake inductor error",
-            detail="Traceback (most recent call last):\n  File \"fake.py\", line 1\nRuntimeError: fake inductor error\n",
-        )
-        return 1
-    if behaviour == "exit":
-        sys.stderr.write("Traceback (most recent call last):\n  File \"fake.py\", line 3, in <module>\n")
-        sys.stderr.write("RuntimeError: fake worker gave up\n")
-        sys.stderr.flush()
-        return 3
-    if behaviour == "garbage":
-        os.write(_EVENTS_FD, b"this is not json\n")
-        os.write(_EVENTS_FD, b'{"hello": "not an event"}\n')
-    _emit("phase", phase="compiling")
-    _emit("compiled", compile_s=0.25, diagnostics={"graph_breaks": 0, "unique_graphs": 1, "recompiles": 0})
-    _emit("phase", phase="warming_up")
-    if behaviour in ("crash", "hang", "stubborn"):
-        _emit("phase", phase="measuring")
-        ms = _block_times("eager", 0, 5, 0)
-        _emit("block", side="eager", stage="measure", index=0, clock="perf_counter", ms=ms, wall_ms_per_call=ms[0])
-        if behaviour == "crash":
+    def _die(self) -> None:
+        """``crash``, ``hang``, ``stubborn``: one measured block, then never a finished event."""
+        self.phase("measuring")
+        self.block("eager", "measure", 5)
+        if self.behaviour == "crash":
             sys.stderr.write("some noise\nFatal Python error: Segmentation fault (fake)\n\n")
             sys.stderr.flush()
             os.kill(os.getpid(), signal.SIGKILL)
-        _hang(stubborn=behaviour == "stubborn")
-    _measure(options, behaviour, delay)
-    _finish(options)
-    if behaviour == "spam":
-        sys.stderr.write("spam done\n")
-        sys.stderr.flush()
-    return 0
+        _hang(stubborn=self.behaviour == "stubborn")
+
+
+def main() -> int:
+    """Run the fake worker (see the module docstring)."""
+    set_parent_death_signal()
+    channel = open_channel()
+    ready_delay = _ready_delay(_log_start())
+    if ready_delay:
+        time.sleep(ready_delay)
+    channel.emit(Ready(pid=os.getpid(), python=sys.executable, python_version=sys.version.split()[0],
+                       torch="0.0.0+fake"))
+    line = read_command_line(0)
+    if not line.strip():
+        return 0
+    watch_stdin(0)
+    command = json.loads(line)
+    raw = command.get("options") or {}
+    behaviour = str((raw.get("params") or {}).get("fake_behaviour") or os.environ.get("FAKE_WORKER_BEHAVIOUR") or "ok")
+    try:
+        options = RunOptions.from_dict(raw)
+    except (OptionsError, TypeError) as exc:
+        channel.emit(Failed(kind="bad_options", message=f"options: {exc}"))
+        return 1
+    if behaviour not in BEHAVIOURS:
+        channel.emit(Failed(kind="bad_options", message=f"fake_behaviour {behaviour!r} is unknown"))
+        return 1
+    return FakeRun(channel, command.get("run_id"), options, behaviour).execute()
 
 
 if __name__ == "__main__":

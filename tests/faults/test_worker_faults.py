@@ -17,6 +17,7 @@ import pytest
 
 from fault_helpers import GONE_WITHIN_S, LineReader, none_left, write_workload
 from tui.engine.options import RunOptions
+from tui.engine.protocol import BlockTimed, Event, WorkerWarning
 from tui.engine.results import RunRecord
 from tui.engine.runner import STDERR_TAIL_BYTES, WorkerRunner
 
@@ -34,10 +35,13 @@ async def _run(options: RunOptions, env: dict[str, str] | None = None, prestart:
     runner = WorkerRunner(keep_spare=False, env=env)
     record = RunRecord.new(options.validated())
     try:
-        async with asyncio.timeout(RUN_LIMIT_S):  # a run that never ends fails the test, not the suite
+        async def prestart_and_run() -> None:
             if prestart:  # torch imported before the run starts: its time limit covers only the run
                 await runner.prestart(record.options, wait=True)
             await runner.run(record, on_event)
+
+        # A run that never ends fails the test, not the suite (asyncio.wait_for: asyncio.timeout is 3.11+).
+        await asyncio.wait_for(prestart_and_run(), RUN_LIMIT_S)
     finally:
         await runner.aclose()
     return record, runner
@@ -301,13 +305,13 @@ NOISY = """
 async def test_megabytes_on_stdout_and_stderr_keep_the_events_intact_and_stderr_bounded(tmp_path):
     """15 MiB of prints: every event arrives whole, and only the last 64 KiB of stderr are kept."""
     path = write_workload(tmp_path, "noisy.py", NOISY)
-    events: list[dict] = []
+    events: list[Event] = []
     record, runner = await _run(RunOptions(workload=str(path), **TINY), on_event=events.append)
     assert record.status == "done", record.error_message
     # no line that is not an event (the runner warns about each; timing warnings may come from the worker)
-    assert not [e for e in events if e["event"] == "warning" and e.get("source") == "runner"]
-    measured = [e for e in events if e["event"] == "block" and e["stage"] == "measure"]
-    assert sum(len(e["ms"]) for e in measured) == 2 * 4
+    assert not [e for e in events if isinstance(e, WorkerWarning) and e.source == "runner"]
+    measured = [e for e in events if isinstance(e, BlockTimed) and e.stage == "measure"]
+    assert sum(len(e.ms) for e in measured) == 2 * 4
     kept = runner.last_stderr.encode()
     assert len(kept) <= STDERR_TAIL_BYTES + 1024
     # what went to fd 1 from Python and from C landed on stderr, in order, and the tail is its end

@@ -1,6 +1,6 @@
 """What the parent knows about the worker's clocks, without torch.
 
-The worker's clocks (``tui.engine.worker.measure``: ``CpuClock``, ``CudaClock``, both
+The worker's clocks (``tui.engine.worker.clocks``: ``CpuClock``, ``CudaClock``, both
 implementations of its ``Clock`` protocol) name themselves with a :class:`ClockInfo` from
 :data:`CLOCKS`, and every timing block carries that name. The parent reads the metadata here
 (does this clock time the device alone? how fine is it?) instead of comparing string literals.

@@ -15,6 +15,8 @@ from typing import Any, Iterator
 
 import torch
 
+from tui.engine.payloads import Accuracy
+
 __all__ = ["keep", "tolerances", "compare", "REL_EPS"]
 
 #: Added to |reference| in the reported relative error.
@@ -63,22 +65,17 @@ def _leaves(tree: Any, path: str = "output") -> Iterator[tuple[str, Any]]:
 
 
 def _result(max_abs: float, max_rel: float, atol: float, rtol: float, passed: bool,
-            compared: int, worst: str | None, problem: str | None) -> dict[str, Any]:
-    return {
-        "max_abs_err": max_abs,
-        "max_rel_err": max_rel,
-        "atol": atol,
-        "rtol": rtol,
-        "passed": passed,
-        "compared": compared,
-        "worst": worst,
-        "problem": problem,
-        "reference": "eager",
-    }
+            compared: int, worst: str | None, problem: str | None) -> Accuracy:
+    return Accuracy(max_abs_err=max_abs, max_rel_err=max_rel, atol=atol, rtol=rtol, passed=passed,
+                    compared=compared, worst=worst, problem=problem, reference="eager")
 
 
-def compare(compiled: Any, eager: Any, atol: float, rtol: float) -> dict[str, Any]:
-    """Compare two output pytrees: max_abs_err, max_rel_err, atol, rtol, passed (+ where/why)."""
+def compare(compiled: Any, eager: Any, atol: float, rtol: float) -> Accuracy:
+    """Compare two output pytrees: max_abs_err, max_rel_err, atol, rtol, passed (+ where/why).
+
+    The errors are NaN when an output holds NaN or the outputs cannot be compared (the wire
+    carries them as null); ``problem`` then says why.
+    """
     got = list(_leaves(compiled))
     ref = list(_leaves(eager))
     if [p for p, _ in got] != [p for p, _ in ref]:

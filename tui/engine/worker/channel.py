@@ -8,15 +8,15 @@ This module imports no torch: ``__main__`` calls it first.
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import signal
 import stat
 import sys
 import threading
 import time
-from typing import Any
 
-from tui.engine.protocol import encode, make_event
+from tui.engine.protocol import Event, encode
 
 __all__ = ["EventChannel", "open_channel", "set_parent_death_signal", "read_command_line", "watch_stdin"]
 
@@ -35,9 +35,9 @@ class EventChannel:
         """Seconds since the worker started (the ``t`` of every event)."""
         return time.perf_counter() - self.t0
 
-    def emit(self, event: str, **fields: Any) -> None:
-        """Encode and write one event; a parent that went away ends the worker quietly."""
-        data = memoryview(encode(make_event(event, self.elapsed(), **fields)))
+    def emit(self, event: Event) -> None:
+        """Stamp ``event`` with the time, encode and write it; a parent that went away ends the worker quietly."""
+        data = memoryview(encode(dataclasses.replace(event, t=round(self.elapsed(), 6))))
         with self._lock:
             try:
                 while data:

@@ -1,8 +1,8 @@
-"""What a compiled run can tell about itself (ANCHORS.md section 2), read from dynamo's records.
+"""What a compiled run can tell about itself, read from dynamo's records.
 
 :func:`snapshot` copies ``torch._dynamo.utils.counters`` and notes the time;
 :func:`report` diffs two snapshots and reads the compilation metrics recorded since the
-first one. Counter names were checked on torch 2.13: a data-dependent branch is not
+first one, as a :class:`~tui.engine.payloads.Diagnostics`. Counter names were checked on torch 2.13: a data-dependent branch is not
 counted under ``counters["graph_break"]`` there, its reason lands in
 ``counters["unimplemented"]`` (so both are read). Every private API is read defensively.
 """
@@ -15,6 +15,7 @@ from typing import Any, Callable
 
 import torch
 
+from tui.engine.payloads import CompileTimes, Diagnostics, Explain
 from tui.engine.worker.failures import graph_break_summary, one_line
 
 __all__ = ["Snapshot", "snapshot", "report", "explain_pass", "RECOMPILE_LIMIT_WARNING"]
@@ -82,7 +83,7 @@ def _is_limit(text: str) -> bool:
     return any(marker in lowered for marker in _LIMIT_MARKERS)
 
 
-def report(before: Snapshot, after: Snapshot | None = None) -> dict[str, Any]:
+def report(before: Snapshot, after: Snapshot | None = None) -> Diagnostics:
     """Graph breaks, graphs, recompiles, CUDA-graph skips, cache hits and compile times since ``before``."""
     after = after or snapshot()
     diff = _diff(before, after)
@@ -111,38 +112,38 @@ def report(before: Snapshot, after: Snapshot | None = None) -> dict[str, Any]:
     inductor = diff.get("inductor", {})
     stats = diff.get("stats", {})
     frames = diff.get("frames", {})
-    return {
-        "graph_breaks": len(reasons),
-        "graph_break_reasons": reasons,
-        "unique_graphs": int(stats.get("unique_graphs", 0)),
-        "calls_captured": int(stats.get("calls_captured", 0)),
-        "resumes": int(sum(diff.get("resumes", {}).values())),
-        "frames_total": int(frames.get("total", 0)),
-        "frames_ok": int(frames.get("ok", 0)),
-        "recompiles": len(recompile_reasons),
-        "recompile_reasons": recompile_reasons,
-        "recompile_limit_hit": bool(limit_hit),
-        "recompile_limit": _recompile_limit(),
-        "cudagraph_skips": int(inductor.get("cudagraph_skips", 0)),
-        "cudagraph_skip_reasons": skip_reasons,
-        "fxgraph_cache_hit": int(inductor.get("fxgraph_cache_hit", 0)),
-        "fxgraph_cache_miss": int(inductor.get("fxgraph_cache_miss", 0)),
-        "fxgraph_cache_bypass": int(inductor.get("fxgraph_cache_bypass", 0)),
-        "compilations": len(records),
-        "compile_times_s": _compile_times(records),
-    }
+    return Diagnostics(
+        graph_breaks=len(reasons),
+        graph_break_reasons=tuple(reasons),
+        unique_graphs=int(stats.get("unique_graphs", 0)),
+        calls_captured=int(stats.get("calls_captured", 0)),
+        resumes=int(sum(diff.get("resumes", {}).values())),
+        frames_total=int(frames.get("total", 0)),
+        frames_ok=int(frames.get("ok", 0)),
+        recompiles=len(recompile_reasons),
+        recompile_reasons=tuple(recompile_reasons),
+        recompile_limit_hit=bool(limit_hit),
+        recompile_limit=_recompile_limit(),
+        cudagraph_skips=int(inductor.get("cudagraph_skips", 0)),
+        cudagraph_skip_reasons=tuple(skip_reasons),
+        fxgraph_cache_hit=int(inductor.get("fxgraph_cache_hit", 0)),
+        fxgraph_cache_miss=int(inductor.get("fxgraph_cache_miss", 0)),
+        fxgraph_cache_bypass=int(inductor.get("fxgraph_cache_bypass", 0)),
+        compilations=len(records),
+        compile_times_s=_compile_times(records),
+    )
 
 
-def _compile_times(records: list[Any]) -> dict[str, float | None]:
+def _compile_times(records: list[Any]) -> CompileTimes:
     """Summed compile-phase times; nested (dynamo includes aot_autograd includes inductor)."""
-    return {
-        "dynamo": _seconds(records, "dynamo_cumulative_compile_time_us", 1e-6),
-        "aot_autograd": _seconds(records, "aot_autograd_cumulative_compile_time_us", 1e-6),
-        "inductor": _seconds(records, "inductor_cumulative_compile_time_us", 1e-6),
-        "inductor_code_gen": _seconds(records, "inductor_code_gen_cumulative_compile_time_us", 1e-6),
-        "triton": _seconds(records, "triton_compile_time_us", 1e-6),
-        "backward": _seconds(records, "backward_cumulative_compile_time_us", 1e-6),
-    }
+    return CompileTimes(
+        dynamo=_seconds(records, "dynamo_cumulative_compile_time_us", 1e-6),
+        aot_autograd=_seconds(records, "aot_autograd_cumulative_compile_time_us", 1e-6),
+        inductor=_seconds(records, "inductor_cumulative_compile_time_us", 1e-6),
+        inductor_code_gen=_seconds(records, "inductor_code_gen_cumulative_compile_time_us", 1e-6),
+        triton=_seconds(records, "triton_compile_time_us", 1e-6),
+        backward=_seconds(records, "backward_cumulative_compile_time_us", 1e-6),
+    )
 
 
 def _recompile_limit() -> int | None:
@@ -154,7 +155,7 @@ def _recompile_limit() -> int | None:
     return None
 
 
-def explain_pass(fn: Callable[..., Any], args: tuple) -> dict[str, Any]:
+def explain_pass(fn: Callable[..., Any], args: tuple) -> Explain:
     """A separate ``torch._dynamo.explain`` trace of ``fn(*args)``.
 
     It resets dynamo and compiles with its own backend: never call it inside a timed run.
@@ -163,15 +164,19 @@ def explain_pass(fn: Callable[..., Any], args: tuple) -> dict[str, Any]:
     try:
         output = torch._dynamo.explain(fn)(*args)
     except Exception as exc:  # explain itself can fail where the run did not
-        return {"error": one_line(f"{type(exc).__name__}: {exc}", 300)}
+        return Explain(error=one_line(f"{type(exc).__name__}: {exc}", 300))
     reasons = []
     for item in getattr(output, "break_reasons", []) or []:
         text = str(getattr(item, "reason", item))
         stack = getattr(item, "user_stack", None) or []
         frame = stack[-1] if stack else None
         reasons.append(one_line(graph_break_summary(text, frame), 300))
-    return {
-        "graph_count": getattr(output, "graph_count", None),
-        "graph_break_count": getattr(output, "graph_break_count", None),
-        "break_reasons": reasons,
-    }
+    return Explain(
+        graph_count=_int_or_none(getattr(output, "graph_count", None)),
+        graph_break_count=_int_or_none(getattr(output, "graph_break_count", None)),
+        break_reasons=tuple(reasons),
+    )
+
+
+def _int_or_none(value: Any) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) else None

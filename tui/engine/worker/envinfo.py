@@ -13,6 +13,7 @@ from typing import Any, Callable
 
 import torch
 
+from tui.engine.payloads import Env
 from tui.telemetry.model import nvml_uuid
 
 __all__ = ["collect", "gpu_uuid", "tf32_flags", "cpu_name"]
@@ -83,7 +84,7 @@ def _cxx() -> str | None:
     return os.environ.get("CXX") or (str(configured) if configured else None)
 
 
-def collect(device: torch.device) -> dict[str, Any]:
+def collect(device: torch.device) -> Env:
     """Everything the ``started`` event reports about this process and ``device``."""
     env: dict[str, Any] = {
         "torch": torch.__version__,
@@ -102,6 +103,7 @@ def collect(device: torch.device) -> dict[str, Any]:
         "compute_capability": None,
         "gpu_memory_mb": None,
         "cuda_visible_devices": os.environ.get("CUDA_VISIBLE_DEVICES"),
+        "cuda_device_order": os.environ.get("CUDA_DEVICE_ORDER"),
         "cxx": None,
         "num_threads": _safe(torch.get_num_threads),
     }
@@ -117,4 +119,4 @@ def collect(device: torch.device) -> dict[str, Any]:
             env["gpu_memory_mb"] = round(props.total_memory / 2**20)
     else:
         env["cxx"] = _cxx()
-    return env
+    return Env(**env)

@@ -10,6 +10,7 @@ from __future__ import annotations
 import re
 import traceback
 from dataclasses import dataclass
+from typing import Optional, Tuple
 
 from tui.engine.options import OptionsError
 
@@ -174,6 +175,75 @@ def _describe(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
 
 
+@dataclass(frozen=True)
+class _Where:
+    """Where an exception was raised, and what of the run's options bears on its kind."""
+
+    stage: str
+    backend: str
+    fullgraph: bool
+    memory_limit_gb: float | None
+
+
+#: (kind, one-line message) of a failure, before its detail is attached.
+_Verdict = Optional[Tuple[str, str]]
+
+
+def _bad_options(exc: BaseException, chain: list[BaseException], where: _Where) -> _Verdict:
+    return ("bad_options", str(exc)) if isinstance(exc, OptionsError) else None
+
+
+def _out_of_memory(exc: BaseException, chain: list[BaseException], where: _Where) -> _Verdict:
+    oom = next((e for e in reversed(chain) if _is_oom(e)), None)
+    if oom is None:
+        return None
+    place = {"compile": " while compiling", "eager": " in eager", "compiled": " in compiled code",
+             "building": " while building the workload"}.get(where.stage, "")
+    limit = f" (memory_limit_gb {where.memory_limit_gb:g})" if where.memory_limit_gb is not None else ""
+    return "out_of_memory", f"ran out of memory{place}{limit}: {_describe_oom(oom)}"
+
+
+def _user_workload(exc: BaseException, chain: list[BaseException], where: _Where) -> _Verdict:
+    user = next((e for e in chain if _is_user_workload_error(e)), None)
+    return ("workload_error", str(user)) if user is not None else None
+
+
+def _graph_break(exc: BaseException, chain: list[BaseException], where: _Where) -> _Verdict:
+    unsupported = next((e for e in chain if _is_unsupported(e)), None)
+    if unsupported is None or where.stage not in ("compile", "compiled"):
+        return None
+    frame = getattr(unsupported, "innermost_user_frame_summary", None)
+    real_stack = getattr(unsupported, "real_stack", None)
+    if frame is None and real_stack:
+        frame = real_stack[-1]
+    reason = getattr(unsupported, "gb_type", None) or str(unsupported)
+    summary = graph_break_summary(str(reason), frame) if frame is not None else graph_break_summary(str(unsupported))
+    if "recompile limit" in summary.lower():
+        return "compile_error", f"hit the recompile limit: {summary}"
+    prefix = "the graph broke under fullgraph=True" if where.fullgraph else "dynamo refused the code"
+    return "graph_break", f"{prefix}: {summary}"
+
+
+def _compile_error(exc: BaseException, chain: list[BaseException], where: _Where) -> _Verdict:
+    compiler_raised = any(_is_compiler_error(e) for e in chain)
+    if not (where.stage == "compile" or (where.stage == "compiled" and compiler_raised)):
+        return None
+    line = first_meaningful_line(str(exc)) or _describe(exc)
+    if not compiler_raised and type(exc).__name__ not in line:
+        line = f"{type(exc).__name__}: {line}"
+    return "compile_error", f"{where.backend or 'the compiler'} failed to compile: {line}"
+
+
+def _runtime_error(exc: BaseException, where: _Where) -> tuple[str, str]:
+    """What every exception no rule claims is: the code that was running raised it."""
+    what = {"compiled": "the compiled code", "eager": "the workload", "building": "building the workload"}
+    return "runtime_error", f"{what.get(where.stage, 'the worker')} raised {_describe(exc)}"
+
+
+#: Tried in this order; the first that claims the exception decides its kind.
+_RULES = (_bad_options, _out_of_memory, _user_workload, _graph_break, _compile_error)
+
+
 def classify(
     exc: BaseException,
     stage: str = "other",
@@ -189,38 +259,7 @@ def classify(
         return exc.failure
     detail = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))
     chain = _chain(exc)
-    if isinstance(exc, OptionsError):
-        return Failure("bad_options", one_line(str(exc)), detail)
-    if any(_is_oom(e) for e in chain):
-        where = {"compile": " while compiling", "eager": " in eager", "compiled": " in compiled code",
-                 "building": " while building the workload"}.get(stage, "")
-        oom = next(e for e in reversed(chain) if _is_oom(e))
-        limit = f" (memory_limit_gb {memory_limit_gb:g})" if memory_limit_gb is not None else ""
-        return Failure("out_of_memory", one_line(f"ran out of memory{where}{limit}: {_describe_oom(oom)}"), detail)
-    if any(_is_user_workload_error(e) for e in chain):
-        user = next(e for e in chain if _is_user_workload_error(e))
-        return Failure("workload_error", one_line(str(user)), detail)
-    unsupported = next((e for e in chain if _is_unsupported(e)), None)
-    if unsupported is not None and stage in ("compile", "compiled"):
-        frame = getattr(unsupported, "innermost_user_frame_summary", None)
-        real_stack = getattr(unsupported, "real_stack", None)
-        if frame is None and real_stack:
-            frame = real_stack[-1]
-        reason = getattr(unsupported, "gb_type", None) or str(unsupported)
-        summary = graph_break_summary(str(reason), frame) if frame is not None else graph_break_summary(str(unsupported))
-        if "recompile limit" in summary.lower():
-            return Failure("compile_error", one_line(f"hit the recompile limit: {summary}"), detail)
-        prefix = "the graph broke under fullgraph=True" if fullgraph else "dynamo refused the code"
-        return Failure("graph_break", one_line(f"{prefix}: {summary}"), detail)
-    if stage == "compile" or (stage == "compiled" and any(_is_compiler_error(e) for e in chain)):
-        line = first_meaningful_line(str(exc)) or _describe(exc)
-        if not any(_is_compiler_error(e) for e in chain):
-            line = f"{type(exc).__name__}: {line}" if type(exc).__name__ not in line else line
-        name = backend or "the compiler"
-        return Failure("compile_error", one_line(f"{name} failed to compile: {line}"), detail)
-    if stage == "compiled":
-        return Failure("runtime_error", one_line(f"the compiled code raised {_describe(exc)}"), detail)
-    if stage in ("eager", "building"):
-        what = "building the workload" if stage == "building" else "the workload"
-        return Failure("runtime_error", one_line(f"{what} raised {_describe(exc)}"), detail)
-    return Failure("runtime_error", one_line(f"the worker raised {_describe(exc)}"), detail)
+    where = _Where(stage, backend, fullgraph, memory_limit_gb)
+    verdict = next((v for rule in _RULES if (v := rule(exc, chain, where)) is not None), None)
+    kind, message = verdict or _runtime_error(exc, where)
+    return Failure(kind, one_line(message), detail)

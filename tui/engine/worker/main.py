@@ -14,6 +14,7 @@ Set ``COMPILE_LAB_EXPLAIN=1`` for a separate ``torch._dynamo.explain`` pass afte
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import shutil
@@ -25,6 +26,8 @@ import torch
 
 from tui.engine.catalog import is_user_workload
 from tui.engine.options import OptionsError, RunOptions
+from tui.engine.payloads import Accuracy, Diagnostics, Memory
+from tui.engine.protocol import Compiled, Event, Failed, Finished, PhaseChanged, Ready, Started, WorkerWarning
 from tui.engine.worker import diagnostics, envinfo
 from tui.engine.worker.accuracy import compare, tolerances
 from tui.engine.worker.channel import (
@@ -36,7 +39,7 @@ from tui.engine.worker.channel import (
 )
 from tui.engine.worker.failures import Failure, RunFailed, classify, one_line
 from tui.engine.worker.flops import count_flops
-from tui.engine.worker.measure import Benchmark, make_compile_fn
+from tui.engine.worker.measure import L2_FLUSH_BYTES, Benchmark, make_compile_fn
 from tui.telemetry.model import normalize_uuid
 
 __all__ = ["main", "WorkerRun", "resolve_device", "apply_memory_limit", "DTYPES"]
@@ -51,13 +54,12 @@ def main(channel: EventChannel | None = None) -> int:
     if channel is None:
         set_parent_death_signal()
         channel = open_channel()
-    channel.emit(
-        "ready",
+    channel.emit(Ready(
         pid=os.getpid(),
         python=sys.executable,
         python_version=sys.version.split()[0],
         torch=torch.__version__,
-    )
+    ))
     line = read_command_line(0)
     if not line.strip():
         return 0
@@ -189,20 +191,20 @@ class WorkerRun:
 
     # ----- events --------------------------------------------------------
 
-    def emit(self, event: str, **fields: Any) -> None:
+    def emit(self, event: Event) -> None:
         """Send one event."""
-        self.channel.emit(event, **fields)
+        self.channel.emit(event)
 
     def warn(self, message: str) -> None:
         """Send a one-line warning (once) and keep it for ``finished``."""
         message = one_line(message)
         if message not in self.warnings:
             self.warnings.append(message)
-            self.emit("warning", message=message)
+            self.emit(WorkerWarning(message=message))
 
     def phase(self, name: str) -> None:
         """Announce a phase."""
-        self.emit("phase", phase=name)
+        self.emit(PhaseChanged(phase=name))
 
     # ----- the run -------------------------------------------------------
 
@@ -226,7 +228,7 @@ class WorkerRun:
     def _fail(self, failure: Failure) -> None:
         sys.stderr.write(failure.detail if failure.detail.endswith("\n") else failure.detail + "\n")
         sys.stderr.flush()
-        self.emit("failed", kind=failure.kind, message=failure.message, detail=failure.detail)
+        self.emit(Failed(kind=failure.kind, message=failure.message, detail=failure.detail))
 
     def _parse(self, line: bytes) -> tuple[str | None, RunOptions]:
         try:
@@ -271,7 +273,7 @@ class WorkerRun:
         run_id, options = self._parse(line)
         self.options = options
         device, dtype = self._prepare(options)
-        self.emit("started", run_id=run_id, env=envinfo.collect(device), options=options.to_dict())
+        self.emit(Started(run_id=run_id, env=envinfo.collect(device), options=options.to_dict()))
         self._early_warnings(options, device)
 
         self.phase("building")
@@ -290,7 +292,7 @@ class WorkerRun:
         before = diagnostics.snapshot()
         compile_s = bench.compile(make_compile_fn(options))
         compiled_diag = diagnostics.report(before)
-        self.emit("compiled", compile_s=compile_s, diagnostics=compiled_diag)
+        self.emit(Compiled(compile_s=compile_s, diagnostics=compiled_diag))
 
         self.phase("warming_up")
         bench.warm_up()
@@ -306,34 +308,45 @@ class WorkerRun:
 
         self.phase("diagnosing")
         self.stage = "other"
-        report = diagnostics.report(before, after_measure)
-        report["recompiles_during_measure"] = diagnostics.report(after_warmup, after_measure)["recompiles"]
-        report["fail_on_recompile_stance"] = bench.stance_used
-        self._diagnostic_warnings(report, options, device)
-        if report["recompiles_during_measure"]:
-            self.warn(f"recompiled {report['recompiles_during_measure']} time(s) during measurement: "
-                      "those compiled blocks include compile time")
-        flops, flop_warning = count_flops(built.flops_fn, built.input_sets[0])
-        if flop_warning:
-            self.warn(flop_warning)
+        report = self._final_diagnostics(bench, options, device, before, after_warmup, after_measure)
+        flops = self._flops(built)
         if os.environ.get(EXPLAIN_ENV) == "1" and not built.train:
-            report["explain"] = diagnostics.explain_pass(built.eager_step, (built.input_sets[0],))
-        memory: dict[str, Any] = {"eager_peak_mb": bench.peak_mb["eager"], "compiled_peak_mb": bench.peak_mb["compiled"]}
-        if bench.cuda and options.l2_flush:
-            memory["l2_flush_buffer_mb"] = 256
-        self.emit(
-            "finished",
+            report = dataclasses.replace(
+                report, explain=diagnostics.explain_pass(built.eager_step, (built.input_sets[0],)))
+        self.emit(Finished(
             compile_s=compile_s,
             diagnostics=report,
             accuracy=accuracy,
-            memory=memory,
+            memory=Memory(eager_peak_mb=bench.peak_mb["eager"], compiled_peak_mb=bench.peak_mb["compiled"],
+                          l2_flush_buffer_mb=L2_FLUSH_BYTES / 2**20 if bench.cuda and options.l2_flush else None),
             flops_per_call=flops,
             bytes_per_call=built.bytes_per_call,
-            warnings=list(self.warnings),
+            warnings=tuple(self.warnings),
             iters={"eager": bench.measured["eager"], "compiled": bench.measured["compiled"]},
-        )
+        ))
 
     # ----- pieces --------------------------------------------------------
+
+    def _final_diagnostics(self, bench: Benchmark, options: RunOptions, device: torch.device,
+                           before: diagnostics.Snapshot, after_warmup: diagnostics.Snapshot,
+                           after_measure: diagnostics.Snapshot) -> Diagnostics:
+        """The whole run's diagnostics, with what measuring alone recompiled (and warnings about both)."""
+        during_measure = diagnostics.report(after_warmup, after_measure).recompiles
+        report = dataclasses.replace(diagnostics.report(before, after_measure),
+                                     recompiles_during_measure=during_measure,
+                                     fail_on_recompile_stance=bench.stance_used)
+        self._diagnostic_warnings(report, options, device)
+        if during_measure:
+            self.warn(f"recompiled {during_measure} time(s) during measurement: "
+                      "those compiled blocks include compile time")
+        return report
+
+    def _flops(self, built: Any) -> float | None:
+        """FLOPs per call (None when they cannot be counted; a warning says why)."""
+        flops, flop_warning = count_flops(built.flops_fn, built.input_sets[0])
+        if flop_warning:
+            self.warn(flop_warning)
+        return flops
 
     def _early_warnings(self, options: RunOptions, device: torch.device) -> None:
         if device.type == "cpu":
@@ -343,29 +356,27 @@ class WorkerRun:
                 self.warn("l2_flush applies to CUDA only: it was ignored on the CPU")
         elif options.l2_flush:
             self.warn("l2_flush: each iteration zeroes 256 MB first, outside the CUDA events; "
-                      "wall_ms_per_call includes the flush")
+                      "host_ms_per_call includes the flush")
 
-    def _diagnostic_warnings(self, report: dict[str, Any], options: RunOptions, device: torch.device) -> None:
-        if report.get("recompile_limit_hit"):
+    def _diagnostic_warnings(self, report: Diagnostics, options: RunOptions, device: torch.device) -> None:
+        if report.recompile_limit_hit:
             self.warn(diagnostics.RECOMPILE_LIMIT_WARNING)
-        if device.type == "cuda" and report.get("cudagraph_skips"):
-            reasons = "; ".join(report.get("cudagraph_skip_reasons") or []) or "see stderr"
-            self.warn(f"CUDA graphs were skipped {report['cudagraph_skips']} time(s) ({reasons})")
-        hits = report.get("fxgraph_cache_hit") or 0
+        if device.type == "cuda" and report.cudagraph_skips:
+            reasons = "; ".join(report.cudagraph_skip_reasons) or "see stderr"
+            self.warn(f"CUDA graphs were skipped {report.cudagraph_skips} time(s) ({reasons})")
+        hits = report.fxgraph_cache_hit or 0
         if hits and not options.cold_compile:
             self.warn(f"compile_s came from a warm inductor cache ({hits} FX graph cache hit(s)): "
                       "cold_compile measures a cold start")
 
-    def _accuracy(self, bench: Benchmark, options: RunOptions, dtype: torch.dtype, train: bool) -> dict[str, Any]:
+    def _accuracy(self, bench: Benchmark, options: RunOptions, dtype: torch.dtype, train: bool) -> Accuracy:
         compiled, eager = bench.accuracy_outputs()
         atol, rtol = tolerances(dtype, tf32=options.tf32, mode=options.mode, train=train)
         result = compare(compiled, eager, atol, rtol)
         del compiled, eager
-        if not result["passed"]:
-            why = result.get("problem") or (
-                f"max abs err {result['max_abs_err']:.3g} beyond atol {atol:g} + rtol {rtol:g} x |eager|"
-            )
-            self.warn(f"the compiled output differed from eager at {result.get('worst') or 'output'}: {why}")
+        if not result.passed:
+            why = result.problem or f"max abs err {result.max_abs_err:.3g} beyond atol {atol:g} + rtol {rtol:g} x |eager|"
+            self.warn(f"the compiled output differed from eager at {result.worst or 'output'}: {why}")
         return result
 
 

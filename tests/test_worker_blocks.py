@@ -1,0 +1,92 @@
+"""The block plan (torch-free) and the clocks' names: what the worker and the fake worker share."""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tui.engine.clocks import CLOCKS, CUDA_EVENT, PERF_COUNTER, clock_info
+from tui.engine.worker import blocks
+
+WORKER_DIR = Path(__file__).resolve().parents[1] / "tui" / "engine" / "worker"
+
+
+def test_chunks_end_with_a_short_block():
+    assert blocks.chunks(7, 3) == [3, 3, 1]
+    assert blocks.chunks(6, 3) == [3, 3]
+    assert blocks.chunks(0, 3) == []
+    assert blocks.chunks(2, 10) == [2]
+
+
+def test_measure_rounds_alternate_and_stop_each_side_at_iters():
+    measured = {"eager": 0, "compiled": 0}
+    rounds = []
+    while min(measured.values()) < 7:
+        plan = blocks.measure_round(7, 3, measured)
+        rounds.append(plan)
+        for side, n in plan:
+            measured[side] += n
+    assert rounds == [[("eager", 3), ("compiled", 3)]] * 2 + [[("eager", 1), ("compiled", 1)]]
+    assert blocks.measure_round(7, 3, {"eager": 7, "compiled": 4}) == [("compiled", 3)]
+
+
+@pytest.mark.parametrize(("warmup", "sets", "expected"), [(0, 1, 3), (5, 1, 5), (2, 3, 9), (20, 3, 20)])
+def test_the_fixed_compiled_warm_up(warmup, sets, expected):
+    assert blocks.compiled_warmup_calls(warmup, sets) == expected
+
+
+def test_eager_set_up_covers_every_input_set():
+    assert blocks.eager_setup_calls(1) == 2  # three calls, the first one alone
+    assert blocks.eager_setup_calls(5) == 4
+
+
+def test_the_settler_ignores_a_short_baseline_and_compares_medians():
+    settler = blocks.Settler([1.0, 1.0])  # a leftover chunk of two calls is no baseline
+    assert settler.add([5.0] * 3) is False
+    assert settler.add([4.0] * 3) is False and settler.change == pytest.approx(0.2)
+    assert settler.add([3.9] * 3) is True
+    assert blocks.Settler([0.0] * 3).add([0.0005] * 3) is True  # below the clocks' resolution
+
+
+def test_an_unsettled_warning_says_by_how_much():
+    settler = blocks.Settler([1.0] * 3)
+    settler.add([2.0] * 3)
+    assert settler.unsettled_warning("eager", 18).startswith(
+        "eager warm-up did not settle within 18 extra calls (the last two blocks' medians differed by 100%, "
+        "more than the 5% their spread allows)")
+    assert "differed" not in blocks.Settler(None).unsettled_warning("compiled", 3)
+
+
+def test_clock_metadata_is_known_by_name():
+    assert clock_info(CUDA_EVENT.name) is CUDA_EVENT and clock_info(PERF_COUNTER.name) is PERF_COUNTER
+    assert CUDA_EVENT.device_time and not PERF_COUNTER.device_time
+    assert clock_info(None) is None and clock_info("sundial") is None
+
+
+def test_the_worker_names_its_clocks_only_through_their_metadata():
+    """No clock name as a string literal in the worker: each clock says it through ``info``."""
+    pattern = re.compile("|".join(rf"[\"']{re.escape(name)}[\"']" for name in CLOCKS))
+    offenders = [f"{path.name}:{n}" for path in sorted(WORKER_DIR.glob("*.py"))
+                 for n, line in enumerate(path.read_text().splitlines(), 1) if pattern.search(line)]
+    assert offenders == []
+
+
+def test_the_worker_clocks_name_themselves():
+    pytest.importorskip("torch")
+    from tui.engine.worker.clocks import CpuClock, CudaClock
+
+    assert CpuClock.info is PERF_COUNTER and CudaClock.info is CUDA_EVENT
+
+
+def test_what_the_fake_worker_imports_from_the_worker_package_needs_no_torch():
+    probe = ("import json, sys\n"
+             "import tui.engine.worker, tui.engine.worker.blocks, tui.engine.worker.channel\n"
+             "print(json.dumps(sorted(m for m in sys.modules if m.split('.')[0] == 'torch')))")
+    out = subprocess.run([sys.executable, "-c", probe], check=True, capture_output=True, text=True, timeout=60,
+                         cwd=Path(__file__).resolve().parents[1]).stdout
+    assert json.loads(out) == []

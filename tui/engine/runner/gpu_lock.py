@@ -1,0 +1,154 @@
+"""Which GPU a CUDA run uses, and the per-GPU lock that keeps two compile-lab processes off one GPU.
+
+A CUDA run holds ``flock`` on ``paths.locks_dir()/gpu-<uuid>.lock`` for its whole life, so two
+compile-lab processes (two apps, an app and a CLI sweep) never measure on one GPU at once. The
+lock is keyed by the GPU's UUID where it can be known (``cuda:N`` resolved through
+``CUDA_VISIBLE_DEVICES`` and NVML's PCI order), else by its PCI-order index.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import fcntl
+import os
+from typing import Any, Awaitable, Callable
+
+from tui import paths
+from tui.telemetry.model import normalize_uuid, nvml_uuid
+
+__all__ = ["GpuResolver", "acquire_gpu_lock", "release_gpu_lock", "lock_name", "visible_devices_value",
+           "uuid_of", "LOCK_RETRY_S"]
+
+LOCK_RETRY_S = 0.5
+"""Seconds between attempts to take a busy GPU lock."""
+
+
+def uuid_of(value: Any) -> str:
+    """A GPU uuid in its canonical form (``gpu-...`` lowercase; see tui.telemetry.model)."""
+    return normalize_uuid(value) or ""
+
+
+def _device_index(device: str) -> int | None:
+    if device == "cuda":
+        return 0
+    tail = device.partition(":")[2]
+    return int(tail) if tail.isdigit() else None
+
+
+def visible_devices_value(gpu: str) -> str:
+    """What CUDA_VISIBLE_DEVICES takes for a canonical uuid (``GPU-...``) or a PCI-order index."""
+    return gpu if gpu.isdigit() else (nvml_uuid(gpu) or gpu)
+
+
+def lock_name(gpu: str) -> str:
+    """``gpu-<uuid>.lock`` (``gpu-index-N.lock`` when only an index is known)."""
+    ident = f"index-{gpu}" if gpu.isdigit() else gpu.removeprefix("gpu-")
+    return "gpu-" + "".join(ch if ch.isalnum() or ch in "-_." else "_" for ch in ident) + ".lock"
+
+
+class GpuResolver:
+    """Turns a CUDA device string into the GPU it names.
+
+    ``telemetry``: a telemetry source (``NvmlSource``/``FakeSource``) whose snapshots give the
+    GPUs' UUIDs in NVML (PCI bus) order; without one, an NVML source is opened on first need.
+    """
+
+    def __init__(self, telemetry: Any = None) -> None:
+        self.telemetry = telemetry
+        self._nvml: Any = None
+
+    async def resolve_async(self, device: str) -> str | None:
+        """:meth:`resolve` off the event loop (NVML calls block)."""
+        if not device.startswith("cuda"):
+            return None
+        return await asyncio.to_thread(self.resolve, device)
+
+    def resolve(self, device: str) -> str | None:
+        """The GPU a CUDA device string names: a UUID when it can be known, else a PCI-order index."""
+        if not device.startswith("cuda"):
+            return None
+        tail = device.partition(":")[2]
+        if tail.startswith("GPU-"):
+            return uuid_of(tail)
+        index = _device_index(device)
+        if index is None:
+            return None
+        entry = self._visible_entry(index)
+        if entry is not None:
+            if entry.upper().startswith(("GPU-", "MIG-")):
+                return uuid_of(entry)
+            if entry.isdigit():
+                index = int(entry)
+        uuids = self._nvml_uuids()
+        if uuids and index < len(uuids):
+            return uuid_of(uuids[index])
+        return str(index)
+
+    @staticmethod
+    def _visible_entry(index: int) -> str | None:
+        """Entry ``index`` of this process's CUDA_VISIBLE_DEVICES, or None when unset or shorter."""
+        visible = os.environ.get("CUDA_VISIBLE_DEVICES")
+        if visible is None or not visible.strip():
+            return None
+        entries = [e.strip() for e in visible.split(",") if e.strip()]
+        return entries[index] if index < len(entries) else None
+
+    def _nvml_uuids(self) -> list[str]:
+        """GPU UUIDs in NVML index order (PCI bus order), or [] without NVML."""
+        source = self.telemetry
+        try:
+            if source is None:
+                if self._nvml is None:
+                    from tui.telemetry.nvml import NvmlSource
+
+                    self._nvml = NvmlSource()
+                source = self._nvml
+            if not getattr(source, "available", False):
+                return []
+            return [uuid_of(s.uuid) for s in source.snapshot()]
+        except Exception:
+            return []
+
+    def close(self) -> None:
+        """Close the NVML source this resolver opened, if any."""
+        if self._nvml is not None:
+            with contextlib.suppress(Exception):
+                self._nvml.close()
+            self._nvml = None
+
+
+async def acquire_gpu_lock(gpu: str, on_busy: Callable[[], Awaitable[None]]) -> int:
+    """Take ``gpu``'s lock, waiting while another process holds it; the locked file descriptor.
+
+    ``on_busy()`` is awaited once, the first time the lock is found taken. The file then
+    holds the holder's pid (for a person wondering who holds it).
+    """
+    directory = paths.locks_dir()
+    directory.mkdir(parents=True, exist_ok=True)
+    fd = os.open(directory / lock_name(gpu), os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+    told = False
+    try:
+        while True:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                if not told:
+                    told = True
+                    await on_busy()
+                await asyncio.sleep(LOCK_RETRY_S)
+    except BaseException:
+        os.close(fd)
+        raise
+    with contextlib.suppress(OSError):
+        os.ftruncate(fd, 0)
+        os.write(fd, f"{os.getpid()}\n".encode())
+    return fd
+
+
+def release_gpu_lock(fd: int) -> None:
+    """Release and close a lock taken by :func:`acquire_gpu_lock`."""
+    with contextlib.suppress(OSError):
+        fcntl.flock(fd, fcntl.LOCK_UN)
+    os.close(fd)

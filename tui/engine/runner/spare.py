@@ -1,0 +1,92 @@
+"""The warm spare: the next worker, started ahead of time so the next run skips importing torch.
+
+Right after a run is handed to its worker, the runner starts a spare for the same interpreter
+and environment (the same *key*). It imports torch, emits ``ready`` and waits for its command,
+so the next run with that key starts at once. While a run measures, a spare that is still
+importing is paused (SIGSTOP) so it does not compete for the CPU, and resumed afterwards. One
+fresh process per configuration all the same: a spare runs exactly one run.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from typing import Awaitable, Callable
+
+from tui.engine.runner.process import WorkerProcess
+
+__all__ = ["SparePool", "SPARE_STOP_GRACE_S"]
+
+SPARE_STOP_GRACE_S = 0.2
+"""Seconds a spare that is no longer wanted gets between SIGTERM and SIGKILL."""
+
+Spawn = Callable[[list, dict, tuple], Awaitable[WorkerProcess]]
+
+
+class SparePool:
+    """At most one waiting spare worker.
+
+    ``spawn(argv, env, key)`` starts a worker (the runner's, which remembers its process
+    group); ``forget(worker)`` is called for a spare that was stopped.
+    """
+
+    def __init__(self, spawn: Spawn, forget: Callable[[WorkerProcess], None]) -> None:
+        self._spawn = spawn
+        self._forget = forget
+        self._spare: WorkerProcess | None = None
+
+    @property
+    def worker(self) -> WorkerProcess | None:
+        """The waiting spare, or None."""
+        return self._spare
+
+    @property
+    def pid(self) -> int | None:
+        """The pid of the waiting spare while it lives, or None."""
+        spare = self._spare
+        return spare.pid if spare is not None and spare.alive else None
+
+    async def take(self, argv: list[str], env: dict[str, str], key: tuple) -> WorkerProcess:
+        """A worker for ``key``: the spare when it matches (resumed if paused), else a fresh one.
+
+        A spare for another key is stopped. OSError when a fresh worker cannot start.
+        """
+        spare, self._spare = self._spare, None
+        if spare is not None:
+            if spare.key == key and spare.alive:
+                spare.resume()
+                return spare
+            await self._drop(spare)
+        return await self._spawn(argv, env, key)
+
+    async def start(self, argv: list[str], env: dict[str, str], key: tuple) -> None:
+        """Have a spare for ``key`` waiting (an existing one for another key is replaced).
+
+        A spare that cannot start is no error: the next run starts its own worker.
+        """
+        if self._spare is not None:
+            if self._spare.key == key and self._spare.alive:
+                return
+            old, self._spare = self._spare, None
+            await self._drop(old)
+        with contextlib.suppress(OSError):
+            self._spare = await self._spawn(argv, env, key)
+
+    def pause(self) -> None:
+        """Pause a spare that is still importing (a run is measuring: it would steal CPU)."""
+        spare = self._spare
+        if spare is not None and spare.alive and not spare.ready.is_set():
+            spare.pause()
+
+    def resume(self) -> None:
+        """Resume a paused spare."""
+        if self._spare is not None:
+            self._spare.resume()
+
+    def release(self) -> WorkerProcess | None:
+        """Hand the spare over (to be stopped); the pool is empty afterwards."""
+        spare, self._spare = self._spare, None
+        return spare
+
+    async def _drop(self, spare: WorkerProcess) -> None:
+        await spare.stop(grace=SPARE_STOP_GRACE_S)
+        self._forget(spare)

@@ -1,0 +1,318 @@
+"""WorkerRunner: one benchmark run per fresh worker process, its typed events streamed into a RunRecord.
+
+It composes the pieces of this package: the worker process handle (:mod:`.process`), the
+per-GPU lock (:mod:`.gpu_lock`), the warm spare (:mod:`.spare`), the worker's command line and
+environment (:mod:`.launch`) and per-run GPU telemetry (:mod:`.sampling`), and owns the run's
+policy: the timeout, cancel, and how a worker that died is reported.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import atexit
+import contextlib
+import os
+import signal
+import weakref
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Callable, Mapping
+
+from tui.engine.protocol import Event, Failed, Finished, PhaseChanged, Started, WorkerWarning
+from tui.engine.runner.gpu_lock import GpuResolver, acquire_gpu_lock, release_gpu_lock
+from tui.engine.runner.launch import Launch, launch_for
+from tui.engine.runner.process import WorkerProcess
+from tui.engine.runner.sampling import RunSampling
+from tui.engine.runner.spare import SparePool
+
+if TYPE_CHECKING:
+    from tui.engine.results import RunRecord
+
+__all__ = ["WorkerRunner", "EventCallback", "EXIT_GRACE_S"]
+
+EXIT_GRACE_S = 3.0
+"""Seconds a worker gets to exit on its own after its finished/failed event."""
+
+EventCallback = Callable[[Event], Any]
+"""Called with each typed event after the record applied it; may return an awaitable."""
+
+_RUNNERS: "weakref.WeakSet[WorkerRunner]" = weakref.WeakSet()
+
+
+def _kill_all_runners() -> None:
+    for runner in list(_RUNNERS):
+        runner.kill_all()
+
+
+atexit.register(_kill_all_runners)
+
+
+async def _maybe_await(value: Any) -> None:
+    if asyncio.iscoroutine(value):
+        await value
+
+
+@dataclass(eq=False)
+class _RunState:
+    """What one run() call tracks besides the record."""
+
+    record: RunRecord
+    on_event: EventCallback | None
+    sampling: RunSampling
+    gpu: str | None = None
+    gpu_uuid: str | None = None
+    worker: WorkerProcess | None = None
+    lock_fd: int | None = None
+    terminal: bool = False
+    last_t: float = 0.0
+
+
+class WorkerRunner:
+    """Runs one benchmark configuration per worker process and streams its events into a RunRecord.
+
+    ``worker_argv``: the worker's command line (default ``[options.python or sys.executable,
+    "-m", "tui.engine.worker"]``; tests pass a fake worker's argv). ``keep_spare``: start the
+    next worker ahead of time (a mutable attribute: a caller may turn it off before its last
+    run). ``telemetry``: a telemetry source (``NvmlSource``/``FakeSource``) for per-run GPU
+    sampling and for resolving ``cuda:N`` to a GPU UUID. ``env``: extra environment variables
+    for the worker, applied over the parent's environment (a value of None removes a variable).
+
+    ``last_stderr`` holds the kept tail of the last run's stderr; ``last_pid`` its worker's pid.
+    """
+
+    def __init__(
+        self,
+        worker_argv: list[str] | None = None,
+        keep_spare: bool = True,
+        telemetry: Any = None,
+        env: Mapping[str, str | None] | None = None,
+    ) -> None:
+        self.worker_argv = list(worker_argv) if worker_argv else None
+        self.keep_spare = keep_spare
+        self.telemetry = telemetry
+        self.env = dict(env or {})
+        self.last_stderr = ""
+        self.last_pid: int | None = None
+        self._gpus = GpuResolver(telemetry)
+        self._spares = SparePool(self._spawn, self._forget)
+        self._running: set[WorkerProcess] = set()
+        self._pgids: set[int] = set()
+        self._closed = False
+        _RUNNERS.add(self)
+
+    # ----- public API -------------------------------------------------------------------------
+
+    @property
+    def spare_pid(self) -> int | None:
+        """The pid of the waiting spare worker, or None."""
+        return self._spares.pid
+
+    async def run(self, record: RunRecord, on_event: EventCallback | None = None) -> RunRecord:
+        """Drive ``record``'s run to its end in a fresh worker and return the record.
+
+        Every typed event is applied to ``record`` and then passed to ``on_event`` (which may be
+        async), in order. A line that is not an event becomes a :class:`WorkerWarning` with
+        ``source="runner"``. Failures end up in ``record.fail``: ``timeout`` (options.timeout_s),
+        ``crash`` (the worker died without finished/failed; stderr's tail is the detail),
+        ``cancelled`` (the task was cancelled: the worker's process group is killed and
+        CancelledError re-raised). A CUDA run first takes the GPU's lock, waiting (with a
+        warning event to ``on_event``) while it is busy.
+        """
+        if self._closed:
+            raise RuntimeError("the runner was closed")
+        state = _RunState(record=record, on_event=on_event, sampling=RunSampling(self.telemetry, record))
+        try:
+            if await self._start(state):
+                await self._supervise(state)
+            return record
+        except asyncio.CancelledError:
+            await self._on_cancel(state)
+            raise
+        except BaseException as exc:
+            await self._on_runner_error(state, exc)
+            raise
+        finally:
+            self._release(state)
+
+    async def prestart(self, options: Any, wait: bool = False, timeout: float = 120.0) -> int | None:
+        """Start the spare for ``options``' configuration now, so the next such run skips the import.
+
+        With ``wait``, return once the spare reported ``ready`` (or after ``timeout`` s).
+        Returns the spare's pid (None when it could not be started).
+        """
+        if self._closed:
+            raise RuntimeError("the runner was closed")
+        gpu = await self._gpus.resolve_async(options.device)
+        await self._spares.start(*self._launch(options, gpu))
+        spare = self._spares.worker
+        if spare is None:
+            return None
+        if wait:
+            with contextlib.suppress(asyncio.TimeoutError):
+                await asyncio.wait_for(spare.ready.wait(), timeout)
+        return spare.pid
+
+    async def aclose(self) -> None:
+        """Stop the spare and any running worker; the runner cannot run afterwards."""
+        self._closed = True
+        workers = list(self._running)
+        spare = self._spares.release()
+        if spare is not None:
+            workers.append(spare)
+        for worker in workers:
+            await worker.stop()
+            self._forget(worker)
+        self._gpus.close()
+
+    def kill_all(self) -> None:
+        """SIGKILL every process group this runner started that may still exist.
+
+        Synchronous, safe from a signal handler or atexit, and safe to call more than once.
+        """
+        for pgid in list(self._pgids):
+            try:
+                os.killpg(pgid, signal.SIGKILL)
+            except (ProcessLookupError, PermissionError):
+                pass
+            self._pgids.discard(pgid)
+
+    async def __aenter__(self) -> "WorkerRunner":
+        return self
+
+    async def __aexit__(self, *exc_info: Any) -> None:
+        await self.aclose()
+
+    # ----- one run ----------------------------------------------------------------------------
+
+    async def _start(self, state: _RunState) -> bool:
+        """Lock the GPU, get a worker, send it the command, start the next spare; False when no worker started."""
+        record, options = state.record, state.record.options
+        state.gpu = await self._gpus.resolve_async(options.device)
+        argv, env, key = self._launch(options, state.gpu)
+        if state.gpu is not None:
+            state.lock_fd = await acquire_gpu_lock(state.gpu, lambda: self._gpu_busy(state))
+        try:
+            worker = state.worker = await self._spares.take(argv, env, key)
+        except OSError as exc:
+            record.fail("bad_options", f"the worker could not be started: {exc}", " ".join(argv))
+            return False
+        self._running.add(worker)
+        self.last_pid = worker.pid
+        if record.status == "queued":
+            record.set_status("starting")
+        await worker.send_command(record.run_id, options.to_dict())
+        if self.keep_spare and not self._closed:
+            await self._spares.start(argv, env, key)
+        return True
+
+    async def _gpu_busy(self, state: _RunState) -> None:
+        if state.on_event is not None:
+            message = f"GPU {state.gpu} was busy with another compile-lab run; the run waited for it"
+            await _maybe_await(state.on_event(WorkerWarning(message=message, source="runner")))
+
+    async def _supervise(self, state: _RunState) -> None:
+        """Stream the run's events under its timeout, then stop the worker and say how it ended."""
+        worker, record = state.worker, state.record
+        assert worker is not None
+        timeout_s = float(record.options.timeout_s)
+        try:
+            await asyncio.wait_for(self._stream_to_exit(worker, state), timeout_s)
+        except asyncio.TimeoutError:
+            await state.sampling.stop()
+            await worker.stop()
+            if not state.terminal:  # one that finished and then lingered keeps its results
+                record.fail("timeout", f"timed out after {timeout_s:g} s (timeout_s)", worker.stderr_text())
+            return
+        exited = not worker.alive
+        await worker.stop()  # reaps, and sweeps what the worker left in its group
+        await state.sampling.stop()
+        if not state.terminal:
+            record.fail("crash", worker.crash_message(exited), worker.stderr_text())
+
+    async def _stream_to_exit(self, worker: WorkerProcess, state: _RunState) -> None:
+        await self._stream(worker, state)
+        with contextlib.suppress(asyncio.TimeoutError):
+            await asyncio.wait_for(worker.process.wait(), EXIT_GRACE_S)
+
+    async def _on_cancel(self, state: _RunState) -> None:
+        try:
+            if state.worker is not None:
+                await state.sampling.stop(quick=True)
+                await state.worker.stop()
+        finally:
+            if not state.terminal:
+                self._fail(state, "cancelled", "cancelled")
+
+    async def _on_runner_error(self, state: _RunState, exc: BaseException) -> None:
+        if state.worker is not None:
+            state.worker.kill_now()
+            await state.sampling.stop(quick=True)
+        if not state.terminal and not isinstance(exc, (KeyboardInterrupt, SystemExit)):
+            self._fail(state, "crash", f"the runner failed: {type(exc).__name__}: {exc}")
+
+    def _release(self, state: _RunState) -> None:
+        worker = state.worker
+        if worker is not None:
+            if worker.alive:
+                worker.kill_now()
+            self.last_stderr = worker.stderr_text()
+            self._forget(worker)
+        self._spares.resume()
+        if state.lock_fd is not None:
+            release_gpu_lock(state.lock_fd)
+
+    def _fail(self, state: _RunState, kind: str, message: str) -> None:
+        detail = state.worker.stderr_text() if state.worker is not None else ""
+        state.record.fail(kind, message, detail)
+
+    # ----- streaming --------------------------------------------------------------------------
+
+    async def _emit(self, state: _RunState, event: Event) -> None:
+        state.record.apply(event)
+        if state.on_event is not None:
+            await _maybe_await(state.on_event(event))
+
+    async def _stream(self, worker: WorkerProcess, state: _RunState) -> None:
+        """Apply events until finished/failed (``state.terminal``) or the end of the stream."""
+        while True:
+            kind, payload = await worker.queue.get()
+            if kind == "eof":
+                return
+            if kind == "bad":
+                message = f"the worker wrote a line that is not an event ({payload})"
+                await self._emit(state, WorkerWarning(t=state.last_t, message=message, source="runner"))
+                continue
+            event = payload
+            assert isinstance(event, Event)
+            state.last_t = event.t or state.last_t
+            await self._react(worker, state, event)
+            await self._emit(state, event)
+            if isinstance(event, (Finished, Failed)):
+                state.terminal = True
+                return
+
+    async def _react(self, worker: WorkerProcess, state: _RunState, event: Event) -> None:
+        """What the runner itself does on an event: the spare paused and the GPU sampled while measuring."""
+        if isinstance(event, Started):
+            state.gpu_uuid = event.env.gpu_uuid
+        elif isinstance(event, PhaseChanged) and event.phase == "measuring":
+            self._spares.pause()
+            if state.gpu is not None:
+                await state.sampling.start(worker.pid, state.gpu_uuid or state.gpu)
+        elif isinstance(event, (PhaseChanged, Finished, Failed)):
+            self._spares.resume()
+            await state.sampling.stop()
+
+    # ----- workers ----------------------------------------------------------------------------
+
+    def _launch(self, options: Any, gpu: str | None) -> Launch:
+        return launch_for(options, gpu, self.worker_argv, self.env)
+
+    async def _spawn(self, argv: list[str], env: dict[str, str], key: tuple) -> WorkerProcess:
+        worker = await WorkerProcess.spawn(argv, env, key)
+        self._pgids.add(worker.pid)
+        return worker
+
+    def _forget(self, worker: WorkerProcess) -> None:
+        self._running.discard(worker)
+        if not worker.alive:
+            self._pgids.discard(worker.pid)
