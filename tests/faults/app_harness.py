@@ -27,6 +27,7 @@ sys.path.insert(0, str(REPO))
 from tui.app.app import CompileLabApp  # noqa: E402  (needs the path above)
 from tui.engine.history import History  # noqa: E402
 from tui.engine.options import RunOptions  # noqa: E402
+from tui.engine.protocol import BlockTimed  # noqa: E402
 from tui.engine.runner import WorkerRunner  # noqa: E402
 from tui.telemetry.fake import FakeSource  # noqa: E402
 
@@ -50,7 +51,7 @@ def main() -> int:
             told = []
 
             def forward(event):
-                if event.get("event") == "block" and record.run_id in watched and not told:
+                if isinstance(event, BlockTimed) and record.run_id in watched and not told:
                     told.append(True)
                     report(measuring=record.run_id, pid=self.last_pid)
                 return on_event(event) if on_event is not None else None
