@@ -36,6 +36,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import torch  # noqa: E402
 
 from tui.engine.options import RunOptions  # noqa: E402
+from tui.engine.protocol import Compiled, Event, WorkerWarning  # noqa: E402
 from tui.engine.results import RunRecord  # noqa: E402
 from tui.engine.worker.measure import Benchmark, CudaClock, make_compile_fn  # noqa: E402
 from tui.engine.worker.workloads import build_workload  # noqa: E402
@@ -83,7 +84,7 @@ class Row:
         return self.cl_iter >= 0.050 and not self.launch_bound
 
 
-def _collect(bench_events: list[dict[str, Any]], options: RunOptions) -> RunRecord:
+def _collect(bench_events: list[Event], options: RunOptions) -> RunRecord:
     record = RunRecord.new(options)
     for event in bench_events:
         record.apply(event)
@@ -91,7 +92,7 @@ def _collect(bench_events: list[dict[str, Any]], options: RunOptions) -> RunReco
 
 
 def _median_side(record: RunRecord, side: str, clock: str) -> float:
-    stats = record.summary()[side][clock]
+    stats = getattr(record.summary().side(side), clock)
     return float(stats.median) if stats is not None else float("nan")
 
 
@@ -136,14 +137,10 @@ def run_case(name: str, fields: dict[str, Any], mode: str, iters: int, rounds: i
     torch.manual_seed(options.seed)
     device = torch.device("cuda:0")
     built = build_workload(options, device, DTYPES[options.dtype])
-    events: list[dict[str, Any]] = []
-
-    def emit(event: str, **kw: Any) -> None:
-        events.append({"v": 1, "event": event, "t": 0.0, **kw})
-
-    bench = Benchmark(built, options, device, emit, lambda message: emit("warning", message=message))
+    events: list[Event] = []
+    bench = Benchmark(built, options, device, events.append, lambda message: events.append(WorkerWarning(message=message)))
     bench.eager_setup()
-    emit("compiled", compile_s=bench.compile(make_compile_fn(options)), diagnostics={})
+    events.append(Compiled(compile_s=bench.compile(make_compile_fn(options))))
     bench.warm_up()
     plain_clock, flush_clock = bench.clock, CudaClock(device, l2_flush=True)
     args = built.input_sets[0]
@@ -153,8 +150,8 @@ def run_case(name: str, fields: dict[str, Any], mode: str, iters: int, rounds: i
     launch_bound = None
 
     def compile_lab(clock: CudaClock, flush: bool) -> RunRecord:
-        collected: list[dict[str, Any]] = []
-        bench.emit = lambda event, **kw: collected.append({"v": 1, "event": event, "t": 0.0, **kw})
+        collected: list[Event] = []
+        bench.emit = collected.append
         bench.clock = clock
         bench.measured = {"eager": 0, "compiled": 0}
         bench.measure()
@@ -164,7 +161,7 @@ def run_case(name: str, fields: dict[str, Any], mode: str, iters: int, rounds: i
     for _ in range(rounds):
         plain = compile_lab(plain_clock, False)
         flushed = compile_lab(flush_clock, True)
-        launch_bound = plain.summary().get("launch_bound")
+        launch_bound = plain.summary().launch_bound
         figures: dict[str, dict[str, float]] = {}
         for side, step in sides:
             prepare = mark if (side == "compiled" and bench.cudagraphs and mark) else (lambda: None)
