@@ -19,7 +19,7 @@ import typing
 from functools import lru_cache
 from typing import Any, Callable, TypeVar, Union
 
-__all__ = ["JsonRecord", "decode_fields", "encode_fields", "finite", "FieldError"]
+__all__ = ["JsonRecord", "decode_fields", "encode_fields", "finite", "printable", "FieldError"]
 
 T = TypeVar("T")
 _SCALARS = (int, float, str, bool)
@@ -38,6 +38,19 @@ def finite(value: Any) -> Any:
     if isinstance(value, (list, tuple)):
         return [finite(v) for v in value]
     return value
+
+
+# Control characters other than newline and tab: C0, DEL and C1 (ESC, CSI, OSC... start terminal commands).
+_CONTROL = {c: f"\\x{c:02x}" for c in (*range(0x00, 0x09), *range(0x0B, 0x20), *range(0x7F, 0xA0))}
+
+
+def printable(text: str) -> str:
+    """``text`` with every terminal control character shown as ``\\xNN``, newlines and tabs kept.
+
+    What a worker, a file or a user wrote is shown as text, never run by the terminal: every
+    string decoded here goes through it, and so does anything printed that did not.
+    """
+    return text.translate(_CONTROL)
 
 
 def _split_optional(hint: Any) -> tuple[Any, bool]:
@@ -60,6 +73,9 @@ def _scalar(kind: type, value: Any) -> Any:
             return value
         if isinstance(value, float) and value.is_integer():
             return int(value)
+    elif kind is str:
+        if isinstance(value, str):
+            return printable(value)
     elif isinstance(value, kind):
         return value
     raise TypeError(f"expected {kind.__name__}, got {type(value).__name__}")
@@ -112,6 +128,8 @@ def _scalar_converter(kind: type, optional: bool) -> Converter:
     def convert(value: Any, where: str, problems: list[str]) -> Any:
         cls = type(value)
         if cls is kind:  # the common case first: exactly the annotated type
+            if kind is str:
+                return printable(value)
             return value if kind is not float or isfinite(value) else None
         if value is None:
             if optional:

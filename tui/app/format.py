@@ -8,7 +8,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from tui.engine.options import RunOptions
 from tui.engine.results import ACTIVE_STATUSES, TERMINAL_STATUSES, RunRecord
+from tui.typed import printable
 
 __all__ = [
     "STATUS_LABELS",
@@ -106,24 +108,18 @@ def fmt_speedup(point: float | None, low: float | None = None, high: float | Non
     return text
 
 
-def workload_label(options: Any) -> str:
-    """``pointwise n=512`` (a user file shows its name only)."""
-    workload = str(getattr(options, "workload", "?"))
+def workload_label(options: RunOptions) -> str:
+    """``pointwise n=512`` (a user file shows its name only); control characters shown, not run."""
+    workload = options.workload
     if workload.endswith(".py") or ".py:" in workload:
-        return workload.rsplit("/", 1)[-1]
-    params = getattr(options, "params", None) or {}
-    parts = [workload] + [f"{k}={v}" for k, v in params.items()]
-    return " ".join(parts)
+        return printable(workload.rsplit("/", 1)[-1])
+    parts = [workload] + [f"{k}={v}" for k, v in options.params.items()]
+    return printable(" ".join(parts))
 
 
-def options_label(options: Any) -> str:
+def options_label(options: RunOptions) -> str:
     """``RunOptions.label()`` plus a short device (``cpu`` / ``gpu``)."""
-    try:
-        label = options.label()
-    except Exception:
-        label = "?"
-    device = str(getattr(options, "device", "cpu"))
-    return f"{label} {'cpu' if device == 'cpu' else 'gpu'}"
+    return printable(f"{options.label()} {'cpu' if options.device == 'cpu' else 'gpu'}")
 
 
 def accuracy_style(verdict: str | None) -> str:

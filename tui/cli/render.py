@@ -6,6 +6,7 @@ from typing import Any
 
 from tui.engine.results import RunRecord
 from tui.engine.summary import RunSummary
+from tui.typed import printable
 
 __all__ = ["print_table", "print_warnings", "speedup_text"]
 
@@ -73,8 +74,8 @@ def print_table(records: list[RunRecord], console: Any) -> None:
         o = record.options
         params = " ".join(f"{k}={v}" for k, v in (o.params or {}).items())
         what = Text()
-        what.append(f"{number} {o.workload}", style="bold")
-        what.append(f" {params}\n{o.label()} {o.device}".replace(" \n", "\n"))
+        what.append(printable(f"{number} {o.workload}"), style="bold")
+        what.append(printable(f" {params}\n{o.label()} {o.device}".replace(" \n", "\n")))
         compile_s = f"{record.compile_s:.3g} s" if record.compile_s is not None else "-"
         accuracy = record.accuracy.verdict
         status_style = {"done": "green", "failed": "bold red", "cancelled": "yellow"}.get(record.status, "")

@@ -34,7 +34,7 @@ from tui.engine.protocol import (
 from tui.engine.samples import Block, Samples, new_samples, samples_from_json, samples_to_json
 from tui.engine.summary import LiveStats, RunSummary, SummaryInputs, build_summary
 from tui.telemetry.model import RunTelemetry
-from tui.typed import decode_fields, finite
+from tui.typed import decode_fields, finite, printable
 
 __all__ = [
     "RunRecord",
@@ -184,6 +184,7 @@ class RunRecord:
         self.fail(event.kind, event.message, event.detail)
 
     def _warn(self, message: str) -> None:
+        message = printable(message)
         if message not in self.warnings:
             self.warnings.append(message)
 
@@ -193,8 +194,8 @@ class RunRecord:
     def fail(self, kind: str, message: str, detail: str = "") -> None:
         """End the record as failed (or cancelled when ``kind == "cancelled"``)."""
         self.error_kind = kind
-        self.error_message = " ".join(message.split()) or kind.replace("_", " ")
-        self.error_detail = detail
+        self.error_message = printable(" ".join(message.split())) or kind.replace("_", " ")
+        self.error_detail = printable(detail)  # a worker's stderr: shown, never run by the terminal
         self.status = "cancelled" if kind == "cancelled" else "failed"
         self._version += 1
 

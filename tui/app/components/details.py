@@ -21,7 +21,7 @@ from textual.widgets import Footer, Static
 from tui.app.format import STATUS_LABELS, fmt_ms, fmt_seconds, fmt_speedup, options_label, workload_label
 from tui.engine.results import RunRecord
 from tui.engine.summary import RunSummary
-from tui.typed import JsonRecord
+from tui.typed import JsonRecord, printable
 
 __all__ = ["DetailsScreen", "render_details"]
 
@@ -63,10 +63,10 @@ def _value_text(value: Any) -> Text:
     if isinstance(value, (list, tuple)):
         if not value:
             return Text("none", style="dim")
-        return Text("\n".join(str(v) for v in value))
+        return Text(printable("\n".join(str(v) for v in value)))
     if isinstance(value, dict):
-        return Text(json.dumps(value, sort_keys=True, default=str))
-    return Text(str(value))
+        return Text(printable(json.dumps(value, sort_keys=True, default=str)))
+    return Text(printable(str(value)))
 
 
 def _stats_table(summary: RunSummary) -> Table:
