@@ -319,12 +319,12 @@ def test_failed_run():
 
 def test_cancelled_run_keeps_its_partial_data():
     record = RunRecord.new(_options())
-    for event in _script(blocks=3)[:-2]:
+    for event in _script(blocks=5)[:-2]:  # the last compiled block never came: 4 pairs
         record.apply(event)
     record.fail("cancelled", "cancelled by the user")
     assert record.status == "cancelled" and record.error_kind == "cancelled"
     s = record.summary()
-    assert s.eager.iter.n == 15 and s.speedup == 2.0
+    assert s.eager.iter.n == 25 and s.speedup == 2.0
     assert s.speedup_ci_low == 2.0  # computed once the record ended
     assert record.to_row()["status"] == "cancelled"
 
@@ -456,3 +456,37 @@ def test_too_fast_to_time_on_cuda_events():
     assert any(w.startswith("compiled median 4.0 us is close to the CUDA event resolution") for w in warnings)
     assert not any(w.startswith("eager median") for w in warnings)
     assert record.summary().launch_bound is True
+
+
+@pytest.mark.parametrize("blocks, interval", [(2, False), (3, False), (4, True), (6, True)])
+def test_too_few_block_pairs_give_no_interval_and_say_so(blocks, interval):
+    s = _run(_script(blocks=blocks)).summary()
+    assert s.speedup == 2.0
+    assert (s.speedup_ci_low is not None) is interval and (s.significant is not None) is interval
+    assert (s.host_speedup_ci_low is not None) is interval
+    too_few = [w for w in s.warnings if w.startswith("too few interleaved blocks")]
+    assert bool(too_few) is not interval
+    if too_few:
+        assert f"({blocks} < 4)" in too_few[0]
+
+
+def _with_one_slow_iteration(slow_ms: float) -> RunRecord:
+    events = _script(blocks=4)
+    index = next(i for i, e in enumerate(events) if isinstance(e, BlockTimed) and e.stage == "measure")
+    events[index] = dataclasses.replace(events[index], ms=(slow_ms, *events[index].ms[1:]))
+    return _run(events)
+
+
+def test_a_stalled_iteration_is_a_warning_naming_the_side_and_the_factor():
+    stalled = _with_one_slow_iteration(30_007.0)  # the worker was stopped for 30 s (SIGSTOP)
+    [warning] = [w for w in stalled.summary().warnings if w.startswith("stall:")]
+    assert "eager iteration took 3.001e+04 ms" in warning and "x its median" in warning
+    assert not any(w.startswith("stall:") for w in _with_one_slow_iteration(150.0).summary().warnings)  # 75x
+
+
+def test_a_stalled_block_host_time_is_a_warning_when_the_events_look_fine():
+    events = _script(blocks=4, clock="cuda_event", eager_wall=2.1, compiled_wall=1.1)
+    index = max(i for i, e in enumerate(events) if isinstance(e, BlockTimed) and e.side == "compiled")
+    events[index] = dataclasses.replace(events[index], host_ms_per_call=1.1 * 200)
+    warnings = _run(events).summary().warnings
+    assert [w for w in warnings if w.startswith("stall: one compiled block's host time per call")]

@@ -42,7 +42,7 @@ class ScriptedRunner:
             await self.gate(record).wait()
             if self.fail_with is not None:
                 raise self.fail_with
-            for index in range(2):
+            for index in range(4):
                 for side in ("eager", "compiled"):
                     record.apply(make_event("block", 0.2, side=side, stage="measure", index=index,
                                             clock="perf_counter", ms=[2.0 if side == "eager" else 1.0] * 10,

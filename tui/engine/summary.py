@@ -52,6 +52,11 @@ UNSTABLE_RELATIVE_IQR = 0.10
 MIN_SAMPLES = 10
 LAUNCH_BOUND_RATIO = 1.25
 BOOTSTRAP_RESAMPLES = 2000
+MIN_INTERVAL_BLOCKS = 4
+"""Fewer block pairs give no interval: with n pairs the most extreme resample has probability
+n**-n, and only from n = 4 (1/256) is that below the 2.5% each tail of a 95% interval needs."""
+STALL_FACTOR = 100.0
+"""An iteration (or a block's host time per call) this many times its side's median is a stall."""
 
 
 @dataclass(frozen=True)
@@ -144,8 +149,14 @@ class LiveStats:
         cached = self._intervals.get(which)
         if cached is None or cached[0] != key:
             result = bootstrap_speedup(blocks["eager"], blocks["compiled"], BOOTSTRAP_RESAMPLES, seed=0)
+            if min(key) < MIN_INTERVAL_BLOCKS:
+                result = SpeedupCI(result.point, None, None)
             cached = self._intervals[which] = (key, result)
         return cached[1]
+
+    def pairs(self) -> int:
+        """How many interleaved block pairs were measured (the bootstrap's units)."""
+        return min(len(self.blocks["eager"]), len(self.blocks["compiled"]))
 
     def side_stats(self) -> dict[str, SideStats]:
         """Both sides' statistics so far."""
@@ -185,7 +196,7 @@ def build_summary(live: LiveStats, run: SummaryInputs) -> RunSummary:
     if run.finished and host_speedup is not None:
         _, host_low, host_high = live.interval("host")
     launch_bound = _launch_bound(sides, live.clock)
-    warnings = _warnings(sides, live.clock, run)
+    warnings = _warnings(sides, live.clock, run, live.pairs() if speedup is not None else None)
     if launch_bound and host_speedup is not None:
         warnings.append(_launch_bound_warning(sides, host_speedup, host_low, host_high))
     return RunSummary(
@@ -251,10 +262,19 @@ def _break_even(compile_s: float | None, eager: Stats | None, compiled: Stats | 
     return math.ceil(compile_s * 1000 / saved_ms)
 
 
+def _stall_warning(side: str, stats: Stats | None, what: str) -> list[str]:
+    if stats is None or stats.median <= 0 or stats.max < STALL_FACTOR * stats.median:
+        return []
+    return [
+        f"stall: one {side} {what} took {stats.max:.4g} ms, {stats.max / stats.median:.0f}x its median"
+        f" ({stats.median:.4g} ms): the worker was paused or the machine was busy; re-run"
+    ]
+
+
 def _side_warnings(side: str, stats: Stats | None, clock: str | None, done: bool) -> list[str]:
     if stats is None:
         return [f"no {side} samples were measured"] if done else []
-    messages = []
+    messages = _stall_warning(side, stats, "iteration")
     if stats.n < MIN_SAMPLES:
         messages.append(f"too few {side} samples (n = {stats.n} < {MIN_SAMPLES}): raise iters")
     spread = stats.relative_iqr
@@ -272,10 +292,15 @@ def _side_warnings(side: str, stats: Stats | None, clock: str | None, done: bool
     return messages
 
 
-def _warnings(sides: dict[str, SideStats], clock: str | None, run: SummaryInputs) -> list[str]:
+def _warnings(sides: dict[str, SideStats], clock: str | None, run: SummaryInputs, pairs: int | None) -> list[str]:
     messages: list[str] = []
     for name, side in sides.items():
         messages.extend(_side_warnings(name, side.iter, clock, run.done))
+        if not any(m.startswith(f"stall: one {name}") for m in messages):
+            messages.extend(_stall_warning(name, side.host, "block's host time per call"))
+    if run.finished and pairs is not None and pairs < MIN_INTERVAL_BLOCKS:
+        messages.append(f"too few interleaved blocks for a 95% interval ({pairs} < {MIN_INTERVAL_BLOCKS}):"
+                        " raise iters or lower block_size")
     messages.extend(run.warnings)
     if run.throttled:
         messages.append(
