@@ -13,15 +13,31 @@ import os
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterable
 
 from tui import paths
 from tui.engine.options import OptionsError, RunOptions
 
-__all__ = ["AppConfig", "load_config", "save_config", "DEFAULT_THEME", "CONFIG_VERSION"]
+__all__ = [
+    "AppConfig", "load_config", "save_config", "resolve_theme", "DEFAULT_THEME", "THEME_ALIASES", "CONFIG_VERSION",
+]
 
 CONFIG_VERSION = 1
 DEFAULT_THEME = "textual-dark"
+
+THEME_ALIASES = {"textual-ansi": "ansi-dark", "ansi": "ansi-dark"}
+"""Theme names accepted on the command line that Textual 8 spells differently."""
+
+
+def resolve_theme(name: str | None, available: Iterable[str]) -> str:
+    """The Textual theme for ``name`` (aliases applied); ValueError naming the choices."""
+    if not name:
+        return DEFAULT_THEME
+    name = THEME_ALIASES.get(name, name)
+    names = sorted(available)
+    if name not in names:
+        raise ValueError(f"theme {name!r} is unknown (available: {', '.join(names)}, textual-ansi)")
+    return name
 
 
 @dataclass

@@ -6,7 +6,7 @@ Messages that belong to one widget (``Picker.RunRequested``, ``ResultsTable.RunH
 posted by :class:`~tui.app.app.CompileLabApp` to itself and handled with ``@on(...)``.
 
 Per-event worker traffic is deliberately *not* a message: the runner applies each event to
-the run's record and the app only marks the row dirty; a timer redraws (see ANCHORS.md §5).
+the run's record and the app only marks the row dirty; a timer redraws (docs/METHOD.md, "What watching costs").
 """
 
 from __future__ import annotations

@@ -1,0 +1,300 @@
+"""MainScreen: the layout of compile-lab and everything that keeps it up to date.
+
+The app (:class:`~tui.app.app.CompileLabApp`) owns the model: the run session, the records by
+run id and which of them are final. This screen owns the view of it:
+
+* the layout: the GPU pane across the top; the picker on the left; the results table, the queue
+  and the iteration chart on the right (the app's first screen: Header and Footer are here too);
+* the live redraw: worker events only mark a row dirty (:meth:`MainScreen.run_event`); an
+  8 Hz timer rewrites the changed cells inside ``batch_update()``, pauses when nothing runs, and
+  draws nothing while another screen (details, a dialog) is on top: it catches up on return;
+* what flows down as reactive state: :attr:`MainScreen.chart_run` (the run the chart draws)
+  and :attr:`MainScreen.show_history` (whether previous sessions' rows are in the table);
+* the table's and the GPU pane's messages (a row highlighted or opened, GPUs polled) and the
+  view actions: sort, zoom, the sidebar, focus, details.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Iterable
+
+from textual import on
+from textual.app import ComposeResult
+from textual.containers import Horizontal, Vertical
+from textual.reactive import var
+from textual.screen import Screen
+from textual.timer import Timer
+from textual.widgets import Footer, Header
+
+from tui.app.components.chart import IterationChart
+from tui.app.components.gpu_pane import GpuPane
+from tui.app.components.picker import Picker
+from tui.app.components.queue_view import QueueView
+from tui.app.components.results_table import COLUMNS, ResultsTable
+from tui.engine.protocol import Event, Started
+from tui.telemetry.model import normalize_uuid
+
+if TYPE_CHECKING:  # the app imports this module; records are not needed for the first frame
+    from tui.app.app import CompileLabApp
+    from tui.engine.results import RunRecord
+
+__all__ = ["MainScreen", "REFRESH_HZ"]
+
+REFRESH_HZ = 8.0
+"""How often the running row, the queue and the chart are redrawn (never per event)."""
+
+
+class MainScreen(Screen):
+    """The results table with its panes; the first screen of the app (its only mode)."""
+
+    chart_run: var[RunRecord | None] = var(None, init=False)
+    """The run the iteration chart draws (a row highlighted, a run started, a record injected)."""
+
+    show_history: var[bool] = var(True, init=False)
+    """Whether previous sessions' runs are rows of the table (history first, oldest first)."""
+
+    def __init__(self, *, id: str | None = "main-screen") -> None:
+        super().__init__(id=id)
+        self._dirty: set[str] = set()
+        self._tick: Timer | None = None
+        self._table: ResultsTable | None = None
+        self._picker: Picker | None = None
+        self._chart: IterationChart | None = None
+        self._gpu: GpuPane | None = None
+        self._queue: QueueView | None = None
+
+    @property
+    def lab(self) -> CompileLabApp:
+        """The app, with its model: ``records``, ``current``, ``queue``, ``history_ids``."""
+        return self.app  # type: ignore[return-value]
+
+    # ----- layout ---------------------------------------------------------------------
+
+    def compose(self) -> ComposeResult:
+        """GPU pane across the top; picker on the left, table, queue and chart on the right."""
+        lab = self.lab
+        yield Header(show_clock=False, icon="≡")
+        pane = GpuPane(lab.telemetry, interval=lab.gpu_interval, id="gpu")
+        pane.border_title = "GPU"
+        yield pane
+        with Horizontal(id="main"):
+            with Vertical(id="left"):
+                yield Picker(lab.config.options, id="picker")
+            with Vertical(id="right"):
+                yield ResultsTable(id="results")
+                yield QueueView(id="queue")
+                yield IterationChart(id="chart")
+        yield Footer()
+
+    def on_mount(self) -> None:
+        """Start the redraw timer (paused), show the empty queue, focus the table."""
+        self.set_reactive(MainScreen.show_history, self.lab.config.show_history)
+        # Looked up once: the timer and every worker event use them.
+        self._chart = self.query_one("#chart", IterationChart)
+        self._gpu = self.query_one("#gpu", GpuPane)
+        self._queue = self.query_one("#queue", QueueView)
+        self._tick = self.set_interval(1 / REFRESH_HZ, self._refresh_live, pause=True, name="live-refresh")
+        self._queue.show(None, [])
+        self.table.focus()
+
+    @property
+    def table(self) -> ResultsTable:
+        """The results table."""
+        if self._table is None:
+            self._table = self.query_one("#results", ResultsTable)
+        return self._table
+
+    @property
+    def picker(self) -> Picker:
+        """The option picker."""
+        if self._picker is None:
+            self._picker = self.query_one("#picker", Picker)
+        return self._picker
+
+    # ----- what the app tells the view ------------------------------------------------
+
+    def add_rows(self, records: Iterable[RunRecord]) -> None:
+        """New rows at the end of the table (queued runs, an injected record)."""
+        with self.app.batch_update():
+            self.table.add_records(list(records))
+        self.mark_dirty(None)
+
+    def show_record(self, record: RunRecord, *, running: bool = False) -> None:
+        """A record made elsewhere: its row, the chart, and with ``running`` its GPU first."""
+        self.table.add_records([record])
+        self.show_in_chart(record)
+        if running:
+            self.highlight_gpu(_device_gpu_uuid(record.options.device))
+        self.mark_dirty(record.run_id)
+
+    def run_started(self, record: RunRecord) -> None:
+        """A run left the queue: the chart follows it and its GPU comes first."""
+        self.show_in_chart(record)
+        self.mark_dirty(record.run_id)
+        self.highlight_gpu(_device_gpu_uuid(record.options.device))
+
+    def run_event(self, record: RunRecord, event: Event) -> None:
+        """Called for every worker event (after the runner applied it): only marks things dirty."""
+        self._dirty.add(record.run_id)
+        if self.chart_run is record and self._chart is not None:
+            self._chart.mark_dirty()
+        if isinstance(event, Started):
+            self.highlight_gpu(event.env.gpu_uuid)
+        if self._tick is not None:
+            self._tick.resume()
+
+    def run_ended(self, record: RunRecord) -> None:
+        """A run ended (or was saved): redraw its row; no GPU is highlighted once nothing runs."""
+        if self._gpu is not None and self.lab.current is None:
+            self._gpu.active_uuid = None
+        self.mark_dirty(record.run_id)
+
+    def highlight_gpu(self, uuid: str | None) -> None:
+        """Show the GPU a run uses (its uuid in any form ``normalize_uuid`` takes) first in the GPU pane."""
+        if uuid and self._gpu is not None:
+            self._gpu.active_uuid = normalize_uuid(uuid)
+
+    # ----- the live redraw ------------------------------------------------------------
+
+    @property
+    def redraw_pending(self) -> bool:
+        """Whether a row still waits for the timer to redraw it."""
+        return bool(self._dirty)
+
+    def mark_dirty(self, run_id: str | None) -> None:
+        """Redraw ``run_id``'s row (and the queue) at the next tick; None: only the queue."""
+        if run_id is not None:
+            self._dirty.add(run_id)
+        if self._tick is not None:
+            self._tick.resume()
+
+    def _refresh_live(self) -> None:
+        """Timer callback: rewrite dirty rows' changed cells, the queue and the chart."""
+        if self.app.screen is not self:
+            return  # dolphie: no redraw under a dialog or the details; it catches up on return
+        table = self._table
+        lab = self.lab
+        if table is None or not table.accepts_updates or not lab.is_running:
+            return
+        dirty, self._dirty = self._dirty, set()
+        with lab.batch_update():
+            for run_id in dirty:
+                record = lab.records.get(run_id)
+                if record is None or not table.has_run(run_id):
+                    continue
+                if lab.computing(record):
+                    self._dirty.add(run_id)  # its summary is being computed off-thread
+                    continue
+                table.refresh_record(record)
+            if self._queue is not None:
+                self._queue.show(lab.current, lab.queue)
+        if not self._dirty and lab.current is None and self._tick is not None:
+            self._tick.pause()
+
+    # ----- the chart ------------------------------------------------------------------
+
+    def show_in_chart(self, record: RunRecord | None) -> None:
+        """Draw ``record`` in the chart, unless its final summary is still being computed."""
+        if self._chart is None or (record is not None and self.lab.computing(record)):
+            return
+        self.chart_run = record
+
+    def watch_chart_run(self, record: RunRecord | None) -> None:
+        if self._chart is not None:
+            self._chart.set_run(record)
+
+    @on(ResultsTable.RunHighlighted)
+    def _run_highlighted(self, message: ResultsTable.RunHighlighted) -> None:
+        record = self.lab.records.get(message.run_id)
+        if record is not None:
+            self.show_in_chart(record)
+
+    # ----- history rows ---------------------------------------------------------------
+
+    def watch_show_history(self, show: bool) -> None:
+        if show:
+            self.show_history_rows()
+        else:
+            self.table.remove_records(self.lab.history_ids)
+
+    def show_history_rows(self) -> None:
+        """Rebuild the table as the history's rows (oldest first), then this session's rows."""
+        table = self.table
+        history_ids = self.lab.history_ids
+        history = set(history_ids)
+        records = self.lab.records
+        session = [rid for rid in table.run_ids if rid not in history]
+        with self.app.batch_update():
+            session_records = [records[rid] for rid in session]
+            table.remove_records(session)
+            table.add_records([records[rid] for rid in history_ids], history=True)
+            table.add_records(session_records)
+
+    # ----- details --------------------------------------------------------------------
+
+    @on(ResultsTable.DetailsRequested)
+    def _details_requested(self, message: ResultsTable.DetailsRequested) -> None:
+        self.action_details(message.run_id)
+
+    def action_details(self, run_id: str | None = None) -> None:
+        """Open the details screen of a run (default: the selected row)."""
+        run_id = run_id or self.table.selected_run_id
+        record = self.lab.records.get(run_id) if run_id else None
+        if record is None:
+            self.notify("Select a row first.", severity="information")
+            return
+        if self.lab.computing(record):
+            self.notify("Its statistics are being computed; try again in a moment.", severity="information")
+            return
+        from tui.app.components.details import DetailsScreen
+
+        self.app.push_screen(DetailsScreen(record))
+
+    # ----- GPU pane -> picker devices -------------------------------------------------
+
+    def on_gpu_pane_updated(self, message: GpuPane.Updated) -> None:
+        """The GPU pane polled: offer its GPUs in the device field."""
+        self.picker.set_devices([(s.name or "GPU", s.uuid) for s in message.snapshots if s.uuid])
+
+    # ----- sorting, layout, focus -----------------------------------------------------
+
+    def action_sort(self) -> None:
+        """Sort by the next column."""
+        column = self.table.cycle_sort()
+        label = dict((key, label) for key, label, _ in COLUMNS).get(column or "", "queue order")
+        self.notify(f"Sorted by {label}.", timeout=2, markup=False)
+
+    def action_sort_reverse(self) -> None:
+        """Reverse the sort direction."""
+        self.table.sort_reverse = not self.table.sort_reverse
+
+    def action_focus_table(self) -> None:
+        """Move the focus to the results table (leaves a text field)."""
+        self.table.focus()
+
+    def action_focus_picker(self) -> None:
+        """Move the focus to the first picker field (showing the sidebar if it was hidden)."""
+        self.query_one("#left").display = True
+        self.picker.query_one("#workload").focus()
+
+    def action_toggle_sidebar(self) -> None:
+        """Hide or show the picker column: a full-width table on small terminals."""
+        left = self.query_one("#left")
+        left.display = not left.display
+        if not left.display:
+            self.table.focus()
+
+    def action_zoom(self) -> None:
+        """Maximize the focused pane (the table by default), or restore the layout."""
+        if self.maximized is not None:
+            self.minimize()
+            return
+        target = self.focused if self.focused is not None else self.table
+        if self.picker in target.ancestors_with_self:
+            target = self.picker
+        self.maximize(target)
+
+
+def _device_gpu_uuid(device: str) -> str | None:
+    """The uuid a ``cuda:GPU-<uuid>`` device names; None for ``cpu``, ``cuda`` and ``cuda:N``."""
+    return device.partition(":")[2] if device.startswith("cuda:GPU-") else None

@@ -1,0 +1,122 @@
+"""What to queue and what to cancel: the picker's options (``r``), a sweep over them (``w``),
+the selected row again (``a``); the running run (``x``), everything (``X``).
+
+Each queueing action validates what it read (a refusal is a notification naming the reason,
+and the picker marks the field at fault), then hands the options to
+:meth:`~tui.app.app.CompileLabApp.enqueue`; cancelling asks the run session.
+:class:`QueueActions` is mixed into the app.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from tui.engine.options import OptionsError, RunOptions
+
+if TYPE_CHECKING:
+    from tui.app.app import CompileLabApp
+
+__all__ = ["QueueActions"]
+
+
+class QueueActions:
+    """The app's actions that queue and cancel runs (a mixin of :class:`~tui.app.app.CompileLabApp`)."""
+
+    def action_run(self: CompileLabApp) -> None:
+        """Validate the picker's options and queue one run (refused with the reason)."""
+        options = self._validated_picker_options()
+        if options is None:
+            return
+        self.enqueue([options], origin="run")
+
+    def _validated_picker_options(self: CompileLabApp) -> RunOptions | None:
+        picker = self.picker
+        try:
+            raw = picker.current_options()
+            options = raw.validated()
+        except OptionsError as exc:
+            picker.mark_invalid(exc)
+            self.notify(str(exc), title="Run refused", severity="error", markup=False)
+            return None
+        picker.clear_invalid()
+        self.config.options = raw
+        self._save_config()
+        return options
+
+    def action_rerun(self: CompileLabApp) -> None:
+        """Queue the selected row's options again."""
+        run_id = self.table.selected_run_id
+        record = self.records.get(run_id) if run_id else None
+        if record is None:
+            self.notify("Select a row first.", severity="information")
+            return
+        try:
+            options = record.options.validated()
+        except OptionsError as exc:
+            self.notify(str(exc), title="Re-run refused", severity="error", markup=False)
+            return
+        self.enqueue([options], origin="rerun")
+
+    def action_sweep(self: CompileLabApp) -> None:
+        """Open the sweep dialog for the picker's options."""
+        try:
+            base = self.picker.current_options()
+            base.validated()
+        except OptionsError as exc:
+            self.picker.mark_invalid(exc)
+            self.notify(str(exc), title="Sweep refused", severity="error", markup=False)
+            return
+        from tui.app.components.sweep_dialog import SweepScreen
+
+        self.push_screen(SweepScreen(self.config.sweep, lambda choice: self._sweep_preview(base, choice)),
+                         callback=lambda choice: self._sweep_chosen(base, choice))
+
+    def sweep_options(self: CompileLabApp, base: RunOptions, choice: dict[str, list[Any]]) -> list[RunOptions]:
+        """The validated options a sweep choice expands to (OptionsError for a bad combination)."""
+        from tui.app.components.sweep_dialog import choice_to_expand_kwargs
+        from tui.engine.sweep import expand
+
+        expanded = expand(base, **choice_to_expand_kwargs(choice))
+        return [options.validated() for options in expanded]
+
+    def _sweep_preview(self: CompileLabApp, base: RunOptions, choice: dict[str, list[Any]]) -> tuple[int, str]:
+        try:
+            options = self.sweep_options(base, choice)
+        except (OptionsError, ValueError) as exc:
+            return 0, f"refused: {exc}"
+        if not options:
+            return 0, "no meaningful combination: check at least one value per axis"
+        labels = ", ".join(o.label() for o in options[:4])
+        more = f", +{len(options) - 4} more" if len(options) > 4 else ""
+        return len(options), labels + more
+
+    def _sweep_chosen(self: CompileLabApp, base: RunOptions, choice: dict[str, list[Any]] | None) -> None:
+        if choice is None:
+            return
+        self.config.sweep = choice
+        try:
+            options = self.sweep_options(base, choice)
+        except (OptionsError, ValueError) as exc:
+            self.notify(str(exc), title="Sweep refused", severity="error", markup=False)
+            return
+        if not options:
+            self.notify("The sweep has no meaningful combination.", title="Sweep", severity="warning")
+            return
+        self.config.options = base
+        self._save_config()
+        self.enqueue(options, origin="sweep")
+        self.notify(f"Queued {len(options)} run(s).", title="Sweep", markup=False)
+
+    def action_cancel_current(self: CompileLabApp) -> None:
+        """Cancel the running run (its worker's process group is killed)."""
+        if not self.session.cancel_running():
+            self.notify("No run is active.", severity="information")
+
+    def action_cancel_all(self: CompileLabApp) -> None:
+        """Cancel the running run and drop every queued one."""
+        dropped, running = self.session.cancel_all()
+        if not dropped and not running:
+            self.notify("Nothing to cancel.", severity="information")
+        elif dropped:
+            self.notify(f"Cancelled {dropped} queued run(s).", markup=False)
+        self.main_screen.mark_dirty(None)
