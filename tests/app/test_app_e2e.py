@@ -14,6 +14,7 @@ from tui.engine.runner import WorkerRunner
 
 
 @pytest.mark.slow
+@pytest.mark.torch
 async def test_real_worker_from_key_press_to_a_finished_row_and_a_csv():
     runner = WorkerRunner(keep_spare=False)  # python -m tui.engine.worker (imports torch there, not here)
     app = CompileLabApp(runner=runner, telemetry=no_gpu_source(), gpu_interval=3600.0)
@@ -38,7 +39,7 @@ async def test_real_worker_from_key_press_to_a_finished_row_and_a_csv():
             assert cell(run_id, "options") == "eager dyn=auto fp32 cpu"
             assert float(cell(run_id, "eager_ms")) > 0 and float(cell(run_id, "compiled_ms")) > 0
             assert cell(run_id, "speedup").endswith("]")  # with its interval
-            assert record.env.get("torch")  # the worker reported its torch
+            assert record.env.torch  # the worker reported its torch
             await pilot.press("e")
             await wait_until(pilot, lambda: any(m.startswith("1 run(s) -> ") for m in notifications(app)), what="export")
             message = next(m for m in notifications(app) if m.startswith("1 run(s) -> "))

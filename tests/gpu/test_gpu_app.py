@@ -68,10 +68,10 @@ async def test_the_app_runs_a_cuda_workload_end_to_end_with_live_nvml():
             await _until(pilot, lambda: app.settled, 15, "the table's refresh")
             record = app.records[run_id]
             assert record.status == "done", (record.error_kind, record.error_message, record.error_detail)
-            assert normalize_uuid(record.env["gpu_uuid"]) == normalize_uuid(gpu.uuid)
-            assert record.summary()["clock"] == "cuda_event"
-            assert record.accuracy.get("passed") is True
-            assert record.telemetry.get("samples", 0) >= 1 and record.telemetry.get("sm_clock_mean_mhz")
+            assert normalize_uuid(record.env.gpu_uuid) == normalize_uuid(gpu.uuid)
+            assert record.summary().clock == "cuda_event"
+            assert record.accuracy.passed is True
+            assert record.telemetry.samples >= 1 and record.telemetry.sm_clock_mean_mhz
             assert app.table.cell_text(run_id, "status") == "done"
             assert float(app.table.cell_text(run_id, "compiled_ms")) > 0
     finally:

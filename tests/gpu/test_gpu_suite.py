@@ -65,12 +65,12 @@ def test_every_builtin_workload_runs_and_matches_eager(workload, mode):
     (record,) = run_all([_options(workload, mode=mode)])
     _ok(record)
     summary = record.summary()
-    assert summary["clock"] == "cuda_event"
-    assert summary["compiled"]["iter"].median > 0 and summary["eager"]["iter"].median > 0
-    assert record.accuracy.get("passed") is True, (workload, record.accuracy)
-    assert record.env["gpu_uuid"].startswith("GPU-")
+    assert summary.clock == "cuda_event"
+    assert summary.compiled.iter.median > 0 and summary.eager.iter.median > 0
+    assert record.accuracy.passed is True, (workload, record.accuracy)
+    assert record.env.gpu_uuid.startswith("GPU-")
     if mode == "reduce-overhead" and workload != "graph_break":
-        assert record.diagnostics.get("cudagraph_skips", 0) == 0, (workload, record.warnings)
+        assert (record.diagnostics.cudagraph_skips or 0) == 0, (workload, record.warnings)
 
 
 def test_training_steps_compile_and_match_in_both_modes():
@@ -79,7 +79,7 @@ def test_training_steps_compile_and_match_in_both_modes():
     configs.append(_options("mlp", train=True, compile_optimizer=True))
     for record in run_all(configs):
         _ok(record)
-        assert record.accuracy.get("passed") is True, (record.options.label(), record.accuracy)
+        assert record.accuracy.passed is True, (record.options.label(), record.accuracy)
 
 
 def test_max_autotune_modes_on_one_small_workload():
@@ -87,7 +87,7 @@ def test_max_autotune_modes_on_one_small_workload():
                        for m in ("max-autotune", "max-autotune-no-cudagraphs")])
     for record in records:
         _ok(record)
-        assert record.accuracy.get("passed") is True
+        assert record.accuracy.passed is True
 
 
 def test_fullgraph_and_dynamic_on_graph_break_and_dynamic_shapes():
@@ -101,8 +101,8 @@ def test_fullgraph_and_dynamic_on_graph_break_and_dynamic_shapes():
     _ok(fell_back)
     assert any("recompile limit" in w for w in fell_back.warnings), fell_back.warnings
     _ok(dynamic)
-    assert (dynamic.diagnostics.get("recompiles") or 0) <= 1
-    assert set(dynamic.summary()["per_label"]) == {"batch=8", "batch=16", "batch=24", "batch=32"}
+    assert (dynamic.diagnostics.recompiles or 0) <= 1
+    assert set(dynamic.summary().per_label) == {"batch=8", "batch=16", "batch=24", "batch=32"}
 
 
 def test_reduce_overhead_replays_cuda_graphs():
@@ -134,7 +134,7 @@ def test_reduce_overhead_replays_cuda_graphs():
 def test_a_run_whose_cuda_graphs_were_skipped_says_so():
     (record,) = run_all([_options(str(HERE / "workloads" / "mutates_input.py"), mode="reduce-overhead", params={})])
     _ok(record)
-    assert record.diagnostics.get("cudagraph_skips", 0) >= 1
+    assert (record.diagnostics.cudagraph_skips or 0) >= 1
     assert any("CUDA graphs were skipped" in w for w in record.warnings), record.warnings
 
 
@@ -145,8 +145,8 @@ def test_accuracy_passes_in_every_precision(dtype, tf32):
     records = run_all([_options(name, dtype=dtype, tf32=tf32) for name in ("matmul", "cnn", "transformer_block")])
     for record in records:
         _ok(record)
-        assert record.accuracy.get("passed") is True, (record.options.label(), record.accuracy)
-        assert record.env.get("tf32_matmul") is tf32
+        assert record.accuracy.passed is True, (record.options.label(), record.accuracy)
+        assert record.env.tf32_matmul is tf32
 
 
 def test_nvml_reads_real_values_and_matches_the_run_gpu_by_uuid():
@@ -157,13 +157,13 @@ def test_nvml_reads_real_values_and_matches_the_run_gpu_by_uuid():
     assert source.available, source.reason
     (record,) = run_all([_options("matmul", iters=200, params={"n": 4096})], telemetry=source)
     _ok(record)
-    snap = source.sample(record.env["gpu_uuid"])
-    assert snap is not None and normalize_uuid(snap.uuid) == normalize_uuid(record.env["gpu_uuid"])
+    snap = source.sample(record.env.gpu_uuid)
+    assert snap is not None and normalize_uuid(snap.uuid) == normalize_uuid(record.env.gpu_uuid)
     assert snap.mem_total_mb and snap.mem_total_mb > 1000
     assert snap.temp_c is not None and snap.sm_clock_max_mhz
     tele = record.telemetry
-    assert tele.get("samples", 0) >= 2, tele
-    assert tele.get("sm_clock_mean_mhz") and tele.get("power_mean_w"), tele
+    assert tele.samples >= 2, tele
+    assert tele.sm_clock_mean_mhz and tele.power_mean_w, tele
     row = record.to_row()
     assert row["sm_clock_mean_mhz"] != "" and row["power_mean_w"] != ""
     source.close()
