@@ -64,9 +64,11 @@ class ChartHost(App):
 
 async def redrawn(pilot, chart: IterationChart, after: int) -> None:
     """Wait (on the app's own timer) until the chart has redrawn more than ``after`` times."""
-    async with asyncio.timeout(TIMEOUT):
+    async def redraws() -> None:
         while chart.redraw_count <= after:
             await pilot.pause(0.05)
+
+    await asyncio.wait_for(redraws(), TIMEOUT)  # not asyncio.timeout: that is Python 3.11+
 
 
 async def redraw(pilot, chart: IterationChart) -> None:

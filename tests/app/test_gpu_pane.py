@@ -55,10 +55,12 @@ class PaneHost(App):
 
     async def until(self, condition, timeout: float = TIMEOUT) -> None:
         """Wait for pane messages until ``condition()`` holds."""
-        async with asyncio.timeout(timeout):
+        async def changes() -> None:
             while not condition():
                 self._changed.clear()
                 await self._changed.wait()
+
+        await asyncio.wait_for(changes(), timeout)  # not asyncio.timeout: that is Python 3.11+
 
     @property
     def pane(self) -> GpuPane:
