@@ -1,6 +1,15 @@
-"""Shared test set-up: every test gets its own compile-lab home (config, history, exports)."""
+"""Shared test set-up: every test gets its own compile-lab home (config, history, exports).
+
+Markers (pyproject.toml): ``gpu`` tests are skipped without CUDA; ``torch`` tests are skipped
+without torch. A test is a ``torch`` test when it says so (it starts a real worker, or a fresh
+interpreter that imports torch) or when its module imported torch: this conftest adds the
+marker then. ``.ci/run`` runs ``-m "not torch and not gpu"`` under Python 3.10 without torch.
+"""
 
 from __future__ import annotations
+
+import importlib.util
+import types
 
 import pytest
 
@@ -21,8 +30,24 @@ def compile_lab_home(tmp_path, monkeypatch):
     return home
 
 
+def _module_imported_torch(item: pytest.Item) -> bool:
+    module = getattr(item, "module", None)
+    torch = getattr(module, "torch", None)
+    return isinstance(torch, types.ModuleType) and torch.__name__ == "torch"
+
+
+@pytest.hookimpl(tryfirst=True)  # before -m deselects by marker
 def pytest_collection_modifyitems(config, items):
-    """Skip gpu-marked tests where there is no CUDA device (reported as skipped, never as passed)."""
+    """Mark the tests of modules that imported torch ``torch``; skip gpu tests without CUDA and
+    torch tests without torch (reported as skipped, never as passed)."""
+    for item in items:
+        if item.get_closest_marker("torch") is None and _module_imported_torch(item):
+            item.add_marker(pytest.mark.torch)
+    if importlib.util.find_spec("torch") is None:
+        skip_torch = pytest.mark.skip(reason="needs torch")
+        for item in items:
+            if item.get_closest_marker("torch") is not None:
+                item.add_marker(skip_torch)
     gpu_items = [item for item in items if "gpu" in item.keywords]
     if not gpu_items or _has_cuda():
         return

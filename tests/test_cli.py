@@ -205,6 +205,7 @@ def test_a_run_that_is_not_launch_bound_shows_no_host_figure():
 
 
 @pytest.mark.slow
+@pytest.mark.torch
 def test_one_real_run_on_the_cpu(tmp_path, compile_lab_home):
     out_csv = tmp_path / "run.csv"
     code = cli.main(
@@ -219,6 +220,7 @@ def test_one_real_run_on_the_cpu(tmp_path, compile_lab_home):
 
 
 @pytest.mark.slow
+@pytest.mark.torch
 def test_env_reports_torch_from_a_subprocess(capsys):
     assert cli.main(["env"]) == 0
     out = capsys.readouterr().out

@@ -46,6 +46,8 @@ TELEMETRY = ["tui.telemetry.model", "tui.telemetry.nvml", "tui.telemetry.fake", 
 APP = ["tui.app.app"]
 
 
+@pytest.mark.slow  # imports torch in a fresh interpreter: seconds
+@pytest.mark.torch
 def test_the_probe_detects_an_import():
     """The probe itself works: importing torch is seen (so the checks below can fail)."""
     pytest.importorskip("torch")
@@ -75,6 +77,8 @@ def test_the_display_helpers_the_cli_borrows_never_import_textual():
     assert imported.isdisjoint({"torch", "textual"})
 
 
+@pytest.mark.slow  # imports torch in a fresh interpreter: seconds
+@pytest.mark.torch
 def test_worker_package_is_the_only_engine_part_that_needs_torch():
     """The worker imports torch (and still not textual)."""
     pytest.importorskip("torch")

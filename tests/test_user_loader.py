@@ -49,6 +49,7 @@ def test_example_asset_takes_string_params():
     assert built.eager_step(built.input_sets[0]).shape == (4, 32)
 
 
+@pytest.mark.slow  # a real dynamo trace: seconds
 def test_example_asset_runs_compiled():
     torch._dynamo.reset()
     built = load(str(EXAMPLE), width="16", batch="2")

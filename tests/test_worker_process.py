@@ -22,6 +22,7 @@ from tui.engine.clocks import PERF_COUNTER
 from tui.engine.protocol import FAILURE_KINDS, PROTOCOL_VERSION, BlockTimed, Compiled, Event, Failed, Finished, decode
 
 pytest.importorskip("torch")
+pytestmark = [pytest.mark.slow, pytest.mark.torch]  # every test starts a real worker process
 
 REPO = Path(__file__).resolve().parents[1]
 EVENT_TIMEOUT_S = 120.0

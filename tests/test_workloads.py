@@ -207,6 +207,7 @@ def test_compile_optimizer_compiles_the_step_without_fullgraph():
     assert set(step(both.input_sets[0])) == {"loss", "grads"}
 
 
+@pytest.mark.slow  # a real dynamo trace of a whole training step: seconds
 def test_one_real_compile_of_a_training_step_matches_eager():
     torch._dynamo.reset()
     built, _ = build("mlp", TINY["mlp"], train=True, compile_optimizer=True)

@@ -30,6 +30,7 @@ STREAM_WARMUP = 50
 STREAM_PEAK_BYTES = 48 * 2**20
 
 
+@pytest.mark.slow  # a load test: seconds of fake-worker runs
 async def test_a_sweep_of_48_configurations_ends_as_48_rows_history_lines_and_csv_rows(make_app, tmp_path):
     """4 modes x fullgraph x 3 dynamic x 2 dtypes, queued by the app's sweep, one worker at a time."""
     runner = WorkerRunner(worker_argv=fake_runner().worker_argv, keep_spare=True, env={"FAKE_WORKER_BEHAVIOUR": "ok"})
@@ -51,6 +52,7 @@ async def test_a_sweep_of_48_configurations_ends_as_48_rows_history_lines_and_cs
     assert [row["run_id"] for row in csv_rows(tmp_path / "sweep.csv")] == ids
 
 
+@pytest.mark.slow  # a load test: seconds of streaming
 async def test_streaming_200000_iterations_keeps_memory_bounded_and_the_raw_csv_complete(make_app, tmp_path):
     """One run with 100,000 measured iterations per side (plus warm-up) through the app."""
     runner = fake_runner("ok")

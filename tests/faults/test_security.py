@@ -12,6 +12,8 @@ import ast
 import os
 import sys
 
+import pytest
+
 from fault_helpers import REPO, write_workload
 from tui import cli
 
@@ -106,6 +108,8 @@ PROBE = """
 """
 
 
+@pytest.mark.slow
+@pytest.mark.torch  # a real worker runs the user's file
 def test_a_user_workload_runs_only_in_the_worker(tmp_path, monkeypatch):
     """After a CLI run of a user's file, it was imported by the worker only, never by this process.
 

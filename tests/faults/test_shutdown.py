@@ -153,6 +153,7 @@ POOLED = """
 
 
 @pytest.mark.slow
+@pytest.mark.torch
 async def test_sigkill_to_the_app_ends_a_real_worker_and_inductors_compile_pool(tmp_path, compile_lab_home,
                                                                               monkeypatch):
     """The app is SIGKILLed while a real worker holds inductor's compile pool: all of it is gone 2 s later."""

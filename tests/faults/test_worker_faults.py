@@ -22,6 +22,7 @@ from tui.engine.results import RunRecord
 from tui.engine.runner import STDERR_TAIL_BYTES, WorkerRunner
 
 pytest.importorskip("torch")
+pytestmark = [pytest.mark.slow, pytest.mark.torch]  # every test starts a real worker process
 
 #: A workload small enough that a whole run takes well under a second once torch is imported.
 TINY = dict(backend="eager", warmup=1, iters=4, block_size=2)
