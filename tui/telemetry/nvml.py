@@ -1,6 +1,6 @@
 """GPU telemetry from NVML through nvidia-ml-py (``import pynvml``, imported lazily).
 
-Rules this module follows (docs: ANCHORS.md section 3):
+Rules this module follows (docs/METHOD.md, "GPU telemetry during the run" and "Which GPU"):
 
 * Nothing here raises to the caller. When NVML or the driver is missing, :attr:`NvmlSource.available`
   is ``False``, :attr:`NvmlSource.reason` says why, and polls return nothing.
