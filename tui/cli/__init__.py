@@ -10,9 +10,11 @@ Modules: :mod:`~tui.cli.parse` (flags -> run options), :mod:`~tui.cli.run` (the 
 :mod:`~tui.cli.render` (the results table), :mod:`~tui.cli.info` (``env``, ``workloads``).
 
 Exit codes: 0 when every run succeeded, 1 when one failed, 2 on bad usage (one line
-``compile-lab: error: <field>: <what is allowed>`` on stderr), 130 after Ctrl-C and
+``compile-lab: error: <field>: <what is allowed>`` on stderr; an output path no export may
+write is bad usage too, refused before anything runs), 130 after Ctrl-C and
 128 + N after signal N (the workers are killed first; runs that ended, cancelled ones
-included, are still exported and in the history).
+included, are still exported and in the history; with no run done or failed nothing is
+exported and an existing file is left as it was).
 """
 
 from __future__ import annotations
@@ -22,7 +24,7 @@ import asyncio
 import sys
 from typing import Any, Sequence
 
-from tui.cli.parse import PROG, UsageError, build_parser, configs_from_args, options_from_args
+from tui.cli.parse import PROG, UsageError, build_parser, check_exports, configs_from_args, options_from_args
 from tui.engine.options import OptionsError
 
 __all__ = ["main", "build_parser", "options_from_args", "configs_from_args", "make_runner"]
@@ -56,7 +58,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return cmd_env(args)
     try:
         configs = configs_from_args(args)
-    except OptionsError as exc:
+        check_exports(args)
+    except (OptionsError, UsageError) as exc:
         return _usage_error(str(exc))
     from tui.cli.run import run_configs
 

@@ -18,7 +18,7 @@ from tui.engine.options import (
     parse_key_values,
 )
 
-__all__ = ["PROG", "UsageError", "build_parser", "options_from_args", "configs_from_args"]
+__all__ = ["PROG", "UsageError", "build_parser", "options_from_args", "configs_from_args", "check_exports", "EXPORT_FLAGS"]
 
 PROG = "compile-lab"
 
@@ -84,7 +84,11 @@ def _add_run_flags(parser: argparse.ArgumentParser, sweep: bool) -> None:
              "as out_of_memory instead of waking the system's OOM killer (default: no limit)",
     )
 
-    out = parser.add_argument_group("output")
+    out = parser.add_argument_group(
+        "output",
+        "Exports write a regular file or create one; a link, directory, device, pipe or socket, "
+        "compile-lab's own history, runs or config, and two outputs to one file are refused before anything runs.",
+    )
     out.add_argument("--csv", metavar="PATH", help="write the summary CSV")
     out.add_argument("--json", metavar="PATH", help="write every run as JSON (with per-iteration times)")
     out.add_argument("--raw-csv", metavar="PATH", help="write one CSV row per timed iteration")
@@ -206,3 +210,31 @@ def _sweep_configs(args: argparse.Namespace) -> list[RunOptions]:
     )
 
 
+
+
+#: The output flags and the attribute each fills, in the order they are written.
+EXPORT_FLAGS = (("--csv", "csv"), ("--json", "json"), ("--raw-csv", "raw_csv"))
+
+
+def check_exports(args: argparse.Namespace) -> None:
+    """Refuse, before anything runs, an output path no export may write (UsageError, one line).
+
+    An empty path; a symbolic link, directory, device, named pipe or socket; compile-lab's
+    history, runs or config; two outputs naming one file (after resolving links). What only
+    writing can tell (a missing directory, a full disk) is reported when the runs have ended.
+    """
+    from tui.engine.export import ExportTargetError, check_target, same_file_key
+
+    seen: dict[str, str] = {}
+    for flag, dest in EXPORT_FLAGS:
+        value = getattr(args, dest, None)
+        if value is None:
+            continue
+        try:
+            check_target(value)
+        except ExportTargetError as exc:
+            raise UsageError(f"{flag}: {exc}") from exc
+        key = same_file_key(value)
+        if key in seen:
+            raise UsageError(f"{seen[key]}, {flag}: both name {key} (allowed: a different file for each output)")
+        seen[key] = flag

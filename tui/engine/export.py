@@ -5,6 +5,14 @@ is flushed and fsynced, then ``os.replace``-d over the target. A failure (missin
 directory, permission, full disk, a record whose stored samples are gone) raises
 :class:`ExportError` with one line naming the path and the cause; the temporary file is
 removed and an existing file at the target is left untouched.
+
+Only regular files are written (or created): a target that is a symbolic link, a device, a
+named pipe, a socket or a directory is refused (:class:`ExportTargetError`), checked with
+``os.lstat`` before anything is opened and again right before the rename, so nothing of that
+kind is ever followed, opened or replaced. A link in a parent directory is fine (``~/data ->
+/mnt/data``); only the last component must not be one. The exports also refuse compile-lab's
+own data files (the history, anything under the runs or locks directory, the config file):
+:func:`check_target` says why in one line, and the CLI asks it before any run starts.
 """
 
 from __future__ import annotations
@@ -13,6 +21,7 @@ import csv
 import io
 import json
 import os
+import stat
 import tempfile
 from contextlib import contextmanager
 from datetime import datetime, timezone
@@ -25,6 +34,10 @@ from tui.engine.results import RunRecord, SamplesUnavailable
 
 __all__ = [
     "ExportError",
+    "ExportTargetError",
+    "check_target",
+    "data_file_role",
+    "same_file_key",
     "write_csv",
     "write_json",
     "write_raw_csv",
@@ -38,6 +51,104 @@ EXPORT_SCHEMA = 1
 
 class ExportError(Exception):
     """An export could not be written; the message is one line naming the path and the cause."""
+
+
+#: What an export may write to, said after every refusal of its target.
+ALLOWED_TARGET = "a regular file, or a new file in an existing directory"
+ALLOWED_OUTSIDE_DATA = "a file outside compile-lab's history, runs, locks and config"
+
+
+class ExportTargetError(ExportError):
+    """The target is not something an export may write: ``<path> is <what> (allowed: ...)``."""
+
+    def __init__(self, path: str | os.PathLike[str], what: str, allowed: str = ALLOWED_TARGET) -> None:
+        self.path, self.what, self.allowed = os.fspath(path), what, allowed
+        super().__init__(f"{self.path or 'the path'} is {what} (allowed: {allowed})")
+
+
+def _kind(mode: int) -> str | None:
+    """What a non-regular file is, in words; None for a regular file."""
+    if stat.S_ISREG(mode):
+        return None
+    for test, words in (
+        (stat.S_ISLNK, "a symbolic link"),
+        (stat.S_ISDIR, "a directory"),
+        (stat.S_ISCHR, "a character device"),
+        (stat.S_ISBLK, "a block device"),
+        (stat.S_ISFIFO, "a named pipe (FIFO)"),
+        (stat.S_ISSOCK, "a socket"),
+    ):
+        if test(mode):
+            return words
+    return "not a regular file"
+
+
+def _existing_regular(target: Path) -> os.stat_result | None:
+    """The target's lstat when it is a regular file, None when there is nothing there.
+
+    Raises ExportTargetError for anything else (a link, dangling or not, is never followed).
+    Never opens the target: a named pipe or a device is only looked at.
+    """
+    try:
+        info = os.lstat(target)
+    except FileNotFoundError:
+        return None
+    except OSError:
+        return None  # e.g. a parent that is a file: creating the temporary file says why
+    what = _kind(info.st_mode)
+    if what is not None:
+        raise ExportTargetError(target, what)
+    return info
+
+
+def _real(path: str | os.PathLike[str]) -> str:
+    return os.path.realpath(os.path.abspath(os.fspath(path)))
+
+
+def _inside(path: str, directory: str) -> bool:
+    return path == directory or path.startswith(directory.rstrip(os.sep) + os.sep)
+
+
+def data_file_role(path: str | os.PathLike[str]) -> str | None:
+    """What ``path`` is to compile-lab (``"compile-lab's history file"``...), None for any other path.
+
+    Compared after resolving links in every component, so a path that reaches the history
+    through a linked directory is still the history; whether the files exist does not matter.
+    """
+    real = _real(path)
+    if real == _real(paths.history_file()):
+        return "compile-lab's history file"
+    if real == _real(paths.config_file()):
+        return "compile-lab's config file"
+    for directory, words in ((paths.runs_dir(), "runs"), (paths.locks_dir(), "locks")):
+        if _inside(real, _real(directory)):
+            return f"in compile-lab's {words} directory ({directory})"
+    return None
+
+
+def same_file_key(path: str | os.PathLike[str]) -> str:
+    """A key equal for two paths that name one file (links in any component resolved)."""
+    return _real(path)
+
+
+def check_target(path: str | os.PathLike[str]) -> Path:
+    """``path`` as a Path when an export may write it, else ExportTargetError (one line, path and why).
+
+    Refused: an empty path, a symbolic link (dangling or not), a directory, a device, a named
+    pipe, a socket, and compile-lab's own data files. A missing directory is not judged here:
+    writing says so (the directory may be made before the runs end).
+    """
+    text = os.fspath(path)
+    if not text:
+        raise ExportTargetError("", "empty", "a file path")
+    if text.endswith(os.sep) or (os.altsep and text.endswith(os.altsep)):
+        raise ExportTargetError(text, "a directory name (it ends in a slash)", "a file path")
+    target = Path(text)
+    _existing_regular(target)
+    role = data_file_role(target)
+    if role is not None:
+        raise ExportTargetError(target, role, ALLOWED_OUTSIDE_DATA)
+    return target
 
 
 class _FdWriter(io.RawIOBase):
@@ -69,13 +180,19 @@ def atomic_writer(path: str | os.PathLike[str], *, newline: str | None = "") -> 
     """A text file (UTF-8) that replaces ``path`` only if the whole ``with`` block succeeds.
 
     Raises ExportError (one line: path and cause) on any OSError; the target is untouched then.
+    Only a regular file is replaced (ExportTargetError for a link, device, pipe, socket or
+    directory, checked before anything is opened and again right before the rename); a target
+    that did not exist is created without replacing whatever appeared there meanwhile.
     """
     target = Path(path)
+    if not os.fspath(path):
+        raise ExportTargetError("", "empty", "a file path")
     directory = target.parent
     if not directory.is_dir():
         raise ExportError(f"cannot write {target}: directory {directory} does not exist")
+    existing = _existing_regular(target)
     try:
-        mode = target.stat().st_mode & 0o777 if target.is_file() else 0o644
+        mode = existing.st_mode & 0o777 if existing is not None else 0o644
         fd, temp_name = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=directory)
     except OSError as exc:
         raise ExportError(f"cannot write {target}: {_cause(exc)}") from exc
@@ -90,7 +207,7 @@ def atomic_writer(path: str | os.PathLike[str], *, newline: str | None = "") -> 
         stream.flush()
         os.fsync(fd)
         stream.close()
-        os.replace(temp_name, target)
+        _put_in_place(temp_name, target)
     except BaseException as exc:
         try:
             stream.close()
@@ -107,14 +224,38 @@ def atomic_writer(path: str | os.PathLike[str], *, newline: str | None = "") -> 
         os.close(fd)
 
 
+def _put_in_place(temp_name: str, target: Path) -> None:
+    """Move the finished temporary file to ``target``, replacing only a regular file.
+
+    Checked again right before: a link, pipe, device or directory that appeared while the
+    file was written is refused. Where nothing is there, a hard link creates the target
+    without replacing anything (it fails if something appeared after the check); a file
+    system without hard links gets the rename.
+    """
+    if _existing_regular(target) is None:
+        try:
+            os.link(temp_name, target, follow_symlinks=False)
+        except FileExistsError:
+            _existing_regular(target)  # something appeared: refuse it unless it is a regular file
+        except OSError:
+            pass  # no hard links here (EPERM, ENOTSUP...): the rename below
+        else:
+            try:
+                os.unlink(temp_name)
+            except OSError:
+                pass  # the export is in place; a stray hidden temporary name is all that is left
+            return
+    os.replace(temp_name, target)
+
+
 def write_csv(records: Iterable[RunRecord], path: str | os.PathLike[str]) -> Path:
     """One row per record, columns :data:`~tui.engine.results.CSV_COLUMNS` (header first)."""
-    return _write_rows(path, CSV_COLUMNS, (record.to_row() for record in records))
+    return _write_rows(check_target(path), CSV_COLUMNS, (record.to_row() for record in records))
 
 
 def write_raw_csv(records: Iterable[RunRecord], path: str | os.PathLike[str]) -> Path:
     """One row per timed iteration of every record (:data:`~tui.engine.results.RAW_COLUMNS`)."""
-    return _write_rows(path, RAW_COLUMNS, (row for record in records for row in record.raw_rows()))
+    return _write_rows(check_target(path), RAW_COLUMNS, (row for record in records for row in record.raw_rows()))
 
 
 def _write_rows(path: str | os.PathLike[str], columns: Sequence[str], rows: Iterable[dict[str, str]]) -> Path:
@@ -127,6 +268,7 @@ def _write_rows(path: str | os.PathLike[str], columns: Sequence[str], rows: Iter
 
 def write_json(records: Iterable[RunRecord], path: str | os.PathLike[str]) -> Path:
     """``{"schema", "exported", "runs": [record.to_json() ...]}`` including per-iteration times."""
+    path = check_target(path)
     with atomic_writer(path, newline=None) as stream:
         stream.write('{"schema": %d, "exported": %s, "runs": [' % (EXPORT_SCHEMA, json.dumps(_now_iso())))
         for i, record in enumerate(records):
