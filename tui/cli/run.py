@@ -2,7 +2,13 @@
 
 Progress goes to stderr (rich), the table and warnings to stdout. Ctrl-C or SIGTERM/SIGHUP
 kill the workers at once; the runs that ended (cancelled ones included) are still in the
-history and in the exports, and the exit code says what stopped it (130, 128 + N).
+history and in the exports, and the exit code says what stopped it (130, 128 + N). Stopped
+before any run was done or failed, nothing is exported: an existing file stays as it was.
+
+No write to the terminal can stop the exports: every one goes through a
+:class:`_TerminalFile`, which drops what it cannot write once the terminal is gone (closed:
+EIO; a reader that left: EPIPE), so a SIGHUP mid-sweep still ends with the exports written,
+the history appended and exit code 129.
 """
 
 from __future__ import annotations
@@ -10,7 +16,9 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import os
 import signal
+import sys
 from typing import Any, Callable
 
 from tui.cli.parse import PROG
@@ -27,7 +35,8 @@ async def run_configs(configs: list[RunOptions], args: argparse.Namespace,
     """Run every configuration in turn; returns the exit code (see ``tui.cli``)."""
     from rich.console import Console
 
-    err = Console(stderr=True)
+    out, err_file = _TerminalFile(sys.stdout), _TerminalFile(sys.stderr)
+    err = Console(file=err_file)
     telemetry = _telemetry(configs)
     history = None
     if not args.no_history:
@@ -40,10 +49,14 @@ async def run_configs(configs: list[RunOptions], args: argparse.Namespace,
     stopped_by: list[int] = []
     with _signals_stop(session, stopped_by):
         interrupted = await _run_all(session, configs, progress)
+    interrupted = interrupted or bool(stopped_by)  # a signal while closing counts too
     if telemetry is not None:
         with contextlib.suppress(Exception):
             telemetry.close()
-    return _report(session.records, session.ended(), args, err, interrupted, stopped_by)
+    code = _report(session.records, session.ended(), args, (out, err), interrupted, stopped_by)
+    for stream in (out, err_file):
+        stream.let_go()
+    return code
 
 
 def _telemetry(configs: list[RunOptions]) -> Any:
@@ -69,6 +82,57 @@ async def _run_all(session: RunSession, configs: list[RunOptions], progress: "_P
     return interrupted
 
 
+class _TerminalFile:
+    """A terminal stream (stdout or stderr) whose writes never raise.
+
+    Once a write or flush fails with OSError (the terminal was closed: EIO; the reader of a
+    pipe left: EPIPE), ``gone`` is set and everything after is dropped. Anything else is
+    the wrapped stream's (rich asks ``isatty``, ``encoding``, ``fileno``).
+    """
+
+    def __init__(self, stream: Any) -> None:
+        self.stream = getattr(stream, "rich_proxied_file", stream)  # never a rich Live's proxy
+        self.gone = False
+
+    def write(self, text: str) -> int:
+        if not self.gone:
+            try:
+                self.stream.write(text)
+            except (OSError, ValueError):  # ValueError: the stream was closed
+                self.gone = True
+        return len(text)
+
+    def flush(self) -> None:
+        if not self.gone:
+            try:
+                self.stream.flush()
+            except (OSError, ValueError):
+                self.gone = True
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.stream, name)
+
+    def let_go(self) -> None:
+        """When the terminal is gone, point its file descriptor at /dev/null.
+
+        What the stream still buffers would fail again when the interpreter flushes it at exit,
+        and turn exit code 129 into 1 (the way Python's documentation suggests for EPIPE).
+        """
+        if not self.gone:
+            return
+        try:
+            fd = self.stream.fileno()
+            devnull = os.open(os.devnull, os.O_WRONLY)
+        except (OSError, ValueError, AttributeError):
+            return  # not a real file descriptor (a test's capture): nothing will flush it at exit
+        try:
+            os.dup2(devnull, fd)
+        finally:
+            os.close(devnull)
+        with contextlib.suppress(OSError, ValueError):
+            self.stream.flush()
+
+
 def _forget_cancel() -> None:
     """Let this task await again after its cancellation was handled (Python 3.11+ counts them)."""
     task = asyncio.current_task()
@@ -80,18 +144,20 @@ def _forget_cancel() -> None:
 
 @contextlib.contextmanager
 def _signals_stop(session: RunSession, stopped_by: list[int]) -> Any:
-    """SIGTERM and SIGHUP kill the workers and cancel the run loop, like Ctrl-C."""
+    """Ctrl-C (SIGINT), SIGTERM and SIGHUP kill the workers and cancel the run loop."""
     loop = asyncio.get_running_loop()
     main_task = asyncio.current_task()
 
     def on_signal(signum: int) -> None:
         session.kill_all()
         stopped_by.append(signum)
-        if main_task is not None:
+        # Once: a second signal (a closed terminal sends SIGHUP, then the shell's own) must not
+        # cancel the closing and exporting that the first one started.
+        if main_task is not None and len(stopped_by) == 1:
             main_task.cancel()
 
     installed: list[tuple[int, Any]] = []
-    for signum in (signal.SIGTERM, signal.SIGHUP):
+    for signum in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
         try:
             previous = signal.getsignal(signum)
             loop.add_signal_handler(signum, on_signal, signum)
@@ -107,54 +173,68 @@ def _signals_stop(session: RunSession, stopped_by: list[int]) -> Any:
                 signal.signal(signum, previous if previous is not None else signal.SIG_DFL)
 
 
-def _report(records: list[RunRecord], ended: list[RunRecord], args: argparse.Namespace, err: Any,
-            interrupted: bool, stopped_by: list[int]) -> int:
-    """Exports first (they must survive a terminal that is gone), then the table; the exit code."""
+def _report(records: list[RunRecord], ended: list[RunRecord], args: argparse.Namespace,
+            terminal: tuple[_TerminalFile, Any], interrupted: bool, stopped_by: list[int]) -> int:
+    """Exports first, then the table; the exit code. No terminal write here can raise."""
     from rich.console import Console
 
     from tui.cli.render import print_table, print_warnings
 
+    out, err = terminal
     export_failed = _export(ended, args, err)
-    try:
-        if not args.quiet:
-            print_table(records, Console())
-            print_warnings(records, Console())
-        for record in records:
-            if record.status == "failed" and args.quiet:
-                # one line, however long: a log keeps it whole
-                err.print(f"{PROG}: {record.options.workload} {record.options.label()}: {record.error_message}",
-                          markup=False, highlight=False, soft_wrap=True)
-        if interrupted:
-            reason = f"signal {stopped_by[0]}" if stopped_by else "Ctrl-C"
-            done = sum(r.status in ("done", "failed") for r in records)
-            err.print(f"{PROG}: stopped by {reason}; {done} run(s) ended before it", markup=False,
-                      highlight=False, soft_wrap=True)
-    except OSError:  # the terminal went away (SIGHUP): the exports and the history are written
-        pass
+    if not args.quiet:
+        print_table(records, Console(file=out))
+        print_warnings(records, Console(file=out))
+    for record in records:
+        if record.status == "failed" and args.quiet:
+            # one line, however long: a log keeps it whole
+            _say(err, f"{PROG}: {record.options.workload} {record.options.label()}: {record.error_message}")
     if interrupted:
-        return 128 + stopped_by[0] if stopped_by else 130
+        signum = stopped_by[0] if stopped_by else signal.SIGINT
+        reason = "Ctrl-C" if signum == signal.SIGINT else f"signal {signum}"
+        done = sum(r.status in ("done", "failed") for r in records)
+        _say(err, f"{PROG}: stopped by {reason}; {done} run(s) ended before it")
+        return 128 + signum
     if export_failed or any(r.status != "done" for r in records):
         return 1
     return 0
 
 
-def _export(records: list[RunRecord], args: argparse.Namespace, err: Any) -> bool:
-    """Write the requested exports; True when one failed (reported on stderr)."""
-    from tui.engine.export import ExportError, write_csv, write_json, write_raw_csv
+def _say(console: Any, text: str) -> None:
+    """One line on a console, as it is (no markup), never wrapped."""
+    console.print(text, markup=False, highlight=False, soft_wrap=True)
 
+
+#: The output flags, the attribute each fills and the function that writes it.
+_EXPORTS = (("--csv", "csv", "write_csv"), ("--json", "json", "write_json"), ("--raw-csv", "raw_csv", "write_raw_csv"))
+
+
+def _export(records: list[RunRecord], args: argparse.Namespace, err: Any) -> bool:
+    """Write the requested exports; True when one failed (reported on stderr).
+
+    Only when a run was done or failed: stopped before that (nothing, or cancelled runs only),
+    no file is touched, an existing one stays as it was, and stderr says so.
+    """
+    from tui.engine import export
+
+    wanted = [(flag, getattr(args, dest)) for flag, dest, _ in _EXPORTS if getattr(args, dest, None)]
+    if wanted and not any(r.status in ("done", "failed") for r in records):
+        names = ", ".join(f"{flag} {path}" for flag, path in wanted)
+        _say(err, f"{PROG}: no run ended, so no export was written ({names}); an existing file is left as it was")
+        return False
     failed = False
-    for path, write in ((args.csv, write_csv), (args.json, write_json), (args.raw_csv, write_raw_csv)):
+    for flag, dest, writer in _EXPORTS:
+        path = getattr(args, dest, None)
         if not path:
             continue
         try:
-            write(records, path)
-        except ExportError as exc:
+            getattr(export, writer)(records, path)
+        except export.ExportError as exc:
             failed = True
-            err.print(f"{PROG}: error: {exc}", markup=False, highlight=False, soft_wrap=True)
+            _say(err, f"{PROG}: error: {exc}")
         else:
             if not args.quiet:
-                with contextlib.suppress(OSError):
-                    err.print(f"wrote {path}", markup=False, highlight=False, soft_wrap=True)
+                _say(err, f"wrote {path}")
     return failed
 
 
@@ -186,7 +266,7 @@ class _Progress(SessionListener):
 
     def __exit__(self, *exc_info: Any) -> None:
         if self.progress is not None:
-            with contextlib.suppress(OSError):  # the terminal may be gone
+            with contextlib.suppress(OSError, ValueError):  # its console's file never raises; belt and braces
                 self.progress.__exit__(*exc_info)
 
     def run_started(self, record: RunRecord) -> None:
