@@ -63,7 +63,10 @@ async def test_python_file_choice_shows_a_path_input(make_app):
         picker = app.query_one(Picker)
         assert picker.query_one("#user-path-row").has_class("-hidden")
         picker.query_one("#workload", Select).value = FILE_CHOICE
-        await wait_until(pilot, lambda: not picker.query_one("#user-path-row").has_class("-hidden"), what="path row")
+        # The parameter rows are swapped asynchronously (removed, then the key=value row mounted):
+        # wait for what the test uses, the path row shown and the key=value input mounted.
+        await wait_until(pilot, lambda: not picker.query_one("#user-path-row").has_class("-hidden")
+                         and bool(picker.query("#param-kv")), what="path row and key=value input")
         assert picker.query_one("#train", Checkbox).disabled
         picker.query_one("#user-path", Input).value = "models/mine.py:build"
         picker.query_one("#param-kv", Input).value = "size=32,scale=0.5"
