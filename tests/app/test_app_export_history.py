@@ -21,7 +21,7 @@ from tui.engine.columns import CSV_COLUMNS, RAW_COLUMNS
 
 async def _two_runs(app, pilot) -> list[str]:
     picker = app.query_one(Picker)
-    picker.query_one("#iters", Input).value = "20"
+    picker.query_one("#iters", Input).value = "40"  # 4 blocks of 10 per side: enough pairs for an interval
     await pilot.pause()
     app.action_run()
     picker.query_one("#workload").value = "matmul"
@@ -56,7 +56,7 @@ async def test_export_writes_csv_raw_csv_and_json_and_says_where(make_app):
             raw = list(csv.DictReader(handle))
         assert tuple(raw[0].keys()) == RAW_COLUMNS
         measured = [r for r in raw if r["stage"] == "measure"]
-        assert len(measured) == 2 * 2 * 20  # two runs x two sides x 20 iterations
+        assert len(measured) == 2 * 2 * 40  # two runs x two sides x 40 iterations
         data = json.loads(json_path.read_text())
         assert [run["run_id"] for run in data["runs"]] == run_ids
         # The toast names the place.
@@ -196,3 +196,54 @@ async def test_a_fast_sweep_reaches_the_history_in_run_order(make_app):
     assert finished == queued
     lines = paths.history_file().read_text().splitlines()
     assert [json.loads(line)["run_id"] for line in lines] == queued
+
+
+async def _error_toast(app, pilot) -> str:
+    await wait_until(pilot, lambda: any(n.severity == "error" for n in app._notifications), what="error toast")
+    error = next(n for n in app._notifications if n.severity == "error")
+    assert error.title == "Export failed" and "\n" not in error.message
+    return error.message
+
+
+async def test_an_export_is_written_whole_or_not_at_all(make_app, tmp_path):
+    """The raw CSV's name is a link: nothing is written, not even the CSV before it."""
+    app = make_app()
+    elsewhere = tmp_path / "elsewhere.txt"
+    elsewhere.write_text("keep me")
+    (tmp_path / "report-raw.csv").symlink_to(elsewhere)
+    async with app.run_test(size=(160, 48), notifications=True) as pilot:
+        await _two_runs(app, pilot)
+        app._export(str(tmp_path / "report.csv"))
+        message = await _error_toast(app, pilot)
+    assert "report-raw.csv is a symbolic link" in message
+    assert not (tmp_path / "report.csv").exists() and not (tmp_path / "report.json").exists()
+    assert (tmp_path / "report-raw.csv").is_symlink() and elsewhere.read_text() == "keep me"
+
+
+async def test_an_export_directory_inside_compile_labs_data_is_refused_before_it_is_made(make_app):
+    from tui import paths
+
+    app = make_app()
+    target = paths.runs_dir() / "my-export"
+    async with app.run_test(size=(160, 48), notifications=True) as pilot:
+        await _two_runs(app, pilot)
+        app._export(str(target))
+        message = await _error_toast(app, pilot)
+    assert str(target) in message and "compile-lab" in message
+    assert not target.exists()
+
+
+async def test_cancelled_runs_alone_leave_an_existing_export_alone(make_app, tmp_path):
+    app = make_app(delay=30.0)
+    existing = tmp_path / "report.csv"
+    existing.write_text("an earlier export\n")
+    async with app.run_test(size=(160, 48), notifications=True) as pilot:
+        (record,) = app.enqueue([RunOptions(iters=20)])
+        await wait_until(pilot, lambda: record.status not in ("queued", "starting"), what="the run started")
+        app.action_cancel_all()
+        await wait_until(pilot, lambda: record.finished and app.settled, what="cancelled")
+        assert record.status == "cancelled"
+        app._export(str(existing))
+        await pilot.pause()
+        assert any(m.startswith("Nothing to export: no run has finished") for m in notifications(app))
+    assert existing.read_text() == "an earlier export\n"

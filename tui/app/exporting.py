@@ -25,16 +25,31 @@ __all__ = ["ExportActions", "export_paths"]
 
 
 def export_paths(target: str | None, defaults: Any) -> dict[str, Path]:
-    """The three export files: defaults, in a typed directory, or next to a typed ``.csv`` path."""
+    """The three export files: defaults, in a typed directory, or next to a typed ``.csv`` path.
+
+    Every one is checked before anything is written (ExportTargetError: a link, a device, a pipe,
+    compile-lab's own data...), so an export is written whole or not at all; a typed directory
+    inside compile-lab's data is refused before it is made.
+    """
+    from tui.engine.export import ExportTargetError, check_target, data_file_role
+
     base = defaults()
     if not target:
-        return base
-    path = Path(target).expanduser()
-    if path.suffix.lower() == ".csv":
+        destinations = base
+    elif Path(target).expanduser().suffix.lower() == ".csv":
+        path = Path(target).expanduser()
         stem = path.with_suffix("")
-        return {"csv": path, "raw_csv": stem.with_name(stem.name + "-raw.csv"), "json": stem.with_suffix(".json")}
-    path.mkdir(parents=True, exist_ok=True)
-    return {key: path / value.name for key, value in base.items()}
+        destinations = {"csv": path, "raw_csv": stem.with_name(stem.name + "-raw.csv"), "json": stem.with_suffix(".json")}
+    else:
+        path = Path(target).expanduser()
+        role = data_file_role(path)
+        if role is not None:
+            raise ExportTargetError(path, role)
+        path.mkdir(parents=True, exist_ok=True)
+        destinations = {key: path / value.name for key, value in base.items()}
+    for destination in destinations.values():
+        check_target(destination)
+    return destinations
 
 
 class ExportActions:
@@ -74,6 +89,11 @@ class ExportActions:
         records, skipped = self.exportable_records()
         if not records:
             self.notify("Nothing to export: no run has ended yet.", title="Export", severity="warning")
+            return
+        if not any(record.status in ("done", "failed") for record in records):
+            # The command line's rule too: cancelled runs alone never replace an existing export.
+            self.notify("Nothing to export: no run has finished (cancelled runs alone are not exported).",
+                        title="Export", severity="warning")
             return
         self._export_worker(records, target, skipped)
 
