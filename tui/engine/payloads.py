@@ -111,6 +111,10 @@ class Accuracy(JsonRecord):
     worst: str | None = None
     problem: str | None = None
     reference: str | None = None
+    eager_repeatable: bool | None = None
+    """Whether a second eager call on a fresh copy of the inputs agreed with the first (None: not known)."""
+    nan_both: int | None = None
+    """Elements NaN at the same place in both outputs: left out of the errors, a warning, not a failure."""
 
     @property
     def verdict(self) -> str:

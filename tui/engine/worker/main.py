@@ -24,12 +24,12 @@ from typing import Any
 
 import torch
 
-from tui.engine.catalog import is_user_workload
+from tui.engine.catalog import echo, is_user_workload
 from tui.engine.options import OptionsError, RunOptions
 from tui.engine.payloads import Accuracy, Diagnostics, Memory
 from tui.engine.protocol import Compiled, Event, Failed, Finished, PhaseChanged, Ready, Started, WorkerWarning
 from tui.engine.worker import diagnostics, envinfo
-from tui.engine.worker.accuracy import compare, tolerances
+from tui.engine.worker.accuracy import judge, tolerances
 from tui.engine.worker.channel import (
     EventChannel,
     open_channel,
@@ -164,7 +164,8 @@ def check_backend(backend: str) -> None:
         return  # cannot tell: torch.compile itself will say
     if backend not in names:
         shown = [n for n in names if not n.endswith("TESTING_ONLY") and "minifier" not in n]
-        raise OptionsError("backend", f"{backend!r} is not a registered torch._dynamo backend (allowed: {', '.join(shown)})")
+        raise OptionsError("backend", f"{echo(backend)} is not a registered torch._dynamo backend "
+                                      f"(allowed: {', '.join(shown)})")
 
 
 def check_inductor_options(options: dict[str, Any]) -> None:
@@ -175,7 +176,8 @@ def check_inductor_options(options: dict[str, Any]) -> None:
         return
     for key in options:
         if key not in known:
-            raise OptionsError("inductor_options", f"{key!r} is not an inductor option (see torch._inductor.list_options())")
+            raise OptionsError("inductor_options",
+                               f"{echo(key)} is not an inductor option (see torch._inductor.list_options())")
 
 
 class WorkerRun:
@@ -370,13 +372,13 @@ class WorkerRun:
                       "cold_compile measures a cold start")
 
     def _accuracy(self, bench: Benchmark, options: RunOptions, dtype: torch.dtype, train: bool) -> Accuracy:
-        compiled, eager = bench.accuracy_outputs()
+        """Eager against itself, then compiled against eager (:func:`.accuracy.judge`); its warnings sent."""
+        outputs = bench.accuracy_outputs()
         atol, rtol = tolerances(dtype, tf32=options.tf32, mode=options.mode, train=train)
-        result = compare(compiled, eager, atol, rtol)
-        del compiled, eager
-        if not result.passed:
-            why = result.problem or f"max abs err {result.max_abs_err:.3g} beyond atol {atol:g} + rtol {rtol:g} x |eager|"
-            self.warn(f"the compiled output differed from eager at {result.worst or 'output'}: {why}")
+        result, warnings = judge(outputs, atol, rtol)
+        del outputs
+        for warning in warnings:
+            self.warn(warning)
         return result
 
 

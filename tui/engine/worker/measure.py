@@ -17,7 +17,7 @@ import torch
 
 from tui.engine.clocks import PERF_COUNTER
 from tui.engine.protocol import BlockTimed, Event
-from tui.engine.worker.accuracy import keep
+from tui.engine.worker.accuracy import AccuracyOutputs, changed_leaves, fresh_copy, keep, rng_state
 from tui.engine.worker.blocks import (
     WARMUP_MAX_EXTRA_BLOCKS,
     WARMUP_MAX_EXTRA_S,
@@ -223,22 +223,36 @@ class Benchmark:
                 break
         self.warn(settler.unsettled_warning(side, extra_calls))
 
-    def accuracy_outputs(self) -> tuple[Any, Any]:
-        """(compiled, eager) outputs to compare, each cloned right after its call.
+    def accuracy_outputs(self) -> AccuracyOutputs:
+        """What the accuracy check compares (:func:`.accuracy.judge`), each output cloned right after its call.
 
-        A training step compares the first step of each side; inference compares one
-        fresh call of each side on input set 0 after warm-up.
+        Two eager calls from the same state on fresh copies of input set 0 (so a call that
+        changes its inputs in place cannot change what the next one sees), then the compiled
+        side. Inference: both eager calls and the compiled call run now, after warm-up. A
+        training step compares the first step of each side; the second eager step starts from
+        a fresh copy of the initial model (``reference_step``), so the eager side's own model
+        and optimizer are not touched. Runs once, outside every timed block.
         """
-        if self.built.train:
-            return self.compiled_first, self.eager_first
         args = self.built.input_sets[0]
-        self.stage = "compiled"
-        self._mark_step()
-        compiled = keep(self._step("compiled")(args))
+        again_step = getattr(self.built, "reference_step", None) or self.built.eager_step
         self.stage = "eager"
-        eager = keep(self.built.eager_step(args))
+        if self.built.train:
+            eager, compiled = self.eager_first, self.compiled_first
+        else:
+            eager = keep(self.built.eager_step(fresh_copy(args)))
+        copied = fresh_copy(args)
+        before = rng_state(self.device)
+        eager_again = keep(again_step(copied))
+        after = rng_state(self.device)
+        random = any(not torch.equal(a, b) for a, b in zip(before, after))
+        mutated = changed_leaves(args, copied)
+        del copied
+        if not self.built.train:
+            self.stage = "compiled"
+            self._mark_step()
+            compiled = keep(self._step("compiled")(fresh_copy(args)))
         self.clock.sync()
-        return compiled, eager
+        return AccuracyOutputs(compiled=compiled, eager=eager, eager_again=eager_again, mutated=mutated, random=random)
 
     def measure(self) -> None:
         """Alternate eager and compiled blocks until ``iters`` per side or the time budget is spent."""

@@ -67,6 +67,9 @@ class BuiltWorkload:
     ``compiled_step(args)``. Calls cycle through ``input_sets``; ``labels`` names each
     set (or is None). ``flops_fn(args)`` is an eager call for ``FlopCounterMode`` (None
     where there are no countable ops). ``train`` means outputs are ``{"loss", "grads"}``.
+    ``reference_step(args)`` repeats the first eager call from the state it started from, for
+    the accuracy check's eager-against-eager comparison (a training step: on a fresh copy of
+    the initial model and optimizer); None: ``eager_step`` (inference keeps no state).
     """
 
     eager_step: Callable[[tuple], Any]
@@ -76,6 +79,7 @@ class BuiltWorkload:
     flops_fn: Callable[[tuple], Any] | None
     bytes_per_call: int | None
     train: bool
+    reference_step: Callable[[tuple], Any] | None = None
 
 
 # ----- models -------------------------------------------------------------
@@ -240,6 +244,16 @@ class TrainingStep:
 
         return compiled_step
 
+    def reference_step(self, args: tuple) -> dict[str, Any]:
+        """The first eager step again: a fresh copy of the initial model and optimizer, left as it was.
+
+        For the accuracy check's eager-against-eager comparison; the eager side's own model and
+        optimizer are not touched, so what is measured afterwards is unchanged.
+        """
+        model = copy.deepcopy(self._initial)
+        optimizer = _make_optimizer(model)
+        return self._step(model, model, optimizer, optimizer.step, args)
+
     def flops_step(self, args: tuple) -> None:
         """Forward, loss and backward on the eager model for FLOP counting.
 
@@ -328,6 +342,7 @@ def _model_workload(model: nn.Module, inputs: torch.Tensor, out_shape: tuple[int
         flops_fn=step.flops_step,
         bytes_per_call=bytes_per_call,
         train=True,
+        reference_step=step.reference_step,
     )
 
 

@@ -1,0 +1,128 @@
+"""Trust, measurement (issue 11, item 10): the accuracy check blames the right party, through the real worker.
+
+Each test runs a tiny user workload in a real worker through the engine's runner and reads what
+the run reports: eager that disagrees with itself (dropout in training mode) is not blamed on the
+compiler; a call that changes its input in place is compared on fresh copies and named; NaN at the
+same places on both sides is a warning, not a failure; an output of None is "nothing to compare",
+not a pass. The pieces (compare, judge, fresh copies) are unit-tested in tests/test_worker_accuracy.py.
+"""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+from fault_helpers import write_workload
+from tui.engine.options import RunOptions
+from tui.engine.results import RunRecord
+from tui.engine.runner import WorkerRunner
+
+pytest.importorskip("torch")
+pytestmark = [pytest.mark.slow, pytest.mark.torch]  # every test starts a real worker and compiles
+
+#: Small enough that a run takes about a second once torch is imported.
+TINY = dict(backend="eager", warmup=1, iters=4, block_size=2)
+RUN_LIMIT_S = 180.0
+
+DROPOUT = """
+    import torch
+    from torch import nn
+
+
+    def make_workload(device, dtype):
+        model = nn.Sequential(nn.Linear(32, 32), nn.Dropout(0.5)).to(device=device, dtype=dtype)
+        model.requires_grad_(False).train()  # dropout stays on: a training-mode forward
+        return model, (torch.randn(16, 32, device=device, dtype=dtype),)
+"""
+
+MUTATES = """
+    import torch
+
+
+    def add_one_in_place(x):
+        x.add_(1)
+        return x * 2
+
+
+    def make_workload(device, dtype):
+        return add_one_in_place, (torch.randn(64, device=device, dtype=dtype),)
+"""
+
+NAN_BOTH = """
+    import torch
+
+
+    def log_of_minus(x):
+        return torch.log(-x)  # NaN wherever x > 0, on both sides
+
+
+    def make_workload(device, dtype):
+        return log_of_minus, (torch.randn(256, device=device, dtype=dtype),)
+"""
+
+RETURNS_NONE = """
+    import torch
+
+
+    def nothing(x):
+        x.sum()
+        return None
+
+
+    def make_workload(device, dtype):
+        return nothing, (torch.randn(64, device=device, dtype=dtype),)
+"""
+
+
+async def _run(tmp_path, name: str, source: str, **fields) -> RunRecord:
+    path = write_workload(tmp_path, name, source)
+    options = dict(TINY, **fields)
+    record = RunRecord.new(RunOptions(workload=str(path), **options).validated())
+    runner = WorkerRunner(keep_spare=False)
+    try:
+        await asyncio.wait_for(runner.run(record), RUN_LIMIT_S)
+    finally:
+        await runner.aclose()
+    assert record.status == "done", (record.error_kind, record.error_message, record.error_detail)
+    return record
+
+
+def _blamed_the_compiler(record: RunRecord) -> bool:
+    return any("differed from eager" in w for w in record.warnings)
+
+
+async def test_dropout_in_training_mode_is_eager_that_is_not_deterministic(tmp_path):
+    record = await _run(tmp_path, "dropout.py", DROPOUT)
+    accuracy = record.accuracy
+    assert (accuracy.passed, accuracy.verdict, accuracy.eager_repeatable) == (None, "n/a", False)
+    assert accuracy.reference.startswith("eager is not deterministic: two eager calls on copies of the same inputs differ")
+    warning = [w for w in record.warnings if w.startswith("accuracy not checked: eager is not deterministic")]
+    assert len(warning) == 1 and "likely cause: randomness: the eager call draws random numbers (dropout" in warning[0]
+    assert not _blamed_the_compiler(record)
+
+
+async def test_an_input_changed_in_place_is_named_and_not_blamed_on_the_compiler(tmp_path):
+    record = await _run(tmp_path, "mutates.py", MUTATES)
+    assert (record.accuracy.passed, record.accuracy.eager_repeatable) == (True, True)
+    assert ("the workload changes its inputs in place (input[0]): every timed call starts from other values; "
+            "accuracy compared calls on fresh copies") in record.warnings
+    assert not _blamed_the_compiler(record)
+
+
+async def test_nan_at_the_same_places_on_both_sides_is_a_warning_not_a_compiler_failure(tmp_path):
+    record = await _run(tmp_path, "nan_both.py", NAN_BOTH, backend="inductor")  # inductor's own log kernel
+    accuracy = record.accuracy
+    assert (accuracy.passed, accuracy.verdict, accuracy.eager_repeatable) == (True, "pass", True)
+    assert 0 < accuracy.nan_both < 256 and accuracy.compared == 256 - accuracy.nan_both
+    assert any(w.startswith(f"eager and compiled both produce NaN at output ({accuracy.nan_both} of 256 element(s))")
+               for w in record.warnings), record.warnings
+    assert not _blamed_the_compiler(record)
+
+
+async def test_an_output_of_none_is_nothing_to_compare_not_a_pass(tmp_path):
+    record = await _run(tmp_path, "returns_none.py", RETURNS_NONE)
+    accuracy = record.accuracy
+    assert (accuracy.passed, accuracy.verdict, accuracy.compared) == (None, "n/a", 0)
+    assert accuracy.problem == "nothing to compare: the output is None"
+    assert "accuracy not checked: nothing to compare: the output is None" in record.warnings
