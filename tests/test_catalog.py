@@ -89,3 +89,33 @@ def test_unknown_names_carry_what_they_concern():
 
 def test_train_workloads_are_those_with_a_training_step():
     assert train_workloads() == ("cnn", "mlp", "transformer_block")
+
+
+@pytest.mark.parametrize(
+    ("given", "message"),
+    [
+        ("1" * 10_000, f"n: {'1' * 40}… (10000 characters) is above the maximum 65536"),  # beyond int()'s digits
+        ("-" + "1" * 10_000, f"n: -{'1' * 39}… (10001 characters) is below the minimum 1"),
+        ("1" * 41, f"n: {'1' * 40}… (41 characters) is above the maximum 65536"),
+        ("1" * 40, f"n: {'1' * 40} is above the maximum 65536"),  # 40 characters: whole
+        ("x" * 41, f"n: expected int, got {'x' * 40!r}… (41 characters)"),
+        ("x" * 40, f"n: expected int, got {'x' * 40!r}"),
+    ],
+    ids=["10000-digits", "minus-10000-digits", "41-digits", "40-digits", "41-characters", "40-characters"],
+)
+def test_a_refused_parameter_repeats_at_most_40_characters_of_it(given, message):
+    with pytest.raises(ParamError) as info:
+        get_workload("matmul").param("n").coerce(given)
+    assert str(info.value) == message and info.value.params == ("n",)
+
+
+def test_unknown_names_are_shortened_too():
+    with pytest.raises(ParamError) as info:
+        get_workload("w" * 5000)
+    assert str(info.value).startswith(f"workload: unknown {'w' * 40!r}… (5000 characters) (allowed: matmul")
+    with pytest.raises(ParamError) as info:
+        get_workload("matmul").param("p" * 5000)
+    assert str(info.value) == f"{'p' * 40}… (5000 characters): not a parameter of matmul (allowed: n)"
+    choices = ParamSpec("p", str, "a", "help", choices=("a", "b"))
+    with pytest.raises(ParamError, match=r"^p: 'zzzz.*'… \(300 characters\) is not one of a, b$"):
+        choices.coerce("z" * 300)

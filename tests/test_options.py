@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from tui.engine.catalog import WORKLOADS, ParamError, get_workload, split_user_workload
+from tui.engine.catalog import PATH_ECHO_CHARS, WORKLOADS, ParamError, echo, get_workload, split_user_workload
 from tui.engine.options import (
     BACKENDS,
     DEFAULT_MODE,
@@ -18,6 +18,7 @@ from tui.engine.options import (
     mode_applies,
     modes_for,
     parse_dynamic,
+    parse_int_option,
     parse_key_values,
 )
 
@@ -52,8 +53,8 @@ def test_gpu_defaults_are_the_seed_sizes():
         ({"workload": "resnet"}, "workload", "unknown 'resnet'"),
         ({"train": True}, "train", "has no training step"),
         ({"compile_optimizer": True}, "compile_optimizer", "only applies with train"),
-        ({"timeout_s": 0}, "timeout_s", "> 0"),
-        ({"time_budget_s": -1.0}, "time_budget_s", "> 0"),
+        ({"timeout_s": 0}, "timeout_s", "above 0 and at most 604800 (7 days)"),
+        ({"time_budget_s": -1.0}, "time_budget_s", "above 0 and at most 86400 (1 day)"),
         ({"backend": "bad name!"}, "backend", "not a backend name"),
         ({"python": "/nonexistent/python3"}, "python", "not an executable"),
         ({"memory_limit_gb": 0}, "memory_limit_gb", "above 0"),
@@ -197,3 +198,140 @@ def test_a_parameter_refusal_names_the_parameters_it_concerns():
     assert str(info.value) == "params: width 100 is not divisible by heads 3"
     assert info.value.params == ("width", "heads")
     assert _refusal(workload="resnet").params == ()
+
+
+# ----- numeric limits: every refusal states the real range ------------------------------------
+
+TIMEOUT_RANGE = "(allowed: a number of seconds above 0 and at most 604800 (7 days))"
+BUDGET_RANGE = "(allowed: a number of seconds above 0 and at most 86400 (1 day), or unset for no budget)"
+MEMORY_RANGE = "(allowed: a number of GB above 0 and at most 1000000, or unset for no limit)"
+
+
+@pytest.mark.parametrize(
+    ("field", "value", "shown", "allowed"),
+    [
+        ("timeout_s", float("inf"), "inf", TIMEOUT_RANGE),
+        ("timeout_s", float("-inf"), "-inf", TIMEOUT_RANGE),
+        ("timeout_s", float("nan"), "nan", TIMEOUT_RANGE),
+        ("timeout_s", 0, "0", TIMEOUT_RANGE),
+        ("timeout_s", -1.5, "-1.5", TIMEOUT_RANGE),
+        ("timeout_s", 7 * 86_400 + 0.5, "604800.5", TIMEOUT_RANGE),
+        ("timeout_s", "nan", "'nan'", TIMEOUT_RANGE),
+        ("timeout_s", "abc", "'abc'", TIMEOUT_RANGE),
+        ("timeout_s", True, "True", TIMEOUT_RANGE),
+        ("timeout_s", None, "None", TIMEOUT_RANGE),
+        ("time_budget_s", float("inf"), "inf", BUDGET_RANGE),
+        ("time_budget_s", float("nan"), "nan", BUDGET_RANGE),
+        ("time_budget_s", 0.0, "0.0", BUDGET_RANGE),
+        ("time_budget_s", 86_401, "86401", BUDGET_RANGE),
+        ("memory_limit_gb", float("inf"), "inf", MEMORY_RANGE),
+        ("memory_limit_gb", float("nan"), "nan", MEMORY_RANGE),
+        ("memory_limit_gb", 1_000_001, "1000001", MEMORY_RANGE),
+    ],
+)
+def test_a_number_out_of_range_is_refused_with_the_real_range(field, value, shown, allowed):
+    with pytest.raises(OptionsError) as info:
+        RunOptions(**{field: value}).validated()
+    assert str(info.value) == f"{field}: {shown} is not allowed {allowed}"
+
+
+@pytest.mark.parametrize(
+    ("field", "value"),
+    [("timeout_s", 7 * 86_400), ("timeout_s", 1e-3), ("timeout_s", 5), ("time_budget_s", 86_400),
+     ("time_budget_s", None), ("memory_limit_gb", 1_000_000), ("memory_limit_gb", None)],
+)
+def test_the_ends_of_each_range_are_allowed(field, value):
+    assert getattr(RunOptions(**{field: value}).validated(), field) == value
+
+
+# ----- messages that repeat a user's value shorten it ------------------------------------------
+
+LONG = "x" * 10_000
+DIGITS = "1" * 10_000
+
+
+def test_echo_keeps_40_characters_and_counts_the_rest():
+    assert echo("a" * 40) == repr("a" * 40)
+    assert echo("a" * 41) == f"{'a' * 40!r}… (41 characters)"
+    assert echo(DIGITS, plain=True) == f"{'1' * 40}… (10000 characters)"
+    assert echo("short", plain=True) == "short" and echo(5) == "5" and echo(float("inf")) == "inf"
+    assert echo(list(range(100))) == "[0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 1… (390 characters)"
+    assert echo(10**5000) == "an integer of 5001 digits"  # beyond Python's limit on digits for str()
+    assert echo("p" * 150, plain=True, limit=PATH_ECHO_CHARS) == "p" * 150
+
+
+@pytest.mark.parametrize(
+    ("changes", "field"),
+    [
+        ({"params": {"n": DIGITS}}, "params"),
+        ({"params": {"n": LONG}}, "params"),
+        ({"params": {LONG: 1}}, "params"),
+        ({"workload": LONG}, "workload"),
+        ({"workload": f"/tmp/a.py:{LONG}-"}, "workload"),
+        ({"device": LONG}, "device"),
+        ({"mode": LONG}, "mode"),
+        ({"backend": LONG + "!"}, "backend"),
+        ({"backend": "b" * 10_000, "mode": "max-autotune"}, "mode"),
+        ({"backend": "b" * 10_000, "inductor_options": {"x": 1}}, "inductor_options"),
+        ({"inductor_options": {LONG + "!": 1}}, "inductor_options"),
+        ({"dtype": LONG}, "dtype"),
+        ({"dynamic": LONG}, "dynamic"),
+        ({"iters": 10**5000}, "iters"),
+        ({"seed": 10**200}, "seed"),
+        ({"timeout_s": LONG}, "timeout_s"),
+        ({"memory_limit_gb": LONG}, "memory_limit_gb"),
+        ({"python": "/" + LONG}, "python"),
+    ],
+)
+def test_every_refusal_that_repeats_a_value_shortens_it(changes, field):
+    base = {"workload": "matmul"}
+    base.update(changes)
+    with pytest.raises(OptionsError) as info:
+        RunOptions(**base).validated()
+    message = str(info.value)
+    assert info.value.field == field and message.startswith(f"{field}: ")
+    assert len(message) < 450, message
+    assert "characters)" in message or "digits" in message, message
+
+
+def test_parsers_shorten_what_they_repeat():
+    with pytest.raises(OptionsError) as info:
+        parse_key_values([LONG], "params")
+    assert str(info.value) == f"params: {'x' * 40!r}… (10000 characters) is not key=value"
+    with pytest.raises(OptionsError) as info:
+        parse_dynamic(LONG)
+    assert str(info.value) == f"dynamic: {'x' * 40!r}… (10000 characters) is not allowed (allowed: auto, true, false)"
+    with pytest.raises(OptionsError) as info:
+        RunOptions.from_dict({LONG: 1})
+    assert str(info.value).startswith(f"{'x' * 40}… (10000 characters): unknown option")
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        (DIGITS, f"iters: {'1' * 40}… (10000 characters) is not allowed (allowed: an integer from 1 to 10000000)"),
+        ("-" + DIGITS, f"iters: -{'1' * 39}… (10001 characters) is not allowed (allowed: an integer from 1 to 10000000)"),
+        ("x" * 41, f"iters: {'x' * 40!r}… (41 characters) is not an integer"),
+        ("4.5", "iters: '4.5' is not an integer"),
+    ],
+    ids=["10000-digits", "minus-10000-digits", "41-characters", "a-float"],
+)
+def test_an_integer_option_typed_as_text(text, message):
+    with pytest.raises(OptionsError) as info:
+        parse_int_option("iters", text)
+    assert str(info.value) == message
+
+
+def test_an_integer_option_typed_as_text_that_fits():
+    assert parse_int_option("iters", " 40 ") == 40
+    # in range for int() and out of range for the option: validated() states the range
+    with pytest.raises(OptionsError, match=r"^iters: 1{40}… \(41 characters\) is not allowed \(allowed: an integer"):
+        RunOptions(iters=parse_int_option("iters", "1" * 41)).validated()
+
+
+def test_a_key_value_with_too_many_digits_stays_a_number_too_big_not_inf():
+    assert parse_key_values([f"n={DIGITS}"], "params") == {"n": DIGITS}  # float() would have made it inf
+    assert parse_key_values(["n=12", "x=1e400"], "params") == {"n": 12, "x": float("inf")}
+    with pytest.raises(OptionsError) as info:
+        RunOptions(workload="matmul", params=parse_key_values([f"n={DIGITS}"], "params")).validated()
+    assert str(info.value) == f"params: n: {'1' * 40}… (10000 characters) is above the maximum 65536"

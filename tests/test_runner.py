@@ -19,6 +19,7 @@ from tui.engine.options import RunOptions
 from tui.engine.protocol import BlockTimed, Event, PhaseChanged, Ready, Started, WorkerWarning
 from tui.engine.results import RunRecord
 from tui.engine.runner import STDERR_TAIL_BYTES, WorkerRunner
+from tui.engine.runner.worker_runner import timeout_message
 from tui.telemetry.fake import FakeSource
 from tui.telemetry.model import GpuProcess
 
@@ -153,7 +154,7 @@ async def test_a_hanging_worker_times_out_and_its_group_is_killed(behaviour):
         await runner.aclose()
     assert time.monotonic() - start < 0.5 + 2.0
     assert record.error_kind == "timeout"
-    assert record.error_message == "timed out after 0.5 s (timeout_s)"
+    assert record.error_message == "timed out after 0.5 s (timeout_s) while measuring"  # the fake hangs measuring
     assert await _group_gone(runner.last_pid)
 
 
@@ -327,3 +328,14 @@ async def test_a_busy_gpu_lock_makes_the_run_wait_and_say_so(compile_lab_home):
     assert started.env.device == f"cuda:{gpu}"
     assert started.env.cuda_visible_devices == gpu
     assert started.env.cuda_device_order == "PCI_BUS_ID"
+
+
+@pytest.mark.parametrize(
+    ("status", "phase_words"),
+    [("queued", "starting"), ("starting", "starting"), ("building", "building"), ("compiling", "compiling"),
+     ("warming_up", "warming up"), ("checking_accuracy", "checking accuracy"), ("measuring", "measuring"),
+     ("diagnosing", "diagnosing")],
+)
+def test_a_timeout_says_which_phase_it_cut_short(status, phase_words):
+    assert timeout_message(5.0, status) == f"timed out after 5 s (timeout_s) while {phase_words}"
+    assert timeout_message(0.25, status).startswith("timed out after 0.25 s (timeout_s) while ")

@@ -28,7 +28,8 @@ SIZE = (160, 48)
 FAULTS = [
     pytest.param("crash", {}, "crash", "worker crashed (signal 9): Fatal Python error: Segmentation fault (fake)",
                  id="1-signal"),
-    pytest.param("hang", {"timeout_s": 0.5}, "timeout", "timed out after 0.5 s (timeout_s)", id="2-hang-timeout"),
+    pytest.param("hang", {"timeout_s": 0.5}, "timeout", "timed out after 0.5 s (timeout_s) while measuring",
+                 id="2-hang-timeout"),
     pytest.param("exit", {}, "crash", "worker exited with code 3: RuntimeError: fake worker gave up", id="1-exit"),
     pytest.param("fail", {}, "out_of_memory",
                  "ran out of memory in eager (memory_limit_gb 2): RuntimeError: DefaultCPUAllocator: can't allocate "

@@ -7,10 +7,15 @@ validate input. The code that builds the tensors and models lives in
 
 from __future__ import annotations
 
+import math
+import re
 from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping
 
 __all__ = [
+    "echo",
+    "ECHO_CHARS",
+    "PATH_ECHO_CHARS",
     "ParamSpec",
     "ParamRule",
     "WorkloadSpec",
@@ -21,6 +26,37 @@ __all__ = [
     "split_user_workload",
     "ParamError",
 ]
+
+
+#: How many characters of a user's value a message repeats; the rest is counted, not shown.
+ECHO_CHARS = 40
+#: The same for a path (an interpreter, a workload file), whose useful part is often past 40 characters.
+PATH_ECHO_CHARS = 200
+_WHOLE_NUMBER_RE = re.compile(r"^[+-]?\d+$")
+
+
+def echo(value: Any, *, plain: bool = False, limit: int = ECHO_CHARS) -> str:
+    """``value`` as a refusal repeats it: its repr (``plain``: as text), cut after ``limit`` characters.
+
+    A string keeps its quotes around what is shown, and its length is the string's own:
+    ``'1111…'… (10000 characters)``. Every message that repeats what a user typed, pasted or
+    saved goes through here (options, workload parameters, the picker), so a pasted 10,000-digit
+    number does not fill the screen. A path gets ``limit=PATH_ECHO_CHARS``.
+    """
+    if isinstance(value, str):
+        if len(value) <= limit:
+            return value if plain else repr(value)
+        head = value[:limit]
+        return f"{head if plain else repr(head)}… ({len(value)} characters)"
+    try:
+        text = str(value) if plain else repr(value)
+    except ValueError:  # an int beyond Python's limit on digits for str()
+        if isinstance(value, int):
+            return f"an integer of {int(math.log10(abs(value))) + 1} digits"
+        return f"a {type(value).__name__} that cannot be shown"
+    if len(text) <= limit:
+        return text
+    return f"{text[:limit]}… ({len(text)} characters)"
 
 
 class ParamError(ValueError):
@@ -84,15 +120,25 @@ class ParamSpec:
         try:
             converted = _CONVERTERS.get(self.kind, str)(value)
         except (TypeError, ValueError):
-            raise self._error(f"expected {self.kind.__name__}, got {value!r}") from None
+            raise self._error(self._unconvertible(value)) from None
         if self.choices is not None and converted not in self.choices:
             allowed = ", ".join(str(c) for c in self.choices)
-            raise self._error(f"{converted!r} is not one of {allowed}")
+            raise self._error(f"{echo(converted)} is not one of {allowed}")
         if self.minimum is not None and converted < self.minimum:
-            raise self._error(f"{converted} is below the minimum {self.minimum:g}")
+            raise self._error(f"{echo(converted, plain=True)} is below the minimum {self.minimum:g}")
         if self.maximum is not None and converted > self.maximum:
-            raise self._error(f"{converted} is above the maximum {self.maximum:g}")
+            raise self._error(f"{echo(converted, plain=True)} is above the maximum {self.maximum:g}")
         return converted
+
+    def _unconvertible(self, value: Any) -> str:
+        """Why ``value`` did not convert: a whole number too long for ``int()`` is out of range."""
+        text = value.strip() if isinstance(value, str) else None
+        if self.kind is int and text is not None and _WHOLE_NUMBER_RE.match(text):
+            if text.startswith("-") and self.minimum is not None:
+                return f"{echo(text, plain=True)} is below the minimum {self.minimum:g}"
+            if not text.startswith("-") and self.maximum is not None:
+                return f"{echo(text, plain=True)} is above the maximum {self.maximum:g}"
+        return f"expected {self.kind.__name__}, got {echo(value)}"
 
     def _error(self, problem: str) -> ParamError:
         return ParamError(f"{self.name}: {problem}", (self.name,))
@@ -133,7 +179,7 @@ class WorkloadSpec:
             if spec.name == name:
                 return spec
         allowed = ", ".join(p.name for p in self.params) or "none"
-        raise ParamError(f"{name}: not a parameter of {self.name} (allowed: {allowed})", (name,))
+        raise ParamError(f"{echo(name, plain=True)}: not a parameter of {self.name} (allowed: {allowed})", (name,))
 
     def resolve(self, given: dict[str, Any], device: str) -> dict[str, Any]:
         """Every parameter's value: given ones validated, the rest from the device's defaults.
@@ -255,4 +301,4 @@ def get_workload(name: str) -> WorkloadSpec:
         return WORKLOADS[name]
     except KeyError:
         allowed = ", ".join(WORKLOADS)
-        raise ParamError(f"workload: unknown {name!r} (allowed: {allowed}, or {USER_WORKLOAD_HELP})") from None
+        raise ParamError(f"workload: unknown {echo(name)} (allowed: {allowed}, or {USER_WORKLOAD_HELP})") from None

@@ -14,7 +14,15 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from tui.engine.catalog import ParamError, get_workload, is_user_workload, split_user_workload, train_workloads
+from tui.engine.catalog import (
+    PATH_ECHO_CHARS,
+    ParamError,
+    echo,
+    get_workload,
+    is_user_workload,
+    split_user_workload,
+    train_workloads,
+)
 
 __all__ = [
     "OptionsError",
@@ -31,6 +39,11 @@ __all__ = [
     "check_compile_settings",
     "parse_dynamic",
     "parse_key_values",
+    "TIMEOUT_MAX_S",
+    "TIME_BUDGET_MAX_S",
+    "MEMORY_LIMIT_MAX_GB",
+    "INT_RANGES",
+    "parse_int_option",
 ]
 
 BACKENDS = ("inductor", "aot_eager", "cudagraphs", "eager")
@@ -40,6 +53,16 @@ DYNAMIC_CHOICES = ("auto", "true", "false")
 _DEVICE_RE = re.compile(r"^(cpu|cuda|cuda:\d+|cuda:GPU-[0-9a-fA-F-]+)$")
 _BACKEND_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_.-]*$")
 _OPTION_KEY_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_.]*$")
+#: The numeric limits, each stated whole in its refusal (NaN and inf are refused the same way).
+TIMEOUT_MAX_S = 7 * 86_400
+TIME_BUDGET_MAX_S = 86_400
+MEMORY_LIMIT_MAX_GB = 1_000_000
+_TIMEOUT_ALLOWED = f"a number of seconds above 0 and at most {TIMEOUT_MAX_S} (7 days)"
+_TIME_BUDGET_ALLOWED = f"a number of seconds above 0 and at most {TIME_BUDGET_MAX_S} (1 day), or unset for no budget"
+_MEMORY_LIMIT_ALLOWED = f"a number of GB above 0 and at most {MEMORY_LIMIT_MAX_GB}, or unset for no limit"
+#: The integer options and their ranges (inclusive).
+INT_RANGES = {"warmup": (0, 100_000), "iters": (1, 10_000_000), "block_size": (1, 100_000), "seed": (0, 2**31 - 1)}
+_WHOLE_NUMBER_RE = re.compile(r"^[+-]?\d+$")
 
 
 class OptionsError(ValueError):
@@ -82,25 +105,26 @@ def inductor_options_apply(backend: str, mode: str) -> bool:
 def check_mode(mode: str) -> None:
     """OptionsError unless ``mode`` is one of MODES."""
     if mode not in MODES:
-        raise OptionsError("mode", f"{mode!r} is not allowed (allowed: {', '.join(MODES)})")
+        raise OptionsError("mode", f"{echo(mode)} is not allowed (allowed: {', '.join(MODES)})")
 
 
 def check_compile_settings(backend: str, mode: str, inductor_options: dict[str, Any]) -> None:
     """OptionsError for a malformed backend name, an unknown mode, or a mode or inductor options it ignores."""
     if not _BACKEND_RE.match(backend or ""):
-        raise OptionsError("backend", f"{backend!r} is not a backend name (e.g. {', '.join(BACKENDS)})")
+        raise OptionsError("backend", f"{echo(backend)} is not a backend name (e.g. {', '.join(BACKENDS)})")
     check_mode(mode)
     if mode not in modes_for(backend):
-        raise OptionsError("mode", f"{mode} only applies to the inductor backend ({backend} ignores it)")
+        ignored_by = echo(backend, plain=True)
+        raise OptionsError("mode", f"{mode} only applies to the inductor backend ({ignored_by} ignores it)")
     if not inductor_options:
         return
     if not mode_applies(backend):
-        raise OptionsError("inductor_options", f"only apply to the inductor backend, not {backend}")
+        raise OptionsError("inductor_options", f"only apply to the inductor backend, not {echo(backend, plain=True)}")
     if not inductor_options_apply(backend, mode):
         raise OptionsError("inductor_options", "cannot be combined with a non-default mode (torch refuses both)")
     for key in inductor_options:
         if not _OPTION_KEY_RE.match(key):
-            raise OptionsError("inductor_options", f"{key!r} is not an option name")
+            raise OptionsError("inductor_options", f"{echo(key)} is not an option name")
 
 
 def parse_dynamic(value: Any) -> bool | None:
@@ -114,7 +138,7 @@ def parse_dynamic(value: Any) -> bool | None:
         return True
     if text in {"false", "0", "no"}:
         return False
-    raise OptionsError("dynamic", f"{value!r} is not allowed (allowed: auto, true, false)")
+    raise OptionsError("dynamic", f"{echo(value)} is not allowed (allowed: auto, true, false)")
 
 
 def _parse_scalar(text: str) -> Any:
@@ -125,7 +149,8 @@ def _parse_scalar(text: str) -> Any:
         try:
             return kind(text)
         except ValueError:
-            pass
+            if kind is int and _WHOLE_NUMBER_RE.match(text):
+                return text  # too many digits for int(): left as text (float() would make it inf)
     return text
 
 
@@ -140,7 +165,7 @@ def parse_key_values(items: list[str] | str | None, field_name: str) -> dict[str
         key, sep, value = item.partition("=")
         key = key.strip()
         if not sep or not key:
-            raise OptionsError(field_name, f"{item!r} is not key=value")
+            raise OptionsError(field_name, f"{echo(item)} is not key=value")
         result[key] = _parse_scalar(value.strip())
     return result
 
@@ -186,9 +211,9 @@ class RunOptions:
         workload, params = self._resolved_workload(device)
         check_compile_settings(self.backend, self.mode, self.inductor_options)
         if self.dtype not in DTYPES:
-            raise OptionsError("dtype", f"{self.dtype!r} is not allowed (allowed: {', '.join(DTYPES)})")
+            raise OptionsError("dtype", f"{echo(self.dtype)} is not allowed (allowed: {', '.join(DTYPES)})")
         if self.dynamic not in (None, True, False):
-            raise OptionsError("dynamic", f"{self.dynamic!r} is not allowed (allowed: auto, true, false)")
+            raise OptionsError("dynamic", f"{echo(self.dynamic)} is not allowed (allowed: auto, true, false)")
         self._check_measurement(device)
         if self.compile_optimizer and not self.train:
             raise OptionsError("compile_optimizer", "only applies with train")
@@ -215,7 +240,8 @@ class RunOptions:
     def _user_workload(self, workload: str) -> str:
         path, factory = split_user_workload(workload)
         if not factory.isidentifier():
-            raise OptionsError("workload", f"factory {factory!r} is not a Python name ({path}:factory)")
+            shown = echo(path, plain=True, limit=PATH_ECHO_CHARS)
+            raise OptionsError("workload", f"factory {echo(factory)} is not a Python name ({shown}:factory)")
         if self.train:
             allowed = ", ".join(train_workloads())
             raise OptionsError("train", f"a user workload defines its own step; train applies to {allowed}")
@@ -224,14 +250,11 @@ class RunOptions:
 
     def _check_measurement(self, device: str) -> None:
         """Iteration counts, the seed, the time limits and the memory limit."""
-        _check_int("warmup", self.warmup, 0, 100_000)
-        _check_int("iters", self.iters, 1, 10_000_000)
-        _check_int("block_size", self.block_size, 1, 100_000)
-        _check_int("seed", self.seed, 0, 2**31 - 1)
-        if self.time_budget_s is not None and not (0 < float(self.time_budget_s) <= 86_400):
-            raise OptionsError("time_budget_s", f"{self.time_budget_s} is not allowed (allowed: > 0 and <= 86400 seconds)")
-        if not (0 < float(self.timeout_s) <= 7 * 86_400):
-            raise OptionsError("timeout_s", f"{self.timeout_s} is not allowed (allowed: > 0 seconds)")
+        for name, (low, high) in INT_RANGES.items():
+            _check_int(name, getattr(self, name), low, high)
+        if self.time_budget_s is not None:
+            _check_positive("time_budget_s", self.time_budget_s, TIME_BUDGET_MAX_S, _TIME_BUDGET_ALLOWED)
+        _check_positive("timeout_s", self.timeout_s, TIMEOUT_MAX_S, _TIMEOUT_ALLOWED)
         _check_memory_limit(self.memory_limit_gb, device)
 
     # ----- serialisation ----------------------------------------------
@@ -246,7 +269,7 @@ class RunOptions:
         known = {f.name for f in dataclasses.fields(cls)}
         unknown = sorted(set(data) - known)
         if unknown:
-            raise OptionsError(unknown[0], f"unknown option (allowed: {', '.join(sorted(known))})")
+            raise OptionsError(echo(unknown[0], plain=True), f"unknown option (allowed: {', '.join(sorted(known))})")
         data = dict(data)
         if "dynamic" in data:
             data["dynamic"] = parse_dynamic(data["dynamic"])
@@ -276,7 +299,7 @@ class RunOptions:
 def _checked_device(text: str) -> str:
     device = text.strip()
     if not _DEVICE_RE.match(device):
-        raise OptionsError("device", f"{text!r} is not allowed (allowed: cpu, cuda, cuda:N, cuda:GPU-<uuid>)")
+        raise OptionsError("device", f"{echo(text)} is not allowed (allowed: cpu, cuda, cuda:N, cuda:GPU-<uuid>)")
     return device
 
 
@@ -286,12 +309,34 @@ def _check_python(python: str | None) -> None:
     if not python.strip():
         raise OptionsError("python", "is empty (give an interpreter path or leave it unset)")
     if os.sep in python and not os.access(python, os.X_OK):
-        raise OptionsError("python", f"{python} is not an executable file")
+        raise OptionsError("python", f"{echo(python, plain=True, limit=PATH_ECHO_CHARS)} is not an executable file")
+
+
+def parse_int_option(name: str, text: str) -> int:
+    """An integer option (one of INT_RANGES) typed as text; OptionsError when it is none.
+
+    A whole number too long for ``int()`` (Python limits the digits it converts) is out of
+    range, not "not an integer": the refusal then states the range.
+    """
+    try:
+        return int(text)
+    except ValueError:
+        if _WHOLE_NUMBER_RE.match(text.strip()) and name in INT_RANGES:
+            low, high = INT_RANGES[name]
+            raise OptionsError(name, f"{echo(text.strip(), plain=True)} is not allowed "
+                                     f"(allowed: an integer from {low} to {high})") from None
+        raise OptionsError(name, f"{echo(text)} is not an integer") from None
 
 
 def _check_int(name: str, value: Any, low: int, high: int) -> None:
     if isinstance(value, bool) or not isinstance(value, int) or not (low <= value <= high):
-        raise OptionsError(name, f"{value!r} is not allowed (allowed: an integer from {low} to {high})")
+        raise OptionsError(name, f"{echo(value)} is not allowed (allowed: an integer from {low} to {high})")
+
+
+def _check_positive(name: str, value: Any, high: float, allowed: str) -> None:
+    """OptionsError unless ``value`` is a number above 0 and at most ``high`` (NaN, inf and text refused alike)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not (0 < value <= high):
+        raise OptionsError(name, f"{echo(value)} is not allowed (allowed: {allowed})")
 
 
 def _check_memory_limit(value: Any, device: str) -> None:
@@ -302,8 +347,7 @@ def _check_memory_limit(value: Any, device: str) -> None:
     """
     if value is None:
         return
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not (0 < value <= 1_000_000):
-        raise OptionsError("memory_limit_gb", f"{value!r} is not allowed (allowed: a number of GB above 0, or unset for no limit)")
+    _check_positive("memory_limit_gb", value, MEMORY_LIMIT_MAX_GB, _MEMORY_LIMIT_ALLOWED)
     if device != "cpu":
         raise OptionsError("memory_limit_gb", "applies to CPU runs only (CUDA reserves far more address space than it uses)")
 

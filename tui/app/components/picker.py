@@ -24,7 +24,7 @@ from textual.widgets import Checkbox, Input, Select, Static
 
 from tui.app.components.picker_fields import LABEL_WIDTH, Cycler, field_row
 from tui.app.components.picker_params import FILE_CHOICE, ParamRows
-from tui.engine.catalog import WORKLOADS, is_user_workload
+from tui.engine.catalog import PATH_ECHO_CHARS, WORKLOADS, echo, is_user_workload
 from tui.engine.options import (
     BACKENDS,
     DEFAULT_MODE,
@@ -35,6 +35,7 @@ from tui.engine.options import (
     inductor_options_apply,
     mode_applies,
     parse_dynamic,
+    parse_int_option,
 )
 from tui.telemetry.model import nvml_uuid
 
@@ -298,7 +299,8 @@ class Picker(VerticalScroll):
         if not path:
             raise OptionsError("workload", "give the Python file (path/to/file.py or path/to/file.py:factory)")
         if not is_user_workload(path):
-            raise OptionsError("workload", f"{path!r} is not a .py file (path/to/file.py[:factory])")
+            shown = echo(path, limit=PATH_ECHO_CHARS)
+            raise OptionsError("workload", f"{shown} is not a .py file (path/to/file.py[:factory])")
         return path
 
     def _int_field(self, name: str) -> int:
@@ -306,10 +308,7 @@ class Picker(VerticalScroll):
         default = getattr(RunOptions(), name)
         if not text:
             return default
-        try:
-            return int(text)
-        except ValueError:
-            raise OptionsError(name, f"{text!r} is not an integer") from None
+        return parse_int_option(name, text)
 
     # ----- marking refusals -----------------------------------------------------
 

@@ -27,7 +27,7 @@ from tui.engine.runner.spare import SparePool
 if TYPE_CHECKING:
     from tui.engine.results import RunRecord
 
-__all__ = ["WorkerRunner", "EventCallback", "EXIT_GRACE_S"]
+__all__ = ["WorkerRunner", "EventCallback", "EXIT_GRACE_S", "timeout_message"]
 
 EXIT_GRACE_S = 3.0
 """Seconds a worker gets to exit on its own after its finished/failed event."""
@@ -36,6 +36,16 @@ EventCallback = Callable[[Event], Any]
 """Called with each typed event after the record applied it; may return an awaitable."""
 
 _RUNNERS: "weakref.WeakSet[WorkerRunner]" = weakref.WeakSet()
+
+
+def timeout_message(timeout_s: float, status: str) -> str:
+    """``timed out after 5 s (timeout_s) while compiling``: the limit and the phase the run was in.
+
+    ``status`` is the record's status when the timeout came: a worker phase (``warming_up``
+    reads "warming up"), or ``queued``/``starting`` before the worker announced one.
+    """
+    doing = "starting" if status in ("queued", "starting") else status.replace("_", " ")
+    return f"timed out after {timeout_s:g} s (timeout_s) while {doing}"
 
 
 def _kill_all_runners() -> None:
@@ -217,10 +227,11 @@ class WorkerRunner:
         try:
             await asyncio.wait_for(self._stream_to_exit(worker, state), timeout_s)
         except asyncio.TimeoutError:
+            phase = record.status  # the phase the limit cut short, before stopping changes anything
             await state.sampling.stop()
             await worker.stop()
             if not state.terminal:  # one that finished and then lingered keeps its results
-                record.fail("timeout", f"timed out after {timeout_s:g} s (timeout_s)", worker.stderr_text())
+                record.fail("timeout", timeout_message(timeout_s, phase), worker.stderr_text())
             return
         exited = not worker.alive
         await worker.stop()  # reaps, and sweeps what the worker left in its group
