@@ -31,13 +31,16 @@ class QueueView(Static):
 
     def __init__(self, *, id: str | None = None) -> None:
         super().__init__("", id=id, markup=False)
-        self._running: RunRecord | None = None
+        # Not ``_running``: Textual's MessagePump keeps whether the widget's message loop runs
+        # there; a None there stopped the widget from ever going idle, so a refresh to "idle"
+        # never reached the screen (issue 11, item 9; tests/app/test_app_repaint.py).
+        self._active: RunRecord | None = None
         self._waiting: list[RunRecord] = []
         self._last: tuple | None = None
 
     def show(self, running: RunRecord | None, waiting: Sequence[RunRecord]) -> None:
         """Display ``running`` (a record or None) and the ``waiting`` records (only repaints on change)."""
-        self._running = running
+        self._active = running
         self._waiting = list(waiting)
         signature = (
             None if running is None else (running.run_id, running.status, round(running.progress() * 100)),
@@ -52,7 +55,7 @@ class QueueView(Static):
 
     def _render_queue(self) -> Text:
         text = Text(no_wrap=True, overflow="ellipsis")
-        running = self._running
+        running = self._active
         if running is None and not self._waiting:
             text.append("idle: press r to run, w to sweep", style="dim")
             return text
