@@ -111,6 +111,7 @@ async def _signal_and_see_the_tree_gone(app: subprocess.Popen, signum: int, home
     return code
 
 
+@pytest.mark.slow  # the app in a process of its own, signalled: seconds each
 @pytest.mark.parametrize(
     ("signum", "behaviour"),
     [(signal.SIGHUP, "hang"), (signal.SIGTERM, "hang"), (signal.SIGKILL, "slow")],
