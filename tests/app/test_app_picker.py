@@ -150,7 +150,8 @@ async def test_last_used_options_are_restored_at_the_next_start(make_app):
     async with first.run_test(size=(160, 48)) as pilot:
         picker = first.query_one(Picker)
         picker.query_one("#workload", Select).value = "matmul"
-        await pilot.pause()
+        # pointwise has an #param-n too: wait until matmul's rows replaced it, or "64" lands in the old one
+        await wait_until(pilot, lambda: picker.param_rows.workload == "matmul", what="matmul's parameter rows")
         picker.query_one("#param-n", Input).value = "64"
         picker.query_one("#backend", Cycler).value = "eager"
         picker.query_one("#iters", Input).value = "20"

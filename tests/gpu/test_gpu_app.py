@@ -55,7 +55,7 @@ async def test_the_app_runs_a_cuda_workload_end_to_end_with_live_nvml():
             wanted = f"cuda:{nvml_uuid(gpu.uuid)}"
             await _until(pilot, lambda: wanted in {value for _, value in device._options}, 10, "the GPU as a device")
             picker.query_one("#workload", Select).value = "matmul"
-            await pilot.pause()
+            await _until(pilot, lambda: picker.param_rows.workload == "matmul", 10, "matmul's parameter rows")
             device.value = wanted
             await pilot.pause()
             picker.query_one("#param-n", Input).value = "2048"
