@@ -185,12 +185,29 @@ async def test_a_corrupt_config_gives_defaults_and_a_warning(make_app):
         assert warnings and "is corrupt" in warnings[0].message and "using defaults" in warnings[0].message
 
 
-async def test_a_config_with_an_unknown_option_gives_defaults_and_a_warning(make_app):
+async def test_a_config_with_an_unknown_option_keeps_the_rest_and_names_the_option(make_app):
+    """An unknown option costs only itself (it used to reset every option): named with the file, ignored."""
     path = paths.config_file()
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps({"options": {"workload": "matmul", "no_such_option": 1}}))
     app = make_app()
     async with app.run_test(size=(160, 48), notifications=True) as pilot:
         await pilot.pause()
-        assert app.query_one(Picker).current_options().workload == "pointwise"
-        assert any("no_such_option" in m for m in notifications(app))
+        assert app.query_one(Picker).current_options().workload == "matmul"
+        assert f"config {path}: options.no_such_option: unknown option (default used)" in notifications(app)
+
+
+async def test_a_config_with_a_wrong_type_keeps_the_rest_and_the_field_shows_its_default(make_app):
+    path = paths.config_file()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps({"options": {"workload": "matmul", "backend": None, "iters": "20", "tf32": True}}))
+    app = make_app()
+    async with app.run_test(size=(160, 48), notifications=True) as pilot:
+        await pilot.pause()
+        picker = app.query_one(Picker)
+        assert picker.query_one("#backend", Cycler).value == "inductor"
+        assert picker.query_one("#iters", Input).value == "50"
+        assert picker.current_options() == RunOptions(workload="matmul", params={}, tf32=True)
+        (warning,) = [n.message for n in app._notifications if n.title == "Config ignored"]
+        assert warning.splitlines() == [f"config {path}: options.backend: expected a value, got null (default used)",
+                                        f"config {path}: options.iters: expected int, got str (default used)"]

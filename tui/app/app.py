@@ -43,6 +43,7 @@ from tui.app.messages import RunFinished, RunsQueued, RunStarted
 from tui.app.palette import help_keys, lab_commands
 from tui.app.previous_runs import PreviousRuns
 from tui.app.queueing import QueueActions
+from tui.app.trust import TrustActions
 from tui.engine.options import RunOptions
 
 if TYPE_CHECKING:  # imported where used: screens and the engine's records are not needed for the first frame
@@ -52,7 +53,7 @@ if TYPE_CHECKING:  # imported where used: screens and the engine's records are n
 __all__ = ["CompileLabApp", "run_app", "resolve_theme", "export_paths", "THEME_ALIASES", "REFRESH_HZ"]
 
 
-class CompileLabApp(QueueActions, PreviousRuns, ExportActions, App[int]):
+class CompileLabApp(QueueActions, TrustActions, PreviousRuns, ExportActions, App[int]):
     """The compile-lab terminal app.
 
     Args:
@@ -151,6 +152,8 @@ class CompileLabApp(QueueActions, PreviousRuns, ExportActions, App[int]):
         """Every record the table knows, session and history, by run id."""
         self.history_ids: list[str] = []
         """Previous sessions' runs (oldest first): the table's history rows."""
+        self.confirmed_code: set[tuple[str, str]] = set()
+        """Settings that start a program (``python``, inductor options) the user confirmed in this session."""
         self._injected: RunRecord | None = None
         self._finalized: set[str] = set()
         self._shutting_down = False
@@ -255,7 +258,6 @@ class CompileLabApp(QueueActions, PreviousRuns, ExportActions, App[int]):
 
     @on(RunStarted)
     def _run_started(self, message: RunStarted) -> None:
-        self._finalized.discard(message.record.run_id)
         self.main_screen.run_started(message.record)
 
     @on(RunFinished)
@@ -410,6 +412,9 @@ class _SessionEvents:
         self.app = app
 
     def run_started(self, record: RunRecord) -> None:
+        # Here, not in the message's handler: a run that fails at once can be saved (run_saved)
+        # before RunStarted is handled, and its row would then go back to "computing".
+        self.app._finalized.discard(record.run_id)
         self.app.post_message(RunStarted(record))
 
     def run_event(self, record: RunRecord, event: Event) -> None:

@@ -1,8 +1,11 @@
 """The app's small persistent config: last used options, sweep choices and theme.
 
 Stored as JSON in :func:`tui.paths.config_file` (``COMPILE_LAB_HOME`` overrides the location,
-which is how tests isolate it). Reading never raises: a missing file gives the defaults, and
-a corrupt or unreadable one gives the defaults plus a one-line warning for the app to show.
+which is how tests isolate it). Reading never raises: a missing file gives the defaults; an
+unreadable file, one that is not UTF-8 or not JSON gives the defaults plus a warning naming the
+file (and the line, for JSON); in a readable one every setting is checked on its own (the run
+options by :func:`tui.engine.stored_options.decode_options`), and a bad one takes its default
+with a line naming the file and the field. The app always starts.
 Writing is atomic (temporary file + rename) so a crash never leaves half a file behind.
 """
 
@@ -16,7 +19,10 @@ from pathlib import Path
 from typing import Any, Iterable
 
 from tui import paths
-from tui.engine.options import OptionsError, RunOptions
+from tui.engine.catalog import echo
+from tui.engine.options import RunOptions
+from tui.engine.stored_options import check_hidden, decode_options
+from tui.typed import printable
 
 __all__ = [
     "AppConfig", "load_config", "save_config", "resolve_theme", "DEFAULT_THEME", "THEME_ALIASES", "CONFIG_VERSION",
@@ -64,42 +70,93 @@ class AppConfig:
         }
 
     @classmethod
-    def from_dict(cls, data: Any) -> "AppConfig":
-        """Build from a dict; ValueError (or OptionsError) when anything is the wrong shape."""
+    def decode(cls, data: Any) -> tuple["AppConfig", list[str]]:
+        """Build from the parsed JSON: ``(config, problems)``, every field checked on its own.
+
+        A field of the wrong type, an unknown key, a run option the run would refuse and has no
+        picker field to correct it (``check_hidden``) each take the default and add one problem
+        ``field: why``; the rest is kept. Never raises.
+        """
         if not isinstance(data, dict):
-            raise ValueError("the top level is not an object")
+            return cls(), [f"the top level is {_kind(data)}, not an object (defaults used)"]
+        problems = [f"{echo(printable(str(key)), plain=True)}: unknown setting (ignored)"
+                    for key in data if key not in _KEYS]  # fmt: skip
+        config = cls()
         theme = data.get("theme", DEFAULT_THEME)
-        if not isinstance(theme, str) or not theme:
-            raise ValueError("theme is not a name")
-        raw_options = data.get("options", {})
-        if not isinstance(raw_options, dict):
-            raise ValueError("options is not an object")
-        options = RunOptions.from_dict(raw_options)
-        if not isinstance(options.params, dict):
-            raise ValueError("options.params is not an object")
-        sweep = data.get("sweep", {})
-        if not isinstance(sweep, dict) or not all(isinstance(v, list) for v in sweep.values()):
-            raise ValueError("sweep is not an object of lists")
+        if isinstance(theme, str) and theme:
+            config.theme = printable(theme)
+        else:
+            problems.append(f"theme: expected a theme name, got {echo(theme)} (default used)")
+        options, found = decode_options(data.get("options", {}), where="options")
+        options, refused = check_hidden(options, where="options")
+        problems += [f"{problem} (default used)" for problem in found + refused]
+        config.options = options
+        config.sweep = _sweep(data.get("sweep", {}), problems)
         show_history = data.get("show_history", True)
-        if not isinstance(show_history, bool):
-            raise ValueError("show_history is not true/false")
-        return cls(options=options, theme=theme, sweep=sweep, show_history=show_history)
+        if isinstance(show_history, bool):
+            config.show_history = show_history
+        else:
+            problems.append(f"show_history: expected true or false, got {echo(show_history)} (default used)")
+        return config, problems
+
+
+_KEYS = ("version", "theme", "options", "sweep", "show_history")
+_SWEEP_KEYS = ("modes", "fullgraphs", "dynamics", "backends", "dtypes", "sizes")
+_MAX_SHOWN = 6
+"""Problems listed in the warning; the rest are counted."""
+
+
+def _sweep(value: Any, problems: list[str]) -> dict[str, list[Any]]:
+    """The sweep choices: each known axis a list of numbers, text or true/false; others dropped."""
+    if not isinstance(value, dict):
+        problems.append(f"sweep: expected an object, got {_kind(value)} (default used)")
+        return {}
+    sweep: dict[str, list[Any]] = {}
+    for key, items in value.items():
+        name = echo(printable(str(key)), plain=True)
+        if key not in _SWEEP_KEYS:
+            problems.append(f"sweep.{name}: unknown sweep axis (ignored)")
+        elif not isinstance(items, list) or not all(isinstance(v, (str, int, float, bool)) for v in items):
+            problems.append(f"sweep.{name}: expected a list of values, got {echo(items)} (default used)")
+        else:
+            sweep[key] = [printable(v) if isinstance(v, str) else v for v in items]
+    return sweep
+
+
+def _kind(value: Any) -> str:
+    return "null" if value is None else type(value).__name__
 
 
 def load_config(path: Path | None = None) -> tuple[AppConfig, str | None]:
-    """Read the config: ``(config, None)``, or ``(defaults, "why it was ignored")``."""
+    """Read the config: ``(config, None)``, or ``(config, "what was ignored, naming the file")``.
+
+    Never raises. A file that cannot be read, is not UTF-8 or not JSON gives the defaults;
+    otherwise each bad setting gives its default and one line ``config <path>: field: why``.
+    """
     path = path or paths.config_file()
     try:
-        text = path.read_text(encoding="utf-8")
+        raw = path.read_bytes()
     except FileNotFoundError:
         return AppConfig(), None
     except OSError as exc:
         return AppConfig(), f"config {path} could not be read ({exc.strerror or exc}); using defaults"
     try:
-        return AppConfig.from_dict(json.loads(text)), None
-    except (ValueError, TypeError, OptionsError) as exc:
-        reason = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        data = json.loads(raw.decode("utf-8"))
+    except UnicodeDecodeError as exc:
+        return AppConfig(), (f"config {path} is corrupt (not UTF-8 text: byte 0x{raw[exc.start]:02x} at offset "
+                             f"{exc.start}); using defaults")  # fmt: skip
+    except json.JSONDecodeError as exc:
+        return AppConfig(), f"config {path} is corrupt (line {exc.lineno} column {exc.colno}: {exc.msg}); using defaults"
+    except (ValueError, RecursionError) as exc:  # a number too long for int(), nesting too deep
+        reason = echo(str(exc).splitlines()[0] if str(exc) else type(exc).__name__, plain=True)
         return AppConfig(), f"config {path} is corrupt ({reason}); using defaults"
+    config, problems = AppConfig.decode(data)
+    if not problems:
+        return config, None
+    shown = [f"config {path}: {problem}" for problem in problems[:_MAX_SHOWN]]
+    if len(problems) > _MAX_SHOWN:
+        shown.append(f"... and {len(problems) - _MAX_SHOWN} more")
+    return config, "\n".join(shown)
 
 
 def save_config(config: AppConfig, path: Path | None = None) -> None:

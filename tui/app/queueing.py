@@ -3,14 +3,18 @@ the selected row again (``a``); the running run (``x``), everything (``X``).
 
 Each queueing action validates what it read (a refusal is a notification naming the reason,
 and the picker marks the field at fault), then hands the options to
-:meth:`~tui.app.app.CompileLabApp.enqueue`; cancelling asks the run session.
-:class:`QueueActions` is mixed into the app.
+:meth:`~tui.app.trust.TrustActions.queue_confirmed`, which asks first when they hold a setting
+that starts a program and was not confirmed in this session (``python``, inductor options: they
+come from the saved config or a history row) or when a row from an earlier session is re-run
+(its full options are shown), and then calls :meth:`~tui.app.app.CompileLabApp.enqueue`;
+cancelling asks the run session. :class:`QueueActions` is mixed into the app.
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from tui import paths
 from tui.engine.options import OptionsError, RunOptions
 
 if TYPE_CHECKING:
@@ -27,7 +31,11 @@ class QueueActions:
         options = self._validated_picker_options()
         if options is None:
             return
-        self.enqueue([options], origin="run")
+        self.queue_confirmed([options], "run", source=self._config_source())
+
+    def _config_source(self: CompileLabApp) -> str:
+        """Where the picker's options without a field come from: the saved config."""
+        return f"the saved config {self.config_path or paths.config_file()}"
 
     def _validated_picker_options(self: CompileLabApp) -> RunOptions | None:
         picker = self.picker
@@ -44,7 +52,7 @@ class QueueActions:
         return options
 
     def action_rerun(self: CompileLabApp) -> None:
-        """Queue the selected row's options again."""
+        """Queue the selected row's options again; a row from an earlier session shows them first."""
         run_id = self.table.selected_run_id
         record = self.records.get(run_id) if run_id else None
         if record is None:
@@ -55,7 +63,12 @@ class QueueActions:
         except OptionsError as exc:
             self.notify(str(exc), title="Re-run refused", severity="error", markup=False)
             return
-        self.enqueue([options], origin="rerun")
+        if any(r is record for r in self.session.records):  # run in this session: nothing new to show
+            self.queue_confirmed([options], "rerun", source="an earlier run of this session")
+        else:
+            where = getattr(self.history, "path", None)
+            source = "an earlier session" + (f" (the history {where})" if where else "")
+            self.queue_confirmed([options], "rerun", source=source, show=options)
 
     def action_sweep(self: CompileLabApp) -> None:
         """Open the sweep dialog for the picker's options."""
@@ -104,8 +117,9 @@ class QueueActions:
             return
         self.config.options = base
         self._save_config()
-        self.enqueue(options, origin="sweep")
-        self.notify(f"Queued {len(options)} run(s).", title="Sweep", markup=False)
+        self.queue_confirmed(options, "sweep", source=self._config_source(),
+                             then=lambda records: self.notify(f"Queued {len(records)} run(s).", title="Sweep",
+                                                              markup=False))  # fmt: skip
 
     def action_cancel_current(self: CompileLabApp) -> None:
         """Cancel the running run (its worker's process group is killed)."""

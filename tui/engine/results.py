@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Any, Callable, Iterator
 
-from tui.engine.options import OptionsError, RunOptions
+from tui.engine.options import RunOptions
 from tui.engine.payloads import Accuracy, Diagnostics, Env, Memory
 from tui.engine.protocol import (
     PHASES,
@@ -32,6 +32,7 @@ from tui.engine.protocol import (
     WorkerWarning,
 )
 from tui.engine.samples import Block, Samples, new_samples, samples_from_json, samples_to_json
+from tui.engine.stored_options import decode_options
 from tui.engine.summary import LiveStats, RunSummary, SummaryInputs, build_summary
 from tui.telemetry.model import RunTelemetry
 from tui.typed import decode_fields, finite, printable
@@ -458,22 +459,7 @@ def _merged(old: Diagnostics, new: Diagnostics) -> Diagnostics:
 
 
 def _options_from_json(data: Any) -> tuple[RunOptions, list[str]]:
-    """Stored options, each field's type checked like the record's (a wrong one: its default)."""
+    """Stored options, each field checked (``tui.engine.stored_options``; a wrong one: its default)."""
     if not isinstance(data, dict):
         return RunOptions(), ["options were missing from the stored record"]
-    known = {f.name for f in dataclasses.fields(RunOptions)}
-    kept = {k: v for k, v in data.items() if k in known}
-    dropped = sorted(set(data) - known)
-    # ``dynamic`` is parsed by RunOptions.from_dict (it also reads "auto"/"true"/"false").
-    typed, problems = decode_fields(RunOptions, {k: v for k, v in kept.items() if k != "dynamic"},
-                                    where="record.options")  # fmt: skip
-    checked = {k: getattr(typed, k) for k in kept if k != "dynamic"}
-    if "dynamic" in kept:
-        checked["dynamic"] = kept["dynamic"]
-    try:
-        options = RunOptions.from_dict(checked)
-    except (OptionsError, TypeError, ValueError) as exc:
-        return RunOptions(), problems + [f"stored options could not be read ({exc})"]
-    if dropped:
-        problems.append(f"stored options had unknown fields, ignored: {', '.join(dropped)}")
-    return options, problems
+    return decode_options(data, where="record.options")

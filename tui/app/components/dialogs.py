@@ -5,7 +5,7 @@ from __future__ import annotations
 from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding
-from textual.containers import Horizontal, Vertical
+from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import Button, Input, Label, Static
 
@@ -13,23 +13,42 @@ __all__ = ["ConfirmScreen", "ExportScreen"]
 
 
 class ConfirmScreen(ModalScreen[bool]):
-    """Ask a yes/no question; dismisses with True (y / Enter on Yes) or False (n / Escape)."""
+    """Ask a yes/no question; dismisses with True (y / Enter on Yes) or False (n / Escape).
+
+    ``details`` (e.g. a run's full options, one per line) is shown below the question, as
+    text, in a pane that scrolls when it is taller than the screen allows.
+    """
+
+    DEFAULT_CSS = """
+    ConfirmScreen .dialog-details {
+        height: 1fr;
+        min-height: 4;
+        margin: 0 0 1 0;
+        border: round $primary-muted;
+    }
+    """
 
     BINDINGS = [
         Binding("y", "answer(True)", "Yes", id="confirm.yes"),
         Binding("n,escape", "answer(False)", "No", id="confirm.no"),
     ]
 
-    def __init__(self, question: str, yes: str = "Yes", no: str = "No") -> None:
+    def __init__(self, question: str, yes: str = "Yes", no: str = "No", details: str = "") -> None:
         super().__init__()
         self.question = question
         self.yes_label = yes
         self.no_label = no
+        self.details = details
 
     def compose(self) -> ComposeResult:
         """The question and two buttons."""
-        with Vertical(classes="dialog"):
+        with Vertical(classes="dialog") as dialog:
+            if self.details:  # as tall as the screen allows; the details scroll, the buttons stay
+                dialog.styles.height = "90%"
             yield Static(self.question, classes="dialog-question", markup=False)
+            if self.details:
+                with VerticalScroll(classes="dialog-details"):
+                    yield Static(self.details, id="confirm-details", markup=False)
             with Horizontal(classes="dialog-buttons"):
                 yield Button(f"{self.yes_label} (y)", variant="error", id="yes", compact=True)
                 yield Button(f"{self.no_label} (n)", variant="primary", id="no", compact=True)

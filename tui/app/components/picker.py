@@ -24,6 +24,7 @@ from textual.widgets import Checkbox, Input, Select, Static
 
 from tui.app.components.picker_fields import LABEL_WIDTH, Cycler, field_row
 from tui.app.components.picker_params import FILE_CHOICE, ParamRows
+from tui.app.trust import also_line
 from tui.engine.catalog import PATH_ECHO_CHARS, WORKLOADS, echo, is_user_workload
 from tui.engine.options import (
     BACKENDS,
@@ -157,6 +158,7 @@ class Picker(VerticalScroll):
             yield Checkbox("train step", opts.train, compact=True, id="train")
             yield Checkbox("L2 flush", opts.l2_flush, compact=True, id="l2-flush")
             yield Checkbox("cold compile", opts.cold_compile, compact=True, id="cold-compile")
+        yield also_line(opts)  # the options without a field here, where they are not their defaults
         yield Static("", id="picker-error", markup=False)
 
     def on_mount(self) -> None:
