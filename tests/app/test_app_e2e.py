@@ -25,7 +25,7 @@ async def test_real_worker_from_key_press_to_a_finished_row_and_a_csv():
             await pilot.pause()
             picker.query_one("#param-n", Input).value = "64"
             picker.query_one("#warmup", Input).value = "2"
-            picker.query_one("#iters", Input).value = "20"
+            picker.query_one("#iters", Input).value = "40"  # 4 block pairs of 10: enough for an interval
             app.table.focus()
             await pilot.press("r")
             await wait_until(pilot, lambda: app.table.row_count == 1, what="a row")

@@ -240,7 +240,8 @@ def render_details(record: RunRecord) -> RenderableType:
     parts += _payload("Memory", record.memory)
     parts += _payload("GPU telemetry during measurement", record.telemetry)
     parts += _payload("Environment", record.env)
-    parts += [_section("Options"), _kv_table(record.options.to_dict().items())]
+    options = {**record.options.to_dict(), "dynamic": record.options.dynamic_label}  # None means auto here
+    parts += [_section("Options"), _kv_table(options.items())]
     return Group(*parts)
 
 
