@@ -205,3 +205,77 @@ def test_loading_thousands_of_runs_is_fast(tmp_path):
     elapsed = time.process_time() - started
     assert len(records) == 2001 and problems == []
     assert elapsed < 2.0, f"loading 2001 runs took {elapsed:.2f} s of CPU"
+
+
+# ----- chunks (issue 11, item 7: a reader with a UI shows the first runs while the rest is read) ----
+
+
+def _history_of(tmp_path, count: int) -> tuple[History, list[str]]:
+    history = _history(tmp_path)
+    records = [_record(2.0 + i / 10) for i in range(count)]
+    for record in records:
+        history.append(record)
+    return history, [r.run_id for r in records]
+
+
+def test_iter_load_gives_the_runs_in_chunks_the_first_one_smaller(tmp_path):
+    history, run_ids = _history_of(tmp_path, 13)
+    chunks = list(history.iter_load(chunk=5, first=2))
+    assert [len(records) for records, _ in chunks] == [2, 5, 5, 1]
+    assert [r.run_id for records, _ in chunks for r in records] == run_ids
+    assert all(problems == [] for _, problems in chunks)
+    assert [r.run_id for r in history.load()[0]] == run_ids
+    assert [len(records) for records, _ in history.iter_load(chunk=20)] == [13]
+
+
+def test_iter_load_yields_a_run_seen_again_and_says_the_later_line_is_kept(tmp_path):
+    history, run_ids = _history_of(tmp_path, 4)
+    lines = history.path.read_bytes().splitlines(keepends=True)
+    history.path.write_bytes(b"".join(lines) + lines[0])  # run 0 again, as line 5
+    chunks = list(history.iter_load(chunk=2))
+    assert [[r.run_id for r in records] for records, _ in chunks] == [run_ids[:2], run_ids[2:], [run_ids[0]]]
+    assert chunks[2][1] == [f"{history.path} line 5: run {run_ids[0]} appears again; the later line is kept"]
+    records, problems = history.load()
+    assert [r.run_id for r in records] == run_ids[1:] + run_ids[:1] and problems == chunks[2][1]
+
+
+def test_iter_load_problems_come_with_the_chunk_of_their_line(tmp_path):
+    history, run_ids = _history_of(tmp_path, 4)
+    lines = history.path.read_bytes().splitlines(keepends=True)
+    old = json.dumps({"run_id": "old-1", "status": "done", "options": {"workload": "matmul"}}).encode() + b"\n"
+    history.path.write_bytes(b"".join(lines[:3]) + b"{garbage\n" + old + lines[3] + b'{"torn')
+    chunks = list(history.iter_load(chunk=2))
+    assert [[r.run_id for r in records] for records, _ in chunks] == [run_ids[:2], [run_ids[2], "old-1"], [run_ids[3]]]
+    assert chunks[0][1] == []
+    assert chunks[1][1] == [f"{history.path} line 4: not valid JSON, skipped"]
+    last = chunks[2][1]
+    assert "line 7: incomplete last line" in last[0] and "line 5" in last[1] and "schema None" in last[1]
+
+
+def test_iter_load_reads_the_file_as_it_was_when_it_began(tmp_path):
+    history, run_ids = _history_of(tmp_path, 3)
+    chunks = history.iter_load(chunk=1)
+    first, _ = next(chunks)
+    later = _record(9.0)
+    history.append(later)  # a run that ends while the history is being read
+    rest = [r.run_id for records, _ in chunks for r in records]
+    assert [first[0].run_id, *rest] == run_ids
+    assert [r.run_id for r in history.load()[0]] == [*run_ids, later.run_id]
+
+
+def test_iter_load_keeps_what_it_read_when_the_disk_fails_half_way(tmp_path, monkeypatch):
+    import tui.engine.history as module
+
+    history, run_ids = _history_of(tmp_path, 3)
+    lines = module._lines
+
+    def failing(handle):
+        for number, (line_number, raw, torn) in enumerate(lines(handle)):
+            if number == 2:
+                raise OSError(5, "Input/output error")
+            yield line_number, raw, torn
+
+    monkeypatch.setattr(module, "_lines", failing)
+    records, problems = history.load()
+    assert [r.run_id for r in records] == run_ids[:2]
+    assert problems == [f"cannot read {history.path}: Input/output error; the runs read before are kept"]

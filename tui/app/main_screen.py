@@ -16,7 +16,7 @@ run id and which of them are final. This screen owns the view of it:
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Iterable
+from typing import TYPE_CHECKING, Iterable, Sequence
 
 from textual import on
 from textual.app import ComposeResult
@@ -30,7 +30,7 @@ from tui.app.components.chart import IterationChart
 from tui.app.components.gpu_pane import GpuPane
 from tui.app.components.picker import Picker
 from tui.app.components.queue_view import QueueView
-from tui.app.components.results_table import COLUMNS, ResultsTable
+from tui.app.components.results_table import COLUMNS, Cell, ResultsTable
 from tui.engine.protocol import Event, Started
 from tui.telemetry.model import normalize_uuid
 
@@ -89,6 +89,7 @@ class MainScreen(Screen):
     def on_mount(self) -> None:
         """Start the redraw timer (paused), show the empty queue, focus the table."""
         self.set_reactive(MainScreen.show_history, self.lab.config.show_history)
+        self.table.show_history(self.show_history)
         # Looked up once: the timer and every worker event use them.
         self._chart = self.query_one("#chart", IterationChart)
         self._gpu = self.query_one("#gpu", GpuPane)
@@ -212,23 +213,13 @@ class MainScreen(Screen):
     # ----- history rows ---------------------------------------------------------------
 
     def watch_show_history(self, show: bool) -> None:
-        if show:
-            self.show_history_rows()
-        else:
-            self.table.remove_records(self.lab.history_ids)
-
-    def show_history_rows(self) -> None:
-        """Rebuild the table as the history's rows (oldest first), then this session's rows."""
-        table = self.table
-        history_ids = self.lab.history_ids
-        history = set(history_ids)
-        records = self.lab.records
-        session = [rid for rid in table.run_ids if rid not in history]
         with self.app.batch_update():
-            session_records = [records[rid] for rid in session]
-            table.remove_records(session)
-            table.add_records([records[rid] for rid in history_ids], history=True)
-            table.add_records(session_records)
+            self.table.show_history(show)  # one step, whatever the number of rows
+
+    def add_history_rows(self, rows: Sequence[tuple[str, dict[str, Cell]]]) -> None:
+        """Previous runs' rows (a chunk from the history loader; cells made off the UI thread)."""
+        with self.app.batch_update():
+            self.table.add_history(rows)
 
     # ----- details --------------------------------------------------------------------
 

@@ -17,6 +17,9 @@ from typing import TYPE_CHECKING
 from textual.message import Message
 
 if TYPE_CHECKING:  # pragma: no cover - typing only
+    import threading
+
+    from tui.app.components.results_table import Cell
     from tui.engine.results import RunRecord
 
 __all__ = ["RunsQueued", "RunStarted", "RunFinished", "RunsExported", "HistoryLoaded"]
@@ -63,11 +66,30 @@ class RunsExported(Message):
 
 
 class HistoryLoaded(Message):
-    """Previous sessions' runs were read from the history file."""
+    """A chunk of previous sessions' runs was read from the history file (off the UI thread).
 
-    def __init__(self, records: list["RunRecord"], problems: list[str]) -> None:
+    The loader posts one per chunk (40 runs first, a screenful, then 500 at a time), then a ``final``
+    one with every problem found, so the first rows show within a moment of the start and no
+    chunk holds the UI thread for long (issue 11, item 7).
+    """
+
+    def __init__(
+        self,
+        records: list["RunRecord"],
+        problems: list[str],
+        cells: list[dict[str, "Cell"]] | None = None,
+        *,
+        final: bool = True,
+        drawn: "threading.Event | None" = None,
+    ) -> None:
         super().__init__()
         self.records = records
-        """The records read, oldest first."""
+        """The records of this chunk, oldest first (a run id met again replaces the earlier record)."""
         self.problems = problems
-        """One line per history entry that could not be read."""
+        """One line per history entry that could not be read (all of them, in the final message)."""
+        self.cells = cells if cells is not None else []
+        """Each record's row cells (``history_cells``), made in the loader's thread."""
+        self.final = final
+        """Whether this is the last message of the load."""
+        self.drawn = drawn
+        """Set by the app once the chunk's rows were drawn (the loader waits for it before the next chunk)."""

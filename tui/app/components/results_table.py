@@ -5,19 +5,25 @@ loaded from the history) and calls :meth:`ResultsTable.refresh_record` from its 
 which rewrites only the cells whose text or colour changed (dolphie's rule). Every cell
 carries the value it sorts by, so any column sorts numerically (press ``s`` / ``S`` or
 click a header).
+
+Previous sessions' runs (thousands of them) are rows too: their cells are made off the UI thread
+(:func:`history_cells`, in the history loader's thread) and kept while hidden; a chunk of them
+is added in one step and ``h`` swaps them out and back in one step, whatever their number
+(:class:`~tui.app.components.table_rows.BulkRowTable`).
 """
 
 from __future__ import annotations
 
-from typing import Any, Iterable
+from typing import Any, Iterable, Sequence
 
 from rich.text import Text
 from textual import on
 from textual.message import Message
 from textual.reactive import reactive
 from textual.widgets import DataTable
-from textual.widgets.data_table import CellDoesNotExist, RowDoesNotExist
+from textual.widgets.data_table import CellDoesNotExist
 
+from tui.app.components.table_rows import BulkRowTable
 from tui.app.format import (
     ACTIVE_STATUSES,
     STATUS_LABELS,
@@ -33,7 +39,7 @@ from tui.app.format import (
 from tui.engine.results import RunRecord
 from tui.engine.summary import RunSummary
 
-__all__ = ["ResultsTable", "Cell", "COLUMNS", "row_cells"]
+__all__ = ["ResultsTable", "Cell", "COLUMNS", "row_cells", "history_cells"]
 
 COLUMNS: tuple[tuple[str, str, int], ...] = (
     ("status", "status", 14),
@@ -123,6 +129,11 @@ def row_cells(record: RunRecord, summary: RunSummary | None = None, *, history: 
     }
 
 
+def history_cells(record: RunRecord) -> dict[str, Cell]:
+    """A previous run's row (dimmed, marked ↺) from its stored summary; made off the UI thread."""
+    return row_cells(record, history=True)
+
+
 def _status_cell(record: RunRecord, history: bool) -> Cell:
     status = record.status
     label = STATUS_LABELS.get(status, status)
@@ -154,8 +165,8 @@ def _launch_bound_cell(launch_bound: bool, host_speedup: float | None) -> Cell:
     return Cell(text, "bold magenta", sort_key=(1, host_speedup or 0.0))
 
 
-class ResultsTable(DataTable):
-    """The table of runs (row key = run id)."""
+class ResultsTable(BulkRowTable):
+    """The table of runs (row key = run id): previous sessions' runs first, then this session's."""
 
     BORDER_TITLE = "Results"
 
@@ -184,7 +195,14 @@ class ResultsTable(DataTable):
     def __init__(self, *, id: str | None = None) -> None:
         super().__init__(id=id, cursor_type="row", zebra_stripes=True)
         self._cells: dict[str, dict[str, Cell]] = {}
-        self._history_ids: set[str] = set()
+        """The rows shown, in queue order (history first): their cells by column key."""
+        self._history: dict[str, dict[str, Cell]] = {}
+        """Every previous run's cells, shown or not, oldest first."""
+        self._session: dict[str, dict[str, Cell]] = {}
+        """This session's runs' cells, in queue order."""
+        self._history_shown = True
+        self._stash: tuple | None = None
+        """The row maps shown before ``h`` hid the history (put back by the next ``h``)."""
 
     def on_mount(self) -> None:
         """Create the columns."""
@@ -201,52 +219,101 @@ class ResultsTable(DataTable):
     @property
     def selected_run_id(self) -> str | None:
         """The run id under the cursor, or None for an empty table."""
-        if not self.row_count:
-            return None
-        try:
-            return self.coordinate_to_cell_key(self.cursor_coordinate).row_key.value
-        except CellDoesNotExist:
-            return None
+        return self.selected_key
 
     @property
     def accepts_updates(self) -> bool:
         """Whether rows may be rewritten now: attached to a running app and not being removed."""
         return self.is_attached and not (self._closing or self._closed)
 
+    @property
+    def history_shown(self) -> bool:
+        """Whether previous runs are rows (see :meth:`show_history`)."""
+        return self._history_shown
+
     def has_run(self, run_id: str) -> bool:
         """Whether the table has a row for this run."""
         return run_id in self._cells
 
-    def add_records(
-        self,
-        records: Iterable[Any],
-        *,
-        history: bool = False,
-        summaries: list[dict[str, Any] | None] | None = None,
-    ) -> None:
-        """Add rows (runs already shown are skipped), one re-sort at the end; history rows are dimmed and marked ↺."""
-        added = False
-        for index, record in enumerate(records):
+    def is_history(self, run_id: str) -> bool:
+        """Whether this is a previous run's row (shown or hidden)."""
+        return run_id in self._history
+
+    def add_records(self, records: Iterable[RunRecord]) -> None:
+        """Rows for this session's runs at the end (runs already shown are skipped), one re-sort at the end."""
+        added = []
+        for record in records:
             run_id = record.run_id
-            if run_id in self._cells:
+            if run_id in self._session or run_id in self._history:
                 continue
-            summary = summaries[index] if summaries is not None else None
-            cells = row_cells(record, summary, history=history)
-            self._cells[run_id] = cells
-            if history:
-                self._history_ids.add(run_id)
-            self.add_row(*(cells[key] for key in COLUMN_KEYS), key=run_id)
-            added = True
-        if added and self.sort_column is not None:
-            self._apply_sort()
+            self._session[run_id] = self._cells[run_id] = row_cells(record)
+            added.append(run_id)
+        if added:
+            self._append_rows(added)
+
+    def add_history(self, rows: Sequence[tuple[str, dict[str, Cell]]]) -> int:
+        """Previous runs' rows (cells from :func:`history_cells`) after the known ones, before this session's.
+
+        A run id already in the history takes the new cells (a later line of the file); one of
+        this session's runs is left as it is. Returns how many rows are new.
+        """
+        added = []
+        for run_id, cells in rows:
+            if run_id in self._session:
+                continue
+            known = run_id in self._history
+            self._history[run_id] = cells
+            if not self._history_shown:
+                self._forget_row(run_id)  # its row is made again from these cells when shown
+                self._stash = None
+                continue
+            if known:
+                self._rewrite(run_id, cells)
+            else:
+                self._cells[run_id] = cells
+                added.append(run_id)
+        if not added:
+            return 0
+        if not self._session:
+            self._append_rows(added)
+        elif self.sort_column is None:
+            self._insert_rows(added, len(self.rows) - len(self._session))  # before this session's rows
+        else:
+            self._rebuild_rows(self.selected_run_id)
+        return len(added)
+
+    def show_history(self, show: bool) -> None:
+        """Show or hide previous runs' rows, in one step whatever their number.
+
+        Hiding keeps the row maps shown until then; showing puts them back (with this session's
+        rows added meanwhile) when the history did not change, else rebuilds them in one pass.
+        """
+        if show == self._history_shown:
+            return
+        self._history_shown = show
+        selected = self.selected_run_id
+        if show and self._stash is not None:
+            maps, session_count, order = self._stash
+            self._stash = None
+            self._cells = {**self._history, **self._session}
+            resort = order != (self.sort_column, self.sort_reverse)
+            self._unstash_rows(maps, list(self._session)[session_count:], selected, resort=resort)
+            return
+        if not show:
+            self._stash = (self._stash_rows(), len(self._session), (self.sort_column, self.sort_reverse))
+        self._rebuild_rows(selected)
 
     def refresh_record(self, record: RunRecord, summary: RunSummary | None = None) -> int:
         """Rewrite the cells of this run's row that changed; returns how many did."""
         run_id = record.run_id
+        if run_id not in self._cells:
+            return 0
+        return self._rewrite(run_id, row_cells(record, summary, history=run_id in self._history))
+
+    def _rewrite(self, run_id: str, new: dict[str, Cell]) -> int:
         old = self._cells.get(run_id)
         if old is None:
             return 0
-        new = row_cells(record, summary, history=run_id in self._history_ids)
         changed = 0
         for key in COLUMN_KEYS:
             if new[key] != old[key]:
@@ -256,22 +323,29 @@ class ResultsTable(DataTable):
                     return changed
                 changed += 1
         self._cells[run_id] = new
+        (self._history if run_id in self._history else self._session)[run_id] = new
         return changed
-
-    def remove_records(self, run_ids: Iterable[str]) -> None:
-        """Remove these runs' rows (unknown ids are ignored)."""
-        for run_id in list(run_ids):
-            if self._cells.pop(run_id, None) is None:
-                continue
-            self._history_ids.discard(run_id)
-            try:
-                self.remove_row(run_id)
-            except RowDoesNotExist:
-                pass
 
     def cell_text(self, run_id: str, column: str) -> str:
         """The plain text shown in one cell (for tests and the command line)."""
         return self._cells[run_id][column].plain
+
+    # ----- the rows, set in bulk (BulkRowTable) -----------------------------------
+
+    def _row_values(self, key: str) -> list[Cell]:
+        cells = self._cells[key]
+        return [cells[column] for column in COLUMN_KEYS]
+
+    def _rebuild_rows(self, selected: str | None) -> None:
+        """The rows become the queue order (history first when shown, then this session's), in one pass."""
+        self._cells = {**self._history, **self._session} if self._history_shown else dict(self._session)
+        self._set_rows(self._cells, selected)
+
+    def _after_rows_changed(self, selected: str | None, resort: bool) -> None:
+        if self.sort_column is not None or resort:
+            self._apply_sort(selected)
+        else:
+            self._restore_cursor(selected)
 
     # ----- sorting ----------------------------------------------------------------
 
@@ -292,14 +366,13 @@ class ResultsTable(DataTable):
 
     def watch_sort_column(self) -> None:
         """Re-sort when the sort column changes."""
-        self._apply_sort()
+        self._apply_sort(self.selected_run_id)
 
     def watch_sort_reverse(self) -> None:
         """Re-sort when the direction changes."""
-        self._apply_sort()
+        self._apply_sort(self.selected_run_id)
 
-    def _apply_sort(self) -> None:
-        selected = self.selected_run_id
+    def _apply_sort(self, selected: str | None) -> None:
         column = self.sort_column
         # DataTable.sort is stable over insertion (= queue) order, so ties keep queue order.
         if column is None:
@@ -312,8 +385,7 @@ class ResultsTable(DataTable):
                 arrow = " ▼" if self.sort_reverse else " ▲"
             if key in self.columns:
                 self.columns[key].label = Text(label + arrow)  # type: ignore[index]
-        if selected is not None and selected in self._cells:
-            self.move_cursor(row=self.get_row_index(selected), animate=False)
+        self._restore_cursor(selected)
         self.refresh()
 
     # ----- events -------------------------------------------------------------------

@@ -1,0 +1,224 @@
+"""A DataTable whose rows are set in bulk: thousands of rows added, moved or swapped in one step.
+
+Textual's ``DataTable`` (the pinned 8.2.8) removes a row in O(rows) (20,000 history rows took
+8 minutes to hide one by one), adds one in ~40 µs, measures every new cell when idle (~0.4 ms a
+row: 8 s of UI thread for 20,000 rows), and after every change, a rewritten cell included,
+rebuilds in O(rows) its list of rows in order and of lines (for the next redraw, a cursor move,
+a scroll). :class:`BulkRowTable` is for tables of fixed-width columns and one-line rows, which
+need none of that: it keeps each row's ``RowKey``, ``Row`` and cell dict, sets the table's row
+maps (``rows``, ``_data``, ``_row_locations``) at once, reads the order of rows and lines from
+the row map, and measures nothing. These are ``DataTable`` internals:
+``tests/app/test_app_big_history.py`` checks every operation against Textual's own ``add_row``
+(rows, order, lines, what is drawn, the cursor), so a Textual upgrade that changes them fails there.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Iterable, Sequence
+
+from textual._two_way_dict import TwoWayDict
+from textual.geometry import Size
+from textual.widgets import DataTable
+from textual.widgets.data_table import CellDoesNotExist, ColumnKey, Row, RowKey
+
+__all__ = ["BulkRowTable"]
+
+_Parts = tuple[RowKey, Row, dict[ColumnKey, Any]]
+
+
+class _RowLines:
+    """``DataTable._y_offsets`` for one-line rows: line ``y`` is ``(row key, 0)``, found in O(1)."""
+
+    __slots__ = ("_locations", "_count")
+
+    def __init__(self, locations: TwoWayDict[RowKey, int], count: int) -> None:
+        self._locations = locations
+        self._count = count
+
+    def __len__(self) -> int:
+        return self._count
+
+    def __getitem__(self, y: int) -> tuple[RowKey, int]:
+        key = self._locations.get_key(y) if 0 <= y < self._count else None
+        if key is None:
+            raise IndexError(y)
+        return key, 0
+
+    def clear(self) -> None:
+        """Nothing is cached (``DataTable.clear`` calls it)."""
+
+
+class BulkRowTable(DataTable):
+    """A DataTable of fixed-width columns and one-line rows keyed by strings, changed in bulk.
+
+    A subclass gives a row's values (:meth:`_row_values`) and may re-sort after a change
+    (:meth:`_after_rows_changed`); it adds rows with :meth:`_append_rows` / :meth:`_insert_rows`,
+    replaces them all with :meth:`_set_rows`, and swaps them out and back with
+    :meth:`_stash_rows` / :meth:`_unstash_rows`.
+    """
+
+    _ordered: tuple[TwoWayDict[RowKey, int], list[Row]] | None = None
+    """:attr:`ordered_rows` and the row map it was made from (a class default: DataTable's
+    ``__init__`` already reads it)."""
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self._parts: dict[str, _Parts] = {}
+        """A row's key, Row and cell dict, made once and reused when it is shown again."""
+        self._column_keys: list[ColumnKey] = []
+
+    # ----- for subclasses ---------------------------------------------------------
+
+    def _row_values(self, key: str) -> Sequence[Any]:
+        """The cells of row ``key``, in column order."""
+        raise NotImplementedError
+
+    def _after_rows_changed(self, selected: str | None, resort: bool) -> None:
+        """After rows changed: keep the cursor on ``selected``'s row (a subclass may sort first)."""
+        self._restore_cursor(selected)
+
+    @property
+    def selected_key(self) -> str | None:
+        """The key of the row under the cursor, or None for an empty table."""
+        if not self.row_count:
+            return None
+        try:
+            return self.coordinate_to_cell_key(self.cursor_coordinate).row_key.value
+        except CellDoesNotExist:
+            return None
+
+    def _forget_row(self, key: str) -> None:
+        """Make row ``key`` again from :meth:`_row_values` next time it is shown (not while it is a row)."""
+        self._parts.pop(key, None)
+
+    # ----- bulk changes -----------------------------------------------------------
+
+    def _row_parts(self, key: str) -> _Parts:
+        # The cell dict is the one update_cell writes to: it stays what the row shows.
+        parts = self._parts.get(key)
+        if parts is None:
+            if len(self._column_keys) != len(self.columns):
+                self._column_keys = [column.key for column in self.ordered_columns]
+            row_key = RowKey(key)
+            values = dict(zip(self._column_keys, self._row_values(key)))
+            parts = self._parts[key] = (row_key, Row(row_key, 1), values)
+        return parts
+
+    def _append_rows(self, keys: list[str]) -> None:
+        """Rows for ``keys`` at the end, in O(len(keys)).
+
+        The rows above keep their places, so what is drawn of them stays valid: the rendered
+        lines are kept (``_update_count`` keys them; a bump would redraw every visible cell,
+        ~50 ms on a busy 2-core box, for each chunk of a history).
+        """
+        selected = self.selected_key
+        self._add_at_end(keys)
+        self._rows_changed(selected, redraw=False)
+
+    def _add_at_end(self, keys: Iterable[str]) -> None:
+        locations, rows, data = self._row_locations, self.rows, self._data
+        ordered = self._ordered[1] if self._ordered is not None and self._ordered[0] is locations else None
+        index = len(rows)
+        added = []
+        for key in keys:
+            row_key, row, values = self._row_parts(key)
+            locations[row_key] = index
+            rows[row_key] = row
+            data[row_key] = values
+            added.append(row)
+            index += 1
+        if ordered is not None and len(ordered) + len(added) == len(rows):
+            self._ordered = (locations, ordered + added)
+
+    def _insert_rows(self, keys: list[str], at: int) -> None:
+        """Rows for ``keys`` at display index ``at``, the rows from there moving down: O(new + moved).
+
+        For an unsorted table: the moved rows are re-inserted in the cell map too, whose order
+        ``DataTable.sort`` keeps as the insertion order.
+        """
+        selected = self.selected_key
+        locations, rows, data = self._row_locations, self.rows, self._data
+        moved = [locations.get_key(index) for index in range(at, len(rows))]
+        parts = [self._row_parts(key) for key in keys]
+        parts += [(row_key, rows.pop(row_key), data.pop(row_key)) for row_key in moved if row_key is not None]
+        for index, (row_key, row, values) in enumerate(parts, start=at):
+            locations[row_key] = index  # every index from ``at`` on is set again: the reverse map stays exact
+            rows[row_key] = row
+            data[row_key] = values
+        self._rows_changed(selected, redraw=True)
+
+    def _set_rows(self, keys: Iterable[str], selected: str | None) -> None:
+        """The rows become ``keys``, in this order, in one pass; the cursor stays on ``selected``'s row."""
+        known = self._parts.get
+        parts = [known(key) or self._row_parts(key) for key in keys]
+        self.rows.clear()
+        self.rows.update([(row_key, row) for row_key, row, _ in parts])
+        self._data.clear()
+        self._data.update([(row_key, values) for row_key, _, values in parts])
+        self._row_locations = TwoWayDict(dict(zip([row_key for row_key, _, _ in parts], range(len(parts)))))
+        self._ordered = (self._row_locations, [row for _, row, _ in parts])
+        self._rows_changed(selected, redraw=True)
+
+    def _stash_rows(self) -> tuple:
+        """Take the row maps out (the table is left without rows, to be set): O(1)."""
+        stash = (self.rows, self._data, self._row_locations, self._ordered)
+        self.rows, self._data = {}, {}
+        return stash
+
+    def _unstash_rows(self, stash: tuple, more: Iterable[str], selected: str | None, *, resort: bool) -> None:
+        """Put back row maps taken by :meth:`_stash_rows`, then rows for ``more`` at the end: O(len(more))."""
+        self.rows, self._data, self._row_locations, self._ordered = stash
+        self._add_at_end(more)
+        self._rows_changed(selected, redraw=True, resort=resort)
+
+    def _rows_changed(self, selected: str | None, *, redraw: bool, resort: bool = False) -> None:
+        """After the row maps changed: caches, dimensions, then the order and the cursor."""
+        self._new_rows.clear()  # nothing to measure (see _update_dimensions)
+        self._updated_cells.clear()
+        if redraw:
+            self._clear_caches()
+            self._update_count += 1
+        self._require_update_dimensions = True
+        self._after_rows_changed(selected, resort)
+        self.check_idle()
+        self.refresh()
+
+    def _restore_cursor(self, selected: str | None) -> None:
+        """The cursor on ``selected``'s row, or where it was (clamped) when that row is gone."""
+        if not self.rows:
+            return
+        row = self._row_locations.get(RowKey(selected)) if selected is not None else None
+        if row is None:
+            row = min(self.cursor_row, len(self.rows) - 1)
+        if row == self.cursor_row and selected is not None and self.selected_key == selected:
+            return  # rows were added below: the cursor's row is where it was, nothing to scroll
+        before = self.cursor_coordinate
+        self.move_cursor(row=row, animate=False)
+        if self.cursor_coordinate == before and self.selected_key != selected:
+            self._highlight_cursor()  # the same place shows another row: say so
+
+    # ----- DataTable's per-change work, for one-line rows of fixed-width columns ----
+
+    @property
+    def ordered_rows(self) -> list[Row]:
+        """The rows in display order, made again only when the rows change (not per rewritten cell)."""
+        locations = self._row_locations
+        cached = self._ordered
+        if cached is not None and cached[0] is locations and len(cached[1]) == len(self.rows):
+            return cached[1]
+        rows = self.rows
+        get_key = locations.get_key
+        ordered = [rows[get_key(index)] for index in range(len(rows))]  # type: ignore[index]
+        self._ordered = (locations, ordered)
+        return ordered
+
+    @property
+    def _y_offsets(self) -> _RowLines:  # type: ignore[override]
+        """Which row each line shows: with one-line rows, read from the row map (no list of every line)."""
+        return _RowLines(self._row_locations, len(self.rows))
+
+    def _update_dimensions(self, new_rows: Iterable[RowKey]) -> None:
+        """The scrollable size; nothing to measure with fixed-width columns and one-line rows."""
+        header = self.header_height if self.show_header else 0
+        width = sum(column.get_render_width(self) for column in self.columns.values()) + self._row_label_column_width
+        self.virtual_size = Size(width, len(self.rows) + header)
