@@ -171,6 +171,9 @@ class _Unreadable(type(Path())):
     def read_bytes(self):
         raise PermissionError(errno.EACCES, os.strerror(errno.EACCES), str(self))
 
+    def open(self, *args, **kwargs):  # the history is streamed (History.iter_load)
+        raise PermissionError(errno.EACCES, os.strerror(errno.EACCES), str(self))
+
 
 @pytest.mark.parametrize("case", ["no-permission", "a-directory"])
 async def test_an_unreadable_history_is_a_warning_and_the_app_goes_on(make_app, case):
