@@ -23,6 +23,7 @@ from textual.widget import Widget
 
 import tui.app
 import tui.app.components
+from app_helpers import fake_runner
 from terminal_model import TerminalModel, wait_quietly
 from tui.app.components.queue_view import QueueView
 from tui.engine.options import RunOptions
@@ -31,9 +32,12 @@ IDLE = "idle: press r to run"
 
 
 @pytest.mark.parametrize("ending", ["done", "crashed", "cancelled"])
-async def test_the_queue_pane_is_repainted_when_a_run_ends(make_app, ending):
-    behaviour = {"done": "ok", "crashed": "crash", "cancelled": "slow"}[ending]
-    app = make_app(behaviour, delay=0.1 if ending == "cancelled" else None)
+async def test_the_queue_pane_is_repainted_when_a_run_ends(make_app, ending, tmp_path):
+    # The worker waits at a gate after its first block until the running row is on the terminal:
+    # without it a quick run could end before any repaint showed it (CI, 2026-12-03).
+    gate = tmp_path / "gate"
+    behaviour = {"done": "ok", "crashed": "crash", "cancelled": "hang"}[ending]
+    app = make_app(runner=fake_runner(behaviour, FAKE_WORKER_GATE=str(gate)))
     async with app.run_test(size=(160, 48)):
         terminal = TerminalModel(app)
         queue = app.query_one(QueueView)
@@ -41,6 +45,8 @@ async def test_the_queue_pane_is_repainted_when_a_run_ends(make_app, ending):
         await wait_quietly(lambda: "▶ pointwise" in terminal.text(queue.region), 20, "the running run on screen")
         if ending == "cancelled":
             app.action_cancel_all()
+        else:
+            gate.touch()
         await wait_quietly(lambda: app.current is None and IDLE in str(queue.render()), 20, "the widget idle")
         # The widget holds "idle"; the terminal must show it too (the bug: never, until a resize).
         await wait_quietly(lambda: IDLE in terminal.text(queue.region), 2, "'idle' on the terminal")

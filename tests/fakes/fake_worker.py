@@ -49,8 +49,9 @@ Other knobs (environment):
 ``FAKE_WORKER_GPU_NAME``     reported as ``gpu_name`` in ``started``'s env (default none).
 ``FAKE_WORKER_FAIL_KIND``    ``fail``: the failure kind (default ``compile_error``).
 ``FAKE_WORKER_FAIL_MESSAGE`` ``fail``: the one-line message (default "compile failed: fake inductor error").
-``FAKE_WORKER_GATE``         a path: after the first measured round the worker waits until that file
-                             exists (the test creates it to let the run go on).
+``FAKE_WORKER_GATE``         a path: after the first measured round (``crash``, ``hang``, ``stubborn``:
+                             after their one block) the worker waits until that file exists (the
+                             test creates it to let the run go on).
 """
 
 from __future__ import annotations
@@ -268,6 +269,7 @@ class FakeRun:
         """``crash``, ``hang``, ``stubborn``: one measured block, then never a finished event."""
         self.phase("measuring")
         self.block("eager", "measure", 5)
+        _wait_for_gate()
         if self.behaviour == "crash":
             sys.stderr.write("some noise\nFatal Python error: Segmentation fault (fake)\n\n")
             sys.stderr.flush()

@@ -61,6 +61,10 @@ _TIMEOUT_ALLOWED = f"a number of seconds above 0 and at most {TIMEOUT_MAX_S} (7 
 _TIME_BUDGET_ALLOWED = f"a number of seconds above 0 and at most {TIME_BUDGET_MAX_S} (1 day), or unset for no budget"
 _MEMORY_LIMIT_ALLOWED = f"a number of GB above 0 and at most {MEMORY_LIMIT_MAX_GB}, or unset for no limit"
 #: The integer options and their ranges (inclusive).
+TARGET_CI_MAX = 0.5
+_TARGET_CI_ALLOWED = f"a fraction above 0 and at most {TARGET_CI_MAX} (0.02 = an interval 2% wide), or unset"
+NOISE_THRESHOLD_MAX = 0.5
+_NOISE_THRESHOLD_ALLOWED = f"a fraction above 0 and at most {NOISE_THRESHOLD_MAX} (0.02 = 2%)"
 INT_RANGES = {"warmup": (0, 100_000), "iters": (1, 10_000_000), "block_size": (1, 100_000), "seed": (0, 2**31 - 1)}
 _WHOLE_NUMBER_RE = re.compile(r"^[+-]?\d+$")
 
@@ -193,6 +197,11 @@ class RunOptions:
     iters: int = 50
     block_size: int = 10
     time_budget_s: float | None = None
+    target_ci: float | None = None
+    """Measure on (within ``time_budget_s``) until the speedup's 95% interval is at most this wide,
+    relative to the speedup (0.02: hi/lo - 1 <= 2%); None: measure ``iters`` and stop."""
+    noise_threshold: float = 0.02
+    """The verdict's threshold t (tui.engine.verdict): faster when the interval's low end > 1 + t."""
     l2_flush: bool = False
     cold_compile: bool = False
     timeout_s: float = 600.0
@@ -255,6 +264,9 @@ class RunOptions:
         if self.time_budget_s is not None:
             _check_positive("time_budget_s", self.time_budget_s, TIME_BUDGET_MAX_S, _TIME_BUDGET_ALLOWED)
         _check_positive("timeout_s", self.timeout_s, TIMEOUT_MAX_S, _TIMEOUT_ALLOWED)
+        if self.target_ci is not None:
+            _check_positive("target_ci", self.target_ci, TARGET_CI_MAX, _TARGET_CI_ALLOWED)
+        _check_positive("noise_threshold", self.noise_threshold, NOISE_THRESHOLD_MAX, _NOISE_THRESHOLD_ALLOWED)
         _check_memory_limit(self.memory_limit_gb, device)
 
     # ----- serialisation ----------------------------------------------

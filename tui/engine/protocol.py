@@ -144,7 +144,10 @@ class BlockTimed(Event):
 
     ``ms``: per-call times of the block's clock (``clock``, a :mod:`tui.engine.clocks` name);
     ``host_ms_per_call``: the block's host-inclusive time per call; ``labels``: one input label
-    per call (dynamic shapes), or None.
+    per call (dynamic shapes), or None. ``t_start`` / ``t_end``: the worker's ``time.monotonic()``
+    (seconds; on Linux the same clock as the parent's) when the block's calls began to run and
+    when its results were read, so the parent can match telemetry samples to each side's
+    blocks; None when the worker did not say.
     """
 
     NAME: ClassVar[str] = "block"
@@ -156,6 +159,8 @@ class BlockTimed(Event):
     host_ms_per_call: float | None = None
     labels: tuple[str, ...] | None = None
     l2_flush: bool = False
+    t_start: float | None = None
+    t_end: float | None = None
 
     def check(self) -> None:
         _one_of("side", self.side, SIDES)

@@ -17,7 +17,8 @@ class Block:
     """One timing block of one side.
 
     ``ms`` holds the per-call times of ``clock`` (8 bytes per call); ``host_ms_per_call`` the
-    block's host-inclusive time per call; ``labels`` one input label per call, or None.
+    block's host-inclusive time per call; ``labels`` one input label per call, or None;
+    ``t_start`` / ``t_end`` the worker's monotonic seconds around the block (None: unknown).
     """
 
     stage: str
@@ -26,13 +27,23 @@ class Block:
     ms: array
     host_ms_per_call: float | None = None
     labels: list[str] | None = None
+    t_start: float | None = None
+    t_end: float | None = None
+
+    @property
+    def span(self) -> tuple[float, float] | None:
+        """(t_start, t_end) in the worker's ``time.monotonic()`` seconds, or None when not known."""
+        if self.t_start is None or self.t_end is None or self.t_end < self.t_start:
+            return None
+        return self.t_start, self.t_end
 
     @classmethod
     def from_event(cls, event: BlockTimed, intern: Callable[[str], str] = str) -> "Block":
         """The block an event carries (a null time, non-finite in the worker, is dropped)."""
         ms = array("d", (v for v in event.ms if v is not None))
         labels = [intern(x) for x in event.labels] if event.labels is not None and len(ms) == len(event.ms) else None
-        return cls(event.stage, event.index, event.clock, ms, event.host_ms_per_call, labels)
+        return cls(event.stage, event.index, event.clock, ms, event.host_ms_per_call, labels,
+                   _finite_or_none(event.t_start), _finite_or_none(event.t_end))
 
     def to_json(self) -> dict[str, Any]:
         """A JSON-ready dict (non-finite times become null)."""
@@ -43,6 +54,8 @@ class Block:
             "ms": [x if math.isfinite(x) else None for x in self.ms],
             "host_ms_per_call": _finite_or_none(self.host_ms_per_call),
             "labels": self.labels,
+            "t_start": _finite_or_none(self.t_start),
+            "t_end": _finite_or_none(self.t_end),
         }
 
     @classmethod
@@ -66,6 +79,8 @@ class Block:
             ms=ms,
             host_ms_per_call=_finite_or_none(None if host is None or isinstance(host, bool) else float(host)),
             labels=labels,
+            t_start=_optional_float(data.get("t_start")),
+            t_end=_optional_float(data.get("t_end")),
         )
 
 
@@ -80,6 +95,12 @@ def new_samples() -> Samples:
 
 def _finite_or_none(value: float | None) -> float | None:
     return value if value is not None and math.isfinite(value) else None
+
+
+def _optional_float(value: Any) -> float | None:
+    if value is None or isinstance(value, bool) or not isinstance(value, (int, float)):
+        return None
+    return _finite_or_none(float(value))
 
 
 def samples_to_json(samples: Samples) -> dict[str, list[dict[str, Any]]]:

@@ -28,6 +28,7 @@ __all__ = [
     "IDLE_REASON",
     "NOT_THROTTLING",
     "normalize_uuid",
+    "MIN_CLOCK_SAMPLES",
     "nvml_uuid",
     "throttle_words",
 ]
@@ -55,6 +56,9 @@ IDLE_REASON = "GPU idle"
 NOT_THROTTLING = frozenset({IDLE_REASON, "applications clocks setting", "display clock setting"})
 
 _PREFIXES = ("gpu-", "mig-")
+
+MIN_CLOCK_SAMPLES = 5
+"""Fewer telemetry samples inside one side's blocks give no per-side SM clock (n/a)."""
 
 
 def throttle_words(mask: int | None) -> tuple[str, ...] | None:
@@ -184,6 +188,15 @@ class RunTelemetry(JsonRecord):
     ``energy_j`` comes from the energy counter's difference, else power integrated over time
     (``energy_from``: ``"counter"``, ``"power"`` or None); ``throttle_reasons`` are the sorted
     unique words seen, without "GPU idle"; ``errors`` counts failed polls.
+
+    The machine while the run measured (CPU and GPU runs alike): ``other_cpu_cores`` is the
+    mean number of CPU cores busy with processes other than compile-lab's own (the worker's
+    process tree, inductor's compile pool, other workers of the same session, the app),
+    ``other_cpu_top`` the busiest of them (``"name (pid) 0.9 cores"``), ``app_cpu_cores`` the
+    app's (or CLI's) own use; ``other_gpu_processes`` the processes other than compile-lab's
+    seen on the run's GPU (``"name (pid)"``). ``sm_clock_eager_mhz`` / ``sm_clock_compiled_mhz``:
+    the mean SM clock over the telemetry samples that fall inside each side's measured blocks,
+    with their counts (None below :data:`MIN_CLOCK_SAMPLES`, shown as n/a).
     """
 
     sm_clock_mean_mhz: float | None = None
@@ -197,6 +210,14 @@ class RunTelemetry(JsonRecord):
     errors: int = 0
     last_error: str | None = None
     gpu_lost: bool = False
+    other_cpu_cores: float | None = None
+    other_cpu_top: tuple[str, ...] = ()
+    app_cpu_cores: float | None = None
+    other_gpu_processes: tuple[str, ...] = ()
+    sm_clock_eager_mhz: float | None = None
+    sm_clock_compiled_mhz: float | None = None
+    sm_clock_eager_samples: int = 0
+    sm_clock_compiled_samples: int = 0
 
     @property
     def measured(self) -> bool:
