@@ -94,6 +94,7 @@ def test_every_run_flag_reaches_its_option():
             "bfloat16", "--tf32", "--device", "cpu", "--warmup", "2", "--iters", "30", "--block-size", "5",
             "--time-budget", "9.5", "--l2-flush", "--cold-compile", "--timeout", "120", "--python",
             sys.executable, "--train", "--compile-optimizer", "--seed", "7", "--memory-limit", "3.5",
+            "--target-ci", "0.03", "--noise-threshold", "0.05", "--noise-limit", "max_drift=0.2",
         ]
     )  # fmt: skip
     (options,) = cli.configs_from_args(args)
@@ -103,6 +104,7 @@ def test_every_run_flag_reaches_its_option():
         "dynamic": True, "dtype": "bfloat16", "tf32": True, "device": "cpu", "warmup": 2, "iters": 30,
         "block_size": 5, "time_budget_s": 9.5, "l2_flush": True, "cold_compile": True, "timeout_s": 120.0,
         "python": sys.executable, "train": True, "compile_optimizer": True, "seed": 7, "memory_limit_gb": 3.5,
+        "target_ci": 0.03, "noise_threshold": 0.05, "noise_limits": {"max_drift": 0.2},
     }  # fmt: skip
 
 
@@ -190,7 +192,7 @@ def _table_text(records) -> str:
 
 def test_a_launch_bound_run_shows_its_host_speedup_under_the_speedup():
     text = _table_text([cuda_run_record()])
-    lines = [line for line in text.splitlines() if "0.86x" in line or "launch-bound" in line or "host" in line]
+    lines = [line for line in text.splitlines() if "0.86x" in line or "launch-bound" in line or "host 1." in line]
     assert len(lines) == 3, text
     # the device-time headline, the mark, then the host-inclusive figure, in that order
     assert "0.86x" in lines[0] and "launch-bound" in lines[1] and "host 1.31x" in lines[2]
@@ -225,3 +227,30 @@ def test_env_reports_torch_from_a_subprocess(capsys):
     assert cli.main(["env"]) == 0
     out = capsys.readouterr().out
     assert "torch" in out and "C++ compiler" in out and "NVML" in out
+
+
+def test_strict_exits_3_on_a_noisy_verdict_and_says_why(monkeypatch, tmp_path, compile_lab_home, capsys):
+    _use_fake_worker(monkeypatch)
+    out_csv = tmp_path / "r.csv"
+    # Other tests may keep this machine's CPUs busy meanwhile: that check is not what this test is about.
+    base = ["run", "--device", "cpu", "--iters", "40", "--block-size", "5", "--csv", str(out_csv),
+            "--noise-limit", "max_other_cpu_cores=1000"]
+    # The fake worker's times are steady: with its defaults the verdict is faster (eager 2 ms, compiled 1 ms).
+    assert cli.main([*base, "--strict"]) == 0
+    (row,) = list(csv.DictReader(out_csv.open()))
+    assert (row["verdict"], row["noise_reasons"]) == ("faster", "")
+    # A spread limit no measurement can meet: noisy, exit 3 under --strict, 0 without it.
+    noisy = [*base, "--noise-limit", "max_relative_iqr=0.000001"]
+    assert cli.main([*noisy, "--strict"]) == 3
+    out, err = capsys.readouterr()
+    assert "--strict: run 1: noisy" in err
+    assert "run 1: noisy: eager time spread IQR/median" in out and "re-run on a quiet machine" in out
+    (row,) = list(csv.DictReader(out_csv.open()))
+    assert row["verdict"] == "noisy" and "spread IQR/median" in row["noise_reasons"]
+    assert cli.main(noisy) == 0
+
+
+def test_a_bad_noise_limit_is_one_line_naming_the_allowed_names(capsys):
+    assert cli.main(["run", "--noise-limit", "max_fun=2"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "noise_limits" in err[0] and "max_relative_iqr" in err[0]

@@ -121,7 +121,7 @@ async def test_history_reload_in_a_second_instance_and_toggle(make_app):
     async with second.run_test(size=(160, 48), notifications=True) as pilot:
         await wait_until(pilot, lambda: second.table.row_count == 2, what="history rows")
         assert second.table.run_ids == run_ids
-        assert second.table.cell_text(run_ids[0], "status") == "↺ done"
+        assert second.table.cell_text(run_ids[0], "status") == "↺ faster"  # a done run shows its verdict
         assert float(second.table.cell_text(run_ids[0], "eager_ms")) == 2.02
         assert second.table.cell_text(run_ids[0], "speedup").startswith("1.98× [")
         # New runs go below the history; h hides and shows the old ones.

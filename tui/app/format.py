@@ -26,7 +26,12 @@ __all__ = [
     "accuracy_label",
     "accuracy_style",
     "clock_label",
+    "VERDICT_STYLES",
 ]
+
+VERDICT_STYLES = {"faster": "bold green", "slower": "bold red", "no change": "bold cyan",
+                  "inconclusive": "yellow", "noisy": "bold magenta"}
+"""The Rich style of each verdict word (tui.engine.verdict), in the app and the CLI alike."""
 
 STATUS_LABELS = {
     "queued": "queued",

@@ -9,7 +9,8 @@ table borrows ``tui.app.format``, which imports no textual).
 Modules: :mod:`~tui.cli.parse` (flags -> run options), :mod:`~tui.cli.run` (the run loop),
 :mod:`~tui.cli.render` (the results table), :mod:`~tui.cli.info` (``env``, ``workloads``).
 
-Exit codes: 0 when every run succeeded, 1 when one failed, 2 on bad usage (one line
+Exit codes: 0 when every run succeeded, 1 when one failed, 3 with ``--strict`` when every run
+succeeded but one's verdict (or host verdict) is ``noisy`` or ``inconclusive``, 2 on bad usage (one line
 ``compile-lab: error: <field>: <what is allowed>`` on stderr; an output path no export may
 write is bad usage too, refused before anything runs), 130 after Ctrl-C and
 128 + N after signal N (the workers are killed first; runs that ended, cancelled ones

@@ -78,11 +78,23 @@ def _add_run_flags(parser: argparse.ArgumentParser, sweep: bool) -> None:
     timing.add_argument("--l2-flush", action="store_true", default=None, help="flush the L2 cache between iterations (GPU)")
     timing.add_argument("--timeout", type=float, metavar="S", help=f"kill a run after S seconds (default {defaults.timeout_s:g})")
     timing.add_argument("--seed", type=int, metavar="N", help=f"random seed (default {defaults.seed})")
+    timing.add_argument("--target-ci", type=float, metavar="F",
+                        help="measure on (within --time-budget, else 60 s) until the speedup's 95%% interval is at "
+                             "most F wide relative to it, e.g. 0.02")
     timing.add_argument(
         "--memory-limit", type=float, metavar="GB",
         help="CPU runs: cap the worker's address space at GB gigabytes; a bigger allocation fails the run "
              "as out_of_memory instead of waking the system's OOM killer (default: no limit)",
     )
+
+    verdict = parser.add_argument_group(
+        "verdict", "faster / slower / no change / inconclusive / noisy: see the README's Verdict section")
+    verdict.add_argument("--noise-threshold", type=float, metavar="T",
+                         help=f"faster when the interval's low end exceeds 1 + T (default {defaults.noise_threshold:g})")
+    verdict.add_argument("--noise-limit", action="append", metavar="NAME=VALUE",
+                         help="change one limit of the noisy check, e.g. max_relative_iqr=0.2 (repeatable)")
+    verdict.add_argument("--strict", action="store_true",
+                         help="exit 3 when a run's verdict is noisy or inconclusive (for CI)")
 
     out = parser.add_argument_group(
         "output",
@@ -149,12 +161,16 @@ def options_from_args(args: argparse.Namespace, sweep: bool = False) -> RunOptio
         ("timeout", "timeout_s"),
         ("memory_limit", "memory_limit_gb"),
         ("seed", "seed"),
+        ("target_ci", "target_ci"),
+        ("noise_threshold", "noise_threshold"),
     ):
         value = getattr(args, flag, None)
         if value is not None:
             given[name] = value
     if args.option:
         given["inductor_options"] = parse_key_values(args.option, "inductor_options")
+    if getattr(args, "noise_limit", None):
+        given["noise_limits"] = parse_key_values(args.noise_limit, "noise_limits")
     if not sweep:
         for name in ("backend", "mode", "dtype", "fullgraph"):
             if getattr(args, name) is not None:

@@ -4,11 +4,12 @@ from __future__ import annotations
 
 from typing import Any
 
+from tui.app.format import VERDICT_STYLES
 from tui.engine.results import RunRecord
 from tui.engine.summary import RunSummary
 from tui.typed import printable
 
-__all__ = ["print_table", "print_warnings", "speedup_text"]
+__all__ = ["print_table", "print_warnings", "speedup_text", "verdict_text"]
 
 
 def _ms(stats: Any) -> str:
@@ -36,6 +37,8 @@ def speedup_text(summary: RunSummary) -> Any:
     low, high = summary.speedup_ci_low, summary.speedup_ci_high
     significant = bool(summary.significant)
     style = ("bold green" if speedup > 1 else "bold red") if significant else "dim"
+    if summary.verdict == "noisy":
+        style = "dim strike" if summary.speedup_ci_low is None else "dim"
     text = Text(f"{speedup:.2f}x", style=style)
     if low is not None and high is not None:
         text.append(f"\n[{low:.2f}, {high:.2f}]", style=style)
@@ -45,10 +48,24 @@ def speedup_text(summary: RunSummary) -> Any:
         text.append("\nlaunch-bound", style="yellow")
         host = summary.host_speedup
         if host is not None:
-            text.append(f"\nhost {host:.2f}x", style="bold yellow")
+            text.append(f"\nhost {host:.2f}x", style="dim" if summary.host_verdict == "noisy" else "bold yellow")
             host_low, host_high = summary.host_speedup_ci_low, summary.host_speedup_ci_high
             if host_low is not None and host_high is not None:
                 text.append(f"\n[{host_low:.2f}, {host_high:.2f}]", style="yellow")
+    return text
+
+
+def verdict_text(record: RunRecord) -> Any:
+    """The verdict word (and ``host <word>`` for a launch-bound run); a failed run's status instead."""
+    from rich.text import Text
+
+    summary = record.summary()
+    if summary.verdict is None:
+        style = {"failed": "bold red", "cancelled": "yellow"}.get(record.status, "dim")
+        return Text("-" if record.status == "done" else record.status, style=style)
+    text = Text(summary.verdict, style=VERDICT_STYLES.get(summary.verdict, ""))
+    if summary.host_verdict is not None:
+        text.append(f"\nhost {summary.host_verdict}", style=VERDICT_STYLES.get(summary.host_verdict, ""))
     return text
 
 
@@ -64,10 +81,10 @@ def print_table(records: list[RunRecord], console: Any) -> None:
         title="compile-lab results", title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False, collapse_padding=True
     )
     table.add_column("run", min_width=12, ratio=1)
+    table.add_column("verdict", no_wrap=True)
     for name in ("compile", "eager", "compiled", "speedup", "brk/rec"):
         table.add_column(name, justify="right", no_wrap=True)
     table.add_column("acc", no_wrap=True)
-    table.add_column("status", no_wrap=True, min_width=9)
     errors = []
     for number, record in enumerate(records, 1):
         summary = record.summary()
@@ -78,18 +95,17 @@ def print_table(records: list[RunRecord], console: Any) -> None:
         what.append(printable(f" {params}\n{o.label()} {o.device}".replace(" \n", "\n")))
         compile_s = f"{record.compile_s:.3g} s" if record.compile_s is not None else "-"
         accuracy = record.accuracy.verdict
-        status_style = {"done": "green", "failed": "bold red", "cancelled": "yellow"}.get(record.status, "")
         if record.status in ("failed", "cancelled"):
             errors.append(f"run {number}: {record.error_kind}: {record.error_message}")
         table.add_row(
             what,
+            verdict_text(record),
             compile_s,
             _ms(summary.eager.iter),
             _ms(summary.compiled.iter),
             speedup_text(summary),
             f"{record.diagnostics.graph_breaks or '-'}/{record.diagnostics.recompiles or '-'}",
             Text(accuracy, style=accuracy_style(accuracy)),
-            Text(record.status, style=status_style),
             end_section=number < len(records),  # a blank line between runs
         )
     console.print(table)
@@ -98,9 +114,16 @@ def print_table(records: list[RunRecord], console: Any) -> None:
 
 
 def print_warnings(records: list[RunRecord], console: Any) -> None:
+    """Why a verdict is noisy (first, with the hint to re-run), then every warning, by run number."""
+    from tui.engine.verdict import RERUN_HINT
+
     lines = []
     for number, record in enumerate(records, 1):
-        for warning in record.summary().warnings:
+        summary = record.summary()
+        for what, reasons in (("noisy", summary.noise_reasons), ("host noisy", summary.host_noise_reasons)):
+            if reasons:
+                lines.append(f"  run {number}: {what}: {'; '.join(reasons)} ({RERUN_HINT})")
+        for warning in summary.warnings:
             lines.append(f"  run {number}: {warning}")
     if lines:
         console.print("warnings:", style="yellow")

@@ -197,7 +197,23 @@ def _report(records: list[RunRecord], ended: list[RunRecord], args: argparse.Nam
         return 128 + signum
     if export_failed or any(r.status != "done" for r in records):
         return 1
+    if getattr(args, "strict", False) and _unconfident(records):
+        _say(err, f"{PROG}: --strict: {_unconfident(records)}")
+        return 3
     return 0
+
+
+def _unconfident(records: list[RunRecord]) -> str:
+    """``run 2: noisy, run 3: inconclusive`` for the runs whose verdict states no number ('' if none)."""
+    from tui.engine.verdict import CONFIDENT
+
+    found = []
+    for number, record in enumerate(records, 1):
+        summary = record.summary()
+        for what, word in (("", summary.verdict), ("host ", summary.host_verdict)):
+            if word is not None and word not in CONFIDENT:
+                found.append(f"run {number}: {what}{word}")
+    return ", ".join(found)
 
 
 def _say(console: Any, text: str) -> None:

@@ -61,6 +61,20 @@ def _side_columns(side: str) -> list[Column]:
     ]
 
 
+def _outlier_columns(side: str) -> list[Column]:
+    def count(kind: str) -> Getter:
+        def get(record: RunRecord, summary: RunSummary) -> Any:
+            outliers = summary.side(side).outliers
+            return None if outliers is None else getattr(outliers, kind)
+
+        return get
+
+    return [
+        Column(f"{side}_outliers_mild", count("mild"), f"{side} samples 1.5-3 IQR beyond a quartile"),
+        Column(f"{side}_outliers_severe", count("severe"), f"{side} samples over 3 IQR beyond a quartile"),
+    ]
+
+
 COLUMNS: tuple[Column, ...] = (
     Column("run_id", lambda r, s: r.run_id, "sortable id: UTC date-time and 6 random hex digits"),
     Column("timestamp", lambda r, s: r.timestamp, "when the run was queued, ISO 8601 UTC"),
@@ -113,6 +127,21 @@ COLUMNS: tuple[Column, ...] = (
     Column("host_speedup", lambda r, s: s.host_speedup, "eager / compiled host-inclusive time per call"),
     Column("host_speedup_ci_low", lambda r, s: s.host_speedup_ci_low, "its 95% block-bootstrap interval, low end"),
     Column("host_speedup_ci_high", lambda r, s: s.host_speedup_ci_high, "its 95% block-bootstrap interval, high end"),
+    Column("verdict", lambda r, s: s.verdict, "faster, slower, no change, inconclusive or noisy (done runs; README, Verdict)"),
+    Column("noise_reasons", lambda r, s: " | ".join(s.noise_reasons), "why the verdict is noisy, joined with ' | '"),
+    Column("host_verdict", lambda r, s: s.host_verdict, "the same for the host-inclusive speedup (launch-bound runs)"),
+    Column("host_noise_reasons", lambda r, s: " | ".join(s.host_noise_reasons), "why the host verdict is noisy"),
+    Column("noise_threshold", lambda r, s: r.options.noise_threshold, "the verdict's threshold t (0.02: 2%)"),
+    *_outlier_columns("eager"),
+    *_outlier_columns("compiled"),
+    Column("other_cpu_cores", lambda r, s: r.telemetry.other_cpu_cores,
+           "mean CPU cores other processes used while measuring"),
+    Column("app_cpu_cores", lambda r, s: r.telemetry.app_cpu_cores, "mean CPU cores the app or CLI used meanwhile"),
+    Column("other_gpu_processes", lambda r, s: r.telemetry.other_gpu_processes,
+           "other processes seen on the run's GPU while measuring, ;-joined"),
+    Column("sm_clock_eager_mhz", lambda r, s: r.telemetry.sm_clock_eager_mhz, "mean SM clock during eager's blocks"),
+    Column("sm_clock_compiled_mhz", lambda r, s: r.telemetry.sm_clock_compiled_mhz,
+           "mean SM clock during compiled's blocks"),
 )  # fmt: skip
 
 CSV_COLUMNS: tuple[str, ...] = tuple(column.name for column in COLUMNS)

@@ -202,6 +202,8 @@ class RunOptions:
     relative to the speedup (0.02: hi/lo - 1 <= 2%); None: measure ``iters`` and stop."""
     noise_threshold: float = 0.02
     """The verdict's threshold t (tui.engine.verdict): faster when the interval's low end > 1 + t."""
+    noise_limits: dict[str, float] = field(default_factory=dict)
+    """The verdict's other limits that differ from their defaults (tui.engine.verdict.VerdictPolicy)."""
     l2_flush: bool = False
     cold_compile: bool = False
     timeout_s: float = 600.0
@@ -267,6 +269,7 @@ class RunOptions:
         if self.target_ci is not None:
             _check_positive("target_ci", self.target_ci, TARGET_CI_MAX, _TARGET_CI_ALLOWED)
         _check_positive("noise_threshold", self.noise_threshold, NOISE_THRESHOLD_MAX, _NOISE_THRESHOLD_ALLOWED)
+        _check_noise_limits(self.noise_limits)
         _check_memory_limit(self.memory_limit_gb, device)
 
     # ----- serialisation ----------------------------------------------
@@ -349,6 +352,18 @@ def _check_positive(name: str, value: Any, high: float, allowed: str) -> None:
     """OptionsError unless ``value`` is a number above 0 and at most ``high`` (NaN, inf and text refused alike)."""
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not (0 < value <= high):
         raise OptionsError(name, f"{echo(value)} is not allowed (allowed: {allowed})")
+
+
+def _check_noise_limits(limits: Any) -> None:
+    """``noise_limits``: names of the verdict's limits, each a positive number (at most 1000)."""
+    from tui.engine.verdict import LIMIT_NAMES
+
+    if not isinstance(limits, dict):
+        raise OptionsError("noise_limits", f"{echo(limits)} is not NAME=VALUE pairs (allowed: {', '.join(LIMIT_NAMES)})")
+    for name, value in limits.items():
+        if name not in LIMIT_NAMES:
+            raise OptionsError("noise_limits", f"{echo(name)} is not a limit (allowed: {', '.join(LIMIT_NAMES)})")
+        _check_positive(f"noise_limits.{name}", value, 1000.0, "a number above 0 and at most 1000")
 
 
 def _check_memory_limit(value: Any, device: str) -> None:

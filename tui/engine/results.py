@@ -34,6 +34,7 @@ from tui.engine.protocol import (
 from tui.engine.samples import Block, Samples, new_samples, samples_from_json, samples_to_json
 from tui.engine.stored_options import decode_options
 from tui.engine.summary import LiveStats, RunSummary, SummaryInputs, build_summary
+from tui.engine.verdict import Machine, VerdictPolicy
 from tui.telemetry.model import RunTelemetry
 from tui.typed import decode_fields, finite, printable
 
@@ -283,9 +284,18 @@ class RunRecord:
                 bytes_per_call=self.bytes_per_call,
                 warnings=tuple(self.warnings),
                 throttled=self.telemetry.throttled,
+                policy=VerdictPolicy.of(self.options.noise_threshold, self.options.noise_limits),
+                machine=self._machine(),
+                sm_clocks=(self.telemetry.sm_clock_eager_mhz, self.telemetry.sm_clock_compiled_mhz),
             ))
         self._cache = (key, result)
         return result
+
+    def _machine(self) -> Machine:
+        telemetry = self.telemetry
+        return Machine(other_cpu_cores=telemetry.other_cpu_cores, other_cpu_top=telemetry.other_cpu_top,
+                       other_gpu_processes=telemetry.other_gpu_processes,
+                       gpu=self.options.device.startswith("cuda"))
 
     # ----- rows and lines ---------------------------------------------------------
 

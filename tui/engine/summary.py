@@ -33,6 +33,7 @@ from tui.engine.clocks import clock_info
 from tui.engine.protocol import SIDES
 from tui.engine.samples import Samples
 from tui.engine.stats import SampleAccumulator, SpeedupCI, Stats, bootstrap_speedup, is_significant
+from tui.engine.verdict import Machine, Outliers, SideSeries, Verdict, VerdictPolicy, verdict_for
 from tui.typed import JsonRecord
 
 __all__ = [
@@ -65,6 +66,8 @@ class SideStats(JsonRecord):
 
     iter: Stats | None = None
     host: Stats | None = None
+    outliers: Outliers | None = None
+    """The ``iter`` samples beyond Tukey's fences (tui.engine.verdict); None while the run is live."""
 
 
 @dataclass(frozen=True)
@@ -97,6 +100,10 @@ class RunSummary(JsonRecord):
     gbps: float | None = None
     warnings: tuple[str, ...] = ()
     live: bool = False
+    verdict: str | None = None
+    noise_reasons: tuple[str, ...] = ()
+    host_verdict: str | None = None
+    host_noise_reasons: tuple[str, ...] = ()
 
     def side(self, name: str) -> SideStats:
         """``eager`` or ``compiled``."""
@@ -154,6 +161,18 @@ class LiveStats:
             cached = self._intervals[which] = (key, result)
         return cached[1]
 
+    def series(self, side: str, which: str, stats: Stats | None) -> SideSeries | None:
+        """One side's ``iter`` or ``host`` blocks with their quartiles, for the verdict's noise checks."""
+        if stats is None:
+            return None
+        blocks = self.blocks[side] if which == "iter" else self.host_blocks[side]
+        return SideSeries(side, blocks, stats.median, stats.q1, stats.q3, stats.max)
+
+    def outliers(self, side: str, stats: Stats | None) -> Outliers | None:
+        """``side``'s per-iteration samples beyond Tukey's fences (O(samples): once a run has ended)."""
+        series = self.series(side, "iter", stats)
+        return None if series is None else series.outliers()
+
     def pairs(self) -> int:
         """How many interleaved block pairs were measured (the bootstrap's units)."""
         return min(len(self.blocks["eager"]), len(self.blocks["compiled"]))
@@ -182,6 +201,10 @@ class SummaryInputs:
     bytes_per_call: float | None
     warnings: tuple[str, ...]
     throttled: tuple[str, ...]
+    policy: VerdictPolicy = field(default_factory=VerdictPolicy)
+    machine: Machine = field(default_factory=Machine)
+    sm_clocks: tuple[float | None, float | None] = (None, None)
+    """The mean SM clock (MHz) during eager's and compiled's measured blocks, None when not known."""
 
 
 def build_summary(live: LiveStats, run: SummaryInputs) -> RunSummary:
@@ -199,6 +222,13 @@ def build_summary(live: LiveStats, run: SummaryInputs) -> RunSummary:
     warnings = _warnings(sides, live.clock, run, live.pairs() if speedup is not None else None)
     if launch_bound and host_speedup is not None:
         warnings.append(_launch_bound_warning(sides, host_speedup, host_low, host_high))
+    verdict = host_verdict = None
+    if run.finished:
+        eager, compiled = (SideStats(s.iter, s.host, live.outliers(name, s.iter)) for name, s in sides.items())
+    if run.done and run.finished:
+        verdict = _verdict(live, sides, "iter", (low, high), run)
+        if launch_bound:
+            host_verdict = _verdict(live, sides, "host", (host_low, host_high), run)
     return RunSummary(
         eager=eager,
         compiled=compiled,
@@ -217,7 +247,20 @@ def build_summary(live: LiveStats, run: SummaryInputs) -> RunSummary:
         gbps=_rate(run.bytes_per_call, compiled.iter, 1e9),
         warnings=tuple(warnings),
         live=not run.finished,
+        verdict=verdict.word if verdict else None,
+        noise_reasons=verdict.reasons if verdict else (),
+        host_verdict=host_verdict.word if host_verdict else None,
+        host_noise_reasons=host_verdict.reasons if host_verdict else (),
     )
+
+
+def _verdict(live: LiveStats, sides: dict[str, SideStats], which: str, interval: tuple[float | None, float | None],
+             run: SummaryInputs) -> Verdict:
+    """The verdict of the ``iter`` (device or CPU time) or ``host`` speedup (tui.engine.verdict)."""
+    series = {name: live.series(name, which, getattr(side, which)) for name, side in sides.items()}
+    what = "time" if which == "iter" else "host time"
+    return verdict_for(series["eager"], series["compiled"], *interval, machine=run.machine, policy=run.policy,
+                       what=what, host=which == "host")
 
 
 def _ratio(top: Stats | None, bottom: Stats | None) -> float | None:
@@ -302,12 +345,28 @@ def _warnings(sides: dict[str, SideStats], clock: str | None, run: SummaryInputs
         messages.append(f"too few interleaved blocks for a 95% interval ({pairs} < {MIN_INTERVAL_BLOCKS}):"
                         " raise iters or lower block_size")
     messages.extend(run.warnings)
+    messages.extend(_clock_warning(run.sm_clocks))
     if run.throttled:
         messages.append(
             f"GPU clocks were throttled during the run ({', '.join(run.throttled)}):"
             " times may be slow; let the GPU cool or check its power limit"
         )
     return list(dict.fromkeys(messages))
+
+
+CLOCK_MISMATCH = 0.03
+"""Sides whose mean SM clocks differ by more than this share: the speedup includes a clock difference."""
+
+
+def _clock_warning(clocks: tuple[float | None, float | None]) -> list[str]:
+    eager, compiled = clocks
+    if not eager or not compiled:
+        return []
+    difference = compiled / eager - 1
+    if abs(difference) <= CLOCK_MISMATCH:
+        return []
+    return [f"SM clock differed between the sides (eager {eager:.0f} MHz, compiled {compiled:.0f} MHz,"
+            f" {difference:+.1%}): the speedup includes a clock difference"]
 
 
 def _label_key(label: str) -> tuple:

@@ -18,9 +18,10 @@ from textual.containers import VerticalScroll
 from textual.screen import Screen
 from textual.widgets import Footer, Static
 
-from tui.app.format import STATUS_LABELS, fmt_ms, fmt_seconds, fmt_speedup, options_label, workload_label
+from tui.app.format import VERDICT_STYLES, STATUS_LABELS, fmt_ms, fmt_seconds, fmt_speedup, options_label, workload_label
 from tui.engine.results import RunRecord
 from tui.engine.summary import RunSummary
+from tui.engine.verdict import RERUN_HINT
 from tui.typed import JsonRecord, printable
 
 __all__ = ["DetailsScreen", "render_details"]
@@ -54,6 +55,8 @@ def _kv_table(items: Iterable[tuple[str, Any]]) -> Table:
 
 
 def _value_text(value: Any) -> Text:
+    if isinstance(value, Text):
+        return value
     if value is None:
         return Text("n/a", style="dim")
     if isinstance(value, bool):
@@ -105,11 +108,24 @@ def _significance(summary: RunSummary) -> str:
     speedup, significant = summary.speedup, summary.significant
     if speedup is None:
         return "n/a"
+    if summary.verdict == "noisy":
+        return "noisy: the measurement cannot support this number (see verdict)"
     if significant is None:
         return "interval pending" if summary.live else "no interval"
     if significant:
         return "significant: compiled is faster" if speedup >= 1 else "significant: compiled is slower"
     return "not significant (the interval includes 1)"
+
+
+def _verdict_text(word: str | None, reasons: tuple[str, ...]) -> Text | None:
+    if word is None:
+        return None
+    text = Text(word, style=VERDICT_STYLES.get(word, ""))
+    for reason in reasons:
+        text.append(f"\n• {reason}", style="magenta")
+    if reasons:
+        text.append(f"\n{RERUN_HINT}", style="dim")
+    return text
 
 
 def _headline(record: RunRecord, summary: RunSummary) -> Table:
@@ -118,8 +134,11 @@ def _headline(record: RunRecord, summary: RunSummary) -> Table:
     if speedup is not None:
         speedup_text = fmt_speedup(speedup, summary.speedup_ci_low, summary.speedup_ci_high) + f"  {_significance(summary)}"
     compile_s = record.compile_s
+    verdicts = [("verdict", _verdict_text(summary.verdict, summary.noise_reasons)),
+                ("host verdict", _verdict_text(summary.host_verdict, summary.host_noise_reasons))]
     return _kv_table(
         [
+            *[(name, text) for name, text in verdicts if text is not None],  # a failed run keeps its status
             ("speedup", speedup_text),
             ("host-inclusive speedup", _host_speedup_text(summary)),
             ("compile s", fmt_seconds(compile_s) + " (first compiled call)" if compile_s is not None else None),

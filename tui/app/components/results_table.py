@@ -25,6 +25,7 @@ from textual.widgets.data_table import CellDoesNotExist
 
 from tui.app.components.table_rows import BulkRowTable
 from tui.app.format import (
+    VERDICT_STYLES,
     ACTIVE_STATUSES,
     STATUS_LABELS,
     accuracy_label,
@@ -118,7 +119,7 @@ def row_cells(record: RunRecord, summary: RunSummary | None = None, *, history: 
         "eager_ms": Cell(fmt_ms(eager_ms), sort_key=eager_ms, justify="right"),
         "compiled_ms": Cell(fmt_ms(compiled_ms), sort_key=compiled_ms, justify="right"),
         "speedup": _speedup_cell(summary),
-        "launch_bound": _launch_bound_cell(bool(summary.launch_bound), summary.host_speedup),
+        "launch_bound": _launch_bound_cell(bool(summary.launch_bound), summary.host_speedup, summary.host_verdict),
         "graph_breaks": Cell("–" if breaks is None else str(breaks), "bold yellow" if breaks else "",
                              sort_key=breaks, justify="right"),
         "recompiles": Cell("–" if recomp is None else str(recomp), "bold yellow" if recomp else "",
@@ -142,27 +143,31 @@ def _status_cell(record: RunRecord, history: bool) -> Cell:
         return Cell(f"{label} {pct:3.0f}%", "bold yellow", sort_key=(1, pct))
     order = {"queued": 0, "done": 3, "failed": 4, "cancelled": 5}.get(status, 2)
     style = _STATUS_STYLES.get(status, "")
+    verdict = record.summary().verdict if status == "done" else None
+    if verdict is not None:
+        # A done run shows what its measurement supports (tui.engine.verdict), not just "done".
+        label, style = verdict, VERDICT_STYLES.get(verdict, style)
     if history:
         style = f"{style} dim".strip()
-    return Cell(("↺ " if history else "") + label, style, sort_key=(order, 0.0))
+    return Cell(("↺ " if history else "") + label, style, sort_key=(order, label))
 
 
 def _speedup_cell(summary: RunSummary) -> Cell:
-    """Green or red when the interval excludes 1, dim otherwise."""
+    """Green or red when the interval excludes 1, dim otherwise, and dim whenever the verdict is noisy."""
     speedup = summary.speedup
-    if speedup is None or not summary.significant:
+    if speedup is None or not summary.significant or summary.verdict == "noisy":
         style = "dim"
     else:
         style = "bold green" if speedup >= 1 else "bold red"
     return Cell(fmt_speedup(speedup, summary.speedup_ci_low, summary.speedup_ci_high), style, sort_key=speedup)
 
 
-def _launch_bound_cell(launch_bound: bool, host_speedup: float | None) -> Cell:
-    """``LB 1.31×``: the mark, then the host-inclusive speedup a launch-bound run's loop pays."""
+def _launch_bound_cell(launch_bound: bool, host_speedup: float | None, host_verdict: str | None = None) -> Cell:
+    """``LB 1.31×``: the mark, then the host-inclusive speedup a launch-bound run's loop pays (dim when noisy)."""
     if not launch_bound:
         return Cell("", sort_key=(0, 0.0))
     text = "LB" if host_speedup is None else f"LB {fmt_speedup(host_speedup)}"
-    return Cell(text, "bold magenta", sort_key=(1, host_speedup or 0.0))
+    return Cell(text, "dim magenta" if host_verdict == "noisy" else "bold magenta", sort_key=(1, host_speedup or 0.0))
 
 
 class ResultsTable(BulkRowTable):

@@ -1,0 +1,165 @@
+"""tui.engine.verdict on constructed samples: each noisy reason alone, each boundary of the interval rule."""
+
+from __future__ import annotations
+
+import pytest
+
+from tui.engine.stats import summarize
+from tui.engine.verdict import (
+    FASTER,
+    INCONCLUSIVE,
+    NO_CHANGE,
+    NOISY,
+    SLOWER,
+    Machine,
+    Outliers,
+    SideSeries,
+    VerdictPolicy,
+    classify_outliers,
+    judge_interval,
+    verdict_for,
+)
+
+
+def series(name: str, blocks: list[list[float]]) -> SideSeries:
+    stats = summarize([x for block in blocks for x in block])
+    return SideSeries(name, blocks, stats.median, stats.q1, stats.q3, stats.max)
+
+
+def steady(name: str, base: float, blocks: int = 8, per_block: int = 10) -> SideSeries:
+    """Quiet samples: base +- 1% in a fixed pattern, the same in every block."""
+    pattern = [base * (1 + 0.01 * ((i % 5) - 2) / 2) for i in range(per_block)]
+    return series(name, [list(pattern) for _ in range(blocks)])
+
+
+QUIET_EAGER, QUIET_COMPILED = steady("eager", 2.0), steady("compiled", 1.0)
+
+
+@pytest.mark.parametrize(
+    ("low", "high", "word"),
+    [
+        (1.0201, 1.05, FASTER),  # lo just above 1 + t
+        (1.02, 1.05, INCONCLUSIVE),  # lo at 1 + t: not faster, and not inside the band either
+        (0.95, 0.9799, SLOWER),  # hi just below 1 - t
+        (0.95, 0.98, INCONCLUSIVE),
+        (0.98, 1.02, NO_CHANGE),  # the band's own edges are inside it
+        (0.99, 1.01, NO_CHANGE),
+        (0.9799, 1.01, INCONCLUSIVE),  # crosses the band's low edge
+        (0.99, 1.0201, INCONCLUSIVE),  # crosses its high edge
+        (0.9, 1.1, INCONCLUSIVE),
+        (None, None, INCONCLUSIVE),  # too few blocks for an interval
+    ],
+)
+def test_the_interval_rule_at_each_boundary(low, high, word):
+    assert judge_interval(low, high, 0.02) == word
+
+
+def test_the_threshold_moves_the_boundaries():
+    assert judge_interval(1.03, 1.06, 0.02) == FASTER
+    assert judge_interval(1.03, 1.06, 0.05) == INCONCLUSIVE
+    assert judge_interval(0.96, 1.04, 0.05) == NO_CHANGE
+
+
+def test_a_quiet_run_gets_the_interval_word_without_reasons():
+    verdict = verdict_for(QUIET_EAGER, QUIET_COMPILED, 1.98, 2.02)
+    assert (verdict.word, verdict.reasons) == (FASTER, ())
+
+
+def reasons_of(eager: SideSeries, compiled: SideSeries, low: float = 1.98, high: float = 2.02,
+               machine: Machine | None = None, **kwargs) -> tuple[str, ...]:
+    verdict = verdict_for(eager, compiled, low, high, machine=machine, **kwargs)
+    assert (verdict.word == NOISY) == bool(verdict.reasons)
+    return verdict.reasons
+
+
+def test_spread_alone_makes_a_run_noisy():
+    wide = series("compiled", [[1.0, 0.9, 1.1, 0.8, 1.2, 1.0, 0.95, 1.05]] * 8)  # IQR/median ~15%
+    reasons = reasons_of(QUIET_EAGER, wide)
+    assert len(reasons) == 1 and reasons[0].startswith("compiled time spread IQR/median")
+    assert reasons_of(QUIET_EAGER, wide, policy=VerdictPolicy(max_relative_iqr=0.2)) == ()
+
+
+def test_a_wide_interval_alone_makes_a_run_noisy():
+    reasons = reasons_of(QUIET_EAGER, QUIET_COMPILED, low=1.8, high=2.26)  # hi/lo 1.256
+    assert len(reasons) == 1 and "interval is too wide (hi/lo 1.26 > 1.25)" in reasons[0]
+    assert reasons_of(QUIET_EAGER, QUIET_COMPILED, low=1.8, high=2.24) == ()  # 1.244
+
+
+def test_severe_outliers_alone_make_a_run_noisy():
+    # 5 of 80 samples (6%) far above the 3-IQR fence, the rest quiet: spread and median barely move.
+    blocks = [list(b) for b in QUIET_COMPILED.blocks]
+    for i in range(5):
+        blocks[i][0] = 5.0
+    reasons = reasons_of(QUIET_EAGER, series("compiled", blocks))
+    assert len(reasons) == 1 and "5 of 80 samples beyond the 3-IQR fence" in reasons[0]
+    blocks[4][0] = 1.0  # 4 of 80 = 5%: not above the limit
+    assert reasons_of(QUIET_EAGER, series("compiled", blocks)) == ()
+
+
+def ramp(top: float) -> SideSeries:
+    """Eight blocks of constant times rising evenly from 1.0 to ``top``."""
+    return series("compiled", [[1.0 + (top - 1.0) * i / 7] * 10 for i in range(8)])
+
+
+def test_drift_alone_makes_a_run_noisy():
+    # First quarter (blocks 0-1) median 1.01, last quarter (6-7) 1.13: +12%; IQR/median 6.5%.
+    reasons = reasons_of(QUIET_EAGER, ramp(1.14))
+    assert reasons == ("compiled time drifted +12% from the first quarter of blocks to the last (> 10%)",)
+    assert reasons_of(QUIET_EAGER, ramp(1.10)) == ()  # +8.5%
+
+
+def test_timer_ticks_in_a_constant_side_are_not_outliers():
+    # A short kernel on a 0.5 us clock: most calls one tick, a few the next: IQR 0.
+    ticks = series("compiled", [[0.0046] * 9 + [0.00461]] * 8)
+    assert ticks.outliers().severe == 0
+    assert reasons_of(QUIET_EAGER, ticks, low=434, high=435) == ()
+
+
+def test_a_stall_alone_makes_a_run_noisy():
+    blocks = [list(b) for b in QUIET_EAGER.blocks]
+    blocks[3][2] = 2.0 * 100  # one iteration 100x the median
+    reasons = reasons_of(series("eager", blocks), QUIET_COMPILED)
+    assert len(reasons) == 1 and reasons[0].startswith("eager time: a stall (200 ms, 100x the median)")
+    blocks[3][2] = 2.0 * 99
+    assert reasons_of(series("eager", blocks), QUIET_COMPILED) == ()
+
+
+def test_a_busy_cpu_makes_a_cpu_run_noisy_but_not_a_gpu_runs_device_time():
+    busy = Machine(other_cpu_cores=0.6, other_cpu_top=("stress (42) 0.6 cores",))
+    reasons = reasons_of(QUIET_EAGER, QUIET_COMPILED, machine=busy)
+    assert reasons == ("other processes used 0.6 CPU cores while measuring (stress (42) 0.6 cores)",)
+    assert reasons_of(QUIET_EAGER, QUIET_COMPILED, machine=Machine(other_cpu_cores=0.5)) == ()
+    gpu = Machine(other_cpu_cores=1.5, gpu=True)
+    assert reasons_of(QUIET_EAGER, QUIET_COMPILED, machine=gpu) == ()
+    assert len(reasons_of(QUIET_EAGER, QUIET_COMPILED, machine=gpu, host=True)) == 1  # host time does suffer
+
+
+def test_another_process_on_the_gpu_makes_a_gpu_run_noisy():
+    shared = Machine(other_gpu_processes=("python (77)",), gpu=True)
+    assert reasons_of(QUIET_EAGER, QUIET_COMPILED, machine=shared) == (
+        "other processes used the GPU while measuring: python (77)",)
+    assert reasons_of(QUIET_EAGER, QUIET_COMPILED, machine=Machine(gpu=True)) == ()
+
+
+def test_noisy_is_checked_before_the_interval():
+    shared = Machine(other_gpu_processes=("x (1)",), gpu=True)
+    assert verdict_for(QUIET_EAGER, QUIET_COMPILED, 1.98, 2.02, machine=shared).word == NOISY
+
+
+def test_outliers_are_classified_by_tukeys_fences():
+    # q1 = 10, q3 = 20, IQR 10: mild fences -5 and 35, severe -20 and 50.
+    values = [-25, -10, 10, 15, 20, 40, 60, -5, 35]
+    assert classify_outliers(values, 10, 20) == Outliers(low_severe=1, low_mild=1, high_mild=1, high_severe=1)
+    counts = classify_outliers(values, 10, 20)
+    assert (counts.mild, counts.severe) == (2, 2)
+    assert classify_outliers(values, 10, 20, min_iqr=30) == Outliers()  # fences -80, 110
+
+
+def test_no_sides_no_verdict_beyond_inconclusive():
+    assert verdict_for(None, QUIET_COMPILED, 1.5, 1.6).word == INCONCLUSIVE
+
+
+def test_the_policy_takes_the_threshold_and_known_limits_only():
+    policy = VerdictPolicy.of(0.05, {"max_drift": 0.2, "unknown": 3})
+    assert (policy.threshold, policy.max_drift, policy.max_relative_iqr) == (0.05, 0.2, 0.10)
+    assert VerdictPolicy.of() == VerdictPolicy()
