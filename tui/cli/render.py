@@ -122,7 +122,8 @@ def print_warnings(records: list[RunRecord], console: Any) -> None:
         summary = record.summary()
         for what, reasons in (("noisy", summary.noise_reasons), ("host noisy", summary.host_noise_reasons)):
             if reasons:
-                lines.append(f"  run {number}: {what}: {'; '.join(reasons)} ({RERUN_HINT})")
+                more = f"; and {len(reasons) - 3} more (the CSV's noise_reasons)" if len(reasons) > 3 else ""
+                lines.append(f"  run {number}: {what}: {'; '.join(reasons[:3])}{more} ({RERUN_HINT})")
         for warning in summary.warnings:
             lines.append(f"  run {number}: {warning}")
     if lines:
