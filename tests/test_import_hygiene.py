@@ -15,7 +15,7 @@ PROBE = """
 import json, sys, importlib
 for name in {modules!r}:
     importlib.import_module(name)
-print(json.dumps(sorted(m for m in sys.modules if m.split('.')[0] in {{'torch', 'textual', 'triton', 'numpy'}})))
+print(json.dumps(sorted(m for m in sys.modules if m.split('.')[0] in {{'torch', 'textual', 'triton', 'numpy', 'psutil'}})))
 """
 
 
@@ -42,7 +42,8 @@ ENGINE_PARENT_SIDE = [
     "tui.engine.runner",
     "tui.cli",
 ]
-TELEMETRY = ["tui.telemetry.model", "tui.telemetry.nvml", "tui.telemetry.fake", "tui.telemetry.sampler"]
+TELEMETRY = ["tui.telemetry.model", "tui.telemetry.nvml", "tui.telemetry.fake", "tui.telemetry.sampler",
+             "tui.telemetry.host_load"]
 APP = ["tui.app.app"]
 
 
@@ -69,6 +70,19 @@ def test_engine_parent_side_never_imports_torch_or_textual():
 def test_telemetry_never_imports_torch_or_textual():
     imported = _imported_after(TELEMETRY)
     assert imported.isdisjoint({"torch", "textual"})
+
+
+def test_psutil_belongs_to_the_telemetry_layer_and_loads_when_a_run_starts():
+    """Only ``tui.telemetry`` names psutil (the host's CPU use by process), and only lazily: a
+    missing psutil is a reason on a run's telemetry, never an import error of the app or CLI."""
+    import re
+    from pathlib import Path
+
+    package = Path(__file__).resolve().parents[1] / "tui"
+    users = {str(p.relative_to(package.parent)) for p in package.rglob("*.py")
+             if re.search(r"^\s*(import|from) psutil\b", p.read_text(), re.MULTILINE)}
+    assert users == {"tui/telemetry/host_load.py"}
+    assert "psutil" not in _imported_after(APP + TELEMETRY + ENGINE_PARENT_SIDE)
 
 
 def test_the_display_helpers_the_cli_borrows_never_import_textual():
