@@ -45,6 +45,8 @@ Other knobs (environment):
 ``FAKE_WORKER_START_LOG``    a file each start appends one line to (``<pid>``): the count of
                              processes started, and what orders the delays above.
 ``FAKE_WORKER_DELAY``        seconds between measured rounds (``slow`` defaults to 0.1, others to 0).
+``FAKE_WORKER_BLOCK_S``      seconds each measured block lasts (a sleep between its ``t_start`` and
+                             ``t_end``, the worker's ``time.monotonic()`` around every block; default 0).
 ``FAKE_WORKER_GPU_UUID``     reported as ``gpu_uuid`` in ``started``'s env (default none).
 ``FAKE_WORKER_GPU_NAME``     reported as ``gpu_name`` in ``started``'s env (default none).
 ``FAKE_WORKER_FAIL_KIND``    ``fail``: the failure kind (default ``compile_error``).
@@ -150,6 +152,7 @@ class FakeRun:
         self.options = options
         self.behaviour = behaviour
         self.delay = _env_float("FAKE_WORKER_DELAY", 0.1 if behaviour == "slow" else 0.0)
+        self.block_s = _env_float("FAKE_WORKER_BLOCK_S", 0.0)
         self._index: dict[tuple[str, str], int] = {}
         self.measured = {"eager": 0, "compiled": 0}
 
@@ -163,9 +166,13 @@ class FakeRun:
         self._index[(side, stage)] = index + 1
         base = 2.0 if side == "eager" else 1.0
         seed = self.options.seed
+        t_start = time.monotonic()
         ms = [round(base + 0.01 * ((seed + index * 7 + i * 3) % 5), 4) for i in range(n)]
+        if stage == "measure" and self.block_s:
+            time.sleep(self.block_s)
         self.channel.emit(BlockTimed(side=side, stage=stage, index=index, clock=PERF_COUNTER.name, ms=tuple(ms),
-                                     host_ms_per_call=round(sum(ms) / len(ms) * 1.05, 4)))
+                                     host_ms_per_call=round(sum(ms) / len(ms) * 1.05, 4),
+                                     t_start=t_start, t_end=time.monotonic()))
         return ms
 
     def started(self) -> None:

@@ -5,17 +5,27 @@ the worker finishes. Samples are folded into running aggregates as they arrive, 
 not grow with the length of the run. A source that raises is survived: a field whose handling
 raises is dropped from the summary, and after ``max_errors`` failed polls in a row (or when the
 GPU is lost or unknown) the sampler stops polling. ``stop()`` never raises.
+
+Two more things are kept for the run's record. The SM clock's time series (8 bytes a sample
+and a timestamp: a 10-minute run at 50 Hz is 0.5 MB), so that :func:`clock_per_side` can
+average the clock over the samples inside each side's measured blocks: a block under 100 ms
+gets no sample at 10 Hz, hence ``clock_hz``, a faster rate for the clock alone (the runner uses
+50 Hz; the other fields stay at ``hz``). And, given ``own_pids``, the processes other than
+compile-lab's own seen on the GPU, read every :data:`PROCESSES_EVERY_S`.
 """
 
 from __future__ import annotations
 
 import threading
 import time
-from typing import Any, Protocol
+from array import array
+from bisect import bisect_right
+from typing import Any, Callable, Collection, Iterable, Mapping, Protocol
 
-from tui.telemetry.model import IDLE_REASON, GpuSnapshot, RunTelemetry
+from tui.telemetry.model import IDLE_REASON, MIN_CLOCK_SAMPLES, GpuSnapshot, RunTelemetry
 
-__all__ = ["FIELDS", "FIELDS_BETWEEN", "RunSampler", "SampleSource"]
+__all__ = ["CLOCK_FIELDS", "FIELDS", "FIELDS_BETWEEN", "PROCESSES_EVERY_S", "RunSampler", "SampleSource",
+           "clock_per_side"]
 
 
 #: The snapshot fields a run's summary needs; sources that take ``fields`` read only these.
@@ -23,6 +33,11 @@ FIELDS = ("sm_clock_mhz", "temp_c", "power_w", "energy_mj", "throttle_reasons")
 #: What the samples between the first and the last read: the energy counter is left out, since
 #: its difference needs only the two ends and NVML's read of it costs ~4 ms of CPU (the others ~1 µs).
 FIELDS_BETWEEN = tuple(f for f in FIELDS if f != "energy_mj")
+#: What the samples between two full ones read when ``clock_hz`` is above ``hz``.
+CLOCK_FIELDS = ("sm_clock_mhz",)
+#: Seconds between two reads of the GPU's process list (with ``own_pids``): one NVML call and a
+#: /proc read per process, for a list that rarely changes.
+PROCESSES_EVERY_S = 0.5
 
 
 class SampleSource(Protocol):
@@ -51,15 +66,28 @@ class RunSampler:
         source: anything with ``sample(uuid) -> GpuSnapshot | None``.
         uuid: the GPU's uuid, in any form :func:`~tui.telemetry.model.normalize_uuid` accepts.
         hz: samples per second (10 by default; NVML updates most fields at about that rate).
+        clock_hz: samples per second of the SM clock alone, when above ``hz`` (default: ``hz``).
+        own_pids: returns compile-lab's own pids; with it, the GPU's other processes are collected.
         max_errors: failed polls in a row after which the sampler gives up.
     """
 
-    def __init__(self, source: SampleSource, uuid: Any, hz: float = 10.0, *, max_errors: int = 3) -> None:
-        if hz <= 0:
+    def __init__(
+        self,
+        source: SampleSource,
+        uuid: Any,
+        hz: float = 10.0,
+        *,
+        clock_hz: float | None = None,
+        own_pids: Callable[[], Collection[int]] | None = None,
+        max_errors: int = 3,
+    ) -> None:
+        if hz <= 0 or (clock_hz is not None and clock_hz <= 0):
             raise ValueError("hz must be positive")
         self.source = source
         self.uuid = uuid
         self.hz = hz
+        self.clock_hz = max(hz, clock_hz or hz)
+        self.own_pids = own_pids
         self.max_errors = max_errors
         self._lock = threading.Lock()
         self._stop = threading.Event()
@@ -84,6 +112,9 @@ class RunSampler:
         self._energy_first: float | None = None
         self._energy_last: float | None = None
         self._reasons: set[str] = set()
+        self._clock_times = array("d")
+        self._clock_values = array("d")
+        self._others: dict[int, str | None] = {}
 
     # -- control -------------------------------------------------------------------------
 
@@ -118,12 +149,15 @@ class RunSampler:
         return self._thread is not None and self._thread.is_alive()
 
     def _loop(self) -> None:
-        period = 1.0 / self.hz
+        period = 1.0 / self.clock_hz
+        full_every = max(1, round(self.clock_hz / self.hz))
+        processes_every = max(1, round(self.clock_hz * PROCESSES_EVERY_S))
         next_at = time.monotonic()
-        first = True
+        tick = 0
         while not self._halted:
-            self.sample_once(energy=first)
-            first = False
+            self.sample_once(energy=tick == 0, clock_only=tick % full_every != 0,
+                             processes=tick % processes_every == 0)
+            tick += 1
             next_at += period
             delay = next_at - time.monotonic()
             if delay < 0:  # a slow poll: do not burst to catch up
@@ -132,20 +166,24 @@ class RunSampler:
             if self._stop.wait(delay):
                 break
         if not self._halted:
-            self.sample_once()  # the last sample, at the end of the run
+            self.sample_once(processes=True)  # the last sample, at the end of the run
 
     # -- sampling ------------------------------------------------------------------------
 
-    def sample_once(self, energy: bool = True) -> bool:
+    def sample_once(self, energy: bool = True, *, clock_only: bool = False, processes: bool = False) -> bool:
         """Take one sample now; ``True`` if it was recorded. Never raises.
 
         ``energy=False`` skips the (costly) energy counter; the thread reads it only in its first
-        and last samples.
+        and last samples. ``clock_only`` reads the SM clock alone (between full samples);
+        ``processes`` reads the GPU's process list too (when the sampler has ``own_pids``).
         """
-        if self._halted:
-            return False
+        if self._halted or (clock_only and not self._with_fields):
+            return False  # a source that reads every field each time is sampled at ``hz`` only
+        fields = FIELDS if energy else CLOCK_FIELDS if clock_only else FIELDS_BETWEEN
+        if processes and self.own_pids is not None:
+            fields += ("processes",)
         try:
-            snap = self._sample(FIELDS if energy else FIELDS_BETWEEN)
+            snap = self._sample(fields)
         except Exception as exc:  # a broken source must not end the run
             with self._lock:
                 self._errors += 1
@@ -191,6 +229,9 @@ class RunSampler:
             self._clock_sum += clock
             self._clock_n += 1
             self._clock_min = clock if self._clock_min is None else min(self._clock_min, clock)
+            if snap.timestamp is not None:
+                self._clock_times.append(float(snap.timestamp))
+                self._clock_values.append(clock)
 
     def _fold_temp(self, snap: GpuSnapshot) -> None:
         if snap.temp_c is not None:
@@ -223,12 +264,24 @@ class RunSampler:
             if reason != IDLE_REASON:
                 self._reasons.add(str(reason))
 
+    def _fold_processes(self, snap: GpuSnapshot) -> None:
+        if snap.processes is None or self.own_pids is None:
+            return
+        own = None
+        for proc in snap.processes:
+            if proc.pid in self._others:
+                continue
+            own = set(self.own_pids()) if own is None else own
+            if proc.pid not in own:
+                self._others[proc.pid] = proc.name
+
     _FOLDS = (
         ("sm_clock", _fold_clock),
         ("temp", _fold_temp),
         ("power", _fold_power),
         ("energy", _fold_energy),
         ("throttle_reasons", _fold_reasons),
+        ("processes", _fold_processes),
     )
 
     # -- results -------------------------------------------------------------------------
@@ -263,4 +316,44 @@ class RunSampler:
                 errors=self._errors,
                 last_error=self._last_error,
                 gpu_lost=self._lost,
+                other_gpu_processes=tuple(f"{name or '?'} ({pid})" for pid, name in self._others.items()),
             )
+
+    def clock_series(self) -> tuple[array, array]:
+        """Copies of the SM clock samples so far: (``time.monotonic()`` seconds, MHz), in time order."""
+        with self._lock:
+            return array("d", self._clock_times), array("d", self._clock_values)
+
+
+def clock_per_side(
+    times: Iterable[float],
+    clocks: Iterable[float],
+    spans: Mapping[str, Iterable[tuple[float, float]]],
+    min_samples: int = MIN_CLOCK_SAMPLES,
+) -> dict[str, tuple[float | None, int]]:
+    """Per side, the mean SM clock of the samples inside one of its spans, and their count.
+
+    ``spans[side]`` lists (start, end) in the samples' clock (``time.monotonic()``; a sample at
+    either end counts); the mean is None below ``min_samples`` samples (n/a), as for a side
+    without spans (blocks from a worker that did not time them).
+    """
+    pairs = list(zip(times, clocks))
+    result: dict[str, tuple[float | None, int]] = {}
+    for side, side_spans in spans.items():
+        merged = _merged(side_spans)
+        starts = [start for start, _ in merged]
+        inside = [mhz for t, mhz in pairs if (i := bisect_right(starts, t) - 1) >= 0 and t <= merged[i][1]]
+        count = len(inside)
+        result[side] = (sum(inside) / count if count >= max(1, min_samples) else None, count)
+    return result
+
+
+def _merged(spans: Iterable[tuple[float, float]]) -> list[tuple[float, float]]:
+    """Spans sorted and overlapping ones joined, so one bisect finds the span of a time."""
+    out: list[tuple[float, float]] = []
+    for start, end in sorted((float(a), float(b)) for a, b in spans if b >= a):
+        if out and start <= out[-1][1]:
+            out[-1] = (out[-1][0], max(out[-1][1], end))
+        else:
+            out.append((start, end))
+    return out

@@ -10,7 +10,7 @@ by responsibility:
 * :mod:`.gpu_lock` -- which GPU a CUDA run uses, and the per-GPU file lock;
 * :mod:`.spare` -- the warm spare, paused while a run measures;
 * :mod:`.launch` -- a worker's command line and environment;
-* :mod:`.sampling` -- the run's GPU telemetry while it measures.
+* :mod:`.sampling` -- the machine while the run measures: the GPU, and the CPU use of other processes.
 
 Nothing here imports torch or textual.
 """

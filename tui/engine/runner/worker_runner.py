@@ -27,7 +27,7 @@ from tui.engine.runner.spare import SparePool
 if TYPE_CHECKING:
     from tui.engine.results import RunRecord
 
-__all__ = ["WorkerRunner", "EventCallback", "EXIT_GRACE_S", "timeout_message"]
+__all__ = ["WorkerRunner", "EventCallback", "EXIT_GRACE_S", "own_worker_pids", "timeout_message"]
 
 EXIT_GRACE_S = 3.0
 """Seconds a worker gets to exit on its own after its finished/failed event."""
@@ -46,6 +46,20 @@ def timeout_message(timeout_s: float, status: str) -> str:
     """
     doing = "starting" if status in ("queued", "starting") else status.replace("_", " ")
     return f"timed out after {timeout_s:g} s (timeout_s) while {doing}"
+
+
+def own_worker_pids() -> set[int]:
+    """The pids of every worker (running, spare, or not yet reaped) of every runner in this process.
+
+    Called from telemetry threads while the event loop changes the sets: a set changed mid-copy
+    is read again.
+    """
+    for _ in range(3):
+        try:
+            return {pid for runner in list(_RUNNERS) for pid in tuple(runner._pgids)}
+        except RuntimeError:  # changed size during the copy
+            continue
+    return set()
 
 
 def _kill_all_runners() -> None:
@@ -129,7 +143,8 @@ class WorkerRunner:
         """
         if self._closed:
             raise RuntimeError("the runner was closed")
-        state = _RunState(record=record, on_event=on_event, sampling=RunSampling(self.telemetry, record))
+        state = _RunState(record=record, on_event=on_event,
+                          sampling=RunSampling(self.telemetry, record, own_pids=own_worker_pids))
         try:
             if await self._start(state):
                 await self._supervise(state)
@@ -307,8 +322,7 @@ class WorkerRunner:
             state.gpu_uuid = event.env.gpu_uuid
         elif isinstance(event, PhaseChanged) and event.phase == "measuring":
             self._spares.pause()
-            if state.gpu is not None:
-                await state.sampling.start(worker.pid, state.gpu_uuid or state.gpu)
+            await state.sampling.start(worker.pid, (state.gpu_uuid or state.gpu) if state.gpu is not None else None)
         elif isinstance(event, (PhaseChanged, Finished, Failed)):
             self._spares.resume()
             await state.sampling.stop()
