@@ -12,6 +12,7 @@ is written to the terminal (:class:`terminal_model.TerminalModel`) and wait with
 from __future__ import annotations
 
 import ast
+import functools
 import importlib
 import inspect
 import pkgutil
@@ -63,17 +64,18 @@ async def test_the_queue_view_message_loop_stays_running_when_empty(make_app):
         assert queue.is_running is True
 
 
-def _stored_self_attributes(cls: type) -> set[str]:
+@functools.lru_cache(maxsize=None)  # per class: Textual's bases are shared by every widget class
+def _stored_self_attributes(cls: type) -> frozenset[str]:
     try:
         tree = ast.parse(textwrap.dedent(inspect.getsource(cls)))
     except (OSError, TypeError):
-        return set()
-    return {
+        return frozenset()
+    return frozenset({
         node.attr
         for node in ast.walk(tree)
         if isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Store)
         and isinstance(node.value, ast.Name) and node.value.id == "self"
-    }  # fmt: skip
+    })  # fmt: skip
 
 
 # Set on purpose: BulkRowTable sets DataTable's row maps at once (issue 11, item 7; table_rows.py).
