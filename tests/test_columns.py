@@ -7,9 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from fakes.records import full_record
+from fakes.records import GROUP_ONLY, full_group, full_record
 from tui.engine import columns
 from tui.engine.columns import COLUMNS, CSV_COLUMNS, Column, columns_markdown, csv_row, format_value
+from tui.engine.repeats import GroupRecord
 from tui.engine.results import RunRecord
 
 README = Path(__file__).resolve().parents[1] / "README.md"
@@ -49,6 +50,10 @@ def test_every_getter_works_on_a_default_and_on_a_full_record(column):
     # Verdicts are for done runs only (a failed run keeps its status).
     full = full_record("20261201-101010-aaaaaa", failed="verdict" not in column.name and "noise_reasons" not in column.name)
     cell = format_value(column.get(full, full.summary()))
+    if column.name in GROUP_ONLY:
+        assert cell == "", f"{column.name} is set on a single run"
+        full = GroupRecord.of(full_group())
+        cell = format_value(column.get(full, full.summary()))
     assert cell != "", f"{column.name} is empty on a record with every field set"
 
 

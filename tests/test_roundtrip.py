@@ -13,10 +13,11 @@ import json
 
 import pytest
 
-from fakes.records import EAGER_HOST, full_record, unset_fields
+from fakes.records import EAGER_HOST, GROUP_ONLY, full_group, full_record, unset_fields
 from tui.engine.columns import CSV_COLUMNS
 from tui.engine.export import write_csv, write_json
 from tui.engine.history import History
+from tui.engine.repeats import GroupRecord
 from tui.engine.results import RunRecord
 
 
@@ -41,6 +42,7 @@ def records() -> list[RunRecord]:
         assert any(w.startswith("launch-bound:") for w in summary.warnings)
         assert "a worker warning" in summary.warnings
         blank = {"verdict", "host_verdict", "noise_reasons", "host_noise_reasons"} if record is failed else {"error_kind", "error"}
+        blank |= set(GROUP_ONLY)  # a single run has no interval across processes (test_group_... below)
         assert [c for c in CSV_COLUMNS if record.to_row()[c] == "" and c not in blank] == []
     return [done, failed]
 
@@ -111,3 +113,26 @@ def test_json_export_keeps_every_field(records, tmp_path):
     _same_cells(_csv_cells(tmp_path / "after.csv"), _csv_cells(tmp_path / "before.csv"))
     # and the JSON of the re-read runs is the JSON that was written
     assert [r.to_json() for r in back] == [json.loads(json.dumps(r)) for r in data["runs"]]
+
+
+def test_a_group_keeps_its_runs_and_its_row(tmp_path):
+    """Runs repeated across processes: each stored on its own with its group; the CSV row of the group survives."""
+    group = full_group()
+    assert [(r.group_id, r.repeat) for r in group] == [(group[0].run_id, n) for n in range(3)]
+    history = History(tmp_path / "history.jsonl", tmp_path / "runs")
+    for record in group:
+        history.append(record)
+    loaded, problems = History(tmp_path / "history.jsonl", tmp_path / "runs").load()
+    assert problems == [] and [(r.group_id, r.repeat) for r in loaded] == [(r.group_id, r.repeat) for r in group]
+    write_csv(group, tmp_path / "before.csv")
+    write_csv(loaded, tmp_path / "after.csv")  # the group's row needs the blocks: loaded from the runs files
+    before, after = _csv_cells(tmp_path / "before.csv"), _csv_cells(tmp_path / "after.csv")
+    _same_cells(after, before)
+    [row] = before
+    assert [c for c in CSV_COLUMNS if row[c] == "" and c not in ("error_kind", "error")] == []
+    assert row["repeats"] == "3" and row["group_id"] == row["run_id"] == group[0].run_id
+    assert row == GroupRecord.of(group).to_row()
+    write_json(loaded, tmp_path / "runs.json")
+    data = json.loads((tmp_path / "runs.json").read_text())
+    assert [run["repeat"] for run in data["runs"]] == [0, 1, 2]
+    assert [g["run_ids"] for g in data["groups"]] == [[r.run_id for r in group]]

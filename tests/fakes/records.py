@@ -16,7 +16,7 @@ from tui.engine.protocol import BlockTimed, Compiled, Finished, PhaseChanged, St
 from tui.engine.results import RunRecord
 from tui.telemetry.model import RunTelemetry
 
-__all__ = ["base_type", "cuda_run_record", "full_instance", "full_record", "unset_fields", "EAGER_HOST"]
+__all__ = ["base_type", "cuda_run_record", "full_group", "full_instance", "full_record", "unset_fields", "EAGER_HOST", "GROUP_ONLY"]
 
 
 def base_type(hint: Any) -> Any:
@@ -108,16 +108,24 @@ def cuda_run_record(run_id: str = "20250101-000000-lbound", eager_host_ms: float
     return record
 
 
+#: CSV columns only a configuration repeated across processes fills (tui.engine.repeats.GroupRecord).
+GROUP_ONLY = ("speedup_xproc_ci_low", "speedup_xproc_ci_high", "host_speedup_xproc_ci_low",
+              "host_speedup_xproc_ci_high", "speedup_process_spread", "host_speedup_process_spread")  # fmt: skip
 LABELS = ("batch=8", "batch=16", "batch=8", "batch=16", "batch=8")
 EAGER_HOST = (1.61, 1.72, 1.55, 1.68, 1.64, 1.59)  # host-inclusive ms per call, one per block
 
 
-def full_record(run_id: str, *, failed: bool) -> RunRecord:
-    """A CUDA-event run with every field of the record, its payloads and its summary set."""
+def full_record(run_id: str, *, failed: bool, group_id: str | None = None, repeat: int = 1,
+                scale: float = 1.0) -> RunRecord:
+    """A CUDA-event run with every field of the record, its payloads and its summary set.
+
+    It is repeat ``repeat`` of the group ``group_id`` (default: its own id); ``scale``
+    multiplies its compiled times (another process of the same configuration).
+    """
     options = full_instance(RunOptions, 1, workload="dynamic_shapes", device="cuda:0", dtype="bfloat16",
                             mode="max-autotune", backend="aot_eager",
                             params={"batch_sizes": "8,16", "width": 64})  # fmt: skip
-    record = RunRecord(run_id, options, created=1764583810.25)
+    record = RunRecord(run_id, options, created=1764583810.25, group_id=group_id or run_id, repeat=repeat)
     record.apply(Started(t=0.1, run_id=run_id, env=full_instance(Env, 10), options={"as": "sent"}))
     record.apply(PhaseChanged(t=0.2, phase="compiling"))
     record.apply(BlockTimed(t=0.3, side="compiled", stage="compile", index=0, clock="perf_counter", ms=(2250.5,),
@@ -127,11 +135,11 @@ def full_record(run_id: str, *, failed: bool) -> RunRecord:
     record.apply(BlockTimed(t=2.7, side="eager", stage="warmup", index=0, clock="cuda_event", ms=(1.4, 1.1, 1.05)))
     record.apply(PhaseChanged(t=3.0, phase="measuring"))
     for index, eager_host in enumerate(EAGER_HOST):
-        for side, base, host in (("eager", 1.0, eager_host), ("compiled", 0.5, 0.9 + 0.01 * index)):
+        for side, base, host in (("eager", 1.0, eager_host), ("compiled", 0.5 * scale, (0.9 + 0.01 * index) * scale)):
             ms = tuple(base + 0.01 * ((i + index) % 5) for i in range(5))
             record.apply(BlockTimed(t=3.0 + index, side=side, stage="measure", index=index, clock="cuda_event", ms=ms,
                                     host_ms_per_call=host, labels=LABELS, l2_flush=True))  # fmt: skip
-    for side, base in (("eager", 1.0), ("compiled", 0.5)):
+    for side, base in (("eager", 1.0), ("compiled", 0.5 * scale)):
         # One sample beyond each of Tukey's four fences (quartiles about base + 0.01 and + 0.03).
         record.apply(BlockTimed(t=9.0, side=side, stage="measure", index=len(EAGER_HOST), clock="cuda_event",
                                 ms=tuple(base + d for d in (-0.03, -0.10, 0.07, 0.5)), host_ms_per_call=1.6,
@@ -147,3 +155,10 @@ def full_record(run_id: str, *, failed: bool) -> RunRecord:
                               memory=memory, flops_per_call=2.5e9, bytes_per_call=4.0e6,
                               warnings=("a finished warning",), iters={"eager": 30, "compiled": 30}))  # fmt: skip
     return record
+
+
+def full_group(group_id: str = "20261201-101010-aaaaaa", scales: tuple[float, ...] = (1.0, 1.06, 0.97)) -> list[RunRecord]:
+    """Done :func:`full_record` runs of one configuration, one per process (compiled times scaled)."""
+    run_ids = [group_id, *(f"{group_id[:-6]}{n:06x}" for n in range(1, len(scales)))]
+    return [full_record(run_id, failed=False, group_id=group_id, repeat=number, scale=scale)
+            for number, (run_id, scale) in enumerate(zip(run_ids, scales))]

@@ -142,7 +142,28 @@ COLUMNS: tuple[Column, ...] = (
     Column("sm_clock_eager_mhz", lambda r, s: r.telemetry.sm_clock_eager_mhz, "mean SM clock during eager's blocks"),
     Column("sm_clock_compiled_mhz", lambda r, s: r.telemetry.sm_clock_compiled_mhz,
            "mean SM clock during compiled's blocks"),
+    Column("repeats", lambda r, s: _group(r, "processes", 1),
+           "worker processes this configuration ran in (--repeat; 1: a single run)"),
+    Column("group_id", lambda r, s: r.group_id, "id shared by a configuration's repeated runs (its first run's id)"),
+    Column("speedup_xproc_ci_low", lambda r, s: _group(r, "speedup_xproc_ci_low"),
+           "95% interval of speedup across processes (hierarchical bootstrap), low end"),
+    Column("speedup_xproc_ci_high", lambda r, s: _group(r, "speedup_xproc_ci_high"),
+           "its high end (both empty below two done processes)"),
+    Column("host_speedup_xproc_ci_low", lambda r, s: _group(r, "host_speedup_xproc_ci_low"),
+           "the same for host_speedup, low end"),
+    Column("host_speedup_xproc_ci_high", lambda r, s: _group(r, "host_speedup_xproc_ci_high"),
+           "the same for host_speedup, high end"),
+    Column("speedup_process_spread", lambda r, s: _group(r, "speedup_process_spread"),
+           "largest / smallest per-process speedup (1: the processes agree)"),
+    Column("host_speedup_process_spread", lambda r, s: _group(r, "host_speedup_process_spread"),
+           "largest / smallest per-process host_speedup"),
 )  # fmt: skip
+
+def _group(record: RunRecord, name: str, alone: Any = None) -> Any:
+    """A field of the row's GroupSummary (tui.engine.repeats.GroupRecord); ``alone`` for a single run."""
+    group = getattr(record, "group", None)
+    return alone if group is None else getattr(group, name)
+
 
 CSV_COLUMNS: tuple[str, ...] = tuple(column.name for column in COLUMNS)
 RAW_COLUMNS: tuple[str, ...] = (

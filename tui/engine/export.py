@@ -31,6 +31,7 @@ from typing import IO, Any, Iterable, Iterator, Sequence
 from tui import paths
 from tui.engine.columns import CSV_COLUMNS, RAW_COLUMNS
 from tui.engine.results import RunRecord, SamplesUnavailable
+from tui.typed import finite
 
 __all__ = [
     "ExportError",
@@ -249,8 +250,16 @@ def _put_in_place(temp_name: str, target: Path) -> None:
 
 
 def write_csv(records: Iterable[RunRecord], path: str | os.PathLike[str]) -> Path:
-    """One row per record, columns :data:`~tui.engine.results.CSV_COLUMNS` (header first)."""
-    return _write_rows(check_target(path), CSV_COLUMNS, (record.to_row() for record in records))
+    """One row per configuration, columns :data:`~tui.engine.results.CSV_COLUMNS` (header first).
+
+    Runs repeated across processes (one ``group_id``) make one row, their
+    :class:`~tui.engine.repeats.GroupRecord`; a run alone is its own row.
+    """
+    from tui.engine.repeats import GroupRecord, group_records
+
+    groups = group_records(records)
+    rows = ((members[0] if len(members) == 1 else GroupRecord.of(members)).to_row() for members in groups)
+    return _write_rows(check_target(path), CSV_COLUMNS, rows)
 
 
 def write_raw_csv(records: Iterable[RunRecord], path: str | os.PathLike[str]) -> Path:
@@ -267,14 +276,27 @@ def _write_rows(path: str | os.PathLike[str], columns: Sequence[str], rows: Iter
 
 
 def write_json(records: Iterable[RunRecord], path: str | os.PathLike[str]) -> Path:
-    """``{"schema", "exported", "runs": [record.to_json() ...]}`` including per-iteration times."""
+    """``{"schema", "exported", "runs": [record.to_json() ...], "groups": [...]}`` with per-iteration times.
+
+    ``runs`` holds every process's run (a :class:`~tui.engine.repeats.GroupRecord` stands for its
+    members); ``groups`` the :class:`~tui.engine.repeats.GroupSummary` of each configuration that
+    ran in more than one process.
+    """
+    from tui.engine.repeats import GroupRecord, group_rows, members_of
+
     path = check_target(path)
     with atomic_writer(path, newline=None) as stream:
+        rows = group_rows(records)  # inside: stored samples that are gone make an ExportError
         stream.write('{"schema": %d, "exported": %s, "runs": [' % (EXPORT_SCHEMA, json.dumps(_now_iso())))
-        for i, record in enumerate(records):
+        for i, record in enumerate(members_of(rows)):
             stream.write(",\n" if i else "\n")
             json.dump(record.to_json(samples=True), stream, separators=(",", ":"), allow_nan=False)
-        stream.write("\n]}\n")
+        stream.write('\n], "groups": [')
+        groups = [row.group.to_json() for row in rows if isinstance(row, GroupRecord)]
+        for i, group in enumerate(groups):
+            stream.write(",\n" if i else "\n")
+            json.dump(finite(group), stream, separators=(",", ":"), allow_nan=False)
+        stream.write("\n]}\n" if groups else "]}\n")
     return Path(path)
 
 

@@ -98,6 +98,10 @@ class RunRecord:
     telemetry: RunTelemetry = field(default_factory=RunTelemetry)
     samples: Samples = field(default_factory=new_samples)
     samples_file: str | None = None
+    group_id: str | None = None
+    """Shared by the runs of one configuration repeated across processes (``--repeat``); None alone."""
+    repeat: int = 0
+    """Which process of its group this run is (0-based, in the order they were queued)."""
 
     def __post_init__(self) -> None:
         self._version = 0
@@ -285,13 +289,14 @@ class RunRecord:
                 warnings=tuple(self.warnings),
                 throttled=self.telemetry.throttled,
                 policy=VerdictPolicy.of(self.options.noise_threshold, self.options.noise_limits),
-                machine=self._machine(),
+                machine=self.machine(),
                 sm_clocks=(self.telemetry.sm_clock_eager_mhz, self.telemetry.sm_clock_compiled_mhz),
             ))
         self._cache = (key, result)
         return result
 
-    def _machine(self) -> Machine:
+    def machine(self) -> Machine:
+        """What the machine did while this run measured, as the verdict reads it."""
         telemetry = self.telemetry
         return Machine(other_cpu_cores=telemetry.other_cpu_cores, other_cpu_top=telemetry.other_cpu_top,
                        other_gpu_processes=telemetry.other_gpu_processes,
@@ -378,6 +383,8 @@ class RunRecord:
             "error_message": self.error_message,
             "error_detail": self.error_detail,
             "telemetry": self.telemetry.to_json(),
+            "group_id": self.group_id,
+            "repeat": self.repeat,
             "summary": self.summary().to_json(),
         }
         if samples:
@@ -440,6 +447,8 @@ class _StoredRun:
     error_detail: str | None = None
     telemetry: RunTelemetry = field(default_factory=RunTelemetry)
     samples_file: str | None = None
+    group_id: str | None = None
+    repeat: int = 0
     summary: RunSummary | None = None
     samples: dict[str, Any] | None = None
 

@@ -6,6 +6,13 @@ listen to what happens (:class:`SessionListener`), cancel, and export what
 
 * **Units.** Each submitted configuration becomes ``repeats`` units (configuration, repeat,
   lane), each with its own :class:`~tui.engine.results.RunRecord` and its own fresh worker.
+  Repeats are interleaved: repeat 0 of every configuration, then repeat 1 of every one, ...,
+  so a slow change of the machine spreads over all configurations rather than landing on one.
+  The repeats of a configuration share a ``group_id`` (:mod:`tui.engine.repeats`).
+* **Repeat auto.** ``repeats="auto"`` runs one process per configuration, then rounds: once
+  every run of the submission has ended and been saved, each configuration that
+  :func:`~tui.engine.repeats.wants_another_process` (launch-bound, across-process interval
+  wider than the target, under the cap) gets one more unit, in submission order.
 * **Lanes.** A unit runs in the lane :func:`lane_of` gives it; a lane runs one unit at a time,
   and different lanes run at once. By default every unit shares one lane (runs never overlap,
   as a benchmark on a shared machine needs); ``parallel=True`` gives each GPU its own lane
@@ -26,6 +33,7 @@ from typing import Any, Callable, Protocol, Sequence
 
 from tui.engine.options import RunOptions
 from tui.engine.protocol import Event
+from tui.engine.repeats import AUTO, group_records, parse_repeat, summarize_group, wants_another_process
 from tui.engine.results import RunRecord
 
 __all__ = ["RunSession", "RunUnit", "SessionListener", "Runner", "lane_of", "SHARED_LANE"]
@@ -61,6 +69,9 @@ class SessionListener:
 
     def run_saved(self, record: RunRecord, problem: str | None) -> None:
         """The final summary is computed and the history append was tried (``problem`` if it failed)."""
+
+    def runs_queued(self, records: list[RunRecord]) -> None:
+        """The session queued runs by itself (``--repeat auto``'s next round)."""
 
 
 @dataclass(frozen=True)
@@ -114,27 +125,38 @@ class RunSession:
         self._saver: asyncio.Task | None = None
         self._unsaved: set[str] = set()
         self._closing = False
+        self._auto: list[list[str]] = []
+        """``repeats="auto"`` submissions still deciding: the group ids of each, in order."""
 
     # ----- submitting ---------------------------------------------------------------------
 
-    def submit(self, options_list: Sequence[RunOptions], repeats: int = 1) -> list[RunRecord]:
-        """Queue ``repeats`` units of each (validated) configuration; returns their records, in order.
+    def submit(self, options_list: Sequence[RunOptions], repeats: int | str = 1) -> list[RunRecord]:
+        """Queue ``repeats`` units of each (validated) configuration; returns their records, in queue order.
 
-        Must be called with a running event loop: the units start from it, right after this
-        returns, where a lane is free (so a caller sees its records before any has started).
+        ``repeats``: a count (interleaved: every configuration's repeat 0, then every repeat 1, ...)
+        or ``"auto"`` (see the module docstring). Must be called with a running event loop: the
+        units start from it, right after this returns, where a lane is free (so a caller sees its
+        records before any has started).
         """
         if self._closing:
             raise RuntimeError("the session is closing")
-        units = [
-            RunUnit(RunRecord.new(options), repeat, lane_of(options, self.parallel))
-            for options in options_list
-            for repeat in range(repeats)
-        ]
-        for unit in units:
-            self.records.append(unit.record)
-        self.queue.extend(units)
+        count = parse_repeat(repeats)
+        auto = count == AUTO
+        rounds = 1 if auto else int(count)
+        first = [RunRecord.new(options) for options in options_list]
+        records = [*first, *(RunRecord.new(options) for _ in range(1, rounds) for options in options_list)]
+        if auto or rounds > 1:
+            for number, record in enumerate(records):
+                record.group_id, record.repeat = first[number % len(first)].run_id, number // len(first)
+        if auto and first:
+            self._auto.append([record.run_id for record in first])
+        self._queue(records)
+        return records
+
+    def _queue(self, records: list[RunRecord]) -> None:
+        self.records.extend(records)
+        self.queue.extend(RunUnit(r, r.repeat, lane_of(r.options, self.parallel)) for r in records)
         asyncio.get_running_loop().call_soon(self._start_ready)
-        return [unit.record for unit in units]
 
     def _start_ready(self) -> None:
         """Start, in queue order, every unit whose lane is free (host lane and GPU lanes never overlap).
@@ -212,8 +234,27 @@ class RunSession:
         while not self._to_save.empty():
             record = self._to_save.get_nowait()
             problem = await asyncio.to_thread(self._save, record)
+            # Still unsaved while the next round is decided, so the session never looks settled between rounds.
+            more = await self._next_round(record)
             self._unsaved.discard(record.run_id)
             self.listener.run_saved(record, problem)
+            if more and not self._closing:
+                self._queue(more)
+                self.listener.runs_queued(more)
+
+    async def _next_round(self, record: RunRecord) -> list[RunRecord]:
+        """``repeats="auto"``: once a submission's runs all ended and were saved, its next round."""
+        batch = next((ids for ids in self._auto if record.group_id in ids), None)
+        if batch is None or self._closing:
+            return []
+        members = [r for r in self.records if r.group_id in batch]
+        if any(not r.finished or (r.run_id in self._unsaved and r is not record) for r in members):
+            return []
+        self._auto.remove(batch)
+        more = await asyncio.to_thread(_auto_round, batch, members)
+        if more:
+            self._auto.append(batch)
+        return more
 
     def _save(self, record: RunRecord) -> str | None:
         with contextlib.suppress(Exception):  # a view never dies on data; the row shows what it can
@@ -301,3 +342,19 @@ class RunSession:
     def _kill(runner: Runner) -> None:
         with contextlib.suppress(Exception):
             runner.kill_all()
+
+
+def _auto_round(batch: list[str], members: list[RunRecord]) -> list[RunRecord]:
+    """One more queued record for each group of ``batch`` that wants another process, in batch order."""
+    groups = {group[0].group_id: group for group in group_records(members)}
+    more = []
+    for group_id in batch:
+        group = groups.get(group_id)
+        if not group:
+            continue
+        options = group[0].options
+        if wants_another_process(summarize_group(group), options.target_ci):
+            record = RunRecord.new(options)
+            record.group_id, record.repeat = group_id, max(r.repeat for r in group) + 1
+            more.append(record)
+    return more

@@ -36,7 +36,7 @@ from tui.typed import JsonRecord
 __all__ = [
     "FASTER", "SLOWER", "NO_CHANGE", "INCONCLUSIVE", "NOISY", "VERDICTS", "CONFIDENT",
     "VerdictPolicy", "LIMIT_NAMES", "Outliers", "SideSeries", "Machine", "Verdict",
-    "classify_outliers", "judge_interval", "noise_reasons", "verdict_for", "RERUN_HINT",
+    "classify_outliers", "judge_interval", "noise_reasons", "interval_reasons", "verdict_for", "RERUN_HINT",
 ]  # fmt: skip
 
 FASTER, SLOWER, NO_CHANGE, INCONCLUSIVE, NOISY = "faster", "slower", "no change", "inconclusive", "noisy"
@@ -221,11 +221,17 @@ def noise_reasons(eager: SideSeries, compiled: SideSeries, low: float | None, hi
                   machine: Machine, policy: VerdictPolicy, what: str = "time", host: bool = False) -> tuple[str, ...]:
     """Every reason the measurement cannot support a number (empty: not noisy)."""
     reasons = _spread_reasons(eager, policy, what) + _spread_reasons(compiled, policy, what)
-    if low is not None and high is not None and low > 0 and high / low > policy.max_interval_ratio:
-        reasons.append(f"the {what} speedup's interval is too wide (hi/lo {high / low:.2f} > "
-                       f"{policy.max_interval_ratio:.2f})")
+    reasons += interval_reasons(low, high, policy, what)
     reasons += _machine_reasons(machine, policy, host)
     return tuple(reasons)
+
+
+def interval_reasons(low: float | None, high: float | None, policy: VerdictPolicy, what: str = "time",
+                     kind: str = "interval") -> list[str]:
+    """The interval's noise reason (hi/lo above ``policy.max_interval_ratio``), or none."""
+    if low is not None and high is not None and low > 0 and high / low > policy.max_interval_ratio:
+        return [f"the {what} speedup's {kind} is too wide (hi/lo {high / low:.2f} > {policy.max_interval_ratio:.2f})"]
+    return []
 
 
 def verdict_for(eager: SideSeries | None, compiled: SideSeries | None, low: float | None, high: float | None,

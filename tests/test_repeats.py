@@ -1,0 +1,315 @@
+"""Repeats across processes: the hierarchical bootstrap, groups, their verdict and row, the interleaved
+queue and ``repeats="auto"`` (tui.engine.stats, tui.engine.repeats, tui.engine.session)."""
+
+from __future__ import annotations
+
+import asyncio
+import csv
+import random
+
+import pytest
+
+from fakes.records import cuda_run_record, full_group
+from tui.engine.export import write_csv
+from tui.engine.options import RunOptions
+from tui.engine.protocol import make_event
+from tui.engine.repeats import (
+    AUTO_MAX_PROCESSES, GroupRecord, GroupSummary, group_records, group_rows, members_of, parse_repeat,
+    summarize_group, wants_another_process,
+)  # fmt: skip
+from tui.engine.results import RunRecord
+from tui.engine.session import RunSession
+from tui.engine.stats import bootstrap_speedup, bootstrap_speedup_processes
+
+# ----- the hierarchical bootstrap ----------------------------------------------------------------
+
+
+def _process(rng: random.Random, blocks: int = 50, calls: int = 10, eager: float = 2.0, compiled: float = 1.0):
+    """One process's blocks: eager and compiled times with 2-3% noise."""
+    return ([[rng.gauss(eager, 0.05) for _ in range(calls)] for _ in range(blocks)],
+            [[rng.gauss(compiled, 0.03) for _ in range(calls)] for _ in range(blocks)])  # fmt: skip
+
+
+def _width(ci) -> float:
+    return ci.high - ci.low
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_processes_that_do_not_differ_give_about_the_interval_of_their_blocks_pooled(seed):
+    rng = random.Random(seed)
+    processes = [_process(rng, blocks=20) for _ in range(5)]
+    across = bootstrap_speedup_processes(processes, resamples=1000)
+    pooled = bootstrap_speedup([b for e, _ in processes for b in e], [b for _, c in processes for b in c],
+                               resamples=1000)  # fmt: skip
+    assert across.point == pooled.point
+    assert across.low < across.point < across.high
+    # Both levels resampled: within-process noise counts about twice (sqrt 2 wider), never narrower.
+    assert 0.95 <= _width(across) / _width(pooled) <= 2.0
+
+
+def test_one_deviant_process_widens_the_interval_and_moves_it():
+    rng = random.Random(7)
+    alike = [_process(rng, blocks=20) for _ in range(5)]
+    deviant = [*alike[:4], _process(random.Random(8), blocks=20, compiled=1.10)]  # compiled 10% slower in one
+    calm, wide = bootstrap_speedup_processes(alike), bootstrap_speedup_processes(deviant)
+    assert _width(wide) > 3 * _width(calm)
+    assert wide.low < calm.low
+    # The within-run view of all blocks pooled misses the process-to-process difference.
+    flat = bootstrap_speedup([b for e, _ in deviant for b in e], [b for _, c in deviant for b in c])
+    assert _width(wide) > 2 * _width(flat)
+
+
+def test_the_bootstrap_is_seeded_and_deterministic():
+    rng = random.Random(3)
+    processes = [_process(rng, blocks=10) for _ in range(4)]
+    first = bootstrap_speedup_processes(processes, resamples=500, seed=5)
+    assert bootstrap_speedup_processes(processes, resamples=500, seed=5) == first
+    assert bootstrap_speedup_processes(processes, resamples=500, seed=6) != first
+
+
+def test_fewer_than_two_processes_with_blocks_give_no_interval():
+    rng = random.Random(4)
+    one = _process(rng, blocks=10)
+    assert bootstrap_speedup_processes([one]).low is None
+    assert bootstrap_speedup_processes([one, ([], [])]).high is None
+    point, low, high = bootstrap_speedup_processes([one, ([], [])])
+    assert point == pytest.approx(bootstrap_speedup(*one).point) and (low, high) == (None, None)
+    assert bootstrap_speedup_processes([]) == (None, None, None)
+    assert bootstrap_speedup_processes([([[1.0]], [[0.0]]), ([[1.0]], [[0.0]])]) == (None, None, None)
+
+
+def test_many_blocks_are_merged_so_the_cost_stays_bounded():
+    rng = random.Random(5)
+    processes = [_process(rng, blocks=400, calls=2) for _ in range(5)]
+    result = bootstrap_speedup_processes(processes, resamples=300)
+    assert result.low < result.point < result.high
+
+
+# ----- groups --------------------------------------------------------------------------------------
+
+
+def test_records_group_by_group_id_in_first_seen_order_each_by_repeat():
+    a0, b0, a1, b1 = (RunRecord(f"r{n}", group_id=g, repeat=k) for n, (g, k) in enumerate(
+        [("a", 0), ("b", 0), ("a", 1), ("b", 1)]))  # fmt: skip
+    alone = RunRecord("alone")
+    assert group_records([a1, b0, alone, a0, b1]) == [[a0, a1], [b0, b1], [alone]]
+    rows = group_rows([a0, b0, a1, b1, alone])
+    assert [type(r).__name__ for r in rows] == ["GroupRecord", "GroupRecord", "RunRecord"]
+    assert members_of(rows) == [a0, a1, b0, b1, alone]
+    assert group_rows(rows) == rows  # a row that is already a group stays one
+
+
+def test_a_group_pools_its_processes_and_reports_their_spread():
+    records = full_group(scales=(1.0, 1.06, 0.97))
+    group = summarize_group(records)
+    assert (group.processes, group.done, group.status) == (3, 3, "done")
+    assert group.run_ids == tuple(r.run_id for r in records)
+    speedups = [r.summary().speedup for r in records]
+    assert group.process_speedups == tuple(speedups)
+    assert group.speedup_process_spread == pytest.approx(max(speedups) / min(speedups))
+    assert group.speedup_xproc_ci_low <= min(speedups) * 1.01 and group.speedup_xproc_ci_high >= max(speedups) * 0.99
+    assert group.launch_bound is True and group.host_speedup_xproc_ci_low < group.host_speedup_xproc_ci_high
+    row = GroupRecord.of(records)
+    summary = row.summary()
+    assert summary.eager.iter.n == sum(r.summary().eager.iter.n for r in records)  # the blocks pooled
+    assert (summary.speedup_ci_low, summary.speedup_ci_high) == (group.speedup_xproc_ci_low, group.speedup_xproc_ci_high)
+    assert summary.verdict == group.verdict and summary.live is False
+    assert "a finished warning" in summary.warnings  # every process said it: once, as it is
+    assert list(row.raw_rows()) == [line for r in records for line in r.raw_rows()]
+
+
+def test_a_group_of_one_is_that_run():
+    record = cuda_run_record()
+    record.group_id = record.run_id
+    group = summarize_group([record])
+    summary = record.summary()
+    assert (group.verdict, group.host_verdict, group.speedup) == (summary.verdict, summary.host_verdict, summary.speedup)
+    assert group.speedup_xproc_ci_low is None and group.speedup_process_spread is None
+    assert group_rows([record]) == [record]
+    assert wants_another_process(group)  # launch-bound, and no interval across processes yet
+
+
+def _measured(record: RunRecord, compiled: float = 0.116, host: float = 0.160, blocks: int = 6) -> RunRecord:
+    """``record`` after a clean launch-bound CUDA run: eager 0.100 ms (host ``host``), compiled ``compiled``."""
+    for index in range(blocks):
+        for side, ms, host_ms in (("eager", 0.100, host), ("compiled", compiled, 0.118)):
+            record.apply(make_event("block", 1.0 + index, side=side, stage="measure", index=index, clock="cuda_event",
+                                    ms=[ms * (1 + 0.004 * (i % 3)) for i in range(10)], host_ms_per_call=host_ms))
+    record.apply(make_event("finished", 9.0))
+    return record
+
+
+def _group(compiled: tuple[float, ...], host: tuple[float, ...] | None = None) -> list[RunRecord]:
+    options = RunOptions(workload="pointwise", device="cuda")
+    records = [RunRecord(f"run-{n}", options, group_id="run-0", repeat=n) for n in range(len(compiled))]
+    return [_measured(r, c, h) for r, c, h in zip(records, compiled, host or (0.160,) * len(compiled))]
+
+
+def test_the_group_verdict_is_judged_on_the_interval_across_processes():
+    agree = summarize_group(_group((0.080, 0.0802, 0.0799)))
+    assert (agree.verdict, agree.noise_reasons) == ("faster", ())
+    assert agree.host_verdict == "faster" and agree.launch_bound
+    slower = summarize_group(_group((0.116, 0.117, 0.115)))
+    assert slower.verdict == "slower"
+    apart = summarize_group(_group((0.080, 0.116, 0.070)))
+    assert apart.verdict == "noisy"
+    assert any("interval across processes is too wide" in reason for reason in apart.noise_reasons)
+    straddles = summarize_group(_group((0.098, 0.102, 0.1)))
+    assert straddles.verdict == "inconclusive"
+
+
+def test_a_noisy_process_makes_the_group_noisy_and_is_named():
+    records = _group((0.080, 0.080))
+    stall = make_event("block", 9.5, side="compiled", stage="measure", index=99, clock="cuda_event", ms=[50.0],
+                       host_ms_per_call=0.118)  # fmt: skip
+    records[1].samples["compiled"].append(records[1].samples["compiled"][0].from_event(stall))
+    group = summarize_group(records)
+    assert group.verdict == "noisy"
+    assert any(reason.startswith("process 2 of 2: compiled time: a stall") for reason in group.noise_reasons)
+    shared = summarize_group(full_group())  # every process had the same reason: said once, naming them
+    assert any(reason.startswith("processes 1, 2, 3 of 3: other processes used the GPU") for reason in shared.noise_reasons)
+
+
+def test_a_failed_process_fails_the_row_and_names_it():
+    records = full_group(scales=(1.0, 1.0, 1.0))
+    failed = RunRecord("failed-one", records[0].options, group_id=records[0].group_id, repeat=3)
+    failed.fail("crash", "worker crashed (signal 9)")
+    row = GroupRecord.of([*records, failed])
+    assert (row.status, row.group.processes, row.group.done) == ("failed", 4, 3)
+    assert row.error_message == "process 4 of 4: worker crashed (signal 9)"
+    assert row.summary().verdict is None and row.summary().speedup is not None
+
+
+@pytest.mark.parametrize(("changes", "wanted"), [
+    ({}, True),
+    ({"done": 1, "processes": 1, "speedup_xproc_ci_low": None, "speedup_xproc_ci_high": None}, True),
+    ({"speedup_xproc_ci_low": 1.30, "speedup_xproc_ci_high": 1.31}, False),  # both intervals within 2%
+    ({"launch_bound": False}, False),
+    ({"status": "failed"}, False),
+    ({"processes": AUTO_MAX_PROCESSES, "done": AUTO_MAX_PROCESSES}, False),
+])  # fmt: skip
+def test_repeat_auto_adds_a_process_while_a_launch_bound_interval_is_too_wide(changes, wanted):
+    wide = dict(group_id="g", processes=2, done=2, status="done", launch_bound=True, speedup_xproc_ci_low=1.2,
+                speedup_xproc_ci_high=1.4, host_speedup_xproc_ci_low=1.40, host_speedup_xproc_ci_high=1.42)
+    assert wants_another_process(GroupSummary(**{**wide, **changes})) is wanted
+
+
+def test_the_target_of_repeat_auto_is_target_ci():
+    group = GroupSummary(processes=2, done=2, status="done", launch_bound=True, speedup_xproc_ci_low=1.0,
+                         speedup_xproc_ci_high=1.04, host_speedup_xproc_ci_low=1.0, host_speedup_xproc_ci_high=1.04)
+    assert wants_another_process(group) and not wants_another_process(group, target=0.05)
+
+
+@pytest.mark.parametrize(("text", "value"), [("1", 1), ("3", 3), (" Auto ", "auto"), (5, 5)])
+def test_parse_repeat(text, value):
+    assert parse_repeat(text) == value
+
+
+@pytest.mark.parametrize("text", ["0", "-1", "101", "many", "2.5"])
+def test_parse_repeat_refuses_with_what_is_allowed(text):
+    with pytest.raises(ValueError, match=r"allowed: an integer from 1 to 100, or auto"):
+        parse_repeat(text)
+
+
+def test_the_csv_has_one_row_per_configuration(tmp_path):
+    group, alone = full_group(), cuda_run_record()
+    write_csv([group[0], alone, *group[1:]], tmp_path / "r.csv")
+    rows = list(csv.DictReader((tmp_path / "r.csv").open()))
+    assert [(r["run_id"], r["repeats"], r["group_id"]) for r in rows] == [
+        (group[0].run_id, "3", group[0].run_id), (alone.run_id, "1", "")]
+    assert rows[0]["speedup_ci_low"] == rows[0]["speedup_xproc_ci_low"] != ""
+    assert rows[1]["speedup_xproc_ci_low"] == rows[1]["speedup_process_spread"] == ""
+
+
+# ----- the session: interleaved repeats, and auto ----------------------------------------------------
+
+
+class ProcessRunner:
+    """Finishes every run at once with launch-bound CUDA-event blocks; ``host_scale(record)`` per process."""
+
+    keep_spare = False
+
+    def __init__(self, host_scale=lambda record: 1.0) -> None:
+        self.host_scale = host_scale
+        self.started: list[RunRecord] = []
+
+    async def run(self, record, on_event=None):
+        self.started.append(record)
+        await asyncio.sleep(0)
+        clock = "cuda_event" if record.options.device.startswith("cuda") else "perf_counter"
+        scale = self.host_scale(record)
+        for index in range(6):
+            for side, ms, host in (("eager", 0.100, 0.160), ("compiled", 0.116, 0.118)):
+                record.apply(make_event("block", 1.0 + index, side=side, stage="measure", index=index,
+                                        clock=clock, ms=[ms + 0.001 * (i % 3) for i in range(10)],
+                                        host_ms_per_call=host * (scale if side == "eager" else 1.0)))  # fmt: skip
+        record.apply(make_event("finished", 9.0))
+        return record
+
+    async def aclose(self) -> None:
+        pass
+
+    def kill_all(self) -> None:
+        pass
+
+
+def _config(n: int) -> RunOptions:
+    return RunOptions(workload="pointwise", params={"n": n}, device="cuda")
+
+
+async def test_repeats_are_interleaved_and_grouped():
+    runner = ProcessRunner()
+    session = RunSession(lambda lane: runner)
+    records = session.submit([_config(1), _config(2)], repeats=3)
+    assert [(r.options.params["n"], r.repeat) for r in records] == [(1, 0), (2, 0), (1, 1), (2, 1), (1, 2), (2, 2)]
+    assert [u.record for u in session.queue] == records
+    assert [r.group_id for r in records] == [records[0].run_id, records[1].run_id] * 3
+    await session.wait_settled()
+    assert runner.started == records
+    assert [len(g) for g in group_records(session.ended())] == [3, 3]
+
+
+async def test_one_repeat_makes_no_group():
+    session = RunSession(lambda lane: ProcessRunner())
+    [record] = session.submit([_config(1)])
+    assert (record.group_id, record.repeat) == (None, 0)
+    await session.wait_settled()
+
+
+class Queued:
+    def __init__(self) -> None:
+        self.rounds: list[list[RunRecord]] = []
+
+    def runs_queued(self, records):
+        self.rounds.append(records)
+
+    def __getattr__(self, name):
+        return lambda *args: None
+
+
+async def test_repeat_auto_grows_launch_bound_configurations_until_the_cap_or_the_target():
+    # n=1: host time differs from process to process (interval never within 2%): grows to the cap.
+    # n=2: processes agree: two are enough. n=3 on the CPU is never launch-bound: one process.
+    def host_scale(record):
+        return 1.0 + 0.15 * (record.repeat % 2) if record.options.params["n"] == 1 else 1.0
+
+    runner, heard = ProcessRunner(host_scale), Queued()
+    session = RunSession(lambda lane: runner, listener=heard)
+    cpu = RunOptions(workload="pointwise", params={"n": 3}, device="cpu")
+    first = session.submit([_config(1), _config(2), cpu], repeats="auto")
+    assert len(first) == 3 and all(r.group_id == r.run_id for r in first)
+    await asyncio.wait_for(session.wait_settled(), 30)
+    counts = {g[0].options.params["n"]: len(g) for g in group_records(session.records)}
+    assert counts == {1: AUTO_MAX_PROCESSES, 2: 2, 3: 1}
+    assert [[r.options.params["n"] for r in batch] for batch in heard.rounds] == [[1, 2], [1], [1], [1]]
+    assert [r.repeat for r in session.records if r.options.params["n"] == 1] == [0, 1, 2, 3, 4]
+    assert all(r.status == "done" for r in session.records)
+
+
+async def test_repeat_auto_stops_when_the_queue_is_cancelled():
+    runner = ProcessRunner()
+    session = RunSession(lambda lane: runner)
+    session.submit([_config(1)], repeats="auto")
+    session.cancel_all()
+    await session.wait_settled()
+    assert len(session.records) == 1 and session.records[0].status == "cancelled"

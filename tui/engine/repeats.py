@@ -1,0 +1,352 @@
+"""Repeats across processes (``--repeat``): a configuration's runs as one group, one row.
+
+A configuration run ``K`` times gets ``K`` records, each from its own fresh worker process,
+sharing a ``group_id`` (the first run's id) and numbered by ``repeat`` (0-based). What belongs
+to the group is computed here, from the runs' measured blocks:
+
+* :class:`GroupSummary`: the speedup and the host-inclusive speedup of every done process's
+  samples pooled, each with a 95% interval across processes
+  (:func:`tui.engine.stats.bootstrap_speedup_processes`: processes, then blocks within each),
+  the per-process speedups and their spread (max / min), and the group's verdict;
+* :class:`GroupRecord`: the row of a group, for the CSV, the CLI's table and the app. It reads
+  like one run: its statistics pool every done process's blocks, its interval, significance
+  and verdict are the group's (across processes), its payloads (environment, diagnostics,
+  memory, telemetry, compile time) are those of its first done process; the per-process
+  records stay as they are (history, JSON, raw CSV).
+
+The group's verdict follows :mod:`tui.engine.verdict` with the across-process interval:
+``noisy`` when a process's own measurement was (its spread, outliers, stalls, drift, a busy
+machine; the reason names the process) or when the across-process interval is wider than
+``max_interval_ratio``; otherwise the interval's word. A group with one done run is that run:
+its own interval and verdict.
+
+``--repeat auto`` (:func:`wants_another_process`): after each round, a launch-bound group gets
+one more process while its across-process intervals (speedup and host speedup) are wider than
+the target (``RunOptions.target_ci``, else 2%), up to :data:`AUTO_MAX_PROCESSES`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+from typing import Iterable, Iterator, Sequence
+
+from tui.engine.protocol import SIDES
+from tui.engine.results import TERMINAL_STATUSES, RunRecord
+from tui.engine.stats import Stats, bootstrap_speedup_processes, is_significant
+from tui.engine.summary import BOOTSTRAP_RESAMPLES, LiveStats, RunSummary, SideStats, SummaryInputs, build_summary
+from tui.engine.verdict import (
+    NOISY, SideSeries, Verdict, VerdictPolicy, interval_reasons, judge_interval, noise_reasons,
+)  # fmt: skip
+from tui.typed import JsonRecord
+
+__all__ = [
+    "AUTO", "AUTO_MAX_PROCESSES", "DEFAULT_TARGET", "MAX_REPEATS", "GroupSummary", "GroupRecord",
+    "group_records", "group_rows", "members_of", "summarize_group", "wants_another_process", "parse_repeat",
+    "relative_width",
+]  # fmt: skip
+
+AUTO = "auto"
+AUTO_MAX_PROCESSES = 5
+"""``--repeat auto`` stops adding processes to a configuration at this many."""
+DEFAULT_TARGET = 0.02
+"""``--repeat auto``'s target for the across-process interval (hi/lo - 1) without ``--target-ci``."""
+MAX_REPEATS = 100
+
+
+def parse_repeat(value: int | str) -> int | str:
+    """``K`` (an integer from 1 to :data:`MAX_REPEATS`) or ``"auto"``; ValueError names what is allowed."""
+    text = str(value).strip().lower()
+    if text == AUTO:
+        return AUTO
+    allowed = f"an integer from 1 to {MAX_REPEATS}, or auto"
+    try:
+        number = int(text)
+    except ValueError:
+        raise ValueError(f"{value!r} is not allowed (allowed: {allowed})") from None
+    if not 1 <= number <= MAX_REPEATS:
+        raise ValueError(f"{number} is not allowed (allowed: {allowed})")
+    return number
+
+
+@dataclass(frozen=True)
+class GroupSummary(JsonRecord):
+    """What a configuration's runs across processes say together (see the module docstring)."""
+
+    group_id: str = ""
+    run_ids: tuple[str, ...] = ()
+    processes: int = 0
+    """Runs in the group, whatever their status."""
+    done: int = 0
+    """Runs that ended done: their blocks are pooled."""
+    status: str = "queued"
+    speedup: float | None = None
+    speedup_xproc_ci_low: float | None = None
+    speedup_xproc_ci_high: float | None = None
+    host_speedup: float | None = None
+    host_speedup_xproc_ci_low: float | None = None
+    host_speedup_xproc_ci_high: float | None = None
+    process_speedups: tuple[float, ...] = ()
+    process_host_speedups: tuple[float, ...] = ()
+    speedup_process_spread: float | None = None
+    """max / min of the per-process speedups (1.0: the processes agree); None below two."""
+    host_speedup_process_spread: float | None = None
+    launch_bound: bool | None = None
+    verdict: str | None = None
+    noise_reasons: tuple[str, ...] = ()
+    host_verdict: str | None = None
+    host_noise_reasons: tuple[str, ...] = ()
+
+
+def relative_width(low: float | None, high: float | None) -> float | None:
+    """hi/lo - 1 of an interval (the measure ``target_ci`` uses), None without one."""
+    if low is None or high is None or low <= 0:
+        return None
+    return high / low - 1
+
+
+# ----- grouping ------------------------------------------------------------------------------
+
+
+def group_records(records: Iterable[RunRecord]) -> list[list[RunRecord]]:
+    """Records by group, groups in order of their first record, each by ``repeat``.
+
+    A record without a ``group_id`` is a group of its own, and so is a :class:`GroupRecord`.
+    """
+    groups: dict[object, list[RunRecord]] = {}
+    for record in records:
+        key = record.group_id if record.group_id and not isinstance(record, GroupRecord) else id(record)
+        groups.setdefault(key, []).append(record)
+    return [sorted(members, key=lambda r: r.repeat) for members in groups.values()]
+
+
+def group_rows(records: Iterable[RunRecord]) -> list[RunRecord]:
+    """One row per configuration: a run alone as it is, a group of several as a :class:`GroupRecord`."""
+    return list(_rows(records))
+
+
+def _rows(records: Iterable[RunRecord]) -> Iterator[RunRecord]:
+    for members in group_records(records):
+        yield members[0] if len(members) == 1 else GroupRecord.of(members)
+
+
+def members_of(rows: Iterable[RunRecord]) -> list[RunRecord]:
+    """The per-process records behind rows (a :class:`GroupRecord` stands for its members)."""
+    return [member for row in rows for member in (row.members if isinstance(row, GroupRecord) else [row])]
+
+
+def group_status(members: Sequence[RunRecord]) -> str:
+    """failed if a run failed, else cancelled if one was, else an unfinished run's status, else done."""
+    statuses = [m.status for m in members]
+    for status in ("failed", "cancelled"):
+        if status in statuses:
+            return status
+    waiting = [s for s in statuses if s not in TERMINAL_STATUSES]
+    active = [s for s in waiting if s != "queued"]
+    return (active or waiting or ["done"])[0]
+
+
+# ----- the group's numbers -------------------------------------------------------------------
+
+
+def _blocks(record: RunRecord, side: str, which: str) -> list:
+    measured = [b for b in record.samples[side] if b.stage == "measure" and b.ms]
+    if which == "iter":
+        return [b.ms for b in measured]
+    return [(b.host_ms_per_call,) for b in measured if b.host_ms_per_call is not None]
+
+
+def _series(record: RunRecord, which: str) -> tuple[SideSeries, SideSeries] | None:
+    """Both sides of one run as the verdict's noise checks read them; None when a side is empty."""
+    summary = record.summary()
+    series = []
+    for side in SIDES:
+        stats: Stats | None = getattr(summary.side(side), which)
+        if stats is None:
+            return None
+        series.append(SideSeries(side, _blocks(record, side, which), stats.median, stats.q1, stats.q3, stats.max))
+    return series[0], series[1]
+
+
+def _spread(values: Sequence[float]) -> float | None:
+    if len(values) < 2 or min(values) <= 0:
+        return None
+    return max(values) / min(values)
+
+
+def _group_verdict(done: Sequence[RunRecord], interval: tuple[float | None, float | None], which: str,
+                   policy: VerdictPolicy) -> Verdict:
+    """Noisy when a process's own measurement was, or the across-process interval is too wide."""
+    what = "time" if which == "iter" else "host time"
+    by_reason: dict[str, list[str]] = {}
+    for number, record in enumerate(done, 1):
+        series = _series(record, which)
+        if series is not None:
+            for reason in noise_reasons(*series, None, None, record.machine(), policy, what, host=which == "host"):
+                by_reason.setdefault(reason, []).append(str(number))
+    reasons = [f"process{'es' if len(numbers) > 1 else ''} {', '.join(numbers)} of {len(done)}: {reason}"
+               for reason, numbers in by_reason.items()]
+    reasons += interval_reasons(*interval, policy, what, kind="interval across processes")
+    if reasons:
+        return Verdict(NOISY, tuple(reasons))
+    return Verdict(judge_interval(*interval, policy.threshold))
+
+
+def _launch_bound(summaries: Sequence[RunSummary]) -> bool | None:
+    flags = [s.launch_bound for s in summaries if s.launch_bound is not None]
+    return any(flags) if flags else None
+
+
+def summarize_group(members: Sequence[RunRecord]) -> GroupSummary:
+    """The :class:`GroupSummary` of one group's records (their samples are loaded if stored apart)."""
+    members = sorted(members, key=lambda r: r.repeat)
+    done = [m for m in members if m.status == "done"]
+    for record in done:
+        record.ensure_samples()
+    status = group_status(members)
+    base = GroupSummary(group_id=members[0].group_id or members[0].run_id, run_ids=tuple(m.run_id for m in members),
+                        processes=len(members), done=len(done), status=status)  # fmt: skip
+    if not done:
+        return base
+    summaries = [r.summary() for r in done]
+    speedups = tuple(s.speedup for s in summaries if s.speedup is not None)
+    host_speedups = tuple(s.host_speedup for s in summaries if s.host_speedup is not None)
+    base = dataclasses.replace(base, launch_bound=_launch_bound(summaries), process_speedups=speedups,
+                               process_host_speedups=host_speedups, speedup_process_spread=_spread(speedups),
+                               host_speedup_process_spread=_spread(host_speedups))  # fmt: skip
+    if len(done) == 1:
+        only = summaries[0]
+        return dataclasses.replace(base, speedup=only.speedup, host_speedup=only.host_speedup,
+                                   verdict=only.verdict if status == "done" else None,
+                                   noise_reasons=only.noise_reasons if status == "done" else (),
+                                   host_verdict=only.host_verdict if status == "done" else None,
+                                   host_noise_reasons=only.host_noise_reasons if status == "done" else ())
+    return _across_processes(base, done)
+
+
+def _across_processes(base: GroupSummary, done: Sequence[RunRecord]) -> GroupSummary:
+    """Intervals across processes and the verdicts of a group of two or more done runs."""
+    intervals = {}
+    for which in ("iter", "host"):
+        processes = [tuple(_blocks(r, side, which) for side in SIDES) for r in done]
+        intervals[which] = bootstrap_speedup_processes(processes, BOOTSTRAP_RESAMPLES, seed=0)
+    iter_ci, host_ci = intervals["iter"], intervals["host"]
+    changes: dict = dict(speedup=iter_ci.point, speedup_xproc_ci_low=iter_ci.low, speedup_xproc_ci_high=iter_ci.high,
+                         host_speedup=host_ci.point, host_speedup_xproc_ci_low=host_ci.low,
+                         host_speedup_xproc_ci_high=host_ci.high)  # fmt: skip
+    if base.status == "done":
+        options = done[0].options
+        policy = VerdictPolicy.of(options.noise_threshold, options.noise_limits)
+        verdict = _group_verdict(done, (iter_ci.low, iter_ci.high), "iter", policy)
+        changes.update(verdict=verdict.word, noise_reasons=verdict.reasons)
+        if base.launch_bound:
+            host = _group_verdict(done, (host_ci.low, host_ci.high), "host", policy)
+            changes.update(host_verdict=host.word, host_noise_reasons=host.reasons)
+    return dataclasses.replace(base, **changes)
+
+
+def wants_another_process(group: GroupSummary, target: float | None = None,
+                          cap: int = AUTO_MAX_PROCESSES) -> bool:
+    """``--repeat auto``: one more process for a done, launch-bound group whose interval is not good enough.
+
+    Good enough: both across-process intervals (speedup and host-inclusive speedup) at most
+    ``target`` wide (hi/lo - 1; default :data:`DEFAULT_TARGET`). A group of one has no such
+    interval yet; a group that failed, was cancelled or is not launch-bound never grows.
+    """
+    if group.status != "done" or not group.launch_bound or group.processes >= cap:
+        return False
+    if group.done < 2:
+        return True
+    limit = DEFAULT_TARGET if target is None else target
+    widths = (relative_width(group.speedup_xproc_ci_low, group.speedup_xproc_ci_high),
+              relative_width(group.host_speedup_xproc_ci_low, group.host_speedup_xproc_ci_high))
+    return any(width is None or width > limit for width in widths)
+
+
+# ----- the group's row -----------------------------------------------------------------------
+
+
+class GroupRecord(RunRecord):
+    """One configuration's runs as one row; build it with :meth:`of` (see the module docstring).
+
+    ``members`` are the per-process records, ``group`` their :class:`GroupSummary`. A snapshot:
+    build a new one when a member changes. Its raw rows are its members'.
+    """
+
+    members: list[RunRecord]
+    group: GroupSummary
+
+    @classmethod
+    def of(cls, members: Sequence[RunRecord]) -> "GroupRecord":
+        """The row of ``members`` (one group's records)."""
+        members = sorted(members, key=lambda r: r.repeat)
+        group = summarize_group(members)
+        done = [m for m in members if m.status == "done"]
+        first = done[0] if done else members[0]
+        row = cls(run_id=group.group_id, options=first.options, created=members[0].created, status=group.status,
+                  env=first.env, compile_s=first.compile_s, diagnostics=first.diagnostics,
+                  accuracy=next((m.accuracy for m in done if m.accuracy.passed is False), first.accuracy),
+                  memory=first.memory, flops_per_call=first.flops_per_call, bytes_per_call=first.bytes_per_call,
+                  telemetry=first.telemetry, group_id=group.group_id)  # fmt: skip
+        row.members, row.group = list(members), group
+        row.warnings = _shared_warnings(done)
+        ended = [m for m in members if m.status in ("failed", "cancelled")]
+        if ended:
+            number = members.index(ended[0]) + 1
+            row.error_kind = ended[0].error_kind
+            row.error_message = f"process {number} of {len(members)}: {ended[0].error_message}"
+            row.error_detail = ended[0].error_detail
+        row.samples = {side: [b for m in done for b in m.samples[side] if b.stage == "measure"] for side in SIDES}
+        row._pooled = None
+        return row
+
+    def summary(self) -> RunSummary:
+        """The pooled blocks' statistics with the group's intervals, verdicts and warnings."""
+        if self._pooled is None:
+            self._pooled = _pooled_summary(self)
+        return self._pooled
+
+    def raw_rows(self) -> Iterator[dict[str, str]]:
+        """Every member's per-iteration rows, in repeat order."""
+        for member in self.members:
+            yield from member.raw_rows()
+
+    def to_json(self, samples: bool = True) -> dict:
+        """Refused: a group is stored as its members (and its :class:`GroupSummary`)."""
+        raise TypeError("a GroupRecord is not stored: store its members and its group summary")
+
+
+def _shared_warnings(done: Sequence[RunRecord]) -> list[str]:
+    """Warnings every done process gave, once; the others prefixed with their process."""
+    per_run = [r.summary().warnings for r in done]
+    shared = set(per_run[0]).intersection(*per_run[1:]) if per_run else set()
+    lines = [w for w in (per_run[0] if per_run else ()) if w in shared]
+    for number, warnings in enumerate(per_run, 1):
+        lines += [f"process {number} of {len(done)}: {w}" for w in warnings if w not in shared]
+    return lines
+
+
+def _pooled_summary(row: GroupRecord) -> RunSummary:
+    live = LiveStats()
+    live.feed(row.samples)
+    # Not "finished": the pooled blocks get no interval of their own (the group's replaces it).
+    pooled = build_summary(live, SummaryInputs(finished=False, done=False, compile_s=row.compile_s,
+                                               flops_per_call=row.flops_per_call, bytes_per_call=row.bytes_per_call,
+                                               warnings=(), throttled=()))  # fmt: skip
+    sides = {side: SideStats(pooled.side(side).iter, pooled.side(side).host,
+                             live.outliers(side, pooled.side(side).iter)) for side in SIDES}  # fmt: skip
+    group = row.group
+    if group.done == 1:
+        only = next(m for m in row.members if m.status == "done").summary()
+        low, high, host_low, host_high = (only.speedup_ci_low, only.speedup_ci_high, only.host_speedup_ci_low,
+                                          only.host_speedup_ci_high)  # fmt: skip
+    else:
+        low, high = group.speedup_xproc_ci_low, group.speedup_xproc_ci_high
+        host_low, host_high = group.host_speedup_xproc_ci_low, group.host_speedup_xproc_ci_high
+    return dataclasses.replace(
+        pooled, eager=sides["eager"], compiled=sides["compiled"], live=False, launch_bound=group.launch_bound,
+        speedup_ci_low=low, speedup_ci_high=high, significant=is_significant(low, high),
+        host_speedup_ci_low=host_low, host_speedup_ci_high=host_high, warnings=tuple(row.warnings),
+        verdict=group.verdict, noise_reasons=group.noise_reasons, host_verdict=group.host_verdict,
+        host_noise_reasons=group.host_noise_reasons,
+    )  # fmt: skip
