@@ -71,6 +71,8 @@ def test_workloads_lists_every_builtin_and_how_to_bring_your_own(capsys):
         (["run", "--dynamic", "sometimes"], "dynamic:"),
         (["run", "--device", "gpu"], "device:"),
         (["run", "--memory-limit", "0"], "memory_limit_gb:"),
+        (["run", "--repeat", "0"], "repeat: 0 is not allowed (allowed: an integer from 1 to 100, or auto)"),
+        (["sweep", "--repeat", "often"], "repeat: 'often' is not allowed"),
         (["run", "--device", "cuda", "--memory-limit", "4"], "memory_limit_gb: applies to CPU runs only"),
         (["run", "--iters", "many"], "argument --iters:"),
         (["sweep", "--mode", "default,bogus"], "mode:"),
@@ -254,3 +256,51 @@ def test_a_bad_noise_limit_is_one_line_naming_the_allowed_names(capsys):
     assert cli.main(["run", "--noise-limit", "max_fun=2"]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "noise_limits" in err[0] and "max_relative_iqr" in err[0]
+
+
+def test_repeat_runs_each_configuration_in_fresh_processes_interleaved_one_row_each(
+        monkeypatch, tmp_path, compile_lab_home, capsys):
+    pids: list[int] = []
+    _use_fake_worker(monkeypatch, hook=lambda event: pids.append(event.pid) if isinstance(event, Ready) else None)
+    out_csv, out_json, raw = tmp_path / "r.csv", tmp_path / "r.json", tmp_path / "raw.csv"
+    code = cli.main(
+        ["sweep", "--param", "n=64,128", "--device", "cpu", "--iters", "20", "--block-size", "5", "--repeat", "3",
+         "--csv", str(out_csv), "--json", str(out_json), "--raw-csv", str(raw), "--strict",
+         "--noise-limit", "max_other_cpu_cores=1000"]
+    )  # fmt: skip
+    assert code == 0  # --strict: the groups' verdicts are confident (the fake worker's processes agree)
+    assert len(set(pids)) == 6  # a fresh worker per run
+    history = [json.loads(line) for line in (compile_lab_home / "data" / "history.jsonl").read_text().splitlines()]
+    # interleaved: every configuration's first process, then every second one, ...
+    assert [(h["options"]["params"]["n"], h["repeat"]) for h in history] == [
+        (64, 0), (128, 0), (64, 1), (128, 1), (64, 2), (128, 2)]
+    rows = list(csv.DictReader(out_csv.open()))
+    assert [(r["params"], r["repeats"], r["verdict"]) for r in rows] == [("n=64", "3", "faster"), ("n=128", "3", "faster")]
+    assert [r["group_id"] for r in rows] == [history[0]["run_id"], history[1]["run_id"]]
+    assert all(r["speedup_xproc_ci_low"] and r["speedup_process_spread"] == "1" for r in rows)
+    data = json.loads(out_json.read_text())
+    assert len(data["runs"]) == 6 and [len(g["run_ids"]) for g in data["groups"]] == [3, 3]
+    measured = [r for r in csv.DictReader(raw.open()) if r["stage"] == "measure"]
+    assert len({r["run_id"] for r in measured}) == 6 and len(measured) == 6 * 2 * 20
+    out = capsys.readouterr().out
+    assert out.count("3 processes") == 2 and "spread 1.00x" in out
+
+
+def test_repeat_auto_keeps_one_process_where_nothing_is_launch_bound(monkeypatch, tmp_path, compile_lab_home):
+    _use_fake_worker(monkeypatch)
+    out_csv = tmp_path / "r.csv"
+    code = cli.main(["run", "--device", "cpu", "--iters", "20", "--block-size", "5", "--repeat", "auto",
+                     "--csv", str(out_csv), "--quiet"])  # fmt: skip
+    assert code == 0
+    (row,) = list(csv.DictReader(out_csv.open()))
+    assert (row["repeats"], row["group_id"], row["speedup_xproc_ci_low"]) == ("1", row["run_id"], "")
+    assert len((compile_lab_home / "data" / "history.jsonl").read_text().splitlines()) == 1
+
+
+def test_a_group_row_shows_its_processes_and_their_spread():
+    from fakes.records import full_group
+    from tui.engine.repeats import group_rows
+
+    text = _table_text(group_rows(full_group(scales=(1.0, 1.06, 0.97))))
+    assert "3 processes, spread 1.09x" in text and "(host 1.09x)" in text
+    assert "[1.85, 2.02]" in text  # the interval across processes, under the pooled speedup

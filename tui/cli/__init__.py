@@ -25,7 +25,9 @@ import asyncio
 import sys
 from typing import Any, Sequence
 
-from tui.cli.parse import PROG, UsageError, build_parser, check_exports, configs_from_args, options_from_args
+from tui.cli.parse import (
+    PROG, UsageError, build_parser, check_exports, configs_from_args, options_from_args, repeat_from_args,
+)  # fmt: skip
 from tui.engine.options import OptionsError
 
 __all__ = ["main", "build_parser", "options_from_args", "configs_from_args", "make_runner"]
@@ -59,6 +61,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return cmd_env(args)
     try:
         configs = configs_from_args(args)
+        args.repeat = repeat_from_args(args)
         check_exports(args)
     except (OptionsError, UsageError) as exc:
         return _usage_error(str(exc))

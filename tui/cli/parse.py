@@ -18,7 +18,8 @@ from tui.engine.options import (
     parse_key_values,
 )
 
-__all__ = ["PROG", "UsageError", "build_parser", "options_from_args", "configs_from_args", "check_exports", "EXPORT_FLAGS"]
+__all__ = ["PROG", "UsageError", "build_parser", "options_from_args", "configs_from_args", "repeat_from_args",
+           "check_exports", "EXPORT_FLAGS"]
 
 PROG = "compile-lab"
 
@@ -81,6 +82,11 @@ def _add_run_flags(parser: argparse.ArgumentParser, sweep: bool) -> None:
     timing.add_argument("--target-ci", type=float, metavar="F",
                         help="measure on (within --time-budget, else 60 s) until the speedup's 95%% interval is at "
                              "most F wide relative to it, e.g. 0.02")
+    timing.add_argument("--repeat", metavar="K|auto",
+                        help="run each configuration in K fresh worker processes, interleaved with the other "
+                             "configurations; one row each, with an interval across processes. auto: one, and more "
+                             "(up to 5) for launch-bound ones until that interval is within --target-ci (else 2%%) "
+                             "(default 1)")
     timing.add_argument(
         "--memory-limit", type=float, metavar="GB",
         help="CPU runs: cap the worker's address space at GB gigabytes; a bigger allocation fails the run "
@@ -180,6 +186,19 @@ def options_from_args(args: argparse.Namespace, sweep: bool = False) -> RunOptio
         if args.param:
             given["params"] = parse_key_values(args.param, "params")
     return RunOptions(**given)
+
+
+def repeat_from_args(args: argparse.Namespace) -> int | str:
+    """``--repeat``: a count of processes per configuration or ``"auto"`` (OptionsError, one line)."""
+    from tui.engine.repeats import parse_repeat
+
+    value = getattr(args, "repeat", None)
+    if value is None:
+        return 1
+    try:
+        return parse_repeat(value)
+    except ValueError as exc:
+        raise OptionsError("repeat", str(exc)) from None
 
 
 def configs_from_args(args: argparse.Namespace) -> list[RunOptions]:

@@ -9,7 +9,7 @@ from tui.engine.results import RunRecord
 from tui.engine.summary import RunSummary
 from tui.typed import printable
 
-__all__ = ["print_table", "print_warnings", "speedup_text", "verdict_text"]
+__all__ = ["print_table", "print_warnings", "processes_text", "speedup_text", "verdict_text"]
 
 
 def _ms(stats: Any) -> str:
@@ -69,8 +69,32 @@ def verdict_text(record: RunRecord) -> Any:
     return text
 
 
+def processes_text(record: RunRecord) -> Any:
+    """A configuration run in several processes: ``3 processes, spread 1.06x (host 1.41x)``; else nothing.
+
+    Its speedup cell then holds the interval across processes (tui.engine.repeats).
+    """
+    from rich.text import Text
+
+    group = getattr(record, "group", None)
+    if group is None:
+        return Text()
+    text = f"\n{group.processes} processes"
+    if group.done != group.processes:
+        text += f" ({group.done} done)"
+    spreads = [f"{what}{value:.2f}x" for what, value in (("", group.speedup_process_spread),
+                                                          ("host ", group.host_speedup_process_spread))
+               if value is not None and (what == "" or record.summary().launch_bound)]  # fmt: skip
+    if spreads:
+        text += f", spread {spreads[0]}" + (f" ({spreads[1]})" if len(spreads) > 1 else "")
+    return Text(text, style="cyan")
+
+
 def print_table(records: list[RunRecord], console: Any) -> None:
-    """The summary table; failed runs' errors follow it, numbered like the rows."""
+    """The summary table, one row per run or group of runs; failed runs' errors follow it, numbered like the rows.
+
+    Pass :func:`tui.engine.repeats.group_rows` of the records for one row per configuration.
+    """
     from rich import box
     from rich.table import Table
     from rich.text import Text
@@ -93,6 +117,7 @@ def print_table(records: list[RunRecord], console: Any) -> None:
         what = Text()
         what.append(printable(f"{number} {o.workload}"), style="bold")
         what.append(printable(f" {params}\n{o.label()} {o.device}".replace(" \n", "\n")))
+        what.append(processes_text(record))
         compile_s = f"{record.compile_s:.3g} s" if record.compile_s is not None else "-"
         accuracy = record.accuracy.verdict
         if record.status in ("failed", "cancelled"):

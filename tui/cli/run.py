@@ -43,12 +43,14 @@ async def run_configs(configs: list[RunOptions], args: argparse.Namespace,
         from tui.engine.history import History
 
         history = History()
-    progress = _Progress(err, len(configs), enabled=not args.quiet)
-    runner = make_runner(keep_spare=len(configs) > 1, telemetry=telemetry)
+    repeats = getattr(args, "repeat", 1)
+    per_config = repeats if isinstance(repeats, int) else 1
+    progress = _Progress(err, len(configs) * per_config, enabled=not args.quiet)
+    runner = make_runner(keep_spare=len(configs) * per_config > 1 or repeats == "auto", telemetry=telemetry)
     session = RunSession(lambda lane: runner, history, progress)
     stopped_by: list[int] = []
     with _signals_stop(session, stopped_by):
-        interrupted = await _run_all(session, configs, progress)
+        interrupted = await _run_all(session, configs, progress, repeats)
     interrupted = interrupted or bool(stopped_by)  # a signal while closing counts too
     if telemetry is not None:
         with contextlib.suppress(Exception):
@@ -67,12 +69,13 @@ def _telemetry(configs: list[RunOptions]) -> Any:
     return NvmlSource()
 
 
-async def _run_all(session: RunSession, configs: list[RunOptions], progress: "_Progress") -> bool:
+async def _run_all(session: RunSession, configs: list[RunOptions], progress: "_Progress",
+                   repeats: int | str = 1) -> bool:
     """Submit, wait, close; True when Ctrl-C or a signal stopped it."""
     interrupted = False
     with progress:
         try:
-            session.submit(configs)
+            session.submit(configs, repeats=repeats)
             await session.wait_settled()
         except asyncio.CancelledError:
             interrupted = True
@@ -180,11 +183,16 @@ def _report(records: list[RunRecord], ended: list[RunRecord], args: argparse.Nam
 
     from tui.cli.render import print_table, print_warnings
 
+    from tui.engine.repeats import group_rows
+
     out, err = terminal
-    export_failed = _export(ended, args, err)
+    # One row per configuration: the repeats of one are a group (the bootstrap across processes, once).
+    ended_rows = group_rows(ended)
+    rows = ended_rows if len(ended) == len(records) else group_rows(records)
+    export_failed = _export(ended_rows, args, err)
     if not args.quiet:
-        print_table(records, Console(file=out))
-        print_warnings(records, Console(file=out))
+        print_table(rows, Console(file=out))
+        print_warnings(rows, Console(file=out))
     for record in records:
         if record.status == "failed" and args.quiet:
             # one line, however long: a log keeps it whole
@@ -197,8 +205,8 @@ def _report(records: list[RunRecord], ended: list[RunRecord], args: argparse.Nam
         return 128 + signum
     if export_failed or any(r.status != "done" for r in records):
         return 1
-    if getattr(args, "strict", False) and _unconfident(records):
-        _say(err, f"{PROG}: --strict: {_unconfident(records)}")
+    if getattr(args, "strict", False) and _unconfident(rows):
+        _say(err, f"{PROG}: --strict: {_unconfident(rows)}")
         return 3
     return 0
 
@@ -226,15 +234,16 @@ _EXPORTS = (("--csv", "csv", "write_csv"), ("--json", "json", "write_json"), ("-
 
 
 def _export(records: list[RunRecord], args: argparse.Namespace, err: Any) -> bool:
-    """Write the requested exports; True when one failed (reported on stderr).
+    """Write the requested exports of ``records`` (rows: a group stands for its runs); True when one failed.
 
     Only when a run was done or failed: stopped before that (nothing, or cancelled runs only),
     no file is touched, an existing one stays as it was, and stderr says so.
     """
     from tui.engine import export
+    from tui.engine.repeats import members_of
 
     wanted = [(flag, getattr(args, dest)) for flag, dest, _ in _EXPORTS if getattr(args, dest, None)]
-    if wanted and not any(r.status in ("done", "failed") for r in records):
+    if wanted and not any(r.status in ("done", "failed") for r in members_of(records)):
         names = ", ".join(f"{flag} {path}" for flag, path in wanted)
         _say(err, f"{PROG}: no run ended, so no export was written ({names}); an existing file is left as it was")
         return False
@@ -285,12 +294,17 @@ class _Progress(SessionListener):
             with contextlib.suppress(OSError, ValueError):  # its console's file never raises; belt and braces
                 self.progress.__exit__(*exc_info)
 
+    def runs_queued(self, records: list[RunRecord]) -> None:
+        self.total += len(records)
+
     def run_started(self, record: RunRecord) -> None:
         self.started += 1
         if self.progress is None:
             return
         o = record.options
         label = f"[{self.started}/{self.total}] {o.workload} {o.label()}"
+        if record.group_id is not None:
+            label += f" process {record.repeat + 1}"
         with contextlib.suppress(OSError):
             self.tasks[record.run_id] = self.progress.add_task(label, total=1.0, state="starting")
 
