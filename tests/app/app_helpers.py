@@ -20,11 +20,15 @@ FAKE_WORKER = [sys.executable, str(Path(__file__).resolve().parents[1] / "fakes"
 
 
 def fake_runner(behaviour: str = "ok", delay: float | None = None, **env: str) -> WorkerRunner:
-    """A runner whose workers are the torch-free fake worker with one behaviour."""
+    """A runner whose workers are the torch-free fake worker with one behaviour.
+
+    It does not sample other processes' CPU use: the verdicts these tests read must not depend on
+    what else this machine runs (a parallel test worker would make every run "noisy").
+    """
     env = {"FAKE_WORKER_BEHAVIOUR": behaviour, **env}
     if delay is not None:
         env["FAKE_WORKER_DELAY"] = str(delay)
-    return WorkerRunner(worker_argv=FAKE_WORKER, keep_spare=False, env=env)
+    return WorkerRunner(worker_argv=FAKE_WORKER, keep_spare=False, env=env, sample_host=False)
 
 
 def no_gpu_source() -> FakeSource:

@@ -78,10 +78,12 @@ class RunSampling:
     ``own_pids``: returns the pids of every compile-lab worker of this process (the run's siblings).
     """
 
-    def __init__(self, source: Any, record: RunRecord, own_pids: Callable[[], Iterable[int]] | None = None) -> None:
+    def __init__(self, source: Any, record: RunRecord, own_pids: Callable[[], Iterable[int]] | None = None,
+                 sample_host: bool = True) -> None:
         self.source = source
         self.record = record
         self.own_pids = own_pids
+        self.sample_host = sample_host
         self.sampler: Any = None
         self.host: HostLoadSampler | None = None
         self._started = False
@@ -98,7 +100,8 @@ class RunSampling:
         self._started = True
         roots = union_roots({worker_pid}, self.own_pids or ())
         try:
-            self.host = HostLoadSampler(roots).start()
+            if self.sample_host:
+                self.host = HostLoadSampler(roots).start()
         except Exception as exc:  # telemetry must never break a run
             _warn(self.record, f"the CPU use of other processes was not sampled: {type(exc).__name__}: {exc}")
         await self._start_gpu(gpu, roots)

@@ -109,8 +109,11 @@ class WorkerRunner:
         keep_spare: bool = True,
         telemetry: Any = None,
         env: Mapping[str, str | None] | None = None,
+        sample_host: bool = True,
     ) -> None:
         self.worker_argv = list(worker_argv) if worker_argv else None
+        self.sample_host = sample_host
+        """Sample other processes' CPU use while a run measures (tests of other things turn it off)."""
         self.keep_spare = keep_spare
         self.telemetry = telemetry
         self.env = dict(env or {})
@@ -144,7 +147,8 @@ class WorkerRunner:
         if self._closed:
             raise RuntimeError("the runner was closed")
         state = _RunState(record=record, on_event=on_event,
-                          sampling=RunSampling(self.telemetry, record, own_pids=own_worker_pids))
+                          sampling=RunSampling(self.telemetry, record, own_pids=own_worker_pids,
+                                               sample_host=self.sample_host))
         try:
             if await self._start(state):
                 await self._supervise(state)
