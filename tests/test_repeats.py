@@ -313,3 +313,12 @@ async def test_repeat_auto_stops_when_the_queue_is_cancelled():
     session.cancel_all()
     await session.wait_settled()
     assert len(session.records) == 1 and session.records[0].status == "cancelled"
+
+
+def test_too_few_block_pairs_in_all_give_no_interval_across_processes():
+    options = RunOptions(workload="pointwise", device="cuda")
+    records = [_measured(RunRecord(f"run-{n}", options, group_id="run-0", repeat=n), 0.08, blocks=1) for n in range(3)]
+    group = summarize_group(records)
+    assert group.speedup is not None and group.speedup_xproc_ci_low is None and group.verdict == "inconclusive"
+    records.append(_measured(RunRecord("run-3", options, group_id="run-0", repeat=3), 0.08, blocks=1))
+    assert summarize_group(records).speedup_xproc_ci_low is not None  # four pairs: as for one run

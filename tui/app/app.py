@@ -38,6 +38,7 @@ from tui.app.components.results_table import ResultsTable
 from tui.app.config import DEFAULT_THEME, THEME_ALIASES, load_config, resolve_theme, save_config
 from tui.app.exporting import ExportActions, export_paths
 from tui.app.format import options_label, workload_label
+from tui.app.grouping import GroupRows
 from tui.app.main_screen import REFRESH_HZ, MainScreen
 from tui.app.messages import RunFinished, RunsQueued, RunStarted
 from tui.app.palette import help_keys, lab_commands
@@ -53,7 +54,7 @@ if TYPE_CHECKING:  # imported where used: screens and the engine's records are n
 __all__ = ["CompileLabApp", "run_app", "resolve_theme", "export_paths", "THEME_ALIASES", "REFRESH_HZ"]
 
 
-class CompileLabApp(QueueActions, TrustActions, PreviousRuns, ExportActions, App[int]):
+class CompileLabApp(QueueActions, TrustActions, PreviousRuns, ExportActions, GroupRows, App[int]):
     """The compile-lab terminal app.
 
     Args:
@@ -157,6 +158,7 @@ class CompileLabApp(QueueActions, TrustActions, PreviousRuns, ExportActions, App
         self._injected: RunRecord | None = None
         self._finalized: set[str] = set()
         self._shutting_down = False
+        self._init_groups()
 
     # ----- the main screen and its widgets ----------------------------------------------
 
@@ -216,7 +218,7 @@ class CompileLabApp(QueueActions, TrustActions, PreviousRuns, ExportActions, App
     @property
     def settled(self) -> bool:
         """No run active or queued, every ended run finalized (summary, history) and shown."""
-        if self.run_active or not self.session.settled or self.main_screen.redraw_pending:
+        if self.run_active or not self.session.settled or self.main_screen.redraw_pending or self.regrouping:
             return False
         return not any(self.computing(record) for record in self.records.values())
 
@@ -227,17 +229,24 @@ class CompileLabApp(QueueActions, TrustActions, PreviousRuns, ExportActions, App
         """Enter in a picker field runs, like ``r``."""
         self.action_run()
 
-    def enqueue(self, options_list: list[RunOptions], origin: str = "run") -> list[RunRecord]:
-        """Queue one run per options (already validated) in the session; returns the records."""
+    def enqueue(self, options_list: list[RunOptions], origin: str = "run", repeats: int | str = 1) -> list[RunRecord]:
+        """Queue each options (already validated) in ``repeats`` processes (or ``"auto"``); returns the records.
+
+        A configuration in several processes gets one row, its group's (:mod:`tui.app.grouping`).
+        """
         if not options_list or self._shutting_down:
             return []
-        records = self.session.submit(options_list)
+        records = self.session.submit(options_list, repeats=repeats)
+        self._known(records)
+        self.main_screen.add_rows([r for r in records if r.group_id in (None, r.run_id)])
+        self.post_message(RunsQueued(records, origin))
+        return records
+
+    def _known(self, records: list[RunRecord]) -> None:
         for record in records:
             self.records[record.run_id] = record
             self._finalized.add(record.run_id)  # nothing to compute yet
-        self.main_screen.add_rows(records)
-        self.post_message(RunsQueued(records, origin))
-        return records
+        self._add_members(records)
 
     def inject_record(self, record: RunRecord, *, current: bool = False) -> None:
         """Show a record made elsewhere (tests, demos, snapshots): a row, the chart, its GPU.
@@ -279,6 +288,8 @@ class CompileLabApp(QueueActions, TrustActions, PreviousRuns, ExportActions, App
         """The session computed the final summary and appended the run to the history."""
         self._finalized.add(record.run_id)
         self.main_screen.mark_dirty(record.run_id)
+        if record.group_id is not None:
+            self._regroup(record.group_id)
         if problem:
             self.notify(problem, title="History", severity="warning", markup=False)
 
@@ -425,6 +436,11 @@ class _SessionEvents:
 
     def run_saved(self, record: RunRecord, problem: str | None) -> None:
         self.app._run_saved(record, problem)
+
+    def runs_queued(self, records: list[RunRecord]) -> None:
+        # --repeat auto's next round: more processes of groups that have their rows already.
+        self.app._known(records)
+        self.app.main_screen.mark_dirty(None)
 
 
 def run_app(no_mouse: bool = False, theme: str | None = None, **kwargs: Any) -> int:

@@ -58,6 +58,8 @@ class AppConfig:
     """The last sweep choices: ``modes``, ``fullgraphs``, ``dynamics``, ``backends``, ``dtypes``."""
     show_history: bool = True
     """Whether previous sessions' runs are shown in the results table."""
+    repeat: int | str = 1
+    """Processes per configuration (the picker's and the sweep's repeat field), or ``"auto"``."""
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-ready dict."""
@@ -67,6 +69,7 @@ class AppConfig:
             "options": self.options.to_dict(),
             "sweep": self.sweep,
             "show_history": self.show_history,
+            "repeat": self.repeat,
         }
 
     @classmethod
@@ -97,10 +100,11 @@ class AppConfig:
             config.show_history = show_history
         else:
             problems.append(f"show_history: expected true or false, got {echo(show_history)} (default used)")
+        config.repeat = _repeat(data.get("repeat", 1), problems)
         return config, problems
 
 
-_KEYS = ("version", "theme", "options", "sweep", "show_history")
+_KEYS = ("version", "theme", "options", "sweep", "show_history", "repeat")
 _SWEEP_KEYS = ("modes", "fullgraphs", "dynamics", "backends", "dtypes", "sizes")
 _MAX_SHOWN = 6
 """Problems listed in the warning; the rest are counted."""
@@ -121,6 +125,18 @@ def _sweep(value: Any, problems: list[str]) -> dict[str, list[Any]]:
         else:
             sweep[key] = [printable(v) if isinstance(v, str) else v for v in items]
     return sweep
+
+
+def _repeat(value: Any, problems: list[str]) -> int | str:
+    from tui.engine.repeats import parse_repeat
+
+    try:
+        if isinstance(value, bool) or not isinstance(value, (int, str)):
+            raise ValueError(f"{echo(value)} is not allowed")
+        return parse_repeat(value)
+    except ValueError as exc:
+        problems.append(f"repeat: {exc} (default used)")
+        return 1
 
 
 def _kind(value: Any) -> str:

@@ -73,16 +73,18 @@ class ExportActions:
         self._export(target or None)
 
     def exportable_records(self: CompileLabApp) -> tuple[list[RunRecord], int]:
-        """(ended runs shown in the table in display order, how many unfinished rows were skipped)."""
+        """(ended runs shown in the table in display order, how many unfinished runs were skipped).
+
+        A group's row stands for its processes: each one that ended is exported (the CSV makes
+        them one row again).
+        """
         records, skipped = [], 0
         for run_id in self.table.run_ids:
-            record = self.records.get(run_id)
-            if record is None:
-                continue
-            if record.status in TERMINAL_STATUSES and not self.computing(record):
-                records.append(record)
-            else:
-                skipped += 1
+            for record in self.group_members(run_id):
+                if record.status in TERMINAL_STATUSES and not self.computing(record):
+                    records.append(record)
+                else:
+                    skipped += 1
         return records, skipped
 
     def _export(self: CompileLabApp, target: str | None) -> None:

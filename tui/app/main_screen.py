@@ -79,7 +79,7 @@ class MainScreen(Screen):
         yield pane
         with Horizontal(id="main"):
             with Vertical(id="left"):
-                yield Picker(lab.config.options, id="picker")
+                yield Picker(lab.config.options, repeat=lab.config.repeat, id="picker")
             with Vertical(id="right"):
                 yield ResultsTable(id="results")
                 yield QueueView(id="queue")
@@ -116,8 +116,11 @@ class MainScreen(Screen):
 
     def add_rows(self, records: Iterable[RunRecord]) -> None:
         """New rows at the end of the table (queued runs, an injected record)."""
+        records = list(records)
         with self.app.batch_update():
-            self.table.add_records(list(records))
+            self.table.add_records(records)
+        # A group's row shows its processes from the first redraw on.
+        self._dirty.update(r.run_id for r in records if r.group_id is not None)
         self.mark_dirty(None)
 
     def show_record(self, record: RunRecord, *, running: bool = False) -> None:
@@ -181,12 +184,16 @@ class MainScreen(Screen):
         with lab.batch_update():
             for run_id in dirty:
                 record = lab.records.get(run_id)
-                if record is None or not table.has_run(run_id):
+                if record is None:
+                    continue
+                row_id = lab.row_of(record)  # a process of a group shows in its group's row
+                if not table.has_run(row_id):
                     continue
                 if lab.computing(record):
                     self._dirty.add(run_id)  # its summary is being computed off-thread
                     continue
-                table.refresh_record(record)
+                members = lab.group_members(row_id)
+                table.refresh_record(lab.row_record(row_id), members=members if len(members) > 1 else None)
             if self._queue is not None:
                 self._queue.show(lab.current, lab.queue)
         if not self._dirty and lab.current is None and self._tick is not None:
@@ -230,7 +237,7 @@ class MainScreen(Screen):
     def action_details(self, run_id: str | None = None) -> None:
         """Open the details screen of a run (default: the selected row)."""
         run_id = run_id or self.table.selected_run_id
-        record = self.lab.records.get(run_id) if run_id else None
+        record = self.lab.row_record(run_id) if run_id else None
         if record is None:
             self.notify("Select a row first.", severity="information")
             return

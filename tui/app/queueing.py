@@ -20,18 +20,29 @@ from tui.engine.options import OptionsError, RunOptions
 if TYPE_CHECKING:
     from tui.app.app import CompileLabApp
 
-__all__ = ["QueueActions"]
+__all__ = ["QueueActions", "repeat_choice"]
+
+
+def repeat_choice(choice: dict[str, list[Any]]) -> int | str:
+    """The sweep dialog's repeat field (``choice["repeat"]``): processes per configuration or ``"auto"``."""
+    from tui.engine.repeats import parse_repeat
+
+    given = [str(v).strip() for v in choice.get("repeat") or [] if str(v).strip()]
+    try:
+        return parse_repeat(given[0]) if given else 1
+    except ValueError as exc:
+        raise OptionsError("repeat", str(exc)) from None
 
 
 class QueueActions:
     """The app's actions that queue and cancel runs (a mixin of :class:`~tui.app.app.CompileLabApp`)."""
 
     def action_run(self: CompileLabApp) -> None:
-        """Validate the picker's options and queue one run (refused with the reason)."""
+        """Validate the picker's options and queue them, in the repeat field's processes (refused with the reason)."""
         options = self._validated_picker_options()
         if options is None:
             return
-        self.queue_confirmed([options], "run", source=self._config_source())
+        self.queue_confirmed([options], "run", source=self._config_source(), repeats=self.config.repeat)
 
     def _config_source(self: CompileLabApp) -> str:
         """Where the picker's options without a field come from: the saved config."""
@@ -42,12 +53,13 @@ class QueueActions:
         try:
             raw = picker.current_options()
             options = raw.validated()
+            repeat = picker.current_repeat()
         except OptionsError as exc:
             picker.mark_invalid(exc)
             self.notify(str(exc), title="Run refused", severity="error", markup=False)
             return None
         picker.clear_invalid()
-        self.config.options = raw
+        self.config.options, self.config.repeat = raw, repeat
         self._save_config()
         return options
 
@@ -63,25 +75,27 @@ class QueueActions:
         except OptionsError as exc:
             self.notify(str(exc), title="Re-run refused", severity="error", markup=False)
             return
+        repeats = len(self.group_members(run_id))  # a group again in as many processes
         if any(r is record for r in self.session.records):  # run in this session: nothing new to show
-            self.queue_confirmed([options], "rerun", source="an earlier run of this session")
+            self.queue_confirmed([options], "rerun", source="an earlier run of this session", repeats=repeats)
         else:
             where = getattr(self.history, "path", None)
             source = "an earlier session" + (f" (the history {where})" if where else "")
-            self.queue_confirmed([options], "rerun", source=source, show=options)
+            self.queue_confirmed([options], "rerun", source=source, show=options, repeats=repeats)
 
     def action_sweep(self: CompileLabApp) -> None:
         """Open the sweep dialog for the picker's options."""
         try:
             base = self.picker.current_options()
             base.validated()
+            repeat = self.picker.current_repeat()
         except OptionsError as exc:
             self.picker.mark_invalid(exc)
             self.notify(str(exc), title="Sweep refused", severity="error", markup=False)
             return
         from tui.app.components.sweep_dialog import SweepScreen
 
-        self.push_screen(SweepScreen(self.config.sweep, lambda choice: self._sweep_preview(base, choice)),
+        self.push_screen(SweepScreen(self.config.sweep, lambda choice: self._sweep_preview(base, choice), repeat=repeat),
                          callback=lambda choice: self._sweep_chosen(base, choice))
 
     def sweep_options(self: CompileLabApp, base: RunOptions, choice: dict[str, list[Any]]) -> list[RunOptions]:
@@ -95,29 +109,34 @@ class QueueActions:
     def _sweep_preview(self: CompileLabApp, base: RunOptions, choice: dict[str, list[Any]]) -> tuple[int, str]:
         try:
             options = self.sweep_options(base, choice)
+            repeats = repeat_choice(choice)
         except (OptionsError, ValueError) as exc:
             return 0, f"refused: {exc}"
         if not options:
             return 0, "no meaningful combination: check at least one value per axis"
         labels = ", ".join(o.label() for o in options[:4])
         more = f", +{len(options) - 4} more" if len(options) > 4 else ""
-        return len(options), labels + more
+        if repeats == 1:
+            return len(options), labels + more
+        each = "1 process each, more for launch-bound ones (auto)" if repeats == "auto" else f"{repeats} processes each"
+        return len(options) * (1 if repeats == "auto" else int(repeats)), f"{len(options)} configurations, {each}: {labels}{more}"
 
     def _sweep_chosen(self: CompileLabApp, base: RunOptions, choice: dict[str, list[Any]] | None) -> None:
         if choice is None:
             return
-        self.config.sweep = choice
+        self.config.sweep = {key: value for key, value in choice.items() if key != "repeat"}
         try:
             options = self.sweep_options(base, choice)
+            repeats = repeat_choice(choice)
         except (OptionsError, ValueError) as exc:
             self.notify(str(exc), title="Sweep refused", severity="error", markup=False)
             return
         if not options:
             self.notify("The sweep has no meaningful combination.", title="Sweep", severity="warning")
             return
-        self.config.options = base
+        self.config.options, self.config.repeat = base, repeats
         self._save_config()
-        self.queue_confirmed(options, "sweep", source=self._config_source(),
+        self.queue_confirmed(options, "sweep", source=self._config_source(), repeats=repeats,
                              then=lambda records: self.notify(f"Queued {len(records)} run(s).", title="Sweep",
                                                               markup=False))  # fmt: skip
 

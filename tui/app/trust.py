@@ -108,8 +108,9 @@ class TrustActions:
         source: str,
         show: RunOptions | None = None,
         then: Callable[[list[RunRecord]], None] | None = None,
+        repeats: int | str = 1,
     ) -> None:
-        """Queue ``options_list`` now, or after a yes when it needs one.
+        """Queue ``options_list`` (each in ``repeats`` processes) now, or after a yes when it needs one.
 
         It needs one when it holds a program setting (:func:`unconfirmed`) that was not confirmed
         in this session, or when ``show`` is given (a re-run: its full options are shown). ``source``
@@ -122,7 +123,7 @@ class TrustActions:
             return  # one question at a time: a second key press does not stack another
         pending = unconfirmed(options_list, self.confirmed_code)
         if not pending and show is None:
-            self._queue_now(options_list, origin, then)
+            self._queue_now(options_list, origin, then, repeats)
             return
         question = self._trust_question(pending, source, rerun=show is not None)
 
@@ -132,15 +133,15 @@ class TrustActions:
                                                       if pending else ""), title="Not run", markup=False)  # fmt: skip
                 return
             self.confirmed_code.update(pending)
-            self._queue_now(options_list, origin, then)
+            self._queue_now(options_list, origin, then, repeats)
 
         details = options_table(show) if show is not None else ""
         yes = "Re-run" if show is not None else "Run"
         self.push_screen(ConfirmScreen(question, yes=yes, no="Don't run", details=details), callback=answered)
 
     def _queue_now(self: CompileLabApp, options_list: list[RunOptions], origin: str,
-                   then: Callable[[list[RunRecord]], None] | None) -> None:
-        records = self.enqueue(options_list, origin=origin)
+                   then: Callable[[list[RunRecord]], None] | None, repeats: int | str = 1) -> None:
+        records = self.enqueue(options_list, origin=origin, repeats=repeats)
         if then is not None:
             then(records)
 

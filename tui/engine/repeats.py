@@ -33,8 +33,10 @@ from typing import Iterable, Iterator, Sequence
 
 from tui.engine.protocol import SIDES
 from tui.engine.results import TERMINAL_STATUSES, RunRecord
-from tui.engine.stats import Stats, bootstrap_speedup_processes, is_significant
-from tui.engine.summary import BOOTSTRAP_RESAMPLES, LiveStats, RunSummary, SideStats, SummaryInputs, build_summary
+from tui.engine.stats import SpeedupCI, Stats, bootstrap_speedup_processes, is_significant
+from tui.engine.summary import (
+    BOOTSTRAP_RESAMPLES, MIN_INTERVAL_BLOCKS, LiveStats, RunSummary, SideStats, SummaryInputs, build_summary,
+)  # fmt: skip
 from tui.engine.verdict import (
     NOISY, SideSeries, Verdict, VerdictPolicy, interval_reasons, judge_interval, noise_reasons,
 )  # fmt: skip
@@ -229,7 +231,11 @@ def _across_processes(base: GroupSummary, done: Sequence[RunRecord]) -> GroupSum
     intervals = {}
     for which in ("iter", "host"):
         processes = [tuple(_blocks(r, side, which) for side in SIDES) for r in done]
-        intervals[which] = bootstrap_speedup_processes(processes, BOOTSTRAP_RESAMPLES, seed=0)
+        interval = bootstrap_speedup_processes(processes, BOOTSTRAP_RESAMPLES, seed=0)
+        # As for one run: too few block pairs in all give no interval (tui.engine.summary).
+        if sum(min(len(e), len(c)) for e, c in processes) < MIN_INTERVAL_BLOCKS:
+            interval = SpeedupCI(interval.point, None, None)
+        intervals[which] = interval
     iter_ci, host_ci = intervals["iter"], intervals["host"]
     changes: dict = dict(speedup=iter_ci.point, speedup_xproc_ci_low=iter_ci.low, speedup_xproc_ci_high=iter_ci.high,
                          host_speedup=host_ci.point, host_speedup_xproc_ci_low=host_ci.low,

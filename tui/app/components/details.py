@@ -243,11 +243,35 @@ def _payload(title: str, data: JsonRecord) -> list[RenderableType]:
     return [_section(title), _kv_table(sorted(fields.items()))]
 
 
+def _processes(record: RunRecord) -> list[RenderableType]:
+    """A group's runs, one line each (tui.engine.repeats.GroupRecord); nothing for a run alone."""
+    group, members = getattr(record, "group", None), getattr(record, "members", None)
+    if group is None or not members:
+        return []
+    table = Table(box=None, pad_edge=False, show_edge=False, header_style="bold")
+    for title in ("process", "run", "status", "speedup [95% CI]", "host speedup", "compile s"):
+        table.add_column(title, justify="right" if title in ("speedup [95% CI]", "host speedup", "compile s") else "left")
+    for number, member in enumerate(members, 1):
+        summary = member.summary()
+        word = summary.verdict or STATUS_LABELS.get(member.status, member.status)
+        table.add_row(str(number), member.run_id, Text(word, style=VERDICT_STYLES.get(word, "")),
+                      fmt_speedup(summary.speedup, summary.speedup_ci_low, summary.speedup_ci_high),
+                      fmt_speedup(summary.host_speedup),
+                      fmt_seconds(member.compile_s) if member.compile_s is not None else "–")
+    spreads = [f"{what} {value:.2f}x" for what, value in (("speedup", group.speedup_process_spread),
+                                                          ("host speedup", group.host_speedup_process_spread))
+               if value is not None]  # fmt: skip
+    note = (f"{group.processes} worker processes, {group.done} done; the result above pools their samples, its"
+            " interval is across processes" + (f"; spread (largest / smallest): {', '.join(spreads)}" if spreads else ""))
+    return [_section("Processes"), Text(note, style="dim"), table]
+
+
 def render_details(record: RunRecord) -> RenderableType:
-    """Everything known about ``record`` as one Rich renderable."""
+    """Everything known about ``record`` (a run, or a group of runs) as one Rich renderable."""
     summary = record.summary()
     parts: list[RenderableType] = [*_title(record), *_error(record)]
     parts += [_section("Result"), _headline(record, summary)]
+    parts += _processes(record)
     parts += _timings(summary)
     parts += _diagnostics(record)
     parts.append(_section("Warnings"))

@@ -62,6 +62,7 @@ _FIELD_WIDGETS = {
     "compile_optimizer": "train",
     "l2_flush": "l2-flush",
     "cold_compile": "cold-compile",
+    "repeat": "repeat",
 }
 
 
@@ -94,9 +95,10 @@ class Picker(VerticalScroll):
     class RunRequested(Message):
         """The user pressed Enter in one of the picker's inputs (the app treats it as Run)."""
 
-    def __init__(self, options: RunOptions | None = None, *, id: str | None = None) -> None:
+    def __init__(self, options: RunOptions | None = None, *, repeat: int | str = 1, id: str | None = None) -> None:
         super().__init__(id=id)
         self._initial = options or RunOptions()
+        self._initial_repeat = repeat
         self._devices: list[tuple[str, str]] = [("cpu", "cpu")]
         self._wanted_device = self._initial.device
         self._error_shown = ""
@@ -151,6 +153,12 @@ class Picker(VerticalScroll):
             "iters",
             Input(str(opts.iters), type="integer", compact=True, id="iters",
                   validators=[Integer(minimum=1, maximum=10_000_000)], placeholder="per side"),
+        )
+        yield field_row(
+            "repeat",
+            Input(str(self._initial_repeat), compact=True, id="repeat", placeholder="1, K or auto",
+                  tooltip="worker processes per configuration (interleaved; one row, an interval across "
+                          "processes); auto: more for launch-bound ones, up to 5"),
         )
         with Vertical(id="flags"):
             yield Checkbox("fullgraph", opts.fullgraph, compact=True, id="fullgraph")
@@ -295,6 +303,16 @@ class Picker(VerticalScroll):
             l2_flush=self.query_one("#l2-flush", Checkbox).value,
             cold_compile=self.query_one("#cold-compile", Checkbox).value,
         )
+
+    def current_repeat(self) -> int | str:
+        """The repeat field: processes per configuration, or ``"auto"`` (OptionsError naming what is allowed)."""
+        from tui.engine.repeats import parse_repeat
+
+        text = self.query_one("#repeat", Input).value.strip()
+        try:
+            return parse_repeat(text) if text else 1
+        except ValueError as exc:
+            raise OptionsError("repeat", str(exc)) from None
 
     def _user_path(self) -> str:
         path = self.query_one("#user-path", Input).value.strip()

@@ -97,8 +97,14 @@ class Cell:
         return f"Cell({self.plain!r})"
 
 
-def row_cells(record: RunRecord, summary: RunSummary | None = None, *, history: bool = False) -> dict[str, Cell]:
-    """Every cell of a record's row, by column key (``summary`` saves recomputing it)."""
+def row_cells(record: RunRecord, summary: RunSummary | None = None, *, history: bool = False,
+              members: Sequence[RunRecord] | None = None) -> dict[str, Cell]:
+    """Every cell of a record's row, by column key (``summary`` saves recomputing it).
+
+    ``members``: the processes of a configuration repeated across processes, whose row
+    ``record`` is (tui.engine.repeats.GroupRecord, or the first process before one ended): the
+    options say how many there are, the status follows the one that runs now.
+    """
     status = record.status
     if summary is None:
         summary = record.summary() if status not in ("queued", "starting", "building") else RunSummary()
@@ -111,10 +117,11 @@ def row_cells(record: RunRecord, summary: RunSummary | None = None, *, history: 
     acc_text, acc_style = accuracy_label(record)
     clock_text, clock_style = clock_label(record)
     compile_s = record.compile_s
+    label = options_label(options) + _processes_label(record, members)
     return {
-        "status": _status_cell(record, history),
+        "status": _group_status_cell(record, members) if members else _status_cell(record, history),
         "workload": Cell(workload_label(options), sort_key=workload_label(options)),
-        "options": Cell(options_label(options), sort_key=options_label(options)),
+        "options": Cell(label, sort_key=label),
         "compile_s": Cell(fmt_seconds(compile_s) if compile_s is not None else "–", sort_key=compile_s, justify="right"),
         "eager_ms": Cell(fmt_ms(eager_ms), sort_key=eager_ms, justify="right"),
         "compiled_ms": Cell(fmt_ms(compiled_ms), sort_key=compiled_ms, justify="right"),
@@ -150,6 +157,27 @@ def _status_cell(record: RunRecord, history: bool) -> Cell:
     if history:
         style = f"{style} dim".strip()
     return Cell(("↺ " if history else "") + label, style, sort_key=(order, label))
+
+
+def _processes_label(record: RunRecord, members: Sequence[RunRecord] | None) -> str:
+    """`` ×3`` for a group of three processes; `` #2`` for a previous session's second process shown alone."""
+    if members:
+        return f" ×{len(members)}"
+    return f" #{record.repeat + 1}" if record.group_id is not None and record.repeat else ""
+
+
+def _group_status_cell(row: RunRecord, members: Sequence[RunRecord]) -> Cell:
+    """``measuring 2/3`` while process 2 of 3 runs, ``queued 3/3`` while the next waits, else the group's word."""
+    count = len(members)
+    for number, member in enumerate(members, 1):
+        if member.status in ACTIVE_STATUSES:
+            label = STATUS_LABELS.get(member.status, member.status)
+            return Cell(f"{label} {number}/{count}", "bold yellow", sort_key=(1, number / count))
+    if row.status not in ("failed", "cancelled"):
+        for number, member in enumerate(members, 1):
+            if member.status == "queued" and number > 1:
+                return Cell(f"queued {number}/{count}", "yellow", sort_key=(1, (number - 1) / count))
+    return _status_cell(row, history=False)
 
 
 def _speedup_cell(summary: RunSummary) -> Cell:
@@ -308,12 +336,16 @@ class ResultsTable(BulkRowTable):
             self._stash = (self._stash_rows(), len(self._session), (self.sort_column, self.sort_reverse))
         self._rebuild_rows(selected)
 
-    def refresh_record(self, record: RunRecord, summary: RunSummary | None = None) -> int:
-        """Rewrite the cells of this run's row that changed; returns how many did."""
+    def refresh_record(self, record: RunRecord, summary: RunSummary | None = None, *,
+                       members: Sequence[RunRecord] | None = None) -> int:
+        """Rewrite the cells of this run's (or group's: ``members``, see :func:`row_cells`) row that changed.
+
+        Returns how many did.
+        """
         run_id = record.run_id
         if run_id not in self._cells:
             return 0
-        return self._rewrite(run_id, row_cells(record, summary, history=run_id in self._history))
+        return self._rewrite(run_id, row_cells(record, summary, history=run_id in self._history, members=members))
 
     def _rewrite(self, run_id: str, new: dict[str, Cell]) -> int:
         old = self._cells.get(run_id)

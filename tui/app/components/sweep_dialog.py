@@ -23,7 +23,8 @@ from tui.engine.options import BACKENDS, DTYPES, MODES
 __all__ = ["SweepScreen", "SweepChoice", "DEFAULT_SWEEP", "choice_to_expand_kwargs", "parse_sizes"]
 
 SweepChoice = dict[str, list[Any]]
-"""``{"modes": [...], "fullgraphs": [...], "dynamics": [...], "backends": [...], "dtypes": [...]}``."""
+"""``{"modes": [...], "fullgraphs": [...], "dynamics": [...], "backends": [...], "dtypes": [...]}``, and
+the dialog's ``"sizes"`` and ``"repeat"`` text (one item each, or none)."""
 
 DEFAULT_SWEEP: SweepChoice = {
     "modes": ["default", "reduce-overhead", "max-autotune"],
@@ -74,11 +75,14 @@ class SweepScreen(ModalScreen[SweepChoice | None]):
         Binding("ctrl+s", "queue", "Queue sweep", id="sweep.queue"),
     ]
 
-    def __init__(self, initial: SweepChoice | None, preview: Callable[[SweepChoice], tuple[int, str]]) -> None:
-        """``preview(choice)`` returns (number of runs, a line of text or an error) for the footer."""
+    def __init__(self, initial: SweepChoice | None, preview: Callable[[SweepChoice], tuple[int, str]],
+                 repeat: int | str = 1) -> None:
+        """``preview(choice)`` returns (number of runs, a line of text or an error) for the footer;
+        ``repeat`` fills the repeat field (processes per configuration, or auto)."""
         super().__init__()
         self.initial = {**DEFAULT_SWEEP, **(initial or {})}
         self.preview = preview
+        self.repeat = repeat
 
     def compose(self) -> ComposeResult:
         """Five selection lists, a preview line and the buttons."""
@@ -92,8 +96,11 @@ class SweepScreen(ModalScreen[SweepChoice | None]):
                 yield self._list("dynamics", "dynamic", [(d, d) for d in DYNAMIC_LABELS], init["dynamics"])
                 yield self._list("backends", "backend", [(b, b) for b in BACKENDS], init["backends"])
                 yield self._list("dtypes", "dtype", [(d, d) for d in DTYPES], init["dtypes"])
-            yield Input(" ".join(str(v) for v in init.get("sizes") or []), id="sweep-sizes", compact=True,
-                        placeholder="sizes (optional), e.g. n=256,512,1024 or batch=16,64; width=256,512")
+            with Horizontal(id="sweep-inputs"):
+                yield Input(" ".join(str(v) for v in init.get("sizes") or []), id="sweep-sizes", compact=True,
+                            placeholder="sizes (optional), e.g. n=256,512,1024 or batch=16,64; width=256,512")
+                yield Input(str(self.repeat), id="sweep-repeat", compact=True, placeholder="repeat: 1, K or auto",
+                            tooltip="worker processes per configuration, interleaved (auto: more for launch-bound ones)")
             yield Static("", id="sweep-preview", markup=False)
             with Horizontal(classes="dialog-buttons"):
                 yield Button("Queue (ctrl+s)", variant="primary", id="sweep-queue", compact=True)
@@ -121,14 +128,18 @@ class SweepScreen(ModalScreen[SweepChoice | None]):
         }
         sizes = self.query_one("#sweep-sizes", Input).value.strip()
         result["sizes"] = [sizes] if sizes else []
+        repeat = self.query_one("#sweep-repeat", Input).value.strip()
+        result["repeat"] = [repeat] if repeat else []
         return result
 
     @on(SelectionList.SelectedChanged)
     @on(Input.Changed, "#sweep-sizes")
+    @on(Input.Changed, "#sweep-repeat")
     def _changed(self) -> None:
         self._update_preview()
 
     @on(Input.Submitted, "#sweep-sizes")
+    @on(Input.Submitted, "#sweep-repeat")
     def _sizes_submitted(self, event: Input.Submitted) -> None:
         event.stop()
         self.action_queue()
