@@ -62,7 +62,6 @@ _FIELD_WIDGETS = {
     "compile_optimizer": "train",
     "l2_flush": "l2-flush",
     "cold_compile": "cold-compile",
-    "repeat": "repeat",
 }
 
 
@@ -376,7 +375,7 @@ class Picker(VerticalScroll):
                 return next(iter(self.query("#param-kv")), None)
             # The workload's spec named the parameters concerned, the one to correct first.
             return self.param_rows.field_for(getattr(error, "params", ()))
-        widget_id = _FIELD_WIDGETS.get(field)
+        widget_id = "repeat" if field == "repeat" else _FIELD_WIDGETS.get(field)  # repeat: not a RunOptions field
         if widget_id is None:
             return None
         return self.query_one(f"#{widget_id}")
