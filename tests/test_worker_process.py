@@ -110,13 +110,56 @@ class WorkerProcess:
         self._selector.close()
 
 
+class _NextWorker:
+    """A plain worker (no extra fds, no extra environment) started ahead for the next test of this module.
+
+    It imports torch while the current test's worker runs (on the other core), then waits for its
+    command like the runner's warm spare: the next test still gets a fresh process that ran nothing.
+    """
+
+    def __init__(self, directory: Path) -> None:
+        self.directory = directory
+        self.worker: WorkerProcess | None = None
+
+    def take(self) -> WorkerProcess | None:
+        worker, self.worker = self.worker, None
+        return worker
+
+    def start(self) -> None:
+        if self.worker is None:
+            self.worker = WorkerProcess(self.directory)
+
+    def close(self) -> None:
+        if self.worker is not None:
+            self.worker.close()
+            self.worker = None
+
+
+def _a_later_test_here_wants_a_worker(item: pytest.Item) -> bool:
+    """Whether a test after ``item`` in this session's order, in this module, uses ``worker_factory``."""
+    items = item.session.items
+    later = items[items.index(item) + 1:] if item in items else []
+    return any(other.module is item.module and "worker_factory" in getattr(other, "fixturenames", ())
+               for other in later)
+
+
+@pytest.fixture(scope="module")
+def next_worker(tmp_path_factory):
+    ahead = _NextWorker(tmp_path_factory.mktemp("next-worker"))
+    yield ahead
+    ahead.close()
+
+
 @pytest.fixture
-def worker_factory(tmp_path):
+def worker_factory(request, tmp_path, next_worker):
     started: list[WorkerProcess] = []
 
     def make(pass_fds: tuple[int, ...] = (), env: dict[str, str] | None = None) -> WorkerProcess:
-        worker = WorkerProcess(tmp_path, pass_fds, env)
+        plain = not pass_fds and not env
+        worker = (next_worker.take() if plain else None) or WorkerProcess(tmp_path, pass_fds, env)
         started.append(worker)
+        if _a_later_test_here_wants_a_worker(request.node):
+            next_worker.start()
         return worker
 
     yield make

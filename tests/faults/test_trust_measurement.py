@@ -1,10 +1,11 @@
 """Trust, measurement (issue 11, item 10): the accuracy check blames the right party, through the real worker.
 
-Each test runs a tiny user workload in a real worker through the engine's runner and reads what
-the run reports: eager that disagrees with itself (dropout in training mode) is not blamed on the
-compiler; a call that changes its input in place is compared on fresh copies and named; NaN at the
-same places on both sides is a warning, not a failure; an output of None is "nothing to compare",
-not a pass. The pieces (compare, judge, fresh copies) are unit-tested in tests/test_worker_accuracy.py.
+Each test reads what the run of a tiny user workload in a real worker, through the engine's
+runner, reports (the four runs start side by side, once for the module: ``runs``): eager that
+disagrees with itself (dropout in training mode) is not blamed on the compiler; a call that
+changes its input in place is compared on fresh copies and named; NaN at the same places on both
+sides is a warning, not a failure; an output of None is "nothing to compare", not a pass. The
+pieces (compare, judge, fresh copies) are unit-tested in tests/test_worker_accuracy.py.
 """
 
 from __future__ import annotations
@@ -75,8 +76,17 @@ RETURNS_NONE = """
 """
 
 
-async def _run(tmp_path, name: str, source: str, **fields) -> RunRecord:
-    path = write_workload(tmp_path, name, source)
+#: Each test's workload (file name, source, options beyond TINY).
+WORKLOADS = {
+    "dropout": ("dropout.py", DROPOUT, {}),
+    "mutates": ("mutates.py", MUTATES, {}),
+    "nan_both": ("nan_both.py", NAN_BOTH, {"backend": "inductor"}),  # inductor's own log kernel
+    "returns_none": ("returns_none.py", RETURNS_NONE, {}),
+}
+
+
+async def _run(directory, name: str, source: str, **fields) -> RunRecord:
+    path = write_workload(directory, name, source)
     options = dict(TINY, **fields)
     record = RunRecord.new(RunOptions(workload=str(path), **options).validated())
     runner = WorkerRunner(keep_spare=False)
@@ -84,6 +94,27 @@ async def _run(tmp_path, name: str, source: str, **fields) -> RunRecord:
         await asyncio.wait_for(runner.run(record), RUN_LIMIT_S)
     finally:
         await runner.aclose()
+    return record
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory) -> dict[str, RunRecord | BaseException]:
+    """Every workload above, run once, side by side: one fresh real worker each (four torch imports in
+    parallel on the cores, not one after another). A run that raised is its test's error only."""
+    directory = tmp_path_factory.mktemp("trust-measurement")
+
+    async def run_all() -> list[RunRecord | BaseException]:
+        return await asyncio.gather(*(_run(directory, name, source, **fields)
+                                      for name, source, fields in WORKLOADS.values()), return_exceptions=True)
+
+    return dict(zip(WORKLOADS, asyncio.run(run_all())))
+
+
+def _done(runs: dict, key: str) -> RunRecord:
+    """The run of workload ``key``, which must have ended done."""
+    record = runs[key]
+    if isinstance(record, BaseException):
+        raise record
     assert record.status == "done", (record.error_kind, record.error_message, record.error_detail)
     return record
 
@@ -92,8 +123,8 @@ def _blamed_the_compiler(record: RunRecord) -> bool:
     return any("differed from eager" in w for w in record.warnings)
 
 
-async def test_dropout_in_training_mode_is_eager_that_is_not_deterministic(tmp_path):
-    record = await _run(tmp_path, "dropout.py", DROPOUT)
+def test_dropout_in_training_mode_is_eager_that_is_not_deterministic(runs):
+    record = _done(runs, "dropout")
     accuracy = record.accuracy
     assert (accuracy.passed, accuracy.verdict, accuracy.eager_repeatable) == (None, "n/a", False)
     assert accuracy.reference.startswith("eager is not deterministic: two eager calls on copies of the same inputs differ")
@@ -102,16 +133,16 @@ async def test_dropout_in_training_mode_is_eager_that_is_not_deterministic(tmp_p
     assert not _blamed_the_compiler(record)
 
 
-async def test_an_input_changed_in_place_is_named_and_not_blamed_on_the_compiler(tmp_path):
-    record = await _run(tmp_path, "mutates.py", MUTATES)
+def test_an_input_changed_in_place_is_named_and_not_blamed_on_the_compiler(runs):
+    record = _done(runs, "mutates")
     assert (record.accuracy.passed, record.accuracy.eager_repeatable) == (True, True)
     assert ("the workload changes its inputs in place (input[0]): every timed call starts from other values; "
             "accuracy compared calls on fresh copies") in record.warnings
     assert not _blamed_the_compiler(record)
 
 
-async def test_nan_at_the_same_places_on_both_sides_is_a_warning_not_a_compiler_failure(tmp_path):
-    record = await _run(tmp_path, "nan_both.py", NAN_BOTH, backend="inductor")  # inductor's own log kernel
+def test_nan_at_the_same_places_on_both_sides_is_a_warning_not_a_compiler_failure(runs):
+    record = _done(runs, "nan_both")
     accuracy = record.accuracy
     assert (accuracy.passed, accuracy.verdict, accuracy.eager_repeatable) == (True, "pass", True)
     assert 0 < accuracy.nan_both < 256 and accuracy.compared == 256 - accuracy.nan_both
@@ -120,8 +151,8 @@ async def test_nan_at_the_same_places_on_both_sides_is_a_warning_not_a_compiler_
     assert not _blamed_the_compiler(record)
 
 
-async def test_an_output_of_none_is_nothing_to_compare_not_a_pass(tmp_path):
-    record = await _run(tmp_path, "returns_none.py", RETURNS_NONE)
+def test_an_output_of_none_is_nothing_to_compare_not_a_pass(runs):
+    record = _done(runs, "returns_none")
     accuracy = record.accuracy
     assert (accuracy.passed, accuracy.verdict, accuracy.compared) == (None, "n/a", 0)
     assert accuracy.problem == "nothing to compare: the output is None"
