@@ -35,7 +35,7 @@ async def test_real_worker_from_key_press_to_a_finished_row_and_a_csv():
             record = app.records[run_id]
             assert record.status == "done", (record.error_kind, record.error_message, record.error_detail)
             cell = app.table.cell_text
-            assert cell(run_id, "status") == "done"
+            assert cell(run_id, "status") == record.summary().verdict  # a done run shows its verdict (this box may be busy: any word)
             assert cell(run_id, "options") == "eager dyn=auto fp32 cpu"
             assert float(cell(run_id, "eager_ms")) > 0 and float(cell(run_id, "compiled_ms")) > 0
             assert cell(run_id, "speedup").endswith("]")  # with its interval
