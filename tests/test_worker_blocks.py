@@ -35,6 +35,71 @@ def test_measure_rounds_alternate_and_stop_each_side_at_iters():
     assert blocks.measure_round(7, 3, {"eager": 7, "compiled": 4}) == [("compiled", 3)]
 
 
+def test_rounds_alternate_which_side_goes_first():
+    measured = {"eager": 0, "compiled": 0}
+    order = []
+    for round_index in range(4):
+        plan = blocks.measure_round(12, 3, measured, round_index)
+        order += [side for side, _ in plan]
+        for side, n in plan:
+            measured[side] += n
+    assert order == ["eager", "compiled", "compiled", "eager"] * 2  # ABBA
+    assert blocks.extra_round(5, 1) == [("compiled", 5), ("eager", 5)]
+
+
+def test_the_target_budget():
+    assert blocks.target_budget_s(None, 600.0) == blocks.TARGET_BUDGET_S == 60.0
+    assert blocks.target_budget_s(None, 20.0) == 5.0  # a quarter of the timeout when that is shorter
+    assert blocks.target_budget_s(300.0, 20.0) == 300.0  # the user's budget as given
+
+
+def test_the_interval_is_checked_only_when_its_cost_is_a_tenth_of_the_time_measured():
+    now = [0.0]
+
+    def clock():
+        return now[0]
+
+    target = blocks.IntervalTarget(0.02, clock)
+    assert target.due()
+    pairs = [[1.0, 1.01, 0.99]] * 6
+    real = blocks.bootstrap_speedup
+
+    def slow_bootstrap(*args, **kwargs):
+        now[0] += 0.5  # this check costs 0.5 s
+        return real(*args, **kwargs)
+
+    blocks.bootstrap_speedup, saved = slow_bootstrap, real
+    try:
+        assert target.check(pairs, [[0.5, 0.505, 0.495]] * 6) is True
+        assert target.width is not None and target.width <= 0.02 and target.checks == 1
+        now[0] += 4.9
+        assert not target.due()  # 4.9 s measured since: not yet worth 0.5 s
+        now[0] += 0.1
+        assert target.due()
+        assert target.check(pairs, [[0.5, 0.505, 0.495]] * 6) is True and target.checks == 1  # same blocks
+    finally:
+        blocks.bootstrap_speedup = saved
+
+
+def test_too_few_pairs_have_no_interval_and_the_warning_says_so():
+    target = blocks.IntervalTarget(0.02)
+    assert target.check([[1.0, 1.1]] * 3, [[0.5, 0.6]] * 3) is False
+    assert target.width is None and target.pairs == 3
+    assert target.unmet_warning(0.5).startswith("target interval 2% not met: no interval (3 block pairs, 4 needed) "
+                                                "after 0.5 s of measuring")
+    wide = blocks.IntervalTarget(0.02)
+    assert wide.check([[v] * 3 for v in (1.0, 1.5, 0.8, 1.2, 1.1)], [[0.5, 0.6, 0.45]] * 5) is False
+    assert wide.unmet_warning(120.4).startswith(f"target interval 2% not met: {wide.width * 100:.3g}% (5 block pairs) "
+                                                "after 120 s of measuring")
+
+
+def test_relative_width():
+    from tui.engine.stats import SpeedupCI
+
+    assert blocks.relative_width(SpeedupCI(1.5, 1.47, 1.53)) == pytest.approx(1.53 / 1.47 - 1)
+    assert blocks.relative_width(SpeedupCI(1.5, None, None)) is None
+
+
 @pytest.mark.parametrize(("warmup", "sets", "expected"), [(0, 1, 3), (5, 1, 5), (2, 3, 9), (20, 3, 20)])
 def test_the_fixed_compiled_warm_up(warmup, sets, expected):
     assert blocks.compiled_warmup_calls(warmup, sets) == expected

@@ -16,6 +16,7 @@ from tui.engine.options import RunOptions  # noqa: E402
 from tui.engine.protocol import BlockTimed, WorkerWarning, decode  # noqa: E402
 from tui.engine.worker import envinfo  # noqa: E402
 from tui.engine.worker.channel import EventChannel  # noqa: E402
+from tui.engine.worker.clocks import BlockRun  # noqa: E402
 from tui.engine.worker.measure import HEAD_START_MAX_MS, HEAD_START_MIN_MS, Benchmark, head_start_ms, make_compile_fn  # noqa: E402,E501
 
 
@@ -79,7 +80,7 @@ def test_blocks_alternate_and_cover_iters_per_side_with_labels_cycling():
     sets = [(torch.ones(n, 4),) for n in (1, 2, 3)]
     bench, rec = _run(_workload(lambda x: x * 2, sets, ["b=1", "b=2", "b=3"]), warmup=2, iters=7, block_size=3)
     measured = rec.blocks("measure")
-    assert [b.side for b in measured] == ["eager", "compiled"] * 3
+    assert [b.side for b in measured] == ["eager", "compiled", "compiled", "eager", "eager", "compiled"]  # ABBA
     assert [len(b.ms) for b in measured if b.side == "compiled"] == [3, 3, 1]
     assert bench.measured == {"eager": 7, "compiled": 7}
     compile_block = rec.blocks("compile")[0]
@@ -119,8 +120,8 @@ class ScriptedClock:
             step(args)
         value = next(self.medians[side])
         if isinstance(value, list):  # the block's calls, one by one
-            return list(value), statistics.median(value)
-        return [value] * len(calls), value
+            return BlockRun(list(value), statistics.median(value))
+        return BlockRun([value] * len(calls), value)
 
 
 def _warmed(medians: dict[str, list[float]], **option_fields) -> tuple[Benchmark, Recorder]:
@@ -299,67 +300,16 @@ def test_the_head_start_of_gpu_bound_work_is_short():
     assert head_start_ms(0.02, 1.6, 10, first_queue_ms=0.5) == pytest.approx(0.75)
 
 
-class _FakeGpu:
-    """Device and host clocks for CudaClock on the CPU: events read the device clock, spins
-    advance it, and each call advances both by its scripted (device ms, host ms)."""
+def test_every_block_says_when_it_ran_on_the_monotonic_clock():
+    import time
 
-    def __init__(self) -> None:
-        self.now = 0.0
-        self.host_ms = 0.0
-        self.spins_ms: list[float] = []
-        gpu = self
-
-        class Event:
-            def __init__(self, enable_timing: bool = False) -> None:
-                self.t = None
-
-            def record(self) -> None:
-                self.t = gpu.now
-
-            def elapsed_time(self, end: "Event") -> float:
-                return end.t - self.t
-
-        self.Event = Event
-
-    def sleep(self, cycles: int) -> None:
-        self.spins_ms.append(cycles / 1000.0)
-        self.now += cycles / 1000.0
-
-    def perf_counter(self) -> float:
-        return self.host_ms / 1e3
-
-    def step(self, args: tuple) -> None:
-        device_ms, host_ms = args
-        self.now += device_ms
-        self.host_ms += host_ms
-
-
-def test_cuda_clock_sizes_each_head_start_from_that_steps_last_block(monkeypatch):
-    from types import SimpleNamespace
-
-    from tui.engine.worker import clocks
-
-    gpu = _FakeGpu()
-    monkeypatch.setattr(torch.cuda, "Event", gpu.Event)
-    monkeypatch.setattr(torch.cuda, "synchronize", lambda device=None: None)
-    monkeypatch.setattr(clocks, "time", SimpleNamespace(perf_counter=gpu.perf_counter))
-    clock = clocks.CudaClock(torch.device("cpu"))
-    clock._sleep, clock._cycles_per_ms = gpu.sleep, 1000.0  # 1000 spin cycles per ms
-    other = lambda args: gpu.step(args)  # noqa: E731  (a second step, unknown to the clock)
-    # gpu.step is a new bound-method object at each access below: the clock must still know it
-
-    # launch-bound: the host needs 0.7 ms per call (1.5 for the first), the GPU 0.1-0.3 ms
-    ms, host = clock.run_block(gpu.step, [(0.2, 1.5), (0.1, 0.3), (0.3, 0.3)])
-    assert ms == pytest.approx([0.2, 0.1, 0.3])
-    assert gpu.spins_ms[-1] == pytest.approx(1.5 * 3 * 1.0)  # nothing known yet: 1 ms per call
-    assert host == pytest.approx(0.7)
-    clock.run_block(gpu.step, [(0.2, 0.5)] * 4)
-    # q = 0.7, first call 1.5, fastest call 0.1: 1.5 x (1.5 + 3 x (0.7 - 0.1))
-    assert gpu.spins_ms[-1] == pytest.approx(1.5 * (1.5 + 3 * 0.6))
-    assert clock.last_head_ms == pytest.approx(gpu.spins_ms[-1])
-    # GPU-bound now (2 ms per call, queued in 0.5 ms): only 2q = 1 ms to cover, from this block
-    clock.run_block(gpu.step, [(2.0, 0.5)] * 4)
-    clock.run_block(gpu.step, [(2.0, 0.5)] * 4)
-    assert gpu.spins_ms[-1] == pytest.approx(1.5 * 2 * 0.5)
-    clock.run_block(other, [(2.0, 0.5)] * 4)
-    assert gpu.spins_ms[-1] == pytest.approx(1.5 * 4 * 1.0)
+    before = time.monotonic()
+    bench, rec = _run(_workload(lambda x: x * 3, [(torch.ones(8),)]), warmup=3, iters=9, block_size=3)
+    after = time.monotonic()
+    blocks = rec.blocks()
+    assert {b.stage for b in blocks} == {"compile", "warmup", "measure"}
+    assert all(b.t_start is not None and before <= b.t_start <= b.t_end <= after for b in blocks)
+    starts = [b.t_start for b in blocks]
+    assert starts == sorted(starts)  # emitted in the order they ran (the CPU runs one block at a time)
+    compile_block = rec.blocks("compile")[0]
+    assert compile_block.t_end - compile_block.t_start == pytest.approx(bench.compile_s, abs=0.05)

@@ -242,7 +242,8 @@ def test_eager_run_streams_blocks_in_order_and_survives_stdout_noise(worker_fact
     assert stages[0] == ("eager", "warmup")
     assert ("compiled", "compile") in stages and stages.index(("compiled", "compile")) < kinds.count("block")
     measured = [e for e in events if isinstance(e, BlockTimed) and e.stage == "measure"]
-    assert [e.side for e in measured] == ["eager", "compiled"] * 4
+    assert [e.side for e in measured] == ["eager", "compiled", "compiled", "eager"] * 2  # rounds swap who goes first
+    assert all(e.t_start is not None and e.t_start <= e.t_end for e in events if isinstance(e, BlockTimed))
     assert sum(len(e.ms) for e in measured if e.side == "compiled") == 20
     assert all(e.clock == PERF_COUNTER.name and e.host_ms_per_call > 0 for e in measured)
     assert [e.index for e in measured if e.side == "eager"] == [0, 1, 2, 3]

@@ -1,17 +1,31 @@
-"""How a run's calls are split into timing blocks, and when a side's warm-up has settled.
+"""How a run's calls are split into timing blocks, when a side's warm-up has settled, and
+when the speedup's interval is narrow enough to stop measuring.
 
 Pure arithmetic, no torch: the worker's :class:`~tui.engine.worker.measure.Benchmark` plans
 its blocks with it, and so does the test suite's torch-free fake worker, so a fake run sends
 the blocks a real one would (a short last block, the set-up and warm-up blocks, the extra
 warm-up blocks until the times settle).
+
+Measure rounds alternate which side goes first (eager then compiled, then compiled then
+eager: ABBA), so whatever the first block of a round gets (on a GPU, the round's only rest
+before a timed block: docs/METHOD.md) falls on each side in half of the rounds, and a linear
+drift falls on both alike.
+
+``target_ci`` (:class:`IntervalTarget`): after ``iters`` per side, rounds go on until the
+speedup's 95% interval, computed exactly as the parent computes it (block pairs, 2000
+resamples, seed 0, at least ``MIN_INTERVAL_BLOCKS`` pairs), satisfies hi/lo - 1 <= target,
+or the time budget runs out (:func:`target_budget_s`).
 """
 
 from __future__ import annotations
 
 import statistics
-from typing import Mapping
+import time
+from typing import Callable, Mapping, Sequence
 
 from tui.engine.protocol import SIDES
+from tui.engine.stats import SpeedupCI, bootstrap_speedup
+from tui.engine.summary import BOOTSTRAP_RESAMPLES, MIN_INTERVAL_BLOCKS
 
 __all__ = [
     "EAGER_SETUP_CALLS",
@@ -25,8 +39,15 @@ __all__ = [
     "compiled_warmup_calls",
     "settle_block_size",
     "measure_round",
+    "extra_round",
     "relative_iqr",
     "Settler",
+    "TARGET_BUDGET_S",
+    "TARGET_BUDGET_TIMEOUT_SHARE",
+    "CHECK_SHARE",
+    "target_budget_s",
+    "relative_width",
+    "IntervalTarget",
 ]
 
 #: Eager calls before compiling, so CUDA / cuBLAS / cuDNN set-up is not billed to the compiler.
@@ -41,6 +62,15 @@ WARMUP_MAX_EXTRA_BLOCKS = 6
 WARMUP_MAX_EXTRA_S = 3.0
 #: Two medians closer than this (ms) agree whatever their ratio: below the clocks' resolution.
 SETTLED_ABS_MS = 0.001
+#: With ``target_ci`` and no ``time_budget_s``, measuring ends this long after it began (the
+#: ``iters`` per side are always measured first)...
+TARGET_BUDGET_S = 60.0
+#: ...or after this share of the run's ``timeout_s`` when that is shorter, so a run that misses
+#: its target still ends (with a warning) before the parent's timeout kills it.
+TARGET_BUDGET_TIMEOUT_SHARE = 0.25
+#: Checking the interval may take at most this share of the time spent measuring: the bootstrap
+#: is pure Python, 0.05-0.6 s for 5-200 block pairs on a small CPU, so it runs every few rounds.
+CHECK_SHARE = 0.1
 
 
 def chunks(total: int, size: int) -> list[int]:
@@ -64,10 +94,103 @@ def settle_block_size(block_size: int) -> int:
     return max(block_size, 3)
 
 
-def measure_round(iters: int, block_size: int, measured: Mapping[str, int]) -> list[tuple[str, int]]:
-    """The next round of measured blocks: (side, calls) for eager then compiled, none for a side that is done."""
-    plan = [(side, min(block_size, iters - measured[side])) for side in SIDES]
+def _round_order(round_index: int) -> tuple[str, ...]:
+    """Eager first in even rounds, compiled first in odd ones (ABBA)."""
+    return SIDES if round_index % 2 == 0 else tuple(reversed(SIDES))
+
+
+def measure_round(iters: int, block_size: int, measured: Mapping[str, int], round_index: int = 0
+                  ) -> list[tuple[str, int]]:
+    """The next round of measured blocks: (side, calls), none for a side that is done.
+
+    Eager goes first in even rounds (``round_index``), compiled in odd ones.
+    """
+    plan = [(side, min(block_size, iters - measured[side])) for side in _round_order(round_index)]
     return [(side, n) for side, n in plan if n > 0]
+
+
+def extra_round(block_size: int, round_index: int) -> list[tuple[str, int]]:
+    """A round beyond ``iters`` (measuring towards ``target_ci``): one full block per side."""
+    return [(side, block_size) for side in _round_order(round_index)]
+
+
+def target_budget_s(time_budget_s: float | None, timeout_s: float) -> float:
+    """How long measuring may go on towards ``target_ci``, counted from its start.
+
+    The user's ``time_budget_s`` when set; otherwise ``TARGET_BUDGET_S``, or a
+    ``TARGET_BUDGET_TIMEOUT_SHARE`` of ``timeout_s`` when that is shorter.
+    """
+    if time_budget_s is not None:
+        return float(time_budget_s)
+    return min(TARGET_BUDGET_S, TARGET_BUDGET_TIMEOUT_SHARE * float(timeout_s))
+
+
+def relative_width(interval: SpeedupCI) -> float | None:
+    """hi/lo - 1 of a speedup's interval (0.02: 2% wide relative to the speedup); None without one."""
+    if interval.low is None or interval.high is None or interval.low <= 0:
+        return None
+    return interval.high / interval.low - 1
+
+
+def _percent(fraction: float) -> str:
+    return f"{fraction * 100:.3g}%"
+
+
+def _seconds(seconds: float) -> str:
+    return f"{seconds:.0f}" if seconds >= 10 else f"{seconds:.2g}"
+
+
+class IntervalTarget:
+    """Whether the speedup's interval is narrow enough yet (``target_ci``), checked every few rounds.
+
+    :meth:`check` computes the interval as the parent will (so a target met here is met in
+    the run's results); :meth:`due` says when the next check is worth its cost: once the
+    time measured since the last check is ``1 / CHECK_SHARE`` times what that check took.
+    """
+
+    def __init__(self, target: float, clock: Callable[[], float] = time.perf_counter) -> None:
+        self.target = target
+        self.clock = clock
+        self.width: float | None = None
+        self.pairs = 0
+        self.checks = 0
+        self.check_s = 0.0
+        self._next_at = float("-inf")
+        self._key: tuple[int, int] | None = None
+        self._met = False
+
+    def due(self) -> bool:
+        """True when a check now would cost at most ``CHECK_SHARE`` of the time measured since the last one."""
+        return self.clock() >= self._next_at
+
+    def check(self, eager_blocks: Sequence[Sequence[float]], compiled_blocks: Sequence[Sequence[float]]) -> bool:
+        """The interval of these measure blocks (per-call ms, one list per block): True when it meets the target.
+
+        The same blocks are not checked twice.
+        """
+        key = (len(eager_blocks), len(compiled_blocks))
+        if key == self._key:
+            return self._met
+        started = self.clock()
+        interval = bootstrap_speedup(eager_blocks, compiled_blocks, BOOTSTRAP_RESAMPLES, seed=0)
+        self.pairs = min(key)
+        self.width = relative_width(interval) if self.pairs >= MIN_INTERVAL_BLOCKS else None
+        ended = self.clock()
+        self.checks += 1
+        self.check_s += ended - started
+        self._next_at = ended + (ended - started) / CHECK_SHARE
+        self._key = key
+        self._met = self.width is not None and self.width <= self.target
+        return self._met
+
+    def unmet_warning(self, elapsed_s: float) -> str:
+        """The warning of a run that ended without meeting the target."""
+        if self.width is None:
+            got = f"no interval ({self.pairs} block pairs, {MIN_INTERVAL_BLOCKS} needed)"
+        else:
+            got = f"{_percent(self.width)} ({self.pairs} block pairs)"
+        return (f"target interval {_percent(self.target)} not met: {got} after {_seconds(elapsed_s)} s of measuring; "
+                "raise the time budget or the block size, or quieten the machine")
 
 
 def relative_iqr(ms: list[float]) -> float:

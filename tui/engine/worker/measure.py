@@ -1,15 +1,32 @@
 """The timing method (docs/METHOD.md): eager first, compile timed apart, warm-up, then
-alternating blocks of eager and compiled iterations, each block streamed as it is measured.
+interleaved rounds of eager and compiled blocks, each block streamed as it is measured.
 
-The clocks (:mod:`.clocks`: CUDA events per call on a GPU, ``perf_counter_ns`` on the CPU)
-time each block; the block plan (:mod:`.blocks`) says how many calls each block gets.
-Either way the block's host-inclusive time per call is reported as ``host_ms_per_call``.
-Statistics are the parent's job.
+The clocks (:mod:`.clocks`: on a GPU CUDA events per call in pipelined device sub-blocks and
+a plain loop per block for the host-inclusive time, ``perf_counter_ns`` on the CPU) time each
+block; the block plan (:mod:`.blocks`) says how many calls each block gets, which side goes
+first in a round, and when the speedup's interval is narrow enough (``target_ci``). Every
+measure block carries its per-call times (``ms``), its host-inclusive time per call
+(``host_ms_per_call``) and when it ran (``t_start`` / ``t_end``, ``time.monotonic()``).
+Statistics are the parent's job; the worker computes the interval only to decide when to
+stop measuring towards ``target_ci``.
+
+Garbage collection stays on while measuring, as in the workload's own loop (it pays for the
+collections its allocations cause); one full collection after compiling, before warming up,
+keeps the compiler's garbage out of the timed blocks. Not right before measuring: that pause
+(0.1 s or more with torch's objects) rested a power-capped H200, and a run's first rounds then
+read bf16 GEMMs about 2% faster; the warm-up loads the GPU again after it.
+(``torch.utils.benchmark.Timer`` turns the collector off instead;
+``benchmarks/host_factors.py`` measures the difference.)
+
+Each side's peak memory is read around its set-up, compile and warm-up blocks, which run the
+same calls as the measured ones; measure rounds leave the allocator's statistics alone (reading
+them costs the host a fraction of a millisecond while the GPU waits).
 """
 
 from __future__ import annotations
 
 import functools
+import gc
 import time
 from typing import Any, Callable
 
@@ -21,17 +38,22 @@ from tui.engine.worker.accuracy import AccuracyOutputs, changed_leaves, fresh_co
 from tui.engine.worker.blocks import (
     WARMUP_MAX_EXTRA_BLOCKS,
     WARMUP_MAX_EXTRA_S,
+    IntervalTarget,
     Settler,
     chunks,
     compiled_warmup_calls,
     eager_setup_calls,
+    extra_round,
     measure_round,
     settle_block_size,
+    target_budget_s,
 )
 from tui.engine.worker.clocks import (
     HEAD_START_MAX_MS,
     HEAD_START_MIN_MS,
     L2_FLUSH_BYTES,
+    BlockRun,
+    BlockSpec,
     Clock,
     CpuClock,
     CudaClock,
@@ -96,6 +118,11 @@ class Benchmark:
         self.cudagraphs = self.cuda and _uses_cudagraphs(options)
         self._next_input = {"eager": 0, "compiled": 0}
         self._block_index: dict[tuple[str, str], int] = {}
+        #: Each measure block's per-call times, per side (what the parent's interval is computed from).
+        self.measure_ms: dict[str, list[list[float]]] = {"eager": [], "compiled": []}
+        self._rounds = 0
+        #: The interval check of a run with ``target_ci`` (None before measuring, or without a target).
+        self.target: IntervalTarget | None = None
 
     # ----- plumbing ------------------------------------------------------
 
@@ -119,27 +146,36 @@ class Benchmark:
         return self.compiled_step
 
     def _block(self, side: str, stage: str, n: int) -> list[float]:
-        """Time ``n`` calls of one side, emit them as one block event, return their times (ms)."""
+        """Time ``n`` calls of one side on their own, emit them as one block event, return their times (ms)."""
         calls, labels = self._calls(side, n)
         self.stage = side
+        self._reset_peak()
+        run = self.clock.run_block(self._step(side), calls, self._prepare(side))
+        self._note_peak(side)
+        self._emit_block(side, stage, run, labels)
+        return run.ms
+
+    def _prepare(self, side: str) -> Callable[[], None] | None:
+        return self._mark_step if side == "compiled" else None
+
+    def _reset_peak(self) -> None:
         if self.cuda:
             torch.cuda.reset_peak_memory_stats(self.device)
-        prepare = self._mark_step if side == "compiled" else None
-        ms, host = self.clock.run_block(self._step(side), calls, prepare)
+
+    def _note_peak(self, side: str) -> None:
         if self.cuda:
             peak = torch.cuda.max_memory_allocated(self.device) / 2**20
             self.peak_mb[side] = max(self.peak_mb[side] or 0.0, round(peak, 3))
-        self._emit_block(side, stage, ms, host, labels)
-        return ms
 
-    def _emit_block(self, side: str, stage: str, ms: list[float], host: float, labels: list[str] | None,
+    def _emit_block(self, side: str, stage: str, run: BlockRun, labels: list[str] | None,
                     clock: str | None = None) -> None:
         index = self._block_index.get((side, stage), 0)
         self._block_index[(side, stage)] = index + 1
         self.emit(BlockTimed(
             side=side, stage=stage, index=index, clock=clock or self.clock.info.name,
-            ms=tuple(ms), host_ms_per_call=host, labels=tuple(labels) if labels else None,
+            ms=tuple(run.ms), host_ms_per_call=run.host_ms_per_call, labels=tuple(labels) if labels else None,
             l2_flush=bool(self.options.l2_flush and self.cuda and stage == "measure"),
+            t_start=run.t_start, t_end=run.t_end,
         ))
 
     def _chunks(self, total: int) -> list[int]:
@@ -173,17 +209,19 @@ class Benchmark:
         args = self.built.input_sets[0]
         self._mark_step()
         self.clock.sync()
+        t_start = time.monotonic()
         start = time.perf_counter()
         output = self.compiled_step(args)
         self.clock.sync()
         self.compile_s = time.perf_counter() - start
+        t_end = time.monotonic()
         if self.built.train:
             self.compiled_first = keep(output)
         del output
         self._next_input["compiled"] = 1
         labels = [self.built.labels[0]] if self.built.labels else None
-        self._emit_block("compiled", "compile", [self.compile_s * 1e3], self.compile_s * 1e3, labels,
-                         clock=PERF_COUNTER.name)
+        self._emit_block("compiled", "compile", BlockRun([self.compile_s * 1e3], self.compile_s * 1e3, t_start, t_end),
+                         labels, clock=PERF_COUNTER.name)
         return self.compile_s
 
     def warm_up(self) -> None:
@@ -198,6 +236,8 @@ class Benchmark:
         input sets differ in shape on purpose (labels) skip the settling: their blocks differ
         by design.
         """
+        # The compiler's garbage is collected now, not inside a timed block (module docstring).
+        gc.collect()
         compiled = compiled_warmup_calls(self.options.warmup, len(self.built.input_sets))
         last: dict[str, list[float]] = {}
         for n in self._chunks(compiled):
@@ -255,48 +295,101 @@ class Benchmark:
         return AccuracyOutputs(compiled=compiled, eager=eager, eager_again=eager_again, mutated=mutated, random=random)
 
     def measure(self) -> None:
-        """Alternate eager and compiled blocks until ``iters`` per side or the time budget is spent."""
+        """Interleaved rounds until ``iters`` per side (or ``time_budget_s`` runs out), then, with
+        ``target_ci``, more rounds until the speedup's interval meets it or the budget runs out."""
         options = self.options
-        deadline = None if options.time_budget_s is None else time.perf_counter() + float(options.time_budget_s)
+        started = time.perf_counter()
+        deadline = None if options.time_budget_s is None else started + float(options.time_budget_s)
         use_stance = self.built.labels is None and callable(getattr(torch.compiler, "set_stance", None))
         if use_stance:
             torch.compiler.set_stance("fail_on_recompile")
             self.stance_used = True
         try:
-            while min(self.measured.values()) < options.iters:
-                for side, n in measure_round(options.iters, options.block_size, self.measured):
-                    self._measured_block(side, n)
-                if deadline is not None and time.perf_counter() >= deadline:
-                    if min(self.measured.values()) < options.iters:
-                        self.warn(f"the time budget of {options.time_budget_s:g} s ran out after "
-                                  f"{min(self.measured.values())} of {options.iters} iterations per side")
-                    break
+            if self._measure_iters(deadline) and options.target_ci is not None:
+                budget = target_budget_s(options.time_budget_s, options.timeout_s)
+                self._measure_to_target(float(options.target_ci), started, started + budget)
         finally:
             if self.stance_used:
                 self._lift_stance()
 
-    def _measured_block(self, side: str, n: int) -> None:
-        saved = dict(self._next_input)
+    def _measure_iters(self, deadline: float | None) -> bool:
+        """Rounds until ``iters`` per side; False when the time budget ran out first (with a warning)."""
+        iters = self.options.iters
+        while min(self.measured.values()) < iters:
+            self._measured_round(measure_round(iters, self.options.block_size, self.measured, self._rounds))
+            if deadline is not None and time.perf_counter() >= deadline:
+                if min(self.measured.values()) < iters:
+                    self.warn(f"the time budget of {self.options.time_budget_s:g} s ran out after "
+                              f"{min(self.measured.values())} of {iters} iterations per side")
+                    return False
+                break
+        return True
+
+    def _measure_to_target(self, target: float, started: float, deadline: float) -> None:
+        """More rounds until the interval is at most ``target`` wide (hi/lo - 1), or ``deadline``.
+
+        The interval is checked when the check is due (:class:`.blocks.IntervalTarget`: every
+        few rounds, its cost kept under a tenth of the time measured) and once more at the end.
+        """
+        check = self.target = IntervalTarget(target, time.perf_counter)
+        while True:
+            out_of_time = time.perf_counter() >= deadline
+            if (out_of_time or check.due()) and check.check(self.measure_ms["eager"], self.measure_ms["compiled"]):
+                return
+            if out_of_time:
+                self.warn(check.unmet_warning(time.perf_counter() - started))
+                return
+            self._measured_round(extra_round(self.options.block_size, self._rounds))
+
+    def _round_specs(self, plan: list[tuple[str, int]]) -> list[tuple[str, BlockSpec, list[str] | None]]:
+        """Each planned block's side, what the clock runs, and its input labels."""
+        specs = []
+        for side, n in plan:
+            calls, labels = self._calls(side, n)
+            spec = BlockSpec(self._step(side), calls, self._prepare(side), begin=functools.partial(self._set_stage, side))
+            specs.append((side, spec, labels))
+        return specs
+
+    def _set_stage(self, side: str) -> None:
+        self.stage = side
+
+    def _measured_round(self, plan: list[tuple[str, int]]) -> None:
+        """One measure round (the clock runs it; on a GPU pipelined), each block emitted as it is read.
+
+        A recompile refused by the ``fail_on_recompile`` stance drops the blocks of the round
+        not yet emitted; the recompile runs untimed (the compiled block's calls once), then
+        those blocks are measured again with the same inputs, and the run carries a warning.
+        """
+        waiting = self._round_specs(plan)  # not emitted yet
+        running = list(waiting)
+
+        def done(index: int, run: BlockRun) -> None:
+            item = running[index]
+            side, _spec, labels = item
+            self._emit_block(side, "measure", run, labels)
+            self.measure_ms[side].append(run.ms)
+            self.measured[side] += len(run.ms)
+            waiting[:] = [w for w in waiting if w is not item]  # by identity: calls hold tensors
+
         try:
-            self._block(side, "measure", n)
+            self.clock.run_round([spec for _, spec, _ in running], done)
         except RuntimeError as exc:
-            if not (self.stance_used and side == "compiled" and is_recompile_refusal(exc)):
+            if not (self.stance_used and self.stage == "compiled" and is_recompile_refusal(exc)):
                 raise
-            # The partial block is dropped; the recompile runs untimed, then the block again.
+            self.clock.sync()
             self._lift_stance()
             self.stance_used = False
             self.warn(f"recompiled during measurement ({_guard_failure(exc)}): that recompile ran untimed "
                       "and the block was measured again; later recompiles are timed")
-            self._next_input = saved
-            calls, _ = self._calls(side, n)
-            self._next_input = dict(saved)
-            self.stage = "compiled"
-            for args in calls:
-                self._mark_step()
-                self._step("compiled")(args)
+            running = list(waiting)
+            for side, spec, _ in running:
+                if side == "compiled":
+                    for args in spec.calls:
+                        self._mark_step()
+                        spec.step(args)
             self.clock.sync()
-            self._block(side, "measure", n)
-        self.measured[side] += n
+            self.clock.run_round([spec for _, spec, _ in running], done)
+        self._rounds += 1
 
     @staticmethod
     def _lift_stance() -> None:
