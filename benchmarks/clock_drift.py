@@ -124,7 +124,7 @@ def main(argv: list[str] | None = None) -> int:
                 def cl_blocks(size: int, blocks: int) -> float:
                     times: list[float] = []
                     for _ in range(blocks):
-                        ms, _ = clock.run_block(step, [(x,)] * size)
+                        ms = clock.run_block(step, [(x,)] * size).ms
                         times.extend(ms)
                         if size == 10:
                             by_position["first"].append(ms[0])

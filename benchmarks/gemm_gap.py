@@ -118,7 +118,8 @@ def main(argv: list[str] | None = None) -> int:
 
         def old_head_start() -> None:
             # before 2026-12-03: 1.5 x the whole block's queueing time, at least 0.2 ms
-            queue_ms = clock._queue_ms_per_call.get(step, 1.0)
+            known = clock._times.get(step)
+            queue_ms = known.queue_ms if known is not None else 1.0
             clock._sleep(int(max(1.5 * 10 * queue_ms, 0.2) * clock._calibrate()))
 
         methods: list[tuple[str, Callable[[], float]]] = [

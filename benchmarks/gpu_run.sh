@@ -8,6 +8,8 @@
 #   bash benchmarks/gpu_run.sh fidelity  # benchmarks/fidelity.py                 (~2 min)
 #   bash benchmarks/gpu_run.sh gap host  # bf16/TF32 GEMM vs do_bench, one difference at a time;
 #                                        # host-inclusive speedups with their interval (~2 min)
+#   bash benchmarks/gpu_run.sh host_factors  # host-inclusive time vs a plain loop, one factor at a time (~3-5 min)
+#   bash benchmarks/gpu_run.sh fidelity3     # fidelity.py in 3 interleaved rounds, 60 iterations (~5-8 min)
 # Several stages in one call: bash benchmarks/gpu_run.sh seed extra
 # On the device machine the missing wheels come from .whl (../shared/device/wheels.sh).
 set -uo pipefail
@@ -77,6 +79,20 @@ stage_fidelity() {
   step "timing fidelity"
   timeout "${FIDELITY_LIMIT:-300}" python3 benchmarks/fidelity.py --out "$OUT/fidelity.md" --iters 100 ${FIDELITY_ARGS:-} > "$OUT/fidelity.log" 2>&1
   echo "fidelity exit $?"; cat "$OUT/fidelity.md"
+}
+
+stage_host_factors() {
+  step "host-inclusive time: a plain loop against each factor, and compile-lab's host sub-blocks"
+  timeout "${HOST_FACTORS_LIMIT:-420}" python3 benchmarks/host_factors.py --out "$OUT/host_factors.md" \
+    --json "$OUT/host_factors.json" ${HOST_FACTORS_ARGS:-} > "$OUT/host_factors.log" 2>&1
+  echo "host_factors exit $?"; cat "$OUT/host_factors.md"; tail -5 "$OUT/host_factors.log"
+}
+
+stage_fidelity3() {
+  step "timing fidelity, 3 interleaved rounds (paired ratios: pipelined blocks against do_bench, host against a plain loop)"
+  timeout "${FIDELITY_LIMIT:-560}" python3 benchmarks/fidelity.py --out "$OUT/fidelity3.md" --iters 60 --rounds 3 \
+    ${FIDELITY_ARGS:-} > "$OUT/fidelity3.log" 2>&1
+  echo "fidelity exit $?"; cat "$OUT/fidelity3.md"; tail -5 "$OUT/fidelity3.log"
 }
 
 stage_gap() {
