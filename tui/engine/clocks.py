@@ -35,7 +35,7 @@ CUDA_EVENT = ClockInfo(
     device_time=True,
     resolution_ms=0.0005,
     too_fast_ms=0.01,
-    description="a pair of CUDA events per call, one synchronize per block (device time)",
+    description="a pair of CUDA events per call, device loops of both sides queued back to back (device time)",
 )
 PERF_COUNTER = ClockInfo(
     name="perf_counter",

@@ -144,10 +144,11 @@ class BlockTimed(Event):
 
     ``ms``: per-call times of the block's clock (``clock``, a :mod:`tui.engine.clocks` name);
     ``host_ms_per_call``: the block's host-inclusive time per call; ``labels``: one input label
-    per call (dynamic shapes), or None. ``t_start`` / ``t_end``: the worker's ``time.monotonic()``
-    (seconds; on Linux the same clock as the parent's) when the block's calls began to run and
-    when its results were read, so the parent can match telemetry samples to each side's
-    blocks; None when the worker did not say.
+    per call (dynamic shapes), or None. ``t_start`` / ``t_end``: when the block's timed calls ran,
+    in the worker's ``time.monotonic()`` seconds (on Linux the same clock as the parent's): on a
+    GPU the device loop's start and end on the GPU (its events, anchored to one event per round,
+    so the two sides' spans never overlap), on the CPU around the calls. The parent matches
+    telemetry samples to each side's blocks with them; None when the worker did not say.
     """
 
     NAME: ClassVar[str] = "block"
