@@ -292,6 +292,14 @@ class CompileLabApp(QueueActions, TrustActions, PreviousRuns, ExportActions, Gro
             self._regroup(record.group_id)
         if problem:
             self.notify(problem, title="History", severity="warning", markup=False)
+        summary = record.summary()  # computed by the session already: cached
+        if summary.verdict == "noisy" and record.group_id is None:
+            from tui.engine.verdict import RERUN_HINT
+
+            more = f" (+{len(summary.noise_reasons) - 1} more in details)" if len(summary.noise_reasons) > 1 else ""
+            self.notify(f"{workload_label(record.options)} {options_label(record.options)}: "
+                        f"{summary.noise_reasons[0]}{more}. {RERUN_HINT}.",
+                        title="Noisy: no number to trust", severity="warning", markup=False, timeout=8)
 
     # ----- the main screen's actions (bound here, so the footer lists them in this order) ---------
 
