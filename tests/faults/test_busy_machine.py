@@ -38,7 +38,12 @@ def _busy(count: int) -> list[subprocess.Popen]:
 
 @pytest.fixture(scope="module")
 def quiet(tmp_path_factory) -> dict[str, str]:
-    row = _run(tmp_path_factory.mktemp("quiet"), "quiet")
+    # A noisy run says so and asks for a re-run; the reference takes that advice, three times at most.
+    path = tmp_path_factory.mktemp("quiet")
+    for attempt in range(3):
+        row = _run(path, f"quiet{attempt}")
+        if row["verdict"] != "noisy":
+            break
     assert row["verdict"] == "faster", (
         f"the quiet run is {row['verdict']} ({row['noise_reasons']}); other processes used "
         f"{row['other_cpu_cores']} cores: these tests need a quiet machine")
