@@ -213,16 +213,17 @@ class FakeRun:
 
     def measure(self) -> None:
         """Alternating measured rounds (the last one short when block_size does not divide iters)."""
-        options, first = self.options, True
+        options, first, round_index = self.options, True, 0
         while min(self.measured.values()) < options.iters:
-            for side, n in blocks.measure_round(options.iters, options.block_size, self.measured):
+            # The real worker's plan: which side goes first alternates round by round.
+            for side, n in blocks.measure_round(options.iters, options.block_size, self.measured, round_index):
                 self.block(side, "measure", n)
                 self.measured[side] += n
             if first and self.behaviour == "spam":
                 _spam("x")
             if first:
                 _wait_for_gate()
-            first = False
+            first, round_index = False, round_index + 1
             if self.delay:
                 time.sleep(self.delay)
 
