@@ -8,6 +8,7 @@ import signal
 import pytest
 from rich.console import Console
 from textual.binding import Binding
+from textual.command import CommandList, CommandPalette
 
 from app_helpers import FAKE_WORKER, fake_runner, fake_worker_children, process_gone, wait_until
 from fakes.records import cuda_run_record
@@ -133,7 +134,15 @@ async def test_the_palette_runs_a_command(make_app):
         await pilot.press("ctrl+p")
         await pilot.pause()
         await pilot.press(*"toggle sidebar")
-        await pilot.pause(0.3)
+
+        def toggle_sidebar_on_top() -> bool:  # the search's hits arrive in batches, a quarter second apart
+            palette = app.screen
+            if not isinstance(palette, CommandPalette) or not palette._list_visible:
+                return False
+            hits = palette.query_one(CommandList)
+            return hits.highlighted == 0 and "Toggle sidebar" in str(hits.get_option_at_index(0).prompt)
+
+        await wait_until(pilot, toggle_sidebar_on_top, what="'Toggle sidebar' as the first hit")
         await pilot.press("enter")
         await wait_until(pilot, lambda: not app.query_one("#left").display, what="sidebar hidden")
 
