@@ -3,9 +3,9 @@
 Usage: ``python app_harness.py STATUS_FD BEHAVIOUR [WORKLOAD_FILE]``. The app (with its
 SIGTERM/SIGHUP handlers, as ``compile-lab`` installs them) queues two runs through the fake
 worker: a short ``ok`` run, then one whose fake worker behaves as BEHAVIOUR (``hang``,
-``slow``...). With BEHAVIOUR ``real`` both runs go through the real worker instead: a tiny
-eager pointwise run, then the user workload WORKLOAD_FILE for 100,000 iterations. It
-reports on the file descriptor STATUS_FD, one JSON line each:
+``slow``...). With BEHAVIOUR ``real`` both runs go through the real worker instead, with the
+app's warm spare: a tiny eager pointwise run, then the user workload WORKLOAD_FILE for 100,000
+iterations. It reports on the file descriptor STATUS_FD, one JSON line each:
 
 * ``{"appended": run_id, "status": ...}`` once a run is in the history;
 * ``{"measuring": run_id, "pid": worker_pid}`` at the second run's first measured block.
@@ -72,7 +72,9 @@ def main() -> int:
     telemetry = FakeSource(gpus=1, vary=False)
     telemetry.make_unavailable("no GPU in this test")
     if behaviour == "real":
-        runner = ReportingRunner(keep_spare=False)
+        # As the app runs by default: the second run's worker imports torch while the first one runs,
+        # and a spare for a third is waiting (or paused) when the app is killed: it must go too.
+        runner = ReportingRunner(keep_spare=True)
     else:
         runner = ReportingRunner(worker_argv=FAKE_WORKER, keep_spare=False, env={"FAKE_WORKER_DELAY": "0.05"})
     app = HarnessApp(runner=runner, telemetry=telemetry, history=ReportingHistory(), install_signal_handlers=True)
