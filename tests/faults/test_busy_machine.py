@@ -21,7 +21,7 @@ from tui import cli
 
 pytestmark = [pytest.mark.slow, pytest.mark.torch]
 
-RUN = ["run", "--workload", "pointwise", "--param", "n=2048", "--device", "cpu", "--iters", "200", "--block-size", "10",
+RUN = ["run", "--workload", "pointwise", "--param", "n=512", "--device", "cpu", "--iters", "200", "--block-size", "10",
        "--no-history", "--quiet"]  # fmt: skip
 
 
