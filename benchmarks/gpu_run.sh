@@ -10,6 +10,7 @@
 #                                        # host-inclusive speedups with their interval (~2 min)
 #   bash benchmarks/gpu_run.sh host_factors  # host-inclusive time vs a plain loop, one factor at a time (~3-5 min)
 #   bash benchmarks/gpu_run.sh fidelity3     # fidelity.py in 3 interleaved rounds, 60 iterations (~5-8 min)
+#   bash benchmarks/gpu_run.sh repeat_cnn    # CNN b64 reduce-overhead, two separate --repeat 3 runs (~4-6 min)
 # Several stages in one call: bash benchmarks/gpu_run.sh seed extra
 # On the device machine the missing wheels come from .whl (../shared/device/wheels.sh).
 set -uo pipefail
@@ -95,6 +96,25 @@ stage_fidelity3() {
   echo "fidelity exit $?"; cat "$OUT/fidelity3.md"; tail -5 "$OUT/fidelity3.log"
 }
 
+stage_repeat_cnn() {
+  step "CNN b64 reduce-overhead host speedup: two separate --repeat 3 runs (their intervals should overlap)"
+  for k in 1 2; do
+    sweep "${REPEAT_LIMIT:-240}" --workload cnn --param batch=64 --mode reduce-overhead --iters 400 --block-size 20 \
+      --repeat 3 --csv "$OUT/repeat_cnn_$k.csv" --json "$OUT/repeat_cnn_$k.json"
+  done
+  python3 - "$OUT"/repeat_cnn_*.csv <<'PY' | tee "$OUT/repeat_cnn.md"
+import csv, sys
+cols = ["workload", "params", "mode", "repeats", "verdict", "speedup", "speedup_ci_low", "speedup_ci_high",
+        "speedup_xproc_ci_low", "speedup_xproc_ci_high", "speedup_process_spread", "host_verdict", "host_speedup",
+        "host_speedup_ci_low", "host_speedup_ci_high", "host_speedup_xproc_ci_low", "host_speedup_xproc_ci_high",
+        "host_speedup_process_spread", "eager_host_median_ms", "compiled_host_median_ms", "noise_reasons", "warnings"]
+print("| file | " + " | ".join(cols) + " |"); print("|" + "---|" * (len(cols) + 1))
+for path in sys.argv[1:]:
+    for row in csv.DictReader(open(path)):
+        print(f"| {path.rsplit('/', 1)[-1]} | " + " | ".join((row.get(c) or "").replace("|", "/")[:300] for c in cols) + " |")
+PY
+}
+
 stage_gap() {
   step "GEMM: compile-lab vs do_bench, one difference at a time"
   timeout 150 python3 benchmarks/gemm_gap.py --out "$OUT/gemm_gap.md" > "$OUT/gemm_gap.log" 2>&1
@@ -124,7 +144,7 @@ PY
 table() {
   python3 - "$@" <<'PY'
 import csv, sys
-cols = ["workload", "params", "mode", "tf32", "status", "compile_s", "eager_median_ms", "compiled_median_ms",
+cols = ["workload", "params", "mode", "tf32", "status", "verdict", "host_verdict", "compile_s", "eager_median_ms", "compiled_median_ms",
         "speedup", "speedup_ci_low", "speedup_ci_high", "significant", "launch_bound", "eager_host_median_ms",
         "compiled_host_median_ms", "host_speedup", "accuracy", "sm_clock_mean_mhz", "throttle_reasons", "error"]
 print("| " + " | ".join(cols) + " |"); print("|" + "---|" * len(cols))

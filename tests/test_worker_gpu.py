@@ -13,7 +13,7 @@ from tui.engine.protocol import BlockTimed, Finished
 
 torch = pytest.importorskip("torch")
 
-from test_worker_process import worker_factory  # noqa: E402,F401  (the fixture)
+from test_worker_process import next_worker, worker_factory  # noqa: E402,F401  (the fixtures)
 
 pytestmark = [pytest.mark.gpu, pytest.mark.slow]
 
