@@ -13,7 +13,15 @@ from textual.app import App, ComposeResult
 from textual.screen import ModalScreen
 
 from tui.app.components.chart import IterationChart, format_ms
-from tui.app.components.chart_data import SeriesCache, downsample, series_from_record
+from tui.app.components.chart_data import (
+    SeriesCache,
+    chart_title,
+    downsample,
+    fit_legend,
+    legend_parts,
+    placeholder_text,
+    series_from_record,
+)
 
 TIMEOUT = 10.0
 
@@ -135,7 +143,7 @@ async def test_chart_empty_and_partial_records():
     async with app.run_test(size=(80, 24)) as pilot:
         await pilot.pause()
         chart = app.chart
-        assert any(line.strip() == "no run" for line in app.lines())
+        assert any(line.strip() == "no run selected" for line in app.lines())
         before = chart.redraw_count
         record = ChartRecord()
         chart.set_run(record)
@@ -303,3 +311,104 @@ def test_downsample_100k_is_fast_and_exact_at_the_extremes():
 )
 def test_format_ms(ms, text):
     assert format_ms(ms) == text
+
+
+# -- legend, placeholder, title ----------------------------------------------------------------
+
+
+def _full_legend_series():
+    record = make_record()
+    return series_from_record(record)
+
+
+def _text(parts) -> str:
+    return "".join(part.text for part in parts)
+
+
+def test_the_full_legend_fits_where_there_is_room():
+    parts = legend_parts(_full_legend_series(), 31234.0, {"eager": 3, "compiled": 12})
+    assert _text(parts) == "━ eager median 1.26ms ↑3  ━ compiled median 831µs ↑12  ⠒ compile/warm-up (31.2s↑)"
+    assert fit_legend(parts, 200) == parts
+
+
+@pytest.mark.parametrize(
+    "width, text",
+    [
+        (81, "━ eager median 1.26ms ↑3  ━ compiled median 831µs ↑12  ⠒ compile/warm-up (31.2s↑)"),
+        (80, "━ eager 1.26ms ↑3  ━ compiled 831µs ↑12  ⠒ compile/warm-up (31.2s↑)"),
+        (66, "━ eager 1.26ms ↑3  ━ compiled 831µs ↑12  ⠒ compile/warm-up"),
+        # 80 columns with the sidebar (43 cells): compile/warm-up goes before any median.
+        (43, "━ eager 1.26ms ↑3  ━ compiled 831µs ↑12"),
+        (38, "━ eager 1.26ms  ━ compiled 831µs"),
+        (31, "━ eager  ━ compiled"),
+        (12, "━ eager"),
+        (3, ""),
+    ],
+)
+def test_a_narrow_legend_drops_whole_words_by_priority(width, text):
+    parts = legend_parts(_full_legend_series(), 31234.0, {"eager": 3, "compiled": 12})
+    fitted = fit_legend(parts, width)
+    assert _text(fitted) == text
+    assert len(_text(fitted)) <= width
+    assert all(part in parts for part in fitted)  # parts are dropped whole, never cut
+
+
+async def test_the_legend_is_never_cut_mid_word_in_the_widget():
+    record = make_record()
+    record.samples["eager"][1].ms[0] = 40.0  # one clipped eager iteration: ↑1
+    for width in (45, 80, 120):
+        app = ChartHost(record)
+        async with app.run_test(size=(width, 24)) as pilot:
+            await pilot.pause()
+            legend = app.lines()[0].rstrip()
+            full = "━ eager median 1.26ms ↑1  ━ compiled median 831µs  ⠒ compile/warm-up (31.2s↑)"
+            words = full.split()
+            assert all(word in words for word in legend.split()), legend
+            assert "1.26ms" in legend and "831µs" in legend
+            if width < len(full):
+                assert "median" not in legend
+
+
+class _Run(ChartRecord):
+    def __init__(self, status: str, error_kind: str | None = None) -> None:
+        super().__init__()
+        self.status = status
+        self.error_kind = error_kind
+
+
+@pytest.mark.parametrize(
+    "record, text",
+    [
+        (None, "no run selected"),
+        (_Run("failed"), "run failed: no timing blocks"),
+        (_Run("failed", "compile_error"), "run failed (compile_error): no timing blocks"),
+        (_Run("cancelled"), "cancelled before any timing block"),
+        (_Run("queued"), "queued: no timing blocks yet"),
+        (_Run("done"), "no timing blocks to show"),
+        (_Run("measuring"), "waiting for timing blocks…"),
+        (ChartRecord(), "waiting for timing blocks…"),
+    ],
+)
+def test_the_placeholder_says_what_is_true(record, text):
+    assert placeholder_text(record) == text
+
+
+def test_the_title_names_the_run_where_it_fits():
+    assert chart_title(None, 80) == "iterations"
+    assert chart_title("pointwise n=512 inductor dyn=auto fp32 cpu", 80) == (
+        "iterations · pointwise n=512 inductor dyn=auto fp32 cpu")
+    assert chart_title("pointwise n=512 inductor dyn=auto fp32 cpu", 45) == "iterations"
+
+
+async def test_a_failed_run_without_blocks_says_so_and_the_title_names_it():
+    app = ChartHost(None)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.pause()
+        chart = app.chart
+        assert chart.border_title == "iterations"
+        before = chart.redraw_count
+        chart.set_run(_Run("failed", "worker_crashed"), "cnn inductor")
+        await redrawn(pilot, chart, before)
+        assert any(line.strip() == "run failed (worker_crashed): no timing blocks" for line in app.lines())
+        assert not any("waiting" in line for line in app.lines())
+        assert chart.border_title == "iterations · cnn inductor"

@@ -31,6 +31,7 @@ from tui.app.components.gpu_pane import GpuPane
 from tui.app.components.picker import Picker
 from tui.app.components.queue_view import QueueView
 from tui.app.components.results_table import COLUMNS, Cell, ResultsTable
+from tui.app.format import options_label, workload_label
 from tui.engine.protocol import Event, Started
 from tui.telemetry.model import normalize_uuid
 
@@ -209,7 +210,8 @@ class MainScreen(Screen):
 
     def watch_chart_run(self, record: RunRecord | None) -> None:
         if self._chart is not None:
-            self._chart.set_run(record)
+            label = f"{workload_label(record.options)} {options_label(record.options)}" if record is not None else None
+            self._chart.set_run(record, label)
 
     @on(ResultsTable.RunHighlighted)
     def _run_highlighted(self, message: ResultsTable.RunHighlighted) -> None:

@@ -14,6 +14,12 @@ which shows ``↑`` in the side's colour over their columns, and the legend coun
 (``↑3``); compile and warm-up iterations above the range sit on the top edge and the legend
 gives the slowest one's time.
 
+The legend fits its width by dropping whole words by priority (``chart_data.fit_legend``: the word
+"median" first, then the off-scale time, then compile/warm-up, before any median value), never by
+cutting one. The pane's title is "iterations", with the run's label where it fits whole; without a
+plot the chart says why, from the run's status (``chart_data.placeholder_text``): no run selected,
+run failed, cancelled before any timing block, or waiting for timing blocks.
+
 Redraws are timer-driven: ``set_run(record)`` and ``mark_dirty()`` only flag the chart; a
 timer (``max_fps``, 10 Hz by default) redraws from the record when flagged, never more than
 once per tick, and backs off so redrawing takes at most about a tenth of a core. Nothing is
@@ -31,7 +37,19 @@ from rich.style import Style
 from textual.strip import Strip
 from textual.widget import Widget
 
-from tui.app.components.chart_data import Bucket, RecordLike, Series, SeriesCache, downsample
+from tui.app.components.chart_data import (
+    TITLE,
+    Bucket,
+    RecordLike,
+    Series,
+    SeriesCache,
+    chart_title,
+    downsample,
+    fit_legend,
+    format_ms,
+    legend_parts,
+    placeholder_text,
+)
 
 __all__ = ["IterationChart", "RecordLike", "format_ms"]
 
@@ -49,15 +67,6 @@ _LAYERS = (
     "chart--compiled",
 )
 _LAYER = {name: i for i, name in enumerate(_LAYERS)}
-
-
-def format_ms(value: float) -> str:
-    """A time given in milliseconds, with its unit, in at most 6 characters: ``"812µs"``, ``"1.23ms"``, ``"31.2s"``."""
-    if value < 1.0:
-        return f"{value * 1000:.3g}µs"
-    if value < 1000.0:
-        return f"{value:.3g}ms"
-    return f"{value / 1000:.3g}s"
 
 
 @dataclass
@@ -137,6 +146,7 @@ class IterationChart(Widget):
         """Args: record: the run to show (or ``None``); max_fps: redraws per second at most (<= 10 advised)."""
         super().__init__(name=name, id=id, classes=classes)
         self._record = record
+        self._label: str | None = None
         self._max_fps = max_fps
         self._dirty = True
         self._not_before = 0.0
@@ -152,10 +162,15 @@ class IterationChart(Widget):
         """The run shown."""
         return self._record
 
-    def set_run(self, record: RecordLike | None) -> None:
-        """Show another run (or none); drawn at the next timer tick."""
+    def set_run(self, record: RecordLike | None, label: str | None = None) -> None:
+        """Show another run (or none), drawn at the next timer tick; ``label`` names it in the title where it fits."""
         self._record = record
+        self._label = label
         self._dirty = True
+        self._set_title()
+
+    def _set_title(self) -> None:
+        self.border_title = chart_title(self._label, self.outer_size.width)
 
     def mark_dirty(self) -> None:
         """The record's blocks changed; cheap, call it on every event."""
@@ -164,12 +179,14 @@ class IterationChart(Widget):
     # -- scheduling ----------------------------------------------------------------------
 
     def on_mount(self) -> None:
-        """Start the redraw timer."""
+        """Start the redraw timer; the pane's title."""
+        self.border_title = TITLE
         self.set_interval(1.0 / self._max_fps, self._tick, name="iteration-chart-redraw")
 
     def on_resize(self) -> None:
-        """Redraw at the new size (at once for the first frame)."""
+        """Redraw at the new size (at once for the first frame); the title shows the run's label if it fits."""
         self._dirty = True
+        self._set_title()
         if not self._strips:  # the first frame: draw now rather than a tick later
             self._tick()
 
@@ -220,8 +237,8 @@ class IterationChart(Widget):
 
     def _placeholder(self, series: dict[str, Series], width: int, height: int) -> list[list[Segment]]:
         """The legend and, mid-height, why there is no plot yet."""
-        message = "no run" if self._record is None else "waiting for timing blocks…"
-        lines: list[list[Segment]] = [self._legend(series, None)]
+        message = placeholder_text(self._record)
+        lines: list[list[Segment]] = [self._legend(series, width)]
         lines.extend([] for _ in range(1, height))
         if height > 1:
             lines[height // 2] = [Segment(message.center(width), self._style("chart--axis"))]
@@ -244,33 +261,19 @@ class IterationChart(Widget):
                 _paint_median(canvas, side, start, y_of(s.median))
             off_scale.extend(_paint_columns(canvas, side, buckets[side], hi, y_of))
         clipped = {side: s.count_above(hi) for side, s in series.items()}
-        lines = [self._legend(series, max(off_scale) if off_scale else None, clipped)]
+        lines = [self._legend(series, plot_w + _GUTTER + 1, max(off_scale) if off_scale else None, clipped)]
         markers = {y_of(s.median) // 4: f"chart--{side}" for side, s in series.items() if s.median is not None}
         lines.extend(self._plot_rows(canvas, lo, hi, markers))
         lines.append(self._x_axis(plot_w, span, series))
         return lines
 
     def _legend(
-        self, series: dict[str, Series], off_scale: float | None, clipped: dict[str, int] | None = None
+        self, series: dict[str, Series], width: int, off_scale: float | None = None,
+        clipped: dict[str, int] | None = None,
     ) -> list[Segment]:
-        """The legend: per side its median and how many steady-state iterations were clipped."""
-        axis = self._style("chart--axis")
-        segments: list[Segment] = []
-        for side in ("eager", "compiled"):
-            s = series.get(side)
-            if s is None:
-                continue
-            segments.append(Segment("━ ", self._style(f"chart--{side}")))
-            median = f" median {format_ms(s.median)}" if s.median is not None else ""
-            segments.append(Segment(f"{side}{median}", axis))
-            if clipped and clipped.get(side):
-                segments.append(Segment(f" ↑{clipped[side]}", self._style(f"chart--{side}")))
-            segments.append(Segment("  ", axis))
-        segments.append(Segment("⠒ ", self._style("chart--warmup")))
-        segments.append(Segment("compile/warm-up", axis))
-        if off_scale is not None:
-            segments.append(Segment(f" ({format_ms(off_scale)}↑)", axis))
-        return segments
+        """The legend, fitted to ``width`` by dropping its least important words (never cut mid-word)."""
+        parts = fit_legend(legend_parts(series, off_scale, clipped), width)
+        return [Segment(part.text, self._style(part.style)) for part in parts]
 
     def _plot_rows(self, canvas: _Canvas, lo: float, hi: float, markers: dict[int, str]) -> list[list[Segment]]:
         """The plot rows: y labels, the axis (``▶`` in a side's colour marks its median's row), the dots."""

@@ -17,7 +17,7 @@ from __future__ import annotations
 import math
 from bisect import bisect_right
 from dataclasses import dataclass
-from typing import Mapping, Protocol, Sequence
+from typing import Mapping, NamedTuple, Protocol, Sequence
 
 from tui.engine.stats import percentile
 
@@ -31,6 +31,12 @@ __all__ = [
     "series_from_record",
     "SeriesCache",
     "downsample",
+    "format_ms",
+    "LegendPart",
+    "legend_parts",
+    "fit_legend",
+    "placeholder_text",
+    "chart_title",
 ]
 
 SIDES = ("eager", "compiled")
@@ -216,3 +222,114 @@ def downsample(series: Series, columns: int, span: int) -> list[Bucket]:
                 )
             )
     return out
+
+
+def format_ms(value: float) -> str:
+    """A time given in milliseconds, with its unit, in at most 6 characters: ``"812µs"``, ``"1.23ms"``, ``"31.2s"``."""
+    if value < 1.0:
+        return f"{value * 1000:.3g}µs"
+    if value < 1000.0:
+        return f"{value:.3g}ms"
+    return f"{value / 1000:.3g}s"
+
+
+# ----- legend, title, placeholder (text only; the widget maps style names to colours) -----
+
+_KEEP = 9
+"""Priority of the parts never dropped (a side's mark and name)."""
+
+
+class LegendPart(NamedTuple):
+    """A piece of the legend: its text, its component class (``"chart--axis"``, ...) and its priority.
+
+    :func:`fit_legend` drops the parts of the lowest priority first, all of that priority at once
+    (both sides alike), so a narrow legend loses whole words, never half of one.
+    """
+
+    text: str
+    style: str
+    priority: int
+
+
+def legend_parts(series: Mapping[str, Series], off_scale: float | None = None,
+                 clipped: Mapping[str, int] | None = None) -> list[LegendPart]:
+    """The full legend: per side its mark, name, median and clipped count; then compile/warm-up.
+
+    Priorities, dropped first to last: the word "median" (2), the slowest off-scale compile or
+    warm-up time (3), the compile/warm-up item (4), the clipped counts (5), the median values (6).
+    """
+    parts: list[LegendPart] = []
+    for side in SIDES:
+        s = series.get(side)
+        if s is None:
+            continue
+        if parts:
+            parts.append(LegendPart("  ", "chart--axis", _KEEP))
+        parts.append(LegendPart("━ ", f"chart--{side}", _KEEP))
+        parts.append(LegendPart(side, "chart--axis", _KEEP))
+        if s.median is not None:
+            parts.append(LegendPart(" median", "chart--axis", 2))
+            parts.append(LegendPart(f" {format_ms(s.median)}", "chart--axis", 6))
+        if clipped and clipped.get(side):
+            parts.append(LegendPart(f" ↑{clipped[side]}", f"chart--{side}", 5))
+    parts.append(LegendPart("  " if parts else "", "chart--axis", 4))
+    parts.append(LegendPart("⠒ ", "chart--warmup", 4))
+    parts.append(LegendPart("compile/warm-up", "chart--axis", 4))
+    if off_scale is not None:
+        parts.append(LegendPart(f" ({format_ms(off_scale)}↑)", "chart--axis", 3))
+    return [part for part in parts if part.text]
+
+
+def fit_legend(parts: Sequence[LegendPart], width: int) -> list[LegendPart]:
+    """``parts`` without their least important ones until they fit in ``width`` cells.
+
+    Whole priority levels go at once; if the parts that are never dropped still do not fit, whole
+    items go from the end (a side's separator, mark and name together). Nothing is cut mid-word.
+    """
+    kept = list(parts)
+    for level in sorted({part.priority for part in parts if part.priority < _KEEP}):
+        if _width(kept) <= width:
+            break
+        kept = [part for part in kept if part.priority != level]
+    while kept and _width(kept) > width:
+        kept.pop()
+        while kept and kept[-1].text in ("  ", "━ ", "⠒ "):
+            kept.pop()  # no mark or separator left without its name
+    return kept
+
+
+def _width(parts: Sequence[LegendPart]) -> int:
+    return sum(len(part.text) for part in parts)
+
+
+def placeholder_text(record: object | None) -> str:
+    """What the chart says where it has nothing to plot: why, read from the run's status.
+
+    ``record`` may be any object; one without a ``status`` (a test double) is taken as running.
+    """
+    if record is None:
+        return "no run selected"
+    status = getattr(record, "status", None)
+    if status == "failed":
+        kind = getattr(record, "error_kind", None)
+        return f"run failed ({kind}): no timing blocks" if kind else "run failed: no timing blocks"
+    if status == "cancelled":
+        return "cancelled before any timing block"
+    if status == "queued":
+        return "queued: no timing blocks yet"
+    if status == "done":
+        return "no timing blocks to show"
+    return "waiting for timing blocks…"
+
+
+TITLE = "iterations"
+"""The chart pane's title; the run's label follows it where the whole label fits."""
+
+
+def chart_title(label: str | None, width: int) -> str:
+    """``"iterations · pointwise n=512 inductor"`` when that fits a border ``width`` cells wide, else ``"iterations"``."""
+    if label:
+        title = f"{TITLE} · {label}"
+        if len(title) <= width - 6:  # the border's corners and the spaces around the title
+            return title
+    return TITLE
