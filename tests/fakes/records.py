@@ -12,7 +12,17 @@ from typing import Any, Union
 
 from tui.engine.options import RunOptions
 from tui.engine.payloads import Accuracy, Diagnostics, Env, Memory
-from tui.engine.protocol import BlockTimed, Compiled, Finished, PhaseChanged, Started, WorkerWarning, make_event
+from tui.engine.kernels import Profile
+from tui.engine.protocol import (
+    BlockTimed,
+    Compiled,
+    Finished,
+    PhaseChanged,
+    Profiled,
+    Started,
+    WorkerWarning,
+    make_event,
+)
 from tui.engine.results import RunRecord
 from tui.telemetry.model import RunTelemetry
 
@@ -123,7 +133,7 @@ def full_record(run_id: str, *, failed: bool, group_id: str | None = None, repea
     multiplies its compiled times (another process of the same configuration).
     """
     options = full_instance(RunOptions, 1, workload="dynamic_shapes", device="cuda:0", dtype="bfloat16",
-                            mode="max-autotune", backend="aot_eager",
+                            mode="max-autotune", backend="aot_eager", profile=False,
                             params={"batch_sizes": "8,16", "width": 64})  # fmt: skip
     record = RunRecord(run_id, options, created=1764583810.25, group_id=group_id or run_id, repeat=repeat)
     record.apply(Started(t=0.1, run_id=run_id, env=full_instance(Env, 10), options={"as": "sent"}))
@@ -146,6 +156,7 @@ def full_record(run_id: str, *, failed: bool, group_id: str | None = None, repea
                                 labels=LABELS[:4], t_start=8.5, t_end=8.9))  # fmt: skip
     record.set_telemetry(full_instance(RunTelemetry, 40))
     accuracy, memory = full_instance(Accuracy, 30), full_instance(Memory, 50)
+    record.apply(Profiled(t=8.95, profile=full_instance(Profile, 70)))
     if failed:
         record.accuracy, record.memory = accuracy, memory
         record.flops_per_call, record.bytes_per_call = 2.5e9, 4.0e6

@@ -78,6 +78,9 @@ def _add_run_flags(parser: argparse.ArgumentParser, sweep: bool) -> None:
     timing.add_argument("--time-budget", type=float, metavar="S", help="stop measuring after S seconds")
     timing.add_argument("--l2-flush", action="store_true", default=None, help="flush the L2 cache between iterations (GPU)")
     timing.add_argument("--timeout", type=float, metavar="S", help=f"kill a run after S seconds (default {defaults.timeout_s:g})")
+    timing.add_argument("--no-profile", dest="profile", action="store_false", default=None,
+                        help="skip the profile pass after measuring (kernels per call, the kernel diff; "
+                             "never part of the timings)")
     timing.add_argument("--seed", type=int, metavar="N", help=f"random seed (default {defaults.seed})")
     timing.add_argument("--target-ci", type=float, metavar="F",
                         help="measure on (within --time-budget, else 60 s) until the speedup's 95%% interval is at "
@@ -167,6 +170,7 @@ def options_from_args(args: argparse.Namespace, sweep: bool = False) -> RunOptio
         ("timeout", "timeout_s"),
         ("memory_limit", "memory_limit_gb"),
         ("seed", "seed"),
+        ("profile", "profile"),
         ("target_ci", "target_ci"),
         ("noise_threshold", "noise_threshold"),
     ):

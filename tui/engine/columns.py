@@ -17,6 +17,7 @@ import math
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Callable
 
+from tui.engine.kernels import top_kernels_text
 from tui.engine.summary import RunSummary
 
 if TYPE_CHECKING:
@@ -72,6 +73,23 @@ def _outlier_columns(side: str) -> list[Column]:
     return [
         Column(f"{side}_outliers_mild", count("mild"), f"{side} samples 1.5-3 IQR beyond a quartile"),
         Column(f"{side}_outliers_severe", count("severe"), f"{side} samples over 3 IQR beyond a quartile"),
+    ]
+
+
+def _profile_columns() -> list[Column]:
+    def per_call(side: str, name: str) -> Getter:
+        def get(record: RunRecord, summary: RunSummary) -> Any:
+            profile = record.profile
+            return getattr(profile.side(side), name) if profile is not None and profile.available else None
+
+        return get
+
+    launches = "kernel launches (CUDA-graph replays apart) per {} call; on the CPU each kernel is one"
+    return [
+        *(Column(f"{side}_kernels_per_call", per_call(side, "kernels_per_call"),
+                 f"kernels run per {side} call (the profile pass after measuring)") for side in ("eager", "compiled")),
+        *(Column(f"{side}_launches_per_call", per_call(side, "launches_per_call"), launches.format(side))
+          for side in ("eager", "compiled")),
     ]
 
 
@@ -157,6 +175,11 @@ COLUMNS: tuple[Column, ...] = (
            "largest / smallest per-process speedup (1: the processes agree)"),
     Column("host_speedup_process_spread", lambda r, s: _group(r, "host_speedup_process_spread"),
            "largest / smallest per-process host_speedup"),
+    *_profile_columns(),
+    Column("top_kernels", lambda r, s: top_kernels_text(r.profile),
+           "each side's 3 costliest kernels with their share of its kernel time (profile pass)"),
+    Column("profile_s", lambda r, s: r.profile.profile_s if r.profile else None,
+           "the profile pass's own cost, its re-compile included, seconds (never in the timings)"),
 )  # fmt: skip
 
 def _group(record: RunRecord, name: str, alone: Any = None) -> Any:

@@ -213,6 +213,8 @@ class RunOptions:
     train: bool = False
     compile_optimizer: bool = False
     seed: int = 0
+    profile: bool = True
+    """A profile pass after measuring (tui.engine.kernels: kernels per call, the kernel diff); never in the timings."""
 
     # ----- validation -------------------------------------------------
 
@@ -228,6 +230,8 @@ class RunOptions:
         self._check_measurement(device)
         if self.compile_optimizer and not self.train:
             raise OptionsError("compile_optimizer", "only applies with train")
+        if not isinstance(self.profile, bool):
+            raise OptionsError("profile", f"{echo(self.profile)} is not allowed (allowed: true, false)")
         _check_python(self.python)
         return dataclasses.replace(self, workload=workload, device=device, params=params)
 

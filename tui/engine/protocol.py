@@ -13,7 +13,7 @@ Parent -> worker (one line on the worker's stdin)::
 Worker -> parent: ``{"v": PROTOCOL_VERSION, "event": NAME, "t": seconds since the worker
 started, ...fields}``, the fields being those of the event's dataclass below
 (:class:`Ready`, :class:`Started`, :class:`PhaseChanged`, :class:`WorkerWarning`,
-:class:`Compiled`, :class:`BlockTimed`, :class:`Finished`, :class:`Failed`).
+:class:`Compiled`, :class:`BlockTimed`, :class:`Profiled`, :class:`Finished`, :class:`Failed`).
 
 Version 2 renamed a block's ``wall_ms_per_call`` to ``host_ms_per_call`` (one name for the
 host-inclusive time per call, from the worker to the CSV) and typed every payload.
@@ -25,6 +25,7 @@ import json
 from dataclasses import dataclass, field, fields
 from typing import Any, ClassVar
 
+from tui.engine.kernels import Profile
 from tui.engine.payloads import Accuracy, Diagnostics, Env, Memory
 from tui.typed import FieldError, decode_fields, encode_fields, finite
 
@@ -42,6 +43,7 @@ __all__ = [
     "WorkerWarning",
     "Compiled",
     "BlockTimed",
+    "Profiled",
     "Finished",
     "Failed",
     "ProtocolError",
@@ -171,6 +173,14 @@ class BlockTimed(Event):
 
 
 @dataclass(frozen=True)
+class Profiled(Event):
+    """The profile pass ran after the last timing block (or was skipped, or failed: ``profile.why``)."""
+
+    NAME: ClassVar[str] = "profiled"
+    profile: Profile = field(default_factory=Profile)
+
+
+@dataclass(frozen=True)
 class Finished(Event):
     """The run ended well: everything measured after the timing blocks."""
 
@@ -199,7 +209,8 @@ class Failed(Event):
 
 
 _EVENT_TYPES: dict[str, type[Event]] = {
-    cls.NAME: cls for cls in (Ready, Started, PhaseChanged, WorkerWarning, Compiled, BlockTimed, Finished, Failed)
+    cls.NAME: cls for cls in (Ready, Started, PhaseChanged, WorkerWarning, Compiled, BlockTimed, Profiled, Finished,
+                              Failed)
 }
 EVENTS = tuple(_EVENT_TYPES)
 _FIELDS = {cls: {f.name for f in fields(cls)} for cls in _EVENT_TYPES.values()}

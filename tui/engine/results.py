@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Any, Callable, Iterator
 
+from tui.engine.kernels import Profile
 from tui.engine.options import RunOptions
 from tui.engine.payloads import Accuracy, Diagnostics, Env, Memory
 from tui.engine.protocol import (
@@ -26,6 +27,7 @@ from tui.engine.protocol import (
     Event,
     Failed,
     Finished,
+    Profiled,
     PhaseChanged,
     Ready,
     Started,
@@ -91,6 +93,8 @@ class RunRecord:
     memory: Memory = field(default_factory=Memory)
     flops_per_call: float | None = None
     bytes_per_call: float | None = None
+    profile: Profile | None = None
+    """The profile pass after measuring (None: the worker sent none, or an old record)."""
     warnings: list[str] = field(default_factory=list)
     error_kind: str | None = None
     error_message: str | None = None
@@ -171,6 +175,9 @@ class RunRecord:
             self._measured_iters += len(block.ms)
             if block.host_ms_per_call is not None:
                 self._measured_s += block.host_ms_per_call * len(block.ms) / 1000
+
+    def _on_profiled(self, event: Profiled) -> None:
+        self.profile = event.profile
 
     def _on_finished(self, event: Finished) -> None:
         self.diagnostics = _merged(self.diagnostics, event.diagnostics)
@@ -378,6 +385,7 @@ class RunRecord:
             "memory": self.memory.to_json(),
             "flops_per_call": self.flops_per_call,
             "bytes_per_call": self.bytes_per_call,
+            "profile": None if self.profile is None else self.profile.to_json(),
             "warnings": list(self.warnings),
             "error_kind": self.error_kind,
             "error_message": self.error_message,
@@ -441,6 +449,7 @@ class _StoredRun:
     memory: Memory = field(default_factory=Memory)
     flops_per_call: float | None = None
     bytes_per_call: float | None = None
+    profile: Profile | None = None
     warnings: tuple[str, ...] = ()
     error_kind: str | None = None
     error_message: str | None = None
@@ -460,6 +469,7 @@ _HANDLERS: dict[type, Callable[[RunRecord, Any], None]] = {
     WorkerWarning: RunRecord._on_warning,
     Compiled: RunRecord._on_compiled,
     BlockTimed: RunRecord._on_block,
+    Profiled: RunRecord._on_profiled,
     Finished: RunRecord._on_finished,
     Failed: RunRecord._on_failed,
 }

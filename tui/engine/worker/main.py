@@ -10,6 +10,7 @@ checking_accuracy, measuring, diagnosing. It ends with ``finished`` (exit 0) or
 By hand: ``python -m tui.engine.worker < command.json`` (a regular file; a pipe that
 closes right after the command ends the run, since EOF on stdin means the parent left).
 Set ``COMPILE_LAB_EXPLAIN=1`` for a separate ``torch._dynamo.explain`` pass after measuring.
+Unless ``profile`` is false, a profile pass (:mod:`.profile`) follows: event ``profiled``.
 """
 
 from __future__ import annotations
@@ -27,7 +28,18 @@ import torch
 from tui.engine.catalog import echo, is_user_workload
 from tui.engine.options import OptionsError, RunOptions
 from tui.engine.payloads import Accuracy, Diagnostics, Memory
-from tui.engine.protocol import Compiled, Event, Failed, Finished, PhaseChanged, Ready, Started, WorkerWarning
+from tui.engine.kernels import Profile
+from tui.engine.protocol import (
+    Compiled,
+    Event,
+    Failed,
+    Finished,
+    PhaseChanged,
+    Profiled,
+    Ready,
+    Started,
+    WorkerWarning,
+)
 from tui.engine.worker import diagnostics, envinfo
 from tui.engine.worker.accuracy import judge, tolerances
 from tui.engine.worker.channel import (
@@ -315,6 +327,7 @@ class WorkerRun:
         if os.environ.get(EXPLAIN_ENV) == "1" and not built.train:
             report = dataclasses.replace(
                 report, explain=diagnostics.explain_pass(built.eager_step, (built.input_sets[0],)))
+        self.emit(Profiled(profile=self._profile(bench, options, built)))
         self.emit(Finished(
             compile_s=compile_s,
             diagnostics=report,
@@ -342,6 +355,17 @@ class WorkerRun:
             self.warn(f"recompiled {during_measure} time(s) during measurement: "
                       "those compiled blocks include compile time")
         return report
+
+    def _profile(self, bench: Benchmark, options: RunOptions, built: Any) -> Profile:
+        """The profile pass (after every timing block and the diagnostics: it re-compiles), or why it did not run."""
+        if not options.profile:
+            return Profile(available=False, why="skipped (profile: false)")
+        from tui.engine.worker.profile import run_profile
+
+        result = run_profile(built, make_compile_fn(options), bench.cuda, prepare=bench.mark_step)
+        if not result.available:
+            self.warn(f"profile unavailable: {result.why}")
+        return result
 
     def _flops(self, built: Any) -> float | None:
         """FLOPs per call (None when they cannot be counted; a warning says why)."""

@@ -139,6 +139,10 @@ class Benchmark:
             if mark is not None:
                 mark()
 
+    def mark_step(self) -> None:
+        """Before each compiled call outside the timing blocks (the profile pass): as :meth:`_mark_step`."""
+        self._mark_step()
+
     def _step(self, side: str) -> Step:
         if side == "eager":
             return self.built.eager_step

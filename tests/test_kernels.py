@@ -1,0 +1,142 @@
+"""tui.engine.kernels: profiler events -> per-side kernel counts and the kernel diff, without torch.
+
+The events below are what ``torch.profiler`` gave for pointwise (``sin(x * 2) + x``) on this
+CPU with torch 2.13, flattened the way the worker flattens them (:func:`tui.engine.worker.profile.flatten`).
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from tui.engine.kernels import (
+    KernelRow,
+    Profile,
+    RawEvent,
+    SideProfile,
+    kernel_diff,
+    provenance_ops,
+    side_profile,
+    top_kernels_text,
+)
+from tui.engine.protocol import Profiled, decode, encode
+
+CALLS = 2
+
+
+def _eager_call() -> list[RawEvent]:
+    return [
+        RawEvent("aten::mul", self_us=20.0, total_us=67.0, top_op=True),
+        RawEvent("aten::to", self_us=5.0, total_us=46.0),  # the Python scalar 2, inside aten::mul
+        RawEvent("aten::_to_copy", self_us=29.0, total_us=41.0),
+        RawEvent("aten::empty_strided", self_us=4.0, total_us=4.0),
+        RawEvent("aten::copy_", self_us=8.0, total_us=8.0),
+        RawEvent("aten::sin", self_us=2500.0, total_us=2500.0, top_op=True),
+        RawEvent("aten::add", self_us=750.0, total_us=750.0, top_op=True),
+    ]
+
+
+def _compiled_call() -> list[RawEvent]:
+    return [
+        RawEvent("TorchDynamo Cache Lookup", self_us=20.0, total_us=20.0),
+        RawEvent("Torch-Compiled Region: 0/0", self_us=68.0, total_us=120.0),
+        RawEvent("Pregraph bytecode", self_us=5.0, total_us=5.0),
+        RawEvent("AOTDispatcher Runtime Wrapper Prologue", self_us=9.0, total_us=9.0),
+        RawEvent("## Call CompiledFxGraph fcxq4s4n ##", self_us=23.0, total_us=38.0),
+        RawEvent("graph_0_cpp_fused_add_mul_sin_0", self_us=15.0, total_us=15.0),
+        RawEvent("aten::empty_strided", self_us=1.0, total_us=1.0, top_op=True),  # an allocation: no kernel
+    ]
+
+
+MAPPING = {
+    "preToPost": {"mul": ["mul"], "sin": ["sin"], "add": ["add"]},
+    "postToPre": {"mul": ["mul"], "sin": ["sin"], "add": ["add"]},
+    "cppCodeToPost": {"cpp_fused_add_mul_sin_0:1": ["add", "sin", "mul"]},
+    "postToCppCode": {"add": ["cpp_fused_add_mul_sin_0:1"]},
+    "version": 2.0,
+}
+
+
+def _sides() -> tuple[SideProfile, SideProfile]:
+    eager = side_profile(_eager_call() * CALLS, CALLS, cuda=False, wall_s=0.01)
+    compiled = side_profile(_compiled_call() * CALLS, CALLS, cuda=False)
+    return eager, compiled
+
+
+def test_pointwise_on_the_cpu_is_three_eager_ops_and_one_compiled_kernel_per_call():
+    eager, compiled = _sides()
+    assert (eager.kernels_per_call, eager.launches_per_call, eager.graph_launches_per_call) == (3, 3, 0)
+    assert [row.name for row in eager.kernels] == ["aten::sin", "aten::add", "aten::mul"]
+    assert eager.kernels[0] == KernelRow("aten::sin", calls=2, total_ms=5.0, share=pytest.approx(2500 / 3317))
+    assert eager.kernel_ms_per_call == pytest.approx(3.317)
+    assert eager.wall_ms_per_call == pytest.approx(5.0)
+    assert (compiled.kernels_per_call, compiled.launches_per_call) == (1, 1)
+    assert compiled.kernels == (KernelRow("graph_0_cpp_fused_add_mul_sin_0", 2, 0.03, 1.0),)
+    assert compiled.wall_ms_per_call is None
+
+
+def test_on_a_gpu_device_events_are_kernels_and_launches_are_counted_apart_from_graph_replays():
+    events = [
+        RawEvent("aten::mul", total_us=10.0, top_op=True),
+        RawEvent("cudaLaunchKernel", total_us=4.0),
+        RawEvent("void at::native::vectorized_elementwise_kernel<...>", device="cuda", self_us=3.0, total_us=3.0),
+        RawEvent("cudaGraphLaunch", total_us=6.0),
+        RawEvent("triton_poi_fused_add_mul_sin_0", device="cuda", self_us=1.0, total_us=1.0),
+    ]
+    side = side_profile(events, 1, cuda=True)
+    assert (side.kernels_per_call, side.launches_per_call, side.graph_launches_per_call) == (2, 1, 1)
+    assert side.kernel_ms_per_call == pytest.approx(0.004)
+    assert [row.name for row in side.kernels][0].startswith("void at::native")
+
+
+def test_the_kernel_diff_maps_the_fused_kernel_to_its_three_eager_ops():
+    eager, compiled = _sides()
+    (group,) = kernel_diff(MAPPING, eager, compiled)
+    assert group.kernel == "cpp_fused_add_mul_sin_0"
+    assert group.ops == ("aten::add", "aten::mul", "aten::sin")
+    assert group.nodes == ("add", "sin", "mul")
+    assert group.eager_ms_per_call == pytest.approx(3.317)
+    assert group.compiled_ms_per_call == pytest.approx(0.015)
+
+
+def test_the_kernel_diff_reads_fx_node_names_and_refuses_a_mapping_without_kernels():
+    assert provenance_ops("mul_1") == "aten::mul" and provenance_ops("convolution") == "aten::convolution"
+    eager, compiled = _sides()
+    with pytest.raises(ValueError, match="no kernel entries"):
+        kernel_diff({"preToPost": {}, "version": 2.0}, eager, compiled)
+    triton = {"tritonCodeToPost": {"triton_poi_fused_mul_0:3": ["mul_1"], "extern_kernels.mm:4": []}}
+    (group,) = kernel_diff(triton, eager, compiled)  # a kernel without nodes is left out
+    assert (group.kernel, group.ops, group.compiled_ms_per_call) == ("triton_poi_fused_mul_0", ("aten::mul",), None)
+
+
+def test_the_compact_cell_and_an_unavailable_profile():
+    eager, compiled = _sides()
+    profile = Profile(available=True, eager=eager, compiled=compiled)
+    assert top_kernels_text(profile) == ("eager: aten::sin 75%, aten::add 23%, aten::mul 2%; "
+                                         "compiled: graph_0_cpp_fused_add_mul_sin_0 100%")  # fmt: skip
+    assert top_kernels_text(None) is None
+    assert top_kernels_text(Profile(available=False, why="skipped")) is None
+
+
+def test_a_profile_travels_on_its_event_and_is_checked_once():
+    eager, compiled = _sides()
+    profile = Profile(available=True, activities=("cpu",), calls=CALLS, profile_s=1.5, compile_s=1.25, eager=eager,
+                      compiled=compiled, diff=kernel_diff(MAPPING, eager, compiled))  # fmt: skip
+    assert decode(encode(Profiled(t=3.0, profile=profile))) == Profiled(t=3.0, profile=profile)
+    decoded, problems = Profile.decode({"available": True, "eager": {"kernels_per_call": "three"}}, "profile")
+    assert decoded.eager.kernels_per_call is None and problems and "kernels_per_call" in problems[0]
+
+
+def test_a_side_needs_at_least_one_call():
+    with pytest.raises(ValueError):
+        side_profile([], 0, cuda=False)
+
+
+def test_a_record_keeps_its_profile_through_json():
+    from tui.engine.results import RunRecord
+
+    eager, compiled = _sides()
+    record = RunRecord("20261203-000000-abcdef")
+    record.apply(Profiled(t=1.0, profile=Profile(available=True, eager=eager, compiled=compiled, profile_s=0.5)))
+    again, problems = RunRecord.decode(record.to_json(samples=False))
+    assert problems == [] and again.profile == record.profile
+    assert RunRecord.decode({**record.to_json(samples=False), "profile": None})[0].profile is None

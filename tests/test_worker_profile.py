@@ -1,0 +1,96 @@
+"""The profile pass in-process on the CPU: a whole worker run (pointwise, tiny), its events in order.
+
+Two real runs with inductor (the second hits the FX-graph cache): kept small, marked slow.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+
+import pytest
+
+torch = pytest.importorskip("torch")
+
+from tui.engine.columns import csv_row  # noqa: E402
+from tui.engine.options import RunOptions  # noqa: E402
+from tui.engine.protocol import BlockTimed, Finished, PhaseChanged, Profiled  # noqa: E402
+from tui.engine.results import RunRecord  # noqa: E402
+from tui.engine.worker import profile as profile_module  # noqa: E402
+from tui.engine.worker.main import WorkerRun  # noqa: E402
+
+pytestmark = [pytest.mark.slow, pytest.mark.torch]
+
+OPTIONS = RunOptions(workload="pointwise", params={"n": 64}, warmup=1, iters=4, block_size=2)
+
+
+class Recorder:
+    """The worker's channel, in memory."""
+
+    def __init__(self) -> None:
+        self.events: list = []
+
+    def emit(self, event) -> None:
+        self.events.append(event)
+
+
+def _run(options: RunOptions) -> tuple[list, RunRecord]:
+    recorder = Recorder()
+    line = json.dumps({"command": "run", "run_id": "profile-test", "options": options.to_dict()}).encode()
+    assert WorkerRun(recorder).execute(line) == 0
+    record = RunRecord("profile-test", options.validated())
+    for event in recorder.events:
+        record.apply(event)
+    return recorder.events, record
+
+
+def test_pointwise_profile_three_eager_ops_one_fused_kernel_after_the_last_timing_block():
+    events, record = _run(OPTIONS)
+    kinds = [type(e) for e in events]
+    profiled = kinds.index(Profiled)
+    last_block = max(i for i, e in enumerate(events) if isinstance(e, BlockTimed))
+    last_phase = max(i for i, e in enumerate(events) if isinstance(e, PhaseChanged))
+    assert last_block < last_phase < profiled < kinds.index(Finished) == len(events) - 1
+    assert events[last_phase].phase == "diagnosing"
+
+    profile = record.profile
+    assert profile is not None and profile.available, profile
+    eager, compiled = profile.eager, profile.compiled
+    assert sorted(row.name for row in eager.kernels) == ["aten::add", "aten::mul", "aten::sin"]
+    assert eager.kernels_per_call == 3 and all(row.calls == profile.calls for row in eager.kernels)
+    assert compiled.kernels_per_call == 1
+    assert re.match(r"graph_\d+_cpp_fused_add_mul_sin", compiled.kernels[0].name)
+    (group,) = profile.diff
+    assert group.kernel.startswith("cpp_fused_add_mul_sin") and group.ops == ("aten::add", "aten::mul", "aten::sin")
+    assert group.compiled_ms_per_call is not None and group.eager_ms_per_call is not None
+    assert profile.profile_s > profile.compile_s > 0
+
+    row = csv_row(record)
+    assert (row["eager_kernels_per_call"], row["compiled_kernels_per_call"]) == ("3", "1")
+    assert (row["eager_launches_per_call"], row["compiled_launches_per_call"]) == ("3", "1")
+    assert re.search(r"; compiled: graph_\d+_cpp_fused_add_mul_sin\w* 100%$", row["top_kernels"]), row["top_kernels"]
+    assert json.loads(json.dumps(record.to_json(samples=False)))["profile"]["diff"][0]["ops"] == list(group.ops)
+
+
+def test_a_profiler_that_raises_leaves_the_run_finished_with_the_profile_unavailable(monkeypatch):
+    def broken(*args, **kwargs):
+        raise RuntimeError("Kineto is not available here")
+
+    monkeypatch.setattr(torch.profiler, "profile", broken)
+    events, record = _run(OPTIONS)
+    assert isinstance(events[-1], Finished) and record.status == "done"
+    assert record.profile is not None and not record.profile.available
+    assert record.profile.why == "the profile pass raised RuntimeError: Kineto is not available here"
+    assert record.profile.profile_s is not None
+    assert any(w.startswith("profile unavailable: the profile pass raised RuntimeError") for w in record.warnings)
+    row = csv_row(record)
+    assert row["eager_kernels_per_call"] == "" and row["top_kernels"] == ""
+    assert record.summary().speedup is not None  # the timings are whole
+
+
+def test_no_profile_skips_the_pass(monkeypatch):
+    monkeypatch.setattr(profile_module, "run_profile", lambda *a, **k: pytest.fail("the pass ran"))
+    events, record = _run(RunOptions(workload="pointwise", params={"n": 64}, backend="eager", warmup=1, iters=2,
+                                     block_size=2, profile=False))  # fmt: skip
+    assert record.profile is not None
+    assert (record.profile.available, record.profile.why) == (False, "skipped (profile: false)")

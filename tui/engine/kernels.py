@@ -1,0 +1,233 @@
+"""The profile pass's result as typed data, and the torch-free parsing that builds it.
+
+The worker (:mod:`tui.engine.worker.profile`) runs a few calls of each side under
+``torch.profiler`` after measuring, flattens the profiler's events into :class:`RawEvent` s
+and hands them here: :func:`side_profile` counts a side's kernels, launches and kernel time,
+:func:`kernel_diff` reads inductor's provenance mapping (compiled kernel -> post-grad FX
+nodes) into which eager ops went into which compiled kernel. No torch here, so the parsing
+is tested on plain lists.
+
+What counts as a kernel:
+
+* on a GPU, every device event (CUDA activity) is one kernel execution; launches are the host's
+  ``cudaLaunchKernel`` / ``cuLaunchKernel`` calls, and CUDA-graph replays
+  (``cudaGraphLaunch``) are counted apart;
+* on the CPU, eager kernels are the top-level ``aten::`` ops (an op called by another op is
+  part of it: ``aten::mul`` by a Python scalar calls ``aten::to``), allocation and view ops
+  left out; inductor's C++ kernels are the ``graph_N_cpp_...`` ranges that
+  ``cpp.enable_kernel_profile`` adds, plus the top-level aten ops the compiled graph calls
+  (extern kernels such as ``aten::mm``). Each is one call from the host, so on the CPU
+  launches equal kernels.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import defaultdict
+from dataclasses import dataclass, field
+from typing import Any, Iterable, Mapping, Sequence
+
+from tui.typed import JsonRecord
+
+__all__ = [
+    "RawEvent", "KernelRow", "SideProfile", "KernelGroup", "Profile", "side_profile", "kernel_diff",
+    "provenance_ops", "top_kernels_text", "LAUNCH_NAMES", "GRAPH_LAUNCH_NAMES", "NOT_KERNELS",
+]  # fmt: skip
+
+LAUNCH_NAMES = frozenset({"cudaLaunchKernel", "cuLaunchKernel", "cudaLaunchKernelExC", "cuLaunchKernelEx",
+                          "cudaLaunchCooperativeKernel"})  # fmt: skip
+GRAPH_LAUNCH_NAMES = frozenset({"cudaGraphLaunch", "cuGraphLaunch"})
+#: Top-level CPU ops that compute nothing (allocation, views): not kernels on either side.
+NOT_KERNELS = frozenset({
+    "aten::empty", "aten::empty_strided", "aten::empty_like", "aten::as_strided", "aten::view", "aten::reshape",
+    "aten::_reshape_alias", "aten::detach", "aten::detach_", "aten::alias", "aten::lift_fresh", "aten::t",
+    "aten::transpose", "aten::permute", "aten::expand", "aten::squeeze", "aten::unsqueeze", "aten::resize_",
+    "aten::set_", "aten::_unsafe_view", "aten::slice", "aten::select", "aten::split", "aten::chunk",
+})  # fmt: skip
+_CPP_KERNEL = re.compile(r"^(graph_\d+_)?cpp_")
+_GRAPH_PREFIX = re.compile(r"^graph_\d+_")
+_HANDLE = re.compile(r":\d+$")
+_NODE_SUFFIX = re.compile(r"_\d+$")
+TOP_KERNELS = 10
+
+
+@dataclass(frozen=True)
+class RawEvent:
+    """One profiler event, flattened by the worker (times in microseconds).
+
+    ``device``: ``cpu`` (a host range: an op, a kernel-profile range, a runtime call) or
+    ``cuda`` (a kernel on the GPU). ``top_op``: an ``aten::`` op with no ``aten::`` op above it.
+    """
+
+    name: str
+    device: str = "cpu"
+    self_us: float = 0.0
+    total_us: float = 0.0
+    top_op: bool = False
+
+
+@dataclass(frozen=True)
+class KernelRow(JsonRecord):
+    """One kernel (by name) of one side: executions over the profiled calls, total time, share of the side's."""
+
+    name: str = ""
+    calls: int = 0
+    total_ms: float = 0.0
+    share: float = 0.0
+
+
+@dataclass(frozen=True)
+class SideProfile(JsonRecord):
+    """One side under the profiler: per-call counts and times, and its kernels by time (largest first).
+
+    ``kernel_ms_per_call``: the kernels' device time per call on a GPU, their CPU time on the CPU.
+    ``launches_per_call``: kernel launches from the host; ``graph_launches_per_call``: CUDA-graph
+    replays (0 on the CPU). ``wall_ms_per_call``: the profiled loop per call, profiler overhead included.
+    """
+
+    calls: int = 0
+    kernels_per_call: float | None = None
+    launches_per_call: float | None = None
+    graph_launches_per_call: float | None = None
+    kernel_ms_per_call: float | None = None
+    wall_ms_per_call: float | None = None
+    kernels: tuple[KernelRow, ...] = ()
+
+
+@dataclass(frozen=True)
+class KernelGroup(JsonRecord):
+    """One compiled kernel and the eager ops inductor made it from (its provenance tracking).
+
+    ``nodes``: the post-grad FX nodes; ``ops``: their ``aten::`` ops; ``eager_ms_per_call``: what
+    those ops took per eager call (an op in two groups counts in both); ``compiled_ms_per_call``:
+    the kernel's own time per compiled call (None when the profile did not see it).
+    """
+
+    kernel: str = ""
+    ops: tuple[str, ...] = ()
+    nodes: tuple[str, ...] = ()
+    eager_ms_per_call: float | None = None
+    compiled_ms_per_call: float | None = None
+
+
+@dataclass(frozen=True)
+class Profile(JsonRecord):
+    """The profile pass of one configuration, after measuring (never part of the timings).
+
+    ``available`` False: ``why`` says why (skipped, or the profiler raised). ``profile_s``: the pass's
+    own cost in seconds, its re-compile included; ``compile_s``: that re-compile alone (on the CPU
+    inductor compiles once more with ``cpp.enable_kernel_profile``, another FX-graph cache key).
+    ``diff_why``: why the kernel diff is empty (provenance tracking missing from this torch, ...).
+    """
+
+    available: bool = False
+    why: str | None = None
+    activities: tuple[str, ...] = ()
+    calls: int = 0
+    profile_s: float | None = None
+    compile_s: float | None = None
+    eager: SideProfile = field(default_factory=SideProfile)
+    compiled: SideProfile = field(default_factory=SideProfile)
+    diff: tuple[KernelGroup, ...] = ()
+    diff_why: str | None = None
+
+    def side(self, name: str) -> SideProfile:
+        """``eager`` or ``compiled``."""
+        return self.eager if name == "eager" else self.compiled
+
+
+def _is_kernel(event: RawEvent, cuda: bool) -> bool:
+    if cuda:
+        return event.device != "cpu"
+    if _CPP_KERNEL.match(event.name):
+        return True
+    return event.top_op and event.name.startswith("aten::") and event.name not in NOT_KERNELS
+
+
+def side_profile(events: Iterable[RawEvent], calls: int, cuda: bool, wall_s: float | None = None,
+                 top: int = TOP_KERNELS) -> SideProfile:
+    """Count one side's kernels over ``calls`` profiled calls (``cuda``: a GPU run's events)."""
+    if calls <= 0:
+        raise ValueError("calls must be positive")
+    count: dict[str, int] = defaultdict(int)
+    total_us: dict[str, float] = defaultdict(float)
+    launches = graph_launches = 0
+    for event in events:
+        if event.device == "cpu" and event.name in LAUNCH_NAMES:
+            launches += 1
+        elif event.device == "cpu" and event.name in GRAPH_LAUNCH_NAMES:
+            graph_launches += 1
+        if _is_kernel(event, cuda):
+            count[event.name] += 1
+            # a CPU op's total includes the ops it called (aten::to under aten::mul): its own work
+            total_us[event.name] += event.total_us
+    executions = sum(count.values())
+    all_us = sum(total_us.values())
+    rows = sorted(count, key=lambda name: (-total_us[name], name))[:top]
+    kernels = tuple(KernelRow(name=name, calls=count[name], total_ms=total_us[name] / 1e3,
+                              share=total_us[name] / all_us if all_us > 0 else 0.0) for name in rows)  # fmt: skip
+    return SideProfile(
+        calls=calls,
+        kernels_per_call=executions / calls,
+        launches_per_call=(launches if cuda else executions) / calls,
+        graph_launches_per_call=graph_launches / calls,
+        kernel_ms_per_call=all_us / 1e3 / calls,
+        wall_ms_per_call=None if wall_s is None else wall_s * 1e3 / calls,
+        kernels=kernels,
+    )
+
+
+def provenance_ops(node: str) -> str:
+    """The ``aten::`` op of a post-grad FX node name (``mul_1`` -> ``aten::mul``): FX names a node after its op."""
+    return "aten::" + _NODE_SUFFIX.sub("", node)
+
+
+def _kernel_ms(rows: Sequence[KernelRow], kernel: str, calls: int) -> float | None:
+    """A provenance kernel's time per call in a side's rows (``graph_N_`` prefixes of kernel-profile ranges allowed)."""
+    found = [row.total_ms for row in rows if row.name == kernel or _GRAPH_PREFIX.sub("", row.name) == kernel]
+    return sum(found) / calls if found and calls else None
+
+
+def kernel_diff(mapping: Mapping[str, Any], eager: SideProfile, compiled: SideProfile) -> tuple[KernelGroup, ...]:
+    """The kernel diff from inductor's provenance mapping (``cppCodeToPost`` / ``triton...ToPost`` entries).
+
+    ``mapping``: a ``inductor_provenance_tracking_node_mappings`` payload (or several merged): for
+    each ``kernel:handle`` the post-grad nodes it was generated from. Kernels without nodes (a
+    wrapper's own entries) are left out. ValueError when the payload has no kernel mapping.
+    """
+    kernels: dict[str, list[str]] = {}
+    found = False
+    for key, value in mapping.items():
+        if not (key.endswith("ToPost") and key != "preToPost" and isinstance(value, dict)):
+            continue
+        found = True
+        for name, nodes in value.items():
+            if isinstance(name, str) and isinstance(nodes, list):
+                merged = kernels.setdefault(_HANDLE.sub("", name), [])
+                merged.extend(n for n in nodes if isinstance(n, str) and n not in merged)
+    if not found:
+        raise ValueError("the provenance mapping has no kernel entries")
+    eager_ms = {row.name: row.total_ms for row in eager.kernels}
+    groups = []
+    for kernel, nodes in sorted(kernels.items()):
+        if not nodes:
+            continue
+        ops = tuple(sorted({provenance_ops(n) for n in nodes}))
+        seen = [eager_ms[op] for op in ops if op in eager_ms]
+        groups.append(KernelGroup(
+            kernel=kernel, ops=ops, nodes=tuple(nodes),
+            eager_ms_per_call=sum(seen) / eager.calls if seen and eager.calls else None,
+            compiled_ms_per_call=_kernel_ms(compiled.kernels, kernel, compiled.calls),
+        ))
+    return tuple(groups)
+
+
+def top_kernels_text(profile: Profile | None, per_side: int = 3) -> str | None:
+    """The CSV's compact top-kernel cell: ``eager: aten::sin 80%, ...; compiled: cpp_fused_... 100%``."""
+    if profile is None or not profile.available:
+        return None
+    parts = []
+    for name in ("eager", "compiled"):
+        rows = profile.side(name).kernels[:per_side]
+        parts.append(f"{name}: " + ", ".join(f"{row.name} {row.share:.0%}" for row in rows))
+    return "; ".join(parts)

@@ -1,0 +1,186 @@
+"""The profile pass: a few calls of each side under ``torch.profiler``, after the last timing block.
+
+It never touches the timings: it runs once measuring has ended, on its own compiled function.
+Inductor compiles once more for it, with provenance tracking on (which eager ops went into which
+kernel) and, on the CPU, ``cpp.enable_kernel_profile`` (without it inductor's C++ kernels are
+invisible to the profiler); both change the FX-graph cache key, so that compile is timed apart.
+The mapping is read from inductor's structured-trace artifact
+``inductor_provenance_tracking_node_mappings``, which it emits on FX-graph cache hits too.
+
+A profiler that raises leaves a :class:`~tui.engine.kernels.Profile` with ``available`` False
+and why; the run still finishes. The counting itself is :mod:`tui.engine.kernels` (no torch).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+from contextlib import contextmanager
+from typing import Any, Callable, Iterator
+
+import torch
+
+from tui.engine.kernels import Profile, RawEvent, kernel_diff, side_profile
+from tui.engine.worker.failures import one_line
+
+__all__ = ["PROFILE_CALLS", "run_profile", "flatten", "provenance_supported"]
+
+#: Profiled calls per side (after one unprofiled call each).
+PROFILE_CALLS = 5
+_MAPPING_ARTIFACT = "inductor_provenance_tracking_node_mappings"
+
+
+def provenance_supported() -> str | None:
+    """None when this torch has inductor provenance tracking, else why not (one line)."""
+    trace = getattr(getattr(torch._inductor, "config", None), "trace", None)
+    try:
+        getattr(trace, "provenance_tracking_level")
+    except AttributeError:
+        return f"torch {torch.__version__} has no inductor provenance tracking (trace.provenance_tracking_level)"
+    try:
+        from torch._logging._internal import trace_log  # noqa: F401
+    except ImportError:
+        return f"torch {torch.__version__} has no structured trace log to read the provenance from"
+    return None
+
+
+def _inductor_patch(cuda: bool) -> dict[str, Any]:
+    import torch._inductor.config as config
+
+    patch: dict[str, Any] = {}
+    if provenance_supported() is None:
+        patch["trace.provenance_tracking_level"] = 1
+    if not cuda and hasattr(config, "cpp") and hasattr(config.cpp, "enable_kernel_profile"):
+        patch["cpp.enable_kernel_profile"] = True
+    return patch
+
+
+class _ArtifactCatcher(logging.Handler):
+    """Keeps the payloads of inductor's provenance artifacts from the structured trace log."""
+
+    def __init__(self) -> None:
+        super().__init__(logging.DEBUG)
+        self.mappings: list[dict[str, Any]] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        artifact = (getattr(record, "metadata", None) or {}).get("artifact") or {}
+        if artifact.get("name") == _MAPPING_ARTIFACT:
+            try:
+                payload = json.loads(getattr(record, "payload", None) or "null")
+            except ValueError:
+                return
+            if isinstance(payload, dict):
+                self.mappings.append(payload)
+
+
+@contextmanager
+def _catch_provenance() -> Iterator[_ArtifactCatcher]:
+    # trace_structured only builds its records while trace_log has a handler
+    from torch._logging._internal import trace_log
+
+    catcher = _ArtifactCatcher()
+    level = trace_log.level
+    trace_log.addHandler(catcher)
+    trace_log.setLevel(logging.DEBUG)
+    try:
+        yield catcher
+    finally:
+        trace_log.removeHandler(catcher)
+        trace_log.setLevel(level)
+
+
+def flatten(events: Any) -> list[RawEvent]:
+    """The profiler's FunctionEvents as :class:`RawEvent` s (device kernels apart from host ranges).
+
+    Kineto lists each device kernel as an event of its own (device_type CUDA) and also under its
+    launching op (``kernels``): only the former is counted.
+    """
+    result = []
+    for event in events:
+        time_us = float(event.time_range.elapsed_us())
+        if "CPU" not in str(getattr(event, "device_type", "CPU")):
+            result.append(RawEvent(name=event.name, device="cuda", self_us=time_us, total_us=time_us))
+            continue
+        parent, top = getattr(event, "cpu_parent", None), True
+        while parent is not None:
+            if parent.name.startswith("aten::"):
+                top = False
+                break
+            parent = getattr(parent, "cpu_parent", None)
+        result.append(RawEvent(name=event.name, device="cpu", self_us=float(event.self_cpu_time_total),
+                               total_us=time_us, top_op=top and event.name.startswith("aten::")))
+    return result
+
+
+def _profiled(step: Callable[[tuple], Any], args: tuple, calls: int, cuda: bool,
+              prepare: Callable[[], None] | None) -> tuple[list[RawEvent], float]:
+    from torch.profiler import ProfilerActivity, profile
+
+    activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if cuda else [])
+    if prepare is not None:
+        prepare()
+    step(args)  # one unprofiled call: lazy initialisation stays out of the profile
+    if cuda:
+        torch.cuda.synchronize()
+    with profile(activities=activities) as prof:
+        start = time.perf_counter()
+        for _ in range(calls):
+            if prepare is not None:
+                prepare()
+            step(args)
+        if cuda:
+            torch.cuda.synchronize()
+        wall_s = time.perf_counter() - start
+    return flatten(prof.events()), wall_s
+
+
+def run_profile(built: Any, compile_fn: Callable, cuda: bool, prepare: Callable[[], None] | None = None,
+                calls: int = PROFILE_CALLS) -> Profile:
+    """Profile ``calls`` calls of each side of ``built``; never raises for the profiler's sake."""
+    started = time.perf_counter()
+    activities = ("cpu", "cuda") if cuda else ("cpu",)
+    try:
+        return _run(built, compile_fn, cuda, prepare, calls, started, activities)
+    except Exception as exc:
+        return Profile(available=False, activities=activities, calls=calls,
+                       why=f"the profile pass raised {type(exc).__name__}: {one_line(str(exc), 200)}",
+                       profile_s=time.perf_counter() - started)
+
+
+def _run(built: Any, compile_fn: Callable, cuda: bool, prepare: Callable[[], None] | None, calls: int,
+         started: float, activities: tuple[str, ...]) -> Profile:
+    import torch._inductor.config as config
+
+    args = built.input_sets[0]
+    eager_events, eager_wall = _profiled(built.eager_step, args, calls, cuda, None)
+    eager = side_profile(eager_events, calls, cuda, eager_wall)
+
+    # a fresh dynamo cache: the measured function's code was compiled without the patch
+    torch._dynamo.reset()
+    compile_start = time.perf_counter()
+    with config.patch(_inductor_patch(cuda)), _catch_provenance() as catcher:
+        step = built.compile_step(compile_fn)
+        if prepare is not None:
+            prepare()
+        step(args)
+        if cuda:
+            torch.cuda.synchronize()
+        compile_s = time.perf_counter() - compile_start
+        compiled_events, compiled_wall = _profiled(step, args, calls, cuda, prepare)
+    compiled = side_profile(compiled_events, calls, cuda, compiled_wall)
+
+    diff, diff_why = (), provenance_supported()
+    if diff_why is None:
+        merged: dict[str, Any] = {}
+        for mapping in catcher.mappings:
+            for key, value in mapping.items():
+                if isinstance(value, dict):
+                    merged.setdefault(key, {}).update(value)
+        try:
+            diff = kernel_diff(merged, eager, compiled)
+        except ValueError as exc:
+            diff_why = f"no provenance from inductor ({exc})" if catcher.mappings else \
+                "inductor emitted no provenance mapping (no inductor graph?)"
+    return Profile(available=True, activities=activities, calls=calls, profile_s=time.perf_counter() - started,
+                   compile_s=compile_s, eager=eager, compiled=compiled, diff=diff, diff_why=diff_why)
