@@ -393,6 +393,12 @@ def test_the_placeholder_says_what_is_true(record, text):
     assert placeholder_text(record) == text
 
 
+def test_the_placeholder_leaves_out_an_error_kind_that_does_not_fit():
+    record = _Run("failed", "compile_error")
+    assert placeholder_text(record, 44) == "run failed (compile_error): no timing blocks"
+    assert placeholder_text(record, 43) == "run failed: no timing blocks"
+
+
 def test_the_title_names_the_run_where_it_fits():
     assert chart_title(None, 80) == "iterations"
     assert chart_title("pointwise n=512 inductor dyn=auto fp32 cpu", 80) == (

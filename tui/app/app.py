@@ -288,6 +288,7 @@ class CompileLabApp(QueueActions, TrustActions, PreviousRuns, ExportActions, Gro
         """The session computed the final summary and appended the run to the history."""
         self._finalized.add(record.run_id)
         self.main_screen.mark_dirty(record.run_id)
+        self.main_screen.run_saved(record)
         if record.group_id is not None:
             self._regroup(record.group_id)
         if problem:

@@ -129,14 +129,28 @@ class MainScreen(Screen):
         self.table.add_records([record])
         self.show_in_chart(record)
         if running:
+            self.table.follow(self.lab.row_of(record))
             self.highlight_gpu(_device_gpu_uuid(record.options.device))
         self.mark_dirty(record.run_id)
 
     def run_started(self, record: RunRecord) -> None:
-        """A run left the queue: the chart follows it and its GPU comes first."""
+        """A run left the queue: the chart follows it, its row is kept in view and its GPU comes first."""
+        self.table.follow(self.lab.row_of(record))
         self.show_in_chart(record)
         self.mark_dirty(record.run_id)
         self.highlight_gpu(_device_gpu_uuid(record.options.device))
+
+    def follow_runs(self, records: Sequence[RunRecord]) -> None:
+        """The user queued ``records`` by a key press: the table follows the runs again.
+
+        Its cursor goes to the running run's row, or to the first new row while nothing runs
+        (that run starts next).
+        """
+        table = self.table
+        table.resume_following()
+        target = self.lab.current or (records[0] if records else None)
+        if target is not None:
+            table.follow(self.lab.row_of(target))
 
     def run_event(self, record: RunRecord, event: Event) -> None:
         """Called for every worker event (after the runner applied it): only marks things dirty."""
@@ -152,7 +166,16 @@ class MainScreen(Screen):
         """A run ended (or was saved): redraw its row; no GPU is highlighted once nothing runs."""
         if self._gpu is not None and self.lab.current is None:
             self._gpu.active_uuid = None
+        self.table.follow(self.lab.row_of(record))  # the just-finished row stays in view
         self.mark_dirty(record.run_id)
+
+    def run_saved(self, record: RunRecord) -> None:
+        """A run's final summary is made: the chart shows it if its row is selected (a run that ended
+        before its start was handled was not shown: its summary was being computed)."""
+        if self.table.selected_run_id == self.lab.row_of(record):
+            self.show_in_chart(record)
+            if self._chart is not None:
+                self._chart.mark_dirty()
 
     def highlight_gpu(self, uuid: str | None) -> None:
         """Show the GPU a run uses (its uuid in any form ``normalize_uuid`` takes) first in the GPU pane."""

@@ -142,6 +142,8 @@ class TrustActions:
     def _queue_now(self: CompileLabApp, options_list: list[RunOptions], origin: str,
                    then: Callable[[list[RunRecord]], None] | None, repeats: int | str = 1) -> None:
         records = self.enqueue(options_list, origin=origin, repeats=repeats)
+        if records:  # queued by a key press (run, sweep, re-run): the table follows the runs again
+            self.main_screen.follow_runs(records)
         if then is not None:
             then(records)
 

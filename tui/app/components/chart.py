@@ -237,8 +237,8 @@ class IterationChart(Widget):
 
     def _placeholder(self, series: dict[str, Series], width: int, height: int) -> list[list[Segment]]:
         """The legend and, mid-height, why there is no plot yet."""
-        message = placeholder_text(self._record)
-        lines: list[list[Segment]] = [self._legend(series, width)]
+        message = placeholder_text(self._record, width)
+        lines: list[list[Segment]] = [self._legend(series, width) if series else []]
         lines.extend([] for _ in range(1, height))
         if height > 1:
             lines[height // 2] = [Segment(message.center(width), self._style("chart--axis"))]

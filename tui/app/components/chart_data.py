@@ -302,17 +302,19 @@ def _width(parts: Sequence[LegendPart]) -> int:
     return sum(len(part.text) for part in parts)
 
 
-def placeholder_text(record: object | None) -> str:
+def placeholder_text(record: object | None, width: int = 80) -> str:
     """What the chart says where it has nothing to plot: why, read from the run's status.
 
     ``record`` may be any object; one without a ``status`` (a test double) is taken as running.
+    A failed run's error kind is named where it fits in ``width``.
     """
     if record is None:
         return "no run selected"
     status = getattr(record, "status", None)
     if status == "failed":
         kind = getattr(record, "error_kind", None)
-        return f"run failed ({kind}): no timing blocks" if kind else "run failed: no timing blocks"
+        text = f"run failed ({kind}): no timing blocks"
+        return text if kind and len(text) <= width else "run failed: no timing blocks"
     if status == "cancelled":
         return "cancelled before any timing block"
     if status == "queued":

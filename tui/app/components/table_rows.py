@@ -10,12 +10,17 @@ maps (``rows``, ``_data``, ``_row_locations``) at once, reads the order of rows 
 the row map, and measures nothing. These are ``DataTable`` internals:
 ``tests/app/test_app_big_history.py`` checks every operation against Textual's own ``add_row``
 (rows, order, lines, what is drawn, the cursor), so a Textual upgrade that changes them fails there.
+
+It also follows a row (:meth:`BulkRowTable.follow`: the cursor goes to it, so it is in view) until
+the user moves the cursor elsewhere by key or click; putting the cursor back on the last row, or
+:meth:`BulkRowTable.resume_following`, follows again.
 """
 
 from __future__ import annotations
 
 from typing import Any, Iterable, Sequence
 
+from textual import events
 from textual._two_way_dict import TwoWayDict
 from textual.geometry import Size
 from textual.widgets import DataTable
@@ -66,6 +71,71 @@ class BulkRowTable(DataTable):
         self._parts: dict[str, _Parts] = {}
         """A row's key, Row and cell dict, made once and reused when it is shown again."""
         self._column_keys: list[ColumnKey] = []
+        self._following = True
+
+    # ----- following a row ----------------------------------------------------------
+
+    @property
+    def following(self) -> bool:
+        """Whether :meth:`follow` moves the cursor: until the user moves it off the last row."""
+        return self._following
+
+    def follow(self, key: str) -> None:
+        """Keep row ``key`` in view (the cursor on it), unless the user has moved the cursor away."""
+        if not self._following:
+            return
+        row = self._row_locations.get(RowKey(key))
+        if row is None:
+            return
+        if row != self.cursor_row:
+            self.move_cursor(row=row, animate=False)
+        else:
+            # The same row may have been scrolled away (mouse wheel): bring it back after layout.
+            self.call_after_refresh(self._scroll_cursor_into_view)
+
+    def resume_following(self) -> None:
+        """Follow again, wherever the cursor is (the user asked for something new to watch)."""
+        self._following = True
+
+    def _user_moved_cursor(self) -> None:
+        # Moving away stops following; coming back to the last row (the newest) resumes it.
+        self._following = self.row_count > 0 and self.cursor_row == self.row_count - 1
+
+    def action_cursor_up(self) -> None:
+        """Move the cursor up (the user's move: see :attr:`following`)."""
+        super().action_cursor_up()
+        self._user_moved_cursor()
+
+    def action_cursor_down(self) -> None:
+        """Move the cursor down (the user's move: see :attr:`following`)."""
+        super().action_cursor_down()
+        self._user_moved_cursor()
+
+    def action_page_up(self) -> None:
+        """Move the cursor a page up (the user's move: see :attr:`following`)."""
+        super().action_page_up()
+        self._user_moved_cursor()
+
+    def action_page_down(self) -> None:
+        """Move the cursor a page down (the user's move: see :attr:`following`)."""
+        super().action_page_down()
+        self._user_moved_cursor()
+
+    def action_scroll_top(self) -> None:
+        """Move the cursor to the first row (the user's move: see :attr:`following`)."""
+        super().action_scroll_top()
+        self._user_moved_cursor()
+
+    def action_scroll_bottom(self) -> None:
+        """Move the cursor to the last row (the user's move: see :attr:`following`)."""
+        super().action_scroll_bottom()
+        self._user_moved_cursor()
+
+    async def _on_click(self, event: events.Click) -> None:
+        before = self.cursor_coordinate
+        await super()._on_click(event)
+        if self.cursor_coordinate != before:  # a header click sorts, it does not move the cursor
+            self._user_moved_cursor()
 
     # ----- for subclasses ---------------------------------------------------------
 

@@ -1,0 +1,123 @@
+"""Following the run at 80x24 with a history: the running or just-finished row stays in view
+until the user moves the cursor; a new run queued by a key press, or the cursor put back on
+the last row, follows again. And the chart of a failed run says so."""
+
+from __future__ import annotations
+
+from textual.widgets import Input
+
+from app_helpers import fake_runner, wait_until
+from big_history import write_big_history
+from tui import paths
+from tui.app.components.chart import IterationChart
+from tui.app.components.picker import Picker
+
+HISTORY = 120  # far more rows than the table shows at 80x24
+
+
+def visible_rows(table) -> range:
+    """The rows the table shows now (its header excluded)."""
+    top = round(table.scroll_y)
+    return range(top, top + table.scrollable_content_region.height - table.header_height)
+
+
+async def start(app, pilot) -> None:
+    """Wait for the history's rows, ask for short runs, focus the table (the sidebar hidden: more rows fit)."""
+    await wait_until(pilot, lambda: app.table.row_count == HISTORY, what="the history's rows")
+    app.query_one(Picker).query_one("#iters", Input).value = "20"
+    app.table.focus()
+    await pilot.pause()
+
+
+async def measuring(app, pilot, row: int) -> None:
+    """Wait until row ``row`` is a run held mid-measurement by the closed gate."""
+    def held() -> bool:
+        ids = app.table.run_ids
+        return len(ids) > row and app.records[ids[row]].status == "measuring"
+
+    await wait_until(pilot, held, what=f"row {row} measuring")
+    await pilot.pause()  # the scroll that follows a cursor move happens after a refresh
+
+
+async def run_ended_row(app, pilot, count: int) -> None:
+    """Wait until the table has ``count`` rows and every run ended and shows its final row."""
+    await wait_until(pilot, lambda: app.table.row_count == count, what=f"{count} rows")
+    await wait_until(pilot, lambda: app.settled, what="settled")
+    await pilot.pause()  # the scroll that follows a cursor move happens after a refresh
+
+
+async def test_the_running_row_stays_in_view_until_the_user_moves_the_cursor(make_app, tmp_path):
+    write_big_history(paths.history_file(), HISTORY)
+    gate = tmp_path / "gate"  # runs hold after their first measure round until it exists
+    app = make_app(runner=fake_runner(FAKE_WORKER_GATE=str(gate)))
+    async with app.run_test(size=(80, 24)) as pilot:
+        await start(app, pilot)
+        table = app.table
+        assert HISTORY - 1 not in visible_rows(table)  # the newest history row is off-screen
+        await pilot.press("r")
+        await measuring(app, pilot, HISTORY)
+        assert table.cursor_row == HISTORY and HISTORY in visible_rows(table)  # the running row
+        gate.touch()
+        await run_ended_row(app, pilot, HISTORY + 1)
+        assert table.cursor_row == HISTORY and HISTORY in visible_rows(table)  # the just-finished row
+        assert table.following
+
+        # The user moves the cursor up: a run queued without a key press does not move the view.
+        await pilot.press("up", "up")
+        assert not table.following
+        where, scroll = table.cursor_row, table.scroll_y
+        app.enqueue([app.picker.current_options().validated()])
+        await run_ended_row(app, pilot, HISTORY + 2)
+        assert (table.cursor_row, table.scroll_y) == (where, scroll)
+        assert HISTORY + 1 not in visible_rows(table)
+
+        # A run started by a key press follows again: its row is in view while it runs and after.
+        gate.unlink()
+        await pilot.press("r")
+        await measuring(app, pilot, HISTORY + 2)
+        assert table.following
+        assert table.cursor_row == HISTORY + 2 and HISTORY + 2 in visible_rows(table)
+        gate.touch()
+        await run_ended_row(app, pilot, HISTORY + 3)
+        assert table.following
+        assert table.cursor_row == HISTORY + 2 and HISTORY + 2 in visible_rows(table)
+
+
+async def test_putting_the_cursor_back_on_the_last_row_follows_again(make_app):
+    write_big_history(paths.history_file(), HISTORY)
+    app = make_app()
+    async with app.run_test(size=(80, 24)) as pilot:
+        await start(app, pilot)
+        table = app.table
+        await pilot.press("ctrl+home")  # the oldest row: away from the newest
+        assert table.cursor_row == 0 and not table.following
+        app.enqueue([app.picker.current_options().validated()])
+        await run_ended_row(app, pilot, HISTORY + 1)
+        assert table.cursor_row == 0 and HISTORY not in visible_rows(table)
+
+        await pilot.press("ctrl+end")  # back on the last row
+        assert table.following
+        app.enqueue([app.picker.current_options().validated()])
+        await run_ended_row(app, pilot, HISTORY + 2)
+        assert table.cursor_row == HISTORY + 1 and HISTORY + 1 in visible_rows(table)
+
+
+async def test_the_chart_of_a_failed_run_says_it_failed(make_app):
+    app = make_app(behaviour="fail")
+    async with app.run_test(size=(80, 24)) as pilot:
+        chart = app.query_one(IterationChart)
+        assert chart.border_title == "iterations"
+        await wait_until(pilot, lambda: "no run selected" in _chart_text(chart), what="no run selected")
+        app.table.focus()
+        await pilot.press("r")
+        await wait_until(pilot, lambda: app.table.row_count == 1 and app.settled, what="the run ended")
+        # At 80x24 the chart is 43 cells wide: the error kind does not fit and is left out.
+        await wait_until(pilot, lambda: "run failed: no timing blocks" in _chart_text(chart),
+                         what="the failure in the chart")
+        assert "waiting" not in _chart_text(chart)
+        # The title names the run where it fits; at 80x24 beside the sidebar it does not.
+        assert chart.border_title == "iterations"
+
+
+def _chart_text(chart: IterationChart) -> str:
+    return "\n".join(chart.render_line(y).text for y in range(chart.size.height))
