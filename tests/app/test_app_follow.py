@@ -121,3 +121,36 @@ async def test_the_chart_of_a_failed_run_says_it_failed(make_app):
 
 def _chart_text(chart: IterationChart) -> str:
     return "\n".join(chart.render_line(y).text for y in range(chart.size.height))
+
+
+async def test_a_queue_of_runs_is_followed_to_its_last_run(make_app):
+    write_big_history(paths.history_file(), HISTORY)
+    app = make_app()
+    async with app.run_test(size=(80, 24)) as pilot:
+        await start(app, pilot)
+        table = app.table
+        await pilot.press("ctrl+home")
+        assert not table.following
+        options = app.picker.current_options().validated()
+        # What the sweep dialog's confirmation calls: three runs queued by one key press.
+        app.queue_confirmed([options, options, options], "sweep", source="a test")
+        await run_ended_row(app, pilot, HISTORY + 3)
+        assert table.following
+        assert table.cursor_row == HISTORY + 2 and HISTORY + 2 in visible_rows(table)  # the last one to run
+
+
+async def test_the_chart_of_a_run_cancelled_before_any_block_says_so(make_app, tmp_path):
+    gate = tmp_path / "gate"  # never opened: the first run holds mid-measurement
+    app = make_app(runner=fake_runner(FAKE_WORKER_GATE=str(gate)))
+    async with app.run_test(size=(80, 24)) as pilot:
+        chart = app.query_one(IterationChart)
+        app.table.focus()
+        await pilot.press("r", "r")
+        await measuring(app, pilot, 0)
+        await wait_until(pilot, lambda: app.table.row_count == 2, what="the second run queued")
+        await pilot.press("X")  # the running run and the queued one
+        await wait_until(pilot, lambda: app.settled, what="both ended")
+        await pilot.press("ctrl+end")  # the run cancelled while queued
+        await wait_until(pilot, lambda: "cancelled before any timing block" in _chart_text(chart),
+                         what="the cancel in the chart")
+        assert "waiting" not in _chart_text(chart)
