@@ -11,6 +11,7 @@ from big_history import write_big_history
 from tui import paths
 from tui.app.components.chart import IterationChart
 from tui.app.components.picker import Picker
+from tui.app.components.results_table import ResultsTable
 
 HISTORY = 120  # far more rows than the table shows at 80x24
 
@@ -100,6 +101,11 @@ async def test_putting_the_cursor_back_on_the_last_row_follows_again(make_app):
         app.enqueue([app.picker.current_options().validated()])
         await run_ended_row(app, pilot, HISTORY + 2)
         assert table.cursor_row == HISTORY + 1 and HISTORY + 1 in visible_rows(table)
+
+        # A click on another row is a move too.
+        top = visible_rows(table)[0]
+        assert await pilot.click(ResultsTable, offset=(4, 2))  # under the border and the header
+        assert table.cursor_row == top and not table.following
 
 
 async def test_the_chart_of_a_failed_run_says_it_failed(make_app):
