@@ -6,6 +6,8 @@ CPU with torch 2.13, flattened the way the worker flattens them (:func:`tui.engi
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 
 from tui.engine.kernels import (
@@ -15,6 +17,7 @@ from tui.engine.kernels import (
     SideProfile,
     kernel_diff,
     provenance_ops,
+    regions,
     side_profile,
     top_kernels_text,
 )
@@ -140,3 +143,34 @@ def test_a_record_keeps_its_profile_through_json():
     again, problems = RunRecord.decode(record.to_json(samples=False))
     assert problems == [] and again.profile == record.profile
     assert RunRecord.decode({**record.to_json(samples=False), "profile": None})[0].profile is None
+
+
+def _graph_break_call() -> list[RawEvent]:
+    """One compiled call of the graph_break workload on the CPU (torch 2.13): region 1/0 inside 0/0."""
+    return [
+        RawEvent("TorchDynamo Cache Lookup", total_us=5.0),  # 0
+        RawEvent("Torch-Compiled Region: 0/0", total_us=281.0),  # 1
+        RawEvent("Pregraph bytecode", total_us=2.0, parent=1),  # 2
+        RawEvent("## Call CompiledFxGraph fx5doewa ##", total_us=107.5, parent=1),  # 3
+        RawEvent("graph_0_cpp_fused_gt_sin_sum_0", total_us=91.8, parent=3),  # 4
+        RawEvent("aten::is_nonzero", total_us=1.8, top_op=True, parent=1),  # 5
+        RawEvent("aten::item", total_us=0.9, parent=5),  # 6
+        RawEvent("TorchDynamo Cache Lookup", total_us=2.9, parent=1),  # 7
+        RawEvent("Torch-Compiled Region: 1/0", total_us=128.9, parent=1),  # 8
+        RawEvent("## Call CompiledFxGraph fccl7lbe ##", total_us=93.6, parent=8),  # 9
+        RawEvent("graph_1_cpp_fused_sub_0", total_us=82.0, parent=9),  # 10
+    ]
+
+
+def test_a_graph_break_shows_two_regions_by_exclusive_time_and_the_eager_code_between():
+    call = _graph_break_call()
+    events = call + [dataclasses.replace(e, parent=None if e.parent is None else e.parent + len(call)) for e in call]
+    rows, between = regions(events, 2)
+    assert [(r.name, r.calls) for r in rows] == [("Torch-Compiled Region: 0/0", 2), ("Torch-Compiled Region: 1/0", 2)]
+    assert rows[0].exclusive_ms_per_call == pytest.approx((281.0 - 128.9) / 1e3)
+    assert rows[0].graph_ms_per_call == pytest.approx(0.1075)
+    assert rows[1].exclusive_ms_per_call == pytest.approx(0.1289) and rows[1].graph_ms_per_call == pytest.approx(0.0936)
+    assert between == pytest.approx(0.0018)  # aten::is_nonzero, outside both graph calls
+    side = side_profile(events, 2, cuda=False)
+    assert side.kernels_per_call == 3  # two C++ kernels and the eager aten::is_nonzero between them
+    assert regions(_compiled_call(), 1)[1] == 0.0 and regions(_eager_call(), 1) == ((), None)

@@ -125,6 +125,7 @@ async def test_repeats_make_one_record_each():
     records = session.submit([_options()], repeats=3)
     assert len({r.run_id for r in records}) == 3
     assert [u.repeat for u in session.queue] == [0, 1, 2]
+    assert [r.options.profile for r in records] == [True, False, False]  # the profile pass: once per configuration
     for record in records:
         runner.gate(record).set()
     await session.wait_settled()

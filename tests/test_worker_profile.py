@@ -94,3 +94,13 @@ def test_no_profile_skips_the_pass(monkeypatch):
                                      block_size=2, profile=False))  # fmt: skip
     assert record.profile is not None
     assert (record.profile.available, record.profile.why) == (False, "skipped (profile: false)")
+
+
+def test_graph_break_shows_two_compiled_regions_and_the_eager_code_between():
+    _events, record = _run(RunOptions(workload="graph_break", params={"n": 64}, warmup=1, iters=2, block_size=2))
+    profile = record.profile
+    assert profile is not None and profile.available, profile
+    assert sorted(row.name for row in profile.regions) == ["Torch-Compiled Region: 0/0", "Torch-Compiled Region: 1/0"]
+    assert all(row.exclusive_ms_per_call > row.graph_ms_per_call > 0 for row in profile.regions)
+    assert profile.eager_between_ms_per_call is not None and profile.eager_between_ms_per_call > 0
+    assert len(profile.diff) == 2  # one C++ kernel per graph, each with its ops

@@ -25,12 +25,13 @@ from __future__ import annotations
 import re
 from collections import defaultdict
 from dataclasses import dataclass, field
-from typing import Any, Iterable, Mapping, Sequence
+from typing import Any, Iterable, Iterator, Mapping, Sequence
 
 from tui.typed import JsonRecord
 
 __all__ = [
-    "RawEvent", "KernelRow", "SideProfile", "KernelGroup", "Profile", "side_profile", "kernel_diff",
+    "RawEvent", "KernelRow", "SideProfile", "KernelGroup", "RegionRow", "Profile", "side_profile", "kernel_diff",
+    "regions",
     "provenance_ops", "top_kernels_text", "LAUNCH_NAMES", "GRAPH_LAUNCH_NAMES", "NOT_KERNELS",
 ]  # fmt: skip
 
@@ -48,6 +49,8 @@ _CPP_KERNEL = re.compile(r"^(graph_\d+_)?cpp_")
 _GRAPH_PREFIX = re.compile(r"^graph_\d+_")
 _HANDLE = re.compile(r":\d+$")
 _NODE_SUFFIX = re.compile(r"_\d+$")
+_REGION = "Torch-Compiled Region: "
+_GRAPH_CALL = "## Call CompiledFxGraph"
 TOP_KERNELS = 10
 
 
@@ -57,6 +60,7 @@ class RawEvent:
 
     ``device``: ``cpu`` (a host range: an op, a kernel-profile range, a runtime call) or
     ``cuda`` (a kernel on the GPU). ``top_op``: an ``aten::`` op with no ``aten::`` op above it.
+    ``parent``: the index of the host range it ran inside, in the same list (None: at the top).
     """
 
     name: str
@@ -64,6 +68,7 @@ class RawEvent:
     self_us: float = 0.0
     total_us: float = 0.0
     top_op: bool = False
+    parent: int | None = None
 
 
 @dataclass(frozen=True)
@@ -111,6 +116,22 @@ class KernelGroup(JsonRecord):
 
 
 @dataclass(frozen=True)
+class RegionRow(JsonRecord):
+    """One compiled region (``Torch-Compiled Region: N/M``: dynamo frame N, its compile M) per compiled call.
+
+    Regions nest (after a graph break the next frame's region runs inside the first one's), so
+    ``exclusive_ms_per_call`` is the region's range less the regions nested in it: its graph call,
+    dynamo's and AOT's wrappers, and the eager code after its graph. ``graph_ms_per_call``: its
+    compiled graph calls (``## Call CompiledFxGraph ... ##``) alone.
+    """
+
+    name: str = ""
+    calls: int = 0
+    exclusive_ms_per_call: float = 0.0
+    graph_ms_per_call: float = 0.0
+
+
+@dataclass(frozen=True)
 class Profile(JsonRecord):
     """The profile pass of one configuration, after measuring (never part of the timings).
 
@@ -118,6 +139,9 @@ class Profile(JsonRecord):
     own cost in seconds, its re-compile included; ``compile_s``: that re-compile alone (on the CPU
     inductor compiles once more with ``cpp.enable_kernel_profile``, another FX-graph cache key).
     ``diff_why``: why the kernel diff is empty (provenance tracking missing from this torch, ...).
+    ``regions``: the compiled side's regions (two or more after a graph break);
+    ``eager_between_ms_per_call``: the top-level aten ops of a compiled call that ran outside every
+    compiled graph call (the eager code between graphs; None without any graph call).
     """
 
     available: bool = False
@@ -130,6 +154,8 @@ class Profile(JsonRecord):
     compiled: SideProfile = field(default_factory=SideProfile)
     diff: tuple[KernelGroup, ...] = ()
     diff_why: str | None = None
+    regions: tuple[RegionRow, ...] = ()
+    eager_between_ms_per_call: float | None = None
 
     def side(self, name: str) -> SideProfile:
         """``eager`` or ``compiled``."""
@@ -220,6 +246,43 @@ def kernel_diff(mapping: Mapping[str, Any], eager: SideProfile, compiled: SidePr
             compiled_ms_per_call=_kernel_ms(compiled.kernels, kernel, compiled.calls),
         ))
     return tuple(groups)
+
+
+def _ancestors(events: Sequence[RawEvent], index: int) -> Iterator[int]:
+    parent = events[index].parent
+    while parent is not None:
+        yield parent
+        parent = events[parent].parent
+
+
+def regions(events: Sequence[RawEvent], calls: int) -> tuple[tuple[RegionRow, ...], float | None]:
+    """The compiled side's regions by exclusive time, and its eager time between graphs (per call)."""
+    nested_us: dict[int, float] = defaultdict(float)
+    graph_us: dict[int, float] = defaultdict(float)
+    between_us, graphs = 0.0, False
+    for index, event in enumerate(events):
+        is_region, is_graph = event.name.startswith(_REGION), event.name.startswith(_GRAPH_CALL)
+        graphs = graphs or is_graph
+        above = [events[i].name for i in _ancestors(events, index)]
+        outer = [i for i in _ancestors(events, index) if events[i].name.startswith(_REGION)]
+        if is_region and outer:
+            nested_us[outer[0]] += event.total_us
+        if is_graph and outer:
+            graph_us[outer[0]] += event.total_us
+        in_graph = any(name.startswith(_GRAPH_CALL) for name in above)
+        if event.top_op and event.name not in NOT_KERNELS and not in_graph:
+            between_us += event.total_us
+    rows: dict[str, list[float]] = {}
+    for index, event in enumerate(events):
+        if event.name.startswith(_REGION):
+            row = rows.setdefault(event.name, [0, 0.0, 0.0])
+            row[0] += 1
+            row[1] += event.total_us - nested_us[index]
+            row[2] += graph_us[index]
+    ranked = sorted(rows.items(), key=lambda item: (-item[1][1], item[0]))
+    table = tuple(RegionRow(name=name, calls=int(n), exclusive_ms_per_call=ex / 1e3 / calls,
+                            graph_ms_per_call=graph / 1e3 / calls) for name, (n, ex, graph) in ranked)
+    return table, (between_us / 1e3 / calls if graphs else None)
 
 
 def top_kernels_text(profile: Profile | None, per_side: int = 3) -> str | None:

@@ -8,7 +8,8 @@ listen to what happens (:class:`SessionListener`), cancel, and export what
   lane), each with its own :class:`~tui.engine.results.RunRecord` and its own fresh worker.
   Repeats are interleaved: repeat 0 of every configuration, then repeat 1 of every one, ...,
   so a slow change of the machine spreads over all configurations rather than landing on one.
-  The repeats of a configuration share a ``group_id`` (:mod:`tui.engine.repeats`).
+  The repeats of a configuration share a ``group_id`` (:mod:`tui.engine.repeats`); only the
+  first runs the profile pass (later ones get ``profile=False``: once per configuration).
 * **Repeat auto.** ``repeats="auto"`` runs one process per configuration, then rounds: once
   every run of the submission has ended and been saved, each configuration that
   :func:`~tui.engine.repeats.wants_another_process` (launch-bound, across-process interval
@@ -27,6 +28,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 from collections import deque
 from dataclasses import dataclass
 from typing import Any, Callable, Protocol, Sequence
@@ -144,7 +146,8 @@ class RunSession:
         auto = count == AUTO
         rounds = 1 if auto else int(count)
         first = [RunRecord.new(options) for options in options_list]
-        records = [*first, *(RunRecord.new(options) for _ in range(1, rounds) for options in options_list)]
+        later = [_later_repeat(options) for options in options_list]
+        records = [*first, *(RunRecord.new(options) for _ in range(1, rounds) for options in later)]
         if auto or rounds > 1:
             for number, record in enumerate(records):
                 record.group_id, record.repeat = first[number % len(first)].run_id, number // len(first)
@@ -344,6 +347,11 @@ class RunSession:
             runner.kill_all()
 
 
+def _later_repeat(options: RunOptions) -> RunOptions:
+    """A configuration's second and later processes: the profile pass runs once per configuration (repeat 0)."""
+    return dataclasses.replace(options, profile=False) if options.profile else options
+
+
 def _auto_round(batch: list[str], members: list[RunRecord]) -> list[RunRecord]:
     """One more queued record for each group of ``batch`` that wants another process, in batch order."""
     groups = {group[0].group_id: group for group in group_records(members)}
@@ -354,7 +362,7 @@ def _auto_round(batch: list[str], members: list[RunRecord]) -> list[RunRecord]:
             continue
         options = group[0].options
         if wants_another_process(summarize_group(group), options.target_ci):
-            record = RunRecord.new(options)
+            record = RunRecord.new(_later_repeat(options))
             record.group_id, record.repeat = group_id, max(r.repeat for r in group) + 1
             more.append(record)
     return more

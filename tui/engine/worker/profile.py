@@ -21,7 +21,7 @@ from typing import Any, Callable, Iterator
 
 import torch
 
-from tui.engine.kernels import Profile, RawEvent, kernel_diff, side_profile
+from tui.engine.kernels import Profile, RawEvent, kernel_diff, regions, side_profile
 from tui.engine.worker.failures import one_line
 
 __all__ = ["PROFILE_CALLS", "run_profile", "flatten", "provenance_supported"]
@@ -96,6 +96,8 @@ def flatten(events: Any) -> list[RawEvent]:
     Kineto lists each device kernel as an event of its own (device_type CUDA) and also under its
     launching op (``kernels``): only the former is counted.
     """
+    events = list(events)
+    index = {id(event): i for i, event in enumerate(events)}
     result = []
     for event in events:
         time_us = float(event.time_range.elapsed_us())
@@ -108,8 +110,10 @@ def flatten(events: Any) -> list[RawEvent]:
                 top = False
                 break
             parent = getattr(parent, "cpu_parent", None)
+        parent = getattr(event, "cpu_parent", None)
         result.append(RawEvent(name=event.name, device="cpu", self_us=float(event.self_cpu_time_total),
-                               total_us=time_us, top_op=top and event.name.startswith("aten::")))
+                               total_us=time_us, top_op=top and event.name.startswith("aten::"),
+                               parent=None if parent is None else index.get(id(parent))))
     return result
 
 
@@ -169,6 +173,7 @@ def _run(built: Any, compile_fn: Callable, cuda: bool, prepare: Callable[[], Non
         compile_s = time.perf_counter() - compile_start
         compiled_events, compiled_wall = _profiled(step, args, calls, cuda, prepare)
     compiled = side_profile(compiled_events, calls, cuda, compiled_wall)
+    region_rows, between_ms = regions(compiled_events, calls)
 
     diff, diff_why = (), provenance_supported()
     if diff_why is None:
@@ -183,4 +188,5 @@ def _run(built: Any, compile_fn: Callable, cuda: bool, prepare: Callable[[], Non
             diff_why = f"no provenance from inductor ({exc})" if catcher.mappings else \
                 "inductor emitted no provenance mapping (no inductor graph?)"
     return Profile(available=True, activities=activities, calls=calls, profile_s=time.perf_counter() - started,
-                   compile_s=compile_s, eager=eager, compiled=compiled, diff=diff, diff_why=diff_why)
+                   compile_s=compile_s, eager=eager, compiled=compiled, diff=diff, diff_why=diff_why,
+                   regions=region_rows, eager_between_ms_per_call=between_ms)
