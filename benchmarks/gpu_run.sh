@@ -11,6 +11,7 @@
 #   bash benchmarks/gpu_run.sh host_factors  # host-inclusive time vs a plain loop, one factor at a time (~3-5 min)
 #   bash benchmarks/gpu_run.sh fidelity3     # fidelity.py in 3 interleaved rounds, 60 iterations (~5-8 min)
 #   bash benchmarks/gpu_run.sh repeat_cnn    # CNN b64 reduce-overhead, two separate --repeat 3 runs (~4-6 min)
+#   bash benchmarks/gpu_run.sh profile_cnn   # issue 13's profile pass on CNN b64, default and reduce-overhead (~2 min)
 # Several stages in one call: bash benchmarks/gpu_run.sh seed extra
 # On the device machine the missing wheels come from .whl (../shared/device/wheels.sh).
 set -uo pipefail
@@ -112,6 +113,21 @@ print("| file | " + " | ".join(cols) + " |"); print("|" + "---|" * (len(cols) + 
 for path in sys.argv[1:]:
     for row in csv.DictReader(open(path)):
         print(f"| {path.rsplit('/', 1)[-1]} | " + " | ".join((row.get(c) or "").replace("|", "/")[:300] for c in cols) + " |")
+PY
+}
+
+stage_profile_cnn() {
+  step "issue 13: the profile pass on the seed CNN b64, default and reduce-overhead (kernels, launches)"
+  sweep "${PROFILE_LIMIT:-200}" --workload cnn --param batch=64 --mode default,reduce-overhead --iters 200 --block-size 20 \
+    --csv "$OUT/profile_cnn.csv" --json "$OUT/profile_cnn.json"
+  python3 - "$OUT/profile_cnn.csv" <<'PY' | tee "$OUT/profile_cnn.md"
+import csv, sys
+rows = list(csv.DictReader(open(sys.argv[1])))
+cols = ["workload", "params", "mode", "status", "verdict", "speedup", "host_speedup"]
+cols += [c for c in (rows[0] if rows else {}) if "kernel" in c or "launch" in c or c.startswith("profile")]
+print("| " + " | ".join(cols) + " |"); print("|" + "---|" * len(cols))
+for row in rows:
+    print("| " + " | ".join((row.get(c) or "").replace("|", "/")[:400] for c in cols) + " |")
 PY
 }
 
