@@ -160,3 +160,29 @@ async def test_the_chart_of_a_run_cancelled_before_any_block_says_so(make_app, t
         await wait_until(pilot, lambda: "cancelled before any timing block" in _chart_text(chart),
                          what="the cancel in the chart")
         assert "waiting" not in _chart_text(chart)
+
+
+async def test_the_chart_reads_a_previous_runs_stored_blocks(make_app):
+    from tui.engine.history import History
+
+    first = make_app()
+    async with first.run_test(size=(80, 24)) as pilot:
+        first.query_one(Picker).query_one("#iters", Input).value = "20"
+        first.table.focus()
+        await pilot.press("r", "r")
+        await wait_until(pilot, lambda: first.table.row_count == 2 and first.settled, what="two runs saved")
+    history = History(paths.history_file())
+    records = history.load()[0]
+    assert len(records) == 2 and all(history.samples_path(r) is not None for r in records)
+    history.samples_path(records[1]).unlink()  # the second run's blocks are lost
+
+    app = make_app()
+    async with app.run_test(size=(80, 24)) as pilot:
+        await wait_until(pilot, lambda: app.table.row_count == 2, what="the history's rows")
+        chart = app.query_one(IterationChart)
+        app.table.focus()
+        await pilot.press("ctrl+home")
+        await wait_until(pilot, lambda: "━ eager" in _chart_text(chart) and "└0" in _chart_text(chart),
+                         what="the first run's plot")
+        await pilot.press("down")
+        await wait_until(pilot, lambda: "timing blocks not stored" in _chart_text(chart), what="the lost blocks")

@@ -11,14 +11,18 @@ run id and which of them are final. This screen owns the view of it:
 * what flows down as reactive state: :attr:`MainScreen.chart_run` (the run the chart draws)
   and :attr:`MainScreen.show_history` (whether previous sessions' rows are in the table);
 * the table's and the GPU pane's messages (a row highlighted or opened, GPUs polled) and the
-  view actions: sort, zoom, the sidebar, focus, details.
+  view actions: sort, zoom, the sidebar, focus, details;
+* following the run: the table's cursor goes to a run's row as it starts and ends, until the
+  user moves it (:meth:`MainScreen.follow_runs` follows again after a key press queued runs);
+  a previous session's run's timing blocks are read for the chart off the UI thread.
 """
 
 from __future__ import annotations
 
+import contextlib
 from typing import TYPE_CHECKING, Iterable, Sequence
 
-from textual import on
+from textual import on, work
 from textual.app import ComposeResult
 from textual.containers import Horizontal, Vertical
 from textual.reactive import var
@@ -57,6 +61,8 @@ class MainScreen(Screen):
     def __init__(self, *, id: str | None = "main-screen") -> None:
         super().__init__(id=id)
         self._dirty: set[str] = set()
+        self._no_samples: dict[str, str] = {}
+        """Previous runs whose stored timing blocks could not be read, with why."""
         self._tick: Timer | None = None
         self._table: ResultsTable | None = None
         self._picker: Picker | None = None
@@ -226,15 +232,42 @@ class MainScreen(Screen):
     # ----- the chart ------------------------------------------------------------------
 
     def show_in_chart(self, record: RunRecord | None) -> None:
-        """Draw ``record`` in the chart, unless its final summary is still being computed."""
+        """Draw ``record`` in the chart, unless its final summary is still being computed.
+
+        A previous session's run has its timing blocks on disk: they are read off the UI thread
+        and drawn when read (the chart says it is loading them meanwhile).
+        """
         if self._chart is None or (record is not None and self.lab.computing(record)):
             return
+        if record is not None and not record.samples_loaded and record.run_id not in self._no_samples:
+            self._load_samples(record)
         self.chart_run = record
+
+    @work(thread=True, group="chart-samples")
+    def _load_samples(self, record: RunRecord) -> None:
+        from tui.engine.results import SamplesUnavailable
+
+        problem = None
+        try:
+            record.ensure_samples()
+        except SamplesUnavailable as exc:
+            problem = str(exc)
+        with contextlib.suppress(RuntimeError):  # the app closed while the file was read
+            self.app.call_from_thread(self._samples_read, record, problem)
+
+    def _samples_read(self, record: RunRecord, problem: str | None) -> None:
+        if problem is not None:
+            self._no_samples[record.run_id] = problem
+        if self.chart_run is record:
+            self.watch_chart_run(record)
 
     def watch_chart_run(self, record: RunRecord | None) -> None:
         if self._chart is not None:
             label = f"{workload_label(record.options)} {options_label(record.options)}" if record is not None else None
-            self._chart.set_run(record, label)
+            note = None
+            if record is not None and not record.samples_loaded:
+                note = "timing blocks not stored" if record.run_id in self._no_samples else "loading timing blocks…"
+            self._chart.set_run(record, label, note)
 
     @on(ResultsTable.RunHighlighted)
     def _run_highlighted(self, message: ResultsTable.RunHighlighted) -> None:

@@ -147,6 +147,7 @@ class IterationChart(Widget):
         super().__init__(name=name, id=id, classes=classes)
         self._record = record
         self._label: str | None = None
+        self._note: str | None = None
         self._max_fps = max_fps
         self._dirty = True
         self._not_before = 0.0
@@ -162,10 +163,15 @@ class IterationChart(Widget):
         """The run shown."""
         return self._record
 
-    def set_run(self, record: RecordLike | None, label: str | None = None) -> None:
-        """Show another run (or none), drawn at the next timer tick; ``label`` names it in the title where it fits."""
+    def set_run(self, record: RecordLike | None, label: str | None = None, note: str | None = None) -> None:
+        """Show another run (or none), drawn at the next timer tick.
+
+        ``label`` names it in the title where it fits; ``note`` is said instead of the plot's
+        absence explained from the run's status (e.g. "loading timing blocks…").
+        """
         self._record = record
         self._label = label
+        self._note = note
         self._dirty = True
         self._set_title()
 
@@ -237,7 +243,7 @@ class IterationChart(Widget):
 
     def _placeholder(self, series: dict[str, Series], width: int, height: int) -> list[list[Segment]]:
         """The legend and, mid-height, why there is no plot yet."""
-        message = placeholder_text(self._record, width)
+        message = self._note or placeholder_text(self._record, width)
         lines: list[list[Segment]] = [self._legend(series, width) if series else []]
         lines.extend([] for _ in range(1, height))
         if height > 1:
