@@ -11,6 +11,7 @@ import dataclasses
 import pytest
 
 from tui.engine.kernels import (
+    MAX_ROWS,
     KernelRow,
     Profile,
     RawEvent,
@@ -174,3 +175,14 @@ def test_a_graph_break_shows_two_regions_by_exclusive_time_and_the_eager_code_be
     side = side_profile(events, 2, cuda=False)
     assert side.kernels_per_call == 3  # two C++ kernels and the eager aten::is_nonzero between them
     assert regions(_compiled_call(), 1)[1] == 0.0 and regions(_eager_call(), 1) == ((), None)
+
+
+def test_a_side_keeps_every_kernel_up_to_the_cap_and_the_diff_comes_by_compiled_time():
+    events = [RawEvent(f"aten::op{i}", total_us=float(i + 1), top_op=True) for i in range(MAX_ROWS + 5)]
+    side = side_profile(events, 1, cuda=False)
+    assert len(side.kernels) == MAX_ROWS and side.kernels_per_call == MAX_ROWS + 5
+    assert side.kernels[-1].name == "aten::op5"  # the five cheapest left out of the table, not of the counts
+    compiled = side_profile([RawEvent("cpp_fused_a_0", total_us=1.0), RawEvent("cpp_fused_b_1", total_us=9.0)], 1,
+                            cuda=False)  # fmt: skip
+    mapping = {"cppCodeToPost": {"cpp_fused_a_0:1": ["op1"], "cpp_fused_b_1:2": ["op2"]}}
+    assert [g.kernel for g in kernel_diff(mapping, side, compiled)] == ["cpp_fused_b_1", "cpp_fused_a_0"]

@@ -309,7 +309,8 @@ async def test_megabytes_on_stdout_and_stderr_keep_the_events_intact_and_stderr_
     """15 MiB of prints: every event arrives whole, and only the last 64 KiB of stderr are kept."""
     path = write_workload(tmp_path, "noisy.py", NOISY)
     events: list[Event] = []
-    record, runner = await _run(RunOptions(workload=str(path), **TINY), on_event=events.append)
+    # no profile pass: the profiler's own log lines on stderr would come after the workload's
+    record, runner = await _run(RunOptions(workload=str(path), **TINY, profile=False), on_event=events.append)
     assert record.status == "done", record.error_message
     # no line that is not an event (the runner warns about each; timing warnings may come from the worker)
     assert not [e for e in events if isinstance(e, WorkerWarning) and e.source == "runner"]

@@ -32,7 +32,7 @@ from tui.typed import JsonRecord
 __all__ = [
     "RawEvent", "KernelRow", "SideProfile", "KernelGroup", "RegionRow", "Profile", "side_profile", "kernel_diff",
     "regions",
-    "provenance_ops", "top_kernels_text", "LAUNCH_NAMES", "GRAPH_LAUNCH_NAMES", "NOT_KERNELS",
+    "provenance_ops", "top_kernels_text", "LAUNCH_NAMES", "GRAPH_LAUNCH_NAMES", "NOT_KERNELS", "MAX_ROWS",
 ]  # fmt: skip
 
 LAUNCH_NAMES = frozenset({"cudaLaunchKernel", "cuLaunchKernel", "cudaLaunchKernelExC", "cuLaunchKernelEx",
@@ -51,7 +51,8 @@ _HANDLE = re.compile(r":\d+$")
 _NODE_SUFFIX = re.compile(r"_\d+$")
 _REGION = "Torch-Compiled Region: "
 _GRAPH_CALL = "## Call CompiledFxGraph"
-TOP_KERNELS = 10
+#: The most kernel rows (and diff groups) a profile keeps, largest first: a history line stays small.
+MAX_ROWS = 200
 
 
 @dataclass(frozen=True)
@@ -83,7 +84,8 @@ class KernelRow(JsonRecord):
 
 @dataclass(frozen=True)
 class SideProfile(JsonRecord):
-    """One side under the profiler: per-call counts and times, and its kernels by time (largest first).
+    """One side under the profiler: per-call counts and times, and its kernels by time (largest first, all of
+    them up to :data:`MAX_ROWS`; the counts and times per call include every kernel).
 
     ``kernel_ms_per_call``: the kernels' device time per call on a GPU, their CPU time on the CPU.
     ``launches_per_call``: kernel launches from the host; ``graph_launches_per_call``: CUDA-graph
@@ -171,7 +173,7 @@ def _is_kernel(event: RawEvent, cuda: bool) -> bool:
 
 
 def side_profile(events: Iterable[RawEvent], calls: int, cuda: bool, wall_s: float | None = None,
-                 top: int = TOP_KERNELS) -> SideProfile:
+                 top: int = MAX_ROWS) -> SideProfile:
     """Count one side's kernels over ``calls`` profiled calls (``cuda``: a GPU run's events)."""
     if calls <= 0:
         raise ValueError("calls must be positive")
@@ -214,13 +216,8 @@ def _kernel_ms(rows: Sequence[KernelRow], kernel: str, calls: int) -> float | No
     return sum(found) / calls if found and calls else None
 
 
-def kernel_diff(mapping: Mapping[str, Any], eager: SideProfile, compiled: SideProfile) -> tuple[KernelGroup, ...]:
-    """The kernel diff from inductor's provenance mapping (``cppCodeToPost`` / ``triton...ToPost`` entries).
-
-    ``mapping``: a ``inductor_provenance_tracking_node_mappings`` payload (or several merged): for
-    each ``kernel:handle`` the post-grad nodes it was generated from. Kernels without nodes (a
-    wrapper's own entries) are left out. ValueError when the payload has no kernel mapping.
-    """
+def _kernel_nodes(mapping: Mapping[str, Any]) -> dict[str, list[str]]:
+    """Each kernel's post-grad nodes (its ``:handle`` dropped, several entries merged); ValueError without any."""
     kernels: dict[str, list[str]] = {}
     found = False
     for key, value in mapping.items():
@@ -233,9 +230,21 @@ def kernel_diff(mapping: Mapping[str, Any], eager: SideProfile, compiled: SidePr
                 merged.extend(n for n in nodes if isinstance(n, str) and n not in merged)
     if not found:
         raise ValueError("the provenance mapping has no kernel entries")
+    return kernels
+
+
+def kernel_diff(mapping: Mapping[str, Any], eager: SideProfile, compiled: SideProfile) -> tuple[KernelGroup, ...]:
+    """The kernel diff from inductor's provenance mapping (``cppCodeToPost`` / ``triton...ToPost`` entries).
+
+    ``mapping``: a ``inductor_provenance_tracking_node_mappings`` payload (or several merged): for
+    each ``kernel:handle`` the post-grad nodes it was generated from. Kernels without nodes (a
+    wrapper's own entries) are left out. Groups come by compiled time, largest first (at most
+    :data:`MAX_ROWS`). ValueError when the payload has no kernel mapping.
+    """
+    kernels = _kernel_nodes(mapping)
     eager_ms = {row.name: row.total_ms for row in eager.kernels}
     groups = []
-    for kernel, nodes in sorted(kernels.items()):
+    for kernel, nodes in kernels.items():
         if not nodes:
             continue
         ops = tuple(sorted({provenance_ops(n) for n in nodes}))
@@ -245,7 +254,8 @@ def kernel_diff(mapping: Mapping[str, Any], eager: SideProfile, compiled: SidePr
             eager_ms_per_call=sum(seen) / eager.calls if seen and eager.calls else None,
             compiled_ms_per_call=_kernel_ms(compiled.kernels, kernel, compiled.calls),
         ))
-    return tuple(groups)
+    groups.sort(key=lambda g: (-(g.compiled_ms_per_call or 0.0), g.kernel))
+    return tuple(groups[:MAX_ROWS])
 
 
 def _ancestors(events: Sequence[RawEvent], index: int) -> Iterator[int]:
