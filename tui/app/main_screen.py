@@ -243,10 +243,14 @@ class MainScreen(Screen):
             self._load_samples(record)
         self.chart_run = record
 
-    @work(thread=True, group="chart-samples")
+    @work(thread=True, group="chart-samples", exclusive=True)
     def _load_samples(self, record: RunRecord) -> None:
+        from textual.worker import get_current_worker
+
         from tui.engine.results import SamplesUnavailable
 
+        if get_current_worker().is_cancelled:
+            return  # the cursor moved on (an arrow key held down) before this one began
         problem = None
         try:
             record.ensure_samples()
