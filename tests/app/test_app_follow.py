@@ -185,4 +185,4 @@ async def test_the_chart_reads_a_previous_runs_stored_blocks(make_app):
         await wait_until(pilot, lambda: "━ eager" in _chart_text(chart) and "└0" in _chart_text(chart),
                          what="the first run's plot")
         await pilot.press("down")
-        await wait_until(pilot, lambda: "timing blocks not stored" in _chart_text(chart), what="the lost blocks")
+        await wait_until(pilot, lambda: "timing blocks could not be read" in _chart_text(chart), what="the lost blocks")

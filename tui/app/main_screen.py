@@ -61,8 +61,8 @@ class MainScreen(Screen):
     def __init__(self, *, id: str | None = "main-screen") -> None:
         super().__init__(id=id)
         self._dirty: set[str] = set()
-        self._no_samples: dict[str, str] = {}
-        """Previous runs whose stored timing blocks could not be read, with why."""
+        self._no_samples: set[str] = set()
+        """Previous runs whose stored timing blocks could not be read."""
         self._tick: Timer | None = None
         self._table: ResultsTable | None = None
         self._picker: Picker | None = None
@@ -247,21 +247,19 @@ class MainScreen(Screen):
     def _load_samples(self, record: RunRecord) -> None:
         from textual.worker import get_current_worker
 
-        from tui.engine.results import SamplesUnavailable
-
         if get_current_worker().is_cancelled:
             return  # the cursor moved on (an arrow key held down) before this one began
-        problem = None
+        unreadable = False
         try:
             record.ensure_samples()
-        except SamplesUnavailable as exc:
-            problem = str(exc)
+        except Exception:  # a samples file the chart cannot read must not end the app
+            unreadable = True
         with contextlib.suppress(RuntimeError):  # the app closed while the file was read
-            self.app.call_from_thread(self._samples_read, record, problem)
+            self.app.call_from_thread(self._samples_read, record, unreadable)
 
-    def _samples_read(self, record: RunRecord, problem: str | None) -> None:
-        if problem is not None:
-            self._no_samples[record.run_id] = problem
+    def _samples_read(self, record: RunRecord, unreadable: bool) -> None:
+        if unreadable:
+            self._no_samples.add(record.run_id)
         if self.chart_run is record:
             self.watch_chart_run(record)
 
@@ -270,7 +268,7 @@ class MainScreen(Screen):
             label = f"{workload_label(record.options)} {options_label(record.options)}" if record is not None else None
             note = None
             if record is not None and not record.samples_loaded:
-                note = "timing blocks not stored" if record.run_id in self._no_samples else "loading timing blocks…"
+                note = "timing blocks could not be read" if record.run_id in self._no_samples else "loading timing blocks…"
             self._chart.set_run(record, label, note)
 
     @on(ResultsTable.RunHighlighted)
