@@ -22,6 +22,12 @@ def visible_rows(table) -> range:
     return range(top, top + table.scrollable_content_region.height - table.header_height)
 
 
+async def in_view(pilot, table, row: int) -> None:
+    """The cursor is on ``row`` and the table scrolls it into view (after a refresh: awaited)."""
+    assert table.cursor_row == row
+    await wait_until(pilot, lambda: row in visible_rows(table), timeout=5, what=f"row {row} in view")
+
+
 async def start(app, pilot) -> None:
     """Wait for the history's rows, ask for short runs, focus the table (the sidebar hidden: more rows fit)."""
     await wait_until(pilot, lambda: app.table.row_count == HISTORY, what="the history's rows")
@@ -37,14 +43,12 @@ async def measuring(app, pilot, row: int) -> None:
         return len(ids) > row and app.records[ids[row]].status == "measuring"
 
     await wait_until(pilot, held, what=f"row {row} measuring")
-    await pilot.pause()  # the scroll that follows a cursor move happens after a refresh
 
 
 async def run_ended_row(app, pilot, count: int) -> None:
     """Wait until the table has ``count`` rows and every run ended and shows its final row."""
     await wait_until(pilot, lambda: app.table.row_count == count, what=f"{count} rows")
     await wait_until(pilot, lambda: app.settled, what="settled")
-    await pilot.pause()  # the scroll that follows a cursor move happens after a refresh
 
 
 async def test_the_running_row_stays_in_view_until_the_user_moves_the_cursor(make_app, tmp_path):
@@ -57,10 +61,10 @@ async def test_the_running_row_stays_in_view_until_the_user_moves_the_cursor(mak
         assert HISTORY - 1 not in visible_rows(table)  # the newest history row is off-screen
         await pilot.press("r")
         await measuring(app, pilot, HISTORY)
-        assert table.cursor_row == HISTORY and HISTORY in visible_rows(table)  # the running row
+        await in_view(pilot, table, HISTORY)  # the running row
         gate.touch()
         await run_ended_row(app, pilot, HISTORY + 1)
-        assert table.cursor_row == HISTORY and HISTORY in visible_rows(table)  # the just-finished row
+        await in_view(pilot, table, HISTORY)  # the just-finished row
         assert table.following
 
         # The user moves the cursor up: a run queued without a key press does not move the view.
@@ -77,11 +81,11 @@ async def test_the_running_row_stays_in_view_until_the_user_moves_the_cursor(mak
         await pilot.press("r")
         await measuring(app, pilot, HISTORY + 2)
         assert table.following
-        assert table.cursor_row == HISTORY + 2 and HISTORY + 2 in visible_rows(table)
+        await in_view(pilot, table, HISTORY + 2)
         gate.touch()
         await run_ended_row(app, pilot, HISTORY + 3)
         assert table.following
-        assert table.cursor_row == HISTORY + 2 and HISTORY + 2 in visible_rows(table)
+        await in_view(pilot, table, HISTORY + 2)
 
 
 async def test_putting_the_cursor_back_on_the_last_row_follows_again(make_app):
@@ -100,7 +104,7 @@ async def test_putting_the_cursor_back_on_the_last_row_follows_again(make_app):
         assert table.following
         app.enqueue([app.picker.current_options().validated()])
         await run_ended_row(app, pilot, HISTORY + 2)
-        assert table.cursor_row == HISTORY + 1 and HISTORY + 1 in visible_rows(table)
+        await in_view(pilot, table, HISTORY + 1)
 
         # A click on another row is a move too.
         top = visible_rows(table)[0]
@@ -142,7 +146,7 @@ async def test_a_queue_of_runs_is_followed_to_its_last_run(make_app):
         app.queue_confirmed([options, options, options], "sweep", source="a test")
         await run_ended_row(app, pilot, HISTORY + 3)
         assert table.following
-        assert table.cursor_row == HISTORY + 2 and HISTORY + 2 in visible_rows(table)  # the last one to run
+        await in_view(pilot, table, HISTORY + 2)  # the last one to run
 
 
 async def test_the_chart_of_a_run_cancelled_before_any_block_says_so(make_app, tmp_path):
