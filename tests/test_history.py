@@ -279,3 +279,23 @@ def test_iter_load_keeps_what_it_read_when_the_disk_fails_half_way(tmp_path, mon
     records, problems = history.load()
     assert [r.run_id for r in records] == run_ids[:2]
     assert problems == [f"cannot read {history.path}: Input/output error; the runs read before are kept"]
+
+
+def test_stored_samples_can_be_released_and_loaded_again_with_the_same_summary(tmp_path):
+    history = _history(tmp_path)
+    live = _record()
+    history.append(live)
+    assert live.release_samples() is False  # this session's blocks exist only in memory
+    (stored,), _ = history.load()
+    before = live.summary()
+    blocks = stored.loaded_samples()
+    assert [b.ms for b in blocks["eager"]] == [b.ms for b in live.samples["eager"]]
+    assert stored.release_samples() is True
+    assert not stored.samples_loaded and stored.samples == {"eager": [], "compiled": []}
+    assert stored.summary().speedup == before.speedup and stored.summary().verdict == before.verdict
+    assert stored.release_samples() is False  # already released
+    # A reader that took the blocks keeps them whatever a release does afterwards.
+    again = stored.loaded_samples()
+    stored.release_samples()
+    assert [b.ms for b in again["compiled"]] == [b.ms for b in live.samples["compiled"]]
+    assert len(list(stored.raw_rows())) == len(list(live.raw_rows()))

@@ -188,5 +188,9 @@ async def test_the_chart_reads_a_previous_runs_stored_blocks(make_app):
         await pilot.press("ctrl+home")
         await wait_until(pilot, lambda: "━ eager" in _chart_text(chart) and "└0" in _chart_text(chart),
                          what="the first run's plot")
+        shown = chart.record
+        assert shown is not None and shown.samples_loaded
         await pilot.press("down")
         await wait_until(pilot, lambda: "timing blocks could not be read" in _chart_text(chart), what="the lost blocks")
+        # The chart keeps one stored run's blocks in memory: walking a long history stays flat.
+        assert not shown.samples_loaded and shown.summary().speedup is not None

@@ -63,6 +63,8 @@ class MainScreen(Screen):
         self._dirty: set[str] = set()
         self._no_samples: set[str] = set()
         """Previous runs whose stored timing blocks could not be read."""
+        self._chart_loaded: RunRecord | None = None
+        """The previous run whose stored blocks the chart loaded: released when it moves on."""
         self._tick: Timer | None = None
         self._table: ResultsTable | None = None
         self._picker: Picker | None = None
@@ -239,7 +241,13 @@ class MainScreen(Screen):
         """
         if self._chart is None or (record is not None and self.lab.computing(record)):
             return
+        loaded, self._chart_loaded = self._chart_loaded, None
+        if loaded is not None and loaded is not record:
+            loaded.release_samples()  # one stored run's blocks in memory at a time
+        elif loaded is not None:
+            self._chart_loaded = loaded
         if record is not None and not record.samples_loaded and record.run_id not in self._no_samples:
+            self._chart_loaded = record
             self._load_samples(record)
         self.chart_run = record
 

@@ -59,9 +59,9 @@ class History:
         """
         if not record.finished:
             raise ValueError(f"run {record.run_id} is {record.status}; only ended runs go to the history")
-        record.ensure_samples()
+        samples = record.loaded_samples()
         samples_file = None
-        if any(record.samples[side] for side in record.samples):
+        if any(samples[side] for side in samples):
             samples_file = f"{_safe_name(record.run_id)}.json"
             self._write_samples(record, self.runs_dir / samples_file)
         line = {"schema": SCHEMA, **record.to_json(samples=False), "samples_file": samples_file}
@@ -74,7 +74,7 @@ class History:
             target.parent.mkdir(parents=True, exist_ok=True)
             with atomic_writer(target, newline=None) as stream:
                 json.dump(
-                    {"schema": SCHEMA, "run_id": record.run_id, "samples": samples_to_json(record.samples)},
+                    {"schema": SCHEMA, "run_id": record.run_id, "samples": samples_to_json(record.loaded_samples())},
                     stream,
                     separators=(",", ":"),
                     allow_nan=False,

@@ -152,7 +152,7 @@ def group_status(members: Sequence[RunRecord]) -> str:
 
 
 def _blocks(record: RunRecord, side: str, which: str) -> list:
-    measured = [b for b in record.samples[side] if b.stage == "measure" and b.ms]
+    measured = [b for b in record.loaded_samples()[side] if b.stage == "measure" and b.ms]
     if which == "iter":
         return [b.ms for b in measured]
     return [(b.host_ms_per_call,) for b in measured if b.host_ms_per_call is not None]
@@ -303,7 +303,8 @@ class GroupRecord(RunRecord):
             row.error_kind = ended[0].error_kind
             row.error_message = f"process {number} of {len(members)}: {ended[0].error_message}"
             row.error_detail = ended[0].error_detail
-        row.samples = {side: [b for m in done for b in m.samples[side] if b.stage == "measure"] for side in SIDES}
+        row.samples = {side: [b for m in done for b in m.loaded_samples()[side] if b.stage == "measure"]
+                       for side in SIDES}
         row._pooled = None
         return row
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 import secrets
+import threading
 import time
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
@@ -34,7 +35,7 @@ from tui.engine.protocol import (
     WorkerWarning,
 )
 from tui.engine.samples import Block, Samples, new_samples, samples_from_json, samples_to_json
-from tui.engine.stored_options import decode_options
+from tui.engine.stored_run import StoredRun, stored_options
 from tui.engine.summary import LiveStats, RunSummary, SummaryInputs, build_summary
 from tui.engine.verdict import Machine, VerdictPolicy
 from tui.telemetry.model import RunTelemetry
@@ -117,6 +118,7 @@ class RunRecord:
         self._stored_summary: RunSummary | None = None
         self._samples_loaded = True
         self._samples_loader: Callable[["RunRecord"], Samples] | None = None
+        self._samples_lock = threading.RLock()  # the app loads and releases while exports read
 
     @classmethod
     def new(cls, options: RunOptions, run_id: str | None = None) -> "RunRecord":
@@ -241,13 +243,37 @@ class RunRecord:
 
     def ensure_samples(self) -> None:
         """Load deferred samples now (SamplesUnavailable when they cannot be)."""
-        if self._samples_loaded:
-            return
-        if self._samples_loader is None:
-            raise SamplesUnavailable(f"run {self.run_id}: its per-iteration samples were not stored")
-        samples = self._samples_loader(self)
-        if not self._samples_loaded:
-            self.set_samples(samples)
+        self.loaded_samples()
+
+    def loaded_samples(self) -> Samples:
+        """The timing blocks, loaded first if they are stored apart (SamplesUnavailable when they cannot be).
+
+        Readers on other threads use what this returns rather than ``samples``, which
+        :meth:`release_samples` may swap for an empty set at any moment.
+        """
+        with self._samples_lock:
+            if not self._samples_loaded:
+                if self._samples_loader is None:
+                    raise SamplesUnavailable(f"run {self.run_id}: its per-iteration samples were not stored")
+                self.set_samples(self._samples_loader(self))
+            return self.samples
+
+    def release_samples(self) -> bool:
+        """Drop samples that were loaded from the history (they stay on disk); the summary is kept.
+
+        False, and nothing changes, for samples that exist only in memory (a run of this
+        session) or that are not loaded. Lets a viewer that loads one stored run at a time keep
+        memory flat however many runs it walks through.
+        """
+        with self._samples_lock:
+            if not self._samples_loaded or self._samples_loader is None:
+                return False
+            self._stored_summary = self.summary()
+            self.samples = new_samples()
+            self._live = LiveStats()
+            self._samples_loaded = False
+            self._version += 1
+            return True
 
     def set_samples_json(self, data: dict[str, Any]) -> None:
         """Replace every timing block from :func:`samples_to_json` output (malformed blocks dropped)."""
@@ -280,6 +306,10 @@ class RunRecord:
 
     def summary(self) -> RunSummary:
         """The run's results (:class:`~tui.engine.summary.RunSummary`); cached until the record changes."""
+        with self._samples_lock:  # never from samples that release_samples is swapping out
+            return self._summary()
+
+    def _summary(self) -> RunSummary:
         key = self._fingerprint()
         if self._cache is not None and self._cache[0] == key:
             return self._cache[1]
@@ -327,9 +357,9 @@ class RunRecord:
         """One formatted row (:data:`tui.engine.columns.RAW_COLUMNS`) per timed iteration of every block."""
         from tui.engine.columns import raw_float
 
-        self.ensure_samples()
+        samples = self.loaded_samples()
         for side in SIDES:
-            for block in self.samples[side]:
+            for block in samples[side]:
                 host = raw_float(block.host_ms_per_call)
                 labels = block.labels
                 for i, value in enumerate(block.ms):
@@ -396,8 +426,7 @@ class RunRecord:
             "summary": self.summary().to_json(),
         }
         if samples:
-            self.ensure_samples()
-            data["samples"] = samples_to_json(self.samples)
+            data["samples"] = samples_to_json(self.loaded_samples())
         return finite(data)
 
     @classmethod
@@ -416,10 +445,10 @@ class RunRecord:
         """
         if not isinstance(data, dict):
             raise TypeError("a run record must be a JSON object")
-        stored, problems = decode_fields(_StoredRun, data, where="record")
-        options, option_problems = _options_from_json(data.get("options"))
+        stored, problems = decode_fields(StoredRun, data, where="record")
+        options, option_problems = stored_options(data.get("options"))
         problems += option_problems
-        kept = {f.name: getattr(stored, f.name) for f in dataclasses.fields(_StoredRun)
+        kept = {f.name: getattr(stored, f.name) for f in dataclasses.fields(StoredRun)
                 if f.name not in ("summary", "samples", "warnings")}
         record = cls(options=options, warnings=list(stored.warnings), **kept)
         record.run_id = record.run_id or new_run_id()
@@ -433,33 +462,6 @@ class RunRecord:
             record._samples_loaded = False
             record._stored_summary = stored.summary
         return record, problems
-
-
-@dataclass(frozen=True)
-class _StoredRun:
-    """The typed fields of a stored run (:meth:`RunRecord.to_json`), options apart."""
-
-    run_id: str = ""
-    created: float = 0.0
-    status: str = "failed"
-    env: Env = field(default_factory=Env)
-    compile_s: float | None = None
-    diagnostics: Diagnostics = field(default_factory=Diagnostics)
-    accuracy: Accuracy = field(default_factory=Accuracy)
-    memory: Memory = field(default_factory=Memory)
-    flops_per_call: float | None = None
-    bytes_per_call: float | None = None
-    profile: Profile | None = None
-    warnings: tuple[str, ...] = ()
-    error_kind: str | None = None
-    error_message: str | None = None
-    error_detail: str | None = None
-    telemetry: RunTelemetry = field(default_factory=RunTelemetry)
-    samples_file: str | None = None
-    group_id: str | None = None
-    repeat: int = 0
-    summary: RunSummary | None = None
-    samples: dict[str, Any] | None = None
 
 
 _HANDLERS: dict[type, Callable[[RunRecord, Any], None]] = {
@@ -485,10 +487,3 @@ def _merged(old: Diagnostics, new: Diagnostics) -> Diagnostics:
     changes = {f.name: getattr(new, f.name) for f in dataclasses.fields(Diagnostics)
                if getattr(new, f.name) != getattr(default, f.name)}  # fmt: skip
     return dataclasses.replace(old, **changes) if changes else old
-
-
-def _options_from_json(data: Any) -> tuple[RunOptions, list[str]]:
-    """Stored options, each field checked (``tui.engine.stored_options``; a wrong one: its default)."""
-    if not isinstance(data, dict):
-        return RunOptions(), ["options were missing from the stored record"]
-    return decode_options(data, where="record.options")
