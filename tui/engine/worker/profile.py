@@ -177,11 +177,13 @@ def _run(built: Any, compile_fn: Callable, cuda: bool, prepare: Callable[[], Non
 
     diff, diff_why = (), provenance_supported()
     if diff_why is None:
-        merged: dict[str, Any] = {}
+        # one mapping per graph; a kernel name two graphs share becomes one group (their nodes joined)
+        merged: dict[str, dict[str, list]] = {}
         for mapping in catcher.mappings:
             for key, value in mapping.items():
-                if isinstance(value, dict):
-                    merged.setdefault(key, {}).update(value)
+                for name, nodes in (value.items() if isinstance(value, dict) else ()):
+                    kept = merged.setdefault(key, {}).setdefault(name, [])
+                    kept.extend(n for n in (nodes if isinstance(nodes, list) else ()) if n not in kept)
         try:
             diff = kernel_diff(merged, eager, compiled)
         except ValueError as exc:
