@@ -241,11 +241,9 @@ class MainScreen(Screen):
         """
         if self._chart is None or (record is not None and self.lab.computing(record)):
             return
-        loaded, self._chart_loaded = self._chart_loaded, None
-        if loaded is not None and loaded is not record:
-            loaded.release_samples()  # one stored run's blocks in memory at a time
-        elif loaded is not None:
-            self._chart_loaded = loaded
+        if self._chart_loaded is not None and self._chart_loaded is not record:
+            self._chart_loaded.release_samples()  # one stored run's blocks in memory at a time
+            self._chart_loaded = None
         if record is not None and not record.samples_loaded and record.run_id not in self._no_samples:
             self._chart_loaded = record
             self._load_samples(record)

@@ -24,6 +24,7 @@ from tui import paths
 from tui.engine.export import ExportError, atomic_writer
 from tui.engine.migrate import SCHEMA, upgrade_line, upgrade_samples
 from tui.engine.results import Block, RunRecord, SamplesUnavailable, samples_to_json
+from tui.engine.samples import Samples
 
 __all__ = ["History", "HistoryError", "SCHEMA"]
 
@@ -63,18 +64,18 @@ class History:
         samples_file = None
         if any(samples[side] for side in samples):
             samples_file = f"{_safe_name(record.run_id)}.json"
-            self._write_samples(record, self.runs_dir / samples_file)
+            self._write_samples(record.run_id, samples, self.runs_dir / samples_file)
         line = {"schema": SCHEMA, **record.to_json(samples=False), "samples_file": samples_file}
         data = json.dumps(line, separators=(",", ":"), allow_nan=False).encode() + b"\n"
         self._append_bytes(data)
         record.samples_file = samples_file
 
-    def _write_samples(self, record: RunRecord, target: Path) -> None:
+    def _write_samples(self, run_id: str, samples: Samples, target: Path) -> None:
         try:
             target.parent.mkdir(parents=True, exist_ok=True)
             with atomic_writer(target, newline=None) as stream:
                 json.dump(
-                    {"schema": SCHEMA, "run_id": record.run_id, "samples": samples_to_json(record.loaded_samples())},
+                    {"schema": SCHEMA, "run_id": run_id, "samples": samples_to_json(samples)},
                     stream,
                     separators=(",", ":"),
                     allow_nan=False,

@@ -132,16 +132,12 @@ class Benchmark:
         self._next_input[side] += n
         return [sets[i] for i in indices], ([labels[i] for i in indices] if labels else None)
 
-    def _mark_step(self) -> None:
+    def mark_step(self) -> None:
         """Tell CUDA-graph trees that a new call begins (its outputs may reuse the last call's memory)."""
         if self.cudagraphs:
             mark = getattr(torch.compiler, "cudagraph_mark_step_begin", None)
             if mark is not None:
                 mark()
-
-    def mark_step(self) -> None:
-        """Before each compiled call outside the timing blocks (the profile pass): as :meth:`_mark_step`."""
-        self._mark_step()
 
     def _step(self, side: str) -> Step:
         if side == "eager":
@@ -160,7 +156,7 @@ class Benchmark:
         return run.ms
 
     def _prepare(self, side: str) -> Callable[[], None] | None:
-        return self._mark_step if side == "compiled" else None
+        return self.mark_step if side == "compiled" else None
 
     def _reset_peak(self) -> None:
         if self.cuda:
@@ -211,7 +207,7 @@ class Benchmark:
         self.stage = "compile"
         self.compiled_step = self.built.compile_step(compile_fn)
         args = self.built.input_sets[0]
-        self._mark_step()
+        self.mark_step()
         self.clock.sync()
         t_start = time.monotonic()
         start = time.perf_counter()
@@ -293,7 +289,7 @@ class Benchmark:
         del copied
         if not self.built.train:
             self.stage = "compiled"
-            self._mark_step()
+            self.mark_step()
             compiled = keep(self._step("compiled")(fresh_copy(args)))
         self.clock.sync()
         return AccuracyOutputs(compiled=compiled, eager=eager, eager_again=eager_again, mutated=mutated, random=random)
@@ -389,7 +385,7 @@ class Benchmark:
             for side, spec, _ in running:
                 if side == "compiled":
                     for args in spec.calls:
-                        self._mark_step()
+                        self.mark_step()
                         spec.step(args)
             self.clock.sync()
             self.clock.run_round([spec for _, spec, _ in running], done)

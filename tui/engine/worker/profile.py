@@ -117,16 +117,21 @@ def flatten(events: Any) -> list[RawEvent]:
     return result
 
 
+def _one_call(step: Callable[[tuple], Any], args: tuple, cuda: bool, prepare: Callable[[], None] | None) -> None:
+    """One call of ``step``, finished on the device."""
+    if prepare is not None:
+        prepare()
+    step(args)
+    if cuda:
+        torch.cuda.synchronize()
+
+
 def _profiled(step: Callable[[tuple], Any], args: tuple, calls: int, cuda: bool,
               prepare: Callable[[], None] | None) -> tuple[list[RawEvent], float]:
     from torch.profiler import ProfilerActivity, profile
 
     activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if cuda else [])
-    if prepare is not None:
-        prepare()
-    step(args)  # one unprofiled call: lazy initialisation stays out of the profile
-    if cuda:
-        torch.cuda.synchronize()
+    _one_call(step, args, cuda, prepare)  # unprofiled: lazy initialisation stays out of the profile
     with profile(activities=activities) as prof:
         start = time.perf_counter()
         for _ in range(calls):
@@ -165,11 +170,7 @@ def _run(built: Any, compile_fn: Callable, cuda: bool, prepare: Callable[[], Non
     compile_start = time.perf_counter()
     with config.patch(_inductor_patch(cuda)), _catch_provenance() as catcher:
         step = built.compile_step(compile_fn)
-        if prepare is not None:
-            prepare()
-        step(args)
-        if cuda:
-            torch.cuda.synchronize()
+        _one_call(step, args, cuda, prepare)  # compiles
         compile_s = time.perf_counter() - compile_start
         compiled_events, compiled_wall = _profiled(step, args, calls, cuda, prepare)
     compiled = side_profile(compiled_events, calls, cuda, compiled_wall)
@@ -177,18 +178,26 @@ def _run(built: Any, compile_fn: Callable, cuda: bool, prepare: Callable[[], Non
 
     diff, diff_why = (), provenance_supported()
     if diff_why is None:
-        # one mapping per graph; a kernel name two graphs share becomes one group (their nodes joined)
-        merged: dict[str, dict[str, list]] = {}
-        for mapping in catcher.mappings:
-            for key, value in mapping.items():
-                for name, nodes in (value.items() if isinstance(value, dict) else ()):
-                    kept = merged.setdefault(key, {}).setdefault(name, [])
-                    kept.extend(n for n in (nodes if isinstance(nodes, list) else ()) if n not in kept)
         try:
-            diff = kernel_diff(merged, eager, compiled)
+            diff = kernel_diff(_joined(catcher.mappings), eager, compiled)
         except ValueError as exc:
             diff_why = f"no provenance from inductor ({exc})" if catcher.mappings else \
                 "inductor emitted no provenance mapping (no inductor graph?)"
     return Profile(available=True, activities=activities, calls=calls, profile_s=time.perf_counter() - started,
                    compile_s=compile_s, eager=eager, compiled=compiled, diff=diff, diff_why=diff_why,
                    regions=region_rows, eager_between_ms_per_call=between_ms)
+
+
+def _joined(mappings: list[dict]) -> dict[str, dict[str, list]]:
+    """Inductor's provenance mappings, one per graph, joined node by node.
+
+    A kernel name two graphs share becomes one group with both graphs' nodes (a dict update
+    would keep only the last graph's).
+    """
+    joined: dict[str, dict[str, list]] = {}
+    for mapping in mappings:
+        for key, value in mapping.items():
+            for name, nodes in (value.items() if isinstance(value, dict) else ()):
+                kept = joined.setdefault(key, {}).setdefault(name, [])
+                kept.extend(n for n in (nodes if isinstance(nodes, list) else ()) if n not in kept)
+    return joined
