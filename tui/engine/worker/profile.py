@@ -24,7 +24,7 @@ import torch
 from tui.engine.kernels import Profile, RawEvent, kernel_diff, regions, side_profile
 from tui.engine.worker.failures import one_line
 
-__all__ = ["PROFILE_CALLS", "run_profile", "flatten", "provenance_supported"]
+__all__ = ["PROFILE_CALLS", "OnTrace", "run_profile", "flatten", "provenance_supported"]
 
 #: Profiled calls per side (after one unprofiled call each).
 PROFILE_CALLS = 5
@@ -126,8 +126,13 @@ def _one_call(step: Callable[[tuple], Any], args: tuple, cuda: bool, prepare: Ca
         torch.cuda.synchronize()
 
 
+#: Called with ``("eager" | "compiled", profiler)`` after each side's profile (e.g. to export a trace).
+OnTrace = Callable[[str, Any], None]
+
+
 def _profiled(step: Callable[[tuple], Any], args: tuple, calls: int, cuda: bool,
-              prepare: Callable[[], None] | None) -> tuple[list[RawEvent], float]:
+              prepare: Callable[[], None] | None, side: str = "eager",
+              on_trace: OnTrace | None = None) -> tuple[list[RawEvent], float]:
     from torch.profiler import ProfilerActivity, profile
 
     activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if cuda else [])
@@ -141,16 +146,21 @@ def _profiled(step: Callable[[tuple], Any], args: tuple, calls: int, cuda: bool,
         if cuda:
             torch.cuda.synchronize()
         wall_s = time.perf_counter() - start
+    if on_trace is not None:
+        on_trace(side, prof)
     return flatten(prof.events()), wall_s
 
 
 def run_profile(built: Any, compile_fn: Callable, cuda: bool, prepare: Callable[[], None] | None = None,
-                calls: int = PROFILE_CALLS) -> Profile:
-    """Profile ``calls`` calls of each side of ``built``; never raises for the profiler's sake."""
+                calls: int = PROFILE_CALLS, on_trace: OnTrace | None = None) -> Profile:
+    """Profile ``calls`` calls of each side of ``built``; never raises for the profiler's sake.
+
+    ``on_trace``: called with each side's name and its finished ``torch.profiler.profile``.
+    """
     started = time.perf_counter()
     activities = ("cpu", "cuda") if cuda else ("cpu",)
     try:
-        return _run(built, compile_fn, cuda, prepare, calls, started, activities)
+        return _run(built, compile_fn, cuda, prepare, calls, started, activities, on_trace)
     except Exception as exc:
         return Profile(available=False, activities=activities, calls=calls,
                        why=f"the profile pass raised {type(exc).__name__}: {one_line(str(exc), 200)}",
@@ -158,11 +168,11 @@ def run_profile(built: Any, compile_fn: Callable, cuda: bool, prepare: Callable[
 
 
 def _run(built: Any, compile_fn: Callable, cuda: bool, prepare: Callable[[], None] | None, calls: int,
-         started: float, activities: tuple[str, ...]) -> Profile:
+         started: float, activities: tuple[str, ...], on_trace: OnTrace | None = None) -> Profile:
     import torch._inductor.config as config
 
     args = built.input_sets[0]
-    eager_events, eager_wall = _profiled(built.eager_step, args, calls, cuda, None)
+    eager_events, eager_wall = _profiled(built.eager_step, args, calls, cuda, None, "eager", on_trace)
     eager = side_profile(eager_events, calls, cuda, eager_wall)
 
     # a fresh dynamo cache: the measured function's code was compiled without the patch
@@ -172,7 +182,7 @@ def _run(built: Any, compile_fn: Callable, cuda: bool, prepare: Callable[[], Non
         step = built.compile_step(compile_fn)
         _one_call(step, args, cuda, prepare)  # compiles
         compile_s = time.perf_counter() - compile_start
-        compiled_events, compiled_wall = _profiled(step, args, calls, cuda, prepare)
+        compiled_events, compiled_wall = _profiled(step, args, calls, cuda, prepare, "compiled", on_trace)
     compiled = side_profile(compiled_events, calls, cuda, compiled_wall)
     region_rows, between_ms = regions(compiled_events, calls)
 
