@@ -147,7 +147,7 @@ def test_snapshot_failed_run_details(snap_compare, size):
         await pilot.pause()
         app.action_details("20250101-000000-fail01")
         for _ in range(100):
-            if isinstance(app.screen, DetailsScreen) and app.screen.query("#details-content"):
+            if isinstance(app.screen, DetailsScreen) and app.screen.query("#details-summary"):
                 break
             await pilot.pause(0.02)
         await pilot.pause()

@@ -291,7 +291,7 @@ async def test_a_history_line_with_wrong_types_is_a_named_warning_and_the_app_go
         assert warning.message.startswith(f"{path} line 2: record.options.params: expected an object, got str")
         assert app.records[bad.run_id].options == RunOptions(workload="matmul")
         app.action_details(worse.run_id)  # the details of the worst row open
-        await wait_until(pilot, lambda: bool(app.screen.query("#details-content")), what="details")
+        await wait_until(pilot, lambda: bool(app.screen.query("#details-summary")), what="details")
         await pilot.press("escape")
         for _ in range(2):
             app.action_toggle_history()

@@ -104,12 +104,12 @@ def fmt_mib(value: Any) -> str:
 
 
 def fmt_speedup(point: float | None, low: float | None = None, high: float | None = None) -> str:
-    """``1.83× [1.79–1.88]`` (the interval only when known)."""
+    """``1.83× [1.79, 1.88]`` (the interval only when known; the CLI writes it the same way)."""
     if point is None:
         return "–"
     text = f"{point:.2f}×"
     if low is not None and high is not None:
-        text += f" [{low:.2f}–{high:.2f}]"
+        text += f" [{low:.2f}, {high:.2f}]"
     return text
 
 

@@ -1,0 +1,105 @@
+"""The details screen's tabs: every tab at 80x24, keys that switch them, and fields a person can read.
+
+Issue 13 item 7 (the tabs) and issue 14 item 5 (details agree with themselves): human labels with
+units instead of internal names, one interval format, rounded figures.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import replace
+
+from rich.console import Console
+from textual.app import App
+from textual.widgets import Tab
+
+from fakes.records import cuda_run_record, full_record
+from tui.app.components.details import TABS, DetailsScreen, render_details, render_tab
+from tui.engine.payloads import Diagnostics, Env
+from tui.telemetry.model import RunTelemetry
+
+INTERNAL_NAMES = ("max_abs_err", "fail_on_recompile_stance", "calls_captured", "frames_ok", "frames_total",
+                  "cudagraph_skip_reasons", "compile_times_s", "sm_clock_mean_mhz", "other_cpu_cores",
+                  "python_executable", "kernels_per_call", "exclusive_ms_per_call")  # fmt: skip
+
+
+def _text(renderable, width: int = 78) -> str:
+    console = Console(width=width, record=True, file=open(os.devnull, "w"), color_system=None)
+    console.print(renderable)
+    return console.export_text()
+
+
+class _Host(App):
+    def __init__(self, record) -> None:
+        super().__init__()
+        self.record = record
+
+    def on_mount(self) -> None:
+        self.push_screen(DetailsScreen(self.record))
+
+
+def test_every_tab_shows_labels_not_internal_names():
+    record = full_record("20261201-101010-aaaaaa", failed=False)
+    for tab, _ in TABS:
+        text = _text(render_tab(record, tab))
+        for name in INTERNAL_NAMES:  # as a label (the fake's values are made of field names)
+            assert not re.search(rf"^\s*{name}\b", text, re.M), (tab, name)
+    assert "largest absolute error" in _text(render_tab(record, "summary"))
+    assert "measured with recompiles refused" in _text(render_tab(record, "graphs"))
+    assert "SM clock, mean" in _text(render_tab(record, "telemetry"))
+    assert "interpreter" in _text(render_tab(record, "environment"))
+
+
+def test_one_interval_format_and_no_unrounded_figures():
+    text = _text(render_details(full_record("20261201-101010-aaaaaa", failed=False)), width=140)
+    assert re.search(r"\[\d+\.\d\d, \d+\.\d\d\]", text)  # the speedup's interval
+    assert not re.search(r"\d–\d", text)  # the old [low–high] form
+    assert not re.search(r"\d\.\d{6,}", text), re.search(r".*\d\.\d{6,}.*", text).group(0)
+
+
+def test_the_graphs_tab_says_when_torch_counted_no_frames_and_recorded_no_skip_reason():
+    record = cuda_run_record()
+    record.diagnostics = Diagnostics(calls_captured=8, unique_graphs=1, frames_total=0, frames_ok=0,
+                                     cudagraph_skips=1, cudagraph_skip_reasons=())
+    text = _text(render_tab(record, "graphs"))
+    assert "frames" in text and "not counted" in text and "0 of 0" not in text
+    assert "1 counted, but this torch recorded no reason" in text
+
+
+def test_the_kernels_tab_shows_both_sides_and_the_diff():
+    record = full_record("20261201-101010-aaaaaa", failed=False)
+    profile = record.profile
+    text = _text(render_tab(record, "kernels"), width=120)
+    assert "Top kernels, eager" in text and "Top kernels, compiled" in text
+    assert profile.compiled.kernels[0].name in text and profile.diff[0].kernel in text
+    record.profile = replace(profile, available=False, why="skipped (profile: false)")
+    assert "no profile: skipped (profile: false)" in _text(render_tab(record, "kernels"))
+
+
+def test_telemetry_and_environment_say_na_when_nothing_was_recorded():
+    record = cuda_run_record()
+    record.set_telemetry(RunTelemetry())
+    record.env = Env()
+    assert "nothing was sampled" in _text(render_tab(record, "telemetry"))
+    assert "n/a" in _text(render_tab(record, "environment")) and "Options" in _text(render_tab(record, "environment"))
+
+
+async def test_tabs_fit_80x24_and_switch_with_digits_and_arrows():
+    app = _Host(full_record("20261201-101010-aaaaaa", failed=False))
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.pause()
+        screen = app.screen
+        assert isinstance(screen, DetailsScreen) and screen.active_tab == "summary"
+        for tab in screen.query(Tab):  # every title whole and on screen
+            assert tab.region.right <= 80 and tab.region.width >= len(str(tab.label)), tab.label
+        assert len(screen.query(Tab)) == len(TABS)
+        await pilot.press("4")
+        assert screen.active_tab == "graphs"
+        assert app.focused is screen.query_one("#details-graphs-body")  # arrow keys scroll the tab shown
+        await pilot.press("right", "right", "right", "right")
+        assert screen.active_tab == "summary"  # wraps around
+        await pilot.press("left")
+        assert screen.active_tab == "environment"
+        await pilot.press("down")  # scrolls, does not switch
+        assert screen.active_tab == "environment"

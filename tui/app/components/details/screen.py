@@ -1,0 +1,115 @@
+"""The details screen of one run: a tab per question (what, which kernels, where the host time goes, ...).
+
+Opened with Enter on a results row. It renders the record when opened and re-renders on ``r``
+(a run still going keeps changing); it never polls on its own. Each tab scrolls on its own
+and is readable at 80x24; 1-7 or Left/Right switch tabs.
+"""
+
+from __future__ import annotations
+
+from rich.console import Group, RenderableType
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import VerticalScroll
+from textual.screen import Screen
+from textual.widgets import Footer, Static, TabbedContent, TabPane
+
+from tui.app.components.details.machine import environment_tab, telemetry_tab
+from tui.app.components.details.summary import error, summary_tab, title
+from tui.app.components.details.why import graphs_tab, host_tab, kernels_tab
+from tui.engine.results import RunRecord
+
+__all__ = ["DetailsScreen", "render_details", "render_tab", "TABS"]
+
+#: (id, title) of each tab, in order.
+TABS = (("summary", "Summary"), ("kernels", "Kernels"), ("host", "Host time"), ("graphs", "Graphs and breaks"),
+        ("code", "Code"), ("telemetry", "Telemetry"), ("environment", "Environment"))  # fmt: skip
+
+
+def render_tab(record: RunRecord, tab: str) -> RenderableType:
+    """One tab's body for ``record`` (the title and any error head every tab)."""
+    summary = record.summary()
+    bodies = {
+        "summary": lambda: summary_tab(record, summary),
+        "kernels": lambda: kernels_tab(record),
+        "host": lambda: host_tab(record, summary),
+        "graphs": lambda: graphs_tab(record),
+        "code": lambda: [Text("\nno generated code was recorded for this run", style="dim")],
+        "telemetry": lambda: telemetry_tab(record),
+        "environment": lambda: environment_tab(record),
+    }
+    head = title(record) + (error(record) if tab == "summary" else [])
+    return Group(*head, *bodies[tab]())
+
+
+def render_details(record: RunRecord) -> RenderableType:
+    """Every tab of ``record`` one after the other (for a copy, a report, or a test)."""
+    parts: list[RenderableType] = []
+    for tab, heading in TABS:
+        parts += [Text(f"\n── {heading} ──", style="bold reverse"), render_tab(record, tab)]
+    return Group(*parts)
+
+
+class DetailsScreen(Screen):
+    """Full-screen details of one run in tabs; Escape or ``q`` goes back, ``r`` re-reads the record."""
+
+    BINDINGS = [
+        Binding("escape,q", "app.pop_screen", "Back", id="details.back"),
+        Binding("r", "reload", "Reload", id="details.reload"),
+        # priority: the scrolling body would take Left/Right for a sideways scroll nothing here needs
+        Binding("left", "switch(-1)", "Tab", key_display="←→", priority=True, id="details.previous_tab"),
+        Binding("right", "switch(1)", "Tab", show=False, priority=True, id="details.next_tab"),
+        *[Binding(str(number), f"show_tab('{tab}')", heading, show=False)
+          for number, (tab, heading) in enumerate(TABS, 1)],
+    ]
+
+    def __init__(self, record: RunRecord, tab: str = "summary") -> None:
+        super().__init__()
+        self.record = record
+        """The record shown."""
+        self._initial = tab
+
+    def compose(self) -> ComposeResult:
+        """A tab per question, each a scrolling body, and the footer."""
+        with TabbedContent(initial=self._initial, id="details-tabs"):
+            for tab, heading in TABS:
+                with TabPane(heading, id=tab):
+                    with VerticalScroll(id=f"details-{tab}-body", classes="details-body"):
+                        yield Static(render_tab(self.record, tab), id=f"details-{tab}")
+        yield Footer()
+
+    def on_mount(self) -> None:
+        """Focus the first tab's body so arrow keys scroll it."""
+        self._focus_body()
+
+    def on_tabbed_content_tab_activated(self, event: TabbedContent.TabActivated) -> None:
+        """Keys go to the body of the tab just shown."""
+        event.stop()
+        self._focus_body()
+
+    @property
+    def active_tab(self) -> str:
+        """The id of the tab shown."""
+        return self.query_one("#details-tabs", TabbedContent).active
+
+    def tab_content(self, tab: str) -> RenderableType:
+        """What the ``tab`` body shows now (for tests and copies)."""
+        return self.query_one(f"#details-{tab}", Static).content  # type: ignore[return-value]
+
+    def action_show_tab(self, tab: str) -> None:
+        """Show ``tab``."""
+        self.query_one("#details-tabs", TabbedContent).active = tab
+
+    def action_switch(self, step: int) -> None:
+        """The next (``step`` 1) or previous (-1) tab, wrapping around."""
+        ids = [tab for tab, _ in TABS]
+        self.action_show_tab(ids[(ids.index(self.active_tab) + step) % len(ids)])
+
+    def action_reload(self) -> None:
+        """Re-render every tab from the record's current state."""
+        for tab, _ in TABS:
+            self.query_one(f"#details-{tab}", Static).update(render_tab(self.record, tab))
+
+    def _focus_body(self) -> None:
+        self.query_one(f"#details-{self.active_tab}-body").focus()

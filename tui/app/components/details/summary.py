@@ -1,0 +1,220 @@
+"""The details screen's Summary tab: the verdict, the speedups, the statistics, warnings, accuracy, memory.
+
+Also the title and the error shared by every tab, and the processes of a group of runs.
+"""
+
+from __future__ import annotations
+
+from rich.console import RenderableType
+from rich.table import Table
+from rich.text import Text
+
+from tui.app.components.details.fields import (
+    Field, count, field_rows, kv_table, mib, section, seconds, value_text, yes_no,
+)  # fmt: skip
+from tui.app.format import STATUS_LABELS, VERDICT_STYLES, fmt_ms, fmt_seconds, fmt_speedup, options_label, workload_label
+from tui.engine.results import RunRecord
+from tui.engine.summary import RunSummary
+from tui.engine.verdict import RERUN_HINT
+
+__all__ = ["title", "error", "summary_tab", "ACCURACY_FIELDS", "MEMORY_FIELDS"]
+
+_STAT_ROWS = (("n", "n"), ("median", "median"), ("mean", "mean"), ("std", "std"), ("min", "min"), ("max", "max"),
+              ("p10", "p10"), ("p90", "p90"), ("q1", "q1"), ("q3", "q3"), ("iqr", "IQR"))  # fmt: skip
+
+ACCURACY_FIELDS = (
+    Field("passed", "accuracy", lambda v: "pass" if v else "FAIL"),
+    Field("max_abs_err", "largest absolute error", lambda v: f"{v:.3g}"),
+    Field("max_rel_err", "largest relative error", lambda v: f"{v:.3g}"),
+    Field("atol", "absolute tolerance", lambda v: f"{v:.3g}"),
+    Field("rtol", "relative tolerance", lambda v: f"{v:.3g}"),
+    Field("compared", "outputs compared", count),
+    Field("worst", "worst output"),
+    Field("problem", "problem"),
+    Field("reference", "reference"),
+    Field("eager_repeatable", "eager repeats itself", yes_no),
+    Field("nan_both", "NaN in both outputs", count),
+)
+MEMORY_FIELDS = (
+    Field("eager_peak_mb", "eager peak", mib),
+    Field("compiled_peak_mb", "compiled peak", mib),
+    Field("l2_flush_buffer_mb", "L2-flush buffer", mib),
+)
+
+
+def title(record: RunRecord) -> list[RenderableType]:
+    """The run's workload, options and status, and its id and device."""
+    options, status = record.options, record.status
+    text = Text()
+    text.append(f"{workload_label(options)}  ", style="bold")
+    text.append(options_label(options))
+    status_style = {"done": "bold green", "failed": "bold red", "cancelled": "dim"}.get(status, "bold yellow")
+    text.append(f"  {STATUS_LABELS.get(status, status)}", style=status_style)
+    return [text, Text(f"run {record.run_id}  device {options.device}", style="dim")]
+
+
+def error(record: RunRecord) -> list[RenderableType]:
+    """The error of a failed or cancelled run (its last 60 lines of detail), or nothing."""
+    if record.status not in ("failed", "cancelled") and not record.error_message:
+        return []
+    parts: list[RenderableType] = [section("Error")]
+    parts.append(Text(f"{record.error_kind or 'error'}: {record.error_message or ''}", style="bold red"))
+    detail = (record.error_detail or "").rstrip()
+    if detail:
+        lines = detail.splitlines()
+        if len(lines) > 60:
+            lines = ["…"] + lines[-60:]
+        parts.append(Text("\n".join(lines), style="red"))
+    return parts
+
+
+def _significance(summary: RunSummary) -> str:
+    speedup, significant = summary.speedup, summary.significant
+    if speedup is None:
+        return "n/a"
+    if summary.verdict == "noisy":
+        return "noisy: the measurement cannot support this number (see verdict)"
+    if significant is None:
+        return "interval pending" if summary.live else "no interval"
+    if significant:
+        return "significant: compiled is faster" if speedup >= 1 else "significant: compiled is slower"
+    return "not significant (the interval includes 1)"
+
+
+def _verdict_text(word: str | None, reasons: tuple[str, ...]) -> Text | None:
+    if word is None:
+        return None
+    text = Text(word, style=VERDICT_STYLES.get(word, ""))
+    for reason in reasons:
+        text.append(f"\n• {reason}", style="magenta")
+    if reasons:
+        text.append(f"\n{RERUN_HINT}", style="dim")
+    return text
+
+
+def _host_speedup_text(summary: RunSummary, host_line: str | None) -> str | None:
+    host = summary.host_speedup
+    if host is None:
+        return None
+    text = fmt_speedup(host, summary.host_speedup_ci_low, summary.host_speedup_ci_high)
+    if summary.launch_bound:
+        text += "  launch-bound: what a loop that never synchronises pays"
+        if host_line:
+            text += f"\n{host_line}"
+    return text
+
+
+def _headline(record: RunRecord, summary: RunSummary, host_line: str | None) -> Table:
+    speedup_text = None
+    if summary.speedup is not None:
+        speedup_text = fmt_speedup(summary.speedup, summary.speedup_ci_low, summary.speedup_ci_high)
+        speedup_text += f"  {_significance(summary)}"
+    compile_s = record.compile_s
+    verdicts = [("verdict", _verdict_text(summary.verdict, summary.noise_reasons)),
+                ("host verdict", _verdict_text(summary.host_verdict, summary.host_noise_reasons))]
+    rows = [
+        *[(name, text) for name, text in verdicts if text is not None],  # a failed run keeps its status
+        ("speedup", speedup_text),
+        ("host-inclusive speedup", _host_speedup_text(summary, host_line)),
+        ("compile", f"{seconds(compile_s)} (first compiled call)" if compile_s is not None else None),
+        ("break-even", f"{summary.break_even_calls:,} calls" if summary.break_even_calls is not None else None),
+        ("launch-bound", summary.launch_bound),
+        ("compiled throughput", f"{summary.tflops:.3g} TFLOP/s" if summary.tflops is not None else None),
+        ("compiled bandwidth", f"{summary.gbps:.4g} GB/s" if summary.gbps is not None else None),
+    ]
+    return kv_table([(name, value) for name, value in rows if value is not None or name == "speedup"])
+
+
+def _stats_table(summary: RunSummary) -> Table:
+    clock = summary.clock or "n/a"
+    table = Table(box=None, pad_edge=False, show_edge=False, header_style="bold")
+    table.add_column("ms", style="bold")
+    columns = ((summary.eager.iter, f"eager ({clock})"), (summary.compiled.iter, f"compiled ({clock})"),
+               (summary.eager.host, "eager (host)"), (summary.compiled.host, "compiled (host)"))  # fmt: skip
+    for _, heading in columns:
+        table.add_column(heading, justify="right")
+    stats = [item for item, _ in columns]
+    for name, label in _STAT_ROWS:
+        cells = []
+        for item in stats:
+            value = None if item is None else getattr(item, name)
+            if value is None:
+                cells.append(Text("–", style="dim"))
+            else:
+                cells.append(Text(str(int(value)) if name == "n" else fmt_ms(value)))
+        table.add_row(label, *cells)
+    spreads = [None if item is None else item.relative_iqr for item in stats]
+    table.add_row("IQR/median", *[Text(f"{s:.1%}") if s is not None else Text("–", style="dim") for s in spreads])
+    return table
+
+
+def _per_label(summary: RunSummary) -> Table | None:
+    if not summary.per_label:
+        return None
+    table = Table(box=None, pad_edge=False, show_edge=False, header_style="bold")
+    for heading in ("input", "eager median", "compiled median", "speedup"):
+        table.add_column(heading, justify="right" if heading != "input" else "left")
+    for label, entry in summary.per_label.items():
+        table.add_row(str(label), fmt_ms(entry.eager.median if entry.eager else None),
+                      fmt_ms(entry.compiled.median if entry.compiled else None), fmt_speedup(entry.speedup))
+    return table
+
+
+def _timings(summary: RunSummary) -> list[RenderableType]:
+    parts: list[RenderableType] = [section("Statistics (milliseconds per call)")]
+    if any(side.iter is not None or side.host is not None for side in (summary.eager, summary.compiled)):
+        parts.append(_stats_table(summary))
+    else:
+        parts.append(Text("no timings were measured", style="dim"))
+    per_label = _per_label(summary)
+    if per_label is not None:
+        parts += [section("Per input shape"), per_label]
+    return parts
+
+
+def _processes(record: RunRecord) -> list[RenderableType]:
+    """A group's runs, one line each (tui.engine.repeats.GroupRecord); nothing for a run alone."""
+    group, members = getattr(record, "group", None), getattr(record, "members", None)
+    if group is None or not members:
+        return []
+    table = Table(box=None, pad_edge=False, show_edge=False, header_style="bold")
+    right = ("speedup [95% CI]", "host speedup", "compile s")
+    for heading in ("process", "run", "status", *right):
+        table.add_column(heading, justify="right" if heading in right else "left")
+    for number, member in enumerate(members, 1):
+        summary = member.summary()
+        word = summary.verdict or STATUS_LABELS.get(member.status, member.status)
+        table.add_row(str(number), member.run_id, Text(word, style=VERDICT_STYLES.get(word, "")),
+                      fmt_speedup(summary.speedup, summary.speedup_ci_low, summary.speedup_ci_high),
+                      fmt_speedup(summary.host_speedup),
+                      fmt_seconds(member.compile_s) if member.compile_s is not None else "–")
+    spreads = [f"{what} {value:.2f}x" for what, value in (("speedup", group.speedup_process_spread),
+                                                          ("host speedup", group.host_speedup_process_spread))
+               if value is not None]  # fmt: skip
+    note = (f"{group.processes} worker processes, {group.done} done; the result above pools their samples, its"
+            " interval is across processes" + (f"; spread (largest / smallest): {', '.join(spreads)}" if spreads else ""))
+    return [section("Processes"), Text(note, style="dim"), table]
+
+
+def _payload(heading: str, data: object, fields: tuple[Field, ...]) -> list[RenderableType]:
+    rows = field_rows(data, fields)
+    return [section(heading), kv_table(rows) if rows else Text("n/a", style="dim")]
+
+
+def summary_tab(record: RunRecord, summary: RunSummary, host_line: str | None = None) -> list[RenderableType]:
+    """The Summary tab: result, processes, statistics, warnings, accuracy, memory.
+
+    ``host_line``: where the compiled call's host time goes, shown under a launch-bound run's host speedup.
+    """
+    parts: list[RenderableType] = [section("Result"), _headline(record, summary, host_line)]
+    parts += _processes(record)
+    parts += _timings(summary)
+    parts.append(section("Warnings"))
+    if summary.warnings:
+        parts.append(Text("\n".join(f"  ! {w}" for w in summary.warnings), style="yellow"))
+    else:
+        parts.append(value_text(()))
+    parts += _payload("Accuracy (compiled vs eager)", record.accuracy, ACCURACY_FIELDS)
+    parts += _payload("Memory", record.memory, MEMORY_FIELDS)
+    return parts
+
