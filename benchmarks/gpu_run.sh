@@ -12,6 +12,8 @@
 #   bash benchmarks/gpu_run.sh fidelity3     # fidelity.py in 3 interleaved rounds, 60 iterations (~5-8 min)
 #   bash benchmarks/gpu_run.sh repeat_cnn    # CNN b64 reduce-overhead, two separate --repeat 3 runs (~4-6 min)
 #   bash benchmarks/gpu_run.sh profile_cnn   # issue 13's profile pass on CNN b64, default and reduce-overhead (~2 min)
+#   bash benchmarks/gpu_run.sh why_cnn       # issue 13's proof: the app's Kernels / Host time / Graphs tabs of
+#                                            # CNN b64 default and reduce-overhead, and the raw profiler ranges (~3 min)
 # Several stages in one call: bash benchmarks/gpu_run.sh seed extra
 # On the device machine the missing wheels come from .whl (../shared/device/wheels.sh).
 set -uo pipefail
@@ -129,6 +131,15 @@ print("| " + " | ".join(cols) + " |"); print("|" + "---|" * len(cols))
 for row in rows:
     print("| " + " | ".join((row.get(c) or "").replace("|", "/")[:400] for c in cols) + " |")
 PY
+}
+
+stage_why_cnn() {
+  step "issue 13: why is CNN b64 faster or slower (kernels, launches, host split, regions)"
+  sweep "${WHY_LIMIT:-240}" --workload cnn --param batch=64 --mode default,reduce-overhead --iters 200 --block-size 20 \
+    --csv "$OUT/why_cnn.csv" --json "$OUT/why_cnn.json" ${WHY_EXTRA:-}
+  timeout 60 python3 benchmarks/why_report.py "$OUT/why_cnn.json" --width 100 --tabs summary,kernels,host,graphs \
+    > "$OUT/why_cnn.txt" 2>&1; echo "why_report exit $?"; head -120 "$OUT/why_cnn.txt"
+  timeout 120 python3 benchmarks/probe_ranges.py cuda > "$OUT/probe_ranges_cuda.txt" 2>&1; echo "probe exit $?"
 }
 
 stage_gap() {
