@@ -13,6 +13,7 @@ import pytest
 torch = pytest.importorskip("torch")
 
 from tui.engine.columns import csv_row  # noqa: E402
+from tui.engine.host_time import graph_break_rows  # noqa: E402
 from tui.engine.options import RunOptions  # noqa: E402
 from tui.engine.protocol import BlockTimed, Finished, PhaseChanged, Profiled  # noqa: E402
 from tui.engine.results import RunRecord  # noqa: E402
@@ -65,6 +66,13 @@ def test_pointwise_profile_three_eager_ops_one_fused_kernel_after_the_last_timin
     assert group.compiled_ms_per_call is not None and group.eager_ms_per_call is not None
     assert profile.profile_s > profile.compile_s > 0
 
+    host = profile.host  # where the compiled call's host time goes
+    assert host is not None and host.total_ms_per_call > 0 and host.eager_ms_per_call > 0
+    shares = {row.category: row.share for row in host.rows}
+    assert shares["guards"] > 0 and shares["graph"] > 0 and shares["aot_wrappers"] > 0, shares
+    assert sum(row.ms_per_call for row in host.rows) == pytest.approx(host.total_ms_per_call)
+    assert "between_graphs" not in shares and "cudagraph_replay" not in shares
+
     row = csv_row(record)
     assert (row["eager_kernels_per_call"], row["compiled_kernels_per_call"]) == ("3", "1")
     assert (row["eager_launches_per_call"], row["compiled_launches_per_call"]) == ("3", "1")
@@ -104,3 +112,39 @@ def test_graph_break_shows_two_compiled_regions_and_the_eager_code_between():
     assert all(row.exclusive_ms_per_call > row.graph_ms_per_call > 0 for row in profile.regions)
     assert profile.eager_between_ms_per_call is not None and profile.eager_between_ms_per_call > 0
     assert len(profile.diff) == 2  # one C++ kernel per graph, each with its ops
+    assert all(0 < row.graph_share < row.share < 1 for row in profile.regions)
+    assert profile.host.ms("between_graphs") == pytest.approx(profile.eager_between_ms_per_call)
+    rows = graph_break_rows(profile.regions, profile.host)
+    assert [row.label for row in rows] == ["graph 0/0", "graph 1/0", "between graphs", "rest"]
+    assert all(row.ms_per_call > 0 for row in rows) and sum(row.share for row in rows) == pytest.approx(1.0)
+
+
+def test_the_host_split_agrees_with_the_profilers_own_sums():
+    """The split of a graph_break call against torch.profiler's key_averages (self and total times by name)."""
+    from tui.engine.worker.measure import make_compile_fn
+    from tui.engine.worker.workloads import build_workload
+
+    options = RunOptions(workload="graph_break", params={"n": 64}).validated()
+    built = build_workload(options, torch.device("cpu"), torch.float32)
+    profilers = {}
+    profile = profile_module.run_profile(built, make_compile_fn(options), cuda=False,
+                                         on_trace=lambda side, prof: profilers.setdefault(side, prof))  # fmt: skip
+    calls, by_name = profile.calls, {}
+    for event in profilers["compiled"].key_averages():
+        by_name[event.key] = (event.self_cpu_time_total / 1e3 / calls, event.cpu_time_total / 1e3 / calls)
+
+    def summed(prefix: str, which: int) -> float:
+        return sum(times[which] for name, times in by_name.items() if name.startswith(prefix))
+
+    host = profile.host
+    expected = {
+        "guards": summed("TorchDynamo Cache Lookup", 0),
+        "aot_wrappers": summed("Pregraph bytecode", 0) + summed("AOTDispatcher Runtime Wrapper Prologue", 0),
+        "graph": summed("## Call CompiledFxGraph", 1),
+        "region_python": summed("Torch-Compiled Region: ", 0),
+        "between_graphs": summed("aten::is_nonzero", 1),
+    }
+    assert {c: host.ms(c) for c in expected} == pytest.approx(expected, rel=1e-6, abs=1e-6)
+    assert host.ms("other") == pytest.approx(host.total_ms_per_call - sum(expected.values()), abs=1e-6)
+    assert host.total_ms_per_call == pytest.approx(profile.compiled.wall_ms_per_call, rel=0.05)
+    torch._dynamo.reset()

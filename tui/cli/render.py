@@ -1,15 +1,21 @@
-"""What the command line prints after its runs: the results table and the warnings (rich)."""
+"""What the command line prints after its runs: the results table, where the host time goes, the warnings (rich)."""
 
 from __future__ import annotations
 
+import re
+import textwrap
 from typing import Any
 
 from tui.app.format import VERDICT_STYLES
+from tui.engine.host_time import HOST_LABELS, graph_break_rows
 from tui.engine.results import RunRecord
 from tui.engine.summary import RunSummary
 from tui.typed import printable
 
-__all__ = ["print_table", "print_warnings", "processes_text", "speedup_text", "verdict_text"]
+__all__ = ["print_table", "print_host_time", "host_time_lines", "print_warnings", "processes_text", "speedup_text",
+           "verdict_text"]  # fmt: skip
+#: Graph-break reasons shown per run (the JSON and the app have all of them).
+MAX_REASONS = 3
 
 
 def _ms(stats: Any) -> str:
@@ -157,3 +163,71 @@ def print_warnings(records: list[RunRecord], console: Any) -> None:
             console.print(line, markup=False, highlight=False)
 
 
+
+
+def _short_ms(value: float) -> str:
+    """A time in ms at a precision a reader can use: ``0.118``, ``1.25``, ``12.5``; ``<0.001`` for a trace."""
+    if value >= 1:
+        return f"{value:.3g}"
+    return f"{value:.3f}" if value >= 0.0005 or value == 0 else "<0.001"
+
+
+def _share(share: float) -> str:
+    return "<1%" if 0 < share < 0.005 else f"{share:.0%}"
+
+
+def _parts(rows: Any) -> str:
+    """``guards 0.012 (10%), graph 0.070 (59%)``: (label, ms per call, share) rows."""
+    return ", ".join(f"{label} {_short_ms(ms)} ({_share(share)})" for label, ms, share in rows)
+
+
+def host_time_lines(record: RunRecord, number: int) -> list[str]:
+    """Where run ``number``'s compiled call spends its host time, for a launch-bound run or one with graph
+    breaks (else nothing): the split by category, and with breaks each graph's share, the eager code
+    between graphs and the break reasons. Times are the profile pass's, per call."""
+    profile = record.profile
+    split = profile.host if profile is not None and profile.available else None
+    breaks = record.diagnostics.graph_breaks or 0
+    if split is None or not (record.summary().launch_bound or breaks):
+        return []
+    eager = f" (eager {_short_ms(split.eager_ms_per_call)} ms)" if split.eager_ms_per_call is not None else ""
+    rows = [(HOST_LABELS.get(row.category, row.category), row.ms_per_call, row.share) for row in split.rows]
+    lines = [f"run {number}: host per compiled call {_short_ms(split.total_ms_per_call)} ms{eager}: {_parts(rows)}"]
+    graphs = graph_break_rows(profile.regions, split) if breaks else ()
+    if graphs:
+        plural = "s" if breaks != 1 else ""
+        parts = _parts((row.label, row.ms_per_call, row.share) for row in graphs)
+        lines.append(f"run {number}: {breaks} graph break{plural}, per compiled call: {parts}")
+    reasons = record.diagnostics.graph_break_reasons if breaks else ()
+    for reason in reasons[:MAX_REASONS]:
+        lines.append(f"  break: {printable(' '.join(reason.split()))}")
+    if len(reasons) > MAX_REASONS:
+        lines.append(f"  and {len(reasons) - MAX_REASONS} more break reasons (the JSON has them all)")
+    return lines
+
+
+def print_host_time(records: list[RunRecord], console: Any) -> None:
+    """:func:`host_time_lines` of every run, wrapped to the console's width (nothing when no run has any)."""
+    lines = [line for number, record in enumerate(records, 1) for line in host_time_lines(record, number)]
+    if not lines:
+        return
+    console.print("where the compiled call's host time goes (profile pass, per call):", style="cyan")
+    width = max(40, console.width)
+    for line in lines:
+        console.print("\n".join(_wrapped("  " + line, width)), markup=False, highlight=False, soft_wrap=True)
+
+
+def _wrapped(line: str, width: int) -> list[str]:
+    """``line`` folded to ``width``, continuation lines indented two more: a list of parts (``run N: ...``) breaks
+    only between its parts (``guards 0.012 (10%)`` stays whole), prose (a break reason) between words."""
+    indent = " " * (len(line) - len(line.lstrip()) + 2)
+    if line.lstrip().startswith("run "):
+        out = [""]
+        for atom in re.split(r"(?<=, )|(?<=: )", line):
+            if out[-1].strip() and len(out[-1]) + len(atom.rstrip()) > width:
+                out[-1] = out[-1].rstrip()
+                out.append(indent)
+            out[-1] += atom
+        if all(len(part) <= width for part in out):
+            return out
+    return textwrap.wrap(line, width=width, subsequent_indent=indent)

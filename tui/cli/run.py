@@ -181,7 +181,7 @@ def _report(records: list[RunRecord], ended: list[RunRecord], args: argparse.Nam
     """Exports first, then the table; the exit code. No terminal write here can raise."""
     from rich.console import Console
 
-    from tui.cli.render import print_table, print_warnings
+    from tui.cli.render import print_host_time, print_table, print_warnings
 
     from tui.engine.repeats import group_rows
 
@@ -192,6 +192,7 @@ def _report(records: list[RunRecord], ended: list[RunRecord], args: argparse.Nam
     export_failed = _export(ended_rows, args, err)
     if not args.quiet:
         print_table(rows, Console(file=out))
+        print_host_time(rows, Console(file=out))
         print_warnings(rows, Console(file=out))
     for record in records:
         if record.status == "failed" and args.quiet:

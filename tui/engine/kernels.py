@@ -27,6 +27,7 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Iterator, Mapping, Sequence
 
+from tui.engine.host_time import HostSplit
 from tui.typed import JsonRecord
 
 __all__ = [
@@ -124,13 +125,17 @@ class RegionRow(JsonRecord):
     Regions nest (after a graph break the next frame's region runs inside the first one's), so
     ``exclusive_ms_per_call`` is the region's range less the regions nested in it: its graph call,
     dynamo's and AOT's wrappers, and the eager code after its graph. ``graph_ms_per_call``: its
-    compiled graph calls (``## Call CompiledFxGraph ... ##``) alone.
+    compiled graph calls (``## Call CompiledFxGraph ... ##``) alone. ``share`` / ``graph_share``:
+    those times as shares of the compiled call's host time (:class:`HostSplit`'s total; None
+    without one).
     """
 
     name: str = ""
     calls: int = 0
     exclusive_ms_per_call: float = 0.0
     graph_ms_per_call: float = 0.0
+    share: float | None = None
+    graph_share: float | None = None
 
 
 @dataclass(frozen=True)
@@ -144,6 +149,8 @@ class Profile(JsonRecord):
     ``regions``: the compiled side's regions (two or more after a graph break);
     ``eager_between_ms_per_call``: the top-level aten ops of a compiled call that ran outside every
     compiled graph call (the eager code between graphs; None without any graph call).
+    ``host``: where the compiled call's host time goes (:mod:`tui.engine.host_time`; None when the
+    profiler showed none of torch.compile's ranges, or for a record older than the split).
     """
 
     available: bool = False
@@ -158,6 +165,7 @@ class Profile(JsonRecord):
     diff_why: str | None = None
     regions: tuple[RegionRow, ...] = ()
     eager_between_ms_per_call: float | None = None
+    host: HostSplit | None = None
 
     def side(self, name: str) -> SideProfile:
         """``eager`` or ``compiled``."""
@@ -265,8 +273,12 @@ def _ancestors(events: Sequence[RawEvent], index: int) -> Iterator[int]:
         parent = events[parent].parent
 
 
-def regions(events: Sequence[RawEvent], calls: int) -> tuple[tuple[RegionRow, ...], float | None]:
-    """The compiled side's regions by exclusive time, and its eager time between graphs (per call)."""
+def regions(events: Sequence[RawEvent], calls: int,
+            host_ms_per_call: float | None = None) -> tuple[tuple[RegionRow, ...], float | None]:
+    """The compiled side's regions by exclusive time, and its eager time between graphs (per call).
+
+    ``host_ms_per_call``: the compiled call's host time (a :class:`HostSplit`'s total), for the rows' shares.
+    """
     nested_us: dict[int, float] = defaultdict(float)
     graph_us: dict[int, float] = defaultdict(float)
     between_us, graphs = 0.0, False
@@ -290,9 +302,17 @@ def regions(events: Sequence[RawEvent], calls: int) -> tuple[tuple[RegionRow, ..
             row[1] += event.total_us - nested_us[index]
             row[2] += graph_us[index]
     ranked = sorted(rows.items(), key=lambda item: (-item[1][1], item[0]))
-    table = tuple(RegionRow(name=name, calls=int(n), exclusive_ms_per_call=ex / 1e3 / calls,
-                            graph_ms_per_call=graph / 1e3 / calls) for name, (n, ex, graph) in ranked)
+    table = tuple(_region_row(name, int(n), ex / 1e3 / calls, graph / 1e3 / calls, host_ms_per_call)
+                  for name, (n, ex, graph) in ranked)
     return table, (between_us / 1e3 / calls if graphs else None)
+
+
+def _region_row(name: str, calls: int, exclusive_ms: float, graph_ms: float, host_ms: float | None) -> RegionRow:
+    share = graph_share = None
+    if host_ms is not None and host_ms > 0:
+        share, graph_share = exclusive_ms / host_ms, graph_ms / host_ms
+    return RegionRow(name=name, calls=calls, exclusive_ms_per_call=exclusive_ms, graph_ms_per_call=graph_ms,
+                     share=share, graph_share=graph_share)
 
 
 def top_kernels_text(profile: Profile | None, per_side: int = 3) -> str | None:

@@ -17,10 +17,12 @@ import json
 import logging
 import time
 from contextlib import contextmanager
+from dataclasses import dataclass
 from typing import Any, Callable, Iterator
 
 import torch
 
+from tui.engine.host_time import SYNC_RANGE, host_split, profiler_s
 from tui.engine.kernels import Profile, RawEvent, kernel_diff, regions, side_profile
 from tui.engine.worker.failures import one_line
 
@@ -130,10 +132,18 @@ def _one_call(step: Callable[[tuple], Any], args: tuple, cuda: bool, prepare: Ca
 OnTrace = Callable[[str, Any], None]
 
 
+@dataclass(frozen=True)
+class _Side:
+    """One side's profiled calls: their events, the loop's wall time, and its host time (before the synchronize)."""
+
+    events: list[RawEvent]
+    wall_s: float
+    host_s: float
+
+
 def _profiled(step: Callable[[tuple], Any], args: tuple, calls: int, cuda: bool,
-              prepare: Callable[[], None] | None, side: str = "eager",
-              on_trace: OnTrace | None = None) -> tuple[list[RawEvent], float]:
-    from torch.profiler import ProfilerActivity, profile
+              prepare: Callable[[], None] | None, side: str = "eager", on_trace: OnTrace | None = None) -> _Side:
+    from torch.profiler import ProfilerActivity, profile, record_function
 
     activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if cuda else [])
     _one_call(step, args, cuda, prepare)  # unprofiled: lazy initialisation stays out of the profile
@@ -143,12 +153,15 @@ def _profiled(step: Callable[[tuple], Any], args: tuple, calls: int, cuda: bool,
             if prepare is not None:
                 prepare()
             step(args)
+        host_s = time.perf_counter() - start
         if cuda:
-            torch.cuda.synchronize()
+            # named, so the host split can leave the wait for the GPU out of the calls' host time
+            with record_function(SYNC_RANGE):
+                torch.cuda.synchronize()
         wall_s = time.perf_counter() - start
     if on_trace is not None:
         on_trace(side, prof)
-    return flatten(prof.events()), wall_s
+    return _Side(flatten(prof.events()), wall_s, host_s)
 
 
 def run_profile(built: Any, compile_fn: Callable, cuda: bool, prepare: Callable[[], None] | None = None,
@@ -172,8 +185,8 @@ def _run(built: Any, compile_fn: Callable, cuda: bool, prepare: Callable[[], Non
     import torch._inductor.config as config
 
     args = built.input_sets[0]
-    eager_events, eager_wall = _profiled(built.eager_step, args, calls, cuda, None, "eager", on_trace)
-    eager = side_profile(eager_events, calls, cuda, eager_wall)
+    eager_side = _profiled(built.eager_step, args, calls, cuda, None, "eager", on_trace)
+    eager = side_profile(eager_side.events, calls, cuda, eager_side.wall_s)
 
     # a fresh dynamo cache: the measured function's code was compiled without the patch
     torch._dynamo.reset()
@@ -182,9 +195,11 @@ def _run(built: Any, compile_fn: Callable, cuda: bool, prepare: Callable[[], Non
         step = built.compile_step(compile_fn)
         _one_call(step, args, cuda, prepare)  # compiles
         compile_s = time.perf_counter() - compile_start
-        compiled_events, compiled_wall = _profiled(step, args, calls, cuda, prepare, "compiled", on_trace)
-    compiled = side_profile(compiled_events, calls, cuda, compiled_wall)
-    region_rows, between_ms = regions(compiled_events, calls)
+        compiled_side = _profiled(step, args, calls, cuda, prepare, "compiled", on_trace)
+    compiled = side_profile(compiled_side.events, calls, cuda, compiled_side.wall_s)
+    eager_host_s = eager_side.host_s - profiler_s(eager_side.events)
+    host = host_split(compiled_side.events, calls, compiled_side.host_s, eager_host_s)
+    region_rows, between_ms = regions(compiled_side.events, calls, host.total_ms_per_call if host else None)
 
     diff, diff_why = (), provenance_supported()
     if diff_why is None:
@@ -195,7 +210,7 @@ def _run(built: Any, compile_fn: Callable, cuda: bool, prepare: Callable[[], Non
                 "inductor emitted no provenance mapping (no inductor graph?)"
     return Profile(available=True, activities=activities, calls=calls, profile_s=time.perf_counter() - started,
                    compile_s=compile_s, eager=eager, compiled=compiled, diff=diff, diff_why=diff_why,
-                   regions=region_rows, eager_between_ms_per_call=between_ms)
+                   regions=region_rows, eager_between_ms_per_call=between_ms, host=host)
 
 
 def _joined(mappings: list[dict]) -> dict[str, dict[str, list]]:
