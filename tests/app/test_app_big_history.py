@@ -304,3 +304,21 @@ async def test_quitting_while_the_history_loads_stops_the_loader_cleanly(make_ap
         await asyncio.wait_for(loader.wait(), 5)
     assert loader.state in (WorkerState.CANCELLED, WorkerState.SUCCESS)
     assert gc.get_freeze_count() == 0
+
+
+async def test_hidden_history_is_named_under_the_table(make_app):
+    """History hidden (at the last quit, or with h): the pane says how many runs it hides, not an empty table."""
+    rows = _history_rows(3)
+    app = make_app(load_history=False)
+    async with app.run_test(size=(80, 24)) as pilot:
+        screen, table = app.main_screen, app.table
+        app.history_ids = [run_id for run_id, _ in rows]
+        screen.add_history_rows(rows)
+        await pilot.pause()
+        assert table.border_subtitle == ""
+        app.action_toggle_history()
+        await wait_quietly(lambda: table.row_count == 0, 5, "hidden")
+        assert table.border_subtitle == "3 previous runs hidden · h shows them"
+        app.action_toggle_history()
+        await wait_quietly(lambda: table.row_count == 3, 5, "shown")
+        assert table.border_subtitle == ""

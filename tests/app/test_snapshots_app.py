@@ -153,3 +153,33 @@ def test_snapshot_failed_run_details(snap_compare, size):
         await pilot.pause()
 
     assert snap_compare(_app(no_gpu_source()), terminal_size=size, run_before=run_before)
+
+
+def test_snapshot_checkboxes_under_no_color(snap_compare, monkeypatch):
+    """On a monochrome terminal a check box on (fullgraph, TF32) and off (the rest) still look different."""
+    monkeypatch.setenv("NO_COLOR", "1")  # read when the app is made
+
+    async def run_before(pilot):
+        app = pilot.app
+        await _settle(pilot)
+        for box in ("#fullgraph", "#tf32"):
+            app.query_one(box).value = True
+        await pilot.pause()
+
+    assert snap_compare(_app(no_gpu_source()), terminal_size=(80, 24), run_before=run_before)
+
+
+@pytest.mark.parametrize("size", [(80, 24), (120, 40)], ids=lambda s: f"{s[0]}x{s[1]}")
+def test_snapshot_sweep_dialog(snap_compare, size):
+    """Every value whole at both sizes, the buttons on screen, unchecked backend/dtype lists saying what they mean."""
+    async def run_before(pilot):
+        app = pilot.app
+        await _settle(pilot)
+        app.action_sweep()
+        for _ in range(100):
+            if app.screen.query("#sweep-preview"):
+                break
+            await pilot.pause(0.02)
+        await pilot.pause()
+
+    assert snap_compare(_app(no_gpu_source()), terminal_size=size, run_before=run_before)

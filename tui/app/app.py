@@ -39,7 +39,7 @@ from tui.app.config import DEFAULT_THEME, THEME_ALIASES, load_config, resolve_th
 from tui.app.exporting import ExportActions, export_paths
 from tui.app.format import options_label, workload_label
 from tui.app.grouping import GroupRows
-from tui.app.main_screen import REFRESH_HZ, MainScreen
+from tui.app.main_screen import NARROW_WIDTH, REFRESH_HZ, MainScreen
 from tui.app.messages import RunFinished, RunsQueued, RunStarted
 from tui.app.palette import help_keys, lab_commands
 from tui.app.previous_runs import PreviousRuns
@@ -72,7 +72,7 @@ class CompileLabApp(QueueActions, TrustActions, PreviousRuns, ExportActions, Gro
     TITLE = "compile-lab"
     SUB_TITLE = "eager vs torch.compile, honestly"
 
-    HORIZONTAL_BREAKPOINTS = [(0, "-narrow"), (120, "-wide")]
+    HORIZONTAL_BREAKPOINTS = [(0, "-narrow"), (NARROW_WIDTH, "-wide")]
     """Screens get ``-narrow`` below 120 columns (the compact layout in compile_lab.tcss)."""
 
     SCREENS = {"main": MainScreen}
@@ -86,6 +86,9 @@ class CompileLabApp(QueueActions, TrustActions, PreviousRuns, ExportActions, Gro
         Binding("w", "sweep", "Sweep", id="sweep", tooltip="Queue modes x fullgraph x dynamic"),
         Binding("x", "cancel_current", "Cancel", id="cancel_current"),
         Binding("X", "cancel_all", "Cancel all", id="cancel_all", show=False),
+        # the footer shows keys in this order and drops the last ones first at 80 columns
+        Binding("f1,question_mark", "help", "Help", id="help"),
+        Binding("q", "quit", "Quit", id="quit"),
         Binding("a", "rerun", "Re-run", id="rerun", tooltip="Queue the selected row's options again"),
         Binding("e", "export", "Export", id="export"),
         Binding("E", "export_to", "Export to...", id="export_to", show=False),
@@ -97,8 +100,6 @@ class CompileLabApp(QueueActions, TrustActions, PreviousRuns, ExportActions, Gro
                 tooltip="Hide or show the run options column"),
         Binding("z", "zoom", "Zoom", id="zoom", show=False, tooltip="Maximize the focused pane, or restore it"),
         Binding("escape", "focus_table", "To the table", id="focus_table", show=False),
-        Binding("f1,question_mark", "help", "Help", id="help"),
-        Binding("q", "quit", "Quit", id="quit"),
     ]
 
 

@@ -43,10 +43,12 @@ if TYPE_CHECKING:  # the app imports this module; records are not needed for the
     from tui.app.app import CompileLabApp
     from tui.engine.results import RunRecord
 
-__all__ = ["MainScreen", "REFRESH_HZ"]
+__all__ = ["MainScreen", "REFRESH_HZ", "NARROW_WIDTH"]
 
 REFRESH_HZ = 8.0
 """How often the running row, the queue and the chart are redrawn (never per event)."""
+NARROW_WIDTH = 120
+"""Below this many columns the screens take their narrow layout (the app's -narrow breakpoint)."""
 
 
 class MainScreen(Screen):
@@ -95,10 +97,15 @@ class MainScreen(Screen):
                 yield IterationChart(id="chart")
         yield Footer()
 
+    def on_resize(self) -> None:
+        """Below 120 columns the footer drops its key padding, so Help and Quit keep their place."""
+        self.query_one(Footer).compact = self.size.width < NARROW_WIDTH
+
     def on_mount(self) -> None:
         """Start the redraw timer (paused), show the empty queue, focus the table."""
         self.set_reactive(MainScreen.show_history, self.lab.config.show_history)
         self.table.show_history(self.show_history)
+        self.table.update_hint()
         # Looked up once: the timer and every worker event use them.
         self._chart = self.query_one("#chart", IterationChart)
         self._gpu = self.query_one("#gpu", GpuPane)
@@ -128,6 +135,7 @@ class MainScreen(Screen):
         records = list(records)
         with self.app.batch_update():
             self.table.add_records(records)
+            self.table.update_hint()
         # A group's row shows its processes from the first redraw on.
         self._dirty.update(r.run_id for r in records if r.group_id is not None)
         self.mark_dirty(None)
@@ -135,6 +143,7 @@ class MainScreen(Screen):
     def show_record(self, record: RunRecord, *, running: bool = False) -> None:
         """A record made elsewhere: its row, the chart, and with ``running`` its GPU first."""
         self.table.add_records([record])
+        self.table.update_hint()
         self.show_in_chart(record)
         if running:
             self.table.follow(self.lab.row_of(record))
@@ -288,11 +297,13 @@ class MainScreen(Screen):
     def watch_show_history(self, show: bool) -> None:
         with self.app.batch_update():
             self.table.show_history(show)  # one step, whatever the number of rows
+            self.table.update_hint()
 
     def add_history_rows(self, rows: Sequence[tuple[str, dict[str, Cell]]]) -> None:
         """Previous runs' rows (a chunk from the history loader; cells made off the UI thread)."""
         with self.app.batch_update():
             self.table.add_history(rows)
+            self.table.update_hint()
 
     # ----- details --------------------------------------------------------------------
 

@@ -95,7 +95,9 @@ class QueueActions:
             return
         from tui.app.components.sweep_dialog import SweepScreen
 
-        self.push_screen(SweepScreen(self.config.sweep, lambda choice: self._sweep_preview(base, choice), repeat=repeat),
+        keeps = {"backends": base.backend, "dtypes": base.dtype}  # what an unchecked list stands for
+        self.push_screen(SweepScreen(self.config.sweep, lambda choice: self._sweep_preview(base, choice), repeat=repeat,
+                                     keeps=keeps),
                          callback=lambda choice: self._sweep_chosen(base, choice))
 
     def sweep_options(self: CompileLabApp, base: RunOptions, choice: dict[str, list[Any]]) -> list[RunOptions]:

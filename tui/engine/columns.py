@@ -15,7 +15,7 @@ from __future__ import annotations
 import json
 import math
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Callable
+from typing import TYPE_CHECKING, Any, Callable, Iterator
 
 from tui.engine.kernels import top_kernels_text
 from tui.engine.summary import RunSummary
@@ -24,7 +24,8 @@ if TYPE_CHECKING:
     from tui.engine.results import RunRecord
 
 __all__ = [
-    "Column", "COLUMNS", "CSV_COLUMNS", "RAW_COLUMNS", "format_value", "raw_float", "csv_row", "columns_markdown",
+    "Column", "COLUMNS", "CSV_COLUMNS", "RAW_COLUMNS", "format_value", "raw_float", "csv_row", "raw_rows",
+    "columns_markdown",
 ]  # fmt: skip
 
 Getter = Callable[["RunRecord", RunSummary], Any]
@@ -220,6 +221,36 @@ def csv_row(record: RunRecord) -> dict[str, str]:
     """The record's CSV row: every column of :data:`COLUMNS`, formatted by :func:`format_value`."""
     summary = record.summary()
     return {column.name: format_value(column.get(record, summary)) for column in COLUMNS}
+
+
+def raw_rows(record: RunRecord) -> Iterator[dict[str, str]]:
+    """One raw CSV row (:data:`RAW_COLUMNS`) per timed iteration of every block of ``record``.
+
+    A run whose stored samples were pruned (``compile-lab prune``) has none; other missing samples
+    raise :class:`~tui.engine.results.SamplesUnavailable`.
+    """
+    from tui.engine.results import SIDES, SamplesPruned
+
+    try:
+        samples = record.loaded_samples()
+    except SamplesPruned:
+        return
+    for side in SIDES:
+        for block in samples[side]:
+            host = raw_float(block.host_ms_per_call)
+            labels = block.labels
+            for i, value in enumerate(block.ms):
+                yield {
+                    "run_id": record.run_id,
+                    "side": side,
+                    "stage": block.stage,
+                    "block": str(block.index),
+                    "iteration": str(i),
+                    "ms": raw_float(value),
+                    "clock": block.clock,
+                    "host_ms_per_call": host,
+                    "label": labels[i] if labels else "",
+                }
 
 
 def _markdown_cell(text: str) -> str:

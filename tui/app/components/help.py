@@ -19,13 +19,20 @@ INTRO = """\
 compile-lab times eager PyTorch against torch.compile in a fresh worker process per run:
 the first compiled call is reported apart as compile s, warm-up is discarded, and eager and
 compiled are then measured in alternating blocks. The speedup is the ratio of medians with a
-95% bootstrap interval: green = significantly faster, red = significantly slower, dim = not
-significant. LB marks a launch-bound run (host time per call well above the GPU time),
-followed by its host-inclusive speedup: what a loop that never synchronises pays.
+95% bootstrap interval. The status column gives the verdict: faster or slower (the interval
+clears the threshold), no change, inconclusive (the interval is too wide to say) or noisy
+(the machine was too busy for the number to mean anything: re-run). LB marks a launch-bound
+run (host time per call well above the GPU time), followed by its host-inclusive speedup:
+what a loop that never synchronises pays.
 
 Pick a workload and options on the left, press r to run (ctrl+r works inside a text field),
-w to sweep modes x fullgraph x dynamic. Rows update live; Enter on a row shows every
-statistic, the graph-break and recompile reasons, warnings, telemetry and the environment.
+w to sweep modes x fullgraph x dynamic. In the picker, Left/Right (or a click on ◂ ▸) step
+through a field's choices and Space toggles a check box (✓ on, blank off). Rows update live;
+rows marked ↺ come from the history (previous sessions; h shows or hides them).
+
+Enter on a row opens its details in tabs (1-7 or Left/Right switch): Summary, Kernels (what
+ran per call on each side and which eager ops went into which compiled kernel), Host time,
+Graphs and breaks, Code, Telemetry and Environment.
 Tab / shift+tab move between panes; Escape leaves a text field."""
 
 

@@ -22,6 +22,7 @@ from textual.validation import Integer
 from textual.widget import Widget
 from textual.widgets import Checkbox, Input, Select, Static
 
+from tui.app.components.marks import MarkedCheckbox
 from tui.app.components.picker_fields import LABEL_WIDTH, Cycler, field_row
 from tui.app.components.picker_params import FILE_CHOICE, ParamRows
 from tui.app.trust import also_line
@@ -160,11 +161,11 @@ class Picker(VerticalScroll):
                           "processes); auto: more for launch-bound ones, up to 5"),
         )
         with Vertical(id="flags"):
-            yield Checkbox("fullgraph", opts.fullgraph, compact=True, id="fullgraph")
-            yield Checkbox("TF32", opts.tf32, compact=True, id="tf32")
-            yield Checkbox("train step", opts.train, compact=True, id="train")
-            yield Checkbox("L2 flush", opts.l2_flush, compact=True, id="l2-flush")
-            yield Checkbox("cold compile", opts.cold_compile, compact=True, id="cold-compile")
+            yield MarkedCheckbox("fullgraph", opts.fullgraph, compact=True, id="fullgraph")
+            yield MarkedCheckbox("TF32", opts.tf32, compact=True, id="tf32")
+            yield MarkedCheckbox("train step", opts.train, compact=True, id="train")
+            yield MarkedCheckbox("L2 flush", opts.l2_flush, compact=True, id="l2-flush")
+            yield MarkedCheckbox("cold compile", opts.cold_compile, compact=True, id="cold-compile")
         yield also_line(opts)  # the options without a field here, where they are not their defaults
         yield Static("", id="picker-error", markup=False)
 

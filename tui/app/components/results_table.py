@@ -264,6 +264,11 @@ class ResultsTable(BulkRowTable):
         """Whether previous runs are rows (see :meth:`show_history`)."""
         return self._history_shown
 
+    def update_hint(self) -> None:
+        """The pane's subtitle says how many previous runs are hidden (an empty table is not empty history)."""
+        hidden = 0 if self._history_shown else len(self._history)
+        self.border_subtitle = f"{hidden} previous run{'s' if hidden != 1 else ''} hidden · h shows them" if hidden else ""
+
     def has_run(self, run_id: str) -> bool:
         """Whether the table has a row for this run."""
         return run_id in self._cells

@@ -17,6 +17,7 @@ from textual.screen import ModalScreen
 from textual.widgets import Button, Input, SelectionList, Static
 from textual.widgets.selection_list import Selection
 
+from tui.app.components.marks import MarkedSelectionList
 from tui.app.components.picker import DYNAMIC_LABELS
 from tui.engine.options import BACKENDS, DTYPES, MODES
 
@@ -76,20 +77,22 @@ class SweepScreen(ModalScreen[SweepChoice | None]):
     ]
 
     def __init__(self, initial: SweepChoice | None, preview: Callable[[SweepChoice], tuple[int, str]],
-                 repeat: int | str = 1) -> None:
+                 repeat: int | str = 1, keeps: dict[str, str] | None = None) -> None:
         """``preview(choice)`` returns (number of runs, a line of text or an error) for the footer;
-        ``repeat`` fills the repeat field (processes per configuration, or auto)."""
+        ``repeat`` fills the repeat field (processes per configuration, or auto); ``keeps``: the
+        picker's value each list stands for while nothing in it is checked (``{"backends": "inductor"}``)."""
         super().__init__()
         self.initial = {**DEFAULT_SWEEP, **(initial or {})}
         self.preview = preview
         self.repeat = repeat
+        self.keeps = dict(keeps or {})
 
     def compose(self) -> ComposeResult:
         """Five selection lists, a preview line and the buttons."""
         init = self.initial
         with Vertical(classes="dialog sweep-dialog"):
-            yield Static("Sweep: every meaningful combination of the checked values is queued "
-                         "(space toggles, tab moves between lists).", markup=False)
+            yield Static("Sweep: each meaningful combination of the checked values is queued. "
+                         "Space toggles, tab moves.", markup=False)
             with Horizontal(id="sweep-axes"):
                 yield self._list("modes", "mode", [(m, m) for m in MODES], init["modes"])
                 yield self._list("fullgraphs", "fullgraph", [("false", False), ("true", True)], init["fullgraphs"])
@@ -108,7 +111,7 @@ class SweepScreen(ModalScreen[SweepChoice | None]):
 
     @staticmethod
     def _list(key: str, title: str, items: list[tuple[str, Any]], chosen: list[Any]) -> SelectionList:
-        widget: SelectionList = SelectionList(
+        widget: SelectionList = MarkedSelectionList(
             *(Selection(label, value, value in chosen) for label, value in items),
             id=f"sweep-{key}",
             compact=True,
@@ -145,6 +148,9 @@ class SweepScreen(ModalScreen[SweepChoice | None]):
         self.action_queue()
 
     def _update_preview(self) -> None:
+        for key, value in self.keeps.items():  # an empty list means the picker's value: say so
+            widget = self.query_one(f"#sweep-{key}", SelectionList)
+            widget.border_subtitle = "" if widget.selected else f"none: {value}"
         count, line = self.preview(self.choice())
         self.query_one("#sweep-preview", Static).update(f"{count} run(s): {line}" if count else line)
 

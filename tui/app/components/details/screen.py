@@ -18,6 +18,7 @@ from textual.widgets import Footer, Static, TabbedContent, TabPane
 from tui.app.components.details.machine import environment_tab, telemetry_tab
 from tui.app.components.details.summary import error, summary_tab, title
 from tui.app.components.details.why import graphs_tab, host_tab, kernels_tab
+from tui.app.main_screen import NARROW_WIDTH
 from tui.engine.results import RunRecord
 
 __all__ = ["DetailsScreen", "render_details", "render_tab", "TABS"]
@@ -82,6 +83,10 @@ class DetailsScreen(Screen):
     def on_mount(self) -> None:
         """Focus the first tab's body so arrow keys scroll it."""
         self._focus_body()
+
+    def on_resize(self) -> None:
+        """Below 120 columns the footer drops its key padding (as on the main screen)."""
+        self.query_one(Footer).compact = self.size.width < NARROW_WIDTH
 
     def on_tabbed_content_tab_activated(self, event: TabbedContent.TabActivated) -> None:
         """Keys go to the body of the tab just shown."""
