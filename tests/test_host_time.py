@@ -264,7 +264,7 @@ def test_a_profile_with_its_host_split_travels_through_json_and_an_old_record_st
 
 
 def _record(launch_bound: bool, breaks: int, reasons: tuple[str, ...] = ()) -> RunRecord:
-    from tests.fakes.records import cuda_run_record
+    from fakes.records import cuda_run_record
 
     record = cuda_run_record(eager_host_ms=0.155 if launch_bound else 0.11)
     events = _repeat(_graph_break_call() if breaks else _pointwise_call(), 5)

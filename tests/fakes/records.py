@@ -10,13 +10,17 @@ import types
 import typing
 from typing import Any, Union
 
+from tui.engine.artifacts import GraphCode
 from tui.engine.options import RunOptions
 from tui.engine.payloads import Accuracy, Diagnostics, Env, Memory
+from tui.engine.host_time import HostRow, HostSplit
 from tui.engine.kernels import Profile
 from tui.engine.protocol import (
+    ArtifactWritten,
     BlockTimed,
     Compiled,
     Finished,
+    GraphCoded,
     PhaseChanged,
     Profiled,
     Started,
@@ -158,7 +162,12 @@ def full_record(run_id: str, *, failed: bool, group_id: str | None = None, repea
                                 labels=LABELS[:4], t_start=8.5, t_end=8.9))  # fmt: skip
     record.set_telemetry(full_instance(RunTelemetry, 40))
     accuracy, memory = full_instance(Accuracy, 30), full_instance(Memory, 50)
-    record.apply(Profiled(t=8.95, profile=full_instance(Profile, 70)))
+    guards = (HostRow("guards", 0.012, 0.1), HostRow("other", 0.108, 0.9))  # a category the CSV reads
+    record.apply(Profiled(t=8.95, profile=full_instance(Profile, 70, host=full_instance(HostSplit, 80, rows=guards))))
+    for index in range(2):
+        record.apply(GraphCoded(t=8.96, graph=full_instance(GraphCode, 80 + 10 * index, index=index)))
+    record.apply(ArtifactWritten(t=8.97, kind="trace", name="trace.json", size_bytes=1234))
+    record.artifacts = dataclasses.replace(record.artifacts, torch_trace_dir="torch_trace")  # the runner sets it
     if failed:
         record.accuracy, record.memory = accuracy, memory
         record.flops_per_call, record.bytes_per_call = 2.5e9, 4.0e6

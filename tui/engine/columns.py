@@ -181,7 +181,18 @@ COLUMNS: tuple[Column, ...] = (
            "each side's 3 costliest kernels with their share of its kernel time (profile pass)"),
     Column("profile_s", lambda r, s: r.profile.profile_s if r.profile else None,
            "the profile pass's own cost, its re-compile included, seconds (never in the timings)"),
+    Column("compiled_guards_ms_per_call", lambda r, s: _host_ms(r, "guards"),
+           "dynamo's cache lookup and guard checks (TorchDynamo Cache Lookup), exclusive host ms per compiled "
+           "call (profile pass, profiler overhead included)"),
 )  # fmt: skip
+
+
+def _host_ms(record: RunRecord, category: str) -> float | None:
+    """A category's ms per compiled call in the profile pass's host split (tui.engine.host_time)."""
+    profile = record.profile
+    host = profile.host if profile is not None and profile.available else None
+    return host.ms(category) if host is not None else None
+
 
 def _group(record: RunRecord, name: str, alone: Any = None) -> Any:
     """A field of the row's GroupSummary (tui.engine.repeats.GroupRecord); ``alone`` for a single run."""
