@@ -22,6 +22,8 @@ from tui.engine.protocol import (
     Event,
     Failed,
     PhaseChanged,
+    ARTIFACT_KINDS,
+    ArtifactWritten,
     ProtocolError,
     WorkerWarning,
     decode,
@@ -37,6 +39,7 @@ FIXED = {
     WorkerWarning: {"source": "runner"},
     BlockTimed: {"side": SIDES[-1], "stage": STAGES[0], "ms": (1.5, 2.25), "labels": ("batch=8", "batch=16")},
     Failed: {"kind": FAILURE_KINDS[-1]},
+    ArtifactWritten: {"kind": ARTIFACT_KINDS[-1]},
 }
 
 

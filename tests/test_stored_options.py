@@ -35,6 +35,7 @@ WRONG_TYPES = {
     "iters": 2.5, "block_size": True, "time_budget_s": "1h", "l2_flush": "true", "cold_compile": None,
     "timeout_s": "abc", "memory_limit_gb": [2], "python": 5, "train": 0, "compile_optimizer": "no", "seed": "0",
     "target_ci": "2%", "noise_threshold": None, "noise_limits": ["max_drift", 0.2], "profile": "false",
+    "trace": "yes", "torch_trace": 1,
 }  # fmt: skip
 
 #: Every field away from its default, with the right type (decoding checks types, not combinations).
@@ -43,7 +44,7 @@ FULL = RunOptions(
     fullgraph=True, dynamic=False, dtype="bfloat16", tf32=True, device="cuda:0", warmup=3, iters=20, block_size=5,
     time_budget_s=2.5, l2_flush=True, cold_compile=True, timeout_s=30.0, memory_limit_gb=2.0,
     python="/usr/bin/python3", train=True, compile_optimizer=True, seed=7, target_ci=0.03, noise_threshold=0.05,
-    noise_limits={"max_drift": 0.2}, profile=False,
+    noise_limits={"max_drift": 0.2}, profile=False, trace=True, torch_trace=True,
 )  # fmt: skip
 
 
@@ -175,7 +176,7 @@ def test_hidden_fields_and_code_fields():
         ("block_size", "5"), ("seed", "7"), ("time_budget_s", "2.5"), ("timeout_s", "30.0"),
         ("memory_limit_gb", "2.0"), ("python", "/usr/bin/python3"), ("inductor_options.cpp.cxx", "g++"),
         ("compile_optimizer", "true"), ("target_ci", "0.03"), ("noise_threshold", "0.05"),
-        ("noise_limits", '{"max_drift": 0.2}'), ("profile", "false"),
+        ("noise_limits", '{"max_drift": 0.2}'), ("profile", "false"), ("trace", "true"), ("torch_trace", "true"),
     ]  # fmt: skip
     several = RunOptions(python="/x/py", inductor_options={"max_autotune": True, "cpp.cxx": "/bin/sh"})
     assert code_settings(several) == [

@@ -54,6 +54,13 @@ Other knobs (environment):
 ``FAKE_WORKER_GATE``         a path: after the first measured round (``crash``, ``hang``, ``stubborn``:
                              after their one block) the worker waits until that file exists (the
                              test creates it to let the run go on).
+``FAKE_WORKER_CODE``         ``1``: send one ``code`` event (a tiny inductor-like graph, :data:`FAKE_CODE`)
+                             after measuring.
+
+Like the real worker and torch: with ``TORCH_TRACE`` set it writes
+``$TORCH_TRACE/dedicated_log_torch_trace_fake.log`` (one JSON line with its pid), and with
+``options.trace`` and an ``artifacts_dir`` in the command it writes a merged two-side
+``trace.json`` there and sends the ``artifact`` event.
 """
 
 from __future__ import annotations
@@ -70,7 +77,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 from tui.engine.clocks import PERF_COUNTER  # noqa: E402  (these imports need the path above)
 from tui.engine.options import OptionsError, RunOptions  # noqa: E402
 from tui.engine.payloads import Accuracy, Diagnostics, Env, Memory  # noqa: E402
-from tui.engine.protocol import BlockTimed, Compiled, Failed, Finished, PhaseChanged, Ready, Started  # noqa: E402
+from tui.engine.artifacts import capped_code  # noqa: E402
+from tui.engine.chrome_trace import merge_traces  # noqa: E402
+from tui.engine.protocol import (  # noqa: E402
+    ArtifactWritten, BlockTimed, Compiled, Failed, Finished, GraphCoded, PhaseChanged, Ready, Started,
+)
 from tui.engine.worker import blocks  # noqa: E402
 from tui.engine.worker.channel import (  # noqa: E402
     EventChannel,
@@ -143,6 +154,36 @@ def _hang(stubborn: bool) -> None:
         time.sleep(3600)
 
 
+FAKE_CODE = """# AOT ID: ['0_inference']
+cpp_fused_add_mul_sin_0 = async_compile.cpp_pybinding(['const float*', 'float*'], r'''
+extern "C" void kernel(const float* in_ptr0, float* out_ptr0) {}
+''')
+def call(args):
+    buf0 = empty_strided_cpu((64, ), (1, ), torch.float32)
+    cpp_fused_add_mul_sin_0(args[0], buf0)
+    return (buf0, )
+"""
+"""The code a fake run sends with FAKE_WORKER_CODE=1 (one kernel, ``cpp_fused_add_mul_sin_0``)."""
+
+
+def _fake_side_trace(side: str) -> dict:
+    """A Chrome trace shaped like one side's ``export_chrome_trace`` (a process, a thread, one op)."""
+    pid, name = os.getpid(), "aten::add" if side == "eager" else "Torch-Compiled Region: 0/0"
+    return {"schemaVersion": 1, "baseTimeNanoseconds": 1_000_000_000, "traceEvents": [
+        {"ph": "M", "name": "process_name", "pid": pid, "tid": 0, "args": {"name": "python3"}},
+        {"ph": "X", "cat": "cpu_op", "name": name, "pid": pid, "tid": pid, "ts": 10.0, "dur": 5.0, "args": {}},
+    ]}
+
+
+def _torch_trace_log() -> None:
+    """What torch does at import with TORCH_TRACE set: a log file in that directory."""
+    directory = os.environ.get("TORCH_TRACE")
+    if directory:
+        os.makedirs(directory, exist_ok=True)
+        with open(os.path.join(directory, "dedicated_log_torch_trace_fake.log"), "w") as log:
+            log.write(json.dumps({"pid": os.getpid()}) + "\n")
+
+
 class FakeRun:
     """One fake run: the real phases and block plan, made-up times."""
 
@@ -155,6 +196,7 @@ class FakeRun:
         self.block_s = _env_float("FAKE_WORKER_BLOCK_S", 0.0)
         self._index: dict[tuple[str, str], int] = {}
         self.measured = {"eager": 0, "compiled": 0}
+        self.artifacts_dir: str | None = None
 
     def phase(self, name: str) -> None:
         """Announce a phase."""
@@ -232,8 +274,18 @@ class FakeRun:
         return Diagnostics(graph_breaks=0, unique_graphs=1, recompiles=0, frames_total=1, frames_ok=1)
 
     def finish(self) -> None:
-        """``diagnosing``, then ``finished`` with typed payloads."""
+        """``diagnosing``, the code and the trace when asked for, then ``finished`` with typed payloads."""
         self.phase("diagnosing")
+        if os.environ.get("FAKE_WORKER_CODE") == "1":
+            self.channel.emit(GraphCoded(graph=capped_code(0, "0/0", FAKE_CODE, len(FAKE_CODE))))
+        if self.options.torch_trace and os.environ.get("TORCH_TRACE"):
+            self.channel.emit(ArtifactWritten(kind="torch_trace", name=os.path.basename(os.environ["TORCH_TRACE"]),
+                                              size_bytes=1))
+        if self.options.trace and self.artifacts_dir:
+            target = os.path.join(self.artifacts_dir, "trace.json")
+            with open(target, "w") as stream:
+                json.dump(merge_traces({side: _fake_side_trace(side) for side in ("eager", "compiled")}), stream)
+            self.channel.emit(ArtifactWritten(kind="trace", name="trace.json", size_bytes=os.path.getsize(target)))
         self.channel.emit(Finished(
             compile_s=COMPILE_S,
             diagnostics=self.diagnostics(),
@@ -289,6 +341,7 @@ def main() -> int:
     """Run the fake worker (see the module docstring)."""
     set_parent_death_signal()
     channel = open_channel()
+    _torch_trace_log()
     ready_delay = _ready_delay(_log_start())
     if ready_delay:
         time.sleep(ready_delay)
@@ -309,7 +362,9 @@ def main() -> int:
     if behaviour not in BEHAVIOURS:
         channel.emit(Failed(kind="bad_options", message=f"fake_behaviour {behaviour!r} is unknown"))
         return 1
-    return FakeRun(channel, command.get("run_id"), options, behaviour).execute()
+    run = FakeRun(channel, command.get("run_id"), options, behaviour)
+    run.artifacts_dir = command.get("artifacts_dir")
+    return run.execute()
 
 
 if __name__ == "__main__":

@@ -6,6 +6,11 @@ atomically before the line that names it), so the history stays small and loadin
 thousands of runs only parses summaries; samples are read when a record needs them
 (:meth:`History.load_samples`, or implicitly by ``record.raw_rows()`` / ``to_json()``).
 
+A run's generated code goes to ``<runs dir>/<run_id>/code/`` (:mod:`tui.engine.artifacts`), also
+before its line; the record then keeps only the code's index in memory, and reads the text back on
+demand (:func:`tui.engine.artifacts.load_code`). Samples that ``compile-lab prune`` deleted raise
+:class:`~tui.engine.results.SamplesPruned`.
+
 The history file is only ever opened for appending. Loading is tolerant: a torn or
 garbage line, an unreadable file, a field of the wrong type or lines of an unknown schema
 become problem messages (naming the line number), never an exception. Lines and samples
@@ -21,9 +26,10 @@ from pathlib import Path
 from typing import Any, BinaryIO, Iterator
 
 from tui import paths
+from tui.engine.artifacts import read_pruned, run_folder, safe_name, store_code
 from tui.engine.export import ExportError, atomic_writer
 from tui.engine.migrate import SCHEMA, upgrade_line, upgrade_samples
-from tui.engine.results import Block, RunRecord, SamplesUnavailable, samples_to_json
+from tui.engine.results import Block, RunRecord, SamplesPruned, SamplesUnavailable, samples_to_json
 from tui.engine.samples import Samples
 
 __all__ = ["History", "HistoryError", "SCHEMA"]
@@ -65,10 +71,23 @@ class History:
         if any(samples[side] for side in samples):
             samples_file = f"{_safe_name(record.run_id)}.json"
             self._write_samples(record.run_id, samples, self.runs_dir / samples_file)
+        folder = record.data_dir or run_folder(record.run_id, self.runs_dir)
+        self._write_code(record, folder)
         line = {"schema": SCHEMA, **record.to_json(samples=False), "samples_file": samples_file}
         data = json.dumps(line, separators=(",", ":"), allow_nan=False).encode() + b"\n"
         self._append_bytes(data)
         record.samples_file = samples_file
+        record.data_dir = folder
+        record.artifacts = record.artifacts.without_code()  # on disk now: read back on demand
+
+    @staticmethod
+    def _write_code(record: RunRecord, folder: Path) -> None:
+        try:
+            store_code(folder, record.artifacts.graphs)
+        except ExportError as exc:
+            raise HistoryError(str(exc)) from exc
+        except OSError as exc:
+            raise HistoryError(f"cannot write the code of run {record.run_id} to {folder}: {_cause(exc)}") from exc
 
     def _write_samples(self, run_id: str, samples: Samples, target: Path) -> None:
         try:
@@ -199,6 +218,7 @@ class History:
             return None
         problems.extend(f"{self.path} line {number}: {problem} (default used)" for problem in fields)
         record.defer_samples(self.load_samples)
+        record.data_dir = run_folder(record.run_id, self.runs_dir)
         return record
 
     def samples_path(self, record: RunRecord) -> Path | None:
@@ -218,6 +238,12 @@ class History:
         else:
             try:
                 content = json.loads(target.read_bytes())
+            except FileNotFoundError as exc:
+                note = read_pruned(record.data_dir or run_folder(record.run_id, self.runs_dir))
+                if note is not None:
+                    raise SamplesPruned(f"run {record.run_id}: its per-iteration samples were pruned on "
+                                        f"{note.pruned_at} (compile-lab prune)") from exc
+                raise SamplesUnavailable(f"run {record.run_id}: cannot read {target}: {_cause(exc)}") from exc
             except OSError as exc:
                 raise SamplesUnavailable(f"run {record.run_id}: cannot read {target}: {_cause(exc)}") from exc
             except (ValueError, UnicodeDecodeError) as exc:
@@ -245,10 +271,7 @@ def _lines(handle: BinaryIO) -> Iterator[tuple[int, bytes, bool]]:
         yield number, raw, not raw.endswith(b"\n")
 
 
-def _safe_name(name: str) -> str:
-    # A file name taken from a history line must not point outside the runs directory.
-    cleaned = "".join(c if c.isalnum() or c in "-_." else "_" for c in Path(name).name)
-    return cleaned.lstrip(".") or "run"
+_safe_name = safe_name  # a file name taken from a history line must not point outside the runs directory
 
 
 def _fsync_dir(directory: Path) -> None:

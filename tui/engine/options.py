@@ -215,6 +215,11 @@ class RunOptions:
     seed: int = 0
     profile: bool = True
     """A profile pass after measuring (tui.engine.kernels: kernels per call, the kernel diff); never in the timings."""
+    trace: bool = False
+    """The profile pass also written as a Chrome/Perfetto trace, ``trace.json`` in the run's data folder."""
+    torch_trace: bool = False
+    """A ``TORCH_TRACE`` directory in the run's data folder (for tlparse): the run gets a fresh worker, never
+    the warm spare, and its compile time includes torch's structured logging."""
 
     # ----- validation -------------------------------------------------
 
@@ -230,8 +235,11 @@ class RunOptions:
         self._check_measurement(device)
         if self.compile_optimizer and not self.train:
             raise OptionsError("compile_optimizer", "only applies with train")
-        if not isinstance(self.profile, bool):
-            raise OptionsError("profile", f"{echo(self.profile)} is not allowed (allowed: true, false)")
+        for name in ("profile", "trace", "torch_trace"):
+            if not isinstance(getattr(self, name), bool):
+                raise OptionsError(name, f"{echo(getattr(self, name))} is not allowed (allowed: true, false)")
+        if self.trace and not self.profile:
+            raise OptionsError("trace", "records the profile pass, which profile: false skips (allowed: with profile)")
         _check_python(self.python)
         return dataclasses.replace(self, workload=workload, device=device, params=params)
 

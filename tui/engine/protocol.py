@@ -13,7 +13,9 @@ Parent -> worker (one line on the worker's stdin)::
 Worker -> parent: ``{"v": PROTOCOL_VERSION, "event": NAME, "t": seconds since the worker
 started, ...fields}``, the fields being those of the event's dataclass below
 (:class:`Ready`, :class:`Started`, :class:`PhaseChanged`, :class:`WorkerWarning`,
-:class:`Compiled`, :class:`BlockTimed`, :class:`Profiled`, :class:`Finished`, :class:`Failed`).
+:class:`Compiled`, :class:`BlockTimed`, :class:`Profiled`, :class:`GraphCoded`, :class:`ArtifactWritten`,
+:class:`Finished`, :class:`Failed`). A run with ``options.trace`` gets ``"artifacts_dir"`` in its command too:
+the run's data folder, where the worker writes the Chrome trace (:mod:`tui.engine.artifacts`).
 
 Version 2 renamed a block's ``wall_ms_per_call`` to ``host_ms_per_call`` (one name for the
 host-inclusive time per call, from the worker to the CSV) and typed every payload.
@@ -25,6 +27,7 @@ import json
 from dataclasses import dataclass, field, fields
 from typing import Any, ClassVar
 
+from tui.engine.artifacts import GraphCode
 from tui.engine.kernels import Profile
 from tui.engine.payloads import Accuracy, Diagnostics, Env, Memory
 from tui.typed import FieldError, decode_fields, encode_fields, finite
@@ -44,6 +47,9 @@ __all__ = [
     "Compiled",
     "BlockTimed",
     "Profiled",
+    "GraphCoded",
+    "ArtifactWritten",
+    "ARTIFACT_KINDS",
     "Finished",
     "Failed",
     "ProtocolError",
@@ -181,6 +187,32 @@ class Profiled(Event):
 
 
 @dataclass(frozen=True)
+class GraphCoded(Event):
+    """Inductor's output code of one graph compiled during the run (sent once measuring has ended)."""
+
+    NAME: ClassVar[str] = "code"
+    graph: GraphCode = field(default_factory=GraphCode)
+
+
+ARTIFACT_KINDS = ("trace", "torch_trace")
+"""What a worker wrote into the run's data folder: ``trace``, the profile pass as a Chrome trace;
+``torch_trace``, the directory torch's structured logs went to (TORCH_TRACE)."""
+
+
+@dataclass(frozen=True)
+class ArtifactWritten(Event):
+    """The worker wrote ``name`` (``size_bytes`` long) into the run's data folder; ``kind`` says what it is."""
+
+    NAME: ClassVar[str] = "artifact"
+    kind: str = ARTIFACT_KINDS[0]
+    name: str = ""
+    size_bytes: int = 0
+
+    def check(self) -> None:
+        _one_of("kind", self.kind, ARTIFACT_KINDS)
+
+
+@dataclass(frozen=True)
 class Finished(Event):
     """The run ended well: everything measured after the timing blocks."""
 
@@ -209,8 +241,8 @@ class Failed(Event):
 
 
 _EVENT_TYPES: dict[str, type[Event]] = {
-    cls.NAME: cls for cls in (Ready, Started, PhaseChanged, WorkerWarning, Compiled, BlockTimed, Profiled, Finished,
-                              Failed)
+    cls.NAME: cls for cls in (Ready, Started, PhaseChanged, WorkerWarning, Compiled, BlockTimed, Profiled, GraphCoded,
+                              ArtifactWritten, Finished, Failed)
 }
 EVENTS = tuple(_EVENT_TYPES)
 _FIELDS = {cls: {f.name for f in fields(cls)} for cls in _EVENT_TYPES.values()}

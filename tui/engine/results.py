@@ -15,19 +15,23 @@ import threading
 import time
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
+from pathlib import Path
 from typing import Any, Callable, Iterator
 
+from tui.engine.artifacts import RunArtifacts, load_code
 from tui.engine.kernels import Profile
 from tui.engine.options import RunOptions
 from tui.engine.payloads import Accuracy, Diagnostics, Env, Memory
 from tui.engine.protocol import (
     PHASES,
     SIDES,
+    ArtifactWritten,
     BlockTimed,
     Compiled,
     Event,
     Failed,
     Finished,
+    GraphCoded,
     Profiled,
     PhaseChanged,
     Ready,
@@ -45,6 +49,7 @@ __all__ = [
     "RunRecord",
     "Block",
     "SamplesUnavailable",
+    "SamplesPruned",
     "STATUSES",
     "TERMINAL_STATUSES",
     "ACTIVE_STATUSES",
@@ -63,6 +68,10 @@ ACTIVE_STATUSES = frozenset(STATUSES) - TERMINAL_STATUSES - {"queued"}
 
 class SamplesUnavailable(LookupError):
     """A record's per-iteration samples were stored apart and could not be loaded."""
+
+
+class SamplesPruned(SamplesUnavailable):
+    """``compile-lab prune`` deleted them: the run is kept (exports write its samples as null)."""
 
 
 def new_run_id(now: float | None = None) -> str:
@@ -96,6 +105,8 @@ class RunRecord:
     bytes_per_call: float | None = None
     profile: Profile | None = None
     """The profile pass after measuring (None: the worker sent none, or an old record)."""
+    artifacts: RunArtifacts = field(default_factory=RunArtifacts)
+    """Generated code and traces (:mod:`tui.engine.artifacts`; their files are in ``data_dir``)."""
     warnings: list[str] = field(default_factory=list)
     error_kind: str | None = None
     error_message: str | None = None
@@ -119,6 +130,7 @@ class RunRecord:
         self._samples_loaded = True
         self._samples_loader: Callable[["RunRecord"], Samples] | None = None
         self._samples_lock = threading.RLock()  # the app loads and releases while exports read
+        self.data_dir: Path | None = None  # the run's data folder, when known (tui.engine.artifacts)
 
     @classmethod
     def new(cls, options: RunOptions, run_id: str | None = None) -> "RunRecord":
@@ -180,6 +192,13 @@ class RunRecord:
 
     def _on_profiled(self, event: Profiled) -> None:
         self.profile = event.profile
+
+    def _on_code(self, event: GraphCoded) -> None:
+        self.artifacts = self.artifacts.added(event.graph)
+
+    def _on_artifact(self, event: ArtifactWritten) -> None:
+        name = "trace_file" if event.kind == "trace" else "torch_trace_dir"
+        self.artifacts = dataclasses.replace(self.artifacts, **{name: event.name})
 
     def _on_finished(self, event: Finished) -> None:
         self.diagnostics = _merged(self.diagnostics, event.diagnostics)
@@ -355,25 +374,9 @@ class RunRecord:
 
     def raw_rows(self) -> Iterator[dict[str, str]]:
         """One formatted row (:data:`tui.engine.columns.RAW_COLUMNS`) per timed iteration of every block."""
-        from tui.engine.columns import raw_float
+        from tui.engine.columns import raw_rows
 
-        samples = self.loaded_samples()
-        for side in SIDES:
-            for block in samples[side]:
-                host = raw_float(block.host_ms_per_call)
-                labels = block.labels
-                for i, value in enumerate(block.ms):
-                    yield {
-                        "run_id": self.run_id,
-                        "side": side,
-                        "stage": block.stage,
-                        "block": str(block.index),
-                        "iteration": str(i),
-                        "ms": raw_float(value),
-                        "clock": block.clock,
-                        "host_ms_per_call": host,
-                        "label": labels[i] if labels else "",
-                    }
+        return raw_rows(self)
 
     def summary_line(self) -> str:
         """One line for logs: configuration, status and the headline numbers."""
@@ -416,6 +419,8 @@ class RunRecord:
             "flops_per_call": self.flops_per_call,
             "bytes_per_call": self.bytes_per_call,
             "profile": None if self.profile is None else self.profile.to_json(),
+            "artifacts": (dataclasses.replace(self.artifacts, graphs=load_code(self).graphs) if samples
+                          else self.artifacts.without_code()).to_json(),
             "warnings": list(self.warnings),
             "error_kind": self.error_kind,
             "error_message": self.error_message,
@@ -426,7 +431,10 @@ class RunRecord:
             "summary": self.summary().to_json(),
         }
         if samples:
-            data["samples"] = samples_to_json(self.loaded_samples())
+            try:
+                data["samples"] = samples_to_json(self.loaded_samples())
+            except SamplesPruned:
+                data["samples"] = None  # the run stays exportable after compile-lab prune
         return finite(data)
 
     @classmethod
@@ -472,6 +480,8 @@ _HANDLERS: dict[type, Callable[[RunRecord, Any], None]] = {
     Compiled: RunRecord._on_compiled,
     BlockTimed: RunRecord._on_block,
     Profiled: RunRecord._on_profiled,
+    GraphCoded: RunRecord._on_code,
+    ArtifactWritten: RunRecord._on_artifact,
     Finished: RunRecord._on_finished,
     Failed: RunRecord._on_failed,
 }

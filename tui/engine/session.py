@@ -9,7 +9,9 @@ listen to what happens (:class:`SessionListener`), cancel, and export what
   Repeats are interleaved: repeat 0 of every configuration, then repeat 1 of every one, ...,
   so a slow change of the machine spreads over all configurations rather than landing on one.
   The repeats of a configuration share a ``group_id`` (:mod:`tui.engine.repeats`); only the
-  first runs the profile pass (later ones get ``profile=False``: once per configuration).
+  first runs the profile pass (later ones get ``profile=False``: once per configuration), and
+  only it writes the traces asked for (``trace``, ``torch_trace``). Each record's ``data_dir`` is
+  its folder under the history's runs directory (:mod:`tui.engine.artifacts`).
 * **Repeat auto.** ``repeats="auto"`` runs one process per configuration, then rounds: once
   every run of the submission has ended and been saved, each configuration that
   :func:`~tui.engine.repeats.wants_another_process` (launch-bound, across-process interval
@@ -33,6 +35,7 @@ from collections import deque
 from dataclasses import dataclass
 from typing import Any, Callable, Protocol, Sequence
 
+from tui.engine.artifacts import run_folder
 from tui.engine.options import RunOptions
 from tui.engine.protocol import Event
 from tui.engine.repeats import AUTO, group_records, parse_repeat, summarize_group, wants_another_process
@@ -157,6 +160,8 @@ class RunSession:
         return records
 
     def _queue(self, records: list[RunRecord]) -> None:
+        for record in records:
+            record.data_dir = run_folder(record.run_id, getattr(self.history, "runs_dir", None))
         self.records.extend(records)
         self.queue.extend(RunUnit(r, r.repeat, lane_of(r.options, self.parallel)) for r in records)
         asyncio.get_running_loop().call_soon(self._start_ready)
@@ -348,8 +353,11 @@ class RunSession:
 
 
 def _later_repeat(options: RunOptions) -> RunOptions:
-    """A configuration's second and later processes: the profile pass runs once per configuration (repeat 0)."""
-    return dataclasses.replace(options, profile=False) if options.profile else options
+    """A configuration's second and later processes: the profile pass and the traces run once per
+    configuration (repeat 0)."""
+    if options.profile or options.trace or options.torch_trace:
+        return dataclasses.replace(options, profile=False, trace=False, torch_trace=False)
+    return options
 
 
 def _auto_round(batch: list[str], members: list[RunRecord]) -> list[RunRecord]:

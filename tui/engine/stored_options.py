@@ -31,7 +31,7 @@ __all__ = ["decode_options", "check_hidden", "code_settings", "hidden_settings",
 
 HIDDEN_FIELDS = (
     "block_size", "seed", "time_budget_s", "timeout_s", "memory_limit_gb", "python", "inductor_options",
-    "compile_optimizer", "target_ci", "noise_threshold", "noise_limits", "profile",
+    "compile_optimizer", "target_ci", "noise_threshold", "noise_limits", "profile", "trace", "torch_trace",
 )  # fmt: skip
 """RunOptions fields that change a run and have no field in the app's picker."""
 

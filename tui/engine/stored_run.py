@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from tui.engine.artifacts import RunArtifacts
 from tui.engine.kernels import Profile
 from tui.engine.options import RunOptions
 from tui.engine.payloads import Accuracy, Diagnostics, Env, Memory
@@ -34,6 +35,7 @@ class StoredRun:
     flops_per_call: float | None = None
     bytes_per_call: float | None = None
     profile: Profile | None = None
+    artifacts: RunArtifacts = field(default_factory=RunArtifacts)
     warnings: tuple[str, ...] = ()
     error_kind: str | None = None
     error_message: str | None = None

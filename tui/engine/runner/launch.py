@@ -1,8 +1,11 @@
 """What a worker for a run is started with: its command line and its environment.
 
 Set for every worker: ``PYTHONUNBUFFERED=1``; for a CUDA run ``CUDA_DEVICE_ORDER=PCI_BUS_ID`` and
-``CUDA_VISIBLE_DEVICES`` narrowed to the run's GPU. ``TORCHINDUCTOR_*`` / ``TRITON_*`` pass
-through untouched with the rest of the parent's environment.
+``CUDA_VISIBLE_DEVICES`` narrowed to the run's GPU; for a run with ``torch_trace``, ``TORCH_TRACE``
+pointing at the run's folder (torch reads it when it is imported, so such a worker is started for
+that run alone: its key is its own, and no spare is ever started with it). ``TORCHINDUCTOR_*`` /
+``TRITON_*`` (and a ``TORCH_TRACE`` the parent itself was started with) pass through untouched with
+the rest of the parent's environment.
 """
 
 from __future__ import annotations
@@ -14,7 +17,9 @@ from typing import Any, Mapping
 
 from tui.engine.runner.gpu_lock import visible_devices_value
 
-__all__ = ["Launch", "launch_for", "make_package_importable"]
+__all__ = ["Launch", "launch_for", "make_package_importable", "TORCH_TRACE_ENV"]
+
+TORCH_TRACE_ENV = "TORCH_TRACE"
 
 Launch = tuple[list[str], dict[str, str], tuple]
 """(argv, environment, key): a spare is only reused for a run with the same key."""
@@ -47,11 +52,12 @@ def make_package_importable(python: str, env: dict[str, str]) -> None:
 
 
 def launch_for(options: Any, gpu: str | None, worker_argv: list[str] | None,
-               extra_env: Mapping[str, str | None]) -> Launch:
+               extra_env: Mapping[str, str | None], torch_trace: str | None = None) -> Launch:
     """(argv, environment, key) of a worker for ``options`` on ``gpu``.
 
     ``worker_argv`` replaces ``[options.python or sys.executable, "-m", "tui.engine.worker"]``
-    (tests pass a fake worker's); ``extra_env`` is applied last (None removes a variable).
+    (tests pass a fake worker's); ``extra_env`` is applied last (None removes a variable);
+    ``torch_trace``: the directory ``TORCH_TRACE`` names (None: no TORCH_TRACE).
     """
     argv = list(worker_argv) if worker_argv else [options.python or sys.executable, "-m", "tui.engine.worker"]
     env = dict(os.environ)
@@ -67,4 +73,6 @@ def launch_for(options: Any, gpu: str | None, worker_argv: list[str] | None,
             env.pop(name, None)
         else:
             env[name] = str(value)
+    if torch_trace is not None:
+        env[TORCH_TRACE_ENV] = torch_trace
     return argv, env, (tuple(argv), frozenset(env.items()))

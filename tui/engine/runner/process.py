@@ -181,9 +181,14 @@ class WorkerProcess:
             for task in still:
                 task.cancel()
 
-    async def send_command(self, run_id: str, options: dict[str, Any]) -> None:
-        """Write the one run command to the worker's stdin (which stays open: EOF tells it the parent left)."""
-        command = {"command": "run", "run_id": run_id, "options": options}
+    async def send_command(self, run_id: str, options: dict[str, Any], artifacts_dir: str | None = None) -> None:
+        """Write the one run command to the worker's stdin (which stays open: EOF tells it the parent left).
+
+        ``artifacts_dir``: the run's data folder, for the files the worker writes (the Chrome trace).
+        """
+        command: dict[str, Any] = {"command": "run", "run_id": run_id, "options": options}
+        if artifacts_dir is not None:
+            command["artifacts_dir"] = artifacts_dir
         stdin = self.process.stdin
         assert stdin is not None
         try:

@@ -4,6 +4,11 @@ It composes the pieces of this package: the worker process handle (:mod:`.proces
 per-GPU lock (:mod:`.gpu_lock`), the warm spare (:mod:`.spare`), the worker's command line and
 environment (:mod:`.launch`) and per-run GPU telemetry (:mod:`.sampling`), and owns the run's
 policy: the timeout, cancel, and how a worker that died is reported.
+
+A run with ``torch_trace`` gets a worker started for it alone, with ``TORCH_TRACE`` set to its data
+folder's ``torch_trace`` directory (torch reads it at import, so the warm spare, which imported torch
+already, cannot serve it; the spare is kept for the next run). A run with ``trace`` is told its data
+folder in its command, where the worker writes the Chrome trace (:mod:`tui.engine.artifacts`).
 """
 
 from __future__ import annotations
@@ -11,12 +16,15 @@ from __future__ import annotations
 import asyncio
 import atexit
 import contextlib
+import dataclasses
 import os
 import signal
 import weakref
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Mapping
 
+from tui.engine.artifacts import TORCH_TRACE_DIR, run_folder
 from tui.engine.protocol import Event, Failed, Finished, PhaseChanged, Started, WorkerWarning
 from tui.engine.runner.gpu_lock import GpuResolver, acquire_gpu_lock, release_gpu_lock
 from tui.engine.runner.launch import Launch, launch_for
@@ -217,10 +225,17 @@ class WorkerRunner:
         record, options = state.record, state.record.options
         state.gpu = await self._gpus.resolve_async(options.device)
         argv, env, key = self._launch(options, state.gpu)
+        folder = _data_folder(record) if options.trace or options.torch_trace else None
         if state.gpu is not None:
             state.lock_fd = await acquire_gpu_lock(state.gpu, lambda: self._gpu_busy(state))
         try:
-            worker = state.worker = await self._spares.take(argv, env, key)
+            if options.torch_trace:
+                assert folder is not None
+                run_env = launch_for(options, state.gpu, self.worker_argv, self.env,
+                                     torch_trace=str(folder / TORCH_TRACE_DIR))[1]
+                worker = state.worker = await self._spawn(argv, run_env, ("torch_trace", record.run_id))
+            else:
+                worker = state.worker = await self._spares.take(argv, env, key)
         except OSError as exc:
             record.fail("bad_options", f"the worker could not be started: {exc}", " ".join(argv))
             return False
@@ -228,7 +243,7 @@ class WorkerRunner:
         self.last_pid = worker.pid
         if record.status == "queued":
             record.set_status("starting")
-        await worker.send_command(record.run_id, options.to_dict())
+        await worker.send_command(record.run_id, options.to_dict(), str(folder) if options.trace else None)
         if self.keep_spare and not self._closed:
             await self._spares.start(argv, env, key)
         return True
@@ -280,6 +295,8 @@ class WorkerRunner:
             self._fail(state, "crash", f"the runner failed: {type(exc).__name__}: {exc}")
 
     def _release(self, state: _RunState) -> None:
+        if state.record.options.torch_trace and state.worker is not None:
+            _note_torch_trace(state.record)
         worker = state.worker
         if worker is not None:
             if worker.alive:
@@ -345,3 +362,25 @@ class WorkerRunner:
         self._running.discard(worker)
         if not worker.alive:
             self._pgids.discard(worker.pid)
+
+
+def _data_folder(record: RunRecord) -> Path:
+    """The run's data folder (made now: the worker and torch write into it)."""
+    if record.data_dir is None:
+        record.data_dir = run_folder(record.run_id)
+    folder = Path(record.data_dir)
+    folder.mkdir(parents=True, exist_ok=True)
+    return folder
+
+
+def _note_torch_trace(record: RunRecord) -> None:
+    """Keep the TORCH_TRACE directory's name in the record when torch wrote into it (a run that failed
+    before its worker said so too); else say why not."""
+    directory = Path(record.data_dir or run_folder(record.run_id)) / TORCH_TRACE_DIR
+    with contextlib.suppress(OSError):
+        if any(directory.iterdir()):
+            record.artifacts = dataclasses.replace(record.artifacts, torch_trace_dir=TORCH_TRACE_DIR)
+            return
+    message = f"torch_trace: torch wrote nothing to {directory} (the worker ended before compiling?)"
+    if message not in record.warnings:
+        record.warnings.append(message)

@@ -11,6 +11,9 @@ By hand: ``python -m tui.engine.worker < command.json`` (a regular file; a pipe 
 closes right after the command ends the run, since EOF on stdin means the parent left).
 Set ``COMPILE_LAB_EXPLAIN=1`` for a separate ``torch._dynamo.explain`` pass after measuring.
 Unless ``profile`` is false, a profile pass (:mod:`.profile`) follows: event ``profiled``.
+Inductor's output code of every graph compiled from the measured compile to the end of measuring is
+sent after measuring, one ``code`` event per graph (:mod:`.artifacts`); with ``trace`` the profile
+pass is written as a Chrome trace into the command's ``artifacts_dir`` (event ``artifact``).
 """
 
 from __future__ import annotations
@@ -30,10 +33,12 @@ from tui.engine.options import OptionsError, RunOptions
 from tui.engine.payloads import Accuracy, Diagnostics, Memory
 from tui.engine.kernels import Profile
 from tui.engine.protocol import (
+    ArtifactWritten,
     Compiled,
     Event,
     Failed,
     Finished,
+    GraphCoded,
     PhaseChanged,
     Profiled,
     Ready,
@@ -42,6 +47,7 @@ from tui.engine.protocol import (
 )
 from tui.engine.worker import diagnostics, envinfo
 from tui.engine.worker.accuracy import judge, tolerances
+from tui.engine.worker.artifacts import ChromeTraceWriter, CodeCapture
 from tui.engine.worker.channel import (
     EventChannel,
     open_channel,
@@ -202,6 +208,9 @@ class WorkerRun:
         self.warnings: list[str] = []
         self.bench: Benchmark | None = None
         self._cold_dir: str | None = None
+        self.artifacts_dir: str | None = None
+        self.capture = CodeCapture()
+        self._code_sent = False
 
     # ----- events --------------------------------------------------------
 
@@ -232,9 +241,12 @@ class WorkerRun:
             failure = classify(exc, stage, backend=options.backend if options else "",
                                fullgraph=bool(options and options.fullgraph),
                                memory_limit_gb=options.memory_limit_gb if options else None)
+            self.capture.remove()
+            self._send_code()  # what compiled before the failure: often what a reader needs
             self._fail(failure)
             return 1
         finally:
+            self.capture.remove()
             if self._cold_dir:
                 shutil.rmtree(self._cold_dir, ignore_errors=True)
         return 0
@@ -257,6 +269,8 @@ class WorkerRun:
             raise
         except (TypeError, ValueError) as exc:  # a value of the wrong type that validation tripped over
             raise RunFailed("bad_options", f"options: {type(exc).__name__}: {exc}") from None
+        folder = command.get("artifacts_dir")
+        self.artifacts_dir = folder if isinstance(folder, str) and folder else None
         return command.get("run_id"), options
 
     def _prepare(self, options: RunOptions) -> tuple[torch.device, torch.dtype]:
@@ -304,6 +318,7 @@ class WorkerRun:
 
         self.phase("compiling")
         before = diagnostics.snapshot()
+        self.capture.install()
         compile_s = bench.compile(make_compile_fn(options))
         compiled_diag = diagnostics.report(before)
         self.emit(Compiled(compile_s=compile_s, diagnostics=compiled_diag))
@@ -319,9 +334,11 @@ class WorkerRun:
         self.phase("measuring")
         bench.measure()
         after_measure = diagnostics.snapshot()
+        self.capture.remove()
 
         self.phase("diagnosing")
         self.stage = "other"
+        self._send_code()
         report = self._final_diagnostics(bench, options, device, before, after_warmup, after_measure)
         flops = self._flops(built)
         if os.environ.get(EXPLAIN_ENV) == "1" and not built.train:
@@ -362,10 +379,39 @@ class WorkerRun:
             return Profile(available=False, why="skipped (profile: false)")
         from tui.engine.worker.profile import run_profile
 
-        result = run_profile(built, make_compile_fn(options), bench.cuda, prepare=bench.mark_step)
+        writer = ChromeTraceWriter(self.artifacts_dir) if options.trace and self.artifacts_dir else None
+        if options.trace and writer is None:
+            self.warn("trace: the command named no data folder (artifacts_dir), so no trace was written")
+        result = run_profile(built, make_compile_fn(options), bench.cuda, prepare=bench.mark_step, on_trace=writer)
         if not result.available:
             self.warn(f"profile unavailable: {result.why}")
+        if writer is not None:
+            name = writer.finish()
+            if name is not None:
+                self.emit(ArtifactWritten(kind="trace", name=name, size_bytes=writer.written or 0))
+            elif result.available:
+                self.warn(f"trace: {writer.why}")
         return result
+
+    def _send_code(self) -> None:
+        """Inductor's output code of each graph compiled so far, one event each (once per run)."""
+        if self._code_sent:
+            return
+        self._code_sent = True
+        if self.capture.why and self.options is not None and self.options.backend == "inductor":
+            self.warn(f"generated code not kept: {self.capture.why}")
+        for graph in self.capture.graphs():
+            self.emit(GraphCoded(graph=graph))
+        self._note_torch_trace()
+
+    def _note_torch_trace(self) -> None:
+        """Say where torch's structured logs go (TORCH_TRACE, set by the runner in the run's folder)."""
+        directory = os.environ.get("TORCH_TRACE")
+        if not (self.options is not None and self.options.torch_trace and directory and os.path.isdir(directory)):
+            return
+        size = sum(entry.stat().st_size for entry in os.scandir(directory) if entry.is_file())
+        self.emit(ArtifactWritten(kind="torch_trace", name=os.path.basename(os.path.normpath(directory)),
+                                  size_bytes=size))
 
     def _flops(self, built: Any) -> float | None:
         """FLOPs per call (None when they cannot be counted; a warning says why)."""
@@ -375,6 +421,9 @@ class WorkerRun:
         return flops
 
     def _early_warnings(self, options: RunOptions, device: torch.device) -> None:
+        if options.torch_trace:
+            self.warn("torch_trace: compile_s includes torch's structured logging to TORCH_TRACE"
+                      if os.environ.get("TORCH_TRACE") else "torch_trace: TORCH_TRACE was not set for this worker")
         if device.type == "cpu":
             if options.mode == "reduce-overhead" or options.backend == "cudagraphs":
                 self.warn("CUDA graphs were skipped on the CPU: reduce-overhead ran as plain inductor")
