@@ -103,3 +103,47 @@ async def test_tabs_fit_80x24_and_switch_with_digits_and_arrows():
         assert screen.active_tab == "environment"
         await pilot.press("down")  # scrolls, does not switch
         assert screen.active_tab == "environment"
+
+
+CODE = ("# AOT ID: ['0_inference']\nimport torch\n\n\ncpp_fused_add_mul_sin_0 = async_compile.cpp_pybinding(['float*'], '''\n"
+        "extern \"C\" void kernel(float* out) {}\n''')\n\n\ndef call(args):\n    return (buf0, )\n")
+
+
+def code_record():
+    """A CPU run whose two graphs' code the record holds (as a fresh run's does before it is stored)."""
+    from tui.engine.artifacts import RunArtifacts, capped_code
+
+    record = cuda_run_record("20250101-000000-code01")
+    second = CODE.replace("0_inference", "1_inference").replace("add_mul_sin_0", "sub_1")
+    record.artifacts = RunArtifacts(graphs=(capped_code(0, "0/0", CODE, 2**20), capped_code(1, "1/0", second, 2**20)))
+    return record
+
+
+async def test_the_code_tab_reads_the_code_in_a_thread_and_steps_through_graphs():
+    from tui.app.components.details.code import CodeView
+
+    app = _Host(code_record())
+    async with app.run_test(size=(80, 24)) as pilot:
+        screen = app.screen
+        view = screen.query_one(CodeView)
+        assert view.listing is None  # nothing read before the tab is shown
+        await pilot.press("5")
+        assert screen.active_tab == "code"
+        for _ in range(200):
+            if view.listing is not None:
+                break
+            await pilot.pause(0.01)
+        header = _text(screen.query_one("#code-header").content)
+        assert "graph 1 of 2: graph 0 (0/0, 0_inference)" in header and "1 kernel(s)" in header
+        assert "cpp_fused_add_mul_sin_0" in _text(screen.tab_content("code"))
+        await pilot.press("right_square_bracket")
+        assert "graph 2 of 2: graph 1 (1/0, 1_inference)" in _text(screen.query_one("#code-header").content)
+        assert "cpp_fused_sub_1" in _text(screen.tab_content("code"))
+        await pilot.press("left_square_bracket")
+        assert "graph 1 of 2" in _text(screen.query_one("#code-header").content)
+
+
+def test_render_details_carries_the_code_and_says_why_when_there_is_none():
+    assert "cpp_fused_sub_1" in _text(render_details(code_record()), width=140)
+    record = cuda_run_record()
+    assert "no generated code was kept" in _text(render_tab(record, "code"))

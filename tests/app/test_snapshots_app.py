@@ -183,3 +183,30 @@ def test_snapshot_sweep_dialog(snap_compare, size):
         await pilot.pause()
 
     assert snap_compare(_app(no_gpu_source()), terminal_size=size, run_before=run_before)
+
+
+def test_snapshot_details_code_tab(snap_compare):
+    """The Code tab at 80x24: the first graph's code highlighted, with its header and the keys to step."""
+    from test_details_tabs import code_record
+    from tui.app.components.details.code import CodeView
+
+    async def run_before(pilot):
+        app = pilot.app
+        await _settle(pilot)
+        record = code_record()
+        app.inject_record(record)
+        await pilot.pause()
+        app.action_details(record.run_id)
+        for _ in range(100):
+            if isinstance(app.screen, DetailsScreen) and app.screen.query("#details-summary"):
+                break
+            await pilot.pause(0.02)
+        app.screen.action_show_tab("code")
+        view = app.screen.query_one(CodeView)
+        for _ in range(200):
+            if view.listing is not None:
+                break
+            await pilot.pause(0.02)
+        await pilot.pause()
+
+    assert snap_compare(_app(no_gpu_source()), terminal_size=(80, 24), run_before=run_before)

@@ -15,10 +15,12 @@ from textual.containers import VerticalScroll
 from textual.screen import Screen
 from textual.widgets import Footer, Static, TabbedContent, TabPane
 
+from tui.app.components.details.code import CodeView, code_header
 from tui.app.components.details.machine import environment_tab, telemetry_tab
 from tui.app.components.details.summary import error, summary_tab, title
-from tui.app.components.details.why import graphs_tab, host_tab, kernels_tab
+from tui.app.components.details.why import graphs_tab, host_line, host_tab, kernels_tab
 from tui.app.main_screen import NARROW_WIDTH
+from tui.engine.artifacts import load_code
 from tui.engine.results import RunRecord
 
 __all__ = ["DetailsScreen", "render_details", "render_tab", "TABS"]
@@ -32,16 +34,27 @@ def render_tab(record: RunRecord, tab: str) -> RenderableType:
     """One tab's body for ``record`` (the title and any error head every tab)."""
     summary = record.summary()
     bodies = {
-        "summary": lambda: summary_tab(record, summary),
+        "summary": lambda: summary_tab(record, summary, host_line(record)),
         "kernels": lambda: kernels_tab(record),
         "host": lambda: host_tab(record, summary),
         "graphs": lambda: graphs_tab(record),
-        "code": lambda: [Text("\nno generated code was recorded for this run", style="dim")],
+        "code": lambda: _code_now(record),
         "telemetry": lambda: telemetry_tab(record),
         "environment": lambda: environment_tab(record),
     }
     head = title(record) + (error(record) if tab == "summary" else [])
     return Group(*head, *bodies[tab]())
+
+
+def _code_now(record: RunRecord) -> list[RenderableType]:
+    """The Code tab read on the spot (render_details; the screen reads it in a thread)."""
+    listing = load_code(record)
+    parts: list[RenderableType] = []
+    for index in range(max(1, len(listing.graphs))):
+        parts.append(code_header(listing, index))
+        if listing.graphs:
+            parts.append(listing.graphs[index].code or "")
+    return parts
 
 
 def render_details(record: RunRecord) -> RenderableType:
@@ -76,12 +89,17 @@ class DetailsScreen(Screen):
         with TabbedContent(initial=self._initial, id="details-tabs"):
             for tab, heading in TABS:
                 with TabPane(heading, id=tab):
+                    if tab == "code":  # files to read: in a thread, when first shown
+                        yield CodeView(self.record, id="code-view")
+                        continue
                     with VerticalScroll(id=f"details-{tab}-body", classes="details-body"):
                         yield Static(render_tab(self.record, tab), id=f"details-{tab}")
         yield Footer()
 
     def on_mount(self) -> None:
         """Focus the first tab's body so arrow keys scroll it."""
+        if self.active_tab == "code":
+            self.query_one(CodeView).load()
         self._focus_body()
 
     def on_resize(self) -> None:
@@ -91,6 +109,8 @@ class DetailsScreen(Screen):
     def on_tabbed_content_tab_activated(self, event: TabbedContent.TabActivated) -> None:
         """Keys go to the body of the tab just shown."""
         event.stop()
+        if self.active_tab == "code":
+            self.query_one(CodeView).load()
         self._focus_body()
 
     @property
@@ -114,7 +134,8 @@ class DetailsScreen(Screen):
     def action_reload(self) -> None:
         """Re-render every tab from the record's current state."""
         for tab, _ in TABS:
-            self.query_one(f"#details-{tab}", Static).update(render_tab(self.record, tab))
+            if tab != "code":  # the code is the compile's and does not change
+                self.query_one(f"#details-{tab}", Static).update(render_tab(self.record, tab))
 
     def _focus_body(self) -> None:
         self.query_one(f"#details-{self.active_tab}-body").focus()

@@ -14,12 +14,13 @@ from rich.text import Text
 
 from tui.app.components.details.fields import Field, count, field_rows, kv_table, section, seconds, yes_no
 from tui.app.format import fmt_ms, fmt_speedup
+from tui.engine.host_time import HOST_LABELS, HostSplit, graph_break_rows
 from tui.engine.kernels import Profile, SideProfile
 from tui.engine.payloads import Diagnostics
 from tui.engine.results import RunRecord
 from tui.engine.summary import RunSummary
 
-__all__ = ["kernels_tab", "host_tab", "graphs_tab", "TOP_KERNELS", "DIAGNOSTIC_FIELDS"]
+__all__ = ["kernels_tab", "host_tab", "graphs_tab", "host_line", "TOP_KERNELS", "DIAGNOSTIC_FIELDS"]
 
 #: Kernels listed per side in the Kernels tab (the JSON keeps them all).
 TOP_KERNELS = 10
@@ -125,7 +126,32 @@ def kernels_tab(record: RunRecord) -> list[RenderableType]:
     return parts + _diff(profile)
 
 
-def host_tab(record: RunRecord, summary: RunSummary, split: RenderableType | None = None) -> list[RenderableType]:
+def _split(record: RunRecord) -> HostSplit | None:
+    profile = record.profile
+    return profile.host if profile is not None and profile.available else None
+
+
+def host_line(record: RunRecord) -> str | None:
+    """One line for the launch-bound mark: the compiled call's host time and its two largest parts."""
+    split = _split(record)
+    if split is None or not split.rows:
+        return None
+    largest = sorted(split.rows, key=lambda row: -row.ms_per_call)[:2]
+    parts = ", ".join(f"{HOST_LABELS.get(row.category, row.category)} {row.share:.0%}" for row in largest)
+    return f"compiled call {fmt_ms(split.total_ms_per_call)} ms on the host: {parts} (Host time tab)"
+
+
+def _split_table(split: HostSplit) -> RenderableType:
+    table = _table("per compiled call", "ms", "share")
+    for row in split.rows:
+        table.add_row(HOST_LABELS.get(row.category, row.category), fmt_ms(row.ms_per_call), f"{row.share:.0%}")
+    table.add_row(Text("compiled call, all", style="bold"), Text(fmt_ms(split.total_ms_per_call), style="bold"), "100%")
+    if split.eager_ms_per_call is not None:
+        table.add_row("eager call, for comparison", fmt_ms(split.eager_ms_per_call), "")
+    return table
+
+
+def host_tab(record: RunRecord, summary: RunSummary) -> list[RenderableType]:
     """Host time per call on each side, the host-inclusive speedup and where the compiled call's host time goes."""
     host = (summary.eager.host, summary.compiled.host)
     rows: list[tuple[str, Any]] = [
@@ -139,9 +165,14 @@ def host_tab(record: RunRecord, summary: RunSummary, split: RenderableType | Non
     if summary.launch_bound:
         parts.append(Text("launch-bound: the host's time per call exceeds the device's by 1.25× or more, so a "
                           "loop that never synchronises pays the host side", style="dim"))
-    parts.append(section("Where the compiled call's host time goes"))
-    parts.append(split if split is not None else Text(
-        "not known: the profile pass of this run recorded no host split", style="dim"))
+    parts.append(section("Where the compiled call's host time goes (profile pass)"))
+    split = _split(record)
+    if split is None or not split.rows:
+        why = "no profile of this run" if record.profile is None else "the profile pass recorded no host split"
+        return parts + [Text(f"not known: {why}", style="dim")]
+    parts.append(_split_table(split))
+    parts.append(Text("exclusive times per call in the profiled calls, profiler overhead included: read the shares",
+                      style="dim"))
     return parts
 
 
@@ -155,6 +186,10 @@ def _regions(profile: Profile | None) -> list[RenderableType]:
         table.add_row(Text(row.name.replace("Torch-Compiled Region: ", "frame ")), fmt_ms(row.exclusive_ms_per_call),
                       fmt_ms(row.graph_ms_per_call))
     parts.append(table)
+    shares = graph_break_rows(profile.regions, profile.host)
+    if len(profile.regions) > 1 and shares:
+        parts.append(Text("per compiled call: " + ", ".join(f"{row.label} {fmt_ms(row.ms_per_call)} ms ({row.share:.0%})"
+                                                             for row in shares)))
     if profile.eager_between_ms_per_call is not None:
         parts.append(Text(f"eager ops outside every compiled graph: {fmt_ms(profile.eager_between_ms_per_call)} ms"))
     parts.append(Text("frame N/M: dynamo's frame N, its compile M; exclusive: less the regions nested in it",
