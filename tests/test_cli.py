@@ -97,6 +97,7 @@ def test_every_run_flag_reaches_its_option():
             "--time-budget", "9.5", "--l2-flush", "--cold-compile", "--timeout", "120", "--python",
             sys.executable, "--train", "--compile-optimizer", "--seed", "7", "--memory-limit", "3.5",
             "--target-ci", "0.03", "--noise-threshold", "0.05", "--noise-limit", "max_drift=0.2", "--no-profile",
+            "--torch-trace",
         ]
     )  # fmt: skip
     (options,) = cli.configs_from_args(args)
@@ -107,6 +108,7 @@ def test_every_run_flag_reaches_its_option():
         "block_size": 5, "time_budget_s": 9.5, "l2_flush": True, "cold_compile": True, "timeout_s": 120.0,
         "python": sys.executable, "train": True, "compile_optimizer": True, "seed": 7, "memory_limit_gb": 3.5,
         "target_ci": 0.03, "noise_threshold": 0.05, "noise_limits": {"max_drift": 0.2}, "profile": False,
+        "trace": False, "torch_trace": True,
     }  # fmt: skip
 
 

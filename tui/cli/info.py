@@ -163,6 +163,17 @@ class _EnvTable:
             self.row("C++ compiler (inductor, CPU)", cxx or "none", "not found on PATH", self.BAD)
             self.hints.append("inductor on the CPU needs a C++ compiler: install g++ (or set CXX)")
 
+    def data_dir(self) -> None:
+        """Where compile-lab keeps its data and how big it is (``compile-lab prune`` frees space)."""
+        from tui.engine.artifacts import format_bytes
+        from tui.engine.prune import data_usage
+
+        usage = data_usage()
+        cap = f" of a {format_bytes(usage.cap_bytes)} cap" if usage.cap_bytes else ", no cap"
+        self.row("data dir", usage.path, f"{format_bytes(usage.total_bytes)}: runs {format_bytes(usage.runs_bytes)}"
+                                         f"{cap}, history {format_bytes(usage.history_bytes)}, exports "
+                                         f"{format_bytes(usage.exports_bytes)}; compile-lab prune frees space")
+
     def nvml(self) -> None:
         """What NVML sees (the GPU pane's source), or why it is unavailable."""
         from tui.telemetry.nvml import NvmlSource
@@ -196,6 +207,7 @@ def cmd_env(args: argparse.Namespace) -> int:
     env.row("python (CLI)", sys.version.split()[0], sys.executable)
     torch_ok = env.torch(report, error)
     env.nvml()
+    env.data_dir()
     console.print(env.table)
     for hint in env.hints:
         console.print(f"hint: {hint}", markup=False, highlight=False)

@@ -113,6 +113,17 @@ def _add_run_flags(parser: argparse.ArgumentParser, sweep: bool) -> None:
     out.add_argument("--csv", metavar="PATH", help="write the summary CSV")
     out.add_argument("--json", metavar="PATH", help="write every run as JSON (with per-iteration times)")
     out.add_argument("--raw-csv", metavar="PATH", help="write one CSV row per timed iteration")
+    trace_help = ("a directory, one file per configuration (NN-workload-options.json)" if sweep
+                  else "a file (both sides in one trace)")
+    out.add_argument("--trace", metavar="PATH",
+                     help=f"write the profile pass as a Chrome/Perfetto trace (open it in ui.perfetto.dev) to PATH: "
+                          f"{trace_help}; also kept in each run's data folder")
+    out.add_argument("--torch-trace", action="store_true", default=None,
+                     help="keep a TORCH_TRACE directory per run in its data folder (for tlparse); such a run starts "
+                          "a fresh worker, and its compile time includes torch's structured logging")
+    out.add_argument("--tlparse", action="store_true",
+                     help="with --torch-trace (implied): run tlparse, if it is on PATH, on each run's logs afterwards "
+                          "and print the report's path")
     out.add_argument("--no-history", action="store_true", help="do not append the runs to the history")
     out.add_argument("--quiet", action="store_true", help="no progress and no table (errors still go to stderr)")
 
@@ -142,6 +153,16 @@ def build_parser() -> argparse.ArgumentParser:
     env = sub.add_parser("env", help="check torch, CUDA, triton, the C++ compiler and NVML", description="Check the environment compile-lab runs in.")
     env.add_argument("--python", metavar="PATH", help="check this interpreter instead of this one")
     sub.add_parser("workloads", help="list the built-in workloads", description="List the built-in workloads and how to use your own.")
+    prune = sub.add_parser(
+        "prune", help="delete older runs' stored files (samples, code, traces)",
+        description="Delete the files older runs keep beside the history (per-iteration samples, generated code, "
+                    "traces), oldest first; the history lines stay, so every run still loads, its files marked "
+                    "gone. Each rule given adds runs to prune.",
+    )
+    prune.add_argument("--keep-last", type=int, metavar="N", help="prune all but the N most recent runs")
+    prune.add_argument("--older-than", type=float, metavar="DAYS", help="prune runs older than DAYS days")
+    prune.add_argument("--max-size", type=float, metavar="GB", help="prune the oldest runs until the rest fit in GB")
+    prune.add_argument("--dry-run", action="store_true", help="list what would be deleted, delete nothing")
     return parser
 
 
@@ -171,12 +192,17 @@ def options_from_args(args: argparse.Namespace, sweep: bool = False) -> RunOptio
         ("memory_limit", "memory_limit_gb"),
         ("seed", "seed"),
         ("profile", "profile"),
+        ("torch_trace", "torch_trace"),
         ("target_ci", "target_ci"),
         ("noise_threshold", "noise_threshold"),
     ):
         value = getattr(args, flag, None)
         if value is not None:
             given[name] = value
+    if getattr(args, "trace", None) is not None:
+        given["trace"] = True
+    if getattr(args, "tlparse", False):
+        given["torch_trace"] = True
     if args.option:
         given["inductor_options"] = parse_key_values(args.option, "inductor_options")
     if getattr(args, "noise_limit", None):
@@ -277,3 +303,20 @@ def check_exports(args: argparse.Namespace) -> None:
         if key in seen:
             raise UsageError(f"{seen[key]}, {flag}: both name {key} (allowed: a different file for each output)")
         seen[key] = flag
+    _check_trace(args, seen)
+
+
+def _check_trace(args: argparse.Namespace, seen: dict[str, str]) -> None:
+    """``--trace``: a file for ``run`` (the export rules), a directory for ``sweep``; refused before anything runs."""
+    from tui.engine.export import ExportTargetError, check_directory, check_target, same_file_key
+
+    value = getattr(args, "trace", None)
+    if value is None:
+        return
+    try:
+        check_directory(value) if args.command == "sweep" else check_target(value)
+    except ExportTargetError as exc:
+        raise UsageError(f"--trace: {exc}") from exc
+    key = same_file_key(value)
+    if key in seen:
+        raise UsageError(f"{seen[key]}, --trace: both name {key} (allowed: a different file for each output)")

@@ -181,6 +181,7 @@ def _report(records: list[RunRecord], ended: list[RunRecord], args: argparse.Nam
     """Exports first, then the table; the exit code. No terminal write here can raise."""
     from rich.console import Console
 
+    from tui.cli.artifacts import report_artifacts
     from tui.cli.render import print_host_time, print_table, print_warnings
 
     from tui.engine.repeats import group_rows
@@ -190,6 +191,7 @@ def _report(records: list[RunRecord], ended: list[RunRecord], args: argparse.Nam
     ended_rows = group_rows(ended)
     rows = ended_rows if len(ended) == len(records) else group_rows(records)
     export_failed = _export(ended_rows, args, err)
+    export_failed = report_artifacts(ended_rows, args, err) or export_failed
     if not args.quiet:
         print_table(rows, Console(file=out))
         print_host_time(rows, Console(file=out))
@@ -268,6 +270,7 @@ class _Progress(SessionListener):
     """Rich progress on stderr: one line per run with its phase and measured iterations."""
 
     def __init__(self, console: Any, total: int, enabled: bool) -> None:
+        self.console = console
         self.total = total
         self.started = 0
         self.tasks: dict[str, Any] = {}
@@ -297,6 +300,13 @@ class _Progress(SessionListener):
 
     def runs_queued(self, records: list[RunRecord]) -> None:
         self.total += len(records)
+
+    def data_pruned(self, result: Any) -> None:
+        from tui.engine.artifacts import format_bytes
+
+        with contextlib.suppress(OSError, ValueError):
+            _say(self.console, f"the data dir's size cap (COMPILE_LAB_MAX_DATA_GB) deleted the files of {result.runs} "
+                               f"older run(s), {format_bytes(result.bytes_freed)}; their history lines stay")
 
     def run_started(self, record: RunRecord) -> None:
         self.started += 1

@@ -37,6 +37,7 @@ __all__ = [
     "ExportError",
     "ExportTargetError",
     "check_target",
+    "check_directory",
     "data_file_role",
     "same_file_key",
     "write_csv",
@@ -146,6 +147,29 @@ def check_target(path: str | os.PathLike[str]) -> Path:
         raise ExportTargetError(text, "a directory name (it ends in a slash)", "a file path")
     target = Path(text)
     _existing_regular(target)
+    role = data_file_role(target)
+    if role is not None:
+        raise ExportTargetError(target, role, ALLOWED_OUTSIDE_DATA)
+    return target
+
+
+def check_directory(path: str | os.PathLike[str]) -> Path:
+    """``path`` as a Path when exports may write files into it, else ExportTargetError (one line).
+
+    Allowed: an existing directory, or a new one (made when written). Refused: an empty path, a symbolic
+    link, anything that is not a directory, and a directory inside compile-lab's runs or locks directory.
+    """
+    text = os.fspath(path)
+    if not text:
+        raise ExportTargetError("", "empty", "a directory path")
+    target = Path(text)
+    try:
+        info = os.lstat(target)
+    except OSError:
+        info = None
+    allowed = "a directory, or a new one (not a link)"
+    if info is not None and not stat.S_ISDIR(info.st_mode):
+        raise ExportTargetError(target, _kind(info.st_mode) or "a regular file", allowed)
     role = data_file_role(target)
     if role is not None:
         raise ExportTargetError(target, role, ALLOWED_OUTSIDE_DATA)

@@ -23,7 +23,9 @@ listen to what happens (:class:`SessionListener`), cancel, and export what
 * **Ending.** Every record ends done, failed or cancelled. A queued unit dropped by a cancel
   ends ``cancelled`` ("cancelled before it started"). Every ended record, cancelled ones
   included, gets its final summary (the bootstrap interval, off the event loop), is appended
-  to the history in the order the runs ended, and is exportable.
+  to the history in the order the runs ended, and is exportable. Then the runs directory is
+  kept under its size cap (:class:`~tui.engine.prune.CapKeeper`: the oldest runs' files go, the
+  listener hears ``data_pruned``).
 """
 
 from __future__ import annotations
@@ -38,6 +40,7 @@ from typing import Any, Callable, Protocol, Sequence
 from tui.engine.artifacts import run_folder
 from tui.engine.options import RunOptions
 from tui.engine.protocol import Event
+from tui.engine.prune import CapKeeper
 from tui.engine.repeats import AUTO, group_records, parse_repeat, summarize_group, wants_another_process
 from tui.engine.results import RunRecord
 
@@ -77,6 +80,9 @@ class SessionListener:
 
     def runs_queued(self, records: list[RunRecord]) -> None:
         """The session queued runs by itself (``--repeat auto``'s next round)."""
+
+    def data_pruned(self, result: Any) -> None:
+        """The size cap deleted older runs' files (a :class:`~tui.engine.prune.PruneResult`); their lines stay."""
 
 
 @dataclass(frozen=True)
@@ -132,6 +138,7 @@ class RunSession:
         self._closing = False
         self._auto: list[list[str]] = []
         """``repeats="auto"`` submissions still deciding: the group ids of each, in order."""
+        self._cap = CapKeeper(history)
 
     # ----- submitting ---------------------------------------------------------------------
 
@@ -241,11 +248,13 @@ class RunSession:
         assert self._to_save is not None
         while not self._to_save.empty():
             record = self._to_save.get_nowait()
-            problem = await asyncio.to_thread(self._save, record)
+            problem, pruned = await asyncio.to_thread(self._save, record)
             # Still unsaved while the next round is decided, so the session never looks settled between rounds.
             more = await self._next_round(record)
             self._unsaved.discard(record.run_id)
             self.listener.run_saved(record, problem)
+            if pruned is not None:
+                self.listener.data_pruned(pruned)
             if more and not self._closing:
                 self._queue(more)
                 self.listener.runs_queued(more)
@@ -264,16 +273,20 @@ class RunSession:
             self._auto.append(batch)
         return more
 
-    def _save(self, record: RunRecord) -> str | None:
+    def _save(self, record: RunRecord) -> tuple[str | None, Any]:
+        """(why the run was not saved or None, what the size cap pruned or None); in the saving thread."""
         with contextlib.suppress(Exception):  # a view never dies on data; the row shows what it can
             record.summary()
         if self.history is None:
-            return None
+            return None, None
         try:
             self.history.append(record)
         except Exception as exc:  # HistoryError, SamplesUnavailable, OSError
-            return f"run {record.run_id} was not saved to the history: {exc}"
-        return None
+            return f"run {record.run_id} was not saved to the history: {exc}", None
+        try:
+            return None, self._cap.after_save(record.run_id)
+        except OSError:
+            return None, None  # the cap is checked again after the next run
 
     # ----- cancelling -------------------------------------------------------------------------
 

@@ -1,0 +1,335 @@
+"""How much the data dir holds, and pruning the files of older runs (``compile-lab prune``, the size cap).
+
+What a run stores beside its history line (:mod:`tui.engine.artifacts`: its per-iteration samples,
+generated code, Chrome trace, TORCH_TRACE logs, tlparse report) can be deleted; the history lines
+themselves never are, so a pruned run still loads, with its summary, and its files reported gone
+(``<run_id>/pruned.json`` says when and how much). Runs are pruned oldest first. A folder or samples
+file with no history line (a run of ``--no-history``, or one still running in another compile-lab)
+counts as a run of its file's age; one changed within :data:`ORPHAN_GRACE_S` is never touched.
+
+The size cap: after each saved run the session prunes the oldest runs' files while the runs
+directory is over :func:`data_cap_bytes` (:data:`DATA_CAP_GB`, or ``COMPILE_LAB_MAX_DATA_GB``;
+0 turns the cap off), down to 90% of it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import time
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any, Iterator
+
+from tui import paths
+from tui.engine.artifacts import PRUNED_FILE, format_bytes, safe_name
+
+__all__ = ["RunFiles", "PrunePlan", "PruneResult", "DataUsage", "DATA_CAP_GB", "DATA_CAP_ENV", "ORPHAN_GRACE_S",
+           "data_cap_bytes", "data_usage", "scan_runs", "plan_prune", "apply_prune", "enforce_cap", "describe",
+           "CapKeeper"]
+
+DATA_CAP_GB = 5.0
+"""The runs directory's default size cap, in GB (10^9 bytes)."""
+DATA_CAP_ENV = "COMPILE_LAB_MAX_DATA_GB"
+ORPHAN_GRACE_S = 3600.0
+"""Files without a history line younger than this are left alone (a run may still be writing them)."""
+_CAP_TARGET = 0.9
+
+
+def data_cap_bytes() -> int | None:
+    """The runs directory's cap in bytes (None: no cap); a malformed ``COMPILE_LAB_MAX_DATA_GB`` is ignored."""
+    text = os.environ.get(DATA_CAP_ENV, "").strip()
+    value = DATA_CAP_GB
+    if text:
+        try:
+            value = float(text)
+        except ValueError:
+            value = DATA_CAP_GB
+    return int(value * 1e9) if value > 0 else None
+
+
+@dataclass(frozen=True)
+class RunFiles:
+    """One run's files beside the history: its samples file and its folder (pruned.json apart)."""
+
+    run_id: str
+    created: float
+    size_bytes: int
+    paths: tuple[str, ...]
+    in_history: bool
+
+
+@dataclass(frozen=True)
+class PrunePlan:
+    """What a prune deletes (``runs``, oldest first) and what stays (``kept_bytes``)."""
+
+    runs: tuple[RunFiles, ...] = ()
+    kept_bytes: int = 0
+
+    @property
+    def bytes(self) -> int:
+        """Bytes the plan frees."""
+        return sum(run.size_bytes for run in self.runs)
+
+
+@dataclass(frozen=True)
+class PruneResult:
+    """What a prune did: runs whose files went, bytes freed, and one line per file it could not delete."""
+
+    runs: int = 0
+    bytes_freed: int = 0
+    errors: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class DataUsage:
+    """The data dir's size by part, in bytes, and the cap on its runs directory."""
+
+    path: str
+    history_bytes: int = 0
+    runs_bytes: int = 0
+    exports_bytes: int = 0
+    other_bytes: int = 0
+    cap_bytes: int | None = None
+
+    @property
+    def total_bytes(self) -> int:
+        """Everything under the data dir."""
+        return self.history_bytes + self.runs_bytes + self.exports_bytes + self.other_bytes
+
+    def line(self) -> str:
+        """``/x/compile-lab: 1.2 GB (runs 1.2 GB of a 5.0 GB cap, history 3.1 MB, exports 0 B)``."""
+        cap = f" of a {format_bytes(self.cap_bytes)} cap" if self.cap_bytes else " (no cap)"
+        return (f"{self.path}: {format_bytes(self.total_bytes)} (runs {format_bytes(self.runs_bytes)}{cap}, "
+                f"history {format_bytes(self.history_bytes)}, exports {format_bytes(self.exports_bytes)}); "
+                "compile-lab prune frees space")
+
+
+def _tree_bytes(path: Path) -> int:
+    try:
+        info = path.lstat()
+    except OSError:
+        return 0
+    if not path.is_dir() or path.is_symlink():
+        return info.st_size
+    total = 0
+    for root, _dirs, files in os.walk(path):
+        for name in files:
+            try:
+                total += os.lstat(os.path.join(root, name)).st_size
+            except OSError:
+                continue
+    return total
+
+
+def data_usage(data_dir: str | os.PathLike[str] | None = None) -> DataUsage:
+    """Sizes under the data dir (walks it: off a UI thread)."""
+    root = Path(data_dir) if data_dir is not None else paths.data_dir()
+    sizes = {"history.jsonl": 0, "runs": 0, "exports": 0}
+    other = 0
+    try:
+        entries = list(root.iterdir())
+    except OSError:
+        entries = []
+    for entry in entries:
+        size = _tree_bytes(entry)
+        if entry.name in sizes:
+            sizes[entry.name] = size
+        else:
+            other += size
+    return DataUsage(path=str(root), history_bytes=sizes["history.jsonl"], runs_bytes=sizes["runs"],
+                     exports_bytes=sizes["exports"], other_bytes=other, cap_bytes=data_cap_bytes())
+
+
+def _history_runs(history_file: Path) -> dict[str, float]:
+    """run id -> created time of every line (parsed as plain JSON: no typed decode, 20,000 lines in a second)."""
+    found: dict[str, float] = {}
+    try:
+        handle = history_file.open("rb")
+    except OSError:
+        return found
+    with handle:
+        for raw in handle:
+            try:
+                item = json.loads(raw)
+            except ValueError:
+                continue
+            if isinstance(item, dict) and isinstance(item.get("run_id"), str):
+                created = item.get("created")
+                found[safe_name(item["run_id"])] = float(created) if isinstance(created, (int, float)) else 0.0
+    return found
+
+
+def _run_paths(runs_dir: Path) -> dict[str, list[Path]]:
+    """The samples file and folder of each run id found in the runs directory."""
+    found: dict[str, list[Path]] = {}
+    try:
+        entries = list(os.scandir(runs_dir))
+    except OSError:
+        return found
+    for entry in entries:
+        if entry.is_dir(follow_symlinks=False):
+            found.setdefault(entry.name, []).append(Path(entry.path))
+        elif entry.name.endswith(".json") and not entry.name.startswith("."):
+            found.setdefault(entry.name[: -len(".json")], []).append(Path(entry.path))
+    return found
+
+
+def _run_bytes(items: list[Path]) -> tuple[int, list[str]]:
+    total, kept = 0, []
+    for item in items:
+        if item.is_dir():
+            for child in item.iterdir():
+                if child.name != PRUNED_FILE:
+                    total += _tree_bytes(child)
+                    kept.append(str(child))
+        else:
+            total += _tree_bytes(item)
+            kept.append(str(item))
+    return total, kept
+
+
+def scan_runs(history_file: str | os.PathLike[str] | None = None, runs_dir: str | os.PathLike[str] | None = None,
+              now: float | None = None) -> list[RunFiles]:
+    """Every run with files to prune, oldest first (the history's time; a file's own for one without a line)."""
+    history_file = Path(history_file) if history_file is not None else paths.history_file()
+    runs_dir = Path(runs_dir) if runs_dir is not None else paths.runs_dir()
+    now = time.time() if now is None else now
+    created = _history_runs(history_file)
+    result = []
+    for run_id, items in _run_paths(runs_dir).items():
+        size, kept = _run_bytes(items)
+        if not kept:
+            continue
+        in_history = run_id in created
+        moment = created[run_id] if in_history else max(_mtime(Path(p)) for p in kept)
+        if not in_history and now - moment < ORPHAN_GRACE_S:
+            continue
+        result.append(RunFiles(run_id=run_id, created=moment, size_bytes=size, paths=tuple(kept),
+                               in_history=in_history))
+    result.sort(key=lambda run: (run.created, run.run_id))
+    return result
+
+
+def _mtime(path: Path) -> float:
+    try:
+        return path.lstat().st_mtime
+    except OSError:
+        return 0.0
+
+
+def plan_prune(runs: list[RunFiles], *, keep_last: int | None = None, older_than_days: float | None = None,
+               max_bytes: int | None = None, now: float | None = None) -> PrunePlan:
+    """Which runs' files go: all but the newest ``keep_last``, those older than ``older_than_days``, and
+    the oldest until the rest fit in ``max_bytes`` (each given rule adds runs; oldest first)."""
+    now = time.time() if now is None else now
+    chosen: set[str] = set()
+    if keep_last is not None:
+        chosen.update(run.run_id for run in runs[: max(0, len(runs) - keep_last)])
+    if older_than_days is not None:
+        chosen.update(run.run_id for run in runs if now - run.created > older_than_days * 86_400)
+    if max_bytes is not None:
+        left = sum(run.size_bytes for run in runs if run.run_id not in chosen)
+        for run in runs:
+            if left <= max_bytes:
+                break
+            if run.run_id not in chosen:
+                chosen.add(run.run_id)
+                left -= run.size_bytes
+    pruned = tuple(run for run in runs if run.run_id in chosen)
+    return PrunePlan(runs=pruned, kept_bytes=sum(run.size_bytes for run in runs if run.run_id not in chosen))
+
+
+def _what(path: str, runs_dir: Path) -> str:
+    """``samples`` for a run's samples file, else the name in its folder (``code``, ``trace.json``...)."""
+    return "samples" if Path(path).parent == runs_dir else Path(path).name
+
+
+def apply_prune(plan: PrunePlan, runs_dir: str | os.PathLike[str] | None = None) -> PruneResult:
+    """Delete the plan's files, leaving ``<run_id>/pruned.json`` in each run's folder; never a history line."""
+    runs_dir = Path(runs_dir) if runs_dir is not None else paths.runs_dir()
+    errors: list[str] = []
+    freed, count = 0, 0
+    stamp = datetime.now(timezone.utc).isoformat(timespec="seconds").replace("+00:00", "Z")
+    for run in plan.runs:
+        removed = []
+        for path in run.paths:
+            try:
+                if os.path.isdir(path) and not os.path.islink(path):
+                    shutil.rmtree(path)
+                else:
+                    os.unlink(path)
+            except FileNotFoundError:
+                pass
+            except OSError as exc:
+                errors.append(f"{path}: {exc.strerror or exc}")
+                continue
+            removed.append(_what(path, runs_dir))
+        if removed and run.in_history:
+            _leave_note(runs_dir / run.run_id, stamp, run.size_bytes, removed, errors)
+        freed += run.size_bytes if removed else 0
+        count += bool(removed)
+    return PruneResult(runs=count, bytes_freed=freed, errors=tuple(errors))
+
+
+def _leave_note(folder: Path, stamp: str, size: int, removed: list[str], errors: list[str]) -> None:
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        note = {"pruned_at": stamp, "bytes_freed": size, "removed": sorted(set(removed))}
+        (folder / PRUNED_FILE).write_text(json.dumps(note) + "\n", encoding="utf-8")
+    except OSError as exc:
+        errors.append(f"{folder / PRUNED_FILE}: {exc.strerror or exc}")
+
+
+def enforce_cap(history: Any = None) -> PruneResult | None:
+    """Prune the oldest runs' files while the runs directory is over the cap (to 90% of it); None when
+    nothing had to go. ``history``: a :class:`~tui.engine.history.History` (its files), or the defaults."""
+    cap = data_cap_bytes()
+    runs_dir = Path(getattr(history, "runs_dir", None) or paths.runs_dir())
+    if cap is None or _tree_bytes(runs_dir) <= cap:
+        return None
+    runs = scan_runs(getattr(history, "path", None), runs_dir)
+    plan = plan_prune(runs, max_bytes=int(cap * _CAP_TARGET))
+    return apply_prune(plan, runs_dir) if plan.runs else None
+
+
+class CapKeeper:
+    """The cap, checked after each saved run without walking the runs directory each time.
+
+    The directory is measured once; then each saved run's own files are added, and only an estimate
+    over the cap walks it again (:func:`enforce_cap`). One per session; called from its saving thread.
+    """
+
+    def __init__(self, history: Any = None) -> None:
+        self.history = history
+        self._size: int | None = None
+
+    def after_save(self, run_id: str) -> PruneResult | None:
+        """Count run ``run_id``'s files; prune when the runs directory is over the cap."""
+        if data_cap_bytes() is None:
+            return None
+        runs_dir = Path(getattr(self.history, "runs_dir", None) or paths.runs_dir())
+        if self._size is None:
+            self._size = _tree_bytes(runs_dir)
+        else:
+            self._size += _run_bytes(_run_paths_of(runs_dir, run_id))[0]
+        if self._size <= (data_cap_bytes() or 0):
+            return None
+        result = enforce_cap(self.history)
+        self._size = _tree_bytes(runs_dir)
+        return result
+
+
+def _run_paths_of(runs_dir: Path, run_id: str) -> list[Path]:
+    name = safe_name(run_id)
+    return [path for path in (runs_dir / f"{name}.json", runs_dir / name) if path.exists()]
+
+
+def describe(plan: PrunePlan) -> Iterator[str]:
+    """One line per run of a plan (for ``--dry-run``)."""
+    for run in plan.runs:
+        when = datetime.fromtimestamp(run.created, tz=timezone.utc).strftime("%Y-%m-%d %H:%M")
+        alone = "" if run.in_history else " (no history line)"
+        yield f"{run.run_id}  {when} UTC  {format_bytes(run.size_bytes)}{alone}"
