@@ -201,6 +201,11 @@ def test_a_cuda_graph_replay_on_a_gpu_is_its_graph_call_and_the_profilers_own_ti
     assert split.total_ms_per_call == pytest.approx((ranges_us + 40.0 - 1750.2) / 2e3)
     _adds_up(split)
     assert profiler_s(events) == pytest.approx(1750.2e-6)  # also taken off the eager side's host time
+    (region,), _ = regions(events, 2, split.total_ms_per_call)
+    assert region.exclusive_ms_per_call == pytest.approx((2063.3 - 1750.2 + 200.7) / 2e3)
+    assert region.graph_ms_per_call == pytest.approx(split.ms("cudagraph_replay")) and region.share < 1
+    graph, between, rest = graph_break_rows((region,), split)
+    assert graph.ms_per_call + rest.ms_per_call == pytest.approx(split.total_ms_per_call) and between.ms_per_call == 0
     in_sync = [RawEvent(SYNC_RANGE, total_us=9.0), RawEvent("Activity Buffer Request", total_us=8.0, parent=0)]
     assert profiler_s(in_sync) == 0
 
@@ -280,6 +285,11 @@ def test_the_cli_shows_the_split_for_a_launch_bound_run_and_nothing_for_one_that
     assert lines == ["run 1: host per compiled call 0.170 ms (eager 0.090 ms): guards 0.012 (7%), AOT wrappers "
                      "0.010 (6%), graph 0.024 (14%), region Python 0.049 (29%), other 0.075 (44%)"]  # fmt: skip
     assert host_time_lines(_record(launch_bound=False, breaks=0), 1) == []
+    tiny = _record(launch_bound=True, breaks=0)  # a top-level CUDA runtime call of 0.2 us: in the JSON, not the line
+    events = _pointwise_call() + [RawEvent("cudaGetDeviceCount", total_us=0.2)]
+    tiny.profile = dataclasses.replace(tiny.profile, host=host_split(events, 1, host_s=170e-6))
+    assert tiny.profile.host.ms("outside_regions") == pytest.approx(0.0002)
+    assert "outside regions" not in host_time_lines(tiny, 1)[0] and "other 0.075 (44%)" in host_time_lines(tiny, 1)[0]
     unprofiled = _record(launch_bound=True, breaks=0)
     unprofiled.profile = Profile(available=False, why="skipped (profile: false)")
     assert host_time_lines(unprofiled, 1) == []

@@ -16,6 +16,8 @@ __all__ = ["print_table", "print_host_time", "host_time_lines", "print_warnings"
            "verdict_text"]  # fmt: skip
 #: Graph-break reasons shown per run (the JSON and the app have all of them).
 MAX_REASONS = 3
+#: Host-time categories under this share of the call are left off the line (the JSON has them).
+MIN_SHARE = 0.005
 
 
 def _ms(stats: Any) -> str:
@@ -191,7 +193,8 @@ def host_time_lines(record: RunRecord, number: int) -> list[str]:
     if split is None or not (record.summary().launch_bound or breaks):
         return []
     eager = f" (eager {_short_ms(split.eager_ms_per_call)} ms)" if split.eager_ms_per_call is not None else ""
-    rows = [(HOST_LABELS.get(row.category, row.category), row.ms_per_call, row.share) for row in split.rows]
+    rows = [(HOST_LABELS.get(row.category, row.category), row.ms_per_call, row.share) for row in split.rows
+            if row.share >= MIN_SHARE]
     lines = [f"run {number}: host per compiled call {_short_ms(split.total_ms_per_call)} ms{eager}: {_parts(rows)}"]
     graphs = graph_break_rows(profile.regions, split) if breaks else ()
     if graphs:

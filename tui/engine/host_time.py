@@ -48,7 +48,8 @@ if TYPE_CHECKING:
     from tui.engine.kernels import RawEvent, RegionRow
 
 __all__ = ["HostRow", "HostSplit", "BreakRow", "HOST_PATTERNS", "HOST_CATEGORIES", "HOST_LABELS", "SYNC_RANGE",
-           "PROFILER_RANGES", "host_split", "profiler_s", "graph_break_rows"]  # fmt: skip
+           "PROFILER_RANGES", "host_split", "profiler_s",
+           "totals_without_profiler", "graph_break_rows"]  # fmt: skip
 
 #: (category, pattern on a range's name), first match first. Data, not code: a torch that names its
 #: ranges differently gets a line here.
@@ -178,6 +179,18 @@ def profiler_s(events: Sequence[RawEvent]) -> float:
     """Seconds of the profiler's own ranges (:data:`PROFILER_RANGES`) among ``events``, the synchronize's left out."""
     spent = zip(_categories(events, has_graph_calls=True), _exclusive_us(events))
     return sum(us for category, us in spent if category == "profiler") / 1e6
+
+
+def totals_without_profiler(events: Sequence[RawEvent]) -> list[float]:
+    """Each event's total time less the profiler's own ranges (:data:`PROFILER_RANGES`) nested in it."""
+    totals = [event.total_us for event in events]
+    for event in events:
+        if event.device == "cpu" and PROFILER_RANGES.match(event.name):
+            parent = event.parent
+            while parent is not None:
+                totals[parent] -= event.total_us
+                parent = events[parent].parent
+    return totals
 
 
 def host_split(events: Sequence[RawEvent], calls: int, host_s: float | None,

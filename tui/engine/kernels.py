@@ -27,7 +27,7 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Iterator, Mapping, Sequence
 
-from tui.engine.host_time import HostSplit
+from tui.engine.host_time import HostSplit, totals_without_profiler
 from tui.typed import JsonRecord
 
 __all__ = [
@@ -278,7 +278,9 @@ def regions(events: Sequence[RawEvent], calls: int,
     """The compiled side's regions by exclusive time, and its eager time between graphs (per call).
 
     ``host_ms_per_call``: the compiled call's host time (a :class:`HostSplit`'s total), for the rows' shares.
+    The profiler's own ranges inside a region are no part of it (:func:`totals_without_profiler`).
     """
+    totals = totals_without_profiler(events)  # CUPTI's buffer request took ms inside a GPU run's first graph call
     nested_us: dict[int, float] = defaultdict(float)
     graph_us: dict[int, float] = defaultdict(float)
     between_us, graphs = 0.0, False
@@ -288,18 +290,18 @@ def regions(events: Sequence[RawEvent], calls: int,
         above = [events[i].name for i in _ancestors(events, index)]
         outer = [i for i in _ancestors(events, index) if events[i].name.startswith(_REGION)]
         if is_region and outer:
-            nested_us[outer[0]] += event.total_us
+            nested_us[outer[0]] += totals[index]
         if is_graph and outer:
-            graph_us[outer[0]] += event.total_us
+            graph_us[outer[0]] += totals[index]
         in_graph = any(name.startswith(_GRAPH_CALL) for name in above)
         if event.top_op and event.name not in NOT_KERNELS and not in_graph:
-            between_us += event.total_us
+            between_us += totals[index]
     rows: dict[str, list[float]] = {}
     for index, event in enumerate(events):
         if event.name.startswith(_REGION):
             row = rows.setdefault(event.name, [0, 0.0, 0.0])
             row[0] += 1
-            row[1] += event.total_us - nested_us[index]
+            row[1] += totals[index] - nested_us[index]
             row[2] += graph_us[index]
     ranked = sorted(rows.items(), key=lambda item: (-item[1][1], item[0]))
     table = tuple(_region_row(name, int(n), ex / 1e3 / calls, graph / 1e3 / calls, host_ms_per_call)
