@@ -100,6 +100,8 @@ class CompileLabApp(QueueActions, TrustActions, PreviousRuns, ExportActions, Gro
                 tooltip="Hide or show the run options column"),
         Binding("z", "zoom", "Zoom", id="zoom", show=False, tooltip="Maximize the focused pane, or restore it"),
         Binding("escape", "focus_table", "To the table", id="focus_table", show=False),
+        Binding("t", "cycle_trace", "Trace next runs", id="cycle_trace", show=False,
+                tooltip="Cycle: no traces, the Chrome trace of the profile pass, and TORCH_TRACE too"),
     ]
 
 
@@ -156,6 +158,10 @@ class CompileLabApp(QueueActions, TrustActions, PreviousRuns, ExportActions, Gro
         """Previous sessions' runs (oldest first): the table's history rows."""
         self.confirmed_code: set[tuple[str, str]] = set()
         """Settings that start a program (``python``, inductor options) the user confirmed in this session."""
+        self.trace_next = "off"
+        """What the next runs record besides their numbers (``t``; :data:`tui.app.queueing.TRACE_CHOICES`)."""
+        self.data_usage_line = ""
+        """The data dir's size, measured off the UI thread after the history loaded (shown in the help)."""
         self._injected: RunRecord | None = None
         self._finalized: set[str] = set()
         self._shutting_down = False
@@ -237,7 +243,7 @@ class CompileLabApp(QueueActions, TrustActions, PreviousRuns, ExportActions, Gro
         """
         if not options_list or self._shutting_down:
             return []
-        records = self.session.submit(options_list, repeats=repeats)
+        records = self.session.submit(self.traced(options_list), repeats=repeats)
         self._known(records)
         self.main_screen.add_rows([r for r in records if r.group_id in (None, r.run_id)])
         self.post_message(RunsQueued(records, origin))
@@ -347,7 +353,7 @@ class CompileLabApp(QueueActions, TrustActions, PreviousRuns, ExportActions, Gro
 
         if isinstance(self.screen, HelpScreen):
             return
-        self.push_screen(HelpScreen(help_keys(self)))
+        self.push_screen(HelpScreen(help_keys(self), data_line=self.data_usage_line))
 
     def get_system_commands(self, screen: Screen) -> Iterable[SystemCommand]:
         """Command palette entries: Textual's own plus every compile-lab action."""
@@ -446,6 +452,12 @@ class _SessionEvents:
 
     def run_saved(self, record: RunRecord, problem: str | None) -> None:
         self.app._run_saved(record, problem)
+
+    def data_pruned(self, result: Any) -> None:
+        from tui.engine.artifacts import format_bytes
+
+        self.app.notify(f"The data dir's size cap deleted the files of {result.runs} older run(s) "
+                        f"({format_bytes(result.bytes_freed)}); their rows stay.", title="Data dir", markup=False)
 
     def runs_queued(self, records: list[RunRecord]) -> None:
         # --repeat auto's next round: more processes of groups that have their rows already.

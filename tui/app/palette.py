@@ -47,4 +47,8 @@ def lab_commands(app: CompileLabApp) -> Iterator[SystemCommand]:
     yield SystemCommand("Toggle sidebar", "Hide or show the run options column (b)", app.action_toggle_sidebar)
     yield SystemCommand("Zoom", "Maximize the focused pane or restore it (z)", app.action_zoom)
     yield SystemCommand("Options", "Focus the run options picker (o)", app.action_focus_picker)
+    yield SystemCommand("Trace next runs", "Cycle: no traces, the profile pass as a Chrome trace, TORCH_TRACE too (t)",
+                        app.action_cycle_trace)
+    yield SystemCommand("tlparse report", "Make the selected run's tlparse report from its TORCH_TRACE logs",
+                        app.action_tlparse)
     yield SystemCommand("Help", "Keys and what compile-lab measures (F1, ?)", app.action_help)

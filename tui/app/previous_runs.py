@@ -17,6 +17,7 @@ The records join the app's model as final; whether they are rows is the main scr
 
 from __future__ import annotations
 
+import contextlib
 import gc
 import threading
 import time
@@ -69,6 +70,21 @@ def _rows_of(records: list[RunRecord], problems: list[str], path: str) -> tuple[
     return shown, cells
 
 
+def _measure_data_dir(app: CompileLabApp) -> None:
+    """The data dir's size for the help screen, and a notice when the runs directory is near its cap."""
+    from tui.engine.prune import data_usage
+
+    try:
+        usage = data_usage()
+    except OSError:
+        return
+    app.data_usage_line = usage.line()
+    if usage.cap_bytes and usage.runs_bytes > 0.8 * usage.cap_bytes and app.is_running:
+        with contextlib.suppress(RuntimeError):  # the app closed meanwhile
+            app.call_from_thread(app.notify, f"Data dir {usage.line()}", title="Data dir", severity="warning",
+                                 markup=False, timeout=10)
+
+
 class PreviousRuns:
     """Loading and showing previous sessions' runs (a mixin of :class:`~tui.app.app.CompileLabApp`)."""
 
@@ -101,6 +117,7 @@ class PreviousRuns:
         except Exception as exc:  # iter_load is tolerant; this is the last guard
             problems.append(f"history could not be read: {exc}")
         self.post_message(HistoryLoaded([], problems, final=True))
+        _measure_data_dir(self)
 
     def on_history_loaded(self: CompileLabApp, message: HistoryLoaded) -> None:
         """A chunk of previous runs joins the model as final (runs this session knows stay as they are)."""

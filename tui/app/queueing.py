@@ -1,5 +1,8 @@
 """What to queue and what to cancel: the picker's options (``r``), a sweep over them (``w``),
-the selected row again (``a``); the running run (``x``), everything (``X``).
+the selected row again (``a``); the running run (``x``), everything (``X``). ``t`` cycles what the
+next runs record besides their numbers: nothing, the profile pass as a Chrome trace, and a
+TORCH_TRACE directory too (:data:`TRACE_CHOICES`; the files are in each run's data folder,
+:func:`tui.engine.artifacts.artifact_paths`); the palette's "tlparse" makes a run's tlparse report.
 
 Each queueing action validates what it read (a refusal is a notification naming the reason,
 and the picker marks the field at fault), then hands the options to
@@ -12,7 +15,8 @@ cancelling asks the run session. :class:`QueueActions` is mixed into the app.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+import dataclasses
+from typing import TYPE_CHECKING, Any, Sequence
 
 from tui import paths
 from tui.engine.options import OptionsError, RunOptions
@@ -20,7 +24,17 @@ from tui.engine.options import OptionsError, RunOptions
 if TYPE_CHECKING:
     from tui.app.app import CompileLabApp
 
-__all__ = ["QueueActions", "repeat_choice"]
+__all__ = ["QueueActions", "repeat_choice", "TRACE_CHOICES"]
+
+TRACE_CHOICES = ("off", "trace", "trace+torch_trace")
+"""What ``t`` makes the next runs record: nothing more, the Chrome trace, the Chrome trace and TORCH_TRACE."""
+_TRACE_NOTES = {
+    "off": "The next runs record no traces.",
+    "trace": "The next runs write the profile pass as a Chrome trace (trace.json in each run's data folder; "
+             "open it in ui.perfetto.dev). t again: TORCH_TRACE too.",
+    "trace+torch_trace": "The next runs also keep a TORCH_TRACE directory for tlparse (each starts a fresh "
+                         "worker; its compile time includes torch's structured logging). t again: off.",
+}
 
 
 def repeat_choice(choice: dict[str, list[Any]]) -> int | str:
@@ -141,6 +155,37 @@ class QueueActions:
         self.queue_confirmed(options, "sweep", source=self._config_source(), repeats=repeats,
                              then=lambda records: self.notify(f"Queued {len(records)} run(s).", title="Sweep",
                                                               markup=False))  # fmt: skip
+
+    def action_cycle_trace(self: CompileLabApp) -> None:
+        """Cycle what the next runs record: no traces, the Chrome trace, the Chrome trace and TORCH_TRACE."""
+        self.trace_next = TRACE_CHOICES[(TRACE_CHOICES.index(self.trace_next) + 1) % len(TRACE_CHOICES)]
+        self.notify(_TRACE_NOTES[self.trace_next], title="Traces", markup=False, timeout=8)
+
+    def traced(self: CompileLabApp, options_list: Sequence[RunOptions]) -> list[RunOptions]:
+        """``options_list`` with the traces ``t`` asked for (a run without the profile pass gets no Chrome trace)."""
+        if self.trace_next == "off":
+            return list(options_list)
+        torch_trace = self.trace_next == "trace+torch_trace"
+        return [dataclasses.replace(o, trace=o.trace or o.profile, torch_trace=o.torch_trace or torch_trace)
+                for o in options_list]
+
+    def action_tlparse(self: CompileLabApp) -> None:
+        """Make the selected run's tlparse report (off the UI thread) and say where it is, or why not."""
+        run_id = self.table.selected_run_id
+        record = self.records.get(run_id) if run_id else None
+        if record is None:
+            self.notify("Select a row first.", severity="information")
+            return
+
+        def make() -> None:
+            from tui.engine.tlparse import run_tlparse
+
+            result = run_tlparse(record)
+            message = f"Report: {result.report}" if result.report else f"No report: {result.why}"
+            self.call_from_thread(self.notify, message, title="tlparse", markup=False, timeout=15,
+                                  severity="information" if result.report else "warning")
+
+        self.run_worker(make, thread=True, group="tlparse", exit_on_error=False, description="tlparse")
 
     def action_cancel_current(self: CompileLabApp) -> None:
         """Cancel the running run (its worker's process group is killed)."""

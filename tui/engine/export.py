@@ -172,7 +172,7 @@ def check_directory(path: str | os.PathLike[str]) -> Path:
         raise ExportTargetError(target, _kind(info.st_mode) or "a regular file", allowed)
     role = data_file_role(target)
     if role is not None:
-        raise ExportTargetError(target, role, ALLOWED_OUTSIDE_DATA)
+        raise ExportTargetError(target, role, "a directory outside compile-lab's runs and locks directories")
     return target
 
 

@@ -46,10 +46,11 @@ class HelpScreen(ModalScreen[None]):
 
     BINDINGS = [Binding("escape,q,f1,question_mark", "close", "Close help", id="help.close")]
 
-    def __init__(self, keys: Iterable[tuple[str, str]]) -> None:
-        """``keys`` are (key as shown, what it does) pairs, in display order."""
+    def __init__(self, keys: Iterable[tuple[str, str]], data_line: str = "") -> None:
+        """``keys`` are (key as shown, what it does) pairs, in display order; ``data_line`` the data dir's size."""
         super().__init__()
         self.keys = list(keys)
+        self.data_line = data_line
 
     def compose(self) -> ComposeResult:
         """The text in a scrolling box."""
@@ -61,6 +62,7 @@ class HelpScreen(ModalScreen[None]):
         with VerticalScroll(classes="dialog help-dialog"):
             yield Static(
                 Group(Text("compile-lab help", style="bold"), Text(_reflow(INTRO)), Text(""), table,
+                      *([Text(f"\nData dir {self.data_line}")] if self.data_line else []),
                       Text("\nEscape, q or F1 closes this help.", style="dim")),
                 id="help-content",
             )
