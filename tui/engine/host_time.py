@@ -4,7 +4,8 @@ The worker flattens the profiler's events (:class:`tui.engine.kernels.RawEvent`:
 total time, parent) and :func:`host_split` gives every host range one category, then adds up
 exclusive times: a range's own time less the ranges nested in it, so nothing counts twice and
 the rows add up to the compiled call's host time per call. Times are those of the profiled
-calls, so the profiler's own overhead is in them; shares are what to read.
+calls, so the profiler's cost per range is in them (about 2-3x the measured host time on the
+H200); shares are what to read.
 
 A range takes the category of the first pattern in :data:`HOST_PATTERNS` its name matches;
 one that matches none takes its parent's. Torch 2.13 on the CPU shows, per call (nested as
@@ -28,12 +29,15 @@ kernels): graph. A CUDA-graph replay (reduce-overhead) is a graph call with a ``
 into the graph's buffers), ``cudaStreamIsCapturing`` and ``cudaGraphLaunch``. That whole graph call
 counts as ``cudagraph_replay``: the CUDA-graph tree's Python, its input copies and the launch.
 Aten ops take a category by where they run: in a region outside any graph call
-``between_graphs`` (the eager code between graphs; in a graph when the backend has no graph-call
-range, eager and aot_eager), outside every region ``outside_regions`` with any other range there
-(a training step's loss, backward and optimizer). ``other`` is the rest of the host time, which no
-range covers: mostly torch.compile's entry (dynamo's Python wrapper and eval-frame hook before
-the cache lookup), the step's own Python, the profiled loop. The profiler's own ranges
-(:data:`PROFILER_RANGES`) and the worker's final synchronize (:data:`SYNC_RANGE`) are no call's.
+``between_graphs`` (the eager code between graphs: on the H200 a data-dependent branch's
+``aten::item`` with its ``cudaMemcpyAsync`` and ``cudaStreamSynchronize``, the wait for the GPU;
+in a graph when the backend has no graph-call range, eager and aot_eager), outside every region
+``outside_regions`` with any other range there (a training step's loss, backward and optimizer;
+on a GPU about 1 us of a top-level ``cudaDeviceSynchronize`` at the profiler's edge). ``other`` is
+the rest of the host time, which no range covers: mostly torch.compile's entry (dynamo's Python
+wrapper and eval-frame hook before the cache lookup), the step's own Python, the profiled loop.
+The profiler's own ranges (:data:`PROFILER_RANGES`) and the worker's final synchronize
+(:data:`SYNC_RANGE`) are no call's.
 """
 
 from __future__ import annotations
@@ -47,9 +51,10 @@ from tui.typed import JsonRecord
 if TYPE_CHECKING:
     from tui.engine.kernels import RawEvent, RegionRow
 
-__all__ = ["HostRow", "HostSplit", "BreakRow", "HOST_PATTERNS", "HOST_CATEGORIES", "HOST_LABELS", "SYNC_RANGE",
-           "PROFILER_RANGES", "host_split", "profiler_s",
-           "totals_without_profiler", "graph_break_rows"]  # fmt: skip
+__all__ = [
+    "HostRow", "HostSplit", "BreakRow", "HOST_PATTERNS", "HOST_CATEGORIES", "HOST_LABELS", "SYNC_RANGE",
+    "PROFILER_RANGES", "host_split", "profiler_s", "totals_without_profiler", "graph_break_rows",
+]  # fmt: skip
 
 #: (category, pattern on a range's name), first match first. Data, not code: a torch that names its
 #: ranges differently gets a line here.
@@ -90,7 +95,8 @@ class HostRow(JsonRecord):
 
 @dataclass(frozen=True)
 class HostSplit(JsonRecord):
-    """Where a compiled call's host time goes, per call, in the profile pass (profiler overhead included).
+    """Where a compiled call's host time goes, per call, in the profile pass (the profiler's own ranges taken out,
+    its cost per range left in: shares are what to read).
 
     ``total_ms_per_call``: the compiled side's host time per profiled call (the loop's wall time
     before its final synchronize; the ranges' sum where that is larger). ``rows``: the categories
@@ -141,29 +147,30 @@ def _categories(events: Sequence[RawEvent], has_graph_calls: bool) -> list[str |
     inside = "between_graphs" if has_graph_calls else "graph"
     result: list[str | None] = [None] * len(events)
     done = [False] * len(events)
-
-    def resolve(index: int) -> str | None:
-        chain = []
-        while index is not None and not done[index]:
-            chain.append(index)
-            index = events[index].parent  # type: ignore[assignment]
-        above = result[index] if index is not None else "outside_regions"
-        for i in reversed(chain):
-            event = events[i]
-            if event.device != "cpu" or event.name == SYNC_RANGE or above is None:
-                above = None
-            elif above != "profiler" and PROFILER_RANGES.match(event.name):
-                above = "profiler"
-            elif own[i] is not None:
-                above = own[i]
-            elif above == "region_python" and event.name.startswith("aten::"):
-                above = inside
-            result[i], done[i] = above, True
-        return above
-
     for index in range(len(events)):
-        resolve(index)
+        chain: list[int] = []
+        node: int | None = index
+        while node is not None and not done[node]:
+            chain.append(node)
+            node = events[node].parent
+        above = result[node] if node is not None else "outside_regions"
+        for i in reversed(chain):  # from the outermost event not yet resolved inwards
+            above = _inherited(events[i], own[i], above, inside)
+            result[i], done[i] = above, True
     return result
+
+
+def _inherited(event: RawEvent, own: str | None, above: str | None, inside: str) -> str | None:
+    """An event's category from its own (by name) and its parent's; ``inside``: what aten ops in a region are."""
+    if event.device != "cpu" or event.name == SYNC_RANGE or above is None:
+        return None
+    if above != "profiler" and PROFILER_RANGES.match(event.name):
+        return "profiler"
+    if own is not None:
+        return own
+    if above == "region_python" and event.name.startswith("aten::"):
+        return inside
+    return above
 
 
 def _exclusive_us(events: Sequence[RawEvent]) -> list[float]:
@@ -176,7 +183,8 @@ def _exclusive_us(events: Sequence[RawEvent]) -> list[float]:
 
 
 def profiler_s(events: Sequence[RawEvent]) -> float:
-    """Seconds of the profiler's own ranges (:data:`PROFILER_RANGES`) among ``events``, the synchronize's left out."""
+    """Seconds of the profiler's own ranges (:data:`PROFILER_RANGES`) among ``events`` (none under the worker's
+    synchronize: that is after the calls)."""
     spent = zip(_categories(events, has_graph_calls=True), _exclusive_us(events))
     return sum(us for category, us in spent if category == "profiler") / 1e6
 
@@ -197,11 +205,11 @@ def host_split(events: Sequence[RawEvent], calls: int, host_s: float | None,
                eager_host_s: float | None = None) -> HostSplit | None:
     """The compiled side's host time per call by category (:data:`HOST_PATTERNS`), or None.
 
-    ``host_s``: the wall time of the ``calls`` profiled compiled calls on the host (before the
-    final synchronize), less the profiler's own ranges (:data:`PROFILER_RANGES`) in it;
-    ``eager_host_s`` the eager side's (less :func:`profiler_s` of its events). None when there
-    is no call or time to split, or no range of torch.compile's among the events (nothing
-    honest to say).
+    ``host_s``: the wall time of the ``calls`` profiled compiled calls on the host, before the
+    final synchronize (the profiler's own ranges in it, :data:`PROFILER_RANGES`, are taken out
+    here); ``eager_host_s`` the eager side's, those already taken out (:func:`profiler_s`). None
+    when there is no call or time to split, or no range of torch.compile's among the events
+    (nothing honest to say).
     """
     if calls <= 0 or host_s is None:
         return None
