@@ -186,3 +186,27 @@ def test_a_side_keeps_every_kernel_up_to_the_cap_and_the_diff_comes_by_compiled_
                             cuda=False)  # fmt: skip
     mapping = {"cppCodeToPost": {"cpp_fused_a_0:1": ["op1"], "cpp_fused_b_1:2": ["op2"]}}
     assert [g.kernel for g in kernel_diff(mapping, side, compiled)] == ["cpp_fused_b_1", "cpp_fused_a_0"]
+
+
+# Names as the profiler gave them on the H200 (torch 2.11, CNN b64; docs/gpu-runs/2026-12-03-session7).
+H200_NAMES = {
+    "void at::native::elementwise_kernel<128, 2, at::native::gpu_kernel_impl_nocast<at::native::CUDAFunctor_add"
+    "<float> >(at::TensorIteratorBase&, at::native::CUDAFunctor_add<float> const&)::{lambda(int)#1}>(int, "
+    "at::native::gpu_kernel_impl_nocast<at::native::CUDAFunctor_add<float> >(at::TensorIteratorBase&, "
+    "at::native::CUDAFunctor_add<float> const&)::{lambda(int)#1})": "elementwise_kernel (add)",
+    "void sgemm_largek_lds64<true, false, 5, 5, 4, 4, 4, 34>(float*, float const*, float const*, int, int, int, "
+    "int, int, int, float const*, float const*, float, float, int, int, int*, int*)": "sgemm_largek_lds64",
+    "void at::native::(anonymous namespace)::max_pool_forward_nchw<float, int>(int, float const*, long, long, long, "
+    "int, int, int, int, int, int, int, int, int, int, float*, long*)": "max_pool_forward_nchw",
+    "Memset (Device)": "Memset",
+    "triton_poi_fused_convolution_relu_2": "triton_poi_fused_convolution_relu_2",
+    "aten::sin": "aten::sin",
+    "graph_0_cpp_fused_add_mul_sin_0": "graph_0_cpp_fused_add_mul_sin_0",
+}
+
+
+def test_short_kernel_names_keep_the_kernel_and_its_op_and_leave_plain_names_alone():
+    from tui.engine.kernels import short_kernel_name
+
+    for name, short in H200_NAMES.items():
+        assert short_kernel_name(name) == short

@@ -33,7 +33,7 @@ from tui.typed import JsonRecord
 __all__ = [
     "RawEvent", "KernelRow", "SideProfile", "KernelGroup", "RegionRow", "Profile", "side_profile", "kernel_diff",
     "regions",
-    "provenance_ops", "top_kernels_text", "LAUNCH_NAMES", "GRAPH_LAUNCH_NAMES", "NOT_KERNELS", "MAX_ROWS",
+    "provenance_ops", "top_kernels_text", "short_kernel_name", "LAUNCH_NAMES", "GRAPH_LAUNCH_NAMES", "NOT_KERNELS", "MAX_ROWS",
 ]  # fmt: skip
 
 LAUNCH_NAMES = frozenset({"cudaLaunchKernel", "cuLaunchKernel", "cudaLaunchKernelExC", "cuLaunchKernelEx",
@@ -317,6 +317,28 @@ def _region_row(name: str, calls: int, exclusive_ms: float, graph_ms: float, hos
                      share=share, graph_share=graph_share)
 
 
+_TEMPLATE_ARGS = re.compile(r"<[^<>]*>")
+_OP_HINT = re.compile(r"CUDAFunctor_(\w+?)<|launch_(\w+?)\(|native::(Copy)<")
+
+
+def short_kernel_name(name: str) -> str:
+    """A C++ kernel's name without its return type, template and argument lists and namespaces, with the op
+    a generic kernel runs (``void at::native::elementwise_kernel<128, 2, ...CUDAFunctor_add<float>...>(...)``
+    -> ``elementwise_kernel (add)``). Triton kernels, aten ops and plain names stay as they are."""
+    if not any(mark in name for mark in "<(") and not name.startswith("void "):
+        return name
+    text = name.removeprefix("void ").replace("(anonymous namespace)::", "")
+    while True:
+        shorter = _TEMPLATE_ARGS.sub("", text)
+        if shorter == text:
+            break
+        text = shorter
+    text = text.split("(", 1)[0].strip().rsplit("::", 1)[-1] or name
+    hint = _OP_HINT.search(name)
+    op = next((group.lower() for group in hint.groups() if group), None) if hint else None
+    return f"{text} ({op})" if op and op not in text else text
+
+
 def top_kernels_text(profile: Profile | None, per_side: int = 3) -> str | None:
     """The CSV's compact top-kernel cell: ``eager: aten::sin 80%, ...; compiled: cpp_fused_... 100%``."""
     if profile is None or not profile.available:
@@ -324,5 +346,5 @@ def top_kernels_text(profile: Profile | None, per_side: int = 3) -> str | None:
     parts = []
     for name in ("eager", "compiled"):
         rows = profile.side(name).kernels[:per_side]
-        parts.append(f"{name}: " + ", ".join(f"{row.name} {row.share:.0%}" for row in rows))
+        parts.append(f"{name}: " + ", ".join(f"{short_kernel_name(row.name)} {row.share:.0%}" for row in rows))
     return "; ".join(parts)

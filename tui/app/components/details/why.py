@@ -15,7 +15,7 @@ from rich.text import Text
 from tui.app.components.details.fields import Field, count, field_rows, kv_table, section, seconds, yes_no
 from tui.app.format import fmt_ms, fmt_speedup
 from tui.engine.host_time import HOST_LABELS, HostSplit, graph_break_rows
-from tui.engine.kernels import Profile, SideProfile
+from tui.engine.kernels import Profile, SideProfile, short_kernel_name
 from tui.engine.payloads import Diagnostics
 from tui.engine.results import RunRecord
 from tui.engine.summary import RunSummary
@@ -87,7 +87,7 @@ def _top_kernels(side: SideProfile) -> Table:
     table = _table("kernel", "per call", "ms per call", "share")
     for row in side.kernels[:TOP_KERNELS]:
         calls = side.calls or 1
-        table.add_row(Text(row.name), f"{row.calls / calls:g}", fmt_ms(row.total_ms / calls), f"{row.share:.0%}")
+        table.add_row(Text(short_kernel_name(row.name)), f"{row.calls / calls:g}", fmt_ms(row.total_ms / calls), f"{row.share:.0%}")
     return table
 
 
