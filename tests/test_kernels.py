@@ -210,3 +210,31 @@ def test_short_kernel_names_keep_the_kernel_and_its_op_and_leave_plain_names_alo
 
     for name, short in H200_NAMES.items():
         assert short_kernel_name(name) == short
+
+
+def test_eager_ops_on_a_gpu_take_the_device_time_of_the_kernels_under_them():
+    """conv2d -> convolution -> cudnn_convolution launches two kernels: each op in the chain is charged both,
+    so the diff finds 'aten::convolution' (the FX node's op) though eager called aten::conv2d."""
+    from tui.engine.kernels import KernelGroup, RawEvent, kernel_diff, side_profile
+
+    events = [
+        RawEvent("aten::conv2d", top_op=True, total_us=50.0),
+        RawEvent("aten::convolution", parent=0, total_us=45.0),
+        RawEvent("aten::cudnn_convolution", parent=1, total_us=40.0, device_us=30.0),
+        RawEvent("cudaLaunchKernel", parent=2, total_us=5.0),
+        RawEvent("aten::relu", top_op=True, total_us=10.0, device_us=4.0),
+        RawEvent("sm80_xmma_fprop", device="cuda", self_us=20.0, total_us=20.0),
+        RawEvent("nhwcToNchwKernel", device="cuda", self_us=10.0, total_us=10.0),
+        RawEvent("elementwise_kernel", device="cuda", self_us=4.0, total_us=4.0),
+    ]
+    eager = side_profile(events, calls=1, cuda=True)
+    ops = {row.name: row for row in eager.ops}
+    assert ops["aten::conv2d"].total_ms == ops["aten::convolution"].total_ms == 0.030
+    assert ops["aten::relu"].total_ms == 0.004
+    assert abs(ops["aten::conv2d"].share - 30 / 34) < 1e-9  # shares over the top-level ops only
+    compiled = side_profile([RawEvent("triton_poi_fused_convolution_relu_0", device="cuda", self_us=3.0,
+                                      total_us=3.0)], calls=1, cuda=True)
+    mapping = {"cppCodeToPost": {"triton_poi_fused_convolution_relu_0:1": ["convolution", "relu"]}}
+    (group,) = kernel_diff(mapping, eager, compiled)
+    assert group == KernelGroup(kernel="triton_poi_fused_convolution_relu_0", ops=("aten::convolution", "aten::relu"),
+                                nodes=("convolution", "relu"), eager_ms_per_call=0.034, compiled_ms_per_call=0.003)

@@ -63,6 +63,7 @@ class RawEvent:
     ``device``: ``cpu`` (a host range: an op, a kernel-profile range, a runtime call) or
     ``cuda`` (a kernel on the GPU). ``top_op``: an ``aten::`` op with no ``aten::`` op above it.
     ``parent``: the index of the host range it ran inside, in the same list (None: at the top).
+    ``device_us``: see below.
     """
 
     name: str
@@ -71,6 +72,8 @@ class RawEvent:
     total_us: float = 0.0
     top_op: bool = False
     parent: int | None = None
+    device_us: float = 0.0
+    """A host op's: the device time of the kernels it launched itself (not those of the ops it called)."""
 
 
 @dataclass(frozen=True)
@@ -91,6 +94,10 @@ class SideProfile(JsonRecord):
     ``kernel_ms_per_call``: the kernels' device time per call on a GPU, their CPU time on the CPU.
     ``launches_per_call``: kernel launches from the host; ``graph_launches_per_call``: CUDA-graph
     replays (0 on the CPU). ``wall_ms_per_call``: the profiled loop per call, profiler overhead included.
+    ``ops``: every ``aten::`` op (nested ones too) with its inclusive time: CPU time on the CPU, the
+    device time of the kernels it and the ops it called launched on a GPU; what the kernel diff
+    reads an eager op's cost from (an FX node is named after ``aten::convolution``, which eager
+    calls under ``aten::conv2d``).
     """
 
     calls: int = 0
@@ -100,6 +107,7 @@ class SideProfile(JsonRecord):
     kernel_ms_per_call: float | None = None
     wall_ms_per_call: float | None = None
     kernels: tuple[KernelRow, ...] = ()
+    ops: tuple[KernelRow, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -185,6 +193,7 @@ def side_profile(events: Iterable[RawEvent], calls: int, cuda: bool, wall_s: flo
     """Count one side's kernels over ``calls`` profiled calls (``cuda``: a GPU run's events)."""
     if calls <= 0:
         raise ValueError("calls must be positive")
+    events = list(events)
     count: dict[str, int] = defaultdict(int)
     total_us: dict[str, float] = defaultdict(float)
     launches = graph_launches = 0
@@ -210,7 +219,32 @@ def side_profile(events: Iterable[RawEvent], calls: int, cuda: bool, wall_s: flo
         kernel_ms_per_call=all_us / 1e3 / calls,
         wall_ms_per_call=None if wall_s is None else wall_s * 1e3 / calls,
         kernels=kernels,
+        ops=_op_rows(events, cuda, top),
     )
+
+
+def _op_rows(events: Sequence[RawEvent], cuda: bool, top: int) -> tuple[KernelRow, ...]:
+    """Every aten op by inclusive time (see :attr:`SideProfile.ops`)."""
+    count: dict[str, int] = defaultdict(int)
+    spent_us: dict[str, float] = defaultdict(float)
+    for event in events:
+        if event.device != "cpu" or not event.name.startswith("aten::") or event.name in NOT_KERNELS:
+            continue
+        count[event.name] += 1
+        if not cuda:
+            spent_us[event.name] += event.total_us
+    if cuda:
+        for index, event in enumerate(events):
+            if event.device_us <= 0:
+                continue
+            chain = [index, *_ancestors(events, index)]
+            for name in {events[i].name for i in chain if events[i].name in count}:
+                spent_us[name] += event.device_us
+    tops = {event.name for event in events if event.top_op}
+    all_us = sum(spent_us[name] for name in count if name in tops)
+    rows = sorted(count, key=lambda name: (-spent_us[name], name))[:top]
+    return tuple(KernelRow(name=name, calls=count[name], total_ms=spent_us[name] / 1e3,
+                           share=spent_us[name] / all_us if all_us > 0 else 0.0) for name in rows)  # fmt: skip
 
 
 def provenance_ops(node: str) -> str:
@@ -250,7 +284,7 @@ def kernel_diff(mapping: Mapping[str, Any], eager: SideProfile, compiled: SidePr
     :data:`MAX_ROWS`). ValueError when the payload has no kernel mapping.
     """
     kernels = _kernel_nodes(mapping)
-    eager_ms = {row.name: row.total_ms for row in eager.kernels}
+    eager_ms = {row.name: row.total_ms for row in eager.ops or eager.kernels}  # old records: no ops
     groups = []
     for kernel, nodes in kernels.items():
         if not nodes:

@@ -101,7 +101,8 @@ def flatten(events: Any) -> list[RawEvent]:
     """The profiler's FunctionEvents as :class:`RawEvent` s (device kernels apart from host ranges).
 
     Kineto lists each device kernel as an event of its own (device_type CUDA) and also under its
-    launching op (``kernels``): only the former is counted.
+    launching op (``kernels``): the former is counted as a kernel, the latter gives the op its
+    ``device_us`` (what an eager op cost on the GPU, for the kernel diff).
     """
     events = list(events)
     index = {id(event): i for i, event in enumerate(events)}
@@ -118,9 +119,10 @@ def flatten(events: Any) -> list[RawEvent]:
                 break
             parent = getattr(parent, "cpu_parent", None)
         parent = getattr(event, "cpu_parent", None)
+        launched_us = sum(float(kernel.duration) for kernel in getattr(event, "kernels", None) or ())
         result.append(RawEvent(name=event.name, device="cpu", self_us=float(event.self_cpu_time_total),
                                total_us=time_us, top_op=top and event.name.startswith("aten::"),
-                               parent=None if parent is None else index.get(id(parent))))
+                               parent=None if parent is None else index.get(id(parent)), device_us=launched_us))
     return result
 
 

@@ -101,7 +101,10 @@ def _diff(profile: Profile) -> list[RenderableType]:
         table.add_row(Text(group.kernel), Text(ops), fmt_ms(group.eager_ms_per_call),
                       fmt_ms(group.compiled_ms_per_call), _ratio(group.eager_ms_per_call, group.compiled_ms_per_call))
     more = len(profile.diff) - TOP_KERNELS * 2
-    return parts + [table] + ([Text(f"and {more} more in the JSON export", style="dim")] if more > 0 else [])
+    notes = [f"and {more} more in the JSON export"] if more > 0 else []
+    notes.append("per call; from inductor's provenance tracking. eager ms: those ops' whole time, so an op split "
+                 "over several kernels (a convolution's GEMM and its bias) counts in each")
+    return parts + [table] + [Text(note, style="dim") for note in notes]
 
 
 def _cost(profile: Profile) -> Text:
