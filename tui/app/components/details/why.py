@@ -6,6 +6,7 @@ They read the profile pass (:class:`tui.engine.kernels.Profile`) and the diagnos
 
 from __future__ import annotations
 
+from collections import Counter
 from typing import Any
 
 from rich.console import RenderableType
@@ -44,7 +45,7 @@ def _table(*headings: str, left: int = 1) -> Table:
     table = Table(box=None, pad_edge=False, show_edge=False, header_style="bold")
     for number, heading in enumerate(headings):
         table.add_column(heading, justify="left" if number < left else "right",
-                         overflow="fold" if number == 0 else "ellipsis", ratio=3 if number == 0 else None)
+                         overflow="fold" if number < left else "ellipsis", ratio=3 if number < left else None)
     return table
 
 
@@ -96,14 +97,17 @@ def _diff(profile: Profile) -> list[RenderableType]:
     if not profile.diff:
         return parts + [Text(profile.diff_why or "inductor mapped no kernel to eager ops", style="dim")]
     table = _table("compiled kernel", "eager ops", "eager ms", "compiled ms", "compiled/eager", left=2)
+    groups_of = Counter(op for group in profile.diff for op in group.ops)
     for group in profile.diff[:TOP_KERNELS * 2]:
-        ops = ", ".join(op.removeprefix("aten::") for op in group.ops)
+        ops = ", ".join(op.removeprefix("aten::") + ("*" if groups_of[op] > 1 else "") for op in group.ops)
+        shared = any(groups_of[op] > 1 for op in group.ops)
+        ratio = "shared*" if shared else _ratio(group.eager_ms_per_call, group.compiled_ms_per_call)
         table.add_row(Text(group.kernel), Text(ops), fmt_ms(group.eager_ms_per_call),
-                      fmt_ms(group.compiled_ms_per_call), _ratio(group.eager_ms_per_call, group.compiled_ms_per_call))
+                      fmt_ms(group.compiled_ms_per_call), ratio)
     more = len(profile.diff) - TOP_KERNELS * 2
     notes = [f"and {more} more in the JSON export"] if more > 0 else []
-    notes.append("per call; from inductor's provenance tracking. eager ms: those ops' whole time, so an op split "
-                 "over several kernels (a convolution's GEMM and its bias) counts in each")
+    notes.append("per call, from inductor's provenance tracking; eager ms: those ops' whole time. * an op split over "
+                 "several compiled kernels (a convolution's GEMM and its bias) counts in each: no ratio for those")
     return parts + [table] + [Text(note, style="dim") for note in notes]
 
 
