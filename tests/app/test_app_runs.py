@@ -29,8 +29,10 @@ async def test_a_run_fills_its_row_to_done_with_numbers(make_app):
         await wait_until(pilot, lambda: app.settled, what="settled")
         await wait_until(pilot, lambda: app.table.cell_text(run_id, "speedup").startswith("1.9"), what="speedup CI")
         cell = app.table.cell_text
-        assert cell(run_id, "workload") == "pointwise n=512"
-        assert cell(run_id, "options") == "inductor dyn=auto fp32 cpu"
+        assert (cell(run_id, "workload"), cell(run_id, "params")) == ("pointwise", "n=512")
+        assert [cell(run_id, key) for key in ("backend", "mode", "fullgraph", "dynamic", "dtype", "device", "flags")] == [
+            "inductor", "default", "", "auto", "fp32", "cpu", ""]
+        assert app.table.border_title == "Results · pointwise n=512 inductor dyn=auto fp32 cpu"  # one row: all shared
         assert cell(run_id, "compile_s") == "0.25"
         assert float(cell(run_id, "eager_ms")) == 2.02  # the fake worker's medians
         assert float(cell(run_id, "compiled_ms")) == 1.02
@@ -210,7 +212,7 @@ async def test_sorting_by_a_column(make_app):
         assert workloads() == ["pointwise", "mlp", "matmul"]
         await pilot.press("s")  # the next column
         await pilot.pause()
-        assert app.table.sort_column == "options"
+        assert app.table.sort_column == "params"  # the next column on screen: the workloads' sizes differ too
         app.table.sort_by(None, reverse=False)
         await pilot.pause()
         assert workloads() == ["pointwise", "matmul", "mlp"]  # queue order back

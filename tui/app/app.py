@@ -34,6 +34,7 @@ from textual.binding import Binding
 from textual.screen import Screen
 
 from tui.app.components.picker import Picker
+from tui.app.column_choice import ColumnActions
 from tui.app.components.results_table import ResultsTable
 from tui.app.config import DEFAULT_THEME, THEME_ALIASES, load_config, resolve_theme, save_config
 from tui.app.exporting import ExportActions, export_paths
@@ -54,7 +55,7 @@ if TYPE_CHECKING:  # imported where used: screens and the engine's records are n
 __all__ = ["CompileLabApp", "run_app", "resolve_theme", "export_paths", "THEME_ALIASES", "REFRESH_HZ"]
 
 
-class CompileLabApp(QueueActions, TrustActions, PreviousRuns, ExportActions, GroupRows, App[int]):
+class CompileLabApp(QueueActions, TrustActions, PreviousRuns, ExportActions, GroupRows, ColumnActions, App[int]):
     """The compile-lab terminal app.
 
     Args:
@@ -95,6 +96,8 @@ class CompileLabApp(QueueActions, TrustActions, PreviousRuns, ExportActions, Gro
         Binding("h", "toggle_history", "History", id="toggle_history"),
         Binding("s", "sort", "Sort", id="sort"),
         Binding("S", "sort_reverse", "Reverse sort", id="sort_reverse", show=False),
+        Binding("c", "choose_columns", "Columns", id="choose_columns", show=False,
+                tooltip="Show or hide the results table's columns"),
         Binding("o", "focus_picker", "Options", id="focus_picker", show=False),
         Binding("b", "toggle_sidebar", "Sidebar", id="toggle_sidebar", show=False,
                 tooltip="Hide or show the run options column"),

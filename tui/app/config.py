@@ -1,4 +1,4 @@
-"""The app's small persistent config: last used options, sweep choices and theme.
+"""The app's small persistent config: last used options, sweep choices, theme and the table's columns.
 
 Stored as JSON in :func:`tui.paths.config_file` (``COMPILE_LAB_HOME`` overrides the location,
 which is how tests isolate it). Reading never raises: a missing file gives the defaults; an
@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any, Iterable
 
 from tui import paths
+from tui.app.table_columns import decode_choice, encode_choice
 from tui.engine.catalog import echo
 from tui.engine.options import RunOptions
 from tui.engine.stored_options import check_hidden, decode_options
@@ -60,6 +61,9 @@ class AppConfig:
     """Whether previous sessions' runs are shown in the results table."""
     repeat: int | str = 1
     """Processes per configuration (the picker's and the sweep's repeat field), or ``"auto"``."""
+    columns: dict[str, bool] = field(default_factory=dict)
+    """The results table's columns the user showed or hid (column key -> shown), only those that differ
+    from their default (tui.app.table_columns), so a column added later shows as it is meant to."""
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-ready dict."""
@@ -70,6 +74,7 @@ class AppConfig:
             "sweep": self.sweep,
             "show_history": self.show_history,
             "repeat": self.repeat,
+            "columns": self.columns,
         }
 
     @classmethod
@@ -101,10 +106,13 @@ class AppConfig:
         else:
             problems.append(f"show_history: expected true or false, got {echo(show_history)} (default used)")
         config.repeat = _repeat(data.get("repeat", 1), problems)
+        choice, found = decode_choice(data.get("columns", {}))
+        config.columns = encode_choice(choice)
+        problems += found
         return config, problems
 
 
-_KEYS = ("version", "theme", "options", "sweep", "show_history", "repeat")
+_KEYS = ("version", "theme", "options", "sweep", "show_history", "repeat", "columns")
 _SWEEP_KEYS = ("modes", "fullgraphs", "dynamics", "backends", "dtypes", "sizes")
 _MAX_SHOWN = 6
 """Problems listed in the warning; the rest are counted."""

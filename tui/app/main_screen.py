@@ -34,7 +34,7 @@ from tui.app.components.chart import IterationChart
 from tui.app.components.gpu_pane import GpuPane
 from tui.app.components.picker import Picker
 from tui.app.components.queue_view import QueueView
-from tui.app.components.results_table import COLUMNS, Cell, ResultsTable
+from tui.app.components.results_table import Cell, ResultsTable
 from tui.app.format import options_label, workload_label
 from tui.engine.protocol import Event, Started
 from tui.telemetry.model import normalize_uuid
@@ -92,7 +92,7 @@ class MainScreen(Screen):
             with Vertical(id="left"):
                 yield Picker(lab.config.options, repeat=lab.config.repeat, id="picker")
             with Vertical(id="right"):
-                yield ResultsTable(id="results")
+                yield ResultsTable(id="results", columns=lab.config.columns)
                 yield QueueView(id="queue")
                 yield IterationChart(id="chart")
         yield Footer()
@@ -336,7 +336,7 @@ class MainScreen(Screen):
     def action_sort(self) -> None:
         """Sort by the next column."""
         column = self.table.cycle_sort()
-        label = dict((key, label) for key, label, _ in COLUMNS).get(column or "", "queue order")
+        label = self.table.header_of(column)
         self.notify(f"Sorted by {label}.", timeout=2, markup=False)
 
     def action_sort_reverse(self) -> None:

@@ -44,6 +44,7 @@ def lab_commands(app: CompileLabApp) -> Iterator[SystemCommand]:
     yield SystemCommand("Toggle history", "Show or hide previous sessions' runs (h)", app.action_toggle_history)
     yield SystemCommand("Sort by next column", "Cycle the sort column (s)", app.action_sort)
     yield SystemCommand("Reverse sort", "Flip the sort direction (S)", app.action_sort_reverse)
+    yield SystemCommand("Columns", "Show or hide the results table's columns (c)", app.action_choose_columns)
     yield SystemCommand("Toggle sidebar", "Hide or show the run options column (b)", app.action_toggle_sidebar)
     yield SystemCommand("Zoom", "Maximize the focused pane or restore it (z)", app.action_zoom)
     yield SystemCommand("Options", "Focus the run options picker (o)", app.action_focus_picker)

@@ -7,6 +7,7 @@ import textwrap
 from typing import Any
 
 from tui.app.format import VERDICT_STYLES
+from tui.app.option_fields import differing, option_words
 from tui.engine.host_time import HOST_LABELS, graph_break_rows
 from tui.engine.results import RunRecord
 from tui.engine.summary import RunSummary
@@ -14,6 +15,8 @@ from tui.typed import printable
 
 __all__ = ["print_table", "print_host_time", "host_time_lines", "print_warnings", "processes_text", "speedup_text",
            "verdict_text"]  # fmt: skip
+#: The run column's widest: every mode's short form fits, a custom backend's long name may be cut.
+RUN_MAX_WIDTH = 24
 #: Graph-break reasons shown per run (the JSON and the app have all of them).
 MAX_REASONS = 3
 #: Host-time categories under this share of the call are left off the line (the JSON has them).
@@ -112,7 +115,11 @@ def print_table(records: list[RunRecord], console: Any) -> None:
     table = Table(
         title="compile-lab results", title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False, collapse_padding=True
     )
-    table.add_column("run", min_width=12, ratio=1)
+    # The options' words, those that tell the rows apart first; no word is ever cut (tui.app.option_fields).
+    differs = differing(record.options for record in records)
+    labels = [" ".join(option_words(record.options, differs, skip=("workload", "params"))) for record in records]
+    widest = max([len(word) for label in labels for word in label.split()], default=0)
+    table.add_column("run", min_width=min(max(12, widest), RUN_MAX_WIDTH), ratio=1)
     table.add_column("verdict", no_wrap=True)
     for name in ("compile", "eager", "compiled", "speedup", "brk/rec"):
         table.add_column(name, justify="right", no_wrap=True)
@@ -124,7 +131,7 @@ def print_table(records: list[RunRecord], console: Any) -> None:
         params = " ".join(f"{k}={v}" for k, v in (o.params or {}).items())
         what = Text()
         what.append(printable(f"{number} {o.workload}"), style="bold")
-        what.append(printable(f" {params}\n{o.label()} {o.device}".replace(" \n", "\n")))
+        what.append(printable(f" {params}\n{labels[number - 1]}".replace(" \n", "\n")))
         what.append(processes_text(record))
         compile_s = f"{record.compile_s:.3g} s" if record.compile_s is not None else "-"
         accuracy = record.accuracy.verdict

@@ -11,6 +11,11 @@ the row map, and measures nothing. These are ``DataTable`` internals:
 ``tests/app/test_app_big_history.py`` checks every operation against Textual's own ``add_row``
 (rows, order, lines, what is drawn, the cursor), so a Textual upgrade that changes them fails there.
 
+Its columns are set at once too (:meth:`BulkRowTable._set_columns`): a row keeps a value for
+every column it could show (:meth:`BulkRowTable._set_value_keys`), so showing, hiding or moving
+columns touches the columns alone, whatever the number of rows (``DataTable.add_column`` and
+``remove_column`` visit every row).
+
 It also follows a row (:meth:`BulkRowTable.follow`: the cursor goes to it, so it is in view) until
 the user moves the cursor elsewhere by key or click; putting the cursor back on the last row, or
 :meth:`BulkRowTable.resume_following`, follows again.
@@ -21,10 +26,12 @@ from __future__ import annotations
 from typing import Any, Iterable, Sequence
 
 from textual import events
+from rich.cells import cell_len
+from rich.text import Text
 from textual._two_way_dict import TwoWayDict
 from textual.geometry import Size
 from textual.widgets import DataTable
-from textual.widgets.data_table import CellDoesNotExist, ColumnKey, Row, RowKey
+from textual.widgets.data_table import CellDoesNotExist, Column, ColumnKey, Row, RowKey
 
 __all__ = ["BulkRowTable"]
 
@@ -56,10 +63,11 @@ class _RowLines:
 class BulkRowTable(DataTable):
     """A DataTable of fixed-width columns and one-line rows keyed by strings, changed in bulk.
 
-    A subclass gives a row's values (:meth:`_row_values`) and may re-sort after a change
-    (:meth:`_after_rows_changed`); it adds rows with :meth:`_append_rows` / :meth:`_insert_rows`,
-    replaces them all with :meth:`_set_rows`, and swaps them out and back with
-    :meth:`_stash_rows` / :meth:`_unstash_rows`.
+    A subclass names the values a row keeps (:meth:`_set_value_keys`), gives a row's values
+    (:meth:`_row_values`) and may re-sort after a change (:meth:`_after_rows_changed`); it adds
+    rows with :meth:`_append_rows` / :meth:`_insert_rows`, replaces them all with :meth:`_set_rows`,
+    swaps them out and back with :meth:`_stash_rows` / :meth:`_unstash_rows`, and shows columns
+    with :meth:`_set_columns`.
     """
 
     _ordered: tuple[TwoWayDict[RowKey, int], list[Row]] | None = None
@@ -70,7 +78,7 @@ class BulkRowTable(DataTable):
         super().__init__(**kwargs)
         self._parts: dict[str, _Parts] = {}
         """A row's key, Row and cell dict, made once and reused when it is shown again."""
-        self._column_keys: list[ColumnKey] = []
+        self._value_keys: list[ColumnKey] = []
         self._following = True
 
     # ----- following a row ----------------------------------------------------------
@@ -139,9 +147,19 @@ class BulkRowTable(DataTable):
 
     # ----- for subclasses ---------------------------------------------------------
 
+    def _set_value_keys(self, keys: Sequence[str]) -> None:
+        """The values every row keeps, shown as a column or not (before the first row is added)."""
+        self._value_keys = [ColumnKey(key) for key in keys]
+
     def _row_values(self, key: str) -> Sequence[Any]:
-        """The cells of row ``key``, in column order."""
+        """The values of row ``key``, in the order of :meth:`_set_value_keys`."""
         raise NotImplementedError
+
+    def _set_value(self, key: str, column: str, value: Any) -> None:
+        """Change one value of row ``key`` (shown or not; ``update_cell`` then redraws a shown one)."""
+        parts = self._parts.get(key)
+        if parts is not None:
+            parts[2][ColumnKey(column)] = value
 
     def _after_rows_changed(self, selected: str | None, resort: bool) -> None:
         """After rows changed: keep the cursor on ``selected``'s row (a subclass may sort first)."""
@@ -167,10 +185,8 @@ class BulkRowTable(DataTable):
         # The cell dict is the one update_cell writes to: it stays what the row shows.
         parts = self._parts.get(key)
         if parts is None:
-            if len(self._column_keys) != len(self.columns):
-                self._column_keys = [column.key for column in self.ordered_columns]
             row_key = RowKey(key)
-            values = dict(zip(self._column_keys, self._row_values(key)))
+            values = dict(zip(self._value_keys, self._row_values(key)))
             parts = self._parts[key] = (row_key, Row(row_key, 1), values)
         return parts
 
@@ -240,6 +256,25 @@ class BulkRowTable(DataTable):
         self.rows, self._data, self._row_locations, self._ordered = stash
         self._add_at_end(more)
         self._rows_changed(selected, redraw=True, resort=resort)
+
+    def _set_columns(self, columns: Sequence[tuple[str, Text, int]]) -> None:
+        """The columns shown become ``(key, label, width)``, in this order: O(columns), the rows untouched.
+
+        Every key must be one of :meth:`_set_value_keys`' (the rows have its values).
+        """
+        self.columns = {}
+        locations = {}
+        for index, (key, label, width) in enumerate(columns):
+            column_key = ColumnKey(key)
+            self.columns[column_key] = Column(column_key, label, width, content_width=cell_len(label.plain))
+            locations[column_key] = index
+        self._column_locations = TwoWayDict(locations)
+        self._updated_cells.clear()
+        self._clear_caches()
+        self._update_count += 1
+        self._require_update_dimensions = True
+        self.check_idle()
+        self.refresh()
 
     def _rows_changed(self, selected: str | None, *, redraw: bool, resort: bool = False) -> None:
         """After the row maps changed: caches, dimensions, then the order and the cursor."""

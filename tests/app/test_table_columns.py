@@ -1,0 +1,130 @@
+"""The results table's columns as data (no app): short forms, the priority table, the layout rules, the config's choice."""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+import pytest
+
+from tui.app.components.result_cells import row_cells
+from tui.app.config import AppConfig
+from tui.app.option_fields import (
+    OPTION_FIELDS,
+    differing,
+    option_words,
+    short_device,
+    short_dtype,
+    short_mode,
+)
+from tui.app.table_columns import (
+    CELL_KEYS,
+    TABLE_COLUMNS,
+    Variety,
+    decode_choice,
+    default_choice,
+    encode_choice,
+    table_layout,
+)
+from tui.engine.options import MODES, RunOptions
+from tui.engine.results import RunRecord
+
+
+def _cells(**options) -> dict:
+    return {field.key: SimpleNamespace(plain=field.value(RunOptions(**options).validated())) for field in OPTION_FIELDS}
+
+
+def _variety(session: list[dict], history: list[dict] = ()) -> Variety:
+    variety = Variety()
+    for options in session:
+        variety.add(_cells(**options), history=False)
+    for options in history:
+        variety.add(_cells(**options), history=True)
+    return variety
+
+
+def test_short_forms_are_defined_once_and_fit_their_columns():
+    assert short_mode(RunOptions(mode="max-autotune-no-cudagraphs")) == "max-autotune-no-cg"
+    assert short_mode(RunOptions(mode="reduce-overhead")) == "reduce-overhead"
+    assert short_mode(RunOptions(backend="aot_eager")) == "–"  # the mode does not apply
+    assert short_dtype(RunOptions(dtype="bfloat16")) == "bf16"
+    assert short_dtype(RunOptions(tf32=True)) == "fp32+tf32"
+    assert short_device("cuda:GPU-8d4f0000-1111-2222-3333-444455556666") == "GPU-8d4f0000"
+    assert short_device("cuda:1") == "cuda:1"
+    mode = next(column for column in TABLE_COLUMNS if column.key == "mode")
+    assert max(len(short_mode(RunOptions(mode=m))) for m in MODES) <= mode.width  # no mode is ever cut
+
+
+def test_every_available_column_has_a_cell_and_the_table_is_by_priority():
+    record = RunRecord("20250101-000000-cells1", RunOptions(workload="mlp", train=True, compile_optimizer=True).validated())
+    assert tuple(row_cells(record)) == CELL_KEYS
+    priorities = [column.priority for column in TABLE_COLUMNS]
+    assert priorities == sorted(priorities) and len(set(priorities)) == len(priorities)
+    assert row_cells(record)["flags"].plain == "train+opt"
+    declared = {column.key for column in TABLE_COLUMNS if not column.available}
+    assert declared == {"vs_base", "node"} and declared.isdisjoint(CELL_KEYS)  # other issues' columns, no cell yet
+    assert {key for key, shown in default_choice().items() if not shown} == {"verdict", "gpu"}
+
+
+def test_a_sweep_shows_what_differs_right_after_the_speedup_and_says_the_rest_in_the_title():
+    sweep = [dict(mode=m, dynamic=d) for m in ("reduce-overhead", "max-autotune-no-cudagraphs") for d in (None, True, False)]
+    layout = table_layout(default_choice(), _variety(sweep), history_shown=True)
+    assert layout.keys[:4] == ("status", "speedup", "mode", "dynamic")
+    assert [column.width for column in layout.columns[2:4]] == [18, 5]  # as wide as the widest value
+    assert layout.shared == ("pointwise", "n=512", "inductor", "fp32", "cpu")
+    assert layout.apart == ("mode", "dynamic")
+
+
+def test_fields_that_differ_only_in_the_history_go_to_the_right_end():
+    history = [dict(workload="matmul"), dict(workload="mlp", dtype="bfloat16")]
+    session = [dict(fullgraph=True), dict(fullgraph=False)]
+    layout = table_layout(default_choice(), _variety(session, history), history_shown=True)
+    assert layout.keys[:3] == ("status", "speedup", "fullgraph")
+    assert layout.keys[-3:] == ("workload", "params", "dtype")  # after the measurements
+    assert "cpu" in layout.shared and "dyn=auto" in layout.shared
+    hidden = table_layout(default_choice(), _variety(session, history), history_shown=False)
+    assert hidden.keys[2:3] == ("fullgraph",) and "workload" not in hidden.keys  # every row shown shares it
+    assert hidden.shared[:2] == ("pointwise", "n=512")
+    one_run = table_layout(default_choice(), _variety(session[:1], history), history_shown=True)
+    assert one_run.keys[2:5] == ("workload", "params", "fullgraph")  # under two runs: the history tells apart
+
+
+def test_a_hidden_option_is_neither_a_column_nor_in_the_title():
+    variety = _variety([dict(mode="default"), dict(mode="reduce-overhead")])
+    layout = table_layout({**default_choice(), "mode": False, "device": False, "eager_ms": False}, variety, True)
+    assert "mode" not in layout.keys and "eager_ms" not in layout.keys and "cpu" not in layout.shared
+    assert table_layout({**default_choice(), "status": False}, variety, True).keys[0] == "status"  # always shown
+
+
+def test_the_command_line_label_puts_differing_fields_first_and_says_them_whole():
+    configs = [RunOptions(mode=m, dynamic=d, fullgraph=f).validated() for m, d, f in
+               (("default", None, False), ("max-autotune-no-cudagraphs", True, True))]
+    differs = differing(configs)
+    assert differs == {"mode", "dynamic", "fullgraph"}
+    assert option_words(configs[0], differs) == ["default", "no-fullgraph", "dyn=auto", "pointwise", "n=512",
+                                                 "inductor", "fp32", "cpu"]
+    assert option_words(configs[1], differs, skip=("workload", "params"))[:3] == ["max-autotune-no-cg", "fullgraph",
+                                                                               "dyn=true"]
+    assert option_words(configs[0]) == ["pointwise", "n=512", "inductor", "dyn=auto", "fp32", "cpu"]
+
+
+@pytest.mark.parametrize("value, problem", [
+    ({"nope": True}, "columns.nope: unknown column (ignored; known: status, speedup,"),
+    ({"node": True}, "columns.node: unknown column"),  # declared, not available yet
+    ({"peak_mem": "no"}, "columns.peak_mem: expected true or false, got 'no' (ignored)"),
+    ({"status": False}, "columns.status: cannot be hidden (ignored)"),
+    (["peak_mem"], "columns: expected an object of column: true/false, got ['peak_mem'] (default used)"),
+])
+def test_a_bad_columns_setting_is_one_problem_per_entry_and_the_rest_is_kept(value, problem):
+    extra = {"gpu": True} if isinstance(value, dict) else {}
+    choice, problems = decode_choice({**value, **extra} if extra else value)
+    assert len(problems) == 1 and problems[0].startswith(problem), problems
+    assert choice["status"] is True and choice["gpu"] is bool(extra)
+
+
+def test_the_config_keeps_only_the_choices_that_differ_from_the_defaults():
+    assert encode_choice({**default_choice(), "peak_mem": False, "verdict": True}) == {"peak_mem": False, "verdict": True}
+    old, problems = AppConfig.decode({"version": 1, "theme": "textual-dark", "show_history": True})  # before columns
+    assert old.columns == {} and problems == []
+    config, problems = AppConfig.decode({"columns": {"peak_mem": False, "nope": 1}})
+    assert config.columns == {"peak_mem": False} and len(problems) == 1
+    assert AppConfig.decode(config.to_dict())[0].columns == {"peak_mem": False}

@@ -1,0 +1,25 @@
+"""The command line's results table tells a sweep's rows apart (issue 14 item 1): whole modes, differing fields first."""
+
+from __future__ import annotations
+
+import re
+
+from test_cli import _use_fake_worker
+from tui import cli
+
+
+def test_a_sweeps_table_shows_every_mode_whole_at_80_columns(monkeypatch, compile_lab_home, capsys):
+    _use_fake_worker(monkeypatch)
+    monkeypatch.setenv("COLUMNS", "80")  # rich's width for a table printed to a pipe
+    code = cli.main(["sweep", "--workload", "pointwise", "--param", "n=64", "--device", "cpu",
+                     "--mode", "reduce-overhead,max-autotune-no-cudagraphs", "--dynamic", "auto,true,false",
+                     "--iters", "10", "--block-size", "5", "--no-history"])  # fmt: skip
+    assert code == 0
+    out = capsys.readouterr().out
+    assert max(len(line) for line in out.splitlines()) <= 80
+    # Each row: "N pointwise n=64", then the fields that differ (mode, then dyn) first, each word whole.
+    runs = re.findall(r"^ (\d) pointwise n=64 .*\n (\S+) +.*\n (\S+) ", out, flags=re.MULTILINE)
+    assert [(mode, dynamic) for _, mode, dynamic in runs] == [
+        (mode, f"dyn={dynamic}") for mode in ("reduce-overhead", "max-autotune-no-cg") for dynamic in ("auto", "true", "false")
+    ], out
+    assert "…" not in "".join(line[:20] for line in out.splitlines())  # nothing in the run column is cut

@@ -1,0 +1,199 @@
+"""The cells of a results table row: the text shown, its style and the value it sorts by.
+
+A row has a cell for every available column of :data:`tui.app.table_columns.TABLE_COLUMNS`,
+shown or not, so showing a column never remakes rows. Previous sessions' rows are made off the UI
+thread (:func:`history_cells`, in the history loader's thread). An option cell depends on the
+options alone and few values repeat over thousands of rows: one cell object per text is shared.
+"""
+
+from __future__ import annotations
+
+from functools import lru_cache
+from typing import Any, Sequence
+
+from rich.text import Text
+
+from tui.app.format import (
+    ACTIVE_STATUSES,
+    STATUS_LABELS,
+    VERDICT_STYLES,
+    accuracy_label,
+    clock_label,
+    fmt_mib,
+    fmt_ms,
+    fmt_seconds,
+    fmt_speedup,
+)
+from tui.app.option_fields import OPTION_FIELDS
+from tui.engine.results import RunRecord
+from tui.engine.summary import RunSummary
+from tui.typed import printable
+
+__all__ = ["Cell", "row_cells", "history_cells"]
+
+_STATUS_STYLES = {
+    "queued": "dim",
+    "done": "green",
+    "failed": "bold red",
+    "cancelled": "dim italic",
+}
+_GPU_VENDOR_PREFIXES = ("NVIDIA ",)
+"""Said by every GPU name, so left out of the GPU column."""
+
+
+class Cell:
+    """One table cell: the text shown, its Rich style and the value the column sorts by.
+
+    Cells compare equal when they look the same, which is how the table skips updates.
+    """
+
+    __slots__ = ("plain", "style", "sort_key", "justify")
+
+    def __init__(self, plain: str, style: str = "", sort_key: Any = None, justify: str = "left") -> None:
+        self.plain = plain
+        self.style = style
+        # Missing values sort last in ascending order; (0, v) pairs keep one type per column.
+        self.sort_key = (1, 0) if sort_key is None else (0, sort_key)
+        self.justify = justify
+
+    def __rich__(self) -> Text:
+        return Text(self.plain, style=self.style, no_wrap=True, overflow="ellipsis", justify=self.justify)  # type: ignore[arg-type]
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Cell) and (self.plain, self.style) == (other.plain, other.style)
+
+    def __hash__(self) -> int:
+        return hash((self.plain, self.style))
+
+    def __repr__(self) -> str:
+        return f"Cell({self.plain!r})"
+
+
+@lru_cache(maxsize=4096)
+def _text_cell(plain: str) -> Cell:
+    """A plain cell sorted by its text, shared by every row that shows this text (cells are never changed)."""
+    return Cell(plain, sort_key=plain)
+
+
+def row_cells(record: RunRecord, summary: RunSummary | None = None, *, history: bool = False,
+              members: Sequence[RunRecord] | None = None) -> dict[str, Cell]:
+    """Every cell of a record's row, by column key (``summary`` saves recomputing it).
+
+    ``members``: the processes of a configuration repeated across processes, whose row
+    ``record`` is (tui.engine.repeats.GroupRecord, or the first process before one ended): the
+    flags say how many there are, the status follows the one that runs now.
+    """
+    status = record.status
+    if summary is None:
+        summary = record.summary() if status not in ("queued", "starting", "building") else RunSummary()
+    eager, compiled = summary.eager.iter, summary.compiled.iter
+    eager_ms = eager.median if eager else None
+    compiled_ms = compiled.median if compiled else None
+    breaks, recomp = record.diagnostics.graph_breaks, record.diagnostics.recompiles
+    peak = record.memory.peak_mb
+    acc_text, acc_style = accuracy_label(record)
+    clock_text, clock_style = clock_label(record)
+    compile_s = record.compile_s
+    return {
+        "status": _group_status_cell(record, members) if members else _status_cell(record, history),
+        "speedup": _speedup_cell(summary),
+        **_option_cells(record, members),
+        "verdict": _verdict_cell(summary.verdict if status == "done" else None),
+        "eager_ms": Cell(fmt_ms(eager_ms), sort_key=eager_ms, justify="right"),
+        "compiled_ms": Cell(fmt_ms(compiled_ms), sort_key=compiled_ms, justify="right"),
+        "accuracy": Cell(acc_text, acc_style, sort_key=acc_text),
+        "launch_bound": _launch_bound_cell(bool(summary.launch_bound), summary.host_speedup, summary.host_verdict),
+        "graph_breaks": Cell("–" if breaks is None else str(breaks), "bold yellow" if breaks else "",
+                             sort_key=breaks, justify="right"),
+        "recompiles": Cell("–" if recomp is None else str(recomp), "bold yellow" if recomp else "",
+                           sort_key=recomp, justify="right"),
+        "compile_s": Cell(fmt_seconds(compile_s) if compile_s is not None else "–", sort_key=compile_s, justify="right"),
+        "peak_mem": Cell(fmt_mib(peak), sort_key=peak, justify="right"),
+        "sm_clock": Cell(clock_text, clock_style, sort_key=record.telemetry.sm_clock_mean_mhz),
+        "gpu": _text_cell(_gpu_name(record.env.gpu_name)),
+    }
+
+
+def history_cells(record: RunRecord) -> dict[str, Cell]:
+    """A previous run's row (dimmed, marked ↺) from its stored summary; made off the UI thread."""
+    return row_cells(record, history=True)
+
+
+def _option_cells(record: RunRecord, members: Sequence[RunRecord] | None) -> dict[str, Cell]:
+    """A cell per option field (tui.app.option_fields); the flags end with the processes mark."""
+    options = record.options
+    cells = {field.key: _text_cell(field.value(options)) for field in OPTION_FIELDS}
+    processes = _processes_label(record, members)
+    if processes:
+        cells["flags"] = _text_cell(f"{cells['flags'].plain} {processes}".strip())
+    return cells
+
+
+def _gpu_name(name: str | None) -> str:
+    if not name:
+        return "–"
+    for prefix in _GPU_VENDOR_PREFIXES:
+        name = name.removeprefix(prefix)
+    return printable(name)
+
+
+def _status_cell(record: RunRecord, history: bool) -> Cell:
+    status = record.status
+    label = STATUS_LABELS.get(status, status)
+    if status in ACTIVE_STATUSES:
+        pct = record.progress() * 100
+        return Cell(f"{label} {pct:3.0f}%", "bold yellow", sort_key=(1, pct))
+    order = {"queued": 0, "done": 3, "failed": 4, "cancelled": 5}.get(status, 2)
+    style = _STATUS_STYLES.get(status, "")
+    verdict = record.summary().verdict if status == "done" else None
+    if verdict is not None:
+        # A done run shows what its measurement supports (tui.engine.verdict), not just "done".
+        label, style = verdict, VERDICT_STYLES.get(verdict, style)
+    if history:
+        style = f"{style} dim".strip()
+    return Cell(("↺ " if history else "") + label, style, sort_key=(order, label))
+
+
+def _verdict_cell(verdict: str | None) -> Cell:
+    if verdict is None:
+        return _text_cell("–")
+    return Cell(verdict, VERDICT_STYLES.get(verdict, ""), sort_key=verdict)
+
+
+def _processes_label(record: RunRecord, members: Sequence[RunRecord] | None) -> str:
+    """``×3`` for a group of three processes; ``#2`` for a previous session's second process shown alone."""
+    if members:
+        return f"×{len(members)}"
+    return f"#{record.repeat + 1}" if record.group_id is not None and record.repeat else ""
+
+
+def _group_status_cell(row: RunRecord, members: Sequence[RunRecord]) -> Cell:
+    """``measuring 2/3`` while process 2 of 3 runs, ``queued 3/3`` while the next waits, else the group's word."""
+    count = len(members)
+    for number, member in enumerate(members, 1):
+        if member.status in ACTIVE_STATUSES:
+            label = STATUS_LABELS.get(member.status, member.status)
+            return Cell(f"{label} {number}/{count}", "bold yellow", sort_key=(1, number / count))
+    if row.status not in ("failed", "cancelled"):
+        for number, member in enumerate(members, 1):
+            if member.status == "queued" and number > 1:
+                return Cell(f"queued {number}/{count}", "yellow", sort_key=(1, (number - 1) / count))
+    return _status_cell(row, history=False)
+
+
+def _speedup_cell(summary: RunSummary) -> Cell:
+    """Green or red when the interval excludes 1, dim otherwise, and dim whenever the verdict is noisy."""
+    speedup = summary.speedup
+    if speedup is None or not summary.significant or summary.verdict == "noisy":
+        style = "dim"
+    else:
+        style = "bold green" if speedup >= 1 else "bold red"
+    return Cell(fmt_speedup(speedup, summary.speedup_ci_low, summary.speedup_ci_high), style, sort_key=speedup)
+
+
+def _launch_bound_cell(launch_bound: bool, host_speedup: float | None, host_verdict: str | None = None) -> Cell:
+    """``LB 1.31×``: the mark, then the host-inclusive speedup a loop pays (dim when noisy)."""
+    if not launch_bound:
+        return Cell("", sort_key=(0, 0.0))
+    text = "LB" if host_speedup is None else f"LB {fmt_speedup(host_speedup)}"
+    return Cell(text, "dim magenta" if host_verdict == "noisy" else "bold magenta", sort_key=(1, host_speedup or 0.0))
