@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from pathlib import Path
 
@@ -49,6 +50,9 @@ def test_every_getter_works_on_a_default_and_on_a_full_record(column):
     format_value(value)  # a value a cell can hold
     # Verdicts are for done runs only (a failed run keeps its status).
     full = full_record("20261201-101010-aaaaaa", failed="verdict" not in column.name and "noise_reasons" not in column.name)
+    if column.name == "mode":  # every field set: the backend is not inductor's, so it ignores the mode
+        assert format_value(column.get(full, full.summary())) == ""
+        full = RunRecord(full.run_id, dataclasses.replace(full.options, backend="inductor"))
     cell = format_value(column.get(full, full.summary()))
     if column.name in GROUP_ONLY:
         assert cell == "", f"{column.name} is set on a single run"
@@ -95,3 +99,14 @@ def test_the_markdown_table_has_two_cells_per_row():
         cells = re.split(r"(?<!\\)\|", line)[1:-1]  # an escaped "\|" stays inside its cell
         assert [c.strip() for c in cells][0] == f"`{column.name}`" and len(cells) == 2, line
         assert "<" not in line and ">" not in line  # would be read as HTML
+
+
+@pytest.mark.parametrize(("backend", "mode", "cell"), [
+    ("inductor", "default", "default"), ("inductor", "reduce-overhead", "reduce-overhead"),
+    ("aot_eager", "default", ""), ("eager", "default", ""), ("cudagraphs", "default", ""), ("my_backend", "default", ""),
+])
+def test_the_mode_cell_is_empty_for_a_backend_that_ignores_the_mode(backend, mode, cell):
+    from tui.engine.options import RunOptions, mode_applies
+
+    row = csv_row(RunRecord.new(RunOptions(backend=backend, mode=mode)))
+    assert row["mode"] == cell and bool(cell) is mode_applies(backend)  # the options' one rule, not a second

@@ -18,6 +18,7 @@ from tui.engine.columns import CSV_COLUMNS
 from tui.engine.export import write_csv, write_json
 from tui.engine.history import History
 from tui.engine.repeats import GroupRecord
+from tui.engine.reproduce import reproduce_command
 from tui.engine.results import RunRecord
 
 
@@ -43,6 +44,7 @@ def records() -> list[RunRecord]:
         assert "a worker warning" in summary.warnings
         blank = {"verdict", "host_verdict", "noise_reasons", "host_noise_reasons"} if record is failed else {"error_kind", "error"}
         blank |= set(GROUP_ONLY)  # a single run has no interval across processes (test_group_... below)
+        blank.add("mode")  # every option set: the backend is not inductor, which alone reads the mode
         assert [c for c in CSV_COLUMNS if record.to_row()[c] == "" and c not in blank] == []
     return [done, failed]
 
@@ -111,7 +113,8 @@ def test_json_export_keeps_every_field(records, tmp_path):
     write_csv(records, tmp_path / "before.csv")
     write_csv(back, tmp_path / "after.csv")
     _same_cells(_csv_cells(tmp_path / "after.csv"), _csv_cells(tmp_path / "before.csv"))
-    # and the JSON of the re-read runs is the JSON that was written
+    # and the JSON of the re-read runs is the JSON that was written, but for the export's reproduce command
+    assert [run.pop("command") for run in data["runs"]] == [reproduce_command(r.options) for r in records]
     assert [r.to_json() for r in back] == [json.loads(json.dumps(r)) for r in data["runs"]]
 
 
@@ -129,7 +132,7 @@ def test_a_group_keeps_its_runs_and_its_row(tmp_path):
     before, after = _csv_cells(tmp_path / "before.csv"), _csv_cells(tmp_path / "after.csv")
     _same_cells(after, before)
     [row] = before
-    assert [c for c in CSV_COLUMNS if row[c] == "" and c not in ("error_kind", "error")] == []
+    assert [c for c in CSV_COLUMNS if row[c] == "" and c not in ("error_kind", "error", "mode")] == []  # mode: as above
     assert row["repeats"] == "3" and row["group_id"] == row["run_id"] == group[0].run_id
     assert row == GroupRecord.of(group).to_row()
     write_json(loaded, tmp_path / "runs.json")

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Callable, Iterator
 
 from tui.engine.kernels import top_kernels_text
+from tui.engine.options import mode_applies
 from tui.engine.summary import RunSummary
 
 if TYPE_CHECKING:
@@ -105,7 +106,8 @@ COLUMNS: tuple[Column, ...] = (
     Column("gpu_uuid", lambda r, s: r.env.gpu_uuid, "its UUID (the same GPU as NVML's)"),
     Column("torch_version", lambda r, s: r.env.torch, "torch in the worker"),
     Column("backend", lambda r, s: r.options.backend, "torch.compile backend"),
-    Column("mode", lambda r, s: r.options.mode, "torch.compile mode (inductor only)"),
+    Column("mode", lambda r, s: r.options.mode if mode_applies(r.options.backend) else None,
+           "torch.compile mode; empty for a backend that ignores it (all but inductor)"),
     Column("fullgraph", lambda r, s: r.options.fullgraph, "torch.compile fullgraph"),
     Column("dynamic", lambda r, s: r.options.dynamic_label, "torch.compile dynamic: auto, true or false"),
     Column("dtype", lambda r, s: r.options.dtype, "parameters and inputs cast to it, both sides"),

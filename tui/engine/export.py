@@ -30,6 +30,7 @@ from typing import IO, Any, Iterable, Iterator, Sequence
 
 from tui import paths
 from tui.engine.columns import CSV_COLUMNS, RAW_COLUMNS
+from tui.engine.reproduce import reproduce_command
 from tui.engine.results import RunRecord, SamplesUnavailable
 from tui.typed import finite
 
@@ -302,6 +303,9 @@ def _write_rows(path: str | os.PathLike[str], columns: Sequence[str], rows: Iter
 def write_json(records: Iterable[RunRecord], path: str | os.PathLike[str]) -> Path:
     """``{"schema", "exported", "runs": [record.to_json() ...], "groups": [...]}`` with per-iteration times.
 
+    Each run also has ``command``: the ``compile-lab run ...`` line that reproduces its options
+    (:func:`tui.engine.reproduce.reproduce_command`).
+
     ``runs`` holds every process's run (a :class:`~tui.engine.repeats.GroupRecord` stands for its
     members); ``groups`` the :class:`~tui.engine.repeats.GroupSummary` of each configuration that
     ran in more than one process.
@@ -314,7 +318,9 @@ def write_json(records: Iterable[RunRecord], path: str | os.PathLike[str]) -> Pa
         stream.write('{"schema": %d, "exported": %s, "runs": [' % (EXPORT_SCHEMA, json.dumps(_now_iso())))
         for i, record in enumerate(members_of(rows)):
             stream.write(",\n" if i else "\n")
-            json.dump(record.to_json(samples=True), stream, separators=(",", ":"), allow_nan=False)
+            data = record.to_json(samples=True)
+            data["command"] = reproduce_command(record.options)  # the run's `compile-lab run ...`; readers ignore it
+            json.dump(data, stream, separators=(",", ":"), allow_nan=False)
         stream.write('\n], "groups": [')
         groups = [row.group.to_json() for row in rows if isinstance(row, GroupRecord)]
         for i, group in enumerate(groups):

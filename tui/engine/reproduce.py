@@ -1,0 +1,116 @@
+"""The ``compile-lab run ...`` command line that reproduces a run's options.
+
+:func:`reproduce_command` writes only the options that differ from :class:`RunOptions`'
+defaults, each shell-quoted (:mod:`shlex`), so the line can be pasted into a shell as it is.
+Parsed by the command line's parser, it gives back the same options (tests/test_reproduce.py
+checks this for many combinations). A built-in workload's parameters are written whole, as the
+run resolved them: a later version's defaults can never change what the line runs.
+
+One option has no exact flag: ``trace`` is ``--trace PATH``, where the run kept its trace in its
+own data folder; the line writes the copy to ``trace.json`` in the directory it is run in.
+"""
+
+from __future__ import annotations
+
+import math
+import shlex
+from typing import Any, Callable
+
+from tui.engine.options import RunOptions
+
+__all__ = ["reproduce_command", "PROGRAM", "TRACE_FILE"]
+
+PROGRAM = "compile-lab"
+TRACE_FILE = "trace.json"
+"""Where the reproduced run's ``--trace`` copy goes (its original path is not part of its options)."""
+
+_DEFAULTS = RunOptions()
+
+
+def _number(value: Any) -> str:
+    """An option's number as the parser reads it back exactly (``30`` for 30.0; ``0.1`` stays ``0.1``)."""
+    if isinstance(value, float) and math.isfinite(value) and value.is_integer() and abs(value) < 1e15:
+        return str(int(value))
+    return repr(value)
+
+
+def _scalar(value: Any) -> str:
+    """A ``key=value`` item's value as ``parse_key_values`` reads it back (a float keeps its point)."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, float):
+        return repr(value)
+    return str(value)
+
+
+def _pairs(flag: str) -> Callable[[Any], list[tuple[str, str]]]:
+    def items(mapping: Any) -> list[tuple[str, str]]:
+        return [(flag, f"{key}={_scalar(value)}") for key, value in mapping.items()]
+
+    return items
+
+
+def _valued(flag: str, shown: Callable[[Any], str] = str) -> Callable[[Any], list[tuple[str, str]]]:
+    return lambda value: [(flag, shown(value))]
+
+
+def _switch(flag: str) -> Callable[[Any], list[tuple[str, str]]]:
+    return lambda value: [(flag, "")]
+
+
+#: RunOptions field -> the flags (flag, value; "" for a switch) that set it when it is not its default.
+#: Every field of RunOptions is here (a test checks it), in the order a reader decides them.
+_FLAGS: dict[str, Callable[[Any], list[tuple[str, str]]]] = {
+    "workload": _valued("--workload"),
+    "params": _pairs("--param"),
+    "train": _switch("--train"),
+    "compile_optimizer": _switch("--compile-optimizer"),
+    "device": _valued("--device"),
+    "python": _valued("--python"),
+    "backend": _valued("--backend"),
+    "mode": _valued("--mode"),
+    "inductor_options": _pairs("--option"),
+    "fullgraph": _switch("--fullgraph"),
+    "dynamic": _valued("--dynamic", lambda value: "auto" if value is None else str(value).lower()),
+    "dtype": _valued("--dtype"),
+    "tf32": _switch("--tf32"),
+    "cold_compile": _switch("--cold-compile"),
+    "warmup": _valued("--warmup", _number),
+    "iters": _valued("--iters", _number),
+    "block_size": _valued("--block-size", _number),
+    "time_budget_s": _valued("--time-budget", _number),
+    "l2_flush": _switch("--l2-flush"),
+    "timeout_s": _valued("--timeout", _number),
+    "memory_limit_gb": _valued("--memory-limit", _number),
+    "seed": _valued("--seed", _number),
+    "target_ci": _valued("--target-ci", _number),
+    "noise_threshold": _valued("--noise-threshold", _number),
+    "noise_limits": _pairs("--noise-limit"),
+    "profile": _switch("--no-profile"),
+    "trace": lambda value: [("--trace", TRACE_FILE)],
+    "torch_trace": _switch("--torch-trace"),
+}
+
+
+def reproduce_command(options: RunOptions, repeat: int | str = 1) -> str:
+    """``compile-lab run --workload cnn --param batch=64 ... --mode reduce-overhead``: the run of ``options``.
+
+    Only the options that differ from their defaults are written, shell-quoted; ``repeat``
+    (a count of processes, or ``"auto"``) adds ``--repeat`` unless it is 1. A value that starts
+    with ``-`` is joined to its flag (``--python=-x``), so the parser never takes it for a flag.
+    """
+    words = [PROGRAM, "run"]
+    for name, flags in _FLAGS.items():
+        value = getattr(options, name)
+        if value == getattr(_DEFAULTS, name):
+            continue
+        for flag, text in flags(value):
+            if not text:
+                words.append(flag)
+            elif text.startswith("-"):
+                words.append(f"{flag}={text}")
+            else:
+                words += [flag, text]
+    if repeat != 1:
+        words += ["--repeat", str(repeat)]
+    return " ".join(shlex.quote(word) for word in words)
