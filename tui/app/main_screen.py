@@ -73,6 +73,7 @@ class MainScreen(Screen):
         self._chart: IterationChart | None = None
         self._gpu: GpuPane | None = None
         self._queue: QueueView | None = None
+        self._told_sidebar = False
 
     @property
     def lab(self) -> CompileLabApp:
@@ -168,6 +169,19 @@ class MainScreen(Screen):
         target = self.lab.current or (records[0] if records else None)
         if target is not None:
             table.follow(self.lab.row_of(target))
+        self._make_room_for_results()
+
+    def _make_room_for_results(self) -> None:
+        """Below 120 columns the picker leaves the table about 40 columns, too few for the fields that tell
+        rows apart: once runs are queued the sidebar steps aside (``b`` or ``o`` brings it back)."""
+        left = self.query_one("#left")
+        if self.size.width >= NARROW_WIDTH or not left.display:
+            return
+        left.display = False
+        self.table.focus()
+        if not self._told_sidebar:
+            self._told_sidebar = True
+            self.app.notify("Run options hidden to make room for the results: b brings them back.", timeout=5)
 
     def run_event(self, record: RunRecord, event: Event) -> None:
         """Called for every worker event (after the runner applied it): only marks things dirty."""
