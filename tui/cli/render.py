@@ -17,6 +17,8 @@ __all__ = ["print_table", "print_host_time", "host_time_lines", "print_warnings"
            "verdict_text"]  # fmt: skip
 #: The run column's widest: every mode's short form fits, a custom backend's long name may be cut.
 RUN_MAX_WIDTH = 24
+#: Under the table when a speedup cell says n.s.
+NOT_SIGNIFICANT_LEGEND = "n.s.: not significant: the speedup's 95% interval includes 1x, so no difference was shown"
 #: Graph-break reasons shown per run (the JSON and the app have all of them).
 MAX_REASONS = 3
 #: Host-time categories under this share of the call are left off the line (the JSON has them).
@@ -32,6 +34,12 @@ def _ms(stats: Any) -> str:
     if value >= 1:
         return f"{value:.3g} ms"
     return f"{value * 1000:.3g} µs"
+
+
+def _not_significant(summary: RunSummary) -> bool:
+    """A speedup with an interval that includes 1: its cell says ``n.s.`` and the legend explains it."""
+    low, high = summary.speedup_ci_low, summary.speedup_ci_high
+    return summary.speedup is not None and low is not None and high is not None and not summary.significant
 
 
 def speedup_text(summary: RunSummary) -> Any:
@@ -53,7 +61,7 @@ def speedup_text(summary: RunSummary) -> Any:
     text = Text(f"{speedup:.2f}x", style=style)
     if low is not None and high is not None:
         text.append(f"\n[{low:.2f}, {high:.2f}]", style=style)
-        if not significant:
+        if _not_significant(summary):
             text.append("\nn.s.", style="dim")
     if summary.launch_bound:
         text.append("\nlaunch-bound", style="yellow")
@@ -149,6 +157,8 @@ def print_table(records: list[RunRecord], console: Any) -> None:
             end_section=number < len(records),  # a blank line between runs
         )
     console.print(table)
+    if any(_not_significant(record.summary()) for record in records):
+        console.print(NOT_SIGNIFICANT_LEGEND, style="dim", markup=False, highlight=False)
     for line in errors:
         console.print(Text(line, style="red"), soft_wrap=True)
 

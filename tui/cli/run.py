@@ -22,6 +22,7 @@ import sys
 from typing import Any, Callable
 
 from tui.cli.parse import PROG
+from tui.cli.run_lines import RunLines
 from tui.engine.options import RunOptions
 from tui.engine.protocol import Event, WorkerWarning
 from tui.engine.results import RunRecord
@@ -45,7 +46,9 @@ async def run_configs(configs: list[RunOptions], args: argparse.Namespace,
         history = History()
     repeats = getattr(args, "repeat", 1)
     per_config = repeats if isinstance(repeats, int) else 1
-    progress = _Progress(err, len(configs) * per_config, enabled=not args.quiet)
+    # A log (stderr not a terminal) gets a line per run as it starts and ends; a live bar only draws at the end there.
+    lines = None if args.quiet or err_file.isatty() else RunLines(err_file, configs)
+    progress = _Progress(err, len(configs) * per_config, enabled=not args.quiet and lines is None, lines=lines)
     runner = make_runner(keep_spare=len(configs) * per_config > 1 or repeats == "auto", telemetry=telemetry)
     session = RunSession(lambda lane: runner, history, progress)
     stopped_by: list[int] = []
@@ -267,10 +270,15 @@ def _export(records: list[RunRecord], args: argparse.Namespace, err: Any) -> boo
 
 
 class _Progress(SessionListener):
-    """Rich progress on stderr: one line per run with its phase and measured iterations."""
+    """Rich progress on stderr: one line per run with its phase and measured iterations.
 
-    def __init__(self, console: Any, total: int, enabled: bool) -> None:
+    With ``lines`` (stderr is a log) a :class:`~tui.cli.run_lines.RunLines` writes each run's
+    start and end instead.
+    """
+
+    def __init__(self, console: Any, total: int, enabled: bool, lines: RunLines | None = None) -> None:
         self.console = console
+        self.lines = lines
         self.total = total
         self.started = 0
         self.tasks: dict[str, Any] = {}
@@ -301,6 +309,12 @@ class _Progress(SessionListener):
     def runs_queued(self, records: list[RunRecord]) -> None:
         self.total += len(records)
 
+    def run_saved(self, record: RunRecord, problem: str | None) -> None:
+        if self.lines is not None:
+            with contextlib.suppress(OSError, ValueError):
+                self.lines.total = self.total
+                self.lines.saved(record)
+
     def data_pruned(self, result: Any) -> None:
         from tui.engine.artifacts import format_bytes
 
@@ -310,6 +324,10 @@ class _Progress(SessionListener):
 
     def run_started(self, record: RunRecord) -> None:
         self.started += 1
+        if self.lines is not None:
+            self.lines.total = self.total
+            with contextlib.suppress(OSError, ValueError):
+                self.lines.started(record)
         if self.progress is None:
             return
         o = record.options
@@ -327,6 +345,8 @@ class _Progress(SessionListener):
         self._update(record)
 
     def run_finished(self, record: RunRecord) -> None:
+        if self.lines is not None:
+            self.lines.finished(record)
         self._update(record)
 
     def _update(self, record: RunRecord) -> None:

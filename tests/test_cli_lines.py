@@ -1,0 +1,165 @@
+"""The command line with stderr not a terminal (issue 14, the CLI): a line per run as it starts and ends, at once;
+and the table's ``n.s.`` explained under it.
+
+The sweep test reads stderr from a pipe while the sweep runs: the second run waits (off the event
+loop) until the test has read the first run's end line, so the line provably came before the sweep
+ended, with no sleep anywhere.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import io
+import os
+import re
+import select
+import sys
+import threading
+from pathlib import Path
+
+from fakes.records import cuda_run_record
+from rich.console import Console
+from tui import cli
+from tui.cli.render import NOT_SIGNIFICANT_LEGEND, print_table
+from tui.cli.run_lines import RunLines, ended_text, run_label
+from tui.engine.options import RunOptions
+from tui.engine.results import RunRecord
+from tui.engine.runner import WorkerRunner
+
+FAKE_WORKER = [sys.executable, str(Path(__file__).resolve().parent / "fakes" / "fake_worker.py")]
+WAIT_S = 60.0
+"""The longest a read of the pipe waits for a line (a hung sweep fails the test instead of hanging it)."""
+
+
+class _PipeLines:
+    """Lines read from a pipe's read end as they arrive (select with a timeout; no sleeps)."""
+
+    def __init__(self, fd: int) -> None:
+        self.fd = fd
+        self.buffer = b""
+        self.seen: list[str] = []
+
+    def next_line(self) -> str | None:
+        while b"\n" not in self.buffer:
+            ready, _, _ = select.select([self.fd], [], [], WAIT_S)
+            assert ready, f"no line within {WAIT_S} s; so far: {self.seen}"
+            chunk = os.read(self.fd, 4096)
+            if not chunk:
+                return None
+            self.buffer += chunk
+        line, self.buffer = self.buffer.split(b"\n", 1)
+        self.seen.append(line.decode())
+        return self.seen[-1]
+
+    def until(self, pattern: str) -> str:
+        while (line := self.next_line()) is not None:
+            if re.search(pattern, line):
+                return line
+        raise AssertionError(f"no line matched {pattern!r}: {self.seen}")
+
+
+def test_a_sweep_to_a_pipe_says_each_run_as_it_starts_and_ends(monkeypatch, compile_lab_home):
+    gate = threading.Event()
+    runs: list[RunRecord] = []
+
+    class GatedRunner(WorkerRunner):
+        async def run(self, record, on_event=None):
+            runs.append(record)
+            if len(runs) == 2:  # the sweep cannot end before the test let it go on
+                await asyncio.to_thread(gate.wait, WAIT_S)
+            return await super().run(record, on_event)
+
+    monkeypatch.setattr(cli, "make_runner", lambda keep_spare, telemetry=None: GatedRunner(
+        worker_argv=FAKE_WORKER, keep_spare=keep_spare, env={"FAKE_WORKER_BEHAVIOUR": "ok"}))
+    read_fd, write_fd = os.pipe()
+    stderr = io.TextIOWrapper(os.fdopen(write_fd, "wb"), encoding="utf-8")  # not a terminal
+    monkeypatch.setattr(sys, "stderr", stderr)
+    codes: list[int] = []
+    sweep = threading.Thread(target=lambda: codes.append(cli.main(
+        ["sweep", "--workload", "pointwise", "--param", "n=64,128", "--device", "cpu", "--iters", "20",
+         "--block-size", "5", "--no-history"])))  # fmt: skip
+    sweep.start()
+    try:
+        lines = _PipeLines(read_fd)
+        assert lines.next_line() == "[1/2] pointwise n=64 inductor dyn=auto fp32 cpu: started"
+        done = lines.until(r"^\[1/2\] ")
+        assert sweep.is_alive() and not gate.is_set()  # read while the sweep still runs
+        assert re.fullmatch(r"\[1/2\] pointwise n=64 inductor dyn=auto fp32 cpu: done \d+\.\d\dx "
+                            r"\[\d+\.\d\d, \d+\.\d\d\] (faster|slower|no change|inconclusive|noisy) \(\d+\.\d s\)",
+                            done), done
+    finally:
+        gate.set()
+        sweep.join(WAIT_S)
+        stderr.close()
+    while lines.next_line() is not None:
+        pass
+    os.close(read_fd)
+    assert codes == [0]
+    assert [line.split(":")[0] for line in lines.seen] == ["[1/2] pointwise n=64 inductor dyn=auto fp32 cpu",
+                                                           "[2/2] pointwise n=128 inductor dyn=auto fp32 cpu"] * 2
+    assert sum(line.startswith("[2/2] pointwise n=128 ") and ": done " in line for line in lines.seen) == 1
+
+
+def test_quiet_writes_no_run_lines(monkeypatch, compile_lab_home, capsys):
+    monkeypatch.setattr(cli, "make_runner", lambda keep_spare, telemetry=None: WorkerRunner(
+        worker_argv=FAKE_WORKER, keep_spare=keep_spare, env={"FAKE_WORKER_BEHAVIOUR": "ok"}))
+    assert cli.main(["run", "--device", "cpu", "--iters", "10", "--block-size", "5", "--no-history", "--quiet"]) == 0
+    assert capsys.readouterr().err == ""
+
+
+def test_a_failed_and_a_cancelled_run_end_with_their_reason():
+    stream = io.StringIO()
+    options = RunOptions(workload="matmul", params={"n": 64}, backend="aot_eager")
+    lines = RunLines(stream, [options, RunOptions(workload="matmul", params={"n": 64}, backend="inductor")])
+    lines.total = 2
+    failed, dropped = RunRecord.new(options), RunRecord.new(options)
+    lines.started(failed)
+    failed.fail("compile_error", "inductor failed to compile:\nno compiler")
+    lines.finished(failed)
+    lines.saved(failed)
+    dropped.fail("cancelled", "cancelled before it started")
+    lines.saved(dropped)
+    assert re.fullmatch(r"\[1/2\] matmul n=64 aot_eager dyn=auto fp32 cpu: started\n"
+                        r"\[1/2\] matmul n=64 aot_eager dyn=auto fp32 cpu: failed: compile_error: inductor failed "
+                        r"to compile: no compiler \(\d+\.\d s\)\n"
+                        r"\[-/2\] matmul n=64 aot_eager dyn=auto fp32 cpu: cancelled: cancelled before it started\n",
+                        stream.getvalue()), stream.getvalue()
+
+
+def test_a_launch_bound_run_ends_with_its_host_speedup_too():
+    record = cuda_run_record()
+    summary = record.summary()
+    assert summary.launch_bound
+    text = ended_text(record)
+    assert text.startswith(f"done {summary.speedup:.2f}x [{summary.speedup_ci_low:.2f}, {summary.speedup_ci_high:.2f}] "
+                           f"{summary.verdict}, launch-bound: host {summary.host_speedup:.2f}x")
+
+
+def test_the_label_says_the_swept_fields_first():
+    a = RunOptions(workload="cnn", params={"batch": 64}, mode="reduce-overhead", dynamic=True)
+    b = RunOptions(workload="cnn", params={"batch": 64}, dynamic=False)
+    from tui.app.option_fields import differing
+
+    assert run_label(a, differing([a, b])) == "cnn batch=64 reduce-overhead dyn=true inductor fp32 cpu"
+    assert run_label(b, differing([a, b])) == "cnn batch=64 default dyn=false inductor fp32 cpu"
+
+
+def _table(*records: RunRecord) -> str:
+    console = Console(file=io.StringIO(), width=100, color_system=None)
+    print_table(list(records), console)
+    return console.file.getvalue()
+
+
+def test_n_s_in_the_table_is_explained_under_it():
+    significant = cuda_run_record()
+    assert significant.summary().significant
+    assert "n.s." not in _table(significant)  # no n.s., no legend
+    unclear = cuda_run_record()
+    summary = dataclasses.replace(unclear.summary(), speedup=1.01, speedup_ci_low=0.97, speedup_ci_high=1.05,
+                                  significant=False)
+    unclear.summary = lambda: summary
+    table = _table(significant, unclear)
+    assert "n.s." in table.split(NOT_SIGNIFICANT_LEGEND)[0]  # in a cell, then explained below the table
+    assert table.count(NOT_SIGNIFICANT_LEGEND) == 1
+    assert NOT_SIGNIFICANT_LEGEND.startswith("n.s.: not significant: the speedup's 95% interval includes 1x")

@@ -1,0 +1,100 @@
+"""Progress for a log: one line per run as it starts and as it ends, written and flushed at once.
+
+When stderr is not a terminal (a log file, CI) a live progress bar is only drawn at the end, so a
+long sweep would say nothing for minutes. :class:`RunLines` writes instead::
+
+    [3/16] cnn batch=64 reduce-overhead dyn=true inductor fp32 cpu: started
+    [3/16] cnn batch=64 reduce-overhead dyn=true inductor fp32 cpu: done 1.31x [1.28, 1.35] faster (12.4 s)
+
+The fields that tell a sweep's runs apart come first, as in the results table
+(:mod:`tui.app.option_fields`).
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any, Iterable
+
+from tui.app.option_fields import differing, option_words, params_text, workload_name
+from tui.engine.options import RunOptions
+from tui.engine.results import RunRecord
+from tui.engine.summary import RunSummary
+
+__all__ = ["RunLines", "run_label", "ended_text"]
+
+
+def run_label(options: RunOptions, differs: frozenset[str] = frozenset()) -> str:
+    """``cnn batch=64 reduce-overhead dyn=true inductor fp32 cpu``: workload, parameters, then the options' words."""
+    words = [workload_name(options), params_text(options), *option_words(options, differs, skip=("workload", "params"))]
+    return " ".join(word for word in words if word)
+
+
+def _interval(speedup: float | None, low: float | None, high: float | None) -> str:
+    if speedup is None:
+        return ""
+    text = f"{speedup:.2f}x"
+    return text + (f" [{low:.2f}, {high:.2f}]" if low is not None and high is not None else "")
+
+
+def _done_text(summary: RunSummary) -> str:
+    """``done 1.31x [1.28, 1.35] faster``; a launch-bound run adds its host-inclusive speedup."""
+    parts = ["done", _interval(summary.speedup, summary.speedup_ci_low, summary.speedup_ci_high), summary.verdict or ""]
+    text = " ".join(part for part in parts if part)
+    if summary.launch_bound and summary.host_speedup is not None:
+        host = _interval(summary.host_speedup, summary.host_speedup_ci_low, summary.host_speedup_ci_high)
+        text += f", launch-bound: host {host} {summary.host_verdict or ''}".rstrip()
+    return text
+
+
+def ended_text(record: RunRecord) -> str:
+    """What a run ended with: ``done 1.31x [1.28, 1.35] faster``, ``failed: compile_error: ...``, ``cancelled``."""
+    if record.status == "done":
+        return _done_text(record.summary())
+    if record.status == "failed":
+        return f"failed: {record.error_kind}: {record.error_message}"
+    message = record.error_message
+    return record.status if not message or message == record.status else f"{record.status}: {message}"
+
+
+class RunLines:
+    """Writes a run's start and end lines to ``stream`` (a log), each flushed at once.
+
+    ``configs`` are the configurations submitted: the fields that differ among them are said
+    first in each label. Runs are numbered in the order they start (``[3/16]``); a run that
+    never started (cancelled while queued) is ``[-/16]``.
+    """
+
+    def __init__(self, stream: Any, configs: Iterable[RunOptions]) -> None:
+        self.stream = stream
+        self.differs = differing(configs)
+        self.total = 0
+        self._numbers: dict[str, int] = {}
+        self._started_at: dict[str, float] = {}
+        self._took: dict[str, float] = {}
+
+    def started(self, record: RunRecord) -> None:
+        """A run's worker is starting."""
+        self._numbers[record.run_id] = len(self._numbers) + 1
+        self._started_at[record.run_id] = time.monotonic()
+        self._write(record, "started")
+
+    def finished(self, record: RunRecord) -> None:
+        """A run ended (its summary follows): its time is taken now, not when it is saved."""
+        start = self._started_at.pop(record.run_id, None)
+        if start is not None:
+            self._took[record.run_id] = time.monotonic() - start
+
+    def saved(self, record: RunRecord) -> None:
+        """A run ended and its final summary is computed: its end line."""
+        took = self._took.pop(record.run_id, None)
+        self._write(record, ended_text(record) + (f" ({took:.1f} s)" if took is not None else ""))
+
+    def _write(self, record: RunRecord, what: str) -> None:
+        number = self._numbers.get(record.run_id)
+        label = run_label(record.options, self.differs)
+        if record.group_id is not None:
+            label += f" process {record.repeat + 1}"
+        line = f"[{number if number is not None else '-'}/{self.total}] {label}: {what}"
+        # One line, whole: a log is read with grep, and nothing here is markup.
+        self.stream.write(" ".join(line.split()) + "\n")
+        self.stream.flush()
