@@ -147,3 +147,20 @@ def test_render_details_carries_the_code_and_says_why_when_there_is_none():
     assert "cpp_fused_sub_1" in _text(render_details(code_record()), width=140)
     record = cuda_run_record()
     assert "no generated code was kept" in _text(render_tab(record, "code"))
+
+
+async def test_the_summary_gives_the_command_that_reproduces_the_run_and_y_copies_it():
+    from tui.cli.parse import build_parser
+
+    record = cuda_run_record()
+    text = _text(render_tab(record, "summary"), width=200)
+    line = next(line for line in text.splitlines() if line.startswith("compile-lab run"))
+    assert "--mode reduce-overhead" in line and "--device cuda" in line
+    parsed = build_parser().parse_args(line.split()[1:])
+    assert parsed.mode == "reduce-overhead"
+    app = _Host(record)
+    async with app.run_test(size=(80, 24)) as pilot:
+        copied = []
+        app.copy_to_clipboard = copied.append
+        await pilot.press("y")
+        assert copied == [line.strip()]

@@ -17,7 +17,7 @@ from textual.widgets import Footer, Static, TabbedContent, TabPane
 
 from tui.app.components.details.code import CodeView, code_header
 from tui.app.components.details.machine import environment_tab, telemetry_tab
-from tui.app.components.details.summary import error, summary_tab, title
+from tui.app.components.details.summary import command_of, error, summary_tab, title
 from tui.app.components.details.why import graphs_tab, host_line, host_tab, kernels_tab
 from tui.app.main_screen import NARROW_WIDTH
 from tui.engine.artifacts import load_code
@@ -71,6 +71,7 @@ class DetailsScreen(Screen):
     BINDINGS = [
         Binding("escape,q", "app.pop_screen", "Back", id="details.back"),
         Binding("r", "reload", "Reload", id="details.reload"),
+        Binding("y", "copy_command", "Copy command", id="details.copy_command"),
         # priority: the scrolling body would take Left/Right for a sideways scroll nothing here needs
         Binding("left", "switch(-1)", "Tab", key_display="←→", priority=True, id="details.previous_tab"),
         Binding("right", "switch(1)", "Tab", show=False, priority=True, id="details.next_tab"),
@@ -130,6 +131,12 @@ class DetailsScreen(Screen):
         """The next (``step`` 1) or previous (-1) tab, wrapping around."""
         ids = [tab for tab, _ in TABS]
         self.action_show_tab(ids[(ids.index(self.active_tab) + step) % len(ids)])
+
+    def action_copy_command(self) -> None:
+        """Copy the command line that reproduces this run (OSC 52: most terminals, over SSH too)."""
+        command = command_of(self.record)
+        self.app.copy_to_clipboard(command)
+        self.notify(command, title="Copied (if your terminal allows it)", markup=False, timeout=6)
 
     def action_reload(self) -> None:
         """Re-render every tab from the record's current state."""

@@ -13,11 +13,12 @@ from tui.app.components.details.fields import (
     Field, count, field_rows, kv_table, mib, section, seconds, value_text, yes_no,
 )  # fmt: skip
 from tui.app.format import STATUS_LABELS, VERDICT_STYLES, fmt_ms, fmt_seconds, fmt_speedup, options_label, workload_label
+from tui.engine.reproduce import reproduce_command
 from tui.engine.results import RunRecord
 from tui.engine.summary import RunSummary
 from tui.engine.verdict import RERUN_HINT
 
-__all__ = ["title", "error", "summary_tab", "ACCURACY_FIELDS", "MEMORY_FIELDS"]
+__all__ = ["title", "error", "summary_tab", "command_of", "ACCURACY_FIELDS", "MEMORY_FIELDS"]
 
 _STAT_ROWS = (("n", "n"), ("median", "median"), ("mean", "mean"), ("std", "std"), ("min", "min"), ("max", "max"),
               ("p10", "p10"), ("p90", "p90"), ("q1", "q1"), ("q3", "q3"), ("iqr", "IQR"))  # fmt: skip
@@ -201,6 +202,12 @@ def _payload(heading: str, data: object, fields: tuple[Field, ...]) -> list[Rend
     return [section(heading), kv_table(rows) if rows else Text("n/a", style="dim")]
 
 
+def command_of(record: RunRecord) -> str:
+    """The ``compile-lab run ...`` line that measures this configuration again (a group: as many processes)."""
+    group = getattr(record, "group", None)
+    return reproduce_command(record.options, repeat=group.processes if group is not None else 1)
+
+
 def summary_tab(record: RunRecord, summary: RunSummary, host_line: str | None = None) -> list[RenderableType]:
     """The Summary tab: result, processes, statistics, warnings, accuracy, memory.
 
@@ -216,5 +223,6 @@ def summary_tab(record: RunRecord, summary: RunSummary, host_line: str | None = 
         parts.append(value_text(()))
     parts += _payload("Accuracy (compiled vs eager)", record.accuracy, ACCURACY_FIELDS)
     parts += _payload("Memory", record.memory, MEMORY_FIELDS)
+    parts += [section("Reproduce (y copies it)"), Text(command_of(record), style="cyan")]
     return parts
 
