@@ -11,7 +11,7 @@ from textual.widgets import Input
 
 from app_helpers import notifications, wait_until
 from tui import paths
-from tui.app.components.dialogs import ExportScreen
+from tui.app.components.dialogs import ConfirmScreen, ExportScreen
 from tui.app.components.picker import Picker
 from tui.app.messages import RunFinished, RunsExported
 from tui.engine.history import History
@@ -59,11 +59,12 @@ async def test_export_writes_csv_raw_csv_and_json_and_says_where(make_app):
         assert len(measured) == 2 * 2 * 40  # two runs x two sides x 40 iterations
         data = json.loads(json_path.read_text())
         assert [run["run_id"] for run in data["runs"]] == run_ids
-        # The toast names the place.
-        messages = notifications(app)
-        assert any(str(csv_path) in m and m.startswith("2 run(s) -> ") for m in messages), messages
-        toasts = app.screen.query("Toast")
-        assert any(str(csv_path) in str(t.render()) for t in toasts)
+        # The toast names the place: the CSV's path on a line of its own, whole or shortened from the left.
+        messages = [m for m in notifications(app) if m.startswith("2 run(s) -> ")]
+        assert len(messages) == 1, notifications(app)
+        shown = messages[0].splitlines()[-1]
+        assert shown == str(csv_path) or (shown.startswith("…") and str(csv_path).endswith(shown[1:]))
+        assert shown.endswith(csv_path.name)
 
 
 async def test_export_to_a_typed_directory(make_app, tmp_path):
@@ -76,10 +77,18 @@ async def test_export_to_a_typed_directory(make_app, tmp_path):
         await wait_until(pilot, lambda: isinstance(app.screen, ExportScreen), what="export dialog")
         app.screen.query_one("#export-path", Input).value = str(target)
         await pilot.press("enter")
+        # It does not exist: the app asks first, and makes it on a yes.
+        await wait_until(pilot, lambda: isinstance(app.screen, ConfirmScreen), what="the question")
+        assert app.screen.question == f"{target} does not exist. Make it and export there?"
+        assert not target.exists()
+        await pilot.press("y")
         await wait_until(pilot, lambda: target.exists() and len(list(target.glob("*"))) == 3, what="3 files")
         names = sorted(p.name for p in target.iterdir())
         assert names[0].endswith("-raw.csv") and names[1].endswith(".csv") and names[2].endswith(".json")
-        await wait_until(pilot, lambda: any(str(target) in m for m in notifications(app)), what="toast")
+        await wait_until(pilot, lambda: any(n.title == "Exported" for n in app._notifications), what="toast")
+        (note,) = [n for n in app._notifications if n.title == "Exported"]
+        csv_path = next(p for p in target.iterdir() if p.name.endswith(".csv") and not p.name.endswith("-raw.csv"))
+        assert str(csv_path).endswith(note.message.splitlines()[-1].lstrip("…"))
 
 
 async def test_export_to_a_typed_csv_path(make_app, tmp_path):

@@ -80,7 +80,8 @@ class ExportScreen(ModalScreen[str | None]):
         with Vertical(classes="dialog"):
             yield Label("Export all ended rows (CSV, raw per-iteration CSV, JSON) to a directory or a .csv path:")
             yield Input(placeholder=self.default_dir, id="export-path")
-            yield Static("Enter: export   Escape: cancel   (empty = the default above)", classes="dim-hint")
+            yield Static("Enter: export   Escape: cancel   (empty = the default above; a directory that does not "
+                         "exist is made only after you say yes)", classes="dim-hint")
 
     @on(Input.Submitted, "#export-path")
     def _submitted(self, event: Input.Submitted) -> None:
