@@ -32,3 +32,17 @@ async def test_a_noisy_run_is_dimmed_named_and_explained(make_app):
         details = _text(render_details(app.records[first]))
         assert "verdict" in details and "noisy" in details and "eager time spread IQR/median" in details
         assert "significant: compiled is faster" not in details  # the speedup line agrees with the verdict
+
+
+async def test_a_queue_of_noisy_runs_is_told_twice_not_once_a_run(make_app):
+    """First noisy run: its reason; the rest: one count when the queue ends (toasts covered the table at 80x24)."""
+    app = make_app()
+    noisy = RunOptions(workload="pointwise", iters=20, block_size=5, noise_limits={"max_relative_iqr": 1e-6})
+    async with app.run_test(size=(80, 24), notifications=True) as pilot:
+        app.enqueue([noisy.validated()] * 3)
+        await wait_until(pilot, lambda: app.settled and len(app.session.records) == 3
+                         and all(r.finished for r in app.session.records), what="three runs")
+        await wait_until(pilot, lambda: any("3 runs of this queue were noisy" in m for m in notifications(app)),
+                         what="the count")
+        told = [m for m in notifications(app) if "noisy" in m.lower() or "spread IQR/median" in m]
+        assert len(told) == 2 and "spread IQR/median" in told[0]

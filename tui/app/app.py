@@ -41,6 +41,7 @@ from tui.app.exporting import ExportActions, export_paths
 from tui.app.format import options_label, workload_label
 from tui.app.grouping import GroupRows
 from tui.app.main_screen import NARROW_WIDTH, REFRESH_HZ, MainScreen
+from tui.app.notices import NoisyNotices
 from tui.app.messages import RunFinished, RunsQueued, RunStarted
 from tui.app.palette import help_keys, lab_commands
 from tui.app.previous_runs import PreviousRuns
@@ -167,6 +168,7 @@ class CompileLabApp(QueueActions, TrustActions, PreviousRuns, ExportActions, Gro
         """The data dir's size, measured off the UI thread after the history loaded (shown in the help)."""
         self._injected: RunRecord | None = None
         self._finalized: set[str] = set()
+        self._noisy = NoisyNotices(self.notify)
         self._shutting_down = False
         self._init_groups()
 
@@ -305,12 +307,7 @@ class CompileLabApp(QueueActions, TrustActions, PreviousRuns, ExportActions, Gro
             self.notify(problem, title="History", severity="warning", markup=False)
         summary = record.summary()  # computed by the session already: cached
         if summary.verdict == "noisy" and record.group_id is None:
-            from tui.engine.verdict import RERUN_HINT
-
-            more = f" (+{len(summary.noise_reasons) - 1} more in details)" if len(summary.noise_reasons) > 1 else ""
-            self.notify(f"{workload_label(record.options)} {options_label(record.options)}: "
-                        f"{summary.noise_reasons[0]}{more}. {RERUN_HINT}.",
-                        title="Noisy: no number to trust", severity="warning", markup=False, timeout=8)
+            self._noisy.saved(record, summary.noise_reasons, queue_ended=not self.queue and self.current in (None, record))
 
     # ----- the main screen's actions (bound here, so the footer lists them in this order) ---------
 
