@@ -20,6 +20,7 @@ from tui.engine.results import RunRecord
 from tui.engine.stored_options import (
     CODE_FIELDS,
     HIDDEN_FIELDS,
+    LIMIT_FIELDS,
     check_hidden,
     code_settings,
     decode_options,
@@ -172,9 +173,10 @@ def test_hidden_fields_and_code_fields():
     fields = {f.name for f in dataclasses.fields(RunOptions)}
     assert set(HIDDEN_FIELDS) <= fields and set(CODE_FIELDS) <= set(HIDDEN_FIELDS)
     assert hidden_settings(DEFAULTS) == [] and code_settings(DEFAULTS) == []
+    # block_size, time_budget_s, timeout_s and memory_limit_gb are picker fields (LIMIT_FIELDS): not hidden.
+    assert not set(LIMIT_FIELDS) & set(HIDDEN_FIELDS) and set(LIMIT_FIELDS) <= fields
     assert hidden_settings(FULL) == [
-        ("block_size", "5"), ("seed", "7"), ("time_budget_s", "2.5"), ("timeout_s", "30.0"),
-        ("memory_limit_gb", "2.0"), ("python", "/usr/bin/python3"), ("inductor_options.cpp.cxx", "g++"),
+        ("seed", "7"), ("python", "/usr/bin/python3"), ("inductor_options.cpp.cxx", "g++"),
         ("compile_optimizer", "true"), ("target_ci", "0.03"), ("noise_threshold", "0.05"),
         ("noise_limits", '{"max_drift": 0.2}'), ("profile", "false"), ("trace", "true"), ("torch_trace", "true"),
     ]  # fmt: skip

@@ -7,7 +7,7 @@ that uses them the app shows their exact values and asks (:class:`TrustActions`,
 app). A yes holds for those exact values until the app quits; a no runs nothing. Re-running a row
 that was not run in this session (a history row) always shows its full options first.
 
-The other options without a picker field (``block_size``, ``timeout_s``, ``seed``...) are shown
+The other options without a picker field (``seed``, ``target_ci``, ``profile``...) are shown
 under the picker when they differ from their defaults (:func:`also_text`), and every option is
 in the Options section of a row's details.
 """

@@ -44,6 +44,7 @@ __all__ = [
     "MEMORY_LIMIT_MAX_GB",
     "INT_RANGES",
     "parse_int_option",
+    "parse_number_option",
 ]
 
 BACKENDS = ("inductor", "aot_eager", "cudagraphs", "eager")
@@ -353,6 +354,17 @@ def parse_int_option(name: str, text: str) -> int:
             raise OptionsError(name, f"{echo(text.strip(), plain=True)} is not allowed "
                                      f"(allowed: an integer from {low} to {high})") from None
         raise OptionsError(name, f"{echo(text)} is not an integer") from None
+
+
+def parse_number_option(name: str, text: str) -> float:
+    """A number option (``timeout_s``, ``time_budget_s``, ``memory_limit_gb``) typed as text; OptionsError when it is none.
+
+    Its range is :meth:`RunOptions.validated`'s to judge (NaN and inf come through to be refused there).
+    """
+    try:
+        return float(text)
+    except ValueError:
+        raise OptionsError(name, f"{echo(text.strip())} is not a number") from None
 
 
 def _check_int(name: str, value: Any, low: int, high: int) -> None:

@@ -27,13 +27,18 @@ from tui.engine.catalog import echo
 from tui.engine.options import OptionsError, RunOptions, check_compile_settings, parse_dynamic
 from tui.typed import decode_fields, printable
 
-__all__ = ["decode_options", "check_hidden", "code_settings", "hidden_settings", "HIDDEN_FIELDS", "CODE_FIELDS"]
+__all__ = ["decode_options", "check_hidden", "code_settings", "hidden_settings", "HIDDEN_FIELDS", "LIMIT_FIELDS",
+           "CODE_FIELDS"]
 
 HIDDEN_FIELDS = (
-    "block_size", "seed", "time_budget_s", "timeout_s", "memory_limit_gb", "python", "inductor_options",
-    "compile_optimizer", "target_ci", "noise_threshold", "noise_limits", "profile", "trace", "torch_trace",
+    "seed", "python", "inductor_options", "compile_optimizer", "target_ci", "noise_threshold", "noise_limits",
+    "profile", "trace", "torch_trace",
 )  # fmt: skip
 """RunOptions fields that change a run and have no field in the app's picker."""
+
+LIMIT_FIELDS = ("block_size", "time_budget_s", "timeout_s", "memory_limit_gb")
+"""The picker's measurement limits: a stored value a run would refuse is dropped as a hidden one is
+(:func:`check_hidden`), so one bad number in a config never makes the first run a refusal."""
 
 CODE_FIELDS = ("python", "inductor_options")
 """RunOptions fields whose values start a program (an interpreter; a compiler and its flags)."""
@@ -83,7 +88,7 @@ def _params(value: Any, where: str, problems: list[str]) -> dict[str, Any]:
 
 
 def check_hidden(options: RunOptions, where: str = "options") -> tuple[RunOptions, list[str]]:
-    """``options`` with each :data:`HIDDEN_FIELDS` value the run would refuse set to its default.
+    """``options`` with each :data:`HIDDEN_FIELDS` and :data:`LIMIT_FIELDS` value the run would refuse set to its default.
 
     The picker cannot show or correct these, so a saved one that is out of range (a negative
     ``timeout_s``, a ``python`` that is no executable file, a malformed inductor option name)
@@ -91,7 +96,7 @@ def check_hidden(options: RunOptions, where: str = "options") -> tuple[RunOption
     """
     problems: list[str] = []
     changes: dict[str, Any] = {}
-    for name in HIDDEN_FIELDS:
+    for name in HIDDEN_FIELDS + LIMIT_FIELDS:
         value = getattr(options, name)
         if name == "compile_optimizer" or value == getattr(_DEFAULTS, name):
             continue  # compile_optimizer is a bool that the picker applies only with train

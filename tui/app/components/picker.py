@@ -11,7 +11,7 @@ the field the error names.
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import Iterable
+from typing import Any, Iterable
 
 from textual import on
 from textual.app import ComposeResult
@@ -23,7 +23,7 @@ from textual.widget import Widget
 from textual.widgets import Checkbox, Input, Select, Static
 
 from tui.app.components.marks import MarkedCheckbox
-from tui.app.components.picker_fields import LABEL_WIDTH, Cycler, field_row
+from tui.app.components.picker_fields import LABEL_WIDTH, Cycler, OptionValidator, field_row
 from tui.app.components.picker_params import FILE_CHOICE, ParamRows
 from tui.app.trust import also_line
 from tui.engine.catalog import PATH_ECHO_CHARS, WORKLOADS, echo, is_user_workload
@@ -31,6 +31,7 @@ from tui.engine.options import (
     BACKENDS,
     DEFAULT_MODE,
     DTYPES,
+    INT_RANGES,
     MODES,
     OptionsError,
     RunOptions,
@@ -38,6 +39,7 @@ from tui.engine.options import (
     mode_applies,
     parse_dynamic,
     parse_int_option,
+    parse_number_option,
 )
 from tui.telemetry.model import nvml_uuid
 
@@ -63,7 +65,31 @@ _FIELD_WIDGETS = {
     "compile_optimizer": "train",
     "l2_flush": "l2-flush",
     "cold_compile": "cold-compile",
+    "block_size": "block-size",
+    "time_budget_s": "time-budget",
+    "timeout_s": "timeout",
+    "memory_limit_gb": "memory-limit",
 }
+
+# The measurement limits' fields: RunOptions field -> (label, widget id, unit, placeholder, tooltip).
+_LIMIT_FIELDS = {
+    "block_size": ("block", "block-size", "calls", "10", "calls per interleaved block of eager and compiled "
+                   "(--block-size)"),
+    "time_budget_s": ("budget", "time-budget", "s", "none", "stop measuring after this many seconds; empty: no budget "
+                      "(--time-budget)"),
+    "timeout_s": ("timeout", "timeout", "s", "600", "kill the run after this many seconds (--timeout)"),
+    "memory_limit_gb": ("memory", "memory-limit", "GB", "no limit", "CPU runs only: cap the worker's address space; a "
+                        "bigger allocation fails the run as out_of_memory (--memory-limit); empty: no limit"),
+}
+
+
+def _number_text(value: float | int | None) -> str:
+    """A limit as its field shows it: empty for none, ``600`` for 600.0, otherwise every digit."""
+    if value is None:
+        return ""
+    if isinstance(value, float) and value.is_integer() and abs(value) < 1e15:
+        return str(int(value))
+    return repr(value)
 
 
 def device_choices(gpus: Iterable[tuple[str, str]]) -> list[tuple[str, str]]:
@@ -166,6 +192,12 @@ class Picker(VerticalScroll):
             yield MarkedCheckbox("train step", opts.train, compact=True, id="train")
             yield MarkedCheckbox("L2 flush", opts.l2_flush, compact=True, id="l2-flush")
             yield MarkedCheckbox("cold compile", opts.cold_compile, compact=True, id="cold-compile")
+        # The measurement's limits: decided last, and least often.
+        for name, (label, widget_id, unit, placeholder, tooltip) in _LIMIT_FIELDS.items():
+            parse = parse_int_option if name in INT_RANGES else parse_number_option
+            yield field_row(label, Input(_number_text(getattr(opts, name)), compact=True, id=widget_id,
+                                         placeholder=placeholder, tooltip=tooltip,
+                                         validators=[OptionValidator(name, parse)]), unit=unit)
         yield also_line(opts)  # the options without a field here, where they are not their defaults
         yield Static("", id="picker-error", markup=False)
 
@@ -210,8 +242,9 @@ class Picker(VerticalScroll):
         self.device = str(event.value)
 
     def watch_device(self, old: str, new: str) -> None:
-        """Parameter placeholders show the defaults of the chosen device."""
+        """Parameter placeholders show the defaults of the chosen device; the memory limit is for CPU runs only."""
         self.param_rows.set_device(new)
+        self.query_one("#memory-limit", Input).disabled = new != "cpu"
 
     @on(Select.Changed)
     @on(Cycler.Changed)
@@ -280,6 +313,9 @@ class Picker(VerticalScroll):
         params = self.param_rows.read(workload_value)
         warmup = self._int_field("warmup")
         iters = self._int_field("iters")
+        limits = {name: self._limit_field(name) for name in _LIMIT_FIELDS}
+        if self.query_one("#memory-limit", Input).disabled:
+            limits["memory_limit_gb"] = None  # a GPU run: the limit does not apply (the field says so)
         backend = str(self.query_one("#backend", Cycler).value)
         mode = str(self.query_one("#mode", Cycler).value) if mode_applies(backend) else DEFAULT_MODE
         train = self.query_one("#train", Checkbox).value
@@ -302,6 +338,7 @@ class Picker(VerticalScroll):
             compile_optimizer=self._initial.compile_optimizer and train,
             l2_flush=self.query_one("#l2-flush", Checkbox).value,
             cold_compile=self.query_one("#cold-compile", Checkbox).value,
+            **limits,
         )
 
     def current_repeat(self) -> int | str:
@@ -322,6 +359,13 @@ class Picker(VerticalScroll):
             shown = echo(path, limit=PATH_ECHO_CHARS)
             raise OptionsError("workload", f"{shown} is not a .py file (path/to/file.py[:factory])")
         return path
+
+    def _limit_field(self, name: str) -> Any:
+        """A measurement limit's field: its default when empty (None: no budget, no memory limit)."""
+        text = self.query_one(f"#{_LIMIT_FIELDS[name][1]}", Input).value.strip()
+        if not text:
+            return getattr(RunOptions(), name)
+        return parse_int_option(name, text) if name in INT_RANGES else parse_number_option(name, text)
 
     def _int_field(self, name: str) -> int:
         text = self.query_one(f"#{name}", Input).value.strip()

@@ -6,7 +6,8 @@ fields together and :mod:`tui.app.components.picker_params` builds the workload'
 
 from __future__ import annotations
 
-from typing import Any
+from dataclasses import replace
+from typing import Any, Callable
 
 from rich.text import Text
 from textual import events
@@ -19,9 +20,9 @@ from textual.widget import Widget
 from textual.widgets import Label
 
 from tui.engine.catalog import ParamError, ParamSpec
-from tui.engine.options import OptionsError, parse_key_values
+from tui.engine.options import OptionsError, RunOptions, parse_key_values
 
-__all__ = ["Cycler", "ParamValidator", "KeyValuesValidator", "field_row", "LABEL_WIDTH"]
+__all__ = ["Cycler", "ParamValidator", "OptionValidator", "KeyValuesValidator", "field_row", "LABEL_WIDTH"]
 
 LABEL_WIDTH = 9
 """Columns of the field labels (the Cycler draws its own label at this width)."""
@@ -142,6 +143,29 @@ class ParamValidator(Validator):
         return self.success()
 
 
+class OptionValidator(Validator):
+    """Validates one RunOptions field typed as text, with the engine's own rule and message (empty = the default).
+
+    ``parse(name, text)`` turns the text into the field's value (OptionsError when it cannot);
+    ``RunOptions.validated`` then judges it on otherwise default options, as a Run would.
+    """
+
+    def __init__(self, name: str, parse: Callable[[str, str], Any]) -> None:
+        super().__init__()
+        self.name = name
+        self.parse = parse
+
+    def validate(self, value: str) -> ValidationResult:
+        """Success for an empty value or one a run accepts."""
+        if not value.strip():
+            return self.success()
+        try:
+            replace(RunOptions(), **{self.name: self.parse(self.name, value.strip())}).validated()
+        except OptionsError as exc:
+            return self.failure(str(exc))
+        return self.success()
+
+
 class KeyValuesValidator(Validator):
     """Validates a ``key=value,key=value`` list (a user workload's parameters)."""
 
@@ -154,11 +178,13 @@ class KeyValuesValidator(Validator):
         return self.success()
 
 
-def field_row(label: str, widget: Widget, *, row_id: str | None = None, classes: str = "") -> Horizontal:
-    """One labelled picker row (the picker's CSS styles ``.field`` and ``.field-label``)."""
+def field_row(label: str, widget: Widget, *, row_id: str | None = None, classes: str = "", unit: str = "") -> Horizontal:
+    """One labelled picker row, with the value's ``unit`` after it (the picker's CSS styles ``.field``,
+    ``.field-label`` and ``.field-unit``)."""
     return Horizontal(
         Label(label, classes="field-label"),
         widget,
+        *([Label(unit, classes="field-unit")] if unit else []),
         id=row_id,
         classes=f"field {classes}".strip(),
     )
