@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from tui.engine.catalog import is_user_workload
 from tui.engine.options import RunOptions
 from tui.engine.results import ACTIVE_STATUSES, TERMINAL_STATUSES, RunRecord
 from tui.typed import printable
@@ -22,6 +23,7 @@ __all__ = [
     "fmt_mib",
     "fmt_speedup",
     "workload_label",
+    "input_label",
     "options_label",
     "accuracy_label",
     "accuracy_style",
@@ -111,6 +113,18 @@ def fmt_speedup(point: float | None, low: float | None = None, high: float | Non
     if low is not None and high is not None:
         text += f" [{low:.2f}, {high:.2f}]"
     return text
+
+
+def input_label(record: RunRecord, summary: Any = None) -> str | None:
+    """A user workload's own name for its inputs (the ``label`` its factory returned), quoted; None when it gave none.
+
+    Read from the measured blocks' labels (the run's summary, stored in the history too), so it is
+    known once the first measured block arrived. ``summary``: the record's, when the caller has it.
+    """
+    if not is_user_workload(record.options.workload):
+        return None
+    labels = list((record.summary() if summary is None else summary).per_label)
+    return f'"{printable(labels[0])}"' if len(labels) == 1 else None
 
 
 def workload_label(options: RunOptions) -> str:

@@ -6,7 +6,7 @@ import re
 import textwrap
 from typing import Any
 
-from tui.app.format import VERDICT_STYLES
+from tui.app.format import VERDICT_STYLES, input_label
 from tui.app.option_fields import differing, option_words
 from tui.engine.host_time import HOST_LABELS, graph_break_rows
 from tui.engine.results import RunRecord
@@ -136,7 +136,8 @@ def print_table(records: list[RunRecord], console: Any) -> None:
     for number, record in enumerate(records, 1):
         summary = record.summary()
         o = record.options
-        params = " ".join(f"{k}={v}" for k, v in (o.params or {}).items())
+        words = [f"{k}={v}" for k, v in (o.params or {}).items()] + [input_label(record, summary) or ""]
+        params = " ".join(word for word in words if word)
         what = Text()
         what.append(printable(f"{number} {o.workload}"), style="bold")
         what.append(printable(f" {params}\n{labels[number - 1]}".replace(" \n", "\n")))

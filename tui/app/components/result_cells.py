@@ -23,6 +23,7 @@ from tui.app.format import (
     fmt_ms,
     fmt_seconds,
     fmt_speedup,
+    input_label,
 )
 from tui.app.option_fields import OPTION_FIELDS
 from tui.engine.results import RunRecord
@@ -97,7 +98,7 @@ def row_cells(record: RunRecord, summary: RunSummary | None = None, *, history: 
     return {
         "status": _group_status_cell(record, members) if members else _status_cell(record, history),
         "speedup": _speedup_cell(summary),
-        **_option_cells(record, members),
+        **_option_cells(record, members, summary),
         "verdict": _verdict_cell(summary.verdict if status == "done" else None),
         "eager_ms": Cell(fmt_ms(eager_ms), sort_key=eager_ms, justify="right"),
         "compiled_ms": Cell(fmt_ms(compiled_ms), sort_key=compiled_ms, justify="right"),
@@ -119,10 +120,14 @@ def history_cells(record: RunRecord) -> dict[str, Cell]:
     return row_cells(record, history=True)
 
 
-def _option_cells(record: RunRecord, members: Sequence[RunRecord] | None) -> dict[str, Cell]:
-    """A cell per option field (tui.app.option_fields); the flags end with the processes mark."""
+def _option_cells(record: RunRecord, members: Sequence[RunRecord] | None, summary: RunSummary) -> dict[str, Cell]:
+    """A cell per option field (tui.app.option_fields); the flags end with the processes mark, and a user
+    workload's parameters with the name its factory gave its inputs (``"linear 256"``)."""
     options = record.options
     cells = {field.key: _text_cell(field.value(options)) for field in OPTION_FIELDS}
+    label = input_label(record, summary)
+    if label:
+        cells["params"] = _text_cell(f"{cells['params'].plain} {label}".strip())
     processes = _processes_label(record, members)
     if processes:
         cells["flags"] = _text_cell(f"{cells['flags'].plain} {processes}".strip())
