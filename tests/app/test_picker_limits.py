@@ -9,7 +9,7 @@ from __future__ import annotations
 import pytest
 from textual.widgets import Input, Select, Static
 
-from app_helpers import notifications, wait_until
+from app_helpers import wait_until
 from tui.app.components.picker import Picker
 from tui.engine.options import RunOptions
 from tui.telemetry.fake import FakeSource
