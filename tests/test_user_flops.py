@@ -73,6 +73,11 @@ async def test_a_user_files_linear_gets_its_flops_and_its_label_in_the_row(tmp_p
     console = Console(file=io.StringIO(), width=120, color_system=None)
     print_table([record], console)
     assert '"linear 256->128"' in console.file.getvalue()
+    from tui.app.components.details import render_tab
+
+    console = Console(file=io.StringIO(), width=120, color_system=None)
+    console.print(render_tab(record, "summary"))
+    assert '"linear 256->128"' in console.file.getvalue().splitlines()[0]  # the details title
     History().append(record)
     (stored,), _ = History().load()
     assert input_label(stored) == '"linear 256->128"' and stored.flops_per_call == record.flops_per_call

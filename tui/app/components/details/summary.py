@@ -12,7 +12,9 @@ from rich.text import Text
 from tui.app.components.details.fields import (
     Field, count, field_rows, kv_table, mib, section, seconds, value_text, yes_no,
 )  # fmt: skip
-from tui.app.format import STATUS_LABELS, VERDICT_STYLES, fmt_ms, fmt_seconds, fmt_speedup, options_label, workload_label
+from tui.app.format import (
+    STATUS_LABELS, VERDICT_STYLES, fmt_ms, fmt_seconds, fmt_speedup, input_label, options_label, workload_label,
+)  # fmt: skip
 from tui.engine.reproduce import reproduce_command
 from tui.engine.results import RunRecord
 from tui.engine.summary import RunSummary
@@ -48,6 +50,9 @@ def title(record: RunRecord) -> list[RenderableType]:
     options, status = record.options, record.status
     text = Text()
     text.append(f"{workload_label(options)}  ", style="bold")
+    label = input_label(record)
+    if label:
+        text.append(f"{label}  ", style="bold")
     text.append(options_label(options))
     status_style = {"done": "bold green", "failed": "bold red", "cancelled": "dim"}.get(status, "bold yellow")
     text.append(f"  {STATUS_LABELS.get(status, status)}", style=status_style)
