@@ -21,6 +21,7 @@ import signal
 import sys
 from typing import Any, Callable
 
+from tui.app.option_fields import differing, option_words
 from tui.cli.parse import PROG
 from tui.cli.run_lines import RunLines
 from tui.engine.options import RunOptions
@@ -49,6 +50,7 @@ async def run_configs(configs: list[RunOptions], args: argparse.Namespace,
     # A log (stderr not a terminal) gets a line per run as it starts and ends; a live bar only draws at the end there.
     lines = None if args.quiet or err_file.isatty() else RunLines(err_file, configs)
     progress = _Progress(err, len(configs) * per_config, enabled=not args.quiet and lines is None, lines=lines)
+    progress.differs = differing(configs)
     runner = make_runner(keep_spare=len(configs) * per_config > 1 or repeats == "auto", telemetry=telemetry)
     session = RunSession(lambda lane: runner, history, progress)
     stopped_by: list[int] = []
@@ -283,6 +285,8 @@ class _Progress(SessionListener):
         self.started = 0
         self.tasks: dict[str, Any] = {}
         self.notes: dict[str, str] = {}
+        self.differs: frozenset[str] = frozenset()
+        """The option fields that differ among the runs (tui.app.option_fields.differing)."""
         self.progress = None
         if enabled:
             from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
@@ -330,8 +334,8 @@ class _Progress(SessionListener):
                 self.lines.started(record)
         if self.progress is None:
             return
-        o = record.options
-        label = f"[{self.started}/{self.total}] {o.workload} {o.label()}"
+        # what differs among the runs first: a narrow terminal cuts the description's end
+        label = f"[{self.started}/{self.total}] " + " ".join(option_words(record.options, self.differs))
         if record.group_id is not None:
             label += f" process {record.repeat + 1}"
         with contextlib.suppress(OSError):
