@@ -40,7 +40,9 @@ ENGINE_PARENT_SIDE = [
     "tui.engine.history",
     "tui.engine.sweep",
     "tui.engine.runner",
+    "tui.engine.compare",
     "tui.cli",
+    "tui.cli.compare",
 ]
 TELEMETRY = ["tui.telemetry.model", "tui.telemetry.nvml", "tui.telemetry.fake", "tui.telemetry.sampler",
              "tui.telemetry.host_load"]

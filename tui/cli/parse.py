@@ -163,6 +163,9 @@ def build_parser() -> argparse.ArgumentParser:
     prune.add_argument("--older-than", type=float, metavar="DAYS", help="prune runs older than DAYS days")
     prune.add_argument("--max-size", type=float, metavar="GB", help="prune the oldest runs until the rest fit in GB")
     prune.add_argument("--dry-run", action="store_true", help="list what would be deleted, delete nothing")
+    from tui.cli.compare import add_compare_parser  # here: tui.cli.compare imports this module
+
+    add_compare_parser(sub)
     return parser
 
 

@@ -45,19 +45,8 @@ from tui.engine.verdict import Machine, VerdictPolicy
 from tui.telemetry.model import RunTelemetry
 from tui.typed import decode_fields, finite, printable
 
-__all__ = [
-    "RunRecord",
-    "Block",
-    "SamplesUnavailable",
-    "SamplesPruned",
-    "STATUSES",
-    "TERMINAL_STATUSES",
-    "ACTIVE_STATUSES",
-    "SIDES",
-    "new_run_id",
-    "samples_to_json",
-    "samples_from_json",
-]
+__all__ = ["RunRecord", "Block", "SamplesUnavailable", "SamplesPruned", "STATUSES", "TERMINAL_STATUSES",
+           "ACTIVE_STATUSES", "SIDES", "new_run_id", "samples_to_json", "samples_from_json"]
 
 TERMINAL_STATUSES = frozenset({"done", "failed", "cancelled"})
 """A record in one of these will not change any more."""
@@ -118,6 +107,8 @@ class RunRecord:
     """Shared by the runs of one configuration repeated across processes (``--repeat``); None alone."""
     repeat: int = 0
     """Which process of its group this run is (0-based, in the order they were queued)."""
+    session_id: str | None = None
+    """The app's or CLI's start that ran it (``RunSession.session_id``); None in lines written before it."""
 
     def __post_init__(self) -> None:
         self._version = 0
@@ -428,6 +419,7 @@ class RunRecord:
             "telemetry": self.telemetry.to_json(),
             "group_id": self.group_id,
             "repeat": self.repeat,
+            "session_id": self.session_id,
             "summary": self.summary().to_json(),
         }
         if samples:

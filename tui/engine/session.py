@@ -26,6 +26,8 @@ listen to what happens (:class:`SessionListener`), cancel, and export what
   to the history in the order the runs ended, and is exportable. Then the runs directory is
   kept under its size cap (:class:`~tui.engine.prune.CapKeeper`: the oldest runs' files go, the
   listener hears ``data_pruned``).
+* **Session id.** Every record a session queues carries its ``session_id`` (a sortable id made
+  when the session is, like a run id): one per app or CLI start, kept in the history.
 """
 
 from __future__ import annotations
@@ -42,7 +44,7 @@ from tui.engine.options import RunOptions
 from tui.engine.protocol import Event
 from tui.engine.prune import CapKeeper
 from tui.engine.repeats import AUTO, group_records, parse_repeat, summarize_group, wants_another_process
-from tui.engine.results import RunRecord
+from tui.engine.results import RunRecord, new_run_id
 
 __all__ = ["RunSession", "RunUnit", "SessionListener", "Runner", "lane_of", "SHARED_LANE"]
 
@@ -139,6 +141,8 @@ class RunSession:
         self._auto: list[list[str]] = []
         """``repeats="auto"`` submissions still deciding: the group ids of each, in order."""
         self._cap = CapKeeper(history)
+        self.session_id = new_run_id()
+        """Names this session (one per app or CLI start) on every record it queues: ``compare session:ID``."""
 
     # ----- submitting ---------------------------------------------------------------------
 
@@ -169,6 +173,7 @@ class RunSession:
     def _queue(self, records: list[RunRecord]) -> None:
         for record in records:
             record.data_dir = run_folder(record.run_id, getattr(self.history, "runs_dir", None))
+            record.session_id = self.session_id
         self.records.extend(records)
         self.queue.extend(RunUnit(r, r.repeat, lane_of(r.options, self.parallel)) for r in records)
         asyncio.get_running_loop().call_soon(self._start_ready)

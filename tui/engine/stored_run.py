@@ -44,6 +44,7 @@ class StoredRun:
     samples_file: str | None = None
     group_id: str | None = None
     repeat: int = 0
+    session_id: str | None = None
     summary: RunSummary | None = None
     samples: dict[str, Any] | None = None
 

@@ -47,6 +47,7 @@ __all__ = [
     "MIN_SAMPLES",
     "LAUNCH_BOUND_RATIO",
     "BOOTSTRAP_RESAMPLES",
+    "launch_bound_of",
 ]
 
 UNSTABLE_RELATIVE_IQR = 0.10
@@ -218,7 +219,7 @@ def build_summary(live: LiveStats, run: SummaryInputs) -> RunSummary:
         _, low, high = live.interval("iter")
     if run.finished and host_speedup is not None:
         _, host_low, host_high = live.interval("host")
-    launch_bound = _launch_bound(sides, live.clock)
+    launch_bound = launch_bound_of(sides, live.clock)
     warnings = _warnings(sides, live.clock, run, live.pairs() if speedup is not None else None)
     if launch_bound and host_speedup is not None:
         warnings.append(_launch_bound_warning(sides, host_speedup, host_low, host_high))
@@ -269,7 +270,8 @@ def _ratio(top: Stats | None, bottom: Stats | None) -> float | None:
     return top.median / bottom.median
 
 
-def _launch_bound(sides: dict[str, SideStats], clock: str | None) -> bool | None:
+def launch_bound_of(sides: dict[str, SideStats], clock: str | None) -> bool | None:
+    """Device-time clocks only: a side's host median above :data:`LAUNCH_BOUND_RATIO` x its iter median (None: unknown)."""
     info = clock_info(clock)
     if info is None or not info.device_time:
         return None

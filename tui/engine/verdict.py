@@ -37,6 +37,7 @@ __all__ = [
     "FASTER", "SLOWER", "NO_CHANGE", "INCONCLUSIVE", "NOISY", "VERDICTS", "CONFIDENT",
     "VerdictPolicy", "LIMIT_NAMES", "Outliers", "SideSeries", "Machine", "Verdict",
     "classify_outliers", "judge_interval", "noise_reasons", "interval_reasons", "verdict_for", "RERUN_HINT",
+    "spread_reasons", "machine_reasons",
 ]  # fmt: skip
 
 FASTER, SLOWER, NO_CHANGE, INCONCLUSIVE, NOISY = "faster", "slower", "no change", "inconclusive", "noisy"
@@ -178,7 +179,8 @@ def judge_interval(low: float | None, high: float | None, threshold: float) -> s
     return INCONCLUSIVE
 
 
-def _spread_reasons(side: SideSeries, policy: VerdictPolicy, what: str) -> list[str]:
+def spread_reasons(side: SideSeries, policy: VerdictPolicy, what: str) -> list[str]:
+    """One side's own noise reasons: spread, severe outliers, a stall, drift (empty: none)."""
     reasons = []
     if side.median > 0 and (side.q3 - side.q1) / side.median > policy.max_relative_iqr:
         reasons.append(f"{side.name} {what} spread IQR/median {(side.q3 - side.q1) / side.median:.0%}"
@@ -210,7 +212,8 @@ def _drift(blocks: Sequence[Sequence[float]]) -> float | None:
     return median(last) / base - 1 if base > 0 else None
 
 
-def _machine_reasons(machine: Machine, policy: VerdictPolicy, host: bool) -> list[str]:
+def machine_reasons(machine: Machine, policy: VerdictPolicy, host: bool) -> list[str]:
+    """The machine's noise reasons: other processes on the CPU (``host`` time, or a CPU run) or on the GPU."""
     reasons = []
     cores = machine.other_cpu_cores
     # A GPU run's device time does not suffer from a busy CPU; its host time does.
@@ -225,9 +228,9 @@ def _machine_reasons(machine: Machine, policy: VerdictPolicy, host: bool) -> lis
 def noise_reasons(eager: SideSeries, compiled: SideSeries, low: float | None, high: float | None,
                   machine: Machine, policy: VerdictPolicy, what: str = "time", host: bool = False) -> tuple[str, ...]:
     """Every reason the measurement cannot support a number (empty: not noisy)."""
-    reasons = _spread_reasons(eager, policy, what) + _spread_reasons(compiled, policy, what)
+    reasons = spread_reasons(eager, policy, what) + spread_reasons(compiled, policy, what)
     reasons += interval_reasons(low, high, policy, what)
-    reasons += _machine_reasons(machine, policy, host)
+    reasons += machine_reasons(machine, policy, host)
     return tuple(reasons)
 
 

@@ -1,0 +1,188 @@
+"""``compile-lab compare``: exit codes, the rich and Markdown tables, files, one-line usage errors."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+
+from fakes.timed import pointwise, timed_run
+from tui import cli
+from tui.engine.export import write_json
+from tui.engine.history import History
+from tui.engine.session import RunSession
+
+
+@pytest.fixture
+def exports(tmp_path) -> dict[str, Path]:
+    """base.json: pointwise n=512 and n=1024 with inductor; eager.json: the same with --backend eager (compiled
+    as slow as eager) and one configuration more; noisy.json: n=512 with a spread far above 10%."""
+    paths = {name: tmp_path / f"{name}.json" for name in ("base", "eager", "noisy")}
+    write_json([timed_run("20261201-100000-aaaaaa", seed=1),
+                timed_run("20261201-100001-aaaaab", pointwise(params={"n": 1024}), eager=4.0, compiled=2.5, seed=2)],
+               paths["base"])  # fmt: skip
+    eager = pointwise(backend="eager")
+    write_json([timed_run("20261201-110000-bbbbbb", eager, compiled=2.0, seed=3),
+                timed_run("20261201-110001-bbbbbc", pointwise(backend="eager", params={"n": 1024}), eager=4.0,
+                          compiled=4.0, seed=4),
+                timed_run("20261201-110002-bbbbbd", pointwise(backend="eager", params={"n": 2048}), seed=5)],
+               paths["eager"])  # fmt: skip
+    write_json([timed_run("20261201-120000-cccccc", compiled=2.0, jitter=0.4, seed=6)], paths["noisy"])
+    return paths
+
+
+def _markdown_table(text: str) -> list[list[str]]:
+    """The rows of the one GitHub table in ``text``, checked: header, delimiter row, equal cell counts."""
+    lines = [line for line in text.splitlines() if line.startswith("|")]
+    cells = [[cell.strip() for cell in re.split(r"(?<!\\)\|", line)[1:-1]] for line in lines]
+    assert len(cells) >= 3, text
+    header, delimiter, *rows = cells
+    assert all(re.fullmatch(r":?-{3,}:?", cell) for cell in delimiter) and len(delimiter) == len(header)
+    assert all(len(row) == len(header) for row in rows), cells
+    block = text.split("\n\n")
+    assert any(part.splitlines() == lines for part in block)  # one contiguous block, blank lines around it
+    return [header, *rows]
+
+
+def test_a_file_compared_with_itself_is_no_change_and_exits_0(exports, capsys):
+    assert cli.main(["compare", str(exports["base"]), str(exports["base"])]) == 0
+    out = capsys.readouterr().out
+    assert out.count("no change") == 2 + 1 and "gate: pass" in out and "2 pairs: 2 no change" in out
+    assert "+0.0%" in out and "slower" not in out
+
+
+def test_eager_backend_against_inductor_is_slower_and_exits_1(exports, capsys, monkeypatch):
+    monkeypatch.setenv("COLUMNS", "160")  # rich's width: every cell on one line
+    argv = ["compare", str(exports["base"]), str(exports["eager"]), "--ignore", "backend", "--fail-above", "5"]
+    assert cli.main(argv) == 1
+    out = capsys.readouterr().out
+    assert "gate: FAIL (2 rows)" in out and re.search(r"n=512 .*compiled slower by (99\.\d|100\.\d)%", out)
+    assert re.search(r"n=1024 .*compiled slower by (59\.\d|60\.\d)% \(above --fail-above 5%\)", out)
+    assert "backend: inductor -> eager" in out and "only in NEW" in out and "1 proc/side" in out
+    assert cli.main([*argv[:-1], "250"]) == 0  # 100% and 60% slower: not above 250%
+    assert "gate: pass" in capsys.readouterr().out
+
+
+def test_a_noisy_pair_is_noisy_and_does_not_fail_unless_strict(exports, capsys):
+    argv = ["compare", str(exports["base"]), str(exports["noisy"])]
+    assert cli.main(argv) == 0
+    out = capsys.readouterr().out
+    assert "noisy" in out and "slower" not in out.split("gate:")[0].split("every row")[0]
+    assert "noisy: NEW: compiled time spread IQR/median" in out and "1 only in BASE" in out
+    assert cli.main([*argv, "--strict"]) == 1
+    assert "noisy (--strict)" in capsys.readouterr().out
+
+
+def test_markdown_is_one_valid_github_table(exports, capsys):
+    assert cli.main(["compare", str(exports["base"]), str(exports["eager"]), "--ignore", "backend", "--markdown"]) == 1
+    out = capsys.readouterr().out
+    header, *rows = _markdown_table(out)
+    assert header == ["#", "configuration", "procs", "compiled ms (gated)", "eager ms", "speedup x", "verdict"]
+    assert [row[0] for row in rows] == ["1", "2", "3"]
+    assert rows[0][1] == "pointwise n=512; backend: inductor -> eager" and rows[0][2] == "1/1"
+    assert rows[0][3].startswith("1.000 → 2.000 +100.") and rows[0][6] == "**slower** (1 proc/side) (FAIL)"
+    assert rows[2][1].startswith("pointwise n=2048") and rows[2][6] == "**only in NEW**" and rows[2][2] == "–/1"
+    assert "**gate: FAIL (2 rows)**" in out and "\n- 1 pointwise n=512" in out
+
+
+def test_csv_and_json_files(exports, tmp_path, capsys):
+    argv = ["compare", str(exports["base"]), str(exports["eager"]), "--ignore", "backend", "--csv",
+            str(tmp_path / "c.csv"), "--json", str(tmp_path / "c.json"), "--metric", "speedup", "--markdown"]
+    assert cli.main(argv) == 1
+    assert "speedup x (gated)" in _markdown_table(capsys.readouterr().out)[0]
+    data = json.loads((tmp_path / "c.json").read_text())
+    assert data["exit_code"] == 1 and [p["verdict"] for p in data["pairs"]] == ["slower", "slower"]
+    assert data["settings"]["metric"] == "speedup" and data["settings"]["ignore"] == ["backend"]
+    assert len((tmp_path / "c.csv").read_text().splitlines()) == 1 + 3
+
+
+def test_history_selections_and_session_ids(capsys):
+    """Runs saved by two sessions (two CLI starts) are selected by session, by id and by date."""
+    first, second = RunSession(lambda lane: None), RunSession(lambda lane: None)
+    assert first.session_id != second.session_id
+    history = History()
+    history.append(timed_run("20261201-100000-aaaaaa", session_id=first.session_id, seed=1, created=1.0e9))
+    history.append(timed_run("20261201-110000-bbbbbb", session_id=second.session_id, compiled=1.5, seed=2,
+                             created=1.0e9 + 60))
+    assert cli.main(["compare", "session:last-1", "session:last", "--fail-above", "60"]) == 0
+    out = capsys.readouterr().out
+    assert "slower" in out and "+50.0%" in out
+    assert cli.main(["compare", "history:20261201-100000-aaaaaa", f"session:{second.session_id}"]) == 1
+    capsys.readouterr()
+    # Both runs as BASE's two processes (1.0 and 1.5 ms): they disagree, so the interval across them is too wide.
+    assert cli.main(["compare", "since:2001-09-09", "session:last"]) == 0
+    out = capsys.readouterr().out
+    assert "noisy" in out and "2/1" in out and "change's interval is too wide" in out
+
+
+def test_each_cli_start_gives_its_runs_one_session_id(monkeypatch, tmp_path, capsys):
+    """Through the real CLI and runner (the fake worker): a --repeat 2 run is one session, the next start another."""
+    import sys
+
+    from tui.engine.runner import WorkerRunner
+
+    fake = [sys.executable, str(Path(__file__).resolve().parent / "fakes" / "fake_worker.py")]
+    monkeypatch.setattr(cli, "make_runner", lambda keep_spare, telemetry=None: WorkerRunner(
+        worker_argv=fake, keep_spare=keep_spare, env={"FAKE_WORKER_BEHAVIOUR": "ok"}))
+    for extra in (["--repeat", "2"], []):
+        assert cli.main(["run", "--iters", "20", "--block-size", "5", "--quiet", *extra]) == 0
+    records, problems = History().load()
+    assert problems == [] and len(records) == 3
+    sessions = [r.session_id for r in records]
+    assert sessions[0] == sessions[1] != sessions[2] and all(sessions)
+    assert cli.main(["compare", "session:last-1", "session:last", "--json", str(tmp_path / "c.json")]) == 0
+    [pair] = json.loads((tmp_path / "c.json").read_text())["pairs"]
+    assert (pair["base_processes"], pair["new_processes"], pair["within_process"]) == (2, 1, True)
+    capsys.readouterr()
+
+
+@pytest.mark.parametrize(("argv", "start"), [
+    (["compare", "{base}"], "compile-lab: error: the following arguments are required: NEW"),
+    (["compare", "{base}", "{base}", "--metric", "fast"], "compile-lab: error: --metric: 'fast' is not allowed (allowed: compiled, eager, speedup, host)"),
+    (["compare", "{base}", "{base}", "--threshold", "0"], "compile-lab: error: --threshold: '0' is not allowed"),
+    (["compare", "{base}", "{base}", "--threshold", "60%"], "compile-lab: error: --threshold: '60%' is not allowed"),
+    (["compare", "{base}", "{base}", "--fail-above", "-1"], "compile-lab: error: --fail-above: '-1' is not allowed"),
+    (["compare", "{base}", "{base}", "--fail-above", "nan"], "compile-lab: error: --fail-above: 'nan' is not allowed"),
+    (["compare", "{base}", "{base}", "--ignore", "backend,colour"], "compile-lab: error: --ignore: 'colour' is not a match field (allowed: workload,"),
+    (["compare", "{base}", "{base}", "--noise-limit", "loud=1"], "compile-lab: error: --noise-limit: 'loud=1' is not allowed"),
+    (["compare", "{missing}", "{base}"], "compile-lab: error: BASE: "),
+    (["compare", "{base}", "{text}"], "compile-lab: error: NEW: "),
+    (["compare", "{base}", "history:nope"], "compile-lab: error: NEW: history:nope: no run 'nope' in"),
+    (["compare", "session:last", "{base}"], "compile-lab: error: BASE: session:last: the history holds 0 session(s)"),
+    (["compare", "since:tuesday", "{base}"], "compile-lab: error: BASE: since:tuesday: 'tuesday' is not a date"),
+    (["compare", "{base}", "{base}", "--csv", "{dir}"], "compile-lab: error: --csv: "),
+    (["compare", "{base}", "{base}", "--csv", "{out}", "--json", "{out}"], "compile-lab: error: --csv, --json: both name"),
+])  # fmt: skip
+def test_bad_usage_exits_2_with_one_line(exports, tmp_path, capsys, argv, start):
+    (tmp_path / "text.json").write_text("no json here")
+    names = {"base": exports["base"], "missing": tmp_path / "missing.json", "text": tmp_path / "text.json",
+             "dir": tmp_path, "out": tmp_path / "out.csv"}
+    assert cli.main([part.format(**{k: str(v) for k, v in names.items()}) for part in argv]) == 2
+    captured = capsys.readouterr()
+    lines = captured.err.splitlines()
+    assert len(lines) == 1 and lines[0].startswith(start), captured.err
+    assert "Traceback" not in captured.err and captured.out == ""
+    assert not (tmp_path / "out.csv").exists()
+
+
+LOOSE = ["--noise-limit", "max_relative_iqr=10", "--noise-limit", "max_severe_outlier_share=1", "--noise-limit",
+         "max_drift=10", "--noise-limit", "max_other_cpu_cores=1000", "--noise-limit", "max_interval_ratio=100"]
+"""Noise limits a shared 2-core test machine passes: the test is about the direction, not the noise checks."""
+
+
+@pytest.mark.slow  # two real worker processes, one inductor compile: about a minute on a shared 2-core machine
+@pytest.mark.torch
+def test_real_cpu_workers_eager_backend_is_slower_than_inductor(tmp_path, capsys):
+    """pointwise (x * x + sin(x), n=2048) fused by inductor against the same with --backend eager."""
+    for backend in ("inductor", "eager"):
+        argv = ["run", "--workload", "pointwise", "--param", "n=2048", "--backend", backend, "--iters", "100",
+                "--no-profile", "--quiet", "--json", str(tmp_path / f"{backend}.json")]
+        assert cli.main(argv) == 0
+    argv = ["compare", str(tmp_path / "inductor.json"), str(tmp_path / "eager.json"), "--ignore", "backend",
+            "--json", str(tmp_path / "c.json"), *LOOSE]
+    assert cli.main(argv) == 1, capsys.readouterr().out
+    [pair] = json.loads((tmp_path / "c.json").read_text())["pairs"]
+    assert pair["verdict"] == "slower" and pair["slowdown"] > 0.05 and pair["within_process"]
+    assert cli.main(["compare", "session:last-1", "session:last", "--ignore", "backend", *LOOSE]) == 1

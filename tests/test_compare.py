@@ -1,0 +1,265 @@
+"""tui.engine.compare: matching, verdicts, the gate, and what BASE and NEW select (files, the history)."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import shutil
+import zlib
+from datetime import datetime, timezone
+from pathlib import Path
+
+import pytest
+
+from fakes.timed import pointwise, timed_run
+from tui.engine.compare import (
+    MATCH_FIELDS, CompareSettings, SelectionError, check_ignore, compare, load_selection, pair_up, parse_selection,
+)  # fmt: skip
+from tui.engine.compare.output import CSV_COLUMNS, csv_rows, write_compare_csv, write_compare_json
+from tui.engine.export import write_json
+from tui.engine.history import History
+from tui.engine.results import RunRecord
+
+FIXTURE = Path(__file__).resolve().parent / "data" / "history_schema1"
+
+
+def _group(prefix: str, k: int, **kwargs) -> list[RunRecord]:
+    """K processes of one configuration (a --repeat group), seeded apart."""
+    ids = [f"20261201-1000{n:02d}-{prefix}" for n in range(k)]
+    return [timed_run(run_id, group_id=ids[0], repeat=n, seed=zlib.crc32(f"{prefix}{n}".encode()), **kwargs)
+            for n, run_id in enumerate(ids)]
+
+
+# ----- the rules ---------------------------------------------------------------------------------
+
+
+def test_runs_compared_with_themselves_are_no_change_in_every_metric():
+    runs = [timed_run("a1"), timed_run("a2", pointwise(params={"n": 1024}), eager=4.0, compiled=1.5)]
+    result = compare(runs, runs)
+    assert [p.verdict for p in result.pairs] == ["no change", "no change"]
+    for pair in result.pairs:
+        assert {c.metric: (c.ratio, c.ratio_low, c.ratio_high, c.verdict) for c in pair.changes} == {
+            m: (1.0, 1.0, 1.0, "no change") for m in ("compiled", "eager", "speedup", "host")}
+    assert result.unmatched == () and result.exit_code == 0 and result.failures() == ()
+
+
+def test_eager_backend_against_inductor_is_slower_and_fails_the_gate():
+    """--ignore backend pairs inductor's run with --backend eager's (whose mode reads as the default)."""
+    base = [timed_run("b1", seed=1)]
+    new = [timed_run("n1", pointwise(backend="eager"), compiled=2.0, seed=2)]
+    assert compare(base, new).pairs == ()  # the backend is part of the match
+    result = compare(base, new, CompareSettings(ignore=("backend",)))
+    [pair] = result.pairs
+    assert pair.differences == ("backend: inductor -> eager",)
+    assert pair.verdict == "slower" and pair.slowdown == pytest.approx(1.0, abs=0.02) and pair.fails
+    assert pair.change("eager").verdict == "no change" and pair.change("speedup").verdict == "slower"
+    assert pair.within_process and any("one process on a side" in note for note in pair.notes)
+    assert result.exit_code == 1 and "compiled slower by" in result.failures()[0]
+    lenient = compare(base, new, CompareSettings(ignore=("backend",), fail_above=150))
+    assert lenient.pairs[0].verdict == "slower" and lenient.exit_code == 0  # 100% slower, not above 150%
+
+
+def test_a_noisy_side_makes_the_pair_noisy_never_slower():
+    base = [timed_run("b1", seed=1)]
+    spread = [timed_run("n1", compiled=2.0, jitter=0.4, seed=2)]  # IQR/median far above 10%
+    busy = [timed_run("n2", compiled=2.0, other_cpu_cores=1.5, seed=3)]  # another process used 1.5 cores
+    for new, words in ((spread, "compiled time spread IQR/median"), (busy, "other processes used 1.5 CPU cores")):
+        result = compare(base, new)
+        [pair] = result.pairs
+        assert pair.verdict == "noisy" and not pair.fails and result.exit_code == 0
+        assert any(words in reason and reason.startswith("NEW: ") for reason in pair.change("compiled").reasons)
+        assert compare(base, new, CompareSettings(strict=True)).exit_code == 1
+
+
+def test_unmatched_rows_are_listed_with_a_hint():
+    base = [timed_run("b1"), timed_run("b2", pointwise(params={"n": 2048}))]
+    new = [timed_run("n1", torch="2.14.0"), timed_run("n3", pointwise(dtype="bfloat16"))]
+    pairs, unmatched = pair_up(base, new)
+    assert pairs == []
+    assert [(u.side, [r.run_id for r in u.records]) for u in unmatched] == [
+        ("base", ["b1"]), ("base", ["b2"]), ("new", ["n1"]), ("new", ["n3"])]
+    assert unmatched[0].hint == "NEW has it with torch_version 2.14.0 (--ignore torch_version)"
+    result = compare(base, new, CompareSettings(ignore=("torch_version",)))
+    assert [p.label for p in result.pairs] == ["pointwise n=512 inductor dyn=auto fp32 cpu"]
+    assert [(u.side, u.runs) for u in result.unmatched] == [("base", ("b2",)), ("new", ("n3",))]
+    assert result.exit_code == 0 and compare(base, new, CompareSettings(strict=True)).exit_code == 1
+
+
+def test_repeats_are_one_side_and_get_the_across_process_interval():
+    base, new = _group("aaaaaa", 3), _group("bbbbbb", 3, compiled=1.2)
+    [pair] = compare(base, new).pairs
+    assert (pair.base_processes, pair.new_processes, pair.within_process) == (3, 3, False)
+    assert pair.verdict == "slower" and pair.change("compiled").ratio == pytest.approx(1.2, rel=0.01)
+    # Separate runs of one configuration (not a --repeat group) are processes of that side too.
+    [again] = compare([timed_run("x1", seed=5), timed_run("x2", seed=6)], new).pairs
+    assert again.base_processes == 2 and not again.within_process
+
+
+def _launch_bound(run_id: str, host: float, seed: int) -> RunRecord:
+    """A GPU run whose host time per call (eager 0.3 ms, compiled ``host``) far exceeds its device time."""
+    return timed_run(run_id, pointwise(device="cuda"), eager=0.1, compiled=0.05, host=(0.3, host), seed=seed,
+                     jitter=0.002)
+
+
+def test_a_launch_bound_host_change_under_5_percent_within_one_process_is_never_faster_or_slower():
+    base, new = [_launch_bound("b1", 0.200, 1)], [_launch_bound("n1", 0.206, 2)]  # host +3%
+    [pair] = compare(base, new, CompareSettings(metric="host")).pairs
+    assert pair.launch_bound and pair.within_process
+    host = pair.change("host")
+    assert host.ratio == pytest.approx(1.03, abs=0.005) and host.threshold == 0.05
+    assert pair.verdict == "no change" and any("judged at 5%" in note for note in pair.notes)
+    # Three processes a side: the interval is across processes and the 2% threshold applies.
+    base3 = [_launch_bound(f"b{n}", 0.200, n) for n in range(3)]
+    new3 = [_launch_bound(f"n{n}", 0.206, 10 + n) for n in range(3)]
+    [across] = compare(base3, new3, CompareSettings(metric="host")).pairs
+    assert not across.within_process and across.change("host").threshold == 0.02 and across.verdict == "slower"
+
+
+def test_mode_is_normalised_for_backends_that_ignore_it():
+    old = timed_run("old", pointwise(backend="aot_eager", mode="max-autotune"))  # an old line's leftover mode
+    now = timed_run("now", pointwise(backend="aot_eager"))
+    assert len(compare([old], [now]).pairs) == 1
+    inductor = timed_run("ind", pointwise(mode="reduce-overhead"))
+    assert compare([inductor], [now], CompareSettings(ignore=("backend",))).pairs == ()  # inductor's mode counts
+    assert len(compare([inductor], [now], CompareSettings(ignore=("backend", "mode"))).pairs) == 1
+
+
+def test_a_side_without_a_done_run_is_listed_as_failed():
+    base = [timed_run("b1")]
+    new = [timed_run("n1", failed=True)]
+    [pair] = compare(base, new).pairs
+    assert pair.status == "NEW failed" and pair.verdict is None and pair.changes == ()
+    assert compare(base, new).exit_code == 0 and compare(base, new, CompareSettings(strict=True)).exit_code == 1
+
+
+def test_runs_whose_samples_are_gone_are_left_out_and_said(tmp_path):
+    export = tmp_path / "base.json"
+    write_json([timed_run("b1")], export)
+    data = json.loads(export.read_text())
+    data["runs"][0]["samples"] = None  # as an export writes a pruned run
+    export.write_text(json.dumps(data))
+    records, _ = load_selection(parse_selection(str(export)))
+    [pair] = compare(records, [timed_run("n1")]).pairs
+    assert pair.status == "BASE not measured" and "were not stored" in pair.notes[0]
+
+
+def test_ignore_names_match_fields_only():
+    assert check_ignore(["backend", " torch_version", "backend", ""]) == ("backend", "torch_version")
+    with pytest.raises(ValueError, match="'nope' is not a match field"):
+        check_ignore(["nope"])
+    assert {"workload", "backend", "mode", "torch_version", "gpu_name"} <= set(MATCH_FIELDS)
+
+
+# ----- outputs -----------------------------------------------------------------------------------
+
+
+def test_csv_and_json_hold_every_row(tmp_path):
+    base = [timed_run("b1"), timed_run("b2", pointwise(params={"n": 64}))]
+    result = compare(base, [timed_run("n1", compiled=1.5)])
+    rows = csv_rows(result)
+    assert [(r["row"], r["status"], r["verdict"]) for r in rows] == [("1", "compared", "slower"),
+                                                                      ("2", "only in BASE", "")]
+    assert rows[0]["compiled_ratio"].startswith("1.5") and list(rows[0]) == list(CSV_COLUMNS)
+    write_compare_csv(result, tmp_path / "c.csv")
+    write_compare_json(result, tmp_path / "c.json")
+    assert (tmp_path / "c.csv").read_text().splitlines()[0] == ",".join(CSV_COLUMNS)
+    data = json.loads((tmp_path / "c.json").read_text())
+    assert data["exit_code"] == 1 and data["pairs"][0]["verdict"] == "slower" and data["unmatched"][0]["side"] == "base"
+    assert data["pairs"][0]["key"]["workload"] == "pointwise" and data["settings"]["metric"] == "compiled"
+
+
+# ----- selections ----------------------------------------------------------------------------------
+
+
+def test_selection_syntax():
+    assert parse_selection("runs.json").kind == "file"
+    assert parse_selection("history:a, b,a").run_ids == ("a", "b")
+    assert parse_selection("session:last-2").session == "last-2"
+    day = parse_selection("since:2026-12-01")
+    assert (day.start, day.end) == (datetime(2026, 12, 1, tzinfo=timezone.utc).timestamp(), None)
+    span = parse_selection("since:2026-12-01..2026-12-02")
+    assert span.end - span.start == 2 * 86400  # the end day is included
+    moment = parse_selection("since:2026-12-01T10:00..2026-12-01T10:30:15")
+    assert moment.end - moment.start == 30 * 60 + 16
+    for bad, words in (("history:", "no run id"), ("session:", "no session id"), ("since:yesterday", "is not a date"),
+                       ("since:2026-12-02..2026-12-01", "ends before it starts"), ("", "is empty")):
+        with pytest.raises(SelectionError, match=words):
+            parse_selection(bad)
+
+
+def _history_with_sessions(tmp_path: Path) -> History:
+    history = History(tmp_path / "history.jsonl", tmp_path / "runs")
+    first, second = "20261201-090000-5e5510", "20261202-090000-5e5520"
+    day1, day2 = (datetime(2026, 12, day, 9, 0, 1, tzinfo=timezone.utc).timestamp() for day in (1, 2))
+    for record in (timed_run("20261201-090001-aaaaaa", session_id=first, created=day1),
+                   *_group("cccccc", 2, session_id=first, created=day1 + 1),
+                   timed_run("20261202-090001-bbbbbb", session_id=second, created=day2)):
+        history.append(record)
+    return history
+
+
+def test_history_selections_by_id_group_session_and_date(tmp_path):
+    history = _history_with_sessions(tmp_path)
+
+    def ids(text: str) -> list[str]:
+        records, problems = load_selection(parse_selection(text), history)
+        assert problems == []
+        return [r.run_id for r in records]
+
+    assert ids("history:20261202-090001-bbbbbb") == ["20261202-090001-bbbbbb"]
+    assert ids("history:20261201-100000-cccccc") == ["20261201-100000-cccccc", "20261201-100001-cccccc"]  # the group
+    assert ids("session:20261201-090000-5e5510") == ["20261201-090001-aaaaaa", "20261201-100000-cccccc",
+                                                     "20261201-100001-cccccc"]
+    assert ids("session:last") == ["20261202-090001-bbbbbb"]
+    assert ids("session:last-1") == ids("session:20261201-090000-5e5510")
+    assert ids("since:2026-12-02") == ["20261202-090001-bbbbbb"]
+    assert ids("since:2026-12-01..2026-12-01") == ids("session:last-1")
+    records, _ = load_selection(parse_selection("history:20261202-090001-bbbbbb"), history)
+    assert records[0].session_id == "20261202-090000-5e5520" and records[0].summary().speedup == pytest.approx(2, 0.01)
+    for bad, words in (("history:nope", "no run 'nope'"), ("session:nope", "no run of this session"),
+                       ("session:last-2", "the history holds 2 session"), ("since:2030-01-01", "no run was queued")):
+        with pytest.raises(SelectionError, match=words):
+            load_selection(parse_selection(bad), history)
+
+
+def test_old_history_lines_load_without_a_session_id(tmp_path):
+    shutil.copytree(FIXTURE, tmp_path / "old")
+    history = History(tmp_path / "old" / "history.jsonl", tmp_path / "old" / "runs")
+    records, problems = history.load()
+    assert problems == [] and len(records) == 4 and {r.session_id for r in records} == {None}
+    with pytest.raises(SelectionError, match=r"latest sessions: none"):
+        load_selection(parse_selection("session:last"), history)
+    picked, _ = load_selection(parse_selection(f"history:{records[0].run_id}"), history)
+    assert compare(picked, picked).pairs[0].verdict in ("no change", "noisy", "inconclusive")
+
+
+def test_a_record_keeps_its_session_id_through_the_json_export(tmp_path):
+    write_json([timed_run("r1", session_id="20261203-000000-abcdef")], tmp_path / "r.json")
+    records, problems = load_selection(parse_selection(str(tmp_path / "r.json")))
+    assert problems == [] and records[0].session_id == "20261203-000000-abcdef"
+    assert dataclasses.replace(records[0].options) == pointwise()
+
+
+def test_files_that_are_no_export_are_refused(tmp_path):
+    (tmp_path / "text.json").write_text("not json")
+    (tmp_path / "list.json").write_text("[1, 2]")
+    (tmp_path / "empty.json").write_text('{"runs": []}')
+    for name, words in (("missing.json", "no such file"), ("text.json", "not JSON"), ("list.json", "not a compile-lab"),
+                        ("empty.json", "holds no run"), (".", "is a directory")):
+        with pytest.raises(SelectionError, match=words):
+            load_selection(parse_selection(str(tmp_path / name)))
+
+
+def test_a_process_reads_its_statistics_and_launch_bound_as_its_run_summary_does():
+    """compare computes them from the blocks (no bootstrap per run); they are the summary's, not a second rule."""
+    from tui.engine.compare.judge import _process
+
+    for record in (timed_run("cpu", jitter=0.05, seed=9), _launch_bound("gpu", 0.2, 4)):
+        process, summary = _process(record), record.summary()
+        assert process.launch_bound == bool(summary.launch_bound)
+        for side in ("eager", "compiled"):
+            for which in ("iter", "host"):
+                stats, series = getattr(summary.side(side), which), process.series[(side, which)]
+                assert (series.median, series.q1, series.q3, series.max) == (stats.median, stats.q1, stats.q3,
+                                                                             stats.max)
+    assert _launch_bound("gpu2", 0.2, 5).summary().launch_bound is True

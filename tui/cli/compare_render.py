@@ -1,0 +1,245 @@
+"""What ``compile-lab compare`` prints: a rich table, or a GitHub Markdown table, and the gate's lines.
+
+One row per matched configuration, then one per configuration on one side only. Each metric's cell
+holds BASE -> NEW and the change with its 95% interval; the gated metric's column is marked, and
+its verdict is the row's. The fields every row shares are said once, above the table.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Iterable
+
+from tui.app.format import VERDICT_STYLES
+from tui.engine.compare import METRICS, Change, Comparison, ConfigKey, PairResult, UnmatchedRow
+from tui.engine.verdict import RERUN_HINT
+from tui.typed import printable
+
+__all__ = ["print_comparison", "markdown_lines", "gate_lines", "summary_line", "change_text", "columns"]
+
+WITHIN = "1 proc/side"
+"""Beside a verdict whose interval holds only the noise within a process."""
+MAX_REASONS = 3
+"""Noise reasons shown per pair (the JSON has every one)."""
+WITHIN_LEGEND = (f"{WITHIN}: a side ran in one process, so the interval holds only the noise within it "
+                 "(run with --repeat 3 for one across processes)")
+
+
+def _unit(comparison: Comparison, metric: str) -> str:
+    """A column's one unit: ``x`` for the speedup; a time column in µs when every time in it is under 1 ms."""
+    if not METRICS[metric].time:
+        return "x"
+    values = [v for p in comparison.pairs if (c := p.change(metric)) is not None for v in (c.base, c.new)
+              if v is not None]
+    return "µs" if values and max(values) < 1 else "ms"
+
+
+def _number(value: float | None, unit: str) -> str:
+    """Four significant digits (trailing zeros kept, so a column's numbers line up), in ``unit``."""
+    if value is None:
+        return "-"
+    if unit == "x":
+        return f"{value:.2f}"
+    value = value * 1000 if unit == "µs" else value
+    return f"{value:.0f}" if value >= 999.95 else f"{value:#.4g}"
+
+
+def _percent(ratio: float, sign: bool = True) -> str:
+    change = (ratio - 1) * 100
+    return f"{change:+.1f}" if sign else f"{change:.1f}"
+
+
+def change_text(change: Change | None, unit: str) -> tuple[str, ...]:
+    """``("1.000 → 2.000", "+99.8%", "[+99.1, +100.5]")``: the values in ``unit``, the change, its 95% interval in %.
+
+    A dash for a metric neither side has; fewer parts without a ratio or an interval.
+    """
+    if change is None or (change.base is None and change.new is None):
+        return ("-",)
+    parts = [f"{_number(change.base, unit)} → {_number(change.new, unit)}"]
+    if change.ratio is not None:
+        parts.append(f"{_percent(change.ratio)}%")
+        if change.ratio_low is not None and change.ratio_high is not None:
+            parts.append(f"[{_percent(change.ratio_low)}, {_percent(change.ratio_high)}]")
+    return tuple(parts)
+
+
+def columns(comparison: Comparison) -> list[str]:
+    """The metrics shown: compiled, eager, speedup, and host when it is gated or a pair is launch-bound."""
+    shown = ["compiled", "eager", "speedup"]
+    if comparison.settings.metric == "host" or any(p.launch_bound for p in comparison.pairs):
+        shown.append("host")
+    return shown
+
+
+def _header(comparison: Comparison, metric: str) -> str:
+    label = {"compiled": "compiled", "eager": "eager", "speedup": "speedup", "host": "compiled host"}[metric]
+    label += f" {_unit(comparison, metric)}"
+    return f"{label} (gated)" if metric == comparison.settings.metric else label
+
+
+def _keys(comparison: Comparison) -> list[ConfigKey]:
+    return [ConfigKey(tuple(row.key.items())) for row in (*comparison.pairs, *comparison.unmatched)]
+
+
+def shared_fields(comparison: Comparison) -> tuple[set[str], str]:
+    """The fields every row has with one value (and the label of those), when there are two rows or more."""
+    keys = _keys(comparison)
+    if len(keys) < 2:
+        return set(), ""
+    names = {name for name, value in keys[0].fields if all(k.value(name) == value for k in keys[1:])}
+    names.discard("workload")  # a row reads better with its workload
+    shared = ConfigKey(tuple((n, v) for n, v in keys[0].fields if n in names))
+    return names, shared.label()
+
+
+def _verdict_words(row: PairResult | UnmatchedRow) -> tuple[str, str, list[str]]:
+    """(word, its style, the notes under it)."""
+    if isinstance(row, UnmatchedRow):
+        return f"only in {row.side.upper()}", "yellow", ["FAIL (--strict)"] if row.fails else []
+    if row.status != "compared":
+        return row.status, "bold red", ["FAIL (--strict)"] if row.fails else []
+    word = row.verdict or "-"
+    notes = [WITHIN] if row.within_process else []
+    if row.fails:
+        notes.append("FAIL")
+    return word, VERDICT_STYLES.get(word, ""), notes
+
+
+def _unmatched_procs(row: UnmatchedRow) -> str:
+    return f"{len(row.runs)}/–" if row.side == "base" else f"–/{len(row.runs)}"
+
+
+def _rows(comparison: Comparison) -> Iterable[tuple[int, PairResult | UnmatchedRow]]:
+    yield from enumerate((*comparison.pairs, *comparison.unmatched), 1)
+
+
+def _label(row: PairResult | UnmatchedRow, skip: set[str]) -> str:
+    return ConfigKey(tuple(row.key.items())).label(skip) or row.label
+
+
+def _title(comparison: Comparison) -> str:
+    s = comparison.settings
+    return (f"compile-lab compare: {printable(comparison.base)} → {printable(comparison.new)} · gated: "
+            f"{METRICS[s.metric].label}, threshold {s.threshold:.0%}, fail above {s.fail_above:g}%"
+            + (" · ignoring " + ", ".join(s.ignore) if s.ignore else ""))
+
+
+def print_comparison(comparison: Comparison, console: Any) -> None:
+    """The rich table, its legend and every pair's notes and noise reasons, by row number."""
+    from rich import box
+    from rich.table import Table
+    from rich.text import Text
+
+    skip, shared = shared_fields(comparison)
+    table = Table(title=_title(comparison), caption=f"every row: {shared}" if shared else None, title_justify="left",
+                  caption_justify="left", box=box.SIMPLE_HEAD, pad_edge=False, collapse_padding=True)
+    table.add_column("#", justify="right")
+    table.add_column("configuration", ratio=1, min_width=16)
+    shown = columns(comparison)
+    for metric in shown:
+        table.add_column(_header(comparison, metric), justify="right", min_width=9)
+    table.add_column("verdict", min_width=12, no_wrap=True)
+    for number, row in _rows(comparison):
+        what = Text(printable(_label(row, skip)), style="bold")
+        extra = row.differences if isinstance(row, PairResult) else ((row.hint,) if row.hint else ())
+        for line in extra:
+            what.append(f"\n{printable(line)}", style="dim")
+        word, style, notes = _verdict_words(row)
+        verdict = Text(word, style=style)
+        for note in notes:
+            verdict.append(f"\n{note}", style="bold red" if note.startswith("FAIL") else "dim")
+        if isinstance(row, PairResult):
+            procs = f"{row.base_processes}/{row.new_processes}" if row.status == "compared" else ""
+            cells = ["\n".join(change_text(row.change(m), _unit(comparison, m))) for m in shown]
+        else:
+            procs, cells = _unmatched_procs(row), ["" for _ in shown]
+        if procs:
+            what.append(f"\n{procs} processes", style="cyan")
+        table.add_row(str(number), what, *cells, verdict, end_section=number < len(comparison.pairs)
+                      + len(comparison.unmatched))  # fmt: skip
+    console.print(table)
+    if any(p.within_process for p in comparison.pairs):
+        console.print(WITHIN_LEGEND, style="dim", markup=False, highlight=False)
+    for line in detail_lines(comparison):
+        console.print(line, markup=False, highlight=False)
+    if any(p.verdict == "noisy" for p in comparison.pairs):
+        console.print(f"  noisy: {RERUN_HINT}", style="dim", markup=False, highlight=False)
+
+
+def detail_lines(comparison: Comparison) -> list[str]:
+    """Each pair's noise reasons (of the gated metric) and notes, one line each, by row number."""
+    lines = []
+    for number, row in _rows(comparison):
+        if not isinstance(row, PairResult):
+            continue
+        reasons = gated.reasons if (gated := row.change(row.metric)) else ()
+        lines += [f"  {number}: noisy: {reason}" for reason in reasons[:MAX_REASONS]]
+        if len(reasons) > MAX_REASONS:
+            lines.append(f"  {number}: and {len(reasons) - MAX_REASONS} more reasons (--json has them all)")
+        for note in row.notes:
+            if not note.startswith("one process on a side"):  # said once by the legend
+                lines.append(f"  {number}: {note}")
+    return lines
+
+
+def summary_line(comparison: Comparison) -> str:
+    """``3 pairs: 1 slower, 2 no change; 1 only in BASE``."""
+    counts = comparison.counts()
+    words = [f"{count} {word}" for word, count in counts.items() if word != "unmatched"]
+    text = f"{len(comparison.pairs)} pair{'s' if len(comparison.pairs) != 1 else ''}"
+    text += f": {', '.join(words)}" if words else ""
+    sides = {side: sum(r.side == side for r in comparison.unmatched) for side in ("base", "new")}
+    only = [f"{count} only in {side.upper()}" for side, count in sides.items() if count]
+    return text + (f"; {', '.join(only)}" if only else "")
+
+
+def gate_lines(comparison: Comparison) -> list[str]:
+    """The summary, then ``gate: pass`` or ``gate: FAIL`` with a line per failing row."""
+    failures = comparison.failures()
+    lines = [summary_line(comparison)]
+    if not comparison.pairs:
+        lines.append("no configuration is on both sides: nothing was compared (--ignore leaves fields out of the match)")
+    if failures:
+        lines.append(f"gate: FAIL ({len(failures)} row{'s' if len(failures) != 1 else ''})")
+        lines += [f"  {line}" for line in failures]
+    else:
+        lines.append("gate: pass")
+    return lines
+
+
+def _cell(text: str) -> str:
+    """A Markdown table cell: one line, ``|`` escaped."""
+    return printable(" ".join(text.split())).replace("\\", "\\\\").replace("|", "\\|")
+
+
+def markdown_lines(comparison: Comparison) -> list[str]:
+    """A GitHub Markdown table with a title line above it and the gate's lines below (a PR comment)."""
+    skip, shared = shared_fields(comparison)
+    shown = columns(comparison)
+    header = ["#", "configuration", "procs", *(_header(comparison, m) for m in shown), "verdict"]
+    lines = [f"**{_cell(_title(comparison))}**", ""]
+    if shared:
+        lines += [f"Every row: {_cell(shared)}", ""]
+    lines += ["| " + " | ".join(header) + " |", "|" + "|".join("---:" if h in ("#", "procs") else "---"
+                                                              for h in header) + "|"]
+    for number, row in _rows(comparison):
+        word, _, notes = _verdict_words(row)
+        verdict = f"**{word}**" + "".join(f" ({note})" for note in notes)
+        extra = row.differences if isinstance(row, PairResult) else ((row.hint,) if row.hint else ())
+        what = "; ".join([_label(row, skip), *extra])
+        if isinstance(row, PairResult):
+            procs = f"{row.base_processes}/{row.new_processes}" if row.status == "compared" else "-"
+            cells = [" ".join(change_text(row.change(m), _unit(comparison, m))) for m in shown]
+        else:
+            procs, cells = _unmatched_procs(row), ["" for _ in shown]
+        lines.append("| " + " | ".join(_cell(c) for c in (str(number), what, procs, *cells, verdict)) + " |")
+    lines.append("")
+    if any(p.within_process for p in comparison.pairs):
+        lines += [_cell(WITHIN_LEGEND), ""]
+    details = detail_lines(comparison)
+    if details:
+        lines += [f"- {_cell(line)}" for line in details] + [""]
+    summary, *gate = gate_lines(comparison)
+    lines += [_cell(summary), ""]
+    lines += [f"- {_cell(line)}" if line.startswith("  ") else f"**{_cell(line)}**" for line in gate]
+    return lines

@@ -1,0 +1,72 @@
+"""A whole comparison of BASE and NEW: its pairs, its unmatched rows, the gate's verdict and exit code."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Iterable
+
+from tui.engine.compare.judge import CompareSettings, PairResult, UnmatchedRow, judge_pair, unmatched_row
+from tui.engine.compare.matching import pair_up
+from tui.engine.results import RunRecord
+from tui.engine.verdict import VERDICTS
+from tui.typed import JsonRecord
+
+__all__ = ["Comparison", "compare", "EXIT_PASS", "EXIT_FAIL"]
+
+EXIT_PASS, EXIT_FAIL = 0, 1
+
+
+@dataclass(frozen=True)
+class Comparison(JsonRecord):
+    """BASE against NEW: one :class:`PairResult` per matched configuration and the rows on one side only."""
+
+    base: str = ""
+    """What BASE is (a file or a history selection, as given)."""
+    new: str = ""
+    settings: CompareSettings = field(default_factory=CompareSettings)
+    pairs: tuple[PairResult, ...] = ()
+    unmatched: tuple[UnmatchedRow, ...] = ()
+    problems: tuple[str, ...] = ()
+    """What loading the runs reported (a field that took its default, ...)."""
+
+    def failures(self) -> tuple[str, ...]:
+        """Why the gate fails, one line per pair or row (empty: it passes)."""
+        lines = []
+        for number, pair in enumerate(self.pairs, 1):
+            if not pair.fails:
+                continue
+            gated = pair.change(pair.metric)
+            if pair.status != "compared":
+                lines.append(f"{number} {pair.label}: {pair.status} (--strict)")
+            elif pair.verdict == "slower" and gated is not None and gated.slowdown is not None:  # the only slower that fails
+                lines.append(f"{number} {pair.label}: {gated.metric} slower by {gated.slowdown:.1%} "
+                             f"(above --fail-above {self.settings.fail_above:g}%)")
+            else:
+                lines.append(f"{number} {pair.label}: {pair.verdict} (--strict)")
+        for number, row in enumerate(self.unmatched, len(self.pairs) + 1):
+            if row.fails:
+                lines.append(f"{number} {row.label}: only in {row.side.upper()} (--strict)")
+        return tuple(lines)
+
+    @property
+    def exit_code(self) -> int:
+        """1 when the gate fails (:meth:`failures`), else 0."""
+        return EXIT_FAIL if self.failures() else EXIT_PASS
+
+    def counts(self) -> dict[str, int]:
+        """How many pairs got each verdict (verdict order), then ``not compared`` and ``unmatched``."""
+        counts = {word: sum(p.verdict == word for p in self.pairs) for word in VERDICTS}
+        counts["not compared"] = sum(p.status != "compared" for p in self.pairs)
+        counts["unmatched"] = len(self.unmatched)
+        return {word: count for word, count in counts.items() if count}
+
+
+def compare(base: Iterable[RunRecord], new: Iterable[RunRecord], settings: CompareSettings | None = None, *,
+            base_name: str = "BASE", new_name: str = "NEW", problems: Iterable[str] = ()) -> Comparison:
+    """Match BASE's runs with NEW's (:func:`~tui.engine.compare.matching.pair_up`) and judge every pair."""
+    settings = settings or CompareSettings()
+    pairs, unmatched = pair_up(base, new, settings.ignore)
+    return Comparison(base=base_name, new=new_name, settings=settings,
+                      pairs=tuple(judge_pair(pair, settings) for pair in pairs),
+                      unmatched=tuple(unmatched_row(row, settings) for row in unmatched),
+                      problems=tuple(problems))  # fmt: skip

@@ -1,0 +1,343 @@
+"""The change of each matched pair, its verdict, and the gate: one rule for each, here.
+
+Per pair (:func:`judge_pair`) and metric (:data:`METRICS`): BASE's and NEW's value (the median of
+the pooled done processes), their ratio NEW / BASE with a 95% bootstrap interval
+(:mod:`tui.engine.change_stats`: each side's processes, then their block pairs, resampled on their
+own; seeded by the side's run ids, so the same runs on both sides read exactly 1 [1, 1]), and a
+verdict in :mod:`tui.engine.verdict`'s words, judged on how much faster NEW is (BASE / NEW for a
+time, NEW / BASE for the speedup) with threshold t:
+
+* ``noisy`` first: a process of either side whose own series of this metric is noisy (its spread,
+  severe outliers, a stall, drift: :func:`~tui.engine.verdict.spread_reasons`), a busy machine
+  while it measured (:func:`~tui.engine.verdict.machine_reasons`), or an interval of the change
+  wider than ``max_interval_ratio``. A noisy pair is never faster or slower.
+* else ``faster`` / ``slower`` / ``no change`` / ``inconclusive`` from the interval
+  (:func:`~tui.engine.verdict.judge_interval`); ``inconclusive`` without an interval (a side with
+  fewer than 4 block pairs, or samples that were pruned).
+
+With two or more processes on each side the interval is across processes; with one on a side it
+holds only the noise within a process, and the pair says so (``within_process``). A launch-bound
+pair's host time judged within a process uses a threshold of at least 5%
+(:data:`LAUNCH_BOUND_HOST_THRESHOLD`): identical launch-bound runs moved up to 1.8x in host time.
+
+The gate (:func:`fails`): a pair fails when the gated metric's verdict is ``slower`` and NEW is
+slower by more than ``fail_above`` percent (the point estimate); with ``strict`` also when its
+verdict is ``noisy`` or ``inconclusive``, when a side has no done run, and for an unmatched row.
+"""
+
+from __future__ import annotations
+
+import zlib
+from dataclasses import dataclass, field
+from typing import Any, Callable, Sequence
+
+from tui.engine.change_stats import Medians, SideDraws, change_interval, ratio_of, resample_side
+from tui.engine.compare.matching import Pair, Unmatched
+from tui.engine.protocol import SIDES
+from tui.engine.results import RunRecord, SamplesUnavailable
+from tui.engine.stats import summarize
+from tui.engine.summary import BOOTSTRAP_RESAMPLES, MIN_INTERVAL_BLOCKS, SideStats, launch_bound_of
+from tui.engine.verdict import (
+    CONFIDENT, INCONCLUSIVE, NOISY, SLOWER, SideSeries, VerdictPolicy, judge_interval, machine_reasons, spread_reasons,
+)  # fmt: skip
+from tui.typed import JsonRecord
+
+__all__ = [
+    "Metric", "METRICS", "METRIC_NAMES", "CompareSettings", "Change", "PairResult", "UnmatchedRow",
+    "judge_pair", "unmatched_row", "fails", "LAUNCH_BOUND_HOST_THRESHOLD",
+]  # fmt: skip
+
+LAUNCH_BOUND_HOST_THRESHOLD = 0.05
+"""The least threshold of a launch-bound pair's host change judged within one process."""
+
+# A unit's channels: an interleaved block pair's eager and compiled times, and each side's host time per call.
+_EAGER, _COMPILED, _EAGER_HOST, _COMPILED_HOST = range(4)
+
+
+@dataclass(frozen=True)
+class Metric:
+    """A quantity compared between BASE and NEW."""
+
+    name: str
+    label: str
+    time: bool
+    """A time (lower is faster); else a speedup (higher is faster)."""
+    value: Callable[[Medians], float | None]
+    """The side's value from its channel medians."""
+    series: tuple[tuple[str, str], ...]
+    """The (side of a run, ``iter`` or ``host``) series whose noise concerns it."""
+
+    @property
+    def host(self) -> bool:
+        """Host-inclusive time: a busy CPU counts against it on a GPU run too."""
+        return any(which == "host" for _, which in self.series)
+
+
+METRICS: dict[str, Metric] = {
+    "compiled": Metric("compiled", "compiled time", True, lambda m: m[_COMPILED], (("compiled", "iter"),)),
+    "eager": Metric("eager", "eager time", True, lambda m: m[_EAGER], (("eager", "iter"),)),
+    "speedup": Metric("speedup", "speedup", False, lambda m: ratio_of(m[_EAGER], m[_COMPILED]),
+                      (("eager", "iter"), ("compiled", "iter"))),
+    "host": Metric("host", "compiled host time per call", True, lambda m: m[_COMPILED_HOST], (("compiled", "host"),)),
+}
+"""compiled: the compiled side's per-iteration clock (device time on a GPU); eager likewise; speedup:
+eager / compiled; host: the compiled side's host-inclusive time per call."""
+METRIC_NAMES = tuple(METRICS)
+
+
+@dataclass(frozen=True)
+class CompareSettings(JsonRecord):
+    """How pairs are judged and gated (``compile-lab compare``'s flags)."""
+
+    metric: str = "compiled"
+    threshold: float = 0.02
+    fail_above: float = 5.0
+    """Percent: a ``slower`` gated change beyond it fails the gate."""
+    ignore: tuple[str, ...] = ()
+    strict: bool = False
+    noise_limits: dict[str, float] = field(default_factory=dict)
+    resamples: int = BOOTSTRAP_RESAMPLES
+    seed: int = 0
+
+    def policy(self, threshold: float | None = None) -> VerdictPolicy:
+        """The verdict's policy with this threshold (or ``threshold``) and the noise limits."""
+        return VerdictPolicy.of(self.threshold if threshold is None else threshold, self.noise_limits)
+
+
+@dataclass(frozen=True)
+class Change(JsonRecord):
+    """One metric of a pair: BASE's and NEW's value, NEW / BASE with its interval, the verdict."""
+
+    metric: str = "compiled"
+    base: float | None = None
+    """ms for a time, x for the speedup."""
+    new: float | None = None
+    ratio: float | None = None
+    ratio_low: float | None = None
+    ratio_high: float | None = None
+    verdict: str = INCONCLUSIVE
+    reasons: tuple[str, ...] = ()
+    """Why it is noisy."""
+    threshold: float = 0.02
+
+    @property
+    def slowdown(self) -> float | None:
+        """How much slower NEW is (0.05: 5% slower; negative: faster); None without a ratio."""
+        if self.ratio is None or self.ratio <= 0:
+            return None
+        return self.ratio - 1 if METRICS[self.metric].time else 1 / self.ratio - 1
+
+
+@dataclass(frozen=True)
+class PairResult(JsonRecord):
+    """A matched configuration judged: every metric's change, the gated one's verdict, the gate."""
+
+    label: str = ""
+    key: dict[str, str] = field(default_factory=dict)
+    """The match fields and their values (``--ignore``'s are left out)."""
+    differences: tuple[str, ...] = ()
+    base_runs: tuple[str, ...] = ()
+    new_runs: tuple[str, ...] = ()
+    base_processes: int = 0
+    """Done processes with samples (those measured)."""
+    new_processes: int = 0
+    status: str = "compared"
+    """compared; or why not: ``BASE failed``, ``NEW failed`` (no done run on that side)."""
+    launch_bound: bool = False
+    within_process: bool = False
+    """A side had one process: the interval holds only the noise within a process."""
+    metric: str = "compiled"
+    changes: tuple[Change, ...] = ()
+    verdict: str | None = None
+    """The gated metric's verdict (None when not compared)."""
+    slowdown: float | None = None
+    fails: bool = False
+    notes: tuple[str, ...] = ()
+
+    def change(self, metric: str) -> Change | None:
+        """The :class:`Change` of ``metric`` (None when not compared)."""
+        return next((c for c in self.changes if c.metric == metric), None)
+
+
+@dataclass(frozen=True)
+class UnmatchedRow(JsonRecord):
+    """A configuration on one side only (``base`` or ``new``)."""
+
+    label: str = ""
+    key: dict[str, str] = field(default_factory=dict)
+    side: str = "base"
+    runs: tuple[str, ...] = ()
+    statuses: tuple[str, ...] = ()
+    hint: str = ""
+    fails: bool = False
+
+
+# ----- a side's data ----------------------------------------------------------------------------
+
+
+@dataclass
+class _Process:
+    """One done run of a side: its units (block pairs, four channels), its noise series, launch-bound or not."""
+
+    record: RunRecord
+    units: list[tuple[list[float], ...]]
+    series: dict[tuple[str, str], SideSeries | None]
+    launch_bound: bool
+
+
+def _pair_units(eager: list, compiled: list) -> list[tuple[list[float], ...]]:
+    """Block ``i`` of each side as one unit: eager times, compiled times, eager host, compiled host per call."""
+    def host(block: Any) -> list[float]:
+        return [] if block is None or block.host_ms_per_call is None else [block.host_ms_per_call]
+
+    units = []
+    for i in range(max(len(eager), len(compiled))):
+        e, c = (eager[i] if i < len(eager) else None), (compiled[i] if i < len(compiled) else None)
+        units.append((list(e.ms) if e else [], list(c.ms) if c else [], host(e), host(c)))
+    return units
+
+
+def _side_series(side: str, blocks: list) -> tuple[SideStats, dict[tuple[str, str], SideSeries | None]]:
+    """One side of a run: its iter and host statistics (as its summary has them) and their noise series."""
+    values = {"iter": [b.ms for b in blocks],
+              "host": [(b.host_ms_per_call,) for b in blocks if b.host_ms_per_call is not None]}
+    stats = {which: summarize(x for block in v for x in block) if v else None for which, v in values.items()}
+    series = {(side, which): None if st is None else SideSeries(side, values[which], st.median, st.q1, st.q3, st.max)
+              for which, st in stats.items()}
+    return SideStats(stats["iter"], stats["host"]), series
+
+
+def _process(record: RunRecord) -> _Process | None:
+    """The run's measured blocks as units and series (no bootstrap of its own); None without any."""
+    samples = record.loaded_samples()
+    blocks = {side: [b for b in samples[side] if b.stage == "measure" and b.ms] for side in SIDES}
+    units = _pair_units(blocks["eager"], blocks["compiled"])
+    if not units:
+        return None
+    sides, series = {}, {}
+    for side in SIDES:
+        sides[side], found = _side_series(side, blocks[side])
+        series.update(found)
+    clock = next((b.clock for side in SIDES for b in blocks[side]), None)
+    return _Process(record, units, series, bool(launch_bound_of(sides, clock)))
+
+
+@dataclass
+class _Side:
+    name: str
+    processes: list[_Process]
+    draws: SideDraws
+    notes: list[str]
+
+
+def _side(name: str, records: Sequence[RunRecord], settings: CompareSettings) -> _Side:
+    processes, notes = [], []
+    for record in records:
+        if record.status != "done":
+            continue
+        try:
+            process = _process(record)
+        except SamplesUnavailable as exc:
+            notes.append(f"{name}: {exc}; left out")
+            continue
+        if process is not None:
+            processes.append(process)
+    seed = zlib.crc32(",".join(sorted(p.record.run_id for p in processes)).encode()) ^ settings.seed
+    draws = resample_side([p.units for p in processes], 4, settings.resamples, seed)
+    return _Side(name, processes, draws, notes)
+
+
+def _noise(side: _Side, metric: Metric, policy: VerdictPolicy) -> list[str]:
+    """Each process's noise reasons for ``metric``, a reason said once with the processes it concerns."""
+    by_reason: dict[str, list[str]] = {}
+    for number, process in enumerate(side.processes, 1):
+        reasons = []
+        for key in metric.series:
+            series = process.series[key]
+            if series is not None:
+                reasons += spread_reasons(series, policy, "time" if key[1] == "iter" else "host time")
+        reasons += machine_reasons(process.record.machine(), policy, metric.host)
+        for reason in reasons:
+            by_reason.setdefault(reason, []).append(str(number))
+    count = len(side.processes)
+    if count == 1:
+        return [f"{side.name}: {reason}" for reason in by_reason]
+    return [f"{side.name} process{'es' if len(n) > 1 else ''} {', '.join(n)} of {count}: {reason}"
+            for reason, n in by_reason.items()]
+
+
+# ----- judging -----------------------------------------------------------------------------------
+
+
+def _change(metric: Metric, base: _Side, new: _Side, settings: CompareSettings, threshold: float) -> Change:
+    policy = settings.policy(threshold)
+    enough = min(base.draws.units, new.draws.units) >= MIN_INTERVAL_BLOCKS
+    interval = change_interval(base.draws, new.draws, metric.value)
+    low, high = (interval.low, interval.high) if enough else (None, None)
+    values = dict(metric=metric.name, base=metric.value(base.draws.point), new=metric.value(new.draws.point),
+                  ratio=interval.point, ratio_low=low, ratio_high=high, threshold=threshold)  # fmt: skip
+    reasons = []
+    if low is not None and high is not None and low > 0 and high / low > policy.max_interval_ratio:
+        reasons.append(f"the {metric.label} change's interval is too wide (hi/lo {high / low:.2f} > "
+                       f"{policy.max_interval_ratio:.2f})")
+    reasons += _noise(base, metric, policy) + _noise(new, metric, policy)
+    if reasons:
+        return Change(**values, verdict=NOISY, reasons=tuple(reasons))
+    if low is None or high is None or low <= 0:
+        return Change(**values, verdict=INCONCLUSIVE)
+    gain = (1 / high, 1 / low) if metric.time else (low, high)
+    return Change(**values, verdict=judge_interval(*gain, threshold))
+
+
+def fails(verdict: str | None, slowdown: float | None, settings: CompareSettings, compared: bool = True) -> bool:
+    """The gate, for one pair: slower by more than ``fail_above`` percent; with ``strict`` anything unconfident."""
+    if verdict == SLOWER and slowdown is not None and slowdown * 100 > settings.fail_above:
+        return True
+    return settings.strict and (not compared or verdict not in CONFIDENT)
+
+
+def _not_compared(pair: Pair, settings: CompareSettings, label: str, status: str, notes: list[str]) -> PairResult:
+    return PairResult(label=label, key=dict(pair.key.fields), differences=pair.differences,
+                      base_runs=tuple(r.run_id for r in pair.base), new_runs=tuple(r.run_id for r in pair.new),
+                      status=status, metric=settings.metric, notes=tuple(notes),
+                      fails=fails(None, None, settings, compared=False))  # fmt: skip
+
+
+def judge_pair(pair: Pair, settings: CompareSettings) -> PairResult:
+    """The :class:`PairResult` of one matched configuration (see the module docstring)."""
+    label = pair.key.label()
+    base, new = _side("BASE", pair.base, settings), _side("NEW", pair.new, settings)
+    notes = base.notes + new.notes
+    missing = [s.name for s in (base, new) if not s.processes]
+    if missing:
+        failed = any(r.status == "failed" for s in missing for r in (pair.base if s == "BASE" else pair.new))
+        status = " and ".join(missing) + (" failed" if failed else " not measured")
+        return _not_compared(pair, settings, label, status, notes)
+    launch_bound = any(p.launch_bound for p in base.processes + new.processes)
+    within = min(len(base.processes), len(new.processes)) < 2
+    if within:
+        notes.append(f"one process on a side (BASE {len(base.processes)}, NEW {len(new.processes)}): the interval holds "
+                     "only the noise within a process (--repeat 3 gives one across processes)")
+    changes = []
+    for metric in METRICS.values():
+        threshold = settings.threshold
+        if metric.host and launch_bound and within:
+            threshold = max(threshold, LAUNCH_BOUND_HOST_THRESHOLD)
+            if metric.name == settings.metric and threshold > settings.threshold:
+                notes.append(f"launch-bound host time within one process: judged at {threshold:.0%}, not "
+                             f"{settings.threshold:.0%} (such runs moved up to 1.8x from one process to the next)")
+        changes.append(_change(metric, base, new, settings, threshold))
+    gated = next(c for c in changes if c.metric == settings.metric)
+    return PairResult(label=label, key=dict(pair.key.fields), differences=pair.differences,
+                      base_runs=tuple(r.run_id for r in pair.base), new_runs=tuple(r.run_id for r in pair.new),
+                      base_processes=len(base.processes), new_processes=len(new.processes), launch_bound=launch_bound,
+                      within_process=within, metric=settings.metric, changes=tuple(changes), verdict=gated.verdict,
+                      slowdown=gated.slowdown, fails=fails(gated.verdict, gated.slowdown, settings),
+                      notes=tuple(notes))  # fmt: skip
+
+
+def unmatched_row(row: Unmatched, settings: CompareSettings) -> UnmatchedRow:
+    """An :class:`Unmatched` configuration as a row (it fails the gate only with ``strict``)."""
+    return UnmatchedRow(label=row.key.label(), key=dict(row.key.fields), side=row.side,
+                        runs=tuple(r.run_id for r in row.records), statuses=tuple(r.status for r in row.records),
+                        hint=row.hint, fails=settings.strict)  # fmt: skip

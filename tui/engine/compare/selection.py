@@ -1,0 +1,202 @@
+"""What BASE and NEW name: a JSON export, or runs of the history (by id, by session, by date).
+
+Syntax (:func:`parse_selection`; anything else is a path to a JSON export)::
+
+    history:ID[,ID...]      runs by run id; a group id (a --repeat's first run) names all its processes
+    session:ID              every run of one app or CLI start (the history's session_id)
+    session:last            the latest session in the history; session:last-1 the one before, ...
+    since:DATE[..DATE]      runs queued from DATE (UTC, YYYY-MM-DD or YYYY-MM-DDTHH:MM[:SS]) until
+                            now, or until the second DATE (a day: to its end; a time: that second)
+
+A path that starts with one of these prefixes is written ``./history:...``. A history line written
+before session ids existed has none: it is selected by id or date, never by session.
+:class:`SelectionError` (one line: what was given, why, what is allowed) for bad syntax, a file that
+is not an export, and a selection that names no run.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+from typing import Any
+
+from tui.engine.history import History
+from tui.engine.results import RunRecord
+from tui.typed import printable
+
+__all__ = ["Selection", "SelectionError", "parse_selection", "load_selection", "sessions", "SELECTION_HELP"]
+
+SELECTION_HELP = ("a JSON export's path, history:RUNID[,RUNID...], session:ID, session:last[-N], "
+                  "or since:DATE[..DATE] (UTC, YYYY-MM-DD[THH:MM[:SS]])")
+_PREFIXES = ("history:", "session:", "since:")
+_LAST = re.compile(r"^last(?:-(\d{1,4}))?$")
+_DATE_FORMATS = (("%Y-%m-%d", timedelta(days=1)), ("%Y-%m-%dT%H:%M", timedelta(minutes=1)),
+                 ("%Y-%m-%dT%H:%M:%S", timedelta(seconds=1)))  # fmt: skip
+_SHOWN = 60
+
+
+class SelectionError(ValueError):
+    """A selection that cannot be read; one line."""
+
+
+def _shown(text: str) -> str:
+    text = printable(text)
+    return text if len(text) <= _SHOWN else text[:_SHOWN] + "…"
+
+
+@dataclass(frozen=True)
+class Selection:
+    """A parsed BASE or NEW: ``kind`` is file, history, session or since."""
+
+    text: str
+    kind: str
+    path: str = ""
+    run_ids: tuple[str, ...] = ()
+    session: str = ""
+    start: float | None = None
+    end: float | None = None
+    """Exclusive end (seconds since the epoch); None: now."""
+
+
+def _moment(text: str, whole: str) -> tuple[float, timedelta]:
+    for fmt, step in _DATE_FORMATS:
+        try:
+            moment = datetime.strptime(text, fmt).replace(tzinfo=timezone.utc)
+        except ValueError:
+            continue
+        return moment.timestamp(), step
+    raise SelectionError(f"{_shown(whole)}: {_shown(text)!r} is not a date (allowed: YYYY-MM-DD, "
+                         "YYYY-MM-DDTHH:MM or YYYY-MM-DDTHH:MM:SS, UTC)")
+
+
+def parse_selection(text: str) -> Selection:
+    """``text`` as a :class:`Selection` (SelectionError, one line, when it cannot be one)."""
+    if not text.strip():
+        raise SelectionError(f"the selection is empty (allowed: {SELECTION_HELP})")
+    prefix = next((p for p in _PREFIXES if text.startswith(p)), None)
+    if prefix is None:
+        return Selection(text, "file", path=text)
+    rest = text[len(prefix):].strip()
+    if prefix == "history:":
+        ids = tuple(dict.fromkeys(part.strip() for part in rest.split(",") if part.strip()))
+        if not ids:
+            raise SelectionError(f"{_shown(text)}: no run id (allowed: history:RUNID[,RUNID...])")
+        return Selection(text, "history", run_ids=ids)
+    if prefix == "session:":
+        if not rest:
+            raise SelectionError(f"{_shown(text)}: no session id (allowed: session:ID, session:last, session:last-N)")
+        return Selection(text, "session", session=rest)
+    first, sep, second = rest.partition("..")
+    start, _ = _moment(first.strip(), text)
+    end = None
+    if sep:
+        end_start, step = _moment(second.strip(), text)
+        end = end_start + step.total_seconds()
+        if end <= start:
+            raise SelectionError(f"{_shown(text)}: the range ends before it starts (allowed: since:EARLIER..LATER)")
+    return Selection(text, "since", start=start, end=end)
+
+
+def sessions(records: list[RunRecord]) -> list[tuple[str, int]]:
+    """The session ids in ``records`` with their run counts, oldest first: by their first run's queue time.
+
+    (Two sessions started in one second have ids of the same time; their runs' times tell them apart.)
+    """
+    first: dict[str, tuple[float, int]] = {}
+    counts: dict[str, int] = {}
+    for number, record in enumerate(records):
+        if record.session_id:
+            first[record.session_id] = min(first.get(record.session_id, (record.created, number)),
+                                           (record.created, number))
+            counts[record.session_id] = counts.get(record.session_id, 0) + 1
+    return [(session, counts[session]) for session in sorted(first, key=first.__getitem__)]
+
+
+def _from_file(selection: Selection) -> tuple[list[RunRecord], list[str]]:
+    path = Path(selection.path)
+    where = _shown(selection.path)
+    allowed = f"(allowed: {SELECTION_HELP})"
+    try:
+        data: Any = json.loads(path.read_bytes())
+    except FileNotFoundError:
+        raise SelectionError(f"{where}: no such file {allowed}") from None
+    except IsADirectoryError:
+        raise SelectionError(f"{where}: is a directory {allowed}") from None
+    except OSError as exc:
+        raise SelectionError(f"{where}: cannot read it: {exc.strerror or exc} {allowed}") from None
+    except (ValueError, UnicodeDecodeError):
+        raise SelectionError(f"{where}: not JSON (allowed: a JSON export of compile-lab run/sweep --json or the app's "
+                             "e; a history selection)") from None
+    if not isinstance(data, dict) or not isinstance(data.get("runs"), list):
+        raise SelectionError(f"{where}: not a compile-lab JSON export (no \"runs\" list; allowed: the file of "
+                             "--json or the app's export)")
+    records, problems = [], []
+    for number, item in enumerate(data["runs"], 1):
+        try:
+            record, found = RunRecord.decode(item)
+        except (TypeError, ValueError) as exc:
+            problems.append(f"{where} run {number}: unreadable ({exc}), skipped")
+            continue
+        records.append(record)
+        problems += [f"{where} run {number}: {problem} (default used)" for problem in found]
+    return records, problems
+
+
+def _session_id(selection: Selection, records: list[RunRecord], history: History) -> str:
+    known = sessions(records)
+    last = _LAST.match(selection.session)
+    if last is None:
+        if any(session == selection.session for session, _ in known):
+            return selection.session
+        why = "no run of this session"
+    else:
+        back = int(last.group(1) or 0)
+        if back < len(known):
+            return known[-1 - back][0]
+        why = f"the history holds {len(known)} session(s)"
+    latest = ", ".join(f"{session} ({count} runs)" for session, count in known[-3:][::-1]) or "none"
+    raise SelectionError(f"{_shown(selection.text)}: {why} in {history.path} (latest sessions: {latest}; allowed: "
+                         "session:ID, session:last, session:last-N)")
+
+
+def _by_ids(selection: Selection, records: list[RunRecord], history: History) -> list[RunRecord]:
+    wanted = set(selection.run_ids)
+    chosen = [r for r in records if r.run_id in wanted or (r.group_id and r.group_id in wanted)]
+    found = {r.run_id for r in chosen} | {r.group_id for r in chosen if r.group_id}
+    missing = [run_id for run_id in selection.run_ids if run_id not in found]
+    if missing:
+        raise SelectionError(f"{_shown(selection.text)}: no run {_shown(missing[0])!r} in {history.path} "
+                             "(allowed: the run ids of the history, as in a JSON export or the app's details)")
+    return chosen
+
+
+def _by_time(selection: Selection, records: list[RunRecord], history: History) -> list[RunRecord]:
+    start, end = selection.start or 0.0, selection.end
+    chosen = [r for r in records if r.created >= start and (end is None or r.created < end)]
+    if not chosen:
+        raise SelectionError(f"{_shown(selection.text)}: no run was queued in that time in {history.path} "
+                             f"({len(records)} runs there)")
+    return chosen
+
+
+def _from_history(selection: Selection, history: History) -> tuple[list[RunRecord], list[str]]:
+    records, problems = history.load()
+    if selection.kind == "history":
+        return _by_ids(selection, records, history), problems
+    if selection.kind == "session":
+        session = _session_id(selection, records, history)
+        return [r for r in records if r.session_id == session], problems
+    return _by_time(selection, records, history), problems
+
+
+def load_selection(selection: Selection, history: History | None = None) -> tuple[list[RunRecord], list[str]]:
+    """The runs a selection names (samples read on demand) and the problems met reading them."""
+    if selection.kind == "file":
+        records, problems = _from_file(selection)
+        if not records:
+            raise SelectionError(f"{_shown(selection.text)}: the export holds no run")
+        return records, problems
+    return _from_history(selection, history or History())
