@@ -5,6 +5,7 @@ Each check runs in a fresh interpreter, so nothing imported by another test can 
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import subprocess
 import sys
@@ -15,7 +16,7 @@ PROBE = """
 import json, sys, importlib
 for name in {modules!r}:
     importlib.import_module(name)
-print(json.dumps(sorted(m for m in sys.modules if m.split('.')[0] in {{'torch', 'textual', 'triton', 'numpy', 'psutil'}})))
+print(json.dumps(sorted(m for m in sys.modules if m.split('.')[0] in {{'torch', 'textual', 'triton', 'numpy', 'psutil', 'matplotlib'}})))
 """
 
 
@@ -43,7 +44,10 @@ ENGINE_PARENT_SIDE = [
     "tui.engine.compare",
     "tui.cli",
     "tui.cli.compare",
+    "tui.engine.report_data",
+    "tui.cli.report",
 ]
+REPORT = ["tui.report", "tui.report.colors"]
 TELEMETRY = ["tui.telemetry.model", "tui.telemetry.nvml", "tui.telemetry.fake", "tui.telemetry.sampler",
              "tui.telemetry.host_load"]
 APP = ["tui.app.app"]
@@ -67,6 +71,15 @@ def test_engine_parent_side_never_imports_torch_or_textual():
     imported = _imported_after(ENGINE_PARENT_SIDE)
     assert "torch" not in imported
     assert "textual" not in imported
+
+
+def test_matplotlib_loads_only_when_a_report_is_made():
+    """``compile-lab report``'s plots need matplotlib (an extra): the CLI, its parser and the report
+    package import it only inside the report function (tui.report.plots.load_matplotlib)."""
+    imported = _imported_after(ENGINE_PARENT_SIDE + REPORT + ["tui.cli.parse"])
+    assert imported.isdisjoint({"matplotlib", "torch", "textual"})
+    if importlib.util.find_spec("matplotlib") is not None:  # the probe sees it when it is imported
+        assert "matplotlib" in _imported_after(["matplotlib"])
 
 
 def test_telemetry_never_imports_torch_or_textual():

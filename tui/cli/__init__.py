@@ -1,4 +1,4 @@
-"""The ``compile-lab`` command line: run, sweep, env, workloads, prune, compare; no subcommand opens the app.
+"""The ``compile-lab`` command line: run, sweep, env, workloads, prune, compare, report; no subcommand opens the app.
 
 This package imports neither torch nor textual: runs happen in worker processes
 (:class:`tui.engine.runner.WorkerRunner`) driven by a :class:`tui.engine.session.RunSession`,
@@ -9,7 +9,8 @@ table borrows ``tui.app.format``, which imports no textual).
 Modules: :mod:`~tui.cli.parse` (flags -> run options), :mod:`~tui.cli.run` (the run loop),
 :mod:`~tui.cli.render` (the results table), :mod:`~tui.cli.info` (``env``, ``workloads``),
 :mod:`~tui.cli.artifacts` (``--trace``, ``--torch-trace``/``--tlparse``, ``prune``), :mod:`~tui.cli.compare`
-(``compare BASE NEW``, its own exit codes: 1 when the gate fails).
+(``compare BASE NEW``, its own exit codes: 1 when the gate fails), :mod:`~tui.cli.report` (``report RUNS -o FILE``:
+one HTML file to share; matplotlib is imported only then).
 
 Exit codes: 0 when every run succeeded, 1 when one failed, 3 with ``--strict`` when every run
 succeeded but one's verdict (or host verdict) is ``noisy`` or ``inconclusive``, 2 on bad usage (one line
@@ -65,6 +66,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         from tui.cli.artifacts import cmd_prune
 
         return cmd_prune(args)
+    if args.command == "report":
+        from tui.cli.report import cmd_report
+
+        try:
+            return cmd_report(args)
+        except UsageError as exc:
+            return _usage_error(str(exc))
     if args.command == "compare":
         from tui.cli.compare import cmd_compare
 

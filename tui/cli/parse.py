@@ -166,6 +166,9 @@ def build_parser() -> argparse.ArgumentParser:
     from tui.cli.compare import add_compare_parser  # here: tui.cli.compare imports this module
 
     add_compare_parser(sub)
+    from tui.cli.report import add_report_parser  # here: tui.cli.report imports this module
+
+    add_report_parser(sub)
     return parser
 
 

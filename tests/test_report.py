@@ -1,0 +1,251 @@
+"""``compile-lab report``: one self-contained HTML file (issue 15 item 4).
+
+The report renders from the fakes' records exported to JSON (and from the history); its forest plot
+is SVG that parses, with one mark per configuration; what users wrote comes out escaped; it opens
+offline; without matplotlib, and with a bad ``-o``, the command exits 2 before writing anything.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import re
+import sys
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+import pytest
+from fakes.records import cuda_run_record, full_group, full_record
+
+from tui import cli, paths
+from tui.engine.export import write_json
+from tui.engine.history import History
+from tui.cli.report import load_runs
+from tui.engine.report_data import QUANTILES, gather_report
+from tui.engine.verdict import VERDICTS
+
+pytest.importorskip("matplotlib")  # in the test extras; the report's own extra
+
+SVG = "{http://www.w3.org/2000/svg}"
+SCRIPT = "<script>alert(1)</script>"
+INSTALL = 'pip install "compile-lab[report]"'
+
+
+def _records() -> list:
+    """Five configurations: launch-bound, GPU-bound, a group of 3 processes (noisy), a failed run, a user file."""
+    user = cuda_run_record("20250101-000002-script")
+    user.options = dataclasses.replace(user.options, workload=f"my{SCRIPT}.py", params={"tag": SCRIPT})
+    return [cuda_run_record("20250101-000000-lbound"), cuda_run_record("20250101-000001-gpubnd", eager_host_ms=0.11),
+            *full_group(), full_record("20261201-101011-bbbbbb", failed=True), user]  # fmt: skip
+
+
+@pytest.fixture
+def export(tmp_path: Path) -> Path:
+    path = tmp_path / "runs.json"
+    write_json(_records(), path)
+    return path
+
+
+def _report(argv: list[str], capsys: pytest.CaptureFixture) -> tuple[int, str]:
+    code = cli.main(["report", *argv])
+    return code, capsys.readouterr().err
+
+
+def _forest(page: str) -> ET.Element:
+    match = re.search(r'<svg id="forest-plot".*?</svg>', page, re.DOTALL)
+    assert match, "no forest plot in the page"
+    return ET.fromstring(match.group(0))
+
+
+def _marks(svg: ET.Element, prefix: str) -> dict[str, ET.Element]:
+    return {g.get("id"): g for g in svg.iter(f"{SVG}g") if (g.get("id") or "").startswith(prefix)}
+
+
+def test_the_report_renders_one_forest_mark_per_configuration(export, tmp_path, capsys):
+    out = tmp_path / "report.html"
+    code, err = _report([str(export), "-o", str(out)], capsys)
+    assert code == 0, err
+    assert "wrote" in err and "5 configuration(s) from 7 run(s)" in err
+    page = out.read_text(encoding="utf-8")
+    forest = _forest(page)
+    rows = gather_report(load_runs([str(export)])[0]).rows
+    assert len(rows) == 5 and [len(r.processes) for r in rows] == [1, 1, 3, 1, 1]
+    marks = _marks(forest, "forest-row-")
+    assert sorted(marks) == sorted(f"forest-row-{r.number}" for r in rows if r.speedup is not None)
+    assert len(marks) == 5
+    # Host-inclusive marks where (and only where) a run is launch-bound.
+    assert sorted(_marks(forest, "forest-host-")) == sorted(f"forest-host-{r.number}" for r in rows if r.shows_host)
+    assert "forest-host-2" not in _marks(forest, "forest-host-")
+    # Each mark is drawn in its verdict's colour (the app's colours as hex).
+    from tui.report.colors import verdict_colour
+
+    for row in rows:
+        style = " ".join(p.get("style", "") for p in marks[f"forest-row-{row.number}"].iter(f"{SVG}path"))
+        assert f"stroke: {verdict_colour(row.verdict)}" in style
+    # The distributions: a box per side per configuration, every sample summarised by bounded quantiles.
+    for row in rows:
+        svg = re.search(rf'<svg id="dist-{row.number}".*?</svg>', page, re.DOTALL)
+        assert svg, f"no distribution for #{row.number}"
+        ids = {el.get("id") for el in ET.fromstring(svg.group(0)).iter() if el.get("id")}
+        assert {f"dist-{row.number}-eager", f"dist-{row.number}-compiled"} <= ids
+        assert len(row.eager.quantiles) <= QUANTILES
+    assert rows[2].eager.stats.n == 3 * 34  # the group's processes pooled
+    for words in ("Noisy runs", "processes 1, 2, 3 of 3", "re-run on a quiet machine", "Fake H200", "2.13.0",
+                  "throttle_reasons[0] 46", "compile-lab run --param n=4096", "reduce-overhead", "SM clock"):
+        assert words in page, words
+
+
+def test_every_string_users_wrote_is_escaped(export, tmp_path, capsys):
+    out = tmp_path / "report.html"
+    assert _report([str(export), "-o", str(out)], capsys)[0] == 0
+    page = out.read_text(encoding="utf-8")
+    assert "<script" not in page.lower()
+    assert "&lt;script&gt;alert(1)&lt;/script&gt;" in page
+    assert "my&lt;script&gt;alert(1)&lt;/script&gt;.py" in page  # the options table has the whole workload
+    for svg in re.findall(r"<svg .*?</svg>", page, re.DOTALL):
+        ET.fromstring(svg)  # the plots' text is escaped too, or this would not parse
+
+
+def test_the_report_opens_offline_and_is_the_same_every_time(export, tmp_path, capsys):
+    first, second = tmp_path / "a.html", tmp_path / "b.html"
+    assert _report([str(export), "-o", str(first)], capsys)[0] == 0
+    assert _report([str(export), "-o", str(second)], capsys)[0] == 0
+    page = first.read_text(encoding="utf-8")
+    assert not re.search(r"""(?:src|href)\s*=\s*["']?\s*(?:https?:)?//""", page, re.IGNORECASE)
+    assert not re.search(r"url\(\s*['\"]?(?:https?:)?//|@import|<link\b|<iframe\b|<img\b", page, re.IGNORECASE)
+    assert "<!DOCTYPE svg" not in page and "<?xml" not in page
+    assert first.read_bytes() == second.read_bytes()
+    ids = re.findall(r' id="([^"]+)"', page)
+    assert len(ids) == len(set(ids)), "an id twice in one page"
+
+
+def test_without_matplotlib_the_command_says_how_to_install_it(export, tmp_path, capsys, monkeypatch):
+    monkeypatch.setitem(sys.modules, "matplotlib", None)  # `import matplotlib` raises ImportError
+    out = tmp_path / "report.html"
+    code, err = _report([str(export), "-o", str(out)], capsys)
+    assert code == 2
+    assert err.count("\n") == 1 and INSTALL in err and err.startswith("compile-lab: error:")
+    assert not out.exists()
+
+
+def _bad_outputs(tmp_path: Path, export: Path) -> dict[str, Path | str]:
+    directory = tmp_path / "a-dir"
+    directory.mkdir()
+    target = tmp_path / "target.html"
+    target.write_text("keep")
+    link = tmp_path / "link.html"
+    link.symlink_to(target)
+    return {"a directory": directory, "a link": link, "a dangling link": _dangling(tmp_path),
+            "the history": paths.history_file(), "the config": paths.config_file(),
+            "in the runs directory": paths.runs_dir() / "x.html", "a name ending in a slash": f"{tmp_path}/new/",
+            "in a directory that does not exist": tmp_path / "missing" / "r.html",
+            "one of the RUNS": export}  # fmt: skip
+
+
+def _dangling(tmp_path: Path) -> Path:
+    link = tmp_path / "dangling.html"
+    link.symlink_to(tmp_path / "nowhere.html")
+    return link
+
+
+def test_a_bad_output_path_exits_2_before_anything_is_written(export, tmp_path, capsys):
+    before = export.read_bytes()
+    for what, path in _bad_outputs(tmp_path, export).items():
+        listing = sorted(p.name for p in tmp_path.iterdir())
+        code, err = _report([str(export), "-o", str(path)], capsys)
+        assert code == 2, what
+        assert err.count("\n") == 1 and err.startswith("compile-lab: error: -o:"), (what, err)
+        assert sorted(p.name for p in tmp_path.iterdir()) == listing, what
+    assert (tmp_path / "target.html").read_text() == "keep"
+    assert export.read_bytes() == before
+    assert not paths.history_file().exists() and not paths.runs_dir().exists()
+
+
+def test_runs_that_cannot_be_read_exit_2_with_one_line(tmp_path, capsys):
+    not_json = tmp_path / "notes.json"
+    not_json.write_text("hello")
+    not_export = tmp_path / "list.json"
+    not_export.write_text(json.dumps([1, 2]))
+    out = tmp_path / "r.html"
+    for runs in ([str(tmp_path / "missing.json")], [str(not_json)], [str(not_export)], ["history:"],
+                 ["history:20250101-000000-nosuch"], ["session:last"], ["since:yesterday"], [""]):
+        code, err = _report([*runs, "-o", str(out)], capsys)
+        assert code == 2, runs
+        assert err.count("\n") == 1 and err.startswith("compile-lab: error: RUNS:"), (runs, err)
+        assert not out.exists()
+    code, err = _report([str(not_json)], capsys)  # no -o
+    assert code == 2 and "-o" in err
+
+
+def test_history_selections_pick_runs_and_groups(export, tmp_path, capsys):
+    """RUNS are compare's selections (tui.engine.compare.selection); several add up, each run read once."""
+    history = History()
+    records = _records()
+    for record in records:
+        history.append(record)
+    picked, problems = load_runs(["history:20261201-101010-aaaaaa,20250101-000000-lbound"])
+    assert len(picked) == 4 and problems == []  # a group id names all three processes
+    picked, _ = load_runs(["session:last"])  # the fakes' full records share one session
+    assert sorted(r.run_id for r in picked) == sorted(r.run_id for r in records if r.session_id)
+    picked, problems = load_runs([str(export), "history:20250101-000000-lbound"])
+    assert len(picked) == 7 and any("more than once" in p for p in problems)
+    out = tmp_path / "h.html"
+    ids = ",".join(r.run_id for r in records)
+    code, err = _report([f"history:{ids}", "-o", str(out)], capsys)
+    assert code == 0, err
+    assert len(_marks(_forest(out.read_text(encoding="utf-8")), "forest-row-")) == 5
+
+
+def test_a_run_whose_samples_are_gone_keeps_its_row_and_its_boxes(tmp_path, capsys):
+    history = History()
+    records = _records()[:2]
+    for record in records:
+        history.append(record)
+    os.unlink(history.samples_path(history.load()[0][0]))
+    selection = "history:" + ",".join(r.run_id for r in records)
+    stored, _ = load_runs([selection])
+    rows = gather_report(stored).rows
+    assert rows[0].samples_note and "samples" in rows[0].samples_note and rows[0].speedup is not None
+    assert rows[1].samples_note is None
+    out = tmp_path / "p.html"
+    assert _report([selection, "-o", str(out)], capsys)[0] == 0
+    page = out.read_text(encoding="utf-8")
+    # The stored statistics still draw the boxes; the dots (quantiles of the samples) are gone.
+    assert "Boxes from the stored statistics, no dots: run 20250101-000000-lbound" in page
+    assert 'id="dist-1-eager"' in page and 'id="dist-1-eager-points"' not in page
+    assert 'id="dist-2-eager-points"' in page
+
+
+def test_every_verdict_has_the_apps_colour():
+    from tui.app.format import VERDICT_STYLES
+    from tui.report.colors import RICH_HEX, VERDICT_COLOURS
+
+    assert set(VERDICT_COLOURS) == set(VERDICTS)
+    for verdict, colour in VERDICT_COLOURS.items():
+        assert colour == RICH_HEX[VERDICT_STYLES[verdict].split()[-1]]
+        assert re.fullmatch(r"#[0-9a-f]{6}", colour)
+
+
+def test_a_file_that_cannot_be_written_exits_1_with_one_line(export, tmp_path, capsys, monkeypatch):
+    import tui.report
+    from tui.engine.export import ExportError
+
+    def fail(data, path):
+        raise ExportError(f"cannot write {path}: No space left on device")
+
+    monkeypatch.setattr(tui.report, "write_report", fail)
+    code, err = _report([str(export), "-o", str(tmp_path / "r.html")], capsys)
+    assert code == 1 and err.count("\n") == 1 and "No space left on device" in err
+
+
+def test_the_rows_gather_groups_verdicts_and_environments():
+    data = gather_report(_records(), sources=("x.json",))
+    assert [row.number for row in data.rows] == [1, 2, 3, 4, 5] and data.runs == 7
+    launch_bound, gpu_bound, group, failed, _ = data.rows
+    assert launch_bound.shows_host and launch_bound.host_speedup.point == pytest.approx(0.155 / 0.118, rel=1e-3)
+    assert not gpu_bound.shows_host and gpu_bound.verdict == "slower"
+    assert group.noisy and group.noise_reasons and group in data.noisy_rows
+    assert failed.status == "failed" and failed.verdict is None and "runtime_error" in failed.error
+    assert group.command.endswith("--repeat 3")
+    assert [env.numbers for env in data.environments] == [(1, 2, 5), (3, 4)]

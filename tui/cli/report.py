@@ -1,0 +1,118 @@
+"""``compile-lab report RUNS -o report.html``: runs as one self-contained HTML file to share.
+
+Exit codes: 0 written, 1 when the file could not be written (the line says why; an existing file is
+left as it was), 2 on bad usage (one line): a refused ``-o`` path (checked before anything is read or
+written), RUNS that cannot be read, no matplotlib (``pip install "compile-lab[report]"``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import TYPE_CHECKING, Any, Sequence
+
+from tui.cli.parse import PROG, UsageError
+from tui.engine.compare.selection import SELECTION_HELP
+
+if TYPE_CHECKING:
+    from tui.engine.results import RunRecord
+
+__all__ = ["add_report_parser", "cmd_report", "load_runs", "MAX_PROBLEMS_SHOWN"]
+
+MAX_PROBLEMS_SHOWN = 5
+"""Problems reading the runs printed before ``and N more`` (the page lists them all)."""
+
+
+def add_report_parser(sub: Any) -> None:
+    """The ``report`` subcommand on ``sub`` (argparse subparsers)."""
+    parser = sub.add_parser(
+        "report", help="write runs as one HTML file to share (forest plot, distributions, telemetry)",
+        description="Write one self-contained HTML file (it opens offline): a forest plot of the speedups with\n"
+                    "their 95% intervals coloured by verdict, each side's per-iteration distribution, the GPU\n"
+                    "telemetry and environment of each run, the options, and why noisy runs are noisy.\n"
+                    'Needs matplotlib: pip install "compile-lab[report]"',
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("runs", nargs="+", metavar="RUNS",
+                        help=f"what to report: {SELECTION_HELP}; several add up (compare's selections)")
+    parser.add_argument("-o", "--output", required=True, metavar="PATH",
+                        help="the HTML file to write (a regular file or a new one; not a link, a directory or "
+                             "compile-lab's own files)")
+
+
+def _check_output(args: argparse.Namespace) -> None:
+    """Refuse ``-o`` before anything is read: the export rules, and never one of the RUNS files."""
+    from tui.engine.compare.selection import SelectionError, parse_selection
+    from tui.engine.export import ExportTargetError, check_target, same_file_key
+
+    try:
+        target = check_target(args.output)
+    except ExportTargetError as exc:
+        raise UsageError(f"-o: {exc}") from None
+    if not target.parent.is_dir():  # nothing runs before the write, so say it now
+        raise UsageError(f"-o: directory {target.parent} does not exist (allowed: a file in an existing directory)")
+    key = same_file_key(args.output)
+    for text in args.runs:
+        try:
+            selection = parse_selection(text)
+        except SelectionError:
+            continue  # said when the runs are read
+        if selection.kind == "file" and same_file_key(selection.path) == key:
+            raise UsageError(f"-o: {args.output} is one of the RUNS (allowed: a file other than the runs read)")
+
+
+def load_runs(texts: Sequence[str]) -> tuple[list[RunRecord], list[str]]:
+    """The runs of every RUNS argument (``compile-lab compare``'s selections), in order, each run once;
+    and the problems met reading them. UsageError (one line) for an argument that cannot be read."""
+    from tui.engine.compare.selection import SelectionError, load_selection, parse_selection
+
+    records: dict[str, RunRecord] = {}
+    problems: list[str] = []
+    for text in texts:
+        try:
+            found, found_problems = load_selection(parse_selection(text))
+        except SelectionError as exc:
+            raise UsageError(f"RUNS: {exc}") from None
+        problems += found_problems
+        for record in found:
+            if record.run_id in records:
+                problems.append(f"run {record.run_id}: named more than once, read once")
+                continue
+            records[record.run_id] = record
+    return list(records.values()), list(dict.fromkeys(problems))
+
+
+def cmd_report(args: argparse.Namespace) -> int:
+    """Run ``report``: check ``-o``, check matplotlib, read the runs, write the page; the exit code.
+
+    UsageError for bad usage (the caller prints it as one line and exits 2).
+    """
+    from tui.engine.export import ExportError
+    from tui.engine.report_data import gather_report
+    from tui.report import require_matplotlib, write_report
+    from tui.report.plots import MatplotlibMissing
+
+    _check_output(args)
+    try:
+        require_matplotlib()
+    except MatplotlibMissing as exc:
+        raise UsageError(str(exc)) from None
+    records, problems = load_runs(args.runs)
+    for line in problems[:MAX_PROBLEMS_SHOWN]:
+        _say(f"{PROG}: warning: {line}")
+    if len(problems) > MAX_PROBLEMS_SHOWN:
+        _say(f"{PROG}: warning: and {len(problems) - MAX_PROBLEMS_SHOWN} more problems reading the runs (listed in "
+             "the report)")
+    data = gather_report(records, sources=args.runs, problems=problems)
+    try:
+        path = write_report(data, args.output)
+    except ExportError as exc:
+        _say(f"{PROG}: error: -o: {exc}")
+        return 1
+    _say(f"wrote {path} ({len(data.rows)} configuration(s) from {data.runs} run(s))")
+    return 0
+
+
+def _say(line: str) -> None:
+    sys.stderr.write(line.replace("\n", " ") + "\n")
+    sys.stderr.flush()

@@ -1,0 +1,241 @@
+"""What ``compile-lab report`` shows, gathered from run records: one typed row per configuration.
+
+No torch, no plotting: :func:`gather_report` turns records (a JSON export's, the history's)
+into a :class:`ReportData` whose rows carry everything the page draws and tabulates: the
+speedup and its interval with the verdict (the host-inclusive one too where the run is
+launch-bound), each side's per-iteration statistics and a bounded set of quantiles for the
+distribution plot, each process's telemetry and environment, the options and the command that
+reproduces them, the noise reasons. Runs repeated across processes (``--repeat``) are one row,
+as in the CSV and the CLI's table (:func:`tui.engine.repeats.group_records`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Iterable, Sequence
+
+from tui.engine.clocks import clock_info
+from tui.engine.options import RunOptions
+from tui.engine.payloads import Env
+from tui.engine.reproduce import reproduce_command
+from tui.engine.results import RunRecord, SamplesUnavailable
+from tui.engine.stats import Stats, percentile
+from tui.engine.summary import RunSummary
+from tui.engine.verdict import NOISY
+from tui.telemetry.model import RunTelemetry
+
+__all__ = ["Interval", "SideData", "ProcessData", "ReportRow", "EnvironmentRow", "ReportData", "gather_report",
+           "QUANTILES", "ENV_FIELDS"]
+
+QUANTILES = 101
+"""Evenly spaced quantiles (min and max included) kept per side for the distribution plot: its size stays
+bounded whatever the number of iterations."""
+
+ENV_FIELDS = ("torch", "cuda", "triton", "cudnn", "python", "gpu_name", "driver", "compute_capability",
+              "gpu_memory_mb", "platform", "cpu", "cpu_count", "cxx")
+"""The :class:`~tui.engine.payloads.Env` fields that tell environments apart in the report."""
+
+
+@dataclass(frozen=True)
+class Interval:
+    """A speedup and its 95% interval (``low``/``high`` None when the run had too few blocks for one)."""
+
+    point: float
+    low: float | None = None
+    high: float | None = None
+
+
+@dataclass(frozen=True)
+class SideData:
+    """One side's per-iteration times (ms): statistics over every measured sample, and quantiles to draw."""
+
+    name: str
+    stats: Stats | None = None
+    host: Stats | None = None
+    """The host-inclusive time per call, one value per block."""
+    quantiles: tuple[float, ...] = ()
+
+
+@dataclass(frozen=True)
+class ProcessData:
+    """One worker process of a configuration (a run): its id, status, environment and the machine meanwhile."""
+
+    run_id: str
+    repeat: int
+    status: str
+    created: float
+    env: Env
+    telemetry: RunTelemetry
+    error: str | None = None
+
+
+@dataclass(frozen=True)
+class ReportRow:
+    """One configuration: numbered from 1 in the order of the runs read."""
+
+    number: int
+    options: RunOptions
+    status: str
+    clock: str | None
+    """The clock's label (``CUDA event``, ``perf_counter``); None when nothing was measured."""
+    device_time: bool
+    speedup: Interval | None
+    verdict: str | None
+    noise_reasons: tuple[str, ...]
+    launch_bound: bool
+    host_speedup: Interval | None
+    host_verdict: str | None
+    host_noise_reasons: tuple[str, ...]
+    eager: SideData
+    compiled: SideData
+    compile_s: float | None
+    processes: tuple[ProcessData, ...]
+    command: str
+    warnings: tuple[str, ...] = ()
+    error: str | None = None
+    samples_note: str | None = None
+    """Why the distributions are missing (samples pruned or not stored); None when they are there."""
+
+    @property
+    def noisy(self) -> bool:
+        """True when the verdict or the host verdict is ``noisy``."""
+        return NOISY in (self.verdict, self.host_verdict)
+
+    @property
+    def shows_host(self) -> bool:
+        """True when the host-inclusive speedup belongs beside the speedup (a launch-bound run)."""
+        return self.launch_bound and self.host_speedup is not None
+
+
+@dataclass(frozen=True)
+class EnvironmentRow:
+    """One distinct environment (:data:`ENV_FIELDS`) and the configurations that ran in it."""
+
+    env: Env
+    numbers: tuple[int, ...]
+
+
+@dataclass(frozen=True)
+class ReportData:
+    """Everything a report shows, ready to render."""
+
+    rows: tuple[ReportRow, ...]
+    environments: tuple[EnvironmentRow, ...]
+    sources: tuple[str, ...] = ()
+    problems: tuple[str, ...] = ()
+    runs: int = 0
+    first_created: float | None = None
+    last_created: float | None = None
+
+    @property
+    def noisy_rows(self) -> tuple[ReportRow, ...]:
+        """The rows whose verdict or host verdict is ``noisy``."""
+        return tuple(row for row in self.rows if row.noisy)
+
+
+def _quantiles(values: Sequence[float]) -> tuple[float, ...]:
+    ordered = sorted(values)
+    if len(ordered) <= QUANTILES:
+        return tuple(ordered)
+    return tuple(percentile(ordered, 100 * i / (QUANTILES - 1)) for i in range(QUANTILES))
+
+
+def _interval(point: float | None, low: float | None, high: float | None) -> Interval | None:
+    if point is None:
+        return None
+    if low is None or high is None:
+        return Interval(point)
+    return Interval(point, low, high)
+
+
+def _side(name: str, record: RunRecord, summary: RunSummary, with_samples: bool) -> SideData:
+    stats = summary.side(name)
+    values: list[float] = []
+    if with_samples:
+        values = [x for block in record.loaded_samples()[name] if block.stage == "measure" for x in block.ms]
+    return SideData(name, stats.iter, stats.host, _quantiles(values))
+
+
+def _process(record: RunRecord) -> ProcessData:
+    error = f"{record.error_kind}: {record.error_message}" if record.error_kind or record.error_message else None
+    return ProcessData(record.run_id, record.repeat, record.status, record.created, record.env, record.telemetry,
+                       error)  # fmt: skip
+
+
+def _samples_note(members: Sequence[RunRecord]) -> str | None:
+    """None when every member's samples load; else why not (the first member that fails says)."""
+    for member in members:
+        try:
+            member.ensure_samples()
+        except SamplesUnavailable as exc:
+            return str(exc)
+    return None
+
+
+def _row(number: int, members: Sequence[RunRecord]) -> ReportRow:
+    from tui.engine.repeats import GroupRecord
+
+    note = _samples_note(members)
+    # A group pools its members' samples; without them each member's stored summary stands alone.
+    record = GroupRecord.of(members) if len(members) > 1 and note is None else members[0]
+    summary = record.summary()
+    clock = clock_info(summary.clock)
+    repeat = len(members) if len(members) > 1 else 1
+    error = f"{record.error_kind}: {record.error_message}" if record.status in ("failed", "cancelled") else None
+    return ReportRow(
+        number=number, options=record.options, status=record.status,
+        clock=clock.label if clock else summary.clock, device_time=bool(clock and clock.device_time),
+        speedup=_interval(summary.speedup, summary.speedup_ci_low, summary.speedup_ci_high),
+        verdict=summary.verdict, noise_reasons=tuple(summary.noise_reasons), launch_bound=bool(summary.launch_bound),
+        host_speedup=_interval(summary.host_speedup, summary.host_speedup_ci_low, summary.host_speedup_ci_high),
+        host_verdict=summary.host_verdict, host_noise_reasons=tuple(summary.host_noise_reasons),
+        eager=_side("eager", record, summary, note is None), compiled=_side("compiled", record, summary, note is None),
+        compile_s=record.compile_s, processes=tuple(_process(m) for m in members),
+        command=reproduce_command(record.options, repeat), warnings=tuple(summary.warnings), error=error,
+        samples_note=note,
+    )  # fmt: skip
+
+
+def _units(records: Sequence[RunRecord]) -> list[list[RunRecord]]:
+    """Groups of one configuration's processes; a group whose samples are gone splits into its runs."""
+    from tui.engine.repeats import group_records
+
+    units: list[list[RunRecord]] = []
+    for members in group_records(records):
+        if len(members) > 1 and _samples_note(members) is not None:
+            units += [[member] for member in members]
+        else:
+            units.append(members)
+    return units
+
+
+def _env_key(env: Env) -> tuple:
+    return tuple(getattr(env, name) for name in ENV_FIELDS)
+
+
+def _environments(rows: Iterable[ReportRow]) -> tuple[EnvironmentRow, ...]:
+    seen: dict[tuple, tuple[Env, list[int]]] = {}
+    for row in rows:
+        for process in row.processes:
+            if process.status == "cancelled" and process.env == Env():
+                continue  # cancelled before it started: it never had an environment
+            env, numbers = seen.setdefault(_env_key(process.env), (process.env, []))
+            if row.number not in numbers:
+                numbers.append(row.number)
+    return tuple(EnvironmentRow(env, tuple(numbers)) for env, numbers in seen.values())
+
+
+def gather_report(records: Iterable[RunRecord], sources: Sequence[str] = (),
+                  problems: Sequence[str] = ()) -> ReportData:
+    """The report of ``records``: one row per configuration, in the order of their first run.
+
+    ``sources`` (what was read) and ``problems`` (met reading it) are shown on the page. A run whose
+    per-iteration samples are gone keeps its stored summary and says why it has no distribution.
+    """
+    records = list(records)
+    rows = tuple(_row(number, members) for number, members in enumerate(_units(records), 1))
+    created = [r.created for r in records]
+    return ReportData(rows=rows, environments=_environments(rows), sources=tuple(sources), problems=tuple(problems),
+                      runs=len(records), first_created=min(created, default=None),
+                      last_created=max(created, default=None))  # fmt: skip
+

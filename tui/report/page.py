@@ -1,0 +1,222 @@
+"""The report's HTML page: one self-contained file (inline CSS and SVG, no script, nothing fetched).
+
+Every string that reaches the page goes through :func:`html.escape` here (workload names, parameters,
+reasons, errors and environment strings come from users' files and machines); the plots' SVG comes
+escaped from matplotlib. Numbers are written as the app and the CLI write them (``tui.app.format``).
+"""
+
+from __future__ import annotations
+
+import json
+from datetime import datetime, timezone
+from html import escape
+from typing import Any, Iterable, Mapping, Sequence
+
+from tui import __version__
+from tui.app.format import fmt_ms, fmt_seconds
+from tui.app.option_fields import differing, option_words, params_text, workload_name
+from tui.engine.options import RunOptions
+from tui.engine.report_data import ENV_FIELDS, ProcessData, ReportData, ReportRow
+from tui.engine.verdict import RERUN_HINT
+from tui.report.colors import NO_VERDICT, VERDICT_COLOURS, verdict_class
+from tui.report.plots import speedup_words
+
+__all__ = ["row_labels", "render_page", "e"]
+
+_ENV_HEADERS = {"torch": "torch", "cuda": "CUDA", "triton": "triton", "cudnn": "cuDNN", "python": "Python",
+                "gpu_name": "GPU", "driver": "driver", "compute_capability": "compute capability",
+                "gpu_memory_mb": "GPU memory (MB)", "platform": "platform", "cpu": "CPU", "cpu_count": "CPU cores",
+                "cxx": "C++ compiler"}
+_TELEMETRY_HEADERS = ("configuration", "run", "status", "SM clock mean / min (MHz)", "SM clock eager / compiled (MHz)",
+                      "max temp (°C)", "mean power (W)", "energy (J)", "throttle reasons", "GPU samples",
+                      "other CPU use (cores)", "compile-lab's CPU use (cores)", "other GPU processes")
+_STYLE = """
+body{font:14px/1.45 system-ui,-apple-system,"Segoe UI",Roboto,"DejaVu Sans",sans-serif;color:#1f2328;margin:2em auto;
+max-width:1100px;padding:0 1em}
+h1{font-size:1.6em;margin-bottom:.2em}h2{margin-top:2em;border-bottom:1px solid #d0d7de;padding-bottom:.2em}
+h3{font-size:1em;margin:1.4em 0 .3em}
+table{border-collapse:collapse;margin:.6em 0;font-size:.92em}th,td{border:1px solid #d0d7de;padding:.25em .5em;
+text-align:left;vertical-align:top}th{background:#f6f8fa}td.n{text-align:right;font-variant-numeric:tabular-nums}
+svg.plot{max-width:100%;height:auto;display:block}code,pre{font:12px ui-monospace,"DejaVu Sans Mono",monospace}
+pre{background:#f6f8fa;padding:.6em;overflow-x:auto;white-space:pre-wrap;word-break:break-all}
+.muted{color:#656d76}.verdict{font-weight:600}details{margin:.4em 0}summary{cursor:pointer}
+ul.reasons{margin:.2em 0 .8em}
+"""
+
+
+def e(value: Any) -> str:
+    """``value`` as text, HTML-escaped (quotes included); ``–`` for None."""
+    return "–" if value is None else escape(str(value), quote=True)
+
+
+def row_labels(rows: Sequence[ReportRow]) -> list[str]:
+    """How each configuration is named: workload, parameters, then its options, those that differ first."""
+    differs = differing(row.options for row in rows)
+    return [" ".join(part for part in (workload_name(row.options), params_text(row.options),
+                                       " ".join(option_words(row.options, differs, skip=("workload", "params"))))
+                     if part)
+            for row in rows]  # fmt: skip
+
+
+def _verdict(verdict: str | None) -> str:
+    return f'<span class="verdict {verdict_class(verdict)}">{e(verdict or "–")}</span>'
+
+
+def _css() -> str:
+    colours = "".join(f".{verdict_class(v)}{{color:{c}}}" for v, c in VERDICT_COLOURS.items())
+    return f"<style>{_STYLE}{colours}.v-none{{color:{NO_VERDICT}}}</style>"
+
+
+def _table(headers: Iterable[str], rows: Iterable[Iterable[str]], numeric: Iterable[int] = ()) -> str:
+    """A table of already escaped cells."""
+    right = set(numeric)
+    head = "".join(f"<th>{e(h)}</th>" for h in headers)
+    body = "".join("<tr>" + "".join(f'<td class="n">{c}</td>' if i in right else f"<td>{c}</td>"
+                                    for i, c in enumerate(cells)) + "</tr>" for cells in rows)  # fmt: skip
+    return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
+
+
+def _moment(seconds: float | None) -> str:
+    if seconds is None:
+        return "–"
+    return datetime.fromtimestamp(seconds, tz=timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+
+
+def _header(data: ReportData) -> str:
+    span = _moment(data.first_created)
+    if data.last_created is not None and _moment(data.last_created) != span:
+        span += f" – {_moment(data.last_created)}"
+    sources = ", ".join(f"<code>{e(s)}</code>" for s in data.sources) or "–"
+    text = (f"<h1>compile-lab report</h1><p class=\"muted\">{len(data.rows)} configuration(s) from {data.runs} run(s), "
+            f"queued {e(span)}; read from {sources}; made by compile-lab {e(__version__)}.</p>")
+    if data.problems:
+        items = "".join(f"<li>{e(p)}</li>" for p in data.problems)
+        text += f"<details><summary>{len(data.problems)} problem(s) reading the runs</summary><ul>{items}</ul></details>"
+    return text
+
+
+def _summary_table(rows: Sequence[ReportRow], labels: Sequence[str]) -> str:
+    cells = []
+    for row, label in zip(rows, labels):
+        host = f"{e(speedup_words(row.host_speedup))} {_verdict(row.host_verdict)}" if row.shows_host else "–"
+        status = e(row.status) if row.error is None else f"{e(row.status)}: {e(row.error)}"
+        cells.append([str(row.number), e(label), status, _verdict(row.verdict), e(speedup_words(row.speedup)), host,
+                      e(fmt_ms(row.eager.stats.median if row.eager.stats else None)),
+                      e(fmt_ms(row.compiled.stats.median if row.compiled.stats else None)),
+                      e(fmt_seconds(row.compile_s)), str(len(row.processes))])  # fmt: skip
+    headers = ("#", "configuration", "status", "verdict", "speedup [95% CI]", "host-inclusive (launch-bound)",
+               "eager median (ms)", "compiled median (ms)", "compile (s)", "processes")
+    return _table(headers, cells, numeric=(0, 4, 6, 7, 8, 9))
+
+
+def _noisy(data: ReportData, labels: Mapping[int, str]) -> str:
+    rows = data.noisy_rows
+    if not rows:
+        return "<p>No configuration is noisy.</p>"
+    parts = []
+    for row in rows:
+        reasons = [("", r) for r in row.noise_reasons] + [("host-inclusive: ", r) for r in row.host_noise_reasons]
+        items = "".join(f"<li>{e(prefix)}{e(reason)}</li>" for prefix, reason in reasons)
+        parts.append(f"<h3>#{row.number} {e(labels[row.number])}</h3><ul class=\"reasons\">{items}</ul>")
+    return "".join(parts) + f"<p class=\"muted\">The way out: {e(RERUN_HINT)}.</p>"
+
+
+def _distributions(rows: Sequence[ReportRow], labels: Mapping[int, str], plots: Mapping[int, str | None]) -> str:
+    parts = ["<p class=\"muted\">Per-iteration times of the measured blocks: box from the first to the third quartile "
+             "with the median, whiskers from p10 to p90, dots at evenly spaced quantiles of all samples (min and max "
+             "included). Repeats across processes are pooled.</p>"]
+    for row in rows:
+        parts.append(f"<h3>#{row.number} {e(labels[row.number])}</h3>")
+        plot = plots.get(row.number)
+        if plot:
+            parts.append(plot)
+            if row.samples_note:
+                parts.append(f"<p class=\"muted\">Boxes from the stored statistics, no dots: {e(row.samples_note)}.</p>")
+        else:
+            parts.append(f"<p class=\"muted\">No distribution: {e(row.samples_note or 'no measured samples')}.</p>")
+    return "".join(parts)
+
+
+def _num(value: float | None, digits: int = 0) -> str:
+    return "–" if value is None else f"{value:.{digits}f}"
+
+
+def _telemetry_cells(number: int, process: ProcessData, processes: int) -> list[str]:
+    t = process.telemetry
+    run = f"<code>{e(process.run_id)}</code>" + (f" ({process.repeat + 1} of {processes})" if processes > 1 else "")
+    sampled = t.samples > 0
+    top = f" ({e('; '.join(t.other_cpu_top))})" if t.other_cpu_top else ""
+    return [
+        str(number), run, e(process.status),
+        e(f"{_num(t.sm_clock_mean_mhz)} / {_num(t.sm_clock_min_mhz)}") if sampled else "–",
+        e(f"{_num(t.sm_clock_eager_mhz)} / {_num(t.sm_clock_compiled_mhz)}") if sampled else "–",
+        e(_num(t.temp_max_c)), e(_num(t.power_mean_w, 1)),
+        e(_num(t.energy_j, 1) + (f" ({t.energy_from})" if t.energy_from else "")) if t.energy_j is not None else "–",
+        e(", ".join(t.throttle_reasons) or ("none" if sampled else "–")),
+        e(f"{t.samples}" + (f", {t.errors} failed" if t.errors else "")),
+        e(_num(t.other_cpu_cores, 2)) + top, e(_num(t.app_cpu_cores, 2)), e(", ".join(t.other_gpu_processes) or "–"),
+    ]  # fmt: skip
+
+
+def _telemetry(rows: Sequence[ReportRow]) -> str:
+    cells = [_telemetry_cells(row.number, p, len(row.processes)) for row in rows for p in row.processes]
+    note = ("<p class=\"muted\">The GPU during each run's measurement (NVML at 10 Hz; the SM clock per side from the "
+            "samples inside that side's blocks) and the CPU use of other processes (psutil). A CPU run has no GPU "
+            "samples.</p>")
+    return note + _table(_TELEMETRY_HEADERS, cells, numeric=(0, 5, 6, 7, 9, 10, 11))
+
+
+def _environments(data: ReportData) -> str:
+    if not data.environments:
+        return "<p>No run reported its environment.</p>"
+    headers = ["", *(f"environment {i}" for i in range(1, len(data.environments) + 1))]
+    used = ["configurations", *(e(", ".join(f"#{n}" for n in env.numbers)) for env in data.environments)]
+    lines = [used] + [[e(_ENV_HEADERS[name]), *(e(getattr(env.env, name)) for env in data.environments)]
+                      for name in ENV_FIELDS]  # fmt: skip
+    return _table(headers, lines)
+
+
+def _option_value(value: Any) -> str:
+    if isinstance(value, str):
+        return value
+    return json.dumps(value, sort_keys=True, ensure_ascii=False)
+
+
+def _options(rows: Sequence[ReportRow], labels: Mapping[int, str]) -> str:
+    parts = []
+    defaults = RunOptions().to_dict()
+    for row in rows:
+        options = row.options.to_dict()
+        lines = [[f"<code>{e(k)}</code>", e(_option_value(v)) + ("" if v == defaults.get(k) else " <b>*</b>")]
+                 for k, v in options.items()]  # fmt: skip
+        body = f"<p>Reproduce:</p><pre><code>{e(row.command)}</code></pre>" + _table(("option", "value"), lines)
+        if row.warnings:
+            body += "<p>Warnings:</p><ul>" + "".join(f"<li>{e(w)}</li>" for w in row.warnings) + "</ul>"
+        if row.error:
+            body += f"<p>Error: {e(row.error)}</p>"
+        parts.append(f"<details><summary>#{row.number} {e(labels[row.number])}</summary>{body}</details>")
+    return "<p class=\"muted\">* differs from the default.</p>" + "".join(parts)
+
+
+def render_page(data: ReportData, forest: str, distributions: Mapping[int, str | None]) -> str:
+    """The whole page: header, forest plot and summary, noisy runs' reasons, distributions, telemetry,
+    environment, options. ``forest`` and ``distributions`` (by row number) are SVG elements."""
+    labels = dict(zip((row.number for row in data.rows), row_labels(data.rows)))
+    ordered = [labels[row.number] for row in data.rows]
+    sections = [
+        _header(data),
+        "<h2 id=\"speedups\">Speedups</h2><p class=\"muted\">Each line: the speedup (eager median / compiled median) "
+        "and its 95% bootstrap interval, coloured by its verdict; a launch-bound run's host-inclusive speedup is the "
+        "dashed line below it.</p>",
+        f"<figure>{forest}</figure>" if data.rows else "<p>No configuration.</p>",
+        _summary_table(data.rows, ordered),
+        "<h2 id=\"noisy\">Noisy runs</h2>", _noisy(data, labels),
+        "<h2 id=\"distributions\">Per-iteration distributions</h2>", _distributions(data.rows, labels, distributions),
+        "<h2 id=\"telemetry\">The machine during each run</h2>", _telemetry(data.rows),
+        "<h2 id=\"environment\">Environment</h2>", _environments(data),
+        "<h2 id=\"options\">Options of each configuration</h2>", _options(data.rows, labels),
+    ]
+    body = "\n".join(sections)
+    return (f"<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
+            f"<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">"
+            f"<title>compile-lab report</title>{_css()}</head>\n<body>\n{body}\n</body></html>\n")

@@ -1,0 +1,278 @@
+"""The report's plots as inline SVG, drawn by matplotlib (the ``compile-lab[report]`` extra).
+
+matplotlib is imported by :func:`load_matplotlib` only, when a report is made: ``import tui.cli``
+never loads it. Figures are made without pyplot (no global figure state) on the Agg backend and
+saved as SVG with text as text (small, searchable), mathtext off (a ``$`` in a workload's name is
+a dollar sign), a fixed hash salt per figure (ids the same on every run, different between figures)
+and no date or creator in the metadata, so the same runs give the same bytes.
+
+Every configuration's mark has an id of its own: ``forest-row-N`` (its speedup and interval, one
+line with its marker), ``forest-host-N`` (the host-inclusive one of a launch-bound run),
+``dist-N-eager`` / ``dist-N-compiled`` (a side's box and ``...-points`` its quantiles).
+"""
+
+from __future__ import annotations
+
+import functools
+import io
+import math
+import re
+from html import escape
+from typing import Any, Callable, Sequence
+
+from tui.engine.report_data import Interval, ReportRow, SideData
+from tui.report.colors import BAND, NO_VERDICT, SIDE_COLOURS, UNITY, VERDICT_COLOURS, verdict_colour
+
+__all__ = ["MatplotlibMissing", "INSTALL_HINT", "load_matplotlib", "forest_svg", "distribution_svg",
+           "speedup_words", "FOREST_ID"]
+
+INSTALL_HINT = 'pip install "compile-lab[report]"'
+FOREST_ID = "forest-plot"
+_RC = {
+    "svg.fonttype": "none",
+    "text.parse_math": False,
+    "font.family": "sans-serif",
+    "font.sans-serif": ["DejaVu Sans", "Arial", "Helvetica"],
+    "font.size": 9,
+    "axes.spines.top": False,
+    "axes.spines.right": False,
+    "path.simplify": True,
+}
+_NO_METADATA = {"Date": None, "Creator": None, "Format": None, "Type": None}
+_AUTO_ID = re.compile(r' id="[A-Za-z][\w.]*_\d+"')
+_TICKS = (0.01, 0.02, 0.05, 0.1, 0.2, 0.25, 0.5, 0.67, 0.8, 0.9, 1.0, 1.1, 1.25, 1.5, 2.0, 3.0, 4.0, 5.0, 10.0,
+          20.0, 50.0, 100.0)
+_MAX_TICKS = 9
+_LABEL_CHARS = 56
+_ROW_INCHES, _WIDTH_INCHES = 0.34, 12.0
+
+
+class MatplotlibMissing(ImportError):
+    """matplotlib is not installed; the message is the one line to print."""
+
+
+def load_matplotlib() -> Any:
+    """The matplotlib module, on the Agg backend; :class:`MatplotlibMissing` when it is not installed."""
+    try:
+        import matplotlib
+    except ImportError as exc:
+        raise MatplotlibMissing(f"the report needs matplotlib: {INSTALL_HINT}") from exc
+    matplotlib.use("Agg")
+    return matplotlib
+
+
+def _styled(draw: Callable[..., str | None]) -> Callable[..., str | None]:
+    """``draw`` with the report's matplotlib settings, from making the figure to writing its SVG."""
+
+    @functools.wraps(draw)
+    def styled(*args: Any, **kwargs: Any) -> str | None:
+        with load_matplotlib().rc_context(_RC):
+            return draw(*args, **kwargs)
+
+    return styled
+
+
+def _figure(height: float) -> Any:
+    from matplotlib.figure import Figure
+
+    return Figure(figsize=(_WIDTH_INCHES, height), layout="constrained")
+
+
+def _svg(fig: Any, salt: str, svg_id: str, label: str) -> str:
+    """The figure as an ``<svg>`` element to put in HTML: no XML prolog, no auto ids, its own id."""
+    matplotlib = load_matplotlib()
+    out = io.StringIO()
+    with matplotlib.rc_context({"svg.hashsalt": f"compile-lab-{salt}"}):
+        fig.savefig(out, format="svg", metadata=_NO_METADATA)
+    text = out.getvalue()
+    text = _AUTO_ID.sub("", text[text.index("<svg"):])
+    attributes = f'<svg id="{escape(svg_id)}" class="plot" role="img" aria-label="{escape(label)}" '
+    return text.replace("<svg ", attributes, 1).strip()
+
+
+def _short(text: str) -> str:
+    return text if len(text) <= _LABEL_CHARS else text[:_LABEL_CHARS - 1] + "…"
+
+
+def speedup_words(interval: Interval | None) -> str:
+    """``1.28× [1.23, 1.33]``, ``1.28×`` without an interval, ``–`` without a speedup."""
+    if interval is None:
+        return "–"
+    if interval.low is None or interval.high is None:
+        return f"{interval.point:.2f}×"
+    return f"{interval.point:.2f}× [{interval.low:.2f}, {interval.high:.2f}]"
+
+
+def _right_label(row: ReportRow) -> str:
+    if row.speedup is None:
+        return row.status if row.status != "done" else "no speedup"
+    text = f"{speedup_words(row.speedup)} {row.verdict or row.status}"
+    if row.shows_host:
+        text += f"; host {speedup_words(row.host_speedup)} {row.host_verdict or ''}".rstrip()
+    return text
+
+
+def _values(interval: Interval) -> list[float]:
+    if interval.low is None or interval.high is None:
+        return [interval.point]
+    return [interval.low, interval.point, interval.high]
+
+
+def _limits(rows: Sequence[ReportRow]) -> tuple[float, float]:
+    values = [1.0]
+    for row in rows:
+        for interval in (row.speedup, row.host_speedup if row.shows_host else None):
+            if interval is not None:
+                values += [v for v in _values(interval) if v > 0 and math.isfinite(v)]
+    low, high = math.log(min(values)), math.log(max(values))
+    pad = max(0.04, (high - low) * 0.08)
+    return math.exp(low - pad), math.exp(high + pad)
+
+
+def _ticks(low: float, high: float) -> list[float]:
+    ticks = [t for t in _TICKS if low <= t <= high]
+    while len(ticks) > _MAX_TICKS:
+        ticks = [t for i, t in enumerate(ticks) if i % 2 == 0 or t == 1.0]
+    return ticks
+
+
+def _mark(ax: Any, interval: Interval, y: float, colour: str, gid: str, host: bool) -> None:
+    values = _values(interval)
+    middle = 1 if len(values) == 3 else 0
+    (line,) = ax.plot(values, [y] * len(values), color=colour, lw=2.2 if not host else 1.4,
+                      ls="--" if host else "-", marker="D" if host else "o", markevery=[middle],
+                      ms=5.5 if host else 6.5, mfc="white" if host else colour, mec=colour, mew=1.4, zorder=3)
+    line.set_gid(gid)
+
+
+def _legend(fig: Any, rows: Sequence[ReportRow], band: float | None) -> None:
+    from matplotlib.lines import Line2D
+    from matplotlib.patches import Patch
+
+    seen = {v for row in rows for v in (row.verdict, row.host_verdict if row.shows_host else None) if v}
+    handles: list[Any] = [Line2D([], [], color=colour, lw=2.2, marker="o", label=verdict)
+                          for verdict, colour in VERDICT_COLOURS.items() if verdict in seen]
+    if any(row.shows_host for row in rows):
+        handles.append(Line2D([], [], color=NO_VERDICT, lw=1.4, ls="--", marker="D", mfc="white",
+                              label="host-inclusive (launch-bound runs)"))
+    if band is not None:
+        handles.append(Patch(color=BAND, label=f"no change: within ±{band:.0%}"))
+    if handles:
+        fig.legend(handles=handles, loc="outside lower center", ncols=min(len(handles), 4), frameon=False)
+
+
+def _band(rows: Sequence[ReportRow]) -> float | None:
+    thresholds = {row.options.noise_threshold for row in rows}
+    return thresholds.pop() if len(thresholds) == 1 else None
+
+
+@_styled
+def forest_svg(rows: Sequence[ReportRow], labels: Sequence[str]) -> str:
+    """The forest plot: one line per configuration (its speedup, 95% interval, verdict colour), a line at 1.0.
+
+    ``labels``: one per row, as the page names the configurations. A launch-bound row's host-inclusive
+    speedup is drawn below its own, dashed with a hollow marker; a row without a speedup says why.
+    """
+    fig = _figure(1.2 + _ROW_INCHES * max(len(rows), 1))
+    ax = fig.add_subplot()
+    low, high = _limits(rows)
+    band = _band(rows)
+    if band is not None:
+        ax.axvspan(1 - band, 1 + band, color=BAND, zorder=0, lw=0)
+    ax.axvline(1.0, color=UNITY, lw=1, zorder=1)
+    for y, row in enumerate(rows):
+        if row.speedup is None:
+            ax.text(1.0, y, f"  {_right_label(row)}", va="center", ha="left", color=NO_VERDICT, style="italic")
+            continue
+        _mark(ax, row.speedup, y, verdict_colour(row.verdict), f"forest-row-{row.number}", host=False)
+        if row.shows_host and row.host_speedup is not None:
+            _mark(ax, row.host_speedup, y + 0.3, verdict_colour(row.host_verdict), f"forest-host-{row.number}", True)
+    ax.set_xscale("log")
+    ax.set_xlim(low, high)
+    ticks = _ticks(low, high)
+    from matplotlib.ticker import FixedLocator, FuncFormatter, NullLocator
+
+    ax.xaxis.set_major_locator(FixedLocator(ticks) if len(ticks) >= 2 else ax.xaxis.get_major_locator())
+    ax.xaxis.set_minor_locator(NullLocator())
+    ax.xaxis.set_major_formatter(FuncFormatter(lambda value, _: f"{value:g}×"))
+    ax.set_xlabel("speedup: eager median / compiled median (log scale; right of 1: compiled is faster)")
+    positions = list(range(len(rows)))
+    ax.set_ylim(len(rows) - 0.4, -0.6)
+    ax.set_yticks(positions, labels=[_short(f"#{row.number} {label}") for row, label in zip(rows, labels)])
+    ax.tick_params(axis="y", length=0)
+    ax.grid(axis="x", color="#d0d7de", lw=0.6, zorder=0)
+    right = ax.twinx()
+    right.set_ylim(ax.get_ylim())
+    right.set_yticks(positions, labels=[_right_label(row) for row in rows])
+    right.tick_params(axis="y", length=0)
+    for text, row in zip(right.get_yticklabels(), rows):
+        text.set_color(verdict_colour(row.verdict))
+    for spine in ("top", "right", "left"):
+        right.spines[spine].set_visible(False)
+    _legend(fig, rows, band)
+    return _svg(fig, "forest", FOREST_ID, "Forest plot of the speedups and their 95% intervals")
+
+
+def _jitter(count: int) -> list[float]:
+    """Fixed offsets in [-0.18, 0.18] (a low-discrepancy sequence): the same picture on every run."""
+    return [((i * 0.6180339887) % 1 - 0.5) * 0.36 for i in range(count)]
+
+
+def _box(ax: Any, side: SideData, y: float, gid: str) -> None:
+    from matplotlib.patches import Rectangle
+
+    stats, colour = side.stats, SIDE_COLOURS[side.name]
+    if stats is None:
+        return
+    box = Rectangle((stats.q1, y - 0.28), stats.q3 - stats.q1, 0.56, facecolor=colour + "22", edgecolor=colour,
+                    lw=1.2, zorder=2)
+    box.set_gid(gid)
+    ax.add_patch(box)
+    ax.plot([stats.median, stats.median], [y - 0.28, y + 0.28], color=colour, lw=2.4, zorder=3)
+    for start, end in ((stats.p10, stats.q1), (stats.q3, stats.p90)):
+        ax.plot([start, end], [y, y], color=colour, lw=1, zorder=2)
+    if side.quantiles:
+        offsets = _jitter(len(side.quantiles))
+        (points,) = ax.plot(side.quantiles, [y + dy for dy in offsets], ls="none", marker="o", ms=2.6,
+                            color=colour, alpha=0.55, zorder=4)
+        points.set_gid(f"{gid}-points")
+
+
+def _side_label(side: SideData) -> str:
+    if side.stats is None:
+        return f"{side.name}: no samples"
+    return f"{side.name}: median {side.stats.median:.4g} ms, n={side.stats.n}"
+
+
+@_styled
+def distribution_svg(row: ReportRow) -> str | None:
+    """One configuration's per-iteration times, eager above compiled: box (quartiles, median), whiskers
+    p10-p90, dots at evenly spaced quantiles of all samples. None when neither side has samples."""
+    sides = [side for side in (row.eager, row.compiled) if side.stats is not None]
+    if not sides:
+        return None
+    fig = _figure(1.75)
+    ax = fig.add_subplot()
+    for y, side in ((1.0, row.eager), (0.0, row.compiled)):
+        _box(ax, side, y, f"dist-{row.number}-{side.name}")
+    values = [v for side in sides for v in (*side.quantiles, side.stats.p10, side.stats.p90) if v > 0]
+    if values and max(values) / min(values) > 20:
+        from matplotlib.ticker import FuncFormatter, NullFormatter
+
+        ax.set_xscale("log")
+        # Plain numbers: the default log labels are mathtext, which the report turns off.
+        ax.xaxis.set_major_formatter(FuncFormatter(lambda value, _: f"{value:g}"))
+        ax.xaxis.set_minor_formatter(NullFormatter())
+    ax.set_ylim(-0.6, 1.6)
+    ax.set_yticks([1.0, 0.0], labels=["eager", "compiled"])
+    ax.tick_params(axis="y", length=0)
+    what = f"{row.clock}: device time" if row.device_time else (row.clock or "time")
+    ax.set_xlabel(f"ms per call ({what})")
+    ax.grid(axis="x", color="#d0d7de", lw=0.6, zorder=0)
+    right = ax.twinx()
+    right.set_ylim(ax.get_ylim())
+    right.set_yticks([1.0, 0.0], labels=[_side_label(row.eager), _side_label(row.compiled)])
+    right.tick_params(axis="y", length=0)
+    for spine in ("top", "right", "left"):
+        right.spines[spine].set_visible(False)
+    return _svg(fig, f"dist-{row.number}", f"dist-{row.number}", f"Per-iteration times of configuration {row.number}")
