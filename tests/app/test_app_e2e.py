@@ -36,7 +36,8 @@ async def test_real_worker_from_key_press_to_a_finished_row_and_a_csv():
             assert record.status == "done", (record.error_kind, record.error_message, record.error_detail)
             cell = app.table.cell_text
             assert cell(run_id, "status") == record.summary().verdict  # a done run shows its verdict (this box may be busy: any word)
-            assert cell(run_id, "options") == "eager dyn=auto fp32 cpu"
+            # one run: every option field is shared, so it is said once in the pane's title, not in columns
+            assert "eager" in str(app.table.border_title) and "fp32" in str(app.table.border_title)
             assert float(cell(run_id, "eager_ms")) > 0 and float(cell(run_id, "compiled_ms")) > 0
             assert cell(run_id, "speedup").endswith("]")  # with its interval
             assert record.env.torch  # the worker reported its torch
