@@ -61,7 +61,7 @@ def test_every_available_column_has_a_cell_and_the_table_is_by_priority():
     assert priorities == sorted(priorities) and len(set(priorities)) == len(priorities)
     assert row_cells(record)["flags"].plain == "train+opt"
     declared = {column.key for column in TABLE_COLUMNS if not column.available}
-    assert declared == {"vs_base", "node"} and declared.isdisjoint(CELL_KEYS)  # other issues' columns, no cell yet
+    assert declared == {"node"} and declared.isdisjoint(CELL_KEYS)  # another issue's column, no cell yet
     assert {key for key, shown in default_choice().items() if not shown} == {"verdict", "gpu"}
 
 

@@ -34,6 +34,7 @@ from textual.binding import Binding
 from textual.screen import Screen
 
 from tui.app.components.picker import Picker
+from tui.app.baseline_actions import BaselineActions
 from tui.app.column_choice import ColumnActions
 from tui.app.components.results_table import ResultsTable
 from tui.app.config import DEFAULT_THEME, THEME_ALIASES, load_config, resolve_theme, save_config
@@ -56,7 +57,8 @@ if TYPE_CHECKING:  # imported where used: screens and the engine's records are n
 __all__ = ["CompileLabApp", "run_app", "resolve_theme", "export_paths", "THEME_ALIASES", "REFRESH_HZ"]
 
 
-class CompileLabApp(QueueActions, TrustActions, PreviousRuns, ExportActions, GroupRows, ColumnActions, App[int]):
+class CompileLabApp(QueueActions, TrustActions, PreviousRuns, ExportActions, GroupRows, ColumnActions, BaselineActions,
+                    App[int]):
     """The compile-lab terminal app.
 
     Args:
@@ -99,6 +101,9 @@ class CompileLabApp(QueueActions, TrustActions, PreviousRuns, ExportActions, Gro
         Binding("S", "sort_reverse", "Reverse sort", id="sort_reverse", show=False),
         Binding("c", "choose_columns", "Columns", id="choose_columns", show=False,
                 tooltip="Show or hide the results table's columns"),
+        Binding("m", "mark_baseline", "Baseline", id="mark_baseline", show=False,
+                tooltip="Mark the selected row as the baseline (again: clear it)"),
+        Binding("M", "mark_session_baseline", "Session as baseline", id="mark_session_baseline", show=False),
         Binding("o", "focus_picker", "Options", id="focus_picker", show=False),
         Binding("b", "toggle_sidebar", "Sidebar", id="toggle_sidebar", show=False,
                 tooltip="Hide or show the run options column"),
@@ -303,6 +308,7 @@ class CompileLabApp(QueueActions, TrustActions, PreviousRuns, ExportActions, Gro
         self.main_screen.run_saved(record)
         if record.group_id is not None:
             self._regroup(record.group_id)
+        self._baseline_row_saved(record)
         if problem:
             self.notify(problem, title="History", severity="warning", markup=False)
         summary = record.summary()  # computed by the session already: cached

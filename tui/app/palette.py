@@ -45,6 +45,13 @@ def lab_commands(app: CompileLabApp) -> Iterator[SystemCommand]:
     yield SystemCommand("Sort by next column", "Cycle the sort column (s)", app.action_sort)
     yield SystemCommand("Reverse sort", "Flip the sort direction (S)", app.action_sort_reverse)
     yield SystemCommand("Columns", "Show or hide the results table's columns (c)", app.action_choose_columns)
+    yield SystemCommand("Mark baseline", "The selected row becomes the baseline; a vs base column compares (m)",
+                        app.action_mark_baseline)
+    yield SystemCommand("Mark session as baseline", "Every row of the selected row's session is the baseline (M)",
+                        app.action_mark_session_baseline)
+    yield SystemCommand("Clear baseline", "No baseline: the vs base column goes", app.action_clear_baseline)
+    yield SystemCommand("Compare with baseline…", "compile-lab compare's table of the rows against the baseline",
+                        app.action_compare_baseline)
     yield SystemCommand("Toggle sidebar", "Hide or show the run options column (b)", app.action_toggle_sidebar)
     yield SystemCommand("Zoom", "Maximize the focused pane or restore it (z)", app.action_zoom)
     yield SystemCommand("Options", "Focus the run options picker (o)", app.action_focus_picker)

@@ -15,9 +15,10 @@ An option field every shown row shares is no column: its value is said once, in 
 (the ``columns`` setting of the config); a hidden option field is neither a column nor in the title.
 
 Columns other issues add are declared here: ``verdict`` (the status cell shows it today) and ``gpu``
-are hidden until the user shows them; ``vs_base`` (comparison with a base run) and ``node`` (the
-machine of a distributed run) have no cell yet (``available=False``): their issue adds the cell in
-``tui.app.components.result_cells.row_cells`` and flips ``available``.
+are hidden until the user shows them; ``vs_base`` (the change against the baseline, tui.app.baselines)
+shows only while a baseline is marked; ``node`` (the machine of a distributed run) has no cell yet
+(``available=False``): its issue adds the cell in ``tui.app.components.result_cells.row_cells`` and
+flips ``available``.
 
 Imports no textual (the config checks the ``columns`` setting with it).
 """
@@ -69,8 +70,8 @@ TABLE_COLUMNS: tuple[TableColumn, ...] = (
     *(TableColumn(field.key, field.header, field.width, _OPTION_PRIORITY + index, option=True, meaning=field.meaning)
       for index, field in enumerate(OPTION_FIELDS)),
     TableColumn("verdict", "verdict", 12, 40, shown=False, meaning="the verdict alone (the status of a done run shows it)"),
-    TableColumn("vs_base", "vs base", 12, 41, shown=False, available=False,
-                meaning="the speedup against a base run (coming with run comparison)"),
+    TableColumn("vs_base", "vs base", 13, 41,
+                meaning="the compiled median's change against the baseline, and its verdict (only while one is marked: m)"),
     TableColumn("eager_ms", "eager ms", 8, 50, meaning="eager median per call"),
     TableColumn("compiled_ms", "comp. ms", 8, 51, meaning="compiled median per call"),
     TableColumn("accuracy", "acc.", 4, 52, meaning="compiled output against eager: ok or FAIL"),

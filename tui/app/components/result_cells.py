@@ -70,6 +70,9 @@ class Cell:
         return f"Cell({self.plain!r})"
 
 
+_NO_BASE = Cell("")
+
+
 @lru_cache(maxsize=4096)
 def _text_cell(plain: str) -> Cell:
     """A plain cell sorted by its text, shared by every row that shows this text (cells are never changed)."""
@@ -100,6 +103,7 @@ def row_cells(record: RunRecord, summary: RunSummary | None = None, *, history: 
         "speedup": _speedup_cell(summary),
         **_option_cells(record, members, summary),
         "verdict": _verdict_cell(summary.verdict if status == "done" else None),
+        "vs_base": _NO_BASE,  # the table puts the baseline's cell here (tui.app.baselines)
         "eager_ms": Cell(fmt_ms(eager_ms), sort_key=eager_ms, justify="right"),
         "compiled_ms": Cell(fmt_ms(compiled_ms), sort_key=compiled_ms, justify="right"),
         "accuracy": Cell(acc_text, acc_style, sort_key=acc_text),

@@ -38,6 +38,7 @@ from tui.engine.summary import RunSummary
 __all__ = ["ResultsTable", "Cell", "row_cells", "history_cells"]
 
 TITLE = "Results"
+_NO_CELL = Cell("")
 
 
 class ResultsTable(BulkRowTable):
@@ -85,6 +86,8 @@ class ResultsTable(BulkRowTable):
         self._choice = {**default_choice(), **(columns or {})}
         self._variety = Variety()
         self._layout: TableLayout | None = None
+        self._vs_base: dict[str, Cell] | None = None
+        """Each row's ``vs base`` cell while a baseline is marked (tui.app.baselines), else None: no column."""
 
     def on_mount(self) -> None:
         """Create the columns (unless rows added before made them)."""
@@ -115,7 +118,8 @@ class ResultsTable(BulkRowTable):
 
     def _apply_layout(self) -> None:
         """Columns and title for the rows and the choice now; the columns are set again only when they changed."""
-        layout = table_layout(self._choice, self._variety, self._history_shown)
+        choice = {**self._choice, "vs_base": self._choice["vs_base"] and self._vs_base is not None}
+        layout = table_layout(choice, self._variety, self._history_shown)
         if layout == self._layout:
             return
         if self._layout is None or layout.columns != self._layout.columns:
@@ -196,7 +200,7 @@ class ResultsTable(BulkRowTable):
             run_id = record.run_id
             if run_id in self._session or run_id in self._history:
                 continue
-            cells = self._session[run_id] = self._cells[run_id] = row_cells(record)
+            cells = self._session[run_id] = self._cells[run_id] = self._with_base(run_id, row_cells(record))
             self._variety.add(cells, history=False)
             added.append(run_id)
         if added:
@@ -217,7 +221,7 @@ class ResultsTable(BulkRowTable):
             if known is not None:
                 self._variety.add(known, history=True, sign=-1)
             self._variety.add(cells, history=True)
-            self._history[run_id] = cells
+            cells = self._history[run_id] = self._with_base(run_id, cells)
             if not self._history_shown:
                 self._forget_row(run_id)  # its row is made again from these cells when shown
                 self._stash = None
@@ -271,7 +275,7 @@ class ResultsTable(BulkRowTable):
             return 0
         history = run_id in self._history
         old = self._cells[run_id]
-        changed = self._rewrite(run_id, row_cells(record, summary, history=history, members=members))
+        changed = self._rewrite(run_id, self._with_base(run_id, row_cells(record, summary, history=history, members=members)))
         if changed and any(old[key] is not self._cells[run_id][key] for key in OPTION_KEYS):
             self._variety.add(old, history, sign=-1)  # a group's process count in its flags
             self._variety.add(self._cells[run_id], history)
@@ -297,6 +301,33 @@ class ResultsTable(BulkRowTable):
         self._cells[run_id] = new
         (self._history if run_id in self._history else self._session)[run_id] = new
         return changed
+
+    # ----- the baseline's column -----------------------------------------------------
+
+    def _with_base(self, run_id: str, cells: dict[str, Cell]) -> dict[str, Cell]:
+        if self._vs_base is not None and run_id in self._vs_base:
+            cells["vs_base"] = self._vs_base[run_id]
+        return cells
+
+    @property
+    def shows_baseline(self) -> bool:
+        """Whether a baseline is marked (its column shows unless the user hid it)."""
+        return self._vs_base is not None
+
+    def show_vs_base(self, cells: dict[str, Cell] | None) -> None:
+        """Each row's ``vs base`` cell (rows left out show none); None: no baseline, no column."""
+        self._vs_base = None if cells is None else dict(cells)
+        for rows in (self._history, self._session):
+            for run_id, old in list(rows.items()):
+                new = self._with_base(run_id, {**old, "vs_base": _NO_CELL})
+                if new["vs_base"] == old["vs_base"]:
+                    continue
+                if run_id in self._cells:
+                    self._rewrite(run_id, new)
+                else:
+                    rows[run_id] = new
+                    self._stash = None  # a hidden row changed: showing the history rebuilds the rows
+        self._apply_layout()
 
     def cell_text(self, run_id: str, column: str) -> str:
         """The plain text of one cell, shown or not (for tests and the command line)."""

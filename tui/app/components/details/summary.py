@@ -218,7 +218,9 @@ def summary_tab(record: RunRecord, summary: RunSummary, host_line: str | None = 
 
     ``host_line``: where the compiled call's host time goes, shown under a launch-bound run's host speedup.
     """
-    parts: list[RenderableType] = [section("Result"), _headline(record, summary, host_line)]
+    from tui.app.baseline_actions import baseline_summary
+
+    parts: list[RenderableType] = [section("Result"), _headline(record, summary, host_line), *baseline_summary(record)]
     parts += _processes(record)
     parts += _timings(summary)
     parts.append(section("Warnings"))

@@ -1,0 +1,107 @@
+"""Baselines in the app (issue 15 item 3): m marks one, the vs base column compares, clearing removes it."""
+
+from __future__ import annotations
+
+import re
+
+from rich.console import Console
+
+from app_helpers import wait_until
+from fakes.timed import pointwise, timed_run
+from tui.app.baseline_actions import BaselineCompareScreen
+from tui.app.baselines import summary_text
+from tui.engine.history import History
+
+SIZE = (160, 48)
+BASE, SLOWER, FASTER, OTHER = (f"20261201-00000{i}-{c * 6}" for i, c in enumerate("abcd"))
+
+
+def _runs():
+    """A baseline, a slower and a faster run of its workload with other options, and another workload's run."""
+    return [
+        timed_run(BASE, compiled=1.0, seed=1),
+        timed_run(SLOWER, pointwise(mode="max-autotune"), compiled=1.10, seed=2),
+        timed_run(FASTER, pointwise(fullgraph=True), compiled=0.85, seed=3),
+        timed_run(OTHER, pointwise(params={"n": 64}), compiled=1.0, seed=4),
+    ]
+
+
+def _judged(app, *rows):
+    return lambda: not app.baseline_busy and all(app.table.cell_text(r, "vs_base") not in ("", "…") for r in rows)
+
+
+async def test_a_baseline_shows_the_change_of_each_comparable_row_and_clearing_removes_the_column(make_app):
+    app = make_app(load_history=False)
+    async with app.run_test(size=SIZE) as pilot:
+        for record in _runs():
+            app.inject_record(record)
+        await wait_until(pilot, lambda: app.table.row_count == 4, what="rows")
+        assert "vs_base" not in app.table.shown_columns
+        app.table.focus()
+        app.table.move_cursor(row=app.table.run_ids.index(BASE))
+        await pilot.press("m")
+        await wait_until(pilot, _judged(app, SLOWER, FASTER), what="the rows compared")
+        assert "vs_base" in app.table.shown_columns
+        cell = app.table.cell_text
+        assert cell(BASE, "vs_base") == "◆ baseline"
+        assert re.fullmatch(r"\+(9\.\d|1[01])% slower", cell(SLOWER, "vs_base")), cell(SLOWER, "vs_base")
+        assert re.fullmatch(r"-1[3-7]% faster", cell(FASTER, "vs_base")), cell(FASTER, "vs_base")
+        assert cell(OTHER, "vs_base") == "–"  # another workload's parameters: not comparable
+        # The details' Summary says it too, and the compare view shows compare's table.
+        from textual._context import active_app
+
+        from tui.app.components.details import render_tab
+
+        token = active_app.set(app)
+        try:
+            console = Console(width=200, record=True, file=None)
+            with console.capture() as captured:
+                console.print(render_tab(app.records[SLOWER], "summary"))
+            assert "vs baseline: +" in captured.get() and "slower" in captured.get()
+        finally:
+            active_app.reset(token)
+        app.action_compare_baseline()
+        await wait_until(pilot, lambda: isinstance(app.screen, BaselineCompareScreen) and app.screen.text.plain,
+                         what="compare view")
+        shown = app.screen.text.plain
+        assert "slower" in shown and "faster" in shown
+        await pilot.press("escape")
+        await wait_until(pilot, lambda: not isinstance(app.screen, BaselineCompareScreen), what="view closed")
+        # m on the baseline again clears it: the column goes.
+        app.table.focus()
+        await pilot.press("m")
+        await wait_until(pilot, lambda: "vs_base" not in app.table.shown_columns, what="column removed")
+        assert app.baseline_rows == ()
+
+
+async def test_a_previous_sessions_row_as_the_baseline_loads_its_samples_off_the_ui_thread(make_app):
+    base = timed_run(BASE, compiled=1.0, seed=1, session_id="old")
+    History().append(base)
+    app = make_app()
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_until(pilot, lambda: app.table.is_history(BASE), what="the history row")
+        stored = app.records[BASE]
+        assert not stored.samples_loaded  # a history row keeps its samples on disk
+        for record in _runs()[1:3]:
+            app.inject_record(record)
+        await wait_until(pilot, lambda: app.table.row_count == 3, what="rows")
+        app.table.focus()
+        app.table.move_cursor(row=app.table.run_ids.index(BASE))
+        await pilot.press("M")  # its whole session: the one row
+        await wait_until(pilot, _judged(app, SLOWER, FASTER), what="the rows compared")
+        assert app.baseline_rows == (BASE,)
+        assert app.table.cell_text(BASE, "vs_base") == "◆ baseline"
+        assert app.table.cell_text(SLOWER, "vs_base").endswith("slower")
+        assert app.table.cell_text(FASTER, "vs_base").endswith("faster")
+        assert not stored.samples_loaded  # read for the comparison, then released
+
+
+def test_summary_text_says_the_change_and_the_baseline_runs():
+    from tui.app.baselines import judge_row
+
+    base, slower = _runs()[:2]
+    result = judge_row([base], [slower])
+    text = summary_text(result)
+    assert text.startswith("vs baseline: +") and "slower" in text and BASE in text
+    assert summary_text(None) is None and summary_text(None, is_baseline=True).startswith("vs baseline: this row")
+    assert judge_row([base], [_runs()[3]]) is None  # other parameters: no pair
