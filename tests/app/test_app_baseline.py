@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+import threading
 
 from rich.console import Console
 
@@ -82,6 +83,13 @@ async def test_a_previous_sessions_row_as_the_baseline_loads_its_samples_off_the
         await wait_until(pilot, lambda: app.table.is_history(BASE), what="the history row")
         stored = app.records[BASE]
         assert not stored.samples_loaded  # a history row keeps its samples on disk
+        loader, threads = stored._samples_loader, []
+
+        def spy(record):
+            threads.append(threading.current_thread())
+            return loader(record)
+
+        stored._samples_loader = spy
         for record in _runs()[1:3]:
             app.inject_record(record)
         await wait_until(pilot, lambda: app.table.row_count == 3, what="rows")
@@ -93,7 +101,7 @@ async def test_a_previous_sessions_row_as_the_baseline_loads_its_samples_off_the
         assert app.table.cell_text(BASE, "vs_base") == "◆ baseline"
         assert app.table.cell_text(SLOWER, "vs_base").endswith("slower")
         assert app.table.cell_text(FASTER, "vs_base").endswith("faster")
-        assert not stored.samples_loaded  # read for the comparison, then released
+        assert threads and threading.main_thread() not in threads  # read off the UI thread
 
 
 def test_summary_text_says_the_change_and_the_baseline_runs():
@@ -105,3 +113,23 @@ def test_summary_text_says_the_change_and_the_baseline_runs():
     assert text.startswith("vs baseline: +") and "slower" in text and BASE in text
     assert summary_text(None) is None and summary_text(None, is_baseline=True).startswith("vs baseline: this row")
     assert judge_row([base], [_runs()[3]]) is None  # other parameters: no pair
+
+
+def test_snapshot_the_vs_base_column_at_120x40(snap_compare):
+    from app_helpers import no_gpu_source
+    from test_snapshots_app import _app, _settle
+
+    async def run_before(pilot):
+        app = pilot.app
+        for record in _runs():
+            app.inject_record(record)
+        await wait_until(pilot, lambda: app.table.row_count == 4, what="rows")
+        app.set_baseline((BASE,))
+        await wait_until(pilot, _judged(app, SLOWER, FASTER), what="the rows compared")
+        app.clear_notifications()
+        app.action_toggle_sidebar()  # the table's width: every column through vs base in view
+        app.table.focus()
+        app.table.move_cursor(row=0)
+        await _settle(pilot)
+
+    assert snap_compare(_app(no_gpu_source()), terminal_size=(120, 40), run_before=run_before)

@@ -33,10 +33,10 @@ SAME_FIELDS = ("workload", "params", "device")
 SETTINGS = CompareSettings(ignore=tuple(name for name in MATCH_FIELDS if name not in SAME_FIELDS))
 """``compile-lab compare``'s defaults (compiled time, 2% threshold), matching on :data:`SAME_FIELDS` only."""
 
-BASELINE_CELL = Cell("◆ baseline", "bold", sort_key=0.0)
+BASELINE_CELL = Cell("◆ baseline", "bold", sort_key=0.0, justify="right")
 """The baseline's own rows say so in words (not by colour alone)."""
-PENDING_CELL = Cell("…", "dim")
-NO_MATCH_CELL = Cell("–", "dim")
+PENDING_CELL = Cell("…", "dim", justify="right")
+NO_MATCH_CELL = Cell("–", "dim", justify="right")
 
 
 def _distance(a: dict[str, str], b: dict[str, str]) -> int:

@@ -140,6 +140,8 @@ class PreviousRuns:
             rows.append((run_id, cells))
         if rows:
             self.main_screen.add_history_rows(rows)
+            if self.baseline_rows:
+                self.refresh_baseline()  # earlier sessions' rows may compare with the baseline
         if message.drawn is not None:
             self.call_after_refresh(message.drawn.set)
         if message.final and message.problems:
