@@ -133,3 +133,27 @@ def test_snapshot_the_vs_base_column_at_120x40(snap_compare):
         await _settle(pilot)
 
     assert snap_compare(_app(no_gpu_source()), terminal_size=(120, 40), run_before=run_before)
+
+
+async def test_a_run_saved_after_the_baseline_was_marked_is_compared_with_it(make_app):
+    from textual.widgets import Input
+
+    from tui.app.components.picker import Picker
+
+    app = make_app(load_history=False)
+    async with app.run_test(size=SIZE) as pilot:
+        app.query_one(Picker).query_one("#iters", Input).value = "40"  # 4 blocks a side: enough for an interval
+        await pilot.pause()
+        app.action_run()
+        await wait_until(pilot, lambda: app.table.row_count == 1 and app.settled, what="the first run")
+        first = app.table.run_ids[0]
+        app.set_baseline((first,))
+        await wait_until(pilot, lambda: "vs_base" in app.table.shown_columns, what="the column")
+        app.action_run()
+        await wait_until(pilot, lambda: app.table.row_count == 2 and app.settled, what="the second run")
+        second = app.table.run_ids[1]
+        await wait_until(pilot, lambda: app.table.cell_text(second, "vs_base") not in ("", "…", "–"),
+                         what="the new row compared")
+        assert app.table.cell_text(first, "vs_base") == "◆ baseline"
+        assert app.table.cell_text(second, "vs_base") != "not compared"
+        assert app.baseline_results[second].base_runs == (first,)
