@@ -157,3 +157,13 @@ async def test_a_run_saved_after_the_baseline_was_marked_is_compared_with_it(mak
         assert app.table.cell_text(first, "vs_base") == "◆ baseline"
         assert app.table.cell_text(second, "vs_base") != "not compared"
         assert app.baseline_results[second].base_runs == (first,)
+
+
+def test_a_row_pairs_with_the_baseline_runs_nearest_its_own_options():
+    from tui.app.baselines import baseline_pair
+
+    default, autotune = timed_run(BASE, seed=1), timed_run(SLOWER, pointwise(mode="max-autotune"), seed=2)
+    row = timed_run(FASTER, pointwise(mode="max-autotune"), compiled=0.9, seed=3)
+    assert [r.run_id for r in baseline_pair([default, autotune], [row]).base] == [SLOWER]  # a session: like with like
+    assert [r.run_id for r in baseline_pair([default], [row]).base] == [BASE]  # one run: whatever the options
+    assert baseline_pair([row], [row]) is None  # the baseline is not compared with itself
