@@ -2,7 +2,7 @@
 
 One place for the app's results table (a column per field) and the command line's table (a label
 whose differing fields come first): the workload, its parameters, backend, mode, fullgraph,
-dynamic, dtype (+TF32), device and the flags (train, cold compile, L2 flush, inductor options).
+dynamic, dtype (+TF32), device, the flags (train, cold compile, L2 flush, inductor options) and the interpreter.
 Long values get short forms here (``max-autotune-no-cudagraphs`` -> ``max-autotune-no-cg``,
 ``bfloat16`` -> ``bf16``); the details screen and the exports keep the full values.
 
@@ -14,6 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Callable, Iterable
 
+from tui.engine.ab import interpreter_name
 from tui.engine.options import DEFAULT_MODE, RunOptions, mode_applies
 from tui.typed import printable
 
@@ -142,6 +143,8 @@ OPTION_FIELDS: tuple[OptionField, ...] = (
                 lambda o: short_device(o.device), 12),
     OptionField("flags", "flags", "train (+opt), cold compile, l2-flush, inductor options; ×3: 3 processes, "
                 "#2: a previous session's second process", flags_text, 16, omit=("",)),
+    OptionField("python", "python", "the worker's interpreter (--python; an A/B sweep's side): its venv's directory",
+                lambda o: printable(interpreter_name(o.python)), 16, omit=("",)),
 )
 """The fields in the order a label reads them."""
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import dataclasses
 from typing import Any
 
 from tui import __version__
@@ -50,7 +51,11 @@ def _add_run_flags(parser: argparse.ArgumentParser, sweep: bool) -> None:
     what.add_argument("--train", action="store_true", default=None, help="time a training step (cnn, mlp, transformer_block)")
     what.add_argument("--compile-optimizer", action="store_true", default=None, help="with --train: compile the optimizer step too")
     what.add_argument("--device", metavar="DEV", help=f"cpu, cuda, cuda:N or cuda:GPU-<uuid> (default {defaults.device})")
-    what.add_argument("--python", metavar="PATH", help="the interpreter the worker runs in (default: this one)")
+    if sweep:
+        what.add_argument("--python", metavar="PATH[,PATH]", help="the interpreter the worker runs in (default: this one); "
+                          "a comma list is an A/B of torch builds, run interleaved and diffed")
+    else:
+        what.add_argument("--python", metavar="PATH", help="the interpreter the worker runs in (default: this one)")
 
     comp = parser.add_argument_group("torch.compile")
     if sweep:
@@ -270,8 +275,16 @@ def _sweep_configs(args: argparse.Namespace) -> list[RunOptions]:
         if choice not in table:
             raise OptionsError("fullgraph", f"{args.fullgraph!r} is not allowed (allowed: both, true, false)")
         fullgraphs = table[choice]
+    pythons = split_list(args.python)
+    if pythons is not None and len(pythons) > 1:
+        from tui.engine.ab import check_interpreter
+
+        base = dataclasses.replace(base, python=None)
+        for python in dict.fromkeys(pythons):
+            check_interpreter(python)
     return expand(
         base,
+        pythons=pythons,
         modes=split_list(args.mode),
         fullgraphs=fullgraphs,
         dynamics=split_list(args.dynamic),

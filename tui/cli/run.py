@@ -186,6 +186,7 @@ def _report(records: list[RunRecord], ended: list[RunRecord], args: argparse.Nam
     """Exports first, then the table; the exit code. No terminal write here can raise."""
     from rich.console import Console
 
+    from tui.cli.ab_render import print_ab_diff
     from tui.cli.artifacts import report_artifacts
     from tui.cli.render import print_host_time, print_table, print_warnings
 
@@ -201,6 +202,7 @@ def _report(records: list[RunRecord], ended: list[RunRecord], args: argparse.Nam
         print_table(rows, Console(file=out))
         print_host_time(rows, Console(file=out))
         print_warnings(rows, Console(file=out))
+        print_ab_diff(ended, Console(file=out))
     for record in records:
         if record.status == "failed" and args.quiet:
             # one line, however long: a log keeps it whole

@@ -206,6 +206,10 @@ class RunSession:
         runner = self.runner(unit.lane)
         if self.spare == "auto" and hasattr(runner, "keep_spare"):
             runner.keep_spare = any(u.lane == unit.lane for u in self.queue)
+        if hasattr(runner, "next_options"):
+            # The spare is for the next unit of this lane: with alternating interpreters (an A/B
+            # sweep) a spare for this run's would be the wrong one every time.
+            runner.next_options = next((u.record.options for u in self.queue if u.lane == unit.lane), None)
         with contextlib.suppress(ValueError):
             unit.record.set_status("starting")
         self.running[unit.lane] = unit

@@ -6,7 +6,9 @@ same configuration twice are dropped: a backend that ignores ``mode`` and induct
 (``options.mode_applies``; all but inductor) runs once in the default mode, without them.
 
 Order is deterministic: workload parameters vary slowest (in the order of
-``params_grid``'s keys), then backend, mode, fullgraph, dynamic, dtype.
+``params_grid``'s keys), then backend, mode, fullgraph, dynamic, dtype, and the interpreter
+(``pythons``, an A/B of torch builds) fastest, so the sides of a pair run back to back and
+drift hits both.
 """
 
 from __future__ import annotations
@@ -52,6 +54,7 @@ def expand(
     backends: Sequence[str] | None = None,
     dtypes: Sequence[str] | None = None,
     params_grid: dict[str, list[Any]] | None = None,
+    pythons: Sequence[str | None] | None = None,
 ) -> list[RunOptions]:
     """Every meaningful combination, each validated (``RunOptions.validated()``).
 
@@ -65,6 +68,7 @@ def expand(
     dynamic_axis = list(dict.fromkeys(parse_dynamic(v) for v in _axis("dynamic", dynamics, base.dynamic)))
     backend_axis = [str(b).strip() for b in _axis("backend", backends, base.backend)]
     dtype_axis = _axis("dtype", dtypes, base.dtype)
+    python_axis = _axis("python", pythons, base.python)
 
     grid = params_grid or {}
     names = list(grid)
@@ -74,11 +78,12 @@ def expand(
     seen: set[str] = set()
     for param_values in itertools.product(*value_lists):
         params = {**base.params, **dict(zip(names, param_values))}
-        for backend, mode, fullgraph, dynamic, dtype in itertools.product(
-            backend_axis, mode_axis, fullgraph_axis, dynamic_axis, dtype_axis
+        for backend, mode, fullgraph, dynamic, dtype, python in itertools.product(
+            backend_axis, mode_axis, fullgraph_axis, dynamic_axis, dtype_axis, python_axis
         ):
             changes: dict[str, Any] = dict(
-                params=params, backend=backend, mode=mode, fullgraph=fullgraph, dynamic=dynamic, dtype=dtype
+                params=params, backend=backend, mode=mode, fullgraph=fullgraph, dynamic=dynamic, dtype=dtype,
+                python=python,
             )
             if not mode_applies(backend):
                 # The backend ignores both: one run instead of several identical ones.

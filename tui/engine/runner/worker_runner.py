@@ -123,6 +123,12 @@ class WorkerRunner:
         self.sample_host = sample_host
         """Sample other processes' CPU use while a run measures (tests of other things turn it off)."""
         self.keep_spare = keep_spare
+        self.next_options: Any = None
+        """The configuration the next run will have (the session sets it): the spare is started with
+        its interpreter and environment, so an A/B sweep's alternating interpreters each find theirs.
+        None: the next run is like this one."""
+        self.last_from_spare = False
+        """Whether the last run's worker was a waiting spare (not started for it)."""
         self.telemetry = telemetry
         self.env = dict(env or {})
         self.last_stderr = ""
@@ -229,13 +235,16 @@ class WorkerRunner:
         if state.gpu is not None:
             state.lock_fd = await acquire_gpu_lock(state.gpu, lambda: self._gpu_busy(state))
         try:
+            self.last_from_spare = False
             if options.torch_trace:
                 assert folder is not None
                 run_env = launch_for(options, state.gpu, self.worker_argv, self.env,
                                      torch_trace=str(folder / TORCH_TRACE_DIR))[1]
                 worker = state.worker = await self._spawn(argv, run_env, ("torch_trace", record.run_id))
             else:
+                waiting = self._spares.worker
                 worker = state.worker = await self._spares.take(argv, env, key)
+                self.last_from_spare = worker is waiting
         except OSError as exc:
             record.fail("bad_options", f"the worker could not be started: {exc}", " ".join(argv))
             return False
@@ -245,8 +254,16 @@ class WorkerRunner:
             record.set_status("starting")
         await worker.send_command(record.run_id, options.to_dict(), str(folder) if options.trace else None)
         if self.keep_spare and not self._closed:
-            await self._spares.start(argv, env, key)
+            await self._spares.start(*await self._spare_launch(options, state.gpu, (argv, env, key)))
         return True
+
+    async def _spare_launch(self, options: Any, gpu: str | None, current: Launch) -> Launch:
+        upcoming = self.next_options
+        if upcoming is None or upcoming is options:
+            return current
+        if upcoming.device != options.device:
+            gpu = await self._gpus.resolve_async(upcoming.device)
+        return self._launch(upcoming, gpu)
 
     async def _gpu_busy(self, state: _RunState) -> None:
         if state.on_event is not None:
