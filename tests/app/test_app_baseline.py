@@ -49,18 +49,14 @@ async def test_a_baseline_shows_the_change_of_each_comparable_row_and_clearing_r
         assert re.fullmatch(r"-1[3-7]% faster", cell(FASTER, "vs_base")), cell(FASTER, "vs_base")
         assert cell(OTHER, "vs_base") == "–"  # another workload's parameters: not comparable
         # The details' Summary says it too, and the compare view shows compare's table.
-        from textual._context import active_app
-
+        from tui.app.baseline_actions import baseline_summary
         from tui.app.components.details import render_tab
 
-        token = active_app.set(app)
-        try:
-            console = Console(width=200, record=True, file=None)
-            with console.capture() as captured:
-                console.print(render_tab(app.records[SLOWER], "summary"))
-            assert "vs baseline: +" in captured.get() and "slower" in captured.get()
-        finally:
-            active_app.reset(token)
+        record = app.records[SLOWER]
+        console = Console(width=200, record=True, file=None)
+        with console.capture() as captured:
+            console.print(render_tab(record, "summary", baseline_summary(app, record)))
+        assert "vs baseline: +" in captured.get() and "slower" in captured.get()
         app.action_compare_baseline()
         await wait_until(pilot, lambda: isinstance(app.screen, BaselineCompareScreen) and app.screen.text.plain,
                          what="compare view")
@@ -68,6 +64,16 @@ async def test_a_baseline_shows_the_change_of_each_comparable_row_and_clearing_r
         assert "slower" in shown and "faster" in shown
         await pilot.press("escape")
         await wait_until(pilot, lambda: not isinstance(app.screen, BaselineCompareScreen), what="view closed")
+        from tui.app.components.details import DetailsScreen
+
+        app.action_details(SLOWER)  # the details screen itself says it
+        await wait_until(pilot, lambda: isinstance(app.screen, DetailsScreen) and bool(app.screen.query("#details-summary")),
+                         what="details")
+        with console.capture() as captured:
+            console.print(app.screen.tab_content("summary"))
+        assert "vs baseline: +" in captured.get()
+        await pilot.press("escape")
+        await wait_until(pilot, lambda: not isinstance(app.screen, DetailsScreen), what="details closed")
         # m on the baseline again clears it: the column goes.
         app.table.focus()
         await pilot.press("m")

@@ -203,11 +203,8 @@ class BaselineCompareScreen(ModalScreen[None]):
         self.dismiss(result)
 
 
-def baseline_summary(record: RunRecord) -> list[RenderableType]:
-    """The details' "vs baseline" line of ``record``'s row, or nothing (no baseline, or not comparable)."""
-    from textual._context import active_app
-
-    app = active_app.get(None)
+def baseline_summary(app: object, record: RunRecord) -> list[RenderableType]:
+    """The details' "vs baseline" line of ``record``'s row in ``app``, or nothing (no baseline, or not comparable)."""
     rows = getattr(app, "baseline_rows", ())
     if not rows:
         return []

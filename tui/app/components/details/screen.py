@@ -7,6 +7,8 @@ and is readable at 80x24; 1-7 or Left/Right switch tabs.
 
 from __future__ import annotations
 
+from typing import Sequence
+
 from rich.console import Group, RenderableType
 from rich.text import Text
 from textual.app import ComposeResult
@@ -15,6 +17,7 @@ from textual.containers import VerticalScroll
 from textual.screen import Screen
 from textual.widgets import Footer, Static, TabbedContent, TabPane
 
+from tui.app.baseline_actions import baseline_summary
 from tui.app.components.details.code import CodeView, code_header
 from tui.app.components.details.machine import environment_tab, telemetry_tab
 from tui.app.components.details.summary import command_of, error, summary_tab, title
@@ -30,11 +33,12 @@ TABS = (("summary", "Summary"), ("kernels", "Kernels"), ("host", "Host time"), (
         ("code", "Code"), ("telemetry", "Telemetry"), ("environment", "Environment"))  # fmt: skip
 
 
-def render_tab(record: RunRecord, tab: str) -> RenderableType:
-    """One tab's body for ``record`` (the title and any error head every tab)."""
+def render_tab(record: RunRecord, tab: str, baseline: Sequence[RenderableType] = ()) -> RenderableType:
+    """One tab's body for ``record`` (the title and any error head every tab); ``baseline``: the Summary's
+    line against the app's baseline, if any."""
     summary = record.summary()
     bodies = {
-        "summary": lambda: summary_tab(record, summary, host_line(record)),
+        "summary": lambda: summary_tab(record, summary, host_line(record), baseline),
         "kernels": lambda: kernels_tab(record),
         "host": lambda: host_tab(record, summary),
         "graphs": lambda: graphs_tab(record),
@@ -94,12 +98,12 @@ class DetailsScreen(Screen):
                         yield CodeView(self.record, id="code-view")
                         continue
                     with VerticalScroll(id=f"details-{tab}-body", classes="details-body"):
-                        yield Static(render_tab(self.record, tab), id=f"details-{tab}")
+                        yield Static(render_tab(self.record, tab, self._baseline()), id=f"details-{tab}")
         yield Footer()
 
     def on_mount(self) -> None:
         """Focus the first tab's body so arrow keys scroll it."""
-        if self.active_tab == "code":
+        if (self.active_tab or self._initial) == "code":
             self.query_one(CodeView).load()
         self._focus_body()
 
@@ -142,7 +146,12 @@ class DetailsScreen(Screen):
         """Re-render every tab from the record's current state."""
         for tab, _ in TABS:
             if tab != "code":  # the code is the compile's and does not change
-                self.query_one(f"#details-{tab}", Static).update(render_tab(self.record, tab))
+                self.query_one(f"#details-{tab}", Static).update(render_tab(self.record, tab, self._baseline()))
+
+    def _baseline(self) -> list[RenderableType]:
+        return baseline_summary(self.app, self.record)
 
     def _focus_body(self) -> None:
-        self.query_one(f"#details-{self.active_tab}-body").focus()
+        # TabbedContent may not have activated its first tab yet when the screen mounts
+        for body in self.query(f"#details-{self.active_tab or self._initial}-body"):
+            body.focus()

@@ -5,6 +5,8 @@ Also the title and the error shared by every tab, and the processes of a group o
 
 from __future__ import annotations
 
+from typing import Sequence
+
 from rich.console import RenderableType
 from rich.table import Table
 from rich.text import Text
@@ -213,14 +215,14 @@ def command_of(record: RunRecord) -> str:
     return reproduce_command(record.options, repeat=group.processes if group is not None else 1)
 
 
-def summary_tab(record: RunRecord, summary: RunSummary, host_line: str | None = None) -> list[RenderableType]:
+def summary_tab(record: RunRecord, summary: RunSummary, host_line: str | None = None,
+                baseline: Sequence[RenderableType] = ()) -> list[RenderableType]:
     """The Summary tab: result, processes, statistics, warnings, accuracy, memory.
 
-    ``host_line``: where the compiled call's host time goes, shown under a launch-bound run's host speedup.
+    ``host_line``: where the compiled call's host time goes, shown under a launch-bound run's host speedup;
+    ``baseline``: the row's change against the app's baseline (tui.app.baseline_actions.baseline_summary).
     """
-    from tui.app.baseline_actions import baseline_summary
-
-    parts: list[RenderableType] = [section("Result"), _headline(record, summary, host_line), *baseline_summary(record)]
+    parts: list[RenderableType] = [section("Result"), _headline(record, summary, host_line), *baseline]
     parts += _processes(record)
     parts += _timings(summary)
     parts.append(section("Warnings"))
