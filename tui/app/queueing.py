@@ -140,10 +140,11 @@ class QueueActions:
     def _sweep_chosen(self: CompileLabApp, base: RunOptions, choice: dict[str, list[Any]] | None) -> None:
         if choice is None:
             return
-        self.config.sweep = {key: value for key, value in choice.items() if key != "repeat"}
+        self.config.sweep = {key: value for key, value in choice.items() if key not in ("repeat", "pythons")}
         try:
             options = self.sweep_options(base, choice)
             repeats = repeat_choice(choice)
+            _check_interpreters(options)
         except (OptionsError, ValueError) as exc:
             self.notify(str(exc), title="Sweep refused", severity="error", markup=False)
             return
@@ -200,3 +201,13 @@ class QueueActions:
         elif dropped:
             self.notify(f"Cancelled {dropped} queued run(s).", markup=False)
         self.main_screen.mark_dirty(None)
+
+
+def _check_interpreters(options: list[RunOptions]) -> None:
+    """An A/B sweep's interpreters each a Python with torch (OptionsError naming ``--python``), as the CLI checks."""
+    pythons = list(dict.fromkeys(o.python for o in options if o.python))
+    if len(pythons) > 1:
+        from tui.engine.ab import check_interpreter
+
+        for python in pythons:
+            check_interpreter(python)

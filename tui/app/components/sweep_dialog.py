@@ -25,7 +25,8 @@ __all__ = ["SweepScreen", "SweepChoice", "DEFAULT_SWEEP", "choice_to_expand_kwar
 
 SweepChoice = dict[str, list[Any]]
 """``{"modes": [...], "fullgraphs": [...], "dynamics": [...], "backends": [...], "dtypes": [...]}``, and
-the dialog's ``"sizes"`` and ``"repeat"`` text (one item each, or none)."""
+the dialog's ``"sizes"``, ``"repeat"`` and ``"pythons"`` (A/B interpreters, comma-separated) text (one
+item each, or none)."""
 
 DEFAULT_SWEEP: SweepChoice = {
     "modes": ["default", "reduce-overhead", "max-autotune"],
@@ -65,6 +66,9 @@ def choice_to_expand_kwargs(choice: SweepChoice) -> dict[str, Any]:
     sizes = " ".join(str(v) for v in choice.get("sizes") or []).strip()
     if sizes:
         kwargs["params_grid"] = parse_sizes(sizes)
+    pythons = [p.strip() for text in choice.get("pythons") or [] for p in str(text).split(",") if p.strip()]
+    if pythons:
+        kwargs["pythons"] = pythons
     return kwargs
 
 
@@ -102,6 +106,10 @@ class SweepScreen(ModalScreen[SweepChoice | None]):
             with Horizontal(id="sweep-inputs"):
                 yield Input(" ".join(str(v) for v in init.get("sizes") or []), id="sweep-sizes", compact=True,
                             placeholder="sizes (optional), e.g. n=256,512,1024 or batch=16,64; width=256,512")
+                # Never kept in the config: an interpreter is code (queueing it asks to confirm: tui.app.trust).
+                yield Input("", id="sweep-pythons", compact=True,
+                            placeholder="A/B pythons: PATH,PATH (optional), e.g. /venvA/bin/python,/venvB/bin/python",
+                            tooltip="interpreters to run every configuration in, interleaved (an A/B of torch builds)")
                 yield Input(str(self.repeat), id="sweep-repeat", compact=True, placeholder="repeat: 1, K or auto",
                             tooltip="worker processes per configuration, interleaved (auto: more for launch-bound ones)")
             yield Static("", id="sweep-preview", markup=False)
@@ -133,11 +141,14 @@ class SweepScreen(ModalScreen[SweepChoice | None]):
         result["sizes"] = [sizes] if sizes else []
         repeat = self.query_one("#sweep-repeat", Input).value.strip()
         result["repeat"] = [repeat] if repeat else []
+        pythons = self.query_one("#sweep-pythons", Input).value.strip()
+        result["pythons"] = [pythons] if pythons else []
         return result
 
     @on(SelectionList.SelectedChanged)
     @on(Input.Changed, "#sweep-sizes")
     @on(Input.Changed, "#sweep-repeat")
+    @on(Input.Changed, "#sweep-pythons")
     def _changed(self) -> None:
         self._update_preview()
 

@@ -1,0 +1,51 @@
+"""The sweep dialog's A/B field (issue 15 item 2): interpreters as a sweep axis, interleaved, not kept."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+from textual.widgets import Input, SelectionList
+
+from app_helpers import wait_until
+from tui.app.components.dialogs import ConfirmScreen
+from tui.app.components.picker import Picker
+from tui.app.components.sweep_dialog import SweepScreen, choice_to_expand_kwargs
+
+
+def _linked_python(root: Path, name: str) -> str:
+    path = root / name / "bin" / "python"
+    path.parent.mkdir(parents=True)
+    path.symlink_to(sys.executable)
+    return str(path)
+
+
+def test_the_pythons_text_is_the_expand_axis():
+    assert choice_to_expand_kwargs({"pythons": ["/a/bin/python, /b/bin/python"]}) == {
+        "pythons": ["/a/bin/python", "/b/bin/python"]}
+    assert "pythons" not in choice_to_expand_kwargs({"pythons": []})
+
+
+async def test_an_ab_sweep_from_the_dialog_alternates_interpreters_and_is_not_kept(make_app, tmp_path):
+    a, b = _linked_python(tmp_path, "venvA"), _linked_python(tmp_path, "venvB")
+    app = make_app()
+    async with app.run_test(size=(160, 48)) as pilot:
+        app.query_one(Picker).query_one("#iters", Input).value = "10"
+        app.action_sweep()
+        await wait_until(pilot, lambda: isinstance(app.screen, SweepScreen) and bool(app.screen.query("#sweep-pythons")),
+                         what="sweep dialog")
+        screen = app.screen
+        screen.query_one("#sweep-modes", SelectionList).deselect_all()
+        screen.query_one("#sweep-modes", SelectionList).select("default")
+        screen.query_one("#sweep-fullgraphs", SelectionList).deselect_all()
+        screen.query_one("#sweep-sizes", Input).value = "n=64,128"
+        screen.query_one("#sweep-pythons", Input).value = f"{a},{b}"
+        await pilot.pause()
+        assert str(screen.query_one("#sweep-preview").render()).startswith("4 run(s)")
+        await pilot.press("ctrl+s")
+        await wait_until(pilot, lambda: isinstance(app.screen, ConfirmScreen), what="the interpreters' question")
+        await pilot.press("y")
+        await wait_until(pilot, lambda: app.table.row_count == 4, what="4 rows")
+        assert [app.records[r].options.python for r in app.table.run_ids] == [a, b, a, b]
+        assert "pythons" not in app.config.sweep
+        await wait_until(pilot, lambda: app.settled, what="settled")
