@@ -8,6 +8,7 @@ import pytest
 from textual.widgets import Input, Select
 
 from app_helpers import no_gpu_source, notifications, wait_until
+from tui import paths
 from tui.app.app import CompileLabApp
 from tui.app.components.picker import Cycler, Picker
 from tui.engine.runner import WorkerRunner
@@ -43,8 +44,9 @@ async def test_real_worker_from_key_press_to_a_finished_row_and_a_csv():
             assert record.env.torch  # the worker reported its torch
             await pilot.press("e")
             await wait_until(pilot, lambda: any(m.startswith("1 run(s) -> ") for m in notifications(app)), what="export")
-            message = next(m for m in notifications(app) if m.startswith("1 run(s) -> "))
-            csv_path = message.removeprefix("1 run(s) -> ").split(" (+")[0]
+            # the toast shortens the path from the left to fit; the file is the one export in the exports dir
+            (csv_path,) = [p for p in paths.exports_dir().glob("compile-lab-*.csv") if not p.name.endswith("-raw.csv")]
+            assert csv_path.name in next(m for m in notifications(app) if m.startswith("1 run(s) -> "))
             with open(csv_path, newline="") as handle:
                 rows = list(csv.DictReader(handle))
             assert rows[0]["run_id"] == run_id and rows[0]["backend"] == "eager" and rows[0]["status"] == "done"
