@@ -50,6 +50,7 @@ def test_the_short_form_of_an_interpreter_is_its_venvs_directory():
     assert interpreter_name(None) == ""
 
 
+@pytest.mark.torch  # the good interpreter is this one, checked for torch
 @pytest.mark.parametrize("bad", ["missing", "no_torch"])
 def test_a_bad_interpreter_is_one_line_naming_python_before_anything_runs(tmp_path, capsys, monkeypatch, bad):
     made = []
@@ -68,6 +69,7 @@ def test_a_bad_interpreter_is_one_line_naming_python_before_anything_runs(tmp_pa
     assert made == []
 
 
+@pytest.mark.torch  # both interpreters are this one, checked for torch before anything runs
 def test_a_sweep_over_two_interpreters_labels_and_diffs_the_sides(tmp_path, capsys, monkeypatch, compile_lab_home):
     started: list[str] = []
 

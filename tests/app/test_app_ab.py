@@ -5,6 +5,8 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
+import pytest
+
 from textual.widgets import Input, SelectionList
 
 from app_helpers import wait_until
@@ -26,6 +28,7 @@ def test_the_pythons_text_is_the_expand_axis():
     assert "pythons" not in choice_to_expand_kwargs({"pythons": []})
 
 
+@pytest.mark.torch  # each interpreter is checked for torch before the sweep is queued
 async def test_an_ab_sweep_from_the_dialog_alternates_interpreters_and_is_not_kept(make_app, tmp_path):
     a, b = _linked_python(tmp_path, "venvA"), _linked_python(tmp_path, "venvB")
     app = make_app()
