@@ -12,7 +12,7 @@ import math
 import sys
 from typing import Any
 
-from tui.cli.parse import PROG, UsageError
+from tui.cli.parse import PROG, UsageError, check_outputs
 from tui.engine.compare import (
     MATCH_FIELDS, METRIC_NAMES, SELECTION_HELP, CompareSettings, Comparison, SelectionError, check_ignore, compare,
     load_selection, parse_selection,
@@ -102,24 +102,6 @@ def settings_from_args(args: argparse.Namespace) -> CompareSettings:
                            strict=args.strict, noise_limits=_noise_limits(args.noise_limit))  # fmt: skip
 
 
-def _check_outputs(args: argparse.Namespace) -> None:
-    from tui.engine.export import ExportTargetError, check_target, same_file_key
-
-    seen: dict[str, str] = {}
-    for flag in ("--csv", "--json"):
-        value = getattr(args, flag[2:])
-        if value is None:
-            continue
-        try:
-            check_target(value)
-        except ExportTargetError as exc:
-            raise UsageError(f"{flag}: {exc}") from None
-        key = same_file_key(value)
-        if key in seen:
-            raise UsageError(f"{seen[key]}, {flag}: both name {key} (allowed: a different file for each output)")
-        seen[key] = flag
-
-
 def _load(args: argparse.Namespace, settings: CompareSettings) -> Comparison:
     """Both sides read and compared; UsageError naming BASE or NEW when one cannot be read."""
     sides, problems = [], []
@@ -146,7 +128,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
     from tui.engine.export import ExportError
 
     settings = settings_from_args(args)
-    _check_outputs(args)
+    check_outputs(args, (("--csv", "csv"), ("--json", "json")))
     comparison = _load(args, settings)
     err = Console(file=sys.stderr, soft_wrap=True)
     for line in comparison.problems[:MAX_PROBLEMS_SHOWN]:

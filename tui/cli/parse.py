@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-from typing import Any
+from typing import Any, Sequence
 
 from tui import __version__
 from tui.engine.catalog import USER_WORKLOAD_HELP, WORKLOADS
@@ -20,7 +20,7 @@ from tui.engine.options import (
 )
 
 __all__ = ["PROG", "UsageError", "build_parser", "options_from_args", "configs_from_args", "repeat_from_args",
-           "check_exports", "EXPORT_FLAGS"]
+           "check_exports", "check_outputs", "EXPORT_FLAGS"]
 
 PROG = "compile-lab"
 
@@ -307,10 +307,19 @@ def check_exports(args: argparse.Namespace) -> None:
     history, runs or config; two outputs naming one file (after resolving links). What only
     writing can tell (a missing directory, a full disk) is reported when the runs have ended.
     """
+    _check_trace(args, check_outputs(args, EXPORT_FLAGS))
+
+
+def check_outputs(args: argparse.Namespace, flags: Sequence[tuple[str, str]]) -> dict[str, str]:
+    """Each of ``flags`` (flag, dest) given in ``args`` checked by the export rules and against the others.
+
+    UsageError (one line) for a path no export may write or two flags naming one file; returns the
+    files seen (same-file key -> flag) for outputs checked after these.
+    """
     from tui.engine.export import ExportTargetError, check_target, same_file_key
 
     seen: dict[str, str] = {}
-    for flag, dest in EXPORT_FLAGS:
+    for flag, dest in flags:
         value = getattr(args, dest, None)
         if value is None:
             continue
@@ -322,7 +331,7 @@ def check_exports(args: argparse.Namespace) -> None:
         if key in seen:
             raise UsageError(f"{seen[key]}, {flag}: both name {key} (allowed: a different file for each output)")
         seen[key] = flag
-    _check_trace(args, seen)
+    return seen
 
 
 def _check_trace(args: argparse.Namespace, seen: dict[str, str]) -> None:
