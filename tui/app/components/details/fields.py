@@ -13,12 +13,12 @@ from typing import Any, Callable, Iterable
 from rich.table import Table
 from rich.text import Text
 
-from tui.app.format import fmt_mib, fmt_ms, fmt_seconds
+from tui.app.format import fmt_mib, fmt_seconds
 from tui.typed import printable
 
 __all__ = [
-    "Field", "kv_table", "field_rows", "section", "value_text", "count", "ms", "seconds", "mib", "mhz", "watts",
-    "celsius", "joules", "cores", "yes_no", "words", "share", "interval",
+    "Field", "kv_table", "field_rows", "section", "value_text", "count", "seconds", "mib", "mhz", "watts",
+    "celsius", "joules", "cores", "yes_no", "words",
 ]  # fmt: skip
 
 Format = Callable[[Any], "str | Text | None"]
@@ -85,9 +85,6 @@ def count(value: Any) -> str | None:
     return None if value is None else f"{int(value):,}"
 
 
-def ms(value: Any) -> str | None:
-    """Milliseconds, 3-4 significant digits."""
-    return None if value is None else f"{fmt_ms(float(value))} ms"
 
 
 def seconds(value: Any) -> str | None:
@@ -133,15 +130,3 @@ def yes_no(value: Any) -> str | None:
 def words(value: Any) -> str | Text | None:
     """A list, one item per line (``none`` when empty)."""
     return value_text(tuple(value))
-
-
-def share(value: Any) -> str | None:
-    """A fraction as a percentage."""
-    return None if value is None else f"{float(value):.0%}"
-
-
-def interval(low: float | None, high: float | None, digits: int = 2) -> str:
-    """The one interval format of the screen: ``[1.79, 1.88]`` (empty when unknown)."""
-    if low is None or high is None:
-        return ""
-    return f"[{low:.{digits}f}, {high:.{digits}f}]"

@@ -92,13 +92,14 @@ class DetailsScreen(Screen):
     def compose(self) -> ComposeResult:
         """A tab per question, each a scrolling body, and the footer."""
         with TabbedContent(initial=self._initial, id="details-tabs"):
+            baseline = self._baseline()
             for tab, heading in TABS:
                 with TabPane(heading, id=tab):
                     if tab == "code":  # files to read: in a thread, when first shown
                         yield CodeView(self.record, id="code-view")
                         continue
                     with VerticalScroll(id=f"details-{tab}-body", classes="details-body"):
-                        yield Static(render_tab(self.record, tab, self._baseline()), id=f"details-{tab}")
+                        yield Static(render_tab(self.record, tab, baseline), id=f"details-{tab}")
         yield Footer()
 
     def on_mount(self) -> None:
@@ -144,9 +145,10 @@ class DetailsScreen(Screen):
 
     def action_reload(self) -> None:
         """Re-render every tab from the record's current state."""
+        baseline = self._baseline()
         for tab, _ in TABS:
             if tab != "code":  # the code is the compile's and does not change
-                self.query_one(f"#details-{tab}", Static).update(render_tab(self.record, tab, self._baseline()))
+                self.query_one(f"#details-{tab}", Static).update(render_tab(self.record, tab, baseline))
 
     def _baseline(self) -> list[RenderableType]:
         return baseline_summary(self.app, self.record)
