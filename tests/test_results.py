@@ -490,3 +490,15 @@ def test_a_stalled_block_host_time_is_a_warning_when_the_events_look_fine():
     events[index] = dataclasses.replace(events[index], host_ms_per_call=1.1 * 200)
     warnings = _run(events).summary().warnings
     assert [w for w in warnings if w.startswith("stall: one compiled block's host time per call")]
+
+
+def test_a_launch_bound_run_measured_beside_others_says_so():
+    """One worker per GPU: a launch-bound run that had neighbours is told to be re-run alone."""
+    bound = _run(_script(clock="cuda_event", eager_wall=2.8, compiled_wall=1.4))
+    assert not any("other run" in w for w in bound.summary().warnings)
+    bound.concurrent_runs = 3
+    assert any(w.startswith("launch-bound and measured while 3 other runs") and "--serial" in w
+               for w in bound.summary().warnings)
+    plain = _run(_script(clock="cuda_event", eager_wall=2.1, compiled_wall=1.1))
+    plain.concurrent_runs = 3
+    assert not any("other run" in w for w in plain.summary().warnings)  # a GPU-bound run is not told

@@ -54,6 +54,10 @@ Other knobs (environment):
 ``FAKE_WORKER_GATE``         a path: after the first measured round (``crash``, ``hang``, ``stubborn``:
                              after their one block) the worker waits until that file exists (the
                              test creates it to let the run go on).
+``FAKE_WORKER_BROKEN_GPU``   a CUDA_VISIBLE_DEVICES value: a worker given it fails at once (``runtime_error``,
+                             before ``started``), as on a GPU that cannot be opened.
+``COMPILE_LAB_CPUS``         applied as the real worker does (pinned before anything else); ``started``'s env
+                             reports the affinity (``cpu_affinity``), the host (``node``) and ``OMP_NUM_THREADS``.
 ``FAKE_WORKER_CODE``         ``1``: send one ``code`` event (a tiny inductor-like graph, :data:`FAKE_CODE`)
                              after measuring.
 
@@ -68,6 +72,7 @@ from __future__ import annotations
 import json
 import os
 import signal
+import socket
 import sys
 import time
 from pathlib import Path
@@ -82,7 +87,9 @@ from tui.engine.chrome_trace import merge_traces  # noqa: E402
 from tui.engine.protocol import (  # noqa: E402
     ArtifactWritten, BlockTimed, Compiled, Failed, Finished, GraphCoded, PhaseChanged, Ready, Started,
 )
+from tui.engine.placement import cpu_list_text  # noqa: E402
 from tui.engine.worker import blocks  # noqa: E402
+from tui.engine.worker.affinity import pin_to_lane_cpus  # noqa: E402
 from tui.engine.worker.channel import (  # noqa: E402
     EventChannel,
     open_channel,
@@ -224,7 +231,9 @@ class FakeRun:
                   cpu="fake cpu", device=self.options.device, gpu_name=os.environ.get("FAKE_WORKER_GPU_NAME"),
                   gpu_uuid=os.environ.get("FAKE_WORKER_GPU_UUID"), tf32_matmul=tf32, tf32_cudnn=tf32,
                   cuda_visible_devices=os.environ.get("CUDA_VISIBLE_DEVICES"),
-                  cuda_device_order=os.environ.get("CUDA_DEVICE_ORDER"))
+                  cuda_device_order=os.environ.get("CUDA_DEVICE_ORDER"), node=socket.gethostname(),
+                  cpu_affinity=cpu_list_text(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else None,
+                  num_threads=int(os.environ.get("OMP_NUM_THREADS", "0")) or None)
         self.channel.emit(Started(run_id=self.run_id, env=env, options=self.options.to_dict()))
 
     def compile(self) -> None:
@@ -341,6 +350,7 @@ def main() -> int:
     """Run the fake worker (see the module docstring)."""
     set_parent_death_signal()
     channel = open_channel()
+    pin_to_lane_cpus()
     _torch_trace_log()
     ready_delay = _ready_delay(_log_start())
     if ready_delay:
@@ -361,6 +371,10 @@ def main() -> int:
         return 1
     if behaviour not in BEHAVIOURS:
         channel.emit(Failed(kind="bad_options", message=f"fake_behaviour {behaviour!r} is unknown"))
+        return 1
+    broken = os.environ.get("FAKE_WORKER_BROKEN_GPU")
+    if broken and os.environ.get("CUDA_VISIBLE_DEVICES") == broken:
+        channel.emit(Failed(kind="runtime_error", message=f"CUDA error: the GPU {broken} could not be opened (fake)"))
         return 1
     run = FakeRun(channel, command.get("run_id"), options, behaviour)
     run.artifacts_dir = command.get("artifacts_dir")

@@ -36,11 +36,14 @@ from tui.engine.options import OptionsError
 __all__ = ["main", "build_parser", "options_from_args", "configs_from_args", "make_runner"]
 
 
-def make_runner(keep_spare: bool, telemetry: Any = None) -> Any:
-    """The WorkerRunner the CLI runs with (tests replace this to use a fake worker)."""
+def make_runner(keep_spare: bool, telemetry: Any = None, env: Any = None) -> Any:
+    """The WorkerRunner the CLI runs with (tests replace this to use a fake worker).
+
+    ``env``: extra worker environment (a pooled GPU lane's CPU cores).
+    """
     from tui.engine.runner import WorkerRunner
 
-    return WorkerRunner(keep_spare=keep_spare, telemetry=telemetry)
+    return WorkerRunner(keep_spare=keep_spare, telemetry=telemetry, env=env)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -50,7 +50,11 @@ def _add_run_flags(parser: argparse.ArgumentParser, sweep: bool) -> None:
         what.add_argument("--param", action="append", metavar="K=V", help="workload parameter, e.g. n=1024 (repeatable)")
     what.add_argument("--train", action="store_true", default=None, help="time a training step (cnn, mlp, transformer_block)")
     what.add_argument("--compile-optimizer", action="store_true", default=None, help="with --train: compile the optimizer step too")
-    what.add_argument("--device", metavar="DEV", help=f"cpu, cuda, cuda:N or cuda:GPU-<uuid> (default {defaults.device})")
+    what.add_argument("--device", metavar="DEV", help=f"cpu, cuda, cuda:N or cuda:GPU-<uuid> (default {defaults.device}); "
+                      "cuda:all or a list (cuda:0,cuda:3): one worker per GPU at once, runs dealt to free GPUs")
+    what.add_argument("--serial", action="store_true",
+                      help="with a GPU list: one run at a time (a launch-bound model's host time then has the "
+                           "host to itself)")
     if sweep:
         what.add_argument("--python", metavar="PATH[,PATH]", help="the interpreter the worker runs in (default: this one); "
                           "a comma list is an A/B of torch builds, run interleaved and diffed")
@@ -247,9 +251,30 @@ def configs_from_args(args: argparse.Namespace) -> list[RunOptions]:
 
     Raises OptionsError (one line: ``field: what is allowed``) for the first bad value.
     """
+    args.device_pool = device_pool_from_args(args)
     if args.command == "run":
         return [options_from_args(args).validated()]
     return _sweep_configs(args)
+
+
+def device_pool_from_args(args: argparse.Namespace, gpu_count: Any = None) -> tuple[str, ...]:
+    """``--device cuda:all`` / ``cuda:0,cuda:3``: the GPUs (``args.device`` becomes the first); else ().
+
+    ``gpu_count`` (a number, or a function giving it) is asked only for ``cuda:all`` or to check a
+    list; by default the GPUs this process can see (CUDA_VISIBLE_DEVICES, else NVML).
+    """
+    from tui.engine.placement import is_pool, parse_device_pool
+
+    text = getattr(args, "device", None)
+    if not text or not is_pool(text):
+        return ()
+    if gpu_count is None:
+        from tui.engine.runner.gpu_lock import visible_gpu_count
+
+        gpu_count = visible_gpu_count
+    pool = parse_device_pool(text, gpu_count() if callable(gpu_count) else gpu_count)
+    args.device = pool[0]
+    return pool
 
 
 def _sweep_configs(args: argparse.Namespace) -> list[RunOptions]:

@@ -51,11 +51,14 @@ async def run_configs(configs: list[RunOptions], args: argparse.Namespace,
     lines = None if args.quiet or err_file.isatty() else RunLines(err_file, configs)
     progress = _Progress(err, len(configs) * per_config, enabled=not args.quiet and lines is None, lines=lines)
     progress.differs = differing(configs)
-    runner = make_runner(keep_spare=len(configs) * per_config > 1 or repeats == "auto", telemetry=telemetry)
-    session = RunSession(lambda lane: runner, history, progress)
+    progress.pooled = len(getattr(args, "device_pool", ()) or ()) > 1
+    keep_spare = len(configs) * per_config > 1 or repeats == "auto"
+    pool = tuple(getattr(args, "device_pool", ()) or ())
+    runner_for = _runners(pool, make_runner, keep_spare, telemetry)
+    session = RunSession(runner_for, history, progress, max_running=1 if getattr(args, "serial", False) else None)
     stopped_by: list[int] = []
     with _signals_stop(session, stopped_by):
-        interrupted = await _run_all(session, configs, progress, repeats)
+        interrupted = await _run_all(session, configs, progress, repeats, pool)
     interrupted = interrupted or bool(stopped_by)  # a signal while closing counts too
     if telemetry is not None:
         with contextlib.suppress(Exception):
@@ -64,6 +67,19 @@ async def run_configs(configs: list[RunOptions], args: argparse.Namespace,
     for stream in (out, err_file):
         stream.let_go()
     return code
+
+
+def _runners(pool: tuple[str, ...], make_runner: Callable[..., Any], keep_spare: bool,
+             telemetry: Any) -> Callable[[str], Any]:
+    """The runner of each lane: one for every lane, or with a GPU pool one per GPU, pinned to its
+    share of the host's cores (:func:`tui.engine.placement.lane_cpu_env`)."""
+    if len(pool) <= 1:
+        runner = make_runner(keep_spare=keep_spare, telemetry=telemetry)
+        return lambda lane: runner
+    from tui.engine.placement import lane_cpu_env
+
+    envs = lane_cpu_env(pool)
+    return lambda lane: make_runner(keep_spare=keep_spare, telemetry=telemetry, env=envs.get(lane, {}))
 
 
 def _telemetry(configs: list[RunOptions]) -> Any:
@@ -75,12 +91,12 @@ def _telemetry(configs: list[RunOptions]) -> Any:
 
 
 async def _run_all(session: RunSession, configs: list[RunOptions], progress: "_Progress",
-                   repeats: int | str = 1) -> bool:
+                   repeats: int | str = 1, pool: tuple[str, ...] = ()) -> bool:
     """Submit, wait, close; True when Ctrl-C or a signal stopped it."""
     interrupted = False
     with progress:
         try:
-            session.submit(configs, repeats=repeats)
+            session.submit(configs, repeats=repeats, pool=pool or None)
             await session.wait_settled()
         except asyncio.CancelledError:
             interrupted = True
@@ -289,6 +305,8 @@ class _Progress(SessionListener):
         self.notes: dict[str, str] = {}
         self.differs: frozenset[str] = frozenset()
         """The option fields that differ among the runs (tui.app.option_fields.differing)."""
+        self.pooled = False
+        """Runs are dealt to a pool of GPUs: each line names the GPU its run got."""
         self.progress = None
         if enabled:
             from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
@@ -340,6 +358,8 @@ class _Progress(SessionListener):
         label = f"[{self.started}/{self.total}] " + " ".join(option_words(record.options, self.differs))
         if record.group_id is not None:
             label += f" process {record.repeat + 1}"
+        if self.pooled:
+            label += f" on {record.options.device}"
         with contextlib.suppress(OSError):
             self.tasks[record.run_id] = self.progress.add_task(label, total=1.0, state="starting")
 

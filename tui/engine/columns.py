@@ -186,6 +186,12 @@ COLUMNS: tuple[Column, ...] = (
     Column("compiled_guards_ms_per_call", lambda r, s: _host_ms(r, "guards"),
            "dynamo's cache lookup and guard checks (TorchDynamo Cache Lookup), exclusive host ms per compiled "
            "call (profile pass, profiler overhead included)"),
+    Column("node", lambda r, s: r.env.node, "the host the worker ran on (its hostname; a Ray node's too)"),
+    Column("driver", lambda r, s: r.env.driver, "the NVIDIA driver where it ran"),
+    Column("cpu_affinity", lambda r, s: r.env.cpu_affinity,
+           "the cores the worker was pinned to (Linux cpu-list), when fewer than the machine has"),
+    Column("concurrent_runs", lambda r, s: r.concurrent_runs,
+           "the most other runs of its session measuring or compiling at the same time (0: it ran alone)"),
 )  # fmt: skip
 
 

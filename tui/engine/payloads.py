@@ -44,6 +44,10 @@ class Env(JsonRecord):
     float32_matmul_precision: str | None = None
     fp32_precision_matmul: str | None = None
     fp32_precision_cudnn: str | None = None
+    node: str | None = None
+    """The host the worker ran on (its hostname): the machine of each row of a multi-node sweep."""
+    cpu_affinity: str | None = None
+    """The cores the worker could run on (``0-7``; Linux cpu-list), when it was pinned or restricted."""
 
 
 @dataclass(frozen=True)

@@ -109,6 +109,8 @@ class RunRecord:
     """Which process of its group this run is (0-based, in the order they were queued)."""
     session_id: str | None = None
     """The app's or CLI's start that ran it (``RunSession.session_id``); None in lines written before it."""
+    concurrent_runs: int = 0
+    """The most other runs of its session that ran at the same time (one worker per GPU); 0: it ran alone."""
 
     def __post_init__(self) -> None:
         self._version = 0
@@ -311,6 +313,7 @@ class RunRecord:
             id(self.telemetry),
             self.flops_per_call,
             self.bytes_per_call,
+            self.concurrent_runs,
             tuple(len(self.samples.get(side, ())) for side in SIDES),
         )
 
@@ -338,6 +341,7 @@ class RunRecord:
                 policy=VerdictPolicy.of(self.options.noise_threshold, self.options.noise_limits),
                 machine=self.machine(),
                 sm_clocks=(self.telemetry.sm_clock_eager_mhz, self.telemetry.sm_clock_compiled_mhz),
+                concurrent_runs=self.concurrent_runs,
             ))
         self._cache = (key, result)
         return result
@@ -420,6 +424,7 @@ class RunRecord:
             "group_id": self.group_id,
             "repeat": self.repeat,
             "session_id": self.session_id,
+            "concurrent_runs": self.concurrent_runs,
             "summary": self.summary().to_json(),
         }
         if samples:

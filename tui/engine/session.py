@@ -46,11 +46,16 @@ from tui.engine.prune import CapKeeper
 from tui.engine.repeats import AUTO, group_records, parse_repeat, summarize_group, wants_another_process
 from tui.engine.results import RunRecord, new_run_id
 
-__all__ = ["RunSession", "RunUnit", "SessionListener", "Runner", "lane_of", "SHARED_LANE"]
+__all__ = ["RunSession", "RunUnit", "SessionListener", "Runner", "lane_of", "is_local", "SHARED_LANE",
+           "CLUSTER_LANE", "RETIRE_AFTER"]
 
 SHARED_LANE = "local"
 """The one lane of a session that runs everything in turn."""
 CANCELLED_BEFORE_START = "cancelled before it started"
+CLUSTER_LANE = "cluster:"
+"""Prefix of a cluster's lanes (``cluster:0`` ...): runs elsewhere, never on this host."""
+RETIRE_AFTER = 2
+"""A pooled GPU whose runs crashed or could not open it this many times in a row is left out of the pool."""
 
 
 class Runner(Protocol):
@@ -89,11 +94,21 @@ class SessionListener:
 
 @dataclass(frozen=True)
 class RunUnit:
-    """One run to make: a record (its configuration), which repeat it is, and its lane."""
+    """One run to make: a record (its configuration), which repeat it is, and its lane.
+
+    ``pool``: the lanes it may run in (a GPU pool: any free one, chosen when it starts; ``lane``
+    is then the one it got); empty: ``lane`` alone.
+    """
 
     record: RunRecord
     repeat: int
     lane: str
+    pool: tuple[str, ...] = ()
+
+
+def is_local(lane: str) -> bool:
+    """Whether a lane runs on this host (a cluster's lanes run elsewhere and never hold it)."""
+    return not lane.startswith(CLUSTER_LANE)
 
 
 def lane_of(options: RunOptions, parallel: bool) -> str:
@@ -120,6 +135,7 @@ class RunSession:
         *,
         parallel: bool = False,
         spare: str = "auto",
+        max_running: int | None = None,
     ) -> None:
         self._runner_for = runner_for
         self._runners: dict[str, Runner] = {}
@@ -127,6 +143,12 @@ class RunSession:
         self.listener = listener or SessionListener()
         self.parallel = parallel
         self.spare = spare
+        self.max_running = max_running
+        """At most this many runs at once (``--serial``: 1); None: one per free lane."""
+        self.retired: dict[str, str] = {}
+        """Pooled lanes left out after failing runs in a row: lane -> why."""
+        self._lane_failures: dict[str, int] = {}
+        self._pools: dict[str, tuple[str, ...]] = {}
         self.records: list[RunRecord] = []
         """Every record this session made, in submission order."""
         self.queue: deque[RunUnit] = deque()
@@ -146,11 +168,14 @@ class RunSession:
 
     # ----- submitting ---------------------------------------------------------------------
 
-    def submit(self, options_list: Sequence[RunOptions], repeats: int | str = 1) -> list[RunRecord]:
+    def submit(self, options_list: Sequence[RunOptions], repeats: int | str = 1,
+               pool: Sequence[str] | None = None) -> list[RunRecord]:
         """Queue ``repeats`` units of each (validated) configuration; returns their records, in queue order.
 
         ``repeats``: a count (interleaved: every configuration's repeat 0, then every repeat 1, ...)
-        or ``"auto"`` (see the module docstring). Must be called with a running event loop: the
+        or ``"auto"`` (see the module docstring). ``pool``: lanes the units are dealt to, each to
+        the first free one when it starts (``cuda:0``, ``cuda:1``, ...: one run per GPU at a time,
+        the record's device set to the GPU it got; or a cluster's lanes). Must be called with a running event loop: the
         units start from it, right after this returns, where a lane is free (so a caller sees its
         records before any has started).
         """
@@ -167,6 +192,9 @@ class RunSession:
                 record.group_id, record.repeat = first[number % len(first)].run_id, number // len(first)
         if auto and first:
             self._auto.append([record.run_id for record in first])
+        if pool:
+            for record in records:
+                self._pools[record.group_id or record.run_id] = tuple(pool)
         self._queue(records)
         return records
 
@@ -175,8 +203,15 @@ class RunSession:
             record.data_dir = run_folder(record.run_id, getattr(self.history, "runs_dir", None))
             record.session_id = self.session_id
         self.records.extend(records)
-        self.queue.extend(RunUnit(r, r.repeat, lane_of(r.options, self.parallel)) for r in records)
+        self.queue.extend(self._unit(r) for r in records)
         asyncio.get_running_loop().call_soon(self._start_ready)
+
+    def _unit(self, record: RunRecord) -> RunUnit:
+        pool = self._pools.get(record.group_id or record.run_id, ())
+        if pool and record.options.device == "cpu" and all(is_local(lane) for lane in pool):
+            pool = ()  # a CPU run of a GPU pool takes the host, as any CPU run does
+        lane = pool[0] if pool else lane_of(record.options, self.parallel)
+        return RunUnit(record, record.repeat, lane, pool)
 
     def _start_ready(self) -> None:
         """Start, in queue order, every unit whose lane is free (host lane and GPU lanes never overlap).
@@ -186,36 +221,58 @@ class RunSession:
         """
         host_waits = False
         for unit in list(self.queue):
-            if self._closing:
+            if self._closing or (self.max_running is not None and len(self.running) >= self.max_running):
                 return
-            if host_waits or not self._lane_free(unit.lane):
+            lane = None if host_waits else self._free_lane(unit)
+            if lane is None:
                 host_waits = host_waits or unit.lane == SHARED_LANE
                 continue
             self.queue.remove(unit)
-            self._start(unit)
+            self._start(self._placed(unit, lane))
+
+    def _free_lane(self, unit: RunUnit) -> str | None:
+        """The lane ``unit`` can start in now: its own, or its pool's first free one still in use."""
+        lanes = [lane for lane in unit.pool if lane not in self.retired] if unit.pool else [unit.lane]
+        return next((lane for lane in lanes if self._lane_free(lane)), None)
 
     def _lane_free(self, lane: str) -> bool:
         if lane in self.running:
             return False
+        if not is_local(lane):
+            return True
         # A CPU run needs the host to itself, and no GPU run starts while one measures.
         if lane == SHARED_LANE:
-            return not self.running
+            return not any(is_local(busy) for busy in self.running)
         return SHARED_LANE not in self.running
+
+    @staticmethod
+    def _placed(unit: RunUnit, lane: str) -> RunUnit:
+        """``unit`` in ``lane``; a pooled CUDA run's device becomes the GPU it got."""
+        unit.record.options = _options_in(unit, lane)
+        return dataclasses.replace(unit, lane=lane)
 
     def _start(self, unit: RunUnit) -> None:
         runner = self.runner(unit.lane)
+        upcoming = next((u for u in self.queue if u.lane == unit.lane or unit.lane in u.pool), None)
         if self.spare == "auto" and hasattr(runner, "keep_spare"):
-            runner.keep_spare = any(u.lane == unit.lane for u in self.queue)
+            runner.keep_spare = upcoming is not None
         if hasattr(runner, "next_options"):
             # The spare is for the next unit of this lane: with alternating interpreters (an A/B
             # sweep) a spare for this run's would be the wrong one every time.
-            runner.next_options = next((u.record.options for u in self.queue if u.lane == unit.lane), None)
+            runner.next_options = None if upcoming is None else _options_in(upcoming, unit.lane)
         with contextlib.suppress(ValueError):
             unit.record.set_status("starting")
         self.running[unit.lane] = unit
+        self._count_neighbours()
         self._unsaved.add(unit.record.run_id)
         self._tasks[unit.lane] = asyncio.get_running_loop().create_task(self._run(unit, runner))
         self.listener.run_started(unit.record)
+
+    def _count_neighbours(self) -> None:
+        """Each running local run's ``concurrent_runs``: the most other local runs beside it so far."""
+        local = [unit.record for lane, unit in self.running.items() if is_local(lane)]
+        for record in local:
+            record.concurrent_runs = max(record.concurrent_runs, len(local) - 1)
 
     def runner(self, lane: str = SHARED_LANE) -> Runner:
         """The runner of ``lane`` (made on first use)."""
@@ -237,9 +294,26 @@ class RunSession:
                 record.fail("cancelled", "cancelled")
             self.running.pop(unit.lane, None)
             self._tasks.pop(unit.lane, None)
+            if unit.pool:
+                self._judge_lane(unit)
             self._ended(record)
             if not self._closing:
                 self._start_ready()
+
+    def _judge_lane(self, unit: RunUnit) -> None:
+        """Leave a pooled GPU out once :data:`RETIRE_AFTER` runs in a row crashed or could not open it
+        (a broken or lost GPU), while another lane of the pool is still in use."""
+        record, lane = unit.record, unit.lane
+        if not _gpu_failed(record):
+            self._lane_failures[lane] = 0
+            return
+        self._lane_failures[lane] = failures = self._lane_failures.get(lane, 0) + 1
+        others = [other for other in unit.pool if other != lane and other not in self.retired]
+        if failures >= RETIRE_AFTER and others and lane not in self.retired:
+            why = (f"{lane} was left out of the rest of this session's pool: its last {failures} runs crashed "
+                   f"or could not open it ({record.error_message or record.error_kind})")
+            self.retired[lane] = why
+            record.warnings.append(why)
 
     # ----- ending and saving ----------------------------------------------------------------
 
@@ -372,6 +446,22 @@ class RunSession:
     def _kill(runner: Runner) -> None:
         with contextlib.suppress(Exception):
             runner.kill_all()
+
+
+def _options_in(unit: RunUnit, lane: str) -> RunOptions:
+    """``unit``'s options as they run in ``lane``: a pooled CUDA run's device is the lane's GPU."""
+    options = unit.record.options
+    if unit.pool and lane.startswith("cuda") and options.device.startswith("cuda"):
+        return dataclasses.replace(options, device=lane)
+    return options
+
+
+def _gpu_failed(record: RunRecord) -> bool:
+    """A failure that says more about the GPU than the configuration: the worker died, or never
+    reported its environment (the device could not be opened)."""
+    if record.status != "failed" or record.error_kind in ("cancelled", "timeout"):
+        return False
+    return record.error_kind == "crash" or record.env.torch is None
 
 
 def _later_repeat(options: RunOptions) -> RunOptions:

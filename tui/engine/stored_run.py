@@ -45,6 +45,7 @@ class StoredRun:
     group_id: str | None = None
     repeat: int = 0
     session_id: str | None = None
+    concurrent_runs: int = 0
     summary: RunSummary | None = None
     samples: dict[str, Any] | None = None
 

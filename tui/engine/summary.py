@@ -206,6 +206,8 @@ class SummaryInputs:
     machine: Machine = field(default_factory=Machine)
     sm_clocks: tuple[float | None, float | None] = (None, None)
     """The mean SM clock (MHz) during eager's and compiled's measured blocks, None when not known."""
+    concurrent_runs: int = 0
+    """The most other runs of its session that ran beside it (one worker per GPU)."""
 
 
 def build_summary(live: LiveStats, run: SummaryInputs) -> RunSummary:
@@ -223,6 +225,8 @@ def build_summary(live: LiveStats, run: SummaryInputs) -> RunSummary:
     warnings = _warnings(sides, live.clock, run, live.pairs() if speedup is not None else None)
     if launch_bound and host_speedup is not None:
         warnings.append(_launch_bound_warning(sides, host_speedup, host_low, host_high))
+    if launch_bound and run.concurrent_runs:
+        warnings.append(_beside_others_warning(run.concurrent_runs))
     verdict = host_verdict = None
     if run.finished:
         eager, compiled = (SideStats(s.iter, s.host, live.outliers(name, s.iter)) for name, s in sides.items())
@@ -283,6 +287,14 @@ def launch_bound_of(sides: dict[str, SideStats], clock: str | None) -> bool | No
         if side.host.median > LAUNCH_BOUND_RATIO * side.iter.median:
             return True
     return False if known else None
+
+
+def _beside_others_warning(others: int) -> str:
+    # Workers pinned to their own cores still share the host's memory bandwidth, caches and the
+    # driver: a launch-bound run's host time is what such neighbours disturb first.
+    runs = "run" if others == 1 else "runs"
+    return (f"launch-bound and measured while {others} other {runs} of this session ran on other GPUs: its "
+            f"host time shares the host with them; re-run it alone (--serial, or a in the app) to check")
 
 
 def _launch_bound_warning(sides: dict[str, SideStats], host_speedup: float, low: float | None,

@@ -18,6 +18,7 @@ from tui import paths
 from tui.telemetry.model import normalize_uuid, nvml_uuid
 
 __all__ = ["GpuResolver", "acquire_gpu_lock", "release_gpu_lock", "lock_name", "visible_devices_value",
+           "visible_gpu_count",
            "uuid_of", "LOCK_RETRY_S"]
 
 LOCK_RETRY_S = 0.5
@@ -34,6 +35,20 @@ def _device_index(device: str) -> int | None:
         return 0
     tail = device.partition(":")[2]
     return int(tail) if tail.isdigit() else None
+
+
+def visible_gpu_count(telemetry: Any = None) -> int | None:
+    """How many GPUs this process can see: CUDA_VISIBLE_DEVICES' entries when set, else NVML's
+    count; None when neither can tell (no NVML)."""
+    visible = os.environ.get("CUDA_VISIBLE_DEVICES")
+    if visible is not None:
+        return len([e for e in visible.split(",") if e.strip()])
+    resolver = GpuResolver(telemetry)
+    try:
+        uuids = resolver._nvml_uuids()
+    finally:
+        resolver.close()
+    return len(uuids) if uuids else None
 
 
 def visible_devices_value(gpu: str) -> str:

@@ -13,10 +13,13 @@ def _run() -> int:
 
     set_parent_death_signal()
     channel = open_channel(t0)
-    # imported only now: anything torch prints while loading goes to stderr
+    from tui.engine.worker.affinity import pin_to_lane_cpus
+
+    # Before torch: its thread pool and inductor's compile workers size themselves from the mask.
+    problem = pin_to_lane_cpus()
     from tui.engine.worker.main import main
 
-    code = main(channel)
+    code = main(channel, problem)
     # The run has been reported. Leave the objects alive now (torch's, dynamo's, inductor's) out
     # of the collections the interpreter's shutdown runs: walking them took 1.5 to 3 s after
     # every run on 2 busy cores, a wait the runner pays before the next run (0.2 s with this).

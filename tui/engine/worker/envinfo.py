@@ -8,12 +8,14 @@ from __future__ import annotations
 
 import os
 import platform
+import socket
 import sys
 from typing import Any, Callable
 
 import torch
 
 from tui.engine.payloads import Env
+from tui.engine.placement import cpu_list_text
 from tui.telemetry.model import nvml_uuid
 
 __all__ = ["collect", "gpu_uuid", "tf32_flags", "cpu_name"]
@@ -84,6 +86,16 @@ def _cxx() -> str | None:
     return os.environ.get("CXX") or (str(configured) if configured else None)
 
 
+def _cpu_affinity() -> str | None:
+    """The cores this process may use, as a cpu-list, when fewer than the machine has."""
+    if not hasattr(os, "sched_getaffinity"):
+        return None
+    cores = _safe(lambda: os.sched_getaffinity(0))
+    if not cores or len(cores) == os.cpu_count():
+        return None
+    return cpu_list_text(cores)
+
+
 def collect(device: torch.device) -> Env:
     """Everything the ``started`` event reports about this process and ``device``."""
     env: dict[str, Any] = {
@@ -106,6 +118,8 @@ def collect(device: torch.device) -> Env:
         "cuda_device_order": os.environ.get("CUDA_DEVICE_ORDER"),
         "cxx": None,
         "num_threads": _safe(torch.get_num_threads),
+        "node": _safe(socket.gethostname),
+        "cpu_affinity": _cpu_affinity(),
     }
     env.update(tf32_flags())
     if device.type == "cuda":

@@ -67,8 +67,11 @@ DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch
 EXPLAIN_ENV = "COMPILE_LAB_EXPLAIN"
 
 
-def main(channel: EventChannel | None = None) -> int:
-    """Run the worker; returns the exit code (0 after ``finished`` or a quiet EOF, 1 after ``failed``)."""
+def main(channel: EventChannel | None = None, affinity_problem: str | None = None) -> int:
+    """Run the worker; returns the exit code (0 after ``finished`` or a quiet EOF, 1 after ``failed``).
+
+    ``affinity_problem``: why the lane's CPU pinning (set before torch was imported) did not apply.
+    """
     if channel is None:
         set_parent_death_signal()
         channel = open_channel()
@@ -83,7 +86,9 @@ def main(channel: EventChannel | None = None) -> int:
         return 0
     # the parent keeps our stdin open for the whole run: EOF now means it went away
     watch_stdin(0)
-    return WorkerRun(channel).execute(line)
+    run = WorkerRun(channel)
+    run.setup_problems = [affinity_problem] if affinity_problem else []
+    return run.execute(line)
 
 
 def resolve_device(text: str) -> torch.device:
@@ -206,6 +211,7 @@ class WorkerRun:
         self.options: RunOptions | None = None
         self.stage = "setup"
         self.warnings: list[str] = []
+        self.setup_problems: list[str] = []
         self.bench: Benchmark | None = None
         self._cold_dir: str | None = None
         self.artifacts_dir: str | None = None
@@ -421,6 +427,8 @@ class WorkerRun:
         return flops
 
     def _early_warnings(self, options: RunOptions, device: torch.device) -> None:
+        for problem in self.setup_problems:  # found before torch was imported (CPU pinning)
+            self.warn(problem)
         if options.torch_trace:
             self.warn("torch_trace: compile_s includes torch's structured logging to TORCH_TRACE"
                       if os.environ.get("TORCH_TRACE") else "torch_trace: TORCH_TRACE was not set for this worker")

@@ -1,0 +1,149 @@
+"""One worker per GPU (``--device cuda:all``): the session's dealing, with fake GPUs and the fake worker.
+
+The telemetry fake gives the GPUs their UUIDs; a real WorkerRunner per lane starts the fake
+worker with the GPU's CUDA_VISIBLE_DEVICES and the lane's CPU cores, as it would the real one.
+"""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+
+from tests.fakes import fake_worker_argv
+from tui.engine.options import OptionsError, RunOptions
+from tui.engine.placement import (
+    CPUS_ENV,
+    allowed_cpus,
+    cpu_list_text,
+    lane_cpu_env,
+    parse_cpu_list,
+    parse_device_pool,
+    split_cpus,
+)
+from tui.engine.runner import WorkerRunner
+from tui.engine.runner.gpu_lock import visible_devices_value
+from tui.engine.session import RETIRE_AFTER, RunSession, SessionListener
+from tui.telemetry.fake import FakeSource
+
+
+class Timeline(SessionListener):
+    """When each run started and ended (the session's own calls), by the GPU it got."""
+
+    def __init__(self) -> None:
+        self.spans: dict[str, list[tuple[float, float, str]]] = {}
+        self._started: dict[str, float] = {}
+
+    def run_started(self, record):
+        self._started[record.run_id] = time.monotonic()
+
+    def run_finished(self, record):
+        start = self._started.get(record.run_id, time.monotonic())
+        self.spans.setdefault(record.options.device, []).append((start, time.monotonic(), record.run_id))
+
+
+def _configs(count: int) -> list[RunOptions]:
+    return [RunOptions(workload="pointwise", device="cuda:0", iters=8, block_size=4, warmup=1, seed=n)
+            for n in range(count)]
+
+
+def _session(gpus: int, listener: SessionListener, cpus=None) -> tuple[RunSession, FakeSource, tuple[str, ...]]:
+    telemetry = FakeSource(gpus=gpus)
+    pool = tuple(f"cuda:{i}" for i in range(gpus))
+    envs = lane_cpu_env(pool, cpus)
+    session = RunSession(lambda lane: WorkerRunner(fake_worker_argv(), keep_spare=False, telemetry=telemetry,
+                                                   env=envs[lane], sample_host=False), listener=listener)
+    return session, telemetry, pool
+
+
+@pytest.fixture(autouse=True)
+def _no_visible_devices(monkeypatch):
+    monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
+    monkeypatch.setenv("FAKE_WORKER_BLOCK_S", "0.02")  # runs long enough to overlap
+
+
+async def test_runs_are_dealt_to_every_gpu_and_never_two_on_one():
+    timeline = Timeline()
+    session, telemetry, pool = _session(4, timeline)
+    records = session.submit(_configs(8), pool=pool)
+    await session.wait_settled()
+    await session.aclose()
+    assert [r.status for r in records] == ["done"] * 8
+    assert set(timeline.spans) == set(pool)  # every GPU was used
+    for device, spans in timeline.spans.items():
+        ordered = sorted(spans)
+        assert all(end <= next_start for (_, end, _), (next_start, _, _) in zip(ordered, ordered[1:])), device
+    for record in records:  # the worker was given the GPU its device names, and says so
+        index = int(record.options.device.split(":")[1])
+        assert record.env.cuda_visible_devices == visible_devices_value(telemetry.uuids[index])
+    assert max(r.concurrent_runs for r in records) >= 1  # they did run side by side
+    assert all(r.env.node for r in records)
+
+
+async def test_a_broken_gpu_is_left_out_and_the_sweep_goes_on(monkeypatch):
+    timeline = Timeline()
+    session, telemetry, pool = _session(3, timeline)
+    monkeypatch.setenv("FAKE_WORKER_BROKEN_GPU", visible_devices_value(telemetry.uuids[1]))
+    records = session.submit(_configs(9), pool=pool)
+    await session.wait_settled()
+    await session.aclose()
+    failed = [r for r in records if r.status == "failed"]
+    assert failed and all(r.options.device == "cuda:1" for r in failed)
+    assert len(failed) <= RETIRE_AFTER
+    assert all(r.status == "done" for r in records if r not in failed)
+    assert "cuda:1" in session.retired and "could not open it" in session.retired["cuda:1"]
+    assert any("left out of the rest" in w for w in failed[-1].warnings)
+
+
+async def test_each_lane_pins_its_worker_to_its_own_cores():
+    cpus = allowed_cpus()
+    timeline = Timeline()
+    session, _, pool = _session(2, timeline, cpus)
+    records = session.submit(_configs(2), pool=pool)
+    await session.wait_settled()
+    await session.aclose()
+    shares = split_cpus(cpus, 2)
+    by_device = {r.options.device: r for r in records}
+    for lane, share in zip(pool, shares):
+        env = by_device[lane].env
+        assert parse_cpu_list(env.cpu_affinity) == share
+        assert env.num_threads == len(share)  # OMP_NUM_THREADS follows the share
+    if len(cpus) >= 2:
+        assert not set(shares[0]) & set(shares[1])
+
+
+async def test_a_serial_session_runs_one_at_a_time_over_the_pool():
+    timeline = Timeline()
+    telemetry = FakeSource(gpus=2)
+    session = RunSession(lambda lane: WorkerRunner(fake_worker_argv(), keep_spare=False, telemetry=telemetry,
+                                                   sample_host=False), listener=timeline, max_running=1)
+    records = session.submit(_configs(3), pool=("cuda:0", "cuda:1"))
+    await session.wait_settled()
+    await session.aclose()
+    assert [r.status for r in records] == ["done"] * 3
+    assert all(r.concurrent_runs == 0 for r in records)
+
+
+def test_device_pools_parse_and_refuse_in_one_line():
+    assert parse_device_pool("cuda:all", 3) == ("cuda:0", "cuda:1", "cuda:2")
+    assert parse_device_pool(" cuda:2, cuda:0 ", 4) == ("cuda:2", "cuda:0")
+    refusals = {
+        ("cuda:all", 0): "names no GPU",
+        ("cuda:0,cuda:0", 2): "named twice",
+        ("cuda:0,cpu", 2): "'cpu' is not allowed in a GPU list",
+        ("cuda:0,cuda:7", 2): "cuda:7 does not exist (this machine shows 2 GPUs: cuda:0 to cuda:1)",
+    }
+    for (text, count), words in refusals.items():
+        with pytest.raises(OptionsError) as caught:
+            parse_device_pool(text, count)
+        assert caught.value.args and words in str(caught.value) and "\n" not in str(caught.value)
+
+
+def test_cores_are_split_into_disjoint_consecutive_shares():
+    assert split_cpus(range(10), 3) == [(0, 1, 2, 3), (4, 5, 6), (7, 8, 9)]
+    assert split_cpus([0, 1], 4) == [(0, 1)] * 4  # fewer cores than lanes: nobody is starved
+    assert cpu_list_text([0, 1, 2, 5, 7, 8]) == "0-2,5,7-8"
+    assert parse_cpu_list("0-2,5,7-8") == (0, 1, 2, 5, 7, 8)
+    assert lane_cpu_env(["cuda:0"]) == {"cuda:0": {}}  # a lane alone keeps the whole host
+    assert lane_cpu_env(["cuda:0", "cuda:1"], [0, 1, 2, 3]) == {
+        "cuda:0": {CPUS_ENV: "0-1"}, "cuda:1": {CPUS_ENV: "2-3"}}

@@ -1,0 +1,127 @@
+"""Where the runs of a session go: a pool of GPUs dealt one run each, and each lane's CPU cores.
+
+``--device cuda:all`` (every GPU the machine shows) or a list (``cuda:0,cuda:3``) makes a
+*pool*: :func:`parse_device_pool` turns the text into device strings, the session
+(:mod:`tui.engine.session`) gives each GPU its own lane and deals the queued runs to free
+lanes, one run per GPU at a time. Each lane's worker is pinned to a share of the host's
+CPU cores (:func:`split_cpus`), so neighbours do not steal each other's host time: the worker
+sets its affinity from :data:`CPUS_ENV` before torch is imported (inductor's compile threads
+follow the mask) and sets torch's thread count to match (``tui/engine/worker/affinity.py``).
+
+No torch, no NVML here: the GPU count comes from the caller (telemetry or the environment).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from typing import Iterable, Sequence
+
+from tui.engine.options import OptionsError
+from tui.engine.catalog import echo
+
+__all__ = ["CPUS_ENV", "POOL_ALL", "parse_device_pool", "is_pool", "split_cpus", "cpu_list_text",
+           "parse_cpu_list", "lane_cpu_env", "allowed_cpus"]
+
+CPUS_ENV = "COMPILE_LAB_CPUS"
+"""The CPU cores a worker pins itself to (``0-3,8``), set by the runner of a pooled lane."""
+POOL_ALL = "cuda:all"
+_ONE_GPU = re.compile(r"^cuda:(\d+)$")
+
+
+def is_pool(text: str) -> bool:
+    """Whether a device field names several GPUs (``cuda:all`` or a comma-separated list)."""
+    text = text.strip()
+    return text == POOL_ALL or "," in text
+
+
+def parse_device_pool(text: str, gpu_count: int | None) -> tuple[str, ...]:
+    """The GPUs a device text names, as ``cuda:N`` strings in the order given.
+
+    ``cuda:all``: every GPU (``gpu_count`` of them; None or 0 is refused: no GPU is known);
+    ``cuda:0,cuda:3``: those, each once. A single device is a pool of one. OptionsError
+    (field ``device``) names what is wrong and what is allowed.
+    """
+    text = text.strip()
+    if text == POOL_ALL:
+        if not gpu_count:
+            raise OptionsError("device", "cuda:all names no GPU: none is visible on this machine")
+        return tuple(f"cuda:{index}" for index in range(gpu_count))
+    devices: list[str] = []
+    for part in (p.strip() for p in text.split(",")):
+        match = _ONE_GPU.match(part)
+        if match is None:
+            raise OptionsError("device", f"{echo(part)} is not allowed in a GPU list (allowed: cuda:all, "
+                                         "or cuda:N entries separated by commas, e.g. cuda:0,cuda:3)")
+        if gpu_count is not None and int(match.group(1)) >= gpu_count:
+            raise OptionsError("device", f"{part} does not exist (this machine shows {gpu_count} GPU"
+                                         f"{'' if gpu_count == 1 else 's'}: cuda:0 to cuda:{gpu_count - 1})")
+        if part in devices:
+            raise OptionsError("device", f"{part} is named twice in the GPU list")
+        devices.append(part)
+    return tuple(devices)
+
+
+def allowed_cpus() -> tuple[int, ...]:
+    """The CPU cores this process may run on (its affinity mask where the OS has one)."""
+    if hasattr(os, "sched_getaffinity"):
+        return tuple(sorted(os.sched_getaffinity(0)))
+    return tuple(range(os.cpu_count() or 1))
+
+
+def split_cpus(cpus: Sequence[int], lanes: int) -> list[tuple[int, ...]]:
+    """``cpus`` dealt into ``lanes`` disjoint runs of consecutive cores, as equal as they can be.
+
+    Consecutive, because neighbouring core numbers usually share a socket and its caches. With
+    fewer cores than lanes every lane gets all of them (pinning would starve some lane).
+    """
+    cpus = list(cpus)
+    if lanes <= 1 or len(cpus) < lanes:
+        return [tuple(cpus) for _ in range(max(lanes, 1))]
+    size, extra = divmod(len(cpus), lanes)
+    shares, start = [], 0
+    for lane in range(lanes):
+        end = start + size + (1 if lane < extra else 0)
+        shares.append(tuple(cpus[start:end]))
+        start = end
+    return shares
+
+
+def cpu_list_text(cpus: Iterable[int]) -> str:
+    """``0-3,8,10-11``: the Linux cpu-list format (taskset, cgroups)."""
+    ordered = sorted(set(cpus))
+    parts: list[str] = []
+    index = 0
+    while index < len(ordered):
+        end = index
+        while end + 1 < len(ordered) and ordered[end + 1] == ordered[end] + 1:
+            end += 1
+        first, last = ordered[index], ordered[end]
+        parts.append(str(first) if first == last else f"{first}-{last}")
+        index = end + 1
+    return ",".join(parts)
+
+
+def parse_cpu_list(text: str) -> tuple[int, ...]:
+    """The cores of a cpu-list text (``0-3,8``); ValueError when it is not one."""
+    cpus: set[int] = set()
+    for part in (p.strip() for p in text.split(",") if p.strip()):
+        first, _, last = part.partition("-")
+        low, high = int(first), int(last or first)
+        if low < 0 or high < low:
+            raise ValueError(f"{part!r} is not a range of cores")
+        cpus.update(range(low, high + 1))
+    if not cpus:
+        raise ValueError("no cores named")
+    return tuple(sorted(cpus))
+
+
+def lane_cpu_env(lanes: Sequence[str], cpus: Sequence[int] | None = None) -> dict[str, dict[str, str]]:
+    """Each lane's extra worker environment: its share of the cores (:data:`CPUS_ENV`).
+
+    A single lane is not pinned (it has the host to itself).
+    """
+    if len(lanes) <= 1:
+        return {lane: {} for lane in lanes}
+    shares = split_cpus(allowed_cpus() if cpus is None else cpus, len(lanes))
+    return {lane: {CPUS_ENV: cpu_list_text(share)} for lane, share in zip(lanes, shares)}
