@@ -14,6 +14,8 @@
 #   bash benchmarks/gpu_run.sh profile_cnn   # issue 13's profile pass on CNN b64, default and reduce-overhead (~2 min)
 #   bash benchmarks/gpu_run.sh why_cnn       # issue 13's proof: the app's Kernels / Host time / Graphs tabs of
 #                                            # CNN b64 default and reduce-overhead, and the raw profiler ranges (~3 min)
+#   bash benchmarks/gpu_run.sh pool          # issue 16: one worker per GPU; the sweep on every GPU against one,
+#                                            # parallel against --serial for a launch-bound and a GPU-bound workload
 # Several stages in one call: bash benchmarks/gpu_run.sh seed extra
 # On the device machine the missing wheels come from .whl (../shared/device/wheels.sh).
 set -uo pipefail
@@ -165,6 +167,37 @@ print("| file | " + " | ".join(cols) + " |"); print("|" + "---|" * (len(cols) + 
 for path in sys.argv[1:]:
     for row in csv.DictReader(open(path)):
         print(f"| {path.rsplit('/', 1)[-1]} | " + " | ".join((row.get(c) or "").replace("|", "/")[:300] for c in cols) + " |")
+PY
+}
+
+stage_pool() {
+  local gpus; gpus=$(nvidia-smi -L | grep -c '^GPU')
+  step "one worker per GPU: $gpus GPU(s)"
+  local modes=default,reduce-overhead,max-autotune-no-cudagraphs
+  for spec in "cnn batch=64 400 20" "matmul n=8192 40 5"; do
+    set -- $spec
+    local hows="serial parallel one"
+    [ "$gpus" -lt 2 ] && hows=parallel  # one GPU: only the path check (a pool of one), nothing to compare
+    for how in $hows; do
+      local device=cuda:all extra=""
+      [ "$how" = serial ] && extra=--serial
+      [ "$how" = one ] && device=cuda:0
+      local start=$SECONDS
+      timeout 280 python3 -m tui sweep --device "$device" $extra --no-history --quiet --workload "$1" --param "$2" \
+        --mode $modes --fullgraph both --iters "$3" --block-size "$4" --csv "$OUT/pool_${1}_${how}.csv"
+      echo "pool $1 $how ($device $extra): exit $? wall $((SECONDS - start)) s" | tee -a "$OUT/pool_walls.txt"
+    done
+    if [ "$gpus" -ge 2 ]; then
+      python3 benchmarks/pool_compare.py "$OUT/pool_${1}_serial.csv" "$OUT/pool_${1}_parallel.csv" > "$OUT/pool_${1}.md"
+      cat "$OUT/pool_${1}.md"
+    fi
+  done
+  python3 - "$OUT"/pool_*_parallel.csv <<'PY'
+import csv, sys
+for path in sys.argv[1:]:
+    for row in csv.DictReader(open(path)):
+        print(path.rsplit("/", 1)[-1], row["mode"], row["fullgraph"], row["device"], row["gpu_uuid"], row["node"],
+              row["cpu_affinity"], row["concurrent_runs"], row["status"], row["error"][:80])
 PY
 }
 

@@ -147,3 +147,28 @@ def test_cores_are_split_into_disjoint_consecutive_shares():
     assert lane_cpu_env(["cuda:0"]) == {"cuda:0": {}}  # a lane alone keeps the whole host
     assert lane_cpu_env(["cuda:0", "cuda:1"], [0, 1, 2, 3]) == {
         "cuda:0": {CPUS_ENV: "0-1"}, "cuda:1": {CPUS_ENV: "2-3"}}
+
+
+async def test_runs_side_by_side_are_never_each_others_other_processes(monkeypatch):
+    """The verdict's machine check: a busy neighbour of the same session is compile-lab's own."""
+    monkeypatch.setenv("FAKE_WORKER_BLOCK_S", "0.15")
+    monkeypatch.setenv("FAKE_WORKER_BURN", "1")
+    telemetry = FakeSource(gpus=2)
+    runners: dict[str, WorkerRunner] = {}
+
+    def runner_for(lane: str) -> WorkerRunner:
+        return runners.setdefault(lane, WorkerRunner(fake_worker_argv(), keep_spare=False, telemetry=telemetry))
+
+    session = RunSession(runner_for)
+    configs = [RunOptions(workload="pointwise", device="cuda:0", iters=48, block_size=4, warmup=1, seed=n)
+               for n in range(2)]
+    records = session.submit(configs, pool=("cuda:0", "cuda:1"))
+    await session.wait_settled()
+    pids = {lane: runner.last_pid for lane, runner in runners.items()}
+    await session.aclose()
+    assert [r.status for r in records] == ["done", "done"] and all(r.concurrent_runs == 1 for r in records)
+    for record in records:
+        neighbour = next(pid for lane, pid in pids.items() if lane != record.options.device)
+        assert record.telemetry.samples, "the host was sampled while it measured"
+        assert not any(f"({neighbour})" in entry for entry in record.telemetry.other_cpu_top)
+        assert record.telemetry.app_cpu_cores is not None

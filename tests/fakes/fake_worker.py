@@ -54,6 +54,7 @@ Other knobs (environment):
 ``FAKE_WORKER_GATE``         a path: after the first measured round (``crash``, ``hang``, ``stubborn``:
                              after their one block) the worker waits until that file exists (the
                              test creates it to let the run go on).
+``FAKE_WORKER_BURN``         ``1``: a measured block keeps a core busy for ``FAKE_WORKER_BLOCK_S`` instead of sleeping.
 ``FAKE_WORKER_BROKEN_GPU``   a CUDA_VISIBLE_DEVICES value: a worker given it fails at once (``runtime_error``,
                              before ``started``), as on a GPU that cannot be opened.
 ``COMPILE_LAB_CPUS``         applied as the real worker does (pinned before anything else); ``started``'s env
@@ -218,7 +219,7 @@ class FakeRun:
         t_start = time.monotonic()
         ms = [round(base + 0.01 * ((seed + index * 7 + i * 3) % 5), 4) for i in range(n)]
         if stage == "measure" and self.block_s:
-            time.sleep(self.block_s)
+            _spend(self.block_s, busy=os.environ.get("FAKE_WORKER_BURN") == "1")
         self.channel.emit(BlockTimed(side=side, stage=stage, index=index, clock=PERF_COUNTER.name, ms=tuple(ms),
                                      host_ms_per_call=round(sum(ms) / len(ms) * 1.05, 4),
                                      t_start=t_start, t_end=time.monotonic()))
@@ -344,6 +345,16 @@ class FakeRun:
             sys.stderr.flush()
             os.kill(os.getpid(), signal.SIGKILL)
         _hang(stubborn=self.behaviour == "stubborn")
+
+
+def _spend(seconds: float, busy: bool) -> None:
+    """Sleep, or with ``busy`` keep one core busy, for ``seconds``."""
+    if not busy:
+        time.sleep(seconds)
+        return
+    end = time.monotonic() + seconds
+    while time.monotonic() < end:
+        pass
 
 
 def main() -> int:
