@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from fakes.gpus import A100, H100, H200, kind_runs, sweep
 from fakes.timed import pointwise, timed_run
 from tui import cli
 from tui.engine.export import write_json
@@ -154,6 +155,12 @@ def test_each_cli_start_gives_its_runs_one_session_id(monkeypatch, tmp_path, cap
     (["compare", "since:tuesday", "{base}"], "compile-lab: error: BASE: since:tuesday: 'tuesday' is not a date"),
     (["compare", "{base}", "{base}", "--csv", "{dir}"], "compile-lab: error: --csv: "),
     (["compare", "{base}", "{base}", "--csv", "{out}", "--json", "{out}"], "compile-lab: error: --csv, --json: both name"),
+    (["compare", "{base}", "--across", "gpu"], "compile-lab: error: --across: 'gpu' is not allowed (allowed: gpu_name, node)"),
+    (["compare", "{base}", "{base}", "--across", "node"], "compile-lab: error: --across: sets one selection's nodes side by side, but NEW"),
+    (["compare", "{base}", "{base}", "--across-base", "H100"], "compile-lab: error: --across-base: only with --across"),
+    (["compare", "{base}", "--across", "gpu_name"], "compile-lab: error: --across gpu_name: "),
+    (["compare", "session:last", "--across", "gpu_name"], "compile-lab: error: BASE: session:last: the history holds 0 session(s)"),
+    (["compare", "{base}", "--across", "gpu_name", "--csv", "{out}", "--json", "{out}"], "compile-lab: error: --csv, --json: both name"),
 ])  # fmt: skip
 def test_bad_usage_exits_2_with_one_line(exports, tmp_path, capsys, argv, start):
     (tmp_path / "text.json").write_text("no json here")
@@ -165,6 +172,76 @@ def test_bad_usage_exits_2_with_one_line(exports, tmp_path, capsys, argv, start)
     assert len(lines) == 1 and lines[0].startswith(start), captured.err
     assert "Traceback" not in captured.err and captured.out == ""
     assert not (tmp_path / "out.csv").exists()
+
+
+@pytest.fixture
+def kinds_export(tmp_path) -> Path:
+    """sweep.json: a sweep on three GPU kinds (fakes.gpus.sweep: n=512 20% slower on the H100, n=64 not on the A100)."""
+    path = tmp_path / "sweep.json"
+    write_json(sweep(), path)
+    return path
+
+
+def test_across_gpu_kinds_side_by_side(kinds_export, capsys, monkeypatch):
+    monkeypatch.setenv("COLUMNS", "220")  # rich's width: every header on one line
+    assert cli.main(["compare", str(kinds_export), "--across", "gpu_name"]) == 1
+    out = capsys.readouterr().out
+    assert re.search(rf"{H200} \(baseline\) compiled ms +{H100} compiled ms +verdict +{A100} compiled ms +verdict", out)
+    one = r"(0\.999\d|1\.000)"  # 1 ms each, give or take the made-up noise
+    assert re.search(rf"1 +pointwise n=512 +{one} +1\.200 +slower +{one} +no change", out)
+    assert f"1 pointwise n=512 inductor dyn=auto fp32 cuda torch 2.13.0 on {H100}: compiled slower by 20.0%" in out
+    assert "gate: FAIL (1 row)" in out and "left out: 1 run without a gpu_name" in out
+    assert f"{H100}: 1 faster, 1 slower" in out and f"{A100}: 1 no change, 1 not run" in out
+    # The H100 as the baseline: n=512 is faster elsewhere, n=64 43% slower on the H200 (0.7 ms on the H100).
+    argv = ["compare", str(kinds_export), "--across", "gpu_name", "--across-base", "h100"]
+    assert cli.main([*argv, "--fail-above", "50"]) == 0
+    out = capsys.readouterr().out
+    assert f"baseline {H100}" in out and "gate: pass" in out and f"{H200}: 1 faster, 1 slower" in out
+    assert cli.main(argv) == 1 and f"on {H200}: compiled slower by 42.9%" in capsys.readouterr().out
+
+
+def test_across_markdown_csv_and_json(kinds_export, tmp_path, capsys):
+    argv = ["compare", str(kinds_export), "--across", "gpu_name", "--markdown", "--csv", str(tmp_path / "c.csv"),
+            "--json", str(tmp_path / "c.json")]
+    assert cli.main(argv) == 1
+    out = capsys.readouterr().out
+    header, *rows = _markdown_table(out)
+    assert header == ["#", "configuration", f"{H200} (baseline) compiled ms", f"{H100} compiled ms", "verdict",
+                      f"{A100} compiled ms", "verdict"]
+    assert rows[0][:2] == ["1", "pointwise n=512"] and re.fullmatch(r"(0\.999\d|1\.000) \(3 procs\)", rows[0][2])
+    assert re.fullmatch(r"1\.200 \+20\.0% \[\+19\.\d, \+20\.\d\] \(3 procs\)", rows[0][3]), rows[0][3]
+    assert rows[0][4] == "**slower** (FAIL)" and rows[0][6] == "**no change**"
+    assert rows[1][4] == "**faster** (1 proc/side)" and rows[1][5:] == ["–", "**not run**"]
+    assert "**gate: FAIL (1 row)**" in out and f"- {A100}: 1 no change, 1 not run" in out
+    assert len((tmp_path / "c.csv").read_text().splitlines()) == 1 + 2 * 2
+    data = json.loads((tmp_path / "c.json").read_text())
+    assert data["exit_code"] == 1 and data["baseline"] == H200 and len(data["failures"]) == 1
+
+
+def test_across_refuses_one_kind_and_an_unknown_baseline(kinds_export, tmp_path, capsys):
+    one = tmp_path / "one.json"
+    write_json(kind_runs("a", H200, 2), one)
+    assert cli.main(["compare", str(one), "--across", "gpu_name"]) == 2
+    err = capsys.readouterr().err.splitlines()
+    assert len(err) == 1 and err[0].startswith("compile-lab: error: --across gpu_name: ")
+    assert "its runs ran on one GPU kind only (NVIDIA H200: 2 runs): nothing to set side by side" in err[0]
+    assert cli.main(["compare", str(kinds_export), "--across", "gpu_name", "--across-base", "V100"]) == 2
+    captured = capsys.readouterr()
+    assert captured.out == "" and captured.err == (f"compile-lab: error: --across-base: 'V100' names none of the "
+                                                   f"values found (allowed: {H200}, {H100}, {A100}, or a part of one)\n")
+
+
+def test_two_exports_of_two_kinds_pair_with_ignore_gpu_name(tmp_path, capsys, monkeypatch):
+    monkeypatch.setenv("COLUMNS", "200")  # rich's width: every cell on one line
+    write_json(kind_runs("a", H200), tmp_path / "h200.json")
+    write_json(kind_runs("b", H100, compiled=1.2), tmp_path / "h100.json")
+    argv = ["compare", str(tmp_path / "h200.json"), str(tmp_path / "h100.json")]
+    assert cli.main(argv) == 0
+    assert "(--ignore gpu_name)" in capsys.readouterr().out
+    assert cli.main([*argv, "--ignore", "gpu_name"]) == 1
+    out = capsys.readouterr().out
+    assert f"gpu_name: {H200} -> {H100}" in out and "3/3 processes" in out
+    assert re.search(r"compiled slower by (19\.\d|20\.\d)%", out)
 
 
 LOOSE = ["--noise-limit", "max_relative_iqr=10", "--noise-limit", "max_severe_outlier_share=1", "--noise-limit",

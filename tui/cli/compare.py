@@ -3,6 +3,10 @@
 Exit codes: 0 when the gate passes, 1 when a matched pair is ``slower`` by more than ``--fail-above``
 percent (with ``--strict`` also a ``noisy`` or ``inconclusive`` pair, a side with no done run, or a
 row on one side only), 2 on bad usage (one line naming the argument and what is allowed).
+
+``compare SELECTION --across gpu_name|node [--across-base VALUE]`` takes one selection instead of
+BASE and NEW and sets its GPU kinds (or nodes) side by side (:mod:`tui.engine.compare.across`):
+the same flags, outputs and gate, each kind judged against the baseline kind.
 """
 
 from __future__ import annotations
@@ -14,12 +18,13 @@ from typing import Any
 
 from tui.cli.parse import PROG, UsageError, check_outputs
 from tui.engine.compare import (
-    MATCH_FIELDS, METRIC_NAMES, SELECTION_HELP, CompareSettings, Comparison, SelectionError, check_ignore, compare,
-    load_selection, parse_selection,
+    ACROSS_FIELDS, MATCH_FIELDS, METRIC_NAMES, SELECTION_HELP, Across, AcrossError, CompareSettings, Comparison,
+    SelectionError, check_ignore, compare, compare_across, load_selection, parse_selection,
 )  # fmt: skip
 from tui.engine.verdict import LIMIT_NAMES
 
-__all__ = ["add_compare_parser", "settings_from_args", "cmd_compare", "MAX_THRESHOLD", "MAX_PROBLEMS_SHOWN"]
+__all__ = ["add_compare_parser", "settings_from_args", "check_across", "cmd_compare", "MAX_THRESHOLD",
+           "MAX_PROBLEMS_SHOWN"]  # fmt: skip
 
 MAX_THRESHOLD = 0.5
 """The largest ``--threshold`` (50%)."""
@@ -34,10 +39,18 @@ def add_compare_parser(sub: Any) -> None:
         description="Compare NEW against BASE, configuration by configuration: the change of the compiled time (and "
                     "the eager time, the speedup, the host time) with a bootstrap interval and a verdict. Exit code 1 "
                     "when a pair is slower by more than --fail-above percent, 2 on bad usage. "
-                    f"BASE and NEW: {SELECTION_HELP}.",
+                    f"BASE and NEW: {SELECTION_HELP}. With --across, one selection's GPU kinds (or nodes) side by "
+                    "side instead, each judged against the first (or --across-base).",
     )
-    parser.add_argument("base", metavar="BASE", help="the runs to compare against (the baseline)")
-    parser.add_argument("new", metavar="NEW", help="the runs to judge")
+    parser.add_argument("base", metavar="BASE", help="the runs to compare against (the baseline); with --across, "
+                        "the one selection whose kinds are compared")
+    parser.add_argument("new", metavar="NEW", nargs="?", help="the runs to judge (not with --across)")
+    parser.add_argument("--across", metavar="FIELD",
+                        help=f"compare one selection's {' or '.join(f'{w}s ({n})' for n, w in ACROSS_FIELDS.items())} "
+                             "side by side: the first is the baseline, each other is judged against it (give BASE "
+                             "only)")
+    parser.add_argument("--across-base", metavar="VALUE",
+                        help="with --across: the baseline, by its value or a part of it (default: the first found)")
     parser.add_argument("--metric", metavar="NAME", default="compiled",
                         help=f"the gated metric: {', '.join(METRIC_NAMES)} (default compiled: the compiled side's "
                              "per-iteration time, device time on a GPU)")
@@ -102,6 +115,39 @@ def settings_from_args(args: argparse.Namespace) -> CompareSettings:
                            strict=args.strict, noise_limits=_noise_limits(args.noise_limit))  # fmt: skip
 
 
+def check_across(args: argparse.Namespace) -> None:
+    """BASE and NEW, or one selection with ``--across`` (UsageError, one line, for anything else)."""
+    if args.across is None:
+        if args.across_base is not None:
+            raise UsageError("--across-base: only with --across (allowed: compare SELECTION --across FIELD "
+                             "--across-base VALUE)")
+        if args.new is None:
+            raise UsageError("the following arguments are required: NEW (or --across FIELD to set one selection's "
+                             "GPU kinds or nodes side by side)")
+        return
+    args.across = args.across.strip()
+    if args.across not in ACROSS_FIELDS:
+        raise UsageError(f"--across: {args.across[:40]!r} is not allowed (allowed: {', '.join(ACROSS_FIELDS)})")
+    if args.new is not None:
+        raise UsageError(f"--across: sets one selection's {ACROSS_FIELDS[args.across]}s side by side, but NEW "
+                         f"{args.new[:40]!r} was given too (allowed: compare SELECTION --across {args.across}, or "
+                         "compare BASE NEW)")
+
+
+def _load_across(args: argparse.Namespace, settings: CompareSettings) -> Across:
+    """The selection read and its kinds compared; UsageError naming BASE, --across or --across-base."""
+    try:
+        records, found = load_selection(parse_selection(args.base))
+    except SelectionError as exc:
+        raise UsageError(f"BASE: {exc}") from None
+    try:
+        return compare_across(records, args.across, settings, baseline=args.across_base, selection=args.base,
+                              problems=list(dict.fromkeys(found)))  # fmt: skip
+    except AcrossError as exc:
+        flag = "--across-base" if exc.baseline else f"--across {args.across}"
+        raise UsageError(f"{flag}: {exc}") from None
+
+
 def _load(args: argparse.Namespace, settings: CompareSettings) -> Comparison:
     """Both sides read and compared; UsageError naming BASE or NEW when one cannot be read."""
     sides, problems = [], []
@@ -116,6 +162,43 @@ def _load(args: argparse.Namespace, settings: CompareSettings) -> Comparison:
                    problems=list(dict.fromkeys(problems)))  # fmt: skip
 
 
+def _write(args: argparse.Namespace, result: Comparison | Across, err: Any) -> bool:
+    """The --csv and --json files; False when one could not be written (said on ``err``)."""
+    from tui.engine.compare.output import write_compare_csv, write_compare_json
+    from tui.engine.export import ExportError
+
+    written = True
+    for flag, path, writer in (("--csv", args.csv, write_compare_csv), ("--json", args.json, write_compare_json)):
+        if path is None:
+            continue
+        try:
+            writer(result, path)
+        except ExportError as exc:
+            written = False
+            err.print(f"{PROG}: error: {flag}: {exc}", markup=False, highlight=False)
+    return written
+
+
+def _print(args: argparse.Namespace, result: Comparison | Across) -> None:
+    """The table (rich or Markdown) and the gate's lines on stdout."""
+    from rich.console import Console
+
+    from tui.cli.compare_across import across_gate_lines, across_markdown_lines, print_across
+    from tui.cli.compare_render import gate_lines, markdown_lines, print_comparison
+
+    if args.markdown:
+        lines = across_markdown_lines(result) if isinstance(result, Across) else markdown_lines(result)
+        sys.stdout.write("\n".join(lines) + "\n")
+        return
+    out = Console(file=sys.stdout, soft_wrap=False)
+    if isinstance(result, Across):
+        print_across(result, out)
+    else:
+        print_comparison(result, out)
+    for line in across_gate_lines(result) if isinstance(result, Across) else gate_lines(result):
+        out.print(line, markup=False, highlight=False, soft_wrap=True)
+
+
 def cmd_compare(args: argparse.Namespace) -> int:
     """Run ``compare``: the table (rich or Markdown) on stdout, files, the gate's line; the exit code.
 
@@ -123,33 +206,16 @@ def cmd_compare(args: argparse.Namespace) -> int:
     """
     from rich.console import Console
 
-    from tui.cli.compare_render import gate_lines, markdown_lines, print_comparison
-    from tui.engine.compare.output import write_compare_csv, write_compare_json
-    from tui.engine.export import ExportError
-
+    check_across(args)
     settings = settings_from_args(args)
     check_outputs(args, (("--csv", "csv"), ("--json", "json")))
-    comparison = _load(args, settings)
+    result = _load_across(args, settings) if args.across else _load(args, settings)
     err = Console(file=sys.stderr, soft_wrap=True)
-    for line in comparison.problems[:MAX_PROBLEMS_SHOWN]:
+    for line in result.problems[:MAX_PROBLEMS_SHOWN]:
         err.print(f"{PROG}: warning: {line}", markup=False, highlight=False)
-    if len(comparison.problems) > MAX_PROBLEMS_SHOWN:
-        err.print(f"{PROG}: warning: and {len(comparison.problems) - MAX_PROBLEMS_SHOWN} more problems reading the runs",
+    if len(result.problems) > MAX_PROBLEMS_SHOWN:
+        err.print(f"{PROG}: warning: and {len(result.problems) - MAX_PROBLEMS_SHOWN} more problems reading the runs",
                   markup=False, highlight=False)
-    failed_write = False
-    for flag, path, writer in (("--csv", args.csv, write_compare_csv), ("--json", args.json, write_compare_json)):
-        if path is None:
-            continue
-        try:
-            writer(comparison, path)
-        except ExportError as exc:
-            failed_write = True
-            err.print(f"{PROG}: error: {flag}: {exc}", markup=False, highlight=False)
-    if args.markdown:
-        sys.stdout.write("\n".join(markdown_lines(comparison)) + "\n")
-    else:
-        out = Console(file=sys.stdout, soft_wrap=False)
-        print_comparison(comparison, out)
-        for line in gate_lines(comparison):
-            out.print(line, markup=False, highlight=False, soft_wrap=True)
-    return max(comparison.exit_code, 1 if failed_write else 0)
+    written = _write(args, result, err)
+    _print(args, result)
+    return max(result.exit_code, 0 if written else 1)

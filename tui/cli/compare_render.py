@@ -10,11 +10,12 @@ from __future__ import annotations
 from typing import Any, Iterable
 
 from tui.app.format import VERDICT_STYLES
-from tui.engine.compare import METRICS, Change, Comparison, ConfigKey, PairResult, UnmatchedRow
+from tui.engine.compare import METRICS, Change, CompareSettings, Comparison, ConfigKey, PairResult, UnmatchedRow
 from tui.engine.verdict import RERUN_HINT
 from tui.typed import printable
 
-__all__ = ["print_comparison", "markdown_lines", "gate_lines", "summary_line", "change_text", "columns"]
+__all__ = ["print_comparison", "markdown_lines", "gate_lines", "summary_line", "change_text", "columns", "number_text",
+           "markdown_cell", "title_settings", "WITHIN", "WITHIN_LEGEND", "MAX_REASONS"]  # fmt: skip
 
 WITHIN = "1 proc/side"
 """Beside a verdict whose interval holds only the noise within a process."""
@@ -33,7 +34,7 @@ def _unit(comparison: Comparison, metric: str) -> str:
     return "µs" if values and max(values) < 1 else "ms"
 
 
-def _number(value: float | None, unit: str) -> str:
+def number_text(value: float | None, unit: str) -> str:
     """Four significant digits (trailing zeros kept, so a column's numbers line up), in ``unit``."""
     if value is None:
         return "-"
@@ -55,7 +56,7 @@ def change_text(change: Change | None, unit: str) -> tuple[str, ...]:
     """
     if change is None or (change.base is None and change.new is None):
         return ("-",)
-    parts = [f"{_number(change.base, unit)} → {_number(change.new, unit)}"]
+    parts = [f"{number_text(change.base, unit)} → {number_text(change.new, unit)}"]
     if change.ratio is not None:
         parts.append(f"{_percent(change.ratio)}%")
         if change.ratio_low is not None and change.ratio_high is not None:
@@ -117,11 +118,16 @@ def _label(row: PairResult | UnmatchedRow, skip: set[str]) -> str:
     return ConfigKey(tuple(row.key.items())).label(skip) or row.label
 
 
+def title_settings(settings: CompareSettings, ignore: Iterable[str] | None = None) -> str:
+    """``gated: compiled time, threshold 2%, fail above 5% · ignoring backend`` (``ignore``: those said)."""
+    ignore = tuple(settings.ignore if ignore is None else ignore)
+    return (f"gated: {METRICS[settings.metric].label}, threshold {settings.threshold:.0%}, fail above "
+            f"{settings.fail_above:g}%" + (" · ignoring " + ", ".join(ignore) if ignore else ""))
+
+
 def _title(comparison: Comparison) -> str:
-    s = comparison.settings
-    return (f"compile-lab compare: {printable(comparison.base)} → {printable(comparison.new)} · gated: "
-            f"{METRICS[s.metric].label}, threshold {s.threshold:.0%}, fail above {s.fail_above:g}%"
-            + (" · ignoring " + ", ".join(s.ignore) if s.ignore else ""))
+    return (f"compile-lab compare: {printable(comparison.base)} → {printable(comparison.new)} · "
+            + title_settings(comparison.settings))
 
 
 def print_comparison(comparison: Comparison, console: Any) -> None:
@@ -207,7 +213,7 @@ def gate_lines(comparison: Comparison) -> list[str]:
     return lines
 
 
-def _cell(text: str) -> str:
+def markdown_cell(text: str) -> str:
     """A Markdown table cell: one line, ``|`` escaped."""
     return printable(" ".join(text.split())).replace("\\", "\\\\").replace("|", "\\|")
 
@@ -217,9 +223,9 @@ def markdown_lines(comparison: Comparison) -> list[str]:
     skip, shared = shared_fields(comparison)
     shown = columns(comparison)
     header = ["#", "configuration", "procs", *(_header(comparison, m) for m in shown), "verdict"]
-    lines = [f"**{_cell(_title(comparison))}**", ""]
+    lines = [f"**{markdown_cell(_title(comparison))}**", ""]
     if shared:
-        lines += [f"Every row: {_cell(shared)}", ""]
+        lines += [f"Every row: {markdown_cell(shared)}", ""]
     lines += ["| " + " | ".join(header) + " |", "|" + "|".join("---:" if h in ("#", "procs") else "---"
                                                               for h in header) + "|"]
     for number, row in _rows(comparison):
@@ -232,14 +238,14 @@ def markdown_lines(comparison: Comparison) -> list[str]:
             cells = [" ".join(change_text(row.change(m), _unit(comparison, m))) for m in shown]
         else:
             procs, cells = _unmatched_procs(row), ["" for _ in shown]
-        lines.append("| " + " | ".join(_cell(c) for c in (str(number), what, procs, *cells, verdict)) + " |")
+        lines.append("| " + " | ".join(markdown_cell(c) for c in (str(number), what, procs, *cells, verdict)) + " |")
     lines.append("")
     if any(p.within_process for p in comparison.pairs):
-        lines += [_cell(WITHIN_LEGEND), ""]
+        lines += [markdown_cell(WITHIN_LEGEND), ""]
     details = detail_lines(comparison)
     if details:
-        lines += [f"- {_cell(line)}" for line in details] + [""]
+        lines += [f"- {markdown_cell(line)}" for line in details] + [""]
     summary, *gate = gate_lines(comparison)
-    lines += [_cell(summary), ""]
-    lines += [f"- {_cell(line)}" if line.startswith("  ") else f"**{_cell(line)}**" for line in gate]
+    lines += [markdown_cell(summary), ""]
+    lines += [f"- {markdown_cell(line)}" if line.startswith("  ") else f"**{markdown_cell(line)}**" for line in gate]
     return lines

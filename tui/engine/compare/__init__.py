@@ -8,6 +8,7 @@
   (:mod:`tui.engine.change_stats`), its verdict (:mod:`tui.engine.verdict`'s words and noise checks)
   and the gate (:class:`PairResult`);
 * :mod:`~tui.engine.compare.comparison`: the whole :class:`Comparison` and its exit code;
+* :mod:`~tui.engine.compare.across`: one selection's GPU kinds (or nodes) side by side (:class:`Across`);
 * :mod:`~tui.engine.compare.output`: the CSV and JSON files.
 
 The command line renders it (``tui.cli.compare``).
@@ -15,6 +16,7 @@ The command line renders it (``tui.cli.compare``).
 
 from __future__ import annotations
 
+from tui.engine.compare.across import ACROSS_FIELDS, Across, AcrossError, AcrossRow, KindCell, compare_across
 from tui.engine.compare.comparison import Comparison, compare
 from tui.engine.compare.judge import METRIC_NAMES, METRICS, Change, CompareSettings, PairResult, UnmatchedRow
 from tui.engine.compare.matching import MATCH_FIELDS, ConfigKey, Pair, Unmatched, check_ignore, pair_up
@@ -23,5 +25,6 @@ from tui.engine.compare.selection import SELECTION_HELP, SelectionError, load_se
 __all__ = [
     "Comparison", "compare", "Change", "CompareSettings", "PairResult", "UnmatchedRow", "METRICS", "METRIC_NAMES",
     "MATCH_FIELDS", "ConfigKey", "Pair", "Unmatched", "check_ignore", "pair_up", "SELECTION_HELP", "SelectionError",
-    "load_selection", "parse_selection",
+    "load_selection", "parse_selection", "ACROSS_FIELDS", "Across", "AcrossError", "AcrossRow", "KindCell",
+    "compare_across",
 ]  # fmt: skip

@@ -11,9 +11,21 @@ from tui.engine.results import RunRecord
 from tui.engine.verdict import VERDICTS
 from tui.typed import JsonRecord
 
-__all__ = ["Comparison", "compare", "EXIT_PASS", "EXIT_FAIL"]
+__all__ = ["Comparison", "compare", "failure_line", "EXIT_PASS", "EXIT_FAIL"]
 
 EXIT_PASS, EXIT_FAIL = 0, 1
+
+
+def failure_line(name: str, pair: PairResult, settings: CompareSettings) -> str | None:
+    """Why one pair fails the gate, ``name`` first (``3 pointwise n=512``); None when it passes."""
+    if not pair.fails:
+        return None
+    gated = pair.change(pair.metric)
+    if pair.status != "compared":
+        return f"{name}: {pair.status} (--strict)"
+    if pair.verdict == "slower" and gated is not None and gated.slowdown is not None:  # the only slower that fails
+        return f"{name}: {gated.metric} slower by {gated.slowdown:.1%} (above --fail-above {settings.fail_above:g}%)"
+    return f"{name}: {pair.verdict} (--strict)"
 
 
 @dataclass(frozen=True)
@@ -31,18 +43,8 @@ class Comparison(JsonRecord):
 
     def failures(self) -> tuple[str, ...]:
         """Why the gate fails, one line per pair or row (empty: it passes)."""
-        lines = []
-        for number, pair in enumerate(self.pairs, 1):
-            if not pair.fails:
-                continue
-            gated = pair.change(pair.metric)
-            if pair.status != "compared":
-                lines.append(f"{number} {pair.label}: {pair.status} (--strict)")
-            elif pair.verdict == "slower" and gated is not None and gated.slowdown is not None:  # the only slower that fails
-                lines.append(f"{number} {pair.label}: {gated.metric} slower by {gated.slowdown:.1%} "
-                             f"(above --fail-above {self.settings.fail_above:g}%)")
-            else:
-                lines.append(f"{number} {pair.label}: {pair.verdict} (--strict)")
+        lines = [line for number, pair in enumerate(self.pairs, 1)
+                 if (line := failure_line(f"{number} {pair.label}", pair, self.settings)) is not None]
         for number, row in enumerate(self.unmatched, len(self.pairs) + 1):
             if row.fails:
                 lines.append(f"{number} {row.label}: only in {row.side.upper()} (--strict)")

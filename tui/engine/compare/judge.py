@@ -27,6 +27,7 @@ verdict is ``noisy`` or ``inconclusive``, when a side has no done run, and for a
 
 from __future__ import annotations
 
+import dataclasses
 import zlib
 from dataclasses import dataclass, field
 from typing import Any, Callable, Sequence
@@ -44,7 +45,7 @@ from tui.typed import JsonRecord
 
 __all__ = [
     "Metric", "METRICS", "METRIC_NAMES", "CompareSettings", "Change", "PairResult", "UnmatchedRow",
-    "judge_pair", "unmatched_row", "fails", "LAUNCH_BOUND_HOST_THRESHOLD",
+    "judge_pair", "unmatched_row", "side_values", "fails", "LAUNCH_BOUND_HOST_THRESHOLD",
 ]  # fmt: skip
 
 LAUNCH_BOUND_HOST_THRESHOLD = 0.05
@@ -266,6 +267,13 @@ def _noise(side: _Side, metric: Metric, policy: VerdictPolicy) -> list[str]:
             for reason, n in by_reason.items()]
 
 
+def side_values(records: Sequence[RunRecord], settings: CompareSettings,
+                name: str = "BASE") -> tuple[int, dict[str, float | None], list[str]]:
+    """One side on its own: its measured processes, each metric's value (as a pair's :class:`Change` has it), notes."""
+    side = _side(name, records, dataclasses.replace(settings, resamples=1))  # the point is all it needs
+    return len(side.processes), {m.name: m.value(side.draws.point) for m in METRICS.values()}, side.notes
+
+
 # ----- judging -----------------------------------------------------------------------------------
 
 
@@ -306,18 +314,18 @@ def _not_compared(pair: Pair, settings: CompareSettings, label: str, status: str
 def judge_pair(pair: Pair, settings: CompareSettings) -> PairResult:
     """The :class:`PairResult` of one matched configuration (see the module docstring)."""
     label = pair.key.label()
-    base, new = _side("BASE", pair.base, settings), _side("NEW", pair.new, settings)
+    base, new = _side(pair.names[0], pair.base, settings), _side(pair.names[1], pair.new, settings)
     notes = base.notes + new.notes
-    missing = [s.name for s in (base, new) if not s.processes]
+    missing = [(s.name, records) for s, records in ((base, pair.base), (new, pair.new)) if not s.processes]
     if missing:
-        failed = any(r.status == "failed" for s in missing for r in (pair.base if s == "BASE" else pair.new))
-        status = " and ".join(missing) + (" failed" if failed else " not measured")
+        failed = any(r.status == "failed" for _, records in missing for r in records)
+        status = " and ".join(name for name, _ in missing) + (" failed" if failed else " not measured")
         return _not_compared(pair, settings, label, status, notes)
     launch_bound = any(p.launch_bound for p in base.processes + new.processes)
     within = min(len(base.processes), len(new.processes)) < 2
     if within:
-        notes.append(f"one process on a side (BASE {len(base.processes)}, NEW {len(new.processes)}): the interval holds "
-                     "only the noise within a process (--repeat 3 gives one across processes)")
+        notes.append(f"one process on a side ({base.name} {len(base.processes)}, {new.name} {len(new.processes)}): the "
+                     "interval holds only the noise within a process (--repeat 3 gives one across processes)")
     changes = []
     for metric in METRICS.values():
         threshold = settings.threshold

@@ -6,7 +6,15 @@ where (torch version, GPU name). Settings that change how long or how it was mea
 (iters, warm-up, block size, seed, time budget, noise limits, profile, traces, timeout), are not
 in it. ``mode`` is normalised: a backend that ignores it (all but inductor) reads as the default
 mode, and its inductor options as none, so ``--ignore backend`` pairs inductor's default mode with
-``--backend eager``. ``device`` is its kind (``cpu``, ``cuda``): which GPU is ``gpu_name``'s job.
+``--backend eager``.
+
+Where a run ran is its GPU's kind, never its place: ``device`` is the device kind (``cpu``,
+``cuda``), so ``cuda:0`` and ``cuda:3`` of one box, or a GPU picked by ``CUDA_VISIBLE_DEVICES``,
+are one configuration, and a multi-GPU sweep's runs of a configuration are processes of it, however
+its lanes spread them. Which kind of GPU is ``gpu_name``'s job (``--ignore gpu_name`` pairs an H100's
+run with an H200's); the GPU's UUID and the node (hostname) are not in the key, so the same
+configuration on two GPUs or two nodes of one kind is one configuration (``compare --across``
+sets kinds or nodes side by side: :mod:`~tui.engine.compare.across`).
 
 Every run of a side with one key is that side of the pair: the K processes of one ``--repeat``
 group and separate runs of the configuration alike (a configuration run again is another process
@@ -128,6 +136,8 @@ class Pair:
     new: tuple[RunRecord, ...]
     differences: tuple[str, ...] = ()
     """The ignored fields whose values are not one and the same on both sides: ``backend: inductor -> eager``."""
+    names: tuple[str, str] = ("BASE", "NEW")
+    """What the sides are called in notes and noise reasons (``compare --across``: the two kinds)."""
 
 
 @dataclass(frozen=True)
@@ -174,14 +184,19 @@ def _hint(key: ConfigKey, others: Iterable[ConfigKey], other_side: str) -> str:
     return printable(f"{other_side} has it with {said} (--ignore {','.join(name for name, _ in best)})")
 
 
-def pair_up(base: Iterable[RunRecord], new: Iterable[RunRecord],
-            ignore: Sequence[str] = ()) -> tuple[list[Pair], list[Unmatched]]:
-    """Pairs in BASE's order of first appearance, then the rows of BASE only and of NEW only."""
+def pair_up(base: Iterable[RunRecord], new: Iterable[RunRecord], ignore: Sequence[str] = (),
+            names: tuple[str, str] = ("BASE", "NEW")) -> tuple[list[Pair], list[Unmatched]]:
+    """Pairs in BASE's order of first appearance, then the rows of BASE only and of NEW only.
+
+    ``names``: what the sides are called in the pairs' notes and the unmatched rows' hints.
+    """
     base_groups, new_groups = _by_key(base, ignore), _by_key(new, ignore)
-    pairs = [Pair(key, tuple(runs), tuple(new_groups[key]), _differences(runs, new_groups[key], ignore))
+    pairs = [Pair(key, tuple(runs), tuple(new_groups[key]), _differences(runs, new_groups[key], ignore), names)
              for key, runs in base_groups.items() if key in new_groups]  # fmt: skip
-    unmatched = [Unmatched(key, "base", tuple(runs), _hint(key, [k for k in new_groups if k not in base_groups], "NEW"))
-                 for key, runs in base_groups.items() if key not in new_groups]
-    unmatched += [Unmatched(key, "new", tuple(runs), _hint(key, [k for k in base_groups if k not in new_groups], "BASE"))
-                  for key, runs in new_groups.items() if key not in base_groups]
+    unmatched = [Unmatched(key, "base", tuple(runs), _hint(key, [k for k in new_groups if k not in base_groups],
+                                                           names[1]))
+                 for key, runs in base_groups.items() if key not in new_groups]  # fmt: skip
+    unmatched += [Unmatched(key, "new", tuple(runs), _hint(key, [k for k in base_groups if k not in new_groups],
+                                                           names[0]))
+                  for key, runs in new_groups.items() if key not in base_groups]  # fmt: skip
     return pairs, unmatched

@@ -1,5 +1,9 @@
 """A comparison written to a file: CSV (one row per pair or unmatched row) and JSON (everything).
 
+``compare --across`` (an :class:`~tui.engine.compare.across.Across`) writes the same columns after
+``across``, ``baseline`` and ``kind``: one row per configuration and kind other than the baseline,
+BASE being the baseline kind and NEW that kind.
+
 Both go through the export rules (:func:`tui.engine.export.check_target`, :func:`~tui.engine.export.atomic_writer`):
 a regular file or a new one, never a link, a device or compile-lab's own data, written whole or not at all.
 """
@@ -13,12 +17,14 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
+from tui.engine.compare.across import Across, AcrossRow, KindCell
 from tui.engine.compare.comparison import Comparison
 from tui.engine.compare.judge import METRIC_NAMES, PairResult, UnmatchedRow
 from tui.engine.export import atomic_writer, check_target
 from tui.typed import finite
 
-__all__ = ["COMPARE_SCHEMA", "CSV_COLUMNS", "csv_rows", "write_compare_csv", "write_compare_json"]
+__all__ = ["COMPARE_SCHEMA", "CSV_COLUMNS", "ACROSS_CSV_COLUMNS", "csv_rows", "across_csv_rows", "write_compare_csv",
+           "write_compare_json"]  # fmt: skip
 
 COMPARE_SCHEMA = 1
 
@@ -68,24 +74,50 @@ def csv_rows(comparison: Comparison) -> list[dict[str, str]]:
     return rows + [_unmatched_row(n, row) for n, row in enumerate(comparison.unmatched, start)]
 
 
-def write_compare_csv(comparison: Comparison, path: str | os.PathLike[str]) -> Path:
-    """The CSV of :func:`csv_rows` (ExportError, one line, when it cannot be written)."""
+ACROSS_CSV_COLUMNS = ("across", "baseline", "kind", *CSV_COLUMNS)
+"""``compare --across``'s CSV: which field, the baseline kind, the kind judged against it, then :data:`CSV_COLUMNS`."""
+
+
+def _across_row(number: int, row: AcrossRow, cell: KindCell) -> dict[str, str]:
+    if cell.result is not None:
+        return _pair_row(number, cell.result)
+    base = row.cells[0]
+    cells = dict.fromkeys(CSV_COLUMNS, "")
+    cells.update({"row": str(number), "configuration": row.label, "status": cell.status,
+                  "fails": str(cell.fails).lower(), "notes": cell.hint, "base_processes": str(base.processes),
+                  "new_processes": str(cell.processes), "base_runs": " ".join(base.runs),
+                  "new_runs": " ".join(cell.runs)})  # fmt: skip
+    for metric in METRIC_NAMES:
+        cells[f"{metric}_base"] = _number(base.values.get(metric))
+        cells[f"{metric}_new"] = _number(cell.values.get(metric))
+    return cells
+
+
+def across_csv_rows(across: Across) -> list[dict[str, str]]:
+    """One row per configuration (numbered as the table numbers them) and kind other than the baseline."""
+    return [{"across": across.across, "baseline": across.baseline, "kind": cell.kind, **_across_row(n, row, cell)}
+            for n, row in enumerate(across.rows, 1) for cell in row.cells[1:]]
+
+
+def write_compare_csv(comparison: Comparison | Across, path: str | os.PathLike[str]) -> Path:
+    """The CSV of :func:`csv_rows` (or :func:`across_csv_rows`); ExportError, one line, when it cannot be written."""
     target = check_target(path)
+    across = isinstance(comparison, Across)
     with atomic_writer(target) as stream:
-        writer = csv.DictWriter(stream, fieldnames=CSV_COLUMNS, lineterminator="\n")
+        writer = csv.DictWriter(stream, fieldnames=ACROSS_CSV_COLUMNS if across else CSV_COLUMNS, lineterminator="\n")
         writer.writeheader()
-        writer.writerows(csv_rows(comparison))
+        writer.writerows(across_csv_rows(comparison) if isinstance(comparison, Across) else csv_rows(comparison))
     return target
 
 
-def comparison_json(comparison: Comparison) -> dict[str, Any]:
+def comparison_json(comparison: Comparison | Across) -> dict[str, Any]:
     """``{"schema", "compared", "exit_code", "failures", ...comparison}``: what the JSON file holds."""
     now = datetime.now(timezone.utc).isoformat(timespec="seconds").replace("+00:00", "Z")
     return finite({"schema": COMPARE_SCHEMA, "compared": now, "exit_code": comparison.exit_code,
                    "failures": list(comparison.failures()), **comparison.to_json()})
 
 
-def write_compare_json(comparison: Comparison, path: str | os.PathLike[str]) -> Path:
+def write_compare_json(comparison: Comparison | Across, path: str | os.PathLike[str]) -> Path:
     """The JSON of :func:`comparison_json` (ExportError, one line, when it cannot be written)."""
     target = check_target(path)
     with atomic_writer(target, newline=None) as stream:
