@@ -20,6 +20,12 @@ listen to what happens (:class:`SessionListener`), cancel, and export what
   and different lanes run at once. By default every unit shares one lane (runs never overlap,
   as a benchmark on a shared machine needs); ``parallel=True`` gives each GPU its own lane
   while CPU runs keep the host to themselves.
+* **Pools.** ``submit(..., pool=("cuda:0", "cuda:1"))`` (``--device cuda:all``) deals units to
+  the pool's lanes: each starts in the first free one, its record's device set to that GPU,
+  one run per GPU at once (``max_running`` caps all lanes: ``--serial``). A GPU whose runs
+  crash or cannot open it :data:`RETIRE_AFTER` times in a row is retired while another lane of
+  the pool remains. Each record's ``concurrent_runs`` is the most other local runs beside it.
+  Lanes named ``cluster:N`` run on other machines and never hold this host.
 * **Ending.** Every record ends done, failed or cancelled. A queued unit dropped by a cancel
   ends ``cancelled`` ("cancelled before it started"). Every ended record, cancelled ones
   included, gets its final summary (the bootstrap interval, off the event loop), is appended
