@@ -19,10 +19,12 @@ from tui.engine.placement import (
     lane_cpu_env,
     parse_cpu_list,
     parse_device_pool,
+    physical_cores,
+    plan_cores,
     split_cpus,
 )
 from tui.engine.runner import WorkerRunner
-from tui.engine.runner.gpu_lock import visible_devices_value
+from tui.engine.runner.gpu_lock import pool_cpu_env, visible_devices_value
 from tui.engine.session import RETIRE_AFTER, RunSession, SessionListener
 from tui.telemetry.fake import FakeSource
 
@@ -102,14 +104,14 @@ async def test_each_lane_pins_its_worker_to_its_own_cores():
     records = session.submit(_configs(2), pool=pool)
     await session.wait_settled()
     await session.aclose()
-    shares = split_cpus(cpus, 2)
+    plan = plan_cores(pool, cpus)
     by_device = {r.options.device: r for r in records}
-    for lane, share in zip(pool, shares):
+    for lane in pool:
         env = by_device[lane].env
-        assert parse_cpu_list(env.cpu_affinity) == share
-        assert env.num_threads == len(share)  # OMP_NUM_THREADS follows the share
-    if len(cpus) >= 2:
-        assert not set(shares[0]) & set(shares[1])
+        assert env.cpu_affinity is not None and parse_cpu_list(env.cpu_affinity) == plan[lane]
+        assert env.num_threads == len(plan[lane])  # OMP_NUM_THREADS follows the share
+    if len(physical_cores(cpus)) >= 2:
+        assert not set(plan["cuda:0"]) & set(plan["cuda:1"])
 
 
 async def test_a_serial_session_runs_one_at_a_time_over_the_pool():
@@ -172,3 +174,31 @@ async def test_runs_side_by_side_are_never_each_others_other_processes(monkeypat
         assert record.telemetry.samples, "the host was sampled while it measured"
         assert not any(f"({neighbour})" in entry for entry in record.telemetry.other_cpu_top)
         assert record.telemetry.app_cpu_cores is not None
+
+
+def _two_sockets(cpu: int) -> tuple[int, int]:
+    """16 logical CPUs: physical core c has hyperthreads c and c + 8; cores 0-3 socket 0, 4-7 socket 1."""
+    return (cpu % 8, cpu % 8 + 8)
+
+
+def test_lanes_get_whole_cores_near_their_gpu():
+    socket0, socket1 = {0, 1, 2, 3, 8, 9, 10, 11}, {4, 5, 6, 7, 12, 13, 14, 15}
+    # GPUs 0 and 1 hang off socket 1, GPUs 2 and 3 off socket 0 (NVML's CPU affinity)
+    near = {"cuda:0": socket1, "cuda:1": socket1, "cuda:2": socket0, "cuda:3": socket0}
+    plan = plan_cores(["cuda:0", "cuda:1", "cuda:2", "cuda:3"], range(16), near, _two_sockets)
+    assert plan == {"cuda:0": (4, 5, 12, 13), "cuda:1": (6, 7, 14, 15),
+                    "cuda:2": (0, 1, 8, 9), "cuda:3": (2, 3, 10, 11)}
+    # without NVML's word: still whole cores, never one core's two hyperthreads in two lanes
+    blind = plan_cores(["cuda:0", "cuda:1"], range(16), None, _two_sockets)
+    assert blind == {"cuda:0": (0, 1, 2, 3, 8, 9, 10, 11), "cuda:1": (4, 5, 6, 7, 12, 13, 14, 15)}
+    # neighbourhoods that overlap without being one: a single even split of every core
+    odd = plan_cores(["cuda:0", "cuda:1"], range(16), {"cuda:0": {0, 1, 2}, "cuda:1": {2, 3}}, _two_sockets)
+    assert odd == blind
+
+
+def test_the_pool_env_asks_telemetry_which_cores_are_near_each_gpu():
+    telemetry = FakeSource(gpus=2, near_cpus={0: [1], 1: [0]})
+    envs = pool_cpu_env(("cuda:0", "cuda:1"), telemetry)
+    if len(allowed_cpus()) >= 2 and {0, 1} <= set(allowed_cpus()):
+        assert envs == {"cuda:0": {CPUS_ENV: "1"}, "cuda:1": {CPUS_ENV: "0"}}
+    assert pool_cpu_env(("cuda:0",), telemetry) == {"cuda:0": {}}

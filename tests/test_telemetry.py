@@ -76,6 +76,8 @@ class FakeNvml(types.ModuleType):
             ],
             "nvmlDeviceGetTotalEnergyConsumption": lambda i: 123_456,
             "nvmlDeviceGetUUID": lambda i: self._all()[i],
+            # GPU 0 near CPUs 0-1 and 64 (a second mask word), GPU 1 near CPUs 2-3
+            "nvmlDeviceGetCpuAffinity": lambda i, words: ([0b11, 1] if i == 0 else [0b1100, 0])[:words],
         }
         for name, fn in values.items():
             setattr(self, name, self._wrap(name, fn))
@@ -514,3 +516,19 @@ def test_sampler_as_context_manager():
     with RunSampler(source, source.uuids[0], hz=100) as sampler:
         assert source.wait_for_calls(1, timeout=10)
     assert not sampler.running and sampler.summary().samples >= 2
+
+
+def test_cpu_affinity_reads_every_mask_word_and_a_missing_function_is_none(fake_nvml):
+    source = NvmlSource()
+    try:
+        if (os.cpu_count() or 1) >= 64:
+            assert source.cpu_affinity(UUID_A) == frozenset({0, 1, 64})
+        else:
+            assert source.cpu_affinity(UUID_A) == frozenset({0, 1})
+        assert source.cpu_affinity(UUID_B) == frozenset({2, 3})
+        assert source.cpu_affinity("GPU-ffffffff-0000-4000-8000-000000000000") is None
+        fake_nvml.faults[("nvmlDeviceGetCpuAffinity", 1)] = NOT_SUPPORTED
+        source.close()
+        assert source.cpu_affinity(UUID_B) is None
+    finally:
+        source.close()

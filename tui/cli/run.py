@@ -71,14 +71,14 @@ async def run_configs(configs: list[RunOptions], args: argparse.Namespace,
 
 def _runners(pool: tuple[str, ...], make_runner: Callable[..., Any], keep_spare: bool,
              telemetry: Any) -> Callable[[str], Any]:
-    """The runner of each lane: one for every lane, or with a GPU pool one per GPU, pinned to its
-    share of the host's cores (:func:`tui.engine.placement.lane_cpu_env`)."""
+    """The runner of each lane: one for every lane, or with a GPU pool one per GPU, pinned to whole
+    cores near its GPU (:func:`tui.engine.runner.gpu_lock.pool_cpu_env`)."""
     if len(pool) <= 1:
         runner = make_runner(keep_spare=keep_spare, telemetry=telemetry)
         return lambda lane: runner
-    from tui.engine.placement import lane_cpu_env
+    from tui.engine.runner.gpu_lock import pool_cpu_env
 
-    envs = lane_cpu_env(pool)
+    envs = pool_cpu_env(pool, telemetry)
     return lambda lane: make_runner(keep_spare=keep_spare, telemetry=telemetry, env=envs.get(lane, {}))
 
 

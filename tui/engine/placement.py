@@ -3,8 +3,8 @@
 ``--device cuda:all`` (every GPU the machine shows) or a list (``cuda:0,cuda:3``) makes a
 *pool*: :func:`parse_device_pool` turns the text into device strings, the session
 (:mod:`tui.engine.session`) gives each GPU its own lane and deals the queued runs to free
-lanes, one run per GPU at a time. Each lane's worker is pinned to a share of the host's
-CPU cores (:func:`split_cpus`), so neighbours do not steal each other's host time: the worker
+lanes, one run per GPU at a time. Each lane's worker is pinned to whole physical cores near its
+GPU (:func:`plan_cores`), so neighbours do not steal each other's host time: the worker
 sets its affinity from :data:`CPUS_ENV` before torch is imported (inductor's compile threads
 follow the mask) and sets torch's thread count to match (``tui/engine/worker/affinity.py``).
 
@@ -15,13 +15,13 @@ from __future__ import annotations
 
 import os
 import re
-from typing import Iterable, Sequence
+from typing import Callable, Iterable, Mapping, Sequence
 
 from tui.engine.options import OptionsError
 from tui.engine.catalog import echo
 
 __all__ = ["CPUS_ENV", "POOL_ALL", "parse_device_pool", "is_pool", "split_cpus", "cpu_list_text",
-           "parse_cpu_list", "lane_cpu_env", "allowed_cpus"]
+           "parse_cpu_list", "lane_cpu_env", "allowed_cpus", "plan_cores", "physical_cores", "thread_siblings"]
 
 CPUS_ENV = "COMPILE_LAB_CPUS"
 """The CPU cores a worker pins itself to (``0-3,8``), set by the runner of a pooled lane."""
@@ -116,12 +116,62 @@ def parse_cpu_list(text: str) -> tuple[int, ...]:
     return tuple(sorted(cpus))
 
 
-def lane_cpu_env(lanes: Sequence[str], cpus: Sequence[int] | None = None) -> dict[str, dict[str, str]]:
-    """Each lane's extra worker environment: its share of the cores (:data:`CPUS_ENV`).
+def thread_siblings(cpu: int) -> tuple[int, ...]:
+    """The logical CPUs of ``cpu``'s physical core (Linux sysfs; just ``cpu`` where it cannot be read)."""
+    try:
+        with open(f"/sys/devices/system/cpu/cpu{cpu}/topology/thread_siblings_list", encoding="ascii") as handle:
+            return parse_cpu_list(handle.read())
+    except (OSError, ValueError):
+        return (cpu,)
+
+
+def physical_cores(cpus: Sequence[int], siblings: Callable[[int], Sequence[int]] = thread_siblings
+                   ) -> list[tuple[int, ...]]:
+    """``cpus`` grouped by physical core (hyperthreads of one core together), in order of their first CPU."""
+    allowed, seen, cores = set(cpus), set(), []
+    for cpu in sorted(allowed):
+        if cpu in seen:
+            continue
+        core = tuple(sorted((set(siblings(cpu)) & allowed) | {cpu}))
+        seen.update(core)
+        cores.append(core)
+    return cores
+
+
+def plan_cores(lanes: Sequence[str], cpus: Sequence[int], near: Mapping[str, Iterable[int]] | None = None,
+               siblings: Callable[[int], Sequence[int]] = thread_siblings) -> dict[str, tuple[int, ...]]:
+    """Each lane's cores: whole physical cores, from those near its GPU (NVML's CPU affinity: the
+    GPU's NUMA node) where known, split evenly among the lanes that share that neighbourhood.
+
+    Whole cores, so two lanes never share a core through its hyperthreads; near the GPU, so a
+    worker's copies and launches do not cross sockets. Neighbourhoods that overlap without being
+    the same (unusual) fall back to one split of every core. A group with fewer cores than lanes
+    gives each of its lanes all of them (pinning would starve some lane).
+    """
+    cores = physical_cores(cpus, siblings)
+    groups: dict[tuple[int, ...], list[str]] = {}
+    for lane in lanes:
+        close = set(near.get(lane) or ()) if near else set()
+        indices = tuple(i for i, core in enumerate(cores) if close & set(core)) or tuple(range(len(cores)))
+        groups.setdefault(indices, []).append(lane)
+    keys = [set(key) for key in groups]
+    if any(a & b for i, a in enumerate(keys) for b in keys[i + 1:]):
+        groups = {tuple(range(len(cores))): list(lanes)}
+    plan: dict[str, tuple[int, ...]] = {}
+    for indices, members in groups.items():
+        for lane, share in zip(members, split_cpus(indices, len(members))):
+            plan[lane] = tuple(sorted(cpu for index in share for cpu in cores[index]))
+    return plan
+
+
+def lane_cpu_env(lanes: Sequence[str], cpus: Sequence[int] | None = None,
+                 near: Mapping[str, Iterable[int]] | None = None,
+                 siblings: Callable[[int], Sequence[int]] = thread_siblings) -> dict[str, dict[str, str]]:
+    """Each lane's extra worker environment: its cores (:data:`CPUS_ENV`, :func:`plan_cores`).
 
     A single lane is not pinned (it has the host to itself).
     """
     if len(lanes) <= 1:
         return {lane: {} for lane in lanes}
-    shares = split_cpus(allowed_cpus() if cpus is None else cpus, len(lanes))
-    return {lane: {CPUS_ENV: cpu_list_text(share)} for lane, share in zip(lanes, shares)}
+    plan = plan_cores(lanes, allowed_cpus() if cpus is None else cpus, near, siblings)
+    return {lane: {CPUS_ENV: cpu_list_text(plan[lane])} for lane in lanes}

@@ -53,6 +53,7 @@ class FakeSource:
         name: product name of every GPU ("Fake H200").
         busy: spend ``cost_s`` burning CPU (like NVML) rather than sleeping.
         vary: values change from poll to poll; ``False`` keeps tick-0 values (snapshots).
+        near_cpus: GPU index -> the CPUs near it (what NVML's CPU affinity reports); None: unknown.
         time_step_s: if set, timestamps are virtual (start + tick * step) and energy grows by
             power * step per poll, which makes samplers' results exact; otherwise real time.
 
@@ -70,11 +71,13 @@ class FakeSource:
         busy: bool = True,
         vary: bool = True,
         time_step_s: float | None = None,
+        near_cpus: dict[int, Iterable[int]] | None = None,
     ) -> None:
         self.cost_s = cost_s
         self.busy = busy
         self.vary = vary
         self.time_step_s = time_step_s
+        self.near_cpus = near_cpus
         self.calls = 0
         self.available = True
         self.reason = ""
@@ -189,6 +192,13 @@ class FakeSource:
                 sm_clock_max_mhz=base["sm_clock_max_mhz"],
                 lost=target.lost,
             )
+
+    def cpu_affinity(self, uuid: Any) -> frozenset[int] | None:
+        """The CPUs near the GPU with this uuid (``near_cpus``: index -> CPUs), or None when not set."""
+        target = self._find(uuid)
+        if target is None or self.near_cpus is None:
+            return None
+        return frozenset(self.near_cpus.get(target.index, ())) or None
 
     def close(self) -> None:
         """Nothing to release; remembered in :attr:`closed`."""

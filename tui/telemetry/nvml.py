@@ -19,6 +19,7 @@ share a source. NVML itself is thread-safe.
 
 from __future__ import annotations
 
+import os
 import threading
 import time
 from dataclasses import dataclass, field
@@ -197,6 +198,20 @@ class NvmlSource:
                 sm_clock_max_mhz=dev.sm_clock_max_mhz,
                 lost=dev.lost,
             )
+
+    def cpu_affinity(self, uuid: Any) -> frozenset[int] | None:
+        """The CPUs NVML calls ideal for this GPU (its NUMA node's), or None when it cannot say."""
+        with self._lock:
+            dev = self._device(uuid)
+            if dev is None:
+                return None
+            words = (os.cpu_count() or 64) // 64 + 1
+            mask = self._read(dev, "cpu_affinity", "nvmlDeviceGetCpuAffinity", words)
+        if mask is None:
+            return None
+        cpus = frozenset(64 * word + bit for word, value in enumerate(mask) for bit in range(64)
+                         if int(value) >> bit & 1)
+        return cpus or None
 
     def close(self) -> None:
         """Shut NVML down and forget all handles; a later call initialises it again."""

@@ -12,13 +12,14 @@ import asyncio
 import contextlib
 import fcntl
 import os
-from typing import Any, Awaitable, Callable
+from typing import Any, Awaitable, Callable, Sequence
 
 from tui import paths
+from tui.engine.placement import lane_cpu_env
 from tui.telemetry.model import normalize_uuid, nvml_uuid
 
 __all__ = ["GpuResolver", "acquire_gpu_lock", "release_gpu_lock", "lock_name", "visible_devices_value",
-           "visible_gpu_count",
+           "visible_gpu_count", "pool_cpu_env",
            "uuid_of", "LOCK_RETRY_S"]
 
 LOCK_RETRY_S = 0.5
@@ -49,6 +50,29 @@ def visible_gpu_count(telemetry: Any = None) -> int | None:
     finally:
         resolver.close()
     return len(uuids) if uuids else None
+
+
+def pool_cpu_env(pool: Sequence[str], telemetry: Any = None) -> dict[str, dict[str, str]]:
+    """Each pooled lane's worker environment: whole cores near its GPU (NVML's CPU affinity by
+    the GPU's UUID; :func:`tui.engine.placement.lane_cpu_env`). Blocks on NVML: call it off a UI loop."""
+    if len(pool) <= 1:
+        return {lane: {} for lane in pool}
+    resolver = GpuResolver(telemetry)
+    source = telemetry
+    near: dict[str, frozenset[int]] = {}
+    try:
+        for lane in pool:
+            gpu = resolver.resolve(lane)
+            if source is None:
+                resolver._nvml_uuids()  # opens NVML once
+                source = resolver._nvml
+            reader = getattr(source, "cpu_affinity", None)
+            cpus = reader(gpu) if gpu is not None and reader is not None else None
+            if cpus:
+                near[lane] = cpus
+    finally:
+        resolver.close()
+    return lane_cpu_env(pool, near=near or None)
 
 
 def visible_devices_value(gpu: str) -> str:
