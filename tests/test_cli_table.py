@@ -23,3 +23,22 @@ def test_a_sweeps_table_shows_every_mode_whole_at_80_columns(monkeypatch, compil
         (mode, f"dyn={dynamic}") for mode in ("reduce-overhead", "max-autotune-no-cg") for dynamic in ("auto", "true", "false")
     ], out
     assert "…" not in "".join(line[:20] for line in out.splitlines())  # nothing in the run column is cut
+
+
+def test_rows_that_ran_in_several_places_say_where():
+    import dataclasses
+
+    from tui.cli.render import where_words
+    from tui.engine.payloads import Env
+    from tui.engine.options import RunOptions
+    from tui.engine.results import RunRecord
+
+    def at(node, gpu):
+        record = RunRecord.new(RunOptions(device="cuda:0"))
+        record.env = dataclasses.replace(Env(), node=node, gpu_name=gpu)
+        return record
+
+    same = [at("a", "NVIDIA H200"), at("a", "NVIDIA H200")]
+    assert where_words(same[0], same) == []
+    mixed = [at("a", "NVIDIA H200"), at("b", "NVIDIA H100 80GB HBM3")]
+    assert where_words(mixed[1], mixed) == ["@b", "H100-80GB-HBM3"]

@@ -109,6 +109,16 @@ def processes_text(record: RunRecord) -> Any:
     return Text(text, style="cyan")
 
 
+def where_words(record: RunRecord, records: list[RunRecord]) -> list[str]:
+    """Where a run ran, when the rows ran in more than one place: ``@node`` and the GPU's name."""
+    words = []
+    if len({r.env.node for r in records if r.env.node}) > 1:
+        words.append(f"@{record.env.node or '?'}")
+    if len({r.env.gpu_name for r in records if r.env.gpu_name}) > 1 and record.env.gpu_name:
+        words.append(record.env.gpu_name.removeprefix("NVIDIA ").replace(" ", "-"))
+    return words
+
+
 def print_table(records: list[RunRecord], console: Any) -> None:
     """The summary table, one row per run or group of runs; failed runs' errors follow it, numbered like the rows.
 
@@ -125,7 +135,8 @@ def print_table(records: list[RunRecord], console: Any) -> None:
     )
     # The options' words, those that tell the rows apart first; no word is ever cut (tui.app.option_fields).
     differs = differing(record.options for record in records)
-    labels = [" ".join(option_words(record.options, differs, skip=("workload", "params"))) for record in records]
+    labels = [" ".join(option_words(record.options, differs, skip=("workload", "params")) + where_words(record, records))
+              for record in records]
     widest = max([len(word) for label in labels for word in label.split()], default=0)
     table.add_column("run", min_width=min(max(12, widest), RUN_MAX_WIDTH), ratio=1)
     table.add_column("verdict", no_wrap=True)
