@@ -72,7 +72,7 @@ async def test_escape_leaves_the_columns_as_they_were(make_app):
 async def test_bad_column_settings_warn_one_line_each_and_the_app_starts(make_app):
     path = paths.config_file()
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps({"columns": {"status": False, "nope": True, "peak_mem": "no", "gpu": True}}))
+    path.write_text(json.dumps({"columns": {"status": False, "nope": True, "peak_mem": "no", "verdict": True}}))
     app = make_app(load_history=False)
     async with app.run_test(size=(80, 24)) as pilot:
         await wait_until(pilot, lambda: bool(notifications(app)), what="the config warning")
@@ -80,5 +80,5 @@ async def test_bad_column_settings_warn_one_line_each_and_the_app_starts(make_ap
         lines = warning.splitlines()
         assert len(lines) == 3 and all(line.startswith(f"config {path}: columns.") for line in lines)
         assert [line.split(": ")[1] for line in lines] == ["columns.status", "columns.nope", "columns.peak_mem"]
-        assert app.table.column_choice["gpu"] is True  # the good entry is kept
+        assert app.table.column_choice["verdict"] is True  # the good entry is kept
         assert app.table.shown_columns[0] == "status" and "peak_mem" in app.table.shown_columns

@@ -164,3 +164,16 @@ async def test_the_summary_gives_the_command_that_reproduces_the_run_and_y_copie
         app.copy_to_clipboard = copied.append
         await pilot.press("y")
         assert copied == [line.strip()]
+
+
+def test_a_pooled_run_says_its_host_its_cores_and_how_many_ran_beside_it():
+    record = full_record("20261201-101010-pooled", failed=False)
+    record.env = replace(record.env, node="gpu-box-7", cpu_affinity="8-15")
+    record.concurrent_runs = 0
+    environment = _text(render_tab(record, "environment"))
+    assert re.search(r"^host\s+gpu-box-7\s*$", environment, re.M)
+    assert re.search(r"^CPU cores pinned\s+8-15\s*$", environment, re.M)
+    assert "ran beside" not in _text(render_tab(record, "summary"), width=200)  # it ran alone
+    record.concurrent_runs = 3
+    summary = _text(render_tab(record, "summary"), width=200)
+    assert re.search(r"^beside\s+ran beside 3 other runs of this session, each on its own GPU", summary, re.M)

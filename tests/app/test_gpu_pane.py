@@ -132,6 +132,45 @@ async def test_active_gpu_in_full_others_one_line_each():
         assert app.shown.splitlines()[0].startswith("▶ GPU0 Fake H200")
 
 
+async def test_gpus_running_at_once_each_get_an_entry_marked_with_their_run():
+    """A pool of GPUs (cuda:all): every GPU one line, the busy ones ▶ with their run's name (text, not colour)."""
+    source = FakeSource(gpus=4, vary=False)
+    app = PaneHost(source)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await app.until(lambda: app.updates)
+        assert len(app.shown.splitlines()) == 4 + 3  # nothing busy: the first GPU in full, as before
+        app.pane.busy = {source.uuids[0]: "default", source.uuids[2]: "reduce-overhead fullgraph"}
+        await pilot.pause()
+        lines = app.shown.splitlines()
+        assert lines == [
+            "▶ GPU0 default  50%  4.0/140.4 GiB  40°C  150 W",
+            "  GPU1  60%  5.0/140.4 GiB  42°C  175 W",
+            "▶ GPU2 reduce-overhead fullgraph  70%  6.0/140.4 GiB  44°C  200 W",
+            "  GPU3  80%  7.0/140.4 GiB  46°C  225 W",
+        ], lines
+        app.pane.busy = {}
+        await pilot.pause()
+        assert app.shown.splitlines()[0] == "  GPU0 Fake H200  P0"
+
+
+async def test_more_gpus_than_lines_go_side_by_side():
+    """At 80x24 the app's pane has two lines: four GPUs two by two, the one running marked even when alone."""
+    source = FakeSource(gpus=4, vary=False)
+    source.set_field(3, throttle_reasons=("HW thermal slowdown",))
+    app = PaneHost(source, active_uuid=source.uuids[1])
+    async with app.run_test(size=(80, 24)) as pilot:
+        app.pane.styles.max_height = 2
+        await app.until(lambda: app.updates)
+        await pilot.pause()
+        app.pane.busy = {source.uuids[1]: "max-autotune"}
+        await pilot.pause()
+        lines = app.shown.splitlines()
+        assert len(lines) == 2 and [line.count("GPU") for line in lines] == [2, 2], lines
+        assert lines[0].startswith("  GPU0  50%") and "▶ GPU1 max-autotune  60%" in lines[0]
+        assert lines[1].startswith("  GPU2  70%") and "  GPU3  80%" in lines[1]
+        assert all(len(line) <= 78 for line in lines)  # the pane's width less its padding
+
+
 async def test_unavailable_telemetry_is_a_message_and_polling_stops():
     source = FakeSource()
     source.make_unavailable("NVML Shared Library Not Found")

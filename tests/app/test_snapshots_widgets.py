@@ -69,3 +69,36 @@ def test_snapshot_gpu_pane_one_gpu(snap_compare):
 
 def test_snapshot_iteration_chart(snap_compare):
     assert snap_compare(ChartSnapshotApp(), terminal_size=(80, 24))
+
+
+class PoolPaneSnapshotApp(App):
+    """Four fake GPUs, two running a run each (a pool: cuda:all), in the app's pane at 80x24: two lines."""
+
+    CSS = "GpuPane { border: round white; max-height: 4; }"
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.source = FakeSource(gpus=4, vary=False)
+        self.source.set_field(3, throttle_reasons=("HW thermal slowdown",))
+        self.polled = asyncio.Event()
+
+    def compose(self) -> ComposeResult:
+        pane = GpuPane(self.source, interval=3600.0)
+        pane.busy = {self.source.uuids[0]: "default fullgraph", self.source.uuids[3]: "reduce-overhead"}
+        yield pane
+        yield Static("─" * 80)
+
+    def on_gpu_pane_updated(self) -> None:
+        self.polled.set()
+
+
+def test_snapshot_gpu_pane_four_gpus_two_busy_without_colour(snap_compare, monkeypatch):
+    """The busy GPUs are told by ▶ and their run's name, not by colour (NO_COLOR), two GPUs a line at 80x24."""
+    monkeypatch.setenv("NO_COLOR", "1")
+    app = PoolPaneSnapshotApp()
+
+    async def polled(pilot) -> None:
+        await asyncio.wait_for(app.polled.wait(), 10)
+        await pilot.pause()
+
+    assert snap_compare(app, terminal_size=(80, 24), run_before=polled)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from types import SimpleNamespace
 
 import pytest
@@ -60,9 +61,9 @@ def test_every_available_column_has_a_cell_and_the_table_is_by_priority():
     priorities = [column.priority for column in TABLE_COLUMNS]
     assert priorities == sorted(priorities) and len(set(priorities)) == len(priorities)
     assert row_cells(record)["flags"].plain == "train+opt"
-    declared = {column.key for column in TABLE_COLUMNS if not column.available}
-    assert declared == {"node"} and declared.isdisjoint(CELL_KEYS)  # another issue's column, no cell yet
-    assert {key for key, shown in default_choice().items() if not shown} == {"verdict", "gpu"}
+    assert all(column.available for column in TABLE_COLUMNS)  # node has its cell now (one worker per GPU)
+    assert {key for key, shown in default_choice().items() if not shown} == {"verdict"}
+    assert {column.key for column in TABLE_COLUMNS if column.differing} == {"gpu", "node"}
 
 
 def test_a_sweep_shows_what_differs_right_after_the_speedup_and_says_the_rest_in_the_title():
@@ -109,16 +110,16 @@ def test_the_command_line_label_puts_differing_fields_first_and_says_them_whole(
 
 @pytest.mark.parametrize("value, problem", [
     ({"nope": True}, "columns.nope: unknown column (ignored; known: status, speedup,"),
-    ({"node": True}, "columns.node: unknown column"),  # declared, not available yet
+    ({"vs base": True}, "columns.vs base: unknown column"),  # its header, not its key
     ({"peak_mem": "no"}, "columns.peak_mem: expected true or false, got 'no' (ignored)"),
     ({"status": False}, "columns.status: cannot be hidden (ignored)"),
     (["peak_mem"], "columns: expected an object of column: true/false, got ['peak_mem'] (default used)"),
 ])
 def test_a_bad_columns_setting_is_one_problem_per_entry_and_the_rest_is_kept(value, problem):
-    extra = {"gpu": True} if isinstance(value, dict) else {}
+    extra = {"verdict": True} if isinstance(value, dict) else {}
     choice, problems = decode_choice({**value, **extra} if extra else value)
     assert len(problems) == 1 and problems[0].startswith(problem), problems
-    assert choice["status"] is True and choice["gpu"] is bool(extra)
+    assert choice["status"] is True and choice["verdict"] is bool(extra)
 
 
 def test_the_config_keeps_only_the_choices_that_differ_from_the_defaults():
@@ -128,3 +129,42 @@ def test_the_config_keeps_only_the_choices_that_differ_from_the_defaults():
     config, problems = AppConfig.decode({"columns": {"peak_mem": False, "nope": 1}})
     assert config.columns == {"peak_mem": False} and len(problems) == 1
     assert AppConfig.decode(config.to_dict())[0].columns == {"peak_mem": False}
+
+
+def _where(gpu: str = "–", node: str = "–", **options) -> dict:
+    cells = _cells(params={"n": 512}, **options)
+    return {**cells, "gpu": SimpleNamespace(plain=gpu), "node": SimpleNamespace(plain=node)}
+
+
+def test_the_gpu_and_node_columns_show_only_while_the_rows_ran_on_more_than_one():
+    """A pool of one kind of GPU tells its rows apart by device (cuda:N); the GPU's name and the host only
+    when they differ (a CPU row's – does not count), then next to the option fields that differ."""
+    variety = Variety()
+    for index, gpu in enumerate(("H200", "H200", "H100")):
+        variety.add(_where(gpu, "node-a", device=f"cuda:{index}"), history=False)
+    variety.add(_where(device="cpu"), history=False)  # no GPU, no node said
+    layout = table_layout(default_choice(), variety, history_shown=True)
+    assert layout.keys[:4] == ("status", "speedup", "device", "gpu") and "node" not in layout.keys
+    assert "gpu" in layout.apart and layout.columns[3].width == 4  # as wide as "H200"
+    assert "gpu" not in table_layout({**default_choice(), "gpu": False}, variety, True).keys  # the user hid it
+    variety.add(_where("H200", "node-b", device="cuda:0"), history=False)
+    assert table_layout(default_choice(), variety, True).keys[3:5] == ("gpu", "node")
+    same = Variety()
+    for index in range(4):
+        same.add(_where("H200", "node-a", device=f"cuda:{index}"), history=False)
+    layout = table_layout(default_choice(), same, history_shown=True)
+    assert "gpu" not in layout.keys and "node" not in layout.keys and layout.keys[2] == "device"
+    assert not any(word in layout.shared for word in ("H200", "node-a"))  # never in the title
+    earlier = Variety()
+    for gpu in ("H200", "H200"):
+        earlier.add(_where(gpu, device="cuda:0"), history=False)
+    earlier.add(_where("A100", device="cuda:0"), history=True)
+    assert table_layout(default_choice(), earlier, history_shown=True).keys[-1] == "gpu"  # differs only with the history
+
+
+def test_a_rows_node_cell_is_its_host():
+    record = RunRecord("20250101-000000-node01", RunOptions().validated())
+    assert row_cells(record)["node"].plain == "–"
+    record.env = dataclasses.replace(record.env, node="gpu-box-7", gpu_name="NVIDIA H200")
+    cells = row_cells(record)
+    assert cells["node"].plain == "gpu-box-7" and cells["gpu"].plain == "H200"

@@ -4,7 +4,7 @@ The app is thin: it wires the engine and holds the model; :class:`~tui.app.main_
 (its first screen) owns the layout and keeps it up to date. Pipeline (messages in
 ``tui.app.messages``)::
 
-    Run / Sweep / Re-run -> enqueue -> RunSession (queue, one worker at a time) -> RunStarted
+    Run / Sweep / Re-run -> enqueue -> RunSession (queue; one worker at a time, or one per GPU) -> RunStarted
         -> runner.run(record, on_event) -> RunFinished
         -> final summary + history append off the loop, in the order runs ended -> row final
 
@@ -51,7 +51,6 @@ from tui.app.trust import TrustActions
 from tui.engine.options import RunOptions
 
 if TYPE_CHECKING:  # imported where used: screens and the engine's records are not needed for the first frame
-    from tui.engine.protocol import Event
     from tui.engine.results import RunRecord
 
 __all__ = ["CompileLabApp", "run_app", "resolve_theme", "export_paths", "THEME_ALIASES", "REFRESH_HZ"]
@@ -157,10 +156,16 @@ class CompileLabApp(QueueActions, TrustActions, PreviousRuns, ExportActions, Gro
                 if theme is not None:
                     raise
                 self.theme = DEFAULT_THEME
+        from tui.app.gpu_pool import LaneRunners
+        from tui.app.session_link import SessionEvents
         from tui.engine.session import RunSession
 
-        self.session = RunSession(lambda lane: self.runner, self.history, _SessionEvents(self), spare="runner")
+        self.lanes = LaneRunners(self)
+        """The runner of each lane: ``runner`` for single runs, one per GPU of a pool (``cuda:all``)."""
+        self.session = RunSession(self.lanes, self.history, SessionEvents(self), spare="runner")
         """Queues, runs, ends and saves the runs (the same policies as the command line)."""
+        self.pooled: set[str] = set()
+        """Run ids of the runs dealt to a pool of GPUs (their GPU is named where they are shown)."""
         self.records: dict[str, RunRecord] = {}
         """Every record the table knows, session and history, by run id."""
         self.history_ids: list[str] = []
@@ -219,6 +224,12 @@ class CompileLabApp(QueueActions, TrustActions, PreviousRuns, ExportActions, Gro
         return self._injected
 
     @property
+    def running(self) -> list[RunRecord]:
+        """Every run a worker executes now (several with a pool of GPUs), or the record shown as running."""
+        records = [unit.record for unit in self.session.running.values()]
+        return records or ([self._injected] if self._injected is not None else [])
+
+    @property
     def queue(self) -> list[RunRecord]:
         """Runs waiting for a worker, in order."""
         return [unit.record for unit in self.session.queue]
@@ -246,14 +257,19 @@ class CompileLabApp(QueueActions, TrustActions, PreviousRuns, ExportActions, Gro
         """Enter in a picker field runs, like ``r``."""
         self.action_run()
 
-    def enqueue(self, options_list: list[RunOptions], origin: str = "run", repeats: int | str = 1) -> list[RunRecord]:
+    def enqueue(self, options_list: list[RunOptions], origin: str = "run", repeats: int | str = 1,
+                pool: tuple[str, ...] = ()) -> list[RunRecord]:
         """Queue each options (already validated) in ``repeats`` processes (or ``"auto"``); returns the records.
 
         A configuration in several processes gets one row, its group's (:mod:`tui.app.grouping`).
+        ``pool``: the GPUs the runs are dealt to, one run each at a time (:mod:`tui.app.gpu_pool`).
         """
         if not options_list or self._shutting_down:
             return []
-        records = self.session.submit(self.traced(options_list), repeats=repeats)
+        if pool:
+            self.lanes.pinned(pool)  # queued by a key: pinned near the GPUs already (TrustActions._queue_now)
+        records = self.session.submit(self.traced(options_list), repeats=repeats, pool=pool or None)
+        self.pooled.update(r.run_id for r in records if pool)
         self._known(records)
         self.main_screen.add_rows([r for r in records if r.group_id in (None, r.run_id)])
         self.post_message(RunsQueued(records, origin))
@@ -436,39 +452,6 @@ class CompileLabApp(QueueActions, TrustActions, PreviousRuns, ExportActions, Gro
         """Remember a theme chosen from the palette."""
         if hasattr(self, "config"):
             self.config.theme = theme
-
-
-class _SessionEvents:
-    """The session's listener: turns its calls into the app's messages (all on the app's loop)."""
-
-    def __init__(self, app: CompileLabApp) -> None:
-        self.app = app
-
-    def run_started(self, record: RunRecord) -> None:
-        # Here, not in the message's handler: a run that fails at once can be saved (run_saved)
-        # before RunStarted is handled, and its row would then go back to "computing".
-        self.app._finalized.discard(record.run_id)
-        self.app.post_message(RunStarted(record))
-
-    def run_event(self, record: RunRecord, event: Event) -> None:
-        self.app.main_screen.run_event(record, event)
-
-    def run_finished(self, record: RunRecord) -> None:
-        self.app.post_message(RunFinished(record))
-
-    def run_saved(self, record: RunRecord, problem: str | None) -> None:
-        self.app._run_saved(record, problem)
-
-    def data_pruned(self, result: Any) -> None:
-        from tui.engine.artifacts import format_bytes
-
-        self.app.notify(f"The data dir's size cap deleted the files of {result.runs} older run(s) "
-                        f"({format_bytes(result.bytes_freed)}); their rows stay.", title="Data dir", markup=False)
-
-    def runs_queued(self, records: list[RunRecord]) -> None:
-        # --repeat auto's next round: more processes of groups that have their rows already.
-        self.app._known(records)
-        self.app.main_screen.mark_dirty(None)
 
 
 def run_app(no_mouse: bool = False, theme: str | None = None, **kwargs: Any) -> int:

@@ -36,6 +36,7 @@ from tui.app.components.picker import Picker
 from tui.app.components.queue_view import QueueView
 from tui.app.components.results_table import Cell, ResultsTable
 from tui.app.format import options_label, workload_label
+from tui.app.gpu_pool import run_gpu, run_labels
 from tui.engine.protocol import Event, Started
 from tui.telemetry.model import normalize_uuid
 
@@ -157,6 +158,7 @@ class MainScreen(Screen):
         self.show_in_chart(record)
         self.mark_dirty(record.run_id)
         self.highlight_gpu(_device_gpu_uuid(record.options.device))
+        self.mark_busy_gpus()
 
     def follow_runs(self, records: Sequence[RunRecord]) -> None:
         """The user queued ``records`` by a key press: the table follows the runs again.
@@ -190,13 +192,17 @@ class MainScreen(Screen):
             self._chart.mark_dirty()
         if isinstance(event, Started):
             self.highlight_gpu(event.env.gpu_uuid)
+            self.mark_busy_gpus()
         if self._tick is not None:
             self._tick.resume()
 
     def run_ended(self, record: RunRecord) -> None:
-        """A run ended (or was saved): redraw its row; no GPU is highlighted once nothing runs."""
-        if self._gpu is not None and self.lab.current is None:
-            self._gpu.active_uuid = None
+        """A run ended (or was saved): redraw its row; no GPU is highlighted once nothing runs (another
+        running run's GPU is, when several ran at once)."""
+        if self._gpu is not None:
+            current = self.lab.current
+            self._gpu.active_uuid = None if current is None else run_gpu(current, self._gpu.snapshots)
+        self.mark_busy_gpus()
         self.table.follow(self.lab.row_of(record))  # the just-finished row stays in view
         self.mark_dirty(record.run_id)
 
@@ -207,6 +213,19 @@ class MainScreen(Screen):
             self.show_in_chart(record)
             if self._chart is not None:
                 self._chart.mark_dirty()
+
+    def mark_busy_gpus(self) -> None:
+        """Tell the GPU pane which GPU each running run has, and what to call the run there."""
+        if self._gpu is None:
+            return
+        running = self.lab.running
+        labels = run_labels(running)
+        busy = {}
+        for record in running:
+            uuid = run_gpu(record, self._gpu.snapshots)
+            if uuid is not None:
+                busy[uuid] = labels[record.run_id]
+        self._gpu.busy = busy
 
     def highlight_gpu(self, uuid: str | None) -> None:
         """Show the GPU a run uses (its uuid in any form ``normalize_uuid`` takes) first in the GPU pane."""
@@ -250,7 +269,7 @@ class MainScreen(Screen):
                 members = lab.group_members(row_id)
                 table.refresh_record(lab.row_record(row_id), members=members if len(members) > 1 else None)
             if self._queue is not None:
-                self._queue.show(lab.current, lab.queue)
+                self._queue.show(lab.running, lab.queue, pooled=lab.pooled)
         if not self._dirty and lab.current is None and self._tick is not None:
             self._tick.pause()
 
@@ -342,8 +361,11 @@ class MainScreen(Screen):
     # ----- GPU pane -> picker devices -------------------------------------------------
 
     def on_gpu_pane_updated(self, message: GpuPane.Updated) -> None:
-        """The GPU pane polled: offer its GPUs in the device field."""
+        """The GPU pane polled: offer its GPUs in the device field (``cuda:all`` with two or more), and mark
+        the running runs' GPUs (a ``cuda:N`` is known once the GPUs are)."""
         self.picker.set_devices([(s.name or "GPU", s.uuid) for s in message.snapshots if s.uuid])
+        if self.lab.running:
+            self.mark_busy_gpus()
 
     # ----- sorting, layout, focus -----------------------------------------------------
 

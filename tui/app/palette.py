@@ -21,13 +21,21 @@ EXTRA_KEYS = [
 """Keys the help lists that are not the app's own bindings."""
 
 
+HELP_DESCRIPTIONS = {
+    "cancel_current": "Cancel: the selected row's run if it is running, else every running run (several at "
+                      "once with cuda:all); the queue goes on",
+    "cancel_all": "Cancel all: every running run, and the queue dropped",
+}
+"""What the help says for bindings whose footer word is too short to explain them (by binding id)."""
+
+
 def help_keys(app: CompileLabApp) -> list[tuple[str, str]]:
     """(key, description) of every binding of the app, then ``EXTRA_KEYS``, for the help screen."""
     keys = []
     for binding in app.BINDINGS:
         if isinstance(binding, Binding):
             shown = ", ".join(app.get_key_display(Binding(k.strip(), "")) for k in binding.key.split(","))
-            keys.append((shown, binding.description))
+            keys.append((shown, HELP_DESCRIPTIONS.get(binding.id or "", binding.description)))
     return keys + EXTRA_KEYS
 
 
@@ -35,8 +43,9 @@ def lab_commands(app: CompileLabApp) -> Iterator[SystemCommand]:
     """Every compile-lab action as a command palette entry (after Textual's own)."""
     yield SystemCommand("Run", "Run the picker's configuration (r)", app.action_run)
     yield SystemCommand("Sweep", "Queue modes x fullgraph x dynamic combinations (w)", app.action_sweep)
-    yield SystemCommand("Cancel current run", "Stop the running benchmark (x)", app.action_cancel_current)
-    yield SystemCommand("Cancel all", "Stop the running benchmark and clear the queue (X)", app.action_cancel_all)
+    yield SystemCommand("Cancel current run", "Stop the selected row's run if it runs, else every running one; "
+                        "the queue goes on (x)", app.action_cancel_current)
+    yield SystemCommand("Cancel all", "Stop every running benchmark and clear the queue (X)", app.action_cancel_all)
     yield SystemCommand("Re-run selected", "Queue the selected row's options again (a)", app.action_rerun)
     yield SystemCommand("Details", "Every statistic of the selected row (enter)", app.action_details)
     yield SystemCommand("Export", "All ended rows to CSV, raw CSV and JSON (e)", app.action_export)

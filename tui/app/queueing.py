@@ -1,5 +1,7 @@
 """What to queue and what to cancel: the picker's options (``r``), a sweep over them (``w``),
-the selected row again (``a``); the running run (``x``), everything (``X``). ``t`` cycles what the
+the selected row again (``a``); the selected row's run if it runs, else every running run (``x``),
+everything (``X``). With ``cuda:all`` in the device field (or GPUs checked in the sweep dialog)
+the runs are dealt to a pool of GPUs, one run each at once (:mod:`tui.app.gpu_pool`). ``t`` cycles what the
 next runs record besides their numbers: nothing, the profile pass as a Chrome trace, and a
 TORCH_TRACE directory too (:data:`TRACE_CHOICES`; the files are in each run's data folder,
 :func:`tui.engine.artifacts.artifact_paths`); the palette's "tlparse" makes a run's tlparse report.
@@ -23,6 +25,7 @@ from tui.engine.options import OptionsError, RunOptions
 
 if TYPE_CHECKING:
     from tui.app.app import CompileLabApp
+    from tui.engine.results import RunRecord
 
 __all__ = ["QueueActions", "repeat_choice", "TRACE_CHOICES"]
 
@@ -52,21 +55,36 @@ class QueueActions:
     """The app's actions that queue and cancel runs (a mixin of :class:`~tui.app.app.CompileLabApp`)."""
 
     def action_run(self: CompileLabApp) -> None:
-        """Validate the picker's options and queue them, in the repeat field's processes (refused with the reason)."""
-        options = self._validated_picker_options()
-        if options is None:
+        """Validate the picker's options and queue them, in the repeat field's processes (refused with the reason);
+        with ``cuda:all`` the processes are dealt to every GPU, one each at a time."""
+        read = self._validated_picker_options()
+        if read is None:
             return
-        self.queue_confirmed([options], "run", source=self._config_source(), repeats=self.config.repeat)
+        options, pool = read
+        self.queue_confirmed([options], "run", source=self._config_source(), repeats=self.config.repeat, pool=pool)
 
     def _config_source(self: CompileLabApp) -> str:
         """Where the picker's options without a field come from: the saved config."""
         return f"the saved config {self.config_path or paths.config_file()}"
 
-    def _validated_picker_options(self: CompileLabApp) -> RunOptions | None:
+    def split_pool(self: CompileLabApp, options: RunOptions,
+                   device: str | None = None) -> tuple[RunOptions, tuple[str, ...]]:
+        """``options`` on ``device`` (default: their own) as run options and a pool of GPUs: ``cuda:all`` or a
+        GPU list becomes device ``cuda`` and the GPUs (:func:`tui.app.gpu_pool.split_device`); OptionsError
+        naming ``device`` when the machine does not have them."""
+        from tui.app.gpu_pool import split_device
+
+        device, pool = split_device(options.device if device is None else device, len(self.picker.gpu_devices))
+        return dataclasses.replace(options, device=device), pool
+
+    def _validated_picker_options(self: CompileLabApp) -> tuple[RunOptions, tuple[str, ...]] | None:
+        """The picker's options, validated, and their pool of GPUs (empty without ``cuda:all``); None when refused.
+        The config keeps them as the picker shows them (``cuda:all`` stays)."""
         picker = self.picker
         try:
             raw = picker.current_options()
-            options = raw.validated()
+            options, pool = self.split_pool(raw)
+            options = options.validated()
             repeat = picker.current_repeat()
         except OptionsError as exc:
             picker.mark_invalid(exc)
@@ -75,7 +93,7 @@ class QueueActions:
         picker.clear_invalid()
         self.config.options, self.config.repeat = raw, repeat
         self._save_config()
-        return options
+        return options, pool
 
     def action_rerun(self: CompileLabApp) -> None:
         """Queue the selected row's options again; a row from an earlier session shows them first."""
@@ -98,52 +116,68 @@ class QueueActions:
             self.queue_confirmed([options], "rerun", source=source, show=options, repeats=repeats)
 
     def action_sweep(self: CompileLabApp) -> None:
-        """Open the sweep dialog for the picker's options."""
+        """Open the sweep dialog for the picker's options (with two GPUs or more, a list of the GPUs to use)."""
         try:
             base = self.picker.current_options()
-            base.validated()
+            options, pool = self.split_pool(base)
+            options.validated()
             repeat = self.picker.current_repeat()
         except OptionsError as exc:
             self.picker.mark_invalid(exc)
             self.notify(str(exc), title="Sweep refused", severity="error", markup=False)
             return
         from tui.app.components.sweep_dialog import SweepScreen
+        from tui.app.gpu_pool import visible_gpus
+        from tui.app.option_fields import short_device
 
+        gpus = self.picker.gpu_devices[:visible_gpus(len(self.picker.gpu_devices))]  # the ones cuda:N can name
         keeps = {"backends": base.backend, "dtypes": base.dtype}  # what an unchecked list stands for
+        if len(gpus) > 1:
+            keeps["gpus"] = short_device(base.device)
         self.push_screen(SweepScreen(self.config.sweep, lambda choice: self._sweep_preview(base, choice), repeat=repeat,
-                                     keeps=keeps),
+                                     keeps=keeps, gpus=gpus, chosen_gpus=list(pool)),
                          callback=lambda choice: self._sweep_chosen(base, choice))
+
+    def _sweep_base(self: CompileLabApp, base: RunOptions,
+                    choice: dict[str, list[Any]]) -> tuple[RunOptions, tuple[str, ...]]:
+        """The sweep's base options and pool: the GPUs checked in the dialog, else the picker's device."""
+        gpus = sorted({str(gpu) for gpu in choice.get("gpus") or []}, key=lambda gpu: int(gpu.rpartition(":")[2] or 0))
+        return self.split_pool(base, ",".join(gpus) if gpus else None)
 
     def sweep_options(self: CompileLabApp, base: RunOptions, choice: dict[str, list[Any]]) -> list[RunOptions]:
         """The validated options a sweep choice expands to (OptionsError for a bad combination)."""
         from tui.app.components.sweep_dialog import choice_to_expand_kwargs
         from tui.engine.sweep import expand
 
-        expanded = expand(base, **choice_to_expand_kwargs(choice))
+        expanded = expand(self._sweep_base(base, choice)[0], **choice_to_expand_kwargs(choice))
         return [options.validated() for options in expanded]
 
     def _sweep_preview(self: CompileLabApp, base: RunOptions, choice: dict[str, list[Any]]) -> tuple[int, str]:
         try:
             options = self.sweep_options(base, choice)
             repeats = repeat_choice(choice)
+            pool = self._sweep_base(base, choice)[1]
         except (OptionsError, ValueError) as exc:
             return 0, f"refused: {exc}"
         if not options:
             return 0, "no meaningful combination: check at least one value per axis"
         labels = ", ".join(o.label() for o in options[:4])
         more = f", +{len(options) - 4} more" if len(options) > 4 else ""
+        where = f" on {len(pool)} GPUs at once" if pool else ""
         if repeats == 1:
-            return len(options), labels + more
+            return len(options), f"{len(options)} configurations{where}: {labels}{more}" if pool else labels + more
         each = "1 process each, more for launch-bound ones (auto)" if repeats == "auto" else f"{repeats} processes each"
-        return len(options) * (1 if repeats == "auto" else int(repeats)), f"{len(options)} configurations, {each}: {labels}{more}"
+        return (len(options) * (1 if repeats == "auto" else int(repeats)),
+                f"{len(options)} configurations, {each}{where}: {labels}{more}")
 
     def _sweep_chosen(self: CompileLabApp, base: RunOptions, choice: dict[str, list[Any]] | None) -> None:
         if choice is None:
             return
-        self.config.sweep = {key: value for key, value in choice.items() if key not in ("repeat", "pythons")}
+        self.config.sweep = {key: value for key, value in choice.items() if key not in ("repeat", "pythons", "gpus")}
         try:
             options = self.sweep_options(base, choice)
             repeats = repeat_choice(choice)
+            pool = self._sweep_base(base, choice)[1]
             _check_interpreters(options)
         except (OptionsError, ValueError) as exc:
             self.notify(str(exc), title="Sweep refused", severity="error", markup=False)
@@ -153,8 +187,9 @@ class QueueActions:
             return
         self.config.options, self.config.repeat = base, repeats
         self._save_config()
-        self.queue_confirmed(options, "sweep", source=self._config_source(), repeats=repeats,
-                             then=lambda records: self.notify(f"Queued {len(records)} run(s).", title="Sweep",
+        where = f" over {len(pool)} GPUs" if pool else ""
+        self.queue_confirmed(options, "sweep", source=self._config_source(), repeats=repeats, pool=pool,
+                             then=lambda records: self.notify(f"Queued {len(records)} run(s){where}.", title="Sweep",
                                                               markup=False))  # fmt: skip
 
     def action_cycle_trace(self: CompileLabApp) -> None:
@@ -189,12 +224,25 @@ class QueueActions:
         self.run_worker(make, thread=True, group="tlparse", exit_on_error=False, description="tlparse")
 
     def action_cancel_current(self: CompileLabApp) -> None:
-        """Cancel the running run (its worker's process group is killed)."""
-        if not self.session.cancel_running():
+        """Cancel the selected row's run when it is running, else every running run (several at once with a
+        pool of GPUs); the queue goes on. A cancelled run's worker process group is killed."""
+        lanes = self._running_lanes()
+        if not lanes:
             self.notify("No run is active.", severity="information")
+            return
+        selected = self.table.selected_run_id
+        members = {record.run_id for record in self.group_members(selected)} if selected else set()
+        chosen = [lane for lane, record in lanes.items() if record.run_id in members or record.group_id == selected]
+        for lane in chosen or lanes:
+            self.session.cancel_running(lane)
+        if not chosen and len(lanes) > 1:
+            self.notify(f"Cancelled the {len(lanes)} running runs; the queue goes on (X cancels it too).", markup=False)
+
+    def _running_lanes(self: CompileLabApp) -> dict[str, RunRecord]:
+        return {lane: unit.record for lane, unit in self.session.running.items()}
 
     def action_cancel_all(self: CompileLabApp) -> None:
-        """Cancel the running run and drop every queued one."""
+        """Cancel every running run and drop every queued one."""
         dropped, running = self.session.cancel_all()
         if not dropped and not running:
             self.notify("Nothing to cancel.", severity="information")

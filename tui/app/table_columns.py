@@ -14,11 +14,12 @@ An option field every shown row shares is no column: its value is said once, in 
 (``Results · pointwise n=512 inductor dyn=auto fp32 cpu``). The user shows or hides columns
 (the ``columns`` setting of the config); a hidden option field is neither a column nor in the title.
 
-Columns other issues add are declared here: ``verdict`` (the status cell shows it today) and ``gpu``
-are hidden until the user shows them; ``vs_base`` (the change against the baseline, tui.app.baselines)
-shows only while a baseline is marked; ``node`` (the machine of a distributed run) has no cell yet
-(``available=False``): its issue adds the cell in ``tui.app.components.result_cells.row_cells`` and
-flips ``available``.
+Columns other issues add are declared here: ``verdict`` (the status cell shows it today) is hidden
+until the user shows it; ``vs_base`` (the change against the baseline, tui.app.baselines) shows only
+while a baseline is marked. ``gpu`` (the GPU's name) and ``node`` (the host) are *where* columns
+(``differing=True``): shown, unless the user hides them, only while the rows ran on more than one
+kind of GPU (more than one host), and placed then with the option fields that tell this session's
+rows apart (a pool of one kind of GPU tells its rows apart by the ``device`` column: ``cuda:2``).
 
 Imports no textual (the config checks the ``columns`` setting with it).
 """
@@ -35,8 +36,8 @@ from tui.app.option_fields import FIELDS_BY_KEY, OPTION_FIELDS
 from tui.engine.catalog import echo
 from tui.typed import printable
 
-__all__ = ["TableColumn", "TABLE_COLUMNS", "COLUMNS_BY_KEY", "CELL_KEYS", "OPTION_KEYS", "Variety", "Placed",
-           "TableLayout", "table_layout", "default_choice", "decode_choice", "encode_choice"]
+__all__ = ["TableColumn", "TABLE_COLUMNS", "COLUMNS_BY_KEY", "CELL_KEYS", "OPTION_KEYS", "COUNTED_KEYS", "Variety",
+           "Placed", "TableLayout", "table_layout", "default_choice", "decode_choice", "encode_choice"]
 
 
 @dataclass(frozen=True)
@@ -58,6 +59,8 @@ class TableColumn:
     """Cannot be hidden."""
     available: bool = True
     """False: declared for a coming issue, without a cell yet (not offered, refused in the config)."""
+    differing: bool = False
+    """Shown only while the rows' values (other than ``–``) differ, as an option field that tells rows apart."""
     meaning: str = ""
     """What the column shows, for the column chooser."""
 
@@ -81,9 +84,9 @@ TABLE_COLUMNS: tuple[TableColumn, ...] = (
     TableColumn("compile_s", "compile s", 9, 56, meaning="the first compiled call, in seconds"),
     TableColumn("peak_mem", "peak mem", 9, 57, meaning="peak device memory"),
     TableColumn("sm_clock", "SM clock", 10, 58, meaning="mean SM clock while measuring (! when it throttled)"),
-    TableColumn("gpu", "GPU", 12, 60, shown=False, meaning="the GPU's name"),
-    TableColumn("node", "node", 12, 61, shown=False, available=False,
-                meaning="the machine that ran it (coming with runs on several machines)"),
+    TableColumn("gpu", "GPU", 12, 60, differing=True,
+                meaning="the GPU's name (while the rows ran on more than one kind of GPU)"),
+    TableColumn("node", "node", 16, 61, differing=True, meaning="the host that ran it (while there is more than one)"),
 )
 """Every column, by priority."""
 
@@ -91,6 +94,9 @@ COLUMNS_BY_KEY = {column.key: column for column in TABLE_COLUMNS}
 CELL_KEYS = tuple(column.key for column in TABLE_COLUMNS if column.available)
 """The cells a row has, in priority order (what row_cells makes)."""
 OPTION_KEYS = tuple(column.key for column in TABLE_COLUMNS if column.option)
+COUNTED_KEYS = OPTION_KEYS + tuple(column.key for column in TABLE_COLUMNS if column.differing)
+"""The cells whose values the table counts (:class:`Variety`): the option fields and the *where* columns."""
+_UNKNOWN = "–"
 
 
 def default_choice() -> dict[str, bool]:
@@ -137,14 +143,17 @@ class Variety:
 
     def __init__(self) -> None:
         self._counts: dict[bool, dict[str, Counter[str]]] = {
-            history: {key: Counter() for key in OPTION_KEYS} for history in (False, True)
+            history: {key: Counter() for key in COUNTED_KEYS} for history in (False, True)
         }
         self._rows = {False: 0, True: 0}
 
     def add(self, cells: Mapping[str, Any], history: bool, sign: int = 1) -> None:
-        """Count a row's option cells (objects with ``plain``); ``sign=-1`` takes them back."""
+        """Count a row's option and *where* cells (objects with ``plain``; a cell missing is not counted);
+        ``sign=-1`` takes them back."""
         counts = self._counts[history]
-        for key in OPTION_KEYS:
+        for key in COUNTED_KEYS:
+            if key not in cells:
+                continue
             counter = counts[key]
             plain = cells[key].plain
             counter[plain] += sign
@@ -201,6 +210,9 @@ def table_layout(choice: Mapping[str, bool], variety: Variety, history_shown: bo
     for column in TABLE_COLUMNS:
         if not column.available or not (column.required or choice.get(column.key, column.shown)):
             continue
+        if column.differing:
+            _place_where(column, variety, history_shown, told_apart_by_session, first, last)
+            continue
         if not column.option:
             (first if column.priority < _OPTION_PRIORITY else middle).append(Placed(column.key, column.header, column.width))
             continue
@@ -214,5 +226,18 @@ def table_layout(choice: Mapping[str, bool], variety: Variety, history_shown: bo
         placed = Placed(column.key, column.header, _fitted(column, values))
         session_values = variety.values(column.key, session=True, history=history_shown and not told_apart_by_session)
         (first if len(session_values) > 1 else last).append(placed)
-    apart = tuple(placed.key for placed in first if COLUMNS_BY_KEY[placed.key].option)
+    apart = tuple(placed.key for placed in first
+                  if COLUMNS_BY_KEY[placed.key].option or COLUMNS_BY_KEY[placed.key].differing)
     return TableLayout(tuple(first + middle + last), tuple(shared), apart)
+
+
+def _place_where(column: TableColumn, variety: Variety, history_shown: bool, told_apart_by_session: bool,
+                 first: list[Placed], last: list[Placed]) -> None:
+    """A *where* column (``gpu``, ``node``): with the option columns that tell this session's rows apart when
+    its values differ among them, at the right end when they differ only with earlier sessions', else nowhere."""
+    values = variety.values(column.key, session=True, history=history_shown) - {_UNKNOWN}
+    if len(values) < 2:
+        return
+    placed = Placed(column.key, column.header, _fitted(column, values))
+    session_values = variety.values(column.key, session=True, history=history_shown and not told_apart_by_session)
+    (first if len(session_values - {_UNKNOWN}) > 1 else last).append(placed)

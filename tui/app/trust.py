@@ -109,13 +109,14 @@ class TrustActions:
         show: RunOptions | None = None,
         then: Callable[[list[RunRecord]], None] | None = None,
         repeats: int | str = 1,
+        pool: tuple[str, ...] = (),
     ) -> None:
         """Queue ``options_list`` (each in ``repeats`` processes) now, or after a yes when it needs one.
 
         It needs one when it holds a program setting (:func:`unconfirmed`) that was not confirmed
         in this session, or when ``show`` is given (a re-run: its full options are shown). ``source``
         says where the options came from (``the saved config /path``). ``then(records)`` runs
-        after queueing.
+        after queueing. ``pool``: the GPUs the runs are dealt to (``cuda:all``; :meth:`enqueue`).
         """
         from tui.app.components.dialogs import ConfirmScreen
 
@@ -123,7 +124,7 @@ class TrustActions:
             return  # one question at a time: a second key press does not stack another
         pending = unconfirmed(options_list, self.confirmed_code)
         if not pending and show is None:
-            self._queue_now(options_list, origin, then, repeats)
+            self._queue_now(options_list, origin, then, repeats, pool)
             return
         question = self._trust_question(pending, source, rerun=show is not None)
 
@@ -133,15 +134,29 @@ class TrustActions:
                                                       if pending else ""), title="Not run", markup=False)  # fmt: skip
                 return
             self.confirmed_code.update(pending)
-            self._queue_now(options_list, origin, then, repeats)
+            self._queue_now(options_list, origin, then, repeats, pool)
 
         details = options_table(show) if show is not None else ""
         yes = "Re-run" if show is not None else "Run"
         self.push_screen(ConfirmScreen(question, yes=yes, no="Don't run", details=details), callback=answered)
 
     def _queue_now(self: CompileLabApp, options_list: list[RunOptions], origin: str,
-                   then: Callable[[list[RunRecord]], None] | None, repeats: int | str = 1) -> None:
-        records = self.enqueue(options_list, origin=origin, repeats=repeats)
+                   then: Callable[[list[RunRecord]], None] | None, repeats: int | str = 1,
+                   pool: tuple[str, ...] = ()) -> None:
+        if pool:  # each GPU's cores are asked of NVML first, off the UI thread
+            self.run_worker(self._queue_on_pool(options_list, origin, then, repeats, pool), group="queue-pool",
+                            exit_on_error=False, description="pin the pool's lanes, then queue")
+            return
+        self._queued(self.enqueue(options_list, origin=origin, repeats=repeats), then)
+
+    async def _queue_on_pool(self: CompileLabApp, options_list: list[RunOptions], origin: str,
+                             then: Callable[[list[RunRecord]], None] | None, repeats: int | str,
+                             pool: tuple[str, ...]) -> None:
+        async with self.lanes.lock:
+            await self.lanes.pin(pool)
+            self._queued(self.enqueue(options_list, origin=origin, repeats=repeats, pool=pool), then)
+
+    def _queued(self: CompileLabApp, records: list[RunRecord], then: Callable[[list[RunRecord]], None] | None) -> None:
         if records:  # queued by a key press (run, sweep, re-run): the table follows the runs again
             self.main_screen.follow_runs(records)
         if then is not None:

@@ -1,5 +1,10 @@
 """The GPU pane: live NVML telemetry of this machine's GPUs, the run's GPU first and in full.
 
+With several GPUs busy at once (a pool: ``cuda:all``), or more GPUs than the full layout has
+room for (80x24), the pane shows one compact entry per GPU instead, in as many columns as it
+takes to show them all, each busy one marked ``▶`` with the name of the run it runs
+(:attr:`GpuPane.busy`): readable without colour.
+
 The pane polls a telemetry source (``NvmlSource``, or ``FakeSource`` in tests) in a thread
 worker, so a slow NVML call never blocks the UI. Polls never overlap: the next one is scheduled
 ``interval`` seconds after the last one finished. Results are applied on the UI thread (worker
@@ -12,6 +17,7 @@ When telemetry is unavailable (no driver, no nvidia-ml-py) the pane says
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -96,6 +102,12 @@ class GpuPane(Static):
 
     That GPU is shown first, in full, and highlighted; ``None`` shows the first GPU in full,
     without highlight.
+    """
+
+    busy: reactive[dict[str, str]] = reactive(dict, always_update=False)
+    """The GPUs running a run of this app now: canonical uuid -> what to call the run (its differing options).
+
+    With two or more, every GPU gets one compact entry, the busy ones marked ``▶`` and named.
     """
 
     class Updated(Message):
@@ -249,6 +261,14 @@ class GpuPane(Static):
         """Re-render with the new GPU first."""
         self._show()
 
+    def watch_busy(self) -> None:
+        """Re-render with the GPUs' runs marked."""
+        self._show()
+
+    def on_resize(self) -> None:
+        """The entries are laid out for the pane's width and height."""
+        self._show()
+
     def _show(self) -> None:
         """Re-render from the last poll, unless another screen is on top (then on the next poll)."""
         if not self.is_mounted:
@@ -282,6 +302,8 @@ class GpuPane(Static):
         if not poll.snapshots:
             return Text("GPU telemetry: no GPU reported", style=self._s("na"))
         active_key = normalize_uuid(self.active_uuid)
+        if self._overview_wanted(len(poll.snapshots)):
+            return self._overview(poll.snapshots, active_key)
         full = next((s for s in poll.snapshots if s.uuid == active_key), poll.snapshots[0])
         text = Text(no_wrap=True, overflow="ellipsis")
         self._full(text, full, highlighted=full.uuid == active_key)
@@ -290,6 +312,64 @@ class GpuPane(Static):
                 text.append("\n")
                 self._brief(text, snap)
         return text
+
+    # -- several GPUs at once -----------------------------------------------------------
+
+    def _room(self) -> int:
+        """The lines the pane can show (its max-height less border and padding); a large number when unbounded."""
+        try:
+            limit = self.styles.max_height
+            size = self.app.size
+            cells = int(limit.resolve(size, size)) if limit is not None else 0
+        except Exception:
+            cells = 0
+        return max(1, cells - self.styles.gutter.height) if cells else 1000
+
+    def _overview_wanted(self, gpus: int) -> bool:
+        """One entry per GPU: several GPUs busy, or more GPUs than the full layout fits (4 lines + one per other)."""
+        return gpus > 1 and (len(self.busy) > 1 or 3 + gpus > self._room())
+
+    def _overview(self, snapshots: tuple[GpuSnapshot, ...], active_key: str | None) -> Text:
+        """Every GPU in a compact entry, row by row in as many columns as the pane's height needs."""
+        columns = math.ceil(len(snapshots) / self._room())
+        width = self.content_size.width or max(self.app.size.width - 4, 20)
+        cell = max((width - 2 * (columns - 1)) // columns, 10)
+        names = len({snap.name for snap in snapshots}) > 1
+        text = Text(no_wrap=True, overflow="ellipsis")
+        for index, snap in enumerate(snapshots):
+            if index:
+                text.append("\n" if index % columns == 0 else "  ")
+            entry = self._entry(snap, active_key, names)
+            entry.truncate(cell, overflow="ellipsis", pad=index % columns < columns - 1)
+            text.append_text(entry)
+        return text
+
+    def _entry(self, snap: GpuSnapshot, active_key: str | None, names: bool) -> Text:
+        """``▶ GPU2 reduce-overhead fullgraph  50%  4.0/140.4 GiB  40°C  150 W``: the mark and the run first."""
+        run = self.busy.get(snap.uuid or "") or ("this run" if snap.uuid == active_key and active_key else None)
+        entry = Text()
+        self._title(entry, snap, highlighted=run is not None, name=names)
+        if run is not None:
+            entry.append(f" {run}", self._s("active"))
+        if snap.lost:
+            entry.append("  GPU lost", self._s("error"))
+            return entry
+        entry.append("  ")
+        self._value(entry, snap.util_gpu_pct, unit="%")
+        entry.append("  ")
+        self._value(entry, _gib(snap.mem_used_mb), "{:.1f}")
+        entry.append("/")
+        self._value(entry, _gib(snap.mem_total_mb), "{:.1f}", " GiB")
+        entry.append("  ")
+        self._value(entry, snap.temp_c, unit="°C")
+        entry.append("  ")
+        self._value(entry, snap.power_w, unit=" W")
+        slow = snap.slowdown_reasons()
+        if slow:
+            entry.append("  " + ", ".join(slow), self._s("warning"))
+        return entry
+
+    # -- one GPU in full, the others a line each -------------------------------------------
 
     def _value(self, text: Text, value: Any, fmt: str = "{:.0f}", unit: str = "") -> None:
         if value is None:
@@ -300,10 +380,10 @@ class GpuPane(Static):
     def _label(self, text: Text, label: str) -> None:
         text.append(label, self._s("label"))
 
-    def _title(self, text: Text, snap: GpuSnapshot, highlighted: bool) -> None:
+    def _title(self, text: Text, snap: GpuSnapshot, highlighted: bool, name: bool = True) -> None:
         index = "?" if snap.index is None else snap.index
         style = self._s("active") if highlighted else None
-        text.append(("▶ " if highlighted else "  ") + f"GPU{index} {snap.name or _NA}", style)
+        text.append(("▶ " if highlighted else "  ") + f"GPU{index}" + (f" {snap.name or _NA}" if name else ""), style)
 
     def _full(self, text: Text, snap: GpuSnapshot, highlighted: bool) -> None:
         self._title(text, snap, highlighted)

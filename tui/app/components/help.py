@@ -30,6 +30,10 @@ w to sweep modes x fullgraph x dynamic. In the picker, Left/Right (or a click on
 through a field's choices and Space toggles a check box (✓ on, blank off). Rows update live;
 rows marked ↺ come from the history (previous sessions; h shows or hides them).
 
+With two GPUs or more, the device field's cuda:all (or the GPUs checked in the sweep dialog) runs
+one configuration per GPU at once: the GPU pane marks each busy GPU ▶ with its run, a row's
+device column names the GPU it got, and x cancels the selected row's run (else every running one).
+
 Enter on a row opens its details in tabs (1-7 or Left/Right switch): Summary, Kernels (what
 ran per call on each side and which eager ops went into which compiled kernel), Host time,
 Graphs and breaks, Code, Telemetry and Environment.

@@ -27,6 +27,7 @@ from tui.app.components.picker_fields import LABEL_WIDTH, Cycler, OptionValidato
 from tui.app.components.picker_params import FILE_CHOICE, ParamRows
 from tui.app.trust import also_line
 from tui.engine.catalog import PATH_ECHO_CHARS, WORKLOADS, echo, is_user_workload
+from tui.engine.placement import POOL_ALL, is_pool
 from tui.engine.options import (
     BACKENDS,
     DEFAULT_MODE,
@@ -93,7 +94,8 @@ def _number_text(value: float | int | None) -> str:
 
 
 def device_choices(gpus: Iterable[tuple[str, str]]) -> list[tuple[str, str]]:
-    """Select options for the device field: cpu, then each GPU as (``name uuid``, ``cuda:GPU-...``).
+    """Select options for the device field: cpu, then each GPU as (``name uuid``, ``cuda:GPU-...``), then
+    with two GPUs or more ``cuda:all`` (every GPU, one run each at once: :mod:`tui.app.gpu_pool`).
 
     ``gpus`` yields ``(name, uuid)``; the uuid may be in any form ``nvml_uuid`` accepts.
     """
@@ -104,6 +106,8 @@ def device_choices(gpus: Iterable[tuple[str, str]]) -> list[tuple[str, str]]:
             continue
         short = uuid[:12] + "…" if len(uuid) > 13 else uuid
         choices.append((f"{name} {short}", f"cuda:{uuid}"))
+    if len(choices) > 2:
+        choices.append((f"cuda:all ({len(choices) - 1} GPUs at once)", POOL_ALL))
     return choices
 
 
@@ -116,7 +120,7 @@ class Picker(VerticalScroll):
     """The workload select's value: a built-in name, or ``FILE_CHOICE`` for a Python file."""
 
     device: reactive[str] = reactive("cpu", init=False)
-    """The device select's value (``cpu`` or ``cuda:GPU-<uuid>``); parameter defaults follow it."""
+    """The device select's value (``cpu``, ``cuda:GPU-<uuid>`` or ``cuda:all``); parameter defaults follow it."""
 
     class RunRequested(Message):
         """The user pressed Enter in one of the picker's inputs (the app treats it as Run)."""
@@ -126,7 +130,9 @@ class Picker(VerticalScroll):
         self._initial = options or RunOptions()
         self._initial_repeat = repeat
         self._devices: list[tuple[str, str]] = [("cpu", "cpu")]
+        self._gpu_names: list[str] = []
         self._wanted_device = self._initial.device
+        self._devices_known = False
         self._error_shown = ""
 
     # ----- composition ----------------------------------------------------
@@ -286,23 +292,45 @@ class Picker(VerticalScroll):
     # ----- devices ----------------------------------------------------------
 
     def set_devices(self, gpus: Iterable[tuple[str, str]]) -> None:
-        """Offer cpu plus these GPUs (``(name, uuid)``); keeps the selection when it is still there."""
+        """Offer cpu plus these GPUs (``(name, uuid)``), and ``cuda:all`` with two or more; keeps the
+        selection when it is still there. A saved ``cuda:all`` the machine cannot give falls back to its
+        one GPU (or cpu) with a notice, the first time the GPUs are known."""
+        gpus = list(gpus)
         choices = device_choices(gpus)
-        if choices == self._devices:
-            return
-        self._devices = choices
-        select = self.query_one("#device", Select)
-        current = select.value
-        values = {value for _, value in choices}
-        with self.prevent(Select.Changed):
-            select.set_options(choices)
-            if self._wanted_device in values:
-                select.value = self._wanted_device
-            elif current in values:
-                select.value = current
-            else:
-                select.value = "cpu"
-        self.device = str(select.value)
+        first, self._devices_known = not self._devices_known, True
+        if choices != self._devices:
+            self._devices = choices
+            self._gpu_names = [name for name, raw in gpus if nvml_uuid(raw) is not None]
+            select = self.query_one("#device", Select)
+            values = [value for _, value in choices]
+            with self.prevent(Select.Changed):
+                select.set_options(choices)
+                select.value = self._kept_device(values, str(select.value))
+            self.device = str(select.value)
+        if first and is_pool(self._wanted_device) and self._wanted_device not in [v for _, v in choices]:
+            self._tell_pool_fallback()
+
+    def _kept_device(self, values: list[str], current: str) -> str:
+        if self._wanted_device in values:
+            return self._wanted_device
+        gpus = [value for value in values if value.startswith("cuda:GPU-")]
+        if is_pool(self._wanted_device) and gpus:
+            return gpus[0]  # every GPU of a machine with one
+        return current if current in values else "cpu"
+
+    def _tell_pool_fallback(self) -> None:
+        wanted, count = self._wanted_device, len(self._gpu_names)
+        shown = echo(wanted, plain=True)
+        label = {value: label for label, value in self._devices}.get(self.device, self.device)
+        why = ("needs two GPUs or more" if wanted.strip() == POOL_ALL else
+               "is a GPU list, which the device field does not offer (cuda:all does; the sweep dialog lists the GPUs)")
+        self.notify(f"The saved device {shown} {why}; this machine shows {count} GPU{'' if count == 1 else 's'}: "
+                    f"the device is {label}.", title="Device", severity="warning", markup=False, timeout=10)
+
+    @property
+    def gpu_devices(self) -> list[tuple[str, str]]:
+        """The machine's GPUs as ``cuda:N`` (PCI order, as the pool names them): ``(label, device)`` each."""
+        return [(f"cuda:{index}", f"cuda:{index}") for index in range(len(self._gpu_names))]
 
     # ----- reading and writing the options -----------------------------------
 

@@ -1,8 +1,9 @@
-"""The queue pane: the running run, then the runs waiting for the worker, in order."""
+"""The queue pane: the running run (every one, several at once with a pool of GPUs), then the runs waiting
+for a worker, in order. A pooled run's line names the GPU it got."""
 
 from __future__ import annotations
 
-from typing import Sequence
+from typing import Collection, Sequence
 
 from rich.text import Text
 from textual.reactive import reactive
@@ -34,16 +35,20 @@ class QueueView(Static):
         # Not ``_running``: Textual's MessagePump keeps whether the widget's message loop runs
         # there; a None there stopped the widget from ever going idle, so a refresh to "idle"
         # never reached the screen (issue 11, item 9; tests/app/test_app_repaint.py).
-        self._active: RunRecord | None = None
+        self._active: list[RunRecord] = []
         self._waiting: list[RunRecord] = []
+        self._pooled: Collection[str] = ()
         self._last: tuple | None = None
 
-    def show(self, running: RunRecord | None, waiting: Sequence[RunRecord]) -> None:
-        """Display ``running`` (a record or None) and the ``waiting`` records (only repaints on change)."""
-        self._active = running
+    def show(self, running: RunRecord | Sequence[RunRecord] | None, waiting: Sequence[RunRecord],
+             pooled: Collection[str] = ()) -> None:
+        """Display ``running`` (a record, several, or None) and the ``waiting`` records (only repaints on
+        change); a running run whose id is in ``pooled`` was dealt a GPU of a pool: its line names it."""
+        self._active = [] if running is None else [running] if isinstance(running, RunRecord) else list(running)
         self._waiting = list(waiting)
+        self._pooled = pooled
         signature = (
-            None if running is None else (running.run_id, running.status, round(running.progress() * 100)),
+            tuple((r.run_id, r.status, round(r.progress() * 100), r.options.device) for r in self._active),
             tuple(r.run_id for r in self._waiting),
             self.max_lines,
         )
@@ -55,14 +60,15 @@ class QueueView(Static):
 
     def _render_queue(self) -> Text:
         text = Text(no_wrap=True, overflow="ellipsis")
-        running = self._active
-        if running is None and not self._waiting:
+        if not self._active and not self._waiting:
             text.append("idle: press r to run, w to sweep", style="dim")
             return text
-        if running is not None:
+        for number, running in enumerate(self._active):
             status = running.status
             pct = running.progress() * 100
-            text.append("▶ ", style="bold yellow")
+            text.append("\n▶ " if number else "▶ ", style="bold yellow")
+            if running.run_id in self._pooled:
+                text.append(f"{running.options.device} ", style="bold")
             text.append(f"{workload_label(running.options)} {options_label(running.options)}")
             text.append(f"  {STATUS_LABELS.get(status, status)} {pct:.0f}%", style="yellow")
         for index, record in enumerate(self._waiting[: self.max_lines], start=1):

@@ -116,6 +116,7 @@ def row_cells(record: RunRecord, summary: RunSummary | None = None, *, history: 
         "peak_mem": Cell(fmt_mib(peak), sort_key=peak, justify="right"),
         "sm_clock": Cell(clock_text, clock_style, sort_key=record.telemetry.sm_clock_mean_mhz),
         "gpu": _text_cell(_gpu_name(record.env.gpu_name)),
+        "node": _text_cell(printable(record.env.node) if record.env.node else "–"),
     }
 
 

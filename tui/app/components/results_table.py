@@ -31,7 +31,7 @@ from textual.widgets.data_table import CellDoesNotExist
 
 from tui.app.components.result_cells import Cell, history_cells, row_cells
 from tui.app.components.table_rows import BulkRowTable
-from tui.app.table_columns import CELL_KEYS, COLUMNS_BY_KEY, OPTION_KEYS, TableLayout, Variety, default_choice, table_layout
+from tui.app.table_columns import CELL_KEYS, COLUMNS_BY_KEY, COUNTED_KEYS, TableLayout, Variety, default_choice, table_layout
 from tui.engine.results import RunRecord
 from tui.engine.summary import RunSummary
 
@@ -276,8 +276,8 @@ class ResultsTable(BulkRowTable):
         history = run_id in self._history
         old = self._cells[run_id]
         changed = self._rewrite(run_id, self._with_base(run_id, row_cells(record, summary, history=history, members=members)))
-        if changed and any(old[key] is not self._cells[run_id][key] for key in OPTION_KEYS):
-            self._variety.add(old, history, sign=-1)  # a group's process count in its flags
+        if changed and any(old[key] is not self._cells[run_id][key] for key in COUNTED_KEYS):
+            self._variety.add(old, history, sign=-1)  # a group's process count in its flags, a pooled run's GPU
             self._variety.add(self._cells[run_id], history)
             self._apply_layout()
         return changed

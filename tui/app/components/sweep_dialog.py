@@ -2,12 +2,14 @@
 
 The dialog previews how many runs the choice expands to (``tui.engine.sweep.expand`` drops
 the combinations a backend ignores) and dismisses with the choice as keyword arguments for
-``expand``, or None when cancelled.
+``expand``, or None when cancelled. On a machine with two GPUs or more it also lists the GPUs
+(``"gpus"``: ``cuda:N`` each): the runs are dealt to the checked ones, one run each at once
+(none checked: the picker's device).
 """
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from typing import Any, Callable, Sequence
 
 from textual import on
 from textual.app import ComposeResult
@@ -26,7 +28,7 @@ __all__ = ["SweepScreen", "SweepChoice", "DEFAULT_SWEEP", "choice_to_expand_kwar
 SweepChoice = dict[str, list[Any]]
 """``{"modes": [...], "fullgraphs": [...], "dynamics": [...], "backends": [...], "dtypes": [...]}``, and
 the dialog's ``"sizes"``, ``"repeat"`` and ``"pythons"`` (A/B interpreters, comma-separated) text (one
-item each, or none)."""
+item each, or none); ``"gpus"`` (``cuda:N`` each) when the dialog lists GPUs."""
 
 DEFAULT_SWEEP: SweepChoice = {
     "modes": ["default", "reduce-overhead", "max-autotune"],
@@ -81,28 +83,35 @@ class SweepScreen(ModalScreen[SweepChoice | None]):
     ]
 
     def __init__(self, initial: SweepChoice | None, preview: Callable[[SweepChoice], tuple[int, str]],
-                 repeat: int | str = 1, keeps: dict[str, str] | None = None) -> None:
+                 repeat: int | str = 1, keeps: dict[str, str] | None = None,
+                 gpus: Sequence[tuple[str, str]] = (), chosen_gpus: Sequence[str] = ()) -> None:
         """``preview(choice)`` returns (number of runs, a line of text or an error) for the footer;
         ``repeat`` fills the repeat field (processes per configuration, or auto); ``keeps``: the
-        picker's value each list stands for while nothing in it is checked (``{"backends": "inductor"}``)."""
+        picker's value each list stands for while nothing in it is checked (``{"backends": "inductor"}``);
+        ``gpus``: ``(label, "cuda:N")`` of each GPU to offer (a list only with two or more), ``chosen_gpus``
+        the ones checked at first (every one for the picker's ``cuda:all``)."""
         super().__init__()
         self.initial = {**DEFAULT_SWEEP, **(initial or {})}
         self.preview = preview
         self.repeat = repeat
-        self.keeps = dict(keeps or {})
+        self.gpus = list(gpus) if len(gpus) > 1 else []
+        self.chosen_gpus = list(chosen_gpus)
+        self.keeps = {key: value for key, value in (keeps or {}).items() if key != "gpus" or self.gpus}
 
     def compose(self) -> ComposeResult:
-        """Five selection lists, a preview line and the buttons."""
+        """Five selection lists (six with the GPUs), a preview line and the buttons."""
         init = self.initial
         with Vertical(classes="dialog sweep-dialog"):
             yield Static("Sweep: each meaningful combination of the checked values is queued. "
                          "Space toggles, tab moves.", markup=False)
-            with Horizontal(id="sweep-axes"):
+            with Horizontal(id="sweep-axes", classes="-with-gpus" if self.gpus else ""):
                 yield self._list("modes", "mode", [(m, m) for m in MODES], init["modes"])
                 yield self._list("fullgraphs", "fullgraph", [("false", False), ("true", True)], init["fullgraphs"])
                 yield self._list("dynamics", "dynamic", [(d, d) for d in DYNAMIC_LABELS], init["dynamics"])
                 yield self._list("backends", "backend", [(b, b) for b in BACKENDS], init["backends"])
                 yield self._list("dtypes", "dtype", [(d, d) for d in DTYPES], init["dtypes"])
+                if self.gpus:
+                    yield self._list("gpus", "GPUs", self.gpus, self.chosen_gpus)
             with Horizontal(id="sweep-inputs"):
                 yield Input(" ".join(str(v) for v in init.get("sizes") or []), id="sweep-sizes", compact=True,
                             placeholder="sizes (optional), e.g. n=256,512,1024 or batch=16,64; width=256,512")
@@ -135,7 +144,7 @@ class SweepScreen(ModalScreen[SweepChoice | None]):
         """The values checked now (and the sizes text)."""
         result: SweepChoice = {
             key: list(self.query_one(f"#sweep-{key}", SelectionList).selected)
-            for key in _AXES
+            for key in (*_AXES, "gpus") if key != "gpus" or self.gpus
         }
         sizes = self.query_one("#sweep-sizes", Input).value.strip()
         result["sizes"] = [sizes] if sizes else []

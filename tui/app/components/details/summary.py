@@ -127,10 +127,21 @@ def _headline(record: RunRecord, summary: RunSummary, host_line: str | None) -> 
         ("compile", f"{seconds(compile_s)} (first compiled call)" if compile_s is not None else None),
         ("break-even", f"{summary.break_even_calls:,} calls" if summary.break_even_calls is not None else None),
         ("launch-bound", summary.launch_bound),
+        ("beside", _beside(record)),
         ("compiled throughput", f"{summary.tflops:.3g} TFLOP/s" if summary.tflops is not None else None),
         ("compiled bandwidth", f"{summary.gbps:.4g} GB/s" if summary.gbps is not None else None),
     ]
     return kv_table([(name, value) for name, value in rows if value is not None or name == "speedup"])
+
+
+def _beside(record: RunRecord) -> str | None:
+    """``ran beside 3 other runs of this session`` (one worker per GPU); a group: its busiest process's."""
+    members = getattr(record, "members", None) or [record]
+    others = max(getattr(member, "concurrent_runs", 0) or 0 for member in members)
+    if not others:
+        return None
+    return (f"ran beside {others} other run{'' if others == 1 else 's'} of this session, each on its own GPU "
+            "and CPU cores (the host's memory, caches and driver shared)")
 
 
 def _stats_table(summary: RunSummary) -> Table:

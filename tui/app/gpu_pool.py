@@ -1,0 +1,179 @@
+"""One worker per GPU in the app: the device field's ``cuda:all``, a runner per GPU lane, which GPU runs what.
+
+The device field offers ``cuda:all`` when the machine shows two GPUs or more
+(:func:`tui.app.components.picker.device_choices`), and the sweep dialog a list of the GPUs to
+use. Neither is a :class:`~tui.engine.options.RunOptions` device: :func:`split_device` turns the
+text into the options' device (``cuda``: some GPU, the one the run gets is set when it starts) and
+a pool (``cuda:0``, ``cuda:1``, ...) for :meth:`tui.engine.session.RunSession.submit`, which deals
+the runs to free GPUs, one each.
+
+:class:`LaneRunners` is the app session's ``runner_for``: the shared lane keeps the app's runner
+(a single run, as ever), and each GPU lane of a pool gets a runner of its own made like it (the
+same worker command and telemetry, which tests replace), pinned to whole cores near its GPU
+(:func:`tui.engine.runner.gpu_lock.pool_cpu_env`, asked off the UI thread before the pool's runs
+are queued). The session closes every runner it made.
+
+:func:`run_gpu` and :func:`run_labels` tell the GPU pane which GPU each running run has and
+what to call it there. Imports no textual.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from typing import TYPE_CHECKING, Any, Iterable, Sequence
+
+from tui.app.option_fields import FIELDS_BY_KEY, OPTION_FIELDS, differing, workload_name
+from tui.engine.placement import POOL_ALL, is_pool, lane_cpu_env, parse_device_pool
+from tui.telemetry.model import normalize_uuid
+
+if TYPE_CHECKING:
+    from tui.engine.results import RunRecord
+    from tui.telemetry.model import GpuSnapshot
+
+__all__ = ["POOL_ALL", "POOL_DEVICE", "is_pool", "split_device", "visible_gpus", "LaneRunners", "run_gpu",
+           "run_labels"]
+
+POOL_DEVICE = "cuda"
+"""The device of a pooled run's options until it starts (then the GPU it got, ``cuda:2``)."""
+
+
+def visible_gpus(shown: int) -> int:
+    """How many GPUs ``cuda:N`` can name: CUDA_VISIBLE_DEVICES' entries when set, else the ``shown``
+    ones (the GPU pane's), as the runner resolves them (:class:`tui.engine.runner.gpu_lock.GpuResolver`)."""
+    visible = os.environ.get("CUDA_VISIBLE_DEVICES")
+    if visible is None:
+        return shown
+    return len([entry for entry in visible.split(",") if entry.strip()])
+
+
+def split_device(device: str, gpus: int) -> tuple[str, tuple[str, ...]]:
+    """``(the options' device, the pool)`` for a device field's text and the GPUs the machine shows.
+
+    ``cuda:all`` or a list (``cuda:0,cuda:3``): ``("cuda", ("cuda:0", ...))``; a pool of one GPU is
+    that GPU alone; anything else is itself with no pool. OptionsError (field ``device``) when the
+    pool names no GPU or one that is not there.
+    """
+    if not is_pool(device):
+        return device, ()
+    pool = parse_device_pool(device, visible_gpus(gpus))
+    return (pool[0], ()) if len(pool) == 1 else (POOL_DEVICE, pool)
+
+
+class LaneRunners:
+    """The runner of each lane of the app's session (see the module docstring).
+
+    ``app`` has ``runner`` (the shared lane's) and ``telemetry``; a lane's runner is made on first
+    use with the cores :meth:`pin` gave its lane.
+    """
+
+    def __init__(self, app: Any) -> None:
+        self._app = app
+        self._envs: dict[str, dict[str, str]] = {}
+        self.made: dict[str, Any] = {}
+        """The runners made for GPU lanes, by lane."""
+        self.lock = asyncio.Lock()
+        """Held while a pool is pinned and queued: pools queued in a row start in that order."""
+
+    def __call__(self, lane: str) -> Any:
+        from tui.engine.session import SHARED_LANE
+
+        if lane == SHARED_LANE:
+            return self._app.runner
+        from tui.engine.runner import WorkerRunner
+
+        base = self._app.runner
+        runner = WorkerRunner(worker_argv=getattr(base, "worker_argv", None), keep_spare=False,
+                              telemetry=self._telemetry(),
+                              env=self._env(lane), sample_host=getattr(base, "sample_host", True))
+        self.made[lane] = runner
+        return runner
+
+    def _env(self, lane: str) -> dict[str, str]:
+        return {**dict(getattr(self._app.runner, "env", None) or {}), **self._envs.get(lane, {})}
+
+    def _telemetry(self) -> Any:
+        return getattr(self._app.runner, "telemetry", None) or self._app.telemetry
+
+    async def pin(self, pool: Sequence[str]) -> None:
+        """Give each GPU lane of ``pool`` whole cores near its GPU (:func:`~tui.engine.runner.gpu_lock.pool_cpu_env`,
+        which asks NVML: in a thread); a later pool splits them again. Callers hold :attr:`lock`, so pools
+        queued one after the other keep their order."""
+        from tui.engine.runner.gpu_lock import pool_cpu_env
+
+        try:
+            envs = await asyncio.to_thread(pool_cpu_env, tuple(pool), self._telemetry())
+        except Exception:  # NVML gone: the cores split without knowing which are near which GPU
+            envs = lane_cpu_env(pool)
+        self._use(pool, envs)
+
+    def pinned(self, pool: Sequence[str]) -> None:
+        """:meth:`pin` without asking NVML (cores split evenly), for a pool queued without it."""
+        if any(lane not in self._envs for lane in pool):
+            self._use(pool, lane_cpu_env(pool))
+
+    def _use(self, pool: Sequence[str], envs: dict[str, dict[str, str]]) -> None:
+        self._envs.update({lane: envs.get(lane, {}) for lane in pool})
+        for lane in pool:
+            if lane in self.made:
+                self.made[lane].env = self._env(lane)
+
+    def keep_spares(self, waiting: Iterable[Any]) -> None:
+        """A GPU lane's runner keeps a warm spare worker only while runs of its pool wait (``waiting``:
+        the session's queued units), as the app's runner does when it keeps one."""
+        wanted = bool(getattr(self._app.runner, "keep_spare", True))
+        pools = [set(getattr(unit, "pool", ())) for unit in waiting]
+        for lane, runner in self.made.items():
+            runner.keep_spare = wanted and any(lane in pool for pool in pools)
+
+
+def run_gpu(record: RunRecord, snapshots: Sequence[GpuSnapshot]) -> str | None:
+    """The canonical uuid of the GPU ``record`` runs on, or None (a CPU run, a GPU not known yet).
+
+    What the worker said (its GPU's uuid, or the CUDA_VISIBLE_DEVICES it was given) when it has
+    started, else the device: ``cuda:GPU-<uuid>``, or ``cuda:N`` among ``snapshots`` as the runner
+    resolves it.
+    """
+    env = record.env
+    for said in (env.gpu_uuid, env.cuda_visible_devices):
+        if said and str(said).strip().upper().startswith(("GPU-", "MIG-")) and "," not in str(said):
+            return normalize_uuid(said)
+    if env.gpu_uuid:
+        return normalize_uuid(env.gpu_uuid)
+    device = record.options.device
+    if device.startswith("cuda:GPU-"):
+        return normalize_uuid(device.partition(":")[2])
+    if not device.startswith("cuda:") or not device[5:].isdigit():
+        return None
+    from tui.engine.runner.gpu_lock import GpuResolver
+
+    resolved = GpuResolver(_Shown(snapshots)).resolve(device)
+    return resolved if resolved and resolved.startswith(("gpu-", "mig-")) else None
+
+
+class _Shown:
+    """The GPU pane's last snapshots as a telemetry source (no NVML call)."""
+
+    available = True
+
+    def __init__(self, snapshots: Sequence[GpuSnapshot]) -> None:
+        self._snapshots = list(snapshots)
+
+    def snapshot(self, fields: Any = None) -> list[GpuSnapshot]:
+        return self._snapshots
+
+
+def run_labels(records: Sequence[RunRecord]) -> dict[str, str]:
+    """What the GPU pane calls each of the runs running now, by run id: the option fields that tell
+    them apart (``reduce-overhead fullgraph``), else the workload, and ``#2`` for a group's second process."""
+    differs = differing(record.options for record in records) - {"device"}
+    labels = {}
+    for record in records:
+        options = record.options
+        words = [FIELDS_BY_KEY[field.key].word(field.value(options), True) for field in OPTION_FIELDS
+                 if field.key in differs]
+        words = [word for word in words if word] or [workload_name(options)]
+        if record.group_id is not None:
+            words.append(f"#{record.repeat + 1}")
+        labels[record.run_id] = " ".join(words)
+    return labels
