@@ -16,7 +16,7 @@ PROBE = """
 import json, sys, importlib
 for name in {modules!r}:
     importlib.import_module(name)
-print(json.dumps(sorted(m for m in sys.modules if m.split('.')[0] in {{'torch', 'textual', 'triton', 'numpy', 'psutil', 'matplotlib'}})))
+print(json.dumps(sorted(m for m in sys.modules if m.split('.')[0] in {{'torch', 'textual', 'triton', 'numpy', 'psutil', 'matplotlib', 'ray'}})))
 """
 
 
@@ -80,6 +80,45 @@ def test_matplotlib_loads_only_when_a_report_is_made():
     assert imported.isdisjoint({"matplotlib", "torch", "textual"})
     if importlib.util.find_spec("matplotlib") is not None:  # the probe sees it when it is imported
         assert "matplotlib" in _imported_after(["matplotlib"])
+
+
+CLUSTER = ["tui.engine.cluster", "tui.engine.cluster.address", "tui.engine.cluster.handshake",
+           "tui.engine.cluster.node", "tui.engine.cluster.runner", "tui.engine.cluster.ray_transport",
+           "tui.cli.parse", "tui.cli.run"]
+
+LOCAL_SWEEP = """
+import json, sys
+import tui.cli
+from tui.engine.runner import WorkerRunner
+
+def make_runner(keep_spare, telemetry=None, env=None):
+    return WorkerRunner(worker_argv=[sys.executable, {fake!r}], keep_spare=keep_spare, env=env, sample_host=False)
+
+tui.cli.make_runner = make_runner
+code = tui.cli.main(["sweep", "--param", "n=64,128", "--iters", "20", "--no-history", "--quiet"])
+print(json.dumps([code, sorted(m for m in sys.modules if m.split('.')[0] in {{'ray', 'torch', 'textual'}})]))
+"""
+
+
+def test_ray_loads_only_when_a_cluster_is_used():
+    """``--cluster`` needs Ray (the compile-lab[cluster] extra): the CLI, its parser and every module of
+    ``tui.engine.cluster`` import it only inside the functions a cluster run calls."""
+    imported = _imported_after(ENGINE_PARENT_SIDE + CLUSTER)
+    assert imported.isdisjoint({"ray", "torch", "textual"})
+    if importlib.util.find_spec("ray") is not None:  # the probe sees it when it is imported
+        assert "ray" in _imported_after(["ray"])
+
+
+def test_a_local_sweep_through_the_cli_never_imports_ray():
+    """A whole ``compile-lab sweep`` without ``--cluster`` (the fake worker, two runs) leaves Ray alone."""
+    from pathlib import Path
+
+    fake = str(Path(__file__).resolve().parent / "fakes" / "fake_worker.py")
+    out = subprocess.run([sys.executable, "-c", LOCAL_SWEEP.format(fake=fake)], check=True, capture_output=True,
+                         text=True, timeout=120).stdout
+    code, imported = json.loads(out.strip().splitlines()[-1])
+    assert code == 0
+    assert imported == []
 
 
 def test_telemetry_never_imports_torch_or_textual():

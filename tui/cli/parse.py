@@ -8,6 +8,7 @@ from typing import Any, Sequence
 
 from tui import __version__
 from tui.engine.catalog import USER_WORKLOAD_HELP, WORKLOADS
+from tui.engine.cluster.address import DEFAULT_CPUS, ClusterError, parse_address
 from tui.engine.options import (
     BACKENDS,
     DTYPES,
@@ -20,7 +21,7 @@ from tui.engine.options import (
 )
 
 __all__ = ["PROG", "UsageError", "build_parser", "options_from_args", "configs_from_args", "repeat_from_args",
-           "check_exports", "check_outputs", "EXPORT_FLAGS"]
+           "check_exports", "check_outputs", "check_cluster", "EXPORT_FLAGS"]
 
 PROG = "compile-lab"
 
@@ -60,6 +61,16 @@ def _add_run_flags(parser: argparse.ArgumentParser, sweep: bool) -> None:
                           "a comma list is an A/B of torch builds, run interleaved and diffed")
     else:
         what.add_argument("--python", metavar="PATH", help="the interpreter the worker runs in (default: this one)")
+
+    cluster = parser.add_argument_group("cluster", "Each run as a Ray task on a node (docs/CLUSTER.md; the "
+                                        "compile-lab[cluster] extra)")
+    cluster.add_argument("--cluster", metavar="ADDRESS",
+                         help="run on a Ray cluster: auto (the one this machine is configured for) or HOST:PORT "
+                              "(its head's GCS address); one task per run, each asking for a GPU (cpu runs: "
+                              "--cluster-cpus CPUs)")
+    cluster.add_argument("--cluster-cpus", type=float, metavar="N",
+                         help=f"with --cluster: the CPUs each run asks Ray for, and its torch threads (default "
+                              f"{DEFAULT_CPUS:g}; a node's whole count gives each CPU run a node to itself)")
 
     comp = parser.add_argument_group("torch.compile")
     if sweep:
@@ -251,10 +262,42 @@ def configs_from_args(args: argparse.Namespace) -> list[RunOptions]:
 
     Raises OptionsError (one line: ``field: what is allowed``) for the first bad value.
     """
-    args.device_pool = device_pool_from_args(args)
+    check_cluster(args)
+    args.device_pool = () if getattr(args, "cluster", None) else device_pool_from_args(args)
     if args.command == "run":
         return [options_from_args(args).validated()]
     return _sweep_configs(args)
+
+
+#: What a cluster run cannot do yet, each with the reason its refusal gives.
+_NOT_ON_A_CLUSTER = (
+    ("trace", "--trace", "its files would be written on the node"),
+    ("torch_trace", "--torch-trace", "its files would be written on the node"),
+    ("tlparse", "--tlparse", "its files would be written on the node"),
+    ("python", "--python", "the worker runs in the node's interpreter"),
+)
+
+
+def check_cluster(args: argparse.Namespace) -> None:
+    """``--cluster``: its address, and the flags a cluster run refuses (UsageError, one line)."""
+    address, cpus = getattr(args, "cluster", None), getattr(args, "cluster_cpus", None)
+    if address is None:
+        if cpus is not None:
+            raise UsageError("--cluster-cpus applies with --cluster only")
+        return
+    try:
+        args.cluster = parse_address(address)
+    except ClusterError as exc:
+        raise UsageError(str(exc)) from None
+    for dest, flag, why in _NOT_ON_A_CLUSTER:
+        if getattr(args, dest, None):
+            raise UsageError(f"--cluster: {flag} is not supported with a cluster ({why})")
+    if (getattr(args, "device", None) or RunOptions().device) not in ("cpu", "cuda"):
+        raise UsageError(f"--cluster: --device {args.device} is not allowed (allowed: cpu, or cuda: Ray gives each "
+                         "run its GPU)")
+    if cpus is not None and not (0 < cpus <= 1024):
+        raise UsageError(f"--cluster-cpus: {cpus:g} is not allowed (allowed: a number of CPUs above 0, at most 1024)")
+    args.cluster_cpus = DEFAULT_CPUS if cpus is None else cpus
 
 
 def device_pool_from_args(args: argparse.Namespace, gpu_count: Any = None) -> tuple[str, ...]:

@@ -24,6 +24,7 @@ from typing import Any, Callable
 from tui.app.option_fields import differing, option_words
 from tui.cli.parse import PROG
 from tui.cli.run_lines import RunLines
+from tui.engine.cluster.address import ClusterError
 from tui.engine.options import RunOptions
 from tui.engine.protocol import Event, WorkerWarning
 from tui.engine.results import RunRecord
@@ -39,7 +40,12 @@ async def run_configs(configs: list[RunOptions], args: argparse.Namespace,
 
     out, err_file = _TerminalFile(sys.stdout), _TerminalFile(sys.stderr)
     err = Console(file=err_file)
-    telemetry = _telemetry(configs)
+    try:
+        cluster = _open_cluster(args, configs)
+    except ClusterError as exc:
+        _say(err, f"{PROG}: error: {exc}")
+        return 2
+    telemetry = None if cluster else _telemetry(configs)
     history = None
     if not args.no_history:
         from tui.engine.history import History
@@ -54,7 +60,7 @@ async def run_configs(configs: list[RunOptions], args: argparse.Namespace,
     progress.pooled = len(getattr(args, "device_pool", ()) or ()) > 1
     keep_spare = len(configs) * per_config > 1 or repeats == "auto"
     pool = tuple(getattr(args, "device_pool", ()) or ())
-    runner_for = _runners(pool, make_runner, keep_spare, telemetry)
+    runner_for, pool = cluster or (_runners(pool, make_runner, keep_spare, telemetry), pool)
     session = RunSession(runner_for, history, progress, max_running=1 if getattr(args, "serial", False) else None)
     stopped_by: list[int] = []
     with _signals_stop(session, stopped_by):
@@ -67,6 +73,21 @@ async def run_configs(configs: list[RunOptions], args: argparse.Namespace,
     for stream in (out, err_file):
         stream.let_go()
     return code
+
+
+def _open_cluster(args: argparse.Namespace, configs: list[RunOptions]) -> tuple[Callable[[str], Any],
+                                                                              tuple[str, ...]] | None:
+    """``--cluster``: (each lane's runner, the lanes); None without it; ClusterError (one line) when it cannot be used.
+
+    One ClusterRunner serves every lane. ``open_cluster`` is looked up on :mod:`tui.engine.cluster`
+    when called: tests replace it there.
+    """
+    if not getattr(args, "cluster", None):
+        return None
+    from tui.engine import cluster
+
+    runner, lanes = cluster.open_cluster(args.cluster, configs[0].device, args.cluster_cpus)
+    return (lambda lane: runner), lanes
 
 
 def _runners(pool: tuple[str, ...], make_runner: Callable[..., Any], keep_spare: bool,

@@ -1,0 +1,351 @@
+"""A sweep on a Ray cluster (``--cluster``): one Ray task per run, its worker on a node, its events streamed.
+
+The first tests need no Ray: a fake transport plays the node's side (the handshake, a lost task,
+the node's end), and the CLI's refusals are one line. The ``slow`` ones start ONE local Ray cluster
+for the module (``ray.init`` with 4 CPUs, no dashboard, ``RAY_AUTH_MODE=disabled``: Ray 2.60 turns
+token authentication on for a cluster it starts) and run the fake worker on it, and once the real
+CPU worker (also ``torch``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import csv
+import functools
+import json
+import os
+import signal
+import socket
+import sys
+
+import pytest
+
+from fakes import fake_worker_argv
+from fakes.polling import poll_until
+from tui import __version__, cli
+from tui.engine import cluster
+from tui.engine.cluster.address import NEEDS_RAY, RAY_CLIENT_REFUSED
+from tui.engine.cluster.handshake import Hello, Versions
+from tui.engine.cluster.node import END, EVENTS, HELLO, WORKER
+from tui.engine.cluster.runner import ClusterRunner, TaskLost
+from tui.engine.history import History
+from tui.engine.options import RunOptions
+from tui.engine.protocol import BlockTimed, PhaseChanged, Started, encode
+from tui.engine.payloads import Env
+from tui.engine.results import RunRecord
+from tui.engine.session import RunSession
+from tui.telemetry.model import RunTelemetry
+
+HERE = Versions(compile_lab=__version__, ray="2.60.0", python=f"{sys.version_info[0]}.{sys.version_info[1]}")
+
+
+def _error_lines(capsys) -> list[str]:
+    return [line for line in capsys.readouterr().err.splitlines() if line.strip()]
+
+
+# ----- the caller's side, against a fake node (no Ray) ---------------------------------------------
+
+
+class FakeTask:
+    """A task whose node answers with ``items`` (then raises ``lost`` when given)."""
+
+    def __init__(self, items: list[dict], lost: TaskLost | None = None) -> None:
+        self._items, self.lost = items, lost
+        self.cancelled: list[tuple] = []
+
+    async def items(self):
+        for item in self._items:
+            await asyncio.sleep(0)
+            yield item
+        if self.lost is not None:
+            raise self.lost
+
+    async def cancel(self, node_id, pid) -> None:
+        self.cancelled.append((node_id, pid))
+
+    def kill_now(self, node_id, pid) -> None:
+        self.cancelled.append((node_id, pid))
+
+
+class FakeTransport:
+    def __init__(self, task: FakeTask) -> None:
+        self.task, self.submitted = task, []
+
+    def submit(self, request, num_cpus, num_gpus):
+        self.submitted.append((request, num_cpus, num_gpus))
+        return self.task
+
+    async def aclose(self) -> None:
+        pass
+
+
+def _hello(versions: Versions = HERE, refused: str | None = None) -> dict:
+    hello = Hello(versions=versions, node="n1", node_id="ab12", node_ip="10.0.0.1", pid=4242, refused=refused)
+    return {"kind": HELLO, **hello.to_json()}
+
+
+def _events(*events) -> dict:
+    return {"kind": EVENTS, "lines": [encode(event).decode() for event in events]}
+
+
+STARTED = Started(run_id="r", env=Env(node="n1", torch="2.13.0", gpu_name="H200", gpu_uuid="gpu-1", driver="580"))
+BLOCK = BlockTimed(side="eager", stage="measure", index=0, clock="perf_counter", ms=(2.0, 2.1))
+
+
+async def _run_fake(task: FakeTask) -> RunRecord:
+    record = RunRecord.new(RunOptions(device="cuda"))
+    runner = ClusterRunner(FakeTransport(task), HERE)
+    await runner.run(record)
+    return record
+
+
+async def test_a_node_with_another_compile_lab_is_refused_in_one_line_and_its_task_stopped():
+    task = FakeTask([_hello(Versions(compile_lab="9.9.9", ray="2.60.0", python=HERE.python)), _events(STARTED)])
+    record = await _run_fake(task)
+    assert (record.status, record.error_kind) == ("failed", "bad_options")
+    assert record.error_message == (f"node n1 was refused: compile-lab 9.9.9 there, {__version__} here (every node "
+                                    "needs the caller's compile-lab, Ray and Python minor version: docs/CLUSTER.md)")
+    assert record.env.node == "n1" and record.env.torch is None  # nothing it sent after the refusal was applied
+    assert task.cancelled == [("ab12", None)]
+
+
+async def test_a_task_lost_mid_run_is_a_failed_row_naming_the_node_and_keeps_what_arrived():
+    lost = TaskLost("WorkerCrashedError: The worker died unexpectedly while executing this task.", "the whole text")
+    task = FakeTask([_hello(), {"kind": WORKER, "pid": 99}, _events(STARTED, PhaseChanged(phase="measuring"), BLOCK)],
+                    lost)
+    record = await _run_fake(task)
+    assert (record.status, record.error_kind, record.error_detail) == ("failed", "crash", "the whole text")
+    assert record.error_message == ("node n1 (10.0.0.1) lost the run: WorkerCrashedError: The worker died "
+                                    "unexpectedly while executing this task.")
+    assert (record.env.node, record.env.gpu_uuid, record.env.driver, record.env.torch) == ("n1", "gpu-1", "580", "2.13.0")
+    assert len(record.samples["eager"]) == 1
+
+
+async def test_the_nodes_end_brings_its_runners_verdict_telemetry_and_warnings():
+    end = {"kind": END, "status": "failed", "error_kind": "timeout", "error_message": "timed out after 5 s (timeout_s) "
+           "while measuring", "error_detail": "stderr tail", "warnings": ["the CPU use of other processes was not "
+           "measured: psutil missing"], "telemetry": RunTelemetry(samples=12, sm_clock_mean_mhz=1980.0).to_json()}
+    record = await _run_fake(FakeTask([_hello(), _events(STARTED, PhaseChanged(phase="measuring")), end]))
+    assert (record.status, record.error_kind, record.error_message) == (
+        "failed", "timeout", "timed out after 5 s (timeout_s) while measuring")
+    assert (record.telemetry.samples, record.telemetry.sm_clock_mean_mhz) == (12, 1980.0)
+    assert "the CPU use of other processes was not measured: psutil missing" in record.warnings
+
+
+async def test_a_task_lost_before_it_reached_a_node_without_compile_lab_says_how_to_install_it():
+    record = await _run_fake(FakeTask([], TaskLost("ModuleNotFoundError: No module named 'tui'")))
+    assert record.error_message.startswith("compile-lab could not be imported on the node (ModuleNotFoundError")
+    assert "docs/CLUSTER.md" in record.error_message and "\n" not in record.error_message
+
+
+@pytest.mark.parametrize(
+    ("argv", "line"),
+    [
+        (["sweep", "--cluster", "ray://head:10001"], RAY_CLIENT_REFUSED),
+        (["sweep", "--cluster", "head"], "--cluster: 'head' is not allowed (allowed: auto, the Ray cluster this "
+                                         "machine is configured for, or HOST:PORT, its head's GCS address, e.g. "
+                                         "10.0.0.1:6379)"),
+        (["sweep", "--cluster", "auto", "--trace", "traces"],
+         "--cluster: --trace is not supported with a cluster (its files would be written on the node)"),
+        (["run", "--cluster", "auto", "--torch-trace"],
+         "--cluster: --torch-trace is not supported with a cluster (its files would be written on the node)"),
+        (["run", "--cluster", "auto", "--tlparse"],
+         "--cluster: --tlparse is not supported with a cluster (its files would be written on the node)"),
+        (["sweep", "--cluster", "auto", "--python", sys.executable],
+         "--cluster: --python is not supported with a cluster (the worker runs in the node's interpreter)"),
+        (["run", "--cluster", "auto", "--device", "cuda:all"],
+         "--cluster: --device cuda:all is not allowed (allowed: cpu, or cuda: Ray gives each run its GPU)"),
+        (["run", "--cluster-cpus", "2"], "--cluster-cpus applies with --cluster only"),
+        (["run", "--cluster", "auto", "--cluster-cpus", "0"],
+         "--cluster-cpus: 0 is not allowed (allowed: a number of CPUs above 0, at most 1024)"),
+    ],
+)
+def test_what_a_cluster_run_refuses_is_one_line_before_anything_runs(capsys, argv, line):
+    assert cli.main(argv) == 2
+    assert _error_lines(capsys) == [f"compile-lab: error: {line}"]
+
+
+def test_cluster_without_ray_installed_is_one_line_exit_2(monkeypatch, capsys):
+    monkeypatch.setitem(sys.modules, "ray", None)  # `import ray` now fails as if Ray were not installed
+    assert cli.main(["sweep", "--param", "n=64,128", "--cluster", "auto"]) == 2
+    assert _error_lines(capsys) == [f"compile-lab: error: {NEEDS_RAY}"]
+
+
+class NodesOnly:
+    """Ray as :func:`run_slots` and :func:`connect` see it: its nodes, and never initialised."""
+
+    def __init__(self, *resources: dict) -> None:
+        self._nodes = [{"Alive": True, "Resources": res} for res in resources] + [{"Alive": False, "Resources":
+                                                                                   {"CPU": 64.0, "GPU": 8.0}}]
+
+    def nodes(self):
+        return self._nodes
+
+    def is_initialized(self) -> bool:
+        return False
+
+    def init(self, **kwargs):
+        raise AssertionError("ray.init must not be reached")
+
+
+def test_the_runs_that_fit_at_once_count_live_nodes_gpus_and_cpus():
+    from tui.engine.cluster.ray_transport import run_slots
+
+    ray = NodesOnly({"CPU": 4.0, "GPU": 2.0}, {"CPU": 3.0}, {"CPU": 16.0, "GPU": 8.0})
+    assert run_slots(ray, "cuda", 1) == 10
+    assert run_slots(ray, "cuda", 4) == 1 + 4  # a GPU run needs its CPUs on the GPU's node
+    assert run_slots(ray, "cpu", 2) == 2 + 1 + 8
+    with pytest.raises(cluster.ClusterError, match=r"^--cluster h:1: the cluster shows no GPU \(a CUDA run asks"):
+        run_slots(NodesOnly({"CPU": 8.0}), "cuda", 1, "h:1")
+    with pytest.raises(cluster.ClusterError, match=r"no node has 32 CPUs for a run \(--cluster-cpus; the largest "
+                                                   r"has 16\)$"):
+        run_slots(ray, "cpu", 32, "h:1")
+
+
+def test_an_address_where_no_head_listens_is_one_line_at_once():
+    from tui.engine.cluster.ray_transport import connect
+
+    with socket.socket() as probe:  # a port nothing listens on once it is closed
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    with pytest.raises(cluster.ClusterError) as refused:
+        connect(NodesOnly(), f"127.0.0.1:{port}")
+    assert str(refused.value).startswith(f"--cluster 127.0.0.1:{port}: no Ray head answers there "
+                                         "(ConnectionRefusedError: ")
+
+
+# ----- on a local Ray cluster ------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def ray_cluster(tmp_path_factory):
+    """One local Ray cluster for the module (about 3-5 s and 350 MiB to start on 2 cores)."""
+    ray = pytest.importorskip("ray")
+    patch = pytest.MonkeyPatch()
+    patch.setenv("RAY_AUTH_MODE", "disabled")  # before Ray starts: 2.60 would turn token auth on
+    patch.setenv("COMPILE_LAB_HOME", str(tmp_path_factory.mktemp("node-home")))  # the nodes' locks dir
+    ray.init(num_cpus=4, include_dashboard=False, log_to_driver=False, object_store_memory=80 * 1024 * 1024)
+    try:
+        yield ray
+    finally:
+        ray.shutdown()
+        patch.undo()
+
+
+def _open(**env) -> tuple[ClusterRunner, tuple[str, ...]]:
+    return cluster.open_cluster("auto", "cpu", worker_argv=fake_worker_argv(), env=env)
+
+
+def _configs(count: int) -> list[RunOptions]:
+    return [RunOptions(workload="pointwise", params={"n": 64 * (1 + i)}, device="cpu", iters=40, block_size=10,
+                       timeout_s=120).validated() for i in range(count)]
+
+
+def _gone(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat") as stat:
+            return stat.read().rpartition(")")[2].split()[0] == "Z"  # killed, not yet reaped
+    except FileNotFoundError:
+        return True
+
+
+def _group(pgid: int) -> list[int]:
+    """The live processes of process group ``pgid``."""
+    members = []
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                if os.getpgid(int(entry)) == pgid and not _gone(int(entry)):
+                    members.append(int(entry))
+            except (ProcessLookupError, PermissionError):
+                pass
+    return members
+
+
+@pytest.mark.slow
+async def test_a_cpu_sweep_runs_as_ray_tasks_streams_its_events_and_a_killed_task_fails_alone(ray_cluster, tmp_path):
+    gate = tmp_path / "gate"
+    runner, lanes = _open(FAKE_WORKER_GATE=str(gate))
+    assert lanes == ("cluster:0", "cluster:1", "cluster:2", "cluster:3")
+    session = RunSession(lambda lane: runner, History())
+    records = session.submit(_configs(4), pool=lanes)
+    # The fake workers wait at the gate after their first measured round: blocks applied here while
+    # every task still runs are events streamed as they happened.
+    streamed = await poll_until(lambda: all(r.samples["eager"] and r.status == "measuring" for r in records)
+                                and all(runner.placements.get(r.run_id) and runner.placements[r.run_id].worker_pid
+                                        for r in records), within=90)
+    assert streamed, [(r.status, r.error_message) for r in records]
+    assert not any(r.finished for r in records)
+    victim = records[1]
+    placement = runner.placements[victim.run_id]
+    os.kill(placement.hello.pid, signal.SIGKILL)  # the Ray worker process running the task
+    assert await poll_until(lambda: victim.finished, within=30)
+    gate.touch()
+    await asyncio.wait_for(session.wait_settled(), 90)
+    await session.aclose()
+    assert [r.status for r in records] == ["done", "failed", "done", "done"]
+    host = socket.gethostname()
+    assert victim.error_kind == "crash"
+    assert victim.error_message.startswith(f"node {host} ("), victim.error_message
+    assert "lost the run: WorkerCrashedError" in victim.error_message and "\n" not in victim.error_message
+    assert all(r.env.node == host for r in records)
+    assert await poll_until(lambda: _gone(placement.worker_pid), within=10)  # its worker died with its task
+    stored, problems = History().load()
+    assert not problems
+    assert {r.run_id: r.status for r in stored} == {r.run_id: r.status for r in records}
+
+
+@pytest.mark.slow
+async def test_a_cancel_kills_the_workers_process_group_on_its_node(ray_cluster, tmp_path):
+    runner, _lanes = _open(FAKE_WORKER_BEHAVIOUR="hang")  # one block, then a grandchild in its group, then sleep
+    record = RunRecord.new(_configs(1)[0])
+    run = asyncio.ensure_future(runner.run(record))
+    pid = await poll_until(lambda: record.samples["eager"] and runner.placements[record.run_id].worker_pid,
+                           within=60)
+    assert pid, (record.status, record.error_message)
+    assert await poll_until(lambda: len(_group(pid)) >= 2, within=10)
+    run.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await run
+    assert (record.status, record.error_kind) == ("cancelled", "cancelled")
+    assert await poll_until(lambda: not _group(pid), within=15), _group(pid)
+    await runner.aclose()
+
+
+@pytest.mark.slow
+async def test_a_node_with_another_compile_lab_refuses_the_run_before_starting_a_worker(ray_cluster):
+    runner, _lanes = _open()
+    runner.versions = Versions(compile_lab="0.0.1", ray=runner.versions.ray, python=runner.versions.python)
+    record = await runner.run(RunRecord.new(_configs(1)[0]))
+    assert (record.status, record.error_kind) == ("failed", "bad_options")
+    assert record.error_message == (f"node {socket.gethostname()} was refused: compile-lab {__version__} there, "
+                                    "0.0.1 here (every node needs the caller's compile-lab, Ray and Python minor "
+                                    "version: docs/CLUSTER.md)")
+    assert not record.samples["eager"]
+    await runner.aclose()
+
+
+@pytest.mark.slow
+def test_the_cli_sweeps_on_the_cluster_and_each_row_names_its_node(ray_cluster, monkeypatch, tmp_path,
+                                                                    compile_lab_home):
+    monkeypatch.setattr(cluster, "open_cluster", functools.partial(cluster.open_cluster, worker_argv=fake_worker_argv()))
+    out = tmp_path / "sweep.csv"
+    code = cli.main(["sweep", "--workload", "pointwise", "--param", "n=64,128", "--device", "cpu", "--iters", "40",
+                     "--cluster", "auto", "--csv", str(out), "--quiet"])
+    assert code == 0
+    rows = list(csv.DictReader(out.open()))
+    assert [(row["status"], row["node"]) for row in rows] == [("done", socket.gethostname())] * 2
+    assert len(History().load()[0]) == 2
+
+
+@pytest.mark.slow
+@pytest.mark.torch
+def test_one_real_cpu_run_on_the_cluster(ray_cluster, tmp_path, compile_lab_home):
+    out = tmp_path / "run.json"
+    code = cli.main(["run", "--workload", "pointwise", "--param", "n=64", "--backend", "eager", "--device", "cpu",
+                     "--iters", "20", "--no-profile", "--cluster", "auto", "--json", str(out), "--quiet"])
+    assert code == 0
+    (run,) = json.loads(out.read_text())["runs"]
+    assert run["status"] == "done", run["error_message"]
+    assert run["env"]["node"] == socket.gethostname()
+    assert run["env"]["torch"] and "fake" not in run["env"]["torch"]

@@ -1,0 +1,201 @@
+"""Ray as the cluster: connect, count the runs that fit at once, submit each run as a task, cancel.
+
+Each run is a streaming generator task (``num_returns="streaming"``: every item the node yields
+reaches the caller as it is yielded, no actor needed) running :func:`tui.engine.cluster.node.run_on_node`.
+It asks for ``--cluster-cpus`` CPUs and, for a CUDA run, one GPU; Ray sets its CUDA_VISIBLE_DEVICES.
+``max_retries=0``: Ray must never run a killed or lost run again behind the caller's back (the row
+says it was lost); ``max_calls=1``: each run's task gets a fresh Ray worker process, which exits
+after it (nothing one run changed in that process reaches the next).
+
+A cancel runs a tiny task pinned to the run's node (``NodeAffinitySchedulingStrategy(soft=False)``,
+no CPU asked, so a full node still runs it) that SIGKILLs the worker's process group, then
+``ray.cancel(force=True)`` ends the task and its Ray worker process: a soft cancel would leave a
+worker that does not listen running.
+
+Everything here imports Ray inside functions: this module is imported only when ``--cluster`` is used.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import os
+import socket
+from typing import Any, AsyncIterator, Mapping
+
+from tui.engine.cluster.address import NEEDS_RAY, ClusterError, parse_address
+from tui.engine.cluster.handshake import local_versions
+from tui.engine.cluster.node import kill_group, run_on_node
+from tui.engine.cluster.runner import ClusterRunner, TaskLost
+from tui.engine.session import CLUSTER_LANE
+from tui.typed import printable
+
+__all__ = ["open_cluster", "require_ray", "connect", "run_slots", "RayTransport", "RayTask", "one_line",
+           "KILL_WAIT_S"]
+
+CONNECT_TIMEOUT_S = 10.0
+"""Seconds to wait for a TCP connection to a HOST:PORT address before Ray is asked to connect."""
+KILL_WAIT_S = 5.0
+"""Seconds a cancel waits for the kill task on the node before it cancels the Ray task anyway."""
+
+
+def require_ray() -> Any:
+    """The ``ray`` module; ClusterError (one line: how to install it) when it is not installed."""
+    try:
+        import ray
+    except ImportError:
+        raise ClusterError(NEEDS_RAY) from None
+    return ray
+
+
+def open_cluster(address: str, device: str, cpus: float, worker_argv: list[str] | None = None,
+                 env: Mapping[str, str] | None = None) -> tuple[ClusterRunner, tuple[str, ...]]:
+    """Connect (or reuse this process's Ray), count the runs of ``device`` that fit at once, make the runner.
+
+    Returns the runner and its lanes (``cluster:0`` ...). ClusterError for each refusal, one line.
+    """
+    address = parse_address(address)
+    ray = require_ray()
+    owns = connect(ray, address)
+    try:
+        slots = run_slots(ray, device, cpus, address)
+    except ClusterError:
+        if owns:
+            ray.shutdown()
+        raise
+    runner = ClusterRunner(RayTransport(ray, owns), local_versions(ray.__version__), cpus=cpus,
+                           worker_argv=worker_argv, env=env)
+    return runner, tuple(f"{CLUSTER_LANE}{index}" for index in range(slots))
+
+
+def connect(ray: Any, address: str) -> bool:
+    """``ray.init(address=...)`` unless Ray is initialised in this process already; True when it connected.
+
+    ``log_to_driver=False``: the nodes' output would otherwise be printed over the progress display.
+    """
+    if ray.is_initialized():
+        return False
+    if address != "auto":
+        _check_reachable(address)
+    # Ray's C++ side would print each connection retry's warning over the progress display.
+    os.environ.setdefault("RAY_BACKEND_LOG_LEVEL", "error")
+    try:
+        ray.init(address=address, log_to_driver=False, logging_level=logging.WARNING)
+    except Exception as exc:  # ConnectionError, an authentication or version error: each one line
+        raise ClusterError(f"--cluster {address}: could not connect to a Ray cluster: {one_line(exc)}") from None
+    return True
+
+
+def _check_reachable(address: str) -> None:
+    """ClusterError unless something listens at ``HOST:PORT`` (Ray itself would retry for minutes)."""
+    host, _, port = address.rpartition(":")
+    try:
+        with socket.create_connection((host.strip("[]"), int(port)), timeout=CONNECT_TIMEOUT_S):
+            pass
+    except OSError as exc:
+        raise ClusterError(f"--cluster {address}: no Ray head answers there ({one_line(exc)}); the address is the "
+                           "head's GCS address, which `ray start --head` prints") from None
+
+
+def run_slots(ray: Any, device: str, cpus: float, address: str = "") -> int:
+    """How many runs of ``device`` fit on the cluster's live nodes at once (each asks for ``cpus`` CPUs,
+    a CUDA run for one GPU besides); ClusterError when none fits."""
+    nodes = [node.get("Resources") or {} for node in ray.nodes() if node.get("Alive")]
+    by_cpu = [int(float(res.get("CPU", 0)) // cpus) if cpus > 0 else 1 << 20 for res in nodes]
+    if device.startswith("cuda"):
+        slots = sum(min(int(float(res.get("GPU", 0))), fit) for res, fit in zip(nodes, by_cpu))
+        if not slots:
+            gpus = sum(int(float(res.get("GPU", 0))) for res in nodes)
+            why = ("shows no GPU (a CUDA run asks for one)" if not gpus
+                   else f"has no node with a GPU and {cpus:g} CPUs (--cluster-cpus) for one run")
+            raise ClusterError(f"--cluster {address}: the cluster {why}")
+        return slots
+    slots = sum(by_cpu)
+    if not slots:
+        most = max((float(res.get("CPU", 0)) for res in nodes), default=0)
+        raise ClusterError(f"--cluster {address}: no node has {cpus:g} CPUs for a run (--cluster-cpus; the largest "
+                           f"has {most:g})")
+    return slots
+
+
+def one_line(exc: BaseException) -> str:
+    """``Type: the first meaningful line`` of an error (a task's own error stands for Ray's wrapper)."""
+    cause = getattr(exc, "cause", None)
+    source = cause if isinstance(cause, BaseException) else exc
+    lines = [line.strip() for line in str(source).splitlines() if line.strip()]
+    text = printable(lines[0])[:300] if lines else ""
+    return f"{type(source).__name__}: {text}" if text else type(source).__name__
+
+
+class RayTransport:
+    """Submits runs as Ray tasks (see the module docstring); ``owns``: it connected, so it disconnects."""
+
+    def __init__(self, ray: Any, owns: bool) -> None:
+        self.ray = ray
+        self.owns = owns
+        self._run = ray.remote(num_returns="streaming", max_retries=0, max_calls=1)(run_on_node)
+        self._kill = ray.remote(num_cpus=0, max_retries=0)(kill_group)
+        self._kills: list[Any] = []
+
+    def submit(self, request: dict[str, Any], num_cpus: float, num_gpus: float) -> "RayTask":
+        """Start ``request``'s task."""
+        generator = self._run.options(num_cpus=num_cpus, num_gpus=num_gpus,
+                                      name=f"compile-lab run {request.get('run_id')}").remote(request)
+        return RayTask(self, generator)
+
+    def kill(self, node_id: str, pid: int) -> Any:
+        """Start the task that SIGKILLs process group ``pid`` on node ``node_id``; its ObjectRef."""
+        from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
+
+        ref = self._kill.options(scheduling_strategy=NodeAffinitySchedulingStrategy(node_id, soft=False)).remote(pid)
+        self._kills.append(ref)
+        return ref
+
+    async def aclose(self) -> None:
+        """Wait a little for the kill tasks sent, then disconnect when this transport connected."""
+        kills, self._kills = self._kills, []
+        if kills:
+            with contextlib.suppress(Exception):
+                await asyncio.wait_for(asyncio.gather(*(_future(ref) for ref in kills), return_exceptions=True),
+                                       KILL_WAIT_S)
+        if self.owns:
+            self.owns = False
+            with contextlib.suppress(Exception):
+                self.ray.shutdown()
+
+
+class RayTask:
+    """One run's streaming generator task."""
+
+    def __init__(self, transport: RayTransport, generator: Any) -> None:
+        self.transport = transport
+        self.generator = generator
+
+    async def items(self) -> AsyncIterator[dict[str, Any]]:
+        """The node's items as they come; TaskLost when the task, its process or its node failed."""
+        try:
+            async for ref in self.generator:
+                yield await ref
+        except Exception as exc:  # Ray's errors (worker crashed, node died, cancelled, the task's own)
+            raise TaskLost(one_line(exc), printable(str(exc))) from None
+
+    async def cancel(self, node_id: str | None, pid: int | None) -> None:
+        """Kill the worker's process group on its node (waiting up to KILL_WAIT_S), then the task."""
+        try:
+            if node_id and pid:
+                with contextlib.suppress(Exception):
+                    await asyncio.wait_for(_future(self.transport.kill(node_id, pid)), KILL_WAIT_S)
+        finally:  # cancelled again while waiting (a session closing): the task still goes
+            self.transport.ray.cancel(self.generator, force=True)
+
+    def kill_now(self, node_id: str | None, pid: int | None) -> None:
+        """Send the kill task and cancel the task at once, waiting for neither."""
+        if node_id and pid:
+            with contextlib.suppress(Exception):
+                self.transport.kill(node_id, pid)
+        self.transport.ray.cancel(self.generator, force=True)
+
+
+def _future(ref: Any) -> "asyncio.Future[Any]":
+    return asyncio.wrap_future(ref.future())

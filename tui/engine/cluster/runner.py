@@ -1,0 +1,261 @@
+"""ClusterRunner: a session's runner whose runs happen on the nodes of a cluster, one task each.
+
+It implements the session's :class:`~tui.engine.session.Runner` protocol. One object serves every
+cluster lane (``cluster:0``, ``cluster:1``, ...): :meth:`ClusterRunner.run` keeps each run's state
+to itself, so runs go at once. The transport (:mod:`.ray_transport` for Ray; tests pass a fake)
+submits a run and hands back its items as the node yields them (:mod:`.node` lists them); this
+module turns them into the record, as :class:`~tui.engine.runner.WorkerRunner` does with a local
+worker's events:
+
+* the handshake: a node with another compile-lab, Ray or Python is refused (a failed row whose
+  message names what differs); the node's hostname is the row's ``env.node`` from then on;
+* the worker's events, decoded and checked here (:func:`tui.engine.protocol.decode`), applied to
+  the record, then passed to ``on_event``, as they come;
+* the node's end: the telemetry sampled there, the warnings its runner added, and how its runner
+  judged a run that sent no ``finished``/``failed`` (a timeout, a worker that died);
+* a task lost on the way (its node or its process died, Ray gave up) is a failed row (``crash``)
+  naming the node and Ray's error in one line; what the record holds already stays;
+* a cancel kills the worker's process group on its node, then the task.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+from dataclasses import dataclass
+from typing import Any, AsyncIterator, Callable, Mapping, Protocol
+
+from tui.engine.cluster.handshake import DOC, Hello, Versions, mismatch
+from tui.engine.cluster.node import END, EVENTS, HELLO, WORKER
+from tui.engine.protocol import FAILURE_KINDS, Event, ProtocolError, WorkerWarning, decode
+from tui.engine.results import RunRecord
+from tui.telemetry.model import RunTelemetry
+from tui.typed import printable
+
+__all__ = ["ClusterRunner", "Placement", "TaskLost", "Transport", "ClusterTask", "lost_message"]
+
+
+class TaskLost(Exception):
+    """A task's stream ended in an error of the cluster's (``str``: one line; ``detail``: Ray's whole text)."""
+
+    def __init__(self, message: str, detail: str = "") -> None:
+        super().__init__(message)
+        self.detail = detail
+
+
+class ClusterTask(Protocol):
+    """One run submitted to the cluster."""
+
+    def items(self) -> AsyncIterator[dict[str, Any]]:
+        """The node's items as they come; raises :class:`TaskLost` when the cluster lost the task."""
+        ...
+
+    async def cancel(self, node_id: str | None, pid: int | None) -> None:
+        """Kill process group ``pid`` on node ``node_id`` (when known), then the task."""
+        ...
+
+    def kill_now(self, node_id: str | None, pid: int | None) -> None:
+        """:meth:`cancel` without waiting for anything (a signal handler)."""
+        ...
+
+
+class Transport(Protocol):
+    """Submits runs to a cluster (:class:`~tui.engine.cluster.ray_transport.RayTransport`)."""
+
+    def submit(self, request: dict[str, Any], num_cpus: float, num_gpus: float) -> ClusterTask:
+        """Start one run's task asking for these resources."""
+        ...
+
+    async def aclose(self) -> None:
+        """Wait for what the transport still sends (kill tasks), then let the cluster go."""
+        ...
+
+
+@dataclass
+class Placement:
+    """Where a run's task is: what its hello said, and the worker process once it started."""
+
+    hello: Hello | None = None
+    worker_pid: int | None = None
+    ended: bool = False
+    killed: bool = False
+    """:meth:`ClusterRunner.kill_all` sent its kill already (a signal): a cancel after it only cancels the task."""
+
+    @property
+    def node(self) -> str | None:
+        """The node's hostname, once the task said it."""
+        return self.hello.node if self.hello is not None else None
+
+
+async def _maybe_await(value: Any) -> None:
+    if asyncio.iscoroutine(value):
+        await value
+
+
+class ClusterRunner:
+    """Runs each configuration as one task on a cluster (see the module docstring).
+
+    ``transport``: submits the tasks. ``versions``: the caller's (compared with each node's).
+    ``cpus``: the CPUs each run asks for (a CUDA run asks for one GPU too). ``worker_argv`` and
+    ``env``: the worker's command line and extra environment on the node (tests: the fake worker).
+    ``placements`` maps each running run's id to where it runs.
+    """
+
+    keep_spare = False
+
+    def __init__(self, transport: Transport, versions: Versions, *, cpus: float = 1,
+                 worker_argv: list[str] | None = None, env: Mapping[str, str] | None = None) -> None:
+        self.transport = transport
+        self.versions = versions
+        self.cpus = cpus
+        self.worker_argv = list(worker_argv) if worker_argv else None
+        self.env = dict(env or {})
+        self.placements: dict[str, Placement] = {}
+        self._tasks: dict[str, ClusterTask] = {}
+        self._closed = False
+
+    async def run(self, record: RunRecord, on_event: Callable[[Event], Any] | None = None) -> RunRecord:
+        """Run ``record``'s configuration on the cluster and return the record, ended.
+
+        Cancelling the calling task kills the run on its node and re-raises CancelledError.
+        """
+        if self._closed:
+            raise RuntimeError("the cluster runner was closed")
+        cuda = record.options.device.startswith("cuda")
+        task = self.transport.submit(self._request(record), num_cpus=self.cpus, num_gpus=1 if cuda else 0)
+        placement = self.placements[record.run_id] = Placement()
+        self._tasks[record.run_id] = task
+        try:
+            await self._follow(record, task, placement, on_event)
+        except asyncio.CancelledError:
+            await self._cancel(task, placement)
+            if not record.finished:
+                record.fail("cancelled", "cancelled")
+            raise
+        finally:
+            placement.ended = True
+            self._tasks.pop(record.run_id, None)
+            self.placements.pop(record.run_id, None)
+        return record
+
+    async def aclose(self) -> None:
+        """Let the cluster go once (the session calls this for each lane this runner serves)."""
+        if self._closed:
+            return
+        self._closed = True
+        await self.transport.aclose()
+
+    def kill_all(self) -> None:
+        """Kill every running run on its node now (no awaiting: a signal handler)."""
+        for run_id, task in list(self._tasks.items()):
+            placement = self.placements.get(run_id) or Placement()
+            placement.killed = True
+            try:
+                task.kill_now(_node_id(placement), placement.worker_pid)
+            except Exception:  # a cluster already gone: nothing left to kill
+                pass
+
+    # ----- one run ----------------------------------------------------------------------------
+
+    def _request(self, record: RunRecord) -> dict[str, Any]:
+        request: dict[str, Any] = {"run_id": record.run_id, "options": record.options.to_dict(),
+                                   "versions": self.versions.to_json()}
+        if self.worker_argv:
+            request["worker_argv"] = self.worker_argv
+        if self.env:
+            request["env"] = self.env
+        return request
+
+    async def _follow(self, record: RunRecord, task: ClusterTask, placement: Placement,
+                      on_event: Callable[[Event], Any] | None) -> None:
+        """Apply the task's items until its end; a lost task or a refused node fails the record."""
+        try:
+            async for item in task.items():
+                if not await self._take(record, item, placement, on_event):
+                    await self._cancel(task, placement)
+                    return
+        except TaskLost as exc:
+            if not record.finished:
+                record.fail("crash", lost_message(placement.hello, str(exc)), exc.detail)
+            return
+        if not record.finished:
+            record.fail("crash", f"the task on node {placement.node or 'unknown'} ended without saying how the "
+                                 "run ended")
+
+    async def _take(self, record: RunRecord, item: Any, placement: Placement,
+                    on_event: Callable[[Event], Any] | None) -> bool:
+        """Apply one item; False when the run must stop here (a refused node)."""
+        kind = item.get("kind") if isinstance(item, dict) else None
+        if kind == HELLO:
+            return self._hello(record, Hello.parse(item), placement)
+        if kind == WORKER and isinstance(item.get("pid"), int):
+            placement.worker_pid = item["pid"]
+        elif kind == EVENTS:
+            for line in item.get("lines") or ():
+                await self._event(record, line, placement, on_event)
+        elif kind == END:
+            _end(record, item, placement.node)
+        return True
+
+    def _hello(self, record: RunRecord, hello: Hello, placement: Placement) -> bool:
+        placement.hello = hello
+        if record.env.node is None and hello.node:
+            record.env = dataclasses.replace(record.env, node=printable(hello.node))
+        refusal = mismatch(self.versions, hello.versions, hello.node) or hello.refused
+        if refusal is not None:
+            record.fail("bad_options", refusal)
+            return False
+        return True
+
+    async def _event(self, record: RunRecord, line: Any, placement: Placement,
+                     on_event: Callable[[Event], Any] | None) -> None:
+        try:
+            event = decode(line)
+        except ProtocolError as exc:
+            event = WorkerWarning(message=f"node {placement.node or 'unknown'} sent a line that is not an event "
+                                          f"({exc})", source="runner")
+        record.apply(event)
+        if on_event is not None:
+            await _maybe_await(on_event(event))
+
+    async def _cancel(self, task: ClusterTask, placement: Placement) -> None:
+        try:
+            if placement.killed:
+                await task.cancel(None, None)
+            else:
+                await task.cancel(_node_id(placement), placement.worker_pid)
+        except Exception:  # a cluster already gone: nothing left to kill
+            pass
+
+
+def _node_id(placement: Placement) -> str | None:
+    return placement.hello.node_id if placement.hello is not None else None
+
+
+def _end(record: RunRecord, item: dict[str, Any], node: str | None) -> None:
+    """The node's end: its runner's warnings and telemetry, and its verdict on a run that sent none."""
+    for message in item.get("warnings") or ():
+        if isinstance(message, str) and printable(message) not in record.warnings:
+            record.warnings.append(printable(message))
+    telemetry, _problems = RunTelemetry.decode(item.get("telemetry") or {}, where="telemetry")
+    record.set_telemetry(telemetry)  # after the warnings: it renews the record's summary
+    if record.finished:
+        return
+    status, kind = item.get("status"), item.get("error_kind")
+    if status in ("failed", "cancelled") and kind in FAILURE_KINDS:
+        record.fail(kind, str(item.get("error_message") or kind), str(item.get("error_detail") or ""))
+    else:
+        record.fail("crash", f"the run on node {node or 'unknown'} ended {status!r} without its last event")
+
+
+def lost_message(hello: Hello | None, error: str) -> str:
+    """One line: which node lost the run (or that no node had started it), and Ray's error."""
+    if hello is None:
+        if "No module named 'tui'" in error:
+            return (f"compile-lab could not be imported on the node ({error}): install it on every node or ship "
+                    f"it in a runtime_env ({DOC})")
+        return f"the task was lost before it started on a node: {error}"
+    where = hello.node or "unknown"
+    if hello.node_ip:
+        where += f" ({hello.node_ip})"
+    return f"node {where} lost the run: {error}"
