@@ -219,3 +219,23 @@ async def test_aclose_cancels_drops_saves_and_closes_the_runners():
     assert sorted(history.lines) == sorted([(running.run_id, "cancelled"), (waiting.run_id, "cancelled")])
     with pytest.raises(RuntimeError, match="closing"):
         session.submit([_options()])
+
+
+@pytest.mark.parametrize("pool, retired", [(("cuda:0", "cuda:1"), 1), (("cluster:0", "cluster:1"), 0)])
+async def test_only_a_local_gpu_is_retired_after_runs_that_crash(pool, retired):
+    open_gate = asyncio.Event()
+    open_gate.set()
+    runners: dict[str, ScriptedRunner] = {}
+    records: list[RunRecord] = []
+
+    def runner_for(lane):
+        runner = runners.setdefault(lane, ScriptedRunner())
+        runner.fail_with = RuntimeError("the GPU fell off the bus")
+        runner.gates.update({record.run_id: open_gate for record in records})
+        return runner
+
+    session = RunSession(runner_for)
+    records.extend(session.submit([_options("cuda:0") for _ in range(4)], pool=pool))
+    await session.wait_settled()
+    assert all(r.status == "failed" and r.error_kind == "crash" for r in records)
+    assert len(session.retired) == retired  # a cluster lane is a slot on some node, not a GPU

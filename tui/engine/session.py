@@ -300,7 +300,7 @@ class RunSession:
                 record.fail("cancelled", "cancelled")
             self.running.pop(unit.lane, None)
             self._tasks.pop(unit.lane, None)
-            if unit.pool:
+            if unit.pool and is_local(unit.lane):  # a cluster's lane is a slot, not a GPU
                 self._judge_lane(unit)
             self._ended(record)
             if not self._closing:
