@@ -124,8 +124,11 @@ class CompileLabApp(QueueActions, TrustActions, PreviousRuns, ExportActions, Gro
         gpu_interval: float = 1.0,
         load_history: bool = True,
         install_signal_handlers: bool = False,
+        cluster: Any = None,
     ) -> None:
         super().__init__()
+        self.cluster = cluster
+        """Where every run goes when the app was started with ``--cluster`` (a ClusterLink), else None."""
         if telemetry is None:
             from tui.telemetry.nvml import NvmlSource
 
@@ -266,7 +269,9 @@ class CompileLabApp(QueueActions, TrustActions, PreviousRuns, ExportActions, Gro
         """
         if not options_list or self._shutting_down:
             return []
-        if pool:
+        from tui.engine.session import is_local
+
+        if pool and is_local(pool[0]):
             self.lanes.pinned(pool)  # queued by a key: pinned near the GPUs already (TrustActions._queue_now)
         records = self.session.submit(self.traced(options_list), repeats=repeats, pool=pool or None)
         self.pooled.update(r.run_id for r in records if pool)

@@ -76,7 +76,10 @@ class LaneRunners:
         """Held while a pool is pinned and queued: pools queued in a row start in that order."""
 
     def __call__(self, lane: str) -> Any:
-        from tui.engine.session import SHARED_LANE
+        from tui.engine.session import SHARED_LANE, is_local
+
+        if not is_local(lane):  # a Ray cluster's slot (compile-lab --cluster): one runner serves them all
+            return self._app.cluster.runner
 
         if lane == SHARED_LANE:
             return self._app.runner

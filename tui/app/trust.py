@@ -143,6 +143,10 @@ class TrustActions:
     def _queue_now(self: CompileLabApp, options_list: list[RunOptions], origin: str,
                    then: Callable[[list[RunRecord]], None] | None, repeats: int | str = 1,
                    pool: tuple[str, ...] = ()) -> None:
+        if self.cluster is not None:  # every run goes to the Ray cluster (compile-lab --cluster)
+            self.run_worker(self._queue_on_cluster(options_list, origin, then, repeats), group="queue-pool",
+                            exit_on_error=False, description="connect to the cluster, then queue")
+            return
         if pool:  # each GPU's cores are asked of NVML first, off the UI thread
             self.run_worker(self._queue_on_pool(options_list, origin, then, repeats, pool), group="queue-pool",
                             exit_on_error=False, description="pin the pool's lanes, then queue")
@@ -155,6 +159,25 @@ class TrustActions:
         async with self.lanes.lock:
             await self.lanes.pin(pool)
             self._queued(self.enqueue(options_list, origin=origin, repeats=repeats, pool=pool), then)
+
+    async def _queue_on_cluster(self: CompileLabApp, options_list: list[RunOptions], origin: str,
+                                then: Callable[[list[RunRecord]], None] | None, repeats: int | str) -> None:
+        from tui.app.cluster_link import on_cluster
+        from tui.engine.cluster import ClusterError
+
+        assert self.cluster is not None
+        options_list = [on_cluster(options) for options in options_list]
+        async with self.lanes.lock:
+            first = self.cluster.runner is None
+            try:
+                lanes = await self.cluster.lanes(options_list, getattr(self.runner, "worker_argv", None))
+            except ClusterError as exc:
+                self.notify(str(exc), title="Not run: the cluster", severity="error", markup=False)
+                return
+            if first:
+                self.notify(f"Runs go to the Ray cluster at {self.cluster.address}: {len(lanes)} at once.",
+                            title="Cluster", markup=False)
+            self._queued(self.enqueue(options_list, origin=origin, repeats=repeats, pool=lanes), then)
 
     def _queued(self: CompileLabApp, records: list[RunRecord], then: Callable[[list[RunRecord]], None] | None) -> None:
         if records:  # queued by a key press (run, sweep, re-run): the table follows the runs again

@@ -106,4 +106,26 @@ def _open_app(args: argparse.Namespace) -> int:
     except ImportError as exc:
         print(f"{PROG}: the app could not be loaded ({exc}); `{PROG} run --help` shows the command line")
         return 0
-    return int(run_app(no_mouse=args.no_mouse, theme=args.theme) or 0)
+    try:
+        cluster = _app_cluster(args)
+    except UsageError as exc:
+        return _usage_error(str(exc))
+    return int(run_app(no_mouse=args.no_mouse, theme=args.theme, cluster=cluster) or 0)
+
+
+def _app_cluster(args: argparse.Namespace) -> Any:
+    """The app's ``--cluster``: a ClusterLink (not connected yet: Ray is imported at the first run), or None."""
+    address, cpus = getattr(args, "app_cluster", None), getattr(args, "app_cluster_cpus", None)
+    if address is None:
+        if cpus is not None:
+            raise UsageError("--cluster-cpus applies with --cluster only")
+        return None
+    from tui.app.cluster_link import ClusterLink
+    from tui.cli.parse import cluster_cpus
+    from tui.engine.cluster.address import ClusterError, parse_address
+
+    try:
+        address = parse_address(address)
+    except ClusterError as exc:
+        raise UsageError(str(exc)) from None
+    return ClusterLink(address, cluster_cpus(cpus))

@@ -21,7 +21,7 @@ from tui.engine.options import (
 )
 
 __all__ = ["PROG", "UsageError", "build_parser", "options_from_args", "configs_from_args", "repeat_from_args",
-           "check_exports", "check_outputs", "check_cluster", "EXPORT_FLAGS"]
+           "check_exports", "check_outputs", "check_cluster", "cluster_cpus", "EXPORT_FLAGS"]
 
 PROG = "compile-lab"
 
@@ -157,6 +157,10 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"{PROG} {__version__}")
     parser.add_argument("--no-mouse", action="store_true", help="app: do not capture the mouse")
     parser.add_argument("--theme", metavar="NAME", help="app: a Textual theme")
+    parser.add_argument("--cluster", dest="app_cluster", metavar="ADDRESS",
+                        help="app: every run goes to this Ray cluster (auto or HOST:PORT; docs/CLUSTER.md)")
+    parser.add_argument("--cluster-cpus", dest="app_cluster_cpus", type=float, metavar="N",
+                        help="app: with --cluster, the CPUs each run asks Ray for (default 1)")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
 
     run = sub.add_parser("run", help="benchmark one configuration", description="Benchmark one configuration: eager vs torch.compile.")
@@ -295,9 +299,14 @@ def check_cluster(args: argparse.Namespace) -> None:
     if (getattr(args, "device", None) or RunOptions().device) not in ("cpu", "cuda"):
         raise UsageError(f"--cluster: --device {args.device} is not allowed (allowed: cpu, or cuda: Ray gives each "
                          "run its GPU)")
+    args.cluster_cpus = cluster_cpus(cpus)
+
+
+def cluster_cpus(cpus: float | None) -> float:
+    """``--cluster-cpus``, checked (UsageError, one line); the default when not given."""
     if cpus is not None and not (0 < cpus <= 1024):
         raise UsageError(f"--cluster-cpus: {cpus:g} is not allowed (allowed: a number of CPUs above 0, at most 1024)")
-    args.cluster_cpus = DEFAULT_CPUS if cpus is None else cpus
+    return DEFAULT_CPUS if cpus is None else cpus
 
 
 def device_pool_from_args(args: argparse.Namespace, gpu_count: Any = None) -> tuple[str, ...]:

@@ -93,12 +93,16 @@ def _number_text(value: float | int | None) -> str:
     return repr(value)
 
 
-def device_choices(gpus: Iterable[tuple[str, str]]) -> list[tuple[str, str]]:
+def device_choices(gpus: Iterable[tuple[str, str]], cluster: bool = False) -> list[tuple[str, str]]:
     """Select options for the device field: cpu, then each GPU as (``name uuid``, ``cuda:GPU-...``), then
     with two GPUs or more ``cuda:all`` (every GPU, one run each at once: :mod:`tui.app.gpu_pool`).
 
-    ``gpus`` yields ``(name, uuid)``; the uuid may be in any form ``nvml_uuid`` accepts.
+    ``gpus`` yields ``(name, uuid)``; the uuid may be in any form ``nvml_uuid`` accepts. On a Ray
+    cluster (``compile-lab --cluster``) the choices are a node's CPUs or some node's GPU, whatever
+    this machine has.
     """
+    if cluster:
+        return [("cpu (a node's CPUs)", "cpu"), ("cuda (a GPU of the Ray cluster)", "cuda")]
     choices = [("cpu", "cpu")]
     for name, raw in gpus:
         uuid = nvml_uuid(raw)
@@ -134,6 +138,7 @@ class Picker(VerticalScroll):
         self._wanted_device = self._initial.device
         self._devices_known = False
         self._error_shown = ""
+        self._cluster = False
 
     # ----- composition ----------------------------------------------------
 
@@ -208,8 +213,11 @@ class Picker(VerticalScroll):
         yield Static("", id="picker-error", markup=False)
 
     def on_mount(self) -> None:
-        """Help text and train flag for the initial workload (its inputs were composed)."""
+        """Help text and train flag for the initial workload (its inputs were composed); a cluster's devices."""
         self._sync_workload_fields()
+        if getattr(self.app, "cluster", None) is not None:
+            self._cluster = True
+            self.set_devices([])
 
     # ----- reactions ------------------------------------------------------
 
@@ -296,7 +304,7 @@ class Picker(VerticalScroll):
         selection when it is still there. A saved ``cuda:all`` the machine cannot give falls back to its
         one GPU (or cpu) with a notice, the first time the GPUs are known."""
         gpus = list(gpus)
-        choices = device_choices(gpus)
+        choices = device_choices(gpus, self._cluster)
         first, self._devices_known = not self._devices_known, True
         if choices != self._devices:
             self._devices = choices
@@ -307,12 +315,15 @@ class Picker(VerticalScroll):
                 select.set_options(choices)
                 select.value = self._kept_device(values, str(select.value))
             self.device = str(select.value)
-        if first and is_pool(self._wanted_device) and self._wanted_device not in [v for _, v in choices]:
+        if first and not self._cluster and is_pool(self._wanted_device) and self._wanted_device not in [
+                v for _, v in choices]:
             self._tell_pool_fallback()
 
     def _kept_device(self, values: list[str], current: str) -> str:
         if self._wanted_device in values:
             return self._wanted_device
+        if self._cluster and self._wanted_device.startswith("cuda"):
+            return "cuda"
         gpus = [value for value in values if value.startswith("cuda:GPU-")]
         if is_pool(self._wanted_device) and gpus:
             return gpus[0]  # every GPU of a machine with one

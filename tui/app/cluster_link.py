@@ -1,0 +1,55 @@
+"""The app on a Ray cluster (``compile-lab --cluster ADDRESS``): every run the app queues goes to the cluster.
+
+The same path as the command line's ``--cluster``: :func:`tui.engine.cluster.open_cluster` connects
+(off the UI thread: Ray takes seconds to connect) and says how many runs fit at once; the runs are
+submitted with those lanes (``cluster:0`` ...) as their pool, and the session's lane runners hand
+them to the one :class:`~tui.engine.cluster.runner.ClusterRunner`. A run's device there is ``cuda``
+(Ray gives it its GPU) or ``cpu``. Ray is imported only when the first run is queued. Imports no
+textual.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+from dataclasses import dataclass
+from typing import Any, Sequence
+
+from tui.engine.options import RunOptions
+
+__all__ = ["ClusterLink", "on_cluster"]
+
+
+def on_cluster(options: RunOptions) -> RunOptions:
+    """``options`` as a cluster runs them: any CUDA device is ``cuda`` (Ray picks the GPU)."""
+    if options.device.startswith("cuda") and options.device != "cuda":
+        return dataclasses.replace(options, device="cuda")
+    return options
+
+
+@dataclass
+class ClusterLink:
+    """Where the app's runs go: a Ray cluster's address and the CPUs each run asks for."""
+
+    address: str
+    cpus: float = 1.0
+    runner: Any = None
+    """The ClusterRunner, once connected (it serves every cluster lane)."""
+    slots: dict[str, int] = dataclasses.field(default_factory=dict)
+    """Runs at once, by device kind, as the cluster said when asked."""
+
+    async def lanes(self, options: Sequence[RunOptions], worker_argv: list[str] | None = None) -> tuple[str, ...]:
+        """The cluster lanes for runs of ``options`` (connecting on first use); ClusterError (one line)."""
+        from tui.engine import cluster
+        from tui.engine.session import CLUSTER_LANE
+
+        kind = "cuda" if any(o.device.startswith("cuda") for o in options) else "cpu"
+        if kind not in self.slots:
+            runner, lanes = await asyncio.to_thread(cluster.open_cluster, self.address, kind, self.cpus,
+                                                    worker_argv=worker_argv)
+            if self.runner is None:
+                self.runner = runner
+            elif runner is not self.runner:
+                await runner.aclose()  # this process's Ray is the first runner's: one is enough
+            self.slots[kind] = len(lanes)
+        return tuple(f"{CLUSTER_LANE}{index}" for index in range(self.slots[kind]))
