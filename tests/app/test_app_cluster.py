@@ -93,3 +93,4 @@ async def test_a_cluster_that_cannot_be_reached_queues_nothing_and_says_why(make
         await pilot.press("r")
         await wait_until(pilot, lambda: any("nothing answers" in m for m in notifications(app)), what="the refusal")
         assert app.session.records == []
+

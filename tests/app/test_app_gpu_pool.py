@@ -242,3 +242,14 @@ async def test_a_saved_cuda_all_on_a_smaller_machine_falls_back_with_a_notice(ma
         assert notice.startswith(f"The saved device cuda:all needs two GPUs or more; this machine shows {gpus} GPU")
         assert notice.endswith(f"the device is {'Fake H200 GPU-fa4e0000…' if gpus else 'cpu'}.")
         assert picker.current_options().validated().device == fallback  # a run is not refused
+
+
+async def test_the_palettes_serial_switch_caps_the_runs_at_once(make_app):
+    app = make_app(load_history=False)
+    async with app.run_test(size=(120, 40)) as pilot:
+        assert app.session.max_running is None
+        app.action_toggle_serial()
+        await pilot.pause()
+        assert app.session.max_running == 1 and any("One run at a time" in m for m in notifications(app))
+        app.action_toggle_serial()
+        assert app.session.max_running is None

@@ -46,6 +46,8 @@ def lab_commands(app: CompileLabApp) -> Iterator[SystemCommand]:
     yield SystemCommand("Cancel current run", "Stop the selected row's run if it runs, else every running one; "
                         "the queue goes on (x)", app.action_cancel_current)
     yield SystemCommand("Cancel all", "Stop every running benchmark and clear the queue (X)", app.action_cancel_all)
+    yield SystemCommand("Serial / parallel", "One run at a time even over several GPUs (the CLI's --serial), or "
+                        "one per GPU at once", app.action_toggle_serial)
     yield SystemCommand("Re-run selected", "Queue the selected row's options again (a)", app.action_rerun)
     yield SystemCommand("Details", "Every statistic of the selected row (enter)", app.action_details)
     yield SystemCommand("Export", "All ended rows to CSV, raw CSV and JSON (e)", app.action_export)

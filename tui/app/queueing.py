@@ -250,6 +250,14 @@ class QueueActions:
             self.notify(f"Cancelled {dropped} queued run(s).", markup=False)
         self.main_screen.mark_dirty(None)
 
+    def action_toggle_serial(self: CompileLabApp) -> None:
+        """One run at a time over a pool of GPUs (the CLI's ``--serial``), or one per GPU at once again."""
+        serial = self.session.max_running != 1
+        self.session.max_running = 1 if serial else None
+        self.notify("One run at a time from now on, even over several GPUs: a launch-bound model's host time "
+                    "has the host to itself." if serial else "One run per GPU at once again (cuda:all).",
+                    title="Serial" if serial else "Parallel", markup=False)
+
 
 def _check_interpreters(options: list[RunOptions]) -> None:
     """An A/B sweep's interpreters each a Python with torch (OptionsError naming ``--python``), as the CLI checks."""

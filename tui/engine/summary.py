@@ -294,7 +294,7 @@ def _beside_others_warning(others: int) -> str:
     # driver: a launch-bound run's host time is what such neighbours disturb first.
     runs = "run" if others == 1 else "runs"
     return (f"launch-bound and measured while {others} other {runs} of this session ran on other GPUs: its "
-            f"host time shares the host with them; re-run it alone (--serial, or a in the app) to check")
+            f"host time shares the host with them; re-run it alone (--serial; the app's Serial / parallel) to check")
 
 
 def _launch_bound_warning(sides: dict[str, SideStats], host_speedup: float, low: float | None,
