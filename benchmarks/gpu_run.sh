@@ -14,6 +14,7 @@
 #   bash benchmarks/gpu_run.sh profile_cnn   # issue 13's profile pass on CNN b64, default and reduce-overhead (~2 min)
 #   bash benchmarks/gpu_run.sh why_cnn       # issue 13's proof: the app's Kernels / Host time / Graphs tabs of
 #                                            # CNN b64 default and reduce-overhead, and the raw profiler ranges (~3 min)
+#   bash benchmarks/gpu_run.sh numa          # NVML's CPU affinity per GPU and the pinning plan (seconds)
 #   bash benchmarks/gpu_run.sh pool          # issue 16: one worker per GPU; the sweep on every GPU against one,
 #                                            # parallel against --serial for a launch-bound and a GPU-bound workload
 # Several stages in one call: bash benchmarks/gpu_run.sh seed extra
@@ -167,6 +168,24 @@ print("| file | " + " | ".join(cols) + " |"); print("|" + "---|" * (len(cols) + 
 for path in sys.argv[1:]:
     for row in csv.DictReader(open(path)):
         print(f"| {path.rsplit('/', 1)[-1]} | " + " | ".join((row.get(c) or "").replace("|", "/")[:300] for c in cols) + " |")
+PY
+}
+
+stage_numa() {
+  step "NVML's CPU affinity per GPU and the host's physical cores (the pool's pinning plan)"
+  python3 - <<'PY' | tee "$OUT/numa.txt"
+from tui.engine.placement import allowed_cpus, cpu_list_text, physical_cores, plan_cores
+from tui.telemetry.nvml import NvmlSource
+source = NvmlSource()
+near = {}
+for snap in source.snapshot():
+    cpus = source.cpu_affinity(snap.uuid)
+    near[f"cuda:{snap.index}"] = cpus or set()
+    print(f"cuda:{snap.index} {snap.name} {snap.uuid}: near CPUs {cpu_list_text(cpus) if cpus else None}")
+cpus = allowed_cpus()
+print(f"allowed CPUs {cpu_list_text(cpus)}; physical cores {len(physical_cores(cpus))}: {physical_cores(cpus)[:4]} ...")
+lanes = list(near) * 1
+print("plan for every GPU:", {lane: cpu_list_text(c) for lane, c in plan_cores(lanes, cpus, near).items()})
 PY
 }
 
