@@ -15,6 +15,8 @@
 #   bash benchmarks/gpu_run.sh why_cnn       # issue 13's proof: the app's Kernels / Host time / Graphs tabs of
 #                                            # CNN b64 default and reduce-overhead, and the raw profiler ranges (~3 min)
 #   bash benchmarks/gpu_run.sh numa          # NVML's CPU affinity per GPU and the pinning plan (seconds)
+#   bash benchmarks/gpu_run.sh contention    # CNN b64 with busy CPU processes beside it: floating, then kept off
+#                                            # the worker's pinned cores (~3 min)
 #   bash benchmarks/gpu_run.sh pool          # issue 16: one worker per GPU; the sweep on every GPU against one,
 #                                            # parallel against --serial for a launch-bound and a GPU-bound workload
 # Several stages in one call: bash benchmarks/gpu_run.sh seed extra
@@ -186,6 +188,32 @@ cpus = allowed_cpus()
 print(f"allowed CPUs {cpu_list_text(cpus)}; physical cores {len(physical_cores(cpus))}: {physical_cores(cpus)[:4]} ...")
 lanes = list(near) * 1
 print("plan for every GPU:", {lane: cpu_list_text(c) for lane, c in plan_cores(lanes, cpus, near).items()})
+PY
+}
+
+stage_contention() {
+  # A proxy for neighbours on one GPU: busy CPU processes beside a launch-bound run, floating over every
+  # core, then kept off the worker's cores (the worker pinned with COMPILE_LAB_CPUS, as a pooled lane is).
+  local hogs=${HOGS:-12} cores; cores=$(nproc)
+  local run="python3 -m tui sweep --device cuda:0 --no-history --quiet --workload cnn --param batch=64 --mode default,reduce-overhead --iters 400 --block-size 20"
+  step "contention: quiet"
+  timeout 150 $run --csv "$OUT/contention_quiet.csv"; echo "exit $?"
+  step "contention: $hogs busy processes on any core, the worker unpinned"
+  local pids=(); for _ in $(seq "$hogs"); do python3 -c 'while True: pass' & pids+=($!); done
+  timeout 150 $run --csv "$OUT/contention_floating.csv"; echo "exit $?"
+  kill "${pids[@]}"; wait "${pids[@]}" 2>/dev/null
+  step "contention: $hogs busy processes on cores 4-$((cores - 1)), the worker pinned to 0-3"
+  pids=(); for _ in $(seq "$hogs"); do taskset -c "4-$((cores - 1))" python3 -c 'while True: pass' & pids+=($!); done
+  COMPILE_LAB_CPUS=0-3 timeout 150 $run --csv "$OUT/contention_pinned.csv"; echo "exit $?"
+  kill "${pids[@]}"; wait "${pids[@]}" 2>/dev/null
+  python3 - "$OUT"/contention_quiet.csv "$OUT"/contention_floating.csv "$OUT"/contention_pinned.csv <<'PY' | tee "$OUT/contention.md"
+import csv, sys
+cols = ["mode", "verdict", "speedup", "eager_host_median_ms", "compiled_host_median_ms", "host_speedup",
+        "host_speedup_ci_low", "host_speedup_ci_high", "host_verdict", "other_cpu_cores", "cpu_affinity"]
+print("| case | " + " | ".join(cols) + " |"); print("|---|" + "---|" * len(cols))
+for path in sys.argv[1:]:
+    for row in csv.DictReader(open(path)):
+        print(f"| {path.rsplit('_', 1)[-1][:-4]} | " + " | ".join((row.get(c) or "")[:12] for c in cols) + " |")
 PY
 }
 
