@@ -202,3 +202,46 @@ def test_the_pool_env_asks_telemetry_which_cores_are_near_each_gpu():
     if len(allowed_cpus()) >= 2 and {0, 1} <= set(allowed_cpus()):
         assert envs == {"cuda:0": {CPUS_ENV: "1"}, "cuda:1": {CPUS_ENV: "0"}}
     assert pool_cpu_env(("cuda:0",), telemetry) == {"cuda:0": {}}
+
+
+def _cli_on_fake_gpus(monkeypatch, names):
+    """The CLI with the fake worker and a telemetry fake of ``names`` GPUs (this machine's NVML is not asked)."""
+    from tui import cli
+    from tui.cli import run as cli_run
+
+    telemetry = FakeSource(gpus=len(names), names=names)
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", ",".join(str(i) for i in range(len(names))))
+    monkeypatch.setattr(cli_run, "_telemetry", lambda configs: telemetry)
+    monkeypatch.setattr(cli, "make_runner", lambda keep_spare, telemetry=None, env=None: WorkerRunner(
+        fake_worker_argv(), keep_spare=False, telemetry=telemetry, env=env, sample_host=False))
+    return cli
+
+
+SWEEP = ["sweep", "--workload", "pointwise", "--mode", "default,reduce-overhead", "--iters", "8", "--block-size", "4",
+         "--warmup", "1", "--device", "cuda:all", "--no-history"]
+
+
+def test_each_gpu_kind_runs_every_configuration_on_each_kind(monkeypatch, tmp_path, capsys):
+    import csv
+
+    cli = _cli_on_fake_gpus(monkeypatch, ["Fake H100", "Fake H100", "Fake A100"])
+    out = tmp_path / "kinds.csv"
+    assert cli.main([*SWEEP, "--each-gpu-kind", "--quiet", "--csv", str(out)]) == 0
+    rows = list(csv.DictReader(out.open()))
+    by_kind = {}
+    for row in rows:
+        kind = "Fake A100" if row["device"] == "cuda:2" else "Fake H100"
+        by_kind.setdefault(kind, []).append(row["mode"])
+    assert {kind: sorted(modes) for kind, modes in by_kind.items()} == {
+        "Fake H100": ["default", "reduce-overhead"], "Fake A100": ["default", "reduce-overhead"]}
+
+
+def test_a_pool_of_several_kinds_says_so_and_refuses_repeats_without_each_gpu_kind(monkeypatch, capsys):
+    cli = _cli_on_fake_gpus(monkeypatch, ["Fake H100", "Fake A100"])
+    assert cli.main([*SWEEP, "--repeat", "2"]) == 2
+    err = capsys.readouterr().err
+    assert "--repeat with GPUs of several kinds (Fake H100 x1, Fake A100 x1)" in err and len(err.splitlines()) == 1
+    assert cli.main([*SWEEP]) == 0
+    assert "each configuration runs on whichever is free" in capsys.readouterr().err
+    assert cli.main(["sweep", "--device", "cuda:0", "--each-gpu-kind", "--no-history"]) == 2
+    assert "--each-gpu-kind needs a GPU list" in capsys.readouterr().err

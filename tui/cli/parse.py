@@ -53,6 +53,9 @@ def _add_run_flags(parser: argparse.ArgumentParser, sweep: bool) -> None:
     what.add_argument("--compile-optimizer", action="store_true", default=None, help="with --train: compile the optimizer step too")
     what.add_argument("--device", metavar="DEV", help=f"cpu, cuda, cuda:N or cuda:GPU-<uuid> (default {defaults.device}); "
                       "cuda:all or a list (cuda:0,cuda:3): one worker per GPU at once, runs dealt to free GPUs")
+    what.add_argument("--each-gpu-kind", action="store_true",
+                      help="with a GPU list of several kinds: every configuration on each kind, each on that kind's "
+                           "GPUs only (then compare --across gpu_name)")
     what.add_argument("--serial", action="store_true",
                       help="with a GPU list: one run at a time (a launch-bound model's host time then has the "
                            "host to itself)")
@@ -279,6 +282,7 @@ _NOT_ON_A_CLUSTER = (
     ("torch_trace", "--torch-trace", "its files would be written on the node"),
     ("tlparse", "--tlparse", "its files would be written on the node"),
     ("python", "--python", "the worker runs in the node's interpreter"),
+    ("each_gpu_kind", "--each-gpu-kind", "Ray picks each run's node; asking it for every kind is not built yet"),
 )
 
 

@@ -22,7 +22,7 @@ import sys
 from typing import Any, Callable
 
 from tui.app.option_fields import differing, option_words
-from tui.cli.parse import PROG
+from tui.cli.parse import PROG, UsageError
 from tui.cli.run_lines import RunLines
 from tui.engine.cluster.address import ClusterError
 from tui.engine.options import RunOptions
@@ -53,18 +53,26 @@ async def run_configs(configs: list[RunOptions], args: argparse.Namespace,
         history = History()
     repeats = getattr(args, "repeat", 1)
     per_config = repeats if isinstance(repeats, int) else 1
+    pool = tuple(getattr(args, "device_pool", ()) or ())
+    try:
+        pools = _pools_by_kind(pool, telemetry, args, err) if not cluster else [()]
+    except UsageError as exc:
+        _say(err, f"{PROG}: error: {exc}")
+        return 2
     # A log (stderr not a terminal) gets a line per run as it starts and ends; a live bar only draws at the end there.
     lines = None if args.quiet or err_file.isatty() else RunLines(err_file, configs)
-    progress = _Progress(err, len(configs) * per_config, enabled=not args.quiet and lines is None, lines=lines)
+    progress = _Progress(err, len(configs) * per_config * len(pools), enabled=not args.quiet and lines is None,
+                         lines=lines)
     progress.differs = differing(configs)
     progress.pooled = len(getattr(args, "device_pool", ()) or ()) > 1
     keep_spare = len(configs) * per_config > 1 or repeats == "auto"
-    pool = tuple(getattr(args, "device_pool", ()) or ())
     runner_for, pool = cluster or (_runners(pool, make_runner, keep_spare, telemetry), pool)
+    if cluster:
+        pools = [pool]
     session = RunSession(runner_for, history, progress, max_running=1 if getattr(args, "serial", False) else None)
     stopped_by: list[int] = []
     with _signals_stop(session, stopped_by):
-        interrupted = await _run_all(session, configs, progress, repeats, pool)
+        interrupted = await _run_all(session, configs, progress, repeats, pools)
     interrupted = interrupted or bool(stopped_by)  # a signal while closing counts too
     if telemetry is not None:
         with contextlib.suppress(Exception):
@@ -103,6 +111,33 @@ def _runners(pool: tuple[str, ...], make_runner: Callable[..., Any], keep_spare:
     return lambda lane: make_runner(keep_spare=keep_spare, telemetry=telemetry, env=envs.get(lane, {}))
 
 
+def _pools_by_kind(pool: tuple[str, ...], telemetry: Any, args: argparse.Namespace, err: Any) -> list[tuple[str, ...]]:
+    """The pools the configurations are submitted to: the pool itself, or one per GPU kind (``--each-gpu-kind``).
+
+    A pool of several kinds without the flag runs each configuration on whichever GPU is free: said on
+    stderr, and refused with ``--repeat`` (one row's processes would run on different hardware).
+    """
+    each = getattr(args, "each_gpu_kind", False)
+    if len(pool) <= 1:
+        if each:
+            raise UsageError("--each-gpu-kind needs a GPU list (--device cuda:all or cuda:0,cuda:3)")
+        return [pool]
+    from tui.engine.placement import kinds_of, kinds_text
+    from tui.engine.runner.gpu_lock import pool_gpu_names
+
+    kinds = kinds_of(pool, pool_gpu_names(pool, telemetry))
+    if each:
+        return [lanes for _, lanes in kinds]
+    if len(kinds) > 1:
+        if getattr(args, "repeat", 1) != 1:
+            raise UsageError(f"--repeat with GPUs of several kinds ({kinds_text(kinds)}) would run one row's processes "
+                             "on different hardware: add --each-gpu-kind, or list GPUs of one kind")
+        if not args.quiet:
+            _say(err, f"the GPUs are of several kinds ({kinds_text(kinds)}): each configuration runs on whichever is "
+                      "free, so rows may compare different hardware; --each-gpu-kind runs every configuration on each kind")
+    return [pool]
+
+
 def _telemetry(configs: list[RunOptions]) -> Any:
     if not any(c.device.startswith("cuda") for c in configs):
         return None
@@ -112,12 +147,14 @@ def _telemetry(configs: list[RunOptions]) -> Any:
 
 
 async def _run_all(session: RunSession, configs: list[RunOptions], progress: "_Progress",
-                   repeats: int | str = 1, pool: tuple[str, ...] = ()) -> bool:
-    """Submit, wait, close; True when Ctrl-C or a signal stopped it."""
+                   repeats: int | str = 1, pools: list[tuple[str, ...]] | None = None) -> bool:
+    """Submit (once per pool: one for each GPU kind with --each-gpu-kind), wait, close; True when Ctrl-C or a
+    signal stopped it."""
     interrupted = False
     with progress:
         try:
-            session.submit(configs, repeats=repeats, pool=pool or None)
+            for pool in pools or [()]:
+                session.submit(configs, repeats=repeats, pool=pool or None)
             await session.wait_settled()
         except asyncio.CancelledError:
             interrupted = True

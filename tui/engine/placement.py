@@ -21,7 +21,8 @@ from tui.engine.options import OptionsError
 from tui.engine.catalog import echo
 
 __all__ = ["CPUS_ENV", "POOL_ALL", "parse_device_pool", "is_pool", "split_cpus", "cpu_list_text",
-           "parse_cpu_list", "lane_cpu_env", "allowed_cpus", "plan_cores", "physical_cores", "thread_siblings"]
+           "parse_cpu_list", "lane_cpu_env", "allowed_cpus", "plan_cores", "physical_cores", "thread_siblings",
+           "kinds_of", "kinds_text"]
 
 CPUS_ENV = "COMPILE_LAB_CPUS"
 """The CPU cores a worker pins itself to (``0-3,8``), set by the runner of a pooled lane."""
@@ -60,6 +61,24 @@ def parse_device_pool(text: str, gpu_count: int | None) -> tuple[str, ...]:
             raise OptionsError("device", f"{part} is named twice in the GPU list")
         devices.append(part)
     return tuple(devices)
+
+
+def kinds_of(pool: Sequence[str], names: Mapping[str, str | None]) -> list[tuple[str, tuple[str, ...]]]:
+    """The pool's GPUs by kind (their product name; ``?`` when unknown), kinds in the order first met.
+
+    A pool of several kinds deals each configuration to whichever GPU is free, so rows of one sweep
+    would compare different hardware; ``--each-gpu-kind`` submits the configurations once per kind,
+    each to that kind's GPUs only.
+    """
+    kinds: dict[str, list[str]] = {}
+    for lane in pool:
+        kinds.setdefault(names.get(lane) or "?", []).append(lane)
+    return [(kind, tuple(lanes)) for kind, lanes in kinds.items()]
+
+
+def kinds_text(kinds: Sequence[tuple[str, Sequence[str]]]) -> str:
+    """``NVIDIA H100 x4, NVIDIA A100 x2``."""
+    return ", ".join(f"{kind} x{len(lanes)}" for kind, lanes in kinds)
 
 
 def allowed_cpus() -> tuple[int, ...]:

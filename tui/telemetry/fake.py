@@ -53,6 +53,7 @@ class FakeSource:
         name: product name of every GPU ("Fake H200").
         busy: spend ``cost_s`` burning CPU (like NVML) rather than sleeping.
         vary: values change from poll to poll; ``False`` keeps tick-0 values (snapshots).
+        names: each GPU's product name (a box of several kinds), instead of ``name`` for all.
         near_cpus: GPU index -> the CPUs near it (what NVML's CPU affinity reports); None: unknown.
         time_step_s: if set, timestamps are virtual (start + tick * step) and energy grows by
             power * step per poll, which makes samplers' results exact; otherwise real time.
@@ -72,6 +73,7 @@ class FakeSource:
         vary: bool = True,
         time_step_s: float | None = None,
         near_cpus: dict[int, Iterable[int]] | None = None,
+        names: list[str] | None = None,
     ) -> None:
         self.cost_s = cost_s
         self.busy = busy
@@ -86,7 +88,8 @@ class FakeSource:
         self._errors: list[BaseException] = []
         self._error_forever: BaseException | None = None
         self._gpus = [
-            _FakeGpu(index=i, uuid=f"gpu-fa4e0000-0000-4000-8000-{i:012d}", name=name) for i in range(gpus)
+            _FakeGpu(index=i, uuid=f"gpu-fa4e0000-0000-4000-8000-{i:012d}", name=names[i] if names else name)
+            for i in range(gpus)
         ]
 
     # -- scripting -----------------------------------------------------------------------

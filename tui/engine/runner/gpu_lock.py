@@ -19,7 +19,7 @@ from tui.engine.placement import lane_cpu_env
 from tui.telemetry.model import normalize_uuid, nvml_uuid
 
 __all__ = ["GpuResolver", "acquire_gpu_lock", "release_gpu_lock", "lock_name", "visible_devices_value",
-           "visible_gpu_count", "pool_cpu_env",
+           "visible_gpu_count", "pool_cpu_env", "pool_gpu_names",
            "uuid_of", "LOCK_RETRY_S"]
 
 LOCK_RETRY_S = 0.5
@@ -73,6 +73,21 @@ def pool_cpu_env(pool: Sequence[str], telemetry: Any = None) -> dict[str, dict[s
     finally:
         resolver.close()
     return lane_cpu_env(pool, near=near or None)
+
+
+def pool_gpu_names(pool: Sequence[str], telemetry: Any = None) -> dict[str, str | None]:
+    """Each pooled GPU's product name as NVML gives it (None when unknown). Blocks on NVML."""
+    resolver = GpuResolver(telemetry)
+    names: dict[str, str | None] = {}
+    try:
+        for lane in pool:
+            gpu = resolver.resolve(lane)
+            source = telemetry if telemetry is not None else resolver._nvml
+            found = source.find(gpu) if gpu is not None and source is not None else None
+            names[lane] = getattr(found, "name", None)
+    finally:
+        resolver.close()
+    return names
 
 
 def visible_devices_value(gpu: str) -> str:
