@@ -240,7 +240,8 @@ def test_a_pool_of_several_kinds_says_so_and_refuses_repeats_without_each_gpu_ki
     cli = _cli_on_fake_gpus(monkeypatch, ["Fake H100", "Fake A100"])
     assert cli.main([*SWEEP, "--repeat", "2"]) == 2
     err = capsys.readouterr().err
-    assert "--repeat with GPUs of several kinds (Fake H100 x1, Fake A100 x1)" in err and len(err.splitlines()) == 1
+    assert "--repeat: more than one process per configuration with GPUs of several kinds (Fake H100 x1, Fake A100 x1)" in err
+    assert len(err.splitlines()) == 1
     assert cli.main([*SWEEP]) == 0
     assert "each configuration runs on whichever is free" in capsys.readouterr().err
     assert cli.main(["sweep", "--device", "cuda:0", "--each-gpu-kind", "--no-history"]) == 2

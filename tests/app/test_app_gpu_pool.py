@@ -253,3 +253,24 @@ async def test_the_palettes_serial_switch_caps_the_runs_at_once(make_app):
         assert app.session.max_running == 1 and any("One run at a time" in m for m in notifications(app))
         app.action_toggle_serial()
         assert app.session.max_running is None
+
+
+async def test_a_box_of_two_gpu_kinds_refuses_repeats_over_cuda_all_and_says_rows_may_differ(make_app):
+    source = FakeSource(gpus=2, vary=False, names=["Fake H100", "Fake A100"])
+    app = make_app(telemetry=source, load_history=False)
+    async with app.run_test(size=(160, 48)) as pilot:
+        await wait_until(pilot, lambda: POOL_ALL in _device_values(app), what="cuda:all offered")
+        picker = app.query_one(Picker)
+        picker.query_one("#device", Select).value = POOL_ALL
+        picker.query_one("#repeat", Input).value = "2"
+        await pilot.pause()
+        app.table.focus()
+        await pilot.press("r")
+        await wait_until(pilot, lambda: any("different hardware" in m for m in notifications(app)), what="refusal")
+        assert app.session.records == []  # one row's processes would have run on an H100 and an A100
+        picker.query_one("#repeat", Input).value = "1"
+        await pilot.pause()
+        app.table.focus()
+        await pilot.press("r")
+        await wait_until(pilot, lambda: app.session.records and app.settled, timeout=60, what="the run")
+        assert any(m.startswith("The GPUs are of several kinds (Fake H100 x1, Fake A100 x1)") for m in notifications(app))

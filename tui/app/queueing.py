@@ -77,6 +77,18 @@ class QueueActions:
         device, pool = split_device(options.device if device is None else device, len(self.picker.gpu_devices))
         return dataclasses.replace(options, device=device), pool
 
+    def check_pool_kinds(self: CompileLabApp, pool: tuple[str, ...], repeats: int | str) -> None:
+        """A pool of several GPU kinds: OptionsError when one row's processes would mix kinds, else a notice that
+        rows may compare different hardware (:func:`tui.engine.placement.check_kinds`, the CLI's rule)."""
+        from tui.engine.placement import check_kinds, kinds_of
+
+        names = self.picker.gpu_names
+        kinds = kinds_of(pool, {f"cuda:{index}": name for index, name in enumerate(names)})
+        note = check_kinds(kinds, repeats)
+        if note:
+            self.notify(note[0].upper() + note[1:].replace("--each-gpu-kind", "the CLI's --each-gpu-kind") + ".",
+                        title="GPU kinds", severity="warning", markup=False)
+
     def _validated_picker_options(self: CompileLabApp) -> tuple[RunOptions, tuple[str, ...]] | None:
         """The picker's options, validated, and their pool of GPUs (empty without ``cuda:all``); None when refused.
         The config keeps them as the picker shows them (``cuda:all`` stays)."""
@@ -86,6 +98,7 @@ class QueueActions:
             options, pool = self.split_pool(raw)
             options = options.validated()
             repeat = picker.current_repeat()
+            self.check_pool_kinds(pool, repeat)
         except OptionsError as exc:
             picker.mark_invalid(exc)
             self.notify(str(exc), title="Run refused", severity="error", markup=False)
@@ -179,6 +192,7 @@ class QueueActions:
             repeats = repeat_choice(choice)
             pool = self._sweep_base(base, choice)[1]
             _check_interpreters(options)
+            self.check_pool_kinds(pool, repeats)
         except (OptionsError, ValueError) as exc:
             self.notify(str(exc), title="Sweep refused", severity="error", markup=False)
             return

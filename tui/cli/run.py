@@ -122,19 +122,19 @@ def _pools_by_kind(pool: tuple[str, ...], telemetry: Any, args: argparse.Namespa
         if each:
             raise UsageError("--each-gpu-kind needs a GPU list (--device cuda:all or cuda:0,cuda:3)")
         return [pool]
-    from tui.engine.placement import kinds_of, kinds_text
+    from tui.engine.options import OptionsError
+    from tui.engine.placement import check_kinds, kinds_of
     from tui.engine.runner.gpu_lock import pool_gpu_names
 
     kinds = kinds_of(pool, pool_gpu_names(pool, telemetry))
     if each:
         return [lanes for _, lanes in kinds]
-    if len(kinds) > 1:
-        if getattr(args, "repeat", 1) != 1:
-            raise UsageError(f"--repeat with GPUs of several kinds ({kinds_text(kinds)}) would run one row's processes "
-                             "on different hardware: add --each-gpu-kind, or list GPUs of one kind")
-        if not args.quiet:
-            _say(err, f"the GPUs are of several kinds ({kinds_text(kinds)}): each configuration runs on whichever is "
-                      "free, so rows may compare different hardware; --each-gpu-kind runs every configuration on each kind")
+    try:
+        note = check_kinds(kinds, getattr(args, "repeat", 1))
+    except OptionsError as exc:
+        raise UsageError(f"--{exc}") from None
+    if note and not args.quiet:
+        _say(err, note)
     return [pool]
 
 

@@ -22,7 +22,7 @@ from tui.engine.catalog import echo
 
 __all__ = ["CPUS_ENV", "POOL_ALL", "parse_device_pool", "is_pool", "split_cpus", "cpu_list_text",
            "parse_cpu_list", "lane_cpu_env", "allowed_cpus", "plan_cores", "physical_cores", "thread_siblings",
-           "kinds_of", "kinds_text"]
+           "kinds_of", "kinds_text", "check_kinds"]
 
 CPUS_ENV = "COMPILE_LAB_CPUS"
 """The CPU cores a worker pins itself to (``0-3,8``), set by the runner of a pooled lane."""
@@ -79,6 +79,19 @@ def kinds_of(pool: Sequence[str], names: Mapping[str, str | None]) -> list[tuple
 def kinds_text(kinds: Sequence[tuple[str, Sequence[str]]]) -> str:
     """``NVIDIA H100 x4, NVIDIA A100 x2``."""
     return ", ".join(f"{kind} x{len(lanes)}" for kind, lanes in kinds)
+
+
+def check_kinds(kinds: Sequence[tuple[str, Sequence[str]]], repeats: int | str) -> str | None:
+    """The rule for a pool of several GPU kinds dealt without ``--each-gpu-kind``: a note to show (rows may
+    compare different hardware), or OptionsError (field ``repeat``) when one row's processes would mix kinds."""
+    if len(kinds) <= 1:
+        return None
+    if repeats != 1:
+        raise OptionsError("repeat", f"more than one process per configuration with GPUs of several kinds "
+                                     f"({kinds_text(kinds)}) would run one row's processes on different hardware: "
+                                     "run each kind (--each-gpu-kind), or choose GPUs of one kind")
+    return (f"the GPUs are of several kinds ({kinds_text(kinds)}): each configuration runs on whichever is free, so "
+            "rows may compare different hardware; --each-gpu-kind runs every configuration on each kind")
 
 
 def allowed_cpus() -> tuple[int, ...]:
