@@ -93,7 +93,7 @@ async def test_a_broken_gpu_is_left_out_and_the_sweep_goes_on(monkeypatch):
     assert failed and all(r.options.device == "cuda:1" for r in failed)
     assert len(failed) <= RETIRE_AFTER
     assert all(r.status == "done" for r in records if r not in failed)
-    assert "cuda:1" in session.retired and "could not open it" in session.retired["cuda:1"]
+    assert "cuda:1" in session.retired and "before the worker could report its GPU" in session.retired["cuda:1"]
     assert any("left out of the rest" in w for w in failed[-1].warnings)
 
 
@@ -246,3 +246,43 @@ def test_a_pool_of_several_kinds_says_so_and_refuses_repeats_without_each_gpu_ki
     assert "each configuration runs on whichever is free" in capsys.readouterr().err
     assert cli.main(["sweep", "--device", "cuda:0", "--each-gpu-kind", "--no-history"]) == 2
     assert "--each-gpu-kind needs a GPU list" in capsys.readouterr().err
+
+
+def test_pinning_counts_the_cores_it_got_and_says_which_it_could_not_have():
+    import json
+    import subprocess
+    import sys
+
+    first = allowed_cpus()[0]
+    code = ("import json, os; from tui.engine.worker.affinity import pin_to_lane_cpus; env = {'COMPILE_LAB_CPUS': "
+            f"'{first},4095'}}; problem = pin_to_lane_cpus(env); "
+            "print(json.dumps([problem, env.get('OMP_NUM_THREADS'), sorted(os.sched_getaffinity(0)), "
+            "pin_to_lane_cpus({'COMPILE_LAB_CPUS': 'x'})]))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    problem, threads, mask, bad = json.loads(out)
+    assert mask == [first] and threads == "1"  # OMP_NUM_THREADS is the mask it got, not the cores it named
+    assert problem == f"COMPILE_LAB_CPUS={first},4095: only cores {first} of those may be used here"
+    assert bad.startswith("COMPILE_LAB_CPUS='x' was ignored")
+
+
+def test_the_apps_pool_names_follow_cuda_visible_devices(monkeypatch):
+    from tui.app.gpu_pool import pool_names
+
+    source = FakeSource(gpus=4, names=["A100", "A100", "H100", "H100"])
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "1,2")  # cuda:0 is the second A100, cuda:1 the first H100
+    assert pool_names(("cuda:0", "cuda:1"), source.snapshot()) == {"cuda:0": "A100", "cuda:1": "H100"}
+
+
+async def test_the_apps_second_pool_never_shares_cores_with_the_first():
+    from types import SimpleNamespace
+
+    from tui.app.gpu_pool import LaneRunners
+
+    app = SimpleNamespace(runner=SimpleNamespace(env={}, telemetry=FakeSource(gpus=4)), telemetry=None)
+    lanes = LaneRunners(app)
+    await lanes.pin(("cuda:0", "cuda:1", "cuda:2", "cuda:3"))
+    first = dict(lanes._envs)
+    await lanes.pin(("cuda:0", "cuda:1"))  # a sweep over two of them later
+    assert lanes._envs == first  # the plan stands: cuda:2 and cuda:3 keep theirs, nobody doubles up
+    cores = [set(parse_cpu_list(env[CPUS_ENV])) for env in first.values() if env]
+    assert all(not a & b for i, a in enumerate(cores) for b in cores[i + 1:]) or len(allowed_cpus()) < 4

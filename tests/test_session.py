@@ -239,3 +239,51 @@ async def test_only_a_local_gpu_is_retired_after_runs_that_crash(pool, retired):
     await session.wait_settled()
     assert all(r.status == "failed" and r.error_kind == "crash" for r in records)
     assert len(session.retired) == retired  # a cluster lane is a slot on some node, not a GPU
+
+
+async def test_a_run_cancelled_before_its_task_began_still_ends_and_frees_its_lane():
+    """x pressed in the very loop pass in which a lane's next run was started: the task is cancelled before
+    its first step, so only its done callback can end the run and start the rest."""
+    runner = ScriptedRunner()
+    session = RunSession(lambda lane: runner)
+    first, second, third = session.submit([_options(), _options(), _options()])
+    await _until(lambda: first.run_id in runner.gates)
+    original = session._start
+
+    def start_then_cancel(unit):
+        original(unit)
+        if unit.record is second:
+            session.cancel_running()  # before the new task ever ran
+
+    session._start = start_then_cancel
+    runner.gate(first).set()
+    await _until(lambda: third.run_id in runner.gates)
+    runner.gate(third).set()
+    await asyncio.wait_for(session.wait_settled(), 5)
+    assert [r.status for r in (first, second, third)] == ["done", "cancelled", "done"]
+    assert second.run_id not in runner.started  # it never reached the runner
+    assert session.ended() == [first, second, third]
+
+
+async def test_a_pool_made_only_of_retired_gpus_still_runs():
+    open_gate = asyncio.Event()
+    open_gate.set()
+    runners: dict[str, ScriptedRunner] = {}
+    records: list[RunRecord] = []
+
+    def runner_for(lane):
+        runner = runners.setdefault(lane, ScriptedRunner())
+        runner.fail_with = RuntimeError("no CUDA device")
+        runner.gates.update({record.run_id: open_gate for record in records})
+        return runner
+
+    session = RunSession(runner_for)
+    records.extend(session.submit([_options("cuda:0") for _ in range(6)], pool=("cuda:0", "cuda:1", "cuda:2")))
+    await session.wait_settled()
+    retired = tuple(sorted(session.retired))
+    assert len(retired) == 2  # the last one stays while no other remains
+    later = session.submit([_options("cuda:0")], pool=retired)
+    for runner in runners.values():
+        runner.gates[later[0].run_id] = open_gate
+    await asyncio.wait_for(session.wait_settled(), 5)
+    assert later[0].status == "failed"  # it ran (and failed), rather than waiting for ever

@@ -31,7 +31,7 @@ if TYPE_CHECKING:
     from tui.engine.results import RunRecord
     from tui.telemetry.model import GpuSnapshot
 
-__all__ = ["POOL_ALL", "POOL_DEVICE", "is_pool", "split_device", "visible_gpus", "LaneRunners", "run_gpu",
+__all__ = ["POOL_ALL", "POOL_DEVICE", "is_pool", "split_device", "visible_gpus", "LaneRunners", "run_gpu", "pool_names",
            "run_labels"]
 
 POOL_DEVICE = "cuda"
@@ -100,20 +100,33 @@ class LaneRunners:
 
     async def pin(self, pool: Sequence[str]) -> None:
         """Give each GPU lane of ``pool`` whole cores near its GPU (:func:`~tui.engine.runner.gpu_lock.pool_cpu_env`,
-        which asks NVML: in a thread); a later pool splits them again. Callers hold :attr:`lock`, so pools
-        queued one after the other keep their order."""
+        which asks NVML: in a thread). The plan covers every lane pinned so far too, so a second pool never
+        shares cores with the first (a run already going keeps its cores until it ends). Callers hold
+        :attr:`lock`, so pools queued one after the other keep their order."""
         from tui.engine.runner.gpu_lock import pool_cpu_env
 
+        lanes = self._every_lane(pool)
+        if set(lanes) == set(self._envs):
+            return  # these GPUs are pinned already: the plan stands
         try:
-            envs = await asyncio.to_thread(pool_cpu_env, tuple(pool), self._telemetry())
+            envs = await asyncio.to_thread(pool_cpu_env, lanes, self._telemetry())
         except Exception:  # NVML gone: the cores split without knowing which are near which GPU
-            envs = lane_cpu_env(pool)
-        self._use(pool, envs)
+            envs = lane_cpu_env(lanes)
+        self._use(lanes, envs)
 
     def pinned(self, pool: Sequence[str]) -> None:
         """:meth:`pin` without asking NVML (cores split evenly), for a pool queued without it."""
         if any(lane not in self._envs for lane in pool):
-            self._use(pool, lane_cpu_env(pool))
+            lanes = self._every_lane(pool)
+            self._use(lanes, lane_cpu_env(lanes))
+
+    def _every_lane(self, pool: Sequence[str]) -> tuple[str, ...]:
+        """The lanes pinned so far and ``pool``'s, in GPU order."""
+        def index(lane: str) -> tuple[int, str]:
+            tail = lane.rpartition(":")[2]
+            return (int(tail) if tail.isdigit() else 1 << 20, lane)
+
+        return tuple(sorted(set(self._envs) | set(pool), key=index))
 
     def _use(self, pool: Sequence[str], envs: dict[str, dict[str, str]]) -> None:
         self._envs.update({lane: envs.get(lane, {}) for lane in pool})
@@ -164,6 +177,18 @@ class _Shown:
 
     def snapshot(self, fields: Any = None) -> list[GpuSnapshot]:
         return self._snapshots
+
+    def find(self, uuid: Any) -> GpuSnapshot | None:
+        key = normalize_uuid(uuid)
+        return next((s for s in self._snapshots if normalize_uuid(s.uuid) == key), None)
+
+
+def pool_names(pool: Sequence[str], snapshots: Sequence[GpuSnapshot]) -> dict[str, str | None]:
+    """Each pooled GPU's name from the pane's last snapshots, ``cuda:N`` resolved as the runner resolves it
+    (CUDA_VISIBLE_DEVICES, then PCI order); no NVML call."""
+    from tui.engine.runner.gpu_lock import pool_gpu_names
+
+    return pool_gpu_names(pool, _Shown(snapshots))
 
 
 def run_labels(records: Sequence[RunRecord]) -> dict[str, str]:

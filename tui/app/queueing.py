@@ -80,10 +80,13 @@ class QueueActions:
     def check_pool_kinds(self: CompileLabApp, pool: tuple[str, ...], repeats: int | str) -> None:
         """A pool of several GPU kinds: OptionsError when one row's processes would mix kinds, else a notice that
         rows may compare different hardware (:func:`tui.engine.placement.check_kinds`, the CLI's rule)."""
+        from tui.app.components.gpu_pane import GpuPane
+        from tui.app.gpu_pool import pool_names
         from tui.engine.placement import check_kinds, kinds_of
 
-        names = self.picker.gpu_names
-        kinds = kinds_of(pool, {f"cuda:{index}": name for index, name in enumerate(names)})
+        if len(pool) < 2:
+            return
+        kinds = kinds_of(pool, pool_names(pool, self.query_one(GpuPane).snapshots))
         note = check_kinds(kinds, repeats)
         if note:
             self.notify(note[0].upper() + note[1:].replace("--each-gpu-kind", "the CLI's --each-gpu-kind") + ".",
@@ -267,7 +270,7 @@ class QueueActions:
     def action_toggle_serial(self: CompileLabApp) -> None:
         """One run at a time over a pool of GPUs (the CLI's ``--serial``), or one per GPU at once again."""
         serial = self.session.max_running != 1
-        self.session.max_running = 1 if serial else None
+        self.session.set_max_running(1 if serial else None)
         self.notify("One run at a time from now on, even over several GPUs: a launch-bound model's host time "
                     "has the host to itself." if serial else "One run per GPU at once again (cuda:all).",
                     title="Serial" if serial else "Parallel", markup=False)

@@ -23,8 +23,8 @@ listen to what happens (:class:`SessionListener`), cancel, and export what
 * **Pools.** ``submit(..., pool=("cuda:0", "cuda:1"))`` (``--device cuda:all``) deals units to
   the pool's lanes: each starts in the first free one, its record's device set to that GPU,
   one run per GPU at once (``max_running`` caps all lanes: ``--serial``). A GPU whose runs
-  crash or cannot open it :data:`RETIRE_AFTER` times in a row is retired while another lane of
-  the pool remains. Each record's ``concurrent_runs`` is the most other local runs beside it.
+  fail :data:`RETIRE_AFTER` times in a row before the worker reports its GPU is retired while
+  another lane of the pool remains. Each record's ``concurrent_runs`` is the most other local runs beside it.
   Lanes named ``cluster:N`` run on other machines and never hold this host.
 * **Ending.** Every record ends done, failed or cancelled. A queued unit dropped by a cancel
   ends ``cancelled`` ("cancelled before it started"). Every ended record, cancelled ones
@@ -154,6 +154,8 @@ class RunSession:
         self.retired: dict[str, str] = {}
         """Pooled lanes left out after failing runs in a row: lane -> why."""
         self._lane_failures: dict[str, int] = {}
+        self._began: set[str] = set()
+        """Run ids whose task has begun its body (a task cancelled before that never runs it)."""
         self._pools: dict[str, tuple[str, ...]] = {}
         self.records: list[RunRecord] = []
         """Every record this session made, in submission order."""
@@ -238,7 +240,7 @@ class RunSession:
 
     def _free_lane(self, unit: RunUnit) -> str | None:
         """The lane ``unit`` can start in now: its own, or its pool's first free one still in use."""
-        lanes = [lane for lane in unit.pool if lane not in self.retired] if unit.pool else [unit.lane]
+        lanes = ([lane for lane in unit.pool if lane not in self.retired] or list(unit.pool)) if unit.pool else [unit.lane]
         return next((lane for lane in lanes if self._lane_free(lane)), None)
 
     def _lane_free(self, lane: str) -> bool:
@@ -271,7 +273,11 @@ class RunSession:
         self.running[unit.lane] = unit
         self._count_neighbours()
         self._unsaved.add(unit.record.run_id)
-        self._tasks[unit.lane] = asyncio.get_running_loop().create_task(self._run(unit, runner))
+        task = asyncio.get_running_loop().create_task(self._run(unit, runner))
+        # A task cancelled before its first step never runs _run's body, so its finally would not end the
+        # run or free the lane: the callback does it then.
+        task.add_done_callback(lambda done: self._never_began(done, unit))
+        self._tasks[unit.lane] = task
         self.listener.run_started(unit.record)
 
     def _count_neighbours(self) -> None:
@@ -288,6 +294,7 @@ class RunSession:
 
     async def _run(self, unit: RunUnit, runner: Runner) -> None:
         record = unit.record
+        self._began.add(record.run_id)
         try:
             await runner.run(record, on_event=lambda event: self.listener.run_event(record, event))
         except asyncio.CancelledError:
@@ -296,19 +303,37 @@ class RunSession:
         except Exception as exc:  # a runner bug must not lose the run or stop the queue
             record.fail("crash", f"the run task failed: {type(exc).__name__}: {exc}")
         finally:
-            if not record.finished:
-                record.fail("cancelled", "cancelled")
-            self.running.pop(unit.lane, None)
-            self._tasks.pop(unit.lane, None)
-            if unit.pool and is_local(unit.lane):  # a cluster's lane is a slot, not a GPU
-                self._judge_lane(unit)
-            self._ended(record)
-            if not self._closing:
-                self._start_ready()
+            self._began.discard(record.run_id)
+            self._lane_done(unit)
+
+    def _never_began(self, task: asyncio.Task, unit: RunUnit) -> None:
+        if task.cancelled() and self.running.get(unit.lane) is unit and self._tasks.get(unit.lane) is task \
+                and unit.record.run_id not in self._began:
+            self._lane_done(unit)
+
+    def _lane_done(self, unit: RunUnit) -> None:
+        """The run of ``unit`` ended (or was cancelled before it began): end it, free its lane, start the next."""
+        record = unit.record
+        if not record.finished:
+            record.fail("cancelled", "cancelled")
+        self.running.pop(unit.lane, None)
+        self._tasks.pop(unit.lane, None)
+        if unit.pool and is_local(unit.lane):  # a cluster's lane is a slot, not a GPU
+            self._judge_lane(unit)
+        self._ended(record)
+        if not self._closing:
+            self._start_ready()
+
+    def set_max_running(self, count: int | None) -> None:
+        """At most ``count`` runs at once from now on (1: ``--serial``; None: one per free lane)."""
+        self.max_running = count
+        with contextlib.suppress(RuntimeError):  # no running loop: the next start applies it
+            asyncio.get_running_loop().call_soon(self._start_ready)
 
     def _judge_lane(self, unit: RunUnit) -> None:
-        """Leave a pooled GPU out once :data:`RETIRE_AFTER` runs in a row crashed or could not open it
-        (a broken or lost GPU), while another lane of the pool is still in use."""
+        """Leave a pooled GPU out once :data:`RETIRE_AFTER` runs in a row could not open it (a broken or lost
+        GPU), while another lane of the pool is still in use. A later pool made only of retired GPUs still
+        uses them (better a failed row than a run that never starts)."""
         record, lane = unit.record, unit.lane
         if not _gpu_failed(record):
             self._lane_failures[lane] = 0
@@ -316,8 +341,8 @@ class RunSession:
         self._lane_failures[lane] = failures = self._lane_failures.get(lane, 0) + 1
         others = [other for other in unit.pool if other != lane and other not in self.retired]
         if failures >= RETIRE_AFTER and others and lane not in self.retired:
-            why = (f"{lane} was left out of the rest of this session's pool: its last {failures} runs crashed "
-                   f"or could not open it ({record.error_message or record.error_kind})")
+            why = (f"{lane} was left out of the rest of this session's pool: its last {failures} runs failed "
+                   f"before the worker could report its GPU ({record.error_message or record.error_kind})")
             self.retired[lane] = why
             record.warnings.append(why)
 
@@ -463,11 +488,12 @@ def _options_in(unit: RunUnit, lane: str) -> RunOptions:
 
 
 def _gpu_failed(record: RunRecord) -> bool:
-    """A failure that says more about the GPU than the configuration: the worker died, or never
-    reported its environment (the device could not be opened)."""
+    """A failure that says more about the GPU than the configuration: the worker never reported its
+    environment (it died, or the device could not be opened, before anything of the configuration ran).
+    A crash later may be the configuration's (inductor's code), so it does not count."""
     if record.status != "failed" or record.error_kind in ("cancelled", "timeout"):
         return False
-    return record.error_kind == "crash" or record.env.torch is None
+    return record.env.torch is None
 
 
 def _later_repeat(options: RunOptions) -> RunOptions:

@@ -339,11 +339,6 @@ class Picker(VerticalScroll):
                     f"the device is {label}.", title="Device", severity="warning", markup=False, timeout=10)
 
     @property
-    def gpu_names(self) -> list[str]:
-        """The machine's GPUs' product names, by ``cuda:N`` index (PCI order)."""
-        return list(self._gpu_names)
-
-    @property
     def gpu_devices(self) -> list[tuple[str, str]]:
         """The machine's GPUs as ``cuda:N`` (PCI order, as the pool names them): ``(label, device)`` each."""
         return [(f"cuda:{index}", f"cuda:{index}") for index in range(len(self._gpu_names))]

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import os
 
-from tui.engine.placement import CPUS_ENV, parse_cpu_list
+from tui.engine.placement import CPUS_ENV, cpu_list_text, parse_cpu_list
 
 __all__ = ["pin_to_lane_cpus"]
 
@@ -29,7 +29,10 @@ def pin_to_lane_cpus(environ: "os._Environ[str] | dict[str, str]" = os.environ) 
         return f"{CPUS_ENV} was ignored: this OS cannot pin a process to cores"
     try:
         os.sched_setaffinity(0, cpus)
+        applied = os.sched_getaffinity(0)  # Linux keeps only the cores this process may use
     except OSError as exc:
         return f"{CPUS_ENV}={text} could not be applied: {exc.strerror or exc}"
-    environ.setdefault("OMP_NUM_THREADS", str(len(cpus)))
+    environ.setdefault("OMP_NUM_THREADS", str(len(applied)))
+    if len(applied) < len(cpus):
+        return f"{CPUS_ENV}={text}: only cores {cpu_list_text(applied)} of those may be used here"
     return None
