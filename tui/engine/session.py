@@ -42,7 +42,6 @@ import asyncio
 import contextlib
 import dataclasses
 from collections import deque
-from dataclasses import dataclass
 from typing import Any, Callable, Protocol, Sequence
 
 from tui.engine.artifacts import run_folder
@@ -50,20 +49,22 @@ from tui.engine.options import RunOptions
 from tui.engine.protocol import Event
 from tui.engine.prune import CapKeeper
 from tui.engine.repeats import AUTO, group_records, parse_repeat, summarize_group, wants_another_process
+from tui.engine.lanes import (
+    CLUSTER_LANE,
+    RETIRE_AFTER,
+    SHARED_LANE,
+    LaneHealth,
+    RunUnit,
+    is_local,
+    lane_of,
+    options_in,
+)
 from tui.engine.results import RunRecord, new_run_id
 
 __all__ = ["RunSession", "RunUnit", "SessionListener", "Runner", "lane_of", "is_local", "SHARED_LANE",
            "CLUSTER_LANE", "RETIRE_AFTER"]
 
-SHARED_LANE = "local"
-"""The one lane of a session that runs everything in turn."""
 CANCELLED_BEFORE_START = "cancelled before it started"
-CLUSTER_LANE = "cluster:"
-"""Prefix of a cluster's lanes (``cluster:0`` ...): runs elsewhere, never on this host."""
-RETIRE_AFTER = 2
-"""A pooled GPU whose runs crashed or could not open it this many times in a row is left out of the pool."""
-
-
 class Runner(Protocol):
     """What a session needs from a runner (:class:`tui.engine.runner.WorkerRunner` is one)."""
 
@@ -98,32 +99,6 @@ class SessionListener:
         """The size cap deleted older runs' files (a :class:`~tui.engine.prune.PruneResult`); their lines stay."""
 
 
-@dataclass(frozen=True)
-class RunUnit:
-    """One run to make: a record (its configuration), which repeat it is, and its lane.
-
-    ``pool``: the lanes it may run in (a GPU pool: any free one, chosen when it starts; ``lane``
-    is then the one it got); empty: ``lane`` alone.
-    """
-
-    record: RunRecord
-    repeat: int
-    lane: str
-    pool: tuple[str, ...] = ()
-
-
-def is_local(lane: str) -> bool:
-    """Whether a lane runs on this host (a cluster's lanes run elsewhere and never hold it)."""
-    return not lane.startswith(CLUSTER_LANE)
-
-
-def lane_of(options: RunOptions, parallel: bool) -> str:
-    """The lane of a run: one shared lane, or with ``parallel`` one per GPU and the host for CPU runs."""
-    if not parallel or options.device == "cpu":
-        return SHARED_LANE
-    return options.device
-
-
 class RunSession:
     """Queue, run, end and save runs; see the module docstring for the policies.
 
@@ -151,9 +126,7 @@ class RunSession:
         self.spare = spare
         self.max_running = max_running
         """At most this many runs at once (``--serial``: 1); None: one per free lane."""
-        self.retired: dict[str, str] = {}
-        """Pooled lanes left out after failing runs in a row: lane -> why."""
-        self._lane_failures: dict[str, int] = {}
+        self.health = LaneHealth()
         self._began: set[str] = set()
         """Run ids whose task has begun its body (a task cancelled before that never runs it)."""
         self._pools: dict[str, tuple[str, ...]] = {}
@@ -240,7 +213,7 @@ class RunSession:
 
     def _free_lane(self, unit: RunUnit) -> str | None:
         """The lane ``unit`` can start in now: its own, or its pool's first free one still in use."""
-        lanes = ([lane for lane in unit.pool if lane not in self.retired] or list(unit.pool)) if unit.pool else [unit.lane]
+        lanes = self.health.lanes_for(unit)
         return next((lane for lane in lanes if self._lane_free(lane)), None)
 
     def _lane_free(self, lane: str) -> bool:
@@ -256,7 +229,7 @@ class RunSession:
     @staticmethod
     def _placed(unit: RunUnit, lane: str) -> RunUnit:
         """``unit`` in ``lane``; a pooled CUDA run's device becomes the GPU it got."""
-        unit.record.options = _options_in(unit, lane)
+        unit.record.options = options_in(unit, lane)
         return dataclasses.replace(unit, lane=lane)
 
     def _start(self, unit: RunUnit) -> None:
@@ -267,7 +240,7 @@ class RunSession:
         if hasattr(runner, "next_options"):
             # The spare is for the next unit of this lane: with alternating interpreters (an A/B
             # sweep) a spare for this run's would be the wrong one every time.
-            runner.next_options = None if upcoming is None else _options_in(upcoming, unit.lane)
+            runner.next_options = None if upcoming is None else options_in(upcoming, unit.lane)
         with contextlib.suppress(ValueError):
             unit.record.set_status("starting")
         self.running[unit.lane] = unit
@@ -319,7 +292,7 @@ class RunSession:
         self.running.pop(unit.lane, None)
         self._tasks.pop(unit.lane, None)
         if unit.pool and is_local(unit.lane):  # a cluster's lane is a slot, not a GPU
-            self._judge_lane(unit)
+            self.health.judge(unit)
         self._ended(record)
         if not self._closing:
             self._start_ready()
@@ -329,22 +302,6 @@ class RunSession:
         self.max_running = count
         with contextlib.suppress(RuntimeError):  # no running loop: the next start applies it
             asyncio.get_running_loop().call_soon(self._start_ready)
-
-    def _judge_lane(self, unit: RunUnit) -> None:
-        """Leave a pooled GPU out once :data:`RETIRE_AFTER` runs in a row could not open it (a broken or lost
-        GPU), while another lane of the pool is still in use. A later pool made only of retired GPUs still
-        uses them (better a failed row than a run that never starts)."""
-        record, lane = unit.record, unit.lane
-        if not _gpu_failed(record):
-            self._lane_failures[lane] = 0
-            return
-        self._lane_failures[lane] = failures = self._lane_failures.get(lane, 0) + 1
-        others = [other for other in unit.pool if other != lane and other not in self.retired]
-        if failures >= RETIRE_AFTER and others and lane not in self.retired:
-            why = (f"{lane} was left out of the rest of this session's pool: its last {failures} runs failed "
-                   f"before the worker could report its GPU ({record.error_message or record.error_kind})")
-            self.retired[lane] = why
-            record.warnings.append(why)
 
     # ----- ending and saving ----------------------------------------------------------------
 
@@ -429,6 +386,11 @@ class RunSession:
     # ----- state ---------------------------------------------------------------------------------
 
     @property
+    def retired(self) -> dict[str, str]:
+        """Pooled GPUs left out after runs that failed in a row before the worker reported its GPU: lane -> why."""
+        return self.health.retired
+
+    @property
     def active(self) -> bool:
         """A unit runs or waits."""
         return bool(self.running or self.queue)
@@ -477,23 +439,6 @@ class RunSession:
     def _kill(runner: Runner) -> None:
         with contextlib.suppress(Exception):
             runner.kill_all()
-
-
-def _options_in(unit: RunUnit, lane: str) -> RunOptions:
-    """``unit``'s options as they run in ``lane``: a pooled CUDA run's device is the lane's GPU."""
-    options = unit.record.options
-    if unit.pool and lane.startswith("cuda") and options.device.startswith("cuda"):
-        return dataclasses.replace(options, device=lane)
-    return options
-
-
-def _gpu_failed(record: RunRecord) -> bool:
-    """A failure that says more about the GPU than the configuration: the worker never reported its
-    environment (it died, or the device could not be opened, before anything of the configuration ran).
-    A crash later may be the configuration's (inductor's code), so it does not count."""
-    if record.status != "failed" or record.error_kind in ("cancelled", "timeout"):
-        return False
-    return record.env.torch is None
 
 
 def _later_repeat(options: RunOptions) -> RunOptions:
