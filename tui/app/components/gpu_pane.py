@@ -351,22 +351,7 @@ class GpuPane(Static):
         self._title(entry, snap, highlighted=run is not None, name=names)
         if run is not None:
             entry.append(f" {run}", self._s("active"))
-        if snap.lost:
-            entry.append("  GPU lost", self._s("error"))
-            return entry
-        entry.append("  ")
-        self._value(entry, snap.util_gpu_pct, unit="%")
-        entry.append("  ")
-        self._value(entry, _gib(snap.mem_used_mb), "{:.1f}")
-        entry.append("/")
-        self._value(entry, _gib(snap.mem_total_mb), "{:.1f}", " GiB")
-        entry.append("  ")
-        self._value(entry, snap.temp_c, unit="°C")
-        entry.append("  ")
-        self._value(entry, snap.power_w, unit=" W")
-        slow = snap.slowdown_reasons()
-        if slow:
-            entry.append("  " + ", ".join(slow), self._s("warning"))
+        self._vitals(entry, snap)
         return entry
 
     # -- one GPU in full, the others a line each -------------------------------------------
@@ -448,6 +433,10 @@ class GpuPane(Static):
 
     def _brief(self, text: Text, snap: GpuSnapshot) -> None:
         self._title(text, snap, highlighted=False)
+        self._vitals(text, snap)
+
+    def _vitals(self, text: Text, snap: GpuSnapshot) -> None:
+        """``  50%  4.0/140.4 GiB  40°C  150 W`` and any slowdown reasons, or ``GPU lost``."""
         if snap.lost:
             text.append("  GPU lost", self._s("error"))
             return
