@@ -221,8 +221,9 @@ async def test_aclose_cancels_drops_saves_and_closes_the_runners():
         session.submit([_options()])
 
 
-@pytest.mark.parametrize("pool, retired", [(("cuda:0", "cuda:1"), 1), (("cluster:0", "cluster:1"), 0)])
-async def test_only_a_local_gpu_is_retired_after_runs_that_crash(pool, retired):
+def _failing_pool(count: int, pool: tuple[str, ...]) -> tuple[RunSession, list[RunRecord], dict[str, ScriptedRunner]]:
+    """A session whose runners fail every run at once (the runner raises: a crash before the worker said
+    anything), ``count`` runs submitted over ``pool``; its runners by lane."""
     open_gate = asyncio.Event()
     open_gate.set()
     runners: dict[str, ScriptedRunner] = {}
@@ -230,12 +231,18 @@ async def test_only_a_local_gpu_is_retired_after_runs_that_crash(pool, retired):
 
     def runner_for(lane):
         runner = runners.setdefault(lane, ScriptedRunner())
-        runner.fail_with = RuntimeError("the GPU fell off the bus")
+        runner.fail_with = RuntimeError("no CUDA device")
         runner.gates.update({record.run_id: open_gate for record in records})
         return runner
 
     session = RunSession(runner_for)
-    records.extend(session.submit([_options("cuda:0") for _ in range(4)], pool=pool))
+    records.extend(session.submit([_options("cuda:0") for _ in range(count)], pool=pool))
+    return session, records, runners
+
+
+@pytest.mark.parametrize("pool, retired", [(("cuda:0", "cuda:1"), 1), (("cluster:0", "cluster:1"), 0)])
+async def test_only_a_local_gpu_is_retired_after_runs_that_crash(pool, retired):
+    session, records, _ = _failing_pool(4, pool)
     await session.wait_settled()
     assert all(r.status == "failed" and r.error_kind == "crash" for r in records)
     assert len(session.retired) == retired  # a cluster lane is a slot on some node, not a GPU
@@ -266,24 +273,12 @@ async def test_a_run_cancelled_before_its_task_began_still_ends_and_frees_its_la
 
 
 async def test_a_pool_made_only_of_retired_gpus_still_runs():
-    open_gate = asyncio.Event()
-    open_gate.set()
-    runners: dict[str, ScriptedRunner] = {}
-    records: list[RunRecord] = []
-
-    def runner_for(lane):
-        runner = runners.setdefault(lane, ScriptedRunner())
-        runner.fail_with = RuntimeError("no CUDA device")
-        runner.gates.update({record.run_id: open_gate for record in records})
-        return runner
-
-    session = RunSession(runner_for)
-    records.extend(session.submit([_options("cuda:0") for _ in range(6)], pool=("cuda:0", "cuda:1", "cuda:2")))
+    session, records, runners = _failing_pool(6, ("cuda:0", "cuda:1", "cuda:2"))
     await session.wait_settled()
     retired = tuple(sorted(session.retired))
     assert len(retired) == 2  # the last one stays while no other remains
     later = session.submit([_options("cuda:0")], pool=retired)
     for runner in runners.values():
-        runner.gates[later[0].run_id] = open_gate
+        runner.gates[later[0].run_id] = runner.gates[records[0].run_id]  # open
     await asyncio.wait_for(session.wait_settled(), 5)
     assert later[0].status == "failed"  # it ran (and failed), rather than waiting for ever
