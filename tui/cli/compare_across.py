@@ -12,7 +12,7 @@ from typing import Any
 
 from tui.app.format import VERDICT_STYLES
 from tui.cli.compare_render import (
-    MAX_REASONS, WITHIN, WITHIN_LEGEND, change_text, markdown_cell, number_text, title_settings,
+    MAX_REASONS, WITHIN, WITHIN_LEGEND, change_text, gate_verdict, markdown_cell, number_text, title_settings,
 )  # fmt: skip
 from tui.engine.compare import METRICS, Across, AcrossRow, ConfigKey, KindCell
 from tui.engine.compare.across import ACROSS_FIELDS, COMPARED, NO_BASELINE, NOT_RUN
@@ -163,13 +163,7 @@ def across_gate_lines(across: Across) -> list[str]:
     for kind in across.kinds[1:]:
         counts = across.counts(kind)
         lines.append(f"{printable(kind)}: " + (", ".join(f"{count} {what}" for what, count in counts.items()) or "-"))
-    failures = across.failures()
-    if failures:
-        lines.append(f"gate: FAIL ({len(failures)} row{'s' if len(failures) != 1 else ''})")
-        lines += [f"  {printable(line)}" for line in failures]
-    else:
-        lines.append("gate: pass")
-    return lines
+    return lines + gate_verdict([printable(line) for line in across.failures()])
 
 
 def _markdown_row(number: int, row: AcrossRow, across: Across, unit: str, skip: set[str]) -> str:

@@ -205,12 +205,14 @@ def gate_lines(comparison: Comparison) -> list[str]:
     lines = [summary_line(comparison)]
     if not comparison.pairs:
         lines.append("no configuration is on both sides: nothing was compared (--ignore leaves fields out of the match)")
-    if failures:
-        lines.append(f"gate: FAIL ({len(failures)} row{'s' if len(failures) != 1 else ''})")
-        lines += [f"  {line}" for line in failures]
-    else:
-        lines.append("gate: pass")
-    return lines
+    return lines + gate_verdict(failures)
+
+
+def gate_verdict(failures: list[str]) -> list[str]:
+    """``gate: pass``, or ``gate: FAIL (N rows)`` and a line per failing row."""
+    if not failures:
+        return ["gate: pass"]
+    return [f"gate: FAIL ({len(failures)} row{'s' if len(failures) != 1 else ''})", *(f"  {line}" for line in failures)]
 
 
 def markdown_cell(text: str) -> str:
