@@ -20,7 +20,6 @@ what to call it there. Imports no textual.
 from __future__ import annotations
 
 import asyncio
-import os
 from typing import TYPE_CHECKING, Any, Iterable, Sequence
 
 from tui.app.option_fields import FIELDS_BY_KEY, OPTION_FIELDS, differing, workload_name
@@ -41,10 +40,10 @@ POOL_DEVICE = "cuda"
 def visible_gpus(shown: int) -> int:
     """How many GPUs ``cuda:N`` can name: CUDA_VISIBLE_DEVICES' entries when set, else the ``shown``
     ones (the GPU pane's), as the runner resolves them (:class:`tui.engine.runner.gpu_lock.GpuResolver`)."""
-    visible = os.environ.get("CUDA_VISIBLE_DEVICES")
-    if visible is None:
-        return shown
-    return len([entry for entry in visible.split(",") if entry.strip()])
+    from tui.engine.runner.gpu_lock import visible_entries
+
+    entries = visible_entries()
+    return shown if entries is None else len(entries)
 
 
 def split_device(device: str, gpus: int) -> tuple[str, tuple[str, ...]]:

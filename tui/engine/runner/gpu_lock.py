@@ -19,7 +19,7 @@ from tui.engine.placement import lane_cpu_env
 from tui.telemetry.model import normalize_uuid, nvml_uuid
 
 __all__ = ["GpuResolver", "acquire_gpu_lock", "release_gpu_lock", "lock_name", "visible_devices_value",
-           "visible_gpu_count", "pool_cpu_env", "pool_gpu_names",
+           "visible_gpu_count", "visible_entries", "pool_cpu_env", "pool_gpu_names",
            "uuid_of", "LOCK_RETRY_S"]
 
 LOCK_RETRY_S = 0.5
@@ -38,12 +38,20 @@ def _device_index(device: str) -> int | None:
     return int(tail) if tail.isdigit() else None
 
 
+def visible_entries() -> list[str] | None:
+    """This process's CUDA_VISIBLE_DEVICES as a list of entries; None when it is not set ("" hides every GPU)."""
+    visible = os.environ.get("CUDA_VISIBLE_DEVICES")
+    if visible is None:
+        return None
+    return [entry.strip() for entry in visible.split(",") if entry.strip()]
+
+
 def visible_gpu_count(telemetry: Any = None) -> int | None:
     """How many GPUs this process can see: CUDA_VISIBLE_DEVICES' entries when set, else NVML's
     count; None when neither can tell (no NVML)."""
-    visible = os.environ.get("CUDA_VISIBLE_DEVICES")
-    if visible is not None:
-        return len([e for e in visible.split(",") if e.strip()])
+    entries = visible_entries()
+    if entries is not None:
+        return len(entries)
     resolver = GpuResolver(telemetry)
     try:
         uuids = resolver._nvml_uuids()
@@ -142,10 +150,7 @@ class GpuResolver:
     @staticmethod
     def _visible_entry(index: int) -> str | None:
         """Entry ``index`` of this process's CUDA_VISIBLE_DEVICES, or None when unset or shorter."""
-        visible = os.environ.get("CUDA_VISIBLE_DEVICES")
-        if visible is None or not visible.strip():
-            return None
-        entries = [e.strip() for e in visible.split(",") if e.strip()]
+        entries = visible_entries() or []
         return entries[index] if index < len(entries) else None
 
     def _nvml_uuids(self) -> list[str]:
