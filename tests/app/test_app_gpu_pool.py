@@ -41,6 +41,16 @@ async def _gpus_offered(pilot, app) -> None:
     await wait_until(pilot, lambda: POOL_ALL in _device_values(app), what="cuda:all offered")
 
 
+async def _run_on_every_gpu(pilot, app, repeat: str) -> None:
+    """``cuda:all`` in the device field, ``repeat`` processes, and ``r``."""
+    picker = app.query_one(Picker)
+    picker.query_one("#device", Select).value = POOL_ALL
+    picker.query_one("#repeat", Input).value = repeat
+    await pilot.pause()
+    app.table.focus()
+    await pilot.press("r")
+
+
 def _spans(app) -> list[tuple[str, str, str]]:
     """Every start and end of a run, in the order the session reported them: (what, device, run id)."""
     events: list[tuple[str, str, str]] = []
@@ -84,12 +94,7 @@ async def test_cuda_all_and_r_run_the_processes_on_every_gpu_at_once(make_app, t
     async with app.run_test(size=(160, 48)) as pilot:
         await _gpus_offered(pilot, app)
         events = _spans(app)
-        picker = app.query_one(Picker)
-        picker.query_one("#device", Select).value = POOL_ALL
-        picker.query_one("#repeat", Input).value = "4"
-        await pilot.pause()
-        app.table.focus()
-        await pilot.press("r")
+        await _run_on_every_gpu(pilot, app, "4")
         await wait_until(pilot, lambda: _measuring(app) == 4, what="four processes measuring at once")
         assert {lane: unit.record.options.device for lane, unit in app.session.running.items()} == dict(zip(POOL, POOL))
         pane = app.query_one(GpuPane)
@@ -259,18 +264,10 @@ async def test_a_box_of_two_gpu_kinds_refuses_repeats_over_cuda_all_and_says_row
     source = FakeSource(gpus=2, vary=False, names=["Fake H100", "Fake A100"])
     app = make_app(telemetry=source, load_history=False)
     async with app.run_test(size=(160, 48)) as pilot:
-        await wait_until(pilot, lambda: POOL_ALL in _device_values(app), what="cuda:all offered")
-        picker = app.query_one(Picker)
-        picker.query_one("#device", Select).value = POOL_ALL
-        picker.query_one("#repeat", Input).value = "2"
-        await pilot.pause()
-        app.table.focus()
-        await pilot.press("r")
+        await _gpus_offered(pilot, app)
+        await _run_on_every_gpu(pilot, app, "2")
         await wait_until(pilot, lambda: any("different hardware" in m for m in notifications(app)), what="refusal")
         assert app.session.records == []  # one row's processes would have run on an H100 and an A100
-        picker.query_one("#repeat", Input).value = "1"
-        await pilot.pause()
-        app.table.focus()
-        await pilot.press("r")
+        await _run_on_every_gpu(pilot, app, "1")
         await wait_until(pilot, lambda: app.session.records and app.settled, timeout=60, what="the run")
         assert any(m.startswith("The GPUs are of several kinds (Fake H100 x1, Fake A100 x1)") for m in notifications(app))
