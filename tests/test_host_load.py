@@ -301,3 +301,40 @@ def test_a_busy_process_is_seen_and_a_busy_child_of_an_own_root_is_not():
     assert load.app_cpu_cores is not None and load.app_cpu_cores < 0.5
     if other.pid in [p.pid for p in load.others[:3]]:  # named when among the three busiest
         assert any(label.endswith(f"({other.pid}) {cores[other.pid]:.1f} cores") for label in load.other_cpu_top)
+
+
+def test_after_a_mark_the_figures_are_those_since_the_mark():
+    host = FakeHost()
+    host.rows[200] = (50.0, 1, "make", OLD)
+    sampler = host.sampler()
+    sampler.poll()
+    host.now = 10.0
+    host.spend(200, 10.0)  # a full core while the run compiled
+    sampler.poll()
+    sampler.mark()  # measuring starts: the mark's own poll
+    host.now = 11.0
+    host.spend(200, 0.2)
+    host.spend(APP, 0.5)
+    sampler.poll()
+    load = sampler.result()
+    assert load.other_cpu_cores == pytest.approx(0.2) and load.app_cpu_cores == pytest.approx(0.5)
+    assert load.elapsed_s == 1.0 and load.lead_in_s == 0.0
+    assert load.other_cpu_top == ("make (200) 0.2 cores",)
+
+
+def test_a_mark_too_close_to_the_end_gives_the_whole_windows_figures():
+    # A CPU run of short calls measures for milliseconds: its window since the mark is too short,
+    # and the figures from compiling on stand for it rather than none.
+    host = FakeHost()
+    host.rows[200] = (50.0, 1, "make", OLD)
+    sampler = host.sampler()
+    sampler.poll()
+    host.now = 2.0
+    host.spend(200, 1.5)
+    sampler.mark()
+    host.now = 2.05
+    host.spend(200, 0.05)
+    sampler.poll()
+    load = sampler.result()
+    assert load.other_cpu_cores == pytest.approx(1.55 / 2.05)
+    assert load.lead_in_s == 2.0 and load.elapsed_s == 2.05

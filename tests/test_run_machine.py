@@ -228,6 +228,19 @@ async def test_a_run_too_short_to_say_leaves_the_figures_none(compile_lab_home):
     assert not any("CPU use of other processes" in w for w in record.warnings)
 
 
+async def test_a_short_measuring_window_takes_the_figures_from_compiling_on(compile_lab_home):
+    # A CPU run of 50 short calls measures for milliseconds: the sampler, started when the run
+    # compiles, gives the whole window's figures instead of none (the verdict's machine check needs them).
+    runner = WorkerRunner(worker_argv=FAKE_WORKER, keep_spare=False, env={"FAKE_WORKER_COMPILE_S": "0.6"})
+    record = RunRecord.new(_options(device="cpu"))
+    try:
+        await runner.run(record)
+    finally:
+        await runner.aclose()
+    assert record.status == "done"
+    assert record.telemetry.other_cpu_cores is not None and record.telemetry.app_cpu_cores is not None
+
+
 async def test_without_psutil_a_run_still_ends_done_with_a_warning(compile_lab_home, monkeypatch):
     monkeypatch.setitem(sys.modules, "psutil", None)  # import psutil raises ImportError
     monkeypatch.setattr(host_load, "_shared", None)  # as if no window had read the table yet

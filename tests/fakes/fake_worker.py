@@ -54,6 +54,7 @@ Other knobs (environment):
 ``FAKE_WORKER_GATE``         a path: after the first measured round (``crash``, ``hang``, ``stubborn``:
                              after their one block) the worker waits until that file exists (the
                              test creates it to let the run go on).
+``FAKE_WORKER_COMPILE_S``    seconds the ``compiling`` phase lasts (a sleep; default 0).
 ``FAKE_WORKER_BURN``         ``1``: a measured block keeps a core busy for ``FAKE_WORKER_BLOCK_S`` instead of sleeping.
 ``FAKE_WORKER_BROKEN_GPU``   a CUDA_VISIBLE_DEVICES value: a worker given it fails at once (``runtime_error``,
                              before ``started``), as on a GPU that cannot be opened.
@@ -244,6 +245,7 @@ class FakeRun:
             os.write(self.channel.fd, b"this is not json\n")
             os.write(self.channel.fd, b'{"hello": "not an event"}\n')
         self.phase("compiling")
+        time.sleep(_env_float("FAKE_WORKER_COMPILE_S", 0.0))
         self.channel.emit(BlockTimed(side="compiled", stage="compile", index=0, clock=PERF_COUNTER.name,
                                      ms=(COMPILE_S * 1e3,), host_ms_per_call=COMPILE_S * 1e3))
         self.channel.emit(Compiled(compile_s=COMPILE_S, diagnostics=self.diagnostics()))

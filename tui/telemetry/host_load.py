@@ -127,6 +127,9 @@ class HostLoad:
     poll_ms: float | None = None
     reason: str | None = None
     failed: bool = False
+    lead_in_s: float = 0.0
+    """Seconds before the :meth:`~HostLoadSampler.mark` that the figures include: 0 when the window
+    since the mark was long enough, else the whole window's figures are given (see :meth:`~HostLoadSampler.result`)."""
 
     @property
     def other_cpu_top(self) -> tuple[str, ...]:
@@ -264,6 +267,7 @@ class HostLoadSampler:
         self._other_s: dict[tuple, float] = defaultdict(float)
         self._names: dict[tuple, str | None] = {}
         self._app_s = 0.0
+        self._mark: tuple[float, dict[tuple, float], float] | None = None
 
     # -- control -------------------------------------------------------------------------
 
@@ -281,6 +285,18 @@ class HostLoadSampler:
         if thread is not None and thread is not threading.current_thread():
             thread.join(timeout)
         return self.result()
+
+    def mark(self) -> None:
+        """Take a poll now and let the figures count from it (the window before it is a lead-in).
+
+        A run starts sampling when it compiles and marks when it starts measuring: the figures are
+        those of measuring when it lasted at least :data:`MIN_WINDOW_S`, else (a CPU run of 50 short
+        calls measures for milliseconds) those of the whole window, from compiling on, rather than none.
+        """
+        self.poll()
+        with self._lock:
+            if self._last_t is not None:
+                self._mark = (self._last_t, dict(self._other_s), self._app_s)
 
     @property
     def running(self) -> bool:
@@ -402,8 +418,14 @@ class HostLoadSampler:
     # -- results -------------------------------------------------------------------------
 
     def result(self) -> HostLoad:
-        """The window's figures so far (``None`` where nothing could be said)."""
+        """The window's figures so far (``None`` where nothing could be said).
+
+        After :meth:`mark`: the figures since the mark when that window lasted at least
+        :data:`MIN_WINDOW_S`, else the whole window's, with :attr:`HostLoad.lead_in_s` > 0.
+        """
         with self._lock:
+            if self._mark is not None and self._last_t is not None and self._last_t - self._mark[0] >= MIN_WINDOW_S:
+                return self._since_mark(self._mark)
             elapsed = (self._last_t - self._first_t) if self._first_t is not None and self._last_t is not None else 0.0
             poll_ms = self._poll_s / self._polls * 1e3 if self._polls else None
             common = {"elapsed_s": elapsed, "polls": self._polls, "processes": self._size, "poll_ms": poll_ms}
@@ -416,14 +438,29 @@ class HostLoadSampler:
                  for key, spent in self._other_s.items()),
                 key=lambda p: (-p.cores, p.pid),
             )
+            lead_in = self._mark[0] - self._first_t if self._mark is not None and self._first_t is not None else 0.0
             return HostLoad(
                 other_cpu_cores=sum(self._other_s.values()) / elapsed,
                 app_cpu_cores=self._app_s / elapsed,
                 others=tuple(others),
                 reason=self._reason if self._halted else None,
                 failed=self._halted,
+                lead_in_s=lead_in,
                 **common,
             )
+
+    def _since_mark(self, mark: tuple[float, dict[tuple, float], float]) -> HostLoad:
+        """The figures from the mark to the last poll (the caller holds the lock; the window is long enough)."""
+        start, other_at, app_at = mark
+        assert self._last_t is not None
+        elapsed = self._last_t - start
+        spent = {key: total - other_at.get(key, 0.0) for key, total in self._other_s.items()}
+        others = sorted((OtherProcess(pid=key[0], name=self._names.get(key), cores=s / elapsed)
+                         for key, s in spent.items() if s > 0.0), key=lambda p: (-p.cores, p.pid))
+        return HostLoad(other_cpu_cores=sum(spent.values()) / elapsed, app_cpu_cores=(self._app_s - app_at) / elapsed,
+                        others=tuple(others), reason=self._reason if self._halted else None, failed=self._halted,
+                        elapsed_s=elapsed, polls=self._polls, processes=self._size,
+                        poll_ms=self._poll_s / self._polls * 1e3 if self._polls else None)
 
 
 def union_roots(*sources: Roots) -> Callable[[], set[int]]:

@@ -1,7 +1,9 @@
 """Per-run telemetry: the machine while a run measures, summarised into its record.
 
 Between measuring's start and its end, every run (CPU and CUDA) samples the host's CPU use by
-process (:class:`~tui.telemetry.host_load.HostLoadSampler`: other processes, the app's own), and a
+process (:class:`~tui.telemetry.host_load.HostLoadSampler`: other processes, the app's own; the
+sampler starts when the run compiles, and a measuring window under 0.2 s takes the figures of the
+whole window instead of none), and a
 CUDA run samples its GPU too (:class:`~tui.telemetry.sampler.RunSampler`: clocks, power, throttle
 reasons, the GPU's other processes; the SM clock at :data:`CLOCK_HZ`, averaged per side over the
 samples inside each side's measured blocks). compile-lab's own processes are the run's worker, the
@@ -89,8 +91,26 @@ class RunSampling:
         self._started = False
         host_load.warm_up()  # the first window of the session would start with 50-100 ms of reading
 
+    @property
+    def measuring(self) -> bool:
+        """Whether :meth:`start` ran (measuring began): a later phase ends the sampling."""
+        return self._started
+
+    def lead_in(self, worker_pid: int) -> None:
+        """Start sampling the host when the run compiles: its figures fall back on this window.
+
+        A CPU run of short calls measures for milliseconds, too short for CPU times that tick in
+        10 ms; its figures then cover compiling, warming up and measuring (:meth:`HostLoadSampler.mark`).
+        """
+        if self.host is not None or self._started or not self.sample_host:
+            return
+        try:
+            self.host = HostLoadSampler(union_roots({worker_pid}, self.own_pids or ())).start()
+        except Exception as exc:  # telemetry must never break a run
+            _warn(self.record, f"the CPU use of other processes was not sampled: {type(exc).__name__}: {exc}")
+
     async def start(self, worker_pid: int, gpu: str | None) -> None:
-        """Start sampling the host, and ``gpu`` (a uuid; a bare index cannot be sampled) when given.
+        """Start sampling the host (or mark the lead-in's window), and ``gpu`` (a uuid; a bare index cannot be sampled).
 
         Other processes on the GPU at this moment become a warning; all those seen while measuring
         are kept in the telemetry's ``other_gpu_processes``.
@@ -100,7 +120,9 @@ class RunSampling:
         self._started = True
         roots = union_roots({worker_pid}, self.own_pids or ())
         try:
-            if self.sample_host:
+            if self.host is not None:
+                await asyncio.to_thread(self.host.mark)
+            elif self.sample_host:
                 self.host = HostLoadSampler(roots).start()
         except Exception as exc:  # telemetry must never break a run
             _warn(self.record, f"the CPU use of other processes was not sampled: {type(exc).__name__}: {exc}")

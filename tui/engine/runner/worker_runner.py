@@ -363,7 +363,10 @@ class WorkerRunner:
             await state.sampling.start(worker.pid, (state.gpu_uuid or state.gpu) if state.gpu is not None else None)
         elif isinstance(event, (PhaseChanged, Finished, Failed)):
             self._spares.resume()
-            await state.sampling.stop()
+            if isinstance(event, PhaseChanged) and event.phase == "compiling":
+                state.sampling.lead_in(worker.pid)
+            elif state.sampling.measuring or not isinstance(event, PhaseChanged):
+                await state.sampling.stop()
 
     # ----- workers ----------------------------------------------------------------------------
 
