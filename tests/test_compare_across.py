@@ -105,7 +105,7 @@ def test_across_nodes_pairs_the_same_gpu_kind_and_says_when_the_kinds_differ():
 
 
 def test_noise_and_notes_name_the_kind():
-    runs = kind_runs("a", H200) + kind_runs("b", H100, jitter=0.4)
+    runs = kind_runs("a", H200) + kind_runs("b", H100, drift=0.3)  # the H100's compiled time climbs 30% in each run
     [row] = compare_across(runs, "gpu_name").rows
     result = row.cells[1].result
     assert result.verdict == "noisy"

@@ -20,6 +20,8 @@ from tui.engine.repeats import (
 from tui.engine.results import RunRecord
 from tui.engine.session import RunSession
 from tui.engine.stats import bootstrap_speedup, bootstrap_speedup_processes
+from tui.engine.verdict import ONE_PROCESS_HOST
+from tui.telemetry.model import RunTelemetry
 
 # ----- the hierarchical bootstrap ----------------------------------------------------------------
 
@@ -151,23 +153,36 @@ def test_the_group_verdict_is_judged_on_the_interval_across_processes():
     assert agree.host_verdict == "faster" and agree.launch_bound
     slower = summarize_group(_group((0.116, 0.117, 0.115)))
     assert slower.verdict == "slower"
-    apart = summarize_group(_group((0.080, 0.116, 0.070)))
-    assert apart.verdict == "noisy"
-    assert any("interval across processes is too wide" in reason for reason in apart.noise_reasons)
+    apart = summarize_group(_group((0.080, 0.116, 0.070)))  # processes that disagree: their interval holds it
+    assert (apart.verdict, apart.noise_reasons) == ("inconclusive", ())
     straddles = summarize_group(_group((0.098, 0.102, 0.1)))
     assert straddles.verdict == "inconclusive"
 
 
 def test_a_noisy_process_makes_the_group_noisy_and_is_named():
     records = _group((0.080, 0.080))
-    stall = make_event("block", 9.5, side="compiled", stage="measure", index=99, clock="cuda_event", ms=[50.0],
-                       host_ms_per_call=0.118)  # fmt: skip
-    records[1].samples["compiled"].append(records[1].samples["compiled"][0].from_event(stall))
+    records[1].set_telemetry(RunTelemetry(other_gpu_processes=("python (77)",)))
     group = summarize_group(records)
     assert group.verdict == "noisy"
-    assert any(reason.startswith("process 2 of 2: compiled time: a stall") for reason in group.noise_reasons)
+    assert group.noise_reasons == ("process 2 of 2: other processes used the GPU while measuring: python (77)",)
     shared = summarize_group(full_group())  # every process had the same reason: said once, naming them
     assert any(reason.startswith("processes 1, 2, 3 of 3: other processes used the GPU") for reason in shared.noise_reasons)
+
+
+def test_host_tight_within_each_process_but_swinging_across_them_is_not_decisive():
+    # Each process's host time is the same in every block (a tight interval), but the processes
+    # disagree: 0.85x in one, 1.27x in the other. Alone, each would have read slower or faster.
+    records = _group((0.080, 0.080), host=(0.100, 0.150))
+    for record in records:
+        summary = record.summary()
+        assert summary.launch_bound and summary.host_speedup_ci_high / summary.host_speedup_ci_low < 1.01
+        assert (summary.host_verdict, summary.host_noise_reasons) == ("inconclusive", (ONE_PROCESS_HOST,))
+        assert summary.verdict == "faster"  # device time: one process is decisive
+    group = summarize_group(records)
+    assert group.host_speedup_xproc_ci_low < 1 < group.host_speedup_xproc_ci_high
+    assert (group.host_verdict, group.host_noise_reasons) == ("inconclusive", ())
+    agree = summarize_group(_group((0.080, 0.080, 0.080), host=(0.150, 0.152, 0.151)))
+    assert agree.host_verdict == "faster"  # processes that agree: decisive across them
 
 
 def test_a_failed_process_fails_the_row_and_names_it():
@@ -297,7 +312,8 @@ async def test_repeat_auto_grows_launch_bound_configurations_until_the_cap_or_th
     session = RunSession(lambda lane: runner, listener=heard)
     cpu = RunOptions(workload="pointwise", params={"n": 3}, device="cpu")
     first = session.submit([_config(1), _config(2), cpu], repeats="auto")
-    assert len(first) == 3 and all(r.group_id == r.run_id for r in first)
+    assert len(first) == 3 and all(r.group_id == r.run_id for r in first[:2])
+    assert first[2].group_id is None  # a CPU configuration cannot be launch-bound: a plain run
     await asyncio.wait_for(session.wait_settled(), 30)
     counts = {g[0].options.params["n"]: len(g) for g in group_records(session.records)}
     assert counts == {1: AUTO_MAX_PROCESSES, 2: 2, 3: 1}

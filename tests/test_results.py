@@ -128,7 +128,7 @@ def test_summary_of_a_finished_cpu_run():
     assert s.gbps == pytest.approx(8e6 / 1e-3 / 1e9)
     assert s.live is False
     assert "TF32 is off on both sides" in s.warnings
-    assert not any("unstable" in w or "too few" in w for w in s.warnings)
+    assert not any("spread" in w or "too few" in w for w in s.warnings)
 
 
 def test_live_summary_has_no_interval_yet():
@@ -217,11 +217,32 @@ def test_stability_warnings():
     record.set_telemetry(RunTelemetry(throttle_reasons=("GPU idle", "SW thermal slowdown", "applications clocks setting")))
     warnings = record.summary().warnings
     # eager: q1 = 1.0, q3 = 1.6, median 1.3 -> IQR/median = 46%
-    assert "eager spread IQR/median = 46% > 10%: unstable (close other programs, raise iters or block size)" in warnings
+    assert "eager time spread IQR/median 46% > 10%: a wide distribution; the verdict judges by the interval" in warnings
     assert "too few eager samples (n = 5 < 10): raise iters" in warnings
     assert not any(w.startswith("compiled") or "few compiled" in w for w in warnings)
     assert "recompiled 8 times" in warnings
     assert any(w.startswith("GPU clocks were throttled during the run (SW thermal slowdown):") for w in warnings)
+
+
+def test_the_warnings_and_the_verdict_read_one_spread_limit():
+    # --noise-limit max_relative_iqr=0.5: an 11% spread is within it for the verdict and the warnings alike.
+    def run(limits: dict[str, float]) -> RunRecord:
+        record = RunRecord.new(_options(noise_limits=limits))
+        for index in range(6):
+            for side, base in (("eager", 2.0), ("compiled", 1.0)):
+                ms = [base * f for f in (0.93, 0.95, 1.0, 1.0, 1.05, 1.07, 0.9, 1.1)]  # IQR/median 11%
+                record.apply(make_event("block", 1 + index, side=side, stage="measure", index=index,
+                                        clock="perf_counter", ms=ms, host_ms_per_call=base))  # fmt: skip
+        record.apply(make_event("finished", 9))
+        return record
+
+    loose = run({"max_relative_iqr": 0.5}).summary()
+    assert loose.verdict == "faster" and not any("spread" in w for w in loose.warnings)
+    default = run({}).summary()
+    assert default.verdict == "faster"
+    assert [w for w in default.warnings if "spread" in w] == [
+        f"{side} time spread IQR/median 11% > 10%: a wide distribution; the verdict judges by the interval"
+        for side in ("eager", "compiled")]
 
 
 def test_per_label_stats_for_dynamic_shapes():

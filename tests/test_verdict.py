@@ -1,4 +1,4 @@
-"""tui.engine.verdict on constructed samples: each noisy reason alone, each boundary of the interval rule."""
+"""tui.engine.verdict on constructed samples: each noisy reason and each note alone, each boundary of the interval rule."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ from tui.engine.verdict import (
     INCONCLUSIVE,
     NO_CHANGE,
     NOISY,
+    ONE_PROCESS_HOST,
     SLOWER,
     Machine,
     Outliers,
@@ -17,6 +18,7 @@ from tui.engine.verdict import (
     VerdictPolicy,
     classify_outliers,
     judge_interval,
+    series_checks,
     verdict_for,
 )
 
@@ -62,7 +64,7 @@ def test_the_threshold_moves_the_boundaries():
 
 def test_a_quiet_run_gets_the_interval_word_without_reasons():
     verdict = verdict_for(QUIET_EAGER, QUIET_COMPILED, 1.98, 2.02)
-    assert (verdict.word, verdict.reasons) == (FASTER, ())
+    assert (verdict.word, verdict.reasons, verdict.notes) == (FASTER, (), ())
 
 
 def reasons_of(eager: SideSeries, compiled: SideSeries, low: float = 1.98, high: float = 2.02,
@@ -72,75 +74,124 @@ def reasons_of(eager: SideSeries, compiled: SideSeries, low: float = 1.98, high:
     return verdict.reasons
 
 
-def test_spread_alone_makes_a_run_noisy():
-    wide = series("compiled", [[1.0, 0.9, 1.1, 0.8, 1.2, 1.0, 0.95, 1.05]] * 8)  # IQR/median ~15%
-    reasons = reasons_of(QUIET_EAGER, wide)
-    assert len(reasons) == 1 and reasons[0].startswith("compiled time spread IQR/median")
-    assert reasons_of(QUIET_EAGER, wide, policy=VerdictPolicy(max_relative_iqr=0.2)) == ()
+def test_spread_alone_is_a_note_and_the_interval_decides():
+    wide = series("compiled", [[1.0, 0.9, 1.1, 0.8, 1.2, 1.0, 0.95, 1.05]] * 8)  # IQR/median 12%
+    verdict = verdict_for(QUIET_EAGER, wide, 1.98, 2.02)
+    assert verdict.word == FASTER and verdict.reasons == ()
+    assert len(verdict.notes) == 1 and verdict.notes[0].startswith("compiled time spread IQR/median 12% > 10%")
+    assert verdict_for(QUIET_EAGER, wide, 1.98, 2.02, policy=VerdictPolicy(max_relative_iqr=0.2)).notes == ()
 
 
-def test_a_wide_interval_alone_makes_a_run_noisy():
-    reasons = reasons_of(QUIET_EAGER, QUIET_COMPILED, low=1.8, high=2.26)  # hi/lo 1.256
-    assert len(reasons) == 1 and "interval is too wide (hi/lo 1.26 > 1.25)" in reasons[0]
-    assert reasons_of(QUIET_EAGER, QUIET_COMPILED, low=1.8, high=2.24) == ()  # 1.244
+def long_tailed(name: str, base: float, blocks: int = 10) -> SideSeries:
+    """Stationary but long-tailed: in every block of 20, 14 calls within 2% and 6 from 1.15x to 40x the median."""
+    tail = (1.15, 1.25, 1.3, 2.0, 7.0, 40.0)
+    pattern = [base * (1 + 0.02 * ((i % 5) - 2) / 2) for i in range(14)] + [base * f for f in tail]
+    return series(name, [list(pattern) for _ in range(blocks)])
 
 
-def test_severe_outliers_alone_make_a_run_noisy():
+def test_long_tailed_but_stationary_and_tight_is_decisive():
+    # The quiet CPU runs of calibration: a third of the calls in a long tail (the 3-IQR fence and a
+    # stall of 40x), the same in every block, and an interval that agrees with the next process.
+    eager, compiled = long_tailed("eager", 2.0), long_tailed("compiled", 1.0)
+    verdict = verdict_for(eager, compiled, 1.96, 2.05)
+    assert (verdict.word, verdict.reasons) == (FASTER, ())
+    assert any("beyond the 3-IQR fence" in note for note in verdict.notes)
+    assert any("spread IQR/median" in note for note in verdict.notes)
+    assert verdict_for(eager, compiled, 0.99, 1.01).word == NO_CHANGE  # the word is the interval's
+
+
+def test_a_wide_interval_is_a_note_and_its_word_stands():
+    verdict = verdict_for(QUIET_EAGER, QUIET_COMPILED, 1.8, 2.26)  # hi/lo 1.256
+    assert (verdict.word, verdict.reasons) == (FASTER, ())
+    assert verdict.notes == ("the time speedup's interval is wide (hi/lo 1.26 > 1.25): the number is imprecise",)
+    assert verdict_for(QUIET_EAGER, QUIET_COMPILED, 1.8, 2.24).notes == ()  # 1.244
+    assert verdict_for(QUIET_EAGER, QUIET_COMPILED, 0.8, 1.4).word == INCONCLUSIVE  # too wide to decide: no word
+
+
+def test_severe_outliers_alone_are_a_note():
     # 5 of 80 samples (6%) far above the 3-IQR fence, the rest quiet: spread and median barely move.
     blocks = [list(b) for b in QUIET_COMPILED.blocks]
     for i in range(5):
         blocks[i][0] = 5.0
-    reasons = reasons_of(QUIET_EAGER, series("compiled", blocks))
-    assert len(reasons) == 1 and "5 of 80 samples beyond the 3-IQR fence" in reasons[0]
+    verdict = verdict_for(QUIET_EAGER, series("compiled", blocks), 1.98, 2.02)
+    assert verdict.word == FASTER and len(verdict.notes) == 1
+    assert "5 of 80 samples beyond the 3-IQR fence (6% > 5%)" in verdict.notes[0]
     blocks[4][0] = 1.0  # 4 of 80 = 5%: not above the limit
-    assert reasons_of(QUIET_EAGER, series("compiled", blocks)) == ()
+    assert verdict_for(QUIET_EAGER, series("compiled", blocks), 1.98, 2.02).notes == ()
 
 
 def test_a_slower_first_call_of_every_block_is_not_noise():
     # The H200's CNN b64 compiled side (docs/BENCHMARKS.md, "Verdicts on the H200"): IQR about
     # 0.5% of the median, and the first call of each 20-call block, after the other side ran,
-    # about 6% slower: 1 in 20 samples (and up to 8% with a few more) sat beyond a 1%-floored
-    # fence, and every such run read noisy.
+    # about 6% slower: 1 in 20 samples (and up to 8% with a few more) sat beyond a 1%-floored fence.
     base = 0.117
     pattern = [base * (1 + 0.005 * ((i % 5) - 2) / 2) for i in range(20)]
     blocks = [[base * 1.065] + pattern[1:] for _ in range(20)]
     for block in blocks[:6]:
         block[1] = base * 1.06  # 26 of 400 samples (6.5%) about 6% slow
-    assert reasons_of(QUIET_EAGER, series("compiled", blocks)) == ()
-    for block in blocks[:6]:
-        block[1] = base * 1.12  # 12% slow: beyond the floored 3-IQR fence (q3 + 9% of the median)
-    for block in blocks:
-        block[0] = base * 1.12
-    reasons = reasons_of(QUIET_EAGER, series("compiled", blocks))
-    assert len(reasons) == 1 and "26 of 400 samples beyond the 3-IQR fence (6% > 5%)" in reasons[0]
+    assert verdict_for(QUIET_EAGER, series("compiled", blocks), 1.98, 2.02).notes == ()
 
 
-def ramp(top: float) -> SideSeries:
-    """Eight blocks of constant times rising evenly from 1.0 to ``top``."""
-    return series("compiled", [[1.0 + (top - 1.0) * i / 7] * 10 for i in range(8)])
+def ramp(top: float, name: str = "compiled", base: float = 1.0, blocks: int = 8) -> SideSeries:
+    """``blocks`` blocks of constant times rising evenly from ``base`` to ``base * top``."""
+    return series(name, [[base * (1.0 + (top - 1.0) * i / (blocks - 1))] * 10 for i in range(blocks)])
 
 
-def test_drift_alone_makes_a_run_noisy():
-    # First quarter (blocks 0-1) median 1.01, last quarter (6-7) 1.13: +12%; IQR/median 6.5%.
+def test_the_speedups_drift_makes_a_run_noisy():
+    # First quarter (pairs 0-1) speedup 2/1.01, last quarter (6-7) 2/1.13: -11%.
     reasons = reasons_of(QUIET_EAGER, ramp(1.14))
-    assert reasons == ("compiled time drifted +12% from the first quarter of blocks to the last (> 10%)",)
-    assert reasons_of(QUIET_EAGER, ramp(1.10)) == ()  # +8.5%
+    assert reasons == ("the time speedup drifted -11% from the first quarter of block pairs to the last (> 10%)",)
+    assert reasons_of(QUIET_EAGER, ramp(1.10)) == ()  # -8%
+
+
+def test_both_sides_drifting_alike_leave_the_speedup_be():
+    # The machine slowed down by 30% across the run, both sides alike (their blocks are interleaved).
+    assert reasons_of(ramp(1.3, "eager", 2.0), ramp(1.3)) == ()
+
+
+def test_drift_needs_a_trend_not_just_quarters_apart():
+    # Block pairs that scatter: the last quarter's speedup lies 20% below the first's, but the blocks go
+    # up and down: the interval carries that scatter, it is no drift.
+    levels = [1.0, 1.0, 1.25, 0.95, 1.2, 0.97, 1.2, 1.25]
+    scatter = series("compiled", [[level] * 10 for level in levels])
+    assert reasons_of(QUIET_EAGER, scatter) == ()
+    # With five block pairs (the default 50 iterations) no order is a trend, not even a steady ramp.
+    assert reasons_of(steady("eager", 2.0, blocks=5), ramp(1.5, blocks=5)) == ()
+    assert len(reasons_of(steady("eager", 2.0, blocks=6), ramp(1.5, blocks=6))) == 1
+
+
+def test_a_single_series_drifts_on_its_own():
+    # compare's time metrics judge one series: a 30% climb is drift, a flat series is not.
+    assert series_checks(ramp(1.3), VerdictPolicy()).reasons == (
+        "compiled time drifted +25% from the first quarter of blocks to the last (> 10%)",)
+    assert series_checks(QUIET_COMPILED, VerdictPolicy()).reasons == ()
+    assert series_checks(ramp(1.3), VerdictPolicy(), drift=False).reasons == ()
 
 
 def test_timer_ticks_in_a_constant_side_are_not_outliers():
     # A short kernel on a 0.5 us clock: most calls one tick, a few the next: IQR 0.
     ticks = series("compiled", [[0.0046] * 9 + [0.00461]] * 8)
     assert ticks.outliers().severe == 0
-    assert reasons_of(QUIET_EAGER, ticks, low=434, high=435) == ()
+    assert verdict_for(QUIET_EAGER, ticks, 434, 435).notes == ()
 
 
-def test_a_stall_alone_makes_a_run_noisy():
+def test_a_stall_that_leaves_the_median_is_a_note():
     blocks = [list(b) for b in QUIET_EAGER.blocks]
     blocks[3][2] = 2.0 * 100  # one iteration 100x the median
-    reasons = reasons_of(series("eager", blocks), QUIET_COMPILED)
-    assert len(reasons) == 1 and reasons[0].startswith("eager time: a stall (200 ms, 100x the median)")
+    verdict = verdict_for(series("eager", blocks), QUIET_COMPILED, 1.98, 2.02)
+    assert (verdict.word, verdict.reasons) == (FASTER, ())
+    assert verdict.notes[0].startswith("eager time: a stall (200 ms, 100x the median); the median moved")
     blocks[3][2] = 2.0 * 99
-    assert reasons_of(series("eager", blocks), QUIET_COMPILED) == ()
+    assert verdict_for(series("eager", blocks), QUIET_COMPILED, 1.98, 2.02).notes == ()
+
+
+def test_stalls_that_move_the_median_make_a_run_noisy():
+    # A fifth of the calls stalled: without them the median is 1.5% lower, beyond t/2 = 1%.
+    blocks = [[1.0] * 4 + [1.03] * 4 + [150.0] * 2 for _ in range(8)]
+    reasons = reasons_of(QUIET_EAGER, series("compiled", blocks))
+    assert len(reasons) == 1 and reasons[0].startswith("compiled time: a stall (150 ms, 146x the median) moved the median by")
+    # The same stalls judged against a threshold of 5% (t/2 = 2.5%) do not threaten the conclusion.
+    assert reasons_of(QUIET_EAGER, series("compiled", blocks), policy=VerdictPolicy(threshold=0.05)) == ()
 
 
 def test_a_busy_cpu_makes_a_cpu_run_noisy_but_not_a_gpu_runs_device_time():
@@ -163,6 +214,15 @@ def test_another_process_on_the_gpu_makes_a_gpu_run_noisy():
 def test_noisy_is_checked_before_the_interval():
     shared = Machine(other_gpu_processes=("x (1)",), gpu=True)
     assert verdict_for(QUIET_EAGER, QUIET_COMPILED, 1.98, 2.02, machine=shared).word == NOISY
+
+
+def test_a_host_verdict_of_one_process_is_not_decisive_and_says_why():
+    one = verdict_for(QUIET_EAGER, QUIET_COMPILED, 1.98, 2.02, host=True, processes=1, what="host time")
+    assert (one.word, one.reasons) == (INCONCLUSIVE, (ONE_PROCESS_HOST,))
+    assert verdict_for(QUIET_EAGER, QUIET_COMPILED, 1.98, 2.02, host=True, processes=3).word == FASTER
+    assert verdict_for(QUIET_EAGER, QUIET_COMPILED, 1.98, 2.02, processes=1).word == FASTER  # device time: decisive
+    busy = Machine(other_cpu_cores=1.5, gpu=True)
+    assert verdict_for(QUIET_EAGER, QUIET_COMPILED, 1.98, 2.02, busy, host=True, processes=1).word == NOISY
 
 
 def test_outliers_are_classified_by_tukeys_fences():

@@ -27,12 +27,13 @@ def timed_run(run_id: str, options: RunOptions | None = None, *, eager: float = 
               blocks: int = 8, size: int = 10, jitter: float = 0.005, seed: int = 0, torch: str = "2.13.0",
               host: tuple[float, float] | None = None, other_cpu_cores: float | None = None,
               created: float = 1764583810.0, session_id: str | None = None, group_id: str | None = None,
-              repeat: int = 0, failed: bool = False) -> RunRecord:
+              repeat: int = 0, failed: bool = False, drift: float = 0.0) -> RunRecord:
     """A done run: ``blocks`` interleaved blocks of ``size`` times per side around ``eager`` / ``compiled`` ms.
 
     Each time is its median times ``1 + uniform(-jitter, jitter)`` (seeded). ``host``: each side's
     host-inclusive ms per call (the device clock, CUDA events, is used then); else the CPU clock, its
     host time the block's mean. ``other_cpu_cores``: what other processes used while it measured.
+    ``drift``: the compiled side's times grow evenly by this share from the first block to the last.
     """
     options = options or pointwise()
     rng = random.Random(seed)
@@ -45,7 +46,8 @@ def timed_run(run_id: str, options: RunOptions | None = None, *, eager: float = 
     record.apply(make_event("phase", 0.2, phase="measuring"))
     clock = "cuda_event" if host else "perf_counter"
     for index in range(blocks):
-        for number, (side, ms) in enumerate((("eager", eager), ("compiled", compiled))):
+        grown = compiled * (1 + drift * index / max(1, blocks - 1))
+        for number, (side, ms) in enumerate((("eager", eager), ("compiled", grown))):
             values = [ms * (1 + rng.uniform(-jitter, jitter)) for _ in range(size)]
             per_call = host[number] * (1 + rng.uniform(-jitter, jitter)) if host else sum(values) / size
             record.apply(make_event("block", 1.0 + index, side=side, stage="measure", index=index, clock=clock,

@@ -178,8 +178,9 @@ def detail_lines(comparison: Comparison) -> list[str]:
     for number, row in _rows(comparison):
         if not isinstance(row, PairResult):
             continue
-        reasons = gated.reasons if (gated := row.change(row.metric)) else ()
-        lines += [f"  {number}: noisy: {reason}" for reason in reasons[:MAX_REASONS]]
+        gated = row.change(row.metric)
+        reasons = gated.reasons if gated else ()
+        lines += [f"  {number}: {gated.verdict if gated else ''}: {reason}" for reason in reasons[:MAX_REASONS]]
         if len(reasons) > MAX_REASONS:
             lines.append(f"  {number}: and {len(reasons) - MAX_REASONS} more reasons (--json has them all)")
         for note in row.notes:

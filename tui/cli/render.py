@@ -176,16 +176,18 @@ def print_table(records: list[RunRecord], console: Any) -> None:
 
 
 def print_warnings(records: list[RunRecord], console: Any) -> None:
-    """Why a verdict is noisy (first, with the hint to re-run), then every warning, by run number."""
-    from tui.engine.verdict import RERUN_HINT
+    """Why a verdict is noisy (with the hint to re-run) or not decisive, first; then every warning, by run number."""
+    from tui.engine.verdict import NOISY, RERUN_HINT
 
     lines = []
     for number, record in enumerate(records, 1):
         summary = record.summary()
-        for what, reasons in (("noisy", summary.noise_reasons), ("host noisy", summary.host_noise_reasons)):
+        for what, word, reasons in (("", summary.verdict, summary.noise_reasons),
+                                    ("host ", summary.host_verdict, summary.host_noise_reasons)):
             if reasons:
                 more = f"; and {len(reasons) - 3} more (the CSV's noise_reasons)" if len(reasons) > 3 else ""
-                lines.append(f"  run {number}: {what}: {'; '.join(reasons[:3])}{more} ({RERUN_HINT})")
+                hint = f" ({RERUN_HINT})" if word == NOISY else ""
+                lines.append(f"  run {number}: {what}{word}: {'; '.join(reasons[:3])}{more}{hint}")
         for warning in summary.warnings:
             lines.append(f"  run {number}: {warning}")
     if lines:

@@ -151,7 +151,7 @@ COLUMNS: tuple[Column, ...] = (
     Column("verdict", lambda r, s: s.verdict, "faster, slower, no change, inconclusive or noisy (done runs; README, Verdict)"),
     Column("noise_reasons", lambda r, s: " | ".join(s.noise_reasons), "why the verdict is noisy, joined with ' | '"),
     Column("host_verdict", lambda r, s: s.host_verdict, "the same for the host-inclusive speedup (launch-bound runs)"),
-    Column("host_noise_reasons", lambda r, s: " | ".join(s.host_noise_reasons), "why the host verdict is noisy"),
+    Column("host_noise_reasons", lambda r, s: " | ".join(s.host_noise_reasons), "why the host verdict is noisy, or not decisive (one process of a launch-bound run)"),
     Column("noise_threshold", lambda r, s: r.options.noise_threshold, "the verdict's threshold t (0.02: 2%)"),
     *_outlier_columns("eager"),
     *_outlier_columns("compiled"),

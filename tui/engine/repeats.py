@@ -15,14 +15,18 @@ to the group is computed here, from the runs' measured blocks:
   records stay as they are (history, JSON, raw CSV).
 
 The group's verdict follows :mod:`tui.engine.verdict` with the across-process interval:
-``noisy`` when a process's own measurement was (its spread, outliers, stalls, drift, a busy
-machine; the reason names the process) or when the across-process interval is wider than
-``max_interval_ratio``; otherwise the interval's word. A group with one done run is that run:
+``noisy`` when a process's own measurement was (a stall that moved its median, its speedup's
+drift, a busy machine; the reason names the process); otherwise the across-process interval's
+word, however wide (the processes' disagreement is in it). A group with one done run is that run:
 its own interval and verdict.
 
 ``--repeat auto`` (:func:`wants_another_process`): after each round, a launch-bound group gets
 one more process while its across-process intervals (speedup and host speedup) are wider than
-the target (``RunOptions.target_ci``, else 2%), up to :data:`AUTO_MAX_PROCESSES`.
+the target (``RunOptions.target_ci``, else 2%), up to :data:`AUTO_MAX_PROCESSES`. It is the
+default (:data:`DEFAULT_REPEAT`, in the CLI and the app alike) because a launch-bound run's host
+time swings from one process to the next: its host verdict from one process is never decisive
+(:mod:`tui.engine.verdict`). Only a configuration that can be launch-bound (:func:`may_grow`: a
+device clock, CUDA) becomes a group; a CPU configuration under ``auto`` is one plain run.
 """
 
 from __future__ import annotations
@@ -37,15 +41,13 @@ from tui.engine.stats import SpeedupCI, Stats, bootstrap_speedup_processes, is_s
 from tui.engine.summary import (
     BOOTSTRAP_RESAMPLES, MIN_INTERVAL_BLOCKS, LiveStats, RunSummary, SideStats, SummaryInputs, build_summary,
 )  # fmt: skip
-from tui.engine.verdict import (
-    NOISY, SideSeries, Verdict, VerdictPolicy, interval_reasons, judge_interval, noise_reasons,
-)  # fmt: skip
+from tui.engine.verdict import NOISY, SideSeries, Verdict, VerdictPolicy, judge_interval, noise_reasons
 from tui.typed import JsonRecord
 
 __all__ = [
     "AUTO", "AUTO_MAX_PROCESSES", "DEFAULT_TARGET", "MAX_REPEATS", "GroupSummary", "GroupRecord",
     "group_records", "group_rows", "members_of", "summarize_group", "wants_another_process", "parse_repeat",
-    "relative_width",
+    "relative_width", "DEFAULT_REPEAT", "may_grow",
 ]  # fmt: skip
 
 AUTO = "auto"
@@ -54,6 +56,14 @@ AUTO_MAX_PROCESSES = 5
 DEFAULT_TARGET = 0.02
 """``--repeat auto``'s target for the across-process interval (hi/lo - 1) without ``--target-ci``."""
 MAX_REPEATS = 100
+DEFAULT_REPEAT = AUTO
+"""``--repeat`` when the user gives none: one process, more for a launch-bound configuration."""
+
+
+def may_grow(options: object) -> bool:
+    """Whether ``--repeat auto`` may give this configuration more processes: only a launch-bound
+    one grows, and only a device clock (a CUDA run) tells launch-bound apart (tui.engine.summary)."""
+    return str(getattr(options, "device", "cpu")).startswith("cuda")
 
 
 def parse_repeat(value: int | str) -> int | str:
@@ -178,7 +188,11 @@ def _spread(values: Sequence[float]) -> float | None:
 
 def _group_verdict(done: Sequence[RunRecord], interval: tuple[float | None, float | None], which: str,
                    policy: VerdictPolicy) -> Verdict:
-    """Noisy when a process's own measurement was, or the across-process interval is too wide."""
+    """Noisy when a process's own measurement was; else the across-process interval's word.
+
+    A wide interval across processes is their disagreement, which the interval already holds:
+    its word stands (tui.engine.verdict), and the host verdict of two or more processes may be decisive.
+    """
     what = "time" if which == "iter" else "host time"
     by_reason: dict[str, list[str]] = {}
     for number, record in enumerate(done, 1):
@@ -188,7 +202,6 @@ def _group_verdict(done: Sequence[RunRecord], interval: tuple[float | None, floa
                 by_reason.setdefault(reason, []).append(str(number))
     reasons = [f"process{'es' if len(numbers) > 1 else ''} {', '.join(numbers)} of {len(done)}: {reason}"
                for reason, numbers in by_reason.items()]
-    reasons += interval_reasons(*interval, policy, what, kind="interval across processes")
     if reasons:
         return Verdict(NOISY, tuple(reasons))
     return Verdict(judge_interval(*interval, policy.threshold))

@@ -33,7 +33,8 @@ from tui.engine.clocks import clock_info
 from tui.engine.protocol import SIDES
 from tui.engine.samples import Samples
 from tui.engine.stats import SampleAccumulator, SpeedupCI, Stats, bootstrap_speedup, is_significant
-from tui.engine.verdict import Machine, Outliers, SideSeries, Verdict, VerdictPolicy, verdict_for
+from tui.engine.thresholds import LAUNCH_BOUND_RATIO, MIN_INTERVAL_BLOCKS, MIN_SAMPLES, VerdictPolicy
+from tui.engine.verdict import Machine, Outliers, SideSeries, Verdict, spread_note, verdict_for
 from tui.typed import JsonRecord
 
 __all__ = [
@@ -43,22 +44,15 @@ __all__ = [
     "LiveStats",
     "SummaryInputs",
     "build_summary",
-    "UNSTABLE_RELATIVE_IQR",
     "MIN_SAMPLES",
+    "MIN_INTERVAL_BLOCKS",
     "LAUNCH_BOUND_RATIO",
     "BOOTSTRAP_RESAMPLES",
     "launch_bound_of",
 ]
 
-UNSTABLE_RELATIVE_IQR = 0.10
-MIN_SAMPLES = 10
-LAUNCH_BOUND_RATIO = 1.25
 BOOTSTRAP_RESAMPLES = 2000
-MIN_INTERVAL_BLOCKS = 4
-"""Fewer block pairs give no interval: with n pairs the most extreme resample has probability
-n**-n, and only from n = 4 (1/256) is that below the 2.5% each tail of a 95% interval needs."""
-STALL_FACTOR = 100.0
-"""An iteration (or a block's host time per call) this many times its side's median is a stall."""
+# The thresholds (MIN_SAMPLES, MIN_INTERVAL_BLOCKS, LAUNCH_BOUND_RATIO, the policy's) live in tui.engine.thresholds.
 
 
 @dataclass(frozen=True)
@@ -234,6 +228,9 @@ def build_summary(live: LiveStats, run: SummaryInputs) -> RunSummary:
         verdict = _verdict(live, sides, "iter", (low, high), run)
         if launch_bound:
             host_verdict = _verdict(live, sides, "host", (host_low, host_high), run)
+        # The verdicts' notes (the distribution's shape, a wide interval) are warnings, said once.
+        notes = verdict.notes + (host_verdict.notes if host_verdict else ())
+        warnings = list(dict.fromkeys([*warnings, *notes]))
     return RunSummary(
         eager=eager,
         compiled=compiled,
@@ -264,8 +261,9 @@ def _verdict(live: LiveStats, sides: dict[str, SideStats], which: str, interval:
     """The verdict of the ``iter`` (device or CPU time) or ``host`` speedup (tui.engine.verdict)."""
     series = {name: live.series(name, which, getattr(side, which)) for name, side in sides.items()}
     what = "time" if which == "iter" else "host time"
+    # One run is one process: its host verdict says so (tui.engine.verdict); a --repeat group judges its own.
     return verdict_for(series["eager"], series["compiled"], *interval, machine=run.machine, policy=run.policy,
-                       what=what, host=which == "host")
+                       what=what, host=which == "host", processes=1)
 
 
 def _ratio(top: Stats | None, bottom: Stats | None) -> float | None:
@@ -319,8 +317,8 @@ def _break_even(compile_s: float | None, eager: Stats | None, compiled: Stats | 
     return math.ceil(compile_s * 1000 / saved_ms)
 
 
-def _stall_warning(side: str, stats: Stats | None, what: str) -> list[str]:
-    if stats is None or stats.median <= 0 or stats.max < STALL_FACTOR * stats.median:
+def _stall_warning(side: str, stats: Stats | None, what: str, policy: VerdictPolicy) -> list[str]:
+    if stats is None or stats.median <= 0 or stats.max < policy.stall_factor * stats.median:
         return []
     return [
         f"stall: one {side} {what} took {stats.max:.4g} ms, {stats.max / stats.median:.0f}x its median"
@@ -328,18 +326,16 @@ def _stall_warning(side: str, stats: Stats | None, what: str) -> list[str]:
     ]
 
 
-def _side_warnings(side: str, stats: Stats | None, clock: str | None, done: bool) -> list[str]:
+def _side_warnings(side: str, stats: Stats | None, clock: str | None, run: SummaryInputs) -> list[str]:
     if stats is None:
-        return [f"no {side} samples were measured"] if done else []
-    messages = _stall_warning(side, stats, "iteration")
+        return [f"no {side} samples were measured"] if run.done else []
+    messages = _stall_warning(side, stats, "iteration", run.policy)
     if stats.n < MIN_SAMPLES:
         messages.append(f"too few {side} samples (n = {stats.n} < {MIN_SAMPLES}): raise iters")
-    spread = stats.relative_iqr
-    if spread is not None and spread > UNSTABLE_RELATIVE_IQR:
-        messages.append(
-            f"{side} spread IQR/median = {spread:.0%} > {UNSTABLE_RELATIVE_IQR:.0%}: unstable"
-            " (close other programs, raise iters or block size)"
-        )
+    # The verdict's own note, from the run's policy (--noise-limit max_relative_iqr moves both).
+    spread = spread_note(side, stats.relative_iqr, run.policy)
+    if spread:
+        messages.append(spread)
     info = clock_info(clock)
     if info is not None and stats.median < info.too_fast_ms:
         messages.append(
@@ -352,9 +348,9 @@ def _side_warnings(side: str, stats: Stats | None, clock: str | None, done: bool
 def _warnings(sides: dict[str, SideStats], clock: str | None, run: SummaryInputs, pairs: int | None) -> list[str]:
     messages: list[str] = []
     for name, side in sides.items():
-        messages.extend(_side_warnings(name, side.iter, clock, run.done))
+        messages.extend(_side_warnings(name, side.iter, clock, run))
         if not any(m.startswith(f"stall: one {name}") for m in messages):
-            messages.extend(_stall_warning(name, side.host, "block's host time per call"))
+            messages.extend(_stall_warning(name, side.host, "block's host time per call", run.policy))
     if run.finished and pairs is not None and pairs < MIN_INTERVAL_BLOCKS:
         messages.append(f"too few interleaved blocks for a 95% interval ({pairs} < {MIN_INTERVAL_BLOCKS}):"
                         " raise iters or lower block_size")

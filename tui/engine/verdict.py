@@ -1,15 +1,15 @@
-"""The verdict: one word for what a run's measurement supports, checked for noise first.
+"""The verdict: one word for what a run's measurement supports, and why it is not more.
 
 A run's speedup comes with a 95% interval [lo, hi] (``tui.engine.stats.bootstrap_speedup``).
-With the noise threshold ``t`` (``RunOptions.noise_threshold``, default 2%):
+With the noise threshold ``t`` (``RunOptions.noise_threshold``, default 2%) and the limits of
+:class:`~tui.engine.thresholds.VerdictPolicy` (every threshold lives in :mod:`tui.engine.thresholds`):
 
 ``noisy``
-    the measurement cannot support a number; checked first, and any one reason is enough
-    (:func:`noise_reasons`, thresholds in :class:`VerdictPolicy`): a side's IQR/median above
-    10%; hi/lo above 1.25; more than 5% of a side's samples beyond the 3-IQR (severe) fence;
-    the median of a side's last quarter of blocks differs from its first quarter by more than
-    10%; a stall (one sample above 100x its side's median); other processes busy on the
-    machine while measuring (more than half a core; on a GPU run, another process on the GPU).
+    something threatened the conclusion, checked first, and any one reason is enough
+    (:func:`assess`): other processes busy on the machine while measuring (more than half a core;
+    on a GPU run, another process on the GPU); the speedup drifting across the run (the block
+    pairs' ratios trend one way, and the last quarter's median lies beyond 10% of the first's); a
+    stall (a sample 100x its side's median) that moves its side's median by more than t/2.
 ``faster``
     lo > 1 + t.
 ``slower``
@@ -17,7 +17,15 @@ With the noise threshold ``t`` (``RunOptions.noise_threshold``, default 2%):
 ``no change``
     [lo, hi] lies inside [1 - t, 1 + t].
 ``inconclusive``
-    anything else, and a run with too few blocks for an interval.
+    anything else, a run with too few blocks for an interval, and the host-inclusive verdict of
+    one process of a launch-bound run (its host time swings between processes more than the
+    interval within one says: ``--repeat`` gives an interval across processes).
+
+The distribution's shape alone makes no run noisy: a side's IQR/median above 10%, more than 5%
+of its samples beyond the 3-IQR fence, a stall that leaves the median where it was and an
+interval with hi/lo above 1.25 are notes with their numbers (:attr:`Verdict.notes`). On quiet
+machines such runs were the rule and their intervals agreed from process to process; a loaded
+machine is caught by the machine check (docs/BENCHMARKS.md, "Calibrating the verdict").
 
 Only finished runs that are ``done`` get a verdict; failed and cancelled runs keep their status.
 The same rules judge the host-inclusive speedup of a launch-bound run (``host_verdict``), with
@@ -27,17 +35,21 @@ one value per block as its samples. Outliers are classified as criterion does (T
 
 from __future__ import annotations
 
-from dataclasses import dataclass, fields, replace
+import math
+from dataclasses import dataclass
 from typing import Iterable, Sequence
 
 from tui.engine.stats import median
+from tui.engine.thresholds import (
+    DRIFT_POINTS, DRIFT_TREND_Z, LIMIT_NAMES, MIN_IQR_SHARE, STALL_SHIFT_SHARE, VerdictPolicy,
+)  # fmt: skip
 from tui.typed import JsonRecord
 
 __all__ = [
     "FASTER", "SLOWER", "NO_CHANGE", "INCONCLUSIVE", "NOISY", "VERDICTS", "CONFIDENT",
-    "VerdictPolicy", "LIMIT_NAMES", "Outliers", "SideSeries", "Machine", "Verdict",
-    "classify_outliers", "judge_interval", "noise_reasons", "interval_reasons", "verdict_for", "RERUN_HINT",
-    "spread_reasons", "machine_reasons",
+    "VerdictPolicy", "LIMIT_NAMES", "Outliers", "SideSeries", "Machine", "Verdict", "Assessment",
+    "classify_outliers", "judge_interval", "assess", "noise_reasons", "interval_notes", "verdict_for", "RERUN_HINT",
+    "series_checks", "machine_reasons", "speedup_drift", "spread_note", "ONE_PROCESS_HOST",
 ]  # fmt: skip
 
 FASTER, SLOWER, NO_CHANGE, INCONCLUSIVE, NOISY = "faster", "slower", "no change", "inconclusive", "noisy"
@@ -45,40 +57,12 @@ VERDICTS = (FASTER, SLOWER, NO_CHANGE, INCONCLUSIVE, NOISY)
 CONFIDENT = frozenset({FASTER, SLOWER, NO_CHANGE})
 """Verdicts that state a number; ``--strict`` fails on the others."""
 
-MIN_IQR_SHARE = 0.03
-"""Outlier fences use an IQR of at least this share of the median (:meth:`SideSeries.outliers`).
-
-The severe fence thus lies at least 9% of the median beyond a quartile. A tighter floor (1%,
-until 2026-12-03) called the H200's CNN b64 runs noisy for their first call of each block,
-about 6% slower than the rest after the other side ran (docs/BENCHMARKS.md, "Verdicts on the
-H200"): a systematic cost of interleaving that the median ignores, not noise."""
-
 RERUN_HINT = "re-run on a quiet machine, or with more iters or --repeat"
 
-
-@dataclass(frozen=True)
-class VerdictPolicy(JsonRecord):
-    """The thresholds of the verdict (the module docstring says what each one means)."""
-
-    threshold: float = 0.02
-    max_relative_iqr: float = 0.10
-    max_interval_ratio: float = 1.25
-    max_severe_outlier_share: float = 0.05
-    max_drift: float = 0.10
-    stall_factor: float = 100.0
-    max_other_cpu_cores: float = 0.5
-
-    @classmethod
-    def of(cls, threshold: float | None = None, limits: dict[str, float] | None = None) -> "VerdictPolicy":
-        """The defaults with ``threshold`` (t) and any of the other limits replaced (checked by RunOptions)."""
-        changes = {k: float(v) for k, v in (limits or {}).items() if k in LIMIT_NAMES}
-        if threshold is not None:
-            changes["threshold"] = float(threshold)
-        return replace(cls(), **changes) if changes else cls()
-
-
-LIMIT_NAMES = tuple(f.name for f in fields(VerdictPolicy) if f.name != "threshold")
-"""The limits ``--noise-limit NAME=VALUE`` (``RunOptions.noise_limits``) may change."""
+ONE_PROCESS_HOST = ("one process: a launch-bound run's host time swings from process to process by more than "
+                    "the interval within one says; --repeat 3 (or auto, the default) gives an interval across "
+                    "processes")
+"""Why the host verdict of one process of a launch-bound run is not decisive."""
 
 
 @dataclass(frozen=True)
@@ -147,6 +131,11 @@ class SideSeries:
         values = (x for block in self.blocks for x in block)
         return classify_outliers(values, self.q1, self.q3, min_iqr=MIN_IQR_SHARE * self.median)
 
+    def median_without_stalls(self, factor: float) -> float | None:
+        """The median of the samples below ``factor`` x the median (None when none are left)."""
+        kept = [x for block in self.blocks for x in block if x < factor * self.median]
+        return median(kept) if kept else None
+
 
 @dataclass(frozen=True)
 class Machine:
@@ -160,10 +149,22 @@ class Machine:
 
 @dataclass(frozen=True)
 class Verdict(JsonRecord):
-    """A verdict word (:data:`VERDICTS`) and, for ``noisy``, the reasons that tripped."""
+    """A verdict word (:data:`VERDICTS`), why it is not more (noisy's reasons, or why not decisive), and notes."""
 
     word: str = INCONCLUSIVE
     reasons: tuple[str, ...] = ()
+    notes: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class Assessment:
+    """What the checks found: ``reasons`` threaten the conclusion (noisy), ``notes`` do not."""
+
+    reasons: tuple[str, ...] = ()
+    notes: tuple[str, ...] = ()
+
+    def __add__(self, other: "Assessment") -> "Assessment":
+        return Assessment(self.reasons + other.reasons, self.notes + other.notes)
 
 
 def judge_interval(low: float | None, high: float | None, threshold: float) -> str:
@@ -179,37 +180,75 @@ def judge_interval(low: float | None, high: float | None, threshold: float) -> s
     return INCONCLUSIVE
 
 
-def spread_reasons(side: SideSeries, policy: VerdictPolicy, what: str) -> list[str]:
-    """One side's own noise reasons: spread, severe outliers, a stall, drift (empty: none)."""
-    reasons = []
-    if side.median > 0 and (side.q3 - side.q1) / side.median > policy.max_relative_iqr:
-        reasons.append(f"{side.name} {what} spread IQR/median {(side.q3 - side.q1) / side.median:.0%}"
-                       f" > {policy.max_relative_iqr:.0%}")
+def spread_note(name: str, relative_iqr: float | None, policy: VerdictPolicy, what: str = "time") -> str | None:
+    """The note on a side's IQR/median above ``policy.max_relative_iqr`` (the summary's warning says the same)."""
+    if relative_iqr is None or relative_iqr <= policy.max_relative_iqr:
+        return None
+    return (f"{name} {what} spread IQR/median {relative_iqr:.0%} > {policy.max_relative_iqr:.0%}: a wide distribution;"
+            " the verdict judges by the interval")
+
+
+def series_checks(side: SideSeries, policy: VerdictPolicy, what: str = "time", drift: bool = True) -> Assessment:
+    """One series' checks: a stall that moves its median and (``drift``) its own drift are reasons; its shape, notes."""
+    notes = []
+    spread = spread_note(side.name, (side.q3 - side.q1) / side.median if side.median > 0 else None, policy, what)
+    if spread:
+        notes.append(spread)
     count = side.count
     severe = side.outliers().severe if count else 0
     if count and severe / count > policy.max_severe_outlier_share:
-        reasons.append(f"{side.name} {what}: {severe} of {count} samples beyond the 3-IQR fence"
-                       f" ({severe / count:.0%} > {policy.max_severe_outlier_share:.0%})")
-    if side.median > 0 and side.max >= policy.stall_factor * side.median:
-        reasons.append(f"{side.name} {what}: a stall ({side.max:.4g} ms, {side.max / side.median:.0f}x the median)")
-    drift = _drift(side.blocks)
-    if drift is not None and abs(drift) > policy.max_drift:
-        reasons.append(f"{side.name} {what} drifted {drift:+.0%} from the first quarter of blocks to the last"
-                       f" (> {policy.max_drift:.0%})")
-    return reasons
+        notes.append(f"{side.name} {what}: {severe} of {count} samples beyond the 3-IQR fence"
+                     f" ({severe / count:.0%} > {policy.max_severe_outlier_share:.0%})")
+    checks = Assessment(notes=tuple(notes)) + _stall(side, policy, what)
+    if drift:
+        change = _drift([median(b) for b in side.blocks if b])
+        if change is not None and abs(change) > policy.max_drift:
+            checks += Assessment((f"{side.name} {what} drifted {change:+.0%} from the first quarter of blocks to the"
+                                  f" last (> {policy.max_drift:.0%})",))
+    return checks
 
 
-def _drift(blocks: Sequence[Sequence[float]]) -> float | None:
-    """Median of the last quarter of blocks / median of the first quarter - 1 (None below 4 blocks)."""
-    quarter = len(blocks) // 4
+def _stall(side: SideSeries, policy: VerdictPolicy, what: str) -> Assessment:
+    """A stall: a reason when leaving its samples out moves the side's median by more than t/2, else a note."""
+    if side.median <= 0 or side.max < policy.stall_factor * side.median:
+        return Assessment()
+    stall = f"{side.name} {what}: a stall ({side.max:.4g} ms, {side.max / side.median:.0f}x the median)"
+    without = side.median_without_stalls(policy.stall_factor)
+    shift = abs(without / side.median - 1) if without else 1.0
+    if shift > STALL_SHIFT_SHARE * policy.threshold:
+        return Assessment((f"{stall} moved the median by {shift:.1%}",))
+    return Assessment(notes=(f"{stall}; the median moved {shift:.1%}",))
+
+
+def _drift(values: Sequence[float]) -> float | None:
+    """Median of the last quarter of ``values`` (block medians, in order) / the first quarter's - 1.
+
+    None unless the values also trend one way (Kendall's S beyond :data:`DRIFT_TREND_Z` standard
+    deviations): quarters that differ only by the blocks' scatter are not drift, and with five
+    blocks no order is significant. More than :data:`DRIFT_POINTS` values are merged into runs of
+    adjacent ones first (their medians), which keeps the test's cost bounded.
+    """
+    if len(values) > DRIFT_POINTS:
+        size = -(-len(values) // DRIFT_POINTS)
+        values = [median(values[i:i + size]) for i in range(0, len(values), size)]
+    n = len(values)
+    quarter = n // 4
     if quarter < 1:
         return None
-    first = [x for block in blocks[:quarter] for x in block]
-    last = [x for block in blocks[-quarter:] for x in block]
-    if not first or not last:
+    score = sum((b > a) - (b < a) for i, a in enumerate(values) for b in values[i + 1:])
+    if abs(score) < DRIFT_TREND_Z * math.sqrt(n * (n - 1) * (2 * n + 5) / 18):
         return None
-    base = median(first)
-    return median(last) / base - 1 if base > 0 else None
+    base = median(values[:quarter])
+    return median(values[-quarter:]) / base - 1 if base > 0 else None
+
+
+def speedup_drift(eager: SideSeries, compiled: SideSeries) -> float | None:
+    """How far the speedup of the last quarter of block pairs lies from the first quarter's (None: no trend).
+
+    Per pair, eager's block median over compiled's: a change of the machine that slows both sides
+    alike (the blocks are interleaved) leaves it be; what moves the speedup itself moves it.
+    """
+    return _drift([median(e) / median(c) for e, c in zip(eager.blocks, compiled.blocks) if e and c and median(c) > 0])
 
 
 def machine_reasons(machine: Machine, policy: VerdictPolicy, host: bool) -> list[str]:
@@ -225,32 +264,47 @@ def machine_reasons(machine: Machine, policy: VerdictPolicy, host: bool) -> list
     return reasons
 
 
+def interval_notes(low: float | None, high: float | None, policy: VerdictPolicy, what: str = "time",
+                   kind: str = "interval") -> list[str]:
+    """The note on an interval with hi/lo above ``policy.max_interval_ratio`` (its word still stands)."""
+    if low is not None and high is not None and low > 0 and high / low > policy.max_interval_ratio:
+        return [f"the {what} speedup's {kind} is wide (hi/lo {high / low:.2f} > {policy.max_interval_ratio:.2f}):"
+                " the number is imprecise"]
+    return []
+
+
+def assess(eager: SideSeries, compiled: SideSeries, low: float | None, high: float | None, machine: Machine,
+           policy: VerdictPolicy, what: str = "time", host: bool = False) -> Assessment:
+    """Every check of one speedup: the reasons it is noisy (empty: not) and the notes."""
+    checks = series_checks(eager, policy, what, drift=False) + series_checks(compiled, policy, what, drift=False)
+    drift = speedup_drift(eager, compiled)
+    if drift is not None and abs(drift) > policy.max_drift:
+        checks += Assessment((f"the {what} speedup drifted {drift:+.0%} from the first quarter of block pairs to"
+                              f" the last (> {policy.max_drift:.0%})",))
+    checks += Assessment(tuple(machine_reasons(machine, policy, host)), tuple(interval_notes(low, high, policy, what)))
+    return checks
+
+
 def noise_reasons(eager: SideSeries, compiled: SideSeries, low: float | None, high: float | None,
                   machine: Machine, policy: VerdictPolicy, what: str = "time", host: bool = False) -> tuple[str, ...]:
-    """Every reason the measurement cannot support a number (empty: not noisy)."""
-    reasons = spread_reasons(eager, policy, what) + spread_reasons(compiled, policy, what)
-    reasons += interval_reasons(low, high, policy, what)
-    reasons += machine_reasons(machine, policy, host)
-    return tuple(reasons)
-
-
-def interval_reasons(low: float | None, high: float | None, policy: VerdictPolicy, what: str = "time",
-                     kind: str = "interval") -> list[str]:
-    """The interval's noise reason (hi/lo above ``policy.max_interval_ratio``), or none."""
-    if low is not None and high is not None and low > 0 and high / low > policy.max_interval_ratio:
-        return [f"the {what} speedup's {kind} is too wide (hi/lo {high / low:.2f} > {policy.max_interval_ratio:.2f})"]
-    return []
+    """Every reason the measurement is noisy (empty: not noisy)."""
+    return assess(eager, compiled, low, high, machine, policy, what, host).reasons
 
 
 def verdict_for(eager: SideSeries | None, compiled: SideSeries | None, low: float | None, high: float | None,
                 machine: Machine | None = None, policy: VerdictPolicy | None = None,
-                what: str = "time", host: bool = False) -> Verdict:
-    """The verdict of one speedup: ``noisy`` with its reasons first, else the interval's word."""
+                what: str = "time", host: bool = False, processes: int | None = None) -> Verdict:
+    """The verdict of one speedup: ``noisy`` with its reasons first, else the interval's word, with the notes.
+
+    ``processes``: how many worker processes the interval comes from; a ``host`` verdict of one
+    (a launch-bound run's host-inclusive speedup) is at most ``inconclusive``, and says why.
+    """
     policy = policy or VerdictPolicy()
     if eager is None or compiled is None:
         return Verdict(INCONCLUSIVE)
-    machine = machine or Machine()
-    reasons = noise_reasons(eager, compiled, low, high, machine, policy, what, host)
-    if reasons:
-        return Verdict(NOISY, reasons)
-    return Verdict(judge_interval(low, high, policy.threshold))
+    checks = assess(eager, compiled, low, high, machine or Machine(), policy, what, host)
+    if checks.reasons:
+        return Verdict(NOISY, checks.reasons, checks.notes)
+    if host and processes == 1:
+        return Verdict(INCONCLUSIVE, (ONE_PROCESS_HOST,), checks.notes)
+    return Verdict(judge_interval(low, high, policy.threshold), (), checks.notes)

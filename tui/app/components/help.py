@@ -20,8 +20,9 @@ compile-lab times eager PyTorch against torch.compile in a fresh worker process 
 the first compiled call is reported apart as compile s, warm-up is discarded, and eager and
 compiled are then measured in alternating blocks. The speedup is the ratio of medians with a
 95% bootstrap interval. The status column gives the verdict: faster or slower (the interval
-clears the threshold), no change, inconclusive (the interval is too wide to say) or noisy
-(the machine was too busy for the number to mean anything: re-run). LB marks a launch-bound
+clears the threshold), no change, inconclusive (the interval is too wide to say; a launch-bound
+run's host time from one process, which swings between processes) or noisy (the machine was busy,
+the speedup drifted or stalls moved the median: re-run). LB marks a launch-bound
 run (host time per call well above the GPU time), followed by its host-inclusive speedup:
 what a loop that never synchronises pays.
 

@@ -7,18 +7,20 @@ own; seeded by the side's run ids, so the same runs on both sides read exactly 1
 verdict in :mod:`tui.engine.verdict`'s words, judged on how much faster NEW is (BASE / NEW for a
 time, NEW / BASE for the speedup) with threshold t:
 
-* ``noisy`` first: a process of either side whose own series of this metric is noisy (its spread,
-  severe outliers, a stall, drift: :func:`~tui.engine.verdict.spread_reasons`), a busy machine
-  while it measured (:func:`~tui.engine.verdict.machine_reasons`), or an interval of the change
-  wider than ``max_interval_ratio``. A noisy pair is never faster or slower.
+* ``noisy`` first: a process of either side whose own series of this metric is noisy by the
+  run's rules (a stall that moved its median, drift: :func:`~tui.engine.verdict.series_checks`,
+  the speedup's paired drift: :func:`~tui.engine.verdict.assess`), or a busy machine while it
+  measured (:func:`~tui.engine.verdict.machine_reasons`). The distribution's shape and a wide
+  interval are not noise, as for a run. A noisy pair is never faster or slower.
 * else ``faster`` / ``slower`` / ``no change`` / ``inconclusive`` from the interval
   (:func:`~tui.engine.verdict.judge_interval`); ``inconclusive`` without an interval (a side with
   fewer than 4 block pairs, or samples that were pruned).
 
 With two or more processes on each side the interval is across processes; with one on a side it
 holds only the noise within a process, and the pair says so (``within_process``). A launch-bound
-pair's host time judged within a process uses a threshold of at least 5%
-(:data:`LAUNCH_BOUND_HOST_THRESHOLD`): identical launch-bound runs moved up to 1.8x in host time.
+pair's host time within a process is at most ``inconclusive``, as a run's host verdict of one
+process is (:data:`~tui.engine.verdict.ONE_PROCESS_HOST`): identical launch-bound runs moved up
+to 1.8x in host time from one process to the next.
 
 The gate (:func:`fails`): a pair fails when the gated metric's verdict is ``slower`` and NEW is
 slower by more than ``fail_above`` percent (the point estimate); with ``strict`` also when its
@@ -37,19 +39,18 @@ from tui.engine.compare.matching import Pair, Unmatched
 from tui.engine.protocol import SIDES
 from tui.engine.results import RunRecord, SamplesUnavailable
 from tui.engine.stats import summarize
-from tui.engine.summary import BOOTSTRAP_RESAMPLES, MIN_INTERVAL_BLOCKS, SideStats, launch_bound_of
+from tui.engine.summary import BOOTSTRAP_RESAMPLES, SideStats, launch_bound_of
+from tui.engine.thresholds import MIN_INTERVAL_BLOCKS
 from tui.engine.verdict import (
-    CONFIDENT, INCONCLUSIVE, NOISY, SLOWER, SideSeries, VerdictPolicy, judge_interval, machine_reasons, spread_reasons,
+    CONFIDENT, INCONCLUSIVE, NOISY, ONE_PROCESS_HOST, SLOWER, Assessment, Machine, SideSeries, VerdictPolicy, assess,
+    judge_interval, machine_reasons, series_checks,
 )  # fmt: skip
 from tui.typed import JsonRecord
 
 __all__ = [
     "Metric", "METRICS", "METRIC_NAMES", "CompareSettings", "Change", "PairResult", "UnmatchedRow",
-    "judge_pair", "unmatched_row", "side_values", "fails", "LAUNCH_BOUND_HOST_THRESHOLD",
+    "judge_pair", "unmatched_row", "side_values", "fails",
 ]  # fmt: skip
-
-LAUNCH_BOUND_HOST_THRESHOLD = 0.05
-"""The least threshold of a launch-bound pair's host change judged within one process."""
 
 # A unit's channels: an interleaved block pair's eager and compiled times, and each side's host time per call.
 _EAGER, _COMPILED, _EAGER_HOST, _COMPILED_HOST = range(4)
@@ -118,7 +119,7 @@ class Change(JsonRecord):
     ratio_high: float | None = None
     verdict: str = INCONCLUSIVE
     reasons: tuple[str, ...] = ()
-    """Why it is noisy."""
+    """Why it is noisy, or why it is not decisive (one process of a launch-bound host time)."""
     threshold: float = 0.02
 
     @property
@@ -252,11 +253,7 @@ def _noise(side: _Side, metric: Metric, policy: VerdictPolicy) -> list[str]:
     """Each process's noise reasons for ``metric``, a reason said once with the processes it concerns."""
     by_reason: dict[str, list[str]] = {}
     for number, process in enumerate(side.processes, 1):
-        reasons = []
-        for key in metric.series:
-            series = process.series[key]
-            if series is not None:
-                reasons += spread_reasons(series, policy, "time" if key[1] == "iter" else "host time")
+        reasons = list(_checks(process, metric, policy).reasons)
         reasons += machine_reasons(process.record.machine(), policy, metric.host)
         for reason in reasons:
             by_reason.setdefault(reason, []).append(str(number))
@@ -265,6 +262,23 @@ def _noise(side: _Side, metric: Metric, policy: VerdictPolicy) -> list[str]:
         return [f"{side.name}: {reason}" for reason in by_reason]
     return [f"{side.name} process{'es' if len(n) > 1 else ''} {', '.join(n)} of {count}: {reason}"
             for reason, n in by_reason.items()]
+
+
+def _checks(process: _Process, metric: Metric, policy: VerdictPolicy) -> Assessment:
+    """A process's own checks of ``metric``, as a run's verdict makes them (the machine's apart).
+
+    The speedup's series are checked as a run's speedup is (its drift is the paired one); a time
+    as one series, with its own drift.
+    """
+    series = [process.series[key] for key in metric.series]
+    what = "time" if metric.series[0][1] == "iter" else "host time"
+    if len(series) == 2 and series[0] is not None and series[1] is not None:
+        return assess(series[0], series[1], None, None, Machine(), policy, what)
+    checks = Assessment()
+    for one in series:
+        if one is not None:
+            checks += series_checks(one, policy, what)
+    return checks
 
 
 def side_values(records: Sequence[RunRecord], settings: CompareSettings,
@@ -277,22 +291,22 @@ def side_values(records: Sequence[RunRecord], settings: CompareSettings,
 # ----- judging -----------------------------------------------------------------------------------
 
 
-def _change(metric: Metric, base: _Side, new: _Side, settings: CompareSettings, threshold: float) -> Change:
+def _change(metric: Metric, base: _Side, new: _Side, settings: CompareSettings, one_process_host: bool) -> Change:
+    threshold = settings.threshold
     policy = settings.policy(threshold)
     enough = min(base.draws.units, new.draws.units) >= MIN_INTERVAL_BLOCKS
     interval = change_interval(base.draws, new.draws, metric.value)
     low, high = (interval.low, interval.high) if enough else (None, None)
     values = dict(metric=metric.name, base=metric.value(base.draws.point), new=metric.value(new.draws.point),
                   ratio=interval.point, ratio_low=low, ratio_high=high, threshold=threshold)  # fmt: skip
-    reasons = []
-    if low is not None and high is not None and low > 0 and high / low > policy.max_interval_ratio:
-        reasons.append(f"the {metric.label} change's interval is too wide (hi/lo {high / low:.2f} > "
-                       f"{policy.max_interval_ratio:.2f})")
-    reasons += _noise(base, metric, policy) + _noise(new, metric, policy)
+    # A wide interval of the change is not noise: its word is inconclusive unless it clears the band.
+    reasons = _noise(base, metric, policy) + _noise(new, metric, policy)
     if reasons:
         return Change(**values, verdict=NOISY, reasons=tuple(reasons))
     if low is None or high is None or low <= 0:
         return Change(**values, verdict=INCONCLUSIVE)
+    if one_process_host:
+        return Change(**values, verdict=INCONCLUSIVE, reasons=(ONE_PROCESS_HOST,))
     gain = (1 / high, 1 / low) if metric.time else (low, high)
     return Change(**values, verdict=judge_interval(*gain, threshold))
 
@@ -326,15 +340,7 @@ def judge_pair(pair: Pair, settings: CompareSettings) -> PairResult:
     if within:
         notes.append(f"one process on a side ({base.name} {len(base.processes)}, {new.name} {len(new.processes)}): the "
                      "interval holds only the noise within a process (--repeat 3 gives one across processes)")
-    changes = []
-    for metric in METRICS.values():
-        threshold = settings.threshold
-        if metric.host and launch_bound and within:
-            threshold = max(threshold, LAUNCH_BOUND_HOST_THRESHOLD)
-            if metric.name == settings.metric and threshold > settings.threshold:
-                notes.append(f"launch-bound host time within one process: judged at {threshold:.0%}, not "
-                             f"{settings.threshold:.0%} (such runs moved up to 1.8x from one process to the next)")
-        changes.append(_change(metric, base, new, settings, threshold))
+    changes = [_change(metric, base, new, settings, metric.host and launch_bound and within) for metric in METRICS.values()]
     gated = next(c for c in changes if c.metric == settings.metric)
     return PairResult(label=label, key=dict(pair.key.fields), differences=pair.differences,
                       base_runs=tuple(r.run_id for r in pair.base), new_runs=tuple(r.run_id for r in pair.new),

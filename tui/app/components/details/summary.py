@@ -95,7 +95,7 @@ def _verdict_text(word: str | None, reasons: tuple[str, ...]) -> Text | None:
     text = Text(word, style=VERDICT_STYLES.get(word, ""))
     for reason in reasons:
         text.append(f"\n• {reason}", style="magenta")
-    if reasons:
+    if reasons and word == "noisy":  # an inconclusive host verdict of one process says its own way out
         text.append(f"\n{RERUN_HINT}", style="dim")
     return text
 
