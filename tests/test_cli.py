@@ -243,14 +243,15 @@ def test_strict_exits_3_on_a_noisy_verdict_and_says_why(monkeypatch, tmp_path, c
     assert cli.main([*base, "--strict"]) == 0
     (row,) = list(csv.DictReader(out_csv.open()))
     assert (row["verdict"], row["noise_reasons"]) == ("faster", "")
-    # A spread limit no measurement can meet: noisy, exit 3 under --strict, 0 without it.
-    noisy = [*base, "--noise-limit", "max_relative_iqr=0.000001"]
+    # A stall limit every sample meets (each "stalls", and leaving them out leaves no median): noisy, exit 3
+    # under --strict, 0 without it.
+    noisy = [*base, "--noise-limit", "stall_factor=0.000001"]
     assert cli.main([*noisy, "--strict"]) == 3
     out, err = capsys.readouterr()
     assert "--strict: run 1: noisy" in err
-    assert "run 1: noisy: eager time spread IQR/median" in out and "re-run on a quiet machine" in out
+    assert "run 1: noisy: eager time: a stall" in out and "re-run on a quiet machine" in out
     (row,) = list(csv.DictReader(out_csv.open()))
-    assert row["verdict"] == "noisy" and "spread IQR/median" in row["noise_reasons"]
+    assert row["verdict"] == "noisy" and "moved the median" in row["noise_reasons"]
     assert cli.main(noisy) == 0
 
 
@@ -295,8 +296,17 @@ def test_repeat_auto_keeps_one_process_where_nothing_is_launch_bound(monkeypatch
                      "--csv", str(out_csv), "--quiet"])  # fmt: skip
     assert code == 0
     (row,) = list(csv.DictReader(out_csv.open()))
-    assert (row["repeats"], row["group_id"], row["speedup_xproc_ci_low"]) == ("1", row["run_id"], "")
+    assert (row["repeats"], row["group_id"], row["speedup_xproc_ci_low"]) == ("1", "", "")
     assert len((compile_lab_home / "data" / "history.jsonl").read_text().splitlines()) == 1
+
+
+def test_the_repeat_default_is_auto_unless_the_user_sets_it():
+    from tui.cli import build_parser, repeat_from_args
+
+    parser = build_parser()
+    assert repeat_from_args(parser.parse_args(["run"])) == "auto"
+    assert repeat_from_args(parser.parse_args(["run", "--repeat", "1"])) == 1
+    assert repeat_from_args(parser.parse_args(["sweep"])) == "auto"
 
 
 def test_a_group_row_shows_its_processes_and_their_spread():

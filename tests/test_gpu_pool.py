@@ -242,8 +242,11 @@ def test_a_pool_of_several_kinds_says_so_and_refuses_repeats_without_each_gpu_ki
     err = capsys.readouterr().err
     assert "--repeat: more than one process per configuration with GPUs of several kinds (Fake H100 x1, Fake A100 x1)" in err
     assert len(err.splitlines()) == 1
-    assert cli.main([*SWEEP]) == 0
+    assert cli.main([*SWEEP, "--repeat", "1"]) == 0
     assert "each configuration runs on whichever is free" in capsys.readouterr().err
+    # The default, auto, is not refused: each configuration runs once (a row's processes share a kind).
+    assert cli.main([*SWEEP]) == 0
+    assert "each configuration runs once on whichever is free (--repeat auto adds" in capsys.readouterr().err
     assert cli.main(["sweep", "--device", "cuda:0", "--each-gpu-kind", "--no-history"]) == 2
     assert "--each-gpu-kind needs a GPU list" in capsys.readouterr().err
 

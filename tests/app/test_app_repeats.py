@@ -93,7 +93,19 @@ def test_the_config_keeps_the_repeat_and_refuses_a_bad_one(tmp_path):
     assert load_config(path)[0].repeat == "auto"
     path.write_text(json.dumps({"repeat": 0}))
     config, warning = load_config(path)
-    assert config.repeat == 1 and "repeat: 0 is not allowed" in warning
+    assert config.repeat == "auto" and "repeat: 0 is not allowed" in warning  # the default
+
+
+def test_the_repeat_default_is_auto_and_an_old_configs_default_1_reads_as_auto(tmp_path):
+    # Version 1 saved its default, 1, whether or not the user chose it: the new default replaces it.
+    path = tmp_path / "config.json"
+    assert AppConfig().repeat == "auto" and AppConfig().to_dict()["version"] == 2
+    path.write_text(json.dumps({"version": 1, "repeat": 1}))
+    assert load_config(path)[0].repeat == "auto"
+    path.write_text(json.dumps({"version": 1, "repeat": 3}))
+    assert load_config(path)[0].repeat == 3  # a count the user chose stays
+    path.write_text(json.dumps({**AppConfig(repeat=1).to_dict()}))
+    assert load_config(path)[0].repeat == 1  # chosen under version 2: kept
 
 
 async def test_repeat_auto_runs_once_where_nothing_is_launch_bound(make_app):
@@ -107,4 +119,5 @@ async def test_repeat_auto_runs_once_where_nothing_is_launch_bound(make_app):
         await wait_until(pilot, lambda: app.settled, what="settled", timeout=30)
         [row_id] = app.table.run_ids
         assert app.config.repeat == "auto" and len(app.session.records) == 1  # the CPU is never launch-bound
-        assert app.session.records[0].group_id == row_id and app.table.cell_text(row_id, "status") == "faster"
+        # A CPU configuration under auto is a plain run, no group (tui.engine.repeats.may_grow).
+        assert app.session.records[0].group_id is None and app.table.cell_text(row_id, "status") == "faster"

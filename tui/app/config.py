@@ -22,6 +22,7 @@ from tui import paths
 from tui.app.table_columns import decode_choice, encode_choice
 from tui.engine.catalog import echo
 from tui.engine.options import RunOptions
+from tui.engine.repeats import DEFAULT_REPEAT
 from tui.engine.stored_options import check_hidden, decode_options
 from tui.typed import printable
 
@@ -29,7 +30,8 @@ __all__ = [
     "AppConfig", "load_config", "save_config", "resolve_theme", "DEFAULT_THEME", "THEME_ALIASES", "CONFIG_VERSION",
 ]
 
-CONFIG_VERSION = 1
+CONFIG_VERSION = 2
+"""2: the repeat default became ``auto`` (a version-1 file's ``repeat: 1`` was the old default: read as auto)."""
 DEFAULT_THEME = "textual-dark"
 
 THEME_ALIASES = {"textual-ansi": "ansi-dark", "ansi": "ansi-dark"}
@@ -59,8 +61,9 @@ class AppConfig:
     """The last sweep choices: ``modes``, ``fullgraphs``, ``dynamics``, ``backends``, ``dtypes``."""
     show_history: bool = True
     """Whether previous sessions' runs are shown in the results table."""
-    repeat: int | str = 1
-    """Processes per configuration (the picker's and the sweep's repeat field), or ``"auto"``."""
+    repeat: int | str = DEFAULT_REPEAT
+    """Processes per configuration (the picker's and the sweep's repeat field), or ``"auto"`` (the default:
+    more processes only for a launch-bound configuration, tui.engine.repeats)."""
     columns: dict[str, bool] = field(default_factory=dict)
     """The results table's columns the user showed or hid (column key -> shown), only those that differ
     from their default (tui.app.table_columns), so a column added later shows as it is meant to."""
@@ -105,7 +108,9 @@ class AppConfig:
             config.show_history = show_history
         else:
             problems.append(f"show_history: expected true or false, got {echo(show_history)} (default used)")
-        config.repeat = _repeat(data.get("repeat", 1), problems)
+        config.repeat = _repeat(data.get("repeat", DEFAULT_REPEAT), problems)
+        if data.get("version", 1) == 1 and config.repeat == 1:
+            config.repeat = DEFAULT_REPEAT  # version 1 saved its default, 1, whether or not the user chose it
         choice, found = decode_choice(data.get("columns", {}))
         config.columns = encode_choice(choice)
         problems += found
@@ -144,7 +149,7 @@ def _repeat(value: Any, problems: list[str]) -> int | str:
         return parse_repeat(value)
     except ValueError as exc:
         problems.append(f"repeat: {exc} (default used)")
-        return 1
+        return DEFAULT_REPEAT
 
 
 def _kind(value: Any) -> str:

@@ -42,11 +42,11 @@ _TRACE_NOTES = {
 
 def repeat_choice(choice: dict[str, list[Any]]) -> int | str:
     """The sweep dialog's repeat field (``choice["repeat"]``): processes per configuration or ``"auto"``."""
-    from tui.engine.repeats import parse_repeat
+    from tui.engine.repeats import DEFAULT_REPEAT, parse_repeat
 
     given = [str(v).strip() for v in choice.get("repeat") or [] if str(v).strip()]
     try:
-        return parse_repeat(given[0]) if given else 1
+        return parse_repeat(given[0]) if given else DEFAULT_REPEAT
     except ValueError as exc:
         raise OptionsError("repeat", str(exc)) from None
 
@@ -60,8 +60,8 @@ class QueueActions:
         read = self._validated_picker_options()
         if read is None:
             return
-        options, pool = read
-        self.queue_confirmed([options], "run", source=self._config_source(), repeats=self.config.repeat, pool=pool)
+        options, pool, repeats = read
+        self.queue_confirmed([options], "run", source=self._config_source(), repeats=repeats, pool=pool)
 
     def _config_source(self: CompileLabApp) -> str:
         """Where the picker's options without a field come from: the saved config."""
@@ -77,31 +77,33 @@ class QueueActions:
         device, pool = split_device(options.device if device is None else device, len(self.picker.gpu_devices))
         return dataclasses.replace(options, device=device), pool
 
-    def check_pool_kinds(self: CompileLabApp, pool: tuple[str, ...], repeats: int | str) -> None:
+    def check_pool_kinds(self: CompileLabApp, pool: tuple[str, ...], repeats: int | str) -> int | str:
         """A pool of several GPU kinds: OptionsError when one row's processes would mix kinds, else a notice that
-        rows may compare different hardware (:func:`tui.engine.placement.check_kinds`, the CLI's rule)."""
+        rows may compare different hardware (:func:`tui.engine.placement.check_kinds`, the CLI's rule).
+        Returns the repeats to queue with (``auto`` on several kinds: 1)."""
         from tui.app.components.gpu_pane import GpuPane
         from tui.app.gpu_pool import pool_names
-        from tui.engine.placement import check_kinds, kinds_of
+        from tui.engine.placement import check_kinds, kinds_of, repeats_for_kinds
 
         if len(pool) < 2:
-            return
+            return repeats
         kinds = kinds_of(pool, pool_names(pool, self.query_one(GpuPane).snapshots))
         note = check_kinds(kinds, repeats)
         if note:
             self.notify(note[0].upper() + note[1:].replace("--each-gpu-kind", "the CLI's --each-gpu-kind") + ".",
                         title="GPU kinds", severity="warning", markup=False)
+        return repeats_for_kinds(kinds, repeats)
 
-    def _validated_picker_options(self: CompileLabApp) -> tuple[RunOptions, tuple[str, ...]] | None:
-        """The picker's options, validated, and their pool of GPUs (empty without ``cuda:all``); None when refused.
-        The config keeps them as the picker shows them (``cuda:all`` stays)."""
+    def _validated_picker_options(self: CompileLabApp) -> tuple[RunOptions, tuple[str, ...], int | str] | None:
+        """The picker's options, validated, their pool of GPUs (empty without ``cuda:all``) and the repeats to
+        queue with; None when refused. The config keeps them as the picker shows them (``cuda:all`` stays)."""
         picker = self.picker
         try:
             raw = picker.current_options()
             options, pool = self.split_pool(raw)
             options = options.validated()
             repeat = picker.current_repeat()
-            self.check_pool_kinds(pool, repeat)
+            repeats = self.check_pool_kinds(pool, repeat)
         except OptionsError as exc:
             picker.mark_invalid(exc)
             self.notify(str(exc), title="Run refused", severity="error", markup=False)
@@ -109,7 +111,7 @@ class QueueActions:
         picker.clear_invalid()
         self.config.options, self.config.repeat = raw, repeat
         self._save_config()
-        return options, pool
+        return options, pool, repeats
 
     def action_rerun(self: CompileLabApp) -> None:
         """Queue the selected row's options again; a row from an earlier session shows them first."""
@@ -180,6 +182,10 @@ class QueueActions:
         labels = ", ".join(o.label() for o in options[:4])
         more = f", +{len(options) - 4} more" if len(options) > 4 else ""
         where = f" on {len(pool)} GPUs at once" if pool else ""
+        from tui.engine.repeats import AUTO, may_grow
+
+        if repeats == AUTO and not pool and not any(may_grow(o) for o in options):
+            repeats = 1  # auto gives a CPU configuration one process (none can be launch-bound)
         if repeats == 1:
             return len(options), f"{len(options)} configurations{where}: {labels}{more}" if pool else labels + more
         each = "1 process each, more for launch-bound ones (auto)" if repeats == "auto" else f"{repeats} processes each"
@@ -192,17 +198,17 @@ class QueueActions:
         self.config.sweep = {key: value for key, value in choice.items() if key not in ("repeat", "pythons", "gpus")}
         try:
             options = self.sweep_options(base, choice)
-            repeats = repeat_choice(choice)
+            chosen = repeat_choice(choice)
             pool = self._sweep_base(base, choice)[1]
             _check_interpreters(options)
-            self.check_pool_kinds(pool, repeats)
+            repeats = self.check_pool_kinds(pool, chosen)
         except (OptionsError, ValueError) as exc:
             self.notify(str(exc), title="Sweep refused", severity="error", markup=False)
             return
         if not options:
             self.notify("The sweep has no meaningful combination.", title="Sweep", severity="warning")
             return
-        self.config.options, self.config.repeat = base, repeats
+        self.config.options, self.config.repeat = base, chosen
         self._save_config()
         where = f" over {len(pool)} GPUs" if pool else ""
         self.queue_confirmed(options, "sweep", source=self._config_source(), repeats=repeats, pool=pool,

@@ -111,8 +111,8 @@ def _add_run_flags(parser: argparse.ArgumentParser, sweep: bool) -> None:
     timing.add_argument("--repeat", metavar="K|auto",
                         help="run each configuration in K fresh worker processes, interleaved with the other "
                              "configurations; one row each, with an interval across processes. auto: one, and more "
-                             "(up to 5) for launch-bound ones until that interval is within --target-ci (else 2%%) "
-                             "(default 1)")
+                             "(up to 5) for launch-bound ones until that interval is within --target-ci (else 2%%); "
+                             "a launch-bound host verdict needs two or more (default auto: CPU runs stay one)")
     timing.add_argument(
         "--memory-limit", type=float, metavar="GB",
         help="CPU runs: cap the worker's address space at GB gigabytes; a bigger allocation fails the run "
@@ -255,9 +255,11 @@ def repeat_from_args(args: argparse.Namespace) -> int | str:
     """``--repeat``: a count of processes per configuration or ``"auto"`` (OptionsError, one line)."""
     from tui.engine.repeats import parse_repeat
 
+    from tui.engine.repeats import DEFAULT_REPEAT
+
     value = getattr(args, "repeat", None)
     if value is None:
-        return 1
+        return DEFAULT_REPEAT
     try:
         return parse_repeat(value)
     except ValueError as exc:

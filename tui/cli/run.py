@@ -27,6 +27,7 @@ from tui.cli.run_lines import RunLines
 from tui.engine.cluster.address import ClusterError
 from tui.engine.options import RunOptions
 from tui.engine.protocol import Event, WorkerWarning
+from tui.engine.repeats import AUTO, may_grow
 from tui.engine.results import RunRecord
 from tui.engine.session import RunSession, SessionListener
 
@@ -51,21 +52,21 @@ async def run_configs(configs: list[RunOptions], args: argparse.Namespace,
         from tui.engine.history import History
 
         history = History()
-    repeats = getattr(args, "repeat", 1)
-    per_config = repeats if isinstance(repeats, int) else 1
     pool = tuple(getattr(args, "device_pool", ()) or ())
     try:
         pools = _pools_by_kind(pool, telemetry, args, err) if not cluster else [()]
     except UsageError as exc:
         _say(err, f"{PROG}: error: {exc}")
         return 2
+    repeats = getattr(args, "repeat", 1)  # after the pools: auto on GPUs of several kinds is one process
+    per_config = repeats if isinstance(repeats, int) else 1
     # A log (stderr not a terminal) gets a line per run as it starts and ends; a live bar only draws at the end there.
     lines = None if args.quiet or err_file.isatty() else RunLines(err_file, configs)
     progress = _Progress(err, len(configs) * per_config * len(pools), enabled=not args.quiet and lines is None,
                          lines=lines)
     progress.differs = differing(configs)
     progress.pooled = len(getattr(args, "device_pool", ()) or ()) > 1
-    keep_spare = len(configs) * per_config > 1 or repeats == "auto"
+    keep_spare = _keep_spare(configs, repeats)
     runner_for, pool = cluster or (_runners(pool, make_runner, keep_spare, telemetry), pool)
     if cluster:
         pools = [pool]
@@ -111,6 +112,12 @@ def _runners(pool: tuple[str, ...], make_runner: Callable[..., Any], keep_spare:
     return lambda lane: make_runner(keep_spare=keep_spare, telemetry=telemetry, env=envs.get(lane, {}))
 
 
+def _keep_spare(configs: list[RunOptions], repeats: int | str) -> bool:
+    """A spare worker pays when a second run will follow: several runs, or auto that may grow (CUDA)."""
+    per_config = repeats if isinstance(repeats, int) else 1
+    return len(configs) * per_config > 1 or (repeats == AUTO and any(may_grow(c) for c in configs))
+
+
 def _pools_by_kind(pool: tuple[str, ...], telemetry: Any, args: argparse.Namespace, err: Any) -> list[tuple[str, ...]]:
     """The pools the configurations are submitted to: the pool itself, or one per GPU kind (``--each-gpu-kind``).
 
@@ -123,7 +130,7 @@ def _pools_by_kind(pool: tuple[str, ...], telemetry: Any, args: argparse.Namespa
             raise UsageError("--each-gpu-kind needs a GPU list (--device cuda:all or cuda:0,cuda:3)")
         return [pool]
     from tui.engine.options import OptionsError
-    from tui.engine.placement import check_kinds, kinds_of
+    from tui.engine.placement import check_kinds, kinds_of, repeats_for_kinds
     from tui.engine.runner.gpu_lock import pool_gpu_names
 
     kinds = kinds_of(pool, pool_gpu_names(pool, telemetry))
@@ -135,6 +142,7 @@ def _pools_by_kind(pool: tuple[str, ...], telemetry: Any, args: argparse.Namespa
         raise UsageError(f"--{exc}") from None
     if note and not args.quiet:
         _say(err, note)
+    args.repeat = repeats_for_kinds(kinds, getattr(args, "repeat", 1))
     return [pool]
 
 

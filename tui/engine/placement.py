@@ -83,15 +83,27 @@ def kinds_text(kinds: Sequence[tuple[str, Sequence[str]]]) -> str:
 
 def check_kinds(kinds: Sequence[tuple[str, Sequence[str]]], repeats: int | str) -> str | None:
     """The rule for a pool of several GPU kinds dealt without ``--each-gpu-kind``: a note to show (rows may
-    compare different hardware), or OptionsError (field ``repeat``) when one row's processes would mix kinds."""
+    compare different hardware), or OptionsError (field ``repeat``) when one row's processes would mix kinds.
+
+    ``auto`` (the default) is not refused: such a pool runs each configuration once (:func:`repeats_for_kinds`).
+    """
     if len(kinds) <= 1:
         return None
+    if repeats == "auto":
+        return (f"the GPUs are of several kinds ({kinds_text(kinds)}): each configuration runs once on whichever is "
+                "free (--repeat auto adds processes on GPUs of one kind only), so rows may compare different "
+                "hardware; --each-gpu-kind runs every configuration on each kind")
     if repeats != 1:
         raise OptionsError("repeat", f"more than one process per configuration with GPUs of several kinds "
                                      f"({kinds_text(kinds)}) would run one row's processes on different hardware: "
                                      "run each kind (--each-gpu-kind), or choose GPUs of one kind")
     return (f"the GPUs are of several kinds ({kinds_text(kinds)}): each configuration runs on whichever is free, so "
             "rows may compare different hardware; --each-gpu-kind runs every configuration on each kind")
+
+
+def repeats_for_kinds(kinds: Sequence[tuple[str, Sequence[str]]], repeats: int | str) -> int | str:
+    """The repeats a pool of ``kinds`` runs with: ``auto`` becomes 1 on several kinds (a row's processes share one)."""
+    return 1 if repeats == "auto" and len(kinds) > 1 else repeats
 
 
 def allowed_cpus() -> tuple[int, ...]:

@@ -12,10 +12,12 @@ listen to what happens (:class:`SessionListener`), cancel, and export what
   first runs the profile pass (later ones get ``profile=False``: once per configuration), and
   only it writes the traces asked for (``trace``, ``torch_trace``). Each record's ``data_dir`` is
   its folder under the history's runs directory (:mod:`tui.engine.artifacts`).
-* **Repeat auto.** ``repeats="auto"`` runs one process per configuration, then rounds: once
-  every run of the submission has ended and been saved, each configuration that
-  :func:`~tui.engine.repeats.wants_another_process` (launch-bound, across-process interval
-  wider than the target, under the cap) gets one more unit, in submission order.
+* **Repeat auto** (the front ends' default). ``repeats="auto"`` runs one process per
+  configuration, then rounds: once every run of the submission has ended and been saved, each
+  configuration that :func:`~tui.engine.repeats.wants_another_process` (launch-bound,
+  across-process interval wider than the target, under the cap) gets one more unit, in
+  submission order. A configuration that cannot be launch-bound (a CPU run:
+  :func:`~tui.engine.repeats.may_grow`) is a plain run, with no group.
 * **Lanes.** A unit runs in the lane :func:`lane_of` gives it; a lane runs one unit at a time,
   and different lanes run at once. By default every unit shares one lane (runs never overlap,
   as a benchmark on a shared machine needs); ``parallel=True`` gives each GPU its own lane
@@ -48,7 +50,7 @@ from tui.engine.artifacts import run_folder
 from tui.engine.options import RunOptions
 from tui.engine.protocol import Event
 from tui.engine.prune import CapKeeper
-from tui.engine.repeats import AUTO, group_records, parse_repeat, summarize_group, wants_another_process
+from tui.engine.repeats import AUTO, group_records, may_grow, parse_repeat, summarize_group, wants_another_process
 from tui.engine.lanes import (
     CLUSTER_LANE,
     RETIRE_AFTER,
@@ -168,11 +170,14 @@ class RunSession:
         first = [RunRecord.new(options) for options in options_list]
         later = [_later_repeat(options) for options in options_list]
         records = [*first, *(RunRecord.new(options) for _ in range(1, rounds) for options in later)]
-        if auto or rounds > 1:
-            for number, record in enumerate(records):
+        # Under auto only a configuration that may grow is a group; a CPU one is a plain run.
+        grouped = [rounds > 1 or (auto and may_grow(options)) for options in options_list]
+        for number, record in enumerate(records):
+            if grouped[number % len(first)]:
                 record.group_id, record.repeat = first[number % len(first)].run_id, number // len(first)
-        if auto and first:
-            self._auto.append([record.run_id for record in first])
+        growing = [record.run_id for record, group in zip(first, grouped) if auto and group]
+        if growing:
+            self._auto.append(growing)
         if pool:
             for record in records:
                 self._pools[record.group_id or record.run_id] = tuple(pool)

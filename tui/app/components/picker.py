@@ -28,6 +28,7 @@ from tui.app.components.picker_params import FILE_CHOICE, ParamRows
 from tui.app.trust import also_line
 from tui.engine.catalog import PATH_ECHO_CHARS, WORKLOADS, echo, is_user_workload
 from tui.engine.placement import POOL_ALL, is_pool
+from tui.engine.repeats import DEFAULT_REPEAT
 from tui.engine.options import (
     BACKENDS,
     DEFAULT_MODE,
@@ -129,7 +130,8 @@ class Picker(VerticalScroll):
     class RunRequested(Message):
         """The user pressed Enter in one of the picker's inputs (the app treats it as Run)."""
 
-    def __init__(self, options: RunOptions | None = None, *, repeat: int | str = 1, id: str | None = None) -> None:
+    def __init__(self, options: RunOptions | None = None, *, repeat: int | str = DEFAULT_REPEAT,
+                 id: str | None = None) -> None:
         super().__init__(id=id)
         self._initial = options or RunOptions()
         self._initial_repeat = repeat
@@ -386,7 +388,7 @@ class Picker(VerticalScroll):
 
         text = self.query_one("#repeat", Input).value.strip()
         try:
-            return parse_repeat(text) if text else 1
+            return parse_repeat(text) if text else DEFAULT_REPEAT
         except ValueError as exc:
             raise OptionsError("repeat", str(exc)) from None
 
