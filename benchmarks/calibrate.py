@@ -32,6 +32,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import signal
 import subprocess
 import sys
 import tempfile
@@ -135,9 +136,11 @@ def tag_of(load: int) -> str:
 
 
 def stored_count(out: Path, config: str, tag: str) -> int:
-    """How many runs of ``config`` with ``tag`` the directory holds."""
+    """How many runs of ``config`` with ``tag`` the directory holds (a run that wrote no export is run again)."""
     folder = out / config
-    return len(list(folder.glob(f"{tag}-*.json"))) if folder.is_dir() else 0
+    if not folder.is_dir():
+        return 0
+    return sum(bool(json.loads(path.read_text()).get("export")) for path in folder.glob(f"{tag}-*.json"))
 
 
 def plan(out: Path, configs: tuple[Config, ...], runs: int, tag: str) -> Iterator[Config]:
@@ -153,7 +156,8 @@ def run_once(config: Config, device: str, extra: list[str], timeout: float) -> t
     """One `compile-lab run` of ``config``: its JSON export (None if it wrote none) and what the machine did."""
     with tempfile.TemporaryDirectory(prefix="calibrate-") as tmp:
         path = Path(tmp) / "run.json"
-        argv = [sys.executable, "-m", "tui", "run", *config.args, "--device", device, *extra,
+        # One process per run (--repeat 1: the default, auto, would add processes to a launch-bound one).
+        argv = [sys.executable, "-m", "tui", "run", *config.args, "--device", device, "--repeat", "1", *extra,
                 "--json", str(path), "--no-history", "--quiet"]
         env = dict(os.environ, PYTHONPATH=str(ROOT))
         started = time.time()
@@ -190,9 +194,18 @@ def collect(args: argparse.Namespace) -> int:
         return 2
     todo = list(plan(out, configs, args.runs, tag_of(args.load)))
     print(f"collect: {len(todo)} runs to go into {out} ({tag_of(args.load)}, load {args.load})", flush=True)
-    failures = 0
+    if args.dry_run:
+        for config in todo:
+            print(" ".join(["python3 -m tui run", *config.args, "--device", args.device, "--repeat", "1", *args.extra]))
+        return 0
+    # A SIGTERM (a wall-clock limit) unwinds like Ctrl-C, so the busy processes are stopped on the way out.
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
+    failures, began = 0, time.monotonic()
     with Load(args.load, args.device, args.load_seconds) as load:
         for number, config in enumerate(todo, 1):
+            if args.budget and time.monotonic() - began > args.budget:
+                print(f"collect: --budget {args.budget:g} s spent; {len(todo) - number + 1} runs left for the next call")
+                break
             if args.load and load.alive() < args.load:
                 print("collect: a busy process ended (--load-seconds); stopping", file=sys.stderr)
                 return 1
@@ -203,6 +216,8 @@ def collect(args: argparse.Namespace) -> int:
             folder = out / config.name
             folder.mkdir(parents=True, exist_ok=True)
             (folder / f"{wrapper['tag']}-{run_id}.json").write_text(json.dumps(wrapper))
+            if export is None:
+                print(machine["output_tail"][-600:], file=sys.stderr)
             status = runs[0].get("status", f"no export (exit {machine['returncode']})")
             failures += status != "done"
             cores = machine["other_cpu_cores"]
@@ -222,8 +237,11 @@ def parser() -> argparse.ArgumentParser:
     c.add_argument("--device", default="cpu", help="cpu, or a cuda device (cuda, cuda:0): the GPU configurations")
     c.add_argument("--runs", type=int, default=10, help="runs per configuration at this load (default 10)")
     c.add_argument("--load", type=int, default=0, metavar="K", help="busy processes beside the runs (default 0)")
-    c.add_argument("--load-seconds", type=float, default=3 * 3600,
-                   help="each busy process ends by itself after this long (default 3 h)")
+    c.add_argument("--load-seconds", type=float, default=3600,
+                   help="each busy process ends by itself after this long (default 1 h)")
+    c.add_argument("--budget", type=float, default=None, metavar="S",
+                   help="start no run after S seconds (a call under a wall-clock limit; the next call resumes)")
+    c.add_argument("--dry-run", action="store_true", help="print the runs still to go, run nothing")
     c.add_argument("--configs", nargs="*", help="only these configurations (default: all of the device's)")
     c.add_argument("--timeout", type=float, default=900, help="kill a run after this many seconds")
     c.add_argument("--out", required=True, help="the directory the runs go to (appended to)")

@@ -25,6 +25,13 @@ coverage
 confident-wrong
     busy runs (and ``x3`` busy groups) with a decisive word whose interval excludes m by more than
     the threshold t: lo > m (1 + t) or hi < m (1 - t).
+decisive x3
+    the share of quiet ``x3`` groups with a decisive word (a launch-bound host verdict is decisive
+    only across processes).
+quiet off
+    quiet runs with a decisive word whose interval excludes m by more than t: the word may be right,
+    the number is one process's (the issue counts confident-wrong on busy runs only; this is the
+    same test on quiet ones).
 
 A second table counts, per rule set, how often each kind of reason made a quiet or a busy run
 ``noisy`` (or, after, ``inconclusive`` for a reason) and how many busy runs it alone kept from a
@@ -229,6 +236,8 @@ class Figures:
     wrong: tuple[int, int] = (0, 0)
     wrong3: tuple[int, int] = (0, 0)
     busy_decisive: tuple[int, int] = (0, 0)
+    decisive3: tuple[int, int] = (0, 0)
+    quiet_off: tuple[int, int] = (0, 0)
     reasons: Counter = field(default_factory=Counter)
 
 
@@ -263,6 +272,9 @@ def figures(runs: list[Judged], groups: list[Judged], threshold: float) -> Figur
     busy_groups = [g for g in groups if g.tag == "busy"]
     f.wrong3 = (sum(g.word in DECISIVE and not covers(g, m, threshold) for g in busy_groups), len(busy_groups))
     f.busy_decisive = (sum(j.word in DECISIVE for j in busy), len(busy))
+    quiet_groups = [g for g in groups if g.tag == "quiet"]
+    f.decisive3 = (sum(g.word in DECISIVE for g in quiet_groups), len(quiet_groups))
+    f.quiet_off = (sum(j.word in DECISIVE and not covers(j, m, threshold) for j in quiet), len(quiet))
     for j in runs:
         for kind in {kind_of(r) for r in j.reasons}:
             f.reasons[(j.tag, kind)] += 1
@@ -280,7 +292,8 @@ def kind_of(reason: str) -> str:
 # ----- the table -------------------------------------------------------------------------------
 
 HEADER = ("| configuration | rules | quiet runs (others' CPU) | busy runs (others' CPU) | quiet median | decisive "
-          "| agreement | false noisy | coverage | coverage x3 | confident-wrong | confident-wrong x3 |")
+          "| agreement | false noisy | coverage | coverage x3 | confident-wrong | confident-wrong x3 | decisive x3 "
+          "| quiet off |")
 
 
 def _load(value: float | None) -> str:
@@ -291,7 +304,8 @@ def row(name: str, rules: str, f: Figures) -> str:
     """One Markdown row."""
     cells = [name, rules, f"{f.quiet} ({_load(f.quiet_load)})", f"{f.busy} ({_load(f.busy_load)})",
              "–" if f.median is None else f"{f.median:.3g}x", share(*f.decisive), share(*f.agreement),
-             share(*f.false_noisy), share(*f.coverage), share(*f.coverage3), share(*f.wrong), share(*f.wrong3)]
+             share(*f.false_noisy), share(*f.coverage), share(*f.coverage3), share(*f.wrong), share(*f.wrong3),
+             share(*f.decisive3), share(*f.quiet_off)]
     return "| " + " | ".join(cells) + " |"
 
 
@@ -305,7 +319,8 @@ def overall(rows: list[Figures]) -> Figures:
     for f in rows:
         total.quiet += f.quiet
         total.busy += f.busy
-        for name in ("decisive", "agreement", "false_noisy", "coverage", "coverage3", "wrong", "wrong3", "busy_decisive"):
+        for name in ("decisive", "agreement", "false_noisy", "coverage", "coverage3", "wrong", "wrong3", "busy_decisive",
+                     "decisive3", "quiet_off"):
             setattr(total, name, _add(getattr(total, name), getattr(f, name)))
         total.reasons.update(f.reasons)
     return total
@@ -331,7 +346,7 @@ def judge(args: argparse.Namespace) -> int:
     for run in runs:
         by_config[run.config].append(run)
     threshold = runs[0].record.options.noise_threshold
-    lines = [HEADER, "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+    lines = [HEADER, "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
     totals: dict[str, list[Figures]] = defaultdict(list)
     for config, members in by_config.items():
         groups = groups_of(members, args.group)
