@@ -159,7 +159,8 @@ def run_once(config: Config, device: str, extra: list[str], timeout: float) -> t
         # One process per run (--repeat 1: the default, auto, would add processes to a launch-bound one).
         argv = [sys.executable, "-m", "tui", "run", *config.args, "--device", device, "--repeat", "1", *extra,
                 "--json", str(path), "--no-history", "--quiet"]
-        env = dict(os.environ, PYTHONPATH=str(ROOT))
+        # This tree first; what PYTHONPATH held (the device machine's extra wheels) after it.
+        env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH")) if p))
         started = time.time()
         proc = subprocess.Popen(argv, cwd=ROOT, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                                 stderr=subprocess.STDOUT, text=True)

@@ -297,7 +297,7 @@ HEADER = ("| configuration | rules | quiet runs (others' CPU) | busy runs (other
 
 
 def _load(value: float | None) -> str:
-    return "?" if value is None else f"{value:.2f}"
+    return "–" if value is None else f"{value:.2f}"
 
 
 def row(name: str, rules: str, f: Figures) -> str:

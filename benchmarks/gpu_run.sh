@@ -19,6 +19,11 @@
 #                                            # the worker's pinned cores (~3 min)
 #   bash benchmarks/gpu_run.sh pool          # issue 16: one worker per GPU; the sweep on every GPU against one,
 #                                            # parallel against --serial for a launch-bound and a GPU-bound workload
+#   bash benchmarks/gpu_run.sh calibrate_quiet  # issue 23: the verdict's GPU configurations, 5 single-process runs each
+#   bash benchmarks/gpu_run.sh calibrate_busy   # the same beside a co-tenant running matmuls on the card; each stage
+#                                               # stops starting runs after CALIBRATE_BUDGET s (520) and resumes on
+#                                               # the next call (out/calibration/gpu stays while the machine is warm);
+#                                               # both end with the before/after table and the runs in $OUT
 # Several stages in one call: bash benchmarks/gpu_run.sh seed extra
 # On the device machine the missing wheels come from .whl (../shared/device/wheels.sh).
 set -uo pipefail
@@ -246,6 +251,24 @@ for path in sys.argv[1:]:
         print(path.rsplit("/", 1)[-1], row["mode"], row["fullgraph"], row["device"], row["gpu_uuid"], row["node"],
               row["cpu_affinity"], row["concurrent_runs"], row["status"], row["error"][:80])
 PY
+}
+
+calibrate() {
+  local dir=${CALIBRATE_DIR:-out/calibration/gpu}
+  python3 benchmarks/calibrate.py collect --device cuda --runs "${CALIBRATE_RUNS:-5}" --budget "${CALIBRATE_BUDGET:-520}" \
+    --out "$dir" ${CALIBRATE_CONFIGS:+--configs $CALIBRATE_CONFIGS} "$@" 2>&1 | tee -a "$OUT/calibrate_collect.txt"
+  python3 benchmarks/calibrate.py judge "$dir" > "$OUT/calibrate_table.md" 2>&1; cat "$OUT/calibrate_table.md"
+  tar czf "$OUT/calibration-gpu.tar.gz" -C "$(dirname "$dir")" "$(basename "$dir")"
+}
+
+stage_calibrate_quiet() {
+  step "calibrate: the GPU configurations, quiet"
+  calibrate
+}
+
+stage_calibrate_busy() {
+  step "calibrate: the GPU configurations beside a co-tenant on the card"
+  calibrate --load 1 --load-seconds 900
 }
 
 table() {
