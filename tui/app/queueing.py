@@ -125,7 +125,11 @@ class QueueActions:
         except OptionsError as exc:
             self.notify(str(exc), title="Re-run refused", severity="error", markup=False)
             return
-        repeats = len(self.group_members(run_id))  # a group again in as many processes
+        from tui.engine.repeats import DEFAULT_REPEAT
+
+        # A group again in as many processes; a lone run under the default (auto: more if launch-bound).
+        count = len(self.group_members(run_id))
+        repeats: int | str = count if count > 1 else DEFAULT_REPEAT
         if any(r is record for r in self.session.records):  # run in this session: nothing new to show
             self.queue_confirmed([options], "rerun", source="an earlier run of this session", repeats=repeats)
         else:
