@@ -39,7 +39,9 @@ export PYTHONUNBUFFERED=1 COMPILE_LAB_HOME=/tmp/compile-lab-home
   python3 -c 'import torch, triton; print("torch", torch.__version__, "cuda", torch.version.cuda, "triton", triton.__version__)'; } > "$OUT/env.txt" 2>&1
 cat "$OUT/env.txt"
 step() { echo "== $1 ($(date -u +%T), ${SECONDS}s)"; }
-sweep() { timeout "$1" python3 -m tui sweep --device cuda --no-history --quiet "${@:2}"; echo "sweep exit $? after ${SECONDS}s"; }
+# --repeat 1 keeps each stage's single-process figures (the default, auto, adds processes to a launch-bound
+# configuration); a stage's own --repeat comes later on the line and wins.
+sweep() { timeout "$1" python3 -m tui sweep --device cuda --no-history --quiet --repeat 1 "${@:2}"; echo "sweep exit $? after ${SECONDS}s"; }
 
 stage_tests() {
   step "pytest -m gpu"
@@ -200,7 +202,7 @@ stage_contention() {
   # A proxy for neighbours on one GPU: busy CPU processes beside a launch-bound run, floating over every
   # core, then kept off the worker's cores (the worker pinned with COMPILE_LAB_CPUS, as a pooled lane is).
   local hogs=${HOGS:-12} cores; cores=$(nproc)
-  local run="python3 -m tui sweep --device cuda:0 --no-history --quiet --workload cnn --param batch=64 --mode default,reduce-overhead --iters 400 --block-size 20"
+  local run="python3 -m tui sweep --device cuda:0 --no-history --quiet --repeat 1 --workload cnn --param batch=64 --mode default,reduce-overhead --iters 400 --block-size 20"
   step "contention: quiet"
   timeout 150 $run --csv "$OUT/contention_quiet.csv"; echo "exit $?"
   step "contention: $hogs busy processes on any core, the worker unpinned"
@@ -235,7 +237,7 @@ stage_pool() {
       [ "$how" = serial ] && extra=--serial
       [ "$how" = one ] && device=cuda:0
       local start=$SECONDS
-      timeout 280 python3 -m tui sweep --device "$device" $extra --no-history --quiet --workload "$1" --param "$2" \
+      timeout 280 python3 -m tui sweep --device "$device" $extra --no-history --quiet --repeat 1 --workload "$1" --param "$2" \
         --mode $modes --fullgraph both --iters "$3" --block-size "$4" --csv "$OUT/pool_${1}_${how}.csv"
       echo "pool $1 $how ($device $extra): exit $? wall $((SECONDS - start)) s" | tee -a "$OUT/pool_walls.txt"
     done
