@@ -17,6 +17,8 @@
 #   bash benchmarks/gpu_run.sh numa          # NVML's CPU affinity per GPU and the pinning plan (seconds)
 #   bash benchmarks/gpu_run.sh contention    # CNN b64 with busy CPU processes beside it: floating, then kept off
 #                                            # the worker's pinned cores (~3 min)
+#   bash benchmarks/gpu_run.sh host_processes  # issue 22: a plain loop's host time under process-level conditions
+#   bash benchmarks/gpu_run.sh host_goal       # issue 22: compile-lab --repeat 5 vs 5 plain-loop processes
 #   bash benchmarks/gpu_run.sh pool          # issue 16: one worker per GPU; the sweep on every GPU against one,
 #                                            # parallel against --serial for a launch-bound and a GPU-bound workload
 # Several stages in one call: bash benchmarks/gpu_run.sh seed extra
@@ -263,6 +265,20 @@ for path in sys.argv[1:]:
     for row in rows:
         print("| " + " | ".join((row.get(c) or "").replace("|", "/")[:120] for c in cols) + " |")
 PY
+}
+
+stage_host_processes() {
+  step "host time across processes: a plain loop under each process-level condition"
+  timeout "${HP_LIMIT:-400}" python3 benchmarks/host_processes.py factors --out "$OUT" --procs "${HP_PROCS:-4}" \
+    --cases "${HP_CASES:-cnn}" --conditions "${HP_CONDITIONS:-float,pin 1,pin 1 random,pin 4,hashseed 0,no aslr,gc off,quiesce,threads 1}" 2>&1 | tail -60
+  cat "$OUT/host_processes_factors.md"
+}
+
+stage_host_goal() {
+  step "host speedup: compile-lab --repeat 5 against 5 plain-loop processes"
+  timeout "${HG_LIMIT:-560}" python3 benchmarks/host_processes.py goal --out "$OUT" --procs "${HG_PROCS:-5}" \
+    --cases "${HG_CASES:-cnn,resnet18}" --lab-args "${HG_LAB_ARGS:-}" 2>&1 | tail -30
+  cat "$OUT/host_processes_goal.md"
 }
 
 for stage in "${@:-tests}"; do "stage_$stage"; done
