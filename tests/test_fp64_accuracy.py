@@ -395,3 +395,13 @@ def test_the_benchmark_falls_back_and_says_why_when_the_model_fails_in_fp64():
     result, warnings, _ = _checked(_inference(fn, torch.randn(4, 16)))
     assert (result.passed, result.reference) == (True, "eager") and warnings == []
     assert result.fp64_note.startswith("no fp64 reference: the model failed in float64 (RuntimeError: ")
+
+
+def test_free_memory_on_the_cpu_is_the_kernels_mem_available(tmp_path):
+    from tui.engine.worker.fp64_reference import _mem_available, free_bytes
+
+    meminfo = tmp_path / "meminfo"
+    meminfo.write_text("MemTotal:       32000000 kB\nMemFree:         1000 kB\nMemAvailable:   2000000 kB\n")
+    assert _mem_available(str(meminfo)) == 2000000 * 1024
+    assert _mem_available(str(tmp_path / "missing")) is None  # not Linux: the copy is tried, a failure noted
+    assert free_bytes(torch.device("meta")) is None
