@@ -192,6 +192,14 @@ COLUMNS: tuple[Column, ...] = (
            "the cores the worker was pinned to (Linux cpu-list), when fewer than the machine has"),
     Column("concurrent_runs", lambda r, s: r.concurrent_runs,
            "the most other runs of its session measuring or compiling at the same time (0: it ran alone)"),
+    Column("compiled_rmse_fp64", lambda r, s: r.accuracy.compiled_rmse_fp64,
+           "RMSE of compiled against the fp64 reference, the largest over the outputs (empty: no reference)"),
+    Column("eager_rmse_fp64", lambda r, s: r.accuracy.eager_rmse_fp64,
+           "RMSE of eager against the fp64 reference, the largest over the outputs (compiled's yardstick)"),
+    Column("compiled_max_abs_err_fp64", lambda r, s: r.accuracy.compiled_max_abs_err_fp64,
+           "largest absolute error, compiled vs the fp64 reference"),
+    Column("eager_max_abs_err_fp64", lambda r, s: r.accuracy.eager_max_abs_err_fp64,
+           "largest absolute error, eager vs the fp64 reference"),
 )  # fmt: skip
 
 
