@@ -21,6 +21,8 @@
 #   bash benchmarks/gpu_run.sh host_goal       # issue 22: compile-lab --repeat 5 vs 5 plain-loop processes
 #   bash benchmarks/gpu_run.sh pool          # issue 16: one worker per GPU; the sweep on every GPU against one,
 #                                            # parallel against --serial for a launch-bound and a GPU-bound workload
+#   bash benchmarks/gpu_run.sh precision     # issue 22: CNN b64, ResNet-18 b1 and matmul 8192 under --precision
+#                                            # default, ieee and tf32: times, kernels and the flags in effect (~8-10 min)
 # Several stages in one call: bash benchmarks/gpu_run.sh seed extra
 # On the device machine the missing wheels come from .whl (../shared/device/wheels.sh).
 set -uo pipefail
@@ -46,14 +48,14 @@ stage_tests() {
 }
 
 stage_seed() {
-  step "the seed's table re-measured"
+  step "the seed's table re-measured (TF32 off, as the seed's table had it, then on)"
   local modes=default,reduce-overhead,max-autotune-no-cudagraphs
-  sweep 100 --workload cnn --param batch=64 --mode $modes --iters 400 --block-size 20 --csv "$OUT/seed_cnn.csv"
-  sweep 80 --workload cnn --param batch=64 --mode $modes --iters 400 --block-size 20 --tf32 --csv "$OUT/seed_cnn_tf32.csv"
-  sweep 100 --workload matmul --param n=8192 --mode $modes --iters 40 --block-size 5 --csv "$OUT/seed_matmul8192.csv"
-  sweep 80 --workload matmul --param n=8192 --mode $modes --iters 40 --block-size 5 --tf32 --csv "$OUT/seed_matmul8192_tf32.csv"
-  sweep 130 --workload matmul --param n=16384 --mode $modes --iters 20 --block-size 4 --csv "$OUT/seed_matmul16384.csv"
-  sweep 90 --workload matmul --param n=16384 --mode $modes --iters 30 --block-size 5 --tf32 --csv "$OUT/seed_matmul16384_tf32.csv"
+  sweep 100 --workload cnn --param batch=64 --mode $modes --iters 400 --block-size 20 --precision ieee --csv "$OUT/seed_cnn.csv"
+  sweep 80 --workload cnn --param batch=64 --mode $modes --iters 400 --block-size 20 --precision tf32 --csv "$OUT/seed_cnn_tf32.csv"
+  sweep 100 --workload matmul --param n=8192 --mode $modes --iters 40 --block-size 5 --precision ieee --csv "$OUT/seed_matmul8192.csv"
+  sweep 80 --workload matmul --param n=8192 --mode $modes --iters 40 --block-size 5 --precision tf32 --csv "$OUT/seed_matmul8192_tf32.csv"
+  sweep 130 --workload matmul --param n=16384 --mode $modes --iters 20 --block-size 4 --precision ieee --csv "$OUT/seed_matmul16384.csv"
+  sweep 90 --workload matmul --param n=16384 --mode $modes --iters 30 --block-size 5 --precision tf32 --csv "$OUT/seed_matmul16384_tf32.csv"
   table "$OUT"/seed_*.csv > "$OUT/seed_table.md"; cat "$OUT/seed_table.md"
 }
 
@@ -250,10 +252,31 @@ for path in sys.argv[1:]:
 PY
 }
 
+stage_precision() {
+  step "precision: default (torch's flags untouched), ieee, tf32"
+  local modes=default,reduce-overhead
+  sweep 150 --workload cnn --param batch=64 --mode $modes --precision default,ieee,tf32 --iters 200 --block-size 20 \
+    --csv "$OUT/precision_cnn.csv"
+  sweep 300 --workload benchmarks/workloads/resnet18.py --param batch=1 --mode $modes --precision default,ieee,tf32 \
+    --iters 200 --block-size 20 --csv "$OUT/precision_resnet18.csv"
+  sweep 120 --workload matmul --param n=8192 --mode default --precision default,ieee,tf32 --iters 40 --block-size 5 \
+    --csv "$OUT/precision_matmul8192.csv"
+  python3 - "$OUT"/precision_*.csv <<'PY' | tee "$OUT/precision_table.md"
+import csv, sys
+cols = ["workload", "params", "mode", "precision", "tf32_matmul", "tf32_cudnn", "float32_matmul_precision", "status",
+        "eager_median_ms", "compiled_median_ms", "speedup", "eager_kernels_per_call", "compiled_kernels_per_call",
+        "eager_host_median_ms", "compiled_host_median_ms", "host_speedup", "accuracy", "max_abs_err", "error"]
+print("| " + " | ".join(cols) + " |"); print("|" + "---|" * len(cols))
+for path in sys.argv[1:]:
+    for row in csv.DictReader(open(path)):
+        print("| " + " | ".join((row.get(c) or "").replace("|", "/")[:120] for c in cols) + " |")
+PY
+}
+
 table() {
   python3 - "$@" <<'PY'
 import csv, sys
-cols = ["workload", "params", "mode", "tf32", "status", "verdict", "host_verdict", "compile_s", "eager_median_ms", "compiled_median_ms",
+cols = ["workload", "params", "mode", "precision", "status", "verdict", "host_verdict", "compile_s", "eager_median_ms", "compiled_median_ms",
         "speedup", "speedup_ci_low", "speedup_ci_high", "significant", "launch_bound", "eager_host_median_ms",
         "compiled_host_median_ms", "host_speedup", "accuracy", "sm_clock_mean_mhz", "throttle_reasons", "error"]
 print("| " + " | ".join(cols) + " |"); print("|" + "---|" * len(cols))

@@ -113,7 +113,7 @@ class AppConfig:
 
 
 _KEYS = ("version", "theme", "options", "sweep", "show_history", "repeat", "columns")
-_SWEEP_KEYS = ("modes", "fullgraphs", "dynamics", "backends", "dtypes", "sizes")
+_SWEEP_KEYS = ("modes", "fullgraphs", "dynamics", "backends", "dtypes", "precisions", "sizes")
 _MAX_SHOWN = 6
 """Problems listed in the warning; the rest are counted."""
 

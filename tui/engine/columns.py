@@ -111,7 +111,8 @@ COLUMNS: tuple[Column, ...] = (
     Column("fullgraph", lambda r, s: r.options.fullgraph, "torch.compile fullgraph"),
     Column("dynamic", lambda r, s: r.options.dynamic_label, "torch.compile dynamic: auto, true or false"),
     Column("dtype", lambda r, s: r.options.dtype, "parameters and inputs cast to it, both sides"),
-    Column("tf32", lambda r, s: r.options.tf32, "TF32 for matmuls and cuDNN convolutions, both sides"),
+    Column("precision", lambda r, s: r.options.precision,
+           "the precision option, both sides: default (torch's flags untouched), ieee (no TF32) or tf32"),
     Column("train", lambda r, s: r.options.train, "a training step rather than inference"),
     Column("l2_flush", lambda r, s: r.options.l2_flush, "L2 flushed before each CUDA iteration"),
     Column("cold_compile", lambda r, s: r.options.cold_compile, "fresh inductor and triton caches"),
@@ -200,6 +201,14 @@ COLUMNS: tuple[Column, ...] = (
            "largest absolute error, compiled vs the fp64 reference"),
     Column("eager_max_abs_err_fp64", lambda r, s: r.accuracy.eager_max_abs_err_fp64,
            "largest absolute error, eager vs the fp64 reference"),
+    Column("tf32_matmul", lambda r, s: r.env.tf32_matmul,
+           "TF32 in effect for fp32 matmuls (torch.backends.cuda.matmul.allow_tf32 as the run left it)"),
+    Column("tf32_cudnn", lambda r, s: r.env.tf32_cudnn,
+           "TF32 in effect for cuDNN convolutions (torch.backends.cudnn.allow_tf32 as the run left it)"),
+    Column("float32_matmul_precision", lambda r, s: r.env.float32_matmul_precision,
+           "torch.get_float32_matmul_precision(): highest, high or medium"),
+    Column("notes", lambda r, s: " | ".join(r.notes),
+           "what reading an older stored run changed in it (its precision from the old TF32 switch), ' | '-joined"),
 )  # fmt: skip
 
 

@@ -49,7 +49,9 @@ __all__ = [
     "EXPORT_SCHEMA",
 ]
 
-EXPORT_SCHEMA = 1
+EXPORT_SCHEMA = 2
+"""The JSON export's schema: 2 stores each run's ``precision`` option where 1 had a boolean ``tf32``
+(a schema-1 file is still read: tui.engine.stored_options.upgrade_tf32_run)."""
 
 
 class ExportError(Exception):

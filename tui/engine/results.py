@@ -111,6 +111,8 @@ class RunRecord:
     """The app's or CLI's start that ran it (``RunSession.session_id``); None in lines written before it."""
     concurrent_runs: int = 0
     """The most other runs of its session that ran at the same time (one worker per GPU); 0: it ran alone."""
+    notes: tuple[str, ...] = ()
+    """What reading an older stored run changed in it (its precision from the old TF32 switch)."""
 
     def __post_init__(self) -> None:
         self._version = 0
@@ -425,6 +427,7 @@ class RunRecord:
             "repeat": self.repeat,
             "session_id": self.session_id,
             "concurrent_runs": self.concurrent_runs,
+            "notes": list(self.notes),
             "summary": self.summary().to_json(),
         }
         if samples:

@@ -25,6 +25,7 @@ from typing import Any
 
 from tui.engine.history import History
 from tui.engine.results import RunRecord
+from tui.engine.stored_options import upgrade_tf32_run
 from tui.typed import printable
 
 __all__ = ["Selection", "SelectionError", "parse_selection", "load_selection", "sessions", "SELECTION_HELP"]
@@ -136,7 +137,7 @@ def _from_file(selection: Selection) -> tuple[list[RunRecord], list[str]]:
     records, problems = [], []
     for number, item in enumerate(data["runs"], 1):
         try:
-            record, found = RunRecord.decode(item)
+            record, found = RunRecord.decode(upgrade_tf32_run(item) if isinstance(item, dict) else item)
         except (TypeError, ValueError) as exc:
             problems.append(f"{where} run {number}: unreadable ({exc}), skipped")
             continue

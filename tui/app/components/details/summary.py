@@ -251,6 +251,8 @@ def summary_tab(record: RunRecord, summary: RunSummary, host_line: str | None = 
         parts.append(Text("\n".join(f"  ! {w}" for w in summary.warnings), style="yellow"))
     else:
         parts.append(value_text(()))
+    if record.notes:  # what reading an older stored run changed in it
+        parts.append(Text("\n".join(f"  note: {note}" for note in record.notes), style="dim"))
     parts += _payload("Accuracy", record.accuracy, ACCURACY_FIELDS)
     parts += _payload("Memory", record.memory, MEMORY_FIELDS)
     parts += [section("Reproduce (y copies it)"), Text(command_of(record), style="cyan")]
