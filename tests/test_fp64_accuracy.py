@@ -154,6 +154,20 @@ def _with_fp64(compiled, eager, fp64, **fields) -> AccuracyOutputs:
     return AccuracyOutputs(compiled=compiled, eager=eager, eager_again=eager, fp64=fp64, fp64_ran=True, **fields)
 
 
+def test_tf32_allowed_lets_compiled_use_it_where_eager_did_not():
+    """Under TF32 allowed (PyTorch's default for cuDNN), eager's convolution may pick an exact kernel and
+    compiled's a TF32 one: compiled far from fp64, eager not, and still what the setting permits. The
+    run's TF32 tolerance is tried first; without TF32 in effect the same outputs fail."""
+    truth = _truth(scale=1.0)
+    tf32 = torch.finfo(torch.float32).eps * 2**13
+    compiled = (truth * (1 + (torch.rand(truth.shape, dtype=torch.float64) * 2 - 1) * tf32)).float()
+    eager = truth.float()
+    allowed, _ = judge(_with_fp64(compiled, eager, truth), *tolerances(torch.float32, tf32=True))
+    assert allowed.passed is True
+    ieee, _ = judge(_with_fp64(compiled, eager, truth), *tolerances(torch.float32, tf32=False))
+    assert ieee.passed is False
+
+
 def test_judge_records_both_errors_against_fp64_as_the_largest_over_outputs():
     truth = {"a": _truth(seed=3), "b": _truth(seed=4, scale=100.0)}
     eager = {k: _ulps_off(v, torch.bfloat16, 4, seed=5) for k, v in truth.items()}

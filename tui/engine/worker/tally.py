@@ -68,8 +68,8 @@ def _max(values: list[float]) -> float | None:
 class Tally:
     """What comparing two output pytrees found, leaf by leaf.
 
-    ``atol``/``rtol``: the old rule's tolerance; ``train`` picks the allclose tolerance the fp64
-    rule tries first (:func:`dtype_tolerances`).
+    ``atol``/``rtol``: the old rule's tolerance (the run's dtype, TF32 and mode); with ``train`` and
+    each output's dtype they set the allclose the fp64 rule tries first (:meth:`first_tolerance`).
     """
 
     atol: float
@@ -139,6 +139,17 @@ class Tally:
                 return
         self._score(path, float((diff - (self.atol + self.rtol * scale)).max()))
 
+    def first_tolerance(self, dtype: torch.dtype) -> tuple[float, float]:
+        """The allclose the fp64 rule tries first: the looser of the output dtype's and the run's.
+
+        The run's tolerance carries what the run allows beyond the dtype (TF32 in effect, a
+        max-autotune mode): with TF32 allowed, compiled may pick a TF32 kernel where eager's
+        happened not to, and its error against fp64 is then far above eager's while being
+        exactly what the precision setting permits.
+        """
+        atol, rtol = dtype_tolerances(dtype, self.train)
+        return max(atol, self.atol), max(rtol, self.rtol)
+
     def _fp64(self, path: str, a64: torch.Tensor, b64: torch.Tensor, ref: torch.Tensor, dtype: torch.dtype) -> bool:
         """Judge a leaf by the fp64 rule; False when the reference cannot serve (the old rule judges it)."""
         not_finite = int((~torch.isfinite(ref)).sum())
@@ -148,7 +159,7 @@ class Tally:
             return False
         if a64.numel() == 0:
             return True
-        verdict = judge_leaf(a64, b64, ref, dtype, dtype_tolerances(dtype, self.train))
+        verdict = judge_leaf(a64, b64, ref, dtype, self.first_tolerance(dtype))
         self.fp64_leaves += 1
         errors = verdict.errors
         for key, value in (("compiled_rmse", errors.compiled_rmse), ("eager_rmse", errors.eager_rmse),
