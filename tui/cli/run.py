@@ -403,6 +403,8 @@ class _Progress(SessionListener):
         with contextlib.suppress(OSError, ValueError):
             _say(self.console, f"the data dir's size cap (COMPILE_LAB_MAX_DATA_GB) deleted the files of {result.runs} "
                                f"older run(s), {format_bytes(result.bytes_freed)}; their history lines stay")
+            for error in result.errors:
+                _say(self.console, f"{PROG}: the size cap could not delete {error}")
 
     def run_started(self, record: RunRecord) -> None:
         self.started += 1

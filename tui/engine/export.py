@@ -30,6 +30,7 @@ from typing import IO, Any, Iterable, Iterator, Sequence
 
 from tui import paths
 from tui.engine.columns import CSV_COLUMNS, RAW_COLUMNS
+from tui.engine.input_file import file_kind
 from tui.engine.reproduce import reproduce_command
 from tui.engine.results import RunRecord, SamplesUnavailable
 from tui.typed import finite
@@ -69,23 +70,6 @@ class ExportTargetError(ExportError):
         super().__init__(f"{self.path or 'the path'} is {what} (allowed: {allowed})")
 
 
-def _kind(mode: int) -> str | None:
-    """What a non-regular file is, in words; None for a regular file."""
-    if stat.S_ISREG(mode):
-        return None
-    for test, words in (
-        (stat.S_ISLNK, "a symbolic link"),
-        (stat.S_ISDIR, "a directory"),
-        (stat.S_ISCHR, "a character device"),
-        (stat.S_ISBLK, "a block device"),
-        (stat.S_ISFIFO, "a named pipe (FIFO)"),
-        (stat.S_ISSOCK, "a socket"),
-    ):
-        if test(mode):
-            return words
-    return "not a regular file"
-
-
 def _existing_regular(target: Path) -> os.stat_result | None:
     """The target's lstat when it is a regular file, None when there is nothing there.
 
@@ -98,7 +82,7 @@ def _existing_regular(target: Path) -> os.stat_result | None:
         return None
     except OSError:
         return None  # e.g. a parent that is a file: creating the temporary file says why
-    what = _kind(info.st_mode)
+    what = file_kind(info.st_mode)
     if what is not None:
         raise ExportTargetError(target, what)
     return info
@@ -170,7 +154,7 @@ def check_directory(path: str | os.PathLike[str]) -> Path:
         info = None
     allowed = "a directory, or a new one (not a link)"
     if info is not None and not stat.S_ISDIR(info.st_mode):
-        raise ExportTargetError(target, _kind(info.st_mode) or "a regular file", allowed)
+        raise ExportTargetError(target, file_kind(info.st_mode) or "a regular file", allowed)
     role = data_file_role(target)
     if role is not None:
         raise ExportTargetError(target, role, "a directory outside compile-lab's runs and locks directories")
