@@ -30,7 +30,11 @@ from tui.engine.protocol import Event, WorkerWarning
 from tui.engine.results import RunRecord
 from tui.engine.session import RunSession, SessionListener
 
-__all__ = ["run_configs"]
+__all__ = ["run_configs", "HISTORY_NOT_SAVED"]
+
+HISTORY_NOT_SAVED = 4
+"""The exit code when every run ended as it should (0, or 3 with ``--strict``) but a run's history line
+could not be written: each such run was said on stderr at once, naming the file and why."""
 
 
 async def run_configs(configs: list[RunOptions], args: argparse.Namespace,
@@ -78,6 +82,8 @@ async def run_configs(configs: list[RunOptions], args: argparse.Namespace,
         with contextlib.suppress(Exception):
             telemetry.close()
     code = _report(session.records, session.ended(), args, (out, err), interrupted, stopped_by)
+    if code in (0, 3) and progress.unsaved:
+        code = HISTORY_NOT_SAVED  # each run not saved was said on stderr as it happened
     for stream in (out, err_file):
         stream.let_go()
     return code
@@ -365,6 +371,8 @@ class _Progress(SessionListener):
         """The option fields that differ among the runs (tui.app.option_fields.differing)."""
         self.pooled = False
         """Runs are dealt to a pool of GPUs: each line names the GPU its run got."""
+        self.unsaved: list[str] = []
+        """Run ids whose history line could not be written (each said on stderr as it happened)."""
         self.progress = None
         if enabled:
             from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
@@ -392,6 +400,10 @@ class _Progress(SessionListener):
         self.total += len(records)
 
     def run_saved(self, record: RunRecord, problem: str | None) -> None:
+        if problem is not None:
+            self.unsaved.append(record.run_id)
+            with contextlib.suppress(OSError, ValueError):
+                _say(self.console, f"{PROG}: error: {problem}")
         if self.lines is not None:
             with contextlib.suppress(OSError, ValueError):
                 self.lines.total = self.total

@@ -105,25 +105,46 @@ class History:
             raise HistoryError(f"cannot write {target}: {_cause(exc)}") from exc
 
     def _append_bytes(self, data: bytes) -> None:
+        """Append ``data`` (one line) whole or not at all; HistoryError naming the file and the cause.
+
+        Under an advisory lock (``flock``: two compile-labs append one after the other), the line is
+        written, then fsynced; when the disk refuses part way (full, an I/O error), the file is cut back
+        to its size before, so no half line is left for the next append to run into.
+        """
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             created = not self.path.exists()
-            fd = os.open(self.path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o644)
-            try:
-                size = os.fstat(fd).st_size
-                # A torn last line (a crash mid-write) must not swallow this one: end it first.
-                if size and os.pread(fd, 1, size - 1) != b"\n":
-                    data = b"\n" + data
-                view = memoryview(data)
-                while view:
-                    view = view[os.write(fd, view) :]
-                os.fsync(fd)
-            finally:
-                os.close(fd)
-            if created:
-                _fsync_dir(self.path.parent)
+            fd = os.open(self.path, os.O_RDWR | os.O_APPEND | os.O_CREAT | getattr(os, "O_CLOEXEC", 0), 0o644)
         except OSError as exc:
             raise HistoryError(f"cannot append to {self.path}: {_cause(exc)}") from exc
+        try:
+            _lock(fd)
+            size = os.fstat(fd).st_size
+            # A torn last line (a crash mid-write) must not swallow this one: end it first.
+            if size and os.pread(fd, 1, size - 1) != b"\n":
+                data = b"\n" + data
+            self._write_whole(fd, data, size)
+        except OSError as exc:
+            raise HistoryError(f"cannot append to {self.path}: {_cause(exc)}") from exc
+        finally:
+            os.close(fd)  # and the lock with it
+        if created:
+            _fsync_dir(self.path.parent)
+
+    def _write_whole(self, fd: int, data: bytes, size: int) -> None:
+        """Write and fsync ``data`` at the end of ``fd``; on failure cut the file back to ``size`` and raise."""
+        try:
+            view = memoryview(data)
+            while view:
+                view = view[os.write(fd, view) :]
+            os.fsync(fd)
+        except OSError as exc:
+            try:
+                os.ftruncate(fd, size)
+            except OSError as undo:
+                raise HistoryError(f"cannot append to {self.path}: {_cause(exc)}; the part written could not be "
+                                   f"cut back ({_cause(undo)}): its last line is torn and is skipped when read") from exc
+            raise
 
     # ----- reading ---------------------------------------------------------------
 
@@ -272,6 +293,18 @@ def _lines(handle: BinaryIO) -> Iterator[tuple[int, bytes, bool]]:
 
 
 _safe_name = safe_name  # a file name taken from a history line must not point outside the runs directory
+
+
+def _lock(fd: int) -> None:
+    """Hold an exclusive advisory lock on ``fd`` until it is closed (where the file system has none, go on)."""
+    try:
+        import fcntl
+    except ImportError:  # not a POSIX system
+        return
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+    except OSError:
+        pass  # no locks here (some network file systems): appends of one process stay whole all the same
 
 
 def _fsync_dir(directory: Path) -> None:
