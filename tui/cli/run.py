@@ -82,11 +82,16 @@ async def run_configs(configs: list[RunOptions], args: argparse.Namespace,
         with contextlib.suppress(Exception):
             telemetry.close()
     code = _report(session.records, session.ended(), args, (out, err), interrupted, stopped_by)
-    if code in (0, 3) and progress.unsaved:
-        code = HISTORY_NOT_SAVED  # each run not saved was said on stderr as it happened
+    code = _history_code(code, progress.unsaved)
     for stream in (out, err_file):
         stream.let_go()
     return code
+
+
+def _history_code(code: int, unsaved: list[str]) -> int:
+    """:data:`HISTORY_NOT_SAVED` where ``code`` says all went well (0, or 3: only a verdict) but a run is not in
+    the history; each such run was said on stderr as it happened."""
+    return HISTORY_NOT_SAVED if code in (0, 3) and unsaved else code
 
 
 def _open_cluster(args: argparse.Namespace, configs: list[RunOptions]) -> tuple[Callable[[str], Any],

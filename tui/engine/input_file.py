@@ -28,7 +28,12 @@ class InputFileError(OSError):
     """A file that may not be read: ``is a named pipe (FIFO) (allowed: a regular file of at most 1 GiB)``.
 
     The path is not in the text: each reader puts the file's name, in its own words, before it.
+    ``kind``: what the file is when it is no regular file (``a named pipe (FIFO)``); None for one too big.
     """
+
+    def __init__(self, message: str, kind: str | None = None) -> None:
+        super().__init__(message)
+        self.kind = kind
 
 
 def file_kind(mode: int) -> str | None:
@@ -63,7 +68,7 @@ def _allowed(limit: int) -> str:
 def _check(info: os.stat_result, limit: int) -> None:
     what = file_kind(info.st_mode)
     if what is not None:
-        raise InputFileError(f"is {what} {_allowed(limit)}")
+        raise InputFileError(f"is {what} {_allowed(limit)}", what)
     if info.st_size > limit:
         raise InputFileError(f"is {info.st_size} bytes {_allowed(limit)}")
 
