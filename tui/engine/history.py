@@ -28,9 +28,10 @@ from typing import Any, BinaryIO, Iterator
 from tui import paths
 from tui.engine.artifacts import read_pruned, run_folder, safe_name, store_code
 from tui.engine.export import ExportError, atomic_writer
+from tui.engine.input_file import read_regular
 from tui.engine.migrate import SCHEMA, upgrade_line, upgrade_samples
-from tui.engine.results import Block, RunRecord, SamplesPruned, SamplesUnavailable, samples_to_json
-from tui.engine.samples import Samples
+from tui.engine.results import Block, RunRecord, SamplesInvalid, SamplesPruned, SamplesUnavailable, samples_to_json
+from tui.engine.samples import Samples, TimingError
 
 __all__ = ["History", "HistoryError", "SCHEMA"]
 
@@ -251,14 +252,15 @@ class History:
     def load_samples(self, record: RunRecord) -> dict[str, list[Block]]:
         """Read the record's per-iteration samples into it (and return them).
 
-        SamplesUnavailable, naming the file and the cause, when they cannot be read.
+        SamplesUnavailable, naming the file and the cause, when they cannot be read (SamplesInvalid when
+        they hold a time no measurement gives).
         """
         target = self.samples_path(record)
         if target is None:
             record.set_samples_json({})
         else:
             try:
-                content = json.loads(target.read_bytes())
+                content = json.loads(read_regular(target))
             except FileNotFoundError as exc:
                 note = read_pruned(record.data_dir or run_folder(record.run_id, self.runs_dir))
                 if note is not None:
@@ -273,7 +275,10 @@ class History:
                 raise SamplesUnavailable(f"run {record.run_id}: {target} holds another run's samples")
             samples = content.get("samples")
             samples = upgrade_samples(samples, content.get("schema")) if isinstance(samples, dict) else {}
-            record.set_samples_json(samples)
+            try:
+                record.set_samples_json(samples)
+            except TimingError as exc:
+                raise SamplesInvalid(f"run {record.run_id}: {target}: {exc}") from None
         return record.samples
 
 

@@ -45,7 +45,7 @@ from tui.engine.verdict import Machine, VerdictPolicy
 from tui.telemetry.model import RunTelemetry
 from tui.typed import decode_fields, finite, printable
 
-__all__ = ["RunRecord", "Block", "SamplesUnavailable", "SamplesPruned", "STATUSES", "TERMINAL_STATUSES",
+__all__ = ["RunRecord", "Block", "SamplesUnavailable", "SamplesPruned", "SamplesInvalid", "STATUSES", "TERMINAL_STATUSES",
            "ACTIVE_STATUSES", "SIDES", "new_run_id", "samples_to_json", "samples_from_json"]
 
 TERMINAL_STATUSES = frozenset({"done", "failed", "cancelled"})
@@ -61,6 +61,11 @@ class SamplesUnavailable(LookupError):
 
 class SamplesPruned(SamplesUnavailable):
     """``compile-lab prune`` deleted them: the run is kept (exports write its samples as null)."""
+
+
+class SamplesInvalid(SamplesUnavailable):
+    """They hold a time no measurement gives (a :class:`~tui.engine.samples.TimingError`: NaN, an infinity,
+    zero, a negative or absurd time); the message names the run, the file and the field."""
 
 
 def new_run_id(now: float | None = None) -> str:
