@@ -38,7 +38,9 @@ from tui.engine.protocol import (
     Started,
     WorkerWarning,
 )
-from tui.engine.samples import Block, Samples, new_samples, samples_from_json, samples_to_json
+from tui.engine.samples import (
+    Block, Samples, SamplesInvalid, SamplesPruned, SamplesUnavailable, new_samples, samples_from_json, samples_to_json,
+)  # fmt: skip
 from tui.engine.stored_run import StoredRun, stored_options
 from tui.engine.summary import LiveStats, RunSummary, SummaryInputs, build_summary
 from tui.engine.verdict import Machine, VerdictPolicy
@@ -53,19 +55,6 @@ TERMINAL_STATUSES = frozenset({"done", "failed", "cancelled"})
 STATUSES = ("queued", "starting", *PHASES, "done", "failed", "cancelled")
 ACTIVE_STATUSES = frozenset(STATUSES) - TERMINAL_STATUSES - {"queued"}
 """A record in one of these has a live worker."""
-
-
-class SamplesUnavailable(LookupError):
-    """A record's per-iteration samples were stored apart and could not be loaded."""
-
-
-class SamplesPruned(SamplesUnavailable):
-    """``compile-lab prune`` deleted them: the run is kept (exports write its samples as null)."""
-
-
-class SamplesInvalid(SamplesUnavailable):
-    """They hold a time no measurement gives (a :class:`~tui.engine.samples.TimingError`: NaN, an infinity,
-    zero, a negative or absurd time); the message names the run, the file and the field."""
 
 
 def new_run_id(now: float | None = None) -> str:

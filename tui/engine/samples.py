@@ -18,11 +18,24 @@ from tui.engine.protocol import SIDES, STAGES, BlockTimed
 from tui.typed import printable
 
 __all__ = ["Block", "Samples", "new_samples", "samples_to_json", "samples_from_json", "TimingError", "MAX_MS",
-           "checked_ms"]
+           "checked_ms", "SamplesUnavailable", "SamplesPruned", "SamplesInvalid"]
 
 MAX_MS = 1e9
 """The longest time a stored iteration may take, in ms (11.6 days: beyond the longest run a timeout allows, 7 days)."""
 _ALLOWED = f"(allowed: a number of milliseconds above 0 and at most {MAX_MS:g})"
+
+
+class SamplesUnavailable(LookupError):
+    """A record's per-iteration samples were stored apart and could not be loaded."""
+
+
+class SamplesPruned(SamplesUnavailable):
+    """``compile-lab prune`` deleted them: the run is kept (exports write its samples as null)."""
+
+
+class SamplesInvalid(SamplesUnavailable):
+    """They hold a time no measurement gives (a :class:`TimingError`: NaN, an infinity, zero, a negative or
+    absurd time); the message names the run, the file and the field."""
 
 
 class TimingError(ValueError):
