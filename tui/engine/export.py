@@ -40,6 +40,7 @@ __all__ = [
     "ExportTargetError",
     "check_target",
     "check_directory",
+    "check_output",
     "data_file_role",
     "same_file_key",
     "write_csv",
@@ -158,6 +159,31 @@ def check_directory(path: str | os.PathLike[str]) -> Path:
     role = data_file_role(target)
     if role is not None:
         raise ExportTargetError(target, role, "a directory outside compile-lab's runs and locks directories")
+    return target
+
+
+def check_output(path: str | os.PathLike[str], *, directory: bool = False) -> Path:
+    """The one rule for an output path, checked before anything runs (``run``, ``sweep``, ``compare``, ``report``,
+    the app's export prompt; any command that writes files should ask it first).
+
+    What :func:`check_target` refuses (or :func:`check_directory`, with ``directory``: a sweep's ``--trace``),
+    and where it would be written: a file's directory must exist and be writable by this user; a directory
+    that does not exist yet is made when written, so the nearest one above it that exists must be.
+    ExportTargetError, one line. Only a full disk is left for writing to find.
+    """
+    target = check_directory(path) if directory else check_target(path)
+    where = target.parent
+    if directory:
+        where = target
+        while not os.path.lexists(where) and where != where.parent:
+            where = where.parent
+    kind = "a directory, or a new one" if directory else "a file"
+    if not where.is_dir():
+        what = "does not exist" if not os.path.lexists(where) else "is not a directory"
+        raise ExportTargetError(target, f"in {where}, which {what}", f"{kind} in an existing directory")
+    if not os.access(where, os.W_OK | os.X_OK):
+        raise ExportTargetError(target, f"in {where}, which this user cannot write", f"{kind} in a directory you "
+                                "can write")
     return target
 
 
