@@ -20,7 +20,7 @@ from typing import Any, Callable
 
 import pytest
 
-from tui import cli, paths
+from tui import cli
 from tui.engine.export import write_json
 from tui.engine.history import History
 from tui.engine.input_file import INPUT_MAX_BYTES, InputFileError, read_regular
@@ -232,4 +232,3 @@ def test_read_regular_reads_a_file_and_refuses_more_than_its_limit(tmp_path):
     assert read_regular(path, 100) == b"x" * 100
     with pytest.raises(InputFileError, match=r"^is 100 bytes \(allowed: a regular file of at most 99 bytes\)$"):
         read_regular(path, 99)
-    assert paths.history_file() != path  # the history is not read this way: it is streamed
