@@ -413,19 +413,21 @@ def check_exports(args: argparse.Namespace) -> None:
     """Refuse, before anything runs, an output path no export may write (UsageError, one line).
 
     An empty path; a symbolic link, directory, device, named pipe or socket; compile-lab's
-    history, runs or config; two outputs naming one file (after resolving links). What only
-    writing can tell (a missing directory, a full disk) is reported when the runs have ended.
+    history, runs or config; a directory that does not exist or that this user cannot write;
+    two outputs naming one file (after resolving links). Only a full disk is found when the
+    runs have ended and the files are written.
     """
     _check_trace(args, check_outputs(args, EXPORT_FLAGS))
 
 
 def check_outputs(args: argparse.Namespace, flags: Sequence[tuple[str, str]]) -> dict[str, str]:
-    """Each of ``flags`` (flag, dest) given in ``args`` checked by the export rules and against the others.
+    """Each of ``flags`` (flag, dest) given in ``args`` checked by the one rule for outputs
+    (:func:`tui.engine.export.check_output`) and against the others.
 
     UsageError (one line) for a path no export may write or two flags naming one file; returns the
     files seen (same-file key -> flag) for outputs checked after these.
     """
-    from tui.engine.export import ExportTargetError, check_target, same_file_key
+    from tui.engine.export import ExportTargetError, check_output, same_file_key
 
     seen: dict[str, str] = {}
     for flag, dest in flags:
@@ -433,7 +435,7 @@ def check_outputs(args: argparse.Namespace, flags: Sequence[tuple[str, str]]) ->
         if value is None:
             continue
         try:
-            check_target(value)
+            check_output(value)
         except ExportTargetError as exc:
             raise UsageError(f"{flag}: {exc}") from exc
         key = same_file_key(value)
@@ -445,13 +447,13 @@ def check_outputs(args: argparse.Namespace, flags: Sequence[tuple[str, str]]) ->
 
 def _check_trace(args: argparse.Namespace, seen: dict[str, str]) -> None:
     """``--trace``: a file for ``run`` (the export rules), a directory for ``sweep``; refused before anything runs."""
-    from tui.engine.export import ExportTargetError, check_directory, check_target, same_file_key
+    from tui.engine.export import ExportTargetError, check_output, same_file_key
 
     value = getattr(args, "trace", None)
     if value is None:
         return
     try:
-        check_directory(value) if args.command == "sweep" else check_target(value)
+        check_output(value, directory=args.command == "sweep")
     except ExportTargetError as exc:
         raise UsageError(f"--trace: {exc}") from exc
     key = same_file_key(value)

@@ -38,14 +38,16 @@ from tui.engine.protocol import (
     Started,
     WorkerWarning,
 )
-from tui.engine.samples import Block, Samples, new_samples, samples_from_json, samples_to_json
+from tui.engine.samples import (
+    Block, Samples, SamplesInvalid, SamplesPruned, SamplesUnavailable, new_samples, samples_from_json, samples_to_json,
+)  # fmt: skip
 from tui.engine.stored_run import StoredRun, stored_options
 from tui.engine.summary import LiveStats, RunSummary, SummaryInputs, build_summary
 from tui.engine.verdict import Machine, VerdictPolicy
 from tui.telemetry.model import RunTelemetry
 from tui.typed import decode_fields, finite, printable
 
-__all__ = ["RunRecord", "Block", "SamplesUnavailable", "SamplesPruned", "STATUSES", "TERMINAL_STATUSES",
+__all__ = ["RunRecord", "Block", "SamplesUnavailable", "SamplesPruned", "SamplesInvalid", "STATUSES", "TERMINAL_STATUSES",
            "ACTIVE_STATUSES", "SIDES", "new_run_id", "samples_to_json", "samples_from_json"]
 
 TERMINAL_STATUSES = frozenset({"done", "failed", "cancelled"})
@@ -53,14 +55,6 @@ TERMINAL_STATUSES = frozenset({"done", "failed", "cancelled"})
 STATUSES = ("queued", "starting", *PHASES, "done", "failed", "cancelled")
 ACTIVE_STATUSES = frozenset(STATUSES) - TERMINAL_STATUSES - {"queued"}
 """A record in one of these has a live worker."""
-
-
-class SamplesUnavailable(LookupError):
-    """A record's per-iteration samples were stored apart and could not be loaded."""
-
-
-class SamplesPruned(SamplesUnavailable):
-    """``compile-lab prune`` deleted them: the run is kept (exports write its samples as null)."""
 
 
 def new_run_id(now: float | None = None) -> str:
