@@ -29,10 +29,12 @@ from tui.engine.protocol import make_event
 from tui.engine.results import RunRecord
 
 ALLOWED_TIME = "(allowed: a number of milliseconds above 0 and at most 1e+09)"
+ALLOWED_CALL = "(allowed: a number of milliseconds from 0 to 1e+09)"  # one call may read 0: clock resolution
 ALLOWED_FILE = "(allowed: a regular file of at most 1 GiB)"
 IMPOSSIBLE = [pytest.param(value, shown, id=name) for name, value, shown in (
     ("nan", float("nan"), "nan"), ("inf", float("inf"), "inf"), ("minus-inf", float("-inf"), "-inf"),
     ("1e308", 1e308, "1e+308"), ("zero", 0.0, "0.0"), ("negative", -3.0, "-3.0"))]
+IMPOSSIBLE_CALL = [p for p in IMPOSSIBLE if p.id != "zero"]
 
 
 def _ended_record(ms: float = 2.0) -> RunRecord:
@@ -96,8 +98,8 @@ def _main(argv: list[str], capsys, fifo: Path | None = None) -> tuple[int, list[
 # ----- 7. numbers ------------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("field", ["ms", "host_ms_per_call"])
-@pytest.mark.parametrize("value, shown", IMPOSSIBLE)
+@pytest.mark.parametrize("field, value, shown", [pytest.param("ms", *p.values, id=f"ms-{p.id}") for p in IMPOSSIBLE_CALL]
+                         + [pytest.param("host_ms_per_call", *p.values, id=f"host-{p.id}") for p in IMPOSSIBLE])
 def test_compare_refuses_an_impossible_time_in_one_line_exit_2(tmp_path, capsys, value, shown, field):
     def poison(run: dict) -> None:
         block = run["samples"]["compiled"][1]
@@ -111,13 +113,23 @@ def test_compare_refuses_an_impossible_time_in_one_line_exit_2(tmp_path, capsys,
     run_id = json.loads(new.read_text().replace("NaN", "0").replace("Infinity", "0"))["runs"][0]["run_id"]
     csv = tmp_path / "out.csv"
     code, err = _main(["compare", str(base), str(new), "--csv", str(csv)], capsys)
-    where = "ms[2]" if field == "ms" else "host_ms_per_call"
+    where, allowed = ("ms[2]", ALLOWED_CALL) if field == "ms" else ("host_ms_per_call", ALLOWED_TIME)
     assert (code, err) == (2, [f"compile-lab: error: NEW: {new} run 1 ({run_id}): samples.compiled[1].{where}: "
-                               f"{shown} is not a time {ALLOWED_TIME}"])
+                               f"{shown} is not a time {allowed}"])
     assert not csv.exists()
 
 
-@pytest.mark.parametrize("value, shown", IMPOSSIBLE)
+def test_one_call_of_zero_ms_is_below_its_clocks_resolution_not_impossible(tmp_path, capsys):
+    def zero(run: dict) -> None:
+        run["samples"]["compiled"][1]["ms"][2] = 0.0
+
+    base = _export(Path("base.json"))
+    new = _export(Path("new.json"), zero)
+    code, err = _main(["compare", str(base), str(new)], capsys)
+    assert (code, err) == (0, [])
+
+
+@pytest.mark.parametrize("value, shown", IMPOSSIBLE_CALL)
 def test_report_refuses_an_impossible_time_in_one_line_exit_2(tmp_path, capsys, value, shown):
     def poison(run: dict) -> None:
         run["samples"]["eager"][0]["ms"][0] = value
@@ -127,7 +139,7 @@ def test_report_refuses_an_impossible_time_in_one_line_exit_2(tmp_path, capsys, 
     code, err = _main(["report", str(runs), "-o", str(out)], capsys)
     assert code == 2 and len(err) == 1 and not out.exists()
     assert err[0].startswith(f"compile-lab: error: RUNS: {runs} run 1 (")
-    assert err[0].endswith(f"): samples.eager[0].ms[0]: {shown} is not a time {ALLOWED_TIME}")
+    assert err[0].endswith(f"): samples.eager[0].ms[0]: {shown} is not a time {ALLOWED_CALL}")
 
 
 def test_a_stored_summary_standing_in_for_samples_is_checked_too(tmp_path, capsys):
@@ -153,7 +165,7 @@ def test_an_impossible_time_in_a_history_runs_samples_file_is_refused_naming_the
     samples_file.write_text(json.dumps(data))
     code, err = _main(["compare", f"history:{base.run_id}", f"history:{new.run_id}"], capsys)
     assert (code, err) == (2, [f"compile-lab: error: NEW: history:{new.run_id}: run {new.run_id}: {samples_file}: "
-                               f"samples.compiled[0].ms[1]: nan is not a time {ALLOWED_TIME}"])
+                               f"samples.compiled[0].ms[1]: nan is not a time {ALLOWED_CALL}"])
 
 
 def test_an_integer_too_long_for_a_float_is_a_named_problem_not_a_traceback(tmp_path, capsys):

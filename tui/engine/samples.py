@@ -23,6 +23,7 @@ __all__ = ["Block", "Samples", "new_samples", "samples_to_json", "samples_from_j
 MAX_MS = 1e9
 """The longest time a stored iteration may take, in ms (11.6 days: beyond the longest run a timeout allows, 7 days)."""
 _ALLOWED = f"(allowed: a number of milliseconds above 0 and at most {MAX_MS:g})"
+_ALLOWED_ZERO = f"(allowed: a number of milliseconds from 0 to {MAX_MS:g})"
 
 
 class SamplesUnavailable(LookupError):
@@ -34,22 +35,27 @@ class SamplesPruned(SamplesUnavailable):
 
 
 class SamplesInvalid(SamplesUnavailable):
-    """They hold a time no measurement gives (a :class:`TimingError`: NaN, an infinity, zero, a negative or
-    absurd time); the message names the run, the file and the field."""
+    """They hold a time no measurement gives (a :class:`TimingError`: NaN, an infinity, a negative or absurd
+    time, a zero block or median); the message names the run, the file and the field."""
 
 
 class TimingError(ValueError):
     """A stored time that no measurement gives: ``samples.compiled[0].ms[3]: nan is not a time (allowed: ...)``."""
 
 
-def checked_ms(value: Any, where: str) -> float:
-    """``value`` as a time in ms, or TimingError naming ``where``: a finite number above 0, at most MAX_MS."""
+def checked_ms(value: Any, where: str, zero: bool = False) -> float:
+    """``value`` as a time in ms, or TimingError naming ``where``: a finite number above 0, at most MAX_MS.
+
+    ``zero`` admits 0 as well: one call's time can read 0 where it is below its clock's resolution
+    (a CUDA event pair resolves about half a microsecond); a median or a block's time per call cannot.
+    """
+    allowed = _ALLOWED_ZERO if zero else _ALLOWED
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         shown = printable(repr(value))
-        raise TimingError(f"{where}: {shown[:40] + ('…' if len(shown) > 40 else '')} is not a number {_ALLOWED}")
+        raise TimingError(f"{where}: {shown[:40] + ('…' if len(shown) > 40 else '')} is not a number {allowed}")
     number = float(value)
-    if not (0 < number <= MAX_MS):  # NaN fails this too
-        raise TimingError(f"{where}: {number!r} is not a time {_ALLOWED}")
+    if not ((0 <= number if zero else 0 < number) and number <= MAX_MS):  # NaN fails this too
+        raise TimingError(f"{where}: {number!r} is not a time {allowed}")
     return number
 
 
@@ -106,7 +112,7 @@ class Block:
         values = data.get("ms")
         if not isinstance(values, list):
             raise TypeError("ms is not a list")
-        ms = array("d", (checked_ms(v, f"ms[{i}]") for i, v in enumerate(values) if v is not None))
+        ms = array("d", (checked_ms(v, f"ms[{i}]", zero=True) for i, v in enumerate(values) if v is not None))
         labels = data.get("labels")
         if labels is not None:
             labels = [intern(str(x)) for x in labels] if len(labels) == len(ms) else None
