@@ -41,6 +41,7 @@ import torch  # noqa: E402
 from tui.engine.options import RunOptions  # noqa: E402
 from tui.engine.protocol import Compiled, Event, WorkerWarning  # noqa: E402
 from tui.engine.results import RunRecord  # noqa: E402
+from tui.engine.worker import precision  # noqa: E402
 from tui.engine.worker.measure import Benchmark, CudaClock, make_compile_fn  # noqa: E402
 from tui.engine.worker.workloads import build_workload  # noqa: E402
 
@@ -48,7 +49,7 @@ DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch
 
 CASES: list[tuple[str, dict[str, Any]]] = [
     ("matmul 8192 fp32", {"workload": "matmul", "params": {"n": 8192}}),
-    ("matmul 8192 fp32+tf32", {"workload": "matmul", "params": {"n": 8192}, "tf32": True}),
+    ("matmul 8192 fp32+tf32", {"workload": "matmul", "params": {"n": 8192}, "precision": "tf32"}),
     ("matmul 8192 bf16", {"workload": "matmul", "params": {"n": 8192}, "dtype": "bfloat16"}),
     ("pointwise 4096", {"workload": "pointwise", "params": {"n": 4096}}),
     ("cnn b64", {"workload": "cnn", "params": {"batch": 64}}),
@@ -152,8 +153,7 @@ def run_case(name: str, fields: dict[str, Any], mode: str, iters: int, rounds: i
     from torch.utils.benchmark import Timer
 
     options = RunOptions(device="cuda", mode=mode, iters=iters, block_size=10, warmup=10, **fields).validated()
-    torch.backends.cuda.matmul.allow_tf32 = options.tf32
-    torch.backends.cudnn.allow_tf32 = options.tf32
+    precision.apply(options.precision)  # as the worker does (default: torch's flags untouched)
     torch.manual_seed(options.seed)
     device = torch.device("cuda:0")
     built = build_workload(options, device, DTYPES[options.dtype])

@@ -17,8 +17,12 @@
 #   bash benchmarks/gpu_run.sh numa          # NVML's CPU affinity per GPU and the pinning plan (seconds)
 #   bash benchmarks/gpu_run.sh contention    # CNN b64 with busy CPU processes beside it: floating, then kept off
 #                                            # the worker's pinned cores (~3 min)
+#   bash benchmarks/gpu_run.sh host_processes  # issue 22: a plain loop's host time under process-level conditions
+#   bash benchmarks/gpu_run.sh host_goal       # issue 22: compile-lab --repeat 5 vs 5 plain-loop processes
 #   bash benchmarks/gpu_run.sh pool          # issue 16: one worker per GPU; the sweep on every GPU against one,
 #                                            # parallel against --serial for a launch-bound and a GPU-bound workload
+#   bash benchmarks/gpu_run.sh precision     # issue 22: CNN b64, ResNet-18 b1 and matmul 8192 under --precision
+#                                            # default, ieee and tf32: times, kernels and the flags in effect (~8-10 min)
 #   bash benchmarks/gpu_run.sh calibrate_quiet  # issue 23: the verdict's GPU configurations, 5 single-process runs each
 #   bash benchmarks/gpu_run.sh calibrate_busy   # the same beside a co-tenant running matmuls on the card; each stage
 #                                               # stops starting runs after CALIBRATE_BUDGET s (520) and resumes on
@@ -51,14 +55,14 @@ stage_tests() {
 }
 
 stage_seed() {
-  step "the seed's table re-measured"
+  step "the seed's table re-measured (TF32 off, as the seed's table had it, then on)"
   local modes=default,reduce-overhead,max-autotune-no-cudagraphs
-  sweep 100 --workload cnn --param batch=64 --mode $modes --iters 400 --block-size 20 --csv "$OUT/seed_cnn.csv"
-  sweep 80 --workload cnn --param batch=64 --mode $modes --iters 400 --block-size 20 --tf32 --csv "$OUT/seed_cnn_tf32.csv"
-  sweep 100 --workload matmul --param n=8192 --mode $modes --iters 40 --block-size 5 --csv "$OUT/seed_matmul8192.csv"
-  sweep 80 --workload matmul --param n=8192 --mode $modes --iters 40 --block-size 5 --tf32 --csv "$OUT/seed_matmul8192_tf32.csv"
-  sweep 130 --workload matmul --param n=16384 --mode $modes --iters 20 --block-size 4 --csv "$OUT/seed_matmul16384.csv"
-  sweep 90 --workload matmul --param n=16384 --mode $modes --iters 30 --block-size 5 --tf32 --csv "$OUT/seed_matmul16384_tf32.csv"
+  sweep 100 --workload cnn --param batch=64 --mode $modes --iters 400 --block-size 20 --precision ieee --csv "$OUT/seed_cnn.csv"
+  sweep 80 --workload cnn --param batch=64 --mode $modes --iters 400 --block-size 20 --precision tf32 --csv "$OUT/seed_cnn_tf32.csv"
+  sweep 100 --workload matmul --param n=8192 --mode $modes --iters 40 --block-size 5 --precision ieee --csv "$OUT/seed_matmul8192.csv"
+  sweep 80 --workload matmul --param n=8192 --mode $modes --iters 40 --block-size 5 --precision tf32 --csv "$OUT/seed_matmul8192_tf32.csv"
+  sweep 130 --workload matmul --param n=16384 --mode $modes --iters 20 --block-size 4 --precision ieee --csv "$OUT/seed_matmul16384.csv"
+  sweep 90 --workload matmul --param n=16384 --mode $modes --iters 30 --block-size 5 --precision tf32 --csv "$OUT/seed_matmul16384_tf32.csv"
   table "$OUT"/seed_*.csv > "$OUT/seed_table.md"; cat "$OUT/seed_table.md"
 }
 
@@ -255,6 +259,25 @@ for path in sys.argv[1:]:
 PY
 }
 
+stage_precision() {
+  step "precision: default (torch's flags untouched), ieee, tf32"
+  local modes=default,reduce-overhead
+  sweep 150 --workload cnn --param batch=64 --mode $modes --precision default,ieee,tf32 --iters 200 --block-size 20 \
+    --csv "$OUT/precision_cnn.csv"
+  sweep 300 --workload benchmarks/workloads/resnet18.py --param batch=1 --mode $modes --precision default,ieee,tf32 \
+    --iters 200 --block-size 20 --csv "$OUT/precision_resnet18.csv"
+  sweep 120 --workload matmul --param n=8192 --mode default --precision default,ieee,tf32 --iters 40 --block-size 5 \
+    --csv "$OUT/precision_matmul8192.csv"
+  python3 - "$OUT"/precision_*.csv <<'PY' | tee "$OUT/precision_table.md"
+import csv, sys
+cols = ["workload", "params", "mode", "precision", "tf32_matmul", "tf32_cudnn", "float32_matmul_precision", "status",
+        "eager_median_ms", "compiled_median_ms", "speedup", "eager_kernels_per_call", "compiled_kernels_per_call",
+        "eager_host_median_ms", "compiled_host_median_ms", "host_speedup", "accuracy", "max_abs_err", "error"]
+print("| " + " | ".join(cols) + " |"); print("|" + "---|" * len(cols))
+for path in sys.argv[1:]:
+    for row in csv.DictReader(open(path)):
+        print("| " + " | ".join((row.get(c) or "").replace("|", "/")[:120] for c in cols) + " |")
+PY
 calibrate() {
   local dir=${CALIBRATE_DIR:-out/calibration/gpu}
   python3 benchmarks/calibrate.py collect --device cuda --runs "${CALIBRATE_RUNS:-5}" --budget "${CALIBRATE_BUDGET:-520}" \
@@ -276,7 +299,7 @@ stage_calibrate_busy() {
 table() {
   python3 - "$@" <<'PY'
 import csv, sys
-cols = ["workload", "params", "mode", "tf32", "status", "verdict", "host_verdict", "compile_s", "eager_median_ms", "compiled_median_ms",
+cols = ["workload", "params", "mode", "precision", "status", "verdict", "host_verdict", "compile_s", "eager_median_ms", "compiled_median_ms",
         "speedup", "speedup_ci_low", "speedup_ci_high", "significant", "launch_bound", "eager_host_median_ms",
         "compiled_host_median_ms", "host_speedup", "accuracy", "sm_clock_mean_mhz", "throttle_reasons", "error"]
 print("| " + " | ".join(cols) + " |"); print("|" + "---|" * len(cols))
@@ -288,6 +311,20 @@ for path in sys.argv[1:]:
     for row in rows:
         print("| " + " | ".join((row.get(c) or "").replace("|", "/")[:120] for c in cols) + " |")
 PY
+}
+
+stage_host_processes() {
+  step "host time across processes: a plain loop under each process-level condition"
+  timeout "${HP_LIMIT:-400}" python3 benchmarks/host_processes.py factors --out "$OUT" --procs "${HP_PROCS:-4}" \
+    --cases "${HP_CASES:-cnn}" --conditions "${HP_CONDITIONS:-float,pin 1,pin 1 random,pin 4,hashseed 0,no aslr,gc off,quiesce,threads 1}" 2>&1 | tail -60
+  cat "$OUT/host_processes_factors.md"
+}
+
+stage_host_goal() {
+  step "host speedup: compile-lab --repeat 5 against 5 plain-loop processes"
+  timeout "${HG_LIMIT:-560}" python3 benchmarks/host_processes.py goal --out "$OUT" --procs "${HG_PROCS:-5}" \
+    --cases "${HG_CASES:-cnn,resnet18}" --lab-args "${HG_LAB_ARGS:-}" 2>&1 | tail -30
+  cat "$OUT/host_processes_goal.md"
 }
 
 for stage in "${@:-tests}"; do "stage_$stage"; done

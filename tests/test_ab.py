@@ -26,19 +26,14 @@ from tui.engine.runner import WorkerRunner
 from tui.engine.session import RunSession, SessionListener
 from tui.engine.sweep import expand
 
+from tests.fakes import stand_in_python
+
 FAKE_WORKER = [sys.executable, str(Path(__file__).resolve().parent / "fakes" / "fake_worker.py")]
 
 
-def _linked_python(root: Path, name: str) -> str:
-    """``root/name/bin/python``, a link to this interpreter (a venv in all a table shows of it)."""
-    path = root / name / "bin" / "python"
-    path.parent.mkdir(parents=True)
-    path.symlink_to(sys.executable)
-    return str(path)
-
 
 def test_the_interpreter_varies_fastest_so_the_sides_of_a_pair_run_back_to_back(tmp_path):
-    a, b = _linked_python(tmp_path, "a"), _linked_python(tmp_path, "b")
+    a, b = stand_in_python(tmp_path, "a"), stand_in_python(tmp_path, "b")
     configs = expand(RunOptions(workload="pointwise", device="cpu"), backends=["inductor", "eager"], pythons=[a, b])
     assert [(c.backend, c.python) for c in configs] == [("inductor", a), ("inductor", b), ("eager", a), ("eager", b)]
 
@@ -55,7 +50,7 @@ def test_the_short_form_of_an_interpreter_is_its_venvs_directory():
 def test_a_bad_interpreter_is_one_line_naming_python_before_anything_runs(tmp_path, capsys, monkeypatch, bad):
     made = []
     monkeypatch.setattr(cli, "make_runner", lambda **kw: made.append(kw))
-    good = _linked_python(tmp_path, "good")
+    good = stand_in_python(tmp_path, "good")
     if bad == "missing":
         other = str(tmp_path / "nowhere" / "bin" / "python")
     else:
@@ -80,7 +75,7 @@ def test_a_sweep_over_two_interpreters_labels_and_diffs_the_sides(tmp_path, caps
 
     monkeypatch.setattr(cli, "make_runner", lambda keep_spare, telemetry=None: Runner(
         worker_argv=FAKE_WORKER, keep_spare=keep_spare, env={"FAKE_WORKER_BEHAVIOUR": "ok"}))
-    a, b = _linked_python(tmp_path, "venvA"), _linked_python(tmp_path, "venvB")
+    a, b = stand_in_python(tmp_path, "venvA"), stand_in_python(tmp_path, "venvB")
     code = cli.main(["sweep", "--device", "cpu", "--backend", "inductor,eager", "--python", f"{a},{b}",
                      "--iters", "10", "--repeat", "2", "--no-history"])
     assert code == 0

@@ -78,6 +78,10 @@ def test_workloads_lists_every_builtin_and_how_to_bring_your_own(capsys):
         (["sweep", "--mode", "default,bogus"], "mode:"),
         (["sweep", "--fullgraph", "maybe"], "fullgraph:"),
         (["sweep", "--param", "n=64,-1"], "params: n:"),
+        (["run", "--precision", "fast"], "precision: 'fast' is not allowed (allowed: default, ieee, tf32)"),
+        (["sweep", "--precision", "ieee,TF32"], "precision: 'TF32' is not allowed (allowed: default, ieee, tf32)"),
+        (["run", "--tf32", "--precision", "ieee"], "precision: --tf32 (the same as --precision tf32) contradicts "
+                                                   "--precision ieee (allowed: one of the two)"),
         (["frobnicate"], "argument COMMAND:"),
     ],
 )
@@ -93,7 +97,7 @@ def test_every_run_flag_reaches_its_option():
         [
             "run", "--workload", "mlp", "--param", "batch=8", "--param", "width=32", "--backend", "inductor",
             "--option", "max_autotune_gemm=false", "--fullgraph", "--dynamic", "true", "--dtype",
-            "bfloat16", "--tf32", "--device", "cpu", "--warmup", "2", "--iters", "30", "--block-size", "5",
+            "bfloat16", "--precision", "ieee", "--device", "cpu", "--warmup", "2", "--iters", "30", "--block-size", "5",
             "--time-budget", "9.5", "--l2-flush", "--cold-compile", "--timeout", "120", "--python",
             sys.executable, "--train", "--compile-optimizer", "--seed", "7", "--memory-limit", "3.5",
             "--target-ci", "0.03", "--noise-threshold", "0.05", "--noise-limit", "max_drift=0.2", "--no-profile",
@@ -104,12 +108,40 @@ def test_every_run_flag_reaches_its_option():
     assert options.to_dict() == {
         "workload": "mlp", "params": {"batch": 8, "width": 32, "depth": 3}, "backend": "inductor",
         "mode": "default", "inductor_options": {"max_autotune_gemm": False}, "fullgraph": True,
-        "dynamic": True, "dtype": "bfloat16", "tf32": True, "device": "cpu", "warmup": 2, "iters": 30,
+        "dynamic": True, "dtype": "bfloat16", "precision": "ieee", "device": "cpu", "warmup": 2, "iters": 30,
         "block_size": 5, "time_budget_s": 9.5, "l2_flush": True, "cold_compile": True, "timeout_s": 120.0,
         "python": sys.executable, "train": True, "compile_optimizer": True, "seed": 7, "memory_limit_gb": 3.5,
         "target_ci": 0.03, "noise_threshold": 0.05, "noise_limits": {"max_drift": 0.2}, "profile": False,
         "trace": False, "torch_trace": True,
     }  # fmt: skip
+
+
+def _configs(argv: list[str]):
+    return cli.configs_from_args(cli.build_parser().parse_args(argv))
+
+
+def test_precision_is_default_unless_given_and_tf32_is_its_alias():
+    assert [c.precision for c in _configs(["run"])] == ["default"]
+    for value in ("default", "ieee", "tf32"):
+        assert [c.precision for c in _configs(["run", "--precision", value])] == [value]
+    assert [c.precision for c in _configs(["run", "--tf32"])] == ["tf32"]
+    assert [c.precision for c in _configs(["run", "--tf32", "--precision", "tf32"])] == ["tf32"]
+    assert [c.precision for c in _configs(["sweep", "--tf32"])] == ["tf32"]
+
+
+def test_the_help_says_tf32_is_the_alias(capsys):
+    with pytest.raises(SystemExit):
+        cli.build_parser().parse_args(["run", "--help"])
+    text = " ".join(capsys.readouterr().out.split())
+    assert "--tf32 the same as --precision tf32" in text and "--precision WHICH default, ieee, tf32" in text
+
+
+def test_a_sweep_over_precisions_runs_each_once_in_order():
+    configs = _configs(["sweep", "--precision", "default,ieee,tf32,ieee", "--mode", "default,reduce-overhead"])
+    assert [(c.mode, c.precision) for c in configs] == [
+        ("default", "default"), ("default", "ieee"), ("default", "tf32"),
+        ("reduce-overhead", "default"), ("reduce-overhead", "ieee"), ("reduce-overhead", "tf32"),
+    ]  # fmt: skip
 
 
 def test_sweep_runs_each_meaningful_combination_once():

@@ -17,11 +17,11 @@ from tui.engine.results import RunRecord
 README = Path(__file__).resolve().parents[1] / "README.md"
 
 # The header as it was before the table (git show 2791984:tui/engine/columns.py): columns are
-# stable, a new one goes at the end.
+# stable, a new one goes at the end. The boolean tf32 became the three-way precision in its place.
 _SIDE_COLUMNS = ("n", "median_ms", "mean_ms", "std_ms", "min_ms", "max_ms", "p10_ms", "p90_ms", "host_median_ms")
 OLD_CSV_COLUMNS: tuple[str, ...] = (
     "run_id", "timestamp", "workload", "params", "device", "gpu_name", "gpu_uuid", "torch_version",
-    "backend", "mode", "fullgraph", "dynamic", "dtype", "tf32", "train", "l2_flush", "cold_compile",
+    "backend", "mode", "fullgraph", "dynamic", "dtype", "precision", "train", "l2_flush", "cold_compile",
     "status", "error_kind", "error", "compile_s",
     *(f"eager_{c}" for c in _SIDE_COLUMNS),
     *(f"compiled_{c}" for c in _SIDE_COLUMNS),

@@ -57,7 +57,7 @@ def test_csv_header_and_rows(tmp_path):
 def test_json_has_everything_including_iterations(tmp_path):
     records = [_record(), _record(fail="timeout")]
     data = json.loads((write_json(records, tmp_path / "runs.json")).read_text())
-    assert data["schema"] == 1 and len(data["runs"]) == 2
+    assert data["schema"] == 2 and len(data["runs"]) == 2
     run = data["runs"][0]
     assert run["run_id"] == records[0].run_id
     assert run["samples"]["eager"][0]["ms"] == [2.0, 2.5, 1.5]

@@ -1,5 +1,7 @@
 """Old history stays readable: the committed schema-1 history (written by the code of 2791984,
-see tests/data/make_history_schema1.py) loads under schema 2 and gives the same CSV cells."""
+see tests/data/make_history_schema1.py) and schema-2 history (e31a555, the boolean ``tf32``;
+tests/data/make_history_schema2.py) load under today's schema and give the same CSV cells, the
+old ``tf32`` column read as ``precision`` (true: tf32, false: ieee) with a note saying so."""
 
 from __future__ import annotations
 
@@ -16,6 +18,9 @@ from tui.engine.history import History
 from tui.engine.migrate import SCHEMA, upgrade_line, upgrade_samples
 
 FIXTURE = Path(__file__).resolve().parent / "data" / "history_schema1"
+FIXTURE2 = FIXTURE.parent / "history_schema2"
+NOTE_FALSE = "precision from the old TF32 switch: tf32 false read as ieee"
+NOTE_TRUE = "precision from the old TF32 switch: tf32 true read as tf32"
 STATUSES = ["done", "done", "failed", "cancelled"]
 
 
@@ -23,16 +28,25 @@ def _snapshot(directory: Path) -> dict[str, bytes]:
     return {str(p.relative_to(directory)): p.read_bytes() for p in sorted(directory.rglob("*")) if p.is_file()}
 
 
+def _copy(fixture: Path, tmp_path: Path):
+    """A copy of ``fixture`` in tmp_path; the committed files are checked to be untouched afterwards."""
+    before = _snapshot(fixture)
+    assert {"history.jsonl", "expected_summary.csv"} <= set(before)
+    target = tmp_path / fixture.name
+    shutil.copytree(fixture, target)
+    yield target
+    assert _snapshot(fixture) == before  # never rewritten
+    assert _snapshot(target) == before  # not even the copy: reading only reads
+
+
 @pytest.fixture
 def schema1(tmp_path):
-    """A copy of the fixture in tmp_path; the committed files are checked to be untouched afterwards."""
-    before = _snapshot(FIXTURE)
-    assert {"history.jsonl", "expected_summary.csv"} <= set(before)
-    target = tmp_path / "history_schema1"
-    shutil.copytree(FIXTURE, target)
-    yield target
-    assert _snapshot(FIXTURE) == before  # never rewritten
-    assert _snapshot(target) == before  # not even the copy: reading only reads
+    yield from _copy(FIXTURE, tmp_path)
+
+
+@pytest.fixture
+def schema2(tmp_path):
+    yield from _copy(FIXTURE2, tmp_path)
 
 
 def _rows(path: Path) -> list[dict[str, str]]:
@@ -40,24 +54,29 @@ def _rows(path: Path) -> list[dict[str, str]]:
         return list(csv.DictReader(handle))
 
 
-def _assert_same_cells(got: Path, want: Path) -> None:
-    """The columns the old code wrote keep their cells; columns added since (at the end) are there too."""
+#: A column the old code wrote under another name, and how its cells read now.
+RENAMED = {"tf32": ("precision", {"true": "tf32", "false": "ieee"})}
+
+
+def _assert_same_cells(got: Path, want: Path, count: int = 4) -> None:
+    """The columns the old code wrote keep their cells (``tf32`` as ``precision``); columns added since
+    (at the end) are there too."""
     got_rows, want_rows = _rows(got), _rows(want)
-    old = list(want_rows[0])
+    old = [RENAMED.get(column, (column, None))[0] for column in want_rows[0]]
     assert list(got_rows[0]) == list(CSV_COLUMNS) and list(CSV_COLUMNS)[: len(old)] == old
-    assert len(got_rows) == len(want_rows) == 4
+    assert len(got_rows) == len(want_rows) == count
     different = {
-        (row["run_id"], column): (row[column], expected[column])
+        (row["run_id"], column): (row[RENAMED.get(column, (column,))[0]], cell)
         for row, expected in zip(got_rows, want_rows)
-        for column in old
-        if row[column] != expected[column]
+        for column, cell in expected.items()
+        if row[RENAMED.get(column, (column,))[0]] != (RENAMED[column][1][cell] if column in RENAMED else cell)
     }
     assert different == {}
 
 
 def test_the_fixture_is_schema_1():
     lines = [json.loads(line) for line in (FIXTURE / "history.jsonl").read_text().splitlines()]
-    assert [line["schema"] for line in lines] == [1, 1, 1, 1] and SCHEMA == 2
+    assert [line["schema"] for line in lines] == [1, 1, 1, 1] and SCHEMA == 3
     samples = json.loads((FIXTURE / "runs" / "20261201-101010-aaaaaa.json").read_text())
     assert samples["schema"] == 1 and "wall_ms_per_call" in samples["samples"]["eager"][0]
 
@@ -160,6 +179,13 @@ def test_an_unknown_schema_is_read_best_effort_and_said(tmp_path):
 def test_upgrade_steps():
     line = {"schema": 1, "run_id": "r", "status": "done"}
     assert upgrade_line(line) == (line, True)
+    old = {"schema": 2, "run_id": "r", "options": {"workload": "cnn", "tf32": False}, "notes": ["earlier"]}
+    upgraded, known = upgrade_line(old)
+    assert known and upgraded["options"] == {"workload": "cnn", "precision": "ieee"}
+    assert upgraded["notes"] == ["earlier", NOTE_FALSE]
+    assert old["options"] == {"workload": "cnn", "tf32": False} and old["notes"] == ["earlier"]  # not changed in place
+    odd = {"schema": 2, "run_id": "r", "options": {"tf32": "yes"}}
+    assert upgrade_line(odd) == (odd, True)  # left for the options' decode to name
     assert upgrade_line({"schema": SCHEMA, "run_id": "r"})[1] is True
     assert upgrade_line({"schema": 99})[1] is False and upgrade_line({})[1] is False
     assert upgrade_line({"schema": True})[1] is False
@@ -167,3 +193,82 @@ def test_upgrade_steps():
     assert upgrade_samples(old, 1) == {"eager": [{"ms": [1.0], "host_ms_per_call": 1.5, "labels": None}, "junk"],
                                        "compiled": None}  # fmt: skip
     assert upgrade_samples(old, SCHEMA) is old  # the current schema is read as it is
+
+
+def test_the_fixture_is_schema_2_with_the_old_switch():
+    lines = [json.loads(line) for line in (FIXTURE2 / "history.jsonl").read_text().splitlines()]
+    assert [line["schema"] for line in lines] == [2, 2, 2]
+    assert [line["options"]["tf32"] for line in lines] == [False, True, False]
+    assert not any("precision" in line["options"] or "notes" in line for line in lines)
+
+
+def _load(directory: Path):
+    records, problems = History(directory / "history.jsonl", directory / "runs").load()
+    assert problems == []
+    return records
+
+
+@pytest.mark.parametrize(("which", "precisions"), [
+    ("schema1", ["tf32", "ieee", "ieee", "ieee"]),
+    ("schema2", ["ieee", "tf32", "ieee"]),
+])  # fmt: skip
+def test_old_tf32_rows_read_as_ieee_or_tf32_and_say_so(which, precisions, request):
+    records = _load(request.getfixturevalue(which))
+    notes = [(NOTE_TRUE if precision == "tf32" else NOTE_FALSE,) for precision in precisions]
+    assert [r.options.precision for r in records] == precisions
+    assert [r.notes for r in records] == notes
+    assert not any("TF32" in w for r in records for w in r.warnings)  # a note, not a warning
+    rows = [r.to_row() for r in records]
+    assert [row["precision"] for row in rows] == precisions
+    assert [row["notes"] for row in rows] == [note for (note,) in notes]
+
+
+def test_the_flags_the_old_worker_set_are_the_rows_flags(schema2):
+    rows = [r.to_row() for r in _load(schema2)]
+    assert [(row["tf32_matmul"], row["tf32_cudnn"], row["float32_matmul_precision"]) for row in rows] == [
+        ("false", "false", "highest"), ("true", "true", "high"), ("false", "false", ""),
+    ]  # fmt: skip
+
+
+def test_the_summary_csv_of_a_schema_2_history_is_unchanged(schema2, tmp_path):
+    records = _load(schema2)
+    write_csv(records, tmp_path / "stored.csv")
+    _assert_same_cells(tmp_path / "stored.csv", schema2 / "expected_summary.csv", count=3)
+    for record in records:
+        record.ensure_samples()
+    write_csv(records, tmp_path / "recomputed.csv")
+    _assert_same_cells(tmp_path / "recomputed.csv", schema2 / "expected_summary.csv", count=3)
+
+
+def test_a_migrated_run_written_again_keeps_its_precision_and_note(schema2, tmp_path):
+    records = _load(schema2)
+    for record in records:
+        record.ensure_samples()
+    again = History(tmp_path / "again.jsonl", tmp_path / "runs")
+    for record in records:
+        again.append(record)
+    lines = [json.loads(line) for line in (tmp_path / "again.jsonl").read_text().splitlines()]
+    assert [line["schema"] for line in lines] == [SCHEMA] * 3
+    assert not any("tf32" in line["options"] for line in lines)
+    reread, problems = again.load()
+    assert problems == []
+    assert [(r.options.precision, r.notes) for r in reread] == [(r.options.precision, r.notes) for r in records]
+
+
+def test_old_ieee_rows_match_new_ieee_rows_and_not_default_ones(schema2):
+    """compare pairs a migrated ieee run with a new ieee run of the configuration; default is another one."""
+    import dataclasses
+
+    from tui.engine.compare.matching import config_key
+    from tui.engine.results import RunRecord
+
+    old = _load(schema2)[0]
+    assert old.options.precision == "ieee"
+
+    def new(precision: str) -> RunRecord:
+        return RunRecord("20261205-000000-ffffff", dataclasses.replace(old.options, precision=precision), env=old.env)
+
+    assert config_key(new("ieee")) == config_key(old)
+    assert config_key(new("default")) != config_key(old)
+    assert config_key(new("tf32")) != config_key(old)
+    assert config_key(new("default"), ignore=("precision",)) == config_key(old, ignore=("precision",))

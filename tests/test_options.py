@@ -93,7 +93,7 @@ def test_unknown_backend_name_is_left_to_torch():
 
 
 def test_round_trip_through_json():
-    options = RunOptions(workload="cnn", dynamic=True, tf32=True, inductor_options={"epilogue_fusion": False}).validated()
+    options = RunOptions(workload="cnn", dynamic=True, precision="tf32", inductor_options={"epilogue_fusion": False}).validated()
     again = RunOptions.from_dict(json.loads(json.dumps(options.to_dict())))
     assert again == options
 
@@ -135,8 +135,10 @@ def test_param_coercion_from_text():
 
 
 def test_label_is_short_and_complete():
-    label = RunOptions(mode="reduce-overhead", fullgraph=True, dtype="bfloat16", tf32=True).label()
+    label = RunOptions(mode="reduce-overhead", fullgraph=True, dtype="bfloat16", precision="tf32").label()
     assert label == "inductor/reduce-overhead fullgraph dyn=auto bf16 tf32"
+    assert RunOptions(precision="ieee").label() == "inductor dyn=auto fp32 ieee"
+    assert RunOptions().label() == "inductor dyn=auto fp32"  # default precision: unsaid
 
 
 # ----- the backend / mode / inductor_options rule, asked from one place ----------------

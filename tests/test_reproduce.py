@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 
 from tui.cli.parse import build_parser, configs_from_args, options_from_args
 from tui.engine.export import write_json
-from tui.engine.options import BACKENDS, DTYPES, MODES, RunOptions
+from tui.engine.options import BACKENDS, DTYPES, MODES, PRECISIONS, RunOptions
 from tui.engine.reproduce import _FLAGS, reproduce_command
 from tui.engine.results import RunRecord
 from tui.engine.verdict import LIMIT_NAMES
@@ -57,7 +57,7 @@ _options = st.builds(
     fullgraph=st.booleans(),
     dynamic=st.sampled_from([None, True, False]),
     dtype=st.sampled_from(DTYPES),
-    tf32=st.booleans(),
+    precision=st.sampled_from(PRECISIONS),
     device=st.sampled_from(["cpu", "cuda", "cuda:1", "cuda:GPU-8d4f0000-1111"]),
     warmup=st.integers(0, 100_000),
     iters=st.integers(1, 10_000_000),

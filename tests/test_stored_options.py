@@ -23,8 +23,10 @@ from tui.engine.stored_options import (
     LIMIT_FIELDS,
     check_hidden,
     code_settings,
+    TF32_NOTE,
     decode_options,
     hidden_settings,
+    precision_from_tf32,
 )
 
 DEFAULTS = RunOptions()
@@ -32,7 +34,7 @@ DEFAULTS = RunOptions()
 #: One value of the wrong type per RunOptions field (what a hand-edited or foreign file holds).
 WRONG_TYPES = {
     "workload": 5, "params": "n=64", "backend": None, "mode": ["default"], "inductor_options": "cpp.cxx=/bin/sh",
-    "fullgraph": "yes", "dynamic": 7, "dtype": 16, "tf32": 1, "device": {"cuda": 0}, "warmup": "five",
+    "fullgraph": "yes", "dynamic": 7, "dtype": 16, "precision": 1, "device": {"cuda": 0}, "warmup": "five",
     "iters": 2.5, "block_size": True, "time_budget_s": "1h", "l2_flush": "true", "cold_compile": None,
     "timeout_s": "abc", "memory_limit_gb": [2], "python": 5, "train": 0, "compile_optimizer": "no", "seed": "0",
     "target_ci": "2%", "noise_threshold": None, "noise_limits": ["max_drift", 0.2], "profile": "false",
@@ -42,7 +44,7 @@ WRONG_TYPES = {
 #: Every field away from its default, with the right type (decoding checks types, not combinations).
 FULL = RunOptions(
     workload="matmul", params={"n": 64}, backend="aot_eager", mode="max-autotune", inductor_options={"cpp.cxx": "g++"},
-    fullgraph=True, dynamic=False, dtype="bfloat16", tf32=True, device="cuda:0", warmup=3, iters=20, block_size=5,
+    fullgraph=True, dynamic=False, dtype="bfloat16", precision="tf32", device="cuda:0", warmup=3, iters=20, block_size=5,
     time_budget_s=2.5, l2_flush=True, cold_compile=True, timeout_s=30.0, memory_limit_gb=2.0,
     python="/usr/bin/python3", train=True, compile_optimizer=True, seed=7, target_ci=0.03, noise_threshold=0.05,
     noise_limits={"max_drift": 0.2}, profile=False, trace=True, torch_trace=True,
@@ -77,6 +79,17 @@ def test_the_issues_cases():
         RunOptions(workload="matmul"), ["options.timeout_s: expected float, got str"])
     assert decode_options({"workload": 5})[1] == ["options.workload: expected str, got int"]
     assert decode_options({"backend": None})[1] == ["options.backend: expected a value, got null"]
+
+
+def test_the_old_tf32_switch_reads_as_a_precision():
+    """A config or record written before precision: tf32 true is tf32, false is ieee (cuDNN's TF32 was off too)."""
+    assert decode_options({"workload": "cnn", "tf32": True}) == (RunOptions(workload="cnn", precision="tf32"), [])
+    assert decode_options({"tf32": False}) == (RunOptions(precision="ieee"), [])
+    assert decode_options({"tf32": "yes"}) == (DEFAULTS, ["options.tf32: expected true or false, got 'yes'"])
+    assert decode_options({"tf32": True, "precision": "default"}, "record.options") == (
+        DEFAULTS, ["record.options.tf32: the old TF32 switch beside precision (ignored)"])
+    assert precision_from_tf32({"tf32": False}) == ({"precision": "ieee"}, TF32_NOTE.format(tf32="false",
+                                                                                           precision="ieee"), [])
 
 
 def test_a_bad_dynamic_costs_only_dynamic():

@@ -77,12 +77,23 @@ def test_inductor_options_only_go_with_inductor():
         (dict(params_grid={"size": [1]}), "params"),
         (dict(backends=["not a backend!"]), "backend"),
         (dict(modes=[]), "mode"),
+        (dict(precisions=["default", "fast"]), "precision"),
+        (dict(precisions=[]), "precision"),
     ],
 )
 def test_invalid_values_are_refused(axes, field):
     with pytest.raises(OptionsError) as info:
         expand(BASE, **axes)
     assert info.value.field == field
+
+
+def test_precision_is_an_axis_next_to_dtype():
+    result = expand(BASE, dtypes=["float32", "bfloat16"], precisions=["default", "ieee", "tf32", "ieee"])
+    assert [(o.dtype, o.precision) for o in result] == [
+        ("float32", "default"), ("float32", "ieee"), ("float32", "tf32"),
+        ("bfloat16", "default"), ("bfloat16", "ieee"), ("bfloat16", "tf32"),
+    ]  # fmt: skip
+    assert [o.precision for o in expand(RunOptions(precision="tf32"))] == ["tf32"]  # no axis: the base's
 
 
 def test_invalid_combination_is_refused():

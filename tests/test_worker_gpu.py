@@ -39,7 +39,7 @@ def test_inductor_matmul_on_cuda_uses_cuda_events_and_reports_the_gpu(worker_fac
     started, finished = events[1], events[-1]
     env = started.env
     assert env.gpu_uuid.startswith("GPU-") and env.gpu_name and env.compute_capability
-    assert env.tf32_matmul is False and env.tf32_cudnn is False
+    assert env.tf32_matmul is False and env.tf32_cudnn is True  # precision default: torch's own flags, untouched
     blocks = _measured(events)
     assert all(b.clock == CUDA_EVENT.name for b in blocks)
     assert all(0 < ms < 1000 for b in blocks for ms in b.ms)

@@ -215,7 +215,8 @@ def test_eager_run_streams_blocks_in_order_and_survives_stdout_noise(worker_fact
     workload.write_text(NOISY_GATED_WORKLOAD)
     gate_read, gate_write = os.pipe()
     try:
-        # call 25 lies in the measuring phase: 3 set-up + 1 compile + 3 warm-up + 2 accuracy + 2 x 5 measured
+        # call 25 lies in the measuring phase: 3 set-up + 1 compile + 3 warm-up + the accuracy calls (the
+        # fp64 copy's one more since it came) + 2 x 5 measured
         options = RunOptions(workload=f"{workload}", backend="eager", warmup=0, iters=20, block_size=5,
                              params={"gate_fd": str(gate_read), "gate_at": "25"})
         worker = worker_factory(pass_fds=(gate_read,))
@@ -358,6 +359,7 @@ def test_inductor_on_the_cpu_compiles_measures_and_matches_eager(worker_factory)
     compiled = next(e for e in events if isinstance(e, Compiled))
     assert compiled.compile_s > 0 and finished.compile_s == compiled.compile_s
     assert finished.accuracy.passed is True and finished.accuracy.max_abs_err < 1e-4
+    assert finished.accuracy.reference == "fp64" and finished.accuracy.compiled_rmse_fp64 < 1e-6
     assert finished.diagnostics.graph_breaks == 0 and finished.diagnostics.unique_graphs == 1
     assert finished.diagnostics.cudagraph_skips >= 1
     assert any("CUDA graphs were skipped" in w for w in finished.warnings)

@@ -59,7 +59,7 @@ def identity(target, **kwargs):
 def test_builtworkload_fields_match_the_architecture_contract():
     names = [f.name for f in dataclasses.fields(BuiltWorkload)]
     assert names == ["eager_step", "compile_step", "input_sets", "labels", "flops_fn", "bytes_per_call", "train",
-                     "reference_step"]
+                     "reference_step", "fp64"]
 
 
 @pytest.mark.parametrize("sizes", ["cpu_defaults", "tiny"])

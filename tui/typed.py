@@ -66,7 +66,10 @@ def _scalar(kind: type, value: Any) -> Any:
     """``value`` as ``kind``, or raise TypeError (bools are not numbers; ints are floats)."""
     if kind is float:
         if isinstance(value, (int, float)) and not isinstance(value, bool):
-            value = float(value)
+            try:
+                value = float(value)
+            except OverflowError:  # an integer of hundreds of digits: JSON allows it, a float cannot hold it
+                raise TypeError(f"expected float, got an integer of {len(str(abs(value)))} digits") from None
             return value if math.isfinite(value) else None
     elif kind is int:
         if isinstance(value, int) and not isinstance(value, bool):

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
 
 import pytest
 
@@ -14,12 +12,8 @@ from tui.app.components.dialogs import ConfirmScreen
 from tui.app.components.picker import Picker
 from tui.app.components.sweep_dialog import SweepScreen, choice_to_expand_kwargs
 
+from tests.fakes import stand_in_python
 
-def _linked_python(root: Path, name: str) -> str:
-    path = root / name / "bin" / "python"
-    path.parent.mkdir(parents=True)
-    path.symlink_to(sys.executable)
-    return str(path)
 
 
 def test_the_pythons_text_is_the_expand_axis():
@@ -30,7 +24,7 @@ def test_the_pythons_text_is_the_expand_axis():
 
 @pytest.mark.torch  # each interpreter is checked for torch before the sweep is queued
 async def test_an_ab_sweep_from_the_dialog_alternates_interpreters_and_is_not_kept(make_app, tmp_path):
-    a, b = _linked_python(tmp_path, "venvA"), _linked_python(tmp_path, "venvB")
+    a, b = stand_in_python(tmp_path, "venvA"), stand_in_python(tmp_path, "venvB")
     app = make_app()
     async with app.run_test(size=(160, 48)) as pilot:
         app.query_one(Picker).query_one("#iters", Input).value = "10"

@@ -207,7 +207,9 @@ async def test_a_config_with_a_wrong_type_keeps_the_rest_and_the_field_shows_its
         picker = app.query_one(Picker)
         assert picker.query_one("#backend", Cycler).value == "inductor"
         assert picker.query_one("#iters", Input).value == "50"
-        assert picker.current_options() == RunOptions(workload="matmul", params={}, tf32=True)
+        # the old TF32 switch of an older config: true is the tf32 precision, with no problem said
+        assert picker.query_one("#precision", Cycler).value == "tf32"
+        assert picker.current_options() == RunOptions(workload="matmul", params={}, precision="tf32")
         (warning,) = [n.message for n in app._notifications if n.title == "Config ignored"]
         assert warning.splitlines() == [f"config {path}: options.backend: expected a value, got null (default used)",
                                         f"config {path}: options.iters: expected int, got str (default used)"]

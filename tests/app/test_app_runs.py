@@ -242,3 +242,29 @@ async def test_a_sweep_over_sizes(make_app):
         assert [app.records[r].options.params for r in app.table.run_ids] == [{"n": 64}, {"n": 128}]
         assert app.config.sweep["sizes"] == ["n=64,128"]
         await wait_until(pilot, lambda: app.settled, what="settled")
+
+
+async def test_a_sweep_over_precisions(make_app):
+    """The precision list of the sweep dialog: each checked value one run, the picker's when none is checked."""
+    app = make_app()
+    async with app.run_test(size=(160, 48)) as pilot:
+        app.query_one(Picker).query_one("#iters", Input).value = "10"
+        app.action_sweep()
+        await wait_until(pilot, lambda: isinstance(app.screen, SweepScreen) and bool(app.screen.query("#sweep-preview")),
+                         what="sweep dialog")
+        screen = app.screen
+        screen.query_one("#sweep-modes", SelectionList).deselect_all()
+        screen.query_one("#sweep-modes", SelectionList).select("default")
+        screen.query_one("#sweep-fullgraphs", SelectionList).deselect_all()
+        precisions = screen.query_one("#sweep-precisions", SelectionList)
+        await pilot.pause()
+        assert precisions.border_subtitle == "none: default"  # the picker's precision
+        precisions.select("ieee")
+        precisions.select("tf32")
+        await pilot.pause()
+        assert str(screen.query_one("#sweep-preview").render()).startswith("2 run(s)")
+        await pilot.press("ctrl+s")
+        await wait_until(pilot, lambda: app.table.row_count == 2, what="2 rows")
+        assert [app.records[r].options.precision for r in app.table.run_ids] == ["ieee", "tf32"]
+        assert app.config.sweep["precisions"] == ["ieee", "tf32"]
+        await wait_until(pilot, lambda: app.settled, what="settled")

@@ -156,13 +156,13 @@ def test_snapshot_failed_run_details(snap_compare, size):
 
 
 def test_snapshot_checkboxes_under_no_color(snap_compare, monkeypatch):
-    """On a monochrome terminal a check box on (fullgraph, TF32) and off (the rest) still look different."""
+    """On a monochrome terminal a check box on (fullgraph, L2 flush) and off (the rest) still look different."""
     monkeypatch.setenv("NO_COLOR", "1")  # read when the app is made
 
     async def run_before(pilot):
         app = pilot.app
         await _settle(pilot)
-        for box in ("#fullgraph", "#tf32"):
+        for box in ("#fullgraph", "#l2-flush"):
             app.query_one(box).value = True
         await pilot.pause()
 

@@ -48,7 +48,9 @@ def test_short_forms_are_defined_once_and_fit_their_columns():
     assert short_mode(RunOptions(mode="reduce-overhead")) == "reduce-overhead"
     assert short_mode(RunOptions(backend="aot_eager")) == "–"  # the mode does not apply
     assert short_dtype(RunOptions(dtype="bfloat16")) == "bf16"
-    assert short_dtype(RunOptions(tf32=True)) == "fp32+tf32"
+    assert short_dtype(RunOptions(precision="tf32")) == "fp32+tf32"
+    assert short_dtype(RunOptions(precision="ieee", dtype="bfloat16")) == "bf16+ieee"
+    assert short_dtype(RunOptions()) == "fp32"
     assert short_device("cuda:GPU-8d4f0000-1111-2222-3333-444455556666") == "GPU-8d4f0000"
     assert short_device("cuda:1") == "cuda:1"
     mode = next(column for column in TABLE_COLUMNS if column.key == "mode")

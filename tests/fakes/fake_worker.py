@@ -228,10 +228,12 @@ class FakeRun:
 
     def started(self) -> None:
         """The ``started`` event, with the environment the runner set."""
-        tf32 = bool(self.options.tf32)
+        # torch's defaults (cuDNN TF32 on, matmul TF32 off) unless the precision option set both
+        matmul, cudnn = {"ieee": (False, False), "tf32": (True, True)}.get(self.options.precision, (False, True))
         env = Env(torch="0.0.0+fake", python=sys.version.split()[0], python_executable=sys.executable,
                   cpu="fake cpu", device=self.options.device, gpu_name=os.environ.get("FAKE_WORKER_GPU_NAME"),
-                  gpu_uuid=os.environ.get("FAKE_WORKER_GPU_UUID"), tf32_matmul=tf32, tf32_cudnn=tf32,
+                  gpu_uuid=os.environ.get("FAKE_WORKER_GPU_UUID"), tf32_matmul=matmul, tf32_cudnn=cudnn,
+                  float32_matmul_precision="high" if matmul else "highest",
                   cuda_visible_devices=os.environ.get("CUDA_VISIBLE_DEVICES"),
                   cuda_device_order=os.environ.get("CUDA_DEVICE_ORDER"), node=socket.gethostname(),
                   cpu_affinity=cpu_list_text(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else None,

@@ -157,7 +157,8 @@ async def test_an_unreadable_config_gives_defaults_a_warning_and_runs_still_run(
         await pilot.pause()
         assert app.query_one(Picker).current_options() == RunOptions()
         (warning,) = [n for n in app._notifications if n.title == "Config ignored"]
-        assert warning.message == f"config {paths.config_file()} could not be read (Is a directory); using defaults"
+        assert warning.message == (f"config {paths.config_file()} is a directory (allowed: a regular file of at most "
+                                   "1 MiB); using defaults (it is left as it is and not saved over)")
         app.action_run()  # saves the options first: that fails, and the run goes on
         await wait_until(pilot, lambda: app.table.row_count == 1 and app.settled, what="a run")
         assert app.records[app.table.run_ids[0]].status == "done"

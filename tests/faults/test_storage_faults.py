@@ -121,14 +121,26 @@ async def test_a_refused_export_in_the_app_is_one_error_line_and_nothing_is_lost
 
 
 def test_a_refused_export_in_the_cli_is_one_error_line_exit_1_and_the_run_is_kept(tmp_path, monkeypatch, capsys):
-    """``--csv`` into a missing directory: the run still ends in the history; one error line; exit code 1."""
+    """``--csv`` onto a disk that fills up by the end of the run: the run still ends in the history; one error
+    line; exit code 1. (A missing or read-only directory is refused before anything runs:
+    tests/faults/test_output_dirs.py.)"""
     monkeypatch.setattr(cli, "make_runner", lambda keep_spare, telemetry=None: WorkerRunner(
         worker_argv=FAKE_WORKER, keep_spare=False, env={"FAKE_WORKER_BEHAVIOUR": "ok"}))
-    target = tmp_path / "missing" / "runs.csv"
+    directory = tmp_path / "reports"
+    directory.mkdir()
+    target = directory / "runs.csv"
+    real_mkstemp = export.tempfile.mkstemp
+
+    def mkstemp(*args, dir=None, **kwargs):
+        if Path(dir) == directory:
+            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+        return real_mkstemp(*args, dir=dir, **kwargs)
+
+    monkeypatch.setattr(export, "tempfile", types.SimpleNamespace(mkstemp=mkstemp))
     assert cli.main(["run", "--device", "cpu", "--iters", "10", "--block-size", "5", "--csv", str(target), "--quiet"]) == 1
     errors = [line for line in capsys.readouterr().err.splitlines() if line.strip()]
-    assert errors == [f"compile-lab: error: cannot write {target}: directory {target.parent} does not exist"]
-    assert [line["status"] for line in history_lines()] == ["done"]
+    assert errors == [f"compile-lab: error: cannot write {target}: {os.strerror(errno.ENOSPC)}"]
+    assert [line["status"] for line in history_lines()] == ["done"] and not target.exists()
 
 
 # ----------------------------------------------------------------------------------------------

@@ -1,11 +1,14 @@
 """Trust, measurement (issue 11, item 10): the accuracy check blames the right party, through the real worker.
 
 Each test reads what the run of a tiny user workload in a real worker, through the engine's
-runner, reports (the four runs start side by side, once for the module: ``runs``): eager that
+runner, reports (the five runs start side by side, once for the module: ``runs``): eager that
 disagrees with itself (dropout in training mode) is not blamed on the compiler; a call that
 changes its input in place is compared on fresh copies and named; NaN at the same places on both
-sides is a warning, not a failure; an output of None is "nothing to compare", not a pass. The
-pieces (compare, judge, fresh copies) are unit-tested in tests/test_worker_accuracy.py.
+sides is a warning, not a failure; an output of None is "nothing to compare", not a pass; a bf16
+pointwise chain the model file builds itself (the run's dtype option left at float32), which
+inductor rounds once where eager rounds per op, passes against the fp64 reference. The pieces
+(compare, judge, fresh copies, the fp64 rule) are unit-tested in tests/test_worker_accuracy.py and
+tests/test_fp64_accuracy.py.
 """
 
 from __future__ import annotations
@@ -75,6 +78,18 @@ RETURNS_NONE = """
         return nothing, (torch.randn(64, device=device, dtype=dtype),)
 """
 
+BF16_CHAIN = """
+    import torch
+
+
+    def chain(x):
+        return (x * x + torch.sin(x)) * 1.7 - x / 3 + torch.exp(x / 16)
+
+
+    def make_workload(device, dtype):
+        # built in bf16 by the file itself, whatever the run's dtype option says
+        return chain, ((torch.randn(256, 256, device=device) * 30).to(torch.bfloat16),)
+"""
 
 #: Each test's workload (file name, source, options beyond TINY).
 WORKLOADS = {
@@ -82,6 +97,7 @@ WORKLOADS = {
     "mutates": ("mutates.py", MUTATES, {}),
     "nan_both": ("nan_both.py", NAN_BOTH, {"backend": "inductor"}),  # inductor's own log kernel
     "returns_none": ("returns_none.py", RETURNS_NONE, {}),
+    "bf16_chain": ("bf16_chain.py", BF16_CHAIN, {"backend": "inductor"}),  # one fused kernel, fp32 inside
 }
 
 
@@ -157,3 +173,19 @@ def test_an_output_of_none_is_nothing_to_compare_not_a_pass(runs):
     assert (accuracy.passed, accuracy.verdict, accuracy.compared) == (None, "n/a", 0)
     assert accuracy.problem == "nothing to compare: the output is None"
     assert "accuracy not checked: nothing to compare: the output is None" in record.warnings
+
+
+def test_a_bf16_chain_the_model_file_builds_is_judged_against_fp64_not_a_false_alarm(runs):
+    record = _done(runs, "bf16_chain")
+    accuracy = record.accuracy
+    assert record.options.dtype == "float32"  # the option at its default; the file builds bf16
+    assert (accuracy.passed, accuracy.reference, accuracy.fp64_note) == (True, "fp64", None)
+    # compiled differs from eager by far more than the old rule's 1e-4 for float32 ...
+    assert accuracy.max_rel_err > 1e-3
+    # ... because eager rounds after every op: compiled is the closer of the two to float64
+    assert accuracy.compiled_rmse_fp64 < accuracy.eager_rmse_fp64
+    assert accuracy.compiled_max_abs_err_fp64 < accuracy.eager_max_abs_err_fp64
+    assert not _blamed_the_compiler(record)
+    row = record.to_row()
+    assert float(row["compiled_rmse_fp64"]) == pytest.approx(accuracy.compiled_rmse_fp64, rel=1e-5)
+    assert row["accuracy"] == "pass" and row["eager_max_abs_err_fp64"] != ""

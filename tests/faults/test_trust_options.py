@@ -313,7 +313,7 @@ BAD_CONFIGS = [
     pytest.param(b"[" * 100_000, "is corrupt (maximum recursion depth exceeded", id="nested-too-deep"),
     # Python's own words: 3.11 says "(4300 digits)", 3.10 "(4300) for integer string conversion".
     pytest.param(b'{"seed": ' + b"1" * 5000 + b"}", "is corrupt (Exceeds the limit (4300", id="huge-number"),
-    pytest.param(b"[]", ": the top level is list, not an object (defaults used)", id="not-an-object"),
+    pytest.param(b"[]", " is not a config (the top level is list, not an object); using defaults", id="not-an-object"),
     pytest.param(b'{"options": {"workload": 5}}', ": options.workload: expected str, got int (default used)",
                  id="workload-5"),
     pytest.param(b'{"options": {"backend": null}}', ": options.backend: expected a value, got null (default used)",

@@ -139,14 +139,18 @@ def test_a_run_whose_cuda_graphs_were_skipped_says_so():
 
 
 @pytest.mark.parametrize(
-    ("dtype", "tf32"), [("float32", False), ("float32", True), ("bfloat16", False), ("float16", False)]
+    ("dtype", "precision"),
+    [("float32", "default"), ("float32", "ieee"), ("float32", "tf32"), ("bfloat16", "default"), ("float16", "default")],
 )
-def test_accuracy_passes_in_every_precision(dtype, tf32):
-    records = run_all([_options(name, dtype=dtype, tf32=tf32) for name in ("matmul", "cnn", "transformer_block")])
+def test_accuracy_passes_in_every_precision(dtype, precision):
+    records = run_all([_options(name, dtype=dtype, precision=precision)
+                       for name in ("matmul", "cnn", "transformer_block")])
     for record in records:
         _ok(record)
         assert record.accuracy.passed is True, (record.options.label(), record.accuracy)
-        assert record.env.tf32_matmul is tf32
+        # default: torch's own flags (cuDNN TF32 on, matmul TF32 off); ieee and tf32 set both
+        assert (record.env.tf32_matmul, record.env.tf32_cudnn) == {
+            "default": (False, True), "ieee": (False, False), "tf32": (True, True)}[precision]
 
 
 def test_nvml_reads_real_values_and_matches_the_run_gpu_by_uuid():

@@ -449,9 +449,13 @@ class CompileLabApp(QueueActions, TrustActions, PreviousRuns, ExportActions, Gro
     def _save_config(self) -> None:
         self.config.theme = self.theme
         try:
-            save_config(self.config, self.config_path)
+            aside = save_config(self.config, self.config_path)
         except OSError as exc:
             self.notify(f"config not saved: {exc}", severity="warning", markup=False)
+            return
+        if aside is not None:
+            self.notify(f"The config file no longer parsed (changed by hand?): kept as {aside}, and this session's "
+                        "settings saved anew.", title="Config", severity="warning", markup=False)
 
     def watch_theme(self, theme: str) -> None:
         """Remember a theme chosen from the palette."""

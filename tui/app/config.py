@@ -1,37 +1,47 @@
 """The app's small persistent config: last used options, sweep choices, theme and the table's columns.
 
 Stored as JSON in :func:`tui.paths.config_file` (``COMPILE_LAB_HOME`` overrides the location,
-which is how tests isolate it). Reading never raises: a missing file gives the defaults; an
-unreadable file, one that is not UTF-8 or not JSON gives the defaults plus a warning naming the
-file (and the line, for JSON); in a readable one every setting is checked on its own (the run
-options by :func:`tui.engine.stored_options.decode_options`), and a bad one takes its default
-with a line naming the file and the field. The app always starts.
-Writing is atomic (temporary file + rename) so a crash never leaves half a file behind.
+which is how tests isolate it). Reading never raises and never blocks: a missing file gives the
+defaults; an unreadable file, one that is not UTF-8, not JSON or not an object, or larger than
+:data:`CONFIG_MAX_BYTES` gives the defaults plus a warning naming the file (and the line, for JSON),
+and is renamed to ``config.json.bad-<date>`` so that the user's file is never saved over (a pipe,
+device or directory there is left as it is, and not saved over); in a readable one every setting is
+checked on its own (the run options by :func:`tui.engine.stored_options.decode_options`), and a bad
+one takes its default with a line naming the file and the field. The app always starts.
+Writing is atomic (temporary file + rename) so a crash never leaves half a file behind; it keeps the
+mode of the file it replaces, and checks that file first: one changed by hand into something that
+does not parse is kept aside too.
 """
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 import tempfile
 from dataclasses import dataclass, field
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Iterable
 
 from tui import paths
 from tui.app.table_columns import decode_choice, encode_choice
 from tui.engine.catalog import echo
+from tui.engine.input_file import InputFileError, read_regular
 from tui.engine.options import RunOptions
 from tui.engine.repeats import DEFAULT_REPEAT
 from tui.engine.stored_options import check_hidden, decode_options
 from tui.typed import printable
 
 __all__ = [
-    "AppConfig", "load_config", "save_config", "resolve_theme", "DEFAULT_THEME", "THEME_ALIASES", "CONFIG_VERSION",
+    "AppConfig", "load_config", "save_config", "keep_aside", "resolve_theme", "DEFAULT_THEME", "THEME_ALIASES",
+    "CONFIG_VERSION", "CONFIG_MAX_BYTES",
 ]
 
 CONFIG_VERSION = 2
 """2: the repeat default became ``auto`` (a version-1 file's ``repeat: 1`` was the old default: read as auto)."""
+CONFIG_MAX_BYTES = 1 << 20
+"""A config file larger than this (1 MiB) is no config the app wrote: refused like a corrupt one."""
 DEFAULT_THEME = "textual-dark"
 
 THEME_ALIASES = {"textual-ansi": "ansi-dark", "ansi": "ansi-dark"}
@@ -118,7 +128,7 @@ class AppConfig:
 
 
 _KEYS = ("version", "theme", "options", "sweep", "show_history", "repeat", "columns")
-_SWEEP_KEYS = ("modes", "fullgraphs", "dynamics", "backends", "dtypes", "sizes")
+_SWEEP_KEYS = ("modes", "fullgraphs", "dynamics", "backends", "dtypes", "precisions", "sizes")
 _MAX_SHOWN = 6
 """Problems listed in the warning; the rest are counted."""
 
@@ -156,29 +166,83 @@ def _kind(value: Any) -> str:
     return "null" if value is None else type(value).__name__
 
 
-def load_config(path: Path | None = None) -> tuple[AppConfig, str | None]:
-    """Read the config: ``(config, None)``, or ``(config, "what was ignored, naming the file")``.
+class _Unusable(Exception):
+    """The config file cannot be used at all: ``why`` follows its path in the warning (``is corrupt (...)``).
 
-    Never raises. A file that cannot be read, is not UTF-8 or not JSON gives the defaults;
-    otherwise each bad setting gives its default and one line ``config <path>: field: why``.
+    ``regular``: it is a regular file (it can be kept aside); else a directory, pipe, device... left as it is.
     """
-    path = path or paths.config_file()
+
+    def __init__(self, why: str, regular: bool = True) -> None:
+        super().__init__(why)
+        self.why, self.regular = why, regular
+
+
+def _parse(path: Path) -> Any:
+    """The config's JSON object; FileNotFoundError when there is none, _Unusable saying why it cannot be used.
+
+    Read as any input file (:func:`~tui.engine.input_file.read_regular`): a pipe or a device at the path is
+    refused before it is opened, so the app never blocks on it.
+    """
     try:
-        raw = path.read_bytes()
+        raw = read_regular(path, CONFIG_MAX_BYTES)
     except FileNotFoundError:
-        return AppConfig(), None
+        raise
+    except InputFileError as exc:
+        raise _Unusable(str(exc), regular=exc.kind is None) from None
     except OSError as exc:
-        return AppConfig(), f"config {path} could not be read ({exc.strerror or exc}); using defaults"
+        raise _Unusable(f"could not be read ({exc.strerror or exc})") from None
     try:
         data = json.loads(raw.decode("utf-8"))
     except UnicodeDecodeError as exc:
-        return AppConfig(), (f"config {path} is corrupt (not UTF-8 text: byte 0x{raw[exc.start]:02x} at offset "
-                             f"{exc.start}); using defaults")  # fmt: skip
+        raise _Unusable(f"is corrupt (not UTF-8 text: byte 0x{raw[exc.start]:02x} at offset {exc.start})") from None
     except json.JSONDecodeError as exc:
-        return AppConfig(), f"config {path} is corrupt (line {exc.lineno} column {exc.colno}: {exc.msg}); using defaults"
+        raise _Unusable(f"is corrupt (line {exc.lineno} column {exc.colno}: {exc.msg})") from None
     except (ValueError, RecursionError) as exc:  # a number too long for int(), nesting too deep
         reason = echo(str(exc).splitlines()[0] if str(exc) else type(exc).__name__, plain=True)
-        return AppConfig(), f"config {path} is corrupt ({reason}); using defaults"
+        raise _Unusable(f"is corrupt ({reason})") from None
+    if not isinstance(data, dict):
+        raise _Unusable(f"is not a config (the top level is {_kind(data)}, not an object)")
+    return data
+
+
+def keep_aside(path: Path) -> Path:
+    """Rename the file at ``path`` to ``<name>.bad-<UTC date>`` beside it (``-2``... when taken) and return the
+    new path: its bytes, mode and inode stay as they were. OSError when it cannot be renamed."""
+    stamp = datetime.now(timezone.utc).strftime("%Y%m%d-%H%M%S")
+    for attempt in range(1, 100):
+        aside = path.with_name(f"{path.name}.bad-{stamp}" + (f"-{attempt}" if attempt > 1 else ""))
+        if not os.path.lexists(aside):
+            os.rename(path, aside)
+            return aside
+    raise FileExistsError(errno.EEXIST, "too many files kept aside already", str(path))
+
+
+def _set_aside(path: Path, problem: _Unusable) -> str:
+    """Keep an unusable config out of the way of the next save; the end of the warning that says so."""
+    if not problem.regular:
+        return "it is left as it is and not saved over"
+    try:
+        aside = keep_aside(path)
+    except OSError as exc:
+        return f"it could not be kept aside ({exc.strerror or exc}), so it is not saved over"
+    return f"the file is kept as {aside.name}"
+
+
+def load_config(path: Path | None = None) -> tuple[AppConfig, str | None]:
+    """Read the config: ``(config, None)``, or ``(config, "what was ignored, naming the file")``.
+
+    Never raises. A file that cannot be used at all (unreadable, not UTF-8, not JSON, not an object,
+    too big) gives the defaults, and is renamed to ``config.json.bad-<date>`` at once (the warning
+    names it) so that no save replaces it; a directory, pipe or device there is left as it is.
+    Otherwise each bad setting gives its default and one line ``config <path>: field: why``.
+    """
+    path = path or paths.config_file()
+    try:
+        data = _parse(path)
+    except FileNotFoundError:
+        return AppConfig(), None
+    except _Unusable as problem:
+        return AppConfig(), f"config {path} {problem.why}; using defaults ({_set_aside(path, problem)})"
     config, problems = AppConfig.decode(data)
     if not problems:
         return config, None
@@ -188,13 +252,39 @@ def load_config(path: Path | None = None) -> tuple[AppConfig, str | None]:
     return config, "\n".join(shown)
 
 
-def save_config(config: AppConfig, path: Path | None = None) -> None:
-    """Write the config atomically; OSError propagates to the caller (the app shows it)."""
+def _prepare_to_replace(path: Path) -> tuple[int, Path | None]:
+    """Before ``save_config`` writes over ``path``: (the mode to keep, where a config that cannot be used was
+    kept aside or None). The mode is the replaced config's, 0o600 for a new one.
+
+    A config that cannot be used (changed by hand since it was read) is kept aside first; OSError when
+    something that is not a regular file is there, or it cannot be kept aside.
+    """
+    try:
+        _parse(path)
+    except FileNotFoundError:
+        return 0o600, None
+    except _Unusable as problem:
+        if not problem.regular:
+            raise OSError(f"config {path} {problem.why}; not saved over it") from None
+        try:
+            return 0o600, keep_aside(path)
+        except OSError as exc:
+            raise OSError(f"config {path} {problem.why} and could not be kept aside ({exc.strerror or exc}); "
+                          "not saved over it") from None
+    return os.stat(path).st_mode & 0o777, None
+
+
+def save_config(config: AppConfig, path: Path | None = None) -> Path | None:
+    """Write the config atomically, keeping the mode of the one it replaces; OSError propagates to the caller
+    (the app shows it). A file there that is no usable config is never replaced: it is kept aside (its new
+    path is returned, for the caller to say) or, when it is no regular file, refused."""
     path = path or paths.config_file()
     path.parent.mkdir(parents=True, exist_ok=True)
     payload = json.dumps(config.to_dict(), indent=2, sort_keys=True)
+    mode, aside = _prepare_to_replace(path)
     fd, tmp = tempfile.mkstemp(prefix=".config-", suffix=".json", dir=path.parent)
     try:
+        os.fchmod(fd, mode)
         with os.fdopen(fd, "w", encoding="utf-8") as handle:
             handle.write(payload + "\n")
         os.replace(tmp, path)
@@ -204,3 +294,4 @@ def save_config(config: AppConfig, path: Path | None = None) -> None:
         except OSError:
             pass
         raise
+    return aside

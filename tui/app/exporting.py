@@ -65,11 +65,12 @@ def export_paths(target: str | None, defaults: Any, *, make_directory: bool = Fa
     """The three export files: defaults, in a typed directory, or next to a typed ``.csv`` path.
 
     Every one is checked before anything is written (ExportTargetError: a link, a device, a pipe,
-    compile-lab's own data...), so an export is written whole or not at all; a typed directory
+    compile-lab's own data, a directory this user cannot write: the command line's rule,
+    :func:`~tui.engine.export.check_output`), so an export is written whole or not at all; a typed directory
     inside compile-lab's data is refused before it is made. A missing typed directory is made only
     with ``make_directory`` (the user said yes), else ExportError names it.
     """
-    from tui.engine.export import ExportError, check_target
+    from tui.engine.export import ExportError, check_output
     from tui.engine.export_dir import create_directory
 
     base = defaults()
@@ -89,7 +90,7 @@ def export_paths(target: str | None, defaults: Any, *, make_directory: bool = Fa
         path = Path(target).expanduser()
         destinations = {key: path / value.name for key, value in base.items()}
     for destination in destinations.values():
-        check_target(destination)
+        check_output(destination)
     return destinations
 
 

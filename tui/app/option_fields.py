@@ -2,7 +2,7 @@
 
 One place for the app's results table (a column per field) and the command line's table (a label
 whose differing fields come first): the workload, its parameters, backend, mode, fullgraph,
-dynamic, dtype (+TF32), device, the flags (train, cold compile, L2 flush, inductor options) and the interpreter.
+dynamic, dtype (+ precision), device, the flags (train, cold compile, L2 flush, inductor options) and the interpreter.
 Long values get short forms here (``max-autotune-no-cudagraphs`` -> ``max-autotune-no-cg``,
 ``bfloat16`` -> ``bf16``); the details screen and the exports keep the full values.
 
@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import Callable, Iterable
 
 from tui.engine.ab import interpreter_name
-from tui.engine.options import DEFAULT_MODE, RunOptions, mode_applies
+from tui.engine.options import DEFAULT_MODE, DEFAULT_PRECISION, RunOptions, mode_applies
 from tui.typed import printable
 
 __all__ = [
@@ -55,9 +55,9 @@ def short_mode(options: RunOptions) -> str:
 
 
 def short_dtype(options: RunOptions) -> str:
-    """``fp32``, ``bf16``, ``fp16``; ``fp32+tf32`` when TF32 matmuls are allowed."""
+    """``fp32``, ``bf16``, ``fp16``, with the precision when it is not the default: ``fp32+tf32``, ``fp32+ieee``."""
     dtype = SHORT_DTYPES.get(options.dtype, options.dtype)
-    return f"{dtype}+tf32" if options.tf32 else dtype
+    return dtype if options.precision == DEFAULT_PRECISION else f"{dtype}+{printable(options.precision)}"
 
 
 def short_device(device: str) -> str:
@@ -138,7 +138,8 @@ OPTION_FIELDS: tuple[OptionField, ...] = (
                 lambda o: ON if o.fullgraph else "", 2, omit=("",), word_of=_fullgraph_word),
     OptionField("dynamic", "dyn", "dynamic shapes: auto, true or false", lambda o: o.dynamic_label, 5,
                 word_of=lambda value: f"dyn={value}"),
-    OptionField("dtype", "dtype", "the dtype of parameters and inputs; +tf32: TF32 matmuls allowed", short_dtype, 9),
+    OptionField("dtype", "dtype", "the dtype of parameters and inputs; +tf32: TF32 for matmuls and cuDNN, +ieee: "
+                "no TF32 (the precision option; none said: torch's defaults)", short_dtype, 9),
     OptionField("device", "device", "cpu, cuda, cuda:N, or a GPU by its uuid's first digits",
                 lambda o: short_device(o.device), 12),
     OptionField("flags", "flags", "train (+opt), cold compile, l2-flush, inductor options; ×3: 3 processes, "

@@ -153,7 +153,8 @@ class QueueActions:
         from tui.app.option_fields import short_device
 
         gpus = self.picker.gpu_devices[:visible_gpus(len(self.picker.gpu_devices))]  # the ones cuda:N can name
-        keeps = {"backends": base.backend, "dtypes": base.dtype}  # what an unchecked list stands for
+        # what an unchecked list stands for
+        keeps = {"backends": base.backend, "dtypes": base.dtype, "precisions": base.precision}
         if len(gpus) > 1:
             keeps["gpus"] = short_device(base.device)
         self.push_screen(SweepScreen(self.config.sweep, lambda choice: self._sweep_preview(base, choice), repeat=repeat,

@@ -40,8 +40,10 @@ class SessionEvents:
     def data_pruned(self, result: Any) -> None:
         from tui.engine.artifacts import format_bytes
 
+        left = f" {len(result.errors)} file(s) were left: {result.errors[0]}" if result.errors else ""
         self.app.notify(f"The data dir's size cap deleted the files of {result.runs} older run(s) "
-                        f"({format_bytes(result.bytes_freed)}); their rows stay.", title="Data dir", markup=False)
+                        f"({format_bytes(result.bytes_freed)}); their rows stay.{left}", title="Data dir",
+                        severity="warning" if left else "information", markup=False)
 
     def runs_queued(self, records: list[RunRecord]) -> None:
         # --repeat auto's next round: more processes of groups that have their rows already.

@@ -14,6 +14,7 @@ from tui.engine.options import (
     DTYPES,
     DYNAMIC_CHOICES,
     MODES,
+    PRECISIONS,
     OptionsError,
     RunOptions,
     parse_dynamic,
@@ -21,6 +22,7 @@ from tui.engine.options import (
 )
 
 __all__ = ["PROG", "UsageError", "build_parser", "options_from_args", "configs_from_args", "repeat_from_args",
+           "precisions_from_args",
            "check_exports", "check_outputs", "check_cluster", "cluster_cpus", "EXPORT_FLAGS"]
 
 PROG = "compile-lab"
@@ -89,7 +91,14 @@ def _add_run_flags(parser: argparse.ArgumentParser, sweep: bool) -> None:
         comp.add_argument("--dynamic", metavar="WHICH", help=f"{', '.join(DYNAMIC_CHOICES)} (default auto)")
         comp.add_argument("--dtype", metavar="DTYPE", help=f"{', '.join(DTYPES)} (default {defaults.dtype})")
     comp.add_argument("--option", action="append", metavar="K=V", help="an inductor option, e.g. triton.cudagraphs=false (repeatable)")
-    comp.add_argument("--tf32", action="store_true", default=None, help="allow TF32 for matmuls and cuDNN on both sides")
+    if sweep:
+        comp.add_argument("--precision", metavar="LIST", help=f"comma list of precisions ({', '.join(PRECISIONS)})")
+    else:
+        comp.add_argument("--precision", metavar="WHICH",
+                          help=f"{', '.join(PRECISIONS)}: torch's TF32 flags untouched, TF32 off, or on for matmuls "
+                               f"and cuDNN, both sides (default {defaults.precision})")
+    comp.add_argument("--tf32", action="store_true", default=None,
+                      help="the same as --precision tf32 (kept for scripts that use it)")
     comp.add_argument("--cold-compile", action="store_true", default=None, help="a fresh inductor/triton cache dir (true cold compile)")
 
     timing = parser.add_argument_group("timing")
@@ -172,8 +181,8 @@ def build_parser() -> argparse.ArgumentParser:
         "sweep",
         help="benchmark every combination of lists",
         description=(
-            "Benchmark every combination of the listed modes, fullgraph, dynamic, backends, dtypes and "
-            "parameter values, one after another (combinations a backend ignores run once)."
+            "Benchmark every combination of the listed modes, fullgraph, dynamic, backends, dtypes, "
+            "precisions and parameter values, one after another (combinations a backend ignores run once)."
         ),
     )
     _add_run_flags(sweep, sweep=True)
@@ -214,7 +223,6 @@ def options_from_args(args: argparse.Namespace, sweep: bool = False) -> RunOptio
         ("python", "python"),
         ("train", "train"),
         ("compile_optimizer", "compile_optimizer"),
-        ("tf32", "tf32"),
         ("cold_compile", "cold_compile"),
         ("warmup", "warmup"),
         ("iters", "iters"),
@@ -241,6 +249,9 @@ def options_from_args(args: argparse.Namespace, sweep: bool = False) -> RunOptio
     if getattr(args, "noise_limit", None):
         given["noise_limits"] = parse_key_values(args.noise_limit, "noise_limits")
     if not sweep:
+        precisions = precisions_from_args(args, sweep=False)
+        if precisions is not None:
+            given["precision"] = precisions[0]
         for name in ("backend", "mode", "dtype", "fullgraph"):
             if getattr(args, name) is not None:
                 given[name] = getattr(args, name)
@@ -249,6 +260,22 @@ def options_from_args(args: argparse.Namespace, sweep: bool = False) -> RunOptio
         if args.param:
             given["params"] = parse_key_values(args.param, "params")
     return RunOptions(**given)
+
+
+def precisions_from_args(args: argparse.Namespace, sweep: bool) -> list[str] | None:
+    """``--precision`` (a comma list with ``sweep``), ``--tf32`` read as ``--precision tf32``; None: neither.
+
+    The values are checked where the options are (RunOptions.validated, the sweep); a ``--tf32``
+    beside another precision is an OptionsError naming both.
+    """
+    text = getattr(args, "precision", None)
+    values = split_list(text) if sweep else (None if text is None else [text])
+    if getattr(args, "tf32", None):
+        if values is not None and values != ["tf32"]:
+            raise OptionsError("precision", f"--tf32 (the same as --precision tf32) contradicts --precision {text} "
+                                            "(allowed: one of the two)")
+        values = ["tf32"]
+    return values
 
 
 def repeat_from_args(args: argparse.Namespace) -> int | str:
@@ -373,6 +400,7 @@ def _sweep_configs(args: argparse.Namespace) -> list[RunOptions]:
         dynamics=split_list(args.dynamic),
         backends=split_list(args.backend),
         dtypes=split_list(args.dtype),
+        precisions=precisions_from_args(args, sweep=True),
         params_grid=grid or None,
     )
 
@@ -387,19 +415,21 @@ def check_exports(args: argparse.Namespace) -> None:
     """Refuse, before anything runs, an output path no export may write (UsageError, one line).
 
     An empty path; a symbolic link, directory, device, named pipe or socket; compile-lab's
-    history, runs or config; two outputs naming one file (after resolving links). What only
-    writing can tell (a missing directory, a full disk) is reported when the runs have ended.
+    history, runs or config; a directory that does not exist or that this user cannot write;
+    two outputs naming one file (after resolving links). Only a full disk is found when the
+    runs have ended and the files are written.
     """
     _check_trace(args, check_outputs(args, EXPORT_FLAGS))
 
 
 def check_outputs(args: argparse.Namespace, flags: Sequence[tuple[str, str]]) -> dict[str, str]:
-    """Each of ``flags`` (flag, dest) given in ``args`` checked by the export rules and against the others.
+    """Each of ``flags`` (flag, dest) given in ``args`` checked by the one rule for outputs
+    (:func:`tui.engine.export.check_output`) and against the others.
 
     UsageError (one line) for a path no export may write or two flags naming one file; returns the
     files seen (same-file key -> flag) for outputs checked after these.
     """
-    from tui.engine.export import ExportTargetError, check_target, same_file_key
+    from tui.engine.export import ExportTargetError, check_output, same_file_key
 
     seen: dict[str, str] = {}
     for flag, dest in flags:
@@ -407,7 +437,7 @@ def check_outputs(args: argparse.Namespace, flags: Sequence[tuple[str, str]]) ->
         if value is None:
             continue
         try:
-            check_target(value)
+            check_output(value)
         except ExportTargetError as exc:
             raise UsageError(f"{flag}: {exc}") from exc
         key = same_file_key(value)
@@ -419,13 +449,13 @@ def check_outputs(args: argparse.Namespace, flags: Sequence[tuple[str, str]]) ->
 
 def _check_trace(args: argparse.Namespace, seen: dict[str, str]) -> None:
     """``--trace``: a file for ``run`` (the export rules), a directory for ``sweep``; refused before anything runs."""
-    from tui.engine.export import ExportTargetError, check_directory, check_target, same_file_key
+    from tui.engine.export import ExportTargetError, check_output, same_file_key
 
     value = getattr(args, "trace", None)
     if value is None:
         return
     try:
-        check_directory(value) if args.command == "sweep" else check_target(value)
+        check_output(value, directory=args.command == "sweep")
     except ExportTargetError as exc:
         raise UsageError(f"--trace: {exc}") from exc
     key = same_file_key(value)

@@ -31,7 +31,11 @@ from tui.engine.repeats import AUTO, may_grow
 from tui.engine.results import RunRecord
 from tui.engine.session import RunSession, SessionListener
 
-__all__ = ["run_configs"]
+__all__ = ["run_configs", "HISTORY_NOT_SAVED"]
+
+HISTORY_NOT_SAVED = 4
+"""The exit code when every run ended as it should (0, or 3 with ``--strict``) but a run's history line
+could not be written: each such run was said on stderr at once, naming the file and why."""
 
 
 async def run_configs(configs: list[RunOptions], args: argparse.Namespace,
@@ -79,9 +83,16 @@ async def run_configs(configs: list[RunOptions], args: argparse.Namespace,
         with contextlib.suppress(Exception):
             telemetry.close()
     code = _report(session.records, session.ended(), args, (out, err), interrupted, stopped_by)
+    code = _history_code(code, progress.unsaved)
     for stream in (out, err_file):
         stream.let_go()
     return code
+
+
+def _history_code(code: int, unsaved: list[str]) -> int:
+    """:data:`HISTORY_NOT_SAVED` where ``code`` says all went well (0, or 3: only a verdict) but a run is not in
+    the history; each such run was said on stderr as it happened."""
+    return HISTORY_NOT_SAVED if code in (0, 3) and unsaved else code
 
 
 def _open_cluster(args: argparse.Namespace, configs: list[RunOptions]) -> tuple[Callable[[str], Any],
@@ -373,6 +384,8 @@ class _Progress(SessionListener):
         """The option fields that differ among the runs (tui.app.option_fields.differing)."""
         self.pooled = False
         """Runs are dealt to a pool of GPUs: each line names the GPU its run got."""
+        self.unsaved: list[str] = []
+        """Run ids whose history line could not be written (each said on stderr as it happened)."""
         self.progress = None
         if enabled:
             from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
@@ -400,6 +413,10 @@ class _Progress(SessionListener):
         self.total += len(records)
 
     def run_saved(self, record: RunRecord, problem: str | None) -> None:
+        if problem is not None:
+            self.unsaved.append(record.run_id)
+            with contextlib.suppress(OSError, ValueError):
+                _say(self.console, f"{PROG}: error: {problem}")
         if self.lines is not None:
             with contextlib.suppress(OSError, ValueError):
                 self.lines.total = self.total
@@ -411,6 +428,8 @@ class _Progress(SessionListener):
         with contextlib.suppress(OSError, ValueError):
             _say(self.console, f"the data dir's size cap (COMPILE_LAB_MAX_DATA_GB) deleted the files of {result.runs} "
                                f"older run(s), {format_bytes(result.bytes_freed)}; their history lines stay")
+            for error in result.errors:
+                _say(self.console, f"{PROG}: the size cap could not delete {error}")
 
     def run_started(self, record: RunRecord) -> None:
         self.started += 1

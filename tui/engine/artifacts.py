@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from tui import paths
+from tui.engine.input_file import read_regular
 from tui.typed import JsonRecord
 
 __all__ = [
@@ -49,6 +50,7 @@ TRACE_FILE = "trace.json"
 TORCH_TRACE_DIR = "torch_trace"
 TLPARSE_DIR = "tlparse"
 PRUNED_FILE = "pruned.json"
+_NOTE_MAX_BYTES = 1 << 16
 _CODE_DIR = "code"
 
 _KERNEL_RE = re.compile(r"^(\w+) = async_compile\.\w+\(", re.MULTILINE)
@@ -211,7 +213,7 @@ def store_code(folder: str | os.PathLike[str], graphs: tuple[GraphCode, ...]) ->
 def read_pruned(folder: str | os.PathLike[str]) -> PruneNote | None:
     """What prune left in a run's folder, or None (never pruned, or unreadable)."""
     try:
-        data = json.loads((Path(folder) / PRUNED_FILE).read_text(encoding="utf-8"))
+        data = json.loads(read_regular(Path(folder) / PRUNED_FILE, _NOTE_MAX_BYTES))
     except (OSError, ValueError):
         return None
     return PruneNote.from_json(data) if isinstance(data, dict) else None
@@ -253,7 +255,8 @@ def load_code(record: Any) -> CodeListing:
     for graph in graphs:
         if graph.code is None:
             try:
-                graph = dataclasses.replace(graph, code=code_file(folder, graph.index).read_text(encoding="utf-8"))
+                code = read_regular(code_file(folder, graph.index), CODE_MAX_BYTES_PER_GRAPH).decode("utf-8")
+                graph = dataclasses.replace(graph, code=code)
             except (OSError, UnicodeDecodeError):
                 missing += 1
         loaded.append(graph)

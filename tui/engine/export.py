@@ -30,6 +30,7 @@ from typing import IO, Any, Iterable, Iterator, Sequence
 
 from tui import paths
 from tui.engine.columns import CSV_COLUMNS, RAW_COLUMNS
+from tui.engine.input_file import file_kind
 from tui.engine.reproduce import reproduce_command
 from tui.engine.results import RunRecord, SamplesUnavailable
 from tui.typed import finite
@@ -39,6 +40,7 @@ __all__ = [
     "ExportTargetError",
     "check_target",
     "check_directory",
+    "check_output",
     "data_file_role",
     "same_file_key",
     "write_csv",
@@ -49,7 +51,9 @@ __all__ = [
     "EXPORT_SCHEMA",
 ]
 
-EXPORT_SCHEMA = 1
+EXPORT_SCHEMA = 2
+"""The JSON export's schema: 2 stores each run's ``precision`` option where 1 had a boolean ``tf32``
+(a schema-1 file is still read: tui.engine.stored_options.upgrade_tf32_run)."""
 
 
 class ExportError(Exception):
@@ -69,23 +73,6 @@ class ExportTargetError(ExportError):
         super().__init__(f"{self.path or 'the path'} is {what} (allowed: {allowed})")
 
 
-def _kind(mode: int) -> str | None:
-    """What a non-regular file is, in words; None for a regular file."""
-    if stat.S_ISREG(mode):
-        return None
-    for test, words in (
-        (stat.S_ISLNK, "a symbolic link"),
-        (stat.S_ISDIR, "a directory"),
-        (stat.S_ISCHR, "a character device"),
-        (stat.S_ISBLK, "a block device"),
-        (stat.S_ISFIFO, "a named pipe (FIFO)"),
-        (stat.S_ISSOCK, "a socket"),
-    ):
-        if test(mode):
-            return words
-    return "not a regular file"
-
-
 def _existing_regular(target: Path) -> os.stat_result | None:
     """The target's lstat when it is a regular file, None when there is nothing there.
 
@@ -98,7 +85,7 @@ def _existing_regular(target: Path) -> os.stat_result | None:
         return None
     except OSError:
         return None  # e.g. a parent that is a file: creating the temporary file says why
-    what = _kind(info.st_mode)
+    what = file_kind(info.st_mode)
     if what is not None:
         raise ExportTargetError(target, what)
     return info
@@ -170,10 +157,35 @@ def check_directory(path: str | os.PathLike[str]) -> Path:
         info = None
     allowed = "a directory, or a new one (not a link)"
     if info is not None and not stat.S_ISDIR(info.st_mode):
-        raise ExportTargetError(target, _kind(info.st_mode) or "a regular file", allowed)
+        raise ExportTargetError(target, file_kind(info.st_mode) or "a regular file", allowed)
     role = data_file_role(target)
     if role is not None:
         raise ExportTargetError(target, role, "a directory outside compile-lab's runs and locks directories")
+    return target
+
+
+def check_output(path: str | os.PathLike[str], *, directory: bool = False) -> Path:
+    """The one rule for an output path, checked before anything runs (``run``, ``sweep``, ``compare``, ``report``,
+    the app's export prompt; any command that writes files should ask it first).
+
+    What :func:`check_target` refuses (or :func:`check_directory`, with ``directory``: a sweep's ``--trace``),
+    and where it would be written: a file's directory must exist and be writable by this user; a directory
+    that does not exist yet is made when written, so the nearest one above it that exists must be.
+    ExportTargetError, one line. Only a full disk is left for writing to find.
+    """
+    target = check_directory(path) if directory else check_target(path)
+    where = target.parent
+    if directory:
+        where = target
+        while not os.path.lexists(where) and where != where.parent:
+            where = where.parent
+    kind = "a directory, or a new one" if directory else "a file"
+    if not where.is_dir():
+        what = "does not exist" if not os.path.lexists(where) else "is not a directory"
+        raise ExportTargetError(target, f"in {where}, which {what}", f"{kind} in an existing directory")
+    if not os.access(where, os.W_OK | os.X_OK):
+        raise ExportTargetError(target, f"in {where}, which this user cannot write", f"{kind} in a directory you "
+                                "can write")
     return target
 
 

@@ -28,9 +28,10 @@ from typing import Any, BinaryIO, Iterator
 from tui import paths
 from tui.engine.artifacts import read_pruned, run_folder, safe_name, store_code
 from tui.engine.export import ExportError, atomic_writer
+from tui.engine.input_file import read_regular
 from tui.engine.migrate import SCHEMA, upgrade_line, upgrade_samples
-from tui.engine.results import Block, RunRecord, SamplesPruned, SamplesUnavailable, samples_to_json
-from tui.engine.samples import Samples
+from tui.engine.results import Block, RunRecord, SamplesInvalid, SamplesPruned, SamplesUnavailable, samples_to_json
+from tui.engine.samples import Samples, TimingError
 
 __all__ = ["History", "HistoryError", "SCHEMA"]
 
@@ -105,25 +106,46 @@ class History:
             raise HistoryError(f"cannot write {target}: {_cause(exc)}") from exc
 
     def _append_bytes(self, data: bytes) -> None:
+        """Append ``data`` (one line) whole or not at all; HistoryError naming the file and the cause.
+
+        Under an advisory lock (``flock``: two compile-labs append one after the other), the line is
+        written, then fsynced; when the disk refuses part way (full, an I/O error), the file is cut back
+        to its size before, so no half line is left for the next append to run into.
+        """
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             created = not self.path.exists()
-            fd = os.open(self.path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o644)
-            try:
-                size = os.fstat(fd).st_size
-                # A torn last line (a crash mid-write) must not swallow this one: end it first.
-                if size and os.pread(fd, 1, size - 1) != b"\n":
-                    data = b"\n" + data
-                view = memoryview(data)
-                while view:
-                    view = view[os.write(fd, view) :]
-                os.fsync(fd)
-            finally:
-                os.close(fd)
-            if created:
-                _fsync_dir(self.path.parent)
+            fd = os.open(self.path, os.O_RDWR | os.O_APPEND | os.O_CREAT | getattr(os, "O_CLOEXEC", 0), 0o644)
         except OSError as exc:
             raise HistoryError(f"cannot append to {self.path}: {_cause(exc)}") from exc
+        try:
+            _lock(fd)
+            size = os.fstat(fd).st_size
+            # A torn last line (a crash mid-write) must not swallow this one: end it first.
+            if size and os.pread(fd, 1, size - 1) != b"\n":
+                data = b"\n" + data
+            self._write_whole(fd, data, size)
+        except OSError as exc:
+            raise HistoryError(f"cannot append to {self.path}: {_cause(exc)}") from exc
+        finally:
+            os.close(fd)  # and the lock with it
+        if created:
+            _fsync_dir(self.path.parent)
+
+    def _write_whole(self, fd: int, data: bytes, size: int) -> None:
+        """Write and fsync ``data`` at the end of ``fd``; on failure cut the file back to ``size`` and raise."""
+        try:
+            view = memoryview(data)
+            while view:
+                view = view[os.write(fd, view) :]
+            os.fsync(fd)
+        except OSError as exc:
+            try:
+                os.ftruncate(fd, size)
+            except OSError as undo:
+                raise HistoryError(f"cannot append to {self.path}: {_cause(exc)}; the part written could not be "
+                                   f"cut back ({_cause(undo)}): its last line is torn and is skipped when read") from exc
+            raise
 
     # ----- reading ---------------------------------------------------------------
 
@@ -230,14 +252,15 @@ class History:
     def load_samples(self, record: RunRecord) -> dict[str, list[Block]]:
         """Read the record's per-iteration samples into it (and return them).
 
-        SamplesUnavailable, naming the file and the cause, when they cannot be read.
+        SamplesUnavailable, naming the file and the cause, when they cannot be read (SamplesInvalid when
+        they hold a time no measurement gives).
         """
         target = self.samples_path(record)
         if target is None:
             record.set_samples_json({})
         else:
             try:
-                content = json.loads(target.read_bytes())
+                content = json.loads(read_regular(target))
             except FileNotFoundError as exc:
                 note = read_pruned(record.data_dir or run_folder(record.run_id, self.runs_dir))
                 if note is not None:
@@ -252,7 +275,10 @@ class History:
                 raise SamplesUnavailable(f"run {record.run_id}: {target} holds another run's samples")
             samples = content.get("samples")
             samples = upgrade_samples(samples, content.get("schema")) if isinstance(samples, dict) else {}
-            record.set_samples_json(samples)
+            try:
+                record.set_samples_json(samples)
+            except TimingError as exc:
+                raise SamplesInvalid(f"run {record.run_id}: {target}: {exc}") from None
         return record.samples
 
 
@@ -272,6 +298,18 @@ def _lines(handle: BinaryIO) -> Iterator[tuple[int, bytes, bool]]:
 
 
 _safe_name = safe_name  # a file name taken from a history line must not point outside the runs directory
+
+
+def _lock(fd: int) -> None:
+    """Hold an exclusive advisory lock on ``fd`` until it is closed (where the file system has none, go on)."""
+    try:
+        import fcntl
+    except ImportError:  # not a POSIX system
+        return
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+    except OSError:
+        pass  # no locks here (some network file systems): appends of one process stay whole all the same
 
 
 def _fsync_dir(directory: Path) -> None:

@@ -4,21 +4,26 @@ A history is appended to and never rewritten, so lines of every schema ever writ
 side by side in one file; each is upgraded in memory when it is read. Schema 1 (until
 protocol 2) named a block's host-inclusive time per call ``wall_ms_per_call``; schema 2
 calls it ``host_ms_per_call``, like every other place from the worker to the CSV, and
-checks every field's type when a line is read.
+checks every field's type when a line is read. Schema 2 stored a boolean ``tf32`` option;
+schema 3 a three-way ``precision`` (``default``, ``ieee``, ``tf32``): an older line's ``tf32``
+true reads as ``tf32`` and false as ``ieee``, and the run's warnings say so
+(:func:`tui.engine.stored_options.upgrade_tf32_run`).
 """
 
 from __future__ import annotations
 
 from typing import Any, Callable
 
+from tui.engine.stored_options import upgrade_tf32_run
+
 __all__ = ["SCHEMA", "upgrade_line", "upgrade_samples"]
 
-SCHEMA = 2
+SCHEMA = 3
 """The schema of the lines and samples files written now."""
 
 
-def _line_1_to_2(item: dict[str, Any]) -> dict[str, Any]:
-    return item  # the line's fields kept their names; only samples files changed
+def _same(data: dict[str, Any]) -> dict[str, Any]:
+    return data  # the step changed the other file only (1 to 2: samples; 2 to 3: lines)
 
 
 def _samples_1_to_2(samples: dict[str, Any]) -> dict[str, Any]:
@@ -35,8 +40,8 @@ def _samples_1_to_2(samples: dict[str, Any]) -> dict[str, Any]:
     return upgraded
 
 
-_LINE_STEPS: dict[int, Callable[[dict[str, Any]], dict[str, Any]]] = {1: _line_1_to_2}
-_SAMPLES_STEPS: dict[int, Callable[[dict[str, Any]], dict[str, Any]]] = {1: _samples_1_to_2}
+_LINE_STEPS: dict[int, Callable[[dict[str, Any]], dict[str, Any]]] = {1: _same, 2: upgrade_tf32_run}
+_SAMPLES_STEPS: dict[int, Callable[[dict[str, Any]], dict[str, Any]]] = {1: _samples_1_to_2, 2: _same}
 
 
 def _upgrade(data: dict[str, Any], schema: Any, steps: dict[int, Callable]) -> tuple[dict[str, Any], bool]:

@@ -30,6 +30,9 @@ __all__ = [
     "BACKENDS",
     "MODES",
     "DTYPES",
+    "PRECISIONS",
+    "DEFAULT_PRECISION",
+    "check_precision",
     "DYNAMIC_CHOICES",
     "DEFAULT_MODE",
     "mode_applies",
@@ -50,6 +53,11 @@ __all__ = [
 BACKENDS = ("inductor", "aot_eager", "cudagraphs", "eager")
 MODES = ("default", "reduce-overhead", "max-autotune", "max-autotune-no-cudagraphs")
 DTYPES = ("float32", "bfloat16", "float16")
+PRECISIONS = ("default", "ieee", "tf32")
+"""How fp32 matmuls and cuDNN convolutions may round, on both sides: ``default`` leaves torch's flags as
+a fresh process has them (cuDNN TF32 on, matmul TF32 off), ``ieee`` turns TF32 off for both, ``tf32``
+turns it on for both."""
+DEFAULT_PRECISION = "default"
 DYNAMIC_CHOICES = ("auto", "true", "false")
 _DEVICE_RE = re.compile(r"^(cpu|cuda|cuda:\d+|cuda:GPU-[0-9a-fA-F-]+)$")
 _BACKEND_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_.-]*$")
@@ -111,6 +119,12 @@ def check_mode(mode: str) -> None:
     """OptionsError unless ``mode`` is one of MODES."""
     if mode not in MODES:
         raise OptionsError("mode", f"{echo(mode)} is not allowed (allowed: {', '.join(MODES)})")
+
+
+def check_precision(precision: Any) -> None:
+    """OptionsError unless ``precision`` is one of PRECISIONS."""
+    if precision not in PRECISIONS:
+        raise OptionsError("precision", f"{echo(precision)} is not allowed (allowed: {', '.join(PRECISIONS)})")
 
 
 def check_compile_settings(backend: str, mode: str, inductor_options: dict[str, Any]) -> None:
@@ -192,7 +206,8 @@ class RunOptions:
     fullgraph: bool = False
     dynamic: bool | None = None
     dtype: str = "float32"
-    tf32: bool = False
+    precision: str = DEFAULT_PRECISION
+    """One of PRECISIONS: the TF32 flags the worker sets before anything is built (``default``: none)."""
     device: str = "cpu"
     warmup: int = 5
     iters: int = 50
@@ -231,6 +246,7 @@ class RunOptions:
         check_compile_settings(self.backend, self.mode, self.inductor_options)
         if self.dtype not in DTYPES:
             raise OptionsError("dtype", f"{echo(self.dtype)} is not allowed (allowed: {', '.join(DTYPES)})")
+        check_precision(self.precision)
         if self.dynamic not in (None, True, False):
             raise OptionsError("dynamic", f"{echo(self.dynamic)} is not allowed (allowed: auto, true, false)")
         self._check_measurement(device)
@@ -317,8 +333,8 @@ class RunOptions:
             parts.append("fullgraph")
         parts.append(f"dyn={self.dynamic_label}")
         parts.append({"float32": "fp32", "bfloat16": "bf16", "float16": "fp16"}.get(self.dtype, self.dtype))
-        if self.tf32:
-            parts.append("tf32")
+        if self.precision != DEFAULT_PRECISION:
+            parts.append(str(self.precision))
         if self.train:
             parts.append("train")
         return " ".join(parts)

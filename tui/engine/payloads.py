@@ -104,21 +104,36 @@ class Diagnostics(JsonRecord):
 
 @dataclass(frozen=True)
 class Accuracy(JsonRecord):
-    """Compiled output against eager: errors, tolerances and the verdict (``passed`` None: not checked)."""
+    """Compiled output against eager and an fp64 reference: errors, tolerances and the verdict (``passed`` None: not checked).
+
+    ``max_abs_err`` and ``max_rel_err`` are compiled against eager, whichever rule decided.
+    """
 
     max_abs_err: float | None = None
     max_rel_err: float | None = None
     atol: float | None = None
+    """The old rule's tolerance (eager against eager; compiled against eager without an fp64 reference)."""
     rtol: float | None = None
     passed: bool | None = None
     compared: int | None = None
     worst: str | None = None
     problem: str | None = None
     reference: str | None = None
+    """What compiled was judged against: ``fp64`` (the fp64 rule), ``eager`` (the old rule), or why not judged."""
     eager_repeatable: bool | None = None
     """Whether a second eager call on a fresh copy of the inputs agreed with the first (None: not known)."""
     nan_both: int | None = None
     """Elements NaN at the same place in both outputs: left out of the errors, a warning, not a failure."""
+    compiled_rmse_fp64: float | None = None
+    """The largest over the outputs of the RMSE of compiled against the fp64 reference (None: no reference)."""
+    eager_rmse_fp64: float | None = None
+    """The same for eager: the yardstick compiled is held to."""
+    compiled_max_abs_err_fp64: float | None = None
+    """The largest absolute error of compiled against the fp64 reference."""
+    eager_max_abs_err_fp64: float | None = None
+    """The largest absolute error of eager against the fp64 reference."""
+    fp64_note: str | None = None
+    """Why there is no fp64 reference (and the old rule judged), or which outputs it could not serve."""
 
     @property
     def verdict(self) -> str:

@@ -10,13 +10,20 @@ counts as a run of its file's age; one changed within :data:`ORPHAN_GRACE_S` is 
 The size cap: after each saved run the session prunes the oldest runs' files while the runs
 directory is over :func:`data_cap_bytes` (:data:`DATA_CAP_GB`, or ``COMPILE_LAB_MAX_DATA_GB``;
 0 turns the cap off), down to 90% of it.
+
+Only compile-lab's own files go, whoever put what in the runs directory: prune and the cap delete
+regular files only, found without following any link (``os.walk(followlinks=False)``, ``lstat``),
+and each one through :func:`delete_own_file`, which checks again that it is a regular file and that
+its real path is inside the data dir's runs directory. A link (to a file or to a directory, inside
+or outside), a pipe, a device or a socket is never followed and never deleted; a runs directory
+that is itself a link out of the data dir gets nothing deleted (each file is an error line).
 """
 
 from __future__ import annotations
 
 import json
 import os
-import shutil
+import stat
 import time
 from dataclasses import dataclass
 from datetime import datetime, timezone
@@ -25,10 +32,11 @@ from typing import Any, Iterator
 
 from tui import paths
 from tui.engine.artifacts import PRUNED_FILE, format_bytes, safe_name
+from tui.engine.input_file import file_kind
 
 __all__ = ["RunFiles", "PrunePlan", "PruneResult", "DataUsage", "DATA_CAP_GB", "DATA_CAP_ENV", "ORPHAN_GRACE_S",
            "data_cap_bytes", "data_usage", "scan_runs", "plan_prune", "apply_prune", "enforce_cap", "describe",
-           "CapKeeper"]
+           "CapKeeper", "delete_own_file", "NotOwnFile"]
 
 DATA_CAP_GB = 5.0
 """The runs directory's default size cap, in GB (10^9 bytes)."""
@@ -52,7 +60,8 @@ def data_cap_bytes() -> int | None:
 
 @dataclass(frozen=True)
 class RunFiles:
-    """One run's files beside the history: its samples file and its folder (pruned.json apart)."""
+    """One run's files beside the history: the regular files of its samples file and its folder (pruned.json
+    apart), found without following a link."""
 
     run_id: str
     created: float
@@ -177,18 +186,52 @@ def _run_paths(runs_dir: Path) -> dict[str, list[Path]]:
     return found
 
 
+def _regular_files(top: Path) -> list[tuple[Path, int]]:
+    """(path, size) of each regular file at or under ``top``, found without following any link."""
+    try:
+        info = top.lstat()
+    except OSError:
+        return []
+    if stat.S_ISREG(info.st_mode):
+        return [(top, info.st_size)]
+    if not stat.S_ISDIR(info.st_mode):
+        return []  # a link, a pipe, a device: not compile-lab's, never followed
+    found = []
+    for root, _dirs, files in os.walk(top, followlinks=False):
+        for name in files:
+            path = Path(root, name)
+            try:
+                info = path.lstat()
+            except OSError:
+                continue
+            if stat.S_ISREG(info.st_mode):
+                found.append((path, info.st_size))
+    return found
+
+
 def _run_bytes(items: list[Path]) -> tuple[int, list[str]]:
-    total, kept = 0, []
+    """(bytes, paths) of a run's regular files: its samples file and what its folder holds but pruned.json."""
+    files: list[tuple[Path, int]] = []
     for item in items:
-        if item.is_dir():
-            for child in item.iterdir():
-                if child.name != PRUNED_FILE:
-                    total += _tree_bytes(child)
-                    kept.append(str(child))
-        else:
-            total += _tree_bytes(item)
-            kept.append(str(item))
-    return total, kept
+        if not _is_dir(item):
+            files += _regular_files(item)  # the samples file; nothing when it is a link or no file
+            continue
+        try:
+            children = list(os.scandir(item))
+        except OSError:
+            children = []
+        for child in children:
+            if child.name != PRUNED_FILE:
+                files += _regular_files(Path(child.path))
+    return sum(size for _, size in files), [str(path) for path, _ in files]
+
+
+def _is_dir(path: Path) -> bool:
+    """A directory itself, not a link to one."""
+    try:
+        return stat.S_ISDIR(path.lstat().st_mode)
+    except OSError:
+        return False
 
 
 def scan_runs(history_file: str | os.PathLike[str] | None = None, runs_dir: str | os.PathLike[str] | None = None,
@@ -243,12 +286,58 @@ def plan_prune(runs: list[RunFiles], *, keep_last: int | None = None, older_than
 
 
 def _what(path: str, runs_dir: Path) -> str:
-    """``samples`` for a run's samples file, else the name in its folder (``code``, ``trace.json``...)."""
-    return "samples" if Path(path).parent == runs_dir else Path(path).name
+    """``samples`` for a run's samples file, else the first name in its folder (``code``, ``trace.json``...)."""
+    try:
+        parts = Path(path).relative_to(runs_dir).parts
+    except ValueError:
+        parts = (Path(path).name,)
+    return "samples" if len(parts) == 1 else parts[1]
+
+
+class NotOwnFile(OSError):
+    """A path prune would not delete: not a regular file, or not inside the data dir's runs directory."""
+
+
+def _own_root(runs_dir: Path) -> str:
+    """Where every file prune deletes must resolve: ``runs`` in the data dir, the data dir's links resolved
+    (a data dir that is a link to another disk is fine; a runs directory that is a link is not)."""
+    return os.path.join(os.path.realpath(runs_dir.parent), runs_dir.name)
+
+
+def delete_own_file(path: str | os.PathLike[str], runs_dir: str | os.PathLike[str]) -> None:
+    """Unlink ``path`` when it is a regular file (``lstat``: a link is never followed) whose real path is
+    inside the data dir's runs directory ``runs_dir``; else :class:`NotOwnFile` saying why.
+
+    The one way prune and the size cap delete a file.
+    """
+    info = os.lstat(path)
+    kind = file_kind(info.st_mode)
+    if kind is not None:
+        raise NotOwnFile(f"{kind}, not a file compile-lab wrote; left alone")
+    root = _own_root(Path(runs_dir))
+    real = os.path.realpath(path)
+    if os.path.commonpath([real, root]) != root:
+        raise NotOwnFile(f"resolves to {real}, outside {root}; left alone")
+    os.unlink(path)
+
+
+def _remove_empty_dirs(folder: Path) -> None:
+    """Remove the directories under a run's folder that deleting left empty (bottom up, no link followed)."""
+    if not _is_dir(folder):
+        return
+    for root, dirs, _files in os.walk(folder, topdown=False, followlinks=False):
+        for name in dirs:
+            path = Path(root, name)
+            if _is_dir(path):
+                try:
+                    path.rmdir()
+                except OSError:
+                    pass  # not empty: a link or a file that is not compile-lab's stays, and so does its folder
 
 
 def apply_prune(plan: PrunePlan, runs_dir: str | os.PathLike[str] | None = None) -> PruneResult:
-    """Delete the plan's files, leaving ``<run_id>/pruned.json`` in each run's folder; never a history line."""
+    """Delete the plan's files (:func:`delete_own_file` each), leaving ``<run_id>/pruned.json`` in each run's
+    folder; never a history line. One error line per file left (it names the file and why)."""
     runs_dir = Path(runs_dir) if runs_dir is not None else paths.runs_dir()
     errors: list[str] = []
     freed, count = 0, 0
@@ -257,28 +346,37 @@ def apply_prune(plan: PrunePlan, runs_dir: str | os.PathLike[str] | None = None)
         removed = []
         for path in run.paths:
             try:
-                if os.path.isdir(path) and not os.path.islink(path):
-                    shutil.rmtree(path)
-                else:
-                    os.unlink(path)
+                delete_own_file(path, runs_dir)
             except FileNotFoundError:
                 pass
             except OSError as exc:
                 errors.append(f"{path}: {exc.strerror or exc}")
                 continue
             removed.append(_what(path, runs_dir))
+        _remove_empty_dirs(runs_dir / run.run_id)
         if removed and run.in_history:
-            _leave_note(runs_dir / run.run_id, stamp, run.size_bytes, removed, errors)
+            _leave_note(runs_dir, run.run_id, (stamp, run.size_bytes, removed), errors)
         freed += run.size_bytes if removed else 0
         count += bool(removed)
     return PruneResult(runs=count, bytes_freed=freed, errors=tuple(errors))
 
 
-def _leave_note(folder: Path, stamp: str, size: int, removed: list[str], errors: list[str]) -> None:
+def _leave_note(runs_dir: Path, run_id: str, what: tuple[str, int, list[str]], errors: list[str]) -> None:
+    """``<run_id>/pruned.json``: in the run's own folder (made when missing; never through a link), written
+    like an export (a link, pipe or device there is refused, not followed)."""
+    from tui.engine.export import ExportError, atomic_writer
+
+    stamp, size, removed = what
+    folder = runs_dir / run_id
     try:
-        folder.mkdir(parents=True, exist_ok=True)
+        folder.mkdir(exist_ok=True)
+        if not _is_dir(folder) or os.path.realpath(folder) != os.path.join(_own_root(runs_dir), run_id):
+            raise NotOwnFile(f"{folder} is not a folder of the runs directory; no note left")
         note = {"pruned_at": stamp, "bytes_freed": size, "removed": sorted(set(removed))}
-        (folder / PRUNED_FILE).write_text(json.dumps(note) + "\n", encoding="utf-8")
+        with atomic_writer(folder / PRUNED_FILE, newline=None) as stream:
+            stream.write(json.dumps(note) + "\n")
+    except ExportError as exc:
+        errors.append(str(exc))
     except OSError as exc:
         errors.append(f"{folder / PRUNED_FILE}: {exc.strerror or exc}")
 
@@ -324,7 +422,7 @@ class CapKeeper:
 
 def _run_paths_of(runs_dir: Path, run_id: str) -> list[Path]:
     name = safe_name(run_id)
-    return [path for path in (runs_dir / f"{name}.json", runs_dir / name) if path.exists()]
+    return [path for path in (runs_dir / f"{name}.json", runs_dir / name) if os.path.lexists(path)]
 
 
 def describe(plan: PrunePlan) -> Iterator[str]:

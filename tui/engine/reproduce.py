@@ -73,7 +73,7 @@ _FLAGS: dict[str, Callable[[Any], list[tuple[str, str]]]] = {
     "fullgraph": _switch("--fullgraph"),
     "dynamic": _valued("--dynamic", lambda value: "auto" if value is None else str(value).lower()),
     "dtype": _valued("--dtype"),
-    "tf32": _switch("--tf32"),
+    "precision": _valued("--precision"),
     "cold_compile": _switch("--cold-compile"),
     "warmup": _valued("--warmup", _number),
     "iters": _valued("--iters", _number),

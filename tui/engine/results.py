@@ -38,14 +38,16 @@ from tui.engine.protocol import (
     Started,
     WorkerWarning,
 )
-from tui.engine.samples import Block, Samples, new_samples, samples_from_json, samples_to_json
+from tui.engine.samples import (
+    Block, Samples, SamplesInvalid, SamplesPruned, SamplesUnavailable, new_samples, samples_from_json, samples_to_json,
+)  # fmt: skip
 from tui.engine.stored_run import StoredRun, stored_options
 from tui.engine.summary import LiveStats, RunSummary, SummaryInputs, build_summary
 from tui.engine.verdict import Machine, VerdictPolicy
 from tui.telemetry.model import RunTelemetry
 from tui.typed import decode_fields, finite, printable
 
-__all__ = ["RunRecord", "Block", "SamplesUnavailable", "SamplesPruned", "STATUSES", "TERMINAL_STATUSES",
+__all__ = ["RunRecord", "Block", "SamplesUnavailable", "SamplesPruned", "SamplesInvalid", "STATUSES", "TERMINAL_STATUSES",
            "ACTIVE_STATUSES", "SIDES", "new_run_id", "samples_to_json", "samples_from_json"]
 
 TERMINAL_STATUSES = frozenset({"done", "failed", "cancelled"})
@@ -53,14 +55,6 @@ TERMINAL_STATUSES = frozenset({"done", "failed", "cancelled"})
 STATUSES = ("queued", "starting", *PHASES, "done", "failed", "cancelled")
 ACTIVE_STATUSES = frozenset(STATUSES) - TERMINAL_STATUSES - {"queued"}
 """A record in one of these has a live worker."""
-
-
-class SamplesUnavailable(LookupError):
-    """A record's per-iteration samples were stored apart and could not be loaded."""
-
-
-class SamplesPruned(SamplesUnavailable):
-    """``compile-lab prune`` deleted them: the run is kept (exports write its samples as null)."""
 
 
 def new_run_id(now: float | None = None) -> str:
@@ -111,6 +105,8 @@ class RunRecord:
     """The app's or CLI's start that ran it (``RunSession.session_id``); None in lines written before it."""
     concurrent_runs: int = 0
     """The most other runs of its session that ran at the same time (one worker per GPU); 0: it ran alone."""
+    notes: tuple[str, ...] = ()
+    """What reading an older stored run changed in it (its precision from the old TF32 switch)."""
 
     def __post_init__(self) -> None:
         self._version = 0
@@ -425,6 +421,7 @@ class RunRecord:
             "repeat": self.repeat,
             "session_id": self.session_id,
             "concurrent_runs": self.concurrent_runs,
+            "notes": list(self.notes),
             "summary": self.summary().to_json(),
         }
         if samples:

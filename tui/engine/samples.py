@@ -1,4 +1,11 @@
-"""A run's timing blocks as the parent keeps them: compact, per side, in arrival order."""
+"""A run's timing blocks as the parent keeps them: compact, per side, in arrival order.
+
+Times read back from a file (a JSON export, a history samples file) are checked where they enter,
+in :meth:`Block.from_json`: each must be a number of milliseconds above 0 and at most :data:`MAX_MS`.
+NaN, an infinity, 1e308 (finite, but its sums overflow), zero or a negative time is no measurement:
+:class:`TimingError` names the field (``samples.compiled[0].ms[3]``) and its value, and the reader
+refuses the run (``compare`` and ``report`` exit 2) rather than compute with it.
+"""
 
 from __future__ import annotations
 
@@ -8,8 +15,48 @@ from dataclasses import dataclass
 from typing import Any, Callable
 
 from tui.engine.protocol import SIDES, STAGES, BlockTimed
+from tui.typed import printable
 
-__all__ = ["Block", "Samples", "new_samples", "samples_to_json", "samples_from_json"]
+__all__ = ["Block", "Samples", "new_samples", "samples_to_json", "samples_from_json", "TimingError", "MAX_MS",
+           "checked_ms", "SamplesUnavailable", "SamplesPruned", "SamplesInvalid"]
+
+MAX_MS = 1e9
+"""The longest time a stored iteration may take, in ms (11.6 days: beyond the longest run a timeout allows, 7 days)."""
+_ALLOWED = f"(allowed: a number of milliseconds above 0 and at most {MAX_MS:g})"
+_ALLOWED_ZERO = f"(allowed: a number of milliseconds from 0 to {MAX_MS:g})"
+
+
+class SamplesUnavailable(LookupError):
+    """A record's per-iteration samples were stored apart and could not be loaded."""
+
+
+class SamplesPruned(SamplesUnavailable):
+    """``compile-lab prune`` deleted them: the run is kept (exports write its samples as null)."""
+
+
+class SamplesInvalid(SamplesUnavailable):
+    """They hold a time no measurement gives (a :class:`TimingError`: NaN, an infinity, a negative or absurd
+    time, a zero block or median); the message names the run, the file and the field."""
+
+
+class TimingError(ValueError):
+    """A stored time that no measurement gives: ``samples.compiled[0].ms[3]: nan is not a time (allowed: ...)``."""
+
+
+def checked_ms(value: Any, where: str, zero: bool = False) -> float:
+    """``value`` as a time in ms, or TimingError naming ``where``: a finite number above 0, at most MAX_MS.
+
+    ``zero`` admits 0 as well: one call's time can read 0 where it is below its clock's resolution
+    (a CUDA event pair resolves about half a microsecond); a median or a block's time per call cannot.
+    """
+    allowed = _ALLOWED_ZERO if zero else _ALLOWED
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        shown = printable(repr(value))
+        raise TimingError(f"{where}: {shown[:40] + ('…' if len(shown) > 40 else '')} is not a number {allowed}")
+    number = float(value)
+    if not ((0 <= number if zero else 0 < number) and number <= MAX_MS):  # NaN fails this too
+        raise TimingError(f"{where}: {number!r} is not a time {allowed}")
+    return number
 
 
 @dataclass
@@ -60,11 +107,12 @@ class Block:
 
     @classmethod
     def from_json(cls, data: dict[str, Any], intern: Callable[[str], str] = str) -> "Block":
-        """Build from :meth:`to_json` output; ValueError/TypeError when malformed."""
+        """Build from :meth:`to_json` output; ValueError/TypeError when malformed, TimingError (naming the
+        field) for a time no measurement gives (a null time is one the worker could not take: skipped)."""
         values = data.get("ms")
         if not isinstance(values, list):
             raise TypeError("ms is not a list")
-        ms = array("d", (float(v) for v in values if v is not None))
+        ms = array("d", (checked_ms(v, f"ms[{i}]", zero=True) for i, v in enumerate(values) if v is not None))
         labels = data.get("labels")
         if labels is not None:
             labels = [intern(str(x)) for x in labels] if len(labels) == len(ms) else None
@@ -77,7 +125,7 @@ class Block:
             index=int(data.get("index") or 0),
             clock=str(data.get("clock") or ""),
             ms=ms,
-            host_ms_per_call=_finite_or_none(None if host is None or isinstance(host, bool) else float(host)),
+            host_ms_per_call=None if host is None else checked_ms(host, "host_ms_per_call"),
             labels=labels,
             t_start=_optional_float(data.get("t_start")),
             t_end=_optional_float(data.get("t_end")),
@@ -109,14 +157,20 @@ def samples_to_json(samples: Samples) -> dict[str, list[dict[str, Any]]]:
 
 
 def samples_from_json(data: dict[str, Any], intern: Callable[[str], str] = str) -> Samples:
-    """Blocks per side from :func:`samples_to_json` output; malformed blocks are dropped."""
+    """Blocks per side from :func:`samples_to_json` output; malformed blocks are dropped.
+
+    TimingError, naming the field (``samples.compiled[0].ms[3]``), for a time no measurement gives: a
+    block of impossible times is not dropped quietly, it makes the whole run's samples unusable.
+    """
     result = new_samples()
     for side in SIDES:
-        for item in data.get(side) or ():
+        for number, item in enumerate(data.get(side) or ()):
             if not isinstance(item, dict):
                 continue
             try:
                 result[side].append(Block.from_json(item, intern))
+            except TimingError as exc:
+                raise TimingError(f"samples.{side}[{number}].{exc}") from None
             except (TypeError, ValueError):
                 continue
     return result

@@ -15,6 +15,11 @@ differs between torch versions, so every inductor option counts). :func:`code_se
 them; the app shows them and asks before the first run that uses them (``tui.app.trust``).
 :data:`HIDDEN_FIELDS` are the options that affect a run and have no field in the app's picker:
 the picker shows those that differ from their defaults in one line.
+
+Options stored before ``precision`` had a boolean ``tf32`` instead: true read as ``tf32``, false as
+``ieee`` (it turned cuDNN's TF32 off as ``ieee`` does), by :func:`precision_from_tf32`, the one
+place of that rule; :func:`upgrade_tf32_run` applies it to a stored run and says so in the run's
+``notes`` ("precision from the old TF32 switch"), which the CSV and the details show.
 """
 
 from __future__ import annotations
@@ -28,7 +33,7 @@ from tui.engine.options import OptionsError, RunOptions, check_compile_settings,
 from tui.typed import decode_fields, printable
 
 __all__ = ["decode_options", "check_hidden", "code_settings", "hidden_settings", "HIDDEN_FIELDS", "LIMIT_FIELDS",
-           "CODE_FIELDS"]
+           "CODE_FIELDS", "precision_from_tf32", "upgrade_tf32_run", "TF32_NOTE"]
 
 HIDDEN_FIELDS = (
     "seed", "python", "inductor_options", "compile_optimizer", "target_ci", "noise_threshold", "noise_limits",
@@ -56,7 +61,8 @@ def decode_options(data: Any, where: str = "options") -> tuple[RunOptions, list[
     """
     if not isinstance(data, dict):
         return RunOptions(), [f"{where}: expected an object, got {_kind(data)}"]
-    problems = [f"{where}.{echo(printable(str(key)), plain=True)}: unknown option"
+    data, _, problems = precision_from_tf32(data, where)
+    problems += [f"{where}.{echo(printable(str(key)), plain=True)}: unknown option"
                 for key in data if key not in _FIELDS]  # fmt: skip
     plain = {k: v for k, v in data.items() if k in _FIELDS and k not in ("dynamic", "params")}
     typed, found = decode_fields(RunOptions, plain, where=where)
@@ -70,6 +76,45 @@ def decode_options(data: Any, where: str = "options") -> tuple[RunOptions, list[
     if "params" in data:
         changes["params"] = _params(data["params"], f"{where}.params", problems)
     return dataclasses.replace(typed, **changes), problems
+
+
+TF32_NOTE = "precision from the old TF32 switch: tf32 {tf32} read as {precision}"
+"""The note of a stored run whose precision was read from its ``tf32`` option."""
+_LEGACY_TF32 = {True: "tf32", False: "ieee"}
+
+
+def precision_from_tf32(data: dict[str, Any], where: str = "options") -> tuple[dict[str, Any], str | None, list[str]]:
+    """Stored options with the old ``tf32`` switch as ``precision``: ``(options, note, problems)``.
+
+    ``tf32`` true is ``tf32``, false ``ieee``; ``note`` (:data:`TF32_NOTE`) says so, None when
+    there was nothing to read. A ``tf32`` that is not true/false, or one beside a ``precision``,
+    is a problem and dropped. Options without ``tf32`` come back as they are.
+    """
+    if "tf32" not in data:
+        return data, None, []
+    data = dict(data)
+    value = data.pop("tf32")
+    if "precision" in data:
+        return data, None, [f"{where}.tf32: the old TF32 switch beside precision (ignored)"]
+    if not isinstance(value, bool):
+        return data, None, [f"{where}.tf32: expected true or false, got {echo(value)}"]
+    data["precision"] = _LEGACY_TF32[value]
+    return data, TF32_NOTE.format(precision=data["precision"], tf32=str(value).lower()), []
+
+
+def upgrade_tf32_run(item: dict[str, Any]) -> dict[str, Any]:
+    """A stored run (a history line, a JSON export's run) whose options have ``tf32``, with ``precision``.
+
+    The note goes to the run's ``notes``. Anything else, and a run without ``tf32``, is left as it is.
+    """
+    options = item.get("options")
+    if not isinstance(options, dict) or "tf32" not in options:
+        return item
+    upgraded, note, _ = precision_from_tf32(options)
+    if note is None:
+        return item  # a malformed tf32 stays, for decode_options to name
+    notes = item.get("notes")
+    return {**item, "options": upgraded, "notes": [*notes, note] if isinstance(notes, list) else [note]}
 
 
 def _params(value: Any, where: str, problems: list[str]) -> dict[str, Any]:

@@ -46,6 +46,7 @@ class StoredRun:
     repeat: int = 0
     session_id: str | None = None
     concurrent_runs: int = 0
+    notes: tuple[str, ...] = ()
     summary: RunSummary | None = None
     samples: dict[str, Any] | None = None
 

@@ -31,7 +31,7 @@ from typing import Any
 
 from tui.engine.clocks import clock_info
 from tui.engine.protocol import SIDES
-from tui.engine.samples import Samples
+from tui.engine.samples import Samples, checked_ms
 from tui.engine.stats import SampleAccumulator, SpeedupCI, Stats, bootstrap_speedup, is_significant
 from tui.engine.thresholds import LAUNCH_BOUND_RATIO, MIN_INTERVAL_BLOCKS, MIN_SAMPLES, VerdictPolicy
 from tui.engine.verdict import Machine, Outliers, SideSeries, Verdict, spread_note, verdict_for
@@ -49,6 +49,7 @@ __all__ = [
     "LAUNCH_BOUND_RATIO",
     "BOOTSTRAP_RESAMPLES",
     "launch_bound_of",
+    "check_stored_times",
 ]
 
 BOOTSTRAP_RESAMPLES = 2000
@@ -103,6 +104,21 @@ class RunSummary(JsonRecord):
     def side(self, name: str) -> SideStats:
         """``eager`` or ``compiled``."""
         return self.eager if name == "eager" else self.compiled
+
+
+_STORED_TIMES = ("median", "mean", "min", "max", "p10", "p90", "q1", "q3")
+
+
+def check_stored_times(summary: RunSummary) -> None:
+    """TimingError naming the field (``summary.compiled.iter.median``) for a time in a summary read from a file
+    that no measurement gives: where the samples are gone (pruned, or an export without them) the stored
+    summary stands in for them, and is checked like them (:func:`~tui.engine.samples.checked_ms`)."""
+    for side in SIDES:
+        stats = getattr(summary, side)
+        for which in ("iter", "host"):
+            found = getattr(stats, which)
+            for name in _STORED_TIMES if found is not None else ():
+                checked_ms(getattr(found, name), f"summary.{side}.{which}.{name}")
 
 
 class LiveStats:

@@ -6,7 +6,7 @@ same configuration twice are dropped: a backend that ignores ``mode`` and induct
 (``options.mode_applies``; all but inductor) runs once in the default mode, without them.
 
 Order is deterministic: workload parameters vary slowest (in the order of
-``params_grid``'s keys), then backend, mode, fullgraph, dynamic, dtype, and the interpreter
+``params_grid``'s keys), then backend, mode, fullgraph, dynamic, dtype, precision, and the interpreter
 (``pythons``, an A/B of torch builds) fastest, so the sides of a pair run back to back and
 drift hits both.
 """
@@ -18,7 +18,9 @@ import itertools
 import json
 from typing import Any, Iterable, Sequence
 
-from tui.engine.options import DEFAULT_MODE, OptionsError, RunOptions, check_mode, mode_applies, parse_dynamic
+from tui.engine.options import (
+    DEFAULT_MODE, OptionsError, RunOptions, check_mode, check_precision, mode_applies, parse_dynamic,
+)  # fmt: skip
 
 __all__ = ["expand"]
 
@@ -53,6 +55,7 @@ def expand(
     dynamics: Sequence[bool | str | None] | None = None,
     backends: Sequence[str] | None = None,
     dtypes: Sequence[str] | None = None,
+    precisions: Sequence[str] | None = None,
     params_grid: dict[str, list[Any]] | None = None,
     pythons: Sequence[str | None] | None = None,
 ) -> list[RunOptions]:
@@ -68,6 +71,9 @@ def expand(
     dynamic_axis = list(dict.fromkeys(parse_dynamic(v) for v in _axis("dynamic", dynamics, base.dynamic)))
     backend_axis = [str(b).strip() for b in _axis("backend", backends, base.backend)]
     dtype_axis = _axis("dtype", dtypes, base.dtype)
+    precision_axis = _axis("precision", precisions, base.precision)
+    for precision in precision_axis:
+        check_precision(precision)
     python_axis = _axis("python", pythons, base.python)
 
     grid = params_grid or {}
@@ -78,12 +84,12 @@ def expand(
     seen: set[str] = set()
     for param_values in itertools.product(*value_lists):
         params = {**base.params, **dict(zip(names, param_values))}
-        for backend, mode, fullgraph, dynamic, dtype, python in itertools.product(
-            backend_axis, mode_axis, fullgraph_axis, dynamic_axis, dtype_axis, python_axis
+        for backend, mode, fullgraph, dynamic, dtype, precision, python in itertools.product(
+            backend_axis, mode_axis, fullgraph_axis, dynamic_axis, dtype_axis, precision_axis, python_axis
         ):
             changes: dict[str, Any] = dict(
                 params=params, backend=backend, mode=mode, fullgraph=fullgraph, dynamic=dynamic, dtype=dtype,
-                python=python,
+                precision=precision, python=python,
             )
             if not mode_applies(backend):
                 # The backend ignores both: one run instead of several identical ones.

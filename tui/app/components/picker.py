@@ -32,9 +32,11 @@ from tui.engine.repeats import DEFAULT_REPEAT
 from tui.engine.options import (
     BACKENDS,
     DEFAULT_MODE,
+    DEFAULT_PRECISION,
     DTYPES,
     INT_RANGES,
     MODES,
+    PRECISIONS,
     OptionsError,
     RunOptions,
     inductor_options_apply,
@@ -59,7 +61,7 @@ _FIELD_WIDGETS = {
     "fullgraph": "fullgraph",
     "dynamic": "dynamic",
     "dtype": "dtype",
-    "tf32": "tf32",
+    "precision": "precision",
     "device": "device",
     "warmup": "warmup",
     "iters": "iters",
@@ -179,6 +181,10 @@ class Picker(VerticalScroll):
                      tooltip="torch.compile dynamic=: auto (None), true, false")
         yield Cycler("dtype", [(d, d) for d in DTYPES], opts.dtype if opts.dtype in DTYPES else "float32",
                      id="dtype", tooltip="parameters and inputs are cast to it, on both sides")
+        yield Cycler("precision", [(p, p) for p in PRECISIONS],
+                     opts.precision if opts.precision in PRECISIONS else DEFAULT_PRECISION, id="precision",
+                     tooltip="fp32 matmuls and cuDNN convolutions, both sides: default: torch's own flags (cuDNN "
+                             "TF32 on, matmul TF32 off); ieee: no TF32; tf32: TF32 for both")
         yield field_row(
             "device",
             Select(self._devices, value="cpu", allow_blank=False, compact=True, id="device"),
@@ -201,7 +207,6 @@ class Picker(VerticalScroll):
         )
         with Vertical(id="flags"):
             yield MarkedCheckbox("fullgraph", opts.fullgraph, compact=True, id="fullgraph")
-            yield MarkedCheckbox("TF32", opts.tf32, compact=True, id="tf32")
             yield MarkedCheckbox("train step", opts.train, compact=True, id="train")
             yield MarkedCheckbox("L2 flush", opts.l2_flush, compact=True, id="l2-flush")
             yield MarkedCheckbox("cold compile", opts.cold_compile, compact=True, id="cold-compile")
@@ -371,7 +376,7 @@ class Picker(VerticalScroll):
             fullgraph=self.query_one("#fullgraph", Checkbox).value,
             dynamic=parse_dynamic(self.query_one("#dynamic", Cycler).value),
             dtype=str(self.query_one("#dtype", Cycler).value),
-            tf32=self.query_one("#tf32", Checkbox).value,
+            precision=str(self.query_one("#precision", Cycler).value),
             device=str(self.query_one("#device", Select).value),
             warmup=warmup,
             iters=iters,

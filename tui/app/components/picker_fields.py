@@ -24,8 +24,9 @@ from tui.engine.options import OptionsError, RunOptions, parse_key_values
 
 __all__ = ["Cycler", "ParamValidator", "OptionValidator", "KeyValuesValidator", "field_row", "LABEL_WIDTH"]
 
-LABEL_WIDTH = 9
-"""Columns of the field labels (the Cycler draws its own label at this width)."""
+LABEL_WIDTH = 10
+"""Columns of the field labels and the space after them (the Cycler draws its own label at this width;
+compile_lab.tcss's ``.field-label`` and the margins under the labels are as wide)."""
 
 
 class Cycler(Widget, can_focus=True):

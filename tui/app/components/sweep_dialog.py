@@ -1,4 +1,4 @@
-"""The sweep dialog: pick modes x fullgraph x dynamic (and optionally backends, dtypes).
+"""The sweep dialog: pick modes x fullgraph x dynamic (and optionally backends, dtypes, precisions).
 
 The dialog previews how many runs the choice expands to (``tui.engine.sweep.expand`` drops
 the combinations a backend ignores) and dismisses with the choice as keyword arguments for
@@ -21,12 +21,13 @@ from textual.widgets.selection_list import Selection
 
 from tui.app.components.marks import MarkedSelectionList
 from tui.app.components.picker import DYNAMIC_LABELS
-from tui.engine.options import BACKENDS, DTYPES, MODES
+from tui.engine.options import BACKENDS, DTYPES, MODES, PRECISIONS
 
 __all__ = ["SweepScreen", "SweepChoice", "DEFAULT_SWEEP", "choice_to_expand_kwargs", "parse_sizes"]
 
 SweepChoice = dict[str, list[Any]]
-"""``{"modes": [...], "fullgraphs": [...], "dynamics": [...], "backends": [...], "dtypes": [...]}``, and
+"""``{"modes": [...], "fullgraphs": [...], "dynamics": [...], "backends": [...], "dtypes": [...],
+"precisions": [...]}``, and
 the dialog's ``"sizes"``, ``"repeat"`` and ``"pythons"`` (A/B interpreters, comma-separated) text (one
 item each, or none); ``"gpus"`` (``cuda:N`` each) when the dialog lists GPUs."""
 
@@ -36,11 +37,12 @@ DEFAULT_SWEEP: SweepChoice = {
     "dynamics": ["auto"],
     "backends": [],
     "dtypes": [],
+    "precisions": [],
     "sizes": [],
 }
-"""What the dialog offers the first time (empty backends/dtypes/sizes: keep the picker's)."""
+"""What the dialog offers the first time (empty backends/dtypes/precisions/sizes: keep the picker's)."""
 
-_AXES = ("modes", "fullgraphs", "dynamics", "backends", "dtypes")  # the selection lists, in order
+_AXES = ("modes", "fullgraphs", "dynamics", "backends", "dtypes", "precisions")  # the selection lists, in order
 
 
 def parse_sizes(text: str) -> dict[str, list[str]]:
@@ -99,7 +101,7 @@ class SweepScreen(ModalScreen[SweepChoice | None]):
         self.keeps = {key: value for key, value in (keeps or {}).items() if key != "gpus" or self.gpus}
 
     def compose(self) -> ComposeResult:
-        """Five selection lists (six with the GPUs), a preview line and the buttons."""
+        """Six selection lists (seven with the GPUs), a preview line and the buttons."""
         init = self.initial
         with Vertical(classes="dialog sweep-dialog"):
             yield Static("Sweep: each meaningful combination of the checked values is queued. "
@@ -110,6 +112,7 @@ class SweepScreen(ModalScreen[SweepChoice | None]):
                 yield self._list("dynamics", "dynamic", [(d, d) for d in DYNAMIC_LABELS], init["dynamics"])
                 yield self._list("backends", "backend", [(b, b) for b in BACKENDS], init["backends"])
                 yield self._list("dtypes", "dtype", [(d, d) for d in DTYPES], init["dtypes"])
+                yield self._list("precisions", "precision", [(p, p) for p in PRECISIONS], init["precisions"])
                 if self.gpus:
                     yield self._list("gpus", "GPUs", self.gpus, self.chosen_gpus)
             with Horizontal(id="sweep-inputs"):

@@ -1,8 +1,8 @@
 """Which runs of BASE and NEW measure the same configuration: the match key, pairs and unmatched rows.
 
 A run's key is the value of each of :data:`MATCH_FIELDS` (:func:`field_values`): what it ran
-(workload, parameters, compile settings, dtype, device kind, flags that change the numbers) and
-where (torch version, GPU name). Settings that change how long or how it was measured, not what
+(workload, parameters, compile settings, dtype, precision, device kind, flags that change the numbers)
+and where (torch version, GPU name). Settings that change how long or how it was measured, not what
 (iters, warm-up, block size, seed, time budget, noise limits, profile, traces, timeout), are not
 in it. ``mode`` is normalised: a backend that ignores it (all but inductor) reads as the default
 mode, and its inductor options as none, so ``--ignore backend`` pairs inductor's default mode with
@@ -28,19 +28,21 @@ import json
 from dataclasses import dataclass
 from typing import Iterable, Sequence
 
-from tui.engine.options import DEFAULT_MODE, mode_applies
+from tui.engine.options import DEFAULT_MODE, DEFAULT_PRECISION, mode_applies
 from tui.engine.results import RunRecord
 from tui.typed import printable
 
 __all__ = ["MATCH_FIELDS", "ConfigKey", "Pair", "Unmatched", "field_values", "config_key", "pair_up", "check_ignore"]
 
 MATCH_FIELDS = (
-    "workload", "params", "backend", "mode", "inductor_options", "fullgraph", "dynamic", "dtype", "tf32", "device",
+    "workload", "params", "backend", "mode", "inductor_options", "fullgraph", "dynamic", "dtype", "precision", "device",
     "train", "compile_optimizer", "l2_flush", "cold_compile", "torch_version", "gpu_name",
 )  # fmt: skip
 """The fields two runs must share to be compared (``--ignore`` drops some of them)."""
 
 _SHORT_DTYPES = {"float32": "fp32", "bfloat16": "bf16", "float16": "fp16"}
+_UNSAID = {"mode": DEFAULT_MODE, "precision": DEFAULT_PRECISION}
+"""Fields a key's label leaves out at these values (as it leaves out false flags)."""
 _HINT_FIELDS = 2
 """An unmatched row names the other side's nearest key when it differs in at most this many fields."""
 
@@ -66,7 +68,7 @@ def field_values(record: RunRecord) -> dict[str, str]:
         "fullgraph": _text(o.fullgraph),
         "dynamic": o.dynamic_label,
         "dtype": o.dtype,
-        "tf32": _text(o.tf32),
+        "precision": o.precision,
         "device": "cuda" if o.device.startswith("cuda") else o.device,
         "train": _text(o.train),
         "compile_optimizer": _text(o.compile_optimizer),
@@ -104,7 +106,7 @@ class ConfigKey:
         """
         words, skip = [], set(skip)
         for name, value in self.fields:
-            if name in skip or not value or (name == "mode" and value == DEFAULT_MODE) or value == "false":
+            if name in skip or not value or _UNSAID.get(name) == value or value == "false":
                 continue
             if name == "dynamic":
                 words.append(f"dyn={value}")

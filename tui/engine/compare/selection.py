@@ -11,7 +11,11 @@ Syntax (:func:`parse_selection`; anything else is a path to a JSON export)::
 A path that starts with one of these prefixes is written ``./history:...``. A history line written
 before session ids existed has none: it is selected by id or date, never by session.
 :class:`SelectionError` (one line: what was given, why, what is allowed) for bad syntax, a file that
-is not an export, and a selection that names no run.
+is not an export, and a selection that names no run. An export is read as a regular file of at most
+:data:`~tui.engine.input_file.INPUT_MAX_BYTES` (1 GiB): a named pipe or a device is refused before it
+is opened, never read until it ends. A time no measurement gives (NaN, an infinity, zero, a negative
+or absurd time: :class:`~tui.engine.samples.TimingError`), in an export or a history run's samples
+file, refuses the selection with one line naming the run and the field.
 """
 
 from __future__ import annotations
@@ -24,7 +28,11 @@ from pathlib import Path
 from typing import Any
 
 from tui.engine.history import History
-from tui.engine.results import RunRecord
+from tui.engine.input_file import InputFileError, read_regular
+from tui.engine.results import RunRecord, SamplesInvalid, SamplesUnavailable
+from tui.engine.samples import TimingError
+from tui.engine.stored_options import upgrade_tf32_run
+from tui.engine.summary import check_stored_times
 from tui.typed import printable
 
 __all__ = ["Selection", "SelectionError", "parse_selection", "load_selection", "sessions", "SELECTION_HELP"]
@@ -120,11 +128,11 @@ def _from_file(selection: Selection) -> tuple[list[RunRecord], list[str]]:
     where = _shown(selection.path)
     allowed = f"(allowed: {SELECTION_HELP})"
     try:
-        data: Any = json.loads(path.read_bytes())
+        data: Any = json.loads(read_regular(path))
     except FileNotFoundError:
         raise SelectionError(f"{where}: no such file {allowed}") from None
-    except IsADirectoryError:
-        raise SelectionError(f"{where}: is a directory {allowed}") from None
+    except InputFileError as exc:  # a pipe, a device, a directory, too big: refused before it is read
+        raise SelectionError(f"{where}: {exc}") from None
     except OSError as exc:
         raise SelectionError(f"{where}: cannot read it: {exc.strerror or exc} {allowed}") from None
     except (ValueError, UnicodeDecodeError):
@@ -136,7 +144,13 @@ def _from_file(selection: Selection) -> tuple[list[RunRecord], list[str]]:
     records, problems = [], []
     for number, item in enumerate(data["runs"], 1):
         try:
-            record, found = RunRecord.decode(item)
+            record, found = RunRecord.decode(upgrade_tf32_run(item) if isinstance(item, dict) else item)
+            if not record.samples_loaded:  # none in the export: its summary stands in for them
+                check_stored_times(record.summary())
+        except TimingError as exc:  # never computed with: the whole selection is refused
+            run_id = item.get("run_id") if isinstance(item, dict) else None
+            named = f" ({_shown(run_id)})" if isinstance(run_id, str) else ""
+            raise SelectionError(f"{where} run {number}{named}: {exc}") from None
         except (TypeError, ValueError) as exc:
             problems.append(f"{where} run {number}: unreadable ({exc}), skipped")
             continue
@@ -185,11 +199,32 @@ def _by_time(selection: Selection, records: list[RunRecord], history: History) -
 def _from_history(selection: Selection, history: History) -> tuple[list[RunRecord], list[str]]:
     records, problems = history.load()
     if selection.kind == "history":
-        return _by_ids(selection, records, history), problems
-    if selection.kind == "session":
+        chosen = _by_ids(selection, records, history)
+    elif selection.kind == "session":
         session = _session_id(selection, records, history)
-        return [r for r in records if r.session_id == session], problems
-    return _by_time(selection, records, history), problems
+        chosen = [r for r in records if r.session_id == session]
+    else:
+        chosen = _by_time(selection, records, history)
+    return _timings_checked(selection, chosen), problems
+
+
+def _timings_checked(selection: Selection, records: list[RunRecord]) -> list[RunRecord]:
+    """``records`` with their samples loaded, SelectionError for one whose samples file holds an impossible time.
+
+    Samples that cannot be read for another reason (pruned, deleted) are left to the reader, which
+    notes the run and goes on; the stored summary that stands in for them is checked instead.
+    """
+    for record in records:
+        try:
+            record.ensure_samples()
+        except SamplesInvalid as exc:
+            raise SelectionError(f"{_shown(selection.text)}: {exc}") from None
+        except SamplesUnavailable:
+            try:  # pruned or gone: its stored summary stands in for them
+                check_stored_times(record.summary())
+            except TimingError as exc:
+                raise SelectionError(f"{_shown(selection.text)}: run {record.run_id}: {exc}") from None
+    return records
 
 
 def load_selection(selection: Selection, history: History | None = None) -> tuple[list[RunRecord], list[str]]:

@@ -1,14 +1,19 @@
-"""Compiled output against eager output, with tolerances chosen by dtype and TF32.
+"""Compiled output against eager and an fp64 reference: who is to blame, and by which rule.
 
 Outputs are pytrees of tensors (tensor, tuple/list, dict; a training step returns
 ``{"loss": ..., "grads": [...]}``). :func:`keep` clones one right after the call that
-made it (a CUDA-graph replay overwrites its outputs). Pass/fail follows
-``torch.allclose``: ``|a - b| <= atol + rtol * |b|`` everywhere, with eager as ``b``;
-the relative error is reported too but never decides (it explodes near zero).
+made it (a CUDA-graph replay overwrites its outputs).
+
+The rule (:mod:`.tally`, :mod:`.fp64_rule`): with an fp64 reference (the same inputs through a
+float64 copy of the workload, :mod:`.fp64_reference`), compiled fails only when it is further
+from float64 than eager is, by PyTorch's own benchmark harness's measure, with floors by the dtype
+each output tensor has. Without one (float64 unsupported, too little memory, the model fails in
+float64) the old rule: ``torch.allclose`` of compiled against eager with the run's tolerances
+(:func:`tolerances`), and ``Accuracy.fp64_note`` says why.
 
 Who is to blame (:func:`judge`): eager is first compared with itself, a second eager call on
 a fresh copy of the same inputs (:func:`fresh_copy`; a training step from a fresh copy of
-the initial model). When eager disagrees with itself (randomness such as dropout, state the
+the initial model), by the old rule. When eager disagrees with itself (randomness such as dropout, state the
 call changes, non-deterministic kernels) the compiled output is not judged: ``passed`` is
 None and ``reference`` says why. NaN at the same places on both sides is the workload's own
 arithmetic, a warning (``nan_both``); NaN on one side only fails. Comparing nothing (a None
@@ -19,19 +24,17 @@ from __future__ import annotations
 
 import copy
 import dataclasses
-import math
 from dataclasses import dataclass
-from typing import Any, Iterator
+from typing import Any
 
 import torch
 
 from tui.engine.payloads import Accuracy
+from tui.engine.worker.tally import NO_REFERENCE, REL_EPS, dtype_tolerances, leaves, tally
 
-__all__ = ["keep", "fresh_copy", "changed_leaves", "rng_state", "tolerances", "compare", "judge",
-           "AccuracyOutputs", "REL_EPS", "NOT_DETERMINISTIC"]
+__all__ = ["keep", "fresh_copy", "changed_leaves", "rng_state", "tolerances", "dtype_tolerances", "compare",
+           "judge", "AccuracyOutputs", "REL_EPS", "NOT_DETERMINISTIC"]
 
-#: Added to |reference| in the reported relative error.
-REL_EPS = 1e-6
 #: How ``Accuracy.reference`` begins when two eager calls on the same inputs disagreed.
 NOT_DETERMINISTIC = "eager is not deterministic"
 
@@ -89,7 +92,7 @@ def _same_values(a: torch.Tensor, b: torch.Tensor) -> bool:
 def changed_leaves(before: Any, after: Any, name: str = "input") -> list[str]:
     """Where ``after`` (a copy of ``before`` that a call used) no longer holds ``before``'s tensors."""
     changed = []
-    for (path, a), (_, b) in zip(_leaves(before, name), _leaves(after, name)):
+    for (path, a), (_, b) in zip(leaves(before, name), leaves(after, name)):
         if isinstance(a, torch.Tensor) and isinstance(b, torch.Tensor) and not _same_values(a, b):
             changed.append(path)
     return changed
@@ -104,164 +107,22 @@ def rng_state(device: torch.device) -> list[torch.Tensor]:
 
 
 def tolerances(dtype: torch.dtype, tf32: bool = False, mode: str = "default", train: bool = False) -> tuple[float, float]:
-    """(atol, rtol) for comparing outputs computed in ``dtype``.
-
-    fp32 is held to 1e-4 unless TF32 or max-autotune may change how matmuls round
-    (then 1e-2); bf16 to 5e-2 (8 mantissa bits: a fused kernel that keeps fp32
-    intermediates lands several ulps away from eager's per-op rounding); fp16 to 1e-2.
-    A training step (gradients through a whole model) gets twice the fp32 tolerance.
-    """
-    if dtype == torch.bfloat16:
-        return 5e-2, 5e-2
-    if dtype == torch.float16:
+    """(atol, rtol) for comparing outputs computed in ``dtype``: :func:`dtype_tolerances`, loosened for fp32
+    to 1e-2 when TF32 or max-autotune may change how matmuls round."""
+    if dtype not in (torch.bfloat16, torch.float16) and (tf32 or mode.startswith("max-autotune")):
         return 1e-2, 1e-2
-    if tf32 or mode.startswith("max-autotune"):
-        return 1e-2, 1e-2
-    return (2e-4, 2e-4) if train else (1e-4, 1e-4)
-
-
-def _leaves(tree: Any, path: str = "output") -> Iterator[tuple[str, Any]]:
-    if isinstance(tree, dict):
-        for key, value in tree.items():
-            yield from _leaves(value, f"{path}[{key!r}]")
-    elif isinstance(tree, (list, tuple)):
-        for index, value in enumerate(tree):
-            yield from _leaves(value, f"{path}[{index}]")
-    else:
-        yield path, tree
-
-
-@dataclass
-class _Tally:
-    """What comparing two output pytrees found, leaf by leaf."""
-
-    atol: float
-    rtol: float
-    max_abs: float = 0.0
-    max_rel: float = 0.0
-    worst_excess: float = -math.inf
-    worst: str | None = None
-    problem: str | None = None
-    compared: int = 0
-    one_sided_nan: bool = False
-    nan_both: int = 0
-    nan_where: str | None = None
-    inf_both: int = 0
-    inf_where: str | None = None
-    elements: int = 0
-
-    def fail(self, path: str, why: str) -> None:
-        """Remember the first problem (and where it was)."""
-        if self.problem is None:
-            self.problem, self.worst = f"{path}: {why}", path
-
-    def add(self, path: str, a64: torch.Tensor, b64: torch.Tensor) -> None:
-        """Compare one leaf pair (float64 tensors of one shape)."""
-        self.elements += a64.numel()
-        nan_a, nan_b = torch.isnan(a64), torch.isnan(b64)
-        both = nan_a & nan_b
-        self._note_nan(path, int(both.sum()), nan_a & ~nan_b, nan_b & ~nan_a)
-        self.compared += a64.numel() - int(both.sum())
-        keep_mask = ~(nan_a | nan_b)
-        a64, b64 = a64[keep_mask], b64[keep_mask]
-        if a64.numel() == 0:
-            return
-        same_inf = torch.isinf(a64) & (a64 == b64)
-        if bool(same_inf.any()):
-            self.inf_both += int(same_inf.sum())
-            self.inf_where = self.inf_where or path
-        diff = torch.where(same_inf, torch.zeros_like(a64), (a64 - b64).abs())
-        scale = torch.where(torch.isinf(b64), torch.zeros_like(b64), b64.abs())
-        if bool(torch.isinf(diff).any()):
-            self.fail(path, "inf in one output only")
-        self.max_abs = max(self.max_abs, float(diff.max()))
-        self.max_rel = max(self.max_rel, float((diff / (scale + REL_EPS)).max()))
-        excess = float((diff - (self.atol + self.rtol * scale)).max())
-        if excess > self.worst_excess and self.problem is None:
-            self.worst_excess, self.worst = excess, path
-
-    def _note_nan(self, path: str, both: int, only_a: torch.Tensor, only_b: torch.Tensor) -> None:
-        if both:
-            self.nan_both += both
-            self.nan_where = self.nan_where or path
-        in_a, in_b = int(only_a.sum()), int(only_b.sum())
-        if in_a and in_b:
-            self.fail(path, f"NaN at different places in the two outputs ({in_a} compiled, {in_b} eager)")
-        elif in_a or in_b:
-            side = "compiled" if in_a else "eager"
-            self.fail(path, f"NaN in the {side} output only ({in_a or in_b} element(s))")
-        self.one_sided_nan = self.one_sided_nan or bool(in_a or in_b)
-
-    def accuracy(self, reference: Any) -> Accuracy:
-        """The tally as an Accuracy (``reference``: the eager output, to say what "nothing" was)."""
-        passed: bool | None = self.problem is None and self.worst_excess <= 0
-        max_abs: float | None = self.max_abs
-        max_rel: float | None = self.max_rel
-        problem = self.problem
-        if self.one_sided_nan:
-            max_abs = max_rel = math.nan
-        elif self.problem is None and self.compared == 0:
-            passed, max_abs, max_rel = None, None, None
-            problem = f"nothing to compare: {_nothing_in(reference, self.nan_both)}"
-        return Accuracy(max_abs_err=max_abs, max_rel_err=max_rel, atol=self.atol, rtol=self.rtol, passed=passed,
-                        compared=self.compared, worst=self.worst, problem=problem, reference="eager",
-                        nan_both=self.nan_both)
-
-
-def _nothing_in(output: Any, nan_both: int) -> str:
-    """Why an output offered nothing to compare."""
-    if nan_both:
-        return f"every element is NaN on both sides ({nan_both})"
-    if output is None:
-        return "the output is None"
-    if not any(isinstance(leaf, (torch.Tensor, int, float)) for _, leaf in _leaves(output)):
-        return f"the output holds no tensor ({type(output).__name__})"
-    return "the output's tensors are empty"
-
-
-def _tally(compiled: Any, eager: Any, atol: float, rtol: float) -> _Tally:
-    tally = _Tally(atol, rtol)
-    got = list(_leaves(compiled))
-    ref = list(_leaves(eager))
-    if [p for p, _ in got] != [p for p, _ in ref]:
-        tally.problem = f"the outputs differ in structure ({len(got)} vs {len(ref)} leaves)"
-        tally.max_abs = tally.max_rel = math.nan
-        return tally
-    for (path, a), (_, b) in zip(got, ref):
-        pair = _as_tensors(a, b)
-        if isinstance(pair, str):
-            tally.fail(path, pair)
-            tally.max_abs = tally.max_rel = math.nan
-            return tally
-        if pair is not None:
-            tally.add(path, *pair)
-    return tally
+    return dtype_tolerances(dtype, train)
 
 
 def compare(compiled: Any, eager: Any, atol: float, rtol: float) -> Accuracy:
-    """Compare two output pytrees: max_abs_err, max_rel_err, atol, rtol, passed (+ where/why).
+    """Compare two output pytrees by the old rule: max_abs_err, max_rel_err, atol, rtol, passed (+ where/why).
 
     The errors are NaN when an output holds NaN on one side only or the outputs cannot be
     compared (the wire carries them as null); ``problem`` then says why. NaN at the same
     places on both sides is left out of the errors and counted in ``nan_both``; ``passed``
     is None when nothing was compared.
     """
-    return _tally(compiled, eager, atol, rtol).accuracy(eager)
-
-
-def _as_tensors(a: Any, b: Any) -> tuple[torch.Tensor, torch.Tensor] | str | None:
-    """Both leaves as float64 tensors on one device; None when there is nothing to compare; a problem string."""
-    if isinstance(a, torch.Tensor) != isinstance(b, torch.Tensor):
-        return "a tensor on one side only"
-    if not isinstance(a, torch.Tensor):
-        if isinstance(a, (int, float)) and isinstance(b, (int, float)):
-            return torch.tensor(float(a), dtype=torch.float64), torch.tensor(float(b), dtype=torch.float64)
-        return None if a == b else f"{a!r} != {b!r}"
-    if a.shape != b.shape:
-        return f"shape {tuple(a.shape)} vs {tuple(b.shape)}"
-    if a.numel() == 0:
-        return None
-    return a.detach().to(torch.float64), b.detach().to(device=a.device, dtype=torch.float64)
+    return tally(compiled, eager, atol, rtol).accuracy(eager)
 
 
 # ----- who is to blame ------------------------------------------------------------------
@@ -273,7 +134,9 @@ class AccuracyOutputs:
 
     ``eager`` and ``eager_again`` are two eager calls from the same state on copies of the same
     inputs; ``compiled`` the compiled call. ``mutated`` names the inputs the eager call changed
-    in place; ``random`` says whether it drew random numbers.
+    in place; ``random`` says whether it drew random numbers. ``fp64`` is the same call on a
+    float64 copy (:func:`.fp64_reference.fp64_reference`) when ``fp64_ran``; ``fp64_note`` says why
+    there is none, or what it is not. ``train``: the outputs are a training step's.
     """
 
     compiled: Any
@@ -281,6 +144,10 @@ class AccuracyOutputs:
     eager_again: Any
     mutated: list[str] = dataclasses.field(default_factory=list)
     random: bool = False
+    fp64: Any = None
+    fp64_ran: bool = False
+    fp64_note: str | None = None
+    train: bool = False
 
 
 def _likely_cause(outputs: AccuracyOutputs) -> str:
@@ -304,14 +171,20 @@ def _difference(repeat: Accuracy) -> str:
 
 
 def judge(outputs: AccuracyOutputs, atol: float, rtol: float) -> tuple[Accuracy, list[str]]:
-    """The run's accuracy and its warnings: compiled against eager, once eager agrees with itself."""
+    """The run's accuracy and its warnings: compiled against fp64 and eager, once eager agrees with itself.
+
+    ``atol``/``rtol``: the old rule's tolerance (eager against eager, and compiled against eager
+    where there is no fp64 reference).
+    """
     warnings: list[str] = []
     if outputs.mutated:
         warnings.append(f"the workload changes its inputs in place ({', '.join(outputs.mutated[:3])}): every "
                         "timed call starts from other values; accuracy compared calls on fresh copies")
     repeat = compare(outputs.eager_again, outputs.eager, atol, rtol)
-    tally = _tally(outputs.compiled, outputs.eager, atol, rtol)
-    result = tally.accuracy(outputs.eager)
+    notes = [] if outputs.fp64_note is None else [outputs.fp64_note]
+    found = tally(outputs.compiled, outputs.eager, atol, rtol, fp64=outputs.fp64 if outputs.fp64_ran else NO_REFERENCE,
+                  train=outputs.train, notes=notes)
+    result = found.accuracy(outputs.eager)
     if repeat.passed is False:
         reference = (f"{NOT_DETERMINISTIC}: two eager calls on copies of the same inputs differ "
                      f"({_difference(repeat)})")
@@ -319,17 +192,29 @@ def judge(outputs: AccuracyOutputs, atol: float, rtol: float) -> tuple[Accuracy,
                         "The compiled output was not judged")
         return dataclasses.replace(result, passed=None, reference=reference, eager_repeatable=False), warnings
     result = dataclasses.replace(result, eager_repeatable=repeat.passed)
-    if tally.nan_both:
-        rest = "; the other elements were compared" if tally.compared else ""
-        warnings.append(f"eager and compiled both produce NaN at {tally.nan_where} ({tally.nan_both} of "
-                        f"{tally.elements} element(s)): the workload's own arithmetic, not the compiler{rest}")
-    if tally.inf_both:
-        warnings.append(f"eager and compiled both produce inf at {tally.inf_where} ({tally.inf_both} "
-                        "element(s)), equal on both sides")
+    warnings += _found_warnings(found)
     if result.passed is None:
         warnings.append(f"accuracy not checked: {result.problem}")
     elif not result.passed:
         why = result.problem or (f"max abs err {result.max_abs_err:.3g} beyond atol {atol:g} + rtol {rtol:g} "
                                  "x |eager|")
-        warnings.append(f"the compiled output differed from eager at {result.worst or 'output'}: {why}")
+        rule = f" (judged against eager only: {result.fp64_note})" if result.reference != "fp64" and result.fp64_note else ""
+        warnings.append(f"the compiled output differed from eager at {result.worst or 'output'}: {why}{rule}")
     return result, warnings
+
+
+def _found_warnings(found: Any) -> list[str]:
+    """What the comparison saw that is the workload's own doing: NaN or inf on both sides, eager's overflow."""
+    warnings = []
+    if found.nan_both:
+        rest = "; the other elements were compared" if found.compared else ""
+        warnings.append(f"eager and compiled both produce NaN at {found.nan_where} ({found.nan_both} of "
+                        f"{found.elements} element(s)): the workload's own arithmetic, not the compiler{rest}")
+    if found.inf_both:
+        warnings.append(f"eager and compiled both produce inf at {found.inf_where} ({found.inf_both} "
+                        "element(s)), equal on both sides")
+    if found.eager_nonfinite:
+        warnings.append(f"eager produces NaN or inf at {found.eager_nonfinite_where} ({found.eager_nonfinite} "
+                        "element(s)) where the compiled output agrees with the fp64 reference: eager's own "
+                        "overflow in its precision, not the compiler")
+    return warnings

@@ -16,9 +16,10 @@ import torch
 
 from tui.engine.payloads import Env
 from tui.engine.placement import cpu_list_text
+from tui.engine.worker import precision
 from tui.telemetry.model import nvml_uuid
 
-__all__ = ["collect", "gpu_uuid", "tf32_flags", "cpu_name"]
+__all__ = ["collect", "gpu_uuid", "cpu_name"]
 
 
 def _safe(read: Callable[[], Any]) -> Any:
@@ -43,17 +44,6 @@ def cpu_name() -> str | None:
 def gpu_uuid(index: int) -> str | None:
     """``GPU-xxxxxxxx-...`` for torch's CUDA device ``index`` (what NVML matches on)."""
     return nvml_uuid(_safe(lambda: torch.cuda.get_device_properties(index).uuid))
-
-
-def tf32_flags() -> dict[str, Any]:
-    """TF32 settings as torch reports them (the old flags can raise once the new API was used)."""
-    return {
-        "tf32_matmul": _safe(lambda: bool(torch.backends.cuda.matmul.allow_tf32)),
-        "tf32_cudnn": _safe(lambda: bool(torch.backends.cudnn.allow_tf32)),
-        "float32_matmul_precision": _safe(torch.get_float32_matmul_precision),
-        "fp32_precision_matmul": _safe(lambda: str(torch.backends.cuda.matmul.fp32_precision)),
-        "fp32_precision_cudnn": _safe(lambda: str(torch.backends.cudnn.fp32_precision)),
-    }
 
 
 def _triton_version() -> str | None:
@@ -121,7 +111,7 @@ def collect(device: torch.device) -> Env:
         "node": _safe(socket.gethostname),
         "cpu_affinity": _cpu_affinity(),
     }
-    env.update(tf32_flags())
+    env.update(precision.read_flags())  # as the run's precision option left them
     if device.type == "cuda":
         index = device.index or 0
         props = _safe(lambda: torch.cuda.get_device_properties(index))

@@ -30,7 +30,7 @@ import torch
 
 from tui.engine.catalog import echo, is_user_workload
 from tui.engine.options import OptionsError, RunOptions
-from tui.engine.payloads import Accuracy, Diagnostics, Memory
+from tui.engine.payloads import Accuracy, Diagnostics, Env, Memory
 from tui.engine.kernels import Profile
 from tui.engine.protocol import (
     ArtifactWritten,
@@ -45,7 +45,7 @@ from tui.engine.protocol import (
     Started,
     WorkerWarning,
 )
-from tui.engine.worker import diagnostics, envinfo
+from tui.engine.worker import diagnostics, envinfo, precision
 from tui.engine.worker.accuracy import judge, tolerances
 from tui.engine.worker.artifacts import ChromeTraceWriter, CodeCapture
 from tui.engine.worker.channel import (
@@ -294,12 +294,7 @@ class WorkerRun:
             check_backend(options.backend)  # a user's file may register its backend: checked after loading
         if options.inductor_options:
             check_inductor_options(options.inductor_options)
-        try:
-            # the same TF32 settings for both sides, for matmuls and cuDNN convolutions alike
-            torch.backends.cuda.matmul.allow_tf32 = options.tf32
-            torch.backends.cudnn.allow_tf32 = options.tf32
-        except Exception as exc:
-            self.warn(f"TF32 could not be set: {exc}")
+        precision.apply(options.precision)  # the same flags for both sides; default: torch's own, untouched
         torch.manual_seed(options.seed)
         return device, dtype
 
@@ -307,7 +302,8 @@ class WorkerRun:
         run_id, options = self._parse(line)
         self.options = options
         device, dtype = self._prepare(options)
-        self.emit(Started(run_id=run_id, env=envinfo.collect(device), options=options.to_dict()))
+        env = envinfo.collect(device)
+        self.emit(Started(run_id=run_id, env=env, options=options.to_dict()))
         self._early_warnings(options, device)
 
         self.phase("building")
@@ -318,6 +314,7 @@ class WorkerRun:
         _check_built(built)
         if is_user_workload(options.workload):
             check_backend(options.backend)
+        self._flags_kept(env)
         bench = Benchmark(built, options, device, self.emit, self.warn)
         self.bench, self.stage = bench, "bench"
         bench.eager_setup()
@@ -441,6 +438,15 @@ class WorkerRun:
             self.warn("l2_flush: each iteration zeroes 256 MB first, outside the CUDA events; "
                       "host_ms_per_call includes the flush")
 
+    def _flags_kept(self, env: Env) -> None:
+        """Warn when building the workload changed the TF32 flags the ``started`` event reported."""
+        now = precision.read_flags()
+        changed = [f"{name} {_flag_text(getattr(env, name))} -> {_flag_text(now[name])}"
+                   for name in precision.FLAG_NAMES if getattr(env, name) != now[name]]
+        if changed:
+            self.warn(f"the workload changed torch's precision flags while it was built ({', '.join(changed)}): "
+                      "both sides ran with the new ones; the run's environment shows those before")
+
     def _diagnostic_warnings(self, report: Diagnostics, options: RunOptions, device: torch.device) -> None:
         if report.recompile_limit_hit:
             self.warn(diagnostics.RECOMPILE_LIMIT_WARNING)
@@ -455,12 +461,17 @@ class WorkerRun:
     def _accuracy(self, bench: Benchmark, options: RunOptions, dtype: torch.dtype, train: bool) -> Accuracy:
         """Eager against itself, then compiled against eager (:func:`.accuracy.judge`); its warnings sent."""
         outputs = bench.accuracy_outputs()
-        atol, rtol = tolerances(dtype, tf32=options.tf32, mode=options.mode, train=train)
+        tf32 = precision.tf32_in_effect(precision.read_flags(), bench.device)  # the flags in effect, not the option
+        atol, rtol = tolerances(dtype, tf32=tf32, mode=options.mode, train=train)
         result, warnings = judge(outputs, atol, rtol)
         del outputs
         for warning in warnings:
             self.warn(warning)
         return result
+
+
+def _flag_text(value: Any) -> str:
+    return "unknown" if value is None else str(value).lower() if isinstance(value, bool) else str(value)
 
 
 def _check_built(built: Any) -> None:

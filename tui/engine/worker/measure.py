@@ -59,6 +59,7 @@ from tui.engine.worker.clocks import (
     CudaClock,
     head_start_ms,
 )
+from tui.engine.worker.fp64_reference import fp64_reference
 
 __all__ = ["Clock", "CpuClock", "CudaClock", "Benchmark", "make_compile_fn", "head_start_ms", "L2_FLUSH_BYTES",
            "HEAD_START_MIN_MS", "HEAD_START_MAX_MS", "is_recompile_refusal"]
@@ -271,7 +272,9 @@ class Benchmark:
         side. Inference: both eager calls and the compiled call run now, after warm-up. A
         training step compares the first step of each side; the second eager step starts from
         a fresh copy of the initial model (``reference_step``), so the eager side's own model
-        and optimizer are not touched. Runs once, outside every timed block.
+        and optimizer are not touched. Last, the same first call on a float64 copy of the
+        workload (:func:`.fp64_reference.fp64_reference`), the reference compiled is judged
+        against. Runs once, outside every timed block.
         """
         args = self.built.input_sets[0]
         again_step = getattr(self.built, "reference_step", None) or self.built.eager_step
@@ -292,7 +295,11 @@ class Benchmark:
             self.mark_step()
             compiled = keep(self._step("compiled")(fresh_copy(args)))
         self.clock.sync()
-        return AccuracyOutputs(compiled=compiled, eager=eager, eager_again=eager_again, mutated=mutated, random=random)
+        self.stage = "eager"
+        ran, fp64, note = fp64_reference(getattr(self.built, "fp64", None), args, self.device)
+        self.clock.sync()
+        return AccuracyOutputs(compiled=compiled, eager=eager, eager_again=eager_again, mutated=mutated, random=random,
+                               fp64=fp64, fp64_ran=ran, fp64_note=note, train=bool(self.built.train))
 
     def measure(self) -> None:
         """Interleaved rounds until ``iters`` per side (or ``time_budget_s`` runs out), then, with

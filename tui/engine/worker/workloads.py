@@ -36,6 +36,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from tui.engine.catalog import WORKLOADS, is_user_workload
+from tui.engine.worker.fp64_reference import Fp64Model
 
 __all__ = [
     "BuiltWorkload",
@@ -70,6 +71,8 @@ class BuiltWorkload:
     ``reference_step(args)`` repeats the first eager call from the state it started from, for
     the accuracy check's eager-against-eager comparison (a training step: on a fresh copy of
     the initial model and optimizer); None: ``eager_step`` (inference keeps no state).
+    ``fp64`` says how to run that first eager call on a float64 copy, for the accuracy check's
+    reference (:mod:`.fp64_reference`); None: the workload has no such copy.
     """
 
     eager_step: Callable[[tuple], Any]
@@ -80,6 +83,7 @@ class BuiltWorkload:
     bytes_per_call: int | None
     train: bool
     reference_step: Callable[[tuple], Any] | None = None
+    fp64: Fp64Model | None = None
 
 
 # ----- models -------------------------------------------------------------
@@ -250,9 +254,16 @@ class TrainingStep:
         For the accuracy check's eager-against-eager comparison; the eager side's own model and
         optimizer are not touched, so what is measured afterwards is unchanged.
         """
-        model = copy.deepcopy(self._initial)
+        return self.first_step(copy.deepcopy(self._initial), args)
+
+    def first_step(self, model: nn.Module, args: tuple) -> dict[str, Any]:
+        """The first step on ``model`` (a copy of the initial model, in any dtype) with a fresh optimizer."""
         optimizer = _make_optimizer(model)
         return self._step(model, model, optimizer, optimizer.step, args)
+
+    def fp64_model(self) -> Fp64Model:
+        """The accuracy check's float64 copy: of the initial model, stepped by :meth:`first_step`."""
+        return Fp64Model(self._initial, self.first_step, train=True)
 
     def flops_step(self, args: tuple) -> None:
         """Forward, loss and backward on the eager model for FLOP counting.
@@ -292,6 +303,10 @@ def _randn(shape: tuple[int, ...], device: torch.device, dtype: torch.dtype) -> 
     return torch.randn(shape, device=device, dtype=dtype)
 
 
+def _call_target(target: Callable, args: tuple) -> Any:
+    return target(*args)
+
+
 def inference_workload(target: Callable, input_sets: list[tuple], bytes_per_call: int | None,
                        labels: list[str] | None = None, count_flops: bool = True) -> BuiltWorkload:
     """A BuiltWorkload whose eager and compiled sides both call ``target(*args)``.
@@ -320,6 +335,7 @@ def inference_workload(target: Callable, input_sets: list[tuple], bytes_per_call
         flops_fn=eager_step if count_flops else None,
         bytes_per_call=bytes_per_call,
         train=False,
+        fp64=Fp64Model(target, _call_target),
     )
 
 
@@ -343,6 +359,7 @@ def _model_workload(model: nn.Module, inputs: torch.Tensor, out_shape: tuple[int
         bytes_per_call=bytes_per_call,
         train=True,
         reference_step=step.reference_step,
+        fp64=step.fp64_model(),
     )
 
 

@@ -29,17 +29,27 @@ _STAT_ROWS = (("n", "n"), ("median", "median"), ("mean", "mean"), ("std", "std")
 
 ACCURACY_FIELDS = (
     Field("passed", "accuracy", lambda v: "pass" if v else "FAIL"),
-    Field("max_abs_err", "largest absolute error", lambda v: f"{v:.3g}"),
-    Field("max_rel_err", "largest relative error", lambda v: f"{v:.3g}"),
-    Field("atol", "absolute tolerance", lambda v: f"{v:.3g}"),
-    Field("rtol", "relative tolerance", lambda v: f"{v:.3g}"),
+    Field("reference", "judged against", lambda v: _REFERENCES.get(v, v)),
+    Field("fp64_note", "fp64 reference"),
+    Field("compiled_rmse_fp64", "RMSE, compiled vs fp64", lambda v: f"{v:.3g}"),
+    Field("eager_rmse_fp64", "RMSE, eager vs fp64", lambda v: f"{v:.3g}"),
+    Field("compiled_max_abs_err_fp64", "largest absolute error, compiled vs fp64", lambda v: f"{v:.3g}"),
+    Field("eager_max_abs_err_fp64", "largest absolute error, eager vs fp64", lambda v: f"{v:.3g}"),
+    Field("max_abs_err", "largest absolute error, compiled vs eager", lambda v: f"{v:.3g}"),
+    Field("max_rel_err", "largest relative error, compiled vs eager", lambda v: f"{v:.3g}"),
+    Field("atol", "absolute tolerance, vs eager", lambda v: f"{v:.3g}"),
+    Field("rtol", "relative tolerance, vs eager", lambda v: f"{v:.3g}"),
     Field("compared", "outputs compared", count),
     Field("worst", "worst output"),
     Field("problem", "problem"),
-    Field("reference", "reference"),
     Field("eager_repeatable", "eager repeats itself", yes_no),
     Field("nan_both", "NaN in both outputs", count),
 )
+#: How ``Accuracy.reference`` reads (any other value says why the compiled output was not judged).
+_REFERENCES = {
+    "fp64": "a float64 copy: compiled may be off it by a multiple of eager's own error plus a floor by dtype",
+    "eager": "eager (allclose with the tolerances below)",
+}
 MEMORY_FIELDS = (
     Field("eager_peak_mb", "eager peak", mib),
     Field("compiled_peak_mb", "compiled peak", mib),
@@ -241,7 +251,9 @@ def summary_tab(record: RunRecord, summary: RunSummary, host_line: str | None = 
         parts.append(Text("\n".join(f"  ! {w}" for w in summary.warnings), style="yellow"))
     else:
         parts.append(value_text(()))
-    parts += _payload("Accuracy (compiled vs eager)", record.accuracy, ACCURACY_FIELDS)
+    if record.notes:  # what reading an older stored run changed in it
+        parts.append(Text("\n".join(f"  note: {note}" for note in record.notes), style="dim"))
+    parts += _payload("Accuracy", record.accuracy, ACCURACY_FIELDS)
     parts += _payload("Memory", record.memory, MEMORY_FIELDS)
     parts += [section("Reproduce (y copies it)"), Text(command_of(record), style="cyan")]
     return parts
