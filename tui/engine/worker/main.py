@@ -241,7 +241,9 @@ class WorkerRun:
         """Run the command in ``line``; returns the exit code."""
         try:
             self._run(line)
-        except Exception as exc:  # every failure is reported as an event, never as a traceback on stdout
+        # every failure is reported as an event, never as a traceback on stdout; a workload that calls
+        # sys.exit or raises KeyboardInterrupt is a failure of its own too, not a worker "exited with code 0"
+        except (Exception, SystemExit, KeyboardInterrupt) as exc:
             stage = self.bench.stage if self.bench is not None and self.stage == "bench" else self.stage
             options = self.options
             failure = classify(exc, stage, backend=options.backend if options else "",
