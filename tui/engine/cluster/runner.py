@@ -233,10 +233,13 @@ def _node_id(placement: Placement) -> str | None:
 
 
 def _end(record: RunRecord, item: dict[str, Any], node: str | None) -> None:
-    """The node's end: its runner's warnings and telemetry, and its verdict on a run that sent none."""
+    """The node's end: its runner's warnings, telemetry and leftover processes, and its verdict on a run that sent none."""
     for message in item.get("warnings") or ():
         if isinstance(message, str) and printable(message) not in record.warnings:
             record.warnings.append(printable(message))
+    leftovers = item.get("leftover_processes")
+    if isinstance(leftovers, int) and not isinstance(leftovers, bool) and leftovers > 0:
+        record.leftover_processes = leftovers
     telemetry, _problems = RunTelemetry.decode(item.get("telemetry") or {}, where="telemetry")
     record.set_telemetry(telemetry)  # after the warnings: it renews the record's summary
     if record.finished:

@@ -50,6 +50,7 @@ from tui.engine.worker.accuracy import judge, tolerances
 from tui.engine.worker.artifacts import ChromeTraceWriter, CodeCapture
 from tui.engine.worker.channel import (
     EventChannel,
+    become_subreaper,
     open_channel,
     read_command_line,
     set_parent_death_signal,
@@ -74,6 +75,7 @@ def main(channel: EventChannel | None = None, affinity_problem: str | None = Non
     """
     if channel is None:
         set_parent_death_signal()
+        become_subreaper()
         channel = open_channel()
     channel.emit(Ready(
         pid=os.getpid(),
