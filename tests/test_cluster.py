@@ -10,6 +10,7 @@ CPU worker (also ``torch``).
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import csv
 import functools
 import json
@@ -17,6 +18,8 @@ import os
 import signal
 import socket
 import sys
+import threading
+import time
 
 import pytest
 
@@ -214,6 +217,112 @@ def test_an_address_where_no_head_listens_is_one_line_at_once():
                                          "(ConnectionRefusedError: ")
 
 
+class LoopbackServer:
+    """A TCP server on 127.0.0.1 that is not Ray: each connection gets ``answer`` (bytes, or None: silence)
+    after the client's first bytes, then ``close`` decides whether it is closed. Never beyond the loopback."""
+
+    def __init__(self, answer: bytes | None, close: bool = False, echo: bool = False) -> None:
+        self.answer, self.close, self.echo = answer, close, echo
+        self.listener = socket.socket()
+        self.listener.bind(("127.0.0.1", 0))
+        self.listener.listen()
+        self.address = f"127.0.0.1:{self.listener.getsockname()[1]}"
+        self.held: list[socket.socket] = []
+        self.thread = threading.Thread(target=self._serve, daemon=True)
+        self.thread.start()
+
+    def _serve(self) -> None:
+        while True:
+            try:
+                connection, _ = self.listener.accept()
+            except OSError:  # closed by stop()
+                return
+            self.held.append(connection)
+            try:
+                first = connection.recv(64)
+            except OSError:  # shut down by stop()
+                return
+            if self.echo:
+                connection.sendall(first)
+            elif self.answer is not None:
+                connection.sendall(self.answer)
+            if self.close:
+                connection.close()
+
+    def stop(self) -> None:
+        for sock in (self.listener, *self.held):  # shutdown wakes the thread's accept() or recv()
+            with contextlib.suppress(OSError):
+                sock.shutdown(socket.SHUT_RDWR)
+            sock.close()
+        self.thread.join(5)
+
+
+@pytest.fixture
+def loopback_server():
+    servers: list[LoopbackServer] = []
+
+    def start(answer: bytes | None, close: bool = False, echo: bool = False) -> LoopbackServer:
+        servers.append(LoopbackServer(answer, close, echo))
+        return servers[-1]
+
+    yield start
+    for server in servers:
+        server.stop()
+
+
+HTTP2_SETTINGS = b"\x00\x00\x06\x04\x00\x00\x00\x00\x00" + b"\x00\x03\x00\x00\x00\x64"  # SETTINGS, max streams 100
+
+
+@pytest.mark.parametrize(
+    ("answer", "close", "echo", "why"),
+    [
+        (None, False, False, "the server there said nothing within 0.5 s after an HTTP/2 preface, which Ray's GCS "
+                             "(a gRPC server) answers at once"),
+        (None, True, False, "the server there closed the connection after an HTTP/2 preface, which Ray's GCS (a gRPC "
+                            "server) answers at once"),
+        (b"HTTP/1.1 400 Bad Request\r\n\r\n", True, False,
+         "the server there does not speak HTTP/2, as Ray's GCS (a gRPC server) does: it answered 'HTTP/1.1 '"),
+        (None, False, True, "the server there does not speak HTTP/2, as Ray's GCS (a gRPC server) does: it answered "
+                            "'PRI * HTT'"),
+        (b"SSH-2.0-OpenSSH_9.6\r\n", False, False,
+         "the server there does not speak HTTP/2, as Ray's GCS (a gRPC server) does: it answered 'SSH-2.0-O'"),
+    ],
+    ids=["silent", "closes", "http1", "echo", "ssh"],
+)
+def test_a_tcp_server_that_is_not_ray_is_refused_within_seconds(loopback_server, answer, close, echo, why):
+    from tui.engine.cluster.probe import GcsProbeError, check_gcs
+
+    server = loopback_server(answer, close, echo)
+    start = time.monotonic()
+    with pytest.raises(GcsProbeError) as refused:
+        check_gcs(server.address, answer_timeout=0.5)
+    assert str(refused.value) == why
+    assert time.monotonic() - start < 3
+
+
+def test_a_server_that_answers_http2_passes_the_check(loopback_server):
+    from tui.engine.cluster.probe import check_gcs
+
+    check_gcs(loopback_server(HTTP2_SETTINGS).address, answer_timeout=5)  # returns: a gRPC server answers so
+
+
+def test_the_cli_refuses_a_cluster_address_that_is_not_ray_in_one_line_exit_2(loopback_server, monkeypatch, capsys):
+    """It hung for minutes with Ray's reconnection errors (Ray rewrote 127.0.0.1 to this machine's interface)."""
+    ray = pytest.importorskip("ray")
+    from tui.engine.cluster import probe
+
+    monkeypatch.setattr(probe, "ANSWER_TIMEOUT_S", 1.0)
+    monkeypatch.setattr(ray, "init", lambda *args, **kwargs: pytest.fail("ray.init was reached"))
+    server = loopback_server(None)  # accepts, then says nothing
+    start = time.monotonic()
+    assert cli.main(["sweep", "--param", "n=64,128", "--cluster", server.address]) == 2
+    assert time.monotonic() - start < 10
+    assert _error_lines(capsys) == [
+        f"compile-lab: error: --cluster {server.address}: no Ray head answers there (the server there said nothing "
+        "within 1 s after an HTTP/2 preface, which Ray's GCS (a gRPC server) answers at once); the address is the "
+        "head's GCS address, which `ray start --head` prints"]
+
+
 # ----- on a local Ray cluster ------------------------------------------------------------------------
 
 
@@ -310,6 +419,13 @@ async def test_a_cancel_kills_the_workers_process_group_on_its_node(ray_cluster,
     assert (record.status, record.error_kind) == ("cancelled", "cancelled")
     assert await poll_until(lambda: not _group(pid), within=15), _group(pid)
     await runner.aclose()
+
+
+@pytest.mark.slow
+def test_a_real_ray_head_passes_the_protocol_check(ray_cluster):
+    from tui.engine.cluster.probe import check_gcs
+
+    check_gcs(ray_cluster.get_runtime_context().gcs_address)  # returns: the GCS answered the HTTP/2 preface
 
 
 @pytest.mark.slow

@@ -21,12 +21,12 @@ import asyncio
 import contextlib
 import logging
 import os
-import socket
 from typing import Any, AsyncIterator, Mapping
 
 from tui.engine.cluster.address import NEEDS_RAY, ClusterError, parse_address
 from tui.engine.cluster.handshake import local_versions
 from tui.engine.cluster.node import kill_group, run_on_node
+from tui.engine.cluster.probe import GcsProbeError, check_gcs
 from tui.engine.cluster.runner import ClusterRunner, TaskLost
 from tui.engine.session import CLUSTER_LANE
 from tui.typed import printable
@@ -34,8 +34,6 @@ from tui.typed import printable
 __all__ = ["open_cluster", "require_ray", "connect", "run_slots", "RayTransport", "RayTask", "one_line",
            "KILL_WAIT_S"]
 
-CONNECT_TIMEOUT_S = 10.0
-"""Seconds to wait for a TCP connection to a HOST:PORT address before Ray is asked to connect."""
 KILL_WAIT_S = 5.0
 """Seconds a cancel waits for the kill task on the node before it cancels the Ray task anyway."""
 
@@ -88,14 +86,12 @@ def connect(ray: Any, address: str) -> bool:
 
 
 def _check_reachable(address: str) -> None:
-    """ClusterError unless something listens at ``HOST:PORT`` (Ray itself would retry for minutes)."""
-    host, _, port = address.rpartition(":")
+    """ClusterError unless a Ray head answers at ``HOST:PORT`` within seconds (Ray itself would retry for minutes)."""
     try:
-        with socket.create_connection((host.strip("[]"), int(port)), timeout=CONNECT_TIMEOUT_S):
-            pass
-    except OSError as exc:
-        raise ClusterError(f"--cluster {address}: no Ray head answers there ({one_line(exc)}); the address is the "
-                           "head's GCS address, which `ray start --head` prints") from None
+        check_gcs(address)
+    except GcsProbeError as exc:
+        raise ClusterError(f"--cluster {address}: no Ray head answers there ({exc}); the address is the head's GCS "
+                           "address, which `ray start --head` prints") from None
 
 
 def run_slots(ray: Any, device: str, cpus: float, address: str = "") -> int:
