@@ -15,6 +15,7 @@ import csv
 import functools
 import json
 import os
+import re
 import signal
 import socket
 import sys
@@ -71,15 +72,37 @@ class FakeTask:
 
 
 class FakeTransport:
+    """A cluster whose head answers, until ``lose(reason)`` is called."""
+
     def __init__(self, task: FakeTask) -> None:
         self.task, self.submitted = task, []
+        self.head_lost: str | None = None
+        self._lost = asyncio.Event()
 
     def submit(self, request, num_cpus, num_gpus):
         self.submitted.append((request, num_cpus, num_gpus))
         return self.task
 
+    def lose(self, reason: str) -> None:
+        self.head_lost = reason
+        self._lost.set()
+
+    async def lost(self) -> str:
+        await self._lost.wait()
+        return self.head_lost
+
     async def aclose(self) -> None:
         pass
+
+
+class HungTask(FakeTask):
+    """A task whose node sent ``items`` and then nothing more: its head is gone, and nothing tells."""
+
+    async def items(self):
+        for item in self._items:
+            await asyncio.sleep(0)
+            yield item
+        await asyncio.Event().wait()
 
 
 def _hello(versions: Versions = HERE, refused: str | None = None) -> dict:
@@ -139,6 +162,67 @@ async def test_a_task_lost_before_it_reached_a_node_without_compile_lab_says_how
     record = await _run_fake(FakeTask([], TaskLost("ModuleNotFoundError: No module named 'tui'")))
     assert record.error_message.startswith("compile-lab could not be imported on the node (ModuleNotFoundError")
     assert "docs/CLUSTER.md" in record.error_message and "\n" not in record.error_message
+
+
+LOST = "the Ray head at 10.0.0.9:6379 was lost (no answer for 10 s: ConnectionRefusedError: [Errno 111] Connection refused)"
+
+
+async def test_a_run_in_flight_when_the_head_is_lost_is_a_crash_naming_the_head_and_its_node():
+    task = HungTask([_hello(), {"kind": WORKER, "pid": 99}, _events(STARTED, PhaseChanged(phase="measuring"), BLOCK)])
+    transport = FakeTransport(task)
+    record = RunRecord.new(RunOptions(device="cuda"))
+    run = asyncio.ensure_future(ClusterRunner(transport, HERE).run(record))
+    assert await poll_until(lambda: record.samples["eager"], within=5)
+    transport.lose(LOST)
+    await asyncio.wait_for(run, 5)
+    assert (record.status, record.error_kind) == ("failed", "crash")
+    assert record.error_message == f"{LOST}: the run on node n1 (10.0.0.1) was abandoned"
+    assert len(record.samples["eager"]) == 1 and record.env.gpu_uuid == "gpu-1"  # what arrived stays
+    assert task.cancelled == [(None, None)]  # the task is cancelled; no kill task goes to a cluster without its head
+
+
+async def test_a_run_that_comes_after_the_head_was_lost_fails_without_being_submitted():
+    transport = FakeTransport(FakeTask([_hello()]))
+    transport.lose(LOST)
+    record = await ClusterRunner(transport, HERE).run(RunRecord.new(RunOptions(device="cuda")))
+    assert (record.status, record.error_kind, record.error_message) == ("failed", "crash",
+                                                                      f"{LOST}: the run was not started")
+    assert transport.submitted == []
+
+
+async def test_the_head_watch_loses_a_head_only_after_it_stayed_silent():
+    from tui.engine.cluster.head import HeadWatch
+    from tui.engine.cluster.probe import GcsProbeError
+
+    answers = iter([True, False, True] + [False] * 1000)  # one miss, an answer again, then silence
+
+    def probe(address: str) -> None:
+        if not next(answers):
+            raise GcsProbeError("ConnectionRefusedError: [Errno 111] Connection refused")
+
+    watch = HeadWatch("10.0.0.9:6379", probe=probe, interval=0.01, lost_after=0.2)
+    started = asyncio.get_running_loop().time()
+    reason = await asyncio.wait_for(watch.lost(), 5)
+    assert asyncio.get_running_loop().time() - started >= 0.2
+    assert reason == ("the Ray head at 10.0.0.9:6379 was lost (no answer for 0.2 s: ConnectionRefusedError: "
+                      "[Errno 111] Connection refused)")
+    assert watch.reason == reason and await watch.lost() == reason
+    await watch.close()
+
+
+def test_the_caller_raises_rays_gcs_reconnect_timeout_so_a_lost_head_cannot_end_it(monkeypatch):
+    """Ray ends a driver (std::_Exit(1)) once the GCS has not answered for this many seconds (60 by default)."""
+    from tui.engine.cluster.head import CALLER_RECONNECT_S, RECONNECT_ENV, keep_the_caller_alive
+
+    monkeypatch.delenv(RECONNECT_ENV, raising=False)
+    keep_the_caller_alive()
+    assert os.environ[RECONNECT_ENV] == str(CALLER_RECONNECT_S)
+    monkeypatch.setenv(RECONNECT_ENV, "60")
+    keep_the_caller_alive()
+    assert os.environ[RECONNECT_ENV] == str(CALLER_RECONNECT_S)
+    monkeypatch.setenv(RECONNECT_ENV, str(CALLER_RECONNECT_S * 2))  # a larger one is kept
+    keep_the_caller_alive()
+    assert os.environ[RECONNECT_ENV] == str(CALLER_RECONNECT_S * 2)
 
 
 @pytest.mark.parametrize(
@@ -465,3 +549,132 @@ def test_one_real_cpu_run_on_the_cluster(ray_cluster, tmp_path, compile_lab_home
     assert run["status"] == "done", run["error_message"]
     assert run["env"]["node"] == socket.gethostname()
     assert run["env"]["torch"] and "fake" not in run["env"]["torch"]
+
+
+# ----- a Ray head of its own, killed mid-sweep ----------------------------------------------------------
+
+#: The CLI with the fake worker on the nodes; the nodes' worker environment comes as JSON in an env variable.
+CLI_ON_FAKE_NODES = """
+import functools, json, os, sys
+from fakes import fake_worker_argv
+from tui import cli
+from tui.engine import cluster
+cluster.open_cluster = functools.partial(cluster.open_cluster, worker_argv=fake_worker_argv(),
+                                         env=json.loads(os.environ["NODE_WORKER_ENV"]))
+sys.exit(cli.main(sys.argv[1:]))
+"""
+
+
+def _free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+def _session_of(sid: int) -> list[int]:
+    found = []
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                if os.getsid(int(entry)) == sid:
+                    found.append(int(entry))
+            except OSError:
+                pass
+    return found
+
+
+@pytest.fixture
+def ray_head():
+    """A Ray head (``ray start --head``) in a session of its own on the loopback, with Ray's default reconnect
+    timeout (its raylet outlives a killed GCS by 60 s): (its GCS port, its gcs_server's pid). Not ``--block``:
+    that supervisor would end every other process of the head as soon as the GCS died."""
+    pytest.importorskip("ray")
+    import shutil
+    import subprocess
+    import tempfile
+
+    temp = tempfile.mkdtemp(prefix="cl-ray-", dir="/tmp")  # Ray's socket paths must stay short
+    port = _free_port()
+    env = {key: value for key, value in os.environ.items() if not key.startswith("RAY_")}
+    env["RAY_AUTH_MODE"] = "disabled"
+    start = subprocess.Popen(["ray", "start", "--head", f"--port={port}", "--num-cpus=2",
+                              "--include-dashboard=false", "--disable-usage-stats", f"--temp-dir={temp}"],
+                             env=env, start_new_session=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    session = start.pid  # the head's processes stay in the session `ray start` opened
+    try:
+        assert start.wait(timeout=120) == 0, "ray start --head failed"
+        gcs = next((pid for pid in _session_of(session) if b"gcs_server" in _command(pid).split(b"\0")[0]), None)
+        assert gcs is not None, "the Ray head has no gcs_server"
+        from tui.engine.cluster.probe import check_gcs
+
+        deadline = time.monotonic() + 60
+        while True:  # the GCS answers once it listens
+            try:
+                check_gcs(f"127.0.0.1:{port}", answer_timeout=2)
+                break
+            except Exception:
+                assert time.monotonic() < deadline, "the Ray head's GCS does not answer"
+                time.sleep(0.5)
+        yield port, gcs
+    finally:
+        for pid in _session_of(session):  # every process of the head: raylet, agents, monitors, Ray workers
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
+        shutil.rmtree(temp, ignore_errors=True)
+
+
+def _command(pid: int) -> bytes:
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as cmdline:
+            return cmdline.read()
+    except OSError:
+        return b""
+
+
+@pytest.mark.slow
+def test_losing_the_ray_head_mid_sweep_ends_the_runs_in_flight_and_the_cli_writes_what_finished(
+        ray_head, tmp_path, compile_lab_home):
+    """Killing gcs_server mid-sweep: Ray ended the CLI about 60 s later (exit 1, no table, no CSV, the third run
+    unrecorded). Now the run in flight and the one not started are crash rows naming the lost head, the table and
+    the CSV have all three, the history too, and the CLI exits 1 (a failed run) well before Ray's 60 s."""
+    import subprocess
+
+    port, gcs = ray_head
+    starts, out = tmp_path / "starts.log", tmp_path / "sweep.csv"
+    # The first worker is ready at once; the second waits 600 s before its "ready": in flight when the head goes.
+    node_env = {"FAKE_WORKER_START_LOG": str(starts), "FAKE_WORKER_READY_DELAY": "0,600"}
+    repo = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    env = {key: value for key, value in os.environ.items() if not key.startswith("RAY_")}
+    env.update(RAY_AUTH_MODE="disabled", NODE_WORKER_ENV=json.dumps(node_env),
+               PYTHONPATH=os.pathsep.join([repo, os.path.join(repo, "tests")]))
+    cli_process = subprocess.Popen(
+        [sys.executable, "-c", CLI_ON_FAKE_NODES, "sweep", "--workload", "pointwise", "--param", "n=64,128,256",
+         "--device", "cpu", "--iters", "40", "--serial", "--cluster", f"127.0.0.1:{port}", "--csv", str(out)],
+        env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 120
+        while not (starts.exists() and len(starts.read_text().split()) >= 2):  # run 1 done, run 2's worker started
+            assert cli_process.poll() is None and time.monotonic() < deadline, cli_process.communicate()
+            time.sleep(0.2)
+        os.kill(gcs, signal.SIGKILL)
+        killed = time.monotonic()
+        stdout, stderr = cli_process.communicate(timeout=120)
+        ended = time.monotonic()
+    finally:
+        if cli_process.poll() is None:
+            cli_process.kill()
+            cli_process.communicate()
+    assert cli_process.returncode == 1, stderr
+    assert ended - killed < 50, ended - killed  # Ray's own end of the caller would have come at 60 s
+    assert "Traceback" not in stderr, stderr
+    # the GCS address as Ray connected to it (Ray puts this machine's own interface for 127.0.0.1)
+    lost = rf"the Ray head at \S+:{port} was lost \(no answer for 10 s: ConnectionRefusedError: [^)]*\): "
+    rows = list(csv.DictReader(out.open()))
+    assert [(row["status"], row["error_kind"]) for row in rows] == [("done", ""), ("failed", "crash"),
+                                                                    ("failed", "crash")], rows
+    assert re.fullmatch(lost + r"the run on node \S+ \(\S+\) was abandoned", rows[1]["error"]), rows[1]["error"]
+    assert re.fullmatch(lost + "the run was not started", rows[2]["error"]), rows[2]["error"]
+    assert re.search(r"\[2/3\] .*: failed: crash: " + lost, stderr), stderr  # each run's line as it ends
+    assert re.search(r"\[3/3\] .*: failed: crash: " + lost, stderr), stderr
+    assert stdout.count("failed") >= 2 and "done" in stdout  # the table
+    assert sorted(r.status for r in History().load()[0]) == ["done", "failed", "failed"]
