@@ -150,10 +150,12 @@ async def test_a_task_lost_mid_run_is_a_failed_row_naming_the_node_and_keeps_wha
 async def test_the_nodes_end_brings_its_runners_verdict_telemetry_and_warnings():
     end = {"kind": END, "status": "failed", "error_kind": "timeout", "error_message": "timed out after 5 s (timeout_s) "
            "while measuring", "error_detail": "stderr tail", "warnings": ["the CPU use of other processes was not "
-           "measured: psutil missing"], "telemetry": RunTelemetry(samples=12, sm_clock_mean_mhz=1980.0).to_json()}
+           "measured: psutil missing"], "telemetry": RunTelemetry(samples=12, sm_clock_mean_mhz=1980.0).to_json(),
+           "leftover_processes": 2}
     record = await _run_fake(FakeTask([_hello(), _events(STARTED, PhaseChanged(phase="measuring")), end]))
     assert (record.status, record.error_kind, record.error_message) == (
         "failed", "timeout", "timed out after 5 s (timeout_s) while measuring")
+    assert record.leftover_processes == 2  # what the node's runner killed outside the worker's group
     assert (record.telemetry.samples, record.telemetry.sm_clock_mean_mhz) == (12, 1980.0)
     assert "the CPU use of other processes was not measured: psutil missing" in record.warnings
 

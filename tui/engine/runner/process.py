@@ -249,7 +249,8 @@ class WorkerProcess:
 
     async def stop(self, grace: float = KILL_GRACE_S) -> None:
         """Kill the leftovers, SIGTERM the process group, SIGKILL it after ``grace`` seconds, reap, sweep."""
-        self.kill_leftovers()
+        if self.alive:  # one that ended by itself is swept once it is reaped, below
+            self.kill_leftovers()
         self.resume()
         if self.alive:
             self.signal_group(signal.SIGTERM)
