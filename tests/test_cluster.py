@@ -10,13 +10,17 @@ CPU worker (also ``torch``).
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import csv
 import functools
 import json
 import os
+import re
 import signal
 import socket
 import sys
+import threading
+import time
 
 import pytest
 
@@ -68,15 +72,37 @@ class FakeTask:
 
 
 class FakeTransport:
+    """A cluster whose head answers, until ``lose(reason)`` is called."""
+
     def __init__(self, task: FakeTask) -> None:
         self.task, self.submitted = task, []
+        self.head_lost: str | None = None
+        self._lost = asyncio.Event()
 
     def submit(self, request, num_cpus, num_gpus):
         self.submitted.append((request, num_cpus, num_gpus))
         return self.task
 
+    def lose(self, reason: str) -> None:
+        self.head_lost = reason
+        self._lost.set()
+
+    async def lost(self) -> str:
+        await self._lost.wait()
+        return self.head_lost
+
     async def aclose(self) -> None:
         pass
+
+
+class HungTask(FakeTask):
+    """A task whose node sent ``items`` and then nothing more: its head is gone, and nothing tells."""
+
+    async def items(self):
+        for item in self._items:
+            await asyncio.sleep(0)
+            yield item
+        await asyncio.Event().wait()
 
 
 def _hello(versions: Versions = HERE, refused: str | None = None) -> dict:
@@ -124,10 +150,12 @@ async def test_a_task_lost_mid_run_is_a_failed_row_naming_the_node_and_keeps_wha
 async def test_the_nodes_end_brings_its_runners_verdict_telemetry_and_warnings():
     end = {"kind": END, "status": "failed", "error_kind": "timeout", "error_message": "timed out after 5 s (timeout_s) "
            "while measuring", "error_detail": "stderr tail", "warnings": ["the CPU use of other processes was not "
-           "measured: psutil missing"], "telemetry": RunTelemetry(samples=12, sm_clock_mean_mhz=1980.0).to_json()}
+           "measured: psutil missing"], "telemetry": RunTelemetry(samples=12, sm_clock_mean_mhz=1980.0).to_json(),
+           "leftover_processes": 2}
     record = await _run_fake(FakeTask([_hello(), _events(STARTED, PhaseChanged(phase="measuring")), end]))
     assert (record.status, record.error_kind, record.error_message) == (
         "failed", "timeout", "timed out after 5 s (timeout_s) while measuring")
+    assert record.leftover_processes == 2  # what the node's runner killed outside the worker's group
     assert (record.telemetry.samples, record.telemetry.sm_clock_mean_mhz) == (12, 1980.0)
     assert "the CPU use of other processes was not measured: psutil missing" in record.warnings
 
@@ -136,6 +164,67 @@ async def test_a_task_lost_before_it_reached_a_node_without_compile_lab_says_how
     record = await _run_fake(FakeTask([], TaskLost("ModuleNotFoundError: No module named 'tui'")))
     assert record.error_message.startswith("compile-lab could not be imported on the node (ModuleNotFoundError")
     assert "docs/CLUSTER.md" in record.error_message and "\n" not in record.error_message
+
+
+LOST = "the Ray head at 10.0.0.9:6379 was lost (no answer for 10 s: ConnectionRefusedError: [Errno 111] Connection refused)"
+
+
+async def test_a_run_in_flight_when_the_head_is_lost_is_a_crash_naming_the_head_and_its_node():
+    task = HungTask([_hello(), {"kind": WORKER, "pid": 99}, _events(STARTED, PhaseChanged(phase="measuring"), BLOCK)])
+    transport = FakeTransport(task)
+    record = RunRecord.new(RunOptions(device="cuda"))
+    run = asyncio.ensure_future(ClusterRunner(transport, HERE).run(record))
+    assert await poll_until(lambda: record.samples["eager"], within=5)
+    transport.lose(LOST)
+    await asyncio.wait_for(run, 5)
+    assert (record.status, record.error_kind) == ("failed", "crash")
+    assert record.error_message == f"{LOST}: the run on node n1 (10.0.0.1) was abandoned"
+    assert len(record.samples["eager"]) == 1 and record.env.gpu_uuid == "gpu-1"  # what arrived stays
+    assert task.cancelled == [(None, None)]  # the task is cancelled; no kill task goes to a cluster without its head
+
+
+async def test_a_run_that_comes_after_the_head_was_lost_fails_without_being_submitted():
+    transport = FakeTransport(FakeTask([_hello()]))
+    transport.lose(LOST)
+    record = await ClusterRunner(transport, HERE).run(RunRecord.new(RunOptions(device="cuda")))
+    assert (record.status, record.error_kind, record.error_message) == ("failed", "crash",
+                                                                      f"{LOST}: the run was not started")
+    assert transport.submitted == []
+
+
+async def test_the_head_watch_loses_a_head_only_after_it_stayed_silent():
+    from tui.engine.cluster.head import HeadWatch
+    from tui.engine.cluster.probe import GcsProbeError
+
+    answers = iter([True, False, True] + [False] * 1000)  # one miss, an answer again, then silence
+
+    def probe(address: str) -> None:
+        if not next(answers):
+            raise GcsProbeError("ConnectionRefusedError: [Errno 111] Connection refused")
+
+    watch = HeadWatch("10.0.0.9:6379", probe=probe, interval=0.01, lost_after=0.2)
+    started = asyncio.get_running_loop().time()
+    reason = await asyncio.wait_for(watch.lost(), 5)
+    assert asyncio.get_running_loop().time() - started >= 0.2
+    assert reason == ("the Ray head at 10.0.0.9:6379 was lost (no answer for 0.2 s: ConnectionRefusedError: "
+                      "[Errno 111] Connection refused)")
+    assert watch.reason == reason and await watch.lost() == reason
+    await watch.close()
+
+
+def test_the_caller_raises_rays_gcs_reconnect_timeout_so_a_lost_head_cannot_end_it(monkeypatch):
+    """Ray ends a driver (std::_Exit(1)) once the GCS has not answered for this many seconds (60 by default)."""
+    from tui.engine.cluster.head import CALLER_RECONNECT_S, RECONNECT_ENV, keep_the_caller_alive
+
+    monkeypatch.delenv(RECONNECT_ENV, raising=False)
+    keep_the_caller_alive()
+    assert os.environ[RECONNECT_ENV] == str(CALLER_RECONNECT_S)
+    monkeypatch.setenv(RECONNECT_ENV, "60")
+    keep_the_caller_alive()
+    assert os.environ[RECONNECT_ENV] == str(CALLER_RECONNECT_S)
+    monkeypatch.setenv(RECONNECT_ENV, str(CALLER_RECONNECT_S * 2))  # a larger one is kept
+    keep_the_caller_alive()
+    assert os.environ[RECONNECT_ENV] == str(CALLER_RECONNECT_S * 2)
 
 
 @pytest.mark.parametrize(
@@ -212,6 +301,112 @@ def test_an_address_where_no_head_listens_is_one_line_at_once():
         connect(NodesOnly(), f"127.0.0.1:{port}")
     assert str(refused.value).startswith(f"--cluster 127.0.0.1:{port}: no Ray head answers there "
                                          "(ConnectionRefusedError: ")
+
+
+class LoopbackServer:
+    """A TCP server on 127.0.0.1 that is not Ray: each connection gets ``answer`` (bytes, or None: silence)
+    after the client's first bytes, then ``close`` decides whether it is closed. Never beyond the loopback."""
+
+    def __init__(self, answer: bytes | None, close: bool = False, echo: bool = False) -> None:
+        self.answer, self.close, self.echo = answer, close, echo
+        self.listener = socket.socket()
+        self.listener.bind(("127.0.0.1", 0))
+        self.listener.listen()
+        self.address = f"127.0.0.1:{self.listener.getsockname()[1]}"
+        self.held: list[socket.socket] = []
+        self.thread = threading.Thread(target=self._serve, daemon=True)
+        self.thread.start()
+
+    def _serve(self) -> None:
+        while True:
+            try:
+                connection, _ = self.listener.accept()
+            except OSError:  # closed by stop()
+                return
+            self.held.append(connection)
+            try:
+                first = connection.recv(64)
+            except OSError:  # shut down by stop()
+                return
+            if self.echo:
+                connection.sendall(first)
+            elif self.answer is not None:
+                connection.sendall(self.answer)
+            if self.close:
+                connection.close()
+
+    def stop(self) -> None:
+        for sock in (self.listener, *self.held):  # shutdown wakes the thread's accept() or recv()
+            with contextlib.suppress(OSError):
+                sock.shutdown(socket.SHUT_RDWR)
+            sock.close()
+        self.thread.join(5)
+
+
+@pytest.fixture
+def loopback_server():
+    servers: list[LoopbackServer] = []
+
+    def start(answer: bytes | None, close: bool = False, echo: bool = False) -> LoopbackServer:
+        servers.append(LoopbackServer(answer, close, echo))
+        return servers[-1]
+
+    yield start
+    for server in servers:
+        server.stop()
+
+
+HTTP2_SETTINGS = b"\x00\x00\x06\x04\x00\x00\x00\x00\x00" + b"\x00\x03\x00\x00\x00\x64"  # SETTINGS, max streams 100
+
+
+@pytest.mark.parametrize(
+    ("answer", "close", "echo", "why"),
+    [
+        (None, False, False, "the server there said nothing within 0.5 s after an HTTP/2 preface, which Ray's GCS "
+                             "(a gRPC server) answers at once"),
+        (None, True, False, "the server there closed the connection after an HTTP/2 preface, which Ray's GCS (a gRPC "
+                            "server) answers at once"),
+        (b"HTTP/1.1 400 Bad Request\r\n\r\n", True, False,
+         "the server there does not speak HTTP/2, as Ray's GCS (a gRPC server) does: it answered 'HTTP/1.1 '"),
+        (None, False, True, "the server there does not speak HTTP/2, as Ray's GCS (a gRPC server) does: it answered "
+                            "'PRI * HTT'"),
+        (b"SSH-2.0-OpenSSH_9.6\r\n", False, False,
+         "the server there does not speak HTTP/2, as Ray's GCS (a gRPC server) does: it answered 'SSH-2.0-O'"),
+    ],
+    ids=["silent", "closes", "http1", "echo", "ssh"],
+)
+def test_a_tcp_server_that_is_not_ray_is_refused_within_seconds(loopback_server, answer, close, echo, why):
+    from tui.engine.cluster.probe import GcsProbeError, check_gcs
+
+    server = loopback_server(answer, close, echo)
+    start = time.monotonic()
+    with pytest.raises(GcsProbeError) as refused:
+        check_gcs(server.address, answer_timeout=0.5)
+    assert str(refused.value) == why
+    assert time.monotonic() - start < 3
+
+
+def test_a_server_that_answers_http2_passes_the_check(loopback_server):
+    from tui.engine.cluster.probe import check_gcs
+
+    check_gcs(loopback_server(HTTP2_SETTINGS).address, answer_timeout=5)  # returns: a gRPC server answers so
+
+
+def test_the_cli_refuses_a_cluster_address_that_is_not_ray_in_one_line_exit_2(loopback_server, monkeypatch, capsys):
+    """It hung for minutes with Ray's reconnection errors (Ray rewrote 127.0.0.1 to this machine's interface)."""
+    ray = pytest.importorskip("ray")
+    from tui.engine.cluster import probe
+
+    monkeypatch.setattr(probe, "ANSWER_TIMEOUT_S", 1.0)
+    monkeypatch.setattr(ray, "init", lambda *args, **kwargs: pytest.fail("ray.init was reached"))
+    server = loopback_server(None)  # accepts, then says nothing
+    start = time.monotonic()
+    assert cli.main(["sweep", "--param", "n=64,128", "--cluster", server.address]) == 2
+    assert time.monotonic() - start < 10
+    assert _error_lines(capsys) == [
+        f"compile-lab: error: --cluster {server.address}: no Ray head answers there (the server there said nothing "
+        "within 1 s after an HTTP/2 preface, which Ray's GCS (a gRPC server) answers at once); the address is the "
+        "head's GCS address, which `ray start --head` prints"]
 
 
 # ----- on a local Ray cluster ------------------------------------------------------------------------
@@ -313,6 +508,13 @@ async def test_a_cancel_kills_the_workers_process_group_on_its_node(ray_cluster,
 
 
 @pytest.mark.slow
+def test_a_real_ray_head_passes_the_protocol_check(ray_cluster):
+    from tui.engine.cluster.probe import check_gcs
+
+    check_gcs(ray_cluster.get_runtime_context().gcs_address)  # returns: the GCS answered the HTTP/2 preface
+
+
+@pytest.mark.slow
 async def test_a_node_with_another_compile_lab_refuses_the_run_before_starting_a_worker(ray_cluster):
     runner, _lanes = _open()
     runner.versions = Versions(compile_lab="0.0.1", ray=runner.versions.ray, python=runner.versions.python)
@@ -349,3 +551,132 @@ def test_one_real_cpu_run_on_the_cluster(ray_cluster, tmp_path, compile_lab_home
     assert run["status"] == "done", run["error_message"]
     assert run["env"]["node"] == socket.gethostname()
     assert run["env"]["torch"] and "fake" not in run["env"]["torch"]
+
+
+# ----- a Ray head of its own, killed mid-sweep ----------------------------------------------------------
+
+#: The CLI with the fake worker on the nodes; the nodes' worker environment comes as JSON in an env variable.
+CLI_ON_FAKE_NODES = """
+import functools, json, os, sys
+from fakes import fake_worker_argv
+from tui import cli
+from tui.engine import cluster
+cluster.open_cluster = functools.partial(cluster.open_cluster, worker_argv=fake_worker_argv(),
+                                         env=json.loads(os.environ["NODE_WORKER_ENV"]))
+sys.exit(cli.main(sys.argv[1:]))
+"""
+
+
+def _free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+def _session_of(sid: int) -> list[int]:
+    found = []
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                if os.getsid(int(entry)) == sid:
+                    found.append(int(entry))
+            except OSError:
+                pass
+    return found
+
+
+@pytest.fixture
+def ray_head():
+    """A Ray head (``ray start --head``) in a session of its own on the loopback, with Ray's default reconnect
+    timeout (its raylet outlives a killed GCS by 60 s): (its GCS port, its gcs_server's pid). Not ``--block``:
+    that supervisor would end every other process of the head as soon as the GCS died."""
+    pytest.importorskip("ray")
+    import shutil
+    import subprocess
+    import tempfile
+
+    temp = tempfile.mkdtemp(prefix="cl-ray-", dir="/tmp")  # Ray's socket paths must stay short
+    port = _free_port()
+    env = {key: value for key, value in os.environ.items() if not key.startswith("RAY_")}
+    env["RAY_AUTH_MODE"] = "disabled"
+    start = subprocess.Popen(["ray", "start", "--head", f"--port={port}", "--num-cpus=2",
+                              "--include-dashboard=false", "--disable-usage-stats", f"--temp-dir={temp}"],
+                             env=env, start_new_session=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    session = start.pid  # the head's processes stay in the session `ray start` opened
+    try:
+        assert start.wait(timeout=120) == 0, "ray start --head failed"
+        gcs = next((pid for pid in _session_of(session) if b"gcs_server" in _command(pid).split(b"\0")[0]), None)
+        assert gcs is not None, "the Ray head has no gcs_server"
+        from tui.engine.cluster.probe import check_gcs
+
+        deadline = time.monotonic() + 60
+        while True:  # the GCS answers once it listens
+            try:
+                check_gcs(f"127.0.0.1:{port}", answer_timeout=2)
+                break
+            except Exception:
+                assert time.monotonic() < deadline, "the Ray head's GCS does not answer"
+                time.sleep(0.5)
+        yield port, gcs
+    finally:
+        for pid in _session_of(session):  # every process of the head: raylet, agents, monitors, Ray workers
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
+        shutil.rmtree(temp, ignore_errors=True)
+
+
+def _command(pid: int) -> bytes:
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as cmdline:
+            return cmdline.read()
+    except OSError:
+        return b""
+
+
+@pytest.mark.slow
+def test_losing_the_ray_head_mid_sweep_ends_the_runs_in_flight_and_the_cli_writes_what_finished(
+        ray_head, tmp_path, compile_lab_home):
+    """Killing gcs_server mid-sweep: Ray ended the CLI about 60 s later (exit 1, no table, no CSV, the third run
+    unrecorded). Now the run in flight and the one not started are crash rows naming the lost head, the table and
+    the CSV have all three, the history too, and the CLI exits 1 (a failed run) well before Ray's 60 s."""
+    import subprocess
+
+    port, gcs = ray_head
+    starts, out = tmp_path / "starts.log", tmp_path / "sweep.csv"
+    # The first worker is ready at once; the second waits 600 s before its "ready": in flight when the head goes.
+    node_env = {"FAKE_WORKER_START_LOG": str(starts), "FAKE_WORKER_READY_DELAY": "0,600"}
+    repo = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    env = {key: value for key, value in os.environ.items() if not key.startswith("RAY_")}
+    env.update(RAY_AUTH_MODE="disabled", NODE_WORKER_ENV=json.dumps(node_env),
+               PYTHONPATH=os.pathsep.join([repo, os.path.join(repo, "tests")]))
+    cli_process = subprocess.Popen(
+        [sys.executable, "-c", CLI_ON_FAKE_NODES, "sweep", "--workload", "pointwise", "--param", "n=64,128,256",
+         "--device", "cpu", "--iters", "40", "--serial", "--cluster", f"127.0.0.1:{port}", "--csv", str(out)],
+        env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 120
+        while not (starts.exists() and len(starts.read_text().split()) >= 2):  # run 1 done, run 2's worker started
+            assert cli_process.poll() is None and time.monotonic() < deadline, cli_process.communicate()
+            time.sleep(0.2)
+        os.kill(gcs, signal.SIGKILL)
+        killed = time.monotonic()
+        stdout, stderr = cli_process.communicate(timeout=120)
+        ended = time.monotonic()
+    finally:
+        if cli_process.poll() is None:
+            cli_process.kill()
+            cli_process.communicate()
+    assert cli_process.returncode == 1, stderr
+    assert ended - killed < 50, ended - killed  # Ray's own end of the caller would have come at 60 s
+    assert "Traceback" not in stderr, stderr
+    # the GCS address as Ray connected to it (Ray puts this machine's own interface for 127.0.0.1)
+    lost = rf"the Ray head at \S+:{port} was lost \(no answer for 10 s: ConnectionRefusedError: [^)]*\): "
+    rows = list(csv.DictReader(out.open()))
+    assert [(row["status"], row["error_kind"]) for row in rows] == [("done", ""), ("failed", "crash"),
+                                                                    ("failed", "crash")], rows
+    assert re.fullmatch(lost + r"the run on node \S+ \(\S+\) was abandoned", rows[1]["error"]), rows[1]["error"]
+    assert re.fullmatch(lost + "the run was not started", rows[2]["error"]), rows[2]["error"]
+    assert re.search(r"\[2/3\] .*: failed: crash: " + lost, stderr), stderr  # each run's line as it ends
+    assert re.search(r"\[3/3\] .*: failed: crash: " + lost, stderr), stderr
+    assert stdout.count("failed") >= 2 and "done" in stdout  # the table
+    assert sorted(r.status for r in History().load()[0]) == ["done", "failed", "failed"]

@@ -2,7 +2,7 @@
 
 Start it with ``[sys.executable, str(FAKE_WORKER)]`` (see :func:`tests.fakes.fake_worker_argv`).
 It uses the real worker's event channel (:mod:`tui.engine.worker.channel`: events on a private
-duplicate of fd 1, fd 1 pointed at stderr, the parent-death signal, the unbuffered command
+duplicate of fd 1, fd 1 pointed at stderr, the parent-death signal, the child subreaper, the unbuffered command
 read, the stdin watch that ends it when the parent goes) and the real block plan
 (:mod:`tui.engine.worker.blocks`): the eager set-up block, the compile block, the fixed
 warm-up blocks and the extra ones until the times settle, alternating measured blocks with a
@@ -62,6 +62,10 @@ Other knobs (environment):
                              reports the affinity (``cpu_affinity``), the host (``node``) and ``OMP_NUM_THREADS``.
 ``FAKE_WORKER_CODE``         ``1``: send one ``code`` event (a tiny inductor-like graph, :data:`FAKE_CODE`)
                              after measuring.
+``FAKE_WORKER_DAEMON``       a path: while building, start a daemon as a workload may (a double fork into
+                             a session of its own that keeps the worker's stdout and stderr open and
+                             sleeps), write its pid to that file, then go on. ``FAKE_WORKER_DAEMON_ENV=empty``:
+                             the daemon runs ``sleep`` with an empty environment.
 
 Like the real worker and torch: with ``TORCH_TRACE`` set it writes
 ``$TORCH_TRACE/dedicated_log_torch_trace_fake.log`` (one JSON line with its pid), and with
@@ -94,6 +98,7 @@ from tui.engine.worker import blocks  # noqa: E402
 from tui.engine.worker.affinity import pin_to_lane_cpus  # noqa: E402
 from tui.engine.worker.channel import (  # noqa: E402
     EventChannel,
+    become_subreaper,
     open_channel,
     read_command_line,
     set_parent_death_signal,
@@ -145,6 +150,24 @@ def _spam(chunk_label: str) -> None:
 def _wait_for_gate() -> None:
     gate = os.environ.get("FAKE_WORKER_GATE")
     while gate and not os.path.exists(gate):
+        time.sleep(0.01)
+
+
+def _start_daemon(pid_file: str) -> None:
+    """A daemon of the workload's: double fork, ``setsid``, the pipes kept; its pid written to ``pid_file``."""
+    child = os.fork()
+    if child == 0:
+        os.setsid()
+        if os.fork() == 0:
+            Path(pid_file + ".tmp").write_text(str(os.getpid()))
+            os.replace(pid_file + ".tmp", pid_file)
+            if os.environ.get("FAKE_WORKER_DAEMON_ENV") == "empty":
+                os.execve("/bin/sleep", ["sleep", "600"], {})
+            while True:
+                time.sleep(3600)
+        os._exit(0)
+    os.waitpid(child, 0)
+    while not os.path.exists(pid_file):
         time.sleep(0.01)
 
 
@@ -313,6 +336,8 @@ class FakeRun:
         """Run the behaviour; returns the exit code."""
         self.started()
         self.phase("building")
+        if os.environ.get("FAKE_WORKER_DAEMON"):
+            _start_daemon(os.environ["FAKE_WORKER_DAEMON"])
         if self.behaviour == "fail":
             self.channel.emit(Failed(
                 kind=os.environ.get("FAKE_WORKER_FAIL_KIND") or "compile_error",
@@ -364,6 +389,7 @@ def _spend(seconds: float, busy: bool) -> None:
 def main() -> int:
     """Run the fake worker (see the module docstring)."""
     set_parent_death_signal()
+    become_subreaper()
     channel = open_channel()
     pin_to_lane_cpus()
     _torch_trace_log()

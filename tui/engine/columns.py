@@ -209,6 +209,9 @@ COLUMNS: tuple[Column, ...] = (
            "torch.get_float32_matmul_precision(): highest, high or medium"),
     Column("notes", lambda r, s: " | ".join(r.notes),
            "what reading an older stored run changed in it (its precision from the old TF32 switch), ' | '-joined"),
+    Column("leftover_processes", lambda r, s: r.leftover_processes,
+           "processes the workload started outside the worker's process group (a daemon) still running when the "
+           "run ended, all killed (0: none)"),
 )  # fmt: skip
 
 

@@ -107,6 +107,9 @@ class RunRecord:
     """The most other runs of its session that ran at the same time (one worker per GPU); 0: it ran alone."""
     notes: tuple[str, ...] = ()
     """What reading an older stored run changed in it (its precision from the old TF32 switch)."""
+    leftover_processes: int = 0
+    """Processes its workload started outside the worker's process group (a daemon) that were still running
+    when the run ended; the runner killed them (tui.engine.runner.leftovers)."""
 
     def __post_init__(self) -> None:
         self._version = 0
@@ -422,6 +425,7 @@ class RunRecord:
             "session_id": self.session_id,
             "concurrent_runs": self.concurrent_runs,
             "notes": list(self.notes),
+            "leftover_processes": self.leftover_processes,
             "summary": self.summary().to_json(),
         }
         if samples:

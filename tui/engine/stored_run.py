@@ -47,6 +47,7 @@ class StoredRun:
     session_id: str | None = None
     concurrent_runs: int = 0
     notes: tuple[str, ...] = ()
+    leftover_processes: int = 0
     summary: RunSummary | None = None
     samples: dict[str, Any] | None = None
 

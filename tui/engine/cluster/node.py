@@ -12,8 +12,9 @@ JSON-ready dicts, in this order:
                              cancel kills (:func:`kill_group`, run on this node).
 ``{"kind": "events", "lines"}`` the worker's events as protocol lines, in order, as they came.
 ``{"kind": "end", ...}``     the node's record at the end: how the run ended by the runner's own
-                             judgement (a timeout, a worker that died), its telemetry and the
-                             warnings the runner added; none of these is a worker event.
+                             judgement (a timeout, a worker that died), its telemetry, the
+                             warnings the runner added and the processes it killed that the run
+                             left outside the worker's group; none of these is a worker event.
 
 Nothing here imports Ray at module level: Ray imports this module on the node to run the task.
 """
@@ -165,10 +166,11 @@ async def _run_locally(record: RunRecord, worker_argv: list[str] | None, env: di
 
 
 def end_item(record: RunRecord) -> dict[str, Any]:
-    """The ``end`` item of ``record``: its status and error, its telemetry and warnings."""
+    """The ``end`` item of ``record``: its status and error, its telemetry, warnings and leftover processes."""
     return {"kind": END, "status": record.status, "error_kind": record.error_kind,
             "error_message": record.error_message, "error_detail": record.error_detail,
-            "warnings": list(record.warnings), "telemetry": record.telemetry.to_json()}
+            "warnings": list(record.warnings), "telemetry": record.telemetry.to_json(),
+            "leftover_processes": record.leftover_processes}
 
 
 def _package_link_dir() -> str:

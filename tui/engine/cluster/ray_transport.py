@@ -21,23 +21,25 @@ import asyncio
 import contextlib
 import logging
 import os
-import socket
-from typing import Any, AsyncIterator, Mapping
+import threading
+from typing import Any, AsyncIterator, Callable, Mapping
 
 from tui.engine.cluster.address import NEEDS_RAY, ClusterError, parse_address
 from tui.engine.cluster.handshake import local_versions
+from tui.engine.cluster.head import HeadWatch, keep_the_caller_alive
 from tui.engine.cluster.node import kill_group, run_on_node
+from tui.engine.cluster.probe import GcsProbeError, check_gcs
 from tui.engine.cluster.runner import ClusterRunner, TaskLost
 from tui.engine.session import CLUSTER_LANE
 from tui.typed import printable
 
 __all__ = ["open_cluster", "require_ray", "connect", "run_slots", "RayTransport", "RayTask", "one_line",
-           "KILL_WAIT_S"]
+           "KILL_WAIT_S", "SHUTDOWN_WAIT_S"]
 
-CONNECT_TIMEOUT_S = 10.0
-"""Seconds to wait for a TCP connection to a HOST:PORT address before Ray is asked to connect."""
 KILL_WAIT_S = 5.0
 """Seconds a cancel waits for the kill task on the node before it cancels the Ray task anyway."""
+SHUTDOWN_WAIT_S = 20.0
+"""Seconds the caller waits for Ray's shutdown (about 5 s once the head is lost) before it goes on."""
 
 
 def require_ray() -> Any:
@@ -64,8 +66,8 @@ def open_cluster(address: str, device: str, cpus: float, worker_argv: list[str] 
         if owns:
             ray.shutdown()
         raise
-    runner = ClusterRunner(RayTransport(ray, owns), local_versions(ray.__version__), cpus=cpus,
-                           worker_argv=worker_argv, env=env)
+    runner = ClusterRunner(RayTransport(ray, owns, _gcs_address(ray, address)), local_versions(ray.__version__),
+                           cpus=cpus, worker_argv=worker_argv, env=env)
     return runner, tuple(f"{CLUSTER_LANE}{index}" for index in range(slots))
 
 
@@ -80,6 +82,7 @@ def connect(ray: Any, address: str) -> bool:
         _check_reachable(address)
     # Ray's C++ side would print each connection retry's warning over the progress display.
     os.environ.setdefault("RAY_BACKEND_LOG_LEVEL", "error")
+    keep_the_caller_alive()  # a lost head must not end this process (tui.engine.cluster.head)
     try:
         ray.init(address=address, log_to_driver=False, logging_level=logging.WARNING)
     except Exception as exc:  # ConnectionError, an authentication or version error: each one line
@@ -88,14 +91,21 @@ def connect(ray: Any, address: str) -> bool:
 
 
 def _check_reachable(address: str) -> None:
-    """ClusterError unless something listens at ``HOST:PORT`` (Ray itself would retry for minutes)."""
-    host, _, port = address.rpartition(":")
+    """ClusterError unless a Ray head answers at ``HOST:PORT`` within seconds (Ray itself would retry for minutes)."""
     try:
-        with socket.create_connection((host.strip("[]"), int(port)), timeout=CONNECT_TIMEOUT_S):
-            pass
-    except OSError as exc:
-        raise ClusterError(f"--cluster {address}: no Ray head answers there ({one_line(exc)}); the address is the "
-                           "head's GCS address, which `ray start --head` prints") from None
+        check_gcs(address)
+    except GcsProbeError as exc:
+        raise ClusterError(f"--cluster {address}: no Ray head answers there ({exc}); the address is the head's GCS "
+                           "address, which `ray start --head` prints") from None
+
+
+def _gcs_address(ray: Any, address: str) -> str:
+    """The head's GCS address as Ray connected to it (``auto`` resolved), else ``address``."""
+    try:
+        found = ray.get_runtime_context().gcs_address
+    except Exception:  # an older Ray, or one not connected: the address given
+        found = None
+    return found if isinstance(found, str) and ":" in found else address
 
 
 def run_slots(ray: Any, device: str, cpus: float, address: str = "") -> int:
@@ -129,14 +139,27 @@ def one_line(exc: BaseException) -> str:
 
 
 class RayTransport:
-    """Submits runs as Ray tasks (see the module docstring); ``owns``: it connected, so it disconnects."""
+    """Submits runs as Ray tasks (see the module docstring); ``owns``: it connected, so it disconnects.
 
-    def __init__(self, ray: Any, owns: bool) -> None:
+    ``address``: the head's GCS address, watched while runs are in flight (:mod:`.head`).
+    """
+
+    def __init__(self, ray: Any, owns: bool, address: str) -> None:
         self.ray = ray
         self.owns = owns
+        self.watch = HeadWatch(address)
         self._run = ray.remote(num_returns="streaming", max_retries=0, max_calls=1)(run_on_node)
         self._kill = ray.remote(num_cpus=0, max_retries=0)(kill_group)
         self._kills: list[Any] = []
+
+    @property
+    def head_lost(self) -> str | None:
+        """Why the head is lost (one line), or None while it answers."""
+        return self.watch.reason
+
+    async def lost(self) -> str:
+        """Return (the reason) once the head is lost: :class:`~tui.engine.cluster.head.HeadWatch`."""
+        return await self.watch.lost()
 
     def submit(self, request: dict[str, Any], num_cpus: float, num_gpus: float) -> "RayTask":
         """Start ``request``'s task."""
@@ -153,7 +176,12 @@ class RayTransport:
         return ref
 
     async def aclose(self) -> None:
-        """Wait a little for the kill tasks sent, then disconnect when this transport connected."""
+        """Wait a little for the kill tasks sent, then disconnect when this transport connected.
+
+        Disconnecting waits at most :data:`SHUTDOWN_WAIT_S` (in a thread): with the head lost, Ray's
+        shutdown may wait for it.
+        """
+        await self.watch.close()
         kills, self._kills = self._kills, []
         if kills:
             with contextlib.suppress(Exception):
@@ -162,7 +190,7 @@ class RayTransport:
         if self.owns:
             self.owns = False
             with contextlib.suppress(Exception):
-                self.ray.shutdown()
+                await asyncio.wait_for(_in_daemon_thread(self.ray.shutdown), SHUTDOWN_WAIT_S)
 
 
 class RayTask:
@@ -195,6 +223,29 @@ class RayTask:
             with contextlib.suppress(Exception):
                 self.transport.kill(node_id, pid)
         self.transport.ray.cancel(self.generator, force=True)
+
+
+def _in_daemon_thread(call: Callable[[], Any]) -> "asyncio.Future[None]":
+    """Run ``call`` in a daemon thread; the future ends with it. A call that never returns keeps no one
+    waiting at exit (the event loop's own threads would: they are joined when the interpreter ends)."""
+    loop = asyncio.get_running_loop()
+    done: asyncio.Future[None] = loop.create_future()
+
+    def settle() -> None:
+        if not done.done():
+            done.set_result(None)
+
+    def body() -> None:
+        try:
+            call()
+        except Exception as exc:  # Ray's shutdown failing leaves nothing to undo: logged, and the caller goes on
+            logging.getLogger(__name__).warning("ray.shutdown failed: %s", one_line(exc))
+        finally:
+            with contextlib.suppress(RuntimeError):  # the loop closed meanwhile: nobody waits any more
+                loop.call_soon_threadsafe(settle)
+
+    threading.Thread(target=body, name="compile-lab-ray-shutdown", daemon=True).start()
+    return done
 
 
 def _future(ref: Any) -> "asyncio.Future[Any]":

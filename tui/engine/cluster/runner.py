@@ -15,6 +15,8 @@ worker's events:
   judged a run that sent no ``finished``/``failed`` (a timeout, a worker that died);
 * a task lost on the way (its node or its process died, Ray gave up) is a failed row (``crash``)
   naming the node and Ray's error in one line; what the record holds already stays;
+* a lost head (the transport says so: :mod:`.head`) fails each run in flight (``crash``, the head and
+  the node named) and cancels its task; a run that comes after it fails without being submitted;
 * a cancel kills the worker's process group on its node, then the task.
 """
 
@@ -70,6 +72,15 @@ class Transport(Protocol):
         """Wait for what the transport still sends (kill tasks), then let the cluster go."""
         ...
 
+    @property
+    def head_lost(self) -> str | None:
+        """Why the cluster's head is lost (one line), or None while it answers."""
+        ...
+
+    async def lost(self) -> str:
+        """Return (the reason, one line) once the cluster's head is lost; never while it answers."""
+        ...
+
 
 @dataclass
 class Placement:
@@ -121,6 +132,10 @@ class ClusterRunner:
         """
         if self._closed:
             raise RuntimeError("the cluster runner was closed")
+        lost = self.transport.head_lost
+        if lost is not None:
+            record.fail("crash", f"{lost}: the run was not started")
+            return record
         cuda = record.options.device.startswith("cuda")
         task = self.transport.submit(self._request(record), num_cpus=self.cpus, num_gpus=1 if cuda else 0)
         placement = self.placements[record.run_id] = Placement()
@@ -168,6 +183,34 @@ class ClusterRunner:
 
     async def _follow(self, record: RunRecord, task: ClusterTask, placement: Placement,
                       on_event: Callable[[Event], Any] | None) -> None:
+        """Apply the task's items until its end, or until the cluster's head is lost (the run fails, its task
+        is cancelled: nothing it sends can be trusted to arrive)."""
+        items = asyncio.ensure_future(self._items(record, task, placement, on_event))
+        lost = asyncio.ensure_future(self.transport.lost())
+        try:
+            await asyncio.wait({items, lost}, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            for future in (items, lost):
+                if not future.done():
+                    future.cancel()
+            await asyncio.gather(items, lost, return_exceptions=True)
+        if items.done() and not items.cancelled() and items.exception() is None:
+            return
+        if lost.done() and not lost.cancelled() and lost.exception() is None:
+            if not record.finished:
+                record.fail("crash", _abandoned(lost.result(), placement))
+            # Only the task is cancelled: a kill task would be a new function for Ray to register with the
+            # lost head, which blocks. The Ray worker that ends with the task takes the run's worker along
+            # (its parent-death signal), and so does its node's raylet when it gives up on the head.
+            try:
+                task.kill_now(None, None)
+            except Exception:  # a cluster already gone: nothing left to cancel
+                pass
+            return
+        items.result()  # an error of the follower's own: raised, as before
+
+    async def _items(self, record: RunRecord, task: ClusterTask, placement: Placement,
+                     on_event: Callable[[Event], Any] | None) -> None:
         """Apply the task's items until its end; a lost task or a refused node fails the record."""
         try:
             async for item in task.items():
@@ -228,15 +271,29 @@ class ClusterRunner:
             pass
 
 
+def _abandoned(lost: str, placement: Placement) -> str:
+    """The row's line when the head was lost while its run was in flight."""
+    hello = placement.hello
+    if hello is None:
+        return f"{lost}: the run had not reached a node"
+    where = hello.node or "unknown"
+    if hello.node_ip:
+        where += f" ({hello.node_ip})"
+    return f"{lost}: the run on node {where} was abandoned"
+
+
 def _node_id(placement: Placement) -> str | None:
     return placement.hello.node_id if placement.hello is not None else None
 
 
 def _end(record: RunRecord, item: dict[str, Any], node: str | None) -> None:
-    """The node's end: its runner's warnings and telemetry, and its verdict on a run that sent none."""
+    """The node's end: its runner's warnings, telemetry and leftover processes, and its verdict on a run that sent none."""
     for message in item.get("warnings") or ():
         if isinstance(message, str) and printable(message) not in record.warnings:
             record.warnings.append(printable(message))
+    leftovers = item.get("leftover_processes")
+    if isinstance(leftovers, int) and not isinstance(leftovers, bool) and leftovers > 0:
+        record.leftover_processes = leftovers
     telemetry, _problems = RunTelemetry.decode(item.get("telemetry") or {}, where="telemetry")
     record.set_telemetry(telemetry)  # after the warnings: it renews the record's summary
     if record.finished:

@@ -14,12 +14,13 @@ import contextlib
 import json
 import os
 import signal
-import sys
 import time
 from dataclasses import dataclass, field
 from typing import Any, Union
 
+from tui.engine.prctl import PR_SET_CHILD_SUBREAPER, prctl
 from tui.engine.protocol import Event, ProtocolError, Ready, decode
+from tui.engine.runner.leftovers import RUN_TOKEN_ENV, Leftovers, new_token
 
 __all__ = ["WorkerProcess", "QueueItem", "STDERR_TAIL_BYTES", "KILL_GRACE_S", "STREAM_LIMIT", "become_subreaper"]
 
@@ -35,28 +36,21 @@ STREAM_LIMIT = 32 * 1024 * 1024
 QueueItem = tuple[str, Union[Event, str, None]]
 """What the stdout reader queues: ("event", Event), ("bad", why a line was not one) or ("eof", None)."""
 
-_PR_SET_CHILD_SUBREAPER = 36
 _SUBREAPER: bool | None = None
 
 
 def become_subreaper() -> bool:
     """Make this process the reaper of its orphaned descendants (Linux), once.
 
-    When a worker dies, what it started (inductor's compile workers) is re-parented. Under a
-    PID 1 that never reaps (many containers) those would stay zombies in the worker's process
-    group forever; as their subreaper, the runner reaps them itself when it sweeps the group.
+    When a worker dies, what it started (inductor's compile workers, a daemon of the workload) is
+    re-parented. Under a PID 1 that never reaps (many containers) those would stay zombies forever;
+    as their subreaper, the runner reaps them itself when it sweeps the group and the leftovers
+    (:mod:`.leftovers`). Only what the runner killed is reaped: another child of this process (Ray's,
+    a spare worker) keeps its own parent's reaping.
     """
     global _SUBREAPER
     if _SUBREAPER is None:
-        _SUBREAPER = False
-        if sys.platform.startswith("linux"):
-            try:
-                import ctypes
-
-                libc = ctypes.CDLL(None, use_errno=True)
-                _SUBREAPER = libc.prctl(_PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) == 0
-            except (OSError, AttributeError):
-                pass
+        _SUBREAPER = prctl(PR_SET_CHILD_SUBREAPER, 1)
     return _SUBREAPER
 
 
@@ -88,21 +82,24 @@ class WorkerProcess:
     stderr_bytes: int = 0
     paused: bool = False
     tasks: list[asyncio.Task] = field(default_factory=list)
+    leftovers: Leftovers | None = None
+    """What its run starts outside its process group (:mod:`.leftovers`), killed when it is stopped."""
 
     @classmethod
     async def spawn(cls, argv: list[str], env: dict[str, str], key: tuple) -> "WorkerProcess":
         """Start ``argv`` in a session of its own with piped streams, and start reading them (OSError if it cannot start)."""
         become_subreaper()
+        token = new_token()
         process = await asyncio.create_subprocess_exec(
             *argv,
             stdin=asyncio.subprocess.PIPE,
             stdout=asyncio.subprocess.PIPE,
             stderr=asyncio.subprocess.PIPE,
-            env=env,
+            env={**env, RUN_TOKEN_ENV: token},
             start_new_session=True,
             limit=STREAM_LIMIT,
         )
-        worker = cls(process=process, key=key)
+        worker = cls(process=process, key=key, leftovers=Leftovers.of(process.pid, token))
         worker.tasks = [
             asyncio.create_task(worker._read_stdout(), name=f"worker-{worker.pid}-stdout"),
             asyncio.create_task(worker._drain_stderr(), name=f"worker-{worker.pid}-stderr"),
@@ -230,8 +227,30 @@ class WorkerProcess:
             self.signal_group(signal.SIGCONT)
             self.paused = False
 
+    def note_descendants(self) -> None:
+        """Remember the worker's descendants now (see :mod:`.leftovers`)."""
+        if self.leftovers is not None and self.alive:
+            self.leftovers.note()
+
+    def kill_leftovers(self) -> int:
+        """SIGKILL what the run started outside the worker's group (a daemon); how many were found now.
+
+        Done before the worker itself is waited for: such a process may hold its pipes open.
+        """
+        if self.leftovers is None:
+            return 0
+        self.note_descendants()
+        return self.leftovers.sweep()
+
+    @property
+    def leftover_count(self) -> int:
+        """How many processes outside its group the worker's run left running (all killed)."""
+        return self.leftovers.count if self.leftovers is not None else 0
+
     async def stop(self, grace: float = KILL_GRACE_S) -> None:
-        """SIGTERM the process group, SIGKILL it after ``grace`` seconds, reap, sweep the group."""
+        """Kill the leftovers, SIGTERM the process group, SIGKILL it after ``grace`` seconds, reap, sweep."""
+        if self.alive:  # one that ended by itself is swept once it is reaped, below
+            self.kill_leftovers()
         self.resume()
         if self.alive:
             self.signal_group(signal.SIGTERM)
@@ -247,8 +266,9 @@ class WorkerProcess:
             with contextlib.suppress(asyncio.TimeoutError):
                 await asyncio.wait_for(self.process.wait(), 0.5)
         if not self.alive:
+            self.kill_leftovers()  # anything that left the group meanwhile; those handed to us are reaped
             deadline = time.monotonic() + 0.5
-            while not self.reap_group() and time.monotonic() < deadline:
+            while not (self.reap_group() & self._reap_leftovers()) and time.monotonic() < deadline:
                 await asyncio.sleep(0.01)
         with contextlib.suppress(Exception):
             if self.process.stdin is not None:
@@ -268,6 +288,10 @@ class WorkerProcess:
             if pid == 0:
                 return False
 
+    def _reap_leftovers(self) -> bool:
+        return self.leftovers.reap() if self.leftovers is not None else True
+
     def kill_now(self) -> None:
-        """SIGKILL the process group at once (synchronous; safe from a signal handler)."""
+        """SIGKILL the leftovers and the process group at once (synchronous; safe from a signal handler)."""
+        self.kill_leftovers()
         self.signal_group(signal.SIGKILL)

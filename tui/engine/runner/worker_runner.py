@@ -28,6 +28,7 @@ from tui.engine.artifacts import TORCH_TRACE_DIR, run_folder
 from tui.engine.protocol import Event, Failed, Finished, PhaseChanged, Started, WorkerWarning
 from tui.engine.runner.gpu_lock import GpuResolver, acquire_gpu_lock, release_gpu_lock
 from tui.engine.runner.launch import Launch, launch_for
+from tui.engine.runner.leftovers import leftover_warning
 from tui.engine.runner.process import WorkerProcess
 from tui.engine.runner.sampling import RunSampling
 from tui.engine.runner.spare import SparePool
@@ -207,10 +208,13 @@ class WorkerRunner:
         self._gpus.close()
 
     def kill_all(self) -> None:
-        """SIGKILL every process group this runner started that may still exist.
+        """SIGKILL every process group this runner started that may still exist, and what left them.
 
         Synchronous, safe from a signal handler or atexit, and safe to call more than once.
         """
+        spare = self._spares.worker
+        for worker in [*self._running, *([spare] if spare is not None else [])]:
+            worker.kill_leftovers()
         for pgid in list(self._pgids):
             try:
                 os.killpg(pgid, signal.SIGKILL)
@@ -292,6 +296,8 @@ class WorkerRunner:
 
     async def _stream_to_exit(self, worker: WorkerProcess, state: _RunState) -> None:
         await self._stream(worker, state)
+        # A daemon the workload started outlives the worker and may hold its pipes open: it goes first.
+        worker.kill_leftovers()
         with contextlib.suppress(asyncio.TimeoutError):
             await asyncio.wait_for(worker.process.wait(), EXIT_GRACE_S)
 
@@ -320,6 +326,7 @@ class WorkerRunner:
                 worker.kill_now()
             self.last_stderr = worker.stderr_text()
             self._forget(worker)
+            _note_leftovers(state.record, worker.leftover_count)
         self._spares.resume()
         if state.lock_fd is not None:
             release_gpu_lock(state.lock_fd)
@@ -356,6 +363,8 @@ class WorkerRunner:
 
     async def _react(self, worker: WorkerProcess, state: _RunState, event: Event) -> None:
         """What the runner itself does on an event: the spare paused and the GPU sampled while measuring."""
+        if isinstance(event, PhaseChanged):
+            worker.note_descendants()  # a daemon started in the phase before is in the worker's tree now
         if isinstance(event, Started):
             state.gpu_uuid = event.env.gpu_uuid
         elif isinstance(event, PhaseChanged) and event.phase == "measuring":
@@ -391,6 +400,15 @@ def _data_folder(record: RunRecord) -> Path:
     folder = Path(record.data_dir)
     folder.mkdir(parents=True, exist_ok=True)
     return folder
+
+
+def _note_leftovers(record: RunRecord, count: int) -> None:
+    """The row says how many processes outside the worker's group its run left running (all killed)."""
+    if count and count > record.leftover_processes:
+        record.leftover_processes = count
+        message = leftover_warning(count)
+        if message not in record.warnings:
+            record.warnings.append(message)
 
 
 def _note_torch_trace(record: RunRecord) -> None:

@@ -9,9 +9,10 @@ import time
 
 def _run() -> int:
     t0 = time.perf_counter()
-    from tui.engine.worker.channel import open_channel, set_parent_death_signal
+    from tui.engine.worker.channel import become_subreaper, open_channel, set_parent_death_signal
 
     set_parent_death_signal()
+    become_subreaper()  # a daemon the workload starts stays in this tree, where the runner finds it
     channel = open_channel(t0)
     from tui.engine.worker.affinity import pin_to_lane_cpus
 

@@ -16,12 +16,11 @@ import sys
 import threading
 import time
 
+from tui.engine.prctl import PR_SET_CHILD_SUBREAPER, PR_SET_PDEATHSIG, prctl
 from tui.engine.protocol import Event, encode
 
-__all__ = ["EventChannel", "open_channel", "set_parent_death_signal", "read_command_line", "watch_stdin"]
-
-_PR_SET_PDEATHSIG = 1
-
+__all__ = ["EventChannel", "open_channel", "set_parent_death_signal", "become_subreaper", "read_command_line",
+           "watch_stdin"]
 
 class EventChannel:
     """Writes protocol events, one JSON line each, to a file descriptor of its own."""
@@ -50,15 +49,14 @@ class EventChannel:
 
 def set_parent_death_signal() -> None:
     """Ask Linux to SIGKILL this process when its parent dies (best effort, Linux only)."""
-    if not sys.platform.startswith("linux"):
-        return
-    try:
-        import ctypes
+    prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
 
-        libc = ctypes.CDLL(None, use_errno=True)
-        libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
-    except (OSError, AttributeError, TypeError):
-        pass
+
+def become_subreaper() -> bool:
+    """Keep what this worker's run starts in its tree: an orphan (a double-forked daemon) is handed to
+    the worker instead of to the runner or PID 1, so the runner sees it among the worker's descendants
+    (:mod:`tui.engine.runner.leftovers`) and kills it when the run ends. True when it applied (Linux)."""
+    return prctl(PR_SET_CHILD_SUBREAPER, 1)
 
 
 def open_channel(t0: float | None = None) -> EventChannel:

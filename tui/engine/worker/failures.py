@@ -234,6 +234,28 @@ def _compile_error(exc: BaseException, chain: list[BaseException], where: _Where
     return "compile_error", f"{where.backend or 'the compiler'} failed to compile: {line}"
 
 
+#: Where a workload's own code was running, by stage, for the messages of an exit it asked for.
+_WORKLOAD_PLACE = {"building": "while it was being built", "eager": "in its eager call",
+                   "compile": "in its first compiled call", "compiled": "in a compiled call"}
+
+
+def _exit_requested(exc: BaseException, chain: list[BaseException], where: _Where) -> _Verdict:
+    """sys.exit / SystemExit and KeyboardInterrupt: the workload's code ended the worker, said in its own words.
+
+    The worker runs in a session of its own, so no Ctrl-C of the terminal reaches it: a
+    KeyboardInterrupt comes from the workload's code (or a SIGINT someone sent the worker).
+    """
+    place = _WORKLOAD_PLACE.get(where.stage, "during the run")
+    if isinstance(exc, SystemExit):
+        code = "" if exc.code is None else repr(exc.code)
+        return "runtime_error", (f"the workload called sys.exit({code}) {place}: SystemExit ends the worker, so a "
+                                 "workload returns its result or raises an error instead")
+    if isinstance(exc, KeyboardInterrupt):
+        return "runtime_error", (f"the workload raised KeyboardInterrupt {place}: no Ctrl-C reaches the worker, so "
+                                 "the workload's code raised it (or a SIGINT was sent to the worker's process)")
+    return None
+
+
 def _runtime_error(exc: BaseException, where: _Where) -> tuple[str, str]:
     """What every exception no rule claims is: the code that was running raised it."""
     what = {"compiled": "the compiled code", "eager": "the workload", "building": "building the workload"}
@@ -241,7 +263,7 @@ def _runtime_error(exc: BaseException, where: _Where) -> tuple[str, str]:
 
 
 #: Tried in this order; the first that claims the exception decides its kind.
-_RULES = (_bad_options, _out_of_memory, _user_workload, _graph_break, _compile_error)
+_RULES = (_exit_requested, _bad_options, _out_of_memory, _user_workload, _graph_break, _compile_error)
 
 
 def classify(

@@ -50,6 +50,7 @@ from tui.engine.worker.accuracy import judge, tolerances
 from tui.engine.worker.artifacts import ChromeTraceWriter, CodeCapture
 from tui.engine.worker.channel import (
     EventChannel,
+    become_subreaper,
     open_channel,
     read_command_line,
     set_parent_death_signal,
@@ -74,6 +75,7 @@ def main(channel: EventChannel | None = None, affinity_problem: str | None = Non
     """
     if channel is None:
         set_parent_death_signal()
+        become_subreaper()
         channel = open_channel()
     channel.emit(Ready(
         pid=os.getpid(),
@@ -241,7 +243,9 @@ class WorkerRun:
         """Run the command in ``line``; returns the exit code."""
         try:
             self._run(line)
-        except Exception as exc:  # every failure is reported as an event, never as a traceback on stdout
+        # every failure is reported as an event, never as a traceback on stdout; a workload that calls
+        # sys.exit or raises KeyboardInterrupt is a failure of its own too, not a worker "exited with code 0"
+        except (Exception, SystemExit, KeyboardInterrupt) as exc:
             stage = self.bench.stage if self.bench is not None and self.stage == "bench" else self.stage
             options = self.options
             failure = classify(exc, stage, backend=options.backend if options else "",

@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import functools
 import gc
+import inspect
 import time
 from typing import Any, Callable
 
@@ -35,6 +36,7 @@ import torch
 from tui.engine.clocks import PERF_COUNTER
 from tui.engine.protocol import BlockTimed, Event
 from tui.engine.worker.accuracy import AccuracyOutputs, changed_leaves, fresh_copy, keep, rng_state
+from tui.engine.worker.failures import RunFailed
 from tui.engine.worker.blocks import (
     WARMUP_MAX_EXTRA_BLOCKS,
     WARMUP_MAX_EXTRA_S,
@@ -62,7 +64,7 @@ from tui.engine.worker.clocks import (
 from tui.engine.worker.fp64_reference import fp64_reference
 
 __all__ = ["Clock", "CpuClock", "CudaClock", "Benchmark", "make_compile_fn", "head_start_ms", "L2_FLUSH_BYTES",
-           "HEAD_START_MIN_MS", "HEAD_START_MAX_MS", "is_recompile_refusal"]
+           "HEAD_START_MIN_MS", "HEAD_START_MAX_MS", "is_recompile_refusal", "refuse_lazy_output"]
 
 Step = Callable[[tuple], Any]
 Emit = Callable[[Event], None]
@@ -84,6 +86,25 @@ def _uses_cudagraphs(options: Any) -> bool:
     inductor = options.inductor_options or {}
     return (options.backend == "cudagraphs" or (options.backend == "inductor" and options.mode == "reduce-overhead")
             or bool(inductor.get("triton.cudagraphs")))
+
+
+def refuse_lazy_output(output: Any) -> None:
+    """RunFailed when the first eager call returned a generator or a coroutine instead of its result.
+
+    Calling a generator (or ``async``) function only creates the generator: its body never runs,
+    so both sides would time nothing, and two such objects are never equal (the accuracy check
+    would blame "non-deterministic kernels").
+    """
+    lazy = ("a generator" if inspect.isgenerator(output) or inspect.isasyncgen(output)
+            else "a coroutine" if inspect.iscoroutine(output) else None)
+    if lazy is None:
+        return
+    name = getattr(output, "__qualname__", None) or type(output).__name__
+    if inspect.iscoroutine(output):
+        output.close()  # never awaited on purpose: no "was never awaited" warning
+    kind = "an async function" if lazy == "a coroutine" else "a generator function (it yields)"
+    raise RunFailed("workload_error", f"forward returns {lazy}: {name} is {kind}, so calling it never runs its body "
+                                      "and there is nothing to time; return the result instead")
 
 
 def is_recompile_refusal(exc: BaseException) -> bool:
@@ -193,6 +214,7 @@ class Benchmark:
         self.stage = "eager"
         first = self.built.input_sets[0]
         output = self.built.eager_step(first)
+        refuse_lazy_output(output)
         if self.built.train:
             self.eager_first = keep(output)
         del output

@@ -27,7 +27,7 @@ defines a factory, by default ``make_workload``::
 * The file's folder is put on ``sys.path``, so it may import modules next to it.
 
 Anything that goes wrong raises :class:`UserWorkloadError` with one line naming the file
-(and the line where known): a missing file, a syntax error, an exception while importing
+(and the line where known): a missing file (or a directory in its place), a syntax error, an exception while importing
 it, no such factory, an exception inside the factory, or a return value of the wrong shape.
 """
 
@@ -72,6 +72,15 @@ def _line_in(exc: BaseException, filename: str) -> int | None:
         if frame.filename == filename:
             line = frame.lineno
     return line
+
+
+def _not_a_file(path: Path) -> str:
+    """What ``path`` is instead of a Python file: missing, a directory, or another kind of file."""
+    if path.is_dir():
+        return "is a directory, not a Python file"
+    if path.exists():
+        return "is not a regular file"
+    return "no such file"
 
 
 def _describe_value(value: Any) -> str:
@@ -139,7 +148,8 @@ def load_user_workload(options: Any, device: torch.device, dtype: torch.dtype) -
     shown, factory = split_user_workload(options.workload)
     path = Path(shown).expanduser().resolve()
     if not path.is_file():
-        raise UserWorkloadError(f"{shown}: no such file (a user workload is path/to/file.py[:factory]; {CONTRACT})")
+        raise UserWorkloadError(f"{shown}: {_not_a_file(path)} (a user workload is path/to/file.py[:factory]; "
+                                f"{CONTRACT})")
     module = _execute(path, shown)
     make = getattr(module, factory, None)
     if not callable(make):
