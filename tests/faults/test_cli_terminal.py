@@ -23,6 +23,7 @@ import signal
 import subprocess
 import sys
 import time
+import types
 from pathlib import Path
 from typing import Any
 
@@ -30,6 +31,7 @@ import pytest
 
 from fault_helpers import FAKE_WORKER, alive, csv_rows, history_lines
 from tui import cli
+from tui.engine import export
 from tui.engine.protocol import Ready
 from tui.engine.runner import WorkerRunner
 
@@ -239,15 +241,25 @@ def test_no_write_to_a_gone_terminal_stops_an_export(tmp_path, monkeypatch, quie
     out, err = _GoneTerminal(), _GoneTerminal()
     monkeypatch.setattr(cli, "make_runner", lambda keep_spare, telemetry=None: WorkerRunner(
         worker_argv=FAKE_WORKER, keep_spare=keep_spare, env={"FAKE_WORKER_BEHAVIOUR": "fail"}))
-    outputs = {"--csv": tmp_path / "missing" / "r.csv", "--json": tmp_path / "r.json", "--raw-csv": tmp_path / "raw.csv"}
+    full = tmp_path / "full"  # the disk under it fills up by the end of the sweep: the CSV's write fails
+    full.mkdir()
+    outputs = {"--csv": full / "r.csv", "--json": tmp_path / "r.json", "--raw-csv": tmp_path / "raw.csv"}
     argv = ["sweep", "--param", "n=64,128", "--device", "cpu", *_flags(outputs)] + (["--quiet"] if quiet else [])
+    real_mkstemp = export.tempfile.mkstemp
+
+    def mkstemp(*args, dir=None, **kwargs):
+        if Path(dir) == full:
+            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+        return real_mkstemp(*args, dir=dir, **kwargs)
+
+    monkeypatch.setattr(export, "tempfile", types.SimpleNamespace(mkstemp=mkstemp))
     with monkeypatch.context() as patch:
         patch.setattr(sys, "stdout", out)
         patch.setattr(sys, "stderr", err)
         code = cli.main(argv)
     assert code == 1
     assert err.attempts > 0  # it did try to say things: the export's error at least
-    assert not outputs["--csv"].parent.exists()
+    assert not outputs["--csv"].exists()
     assert [run["status"] for run in json.loads(outputs["--json"].read_text())["runs"]] == ["failed", "failed"]
     assert outputs["--raw-csv"].exists()
     assert [line["status"] for line in history_lines()] == ["failed", "failed"]
