@@ -14,12 +14,18 @@ import json
 import os
 import sys
 import textwrap
+import threading
 import time
 from pathlib import Path
 from typing import Any, Callable, Iterable
 
+import pytest
+
 from fakes.polling import poll_until
 from tui import paths
+from tui.engine.options import RunOptions
+from tui.engine.protocol import make_event
+from tui.engine.results import RunRecord
 
 REPO = Path(__file__).resolve().parents[2]
 FAKE_WORKER_PATH = REPO / "tests" / "fakes" / "fake_worker.py"
@@ -232,3 +238,44 @@ def processes_with_env(name: str, value: str) -> list[int]:
         if needle in environ and alive(int(entry.name)):
             found.append(int(entry.name))
     return found
+
+
+# ----------------------------------------------------------------------------------------------
+# records and calls that must not hang
+
+
+def ended_record(eager_ms: float = 2.0) -> RunRecord:
+    """A finished run with a few measured iterations per side (compiled twice as fast)."""
+    record = RunRecord.new(RunOptions(workload="matmul", params={"n": 64}, backend="eager").validated())
+    record.apply(make_event("started", 0.0, env={"torch": "2.13.0"}))
+    for side, ms in (("eager", eager_ms), ("compiled", eager_ms / 2)):
+        record.apply(make_event("block", 0.1, side=side, stage="measure", index=0, clock="perf_counter",
+                                ms=[ms] * 5, host_ms_per_call=ms))
+    record.apply(make_event("finished", 0.2, warnings=[]))
+    return record
+
+
+def returns_within(seconds: float, call: Callable[[], Any], fifo: Path | None = None) -> Any:
+    """``call()``'s result (or its exception, raised here), failing the test if it takes over ``seconds``.
+
+    A call stuck opening ``fifo`` (to read or to write) is released by opening the FIFO read-write,
+    which on Linux completes either end, so a regression fails the test instead of hanging the suite.
+    """
+    outcome: dict[str, Any] = {}
+
+    def target() -> None:
+        try:
+            outcome["value"] = call()
+        except BaseException as exc:  # handed to the test's thread
+            outcome["error"] = exc
+
+    thread = threading.Thread(target=target, daemon=True)
+    thread.start()
+    thread.join(seconds)
+    if thread.is_alive():
+        if fifo is not None:
+            os.close(os.open(fifo, os.O_RDWR | os.O_NONBLOCK))
+        pytest.fail(f"did not return within {seconds} s (did it open {fifo or 'a pipe'}?)")
+    if "error" in outcome:
+        raise outcome["error"]
+    return outcome["value"]

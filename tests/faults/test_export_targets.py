@@ -17,19 +17,16 @@ from __future__ import annotations
 import os
 import socket
 import stat
-import threading
 from pathlib import Path
 from typing import Any, Callable
 
 import pytest
 
-from fault_helpers import FAKE_WORKER, csv_rows, files_in, history_lines
+from fault_helpers import FAKE_WORKER, csv_rows, ended_record, files_in, history_lines, returns_within
 from tui import cli, paths
 from tui.engine import export
 from tui.engine.export import ExportTargetError, write_csv, write_json, write_raw_csv
 from tui.engine.options import RunOptions
-from tui.engine.protocol import make_event
-from tui.engine.results import RunRecord
 from tui.engine.runner import WorkerRunner
 
 OLD = b"previous export\n"
@@ -39,40 +36,6 @@ DEADLINE_S = 20.0
 WRITERS = {"--csv": write_csv, "--json": write_json, "--raw-csv": write_raw_csv}
 
 
-def _ended_record() -> RunRecord:
-    record = RunRecord.new(RunOptions(workload="matmul", params={"n": 64}, backend="eager").validated())
-    record.apply(make_event("started", 0.0, env={"torch": "2.13.0"}))
-    for side, ms in (("eager", 2.0), ("compiled", 1.0)):
-        record.apply(make_event("block", 0.1, side=side, stage="measure", index=0, clock="perf_counter",
-                                ms=[ms] * 5, host_ms_per_call=ms))
-    record.apply(make_event("finished", 0.2, warnings=[]))
-    return record
-
-
-def _within(seconds: float, call: Callable[[], Any], fifo: Path | None = None) -> Any:
-    """``call()``'s result (or its exception, raised here), failing the test if it takes over ``seconds``.
-
-    A call stuck opening ``fifo`` for writing is released by opening it for reading, so a
-    regression fails this test instead of hanging the suite.
-    """
-    outcome: dict[str, Any] = {}
-
-    def target() -> None:
-        try:
-            outcome["value"] = call()
-        except BaseException as exc:  # handed to the test's thread
-            outcome["error"] = exc
-
-    thread = threading.Thread(target=target, daemon=True)
-    thread.start()
-    thread.join(seconds)
-    if thread.is_alive():
-        if fifo is not None:
-            os.close(os.open(fifo, os.O_RDONLY | os.O_NONBLOCK))
-        pytest.fail(f"the export did not return within {seconds} s (did it open {fifo or 'the target'}?)")
-    if "error" in outcome:
-        raise outcome["error"]
-    return outcome["value"]
 
 
 # ----------------------------------------------------------------------------------------------
@@ -181,7 +144,7 @@ def test_an_export_refuses_what_is_not_a_regular_file_or_is_compile_labs_data(tm
     target, what = _make(kind, tmp_path, holder)
     before, listing = _state(target), sorted(os.listdir(target.parent))
     with pytest.raises(ExportTargetError) as info:
-        _within(DEADLINE_S, lambda: WRITERS[flag]([_ended_record()], target), fifo=target if kind == "fifo" else None)
+        returns_within(DEADLINE_S, lambda: WRITERS[flag]([ended_record()], target), fifo=target if kind == "fifo" else None)
     assert str(info.value) == f"{target} {what}"
     assert _state(target) == before
     assert sorted(os.listdir(target.parent)) == listing  # no temporary file left either
@@ -193,7 +156,7 @@ def test_an_empty_path_is_refused_not_taken_for_the_current_directory(tmp_path, 
     monkeypatch.chdir(tmp_path)
     for writer in WRITERS.values():
         with pytest.raises(ExportTargetError, match=r"^the path is empty \(allowed: a file path\)$"):
-            writer([_ended_record()], "")
+            writer([ended_record()], "")
     assert os.listdir(tmp_path) == []
 
 
@@ -201,9 +164,9 @@ def _appearing(target: Path, make: Callable[[Path], None]):
     """Records whose iteration makes something appear at ``target`` mid-write (after the first check)."""
 
     def records():
-        yield _ended_record()
+        yield ended_record()
         make(target)
-        yield _ended_record()
+        yield ended_record()
 
     return records()
 
@@ -230,7 +193,7 @@ def test_what_appears_at_the_target_while_writing_is_never_replaced(tmp_path, ex
         target.write_bytes(OLD)
     records = _appearing(target, make)
     with pytest.raises(ExportTargetError, match=f"^{target} is a "):
-        _within(DEADLINE_S, lambda: write_csv(records, target), fifo=target if appears == "fifo" else None)
+        returns_within(DEADLINE_S, lambda: write_csv(records, target), fifo=target if appears == "fifo" else None)
     assert {"symlink": stat.S_ISLNK, "fifo": stat.S_ISFIFO, "directory": stat.S_ISDIR}[appears](os.lstat(target).st_mode)
     assert victim.read_bytes() == OLD
     assert sorted(os.listdir(tmp_path)) == ["out.csv", "victim.txt"]  # no temporary file left
@@ -252,7 +215,7 @@ def test_a_new_target_is_created_without_replacing_what_appeared_after_the_last_
 
     monkeypatch.setattr(export, "_existing_regular", late_link)
     with pytest.raises(ExportTargetError, match="is a symbolic link"):
-        write_csv([_ended_record()], target)
+        write_csv([ended_record()], target)
     assert os.readlink(target) == str(tmp_path / "elsewhere")
     assert sorted(os.listdir(tmp_path)) == ["out.csv"]
 
@@ -262,7 +225,7 @@ def test_without_hard_links_a_new_target_is_still_written(tmp_path, monkeypatch)
         raise PermissionError(1, "Operation not permitted")
 
     monkeypatch.setattr(export.os, "link", no_links)
-    write_csv([_ended_record()], tmp_path / "out.csv")
+    write_csv([ended_record()], tmp_path / "out.csv")
     assert len(csv_rows(tmp_path / "out.csv")) == 1 and os.listdir(tmp_path) == ["out.csv"]
 
 
@@ -286,7 +249,7 @@ def test_the_neighbours_of_a_refusal_are_written(tmp_path, case):
     else:
         target = lands = real / "out.csv"
         target.write_bytes(OLD)
-    write_csv([_ended_record()], target)
+    write_csv([ended_record()], target)
     assert len(csv_rows(lands)) == 1
     assert os.path.isfile(lands) and not os.path.islink(lands)
     if case == "linked-parent":
@@ -297,7 +260,7 @@ def test_the_history_still_writes_its_own_runs_files(compile_lab_home):
     """The runs directory is refused to exports only: the history's samples files still go there."""
     from tui.engine.history import History
 
-    record = _ended_record()
+    record = ended_record()
     History().append(record)
     assert (paths.runs_dir() / record.samples_file).is_file()
 
@@ -340,7 +303,7 @@ def runners(monkeypatch) -> list:
 
 def _cli(argv: list[str], fifo: Path | None = None) -> int:
     base = ["run", "--device", "cpu", "--iters", "10", "--block-size", "5", "--quiet"]
-    return _within(DEADLINE_S, lambda: cli.main(base + argv), fifo=fifo)
+    return returns_within(DEADLINE_S, lambda: cli.main(base + argv), fifo=fifo)
 
 
 def _error_lines(capsys) -> list[str]:

@@ -17,24 +17,12 @@ from pathlib import Path
 
 import pytest
 
-from fault_helpers import FAKE_WORKER, csv_rows
+from fault_helpers import FAKE_WORKER, csv_rows, ended_record
 from tui import cli, paths
 from tui.cli.run import HISTORY_NOT_SAVED
 from tui.engine.history import History, HistoryError
-from tui.engine.options import RunOptions
-from tui.engine.protocol import make_event
-from tui.engine.results import RunRecord
 from tui.engine.runner import WorkerRunner
 
-
-def _ended_record() -> RunRecord:
-    record = RunRecord.new(RunOptions(workload="matmul", params={"n": 64}, backend="eager").validated())
-    record.apply(make_event("started", 0.0, env={"torch": "2.13.0"}))
-    for side, ms in (("eager", 2.0), ("compiled", 1.0)):
-        record.apply(make_event("block", 0.1, side=side, stage="measure", index=0, clock="perf_counter",
-                                ms=[ms] * 5, host_ms_per_call=ms))
-    record.apply(make_event("finished", 0.2, warnings=[]))
-    return record
 
 
 def _is_history(fd: int) -> bool:
@@ -67,17 +55,17 @@ def _fill_the_disk(monkeypatch) -> list[int]:
 
 def test_a_full_disk_mid_line_leaves_the_history_as_it_was(monkeypatch):
     history = History()
-    first = _ended_record()
+    first = ended_record()
     history.append(first)
     before = history.path.read_bytes()
     calls = _fill_the_disk(monkeypatch)
     with pytest.raises(HistoryError) as info:
-        history.append(_ended_record())
+        history.append(ended_record())
     assert str(info.value) == f"cannot append to {history.path}: {os.strerror(errno.ENOSPC)}"
     assert len(calls) == 2  # half the line went to the file before the disk said no
     assert history.path.read_bytes() == before  # ... and was cut back
     monkeypatch.undo()
-    third = _ended_record()
+    third = ended_record()
     history.append(third)
     records, problems = history.load()
     assert problems == [] and [r.run_id for r in records] == [first.run_id, third.run_id]
@@ -85,7 +73,7 @@ def test_a_full_disk_mid_line_leaves_the_history_as_it_was(monkeypatch):
 
 def test_an_io_error_at_fsync_leaves_the_history_as_it_was(monkeypatch):
     history = History()
-    history.append(_ended_record())
+    history.append(ended_record())
     before = history.path.read_bytes()
     real_fsync = os.fsync
 
@@ -96,13 +84,13 @@ def test_an_io_error_at_fsync_leaves_the_history_as_it_was(monkeypatch):
 
     monkeypatch.setattr(os, "fsync", fsync)
     with pytest.raises(HistoryError, match=f"cannot append to {history.path}: {os.strerror(errno.EIO)}"):
-        history.append(_ended_record())
+        history.append(ended_record())
     assert history.path.read_bytes() == before
 
 
 def test_a_read_only_history_is_one_line_in_the_cli_and_exit_code_4(tmp_path, monkeypatch, capsys):
     """``compile-lab run`` with history.jsonl read-only: it said nothing and exited 0; the run was not recorded."""
-    History().append(_ended_record())
+    History().append(ended_record())
     before = paths.history_file().read_bytes()
     real_open = os.open
 

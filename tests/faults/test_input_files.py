@@ -14,12 +14,12 @@ from __future__ import annotations
 
 import json
 import os
-import threading
 from pathlib import Path
-from typing import Any, Callable
+from typing import Callable
 
 import pytest
 
+from fault_helpers import returns_within
 from tui import cli
 from tui.engine.export import write_json
 from tui.engine.history import History
@@ -64,32 +64,10 @@ def _export(path: Path, change: Callable[[dict], None] | None = None) -> Path:
     return path
 
 
-def _within(seconds: float, call: Callable[[], Any], fifo: Path | None = None) -> Any:
-    """``call()``'s result, failing the test (not hanging it) when it takes over ``seconds``: a call stuck
-    reading ``fifo`` is let go by opening its other end."""
-    outcome: dict[str, Any] = {}
-
-    def target() -> None:
-        try:
-            outcome["value"] = call()
-        except BaseException as exc:  # handed to the test's thread
-            outcome["error"] = exc
-
-    thread = threading.Thread(target=target, daemon=True)
-    thread.start()
-    thread.join(seconds)
-    if thread.is_alive():
-        if fifo is not None:
-            os.close(os.open(fifo, os.O_WRONLY | os.O_NONBLOCK))
-        pytest.fail(f"did not return within {seconds} s (did it open {fifo or 'a pipe'}?)")
-    if "error" in outcome:
-        raise outcome["error"]
-    return outcome["value"]
-
 
 def _main(argv: list[str], capsys, fifo: Path | None = None) -> tuple[int, list[str]]:
     """(exit code, stderr's lines) of ``compile-lab ARGV``, run under a deadline; stdout is left in capsys."""
-    code = _within(60, lambda: cli.main(argv), fifo)
+    code = returns_within(60, lambda: cli.main(argv), fifo)
     captured = capsys.readouterr()
     print(captured.out, end="")  # back into the capture, for a test that reads it
     return code, [line for line in captured.err.splitlines() if line.strip()]

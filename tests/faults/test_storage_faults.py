@@ -21,30 +21,18 @@ from pathlib import Path
 import pytest
 
 from app_helpers import wait_until
-from fault_helpers import FAKE_WORKER, csv_rows, files_in, history_lines
+from fault_helpers import FAKE_WORKER, csv_rows, ended_record, files_in, history_lines
 from tui import cli, paths
 from tui.app.components.dialogs import ConfirmScreen
 from tui.engine import export
 from tui.engine.export import ExportError, write_csv
 from tui.engine.history import History
 from tui.engine.options import RunOptions
-from tui.engine.protocol import make_event
-from tui.engine.results import RunRecord
 from tui.engine.runner import WorkerRunner
 
 SIZE = (160, 48)
 OLD_EXPORT = b"previous export\n"
 
-
-def _ended_record(eager_ms: float = 2.0) -> RunRecord:
-    """A finished run with a few measured iterations per side."""
-    record = RunRecord.new(RunOptions(workload="matmul", params={"n": 64}, backend="eager").validated())
-    record.apply(make_event("started", 0.0, env={"torch": "2.13.0"}))
-    for side, ms in (("eager", eager_ms), ("compiled", eager_ms / 2)):
-        record.apply(make_event("block", 0.1, side=side, stage="measure", index=0, clock="perf_counter",
-                                ms=[ms] * 5, host_ms_per_call=ms))
-    record.apply(make_event("finished", 0.2, warnings=[]))
-    return record
 
 
 def _refusing(error_number: int):
@@ -67,7 +55,7 @@ def test_a_target_that_cannot_be_written_leaves_the_old_file(tmp_path, monkeypat
     target.write_bytes(OLD_EXPORT)
     monkeypatch.setattr(export, "tempfile", types.SimpleNamespace(mkstemp=_refusing(error_number)))
     with pytest.raises(ExportError) as info:
-        write_csv([_ended_record()], target)
+        write_csv([ended_record()], target)
     assert str(info.value) == f"cannot write {target}: {os.strerror(error_number)}"
     assert target.read_bytes() == OLD_EXPORT and files_in(tmp_path) == ["runs.csv"]
 
@@ -150,7 +138,7 @@ def test_a_refused_export_in_the_cli_is_one_error_line_exit_1_and_the_run_is_kep
 def _damaged_history() -> tuple[list[str], bytes]:
     """Two good runs, a garbage line, an older-schema run and a torn last line; (readable ids, bytes)."""
     history = History()
-    good = [_ended_record(2.0), _ended_record(3.0)]
+    good = [ended_record(2.0), ended_record(3.0)]
     history.append(good[0])
     older = {**json.loads(history.path.read_bytes()), "run_id": "20240101-000000-0a1d00", "samples_file": None}
     del older["schema"]  # the first history lines had no schema field
@@ -201,7 +189,7 @@ async def test_an_unreadable_history_is_a_warning_and_the_app_goes_on(make_app, 
     """The history cannot be read: one warning naming it; runs still run; nothing overwrites the file."""
     history = History()
     if case == "no-permission":
-        history.append(_ended_record())
+        history.append(ended_record())
         before = history.path.read_bytes()
         history.path = _Unreadable(history.path)
         cause = "Permission denied"
