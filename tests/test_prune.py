@@ -20,6 +20,7 @@ from tui.engine.protocol import GraphCoded, make_event
 from tui.engine.prune import (
     DATA_CAP_ENV,
     ORPHAN_GRACE_S,
+    data_cap,
     CapKeeper,
     apply_prune,
     data_cap_bytes,
@@ -161,6 +162,24 @@ def test_the_size_cap_prunes_the_oldest_runs_after_a_save(stored, monkeypatch):
     assert sum(r.size_bytes for r in scan_runs()) <= 0.9 * total
     monkeypatch.setenv(DATA_CAP_ENV, "a lot")
     assert data_cap_bytes() == 5 * 10**9  # a malformed setting: the default
+
+
+@pytest.mark.parametrize("text, cap", [("", 5 * 10**9), ("2", 2 * 10**9), ("0", None), ("inf", None),
+                                       ("1e400", None)])
+def test_the_cap_setting_is_gigabytes_and_0_or_inf_turn_it_off(monkeypatch, text, cap):
+    monkeypatch.setenv(DATA_CAP_ENV, text)
+    assert data_cap() == (cap, None)
+
+
+@pytest.mark.parametrize("text", ["abc", "nan", "-1"])
+def test_a_malformed_cap_setting_keeps_the_default_and_says_so_once(stored, monkeypatch, text):
+    monkeypatch.setenv(DATA_CAP_ENV, text)
+    cap, problem = data_cap()
+    assert cap == 5 * 10**9 and problem is not None and f"{DATA_CAP_ENV}='{text}' was ignored" in problem
+    keeper = CapKeeper(History())
+    first = keeper.after_save(stored[0].run_id)
+    assert first is not None and first.notes == (problem,) and first.runs == 0
+    assert keeper.after_save(stored[1].run_id) is None  # said once
 
 
 def test_the_data_dirs_size_is_shown(stored):

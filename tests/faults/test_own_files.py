@@ -178,3 +178,24 @@ def test_scanning_counts_no_file_behind_a_link(tmp_path):
     [run] = scan_runs()
     assert run.run_id == record.run_id
     assert all(os.path.realpath(p).startswith(str(paths.runs_dir())) and not os.path.islink(p) for p in run.paths)
+
+
+@pytest.mark.parametrize("fault", ["setting", "cap"])
+def test_a_size_cap_that_fails_never_loses_the_run_or_hangs_the_cli(tmp_path, monkeypatch, capsys, fault):
+    """COMPILE_LAB_MAX_DATA_GB=abc, or a cap that raises what is not an OSError (a history line nested past
+    the recursion limit): the run is saved, its exports written, the CLI exits 0 with one warning."""
+    monkeypatch.setattr(cli, "make_runner", lambda keep_spare, telemetry=None: WorkerRunner(
+        worker_argv=FAKE_WORKER, keep_spare=False, env={"FAKE_WORKER_BEHAVIOUR": "ok"}))
+    if fault == "setting":
+        monkeypatch.setenv(DATA_CAP_ENV, "abc")
+    else:
+        def deep(self, run_id):
+            raise RecursionError("maximum recursion depth exceeded")
+        monkeypatch.setattr("tui.engine.prune.CapKeeper.after_save", deep)
+    target = tmp_path / "runs.json"
+    code = cli.main(["run", "--device", "cpu", "--iters", "10", "--block-size", "5", "--json", str(target), "--quiet"])
+    err = [line for line in capsys.readouterr().err.splitlines() if line.strip()]
+    assert code == 0 and target.exists()
+    assert len(err) == 1 and err[0].startswith("compile-lab: warning: ")
+    assert ("'abc' was ignored" in err[0]) if fault == "setting" else ("RecursionError" in err[0])
+    assert len(History().load()[0]) == 1

@@ -40,6 +40,10 @@ class SessionEvents:
     def data_pruned(self, result: Any) -> None:
         from tui.engine.artifacts import format_bytes
 
+        for note in result.notes:
+            self.app.notify(note, title="Data dir", severity="warning", markup=False)
+        if not (result.runs or result.errors):
+            return
         left = f" {len(result.errors)} file(s) were left: {result.errors[0]}" if result.errors else ""
         self.app.notify(f"The data dir's size cap deleted the files of {result.runs} older run(s) "
                         f"({format_bytes(result.bytes_freed)}); their rows stay.{left}", title="Data dir",

@@ -426,8 +426,12 @@ class _Progress(SessionListener):
         from tui.engine.artifacts import format_bytes
 
         with contextlib.suppress(OSError, ValueError):
-            _say(self.console, f"the data dir's size cap (COMPILE_LAB_MAX_DATA_GB) deleted the files of {result.runs} "
-                               f"older run(s), {format_bytes(result.bytes_freed)}; their history lines stay")
+            for note in result.notes:
+                _say(self.console, f"{PROG}: warning: {note}")
+            if result.runs:
+                _say(self.console, f"the data dir's size cap (COMPILE_LAB_MAX_DATA_GB) deleted the files of "
+                                   f"{result.runs} older run(s), {format_bytes(result.bytes_freed)}; their history "
+                                   "lines stay")
             for error in result.errors:
                 _say(self.console, f"{PROG}: the size cap could not delete {error}")
 

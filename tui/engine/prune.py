@@ -22,10 +22,11 @@ that is itself a link out of the data dir gets nothing deleted (each file is an 
 from __future__ import annotations
 
 import json
+import math
 import os
 import stat
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Iterator
@@ -33,9 +34,10 @@ from typing import Any, Iterator
 from tui import paths
 from tui.engine.artifacts import PRUNED_FILE, format_bytes, safe_name
 from tui.engine.input_file import file_kind
+from tui.typed import printable
 
 __all__ = ["RunFiles", "PrunePlan", "PruneResult", "DataUsage", "DATA_CAP_GB", "DATA_CAP_ENV", "ORPHAN_GRACE_S",
-           "data_cap_bytes", "data_usage", "scan_runs", "plan_prune", "apply_prune", "enforce_cap", "describe",
+           "data_cap", "data_cap_bytes", "data_usage", "scan_runs", "plan_prune", "apply_prune", "enforce_cap", "describe",
            "CapKeeper", "delete_own_file", "NotOwnFile"]
 
 DATA_CAP_GB = 5.0
@@ -46,16 +48,32 @@ ORPHAN_GRACE_S = 3600.0
 _CAP_TARGET = 0.9
 
 
-def data_cap_bytes() -> int | None:
-    """The runs directory's cap in bytes (None: no cap); a malformed ``COMPILE_LAB_MAX_DATA_GB`` is ignored."""
+def data_cap() -> tuple[int | None, str | None]:
+    """(the runs directory's cap in bytes or None for no cap, why ``COMPILE_LAB_MAX_DATA_GB`` was not used).
+
+    The variable is gigabytes, a number from 0; 0 or an infinity (``inf``, ``1e400``) turns the cap
+    off. Anything else (``abc``, ``nan``, ``-1``) keeps the default cap, and the second item says so.
+    """
     text = os.environ.get(DATA_CAP_ENV, "").strip()
     value = DATA_CAP_GB
+    problem = None
     if text:
         try:
             value = float(text)
         except ValueError:
+            value = math.nan
+        if math.isnan(value) or value < 0:
+            problem = (f"{DATA_CAP_ENV}={printable(text)[:40]!r} was ignored (allowed: gigabytes, a number from 0; "
+                       f"0 or inf: no cap): the default cap of {DATA_CAP_GB:g} GB applies")
             value = DATA_CAP_GB
-    return int(value * 1e9) if value > 0 else None
+    if value == 0 or math.isinf(value):
+        return None, problem
+    return int(value * 1e9), problem
+
+
+def data_cap_bytes() -> int | None:
+    """The runs directory's cap in bytes (None: no cap); see :func:`data_cap`."""
+    return data_cap()[0]
 
 
 @dataclass(frozen=True)
@@ -85,11 +103,13 @@ class PrunePlan:
 
 @dataclass(frozen=True)
 class PruneResult:
-    """What a prune did: runs whose files went, bytes freed, and one line per file it could not delete."""
+    """What a prune did: runs whose files went, bytes freed, one line per file it could not delete, and
+    ``notes``: whole sentences about the cap itself (a malformed setting, a cap that could not be applied)."""
 
     runs: int = 0
     bytes_freed: int = 0
     errors: tuple[str, ...] = ()
+    notes: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -403,17 +423,29 @@ class CapKeeper:
     def __init__(self, history: Any = None) -> None:
         self.history = history
         self._size: int | None = None
+        self._said: str | None = None
 
     def after_save(self, run_id: str) -> PruneResult | None:
-        """Count run ``run_id``'s files; prune when the runs directory is over the cap."""
-        if data_cap_bytes() is None:
+        """Count run ``run_id``'s files; prune when the runs directory is over the cap.
+
+        A malformed ``COMPILE_LAB_MAX_DATA_GB`` is said once (as a note of the result), then the default applies.
+        """
+        cap, problem = data_cap()
+        if problem is not None and problem != self._said:
+            self._said = problem
+            result = self._apply(run_id, cap)
+            return replace(result or PruneResult(), notes=(problem,))
+        return self._apply(run_id, cap)
+
+    def _apply(self, run_id: str, cap: int | None) -> PruneResult | None:
+        if cap is None:
             return None
         runs_dir = Path(getattr(self.history, "runs_dir", None) or paths.runs_dir())
         if self._size is None:
             self._size = _tree_bytes(runs_dir)
         else:
             self._size += _run_bytes(_run_paths_of(runs_dir, run_id))[0]
-        if self._size <= (data_cap_bytes() or 0):
+        if self._size <= cap:
             return None
         result = enforce_cap(self.history)
         self._size = _tree_bytes(runs_dir)

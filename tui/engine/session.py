@@ -49,7 +49,7 @@ from typing import Any, Callable, Protocol, Sequence
 from tui.engine.artifacts import run_folder
 from tui.engine.options import RunOptions
 from tui.engine.protocol import Event
-from tui.engine.prune import CapKeeper
+from tui.engine.prune import CapKeeper, PruneResult
 from tui.engine.repeats import AUTO, group_records, may_grow, parse_repeat, summarize_group, wants_another_process
 from tui.engine.lanes import (
     CLUSTER_LANE,
@@ -324,9 +324,12 @@ class RunSession:
         assert self._to_save is not None
         while not self._to_save.empty():
             record = self._to_save.get_nowait()
-            problem, pruned = await asyncio.to_thread(self._save, record)
-            # Still unsaved while the next round is decided, so the session never looks settled between rounds.
-            more = await self._next_round(record)
+            try:
+                problem, pruned = await asyncio.to_thread(self._save, record)
+                # Still unsaved while the next round is decided, so the session never looks settled between rounds.
+                more = await self._next_round(record)
+            except Exception as exc:  # the record must still end as handled, or wait_settled waits for ever
+                problem, pruned, more = f"run {record.run_id}: saving failed: {type(exc).__name__}: {exc}", None, []
             self._unsaved.discard(record.run_id)
             self.listener.run_saved(record, problem)
             if pruned is not None:
@@ -361,8 +364,9 @@ class RunSession:
             return f"run {record.run_id} was not saved to the history: {exc}", None
         try:
             return None, self._cap.after_save(record.run_id)
-        except OSError:
-            return None, None  # the cap is checked again after the next run
+        except Exception as exc:  # an unreadable runs dir or history line: the run is saved, the cap is not kept
+            return None, PruneResult(notes=(f"the data dir's size cap was not applied after run {record.run_id}: "
+                                            f"{type(exc).__name__}: {exc}",))
 
     # ----- cancelling -------------------------------------------------------------------------
 
