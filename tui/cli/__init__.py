@@ -30,9 +30,8 @@ import asyncio
 import sys
 from typing import Any, Sequence
 
-from tui.cli.parse import (
-    PROG, UsageError, build_parser, check_exports, configs_from_args, options_from_args, repeat_from_args,
-)  # fmt: skip
+from tui.cli.outputs import check_exports
+from tui.cli.parse import PROG, UsageError, build_parser, configs_from_args, options_from_args, repeat_from_args
 from tui.engine.options import OptionsError
 
 __all__ = ["main", "build_parser", "options_from_args", "configs_from_args", "make_runner"]

@@ -16,7 +16,8 @@ import math
 import sys
 from typing import Any
 
-from tui.cli.parse import PROG, UsageError, check_outputs
+from tui.cli.outputs import check_outputs, selection_inputs
+from tui.cli.parse import PROG, UsageError
 from tui.engine.compare import (
     ACROSS_FIELDS, MATCH_FIELDS, METRIC_NAMES, SELECTION_HELP, Across, AcrossError, CompareSettings, Comparison,
     SelectionError, check_ignore, compare, compare_across, load_selection, parse_selection,
@@ -208,7 +209,8 @@ def cmd_compare(args: argparse.Namespace) -> int:
 
     check_across(args)
     settings = settings_from_args(args)
-    check_outputs(args, (("--csv", "csv"), ("--json", "json")))
+    sides = selection_inputs((("the BASE file", args.base), ("the NEW file", args.new)))
+    check_outputs(args, (("--csv", "csv"), ("--json", "json")), sides)
     result = _load_across(args, settings) if args.across else _load(args, settings)
     err = Console(file=sys.stderr, soft_wrap=True)
     for line in result.problems[:MAX_PROBLEMS_SHOWN]:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-from typing import Any, Sequence
+from typing import Any
 
 from tui import __version__
 from tui.engine.catalog import USER_WORKLOAD_HELP, WORKLOADS
@@ -22,8 +22,7 @@ from tui.engine.options import (
 )
 
 __all__ = ["PROG", "UsageError", "build_parser", "options_from_args", "configs_from_args", "repeat_from_args",
-           "precisions_from_args",
-           "check_exports", "check_outputs", "check_cluster", "cluster_cpus", "EXPORT_FLAGS"]
+           "precisions_from_args", "check_cluster", "cluster_cpus"]
 
 PROG = "compile-lab"
 
@@ -403,61 +402,3 @@ def _sweep_configs(args: argparse.Namespace) -> list[RunOptions]:
         precisions=precisions_from_args(args, sweep=True),
         params_grid=grid or None,
     )
-
-
-
-
-#: The output flags and the attribute each fills, in the order they are written.
-EXPORT_FLAGS = (("--csv", "csv"), ("--json", "json"), ("--raw-csv", "raw_csv"))
-
-
-def check_exports(args: argparse.Namespace) -> None:
-    """Refuse, before anything runs, an output path no export may write (UsageError, one line).
-
-    An empty path; a symbolic link, directory, device, named pipe or socket; compile-lab's
-    history, runs or config; a directory that does not exist or that this user cannot write;
-    two outputs naming one file (after resolving links). Only a full disk is found when the
-    runs have ended and the files are written.
-    """
-    _check_trace(args, check_outputs(args, EXPORT_FLAGS))
-
-
-def check_outputs(args: argparse.Namespace, flags: Sequence[tuple[str, str]]) -> dict[str, str]:
-    """Each of ``flags`` (flag, dest) given in ``args`` checked by the one rule for outputs
-    (:func:`tui.engine.export.check_output`) and against the others.
-
-    UsageError (one line) for a path no export may write or two flags naming one file; returns the
-    files seen (same-file key -> flag) for outputs checked after these.
-    """
-    from tui.engine.export import ExportTargetError, check_output, same_file_key
-
-    seen: dict[str, str] = {}
-    for flag, dest in flags:
-        value = getattr(args, dest, None)
-        if value is None:
-            continue
-        try:
-            check_output(value)
-        except ExportTargetError as exc:
-            raise UsageError(f"{flag}: {exc}") from exc
-        key = same_file_key(value)
-        if key in seen:
-            raise UsageError(f"{seen[key]}, {flag}: both name {key} (allowed: a different file for each output)")
-        seen[key] = flag
-    return seen
-
-
-def _check_trace(args: argparse.Namespace, seen: dict[str, str]) -> None:
-    """``--trace``: a file for ``run`` (the export rules), a directory for ``sweep``; refused before anything runs."""
-    from tui.engine.export import ExportTargetError, check_output, same_file_key
-
-    value = getattr(args, "trace", None)
-    if value is None:
-        return
-    try:
-        check_output(value, directory=args.command == "sweep")
-    except ExportTargetError as exc:
-        raise UsageError(f"--trace: {exc}") from exc
-    key = same_file_key(value)
-    if key in seen:
-        raise UsageError(f"{seen[key]}, --trace: both name {key} (allowed: a different file for each output)")

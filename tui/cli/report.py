@@ -11,6 +11,7 @@ import argparse
 import sys
 from typing import TYPE_CHECKING, Any, Sequence
 
+from tui.cli.outputs import check_outputs, selection_inputs
 from tui.cli.parse import PROG, UsageError
 from tui.engine.compare.selection import SELECTION_HELP
 
@@ -41,22 +42,8 @@ def add_report_parser(sub: Any) -> None:
 
 
 def _check_output(args: argparse.Namespace) -> None:
-    """Refuse ``-o`` before anything is read: the export rules, and never one of the RUNS files."""
-    from tui.engine.compare.selection import SelectionError, parse_selection
-    from tui.engine.export import ExportTargetError, check_output, same_file_key
-
-    try:
-        check_output(args.output)
-    except ExportTargetError as exc:
-        raise UsageError(f"-o: {exc}") from None
-    key = same_file_key(args.output)
-    for text in args.runs:
-        try:
-            selection = parse_selection(text)
-        except SelectionError:
-            continue  # said when the runs are read
-        if selection.kind == "file" and same_file_key(selection.path) == key:
-            raise UsageError(f"-o: {args.output} is one of the RUNS (allowed: a file other than the runs read)")
+    """Refuse ``-o`` before anything is read: the rule for every output, and never one of the RUNS files."""
+    check_outputs(args, (("-o", "output"),), selection_inputs(("one of the RUNS", text) for text in args.runs))
 
 
 def load_runs(texts: Sequence[str]) -> tuple[list[RunRecord], list[str]]:
