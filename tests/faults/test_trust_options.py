@@ -310,7 +310,7 @@ BAD_CONFIGS = [
                  id="binary"),
     pytest.param(b'{"options": {"workload": "matmul"', "is corrupt (line 1 column 34: Expecting ',' delimiter); "
                  "using defaults", id="torn-json"),
-    pytest.param(b"[" * 100_000, "is corrupt (maximum recursion depth exceeded", id="nested-too-deep"),
+    pytest.param(b"[" * 100_000, "is corrupt (nested too deeply)", id="nested-too-deep"),
     # Python's own words: 3.11 says "(4300 digits)", 3.10 "(4300) for integer string conversion".
     pytest.param(b'{"seed": ' + b"1" * 5000 + b"}", "is corrupt (Exceeds the limit (4300", id="huge-number"),
     pytest.param(b"[]", " is not a config (the top level is list, not an object); using defaults", id="not-an-object"),

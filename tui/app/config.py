@@ -27,7 +27,7 @@ from typing import Any, Iterable
 from tui import paths
 from tui.app.table_columns import decode_choice, encode_choice
 from tui.engine.catalog import echo
-from tui.engine.input_file import InputFileError, read_regular
+from tui.engine.input_file import InputFileError, JSONError, load_json, read_regular
 from tui.engine.options import RunOptions
 from tui.engine.repeats import DEFAULT_REPEAT
 from tui.engine.stored_options import check_hidden, decode_options
@@ -192,14 +192,9 @@ def _parse(path: Path) -> Any:
     except OSError as exc:
         raise _Unusable(f"could not be read ({exc.strerror or exc})") from None
     try:
-        data = json.loads(raw.decode("utf-8"))
-    except UnicodeDecodeError as exc:
-        raise _Unusable(f"is corrupt (not UTF-8 text: byte 0x{raw[exc.start]:02x} at offset {exc.start})") from None
-    except json.JSONDecodeError as exc:
-        raise _Unusable(f"is corrupt (line {exc.lineno} column {exc.colno}: {exc.msg})") from None
-    except (ValueError, RecursionError) as exc:  # a number too long for int(), nesting too deep
-        reason = echo(str(exc).splitlines()[0] if str(exc) else type(exc).__name__, plain=True)
-        raise _Unusable(f"is corrupt ({reason})") from None
+        data = load_json(raw)
+    except JSONError as exc:  # not UTF-8, a syntax error (line and column), a number too long, nesting too deep
+        raise _Unusable(f"is corrupt ({exc})") from None  # load_json's own words, no text of the file
     if not isinstance(data, dict):
         raise _Unusable(f"is not a config (the top level is {_kind(data)}, not an object)")
     return data

@@ -49,22 +49,20 @@ def _check_output(args: argparse.Namespace) -> None:
 def load_runs(texts: Sequence[str]) -> tuple[list[RunRecord], list[str]]:
     """The runs of every RUNS argument (``compile-lab compare``'s selections), in order, each run once;
     and the problems met reading them. UsageError (one line) for an argument that cannot be read."""
-    from tui.engine.compare.selection import SelectionError, load_selection, parse_selection
+    from tui.engine.compare.selection import SelectionError, each_run_once, load_selection, parse_selection
 
-    records: dict[str, RunRecord] = {}
+    records: list[RunRecord] = []
     problems: list[str] = []
+    seen: set[str] = set()
     for text in texts:
         try:
             found, found_problems = load_selection(parse_selection(text))
         except SelectionError as exc:
             raise UsageError(f"RUNS: {exc}") from None
-        problems += found_problems
-        for record in found:
-            if record.run_id in records:
-                problems.append(f"run {record.run_id}: named more than once, read once")
-                continue
-            records[record.run_id] = record
-    return list(records.values()), list(dict.fromkeys(problems))
+        found, repeated = each_run_once(found, seen)
+        records += found
+        problems += found_problems + repeated
+    return records, list(dict.fromkeys(problems))
 
 
 def cmd_report(args: argparse.Namespace) -> int:

@@ -20,7 +20,6 @@ files reported gone. The caps below bound what one run stores; ``compile-lab pru
 from __future__ import annotations
 
 import dataclasses
-import json
 import os
 import re
 from dataclasses import dataclass
@@ -29,7 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from tui import paths
-from tui.engine.input_file import read_regular
+from tui.engine.input_file import JSONError, load_json, read_regular
 from tui.typed import JsonRecord
 
 __all__ = [
@@ -213,8 +212,8 @@ def store_code(folder: str | os.PathLike[str], graphs: tuple[GraphCode, ...]) ->
 def read_pruned(folder: str | os.PathLike[str]) -> PruneNote | None:
     """What prune left in a run's folder, or None (never pruned, or unreadable)."""
     try:
-        data = json.loads(read_regular(Path(folder) / PRUNED_FILE, _NOTE_MAX_BYTES))
-    except (OSError, ValueError):
+        data = load_json(read_regular(Path(folder) / PRUNED_FILE, _NOTE_MAX_BYTES))
+    except (OSError, JSONError):
         return None
     return PruneNote.from_json(data) if isinstance(data, dict) else None
 

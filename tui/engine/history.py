@@ -28,7 +28,7 @@ from typing import Any, BinaryIO, Iterator
 from tui import paths
 from tui.engine.artifacts import read_pruned, run_folder, safe_name, store_code
 from tui.engine.export import ExportError, atomic_writer
-from tui.engine.input_file import read_regular
+from tui.engine.input_file import JSONError, load_json, read_regular
 from tui.engine.migrate import SCHEMA, upgrade_line, upgrade_samples
 from tui.engine.results import Block, RunRecord, SamplesInvalid, SamplesPruned, SamplesUnavailable, samples_to_json
 from tui.engine.samples import Samples, TimingError
@@ -219,8 +219,8 @@ class History:
     ) -> RunRecord | None:
         """One history line -> a record (samples deferred), or None with a problem appended."""
         try:
-            item = json.loads(raw)
-        except (ValueError, UnicodeDecodeError):
+            item = load_json(raw)
+        except JSONError:  # a syntax error, not UTF-8, nested too deeply
             if torn:
                 problems.append(f"{self.path} line {number}: incomplete last line (an interrupted write?), skipped")
             else:
@@ -260,7 +260,7 @@ class History:
             record.set_samples_json({})
         else:
             try:
-                content = json.loads(read_regular(target))
+                content = load_json(read_regular(target))
             except FileNotFoundError as exc:
                 note = read_pruned(record.data_dir or run_folder(record.run_id, self.runs_dir))
                 if note is not None:
@@ -269,8 +269,8 @@ class History:
                 raise SamplesUnavailable(f"run {record.run_id}: cannot read {target}: {_cause(exc)}") from exc
             except OSError as exc:
                 raise SamplesUnavailable(f"run {record.run_id}: cannot read {target}: {_cause(exc)}") from exc
-            except (ValueError, UnicodeDecodeError) as exc:
-                raise SamplesUnavailable(f"run {record.run_id}: {target} is not valid JSON") from exc
+            except JSONError as exc:
+                raise SamplesUnavailable(f"run {record.run_id}: {target} is not valid JSON ({exc})") from exc
             if not isinstance(content, dict) or content.get("run_id") != record.run_id:
                 raise SamplesUnavailable(f"run {record.run_id}: {target} holds another run's samples")
             samples = content.get("samples")

@@ -8,14 +8,20 @@ The file is then opened with ``O_NONBLOCK`` (a pipe put in its place after the c
 the open either) and checked again on its descriptor; more than the cap is refused rather than
 read. A refusal is an :class:`InputFileError`, an ``OSError`` whose text says what the file is and
 what is allowed, so every reader's ``except OSError`` already turns it into its one line.
+
+What those files hold is parsed by :func:`load_json`: whatever JSON cannot be read (a syntax error,
+bytes that are no UTF-8, a number too long, nesting deeper than Python's recursion limit) is one
+:class:`JSONError`, a ``ValueError`` whose text says why in a few words, never a RecursionError.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import stat
+from typing import Any
 
-__all__ = ["InputFileError", "INPUT_MAX_BYTES", "file_kind", "read_regular", "format_cap"]
+__all__ = ["InputFileError", "INPUT_MAX_BYTES", "JSONError", "file_kind", "format_cap", "load_json", "read_regular"]
 
 INPUT_MAX_BYTES = 1 << 30
 """The largest file :func:`read_regular` reads by default (1 GiB): a JSON export of a sweep of
@@ -95,3 +101,28 @@ def read_regular(path: str | os.PathLike[str], limit: int = INPUT_MAX_BYTES) -> 
             chunks.append(chunk)
     finally:
         os.close(fd)
+
+
+class JSONError(ValueError):
+    """Text that is no JSON compile-lab can read; the text says why (``nested too deeply``, ``line 1 column 5: ...``).
+
+    A ``ValueError``, as ``json.loads``'s own errors are: a reader's ``except ValueError`` still catches it.
+    """
+
+
+def load_json(raw: bytes | str) -> Any:
+    """The value of the JSON text ``raw`` (bytes as UTF-8, a BOM allowed), or :class:`JSONError` saying why not.
+
+    Deep nesting (``[[[[...`` thousands of levels) makes the parser raise RecursionError, which no
+    caller's ``except ValueError`` catches; here it is one more reason a file is not readable JSON.
+    """
+    try:
+        return json.loads(raw.decode("utf-8-sig") if isinstance(raw, bytes) else raw)
+    except RecursionError:
+        raise JSONError("nested too deeply") from None
+    except json.JSONDecodeError as exc:
+        raise JSONError(f"line {exc.lineno} column {exc.colno}: {exc.msg}") from None
+    except UnicodeDecodeError as exc:
+        raise JSONError(f"not UTF-8 text: byte 0x{exc.object[exc.start]:02x} at offset {exc.start}") from None
+    except ValueError as exc:  # a number too long for int()
+        raise JSONError(str(exc).splitlines()[0] if str(exc) else "not JSON") from None

@@ -33,7 +33,7 @@ from typing import Any, Iterator
 
 from tui import paths
 from tui.engine.artifacts import PRUNED_FILE, format_bytes, safe_name
-from tui.engine.input_file import file_kind
+from tui.engine.input_file import JSONError, file_kind, load_json
 from tui.typed import printable
 
 __all__ = ["RunFiles", "PrunePlan", "PruneResult", "DataUsage", "DATA_CAP_GB", "DATA_CAP_ENV", "ORPHAN_GRACE_S",
@@ -46,6 +46,7 @@ DATA_CAP_ENV = "COMPILE_LAB_MAX_DATA_GB"
 ORPHAN_GRACE_S = 3600.0
 """Files without a history line younger than this are left alone (a run may still be writing them)."""
 _CAP_TARGET = 0.9
+_LATEST_CREATED = 253402300799.0  # 9999-12-31 23:59:59 UTC: the last second a datetime can show
 
 
 def data_cap() -> tuple[int | None, str | None]:
@@ -182,13 +183,24 @@ def _history_runs(history_file: Path) -> dict[str, float]:
     with handle:
         for raw in handle:
             try:
-                item = json.loads(raw)
-            except ValueError:
+                item = load_json(raw)
+            except JSONError:  # a torn or garbage line, nested too deeply: the history's loader names it
                 continue
             if isinstance(item, dict) and isinstance(item.get("run_id"), str):
-                created = item.get("created")
-                found[safe_name(item["run_id"])] = float(created) if isinstance(created, (int, float)) else 0.0
+                found[safe_name(item["run_id"])] = _created(item.get("created"))
     return found
+
+
+def _created(value: Any) -> float:
+    """A history line's ``created`` (seconds since the epoch), 0.0 (the oldest) where it is no time a date can
+    show: not a number, NaN or an infinity, an integer too long for a float, before 1970 or after 9999."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return 0.0
+    try:
+        moment = float(value)
+    except OverflowError:  # an integer of hundreds of digits
+        return 0.0
+    return moment if 0.0 <= moment <= _LATEST_CREATED else 0.0  # NaN fails this too
 
 
 def _run_paths(runs_dir: Path) -> dict[str, list[Path]]:

@@ -53,7 +53,10 @@ def checked_ms(value: Any, where: str, zero: bool = False) -> float:
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         shown = printable(repr(value))
         raise TimingError(f"{where}: {shown[:40] + ('…' if len(shown) > 40 else '')} is not a number {allowed}")
-    number = float(value)
+    try:
+        number = float(value)
+    except OverflowError:  # an integer of hundreds of digits: JSON allows it, a float cannot hold it
+        raise TimingError(f"{where}: an integer of {len(str(abs(value)))} digits is not a time {allowed}") from None
     if not ((0 <= number if zero else 0 < number) and number <= MAX_MS):  # NaN fails this too
         raise TimingError(f"{where}: {number!r} is not a time {allowed}")
     return number
@@ -148,7 +151,10 @@ def _finite_or_none(value: float | None) -> float | None:
 def _optional_float(value: Any) -> float | None:
     if value is None or isinstance(value, bool) or not isinstance(value, (int, float)):
         return None
-    return _finite_or_none(float(value))
+    try:
+        return _finite_or_none(float(value))
+    except OverflowError:  # an integer too long for a float: as unknown as an infinity
+        return None
 
 
 def samples_to_json(samples: Samples) -> dict[str, list[dict[str, Any]]]:

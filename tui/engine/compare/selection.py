@@ -20,7 +20,6 @@ file, refuses the selection with one line naming the run and the field.
 
 from __future__ import annotations
 
-import json
 import re
 from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
@@ -28,14 +27,15 @@ from pathlib import Path
 from typing import Any
 
 from tui.engine.history import History
-from tui.engine.input_file import InputFileError, read_regular
+from tui.engine.input_file import InputFileError, JSONError, load_json, read_regular
 from tui.engine.results import RunRecord, SamplesInvalid, SamplesUnavailable
 from tui.engine.samples import TimingError
 from tui.engine.stored_options import upgrade_tf32_run
 from tui.engine.summary import check_stored_times
 from tui.typed import printable
 
-__all__ = ["Selection", "SelectionError", "parse_selection", "load_selection", "sessions", "SELECTION_HELP"]
+__all__ = ["Selection", "SelectionError", "parse_selection", "load_selection", "each_run_once", "sessions",
+           "SELECTION_HELP"]
 
 SELECTION_HELP = ("a JSON export's path, history:RUNID[,RUNID...], session:ID, session:last[-N], "
                   "or since:DATE[..DATE] (UTC, YYYY-MM-DD[THH:MM[:SS]])")
@@ -128,16 +128,16 @@ def _from_file(selection: Selection) -> tuple[list[RunRecord], list[str]]:
     where = _shown(selection.path)
     allowed = f"(allowed: {SELECTION_HELP})"
     try:
-        data: Any = json.loads(read_regular(path))
+        data: Any = load_json(read_regular(path))
     except FileNotFoundError:
         raise SelectionError(f"{where}: no such file {allowed}") from None
     except InputFileError as exc:  # a pipe, a device, a directory, too big: refused before it is read
         raise SelectionError(f"{where}: {exc}") from None
     except OSError as exc:
         raise SelectionError(f"{where}: cannot read it: {exc.strerror or exc} {allowed}") from None
-    except (ValueError, UnicodeDecodeError):
-        raise SelectionError(f"{where}: not JSON (allowed: a JSON export of compile-lab run/sweep --json or the app's "
-                             "e; a history selection)") from None
+    except JSONError as exc:  # a syntax error, not UTF-8, nested too deeply
+        raise SelectionError(f"{where}: not JSON ({exc}; allowed: a JSON export of compile-lab run/sweep --json or the "
+                             "app's e; a history selection)") from None
     if not isinstance(data, dict) or not isinstance(data.get("runs"), list):
         raise SelectionError(f"{where}: not a compile-lab JSON export (no \"runs\" list; allowed: the file of "
                              "--json or the app's export)")
@@ -227,11 +227,30 @@ def _timings_checked(selection: Selection, records: list[RunRecord]) -> list[Run
     return records
 
 
+def each_run_once(records: list[RunRecord], seen: set[str] | None = None) -> tuple[list[RunRecord], list[str]]:
+    """``records`` with each run id once (the first kept), and a problem for each one named again.
+
+    A run counted twice is pseudo-replication: one process taken for two narrows the interval across
+    processes. ``seen``: the ids already read (several selections read as one, as ``report`` does); updated.
+    """
+    seen = set() if seen is None else seen
+    kept, problems = [], []
+    for record in records:
+        if record.run_id in seen:
+            problems.append(f"run {record.run_id}: named more than once, read once")
+            continue
+        seen.add(record.run_id)
+        kept.append(record)
+    return kept, problems
+
+
 def load_selection(selection: Selection, history: History | None = None) -> tuple[list[RunRecord], list[str]]:
-    """The runs a selection names (samples read on demand) and the problems met reading them."""
+    """The runs a selection names (samples read on demand), each run once, and the problems met reading them."""
     if selection.kind == "file":
         records, problems = _from_file(selection)
         if not records:
             raise SelectionError(f"{_shown(selection.text)}: the export holds no run")
-        return records, problems
-    return _from_history(selection, history or History())
+    else:
+        records, problems = _from_history(selection, history or History())
+    records, repeated = each_run_once(records)
+    return records, problems + list(dict.fromkeys(repeated))
