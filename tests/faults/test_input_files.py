@@ -222,3 +222,15 @@ def test_read_regular_reads_a_file_and_refuses_more_than_its_limit(tmp_path):
     assert read_regular(path, 100) == b"x" * 100
     with pytest.raises(InputFileError, match=r"^is 100 bytes \(allowed: a regular file of at most 99 bytes\)$"):
         read_regular(path, 99)
+
+
+@pytest.mark.parametrize("created", [1e300, -1e300, float("nan")])
+def test_a_run_time_no_date_can_show_reads_as_unknown_in_the_report(tmp_path, capsys, created):
+    def when(run: dict) -> None:
+        run["created"] = created
+
+    runs = _export(Path("runs.json"), when)
+    out = tmp_path / "report.html"
+    code, err = _main(["report", str(runs), "-o", str(out)], capsys)
+    assert code == 0 and out.exists()
+    assert "Traceback" not in "".join(err)

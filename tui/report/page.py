@@ -77,9 +77,13 @@ def _table(headers: Iterable[str], rows: Iterable[Iterable[str]], numeric: Itera
 
 
 def _moment(seconds: float | None) -> str:
+    """A run's time as a UTC date, or "–" when unknown or no date can show it (NaN, 1e300, a negative)."""
     if seconds is None:
         return "–"
-    return datetime.fromtimestamp(seconds, tz=timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+    try:
+        return datetime.fromtimestamp(seconds, tz=timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+    except (OverflowError, OSError, ValueError):  # shown as unknown: the rest of the report stands
+        return "–"
 
 
 def _header(data: ReportData) -> str:
