@@ -19,6 +19,7 @@ import re
 import signal
 import socket
 import sys
+from pathlib import Path
 import threading
 import time
 
@@ -599,7 +600,10 @@ def ray_head():
     port = _free_port()
     env = {key: value for key, value in os.environ.items() if not key.startswith("RAY_")}
     env["RAY_AUTH_MODE"] = "disabled"
-    start = subprocess.Popen(["ray", "start", "--head", f"--port={port}", "--num-cpus=2",
+    # The `ray` beside this interpreter: another one on PATH (a venv not activated) is another Ray and Python.
+    beside = Path(sys.executable).with_name("ray")
+    ray_cli = str(beside) if beside.exists() else (shutil.which("ray") or "ray")
+    start = subprocess.Popen([ray_cli, "start", "--head", f"--port={port}", "--num-cpus=2",
                               "--include-dashboard=false", "--disable-usage-stats", f"--temp-dir={temp}"],
                              env=env, start_new_session=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     session = start.pid  # the head's processes stay in the session `ray start` opened
