@@ -88,6 +88,10 @@ async def test_a_previous_sessions_row_as_the_baseline_loads_its_samples_off_the
     async with app.run_test(size=SIZE) as pilot:
         await wait_until(pilot, lambda: app.table.is_history(BASE), what="the history row")
         stored = app.records[BASE]
+        # The chart reads the selected row's blocks off the UI thread as well: let it finish, then drop them,
+        # so the baseline's own load below starts from a row whose samples are on disk.
+        await app.workers.wait_for_complete()
+        stored.release_samples()
         assert not stored.samples_loaded  # a history row keeps its samples on disk
         loader, threads = stored._samples_loader, []
 
