@@ -10,6 +10,9 @@ from __future__ import annotations
 import importlib.util
 import sys
 from pathlib import Path
+from typing import Any
+
+import pytest
 
 _APP_TESTS = Path(__file__).resolve().parents[1] / "app"
 if str(_APP_TESTS) not in sys.path:
@@ -24,3 +27,18 @@ def _load_app_conftest():
 
 
 make_app = _load_app_conftest().make_app
+
+
+@pytest.fixture
+def runners(monkeypatch) -> list:
+    """What the CLI would run (``cli.make_runner``'s calls): the list stays empty when nothing started."""
+    from tui import cli
+
+    made: list = []
+
+    def factory(*args: Any, **kwargs: Any) -> Any:
+        made.append(kwargs)
+        raise AssertionError("a worker was about to start")
+
+    monkeypatch.setattr(cli, "make_runner", factory)
+    return made

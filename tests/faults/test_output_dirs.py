@@ -41,19 +41,6 @@ def read_only(monkeypatch, tmp_path) -> Path:
     return directory
 
 
-@pytest.fixture
-def runners(monkeypatch) -> list:
-    """What the CLI would run: the list stays empty when nothing started."""
-    made: list = []
-
-    def factory(*args: Any, **kwargs: Any) -> Any:
-        made.append(kwargs)
-        raise AssertionError("a worker was about to start")
-
-    monkeypatch.setattr(cli, "make_runner", factory)
-    return made
-
-
 def _where(case: str, tmp_path: Path, read_only: Path) -> tuple[Path, str]:
     """(the directory an output goes in, how the refusal says what is wrong with it)."""
     if case == "missing":

@@ -13,7 +13,6 @@ from __future__ import annotations
 import json
 import os
 from pathlib import Path
-from typing import Any
 
 import pytest
 
@@ -24,19 +23,6 @@ from tui.engine.export import write_json
 ALLOWED = "(allowed: a file other than the command's inputs)"
 RUN = ["--device", "cpu", "--iters", "4", "--block-size", "2", "--quiet"]
 WORKLOAD = "def make_workload(device, dtype):\n    raise RuntimeError('never built: the output is refused first')\n"
-
-
-@pytest.fixture
-def runners(monkeypatch) -> list:
-    """What the CLI would run: the list stays empty when nothing started."""
-    made: list = []
-
-    def factory(*args: Any, **kwargs: Any) -> Any:
-        made.append(kwargs)
-        raise AssertionError("a worker was about to start")
-
-    monkeypatch.setattr(cli, "make_runner", factory)
-    return made
 
 
 @pytest.fixture
