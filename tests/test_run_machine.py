@@ -167,6 +167,17 @@ def _options(**fields) -> RunOptions:
     return RunOptions(workload="pointwise", params={"fake_behaviour": "ok"}, **fields)
 
 
+async def _cpu_run(env: dict[str, str] | None = None) -> RunRecord:
+    """One CPU run of the fake worker on a runner of its own (closed after), its record."""
+    runner = WorkerRunner(worker_argv=FAKE_WORKER, keep_spare=False, **({"env": env} if env else {}))
+    record = RunRecord.new(_options(device="cpu"))
+    try:
+        await runner.run(record)
+    finally:
+        await runner.aclose()
+    return record
+
+
 async def test_a_cuda_run_gets_per_side_clocks_the_gpus_other_processes_and_the_hosts_load(compile_lab_home):
     source = FakeSource(gpus=1)
     gpu = source.uuids[0]
@@ -202,12 +213,7 @@ async def test_a_cuda_run_gets_per_side_clocks_the_gpus_other_processes_and_the_
 
 
 async def test_a_cpu_run_gets_the_hosts_load_and_no_gpu_figures(compile_lab_home):
-    runner = WorkerRunner(worker_argv=FAKE_WORKER, keep_spare=False, env={"FAKE_WORKER_BLOCK_S": "0.05"})
-    record = RunRecord.new(_options(device="cpu"))
-    try:
-        await runner.run(record)
-    finally:
-        await runner.aclose()
+    record = await _cpu_run({"FAKE_WORKER_BLOCK_S": "0.05"})
     assert record.status == "done"
     telemetry = record.telemetry
     assert telemetry.other_cpu_cores is not None and telemetry.other_cpu_cores >= 0.0
@@ -217,12 +223,7 @@ async def test_a_cpu_run_gets_the_hosts_load_and_no_gpu_figures(compile_lab_home
 
 
 async def test_a_run_too_short_to_say_leaves_the_figures_none(compile_lab_home):
-    runner = WorkerRunner(worker_argv=FAKE_WORKER, keep_spare=False)
-    record = RunRecord.new(_options(device="cpu"))
-    try:
-        await runner.run(record)
-    finally:
-        await runner.aclose()
+    record = await _cpu_run()
     assert record.status == "done"
     assert record.telemetry.other_cpu_cores is None and record.telemetry.app_cpu_cores is None
     assert not any("CPU use of other processes" in w for w in record.warnings)
@@ -231,12 +232,7 @@ async def test_a_run_too_short_to_say_leaves_the_figures_none(compile_lab_home):
 async def test_a_short_measuring_window_takes_the_figures_from_compiling_on(compile_lab_home):
     # A CPU run of 50 short calls measures for milliseconds: the sampler, started when the run
     # compiles, gives the whole window's figures instead of none (the verdict's machine check needs them).
-    runner = WorkerRunner(worker_argv=FAKE_WORKER, keep_spare=False, env={"FAKE_WORKER_COMPILE_S": "0.6"})
-    record = RunRecord.new(_options(device="cpu"))
-    try:
-        await runner.run(record)
-    finally:
-        await runner.aclose()
+    record = await _cpu_run({"FAKE_WORKER_COMPILE_S": "0.6"})
     assert record.status == "done"
     assert record.telemetry.other_cpu_cores is not None and record.telemetry.app_cpu_cores is not None
 
@@ -244,12 +240,7 @@ async def test_a_short_measuring_window_takes_the_figures_from_compiling_on(comp
 async def test_without_psutil_a_run_still_ends_done_with_a_warning(compile_lab_home, monkeypatch):
     monkeypatch.setitem(sys.modules, "psutil", None)  # import psutil raises ImportError
     monkeypatch.setattr(host_load, "_shared", None)  # as if no window had read the table yet
-    runner = WorkerRunner(worker_argv=FAKE_WORKER, keep_spare=False, env={"FAKE_WORKER_BLOCK_S": "0.05"})
-    record = RunRecord.new(_options(device="cpu"))
-    try:
-        await runner.run(record)
-    finally:
-        await runner.aclose()
+    record = await _cpu_run({"FAKE_WORKER_BLOCK_S": "0.05"})
     assert record.status == "done" and record.telemetry.other_cpu_cores is None
     assert "the CPU use of other processes was not measured: psutil is not installed" in record.warnings
 
