@@ -22,7 +22,8 @@
 #   bash benchmarks/gpu_run.sh pool          # issue 16: one worker per GPU; the sweep on every GPU against one,
 #                                            # parallel against --serial for a launch-bound and a GPU-bound workload
 #   bash benchmarks/gpu_run.sh precision     # issue 22: CNN b64, ResNet-18 b1 and matmul 8192 under --precision
-#                                            # default, ieee and tf32: times, kernels and the flags in effect (~8-10 min)
+#                                            # default, ieee and tf32: times, kernels and the flags in effect (~8-10 min);
+#                                            # PRECISION_CASES="resnet18 matmul" runs a subset
 #   bash benchmarks/gpu_run.sh calibrate_quiet  # issue 23: the verdict's GPU configurations, 5 single-process runs each
 #   bash benchmarks/gpu_run.sh calibrate_busy   # the same beside a co-tenant running matmuls on the card; each stage
 #                                               # stops starting runs after CALIBRATE_BUDGET s (520) and resumes on
@@ -262,12 +263,13 @@ PY
 stage_precision() {
   step "precision: default (torch's flags untouched), ieee, tf32"
   local modes=default,reduce-overhead
-  sweep 150 --workload cnn --param batch=64 --mode $modes --precision default,ieee,tf32 --iters 200 --block-size 20 \
-    --csv "$OUT/precision_cnn.csv"
-  sweep 300 --workload benchmarks/workloads/resnet18.py --param batch=1 --mode $modes --precision default,ieee,tf32 \
-    --iters 200 --block-size 20 --csv "$OUT/precision_resnet18.csv"
-  sweep 120 --workload matmul --param n=8192 --mode default --precision default,ieee,tf32 --iters 40 --block-size 5 \
-    --csv "$OUT/precision_matmul8192.csv"
+  local cases=" ${PRECISION_CASES:-cnn resnet18 matmul} "
+  [[ $cases == *" cnn "* ]] && sweep 150 --workload cnn --param batch=64 --mode $modes --precision default,ieee,tf32 \
+    --iters 200 --block-size 20 --csv "$OUT/precision_cnn.csv"
+  [[ $cases == *" matmul "* ]] && sweep 120 --workload matmul --param n=8192 --mode default --precision default,ieee,tf32 \
+    --iters 40 --block-size 5 --csv "$OUT/precision_matmul8192.csv"
+  [[ $cases == *" resnet18 "* ]] && sweep 300 --workload benchmarks/workloads/resnet18.py --param batch=1 --mode $modes \
+    --precision default,ieee,tf32 --iters 200 --block-size 20 --csv "$OUT/precision_resnet18.csv"
   python3 - "$OUT"/precision_*.csv <<'PY' | tee "$OUT/precision_table.md"
 import csv, sys
 cols = ["workload", "params", "mode", "precision", "tf32_matmul", "tf32_cudnn", "float32_matmul_precision", "status",
@@ -278,6 +280,8 @@ for path in sys.argv[1:]:
     for row in csv.DictReader(open(path)):
         print("| " + " | ".join((row.get(c) or "").replace("|", "/")[:120] for c in cols) + " |")
 PY
+}
+
 calibrate() {
   local dir=${CALIBRATE_DIR:-out/calibration/gpu}
   python3 benchmarks/calibrate.py collect --device cuda --runs "${CALIBRATE_RUNS:-5}" --budget "${CALIBRATE_BUDGET:-520}" \
@@ -323,7 +327,7 @@ stage_host_processes() {
 stage_host_goal() {
   step "host speedup: compile-lab --repeat 5 against 5 plain-loop processes"
   timeout "${HG_LIMIT:-560}" python3 benchmarks/host_processes.py goal --out "$OUT" --procs "${HG_PROCS:-5}" \
-    --cases "${HG_CASES:-cnn,resnet18}" --lab-args "${HG_LAB_ARGS:-}" 2>&1 | tail -30
+    --cases "${HG_CASES:-cnn,resnet18}" --modes "${HG_MODES:-default,reduce-overhead}" --lab-args "${HG_LAB_ARGS:-}" 2>&1 | tail -30
   cat "$OUT/host_processes_goal.md"
 }
 

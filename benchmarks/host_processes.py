@@ -323,7 +323,7 @@ def goal(args: argparse.Namespace, env: dict[str, str], info: dict[str, str]) ->
     results: dict[str, Any] = {}
     cores = sorted(os.sched_getaffinity(0))
     for case in args.cases:
-        for mode in ("default", "reduce-overhead"):
+        for mode in args.modes:
             key = f"{case}|{mode}"
             plain = [spawn(case, mode, "float", args.calls, cores, env) for _ in range(args.procs)]
             lab = _compile_lab(case, mode, args.procs, args.out, env, args.lab_args)
@@ -388,6 +388,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--cases", type=lambda s: s.split(","), default=["cnn"])
     parser.add_argument("--case", default="cnn")
     parser.add_argument("--mode", default="reduce-overhead")
+    parser.add_argument("--modes", type=lambda s: s.split(","), default=["default", "reduce-overhead"],
+                        help="goal: the modes to run for every case")
     parser.add_argument("--gc-off", action="store_true")
     parser.add_argument("--quiesce", action="store_true")
     parser.add_argument("--conditions", type=lambda s: s.split(","), default=list(CONDITIONS))
