@@ -15,8 +15,9 @@ clocks"), because timing each call changes what the host pays:
   at the end; ``host_ms_per_call`` = wall time / calls. This *is* a plain loop with one
   synchronize per block. The block's calls run as many times over as it takes the loop to
   last ``HOST_BLOCK_MIN_MS`` (:func:`~tui.engine.worker.blocks.host_block_repeats`), so the
-  start on an idle GPU and the final synchronize cost what they cost a long loop. No per-call events (on an H200 an event pair added 25-30 us of host
-  time to each call), no head start (nothing to subtract), nothing kept of the outputs (each
+  start on an idle GPU and the final synchronize cost what they cost a long loop. No per-call
+  events (an event pair adds tens of microseconds of host time to each call: docs/METHOD.md,
+  "Two clocks"), no head start (nothing to subtract), nothing kept of the outputs (each
   is dropped when the call returns, as in ``for x in xs: f(x)``), the garbage collector as the
   workload would have it (on: a loop pays for the collections its own allocations cause; the
   worker collects the compiler's garbage once before warming up, so it is not collected inside
@@ -125,9 +126,8 @@ def head_start_ms(queue_ms_per_call: float | None, device_ms_per_call: float | N
     per call, the GPU assumed never to catch up.
 
     The head start is sized to what is needed, not generously: a power-capped GPU turns the
-    light load of a spin before each block into a higher clock for the block's kernels (on
-    an H200, bf16 GEMMs with the earlier, generous head start read 3-4% faster than
-    do_bench; docs/BENCHMARKS.md, section 1).
+    light load of a spin before each block into a higher clock for the block's kernels, and
+    power-capped GEMMs then read faster than ``do_bench`` (docs/BENCHMARKS.md, section 1).
     """
     q = 1.0 if queue_ms_per_call is None else queue_ms_per_call
     if device_ms_per_call is None:
@@ -236,8 +236,8 @@ class CudaClock:
         # A lower bound, on the perf_counter clock (s), of when the GPU will have run everything queued.
         self._gpu_free = 0.0
         # Timing events are made once and recorded again once read: creating and destroying 40 events
-        # a round is host work while the GPU rests, and on an H200 a host sub-block after 40 fresh
-        # events read up to 27% slower than after as many reused ones.
+        # a round is host work while the GPU rests, and it slows the host sub-block that follows
+        # (docs/METHOD.md, "Known limits").
         self._pool: list[Any] = []
         self._anchor_event = torch.cuda.Event(enable_timing=True)
         #: The last device sub-block's head start, in ms (0 without one).
