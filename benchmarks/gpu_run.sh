@@ -31,11 +31,11 @@
 #                                               # both end with the before/after table and the runs in $OUT
 #   bash benchmarks/gpu_run.sh sustained  # issue 22 item 4: bf16 encoder layer, transformer_block b16, GEMM 8192:
 #                                         # compile-lab vs sustained events loop / do_bench / do_bench_cudagraph /
-#                                         # profiler loop, each with NVML's SM clock and power (~5-6 min);
+#                                         # profiler loop, each with NVML's SM clock and power (~5-7 min);
 #                                         # SUSTAINED_ARGS="--cases gemm --sides eager,compiled" picks
 #   bash benchmarks/gpu_run.sh polling    # issue 22 item 5: the app on a pty (GPU pane polling) vs the CLI vs the CLI
 #                                         # beside a 100 ms NVML poller; CNN b64 and matmul 8192, 3 runs each,
-#                                         # interleaved (~5-7 min; starts no run after POLLING_BUDGET s, 400)
+#                                         # interleaved (~5-7 min; starts no run after POLLING_BUDGET s, 380)
 # Several stages in one call: bash benchmarks/gpu_run.sh seed extra
 # On the device machine the missing wheels come from .whl (../shared/device/wheels.sh).
 set -uo pipefail
@@ -346,7 +346,7 @@ stage_sustained() {
 
 stage_polling() {
   step "polling: the app's GPU pane and repaints, and a 100 ms NVML poller, against the plain CLI"
-  timeout "${POLLING_LIMIT:-540}" python3 benchmarks/polling.py --out "$OUT" --budget "${POLLING_BUDGET:-400}" \
+  timeout "${POLLING_LIMIT:-540}" python3 benchmarks/polling.py --out "$OUT" --budget "${POLLING_BUDGET:-380}" \
     ${POLLING_ARGS:-} > /dev/null 2> "$OUT/polling.log"
   echo "polling exit $?"; cat "$OUT/polling.md"; tail -25 "$OUT/polling.log"
 }

@@ -34,6 +34,7 @@ import fcntl
 import json
 import os
 import pty
+import shutil
 import signal
 import statistics
 import struct
@@ -272,12 +273,15 @@ def one_run(case_name: str, arm: str, k: int, args: argparse.Namespace, env: dic
             poll = subprocess.Popen([sys.executable, __file__, "poller", "--interval", str(POLL_INTERVAL_S), "--stats",
                                      str(stats_path)], env=env, cwd=ROOT)
         cmd = [sys.executable, "-m", "tui", "run", *argv, "--no-history", "--quiet", "--csv", str(csv_path)]
-        with open(err_path, "w") as err:
-            code = subprocess.run(cmd, env=env, cwd=ROOT, stdout=err, stderr=err, timeout=args.run_timeout).returncode
+        try:
+            with open(err_path, "w") as err:
+                code = subprocess.run(cmd, env=env, cwd=ROOT, stdout=err, stderr=err, timeout=args.run_timeout).returncode
+        finally:
+            if poll is not None:  # stopped even when the run timed out: it must not poll through the next run
+                poll.terminate()
+                poll.wait(10)
         extra = {"exit": code}
         if poll is not None:
-            poll.terminate()
-            poll.wait(10)
             extra["poller"] = json.loads(stats_path.read_text()) if stats_path.exists() else {"error": "no stats"}
     row = read_row(csv_path)
     return {"case": case_name, "arm": arm, "run": k, **{f: row.get(f) for f in FIELDS}, "arm_info": extra}
@@ -390,7 +394,7 @@ def parent(args: argparse.Namespace) -> int:
     args.out.mkdir(parents=True, exist_ok=True)
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join(p for p in (env.get("PYTHONPATH"), str(ROOT)) if p)
-    env.setdefault("TERM", "xterm-256color")
+    env.update(TERM="xterm-256color", COLORTERM="truecolor")  # the app's terminal, as a user's usually is
     env["COMPILE_LAB_HOME"] = tempfile.mkdtemp(prefix="polling-home-")  # the app's history and config, apart
     info = environment(args.device)
     labels = {name: case["label"] for name, case in args.table.items()}
@@ -412,7 +416,8 @@ def parent(args: argparse.Namespace) -> int:
               file=sys.stderr, flush=True)
         (args.out / "polling.json").write_text(json.dumps({"env": info, "results": results}, indent=1))
         (args.out / "polling.md").write_text(render(results, info, labels))
-    print((args.out / "polling.md").read_text())
+    shutil.rmtree(env["COMPILE_LAB_HOME"], ignore_errors=True)
+    print(render(results, info, labels))
     return 0
 
 

@@ -298,6 +298,13 @@ def render(results: dict[str, Any], env: dict[str, Any]) -> str:
              "rest (compile-lab's profile pass conditions).", ""]
     for case in results.values():
         lines += render_case(case["label"], case["rows"], case["rest"])
+        own = case.get("lab_csv") or {}
+        if own.get("status"):
+            lines += [f"compile-lab's own CSV: status {own['status']}, eager {own.get('eager_median_ms')} ms, compiled "
+                      f"{own.get('compiled_median_ms')} ms, speedup {own.get('speedup')}, SM clock mean/min "
+                      f"{own.get('sm_clock_mean_mhz')}/{own.get('sm_clock_min_mhz')} MHz (eager {own.get('sm_clock_eager_mhz')}, "
+                      f"compiled {own.get('sm_clock_compiled_mhz')}), power {own.get('power_mean_w')} W, throttle reasons "
+                      f"{own.get('throttle_reasons') or 'none'}{'; error ' + own['error'] if own.get('error') else ''}.", ""]
     return "\n".join(lines) + "\n"
 
 
