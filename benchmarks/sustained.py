@@ -44,6 +44,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from tui.engine.runner.sampling import CLOCK_HZ, SAMPLE_HZ  # noqa: E402
+from tui.engine.worker.blocks import host_block_repeats  # noqa: E402  (torch-free)
 
 ENCODER = str(ROOT / "benchmarks" / "workloads" / "encoder_layer.py")
 #: name -> what to run; ``iters``/``block`` give compile-lab's measure phase a few seconds of load.
@@ -155,13 +156,21 @@ def measure_blocks(run: dict[str, Any]) -> list[dict[str, Any]]:
     return sorted(blocks, key=lambda b: b["t_start"])
 
 
+def host_block_ms(block: dict[str, Any]) -> float:
+    """How long a block's host sub-block ran (ms): its calls, repeated as the worker repeats them."""
+    per_call, calls = block.get("host_ms_per_call") or 0.0, len(block.get("ms") or ())
+    return per_call * calls * host_block_repeats(calls, per_call or None)
+
+
 def lab_rest(run: dict[str, Any]) -> dict[str, Any]:
     """compile-lab's rest between rounds, from its measure blocks' times (ms; medians over rounds).
 
     A round is the blocks of one index (one per side). Its device sub-blocks run back to back;
     between the last device sub-block of a round and the first of the next, the next round's
     host sub-blocks run (their calls keep a GPU-bound card busy). ``gap`` = that time,
-    ``host`` = the host sub-blocks' calls in it (host ms per call x calls), ``rest`` = gap - host:
+    ``host`` = the host sub-blocks' calls in it (host ms per call x the block's calls x the repeats
+    that make a host sub-block last ``HOST_BLOCK_MIN_MS``, reckoned from its own time per call, as
+    the worker reckons them from the previous one's), ``rest`` = gap - host:
     the time the GPU had nothing queued (synchronizes, the reading and streaming of times, the
     head start's short spin counts as rest too). ``inside`` = the gap between a round's two device
     sub-blocks (pipelined: near 0). ``rest_share`` = the rests' sum over the measure window.
@@ -173,7 +182,7 @@ def lab_rest(run: dict[str, Any]) -> dict[str, Any]:
     gaps, hosts, rests, inside, device = [], [], [], [], []
     for prev, cur in zip(ordered, ordered[1:]):
         gap = (cur[0]["t_start"] - max(b["t_end"] for b in prev)) * 1e3
-        host = sum((b.get("host_ms_per_call") or 0.0) * len(b.get("ms") or ()) for b in cur)
+        host = sum(host_block_ms(b) for b in cur)
         gaps.append(gap)
         hosts.append(host)
         rests.append(gap - host)

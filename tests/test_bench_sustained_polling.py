@@ -59,14 +59,15 @@ def _block(side: str, index: int, start: float, end: float, host: float, calls: 
 
 def _run() -> dict:
     # Three rounds. Each: the two device sub-blocks back to back (0.1 ms apart), 10 ms each; before the
-    # next round, its host sub-blocks (10 calls of 1.0 ms per side: 20 ms) and 2 ms of rest.
+    # next round, its host sub-blocks (10 calls of 1.0 ms per side, run 5 times over to last 50 ms: 100 ms)
+    # and 2 ms of rest.
     eager, compiled = [], []
     t = 100.0
     for i in range(3):
         first, second = (eager, compiled) if i % 2 == 0 else (compiled, eager)
         first.append(_block("a", i, t, t + 0.010, 1.0))
         second.append(_block("b", i, t + 0.0101, t + 0.0201, 1.0))
-        t += 0.0201 + 0.020 + 0.002
+        t += 0.0201 + 0.100 + 0.002
     warm = {"stage": "warmup", "index": 0, "ms": [1.0], "host_ms_per_call": None, "t_start": 50.0, "t_end": 50.1}
     return {"samples": {"eager": [warm, *eager], "compiled": compiled},
             "profile": {"available": True, "compiled": {"kernel_ms_per_call": 0.398, "calls": 5},
@@ -76,13 +77,19 @@ def _run() -> dict:
 def test_the_rest_is_the_gap_between_rounds_less_the_host_sub_blocks_in_it():
     rest = sustained.lab_rest(_run())
     assert rest["rounds"] == 3
-    assert rest["gap_ms"] == pytest.approx(22.0, abs=1e-6)
-    assert rest["host_ms"] == pytest.approx(20.0)
+    assert rest["gap_ms"] == pytest.approx(102.0, abs=1e-6)
+    assert rest["host_ms"] == pytest.approx(100.0)
     assert rest["rest_ms"] == pytest.approx(2.0, abs=1e-6)
     assert rest["inside_ms"] == pytest.approx(0.1, abs=1e-6)
     assert rest["device_ms_per_round"] == pytest.approx(20.0, abs=1e-6)
-    assert rest["window"] == (100.0, pytest.approx(100.0 + 2 * 0.0421 + 0.0201))
+    assert rest["window"] == (100.0, pytest.approx(100.0 + 2 * 0.1221 + 0.0201))
     assert rest["rest_share"] == pytest.approx(4.0 / rest["span_ms"])
+
+
+def test_a_host_sub_block_runs_its_calls_over_until_it_lasts_50_ms():
+    assert sustained.host_block_ms({"host_ms_per_call": 1.0, "ms": [1.0] * 10}) == pytest.approx(50.0)
+    assert sustained.host_block_ms({"host_ms_per_call": 8.0, "ms": [8.0] * 10}) == pytest.approx(80.0)
+    assert sustained.host_block_ms({"host_ms_per_call": None, "ms": [1.0] * 10}) == 0.0
 
 
 def test_warm_up_blocks_are_not_rounds():
