@@ -50,7 +50,7 @@ ENCODER = str(ROOT / "benchmarks" / "workloads" / "encoder_layer.py")
 #: name -> what to run; ``iters``/``block`` give compile-lab's measure phase a few seconds of load.
 CASES: dict[str, dict[str, Any]] = {
     "encoder": {"label": "nn.TransformerEncoderLayer b16 s512 w1024 bf16", "workload": ENCODER,
-                "params": {"batch": 16}, "dtype": "bfloat16", "iters": 1000, "block": 10},
+                "params": {"batch": 16}, "dtype": "bfloat16", "iters": 600, "block": 10},
     "block": {"label": "transformer_block b16 bf16", "workload": "transformer_block", "params": {"batch": 16},
               "dtype": "bfloat16", "iters": 600, "block": 10},
     "gemm": {"label": "matmul n=8192 bf16", "workload": "matmul", "params": {"n": 8192}, "dtype": "bfloat16",
