@@ -22,10 +22,12 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 from itertools import chain
-from typing import Callable, Iterable, Sequence
+from typing import TYPE_CHECKING, Callable, Iterable, Sequence
 
-from tui.engine.resample import ResampledMedian, Weights, draw_weights
 from tui.engine.stats import GRID_POINTS, MAX_UNITS, SpeedupCI, percentile
+
+if TYPE_CHECKING:
+    from tui.engine.resample import Weights
 
 __all__ = ["Unit", "SideDraws", "resample_side", "change_interval", "bootstrap_change", "ratio_of"]
 
@@ -90,6 +92,8 @@ def resample_side(processes: Sequence[Sequence[Unit]], channels: int, resamples:
     point = tuple(percentile(values, 50) if values else None for values in pooled)
     if len(flat) < 2:
         return SideDraws(point, (), len(cleaned), len(flat))
+    from tui.engine.resample import draw_weights  # numpy loads with the first resample (see tui.engine.stats)
+
     weights = draw_weights([len(units) for units in cleaned], resamples, seed)
     columns = [_channel_medians([unit[c] for unit in flat], pooled[c], grid_points, weights) for c in range(channels)]
     return SideDraws(point, tuple(zip(*columns, strict=True)), len(cleaned), len(flat))
@@ -98,6 +102,8 @@ def resample_side(processes: Sequence[Sequence[Unit]], channels: int, resamples:
 def _channel_medians(groups: list[list[float]], pooled: list[float], grid_points: int,
                      weights: Weights) -> list[float | None]:
     """Each resample's median of one channel (None where the resample holds none of its samples)."""
+    from tui.engine.resample import ResampledMedian
+
     if not pooled:
         return [None] * len(weights)
     medians = ResampledMedian(groups, pooled, grid_points).medians(weights)

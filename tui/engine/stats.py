@@ -29,9 +29,6 @@ from dataclasses import asdict, dataclass, fields
 from itertools import chain
 from typing import Any, Iterable, NamedTuple, Sequence
 
-import numpy as np
-
-from tui.engine.resample import ResampledMedian, draw_weights
 from tui.typed import decode_fields
 
 __all__ = [
@@ -283,9 +280,7 @@ def bootstrap_speedup(
     pairs = _units(eager, compiled, max_units)
     if len(pairs) < 2:
         return SpeedupCI(point, None, None)
-    eager_median = ResampledMedian([p[0] for p in pairs], all_eager, grid_points)
-    compiled_median = ResampledMedian([p[1] for p in pairs], all_compiled, grid_points)
-    ratios = _ratios(eager_median, compiled_median, [len(pairs)], resamples, seed)
+    ratios = _ratios(pairs, all_eager, all_compiled, [len(pairs)], resamples, seed, grid_points)
     return _percentile_interval(point, ratios, resamples, confidence)
 
 
@@ -352,17 +347,25 @@ def bootstrap_speedup_processes(processes: Sequence[tuple[Sequence[Iterable[floa
     if len(unit_lists) < 2:
         return SpeedupCI(point, None, None)
     flat = [pair for units in unit_lists for pair in units]
-    eager_median = ResampledMedian([p[0] for p in flat], all_eager, grid_points)
-    compiled_median = ResampledMedian([p[1] for p in flat], all_compiled, grid_points)
-    ratios = _ratios(eager_median, compiled_median, [len(units) for units in unit_lists], resamples, seed)
+    sizes = [len(units) for units in unit_lists]
+    ratios = _ratios(flat, all_eager, all_compiled, sizes, resamples, seed, grid_points)
     return _percentile_interval(point, ratios, resamples, confidence)
 
 
-def _ratios(eager: ResampledMedian, compiled: ResampledMedian, sizes: list[int], resamples: int,
-            seed: int) -> list[float]:
-    """Sorted ratios of pooled medians, one per resample (:func:`~tui.engine.resample.draw_weights`) that has one."""
+def _ratios(units: list[tuple[list[float], list[float]]], all_eager: list[float], all_compiled: list[float],
+            sizes: list[int], resamples: int, seed: int, grid_points: int) -> list[float]:
+    """Sorted ratios of pooled medians, one per resample (:func:`~tui.engine.resample.draw_weights`) that has one.
+
+    ``units``: every process's units in order, ``sizes[p]`` of them for process ``p``.
+    """
+    # numpy loads with the first bootstrap, not with this module: the app imports it at start.
+    import numpy as np
+
+    from tui.engine.resample import ResampledMedian, draw_weights
+
     weights = draw_weights(sizes, resamples, seed)
-    top, bottom = eager.medians(weights), compiled.medians(weights)
+    top = ResampledMedian([u[0] for u in units], all_eager, grid_points).medians(weights)
+    bottom = ResampledMedian([u[1] for u in units], all_compiled, grid_points).medians(weights)
     usable = ~np.isnan(top) & (bottom > 0)  # NaN compares False: an empty side is never usable
     ratios: list[float] = np.sort(top[usable] / bottom[usable]).tolist()
     return ratios
