@@ -4,6 +4,7 @@ Run from the repository root::
 
     python benchmarks/libs_perf.py bootstrap --before 3381abd   # this tree against a commit's
     python benchmarks/libs_perf.py history                       # needs msgspec for its last rows
+    python benchmarks/libs_perf.py encoding                      # likewise
 
 ``bootstrap``: a hierarchical bootstrap of 5 processes x 50 blocks x 10 samples per side
 (:func:`tui.engine.stats.bootstrap_speedup_processes`, 2000 resamples, the project's default),
@@ -22,17 +23,25 @@ four standard errors).
 each, and the typed decode. With msgspec importable: ``msgspec.json.decode`` of each line
 untyped, and decoded straight into :class:`tui.engine.stored_run.StoredRun` (strict: the
 tolerant per-field defaults of the project's decoder are not reproduced), with how many
-records equal the project's.
+records equal the project's, and a sketch of a msgspec fast path to a
+:class:`~tui.engine.results.RunRecord` (clean lines of the current schema only; others would
+take the project's decoder).
+
+``encoding``: one worker event through :func:`tui.engine.protocol.decode` and ``encode``, and one
+run of 200,000 samples encoded as :func:`tui.engine.export.write_json` does (``json.dump`` to a
+stream), with ``json.dumps``, and with msgspec when it is importable.
 """
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import io
 import json
 import math
 import os
 import random
+import re
 import statistics
 import subprocess
 import sys
@@ -178,36 +187,105 @@ def history(args: argparse.Namespace) -> None:
         print(f"| {name} | {seconds:.2f} |")
 
 
+# JSON escapes of control characters, DEL, and C1 characters in UTF-8: a line without any has no string
+# that printable() would change (a line with one would take the project's decoder).
+_CONTROL = re.compile(rb"\\u00[0189][0-9a-fA-F]|\\u007[fF]|\x7f|\xc2[\x80-\x9f]")
+
+
 def _msgspec_figures(raw: list[bytes], items: list[Any], repeats: int) -> dict[str, float]:
     try:
         import msgspec
     except ImportError:
         print("msgspec is not importable: its rows are left out")
         return {}
-    from tui.engine.stored_run import StoredRun
+    from tui.engine.results import RunRecord
+    from tui.engine.stored_run import StoredRun, stored_options
     from tui.typed import decode_fields
 
+    @dataclasses.dataclass(frozen=True)
+    class StoredLine(StoredRun):
+        options: Any = None
+
     untyped, typed = msgspec.json.Decoder(), msgspec.json.Decoder(StoredRun)
+    line_decoder = msgspec.json.Decoder(StoredLine)
     same = sum(typed.decode(line) == decode_fields(StoredRun, item, where="record")[0]
                for line, item in zip(raw, items, strict=True))
     print(f"msgspec {msgspec.__version__}: of {len(raw)} lines decoded strictly into StoredRun, {same} equal the "
           "project's decode_fields(StoredRun)")
+    kept = [f.name for f in dataclasses.fields(StoredRun) if f.name not in ("summary", "samples", "warnings")]
+
+    def fast_path(line: bytes) -> RunRecord | None:
+        """A sketch of a msgspec fast path (what RunRecord.decode does, for a clean line of this schema)."""
+        if not line.startswith(b'{"schema":3,') or _CONTROL.search(line):
+            return None  # the project's decoder: older schemas, strings to make printable
+        try:
+            stored = line_decoder.decode(line)
+        except msgspec.ValidationError:
+            return None  # the project's decoder: it names the field and keeps the rest
+        options, _ = stored_options(stored.options)
+        record = RunRecord(options=options, warnings=list(stored.warnings), **{k: getattr(stored, k) for k in kept})
+        record._samples_loaded = False
+        record._stored_summary = stored.summary
+        return record
+
+    fast = [fast_path(line) for line in raw]
+    print(f"the fast path's sketch took {sum(r is not None for r in fast)} of {len(raw)} lines")
     return {
         "msgspec.json.decode of each line (untyped)": _cpu(lambda: [untyped.decode(line) for line in raw], repeats),
         "msgspec.json.decode into StoredRun (strict)": _cpu(lambda: [typed.decode(line) for line in raw], repeats),
+        "a msgspec fast path to RunRecord (sketch)": _cpu(lambda: [fast_path(line) for line in raw], repeats),
     }
+
+
+# ----- the worker protocol and the JSON export ---------------------------------------------
+
+
+def encoding(args: argparse.Namespace) -> None:
+    """Per worker event: protocol.decode and encode; per export of one run of 200k samples: its encoding."""
+    from tui.engine.protocol import BlockTimed, decode, encode, make_event
+
+    event = make_event("block", 1.0, side="eager", stage="measure", index=3, clock="perf_counter",
+                       ms=[1.0 + i / 1000 for i in range(10)], host_ms_per_call=1.01)
+    line, count = encode(event), 20_000
+    rows = {"protocol.decode of one block event (10 samples), us": _cpu(lambda: [decode(line) for _ in range(count)],
+                                                                         args.repeats) / count * 1e6,
+            "protocol.encode of one block event, us": _cpu(lambda: [encode(event) for _ in range(count)],
+                                                           args.repeats) / count * 1e6}
+    rng = random.Random(0)
+    run = {"samples": {side: [{"index": b, "ms": [rng.lognormvariate(0, 0.1) for _ in range(50)]} for b in range(2000)]
+                       for side in ("eager", "compiled")}}
+    rows["json.dump to a stream (export.write_json) of 200k samples, ms"] = _cpu(
+        lambda: json.dump(run, io.StringIO(), separators=(",", ":"), allow_nan=False), args.repeats) * 1e3
+    rows["json.dumps of the same, ms"] = _cpu(
+        lambda: json.dumps(run, separators=(",", ":"), allow_nan=False), args.repeats) * 1e3
+    try:
+        import msgspec
+    except ImportError:
+        print("msgspec is not importable: its rows are left out")
+    else:
+        decoder, encoder = msgspec.json.Decoder(BlockTimed), msgspec.json.Encoder()
+        same = encoder.encode(run) == json.dumps(run, separators=(",", ":")).encode()
+        print(f"msgspec {msgspec.__version__}: the event decodes equal: {decoder.decode(line) == event}; the run "
+              f"encodes to json.dumps's bytes: {same}")
+        rows["msgspec.json.decode into BlockTimed, us"] = _cpu(
+            lambda: [decoder.decode(line) for _ in range(count)], args.repeats) / count * 1e6
+        rows["msgspec.json.encode of the event, us"] = _cpu(
+            lambda: [encoder.encode(event) for _ in range(count)], args.repeats) / count * 1e6
+        rows["msgspec.json.encode of the 200k samples, ms"] = _cpu(lambda: encoder.encode(run), args.repeats) * 1e3
+    for name, value in rows.items():
+        print(f"| {name} | {value:.1f} |")
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("part", choices=["bootstrap", "history"])
+    parser.add_argument("part", choices=["bootstrap", "history", "encoding"])
     parser.add_argument("--before", help="a git revision to compare the bootstrap with")
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--seeds", type=int, default=20, help="seeds for the Monte-Carlo agreement")
     parser.add_argument("--lines", type=int, default=20_000)
     parser.add_argument("--json", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
-    bootstrap(args) if args.part == "bootstrap" else history(args)
+    {"bootstrap": bootstrap, "history": history, "encoding": encoding}[args.part](args)
 
 
 if __name__ == "__main__":
