@@ -39,7 +39,7 @@ from tui.app.column_choice import ColumnActions
 from tui.app.components.results_table import ResultsTable
 from tui.app.config import DEFAULT_THEME, THEME_ALIASES, load_config, resolve_theme, save_config
 from tui.app.exporting import ExportActions, export_paths
-from tui.app.format import options_label, workload_label
+from tui.present.format import options_label, workload_label
 from tui.app.grouping import GroupRows
 from tui.app.main_screen import NARROW_WIDTH, REFRESH_HZ, MainScreen
 from tui.app.notices import NoisyNotices

@@ -181,7 +181,7 @@ class BaselineCompareScreen(ModalScreen[None]):
         """The table rendered by the command line's renderer."""
         from rich.console import Console
 
-        from tui.cli.compare_render import print_comparison
+        from tui.present.compare_render import print_comparison
 
         console = Console(file=io.StringIO(), width=max(60, self.app.size.width - 6), force_terminal=True,
                           color_system="truecolor")

@@ -18,7 +18,7 @@ from __future__ import annotations
 from typing import Sequence
 
 from tui.app.components.result_cells import Cell
-from tui.app.format import VERDICT_STYLES
+from tui.present.format import VERDICT_STYLES
 from tui.engine.compare import MATCH_FIELDS, CompareSettings, Pair, PairResult, pair_up
 from tui.engine.compare.judge import judge_pair
 from tui.engine.compare.matching import field_values

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from textual import work
 
-from tui.app.format import TERMINAL_STATUSES
+from tui.present.format import TERMINAL_STATUSES
 from tui.app.messages import RunsExported
 
 if TYPE_CHECKING:

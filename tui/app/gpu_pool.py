@@ -22,7 +22,7 @@ from __future__ import annotations
 import asyncio
 from typing import TYPE_CHECKING, Any, Iterable, Sequence
 
-from tui.app.option_fields import FIELDS_BY_KEY, OPTION_FIELDS, differing, workload_name
+from tui.present.option_fields import FIELDS_BY_KEY, OPTION_FIELDS, differing, workload_name
 from tui.engine.placement import POOL_ALL, is_pool, lane_cpu_env, parse_device_pool
 from tui.telemetry.model import normalize_uuid
 

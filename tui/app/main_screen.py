@@ -35,7 +35,7 @@ from tui.app.components.gpu_pane import GpuPane
 from tui.app.components.picker import Picker
 from tui.app.components.queue_view import QueueView
 from tui.app.components.results_table import Cell, ResultsTable
-from tui.app.format import options_label, workload_label
+from tui.present.format import options_label, workload_label
 from tui.app.gpu_pool import run_gpu, run_labels
 from tui.engine.protocol import Event, Started
 from tui.telemetry.model import normalize_uuid

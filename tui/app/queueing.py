@@ -150,7 +150,7 @@ class QueueActions:
             return
         from tui.app.components.sweep_dialog import SweepScreen
         from tui.app.gpu_pool import visible_gpus
-        from tui.app.option_fields import short_device
+        from tui.present.option_fields import short_device
 
         gpus = self.picker.gpu_devices[:visible_gpus(len(self.picker.gpu_devices))]  # the ones cuda:N can name
         # what an unchecked list stands for

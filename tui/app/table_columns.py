@@ -4,7 +4,7 @@ Columns are placed by priority, lowest first, so that on a narrow terminal the m
 ones are on screen and the rest sit at the right end of the horizontally scrolling table:
 
 1. status (the verdict of a done run) and the speedup with its interval;
-2. the option fields (tui.app.option_fields) that tell this session's rows apart (every shown row's,
+2. the option fields (tui.present.option_fields) that tell this session's rows apart (every shown row's,
    while this session has fewer than two), each value whole in its own column;
 3. the measurements, by how much they change what the speedup means (accuracy, launch-bound,
    graph breaks) before context (compile time, memory, clock);
@@ -32,7 +32,7 @@ from typing import Any, Iterable, Mapping
 
 from rich.cells import cell_len
 
-from tui.app.option_fields import FIELDS_BY_KEY, OPTION_FIELDS
+from tui.present.option_fields import FIELDS_BY_KEY, OPTION_FIELDS
 from tui.engine.catalog import echo
 from tui.typed import printable
 

@@ -162,7 +162,7 @@ class TrustActions:
 
     async def _queue_on_cluster(self: CompileLabApp, options_list: list[RunOptions], origin: str,
                                 then: Callable[[list[RunRecord]], None] | None, repeats: int | str) -> None:
-        from tui.app.cluster_link import on_cluster
+        from tui.engine.cluster.link import on_cluster
         from tui.engine.cluster import ClusterError
 
         assert self.cluster is not None

@@ -9,7 +9,7 @@ from rich.text import Text
 from textual.reactive import reactive
 from textual.widgets import Static
 
-from tui.app.format import STATUS_LABELS, options_label, workload_label
+from tui.present.format import STATUS_LABELS, options_label, workload_label
 from tui.engine.results import RunRecord
 
 __all__ = ["QueueView"]

@@ -13,7 +13,7 @@ from typing import Any, Sequence
 
 from rich.text import Text
 
-from tui.app.format import (
+from tui.present.format import (
     ACTIVE_STATUSES,
     STATUS_LABELS,
     VERDICT_STYLES,
@@ -25,7 +25,7 @@ from tui.app.format import (
     fmt_speedup,
     input_label,
 )
-from tui.app.option_fields import OPTION_FIELDS
+from tui.present.option_fields import OPTION_FIELDS
 from tui.engine.results import RunRecord
 from tui.engine.summary import RunSummary
 from tui.typed import printable
@@ -126,7 +126,7 @@ def history_cells(record: RunRecord) -> dict[str, Cell]:
 
 
 def _option_cells(record: RunRecord, members: Sequence[RunRecord] | None, summary: RunSummary) -> dict[str, Cell]:
-    """A cell per option field (tui.app.option_fields); the flags end with the processes mark, and a user
+    """A cell per option field (tui.present.option_fields); the flags end with the processes mark, and a user
     workload's parameters with the name its factory gave its inputs (``"linear 256"``)."""
     options = record.options
     cells = {field.key: _text_cell(field.value(options)) for field in OPTION_FIELDS}

@@ -13,7 +13,7 @@ from typing import Any, Callable, Iterable
 from rich.table import Table
 from rich.text import Text
 
-from tui.app.format import fmt_mib, fmt_seconds
+from tui.present.format import fmt_mib, fmt_seconds
 from tui.typed import printable
 
 __all__ = [

@@ -14,7 +14,7 @@ from rich.text import Text
 from tui.app.components.details.fields import (
     Field, count, field_rows, kv_table, mib, section, seconds, value_text, yes_no,
 )  # fmt: skip
-from tui.app.format import (
+from tui.present.format import (
     STATUS_LABELS, VERDICT_STYLES, fmt_ms, fmt_seconds, fmt_speedup, input_label, options_label, workload_label,
 )  # fmt: skip
 from tui.engine.reproduce import reproduce_command

@@ -14,7 +14,7 @@ from rich.table import Table
 from rich.text import Text
 
 from tui.app.components.details.fields import Field, count, field_rows, kv_table, section, seconds, yes_no
-from tui.app.format import fmt_ms, fmt_speedup
+from tui.present.format import fmt_ms, fmt_speedup
 from tui.engine.host_time import HOST_LABELS, HostSplit, graph_break_rows
 from tui.engine.kernels import Profile, SideProfile, short_kernel_name
 from tui.engine.payloads import Diagnostics
