@@ -131,3 +131,75 @@ def test_the_command_line_opens_the_app_through_the_opener_it_is_given(monkeypat
     assert opened[-1]["cluster"].address == "10.0.0.1:6379" and opened[-1]["cluster"].cpus == 2.0
     assert tui.cli.main([]) == 0  # no opener: one line, no app
     assert "no app here" in capsys.readouterr().out
+
+
+def import_cycles(graph: dict[str, set[str]], package: str) -> list[list[str]]:
+    """The import circles among the modules under ``package`` (each a strongly connected set of two or more,
+    sorted). Every import counts: at the top, inside a function, under ``TYPE_CHECKING``."""
+    modules = sorted(name for name in graph if _under(name, package))
+    edges = {name: sorted(t for t in graph[name] if t in graph and _under(t, package) and t != name)
+             for name in modules}
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    cycles: list[list[str]] = []
+
+    def visit(start: str) -> None:  # Tarjan's algorithm, iterative (no recursion limit)
+        work = [(start, iter(edges[start]))]
+        index[start] = low[start] = len(index)
+        stack.append(start)
+        on_stack.add(start)
+        while work:
+            node, children = work[-1]
+            child = next(children, None)
+            if child is not None:
+                if child not in index:
+                    index[child] = low[child] = len(index)
+                    stack.append(child)
+                    on_stack.add(child)
+                    work.append((child, iter(edges[child])))
+                elif child in on_stack:
+                    low[node] = min(low[node], index[child])
+                continue
+            work.pop()
+            if work:
+                low[work[-1][0]] = min(low[work[-1][0]], low[node])
+            if low[node] == index[node]:
+                members = []
+                while True:
+                    member = stack.pop()
+                    on_stack.discard(member)
+                    members.append(member)
+                    if member == node:
+                        break
+                if len(members) > 1:
+                    cycles.append(sorted(members))
+
+    for name in modules:
+        if name not in index:
+            visit(name)
+    return sorted(cycles)
+
+
+def test_no_import_circle_inside_the_app():
+    """No module of ``tui.app`` imports one that imports it back (the App's parts type against the controller)."""
+    assert import_cycles(import_graph(ROOT), "tui.app") == []
+
+
+def test_the_cycle_finder_sees_a_circle_however_it_is_written(tmp_path):
+    for package in ("tui", "tui/app", "tui/app/components"):
+        _write(tmp_path, f"{package}/__init__.py", "")
+    _write(tmp_path, "tui/app/app.py", "from tui.app.queueing import Queue\nfrom tui.app import model\n")
+    _write(tmp_path, "tui/app/model.py", "import json\n")
+    _write(tmp_path, "tui/app/queueing.py", "from tui.app.model import Model\n")
+    assert import_cycles(import_graph(tmp_path), "tui.app") == []
+
+    _write(tmp_path, "tui/app/queueing.py", "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n"
+                                            "    from tui.app.app import CompileLabApp\n")
+    _write(tmp_path, "tui/app/components/pane.py", "def f():\n    from ..model import x\n")
+    _write(tmp_path, "tui/app/model.py", "from tui.app.components.pane import Pane\n")
+    assert import_cycles(import_graph(tmp_path), "tui.app") == [
+        ["tui.app.app", "tui.app.queueing"],
+        ["tui.app.components.pane", "tui.app.model"],
+    ]

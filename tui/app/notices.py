@@ -8,7 +8,7 @@ on each row anyway.
 
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
 
 from tui.present.format import options_label, workload_label
 from tui.engine.results import RunRecord

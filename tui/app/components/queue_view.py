@@ -3,7 +3,7 @@ for a worker, in order. A pooled run's line names the GPU it got."""
 
 from __future__ import annotations
 
-from typing import Collection, Sequence
+from collections.abc import Collection, Sequence
 
 from rich.text import Text
 from textual.reactive import reactive

@@ -9,7 +9,8 @@ options alone and few values repeat over thousands of rows: one cell object per 
 from __future__ import annotations
 
 from functools import lru_cache
-from typing import Any, Sequence
+from typing import Any
+from collections.abc import Sequence
 
 from rich.text import Text
 
@@ -112,7 +113,8 @@ def row_cells(record: RunRecord, summary: RunSummary | None = None, *, history: 
                              sort_key=breaks, justify="right"),
         "recompiles": Cell("–" if recomp is None else str(recomp), "bold yellow" if recomp else "",
                            sort_key=recomp, justify="right"),
-        "compile_s": Cell(fmt_seconds(compile_s) if compile_s is not None else "–", sort_key=compile_s, justify="right"),
+        "compile_s": Cell(fmt_seconds(compile_s) if compile_s is not None else "–", sort_key=compile_s,
+                          justify="right"),
         "peak_mem": Cell(fmt_mib(peak), sort_key=peak, justify="right"),
         "sm_clock": Cell(clock_text, clock_style, sort_key=record.telemetry.sm_clock_mean_mhz),
         "gpu": _text_cell(_gpu_name(record.env.gpu_name)),

@@ -8,7 +8,8 @@ number has one format everywhere on it.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Callable, Iterable
+from typing import Any
+from collections.abc import Callable, Iterable
 
 from rich.table import Table
 from rich.text import Text
