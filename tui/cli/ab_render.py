@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any, Sequence
 
-from tui.app.option_fields import differing, option_words
+from tui.present.option_fields import differing, option_words
 from tui.engine.ab import diagnostics_diff, interpreter_name
 from tui.engine.results import RunRecord
 from tui.typed import printable

@@ -21,7 +21,7 @@ import signal
 import sys
 from typing import Any, Callable
 
-from tui.app.option_fields import differing, option_words
+from tui.present.option_fields import differing, option_words
 from tui.cli.parse import PROG, UsageError
 from tui.cli.run_lines import RunLines
 from tui.engine.cluster.address import ClusterError
@@ -381,7 +381,7 @@ class _Progress(SessionListener):
         self.tasks: dict[str, Any] = {}
         self.notes: dict[str, str] = {}
         self.differs: frozenset[str] = frozenset()
-        """The option fields that differ among the runs (tui.app.option_fields.differing)."""
+        """The option fields that differ among the runs (tui.present.option_fields.differing)."""
         self.pooled = False
         """Runs are dealt to a pool of GPUs: each line names the GPU its run got."""
         self.unsaved: list[str] = []

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any, Iterable
 
-from tui.app.format import VERDICT_STYLES
+from tui.present.format import VERDICT_STYLES
 from tui.engine.compare import METRICS, Change, CompareSettings, Comparison, ConfigKey, PairResult, UnmatchedRow
 from tui.engine.verdict import RERUN_HINT
 from tui.typed import printable
