@@ -51,6 +51,12 @@ def pytest_configure(config):
     os.environ["PYTHONPYCACHEPREFIX"] = prefix
 
 
+# Each xdist worker imports torch and textual while it collects (0.2 GB for torch alone), and the
+# slow tests start real workers beside it: ``-n auto`` on a machine of
+# many cores stops here unless ``--maxprocesses`` says otherwise.
+MAX_AUTO_WORKERS = 8
+
+
 @pytest.hookimpl(tryfirst=True)  # before pytest-xdist reads -n
 def pytest_cmdline_main(config):
     """``-n auto`` for the suite or a folder of it, when the command line gives no ``-n``.
@@ -68,6 +74,7 @@ def pytest_cmdline_main(config):
         return
     if config.option.numprocesses is None and config.option.dist == "no" and not config.option.collectonly:
         config.option.numprocesses = "auto"
+        config.option.maxprocesses = config.option.maxprocesses or MAX_AUTO_WORKERS
 
 
 def _names_files(config: pytest.Config) -> bool:
