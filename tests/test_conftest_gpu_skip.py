@@ -24,9 +24,7 @@ def test_a_gpu_test_missing_a_fixture_errors_without_a_gpu_and_a_sound_one_is_sk
             pass
         """
     )
-    # In this process: torch, where the suite has it, is imported already (a subprocess spends 3 s of CPU on it).
-    result = pytester.runpytest_inprocess("-p", "no:cacheprovider", "-p", "no:randomly", "-p", "no:xdist",
-                                          "-p", "no:textual-snapshot")  # its temporary folder is per process
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "-p", "no:randomly", "-p", "no:xdist")
     outcomes = result.parseoutcomes()
     assert outcomes.get("errors", outcomes.get("error")) == 1, result.stdout.str()
     # Skipped without CUDA; on the GPU machine it runs and passes.
