@@ -4,11 +4,23 @@ Markers (pyproject.toml): ``gpu`` tests are skipped without CUDA; ``torch`` test
 without torch. A test is a ``torch`` test when it says so (it starts a real worker, or a fresh
 interpreter that imports torch) or when its module imported torch: this conftest adds the
 marker then. ``.ci/run`` runs ``-m "not torch and not gpu"`` under Python 3.10 without torch.
+
+``perf`` tests assert a wall-clock or CPU-time bound: they are left out unless the ``-m``
+expression names ``perf`` (``.ci/run`` runs ``-m perf -n 0`` on its own, serially), so that a
+loaded machine or parallel workers cannot fail the other runs. A test whose bound guards
+behaviour that the inner loop must still check takes the ``timed`` fixture: it runs once
+untimed, and once timed as a ``perf`` test.
+
+The suite runs in parallel (``-n auto``, pytest-xdist) unless the command line says ``-n``,
+names test files, or pytest-xdist is not loaded (``-p no:xdist``, or not installed); ``-n 0``
+runs it serially.
 """
 
 from __future__ import annotations
 
 import importlib.util
+import os
+import sys
 import types
 
 import pytest
@@ -20,6 +32,63 @@ def _has_cuda() -> bool:
     except ImportError:
         return False
     return torch.cuda.is_available()
+
+
+def pytest_configure(config):
+    """Where bytecode is not written (``PYTHONDONTWRITEBYTECODE``, ``-B``), write it under
+    ``.pytest_cache/pycache`` instead (``PYTHONPYCACHEPREFIX``), for this process and its children.
+
+    The suite starts hundreds of fake workers and xdist workers; without bytecode each compiles
+    ``tui`` from source (0.3 s of CPU a fake worker instead of 0.12 s). The sources stay free of
+    ``__pycache__``, which is what the setting asks for. A prefix the user chose is kept.
+    """
+    if not sys.dont_write_bytecode or os.environ.get("PYTHONPYCACHEPREFIX"):
+        return
+    prefix = str(config.rootpath / ".pytest_cache" / "pycache")
+    sys.dont_write_bytecode = False
+    sys.pycache_prefix = prefix
+    os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
+    os.environ["PYTHONPYCACHEPREFIX"] = prefix
+
+
+# Each xdist worker imports torch and textual while it collects (0.2 GB for torch alone), and the
+# slow tests start real workers beside it: ``-n auto`` on a machine of
+# many cores stops here unless ``--maxprocesses`` says otherwise.
+MAX_AUTO_WORKERS = 8
+
+
+@pytest.hookimpl(tryfirst=True)  # before pytest-xdist reads -n
+def pytest_cmdline_main(config):
+    """``-n auto`` for the suite or a folder of it, when the command line gives no ``-n``.
+
+    A conftest rather than ``addopts``: ``addopts = "-n auto"`` makes pytest refuse its own
+    command line wherever pytest-xdist is not loaded (``-p no:xdist``, or not installed). Test
+    files named on the command line run serially: starting the xdist workers costs more than a
+    file or two of tests. ``-m perf`` runs serially: its bounds are measured one test at a time.
+    xdist's own workers (``workerinput``) run their share of the tests themselves.
+    """
+    if not config.pluginmanager.hasplugin("xdist") or hasattr(config, "workerinput"):
+        return
+    markexpr = config.option.markexpr or ""
+    if ("perf" in markexpr and "not perf" not in markexpr) or _names_files(config):
+        return
+    if config.option.numprocesses is None and config.option.dist == "no" and not config.option.collectonly:
+        config.option.numprocesses = "auto"
+        config.option.maxprocesses = config.option.maxprocesses or MAX_AUTO_WORKERS
+
+
+def _names_files(config: pytest.Config) -> bool:
+    """Whether the command line names test files or tests (not folders) and nothing else."""
+    if config.args_source != pytest.Config.ArgsSource.ARGS or not config.args:
+        return False
+    here = config.invocation_params.dir
+    return all((here / arg.split("::")[0]).is_file() for arg in config.args)
+
+
+@pytest.fixture(params=[pytest.param(False, id="untimed"), pytest.param(True, id="timed", marks=pytest.mark.perf)])
+def timed(request) -> bool:
+    """True in the ``perf`` copy of a test: assert its time bound there, its behaviour in both."""
+    return request.param
 
 
 @pytest.fixture(autouse=True)
@@ -39,7 +108,9 @@ def _module_imported_torch(item: pytest.Item) -> bool:
 @pytest.hookimpl(tryfirst=True)  # before -m deselects by marker
 def pytest_collection_modifyitems(config, items):
     """Mark the tests of modules that imported torch ``torch``; skip gpu tests without CUDA and
-    torch tests without torch (reported as skipped, never as passed)."""
+    torch tests without torch (reported as skipped, never as passed); leave the ``perf`` tests out
+    unless ``-m`` names them."""
+    _leave_out_perf(config, items)
     for item in items:
         if item.get_closest_marker("torch") is None and _module_imported_torch(item):
             item.add_marker(pytest.mark.torch)
@@ -55,6 +126,20 @@ def pytest_collection_modifyitems(config, items):
     for item in gpu_items:
         if not _missing_fixtures(item):
             item.add_marker(skip)
+
+
+def _leave_out_perf(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Deselect the ``perf`` tests unless the ``-m`` expression names ``perf``.
+
+    ``addopts = -m "not perf"`` would not do: a ``-m`` on the command line (``-m "not slow"``)
+    replaces the one from addopts, and the perf tests would run again.
+    """
+    if "perf" in (config.option.markexpr or ""):
+        return
+    perf = [item for item in items if item.get_closest_marker("perf") is not None]
+    if perf:
+        items[:] = [item for item in items if item.get_closest_marker("perf") is None]
+        config.hook.pytest_deselected(items=perf)
 
 
 def _missing_fixtures(item: pytest.Item) -> set[str]:

@@ -376,7 +376,7 @@ HTTP2_SETTINGS = b"\x00\x00\x06\x04\x00\x00\x00\x00\x00" + b"\x00\x03\x00\x00\x0
     ],
     ids=["silent", "closes", "http1", "echo", "ssh"],
 )
-def test_a_tcp_server_that_is_not_ray_is_refused_within_seconds(loopback_server, answer, close, echo, why):
+def test_a_tcp_server_that_is_not_ray_is_refused_within_seconds(loopback_server, answer, close, echo, why, timed):
     from tui.engine.cluster.probe import GcsProbeError, check_gcs
 
     server = loopback_server(answer, close, echo)
@@ -384,7 +384,8 @@ def test_a_tcp_server_that_is_not_ray_is_refused_within_seconds(loopback_server,
     with pytest.raises(GcsProbeError) as refused:
         check_gcs(server.address, answer_timeout=0.5)
     assert str(refused.value) == why
-    assert time.monotonic() - start < 3
+    if timed:
+        assert time.monotonic() - start < 3
 
 
 def test_a_server_that_answers_http2_passes_the_check(loopback_server):
@@ -393,7 +394,8 @@ def test_a_server_that_answers_http2_passes_the_check(loopback_server):
     check_gcs(loopback_server(HTTP2_SETTINGS).address, answer_timeout=5)  # returns: a gRPC server answers so
 
 
-def test_the_cli_refuses_a_cluster_address_that_is_not_ray_in_one_line_exit_2(loopback_server, monkeypatch, capsys):
+def test_the_cli_refuses_a_cluster_address_that_is_not_ray_in_one_line_exit_2(loopback_server, monkeypatch, capsys,
+                                                                             timed):
     """It hung for minutes with Ray's reconnection errors (Ray rewrote 127.0.0.1 to this machine's interface)."""
     ray = pytest.importorskip("ray")
     from tui.engine.cluster import probe
@@ -403,7 +405,8 @@ def test_the_cli_refuses_a_cluster_address_that_is_not_ray_in_one_line_exit_2(lo
     server = loopback_server(None)  # accepts, then says nothing
     start = time.monotonic()
     assert cli.main(["sweep", "--param", "n=64,128", "--cluster", server.address]) == 2
-    assert time.monotonic() - start < 10
+    if timed:
+        assert time.monotonic() - start < 10
     assert _error_lines(capsys) == [
         f"compile-lab: error: --cluster {server.address}: no Ray head answers there (the server there said nothing "
         "within 1 s after an HTTP/2 preface, which Ray's GCS (a gRPC server) answers at once); the address is the "

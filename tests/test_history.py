@@ -192,6 +192,7 @@ def test_append_failure_is_one_line(tmp_path):
     assert str(blocker) in str(info.value) and "\n" not in str(info.value)
 
 
+@pytest.mark.perf  # a CPU-time bound
 def test_loading_thousands_of_runs_is_fast(tmp_path):
     history = _history(tmp_path)
     history.append(_record())

@@ -384,6 +384,7 @@ def test_summary_is_cached_and_invalidated():
     assert "added by hand" in record.summary().warnings
 
 
+@pytest.mark.perf  # a CPU-time bound
 def test_live_summary_stays_cheap_with_many_samples():
     rng = random.Random(0)
     record = RunRecord.new(_options(iters=200_000))

@@ -146,7 +146,7 @@ async def test_a_failed_event_is_the_workers_own_failure():
 
 
 @pytest.mark.parametrize("behaviour", ["hang", "stubborn"])  # stubborn ignores SIGTERM
-async def test_a_hanging_worker_times_out_and_its_group_is_killed(behaviour):
+async def test_a_hanging_worker_times_out_and_its_group_is_killed(behaviour, timed):
     runner = _runner()
     record = _record(_options(behaviour, timeout_s=0.5))
     start = time.monotonic()
@@ -154,13 +154,14 @@ async def test_a_hanging_worker_times_out_and_its_group_is_killed(behaviour):
         await runner.run(record)
     finally:
         await runner.aclose()
-    assert time.monotonic() - start < 0.5 + 2.0
+    if timed:
+        assert time.monotonic() - start < 0.5 + 2.0
     assert record.error_kind == "timeout"
     assert record.error_message == "timed out after 0.5 s (timeout_s) while measuring"  # the fake hangs measuring
     assert await _group_gone(runner.last_pid)
 
 
-async def test_cancelling_a_hanging_run_kills_the_whole_group_within_two_seconds():
+async def test_cancelling_a_hanging_run_kills_the_whole_group_within_two_seconds(timed):
     runner = _runner()
     collector = _Collector(wait_for="block")
     record = _record(_options("stubborn"))  # ignores SIGTERM and has a grandchild in its group
@@ -172,7 +173,8 @@ async def test_cancelling_a_hanging_run_kills_the_whole_group_within_two_seconds
     task.cancel()
     with pytest.raises(asyncio.CancelledError):
         await task
-    assert time.monotonic() - start < 2.0
+    if timed:
+        assert time.monotonic() - start < 2.0
     assert (record.status, record.error_kind) == ("cancelled", "cancelled")
     assert await _group_gone(pgid)
     await runner.aclose()

@@ -240,6 +240,7 @@ def test_is_significant():
     assert is_significant(None, 1.2) is None
 
 
+@pytest.mark.perf  # a CPU-time bound
 def test_cost_for_200k_samples_over_2000_blocks():
     rng = random.Random(18)
     eager = [[rng.lognormvariate(0.7, 0.1) for _ in range(50)] for _ in range(2000)]

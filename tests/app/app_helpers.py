@@ -48,8 +48,27 @@ async def wait_until(pilot: Any, predicate: Callable[[], bool], timeout: float =
 
 
 def notifications(app: CompileLabApp) -> list[str]:
-    """The messages of the notifications the app raised (shown or not)."""
-    return [n.message for n in app._notifications]
+    """The messages of the notifications the app raised (shown or not, expired or not)."""
+    raised = getattr(app, "_raised_notifications", None)
+    return list(raised) if raised is not None else [n.message for n in app._notifications]
+
+
+def record_notifications(app: CompileLabApp) -> None:
+    """Keep the message of every notification ``app`` raises, for :func:`notifications`.
+
+    Textual drops a notification from ``app._notifications`` once its timeout has passed: on a
+    loaded machine a test could look after that (a 10 s notice was gone once a test got the CPU).
+    """
+    raised: list[str] = []
+    store = app._notifications
+    add = store.add
+
+    def recording(notification: Any) -> Any:
+        raised.append(notification.message)
+        return add(notification)
+
+    store.add = recording  # type: ignore[method-assign]
+    app._raised_notifications = raised  # type: ignore[attr-defined]
 
 
 def process_alive(pid: int | None) -> bool:

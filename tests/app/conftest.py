@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from app_helpers import fake_runner, no_gpu_source
+from app_helpers import fake_runner, no_gpu_source, record_notifications
 from tui.app.app import CompileLabApp
 
 
@@ -22,6 +22,7 @@ def make_app() -> Any:
         runner = kwargs.pop("runner", None) or fake_runner(behaviour, delay)
         source = telemetry if telemetry is not None else no_gpu_source()
         app = CompileLabApp(runner=runner, telemetry=source, gpu_interval=kwargs.pop("gpu_interval", 0.2), **kwargs)
+        record_notifications(app)
         created.append(app)
         return app
 

@@ -81,7 +81,7 @@ class _Probe:
         app.set_interval(TICK_S, self.ticks.tick, name="stall-probe")
 
 
-async def test_a_history_loads_in_chunks_off_the_ui_thread_without_long_stalls(make_app):
+async def test_a_history_loads_in_chunks_off_the_ui_thread_without_long_stalls(make_app, timed):
     count = 2000
     run_ids = write_big_history(paths.history_file(), count)
     # The app starts in a fresh process; here the heap holds every earlier test's objects, and one full
@@ -112,8 +112,9 @@ async def test_a_history_loads_in_chunks_off_the_ui_thread_without_long_stalls(m
         assert [len(m.records) for m in seen] == [size for size in sizes if size] + [0]
         assert seen[-1].final and not seen[0].final
         assert gc.get_freeze_count() > before  # the history's objects are out of the collector's way
-        assert first < 1.0
-        assert work < 0.1 and stall < 0.5
+        if timed:
+            assert first < 1.0
+            assert work < 0.1 and stall < 0.5
     assert gc.get_freeze_count() == 0  # given back when the app ends
 
 
@@ -209,7 +210,7 @@ async def test_rows_set_at_once_match_textuals_own_row_api():
 # ----- h with 20,000 rows -------------------------------------------------------------------------
 
 
-async def test_twenty_thousand_history_rows_hide_and_show_within_a_second(make_app):
+async def test_twenty_thousand_history_rows_hide_and_show_within_a_second(make_app, timed):
     count = 20000
     rows = _history_rows(count)
     app = make_app(load_history=False)
@@ -236,8 +237,9 @@ async def test_twenty_thousand_history_rows_hide_and_show_within_a_second(make_a
         print({step: tuple(round(v * 1000) for v in values) for step, values in timings.items()}, "(ms: took, stall, UI work)")
         assert table.run_ids[-1] == session_id and table.run_ids[0] == rows[0][0]
         for step, (took, _stall, work) in timings.items():
-            assert took < 1.0, step
-            assert work < 0.25, step
+            if timed:
+                assert took < 1.0, step
+                assert work < 0.25, step
 
 
 # ----- a 20,000-line history, end to end ------------------------------------------------------------

@@ -3,7 +3,7 @@
 A real CPU run of the pointwise workload, first on the quiet machine, then with busy processes
 started by the test on every core: the busy run's verdict is ``noisy`` (naming the other
 processes), or its speedup is within 25% of the quiet run's. The quiet run is ``faster`` or says
-it is ``noisy``, never a confident wrong word. They are ``slow`` (not in the ``-n 2`` inner loop).
+it is ``noisy``, never a confident wrong word. They are ``slow`` (not in the inner loop).
 """
 
 from __future__ import annotations
