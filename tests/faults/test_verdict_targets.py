@@ -23,7 +23,9 @@ import pytest
 
 from tui import cli
 
-pytestmark = [pytest.mark.slow, pytest.mark.torch]
+# perf: the quiet runs need the machine to themselves, so they run in `.ci/run`'s serial perf step;
+# beside the parallel suite's other workers every quiet run would be busy and the test would skip.
+pytestmark = [pytest.mark.slow, pytest.mark.torch, pytest.mark.perf]
 
 RUN = ["run", "--workload", "pointwise", "--device", "cpu", "--no-history", "--quiet"]
 DECISIVE = ("faster", "slower", "no change")
