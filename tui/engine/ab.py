@@ -13,8 +13,8 @@ import statistics
 
 import os
 import subprocess
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
-from typing import Iterable, Sequence
 
 from tui.engine.compare.matching import pair_up
 from tui.engine.options import OptionsError
@@ -104,7 +104,8 @@ def _changes(a: Sequence[RunRecord], b: Sequence[RunRecord]) -> list[str]:
     return found
 
 
-def diagnostics_diff(records: Iterable[RunRecord], pythons: Sequence[str], label_of) -> list[ABDiff]:
+def diagnostics_diff(records: Iterable[RunRecord], pythons: Sequence[str],
+                     label_of: Callable[[RunRecord], str]) -> list[ABDiff]:
     """Per configuration run in both ``pythons[0]`` (A) and ``pythons[1]`` (B), what changed from A to B.
 
     ``label_of(record)`` names a configuration. Runs are matched the way ``compile-lab compare``

@@ -32,7 +32,8 @@ from functools import partial
 from dataclasses import asdict, dataclass, fields
 from itertools import accumulate, chain
 from operator import mul
-from typing import Any, Iterable, NamedTuple, Sequence
+from collections.abc import Iterable, Sequence
+from typing import Any, NamedTuple
 
 from tui.typed import decode_fields
 
@@ -74,7 +75,7 @@ class Stats:
         return asdict(self)
 
     @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> "Stats":
+    def from_dict(cls, data: dict[str, Any]) -> Stats:
         """Rebuild from :meth:`to_dict` output; unknown keys are ignored, a missing one raises KeyError."""
         return cls(**{f.name: data[f.name] for f in fields(cls)})
 
@@ -83,7 +84,7 @@ class Stats:
         return asdict(self)
 
     @classmethod
-    def from_json(cls, data: Any) -> "Stats":
+    def from_json(cls, data: Any) -> Stats:
         """Rebuild from JSON, checking every field (FieldError when one is missing or wrong)."""
         return decode_fields(cls, data, where="stats")[0]
 
@@ -265,7 +266,7 @@ class _ResampledMedian:
             for index, count in Counter(map(first_at_or_above, group)).items():
                 histogram[index] = count
             rows.append(list(accumulate(histogram)))
-        self.columns = list(zip(*rows))
+        self.columns = list(zip(*rows, strict=True))
         self.sizes = [len(group) for group in groups]
         self.start = min(bisect_left(grid, percentile(pooled, 50)), len(grid) - 1)
 
@@ -411,12 +412,11 @@ def _check_bootstrap_args(resamples: int, confidence: float, max_units: int, gri
         raise ValueError("max_units and grid_points must be >= 2")
 
 
-def _units(eager: list[list[float]], compiled: list[list[float]], max_units: int) -> list[tuple[list[float], list[float]]]:
+def _units(eager: list[list[float]], compiled: list[list[float]],
+           max_units: int) -> list[tuple[list[float], list[float]]]:
     """Block pairs (eager i, compiled i) with samples, merged into at most ``max_units`` runs of adjacent pairs."""
-    pairs = [
-        (eager[i] if i < len(eager) else [], compiled[i] if i < len(compiled) else [])
-        for i in range(max(len(eager), len(compiled)))
-    ]
+    pairs = [(eager[i] if i < len(eager) else [], compiled[i] if i < len(compiled) else [])
+             for i in range(max(len(eager), len(compiled)))]
     pairs = [p for p in pairs if p[0] or p[1]]
     if len(pairs) <= max_units:
         return pairs
@@ -430,7 +430,7 @@ def _units(eager: list[list[float]], compiled: list[list[float]], max_units: int
     ]
 
 
-def _resampled_ratios(eager: "_ResampledMedian", compiled: "_ResampledMedian", units: int, resamples: int,
+def _resampled_ratios(eager: _ResampledMedian, compiled: _ResampledMedian, units: int, resamples: int,
                       seed: int) -> list[float]:
     """The sorted ratio of pooled medians for each of ``resamples`` draws of units with replacement."""
     rng = random.Random(seed)

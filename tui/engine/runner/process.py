@@ -16,7 +16,7 @@ import os
 import signal
 import time
 from dataclasses import dataclass, field
-from typing import Any, Union
+from typing import Any
 
 from tui.engine.prctl import PR_SET_CHILD_SUBREAPER, prctl
 from tui.engine.protocol import Event, ProtocolError, Ready, decode
@@ -33,7 +33,7 @@ KILL_GRACE_S = 1.0
 STREAM_LIMIT = 32 * 1024 * 1024
 """Longest event line accepted (a block of many iterations is one line)."""
 
-QueueItem = tuple[str, Union[Event, str, None]]
+QueueItem = tuple[str, Event | str | None]
 """What the stdout reader queues: ("event", Event), ("bad", why a line was not one) or ("eof", None)."""
 
 _SUBREAPER: bool | None = None
@@ -76,7 +76,7 @@ class WorkerProcess:
 
     process: asyncio.subprocess.Process
     key: tuple
-    queue: "asyncio.Queue[QueueItem]" = field(default_factory=asyncio.Queue)
+    queue: asyncio.Queue[QueueItem] = field(default_factory=asyncio.Queue)
     ready: asyncio.Event = field(default_factory=asyncio.Event)
     stderr_tail: bytearray = field(default_factory=bytearray)
     stderr_bytes: int = 0
@@ -86,8 +86,9 @@ class WorkerProcess:
     """What its run starts outside its process group (:mod:`.leftovers`), killed when it is stopped."""
 
     @classmethod
-    async def spawn(cls, argv: list[str], env: dict[str, str], key: tuple) -> "WorkerProcess":
-        """Start ``argv`` in a session of its own with piped streams, and start reading them (OSError if it cannot start)."""
+    async def spawn(cls, argv: list[str], env: dict[str, str], key: tuple) -> WorkerProcess:
+        """Start ``argv`` in a session of its own with piped streams, and start reading them (OSError if it cannot
+        start)."""
         become_subreaper()
         token = new_token()
         process = await asyncio.create_subprocess_exec(
