@@ -1,5 +1,4 @@
-"""The command line's results table tells a sweep's rows apart (issue 14 item 1): whole modes, differing fields
-first."""
+"""The command line's results table tells a sweep's rows apart: whole modes, differing fields first."""
 
 from __future__ import annotations
 

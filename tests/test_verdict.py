@@ -1,5 +1,4 @@
-"""tui.engine.verdict on constructed samples: each noisy reason and each note alone, each boundary of the interval
-rule."""
+"""tui.engine.verdict on constructed samples: each noisy reason and note alone, each edge of the interval rule."""
 
 from __future__ import annotations
 

@@ -1,8 +1,8 @@
 """A history of many runs, written fast, for the big-history tests and ``benchmarks/history_perf.py``.
 
 Eight real, ended records (several workloads, modes, statuses) give genuine lines (what
-:meth:`~tui.engine.history.History.append` writes); the file repeats them with fresh run ids (no samples files), so
-20,000 lines take about a second to write.
+:meth:`~tui.engine.history.History.append` writes); the file repeats them with fresh run ids (no
+samples files), so 20,000 lines take about a second to write.
 """
 
 from __future__ import annotations

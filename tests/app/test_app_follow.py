@@ -198,8 +198,7 @@ async def test_the_chart_reads_a_previous_runs_stored_blocks(make_app):
 
 
 async def test_below_120_columns_queueing_runs_moves_the_options_aside_once_told(make_app):
-    """At 80x24 the picker leaves the table ~40 columns: a key-press run hides it (b brings it back) and says so
-    once."""
+    """At 80x24 the picker leaves the table ~40 columns: a key-press run hides it (b brings it back), said once."""
     from app_helpers import notifications
 
     app = make_app()

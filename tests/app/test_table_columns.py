@@ -1,5 +1,4 @@
-"""The results table's columns as data (no app): short forms, the priority table, the layout rules, the config's
-choice."""
+"""The results table's columns as data (no app): short forms, priorities, the layout rules, the config's choice."""
 
 from __future__ import annotations
 

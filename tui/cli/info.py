@@ -10,8 +10,8 @@ import sys
 from typing import Any
 
 from tui import __version__
-from tui.logs import log_file
 from tui.engine.catalog import WORKLOADS
+from tui.logs import log_file
 
 __all__ = ["cmd_workloads", "cmd_env"]
 

@@ -373,10 +373,10 @@ def parse_int_option(name: str, text: str) -> int:
 
 
 def parse_number_option(name: str, text: str) -> float:
-    """A number option (``timeout_s``, ``time_budget_s``, ``memory_limit_gb``) typed as text; OptionsError when it is
-    none.
+    """A number option (``timeout_s``, ``time_budget_s``, ``memory_limit_gb``) typed as text.
 
-    Its range is :meth:`RunOptions.validated`'s to judge (NaN and inf come through to be refused there).
+    OptionsError when the text is no number. Its range is :meth:`RunOptions.validated`'s to judge
+    (NaN and inf come through to be refused there).
     """
     try:
         return float(text)

@@ -103,10 +103,10 @@ class Diagnostics(JsonRecord):
 
 @dataclass(frozen=True)
 class Accuracy(JsonRecord):
-    """Compiled output against eager and an fp64 reference: errors, tolerances and the verdict (``passed`` None: not
-    checked).
+    """Compiled output against eager and an fp64 reference: errors, tolerances and the verdict.
 
-    ``max_abs_err`` and ``max_rel_err`` are compiled against eager, whichever rule decided.
+    ``passed`` None: not checked. ``max_abs_err`` and ``max_rel_err`` are compiled against eager,
+    whichever rule decided.
     """
 
     max_abs_err: float | None = None

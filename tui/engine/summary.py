@@ -289,8 +289,9 @@ def _ratio(top: Stats | None, bottom: Stats | None) -> float | None:
 
 
 def launch_bound_of(sides: dict[str, SideStats], clock: str | None) -> bool | None:
-    """Device-time clocks only: a side's host median above :data:`LAUNCH_BOUND_RATIO` x its iter median (None:
-    unknown)."""
+    """Device-time clocks only: a side's host median above :data:`LAUNCH_BOUND_RATIO` x its iter median.
+
+    None: unknown."""
     info = clock_info(clock)
     if info is None or not info.device_time:
         return None

@@ -123,8 +123,7 @@ class SideSeries:
         return sum(len(b) for b in self.blocks)
 
     def outliers(self) -> Outliers:
-        """This side's outliers (:func:`classify_outliers`), with an IQR of at least :data:`MIN_IQR_SHARE` of the
-        median.
+        """This side's outliers (:func:`classify_outliers`), the IQR at least :data:`MIN_IQR_SHARE` of the median.
 
         Without that floor a side whose times are mostly one value (a short kernel on a clock
         that ticks in 0.5 us steps) has an IQR of 0, and every other tick would be "severe".

@@ -291,8 +291,7 @@ def _node_id(placement: Placement) -> str | None:
 
 
 def _end(record: RunRecord, item: dict[str, Any], node: str | None) -> None:
-    """The node's end: its runner's warnings, telemetry and leftover processes, and its verdict on a run that sent
-    none."""
+    """The node's end: its runner's warnings, telemetry and leftover processes; its verdict when the run sent none."""
     for message in item.get("warnings") or ():
         if isinstance(message, str) and printable(message) not in record.warnings:
             record.warnings.append(printable(message))

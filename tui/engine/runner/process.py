@@ -87,8 +87,7 @@ class WorkerProcess:
 
     @classmethod
     async def spawn(cls, argv: list[str], env: dict[str, str], key: tuple) -> WorkerProcess:
-        """Start ``argv`` in a session of its own with piped streams, and start reading them (OSError if it cannot
-        start)."""
+        """Start ``argv`` in a session of its own with piped streams and read them (OSError if it cannot start)."""
         become_subreaper()
         token = new_token()
         process = await asyncio.create_subprocess_exec(

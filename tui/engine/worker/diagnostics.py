@@ -2,10 +2,9 @@
 
 :func:`snapshot` copies ``torch._dynamo.utils.counters`` and notes the time;
 :func:`report` diffs two snapshots and reads the compilation metrics recorded since the
-first one, as a :class:`~tui.engine.payloads.Diagnostics`. Counter names were checked on torch 2.13: a data-dependent
-branch is not
-counted under ``counters["graph_break"]`` there, its reason lands in
-``counters["unimplemented"]`` (so both are read). Every private API is read defensively.
+first one, as a :class:`~tui.engine.payloads.Diagnostics`. Counter names were checked on
+torch 2.13: a data-dependent branch is not counted under ``counters["graph_break"]`` there,
+its reason lands in ``counters["unimplemented"]`` (so both are read). Every private API is read defensively.
 """
 
 from __future__ import annotations

@@ -106,8 +106,7 @@ class Tally:
             self.worst_excess, self.worst = score, path
 
     def add(self, path: str, pair: Pair, ref: torch.Tensor | None = None) -> None:
-        """Compare one leaf pair (``a`` compiled, ``b`` eager, the eager output's dtype); ``ref``: its fp64
-        reference."""
+        """Compare one leaf pair (``a`` compiled, ``b`` eager, in eager's dtype); ``ref``: its fp64 reference."""
         a64, b64, dtype = pair
         self.elements += a64.numel()
         if not (dtype.is_floating_point or dtype.is_complex):
