@@ -84,3 +84,11 @@ def test_the_parent_copies_what_its_worker_logged_into_its_own_file():
     text = _read(path)
     assert "run r1: its worker (pid 42) logged:" in text and "tui.x: boom\nTraceback ..." in text
     assert "torch's own noise" not in text and "r2" not in text
+
+
+def test_suppressed_goes_on_and_logs_what_it_swallowed():
+    path = logs.setup(debug=True, stderr=False)
+    with logs.suppressed(logging.getLogger("tui.engine.example"), "closing the thing"):
+        raise OSError("already closed")
+    text = _read(path)
+    assert "DEBUG tui.engine.example: closing the thing failed\nTraceback" in text and "OSError: already closed" in text

@@ -15,12 +15,14 @@ This module imports neither torch nor textual.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import sys
+from collections.abc import Iterator
 from logging.handlers import RotatingFileHandler
 from pathlib import Path
 
-__all__ = ["LOGGER", "MAX_BYTES", "BACKUPS", "WORKER_MARK", "log_file", "setup", "setup_worker", "reset"]
+__all__ = ["LOGGER", "MAX_BYTES", "BACKUPS", "WORKER_MARK", "log_file", "setup", "setup_worker", "reset", "suppressed"]
 
 LOGGER = "tui"
 """The logger every compile-lab module's logger sits under (``tui.engine.session``, ...)."""
@@ -119,3 +121,13 @@ def setup_worker() -> None:
 def reset() -> None:
     """Remove what the last setup added (the tests do, so no handler outlives its test's data dir)."""
     _reset(logging.NOTSET)
+
+
+@contextlib.contextmanager
+def suppressed(logger: logging.Logger, doing: str, level: int = logging.DEBUG) -> Iterator[None]:
+    """``contextlib.suppress(Exception)`` for a step that must not fail its caller (closing, killing), except
+    that the exception is logged with its traceback (``<doing> failed``) instead of vanishing."""
+    try:
+        yield
+    except Exception:
+        logger.log(level, "%s failed", doing, exc_info=True)

@@ -16,6 +16,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import logging
 import os
 import signal
 import sys
@@ -31,8 +32,11 @@ from tui.engine.protocol import Event, WorkerWarning
 from tui.engine.repeats import AUTO, may_grow
 from tui.engine.results import RunRecord
 from tui.engine.session import RunSession, SessionListener
+from tui.logs import suppressed
 
 __all__ = ["run_configs", "HISTORY_NOT_SAVED"]
+
+log = logging.getLogger(__name__)
 
 HISTORY_NOT_SAVED = 4
 """The exit code when every run ended as it should (0, or 3 with ``--strict``) but a run's history line
@@ -81,7 +85,7 @@ async def run_configs(configs: list[RunOptions], args: argparse.Namespace,
         interrupted = await _run_all(session, configs, progress, repeats, pools)
     interrupted = interrupted or bool(stopped_by)  # a signal while closing counts too
     if telemetry is not None:
-        with contextlib.suppress(Exception):
+        with suppressed(log, "closing the GPU telemetry"):
             telemetry.close()
     code = _report(session.records, session.ended(), args, (out, err), interrupted, stopped_by)
     code = _history_code(code, progress.unsaved)

@@ -64,6 +64,7 @@ from tui.engine.lanes import (
     options_in,
 )
 from tui.engine.results import RunRecord, new_run_id
+from tui.logs import suppressed
 
 __all__ = ["RunSession", "RunUnit", "SessionListener", "Runner", "lane_of", "is_local", "SHARED_LANE",
            "CLUSTER_LANE", "RETIRE_AFTER"]
@@ -360,7 +361,7 @@ class RunSession:
 
     def _save(self, record: RunRecord) -> tuple[str | None, Any]:
         """(why the run was not saved or None, what the size cap pruned or None); in the saving thread."""
-        with contextlib.suppress(Exception):  # a view never dies on data; the row shows what it can
+        with suppressed(log, f"summarising run {record.run_id}", logging.WARNING):  # the row shows what it can
             record.summary()
         if self.history is None:
             return None, None
@@ -443,7 +444,7 @@ class RunSession:
             with contextlib.suppress(asyncio.TimeoutError, asyncio.CancelledError):
                 await asyncio.wait_for(asyncio.shield(self._saver), timeout)
         for runner in self._runners.values():
-            with contextlib.suppress(Exception):
+            with suppressed(log, "closing a runner"):
                 await asyncio.wait_for(runner.aclose(), timeout)
             self._kill(runner)
 
@@ -454,7 +455,7 @@ class RunSession:
 
     @staticmethod
     def _kill(runner: Runner) -> None:
-        with contextlib.suppress(Exception):
+        with suppressed(log, "killing a runner's workers"):
             runner.kill_all()
 
 

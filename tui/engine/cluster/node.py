@@ -36,6 +36,7 @@ from tui.engine.options import RunOptions
 from tui.engine.protocol import encode
 from tui.engine.results import RunRecord
 from tui.engine.runner.worker_runner import WorkerRunner
+from tui.logs import suppressed
 
 __all__ = ["run_on_node", "kill_group", "end_item", "HELLO", "WORKER", "EVENTS", "END"]
 
@@ -165,7 +166,7 @@ async def _run_locally(record: RunRecord, worker_argv: list[str] | None, env: di
     finally:
         await runner.aclose()
         if telemetry is not None:
-            with contextlib.suppress(Exception):
+            with suppressed(log, "closing the node's telemetry"):
                 telemetry.close()
 
 

@@ -32,6 +32,7 @@ from tui.engine.cluster.node import kill_group, run_on_node
 from tui.engine.cluster.probe import GcsProbeError, check_gcs
 from tui.engine.cluster.runner import ClusterRunner, TaskLost
 from tui.engine.session import CLUSTER_LANE
+from tui.logs import suppressed
 from tui.typed import printable
 
 __all__ = ["open_cluster", "require_ray", "connect", "run_slots", "RayTransport", "RayTask", "one_line",
@@ -189,12 +190,12 @@ class RayTransport:
         await self.watch.close()
         kills, self._kills = self._kills, []
         if kills:
-            with contextlib.suppress(Exception):
+            with suppressed(log, "waiting for the kill tasks"):
                 await asyncio.wait_for(asyncio.gather(*(_future(ref) for ref in kills), return_exceptions=True),
                                        KILL_WAIT_S)
         if self.owns:
             self.owns = False
-            with contextlib.suppress(Exception):
+            with suppressed(log, "Ray's shutdown"):
                 await asyncio.wait_for(_in_daemon_thread(self.ray.shutdown), SHUTDOWN_WAIT_S)
 
 
@@ -218,7 +219,7 @@ class RayTask:
         """Kill the worker's process group on its node (waiting up to KILL_WAIT_S), then the task."""
         try:
             if node_id and pid:
-                with contextlib.suppress(Exception):
+                with suppressed(log, f"killing pid {pid} on node {node_id}"):
                     await asyncio.wait_for(_future(self.transport.kill(node_id, pid)), KILL_WAIT_S)
         finally:  # cancelled again while waiting (a session closing): the task still goes
             self.transport.ray.cancel(self.generator, force=True)
@@ -226,7 +227,7 @@ class RayTask:
     def kill_now(self, node_id: str | None, pid: int | None) -> None:
         """Send the kill task and cancel the task at once, waiting for neither."""
         if node_id and pid:
-            with contextlib.suppress(Exception):
+            with suppressed(log, f"killing pid {pid} on node {node_id}"):
                 self.transport.kill(node_id, pid)
         self.transport.ray.cancel(self.generator, force=True)
 

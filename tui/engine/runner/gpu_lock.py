@@ -18,6 +18,7 @@ from typing import Any
 
 from tui import paths
 from tui.engine.placement import lane_cpu_env
+from tui.logs import suppressed
 from tui.telemetry.model import normalize_uuid, nvml_uuid
 
 __all__ = ["GpuResolver", "acquire_gpu_lock", "release_gpu_lock", "lock_name", "visible_devices_value",
@@ -177,7 +178,7 @@ class GpuResolver:
     def close(self) -> None:
         """Close the NVML source this resolver opened, if any."""
         if self._nvml is not None:
-            with contextlib.suppress(Exception):
+            with suppressed(log, "closing NVML"):
                 self._nvml.close()
             self._nvml = None
 

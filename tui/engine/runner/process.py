@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import logging
 import os
 import signal
 import time
@@ -21,8 +22,11 @@ from typing import Any
 from tui.engine.prctl import PR_SET_CHILD_SUBREAPER, prctl
 from tui.engine.protocol import Event, ProtocolError, Ready, decode
 from tui.engine.runner.leftovers import RUN_TOKEN_ENV, Leftovers, new_token
+from tui.logs import suppressed
 
 __all__ = ["WorkerProcess", "QueueItem", "STDERR_TAIL_BYTES", "KILL_GRACE_S", "STREAM_LIMIT", "become_subreaper"]
+
+log = logging.getLogger(__name__)
 
 STDERR_TAIL_BYTES = 64 * 1024
 """How much of a worker's stderr is kept (the end of it)."""
@@ -270,7 +274,7 @@ class WorkerProcess:
             deadline = time.monotonic() + 0.5
             while not (self.reap_group() & self._reap_leftovers()) and time.monotonic() < deadline:
                 await asyncio.sleep(0.01)
-        with contextlib.suppress(Exception):
+        with suppressed(log, "closing the worker's stdin"):
             if self.process.stdin is not None:
                 self.process.stdin.close()
         await self.drain_readers(timeout=0.3)
