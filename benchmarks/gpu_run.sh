@@ -29,6 +29,13 @@
 #                                               # stops starting runs after CALIBRATE_BUDGET s (520) and resumes on
 #                                               # the next call (out/calibration/gpu stays while the machine is warm);
 #                                               # both end with the before/after table and the runs in $OUT
+#   bash benchmarks/gpu_run.sh sustained  # issue 22 item 4: bf16 encoder layer, transformer_block b16, GEMM 8192:
+#                                         # compile-lab vs sustained events loop / do_bench / do_bench_cudagraph /
+#                                         # profiler loop, each with NVML's SM clock and power (~5-7 min);
+#                                         # SUSTAINED_ARGS="--cases gemm --sides eager,compiled" picks
+#   bash benchmarks/gpu_run.sh polling    # issue 22 item 5: the app on a pty (GPU pane polling) vs the CLI vs the CLI
+#                                         # beside a 100 ms NVML poller; CNN b64 and matmul 8192, 3 runs each,
+#                                         # interleaved (~5-7 min; starts no run after POLLING_BUDGET s, 380)
 # Several stages in one call: bash benchmarks/gpu_run.sh seed extra
 # On the device machine the missing wheels come from .whl (../shared/device/wheels.sh).
 set -uo pipefail
@@ -329,6 +336,19 @@ stage_host_goal() {
   timeout "${HG_LIMIT:-560}" python3 benchmarks/host_processes.py goal --out "$OUT" --procs "${HG_PROCS:-5}" \
     --cases "${HG_CASES:-cnn,resnet18}" --modes "${HG_MODES:-default,reduce-overhead}" --lab-args "${HG_LAB_ARGS:-}" 2>&1 | tail -30
   cat "$OUT/host_processes_goal.md"
+}
+
+stage_sustained() {
+  step "sustained load: compile-lab against loops that never rest, with the SM clock and power of each"
+  timeout "${SUSTAINED_LIMIT:-530}" python3 benchmarks/sustained.py --out "$OUT" ${SUSTAINED_ARGS:-} > /dev/null 2> "$OUT/sustained.log"
+  echo "sustained exit $?"; cat "$OUT/sustained.md"; grep -v '^USDT' "$OUT/sustained.log" | tail -12
+}
+
+stage_polling() {
+  step "polling: the app's GPU pane and repaints, and a 100 ms NVML poller, against the plain CLI"
+  timeout "${POLLING_LIMIT:-540}" python3 benchmarks/polling.py --out "$OUT" --budget "${POLLING_BUDGET:-380}" \
+    ${POLLING_ARGS:-} > /dev/null 2> "$OUT/polling.log"
+  echo "polling exit $?"; cat "$OUT/polling.md"; tail -25 "$OUT/polling.log"
 }
 
 for stage in "${@:-tests}"; do "stage_$stage"; done

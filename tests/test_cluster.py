@@ -692,3 +692,102 @@ def test_losing_the_ray_head_mid_sweep_ends_the_runs_in_flight_and_the_cli_write
     assert re.search(r"\[3/3\] .*: failed: crash: " + lost, stderr), stderr
     assert stdout.count("failed") >= 2 and "done" in stdout  # the table
     assert sorted(r.status for r in History().load()[0]) == ["done", "failed", "failed"]
+
+
+# ----- Ray inside a Textual app -------------------------------------------------------------------------------
+
+
+class _TextualCapture:
+    """What Textual puts in sys.stdout / sys.stderr while an app runs: a writer whose fileno() is -1."""
+
+    def write(self, text: str) -> int:
+        return len(text)
+
+    def flush(self) -> None:
+        pass
+
+    def fileno(self) -> int:
+        return -1
+
+
+@pytest.fixture
+def faulthandler_off():
+    """faulthandler disabled for the test (pytest enables it), re-enabled on the real stderr after."""
+    import faulthandler
+
+    was = faulthandler.is_enabled()
+    faulthandler.disable()
+    yield faulthandler
+    faulthandler.disable()
+    if was:
+        faulthandler.enable(file=sys.__stderr__)
+
+
+def test_ray_init_finds_faulthandler_enabled_under_a_textual_capture(faulthandler_off, monkeypatch):
+    """ray.init runs ``faulthandler.enable()`` on sys.stderr unless it is enabled; under Textual that raised
+    "file.fileno() is not a valid file descriptor" and the app could not connect to a cluster."""
+    from tui.engine.cluster.ray_transport import faulthandler_on_a_real_file
+
+    monkeypatch.setattr(sys, "stderr", _TextualCapture())
+    with pytest.raises(RuntimeError, match="fileno"):  # the cause, as Ray met it
+        faulthandler_off.enable(all_threads=False)
+    faulthandler_on_a_real_file()
+    assert faulthandler_off.is_enabled()  # so Ray's own `if not faulthandler.is_enabled()` skips it
+
+
+def test_faulthandler_is_left_to_ray_when_stderr_is_a_real_file(faulthandler_off):
+    from tui.engine.cluster.ray_transport import faulthandler_on_a_real_file
+
+    faulthandler_on_a_real_file()  # pytest's stderr has a descriptor: Ray enables it there itself
+    assert not faulthandler_off.is_enabled()
+
+
+APP_CONNECTS = """
+import sys, threading
+from textual.app import App
+import ray
+from tui.engine.cluster.ray_transport import connect
+
+class Probe(App):
+    async def on_mount(self):
+        assert sys.stderr.fileno() == -1, "not under Textual's capture"
+        result = []
+        def attach():
+            try:
+                result.append(("connected", connect(ray, sys.argv[1]), len(ray.nodes())))
+            except Exception as exc:
+                result.append(("error", repr(exc)))
+        thread = threading.Thread(target=attach)  # off the UI thread, as the app connects
+        thread.start()
+        while thread.is_alive():
+            await __import__("asyncio").sleep(0.05)
+        self.exit(result[0])
+
+async def main():
+    app = Probe()
+    async with app.run_test() as pilot:
+        await pilot.pause()
+    return app.return_value
+
+import asyncio
+outcome = asyncio.run(main())
+ray.shutdown()
+print("OUTCOME", outcome)
+"""
+
+
+@pytest.mark.slow
+def test_a_textual_app_connects_to_a_real_ray_head(ray_head):
+    """Under Textual's replaced stdout/stderr the app's connection failed with "file.fileno() is not a valid file
+    descriptor"; now it connects to a loopback head and sees its node."""
+    import subprocess
+
+    port, _ = ray_head
+    repo = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    env = {
+        key: value for key, value in os.environ.items() if not key.startswith("RAY_") and key != "PYTHONFAULTHANDLER"
+    }
+    env.update(RAY_AUTH_MODE="disabled", PYTHONPATH=repo)
+    done = subprocess.run([sys.executable, "-c", APP_CONNECTS, f"127.0.0.1:{port}"], env=env, capture_output=True,
+                          text=True, timeout=180)
+    assert "OUTCOME ('connected', True, 1)" in done.stdout, (done.stdout[-2000:], done.stderr[-2000:])

@@ -161,6 +161,29 @@ def test_children_a_parent_reaped_count_once():
         800: pytest.approx(0.1 + 0.2 + 0.6), 801: pytest.approx(0.5)}
 
 
+def test_other_processes_never_use_more_cores_than_the_machine_has():
+    # A shell reaps a test run it started long before the window and that the sampler never saw
+    # (its time could not be read): its children time jumps by 56 s in a 1 s gap. On a 2-core box
+    # that read "bash (3192) 28.1 cores"; at most the gap's 2 cores can have been spent.
+    host = FakeHost()
+    host.rows[3192] = (1.0, 1, "bash", OLD, 0.0)
+    host.rows[3300] = (3.0, 1, "stress", OLD)
+    sampler = host.sampler(cpus=2)
+    sampler.poll()
+    host.now = 1.0
+    host.spend(3300, 0.9)
+    sampler.poll()
+    host.now = 2.0
+    host.spend(3192, 0.05, children=56.0)
+    host.spend(3300, 0.9)
+    sampler.poll()
+    load = sampler.result()
+    by_pid = {p.pid: p.cores for p in load.others}
+    assert by_pid[3192] <= 1.0  # 2 cores for 1 s of a 2 s window
+    assert by_pid[3300] == pytest.approx(0.9)
+    assert load.other_cpu_cores <= 2.0
+
+
 def test_children_of_own_processes_and_of_the_app_are_not_others():
     host = FakeHost()
     host.rows[300] = (1.0, APP, "python", OLD)

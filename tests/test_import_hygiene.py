@@ -142,6 +142,14 @@ def test_psutil_belongs_to_the_telemetry_layer_and_loads_when_a_run_starts():
     assert "psutil" not in _imported_after(APP + TELEMETRY + ENGINE_PARENT_SIDE)
 
 
+def test_numpy_loads_with_the_first_bootstrap():
+    """The bootstrap resamples with numpy (``tui.engine.resample``); the app, the CLI and the engine
+    import ``tui.engine.stats`` at start and load numpy only when an interval is computed, so a
+    first frame does not pay numpy's import."""
+    assert "numpy" not in _imported_after(APP + TELEMETRY + ENGINE_PARENT_SIDE + ["tui.engine.change_stats"])
+    assert "numpy" in _imported_after(["tui.engine.resample"])  # the probe sees it when it is imported
+
+
 def test_the_display_helpers_the_cli_borrows_never_import_textual():
     """``tui.cli`` prints its table with ``tui.app.format``: that module must stay textual-free."""
     imported = _imported_after(["tui.app.format"])

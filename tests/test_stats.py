@@ -9,6 +9,7 @@ from itertools import chain
 
 import pytest
 
+from tui.engine.resample import draw_weights
 from tui.engine.stats import (
     Moments,
     SampleAccumulator,
@@ -166,14 +167,11 @@ def test_deterministic_with_the_seed():
 
 
 def _brute_force(eager, compiled, resamples, confidence, seed):
-    """The definition, spelled out: same unit draws, pooled medians recomputed from the samples."""
-    rng = random.Random(seed)
-    units = len(eager)
+    """The definition, spelled out: the same unit draws, pooled medians recomputed from the samples."""
     ratios = []
-    for _ in range(resamples):
-        drawn = rng.choices(range(units), k=units)
-        top = median(chain.from_iterable(eager[u] for u in drawn))
-        bottom = median(chain.from_iterable(compiled[u] for u in drawn))
+    for weights in draw_weights([len(eager)], resamples, seed).tolist():
+        top = median(chain.from_iterable(eager[u] * w for u, w in enumerate(weights)))
+        bottom = median(chain.from_iterable(compiled[u] * w for u, w in enumerate(weights)))
         ratios.append(top / bottom)
     ratios.sort()
     tail = (1 - confidence) / 2 * 100
@@ -251,3 +249,30 @@ def test_cost_for_200k_samples_over_2000_blocks():
     elapsed = time.process_time() - started
     assert elapsed < 1.0, f"bootstrap of 200k samples took {elapsed:.2f} s of CPU"
     assert ci.low < math.exp(0.7) < ci.high
+
+
+# ----- the draws -------------------------------------------------------------------------
+
+
+def test_draws_pick_processes_then_their_own_units():
+    """Each process's units are drawn a multiple of its size times (the times it was picked)."""
+    weights = draw_weights([3, 5, 2], resamples=400, seed=1)
+    assert weights.shape == (400, 10)
+    for row in weights.tolist():
+        picked = [sum(row[0:3]) / 3, sum(row[3:8]) / 5, sum(row[8:10]) / 2]
+        assert all(times == int(times) for times in picked) and sum(picked) == 3
+    assert len({tuple(row) for row in weights.tolist()}) > 300  # the rows differ
+
+
+def test_one_process_draws_each_unit_once_on_average():
+    weights = draw_weights([20], resamples=4000, seed=2)
+    assert (weights.sum(axis=1) == 20).all()
+    mean, variance = weights.mean(axis=0), weights.var(axis=0)
+    assert abs(mean - 1).max() < 0.1  # binomial(20, 1/20): mean 1, variance 0.95
+    assert abs(variance - 0.95).max() < 0.15
+
+
+def test_draws_are_deterministic_with_the_seed():
+    first = draw_weights([4, 6], resamples=50, seed=7)
+    assert (draw_weights([4, 6], resamples=50, seed=7) == first).all()
+    assert (draw_weights([4, 6], resamples=50, seed=8) != first).any()

@@ -23,6 +23,19 @@ def test_chunks_end_with_a_short_block():
     assert blocks.chunks(2, 10) == [2]
 
 
+def test_a_host_sub_block_repeats_its_calls_to_last_the_minimum():
+    assert blocks.host_block_repeats(10, None) == 1  # nothing known yet
+    assert blocks.host_block_repeats(10, 0.0) == 1
+    assert blocks.host_block_repeats(10, float("nan")) == 1
+    # 10 calls of 0.31 ms (a CUDA-graph replay of ResNet-18 at batch 1): 17 repeats, 52.7 ms
+    assert blocks.host_block_repeats(10, 0.31) == 17
+    assert 10 * 17 * 0.31 >= blocks.HOST_BLOCK_MIN_MS > 10 * 16 * 0.31
+    assert blocks.host_block_repeats(5, 21.7) == 1  # a block of GEMMs already lasts 108 ms
+    # a step of 1 us would want 5000 repeats of 10 calls: capped at HOST_BLOCK_MAX_CALLS calls
+    assert blocks.host_block_repeats(10, 0.001) * 10 == blocks.HOST_BLOCK_MAX_CALLS
+    assert blocks.host_block_repeats(7000, 0.001) == 1
+
+
 def test_measure_rounds_alternate_and_stop_each_side_at_iters():
     measured = {"eager": 0, "compiled": 0}
     rounds = []

@@ -73,8 +73,9 @@ def _warm(record: RunRecord) -> bool:
 def _compile(a: Sequence[RunRecord], b: Sequence[RunRecord]) -> tuple[float, float, str] | None:
     """The sides' median compile times over runs in the same cache state (warm first), and that state.
 
-    Both interpreters share inductor's cache: on the H200 A's first process compiled cold (5.4 s) and
-    every later one warm (0.9 s), which read as "compile -83%" from A to B.
+    Both interpreters share inductor's cache: A's first process compiles cold and every later one
+    warm, and comparing those would read as a large compile-time gain from A to B
+    (docs/BENCHMARKS.md, "Figures behind the code").
     """
     for warm, state in ((True, "warm cache"), (False, "cold cache")):
         times_a = [r.compile_s for r in a if r.compile_s is not None and _warm(r) == warm]

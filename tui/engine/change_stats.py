@@ -13,20 +13,22 @@ ratios (:func:`change_interval`).
 A unit has several *channels* (eager times, compiled times, eager host time, compiled host
 time, ...), each a list of samples, all resampled with the same weights, so one draw serves every
 statistic of a side: the speedup keeps its block pairs, as a run's own interval does. Medians of a
-resample are read from per-unit counts (:class:`tui.engine.stats._ResampledMedian`), never by
+resample are read from per-unit counts (:class:`tui.engine.resample.ResampledMedian`), never by
 sorting the samples again.
 """
 
 from __future__ import annotations
 
 import math
-import random
-from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from itertools import chain
+from typing import TYPE_CHECKING
 
-from tui.engine.stats import GRID_POINTS, MAX_UNITS, SpeedupCI, _ResampledMedian, percentile
+from tui.engine.stats import GRID_POINTS, MAX_UNITS, SpeedupCI, percentile
+
+if TYPE_CHECKING:
+    from tui.engine.resample import Weights
 
 __all__ = ["Unit", "SideDraws", "resample_side", "change_interval", "bootstrap_change", "ratio_of"]
 
@@ -91,20 +93,22 @@ def resample_side(processes: Sequence[Sequence[Unit]], channels: int, resamples:
     point = tuple(percentile(values, 50) if values else None for values in pooled)
     if len(flat) < 2:
         return SideDraws(point, (), len(cleaned), len(flat))
-    readers = [_ResampledMedian([unit[c] for unit in flat], pooled[c], grid_points) if pooled[c] else None
-               for c in range(channels)]
-    starts = [0]
-    for units in cleaned:
-        starts.append(starts[-1] + len(units))
-    rng, population, draws = random.Random(seed), range(len(cleaned)), []
-    for _ in range(resamples):
-        weights = [0] * len(flat)
-        # A process drawn k times: k independent draws of its units are one draw of k times as many.
-        for p, times in Counter(rng.choices(population, k=len(cleaned))).items():
-            for u in rng.choices(range(starts[p], starts[p + 1]), k=times * (starts[p + 1] - starts[p])):
-                weights[u] += 1
-        draws.append(tuple(None if reader is None else reader.median(weights) for reader in readers))
-    return SideDraws(point, tuple(draws), len(cleaned), len(flat))
+    from tui.engine.resample import draw_weights  # numpy loads with the first resample (see tui.engine.stats)
+
+    weights = draw_weights([len(units) for units in cleaned], resamples, seed)
+    columns = [_channel_medians([unit[c] for unit in flat], pooled[c], grid_points, weights) for c in range(channels)]
+    return SideDraws(point, tuple(zip(*columns, strict=True)), len(cleaned), len(flat))
+
+
+def _channel_medians(groups: list[list[float]], pooled: list[float], grid_points: int,
+                     weights: Weights) -> list[float | None]:
+    """Each resample's median of one channel (None where the resample holds none of its samples)."""
+    from tui.engine.resample import ResampledMedian
+
+    if not pooled:
+        return [None] * len(weights)
+    medians = ResampledMedian(groups, pooled, grid_points).medians(weights)
+    return [None if math.isnan(m) else m for m in medians.tolist()]
 
 
 def ratio_of(top: float | None, bottom: float | None) -> float | None:

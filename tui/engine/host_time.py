@@ -4,8 +4,8 @@ The worker flattens the profiler's events (:class:`tui.engine.kernels.RawEvent`:
 total time, parent) and :func:`host_split` gives every host range one category, then adds up
 exclusive times: a range's own time less the ranges nested in it, so nothing counts twice and
 the rows add up to the compiled call's host time per call. Times are those of the profiled
-calls, so the profiler's cost per range is in them (about 2-3x the measured host time on the
-H200); shares are what to read.
+calls, so the profiler's cost per range is in them (several times the measured host time:
+docs/BENCHMARKS.md, "Figures behind the code"); shares are what to read.
 
 A range takes the category of the first pattern in :data:`HOST_PATTERNS` its name matches;
 one that matches none takes its parent's. Torch 2.13 on the CPU shows, per call (nested as
@@ -25,11 +25,11 @@ A training step adds ``CompiledFunction`` and ``autograd::engine::evaluate_funct
 CompiledFunctionBackward`` around its graphs (aot_wrappers). On a GPU the graph call holds
 inductor's kernel launches (``triton_...`` ranges, ``cuLaunchKernel``, aten ops for extern
 kernels): graph. A CUDA-graph replay (reduce-overhead) is a graph call with a ``cudaGraphLaunch``
-(or ``cuGraphLaunch``) in it; on the H200 (torch 2.11) it held ``aten::_foreach_copy_`` (the inputs
-into the graph's buffers), ``cudaStreamIsCapturing`` and ``cudaGraphLaunch``. That whole graph call
+(or ``cuGraphLaunch``) in it, which holds ``aten::_foreach_copy_`` (the inputs into the graph's
+buffers), ``cudaStreamIsCapturing`` and ``cudaGraphLaunch``. That whole graph call
 counts as ``cudagraph_replay``: the CUDA-graph tree's Python, its input copies and the launch.
 Aten ops take a category by where they run: in a region outside any graph call
-``between_graphs`` (the eager code between graphs: on the H200 a data-dependent branch's
+``between_graphs`` (the eager code between graphs: for a data-dependent branch its
 ``aten::item`` with its ``cudaMemcpyAsync`` and ``cudaStreamSynchronize``, the wait for the GPU;
 in a graph when the backend has no graph-call range, eager and aot_eager), outside every region
 ``outside_regions`` with any other range there (a training step's loss, backward and optimizer;
@@ -78,7 +78,7 @@ HOST_LABELS = {
 #: The range the worker puts around its own synchronize after the profiled calls: not a call's host time.
 SYNC_RANGE = "compile-lab: synchronize"
 #: Ranges of the profiler's own inside the calls, taken out of the host time: CUPTI's buffer allocation
-#: took 1.8-2.8 ms inside the first profiled call on the H200 (torch 2.11), more than the call itself.
+#: inside the first profiled call can take longer than the call itself (docs/BENCHMARKS.md, "Figures behind the code").
 PROFILER_RANGES = re.compile(r"^Activity Buffer Request")
 _COMPILED = frozenset({"guards", "graph", "aot_wrappers", "region_python", "cudagraph_replay"})
 _REGION = "Torch-Compiled Region: "

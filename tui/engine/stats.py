@@ -1,4 +1,4 @@
-"""Summary statistics and a bootstrap interval of the speedup, in pure Python.
+"""Summary statistics, and a bootstrap interval of the speedup (resampled with numpy).
 
 Percentiles use linear interpolation between closest ranks, the same rule as numpy's
 default (``method="linear"``): for ``n`` sorted values the ``q``-th percentile sits at
@@ -25,14 +25,9 @@ noise within each.
 from __future__ import annotations
 
 import math
-import random
-from bisect import bisect_left
-from collections import Counter
-from functools import partial
-from dataclasses import asdict, dataclass, fields
-from itertools import accumulate, chain
-from operator import mul
 from collections.abc import Iterable, Sequence
+from dataclasses import asdict, dataclass, fields
+from itertools import chain
 from typing import Any, NamedTuple
 
 from tui.typed import decode_fields
@@ -236,108 +231,6 @@ def is_significant(low: float | None, high: float | None) -> bool | None:
     return not (low <= 1.0 <= high)
 
 
-class _ResampledMedian:
-    """Medians of a weighted union of sample groups, without touching every sample.
-
-    Pre-computes, for a grid of values, how many samples of each group are <= each grid
-    value (one column per grid value). The pooled count <= g under integer weights ``w`` is
-    then ``sum(w[u] * col[u])``, and the median is found by searching the grid. When a
-    side has at most ``grid_points`` distinct values the grid is every distinct value and
-    the median is exact; otherwise the grid holds evenly spaced order statistics and the
-    median is interpolated linearly inside its grid cell (error well below the spacing of
-    neighbouring grid values, i.e. a fraction of 1/grid_points in quantile terms).
-    """
-
-    def __init__(self, groups: list[list[float]], pooled: list[float], grid_points: int) -> None:
-        """``pooled`` is every value of every group, sorted."""
-        distinct = set(pooled)
-        self.exact = len(distinct) <= grid_points
-        if self.exact:
-            grid = sorted(distinct)
-        else:
-            last = len(pooled) - 1
-            grid = sorted({pooled[round(j * last / (grid_points - 1))] for j in range(grid_points)})
-        self.grid = grid
-        # Each value counts for every grid value >= it: histogram of first such grid index, then cumulate.
-        first_at_or_above = partial(bisect_left, grid)
-        rows = []
-        for group in groups:
-            histogram = [0] * len(grid)
-            for index, count in Counter(map(first_at_or_above, group)).items():
-                histogram[index] = count
-            rows.append(list(accumulate(histogram)))
-        self.columns = list(zip(*rows, strict=True))
-        self.sizes = [len(group) for group in groups]
-        self.start = min(bisect_left(grid, percentile(pooled, 50)), len(grid) - 1)
-
-    def _first_reaching(self, weights: list[int], rank: float, total: int, start: int) -> tuple[int, int, int]:
-        """Smallest grid index k with count(<= grid[k]) >= rank, and the counts at k - 1 and k.
-
-        Gallops outwards from ``start`` (a resampled median lies near the full-sample one),
-        then bisects the bracket: a few probes instead of log2(len(grid)).
-        """
-        columns = self.columns
-        last = len(columns) - 1
-
-        def count(k: int) -> int:
-            return sum(map(mul, weights, columns[k]))
-
-        # Invariant once bracketed: count(low) < rank <= count(high); count(-1) is 0, count(last) is total.
-        step = 1
-        at_start = count(start)
-        if at_start >= rank:
-            high, at = start, at_start
-            while True:
-                probe = high - step
-                if probe < 0:
-                    low, below = -1, 0
-                    break
-                value = count(probe)
-                if value >= rank:
-                    high, at, step = probe, value, step * 2
-                else:
-                    low, below = probe, value
-                    break
-        else:
-            low, below = start, at_start
-            while True:
-                probe = low + step
-                if probe >= last:
-                    high, at = last, total
-                    break
-                value = count(probe)
-                if value >= rank:
-                    high, at = probe, value
-                    break
-                low, below, step = probe, value, step * 2
-        while high - low > 1:
-            mid = (low + high) // 2
-            value = count(mid)
-            if value >= rank:
-                high, at = mid, value
-            else:
-                low, below = mid, value
-        return high, below, at
-
-    def median(self, weights: list[int]) -> float | None:
-        """The median of the union where group u appears weights[u] times; None when empty."""
-        total = sum(map(mul, weights, self.sizes))
-        if total == 0:
-            return None
-        grid = self.grid
-        if self.exact:
-            k, _, _ = self._first_reaching(weights, (total + 1) // 2, total, self.start)
-            if total % 2:
-                return grid[k]
-            k2, _, _ = self._first_reaching(weights, total // 2 + 1, total, k)
-            return (grid[k] + grid[k2]) / 2
-        rank = (total + 1) / 2
-        k, below, at = self._first_reaching(weights, rank, total, self.start)
-        if k == 0 or at == below:
-            return grid[k]
-        return grid[k - 1] + (grid[k] - grid[k - 1]) * (rank - below) / (at - below)
-
-
 def _as_floats(block: Iterable[float]) -> list[float]:
     return [float(x) for x in block]
 
@@ -388,9 +281,7 @@ def bootstrap_speedup(
     pairs = _units(eager, compiled, max_units)
     if len(pairs) < 2:
         return SpeedupCI(point, None, None)
-    eager_median = _ResampledMedian([p[0] for p in pairs], all_eager, grid_points)
-    compiled_median = _ResampledMedian([p[1] for p in pairs], all_compiled, grid_points)
-    ratios = _resampled_ratios(eager_median, compiled_median, len(pairs), resamples, seed)
+    ratios = _ratios(pairs, all_eager, all_compiled, [len(pairs)], resamples, seed, grid_points)
     return _percentile_interval(point, ratios, resamples, confidence)
 
 
@@ -412,11 +303,14 @@ def _check_bootstrap_args(resamples: int, confidence: float, max_units: int, gri
         raise ValueError("max_units and grid_points must be >= 2")
 
 
-def _units(eager: list[list[float]], compiled: list[list[float]],
-           max_units: int) -> list[tuple[list[float], list[float]]]:
+def _units(
+    eager: list[list[float]], compiled: list[list[float]], max_units: int
+) -> list[tuple[list[float], list[float]]]:
     """Block pairs (eager i, compiled i) with samples, merged into at most ``max_units`` runs of adjacent pairs."""
-    pairs = [(eager[i] if i < len(eager) else [], compiled[i] if i < len(compiled) else [])
-             for i in range(max(len(eager), len(compiled)))]
+    pairs = [
+        (eager[i] if i < len(eager) else [], compiled[i] if i < len(compiled) else [])
+        for i in range(max(len(eager), len(compiled)))
+    ]
     pairs = [p for p in pairs if p[0] or p[1]]
     if len(pairs) <= max_units:
         return pairs
@@ -428,26 +322,6 @@ def _units(eager: list[list[float]], compiled: list[list[float]],
         )
         for start in range(0, len(pairs), size)
     ]
-
-
-def _resampled_ratios(eager: _ResampledMedian, compiled: _ResampledMedian, units: int, resamples: int,
-                      seed: int) -> list[float]:
-    """The sorted ratio of pooled medians for each of ``resamples`` draws of units with replacement."""
-    rng = random.Random(seed)
-    population = range(units)
-    ratios: list[float] = []
-    for _ in range(resamples):
-        weights = [0] * units
-        for u in rng.choices(population, k=units):
-            weights[u] += 1
-        top = eager.median(weights)
-        bottom = compiled.median(weights)
-        if top is not None and bottom is not None and bottom > 0:
-            ratios.append(top / bottom)
-    ratios.sort()
-    return ratios
-
-
 
 
 def bootstrap_speedup_processes(processes: Sequence[tuple[Sequence[Iterable[float]], Sequence[Iterable[float]]]],
@@ -476,25 +350,25 @@ def bootstrap_speedup_processes(processes: Sequence[tuple[Sequence[Iterable[floa
     if len(unit_lists) < 2:
         return SpeedupCI(point, None, None)
     flat = [pair for units in unit_lists for pair in units]
-    eager_median = _ResampledMedian([p[0] for p in flat], all_eager, grid_points)
-    compiled_median = _ResampledMedian([p[1] for p in flat], all_compiled, grid_points)
-    starts = [0, *accumulate(len(units) for units in unit_lists)]
-    ratios = _nested_ratios(eager_median, compiled_median, starts, resamples, seed)
+    sizes = [len(units) for units in unit_lists]
+    ratios = _ratios(flat, all_eager, all_compiled, sizes, resamples, seed, grid_points)
     return _percentile_interval(point, ratios, resamples, confidence)
 
 
-def _nested_ratios(eager: _ResampledMedian, compiled: _ResampledMedian, starts: list[int], resamples: int,
-                   seed: int) -> list[float]:
-    """Sorted ratios of pooled medians: draw processes (units ``starts[p]:starts[p + 1]``), then their units."""
-    rng, processes, ratios = random.Random(seed), range(len(starts) - 1), []
-    for _ in range(resamples):
-        weights = [0] * starts[-1]
-        # A process drawn c times: c independent draws of its units are one draw of c times as many.
-        for p, times in Counter(rng.choices(processes, k=len(processes))).items():
-            for u in rng.choices(range(starts[p], starts[p + 1]), k=times * (starts[p + 1] - starts[p])):
-                weights[u] += 1
-        top, bottom = eager.median(weights), compiled.median(weights)
-        if top is not None and bottom is not None and bottom > 0:
-            ratios.append(top / bottom)
-    ratios.sort()
+def _ratios(units: list[tuple[list[float], list[float]]], all_eager: list[float], all_compiled: list[float],
+            sizes: list[int], resamples: int, seed: int, grid_points: int) -> list[float]:
+    """Sorted ratios of pooled medians, one per resample (:func:`~tui.engine.resample.draw_weights`) that has one.
+
+    ``units``: every process's units in order, ``sizes[p]`` of them for process ``p``.
+    """
+    # numpy loads with the first bootstrap, not with this module: the app imports it at start.
+    import numpy as np
+
+    from tui.engine.resample import ResampledMedian, draw_weights
+
+    weights = draw_weights(sizes, resamples, seed)
+    top = ResampledMedian([u[0] for u in units], all_eager, grid_points).medians(weights)
+    bottom = ResampledMedian([u[1] for u in units], all_compiled, grid_points).medians(weights)
+    usable = ~np.isnan(top) & (bottom > 0)  # NaN compares False: an empty side is never usable
+    ratios: list[float] = np.sort(top[usable] / bottom[usable]).tolist()
     return ratios

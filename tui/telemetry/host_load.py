@@ -231,6 +231,8 @@ class HostLoadSampler:
         table: the process table (default :func:`shared_table`).
         clock / wall: monotonic and epoch clocks (tests pass fakes).
         max_errors: failed polls in a row after which the sampler gives up.
+        cpus: the machine's logical CPUs (default ``os.cpu_count()``): no process, and not all
+            of them together, can have used more CPU time than that many cores in a poll's gap.
     """
 
     def __init__(
@@ -243,6 +245,7 @@ class HostLoadSampler:
         clock: Callable[[], float] = time.monotonic,
         wall: Callable[[], float] = time.time,
         max_errors: int = 3,
+        cpus: int | None = None,
     ) -> None:
         if hz <= 0:
             raise ValueError("hz must be positive")
@@ -250,6 +253,7 @@ class HostLoadSampler:
         self.app_pid = os.getpid() if app_pid is None else app_pid
         self.hz = hz
         self.max_errors = max_errors
+        self.cpus = cpus or os.cpu_count() or 1
         self._table = table
         self._clock = clock
         self._start_wall = wall()
@@ -362,8 +366,8 @@ class HostLoadSampler:
             self._ppid.setdefault(keys[pid], row.ppid)  # the first parent: an orphan stays in its tree
         own = self._own_tree(table, keys, roots)
         self._own_now = frozenset(pid for pid, key in keys.items() if key in own) | {self.app_pid}
-        if self._first_t is not None:
-            self._add_deltas(table, keys, own)
+        if self._first_t is not None and self._last_t is not None:
+            self._add_deltas(table, keys, own, max(0.0, now - self._last_t))
         else:
             self._first_t = now
         self._last_t = now
@@ -390,7 +394,15 @@ class HostLoadSampler:
             stack.extend(children.get(pid, ()))
         return self._own
 
-    def _add_deltas(self, table: dict[int, ProcSample], keys: dict[int, tuple], own: set[tuple]) -> None:
+    def _add_deltas(self, table: dict[int, ProcSample], keys: dict[int, tuple], own: set[tuple], gap: float) -> None:
+        """Each process's CPU seconds since the last poll, ``gap`` seconds ago.
+
+        A parent's children time grows when it reaps a child; what the children seen vanishing
+        already counted is taken off, and what is left (a child never seen, or one whose time could
+        not be read) is credited to this gap, so no process counts more than ``gap`` x :attr:`cpus`:
+        a shell that reaped a test run it had started long before once read 28 cores on 2.
+        """
+        most = gap * self.cpus
         current = set(keys.values())
         reaped: dict[int, float] = defaultdict(float)  # parent pid -> CPU time of vanished children already counted
         for key, row in self._prev.items():
@@ -413,6 +425,7 @@ class HostLoadSampler:
                 continue
             base_children = prev.children_s if prev is not None else (0.0 if fresh else row.children_s)
             spent += max(0.0, row.children_s - base_children - reaped.get(pid, 0.0))
+            spent = min(spent, most)
             if spent > 0.0:
                 self._other_s[key] += spent
                 self._names[key] = row.name
@@ -447,7 +460,7 @@ class HostLoadSampler:
             lead_in = self._mark[0] - self._first_t if self._mark is not None and self._first_t is not None else 0.0
             return replace(
                 common,
-                other_cpu_cores=sum(self._other_s.values()) / elapsed,
+                other_cpu_cores=min(sum(self._other_s.values()) / elapsed, float(self.cpus)),
                 app_cpu_cores=self._app_s / elapsed,
                 others=tuple(others),
                 reason=self._reason if self._halted else None,
@@ -463,7 +476,8 @@ class HostLoadSampler:
         spent = {key: total - other_at.get(key, 0.0) for key, total in self._other_s.items()}
         others = sorted((OtherProcess(pid=key[0], name=self._names.get(key), cores=s / elapsed)
                          for key, s in spent.items() if s > 0.0), key=lambda p: (-p.cores, p.pid))
-        return HostLoad(other_cpu_cores=sum(spent.values()) / elapsed, app_cpu_cores=(self._app_s - app_at) / elapsed,
+        return HostLoad(other_cpu_cores=min(sum(spent.values()) / elapsed, float(self.cpus)),
+                        app_cpu_cores=(self._app_s - app_at) / elapsed,
                         others=tuple(others), reason=self._reason if self._halted else None, failed=self._halted,
                         elapsed_s=elapsed, polls=self._polls, processes=self._size,
                         poll_ms=self._poll_s / self._polls * 1e3 if self._polls else None)

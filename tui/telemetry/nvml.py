@@ -183,8 +183,8 @@ class NvmlSource:
         ``fields`` (names of :class:`GpuSnapshot` fields) limits the NVML calls to what the
         caller needs; the others are ``None``. The slow fields are always filled (they are cached).
         Most NVML reads cost about a microsecond (the driver caches them), but the energy
-        counter (``energy_mj``) costs about 4 ms of CPU (H200, driver 580): leave it out of
-        frequent polls.
+        counter (``energy_mj``) costs milliseconds of CPU per read (docs/BENCHMARKS.md, "Figures behind the
+        code"): leave it out of frequent polls.
         """
         with self._lock:
             dev = self._device(uuid)

@@ -19,8 +19,11 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import faulthandler
+import io
 import logging
 import os
+import sys
 import threading
 from collections.abc import AsyncIterator, Callable, Mapping
 from typing import Any
@@ -87,12 +90,38 @@ def connect(ray: Any, address: str) -> bool:
     # Ray's C++ side would print each connection retry's warning over the progress display.
     os.environ.setdefault("RAY_BACKEND_LOG_LEVEL", "error")
     keep_the_caller_alive()  # a lost head must not end this process (tui.engine.cluster.head)
+    faulthandler_on_a_real_file()
     try:
         ray.init(address=address, log_to_driver=False, logging_level=logging.WARNING)
     except Exception as exc:  # ConnectionError, an authentication or version error: each one line
         log.debug("ray.init(address=%r) failed", address, exc_info=True)
         raise ClusterError(f"--cluster {address}: could not connect to a Ray cluster: {one_line(exc)}") from None
     return True
+
+
+def faulthandler_on_a_real_file() -> None:
+    """Enable :mod:`faulthandler` on the process's own stderr when ``sys.stderr`` has no file descriptor.
+
+    ``ray.init`` enables faulthandler on ``sys.stderr`` unless it is enabled already, and catches
+    only ``io.UnsupportedOperation``. Inside a Textual app ``sys.stderr`` is the app's print
+    capture, whose ``fileno()`` is -1, so ``ray.init`` raised "file.fileno() is not a valid file
+    descriptor" and the app could not use a cluster. Enabled here first, on the terminal's own
+    stderr (where a fatal crash's stack belongs), Ray finds it enabled and leaves it alone.
+    """
+    if faulthandler.is_enabled():
+        return
+    try:
+        if sys.stderr is not None and sys.stderr.fileno() >= 0:
+            return  # a real file: Ray enables it there itself
+    except (AttributeError, OSError, ValueError, io.UnsupportedOperation):
+        pass  # no descriptor at all: the same case as -1
+    real = sys.__stderr__
+    if real is None:
+        return  # no terminal either (a daemon): Ray's own attempt then fails as one line
+    try:
+        faulthandler.enable(file=real, all_threads=False)
+    except (RuntimeError, ValueError, OSError, io.UnsupportedOperation) as exc:
+        logging.getLogger(__name__).warning("faulthandler could not be enabled on stderr: %s", exc)
 
 
 def _check_reachable(address: str) -> None:

@@ -19,6 +19,7 @@ or the time budget runs out (:func:`target_budget_s`).
 
 from __future__ import annotations
 
+import math
 import statistics
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -38,6 +39,9 @@ __all__ = [
     "eager_setup_calls",
     "compiled_warmup_calls",
     "settle_block_size",
+    "HOST_BLOCK_MIN_MS",
+    "HOST_BLOCK_MAX_CALLS",
+    "host_block_repeats",
     "measure_round",
     "extra_round",
     "relative_iqr",
@@ -92,6 +96,29 @@ def compiled_warmup_calls(warmup: int, input_sets: int) -> int:
 def settle_block_size(block_size: int) -> int:
     """Calls per extra warm-up block (three at least: a median of fewer says little)."""
     return max(block_size, 3)
+
+
+#: A host sub-block runs its block's calls over and over until it lasts at least this long (ms)...
+HOST_BLOCK_MIN_MS = 50.0
+#: ...but at most this many calls.
+HOST_BLOCK_MAX_CALLS = 5000
+
+
+def host_block_repeats(calls: int, ms_per_call: float | None) -> int:
+    """How many times a host sub-block runs its ``calls`` input sets, from the step's time per call.
+
+    A host sub-block starts on an idle GPU and ends with a synchronize, so it pays once the
+    first call's launch before the GPU has work and the last call's time on the GPU: a fixed
+    cost spread over the block's calls. Over a block of 10 calls of a GPU-bound step that cost
+    is several percent of a call, where the loop a user runs (many calls per synchronize) pays
+    next to nothing. Repeating the calls until the block lasts ``HOST_BLOCK_MIN_MS`` keeps that
+    cost under about 1% of the time per call, as in a plain loop of a few hundred calls per
+    synchronize. Whole repeats keep the mix of input sets exact. With no time known: 1.
+    """
+    if calls <= 0 or ms_per_call is None or not ms_per_call > 0:
+        return 1
+    wanted = math.ceil(HOST_BLOCK_MIN_MS / (ms_per_call * calls))
+    return max(1, min(wanted, HOST_BLOCK_MAX_CALLS // calls))
 
 
 def _round_order(round_index: int) -> tuple[str, ...]:

@@ -13,8 +13,11 @@ clocks"), because timing each call changes what the host pays:
 
 * **host sub-block**: the calls and nothing else, the GPU idle at the start, one synchronize
   at the end; ``host_ms_per_call`` = wall time / calls. This *is* a plain loop with one
-  synchronize per block. No per-call events (on an H200 an event pair added 25-30 us of host
-  time to each call), no head start (nothing to subtract), nothing kept of the outputs (each
+  synchronize per block. The block's calls run as many times over as it takes the loop to
+  last ``HOST_BLOCK_MIN_MS`` (:func:`~tui.engine.worker.blocks.host_block_repeats`), so the
+  start on an idle GPU and the final synchronize cost what they cost a long loop. No per-call
+  events (an event pair adds tens of microseconds of host time to each call: docs/METHOD.md,
+  "Two clocks"), no head start (nothing to subtract), nothing kept of the outputs (each
   is dropped when the call returns, as in ``for x in xs: f(x)``), the garbage collector as the
   workload would have it (on: a loop pays for the collections its own allocations cause; the
   worker collects the compiler's garbage once before warming up, so it is not collected inside
@@ -47,6 +50,7 @@ from typing import Any, NamedTuple, Protocol
 import torch
 
 from tui.engine.clocks import CUDA_EVENT, PERF_COUNTER, ClockInfo
+from tui.engine.worker.blocks import host_block_repeats
 
 __all__ = ["Clock", "CpuClock", "CudaClock", "BlockRun", "BlockSpec", "head_start_ms", "L2_FLUSH_BYTES",
            "HEAD_START_FACTOR", "HEAD_START_MIN_MS", "HEAD_START_MAX_MS"]
@@ -123,9 +127,8 @@ def head_start_ms(queue_ms_per_call: float | None, device_ms_per_call: float | N
     per call, the GPU assumed never to catch up.
 
     The head start is sized to what is needed, not generously: a power-capped GPU turns the
-    light load of a spin before each block into a higher clock for the block's kernels (on
-    an H200, bf16 GEMMs with the earlier, generous head start read 3-4% faster than
-    do_bench; docs/BENCHMARKS.md, section 1).
+    light load of a spin before each block into a higher clock for the block's kernels, and
+    power-capped GEMMs then read faster than ``do_bench`` (docs/BENCHMARKS.md, section 1).
     """
     q = 1.0 if queue_ms_per_call is None else queue_ms_per_call
     if device_ms_per_call is None:
@@ -229,11 +232,13 @@ class CudaClock:
         # What the last device sub-block of each step measured, keyed by the step itself (a bound
         # method is a new object on every attribute access, but equal to the last one).
         self._times: dict[Step, _StepTimes] = {}
+        # The last host sub-block's host-inclusive ms per call of each step (sizes the next one).
+        self._host_ms: dict[Step, float] = {}
         # A lower bound, on the perf_counter clock (s), of when the GPU will have run everything queued.
         self._gpu_free = 0.0
         # Timing events are made once and recorded again once read: creating and destroying 40 events
-        # a round is host work while the GPU rests, and on an H200 a host sub-block after 40 fresh
-        # events read up to 27% slower than after as many reused ones.
+        # a round is host work while the GPU rests, and it slows the host sub-block that follows
+        # (docs/METHOD.md, "Known limits").
         self._pool: list[Any] = []
         self._anchor_event = torch.cuda.Event(enable_timing=True)
         #: The last device sub-block's head start, in ms (0 without one).
@@ -364,15 +369,26 @@ class CudaClock:
         if spec.begin is not None:
             spec.begin()
         flush, prepare, step = self.flush_buffer, spec.prepare, spec.step
+        calls = spec.calls * host_block_repeats(len(spec.calls), self._host_estimate(step))
         start = time.perf_counter()
-        for args in spec.calls:
+        for args in calls:
             if flush is not None:
                 flush.zero_()
             if prepare is not None:
                 prepare()
             step(args)  # the output is dropped at once, as in a plain loop
         self.sync()
-        return (time.perf_counter() - start) * 1e3 / len(spec.calls)
+        ms_per_call = (time.perf_counter() - start) * 1e3 / len(calls)
+        self._host_ms[step] = ms_per_call
+        return ms_per_call
+
+    def _host_estimate(self, step: Step) -> float | None:
+        """The step's host time per call: its last host sub-block's, else its device sub-block's slower side."""
+        known = self._host_ms.get(step)
+        if known is not None:
+            return known
+        times = self._times.get(step)
+        return None if times is None else max(times.queue_ms, times.device_ms)
 
     def run_round(self, blocks: Sequence[BlockSpec], done: Callable[[int, BlockRun], None]) -> None:
         """Host sub-blocks first, then the device sub-blocks pipelined (module docstring).

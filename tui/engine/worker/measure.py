@@ -13,8 +13,8 @@ stop measuring towards ``target_ci``.
 Garbage collection stays on while measuring, as in the workload's own loop (it pays for the
 collections its allocations cause); one full collection after compiling, before warming up,
 keeps the compiler's garbage out of the timed blocks. Not right before measuring: that pause
-(0.1 s or more with torch's objects) rested a power-capped H200, and a run's first rounds then
-read bf16 GEMMs about 2% faster; the warm-up loads the GPU again after it.
+(0.1 s or more with torch's objects) rests a power-capped GPU, whose first rounds then run at a
+higher clock; the warm-up loads the GPU again after it (docs/METHOD.md).
 (``torch.utils.benchmark.Timer`` turns the collector off instead;
 ``benchmarks/host_factors.py`` measures the difference.)
 

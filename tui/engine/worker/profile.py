@@ -55,8 +55,8 @@ def _inductor_patch(cuda: bool) -> dict[str, Any]:
     if provenance_supported() is None:
         patch["trace.provenance_tracking_level"] = 1
         # A cache hit skips the lowering that emits the provenance mapping, and the level is not in
-        # every torch's cache key: on the H200 (torch 2.11) the re-compile hit the caches and the
-        # kernel diff came back empty. The profile pass compiles afresh; its cost is compile_s.
+        # every torch's cache key: a re-compile that hits the caches leaves the kernel diff empty.
+        # The profile pass compiles afresh; its cost is compile_s.
         if hasattr(config, "force_disable_caches"):
             patch["force_disable_caches"] = True
     if not cuda and hasattr(config, "cpp") and hasattr(config.cpp, "enable_kernel_profile"):
