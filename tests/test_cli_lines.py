@@ -139,7 +139,7 @@ def test_a_launch_bound_run_ends_with_its_host_speedup_too():
 def test_the_label_says_the_swept_fields_first():
     a = RunOptions(workload="cnn", params={"batch": 64}, mode="reduce-overhead", dynamic=True)
     b = RunOptions(workload="cnn", params={"batch": 64}, dynamic=False)
-    from tui.app.option_fields import differing
+    from tui.present.option_fields import differing
 
     assert run_label(a, differing([a, b])) == "cnn batch=64 reduce-overhead dyn=true inductor fp32 cpu"
     assert run_label(b, differing([a, b])) == "cnn batch=64 default dyn=false inductor fp32 cpu"

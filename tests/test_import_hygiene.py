@@ -151,8 +151,8 @@ def test_numpy_loads_with_the_first_bootstrap():
 
 
 def test_the_display_helpers_the_cli_borrows_never_import_textual():
-    """``tui.cli`` prints its table with ``tui.app.format``: that module must stay textual-free."""
-    imported = _imported_after(["tui.app.format"])
+    """``tui.cli`` prints its table with ``tui.present.format``: that module must stay textual-free."""
+    imported = _imported_after(["tui.present.format"])
     assert imported.isdisjoint({"torch", "textual"})
 
 
@@ -167,9 +167,9 @@ def test_worker_package_is_the_only_engine_part_that_needs_torch():
 
 
 def test_the_apps_status_words_match_the_engines_statuses():
-    """``tui.app.format`` keeps its own copy of the statuses (so the first frame does not import
+    """``tui.present.format`` keeps its own copy of the statuses (so the first frame does not import
     ``tui.engine.results``); the copy must name exactly the engine's statuses."""
-    from tui.app import format as app_format
+    from tui.present import format as app_format
     from tui.engine import results
 
     assert set(app_format.STATUS_LABELS) == set(results.STATUSES)

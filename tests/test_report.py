@@ -218,7 +218,7 @@ def test_a_run_whose_samples_are_gone_keeps_its_row_and_its_boxes(tmp_path, caps
 
 
 def test_every_verdict_has_the_apps_colour():
-    from tui.app.format import VERDICT_STYLES
+    from tui.present.format import VERDICT_STYLES
     from tui.report.colors import RICH_HEX, VERDICT_COLOURS
 
     assert set(VERDICT_COLOURS) == set(VERDICTS)

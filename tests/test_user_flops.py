@@ -18,7 +18,7 @@ from rich.console import Console
 torch = pytest.importorskip("torch")
 
 from tui.app.components.result_cells import row_cells  # noqa: E402
-from tui.app.format import input_label  # noqa: E402
+from tui.present.format import input_label  # noqa: E402
 from tui.cli.render import print_table  # noqa: E402
 from tui.engine.history import History  # noqa: E402
 from tui.engine.options import RunOptions  # noqa: E402

@@ -1,5 +1,5 @@
-"""``python -m tui`` runs the compile-lab command line."""
+"""``python -m tui`` runs ``compile-lab`` (the command line; no subcommand opens the app)."""
 
-from tui.cli import main
+from tui.launch import main
 
 raise SystemExit(main())

@@ -11,7 +11,7 @@ import pytest
 from textual.widgets import Input, Select
 
 from app_helpers import fake_runner, notifications, wait_until
-from tui.app.cluster_link import ClusterLink
+from tui.engine.cluster.link import ClusterLink
 from tui.app.components.picker import Picker
 from tui.engine import cluster
 from tui.engine.cluster import ClusterError

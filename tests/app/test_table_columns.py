@@ -9,7 +9,7 @@ import pytest
 
 from tui.app.components.result_cells import row_cells
 from tui.app.config import AppConfig
-from tui.app.option_fields import (
+from tui.present.option_fields import (
     OPTION_FIELDS,
     differing,
     option_words,

@@ -15,7 +15,7 @@ from rich.console import Console
 
 from tui import cli
 from tui.app.components.details import render_details
-from tui.app.format import workload_label
+from tui.present.format import workload_label
 from tui.engine.history import History
 from tui.engine.options import RunOptions
 from tui.engine.protocol import ProtocolError, decode, make_event

@@ -1,20 +1,23 @@
 """CompileLabApp: the Textual app over the benchmark engine (never imports torch).
 
-The app is thin: it wires the engine and holds the model; :class:`~tui.app.main_screen.MainScreen`
-(its first screen) owns the layout and keeps it up to date. Pipeline (messages in
-``tui.app.messages``)::
+The app is thin: the session's state lives in a Textual-free controller
+(:class:`~tui.app.controller.LabController`, ``app.lab``), and the app composes, binds keys and
+delegates. Pipeline (messages in ``tui.app.messages``)::
 
-    Run / Sweep / Re-run -> enqueue -> RunSession (queue; one worker at a time, or one per GPU) -> RunStarted
+    Run / Sweep / Re-run -> lab.enqueue -> RunSession (queue; one worker at a time, or one per GPU) -> RunStarted
         -> runner.run(record, on_event) -> RunFinished
         -> final summary + history append off the loop, in the order runs ended -> row final
 
-The app owns the run session and its runner, telemetry and history, the records by run id and
-which of them are final, the key bindings, the config and theme, quitting and signals. State
-flows down (the app calls the screen, whose reactives its panes watch); widgets' messages flow
-up (``Picker.RunRequested`` to the app, ``ResultsTable.RunHighlighted`` to the screen).
-What to queue or cancel (run, sweep, re-run) lives in :mod:`tui.app.queueing`, previous
-sessions' runs in :mod:`tui.app.previous_runs`, export in :mod:`tui.app.exporting`, the
-palette's entries and the help's keys in :mod:`tui.app.palette`.
+Data flows down: :class:`~tui.app.main_screen.MainScreen` (the first screen) reads the controller
+and its panes watch the screen's reactives. Requests flow up: widgets' messages
+(``Picker.RunRequested``, ``ResultsTable.RunHighlighted``) and key bindings reach the app, whose
+actions delegate to its parts, each an object of one job that holds the app and the controller:
+:class:`~tui.app.queueing.QueueActions` (run, sweep, re-run, cancel), :class:`~tui.app.trust.TrustActions`
+(asking before options from a file run), :class:`~tui.app.exporting.ExportActions`,
+:class:`~tui.app.baseline_actions.BaselineActions`, :class:`~tui.app.previous_runs.PreviousRuns` and
+:class:`~tui.app.column_choice.ColumnActions`; the palette's entries and the help's keys are in
+:mod:`tui.app.palette`. The controller tells the app what happened through :class:`~tui.app.controller.LabView`
+(:class:`~tui.app.view_link.AppView`), which posts the app's messages. No module of ``tui.app`` imports this one.
 
 Dependencies are injectable for tests: ``runner`` (a ``WorkerRunner``), ``telemetry`` (an
 ``NvmlSource``/``FakeSource``), ``history`` (a ``History``), ``config_path``.
@@ -26,38 +29,40 @@ import asyncio
 import contextlib
 import signal
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Iterable
+from typing import TYPE_CHECKING, Any
+from collections.abc import Iterable
 
 from textual import on
 from textual.app import App, SystemCommand
 from textual.binding import Binding
 from textual.screen import Screen
 
-from tui.app.components.picker import Picker
 from tui.app.baseline_actions import BaselineActions
 from tui.app.column_choice import ColumnActions
+from tui.app.components.picker import Picker
 from tui.app.components.results_table import ResultsTable
-from tui.app.config import DEFAULT_THEME, THEME_ALIASES, load_config, resolve_theme, save_config
-from tui.app.exporting import ExportActions, export_paths
-from tui.app.format import options_label, workload_label
-from tui.app.grouping import GroupRows
-from tui.app.main_screen import NARROW_WIDTH, REFRESH_HZ, MainScreen
-from tui.app.notices import NoisyNotices
-from tui.app.messages import RunFinished, RunsQueued, RunStarted
+from tui.app.config import DEFAULT_THEME, THEME_ALIASES, resolve_theme
+from tui.app.controller import LabController
+from tui.app.delegation import FromLab, FromPart
+from tui.app.export_target import export_paths
+from tui.app.exporting import ExportActions
+from tui.app.layout import NARROW_WIDTH
+from tui.app.main_screen import REFRESH_HZ, MainScreen
+from tui.app.messages import HistoryLoaded, RunFinished, RunStarted
 from tui.app.palette import help_keys, lab_commands
 from tui.app.previous_runs import PreviousRuns
 from tui.app.queueing import QueueActions
 from tui.app.trust import TrustActions
-from tui.engine.options import RunOptions
+from tui.app.view_link import AppView
+from tui.present.format import options_label, workload_label
 
-if TYPE_CHECKING:  # imported where used: screens and the engine's records are not needed for the first frame
+if TYPE_CHECKING:  # imported where used: the engine's records are not needed for the first frame
     from tui.engine.results import RunRecord
 
 __all__ = ["CompileLabApp", "run_app", "resolve_theme", "export_paths", "THEME_ALIASES", "REFRESH_HZ"]
 
 
-class CompileLabApp(QueueActions, TrustActions, PreviousRuns, ExportActions, GroupRows, ColumnActions, BaselineActions,
-                    App[int]):
+class CompileLabApp(App[int]):
     """The compile-lab terminal app.
 
     Args:
@@ -127,63 +132,30 @@ class CompileLabApp(QueueActions, TrustActions, PreviousRuns, ExportActions, Gro
         cluster: Any = None,
     ) -> None:
         super().__init__()
-        self.cluster = cluster
-        """Where every run goes when the app was started with ``--cluster`` (a ClusterLink), else None."""
-        if telemetry is None:
-            from tui.telemetry.nvml import NvmlSource
-
-            telemetry = NvmlSource()
-        self.telemetry = telemetry
-        """The GPU telemetry source (shared by the GPU pane and the runner)."""
-        if runner is None:
-            from tui.engine.runner import WorkerRunner
-
-            runner = WorkerRunner(telemetry=telemetry)
-        self.runner = runner
-        """The WorkerRunner that starts one worker per run."""
-        if history is None:
-            from tui.engine.history import History
-
-            history = History()
-        self.history = history
-        """Where ended runs are appended and previous runs are read from."""
-        self.config_path = config_path
-        self.config, self._config_warning = load_config(config_path)
+        self.lab = LabController(runner, telemetry, history, config_path=config_path, cluster=cluster)
+        """The session's state and the requests that change it (no textual)."""
         self.gpu_interval = gpu_interval
         self.load_history_at_start = load_history
         self.install_signal_handlers = install_signal_handlers
-        if theme is not None or self.config.theme:
+        if theme is not None or self.lab.config.theme:
             try:
-                self.theme = resolve_theme(theme or self.config.theme, self.available_themes)
+                self.theme = resolve_theme(theme or self.lab.config.theme, self.available_themes)
             except ValueError:
                 if theme is not None:
                     raise
                 self.theme = DEFAULT_THEME
-        from tui.app.gpu_pool import LaneRunners
-        from tui.app.session_link import SessionEvents
-        from tui.engine.session import RunSession
+        self.lab.current_theme = lambda: self.theme
+        screen = self._main
+        self.trust = TrustActions(self, self.lab, screen)
+        self.queueing = QueueActions(self, self.lab, screen, self.trust)
+        self.exporting = ExportActions(self, self.lab, screen)
+        self.baselines = BaselineActions(self, self.lab, screen)
+        self.previous = PreviousRuns(self, self.lab, screen, self.baselines.refresh)
+        self.columns = ColumnActions(self, self.lab, screen)
+        self.lab.attach(AppView(self, screen, self.baselines))
 
-        self.lanes = LaneRunners(self)
-        """The runner of each lane: ``runner`` for single runs, one per GPU of a pool (``cuda:all``)."""
-        self.session = RunSession(self.lanes, self.history, SessionEvents(self), spare="runner")
-        """Queues, runs, ends and saves the runs (the same policies as the command line)."""
-        self.pooled: set[str] = set()
-        """Run ids of the runs dealt to a pool of GPUs (their GPU is named where they are shown)."""
-        self.records: dict[str, RunRecord] = {}
-        """Every record the table knows, session and history, by run id."""
-        self.history_ids: list[str] = []
-        """Previous sessions' runs (oldest first): the table's history rows."""
-        self.confirmed_code: set[tuple[str, str]] = set()
-        """Settings that start a program (``python``, inductor options) the user confirmed in this session."""
-        self.trace_next = "off"
-        """What the next runs record besides their numbers (``t``; :data:`tui.app.queueing.TRACE_CHOICES`)."""
-        self.data_usage_line = ""
-        """The data dir's size, measured off the UI thread after the history loaded (shown in the help)."""
-        self._injected: RunRecord | None = None
-        self._finalized: set[str] = set()
-        self._noisy = NoisyNotices(self.notify)
-        self._shutting_down = False
-        self._init_groups()
+    def _main(self) -> MainScreen:
+        return self.main_screen
 
     # ----- the main screen and its widgets ----------------------------------------------
 
@@ -204,8 +176,8 @@ class CompileLabApp(QueueActions, TrustActions, PreviousRuns, ExportActions, Gro
 
     def on_mount(self) -> None:
         """Warn about an ignored config; install the signal handlers."""
-        if self._config_warning:
-            self.notify(self._config_warning, title="Config ignored", severity="warning", markup=False, timeout=8)
+        if self.lab.config_warning:
+            self.notify(self.lab.config_warning, title="Config ignored", severity="warning", markup=False, timeout=8)
         if self.install_signal_handlers:
             loop = asyncio.get_running_loop()
             for signum in (signal.SIGTERM, signal.SIGHUP):
@@ -217,74 +189,51 @@ class CompileLabApp(QueueActions, TrustActions, PreviousRuns, ExportActions, Gro
         if self.load_history_at_start:
             self._load_history()
 
-    # ----- the model ----------------------------------------------------------------------
+    # ----- the controller's state and requests, reached through the app (tests, demos, the palette) -------
 
-    @property
-    def current(self) -> RunRecord | None:
-        """The run a worker executes now (or a record shown as running), or None."""
-        for unit in self.session.running.values():
-            return unit.record
-        return self._injected
-
-    @property
-    def running(self) -> list[RunRecord]:
-        """Every run a worker executes now (several with a pool of GPUs), or the record shown as running."""
-        records = [unit.record for unit in self.session.running.values()]
-        return records or ([self._injected] if self._injected is not None else [])
-
-    @property
-    def queue(self) -> list[RunRecord]:
-        """Runs waiting for a worker, in order."""
-        return [unit.record for unit in self.session.queue]
-
-    def computing(self, record: RunRecord) -> bool:
-        """Whether ``record`` ended and its final summary and history line are still being made."""
-        return record.finished and record.run_id not in self._finalized
-
-    @property
-    def run_active(self) -> bool:
-        """Whether a run executes or waits in the queue."""
-        return self.session.active or self._injected is not None
+    session = FromLab()
+    runner = FromLab()
+    telemetry = FromLab()
+    history = FromLab()
+    cluster = FromLab()
+    config = FromLab()
+    records = FromLab()
+    history_ids = FromLab(writable=True)
+    trace_next = FromLab(writable=True)
+    data_usage_line = FromLab()
+    current = FromLab()
+    running = FromLab()
+    queue = FromLab()
+    run_active = FromLab()
+    computing = FromLab()
+    group_members = FromLab()
+    row_of = FromLab()
+    row_record = FromLab()
+    enqueue = FromLab()
+    lanes = FromLab()
+    pooled = FromLab()
+    confirmed_code = FromLab()
+    _finalized = FromLab("finalized")
+    _known = FromLab("known")
+    _run_saved = FromLab("run_saved")
+    groups = FromPart("lab.groups", "rows")
+    baseline_rows = FromPart("lab.baseline", "rows")
+    baseline_results = FromPart("lab.baseline", "results")
+    baseline_busy = FromPart("lab.baseline", "busy")
+    exportable_records = FromPart("exporting")
+    _export = FromPart("exporting", "export")
+    sweep_options = FromPart("queueing")
+    _sweep_chosen = FromPart("queueing", "_sweep_chosen")
+    queue_confirmed = FromPart("trust")
+    set_baseline = FromPart("baselines")
+    _load_history = FromPart("previous", "load")
+    _save_config = FromPart("lab", "save_config")
+    _history_frozen = FromPart("previous", "frozen", writable=True)
 
     @property
     def settled(self) -> bool:
         """No run active or queued, every ended run finalized (summary, history) and shown."""
-        if self.run_active or not self.session.settled or self.main_screen.redraw_pending or self.regrouping:
-            return False
-        return not any(self.computing(record) for record in self.records.values())
-
-    # ----- running --------------------------------------------------------------------
-
-    @on(Picker.RunRequested)
-    def _picker_run_requested(self, message: Picker.RunRequested) -> None:
-        """Enter in a picker field runs, like ``r``."""
-        self.action_run()
-
-    def enqueue(self, options_list: list[RunOptions], origin: str = "run", repeats: int | str = 1,
-                pool: tuple[str, ...] = ()) -> list[RunRecord]:
-        """Queue each options (already validated) in ``repeats`` processes (or ``"auto"``); returns the records.
-
-        A configuration in several processes gets one row, its group's (:mod:`tui.app.grouping`).
-        ``pool``: the GPUs the runs are dealt to, one run each at a time (:mod:`tui.app.gpu_pool`).
-        """
-        if not options_list or self._shutting_down:
-            return []
-        from tui.engine.session import is_local
-
-        if pool and is_local(pool[0]):
-            self.lanes.pinned(pool)  # queued by a key: pinned near the GPUs already (TrustActions._queue_now)
-        records = self.session.submit(self.traced(options_list), repeats=repeats, pool=pool or None)
-        self.pooled.update(r.run_id for r in records if pool)
-        self._known(records)
-        self.main_screen.add_rows([r for r in records if r.group_id in (None, r.run_id)])
-        self.post_message(RunsQueued(records, origin))
-        return records
-
-    def _known(self, records: list[RunRecord]) -> None:
-        for record in records:
-            self.records[record.run_id] = record
-            self._finalized.add(record.run_id)  # nothing to compute yet
-        self._add_members(records)
+        return self.lab.settled and not self.main_screen.redraw_pending
 
     def inject_record(self, record: RunRecord, *, current: bool = False) -> None:
         """Show a record made elsewhere (tests, demos, snapshots): a row, the chart, its GPU.
@@ -293,15 +242,15 @@ class CompileLabApp(QueueActions, TrustActions, PreviousRuns, ExportActions, Gro
         the GPU pane's highlight) until it ends or is replaced; an ended record is taken as
         final as it is (its summary is computed here, on the calling thread).
         """
-        self.records[record.run_id] = record
-        if record.finished:
-            record.summary()
-            self._finalized.add(record.run_id)
-        else:
-            self._finalized.discard(record.run_id)
-        if current:
-            self._injected = record
+        self.lab.inject_record(record, current=current)
         self.main_screen.show_record(record, running=current)
+
+    # ----- messages -----------------------------------------------------------------------------
+
+    @on(Picker.RunRequested)
+    def _picker_run_requested(self, message: Picker.RunRequested) -> None:
+        """Enter in a picker field runs, like ``r``."""
+        self.action_run()
 
     @on(RunStarted)
     def _run_started(self, message: RunStarted) -> None:
@@ -310,8 +259,8 @@ class CompileLabApp(QueueActions, TrustActions, PreviousRuns, ExportActions, Gro
     @on(RunFinished)
     def _run_finished(self, message: RunFinished) -> None:
         record = message.record
-        if self._injected is record:
-            self._injected = None
+        if self.lab.injected is record:  # a record shown as running ended (tests post this themselves)
+            self.lab.injected = None
         self.main_screen.run_ended(record)
         if record.status == "failed":
             self.notify(
@@ -322,21 +271,75 @@ class CompileLabApp(QueueActions, TrustActions, PreviousRuns, ExportActions, Gro
                 markup=False,
             )
 
-    def _run_saved(self, record: RunRecord, problem: str | None) -> None:
-        """The session computed the final summary and appended the run to the history."""
-        self._finalized.add(record.run_id)
-        self.main_screen.mark_dirty(record.run_id)
-        self.main_screen.run_saved(record)
-        if record.group_id is not None:
-            self._regroup(record.group_id)
-        self._baseline_row_saved(record)
-        if problem:
-            self.notify(problem, title="History", severity="warning", markup=False)
-        summary = record.summary()  # computed by the session already: cached
-        if summary.verdict == "noisy" and record.group_id is None:
-            self._noisy.saved(record, summary.noise_reasons, queue_ended=not self.queue and self.current in (None, record))
+    def on_history_loaded(self, message: HistoryLoaded) -> None:
+        """A chunk of previous runs joins the model."""
+        self.previous.loaded(message)
 
-    # ----- the main screen's actions (bound here, so the footer lists them in this order) ---------
+    # ----- actions (bound above, so the footer lists them in that order): each is one of the parts' ---------
+
+    def action_run(self) -> None:
+        """Validate the picker's options and queue them."""
+        self.queueing.run()
+
+    def action_sweep(self) -> None:
+        """Open the sweep dialog for the picker's options."""
+        self.queueing.sweep()
+
+    def action_rerun(self) -> None:
+        """Queue the selected row's options again."""
+        self.queueing.rerun()
+
+    def action_cancel_current(self) -> None:
+        """Cancel the selected row's run when it runs, else every running run."""
+        self.queueing.cancel_current()
+
+    def action_cancel_all(self) -> None:
+        """Cancel every running run and drop every queued one."""
+        self.queueing.cancel_all()
+
+    def action_toggle_serial(self) -> None:
+        """One run at a time over a pool of GPUs, or one per GPU at once again."""
+        self.queueing.toggle_serial()
+
+    def action_cycle_trace(self) -> None:
+        """Cycle what the next runs record."""
+        self.queueing.cycle_trace()
+
+    def action_tlparse(self) -> None:
+        """Make the selected run's tlparse report."""
+        self.queueing.tlparse()
+
+    def action_export(self) -> None:
+        """Export every ended row to the default exports directory."""
+        self.exporting.export(None)
+
+    def action_export_to(self) -> None:
+        """Ask where, then export."""
+        self.exporting.export_to()
+
+    def action_toggle_history(self) -> None:
+        """Show or hide previous sessions' runs."""
+        self.previous.toggle()
+
+    def action_choose_columns(self) -> None:
+        """Show or hide the results table's columns."""
+        self.columns.choose()
+
+    def action_mark_baseline(self) -> None:
+        """The selected row becomes the baseline (again: clears it)."""
+        self.baselines.mark()
+
+    def action_mark_session_baseline(self) -> None:
+        """Every row of the selected row's session becomes the baseline."""
+        self.baselines.mark_session()
+
+    def action_clear_baseline(self) -> None:
+        """No baseline."""
+        self.baselines.set_baseline(())
+
+    def action_compare_baseline(self) -> None:
+        """The rows compared with the baseline, as ``compile-lab compare`` prints them."""
+        self.baselines.compare()
 
     def action_details(self, run_id: str | None = None) -> None:
         """Open the details screen of a run (default: the selected row)."""
@@ -380,7 +383,7 @@ class CompileLabApp(QueueActions, TrustActions, PreviousRuns, ExportActions, Gro
 
         if isinstance(self.screen, HelpScreen):
             return
-        self.push_screen(HelpScreen(help_keys(self), data_line=self.data_usage_line))
+        self.push_screen(HelpScreen(help_keys(self), data_line=self.lab.data_usage_line))
 
     def get_system_commands(self, screen: Screen) -> Iterable[SystemCommand]:
         """Command palette entries: Textual's own plus every compile-lab action."""
@@ -391,7 +394,7 @@ class CompileLabApp(QueueActions, TrustActions, PreviousRuns, ExportActions, Gro
 
     async def action_quit(self) -> None:
         """Quit; asks first when a run is active."""
-        if self._shutting_down:
+        if self.lab.shutting_down:
             return
         if self.run_active:
             from tui.app.components.dialogs import ConfirmScreen
@@ -410,57 +413,36 @@ class CompileLabApp(QueueActions, TrustActions, PreviousRuns, ExportActions, Gro
 
     async def shutdown(self, return_code: int = 0) -> None:
         """Stop every run and worker process, save the config, exit."""
-        if self._shutting_down:
+        if self.lab.shutting_down:
             return
-        self._shutting_down = True
-        await self._close_runner()
+        self.lab.shutting_down = True
+        await self.lab.close()
         self._save_config()
         self.exit(return_code=return_code)
 
-    async def _close_runner(self) -> None:
-        """Cancel what runs (ended runs are saved), drop the queue, close the runner."""
-        with contextlib.suppress(Exception):
-            await self.session.aclose(timeout=3.0)
-        with contextlib.suppress(Exception):
-            await asyncio.wait_for(self.runner.aclose(), timeout=3.0)
-        with contextlib.suppress(Exception):
-            self.runner.kill_all()
-
     def _on_terminate_signal(self, signum: int) -> None:
         """SIGTERM/SIGHUP (the SSH session is gone): kill the workers at once, then exit."""
-        self.session.kill_all()
-        with contextlib.suppress(Exception):
-            self.runner.kill_all()
-        self._shutting_down = True
+        self.lab.kill_all()
+        self.lab.shutting_down = True
         self.exit(return_code=128 + int(signum))
 
     async def on_unmount(self) -> None:
-        """Last guard: no worker process outlives the app."""
-        self.session.kill_all()
-        await self._close_runner()
+        """Last guard: no worker process outlives the app; the history loader's frozen objects are given back."""
+        self.lab.session.kill_all()
+        await self.lab.close()
         if self.install_signal_handlers:
             loop = asyncio.get_running_loop()
             for signum in (signal.SIGTERM, signal.SIGHUP):
-                with contextlib.suppress(Exception):
+                with contextlib.suppress(ValueError, RuntimeError, NotImplementedError):
                     loop.remove_signal_handler(signum)
+        self.previous.unfreeze()
 
     # ----- config ---------------------------------------------------------------------------------
 
-    def _save_config(self) -> None:
-        self.config.theme = self.theme
-        try:
-            aside = save_config(self.config, self.config_path)
-        except OSError as exc:
-            self.notify(f"config not saved: {exc}", severity="warning", markup=False)
-            return
-        if aside is not None:
-            self.notify(f"The config file no longer parsed (changed by hand?): kept as {aside}, and this session's "
-                        "settings saved anew.", title="Config", severity="warning", markup=False)
-
     def watch_theme(self, theme: str) -> None:
         """Remember a theme chosen from the palette."""
-        if hasattr(self, "config"):
-            self.config.theme = theme
+        if hasattr(self, "lab"):
+            self.lab.config.theme = theme
 
 
 def run_app(no_mouse: bool = False, theme: str | None = None, **kwargs: Any) -> int:

@@ -15,10 +15,14 @@ Imports no textual (the judging runs off the UI thread).
 
 from __future__ import annotations
 
-from typing import Sequence
+from dataclasses import dataclass, field
+from collections.abc import Callable, Sequence
+
+from rich.console import RenderableType
+from rich.text import Text
 
 from tui.app.components.result_cells import Cell
-from tui.app.format import VERDICT_STYLES
+from tui.present.format import VERDICT_STYLES
 from tui.engine.compare import MATCH_FIELDS, CompareSettings, Pair, PairResult, pair_up
 from tui.engine.compare.judge import judge_pair
 from tui.engine.compare.matching import field_values
@@ -26,7 +30,7 @@ from tui.engine.results import RunRecord
 from tui.engine.verdict import FASTER, NO_CHANGE, SLOWER
 
 __all__ = ["SAME_FIELDS", "SETTINGS", "BASELINE_CELL", "PENDING_CELL", "baseline_pair", "judge_row", "vs_base_words",
-           "vs_base_cell", "summary_text"]
+           "vs_base_cell", "summary_text", "BaselineState", "judge_all", "baseline_summary"]
 
 SAME_FIELDS = ("workload", "params", "device")
 """The fields a row must share with a baseline run to be compared with it."""
@@ -112,3 +116,98 @@ def summary_text(result: PairResult | None, is_baseline: bool = False) -> str | 
     for note in (*result.differences, *(change.reasons if change is not None else ()), *result.notes):
         line += f"\n  {note}"
     return line
+
+
+def same_key(record: RunRecord) -> tuple[str, ...]:
+    """What a row must share with a baseline run to be compared with it (:data:`SAME_FIELDS`)."""
+    values = field_values(record)
+    return tuple(values[name] for name in SAME_FIELDS)
+
+
+def judge_all(base: list[RunRecord], jobs: dict[str, list[RunRecord]]) -> dict[str, PairResult | None]:
+    """Every row's result (blocking); stored samples read here are released after (memory stays flat)."""
+    import logging
+
+    stored = [r for r in base + [m for members in jobs.values() for m in members] if not r.samples_loaded]
+    results: dict[str, PairResult | None] = {}
+    try:
+        for row, members in jobs.items():
+            try:
+                results[row] = judge_row(base, members)
+            except Exception:  # a view never dies on data: the row says it was not compared
+                logging.getLogger(__name__).exception("row %s could not be compared with the baseline", row)
+                results[row] = None
+    finally:
+        for record in stored:
+            record.release_samples()
+    return results
+
+
+@dataclass
+class BaselineState:
+    """The rows marked as the baseline and each compared row's result (the session's; not saved)."""
+
+    rows: tuple[str, ...] = ()
+    """The rows marked as the baseline (empty: none)."""
+    results: dict[str, PairResult | None] = field(default_factory=dict)
+    """Each compared row's result (None: it has no comparable baseline run or could not be judged)."""
+    generation: int = 0
+    """Counts the refreshes: a judging started before the last one is not shown."""
+    busy: bool = False
+    """Whether rows are being compared with the baseline now."""
+
+    def mark(self, rows: Sequence[str]) -> None:
+        """``rows`` are the baseline now (empty: none); every result is judged again."""
+        self.rows = tuple(rows)
+        self.results = {}
+
+    def cells(self, all_rows: Sequence[str], members: Callable[[str], list[RunRecord]],
+              ) -> tuple[dict[str, Cell] | None, list[RunRecord], dict[str, list[RunRecord]]]:
+        """The ``vs base`` cells now (None: no baseline), the baseline's runs and the rows still to judge."""
+        self.generation += 1
+        if not self.rows:
+            self.busy = False
+            return None, [], {}
+        base = [member for row in self.rows for member in members(row)]
+        keys = {same_key(record) for record in base}
+        cells: dict[str, Cell] = {row: BASELINE_CELL for row in self.rows}
+        jobs: dict[str, list[RunRecord]] = {}
+        for row in all_rows:
+            if row in cells:
+                continue
+            done = [m for m in members(row) if m.status == "done"]
+            if not done or same_key(done[0]) not in keys:
+                cells[row] = NO_MATCH_CELL
+            elif row in self.results:
+                cells[row] = vs_base_cell(self.results[row])
+            else:
+                cells[row], jobs[row] = PENDING_CELL, done
+        self.busy = bool(jobs)
+        return cells, base, jobs
+
+    def judged(self, generation: int, jobs: dict[str, list[RunRecord]], results: dict[str, PairResult | None]) -> bool:
+        """The results of a judging started at ``generation``; False when a later refresh made them stale."""
+        if generation != self.generation:
+            return False
+        self.results = {**self.results, **{row: results.get(row) for row in jobs}}
+        self.busy = False
+        return True
+
+    def row_saved(self, row: str) -> bool:
+        """A run of the row ``row`` was saved: its result is judged again; returns whether there is a baseline."""
+        if not self.rows:
+            return False
+        self.results.pop(row, None)
+        if row in self.rows:
+            self.results = {}  # the baseline itself gained a process
+        return True
+
+
+def baseline_summary(app: object, record: RunRecord) -> list[RenderableType]:
+    """The details' "vs baseline" line of ``record``'s row in ``app`` (its ``lab``'s baseline), or nothing."""
+    state = getattr(getattr(app, "lab", None), "baseline", None)
+    if state is None or not state.rows:
+        return []
+    run_id = record.run_id
+    text = summary_text(state.results.get(run_id), is_baseline=run_id in state.rows)
+    return [] if text is None else [Text(text, style="cyan")]

@@ -22,7 +22,8 @@ import tempfile
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any
+from collections.abc import Iterable
 
 from tui import paths
 from tui.app.table_columns import decode_choice, encode_choice
@@ -91,7 +92,7 @@ class AppConfig:
         }
 
     @classmethod
-    def decode(cls, data: Any) -> tuple["AppConfig", list[str]]:
+    def decode(cls, data: Any) -> tuple[AppConfig, list[str]]:
         """Build from the parsed JSON: ``(config, problems)``, every field checked on its own.
 
         A field of the wrong type, an unknown key, a run option the run would refuse and has no

@@ -19,10 +19,12 @@ what to call it there. Imports no textual.
 
 from __future__ import annotations
 
+import logging
 import asyncio
-from typing import TYPE_CHECKING, Any, Iterable, Sequence
+from typing import TYPE_CHECKING, Any
+from collections.abc import Iterable, Sequence
 
-from tui.app.option_fields import FIELDS_BY_KEY, OPTION_FIELDS, differing, workload_name
+from tui.present.option_fields import FIELDS_BY_KEY, OPTION_FIELDS, differing, workload_name
 from tui.engine.placement import POOL_ALL, is_pool, lane_cpu_env, parse_device_pool
 from tui.telemetry.model import normalize_uuid
 
@@ -32,6 +34,8 @@ if TYPE_CHECKING:
 
 __all__ = ["POOL_ALL", "POOL_DEVICE", "is_pool", "split_device", "visible_gpus", "LaneRunners", "run_gpu", "pool_names",
            "run_labels"]
+
+logger = logging.getLogger(__name__)
 
 POOL_DEVICE = "cuda"
 """The device of a pooled run's options until it starts (then the GPU it got, ``cuda:2``)."""
@@ -109,7 +113,8 @@ class LaneRunners:
             return  # these GPUs are pinned already: the plan stands
         try:
             envs = await asyncio.to_thread(pool_cpu_env, lanes, self._telemetry())
-        except Exception:  # NVML gone: the cores split without knowing which are near which GPU
+        except Exception as exc:  # NVML gone: the cores split without knowing which are near which GPU
+            logger.warning("GPU cores unknown (%s): lanes split the cores evenly", exc, exc_info=exc)
             envs = lane_cpu_env(lanes)
         self._use(lanes, envs)
 

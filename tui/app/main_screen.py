@@ -1,7 +1,8 @@
 """MainScreen: the layout of compile-lab and everything that keeps it up to date.
 
-The app (:class:`~tui.app.app.CompileLabApp`) owns the model: the run session, the records by
-run id and which of them are final. This screen owns the view of it:
+The app's controller (:class:`~tui.app.controller.LabController`, ``app.lab``) owns the model: the
+run session, the records by run id and which of them are final. This screen reads it (data down)
+and owns the view of it:
 
 * the layout: the GPU pane across the top; the picker on the left; the results table, the queue
   and the iteration chart on the right (the app's first screen: Header and Footer are here too);
@@ -19,8 +20,10 @@ run id and which of them are final. This screen owns the view of it:
 
 from __future__ import annotations
 
+import logging
 import contextlib
-from typing import TYPE_CHECKING, Iterable, Sequence
+from typing import TYPE_CHECKING
+from collections.abc import Iterable, Sequence
 
 from textual import on, work
 from textual.app import ComposeResult
@@ -35,21 +38,22 @@ from tui.app.components.gpu_pane import GpuPane
 from tui.app.components.picker import Picker
 from tui.app.components.queue_view import QueueView
 from tui.app.components.results_table import Cell, ResultsTable
-from tui.app.format import options_label, workload_label
+from tui.app.controller import LabController
 from tui.app.gpu_pool import run_gpu, run_labels
+from tui.app.layout import NARROW_WIDTH
+from tui.present.format import options_label, workload_label
 from tui.engine.protocol import Event, Started
 from tui.telemetry.model import normalize_uuid
 
-if TYPE_CHECKING:  # the app imports this module; records are not needed for the first frame
-    from tui.app.app import CompileLabApp
+if TYPE_CHECKING:  # records are not needed for the first frame
     from tui.engine.results import RunRecord
 
 __all__ = ["MainScreen", "REFRESH_HZ", "NARROW_WIDTH"]
 
+logger = logging.getLogger(__name__)
+
 REFRESH_HZ = 8.0
 """How often the running row, the queue and the chart are redrawn (never per event)."""
-NARROW_WIDTH = 120
-"""Below this many columns the screens take their narrow layout (the app's -narrow breakpoint)."""
 
 
 class MainScreen(Screen):
@@ -77,9 +81,12 @@ class MainScreen(Screen):
         self._told_sidebar = False
 
     @property
-    def lab(self) -> CompileLabApp:
-        """The app, with its model: ``records``, ``current``, ``queue``, ``history_ids``."""
-        return self.app  # type: ignore[return-value]
+    def lab(self) -> LabController:
+        """The app's controller, the model this screen shows: ``records``, ``current``, ``queue``, ``history_ids``."""
+        lab = getattr(self.app, "lab", None)
+        if not isinstance(lab, LabController):
+            raise LookupError("MainScreen runs in an app with a LabController as its lab")
+        return lab
 
     # ----- layout ---------------------------------------------------------------------
 
@@ -87,7 +94,7 @@ class MainScreen(Screen):
         """GPU pane across the top; picker on the left, table, queue and chart on the right."""
         lab = self.lab
         yield Header(show_clock=False, icon="≡")
-        pane = GpuPane(lab.telemetry, interval=lab.gpu_interval, id="gpu")
+        pane = GpuPane(lab.telemetry, interval=getattr(self.app, "gpu_interval", 1.0), id="gpu")
         pane.border_title = "GPU"
         yield pane
         with Horizontal(id="main"):
@@ -252,10 +259,10 @@ class MainScreen(Screen):
             return  # dolphie: no redraw under a dialog or the details; it catches up on return
         table = self._table
         lab = self.lab
-        if table is None or not table.accepts_updates or not lab.is_running:
+        if table is None or not table.accepts_updates or not self.app.is_running:
             return
         dirty, self._dirty = self._dirty, set()
-        with lab.batch_update():
+        with self.app.batch_update():
             for run_id in dirty:
                 record = lab.records.get(run_id)
                 if record is None:
@@ -266,8 +273,9 @@ class MainScreen(Screen):
                 if lab.computing(record):
                     self._dirty.add(run_id)  # its summary is being computed off-thread
                     continue
-                members = lab.group_members(row_id)
-                table.refresh_record(lab.row_record(row_id), members=members if len(members) > 1 else None)
+                members, shown = lab.group_members(row_id), lab.row_record(row_id)
+                if shown is not None:
+                    table.refresh_record(shown, members=members if len(members) > 1 else None)
             if self._queue is not None:
                 self._queue.show(lab.running, lab.queue, pooled=lab.pooled)
         if not self._dirty and lab.current is None and self._tick is not None:
@@ -300,7 +308,8 @@ class MainScreen(Screen):
         unreadable = False
         try:
             record.ensure_samples()
-        except Exception:  # a samples file the chart cannot read must not end the app
+        except Exception as exc:  # a samples file the chart cannot read must not end the app: the chart says so
+            logger.warning("timing blocks of run %s unreadable", record.run_id, exc_info=exc)
             unreadable = True
         with contextlib.suppress(RuntimeError):  # the app closed while the file was read
             self.app.call_from_thread(self._samples_read, record, unreadable)
@@ -316,7 +325,8 @@ class MainScreen(Screen):
             label = f"{workload_label(record.options)} {options_label(record.options)}" if record is not None else None
             note = None
             if record is not None and not record.samples_loaded:
-                note = "timing blocks could not be read" if record.run_id in self._no_samples else "loading timing blocks…"
+                unreadable = record.run_id in self._no_samples
+                note = "timing blocks could not be read" if unreadable else "loading timing blocks…"
             self._chart.set_run(record, label, note)
 
     @on(ResultsTable.RunHighlighted)

@@ -28,7 +28,7 @@ __all__ = ["RunsQueued", "RunStarted", "RunFinished", "RunsExported", "HistoryLo
 class RunsQueued(Message):
     """One or more runs were added to the queue (a Run, a Sweep or a Re-run)."""
 
-    def __init__(self, records: list["RunRecord"], origin: str) -> None:
+    def __init__(self, records: list[RunRecord], origin: str) -> None:
         super().__init__()
         self.records = records
         """The queued records, in queue order."""
@@ -39,7 +39,7 @@ class RunsQueued(Message):
 class RunStarted(Message):
     """The queue handed a record to the runner (its worker is being started)."""
 
-    def __init__(self, record: "RunRecord") -> None:
+    def __init__(self, record: RunRecord) -> None:
         super().__init__()
         self.record = record
         """The record now running."""
@@ -48,7 +48,7 @@ class RunStarted(Message):
 class RunFinished(Message):
     """A run ended: done, failed or cancelled (``record.status`` says which)."""
 
-    def __init__(self, record: "RunRecord") -> None:
+    def __init__(self, record: RunRecord) -> None:
         super().__init__()
         self.record = record
         """The finished record (already appended to the history)."""
@@ -75,12 +75,12 @@ class HistoryLoaded(Message):
 
     def __init__(
         self,
-        records: list["RunRecord"],
+        records: list[RunRecord],
         problems: list[str],
-        cells: list[dict[str, "Cell"]] | None = None,
+        cells: list[dict[str, Cell]] | None = None,
         *,
         final: bool = True,
-        drawn: "threading.Event | None" = None,
+        drawn: threading.Event | None = None,
     ) -> None:
         super().__init__()
         self.records = records

@@ -8,9 +8,9 @@ on each row anyway.
 
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
 
-from tui.app.format import options_label, workload_label
+from tui.present.format import options_label, workload_label
 from tui.engine.results import RunRecord
 from tui.engine.verdict import RERUN_HINT
 

@@ -2,15 +2,13 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Iterator
+from typing import Any
+from collections.abc import Iterator
 
-from textual.app import SystemCommand
+from textual.app import App, SystemCommand
 from textual.binding import Binding
 
-if TYPE_CHECKING:
-    from tui.app.app import CompileLabApp
-
-__all__ = ["help_keys", "lab_commands"]
+__all__ = ["help_keys", "lab_commands", "COMMANDS"]
 
 EXTRA_KEYS = [
     ("enter", "Details of the selected row"),
@@ -29,7 +27,7 @@ HELP_DESCRIPTIONS = {
 """What the help says for bindings whose footer word is too short to explain them (by binding id)."""
 
 
-def help_keys(app: CompileLabApp) -> list[tuple[str, str]]:
+def help_keys(app: App[Any]) -> list[tuple[str, str]]:
     """(key, description) of every binding of the app, then ``EXTRA_KEYS``, for the help screen."""
     keys = []
     for binding in app.BINDINGS:
@@ -39,35 +37,38 @@ def help_keys(app: CompileLabApp) -> list[tuple[str, str]]:
     return keys + EXTRA_KEYS
 
 
-def lab_commands(app: CompileLabApp) -> Iterator[SystemCommand]:
+COMMANDS = [
+    ("Run", "Run the picker's configuration (r)", "run"),
+    ("Sweep", "Queue modes x fullgraph x dynamic combinations (w)", "sweep"),
+    ("Cancel current run", "Stop the selected row's run if it runs, else every running one; the queue goes on (x)",
+     "cancel_current"),
+    ("Cancel all", "Stop every running benchmark and clear the queue (X)", "cancel_all"),
+    ("Serial / parallel", "One run at a time even over several GPUs (the CLI's --serial), or one per GPU at once",
+     "toggle_serial"),
+    ("Re-run selected", "Queue the selected row's options again (a)", "rerun"),
+    ("Details", "Every statistic of the selected row (enter)", "details"),
+    ("Export", "All ended rows to CSV, raw CSV and JSON (e)", "export"),
+    ("Export to...", "Export to a directory you type (E)", "export_to"),
+    ("Toggle history", "Show or hide previous sessions' runs (h)", "toggle_history"),
+    ("Sort by next column", "Cycle the sort column (s)", "sort"),
+    ("Reverse sort", "Flip the sort direction (S)", "sort_reverse"),
+    ("Columns", "Show or hide the results table's columns (c)", "choose_columns"),
+    ("Mark baseline", "The selected row becomes the baseline; a vs base column compares (m)", "mark_baseline"),
+    ("Mark session as baseline", "Every row of the selected row's session is the baseline (M)",
+     "mark_session_baseline"),
+    ("Clear baseline", "No baseline: the vs base column goes", "clear_baseline"),
+    ("Compare with baseline…", "compile-lab compare's table of the rows against the baseline", "compare_baseline"),
+    ("Toggle sidebar", "Hide or show the run options column (b)", "toggle_sidebar"),
+    ("Zoom", "Maximize the focused pane or restore it (z)", "zoom"),
+    ("Options", "Focus the run options picker (o)", "focus_picker"),
+    ("Trace next runs", "Cycle: no traces, the profile pass as a Chrome trace, TORCH_TRACE too (t)", "cycle_trace"),
+    ("tlparse report", "Make the selected run's tlparse report from its TORCH_TRACE logs", "tlparse"),
+    ("Help", "Keys and what compile-lab measures (F1, ?)", "help"),
+]
+"""The command palette's compile-lab entries: (title, help, the app's action without ``action_``), in order."""
+
+
+def lab_commands(app: App[Any]) -> Iterator[SystemCommand]:
     """Every compile-lab action as a command palette entry (after Textual's own)."""
-    yield SystemCommand("Run", "Run the picker's configuration (r)", app.action_run)
-    yield SystemCommand("Sweep", "Queue modes x fullgraph x dynamic combinations (w)", app.action_sweep)
-    yield SystemCommand("Cancel current run", "Stop the selected row's run if it runs, else every running one; "
-                        "the queue goes on (x)", app.action_cancel_current)
-    yield SystemCommand("Cancel all", "Stop every running benchmark and clear the queue (X)", app.action_cancel_all)
-    yield SystemCommand("Serial / parallel", "One run at a time even over several GPUs (the CLI's --serial), or "
-                        "one per GPU at once", app.action_toggle_serial)
-    yield SystemCommand("Re-run selected", "Queue the selected row's options again (a)", app.action_rerun)
-    yield SystemCommand("Details", "Every statistic of the selected row (enter)", app.action_details)
-    yield SystemCommand("Export", "All ended rows to CSV, raw CSV and JSON (e)", app.action_export)
-    yield SystemCommand("Export to...", "Export to a directory you type (E)", app.action_export_to)
-    yield SystemCommand("Toggle history", "Show or hide previous sessions' runs (h)", app.action_toggle_history)
-    yield SystemCommand("Sort by next column", "Cycle the sort column (s)", app.action_sort)
-    yield SystemCommand("Reverse sort", "Flip the sort direction (S)", app.action_sort_reverse)
-    yield SystemCommand("Columns", "Show or hide the results table's columns (c)", app.action_choose_columns)
-    yield SystemCommand("Mark baseline", "The selected row becomes the baseline; a vs base column compares (m)",
-                        app.action_mark_baseline)
-    yield SystemCommand("Mark session as baseline", "Every row of the selected row's session is the baseline (M)",
-                        app.action_mark_session_baseline)
-    yield SystemCommand("Clear baseline", "No baseline: the vs base column goes", app.action_clear_baseline)
-    yield SystemCommand("Compare with baseline…", "compile-lab compare's table of the rows against the baseline",
-                        app.action_compare_baseline)
-    yield SystemCommand("Toggle sidebar", "Hide or show the run options column (b)", app.action_toggle_sidebar)
-    yield SystemCommand("Zoom", "Maximize the focused pane or restore it (z)", app.action_zoom)
-    yield SystemCommand("Options", "Focus the run options picker (o)", app.action_focus_picker)
-    yield SystemCommand("Trace next runs", "Cycle: no traces, the profile pass as a Chrome trace, TORCH_TRACE too (t)",
-                        app.action_cycle_trace)
-    yield SystemCommand("tlparse report", "Make the selected run's tlparse report from its TORCH_TRACE logs",
-                        app.action_tlparse)
-    yield SystemCommand("Help", "Keys and what compile-lab measures (F1, ?)", app.action_help)
+    for title, help_text, action in COMMANDS:
+        yield SystemCommand(title, help_text, getattr(app, f"action_{action}"))

@@ -12,28 +12,34 @@ of its loop: 0.2 s stalls without), the objects made are frozen out of the cycli
 (:func:`_freeze`: 0.6 to 1 s full collections without), and nothing big is done at once.
 The records join the app's model as final; whether they are rows is the main screen's
 ``show_history`` (saved in the config), and ``h`` swaps the table's rows in one step.
-:class:`PreviousRuns` is mixed into the app.
+:class:`PreviousRuns` is a part of the app; the records join the controller's model
+(:meth:`~tui.app.controller.LabController.add_history`).
 """
 
 from __future__ import annotations
 
+import logging
 import contextlib
 import gc
 import threading
 import time
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
+from collections.abc import Callable
 
-from textual import work
+from textual.app import App
 from textual.worker import get_current_worker
 
 from tui.app.components.results_table import Cell, history_cells
 from tui.app.messages import HistoryLoaded
 
 if TYPE_CHECKING:
-    from tui.app.app import CompileLabApp
+    from tui.app.controller import LabController
+    from tui.app.main_screen import MainScreen
     from tui.engine.results import RunRecord
 
 __all__ = ["PreviousRuns", "CHUNK", "FIRST_CHUNK"]
+
+logger = logging.getLogger(__name__)
 
 FIRST_CHUNK = 40
 """Runs in the first chunk, about a screenful: decoded in 20 ms (0.2 s while the app draws its
@@ -52,7 +58,7 @@ def _freeze() -> None:
     objects) that is 0.6 to 1 s during which the UI thread cannot run, and the collector runs one
     each time a quarter more objects were made, during the load and in every later long run
     (0.1 s already for the app's own objects at start). Young garbage is collected first, so
-    what is frozen is (almost only) alive; the app unfreezes at exit (:meth:`PreviousRuns.on_unmount`).
+    what is frozen is (almost only) alive; the app unfreezes at exit (:meth:`PreviousRuns.unfreeze`).
     """
     gc.collect(1)
     gc.freeze()
@@ -65,14 +71,15 @@ def _rows_of(records: list[RunRecord], problems: list[str], path: str) -> tuple[
         time.sleep(0)  # the GIL to the UI thread, if it waits (see History.iter_load)
         try:
             cells.append(history_cells(record))  # from its stored summary: cheap, and cached in the record
-        except Exception as exc:  # a record the table cannot show must not end the load
+        except Exception as exc:  # a record the table cannot show must not end the load: a named problem
+            logger.warning("history run %s cannot be shown", record.run_id, exc_info=exc)
             problems.append(f"{path}: run {record.run_id} cannot be shown ({exc}), skipped")
             continue
         shown.append(record)
     return shown, cells
 
 
-def _measure_data_dir(app: CompileLabApp) -> None:
+def _measure_data_dir(app: App[Any], lab: LabController) -> None:
     """The data dir's size for the help screen, and a notice when the runs directory is near its cap."""
     from tui.engine.prune import data_usage
 
@@ -80,7 +87,7 @@ def _measure_data_dir(app: CompileLabApp) -> None:
         usage = data_usage()
     except OSError:
         return
-    app.data_usage_line = usage.line()
+    lab.data_usage_line = usage.line()
     if usage.cap_bytes and usage.runs_bytes > 0.8 * usage.cap_bytes and app.is_running:
         with contextlib.suppress(RuntimeError):  # the app closed meanwhile
             app.call_from_thread(app.notify, f"Data dir {usage.line()}", title="Data dir", severity="warning",
@@ -88,80 +95,81 @@ def _measure_data_dir(app: CompileLabApp) -> None:
 
 
 class PreviousRuns:
-    """Loading and showing previous sessions' runs (a mixin of :class:`~tui.app.app.CompileLabApp`)."""
+    """Loading and showing previous sessions' runs."""
 
-    @work(thread=True, group="history", exit_on_error=False, description="load history")
-    def _load_history(self: CompileLabApp) -> None:
+    def __init__(self, app: App[Any], lab: LabController, screen: Callable[[], MainScreen],
+                 refresh_baseline: Callable[[], None]) -> None:
+        self.app, self.lab, self.screen, self._refresh_baseline = app, lab, screen, refresh_baseline
+        self.frozen = False
+        """Whether the loader froze objects out of the collector (given back at exit: :meth:`unfreeze`)."""
+
+    def load(self) -> None:
         """Read previous runs off the UI thread and post them chunk by chunk, then the problems."""
+        self.app.run_worker(self._load, thread=True, group="history", exit_on_error=False,
+                            description="load history")
+
+    def _load(self) -> None:
+        app, history = self.app, self.lab.history
         worker = get_current_worker()
         problems: list[str] = []
         try:
-            for records, found in self.history.iter_load(chunk=CHUNK, first=FIRST_CHUNK):
+            for records, found in history.iter_load(chunk=CHUNK, first=FIRST_CHUNK):
                 if worker.is_cancelled:
                     return
                 problems.extend(found)
-                records, cells = _rows_of(records, problems, str(self.history.path))
+                records, cells = _rows_of(records, problems, str(history.path))
                 if not records:
                     continue
                 drawn = threading.Event()
-                self.post_message(HistoryLoaded(records, [], cells, final=False, drawn=drawn))
+                app.post_message(HistoryLoaded(records, [], cells, final=False, drawn=drawn))
                 # The next chunk is decoded once this one is drawn: the two would share the GIL,
                 # and the UI thread's part (the rows, then a redraw) would take twice as long.
                 for _ in range(10):  # 2 s at most: a chunk never waits on a screen that does not draw
                     if drawn.wait(0.2):
                         break
-                    if worker.is_cancelled or not self.is_running:
+                    if worker.is_cancelled or not app.is_running:
                         return  # the app is closing
                 if worker.is_cancelled:
                     return
                 _freeze()
-                self._history_frozen = True
-        except Exception as exc:  # iter_load is tolerant; this is the last guard
+                self.frozen = True
+        except Exception as exc:  # iter_load is tolerant; this is the last guard: a named problem
+            logger.warning("the history could not be read", exc_info=exc)
             problems.append(f"history could not be read: {exc}")
-        self.post_message(HistoryLoaded([], problems, final=True))
-        _measure_data_dir(self)
+        app.post_message(HistoryLoaded([], problems, final=True))
+        _measure_data_dir(app, self.lab)
 
-    def on_history_loaded(self: CompileLabApp, message: HistoryLoaded) -> None:
+    def loaded(self, message: HistoryLoaded) -> None:
         """A chunk of previous runs joins the model as final (runs this session knows stay as they are)."""
         try:
-            table = self.main_screen.table
+            table = self.screen().table
         except (KeyError, LookupError):  # the app is closing: its screen is gone
             if message.drawn is not None:
                 message.drawn.set()
             return
-        rows = []
-        for record, cells in zip(message.records, message.cells):
-            run_id = record.run_id
-            if run_id in self.records:
-                if not table.is_history(run_id):
-                    continue  # one of this session's runs
-            else:
-                self.history_ids.append(run_id)
-            self.records[run_id] = record  # a later line of the same run replaces the earlier one
-            self._finalized.add(run_id)
-            rows.append((run_id, cells))
-        if rows:
-            self.main_screen.add_history_rows(rows)
-            if self.baseline_rows:
-                self.refresh_baseline()  # earlier sessions' rows may compare with the baseline
+        added = self.lab.add_history(message.records, table.is_history)
+        if added:
+            self.screen().add_history_rows([(message.records[i].run_id, message.cells[i]) for i in added])
+            if self.lab.baseline.rows:
+                self._refresh_baseline()  # earlier sessions' rows may compare with the baseline
         if message.drawn is not None:
-            self.call_after_refresh(message.drawn.set)
+            self.app.call_after_refresh(message.drawn.set)
         if message.final and message.problems:
             first = message.problems[0]
             more = f" (+{len(message.problems) - 1} more)" if len(message.problems) > 1 else ""
-            self.notify(first + more, title="History", severity="warning", markup=False, timeout=8)
+            self.app.notify(first + more, title="History", severity="warning", markup=False, timeout=8)
 
-    def on_unmount(self: CompileLabApp) -> None:
-        """Give the frozen objects back to the collector (Textual calls this after the app's own ``on_unmount``)."""
-        if getattr(self, "_history_frozen", False):
+    def unfreeze(self) -> None:
+        """Give the frozen objects back to the collector (at exit)."""
+        if self.frozen:
             gc.unfreeze()
 
-    def action_toggle_history(self: CompileLabApp) -> None:
+    def toggle(self) -> None:
         """Show or hide previous sessions' runs."""
-        screen = self.main_screen
+        screen = self.screen()
         screen.show_history = not screen.show_history  # the screen rebuilds the table's rows
-        self.config.show_history = screen.show_history
+        self.lab.config.show_history = screen.show_history
         if screen.show_history:
-            self.notify(f"Showing {len(self.history_ids)} previous run(s).")
+            self.app.notify(f"Showing {len(self.lab.history_ids)} previous run(s).")
         else:
-            self.notify("Previous runs hidden.")
+            self.app.notify("Previous runs hidden.")

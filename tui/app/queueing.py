@@ -11,33 +11,30 @@ and the picker marks the field at fault), then hands the options to
 :meth:`~tui.app.trust.TrustActions.queue_confirmed`, which asks first when they hold a setting
 that starts a program and was not confirmed in this session (``python``, inductor options: they
 come from the saved config or a history row) or when a row from an earlier session is re-run
-(its full options are shown), and then calls :meth:`~tui.app.app.CompileLabApp.enqueue`;
-cancelling asks the run session. :class:`QueueActions` is mixed into the app.
+(its full options are shown), and then calls :meth:`~tui.app.controller.LabController.enqueue`;
+cancelling asks the controller. :class:`QueueActions` is a part of the app.
 """
 
 from __future__ import annotations
 
 import dataclasses
-from typing import TYPE_CHECKING, Any, Sequence
+from typing import TYPE_CHECKING, Any
+from collections.abc import Callable
+
+from textual.app import App
 
 from tui import paths
+from tui.app.controller import TRACE_CHOICES
 from tui.engine.options import OptionsError, RunOptions
 
 if TYPE_CHECKING:
-    from tui.app.app import CompileLabApp
+    from tui.app.components.picker import Picker
+    from tui.app.controller import LabController
+    from tui.app.main_screen import MainScreen
+    from tui.app.trust import TrustActions
     from tui.engine.results import RunRecord
 
 __all__ = ["QueueActions", "repeat_choice", "TRACE_CHOICES"]
-
-TRACE_CHOICES = ("off", "trace", "trace+torch_trace")
-"""What ``t`` makes the next runs record: nothing more, the Chrome trace, the Chrome trace and TORCH_TRACE."""
-_TRACE_NOTES = {
-    "off": "The next runs record no traces.",
-    "trace": "The next runs write the profile pass as a Chrome trace (trace.json in each run's data folder; "
-             "open it in ui.perfetto.dev). t again: TORCH_TRACE too.",
-    "trace+torch_trace": "The next runs also keep a TORCH_TRACE directory for tlparse (each starts a fresh "
-                         "worker; its compile time includes torch's structured logging). t again: off.",
-}
 
 
 def repeat_choice(choice: dict[str, list[Any]]) -> int | str:
@@ -52,22 +49,31 @@ def repeat_choice(choice: dict[str, list[Any]]) -> int | str:
 
 
 class QueueActions:
-    """The app's actions that queue and cancel runs (a mixin of :class:`~tui.app.app.CompileLabApp`)."""
+    """The app's actions that queue and cancel runs."""
 
-    def action_run(self: CompileLabApp) -> None:
+    def __init__(self, app: App[Any], lab: LabController, screen: Callable[[], MainScreen],
+                 trust: TrustActions) -> None:
+        self.app, self.lab, self.screen, self.trust = app, lab, screen, trust
+
+    @property
+    def picker(self) -> Picker:
+        """The option picker."""
+        return self.screen().picker
+
+    def run(self) -> None:
         """Validate the picker's options and queue them, in the repeat field's processes (refused with the reason);
         with ``cuda:all`` the processes are dealt to every GPU, one each at a time."""
         read = self._validated_picker_options()
         if read is None:
             return
         options, pool, repeats = read
-        self.queue_confirmed([options], "run", source=self._config_source(), repeats=repeats, pool=pool)
+        self.trust.queue_confirmed([options], "run", source=self._config_source(), repeats=repeats, pool=pool)
 
-    def _config_source(self: CompileLabApp) -> str:
+    def _config_source(self) -> str:
         """Where the picker's options without a field come from: the saved config."""
-        return f"the saved config {self.config_path or paths.config_file()}"
+        return f"the saved config {self.lab.config_path or paths.config_file()}"
 
-    def split_pool(self: CompileLabApp, options: RunOptions,
+    def split_pool(self, options: RunOptions,
                    device: str | None = None) -> tuple[RunOptions, tuple[str, ...]]:
         """``options`` on ``device`` (default: their own) as run options and a pool of GPUs: ``cuda:all`` or a
         GPU list becomes device ``cuda`` and the GPUs (:func:`tui.app.gpu_pool.split_device`); OptionsError
@@ -77,7 +83,7 @@ class QueueActions:
         device, pool = split_device(options.device if device is None else device, len(self.picker.gpu_devices))
         return dataclasses.replace(options, device=device), pool
 
-    def check_pool_kinds(self: CompileLabApp, pool: tuple[str, ...], repeats: int | str) -> int | str:
+    def check_pool_kinds(self, pool: tuple[str, ...], repeats: int | str) -> int | str:
         """A pool of several GPU kinds: OptionsError when one row's processes would mix kinds, else a notice that
         rows may compare different hardware (:func:`tui.engine.placement.check_kinds`, the CLI's rule).
         Returns the repeats to queue with (``auto`` on several kinds: 1)."""
@@ -87,14 +93,14 @@ class QueueActions:
 
         if len(pool) < 2:
             return repeats
-        kinds = kinds_of(pool, pool_names(pool, self.query_one(GpuPane).snapshots))
+        kinds = kinds_of(pool, pool_names(pool, self.app.query_one(GpuPane).snapshots))
         note = check_kinds(kinds, repeats)
         if note:
-            self.notify(note[0].upper() + note[1:].replace("--each-gpu-kind", "the CLI's --each-gpu-kind") + ".",
+            self.app.notify(note[0].upper() + note[1:].replace("--each-gpu-kind", "the CLI's --each-gpu-kind") + ".",
                         title="GPU kinds", severity="warning", markup=False)
         return repeats_for_kinds(kinds, repeats)
 
-    def _validated_picker_options(self: CompileLabApp) -> tuple[RunOptions, tuple[str, ...], int | str] | None:
+    def _validated_picker_options(self) -> tuple[RunOptions, tuple[str, ...], int | str] | None:
         """The picker's options, validated, their pool of GPUs (empty without ``cuda:all``) and the repeats to
         queue with; None when refused. The config keeps them as the picker shows them (``cuda:all`` stays)."""
         picker = self.picker
@@ -106,38 +112,38 @@ class QueueActions:
             repeats = self.check_pool_kinds(pool, repeat)
         except OptionsError as exc:
             picker.mark_invalid(exc)
-            self.notify(str(exc), title="Run refused", severity="error", markup=False)
+            self.app.notify(str(exc), title="Run refused", severity="error", markup=False)
             return None
         picker.clear_invalid()
-        self.config.options, self.config.repeat = raw, repeat
-        self._save_config()
+        self.lab.config.options, self.lab.config.repeat = raw, repeat
+        self.lab.save_config()
         return options, pool, repeats
 
-    def action_rerun(self: CompileLabApp) -> None:
+    def rerun(self) -> None:
         """Queue the selected row's options again; a row from an earlier session shows them first."""
-        run_id = self.table.selected_run_id
-        record = self.records.get(run_id) if run_id else None
+        run_id = self.screen().table.selected_run_id
+        record = self.lab.records.get(run_id) if run_id else None
         if record is None:
-            self.notify("Select a row first.", severity="information")
+            self.app.notify("Select a row first.", severity="information")
             return
         try:
             options = record.options.validated()
         except OptionsError as exc:
-            self.notify(str(exc), title="Re-run refused", severity="error", markup=False)
+            self.app.notify(str(exc), title="Re-run refused", severity="error", markup=False)
             return
         from tui.engine.repeats import DEFAULT_REPEAT
 
         # A group again in as many processes; a lone run under the default (auto: more if launch-bound).
-        count = len(self.group_members(run_id))
+        count = len(self.lab.group_members(record.run_id))
         repeats: int | str = count if count > 1 else DEFAULT_REPEAT
-        if any(r is record for r in self.session.records):  # run in this session: nothing new to show
-            self.queue_confirmed([options], "rerun", source="an earlier run of this session", repeats=repeats)
+        if any(r is record for r in self.lab.session.records):  # run in this session: nothing new to show
+            self.trust.queue_confirmed([options], "rerun", source="an earlier run of this session", repeats=repeats)
         else:
-            where = getattr(self.history, "path", None)
+            where = getattr(self.lab.history, "path", None)
             source = "an earlier session" + (f" (the history {where})" if where else "")
-            self.queue_confirmed([options], "rerun", source=source, show=options, repeats=repeats)
+            self.trust.queue_confirmed([options], "rerun", source=source, show=options, repeats=repeats)
 
-    def action_sweep(self: CompileLabApp) -> None:
+    def sweep(self) -> None:
         """Open the sweep dialog for the picker's options (with two GPUs or more, a list of the GPUs to use)."""
         try:
             base = self.picker.current_options()
@@ -146,28 +152,29 @@ class QueueActions:
             repeat = self.picker.current_repeat()
         except OptionsError as exc:
             self.picker.mark_invalid(exc)
-            self.notify(str(exc), title="Sweep refused", severity="error", markup=False)
+            self.app.notify(str(exc), title="Sweep refused", severity="error", markup=False)
             return
         from tui.app.components.sweep_dialog import SweepScreen
         from tui.app.gpu_pool import visible_gpus
-        from tui.app.option_fields import short_device
+        from tui.present.option_fields import short_device
 
         gpus = self.picker.gpu_devices[:visible_gpus(len(self.picker.gpu_devices))]  # the ones cuda:N can name
         # what an unchecked list stands for
         keeps = {"backends": base.backend, "dtypes": base.dtype, "precisions": base.precision}
         if len(gpus) > 1:
             keeps["gpus"] = short_device(base.device)
-        self.push_screen(SweepScreen(self.config.sweep, lambda choice: self._sweep_preview(base, choice), repeat=repeat,
+        self.app.push_screen(SweepScreen(self.lab.config.sweep, lambda choice: self._sweep_preview(base, choice),
+                                         repeat=repeat,
                                      keeps=keeps, gpus=gpus, chosen_gpus=list(pool)),
                          callback=lambda choice: self._sweep_chosen(base, choice))
 
-    def _sweep_base(self: CompileLabApp, base: RunOptions,
+    def _sweep_base(self, base: RunOptions,
                     choice: dict[str, list[Any]]) -> tuple[RunOptions, tuple[str, ...]]:
         """The sweep's base options and pool: the GPUs checked in the dialog, else the picker's device."""
         gpus = sorted({str(gpu) for gpu in choice.get("gpus") or []}, key=lambda gpu: int(gpu.rpartition(":")[2] or 0))
         return self.split_pool(base, ",".join(gpus) if gpus else None)
 
-    def sweep_options(self: CompileLabApp, base: RunOptions, choice: dict[str, list[Any]]) -> list[RunOptions]:
+    def sweep_options(self, base: RunOptions, choice: dict[str, list[Any]]) -> list[RunOptions]:
         """The validated options a sweep choice expands to (OptionsError for a bad combination)."""
         from tui.app.components.sweep_dialog import choice_to_expand_kwargs
         from tui.engine.sweep import expand
@@ -175,7 +182,7 @@ class QueueActions:
         expanded = expand(self._sweep_base(base, choice)[0], **choice_to_expand_kwargs(choice))
         return [options.validated() for options in expanded]
 
-    def _sweep_preview(self: CompileLabApp, base: RunOptions, choice: dict[str, list[Any]]) -> tuple[int, str]:
+    def _sweep_preview(self, base: RunOptions, choice: dict[str, list[Any]]) -> tuple[int, str]:
         try:
             options = self.sweep_options(base, choice)
             repeats = repeat_choice(choice)
@@ -197,10 +204,11 @@ class QueueActions:
         return (len(options) * (1 if repeats == "auto" else int(repeats)),
                 f"{len(options)} configurations, {each}{where}: {labels}{more}")
 
-    def _sweep_chosen(self: CompileLabApp, base: RunOptions, choice: dict[str, list[Any]] | None) -> None:
+    def _sweep_chosen(self, base: RunOptions, choice: dict[str, list[Any]] | None) -> None:
         if choice is None:
             return
-        self.config.sweep = {key: value for key, value in choice.items() if key not in ("repeat", "pythons", "gpus")}
+        self.lab.config.sweep = {key: value for key, value in choice.items()
+                                 if key not in ("repeat", "pythons", "gpus")}
         try:
             options = self.sweep_options(base, choice)
             chosen = repeat_choice(choice)
@@ -208,37 +216,30 @@ class QueueActions:
             _check_interpreters(options)
             repeats = self.check_pool_kinds(pool, chosen)
         except (OptionsError, ValueError) as exc:
-            self.notify(str(exc), title="Sweep refused", severity="error", markup=False)
+            self.app.notify(str(exc), title="Sweep refused", severity="error", markup=False)
             return
         if not options:
-            self.notify("The sweep has no meaningful combination.", title="Sweep", severity="warning")
+            self.app.notify("The sweep has no meaningful combination.", title="Sweep", severity="warning")
             return
-        self.config.options, self.config.repeat = base, chosen
-        self._save_config()
+        self.lab.config.options, self.lab.config.repeat = base, chosen
+        self.lab.save_config()
         where = f" over {len(pool)} GPUs" if pool else ""
-        self.queue_confirmed(options, "sweep", source=self._config_source(), repeats=repeats, pool=pool,
-                             then=lambda records: self.notify(f"Queued {len(records)} run(s){where}.", title="Sweep",
-                                                              markup=False))  # fmt: skip
+        def queued(records: list[RunRecord]) -> None:
+            self.app.notify(f"Queued {len(records)} run(s){where}.", title="Sweep", markup=False)
 
-    def action_cycle_trace(self: CompileLabApp) -> None:
+        self.trust.queue_confirmed(options, "sweep", source=self._config_source(), repeats=repeats, pool=pool,
+                                   then=queued)
+
+    def cycle_trace(self) -> None:
         """Cycle what the next runs record: no traces, the Chrome trace, the Chrome trace and TORCH_TRACE."""
-        self.trace_next = TRACE_CHOICES[(TRACE_CHOICES.index(self.trace_next) + 1) % len(TRACE_CHOICES)]
-        self.notify(_TRACE_NOTES[self.trace_next], title="Traces", markup=False, timeout=8)
+        self.app.notify(self.lab.cycle_trace(), title="Traces", markup=False, timeout=8)
 
-    def traced(self: CompileLabApp, options_list: Sequence[RunOptions]) -> list[RunOptions]:
-        """``options_list`` with the traces ``t`` asked for (a run without the profile pass gets no Chrome trace)."""
-        if self.trace_next == "off":
-            return list(options_list)
-        torch_trace = self.trace_next == "trace+torch_trace"
-        return [dataclasses.replace(o, trace=o.trace or o.profile, torch_trace=o.torch_trace or torch_trace)
-                for o in options_list]
-
-    def action_tlparse(self: CompileLabApp) -> None:
+    def tlparse(self) -> None:
         """Make the selected run's tlparse report (off the UI thread) and say where it is, or why not."""
-        run_id = self.table.selected_run_id
-        record = self.records.get(run_id) if run_id else None
+        run_id = self.screen().table.selected_run_id
+        record = self.lab.records.get(run_id) if run_id else None
         if record is None:
-            self.notify("Select a row first.", severity="information")
+            self.app.notify("Select a row first.", severity="information")
             return
 
         def make() -> None:
@@ -246,45 +247,37 @@ class QueueActions:
 
             result = run_tlparse(record)
             message = f"Report: {result.report}" if result.report else f"No report: {result.why}"
-            self.call_from_thread(self.notify, message, title="tlparse", markup=False, timeout=15,
+            self.app.call_from_thread(self.app.notify, message, title="tlparse", markup=False, timeout=15,
                                   severity="information" if result.report else "warning")
 
-        self.run_worker(make, thread=True, group="tlparse", exit_on_error=False, description="tlparse")
+        self.app.run_worker(make, thread=True, group="tlparse", exit_on_error=False, description="tlparse")
 
-    def action_cancel_current(self: CompileLabApp) -> None:
+    def cancel_current(self) -> None:
         """Cancel the selected row's run when it is running, else every running run (several at once with a
         pool of GPUs); the queue goes on. A cancelled run's worker process group is killed."""
-        lanes = self._running_lanes()
-        if not lanes:
-            self.notify("No run is active.", severity="information")
+        if not self.lab.session.running:
+            self.app.notify("No run is active.", severity="information")
             return
-        selected = self.table.selected_run_id
-        members = {record.run_id for record in self.group_members(selected)} if selected else set()
-        chosen = [lane for lane, record in lanes.items() if record.run_id in members or record.group_id == selected]
-        for lane in chosen or lanes:
-            self.session.cancel_running(lane)
-        if not chosen and len(lanes) > 1:
-            self.notify(f"Cancelled the {len(lanes)} running runs; the queue goes on (X cancels it too).", markup=False)
+        running, chosen = self.lab.cancel_running(self.screen().table.selected_run_id)
+        if not chosen and running > 1:
+            self.app.notify(f"Cancelled the {running} running runs; the queue goes on (X cancels it too).",
+                            markup=False)
 
-    def _running_lanes(self: CompileLabApp) -> dict[str, RunRecord]:
-        return {lane: unit.record for lane, unit in self.session.running.items()}
-
-    def action_cancel_all(self: CompileLabApp) -> None:
+    def cancel_all(self) -> None:
         """Cancel every running run and drop every queued one."""
-        dropped, running = self.session.cancel_all()
+        dropped, running = self.lab.session.cancel_all()
         if not dropped and not running:
-            self.notify("Nothing to cancel.", severity="information")
+            self.app.notify("Nothing to cancel.", severity="information")
         elif dropped:
-            self.notify(f"Cancelled {dropped} queued run(s).", markup=False)
-        self.main_screen.mark_dirty(None)
+            self.app.notify(f"Cancelled {dropped} queued run(s).", markup=False)
+        self.screen().mark_dirty(None)
 
-    def action_toggle_serial(self: CompileLabApp) -> None:
+    def toggle_serial(self) -> None:
         """One run at a time over a pool of GPUs (the CLI's ``--serial``), or one per GPU at once again."""
-        serial = self.session.max_running != 1
-        self.session.set_max_running(1 if serial else None)
-        self.notify("One run at a time from now on, even over several GPUs: a launch-bound model's host time "
-                    "has the host to itself." if serial else "One run per GPU at once again (cuda:all).",
-                    title="Serial" if serial else "Parallel", markup=False)
+        serial = self.lab.toggle_serial()
+        self.app.notify("One run at a time from now on, even over several GPUs: a launch-bound model's host time "
+                        "has the host to itself." if serial else "One run per GPU at once again (cuda:all).",
+                        title="Serial" if serial else "Parallel", markup=False)
 
 
 def _check_interpreters(options: list[RunOptions]) -> None:

@@ -4,7 +4,7 @@ Columns are placed by priority, lowest first, so that on a narrow terminal the m
 ones are on screen and the rest sit at the right end of the horizontally scrolling table:
 
 1. status (the verdict of a done run) and the speedup with its interval;
-2. the option fields (tui.app.option_fields) that tell this session's rows apart (every shown row's,
+2. the option fields (tui.present.option_fields) that tell this session's rows apart (every shown row's,
    while this session has fewer than two), each value whole in its own column;
 3. the measurements, by how much they change what the speedup means (accuracy, launch-bound,
    graph breaks) before context (compile time, memory, clock);
@@ -28,11 +28,12 @@ from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass
-from typing import Any, Iterable, Mapping
+from typing import Any
+from collections.abc import Iterable, Mapping
 
 from rich.cells import cell_len
 
-from tui.app.option_fields import FIELDS_BY_KEY, OPTION_FIELDS
+from tui.present.option_fields import FIELDS_BY_KEY, OPTION_FIELDS
 from tui.engine.catalog import echo
 from tui.typed import printable
 
@@ -72,9 +73,11 @@ TABLE_COLUMNS: tuple[TableColumn, ...] = (
     TableColumn("speedup", "speedup [95% CI]", 18, 10, meaning="compiled over eager device time, with its interval"),
     *(TableColumn(field.key, field.header, field.width, _OPTION_PRIORITY + index, option=True, meaning=field.meaning)
       for index, field in enumerate(OPTION_FIELDS)),
-    TableColumn("verdict", "verdict", 12, 40, shown=False, meaning="the verdict alone (the status of a done run shows it)"),
+    TableColumn("verdict", "verdict", 12, 40, shown=False,
+                meaning="the verdict alone (the status of a done run shows it)"),
     TableColumn("vs_base", "vs base", 13, 41,
-                meaning="the compiled median's change against the baseline, and its verdict (only while one is marked: m)"),
+                meaning="the compiled median's change against the baseline, and its verdict "
+                        "(only while one is marked: m)"),
     TableColumn("eager_ms", "eager ms", 8, 50, meaning="eager median per call"),
     TableColumn("compiled_ms", "comp. ms", 8, 51, meaning="compiled median per call"),
     TableColumn("accuracy", "acc.", 4, 52, meaning="compiled output against eager: ok or FAIL"),
@@ -205,7 +208,10 @@ def _fitted(column: TableColumn, values: Iterable[str]) -> int:
 
 def table_layout(choice: Mapping[str, bool], variety: Variety, history_shown: bool) -> TableLayout:
     """The columns for the user's ``choice`` and the rows counted in ``variety`` (see the module's rules)."""
-    first, middle, last, shared = [], [], [], []
+    first: list[Placed] = []
+    middle: list[Placed] = []
+    last: list[Placed] = []
+    shared: list[str] = []
     told_apart_by_session = variety.rows(False) >= 2
     for column in TABLE_COLUMNS:
         if not column.available or not (column.required or choice.get(column.key, column.shown)):
@@ -214,7 +220,8 @@ def table_layout(choice: Mapping[str, bool], variety: Variety, history_shown: bo
             _place_where(column, variety, history_shown, told_apart_by_session, first, last)
             continue
         if not column.option:
-            (first if column.priority < _OPTION_PRIORITY else middle).append(Placed(column.key, column.header, column.width))
+            placed = Placed(column.key, column.header, column.width)
+            (first if column.priority < _OPTION_PRIORITY else middle).append(placed)
             continue
         values = variety.values(column.key, session=True, history=history_shown)
         if len(values) == 1:

@@ -3,8 +3,9 @@
 This package imports neither torch nor textual: runs happen in worker processes
 (:class:`tui.engine.runner.WorkerRunner`) driven by a :class:`tui.engine.session.RunSession`,
 the environment check's torch part runs in a subprocess (``python -m
-tui.engine.worker.envcheck``), and the app is imported only when it is opened (the summary
-table borrows ``tui.app.format``, which imports no textual).
+tui.engine.worker.envcheck``), and it never imports the app: with no subcommand it calls the
+``open_app`` it was given (:mod:`tui.launch`, the ``compile-lab`` entry point, gives the app's). Labels
+and formats come from :mod:`tui.present`, which the app shares.
 
 Modules: :mod:`~tui.cli.parse` (flags -> run options), :mod:`~tui.cli.run` (the run loop),
 :mod:`~tui.cli.render` (the results table), :mod:`~tui.cli.info` (``env``, ``workloads``),
@@ -29,7 +30,7 @@ import argparse
 import asyncio
 import logging
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from tui import __version__, logs
@@ -52,8 +53,12 @@ def make_runner(keep_spare: bool, telemetry: Any = None, env: Any = None) -> Any
     return WorkerRunner(keep_spare=keep_spare, telemetry=telemetry, env=env)
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    """Run the command line; returns the exit code."""
+AppOpener = Callable[..., int]
+"""Opens the app: ``open_app(no_mouse=..., theme=..., cluster=...)`` -> exit code (:func:`tui.launch.open_app`)."""
+
+
+def main(argv: Sequence[str] | None = None, open_app: AppOpener | None = None) -> int:
+    """Run the command line; returns the exit code. With no subcommand, ``open_app`` opens the app."""
     parser = build_parser()
     try:
         args = parser.parse_args(list(sys.argv[1:] if argv is None else argv))
@@ -65,7 +70,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     logs.setup(debug=args.debug, stderr=args.command is not None)
     log.debug("%s %s: %s", PROG, __version__, " ".join(sys.argv[1:] if argv is None else argv))
     if args.command is None:
-        return _open_app(args)
+        return _open_app(args, open_app)
     if args.command == "workloads":
         from tui.cli.info import cmd_workloads
 
@@ -109,17 +114,16 @@ def _usage_error(message: str) -> int:
     return 2
 
 
-def _open_app(args: argparse.Namespace) -> int:
-    try:
-        from tui.app.app import run_app
-    except ImportError as exc:
-        print(f"{PROG}: the app could not be loaded ({exc}); `{PROG} run --help` shows the command line")
+def _open_app(args: argparse.Namespace, open_app: AppOpener | None) -> int:
+    if open_app is None:
+        print(f"{PROG}: no app here (run `{PROG}` or `python -m tui` to open it); `{PROG} run --help` shows the "
+              "command line")
         return 0
     try:
         cluster = _app_cluster(args)
     except UsageError as exc:
         return _usage_error(str(exc))
-    return int(run_app(no_mouse=args.no_mouse, theme=args.theme, cluster=cluster) or 0)
+    return int(open_app(no_mouse=args.no_mouse, theme=args.theme, cluster=cluster) or 0)
 
 
 def _app_cluster(args: argparse.Namespace) -> Any:
@@ -129,7 +133,7 @@ def _app_cluster(args: argparse.Namespace) -> Any:
         if cpus is not None:
             raise UsageError("--cluster-cpus applies with --cluster only")
         return None
-    from tui.app.cluster_link import ClusterLink
+    from tui.engine.cluster.link import ClusterLink
     from tui.cli.parse import cluster_cpus
     from tui.engine.cluster.address import ClusterError, parse_address
 

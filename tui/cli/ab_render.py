@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from tui.app.option_fields import differing, option_words
+from tui.present.option_fields import differing, option_words
 from tui.engine.ab import diagnostics_diff, interpreter_name
 from tui.engine.results import RunRecord
 from tui.typed import printable

@@ -189,7 +189,7 @@ def _print(args: argparse.Namespace, result: Comparison | Across) -> None:
     from rich.console import Console
 
     from tui.cli.compare_across import across_gate_lines, across_markdown_lines, print_across
-    from tui.cli.compare_render import gate_lines, markdown_lines, print_comparison
+    from tui.present.compare_render import gate_lines, markdown_lines, print_comparison
 
     if args.markdown:
         lines = across_markdown_lines(result) if isinstance(result, Across) else markdown_lines(result)

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from tui.app.format import VERDICT_STYLES
-from tui.cli.compare_render import (
+from tui.present.format import VERDICT_STYLES
+from tui.present.compare_render import (
     MAX_REASONS, WITHIN, WITHIN_LEGEND, change_text, gate_verdict, markdown_cell, number_text, title_settings,
 )  # fmt: skip
 from tui.engine.compare import METRICS, Across, AcrossRow, ConfigKey, KindCell

@@ -6,8 +6,8 @@ import re
 import textwrap
 from typing import Any
 
-from tui.app.format import VERDICT_STYLES, input_label
-from tui.app.option_fields import differing, option_words
+from tui.present.format import VERDICT_STYLES, input_label
+from tui.present.option_fields import differing, option_words
 from tui.engine.host_time import HOST_LABELS, graph_break_rows
 from tui.engine.results import RunRecord
 from tui.engine.summary import RunSummary
@@ -128,12 +128,12 @@ def print_table(records: list[RunRecord], console: Any) -> None:
     from rich.table import Table
     from rich.text import Text
 
-    from tui.app.format import accuracy_style
+    from tui.present.format import accuracy_style
 
     table = Table(
         title="compile-lab results", title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False, collapse_padding=True
     )
-    # The options' words, those that tell the rows apart first; no word is ever cut (tui.app.option_fields).
+    # The options' words, those that tell the rows apart first; no word is ever cut (tui.present.option_fields).
     differs = differing(record.options for record in records)
     labels = [
         " ".join(option_words(record.options, differs, skip=("workload", "params")) + where_words(record, records))

@@ -23,7 +23,7 @@ import sys
 from collections.abc import Callable
 from typing import IO, Any, cast
 
-from tui.app.option_fields import differing, option_words
+from tui.present.option_fields import differing, option_words
 from tui.cli.parse import PROG, UsageError
 from tui.cli.run_lines import RunLines
 from tui.engine.cluster.address import ClusterError
@@ -390,7 +390,7 @@ class _Progress(SessionListener):
         self.tasks: dict[str, Any] = {}
         self.notes: dict[str, str] = {}
         self.differs: frozenset[str] = frozenset()
-        """The option fields that differ among the runs (tui.app.option_fields.differing)."""
+        """The option fields that differ among the runs (tui.present.option_fields.differing)."""
         self.pooled = False
         """Runs are dealt to a pool of GPUs: each line names the GPU its run got."""
         self.unsaved: list[str] = []

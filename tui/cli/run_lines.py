@@ -7,7 +7,7 @@ long sweep would say nothing for minutes. :class:`RunLines` writes instead::
     [3/16] cnn batch=64 reduce-overhead dyn=true inductor fp32 cpu: done 1.31x [1.28, 1.35] faster (12.4 s)
 
 The fields that tell a sweep's runs apart come first, as in the results table
-(:mod:`tui.app.option_fields`).
+(:mod:`tui.present.option_fields`).
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ import time
 from collections.abc import Iterable
 from typing import Any
 
-from tui.app.option_fields import differing, option_words, params_text, workload_name
+from tui.present.option_fields import differing, option_words, params_text, workload_name
 from tui.engine.options import RunOptions
 from tui.engine.results import RunRecord
 from tui.engine.summary import RunSummary

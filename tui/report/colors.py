@@ -1,12 +1,12 @@
 """The report's colours, defined once: the verdicts' as the app and the CLI colour them, and the two sides'.
 
-The verdict colours follow :data:`tui.app.format.VERDICT_STYLES` (a Rich style per verdict word): each
+The verdict colours follow :data:`tui.present.format.VERDICT_STYLES` (a Rich style per verdict word): each
 Rich colour name maps to one hex colour here, dark enough to read on the page's white background.
 """
 
 from __future__ import annotations
 
-from tui.app.format import VERDICT_STYLES
+from tui.present.format import VERDICT_STYLES
 
 __all__ = ["RICH_HEX", "VERDICT_COLOURS", "NO_VERDICT", "SIDE_COLOURS", "BAND", "UNITY", "verdict_colour",
            "verdict_class"]

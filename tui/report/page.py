@@ -2,7 +2,7 @@
 
 Every string that reaches the page goes through :func:`html.escape` here (workload names, parameters,
 reasons, errors and environment strings come from users' files and machines); the plots' SVG comes
-escaped from matplotlib. Numbers are written as the app and the CLI write them (``tui.app.format``).
+escaped from matplotlib. Numbers are written as the app and the CLI write them (``tui.present.format``).
 """
 
 from __future__ import annotations
@@ -14,8 +14,8 @@ from html import escape
 from typing import Any
 
 from tui import __version__
-from tui.app.format import fmt_ms, fmt_seconds
-from tui.app.option_fields import differing, option_words, params_text, workload_name
+from tui.present.format import fmt_ms, fmt_seconds
+from tui.present.option_fields import differing, option_words, params_text, workload_name
 from tui.engine.options import RunOptions
 from tui.engine.report_data import ENV_FIELDS, ProcessData, ReportData, ReportRow
 from tui.engine.verdict import RERUN_HINT

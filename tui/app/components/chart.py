@@ -28,9 +28,10 @@ redrawn while another screen (e.g. a modal) is on top.
 
 from __future__ import annotations
 
+import logging
 import time
 from dataclasses import dataclass
-from typing import Callable
+from collections.abc import Callable
 
 from rich.segment import Segment
 from rich.style import Style
@@ -52,6 +53,8 @@ from tui.app.components.chart_data import (
 )
 
 __all__ = ["IterationChart", "RecordLike", "format_ms"]
+
+logger = logging.getLogger(__name__)
 
 _DOTS = ((0x01, 0x02, 0x04, 0x40), (0x08, 0x10, 0x20, 0x80))  # [dx][dy]
 _GUTTER = 6
@@ -210,7 +213,8 @@ class IterationChart(Widget):
         try:
             if not self.screen.is_active:  # a modal or another screen is on top
                 return
-        except Exception:
+        except Exception:  # not on a screen (yet, or any more): nothing to draw
+            logger.debug("the chart has no screen", exc_info=True)
             return
         self._dirty = False
         start = time.perf_counter()
@@ -288,7 +292,8 @@ class IterationChart(Widget):
         base = self.rich_style
         labelled = {0: hi, canvas.height - 1: lo}
         if canvas.height >= 5:
-            labelled[(canvas.height - 1) // 2] = hi - (hi - lo) * ((canvas.height - 1) // 2 * 4 + 1.5) / (canvas.dots_y - 1)
+            middle = (canvas.height - 1) // 2
+            labelled[middle] = hi - (hi - lo) * (middle * 4 + 1.5) / (canvas.dots_y - 1)
         rows = []
         for cy in range(canvas.height):
             label = format_ms(labelled[cy]).rjust(_GUTTER) if cy in labelled else " " * _GUTTER
@@ -324,8 +329,7 @@ class IterationChart(Widget):
     def _x_axis(self, plot_w: int, span: int, series: dict[str, Series]) -> list[Segment]:
         axis = self._style("chart--axis")
         cells = ["─"] * plot_w
-        starts = [s.stage_start("measure") for s in series.values()]
-        starts = [x for x in starts if x]
+        starts = [x for s in series.values() if (x := s.stage_start("measure"))]
         if starts:
             cells[min(plot_w - 1, min(starts) * plot_w // span)] = "┴"
         first, last = "0", f"{span - 1}"
@@ -391,11 +395,13 @@ _Y_PERCENTILE = 99  # the top of the y range: this percentile of the slower side
 
 
 def _y_range(series: dict[str, Series], buckets: dict[str, list[Bucket]]) -> tuple[float, float]:
-    """The y range: steady state when there is any (fastest time .. p99), else all but the compile call (column p95s)."""
+    """The y range: steady state when there is any (fastest time .. p99), else all but the compile call
+    (column p95s)."""
     measured = [s for s in series.values() if s.measured]
     if measured:
         lo = min(s.measured[0] for s in measured)
-        hi = max(s.percentile(_Y_PERCENTILE) for s in measured)
+        tops = [top for s in measured if (top := s.percentile(_Y_PERCENTILE)) is not None]
+        hi = max(tops) if tops else lo
     else:
         chosen = [b for bs in buckets.values() for b in bs if b.stage != "compile"]
         if not chosen:

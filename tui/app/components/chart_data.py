@@ -17,7 +17,8 @@ from __future__ import annotations
 import math
 from bisect import bisect_right
 from dataclasses import dataclass
-from typing import Mapping, NamedTuple, Protocol, Sequence
+from typing import NamedTuple, Protocol
+from collections.abc import Mapping, Sequence
 
 from tui.engine.stats import percentile
 
@@ -44,17 +45,23 @@ STAGE_ORDER = {"compile": 0, "warmup": 1, "measure": 2}
 
 
 class BlockLike(Protocol):
-    """One streamed block of per-iteration times."""
+    """One streamed block of per-iteration times (read only, so a frozen Block qualifies)."""
 
-    stage: str
-    index: int
-    ms: Sequence[float]
+    @property
+    def stage(self) -> str: ...
+
+    @property
+    def index(self) -> int: ...
+
+    @property
+    def ms(self) -> Sequence[float]: ...
 
 
 class RecordLike(Protocol):
-    """What the chart reads of a run: its blocks per side."""
+    """What the chart reads of a run: its blocks per side (read only, so a record's dict of lists qualifies)."""
 
-    samples: Mapping[str, Sequence[BlockLike]]
+    @property
+    def samples(self) -> Mapping[str, Sequence[BlockLike]]: ...
 
 
 @dataclass(frozen=True)
@@ -329,7 +336,8 @@ TITLE = "iterations"
 
 
 def chart_title(label: str | None, width: int) -> str:
-    """``"iterations · pointwise n=512 inductor"`` when that fits a border ``width`` cells wide, else ``"iterations"``."""
+    """``"iterations · pointwise n=512 inductor"`` when that fits a border ``width`` cells wide, else
+    ``"iterations"``."""
     if label:
         title = f"{TITLE} · {label}"
         if len(title) <= width - 6:  # the border's corners and the spaces around the title

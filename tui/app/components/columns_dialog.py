@@ -7,7 +7,7 @@ shown) or None when cancelled. The app applies it to the table and keeps it in t
 
 from __future__ import annotations
 
-from typing import Mapping
+from collections.abc import Mapping
 
 from rich.text import Text
 from textual import on

@@ -17,6 +17,7 @@ When telemetry is unavailable (no driver, no nvidia-ml-py) the pane says
 
 from __future__ import annotations
 
+import logging
 import math
 from dataclasses import dataclass
 from typing import Any, Protocol
@@ -32,6 +33,8 @@ from textual.worker import Worker, WorkerState
 from tui.telemetry.model import IDLE_REASON, GpuSnapshot, normalize_uuid
 
 __all__ = ["GpuPane", "PANE_FIELDS", "TelemetrySource"]
+
+logger = logging.getLogger(__name__)
 
 _POLL_GROUP = "gpu-pane-poll"
 #: The fields the pane shows: everything but the energy counter, NVML's one costly read (~4 ms).
@@ -211,11 +214,13 @@ class GpuPane(Static):
         try:
             snapshots = tuple(self._snapshot())
             error = None
-        except Exception as exc:  # a broken source must not take the app down
+        except Exception as exc:  # a broken source must not take the app down: the pane shows the error
+            logger.warning("GPU telemetry poll failed", exc_info=exc)
             snapshots, error = (), f"{type(exc).__name__}: {exc}"
         try:
             available, reason = bool(self.source.available), str(self.source.reason)
-        except Exception as exc:
+        except Exception as exc:  # the pane says why
+            logger.warning("GPU telemetry source unreadable", exc_info=exc)
             available, reason = False, f"{type(exc).__name__}: {exc}"
         return _Poll(snapshots=snapshots, available=available, reason=reason, error=error)
 
@@ -275,7 +280,8 @@ class GpuPane(Static):
             return
         try:
             visible = self.screen.is_active
-        except Exception:
+        except Exception:  # not on a screen (yet, or any more)
+            logger.debug("the GPU pane has no screen", exc_info=True)
             visible = False
         if not visible and self._last is not None and self._last.available:
             return
@@ -321,7 +327,8 @@ class GpuPane(Static):
             limit = self.styles.max_height
             size = self.app.size
             cells = int(limit.resolve(size, size)) if limit is not None else 0
-        except Exception:
+        except Exception:  # no size yet: no limit
+            logger.debug("the GPU pane's height limit is unknown", exc_info=True)
             cells = 0
         return max(1, cells - self.styles.gutter.height) if cells else 1000
 

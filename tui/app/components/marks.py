@@ -6,12 +6,15 @@ colour only; on a 16-colour or monochrome terminal (``NO_COLOR``) they look alik
 
 from __future__ import annotations
 
+import logging
 from rich.segment import Segment
 from textual.strip import Strip
 from textual.widgets import Checkbox, SelectionList
 from textual.widgets._toggle_button import ToggleButton
 
 __all__ = ["MarkedCheckbox", "MarkedSelectionList", "ON", "OFF"]
+
+logger = logging.getLogger(__name__)
 
 ON = "✓"
 OFF = " "
@@ -35,6 +38,7 @@ class MarkedSelectionList(SelectionList):
         try:
             selection = self.get_option_at_index(self.scroll_offset.y + y)
         except Exception:  # past the last option: Textual's line as it is
+            logger.debug("no option at line %d", y, exc_info=True)
             return strip
         mark = ON if selection.value in self.selected else OFF
         segments = list(strip)

@@ -11,7 +11,8 @@ the field the error names.
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import Any, Iterable
+from typing import Any
+from collections.abc import Iterable
 
 from textual import on
 from textual.app import ComposeResult
@@ -25,7 +26,7 @@ from textual.widgets import Checkbox, Input, Select, Static
 from tui.app.components.marks import MarkedCheckbox
 from tui.app.components.picker_fields import LABEL_WIDTH, Cycler, OptionValidator, field_row
 from tui.app.components.picker_params import FILE_CHOICE, ParamRows
-from tui.app.trust import also_line
+from tui.app.components.option_text import also_line
 from tui.engine.catalog import PATH_ECHO_CHARS, WORKLOADS, echo, is_user_workload
 from tui.engine.placement import POOL_ALL, is_pool
 from tui.engine.repeats import DEFAULT_REPEAT
@@ -50,7 +51,8 @@ from tui.telemetry.model import nvml_uuid
 __all__ = ["Picker", "Cycler", "FILE_CHOICE", "DYNAMIC_LABELS", "device_choices", "LABEL_WIDTH"]
 
 DYNAMIC_LABELS = ("auto", "true", "false")
-"""``torch.compile(dynamic=None/True/False)`` as the picker and the sweep dialog offer it (``parse_dynamic`` reads them)."""
+"""``torch.compile(dynamic=None/True/False)`` as the picker and the sweep dialog offer it (``parse_dynamic``
+reads them)."""
 
 # RunOptions field -> widget id (the field an OptionsError names -> where to mark it).
 _FIELD_WIDGETS = {

@@ -7,7 +7,8 @@ fields together and :mod:`tui.app.components.picker_params` builds the workload'
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import Any, Callable
+from typing import Any
+from collections.abc import Callable
 
 from rich.text import Text
 from textual import events
@@ -60,7 +61,7 @@ class Cycler(Widget, can_focus=True):
     class Changed(Message):
         """The value changed (by the user or by code)."""
 
-        def __init__(self, cycler: "Cycler", value: Any) -> None:
+        def __init__(self, cycler: Cycler, value: Any) -> None:
             super().__init__()
             self.cycler = cycler
             """The Cycler that changed."""
@@ -68,7 +69,7 @@ class Cycler(Widget, can_focus=True):
             """Its new value."""
 
         @property
-        def control(self) -> "Cycler":
+        def control(self) -> Cycler:
             """The Cycler that changed (for ``@on(Cycler.Changed, "#id")``)."""
             return self.cycler
 
@@ -121,7 +122,7 @@ class Cycler(Widget, can_focus=True):
         """Tell the parent."""
         self.post_message(self.Changed(self, value))
 
-    def watch_has_focus(self) -> None:
+    def watch_has_focus(self, _has_focus: bool) -> None:
         """Show the arrows only while focused."""
         self.refresh()
 
@@ -179,7 +180,8 @@ class KeyValuesValidator(Validator):
         return self.success()
 
 
-def field_row(label: str, widget: Widget, *, row_id: str | None = None, classes: str = "", unit: str = "") -> Horizontal:
+def field_row(label: str, widget: Widget, *, row_id: str | None = None, classes: str = "",
+              unit: str = "") -> Horizontal:
     """One labelled picker row, with the value's ``unit`` after it (the picker's CSS styles ``.field``,
     ``.field-label`` and ``.field-unit``)."""
     return Horizontal(

@@ -7,7 +7,8 @@ switch to the Python file and back, and are forgotten on a switch between built-
 
 from __future__ import annotations
 
-from typing import Any, Iterable
+from typing import Any
+from collections.abc import Iterable
 
 from textual.containers import Horizontal, Vertical
 from textual.widget import Widget

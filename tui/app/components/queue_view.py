@@ -3,13 +3,13 @@ for a worker, in order. A pooled run's line names the GPU it got."""
 
 from __future__ import annotations
 
-from typing import Collection, Sequence
+from collections.abc import Collection, Sequence
 
 from rich.text import Text
 from textual.reactive import reactive
 from textual.widgets import Static
 
-from tui.app.format import STATUS_LABELS, options_label, workload_label
+from tui.present.format import STATUS_LABELS, options_label, workload_label
 from tui.engine.results import RunRecord
 
 __all__ = ["QueueView"]

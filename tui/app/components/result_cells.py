@@ -9,11 +9,12 @@ options alone and few values repeat over thousands of rows: one cell object per 
 from __future__ import annotations
 
 from functools import lru_cache
-from typing import Any, Sequence
+from typing import Any
+from collections.abc import Sequence
 
 from rich.text import Text
 
-from tui.app.format import (
+from tui.present.format import (
     ACTIVE_STATUSES,
     STATUS_LABELS,
     VERDICT_STYLES,
@@ -25,7 +26,7 @@ from tui.app.format import (
     fmt_speedup,
     input_label,
 )
-from tui.app.option_fields import OPTION_FIELDS
+from tui.present.option_fields import OPTION_FIELDS
 from tui.engine.results import RunRecord
 from tui.engine.summary import RunSummary
 from tui.typed import printable
@@ -112,7 +113,8 @@ def row_cells(record: RunRecord, summary: RunSummary | None = None, *, history: 
                              sort_key=breaks, justify="right"),
         "recompiles": Cell("–" if recomp is None else str(recomp), "bold yellow" if recomp else "",
                            sort_key=recomp, justify="right"),
-        "compile_s": Cell(fmt_seconds(compile_s) if compile_s is not None else "–", sort_key=compile_s, justify="right"),
+        "compile_s": Cell(fmt_seconds(compile_s) if compile_s is not None else "–", sort_key=compile_s,
+                          justify="right"),
         "peak_mem": Cell(fmt_mib(peak), sort_key=peak, justify="right"),
         "sm_clock": Cell(clock_text, clock_style, sort_key=record.telemetry.sm_clock_mean_mhz),
         "gpu": _text_cell(_gpu_name(record.env.gpu_name)),
@@ -126,7 +128,7 @@ def history_cells(record: RunRecord) -> dict[str, Cell]:
 
 
 def _option_cells(record: RunRecord, members: Sequence[RunRecord] | None, summary: RunSummary) -> dict[str, Cell]:
-    """A cell per option field (tui.app.option_fields); the flags end with the processes mark, and a user
+    """A cell per option field (tui.present.option_fields); the flags end with the processes mark, and a user
     workload's parameters with the name its factory gave its inputs (``"linear 256"``)."""
     options = record.options
     cells = {field.key: _text_cell(field.value(options)) for field in OPTION_FIELDS}

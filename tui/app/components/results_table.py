@@ -20,7 +20,7 @@ whatever their number (:class:`~tui.app.components.table_rows.BulkRowTable`).
 
 from __future__ import annotations
 
-from typing import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 
 from rich.text import Text
 from textual import on
@@ -31,7 +31,15 @@ from textual.widgets.data_table import CellDoesNotExist
 
 from tui.app.components.result_cells import Cell, history_cells, row_cells
 from tui.app.components.table_rows import BulkRowTable
-from tui.app.table_columns import CELL_KEYS, COLUMNS_BY_KEY, COUNTED_KEYS, TableLayout, Variety, default_choice, table_layout
+from tui.app.table_columns import (
+    CELL_KEYS,
+    COLUMNS_BY_KEY,
+    COUNTED_KEYS,
+    TableLayout,
+    Variety,
+    default_choice,
+    table_layout,
+)
 from tui.engine.results import RunRecord
 from tui.engine.summary import RunSummary
 
@@ -275,7 +283,8 @@ class ResultsTable(BulkRowTable):
             return 0
         history = run_id in self._history
         old = self._cells[run_id]
-        changed = self._rewrite(run_id, self._with_base(run_id, row_cells(record, summary, history=history, members=members)))
+        cells = row_cells(record, summary, history=history, members=members)
+        changed = self._rewrite(run_id, self._with_base(run_id, cells))
         if changed and any(old[key] is not self._cells[run_id][key] for key in COUNTED_KEYS):
             self._variety.add(old, history, sign=-1)  # a group's process count in its flags, a pooled run's GPU
             self._variety.add(self._cells[run_id], history)

@@ -9,7 +9,8 @@ the combinations a backend ignores) and dismisses with the choice as keyword arg
 
 from __future__ import annotations
 
-from typing import Any, Callable, Sequence
+from typing import Any
+from collections.abc import Callable, Sequence
 
 from textual import on
 from textual.app import ComposeResult
@@ -123,7 +124,8 @@ class SweepScreen(ModalScreen[SweepChoice | None]):
                             placeholder="A/B pythons: PATH,PATH (optional), e.g. /venvA/bin/python,/venvB/bin/python",
                             tooltip="interpreters to run every configuration in, interleaved (an A/B of torch builds)")
                 yield Input(str(self.repeat), id="sweep-repeat", compact=True, placeholder="repeat: 1, K or auto",
-                            tooltip="worker processes per configuration, interleaved (auto: more for launch-bound ones)")
+                            tooltip="worker processes per configuration, interleaved "
+                                    "(auto: more for launch-bound ones)")
             yield Static("", id="sweep-preview", markup=False)
             with Horizontal(classes="dialog-buttons"):
                 yield Button("Queue (ctrl+s)", variant="primary", id="sweep-queue", compact=True)

@@ -23,7 +23,8 @@ the user moves the cursor elsewhere by key or click; putting the cursor back on 
 
 from __future__ import annotations
 
-from typing import Any, Iterable, Sequence
+from typing import Any
+from collections.abc import Iterable, Sequence
 
 from textual import events
 from rich.cells import cell_len
@@ -186,7 +187,7 @@ class BulkRowTable(DataTable):
         parts = self._parts.get(key)
         if parts is None:
             row_key = RowKey(key)
-            values = dict(zip(self._value_keys, self._row_values(key)))
+            values = dict(zip(self._value_keys, self._row_values(key), strict=False))
             parts = self._parts[key] = (row_key, Row(row_key, 1), values)
         return parts
 
@@ -241,7 +242,7 @@ class BulkRowTable(DataTable):
         self.rows.update([(row_key, row) for row_key, row, _ in parts])
         self._data.clear()
         self._data.update([(row_key, values) for row_key, _, values in parts])
-        self._row_locations = TwoWayDict(dict(zip([row_key for row_key, _, _ in parts], range(len(parts)))))
+        self._row_locations = TwoWayDict({row_key: index for index, (row_key, _, _) in enumerate(parts)})
         self._ordered = (self._row_locations, [row for _, row, _ in parts])
         self._rows_changed(selected, redraw=True)
 

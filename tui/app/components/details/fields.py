@@ -8,12 +8,13 @@ number has one format everywhere on it.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Callable, Iterable
+from typing import Any
+from collections.abc import Callable, Iterable
 
 from rich.table import Table
 from rich.text import Text
 
-from tui.app.format import fmt_mib, fmt_seconds
+from tui.present.format import fmt_mib, fmt_seconds
 from tui.typed import printable
 
 __all__ = [

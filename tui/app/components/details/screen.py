@@ -7,7 +7,7 @@ and is readable at 80x24; 1-7 or Left/Right switch tabs.
 
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
 from rich.console import Group, RenderableType
 from rich.text import Text
@@ -17,12 +17,12 @@ from textual.containers import VerticalScroll
 from textual.screen import Screen
 from textual.widgets import Footer, Static, TabbedContent, TabPane
 
-from tui.app.baseline_actions import baseline_summary
+from tui.app.baselines import baseline_summary
 from tui.app.components.details.code import CodeView, code_header
 from tui.app.components.details.machine import environment_tab, telemetry_tab
 from tui.app.components.details.summary import command_of, error, summary_tab, title
 from tui.app.components.details.why import graphs_tab, host_line, host_tab, kernels_tab
-from tui.app.main_screen import NARROW_WIDTH
+from tui.app.layout import NARROW_WIDTH
 from tui.engine.artifacts import load_code
 from tui.engine.results import RunRecord
 

@@ -5,7 +5,7 @@ Also the title and the error shared by every tab, and the processes of a group o
 
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
 from rich.console import RenderableType
 from rich.table import Table
@@ -14,7 +14,7 @@ from rich.text import Text
 from tui.app.components.details.fields import (
     Field, count, field_rows, kv_table, mib, section, seconds, value_text, yes_no,
 )  # fmt: skip
-from tui.app.format import (
+from tui.present.format import (
     STATUS_LABELS, VERDICT_STYLES, fmt_ms, fmt_seconds, fmt_speedup, input_label, options_label, workload_label,
 )  # fmt: skip
 from tui.engine.reproduce import reproduce_command
@@ -46,7 +46,7 @@ ACCURACY_FIELDS = (
     Field("nan_both", "NaN in both outputs", count),
 )
 #: How ``Accuracy.reference`` reads (any other value says why the compiled output was not judged).
-_REFERENCES = {
+_REFERENCES: dict[str, str] = {
     "fp64": "a float64 copy: compiled may be off it by a multiple of eager's own error plus a floor by dtype",
     "eager": "eager (allclose with the tolerances below)",
 }
@@ -221,7 +221,8 @@ def _processes(record: RunRecord) -> list[RenderableType]:
                                                           ("host speedup", group.host_speedup_process_spread))
                if value is not None]  # fmt: skip
     note = (f"{group.processes} worker processes, {group.done} done; the result above pools their samples, its"
-            " interval is across processes" + (f"; spread (largest / smallest): {', '.join(spreads)}" if spreads else ""))
+            " interval is across processes"
+            + (f"; spread (largest / smallest): {', '.join(spreads)}" if spreads else ""))
     return [section("Processes"), Text(note, style="dim"), table]
 
 
@@ -241,7 +242,7 @@ def summary_tab(record: RunRecord, summary: RunSummary, host_line: str | None = 
     """The Summary tab: result, processes, statistics, warnings, accuracy, memory.
 
     ``host_line``: where the compiled call's host time goes, shown under a launch-bound run's host speedup;
-    ``baseline``: the row's change against the app's baseline (tui.app.baseline_actions.baseline_summary).
+    ``baseline``: the row's change against the app's baseline (tui.app.baselines.baseline_summary).
     """
     parts: list[RenderableType] = [section("Result"), _headline(record, summary, host_line), *baseline]
     parts += _processes(record)

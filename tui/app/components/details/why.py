@@ -14,7 +14,7 @@ from rich.table import Table
 from rich.text import Text
 
 from tui.app.components.details.fields import Field, count, field_rows, kv_table, section, seconds, yes_no
-from tui.app.format import fmt_ms, fmt_speedup
+from tui.present.format import fmt_ms, fmt_speedup
 from tui.engine.host_time import HOST_LABELS, HostSplit, graph_break_rows
 from tui.engine.kernels import Profile, SideProfile, short_kernel_name
 from tui.engine.payloads import Diagnostics
@@ -88,7 +88,8 @@ def _top_kernels(side: SideProfile) -> Table:
     table = _table("kernel", "per call", "ms per call", "share")
     for row in side.kernels[:TOP_KERNELS]:
         calls = side.calls or 1
-        table.add_row(Text(short_kernel_name(row.name)), f"{row.calls / calls:g}", fmt_ms(row.total_ms / calls), f"{row.share:.0%}")
+        table.add_row(Text(short_kernel_name(row.name)), f"{row.calls / calls:g}", fmt_ms(row.total_ms / calls),
+                      f"{row.share:.0%}")
     return table
 
 
@@ -195,8 +196,8 @@ def _regions(profile: Profile | None) -> list[RenderableType]:
     parts.append(table)
     shares = graph_break_rows(profile.regions, profile.host)
     if len(profile.regions) > 1 and shares:
-        parts.append(Text("per compiled call: " + ", ".join(f"{row.label} {fmt_ms(row.ms_per_call)} ms ({row.share:.0%})"
-                                                             for row in shares)))
+        words = ", ".join(f"{row.label} {fmt_ms(row.ms_per_call)} ms ({row.share:.0%})" for row in shares)
+        parts.append(Text("per compiled call: " + words))
     if profile.eager_between_ms_per_call is not None:
         parts.append(Text(f"eager ops outside every compiled graph: {fmt_ms(profile.eager_between_ms_per_call)} ms"))
     parts.append(Text("frame N/M: dynamo's frame N, its compile M; exclusive: less the regions nested in it",

@@ -1,4 +1,4 @@
-"""The app on a Ray cluster (``compile-lab --cluster ADDRESS``): every run the app queues goes to the cluster.
+"""The app's Ray cluster (``compile-lab --cluster ADDRESS``): every run the app queues goes to the cluster.
 
 The same path as the command line's ``--cluster``: :func:`tui.engine.cluster.open_cluster` connects
 (off the UI thread: Ray takes seconds to connect) and says how many runs fit at once; the runs are
@@ -13,7 +13,8 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 from dataclasses import dataclass
-from typing import Any, Sequence
+from typing import Any
+from collections.abc import Sequence
 
 from tui.engine.options import RunOptions
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from tui.app.format import VERDICT_STYLES
+from tui.present.format import VERDICT_STYLES
 from tui.engine.compare import METRICS, Change, CompareSettings, Comparison, ConfigKey, PairResult, UnmatchedRow
 from tui.engine.verdict import RERUN_HINT
 from tui.typed import printable

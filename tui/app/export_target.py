@@ -1,0 +1,95 @@
+"""Where an export goes and how its notice reads: the paths (checked before anything is written), no textual.
+
+``e`` exports to the default exports directory; ``E`` to a directory or a ``.csv`` path the user types
+(:mod:`tui.app.exporting` asks; :meth:`tui.app.controller.LabController.write_export` writes).
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+__all__ = ["export_paths", "export_directory", "directory_to_make", "fit_path", "exported_message"]
+
+#: Columns of a toast's text: Textual's Toast is 60 wide, at most half of its rack (the screen
+#: less the rack's scroll bar), less its padding (1 each side) and its coloured left border.
+TOAST_WIDTH, TOAST_MAX_SHARE, TOAST_RACK_GUTTER, TOAST_FRAME = 60, 0.5, 2, 3
+
+
+def _is_csv(target: str) -> bool:
+    return Path(target).expanduser().suffix.lower() == ".csv"
+
+
+def export_directory(target: str | None) -> str | None:
+    """The directory a typed target names, as typed: itself, or a ``.csv`` path's folder (None: the default)."""
+    if not target:
+        return None
+    if _is_csv(target):
+        return os.path.dirname(target) or None  # a bare file name: the current directory
+    return target
+
+
+def directory_to_make(target: str | None) -> Path | None:
+    """The typed directory when it does not exist yet (the app asks before making it), else None.
+
+    ExportTargetError first for a directory inside compile-lab's own data, which is never offered.
+    """
+    from tui.engine.export import ExportTargetError, data_file_role
+    from tui.engine.export_dir import missing_directory
+
+    directory = export_directory(target)
+    if directory is None:
+        return None
+    role = data_file_role(Path(directory).expanduser())
+    if role is not None:
+        raise ExportTargetError(Path(directory).expanduser(), role)
+    return missing_directory(directory)
+
+
+def export_paths(target: str | None, defaults: Any, *, make_directory: bool = False) -> dict[str, Path]:
+    """The three export files: defaults, in a typed directory, or next to a typed ``.csv`` path.
+
+    Every one is checked before anything is written (ExportTargetError: a link, a device, a pipe,
+    compile-lab's own data, a directory this user cannot write: the command line's rule,
+    :func:`~tui.engine.export.check_output`), so an export is written whole or not at all; a typed directory
+    inside compile-lab's data is refused before it is made. A missing typed directory is made only
+    with ``make_directory`` (the user said yes), else ExportError names it.
+    """
+    from tui.engine.export import ExportError, check_output
+    from tui.engine.export_dir import create_directory
+
+    base = defaults()
+    missing = directory_to_make(target)
+    if missing is not None:
+        if not make_directory:
+            raise ExportError(f"{export_directory(target)}: no such directory (allowed: an existing directory; "
+                              "E offers to make it)")
+        create_directory(export_directory(target) or "")
+    if not target:
+        destinations = base
+    elif _is_csv(target):
+        path = Path(target).expanduser()
+        stem = path.with_suffix("")
+        destinations = {"csv": path, "raw_csv": stem.with_name(stem.name + "-raw.csv"),
+                        "json": stem.with_suffix(".json")}
+    else:
+        path = Path(target).expanduser()
+        destinations = {key: path / value.name for key, value in base.items()}
+    for destination in destinations.values():
+        check_output(destination)
+    return destinations
+
+
+def fit_path(path: str, width: int) -> str:
+    """``path`` whole when it fits in ``width`` columns, else its end after a ``…`` (the file name is what matters)."""
+    if len(path) <= width:
+        return path
+    return "…" + path[len(path) - max(1, width - 1):]
+
+
+def exported_message(count: int, csv_path: str, skipped: int, screen_width: int) -> str:
+    """The export toast's text: what was written, then the CSV's path on a line of its own that fits the toast."""
+    width = min(TOAST_WIDTH, int((screen_width - TOAST_RACK_GUTTER) * TOAST_MAX_SHARE)) - TOAST_FRAME
+    note = f" ({skipped} unfinished row(s) skipped)" if skipped else ""
+    return f"{count} run(s) -> CSV, -raw.csv and .json{note}:\n{fit_path(csv_path, width)}"
