@@ -163,7 +163,7 @@ def bench_idle(seconds: float, poll_cost_ms: float) -> dict:
         rss1 = _rss_mib(proc.pid)
         rest = proc.stdout.read()
         proc.wait(timeout=30)
-    polls = next((int(l.split()[1]) for l in rest.splitlines() if l.startswith("POLLS")), None)
+    polls = next((int(line.split()[1]) for line in rest.splitlines() if line.startswith("POLLS")), None)
     return {
         "idle_cpu_pct_of_one_core": round(100 * (cpu1 - cpu0) / (wall1 - wall0), 2),
         "window_s": round(wall1 - wall0, 1),
@@ -217,7 +217,9 @@ async def _bench_stream(seconds: float) -> dict:
                 break
             await pilot.pause(0.05)
         rss_after = _rss_mib()
-        received = {side: sum(len(b.ms) for b in record.samples[side] if b.stage == "measure") for side in ("eager", "compiled")}
+        received = {
+            side: sum(len(b.ms) for b in record.samples[side] if b.stage == "measure") for side in ("eager", "compiled")
+        }
         status = record.status
         speedup_cell = app.table.cell_text(record.run_id, "speedup")
     runner.kill_all()
@@ -235,7 +237,9 @@ async def _bench_stream(seconds: float) -> dict:
         "key_presses": len(latencies),
         "app_process_cpu_pct_during_stream": round(100 * cpu / wall, 1),
         "rss_mib_before_peak_after": [round(rss_before, 1), round(max(rss), 1), round(rss_after, 1)],
-        "rss_mib_at_quarters_of_the_stream": [round(rss[min(len(rss) - 1, int(q * len(rss)))], 1) for q in (0.25, 0.5, 0.75, 1.0)],
+        "rss_mib_at_quarters_of_the_stream": [
+            round(rss[min(len(rss) - 1, int(q * len(rss)))], 1) for q in (0.25, 0.5, 0.75, 1.0)
+        ],
         "speedup_cell": speedup_cell,
     }
 

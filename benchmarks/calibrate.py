@@ -37,9 +37,9 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterator
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
@@ -102,7 +102,7 @@ class Load:
         self.count, self.device, self.seconds = count, device, seconds
         self.procs: list[subprocess.Popen] = []
 
-    def __enter__(self) -> "Load":
+    def __enter__(self) -> Load:
         for _ in range(self.count):
             argv = ([sys.executable, "-c", CPU_SPIN, str(self.seconds)] if self.device == "cpu"
                     else [sys.executable, "-c", GPU_TENANT, str(self.seconds), self.device])
@@ -205,7 +205,9 @@ def collect(args: argparse.Namespace) -> int:
     with Load(args.load, args.device, args.load_seconds) as load:
         for number, config in enumerate(todo, 1):
             if args.budget and time.monotonic() - began > args.budget:
-                print(f"collect: --budget {args.budget:g} s spent; {len(todo) - number + 1} runs left for the next call")
+                print(
+                    f"collect: --budget {args.budget:g} s spent; {len(todo) - number + 1} runs left for the next call"
+                )
                 break
             if args.load and load.alive() < args.load:
                 print("collect: a busy process ended (--load-seconds); stopping", file=sys.stderr)

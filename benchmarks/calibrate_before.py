@@ -16,9 +16,9 @@ wide; else that interval's word.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from statistics import median
-from typing import Sequence
 
 THRESHOLD = 0.02
 MAX_RELATIVE_IQR = 0.10
@@ -103,7 +103,9 @@ def wide(low: float | None, high: float | None) -> list[str]:
     return ["wide interval"] if low and high and high / low > MAX_INTERVAL_RATIO else []
 
 
-def verdict(sides: tuple[Side, Side], low: float | None, high: float | None, machine: list[str]) -> tuple[str, list[str]]:
+def verdict(
+    sides: tuple[Side, Side], low: float | None, high: float | None, machine: list[str]
+) -> tuple[str, list[str]]:
     """One run's old verdict and the reasons (short names) it was noisy for."""
     reasons = side_reasons(sides[0]) + side_reasons(sides[1]) + wide(low, high) + machine
     return ("noisy", reasons) if reasons else (interval_word(low, high), [])

@@ -45,9 +45,9 @@ import json
 import statistics
 import sys
 from collections import Counter, defaultdict
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Iterable, Sequence
 
 import calibrate_before as before
 
@@ -265,7 +265,7 @@ def figures(runs: list[Judged], groups: list[Judged], threshold: float) -> Figur
     interval_words = [before.interval_word(j.low, j.high, threshold) for j in quiet]
     modal_interval = _modal(interval_words)
     f.false_noisy = (sum(j.word == "noisy" and covers(j, m) and w == modal_interval
-                         for j, w in zip(quiet, interval_words)), len(quiet))
+                         for j, w in zip(quiet, interval_words, strict=True)), len(quiet))
     f.coverage = (sum(covers(j, m) for j in runs), len(runs))
     f.coverage3 = (sum(covers(g, m) for g in groups), len(groups))
     f.wrong = (sum(j.word in DECISIVE and not covers(j, m, threshold) for j in busy), len(busy))
@@ -319,8 +319,18 @@ def overall(rows: list[Figures]) -> Figures:
     for f in rows:
         total.quiet += f.quiet
         total.busy += f.busy
-        for name in ("decisive", "agreement", "false_noisy", "coverage", "coverage3", "wrong", "wrong3", "busy_decisive",
-                     "decisive3", "quiet_off"):
+        for name in (
+            "decisive",
+            "agreement",
+            "false_noisy",
+            "coverage",
+            "coverage3",
+            "wrong",
+            "wrong3",
+            "busy_decisive",
+            "decisive3",
+            "quiet_off",
+        ):
             setattr(total, name, _add(getattr(total, name), getattr(f, name)))
         total.reasons.update(f.reasons)
     return total

@@ -31,8 +31,10 @@ import dataclasses
 import statistics
 import sys
 import time
+import traceback
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
@@ -158,7 +160,9 @@ def run_case(name: str, fields: dict[str, Any], mode: str, iters: int, rounds: i
     device = torch.device("cuda:0")
     built = build_workload(options, device, DTYPES[options.dtype])
     events: list[Event] = []
-    bench = Benchmark(built, options, device, events.append, lambda message: events.append(WorkerWarning(message=message)))
+    bench = Benchmark(
+        built, options, device, events.append, lambda message: events.append(WorkerWarning(message=message))
+    )
     bench.eager_setup()
     events.append(Compiled(compile_s=bench.compile(make_compile_fn(options))))
     bench.warm_up()
@@ -210,10 +214,10 @@ def run_case(name: str, fields: dict[str, Any], mode: str, iters: int, rounds: i
 
     rows = []
     for side, _ in sides:
-        def med(key: str) -> float:
+        def med(key: str, side: str = side) -> float:
             return statistics.median(r[side][key] for r in per_round)
 
-        def paired(a: str, b: str) -> float:
+        def paired(a: str, b: str, side: str = side) -> float:
             return statistics.median(r[side][a] / r[side][b] for r in per_round if r[side][b] > 0)
 
         rows.append(Row(
@@ -224,7 +228,7 @@ def run_case(name: str, fields: dict[str, Any], mode: str, iters: int, rounds: i
             host_vs_plain=paired("cl_host", "plain"),
             round_spread=max(r[side]["do_bench"] for r in per_round) / min(r[side]["do_bench"] for r in per_round) - 1,
         ))
-    del bench, built
+    bench = built = None  # frees the model (compile_lab above keeps its cell) before the cache is emptied
     torch._dynamo.reset()
     torch.cuda.empty_cache()
     return rows
@@ -238,7 +242,8 @@ def render(rows: list[Row], env: dict[str, str]) -> str:
         "",
         "Times are medians in ms. `cl iter` = compile-lab's per-iteration CUDA events, `cl host` = its host-inclusive "
         "time per call (host sub-blocks: the calls alone, one synchronize), `+flush` = with compile-lab's L2 flush; "
-        "`do_bench` flushes L2 before every rep; `Timer` = torch.utils.benchmark blocked_autorange (wall time of blocks "
+        "`do_bench` flushes L2 before every rep; `Timer` = torch.utils.benchmark blocked_autorange (wall time of "
+        "blocks "
         "synchronised at their ends, no flush, GC off); `plain` = a plain loop, one synchronize per 10 calls. "
         "`stream cost` = per-iteration events vs one event pair per 10-call block, in % of the median. "
         f"Every method ran once per round, {rows[0].rounds if rows else 1} round(s), in the same order; times are "
@@ -246,7 +251,8 @@ def render(rows: list[Row], env: dict[str, str]) -> str:
         "between rounds cancels). `do_bench spread` = slowest / fastest do_bench round - 1.",
         "",
         "| case | mode | side | cl iter | cl iter+flush | do_bench | **+flush / do_bench** | cl host | plain "
-        "| **host / plain** | Timer | host / Timer | stream cost | class | launch_bound flag | do_bench spread over rounds |",
+        "| **host / plain** | Timer | host / Timer | stream cost | class | launch_bound flag | do_bench spread over "
+        "rounds |",
         "|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|---|---:|",
     ]
     for r in rows:
@@ -254,19 +260,26 @@ def render(rows: list[Row], env: dict[str, str]) -> str:
         lines.append(
             f"| {r.case} | {r.mode} | {r.side} | {r.cl_iter:.4f} | {r.cl_iter_flush:.4f} | {r.do_bench:.4f} | "
             f"**{r.flush_vs_do_bench:.3f}** | {r.cl_host:.4f} | {r.plain:.4f} | **{r.host_vs_plain:.3f}** | "
-            f"{r.timer:.4f} | {r.host_vs_timer:.3f} | {stream:+.1f}% | {'GPU-bound' if r.gpu_bound else 'launch-bound/short'} | "
+            f"{r.timer:.4f} | {r.host_vs_timer:.3f} | {stream:+.1f}% | "
+            f"{'GPU-bound' if r.gpu_bound else 'launch-bound/short'} | "
             f"{r.launch_bound} | {r.round_spread:.1%} |"
         )
     bound = [r for r in rows if r.gpu_bound and r.do_bench > 0]
     if bound:
         worst = max(bound, key=lambda r: abs(r.flush_vs_do_bench - 1))
-        lines += ["", f"GPU-bound rows (>= 50 us, not flagged launch-bound): {len(bound)}; largest deviation from do_bench: "
-                  f"{worst.flush_vs_do_bench:.3f} ({worst.case}, {worst.mode}, {worst.side}); target 1.00 +- 0.02."]
+        lines += [
+            "",
+            f"GPU-bound rows (>= 50 us, not flagged launch-bound): {len(bound)}; largest deviation from do_bench: "
+            f"{worst.flush_vs_do_bench:.3f} ({worst.case}, {worst.mode}, {worst.side}); target 1.00 +- 0.02.",
+        ]
     hosts = [r for r in rows if r.plain > 0]
     if hosts:
         worst = max(hosts, key=lambda r: abs(r.host_vs_plain - 1))
-        lines += ["", f"Host-inclusive time against a plain loop, every row: largest deviation {worst.host_vs_plain:.3f} "
-                  f"({worst.case}, {worst.mode}, {worst.side}); target 1.00 +- 0.05."]
+        lines += [
+            "",
+            f"Host-inclusive time against a plain loop, every row: largest deviation {worst.host_vs_plain:.3f} "
+            f"({worst.case}, {worst.mode}, {worst.side}); target 1.00 +- 0.05.",
+        ]
     return "\n".join(lines) + "\n"
 
 
@@ -284,7 +297,7 @@ def environment() -> dict[str, str]:
 
         pynvml.nvmlInit()
         driver = pynvml.nvmlSystemGetDriverVersion()
-    except Exception:
+    except Exception:  # noqa: BLE001 - a header field: n/a when NVML is missing or does not answer
         pass
     return {
         "date": time.strftime("%Y-%m-%d"),
@@ -318,8 +331,8 @@ def main(argv: list[str] | None = None) -> int:
             started = time.perf_counter()
             try:
                 rows.extend(run_case(name, fields, mode, args.iters, args.rounds))
-            except Exception as exc:  # one broken case must not lose the others
-                print(f"{name} {mode}: failed: {type(exc).__name__}: {exc}", file=sys.stderr)
+            except Exception:  # noqa: BLE001 - one broken case must not lose the others; its traceback is printed
+                print(f"{name} {mode}: failed:\n{traceback.format_exc()}", file=sys.stderr)
                 continue
             print(f"{name} {mode}: measured in {time.perf_counter() - started:.1f} s", file=sys.stderr, flush=True)
             args.out.write_text(render(rows, environment()))

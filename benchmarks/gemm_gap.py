@@ -28,8 +28,8 @@ import inspect
 import statistics
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -57,7 +57,7 @@ def replica(fn: Callable[[], object], calls: int, flush: torch.Tensor | None, sy
         fn()
         ends[i].record()
     torch.cuda.synchronize()
-    return statistics.median(s.elapsed_time(e) for s, e in zip(starts, ends))
+    return statistics.median(s.elapsed_time(e) for s, e in zip(starts, ends, strict=True))
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -160,12 +160,12 @@ def main(argv: list[str] | None = None) -> int:
                      "| | | | |")
         for name, _ in methods:
             medians = [m for m, _ in results[name]]
-            ratio = statistics.median(m / r for m, r in zip(medians, reference))
+            ratio = statistics.median(m / r for m, r in zip(medians, reference, strict=True))
             clock_mhz = statistics.fmean(w["clock"] for _, w in results[name])
             power = statistics.fmean(w["power"] for _, w in results[name])
             lines.append(f"| {dtype_name} | {name} | {' / '.join(f'{m:.4f}' for m in medians)} | {ratio:.3f} | "
                          f"{clock_mhz:.0f} | {power:.0f} |")
-        del x
+        x = None  # frees the tensor (the closures above keep its cell) before the next dtype
         torch.cuda.empty_cache()
     lines += ["", "do_bench as installed:", "", "```python", inspect.getsource(do_bench).rstrip(), "```"]
     args.out.write_text("\n".join(lines) + "\n")

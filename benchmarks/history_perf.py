@@ -40,6 +40,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from itertools import pairwise
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -69,7 +70,7 @@ class _Ticks:
         times = [since, *(t for t in self.times if t[0] > since[0] and (until is None or t[0] <= until))]
         if len(times) < 2:
             return float("nan"), float("nan")
-        gap, cpu = max((b[0] - a[0], b[1] - a[1]) for a, b in zip(times, times[1:]))
+        gap, cpu = max((b[0] - a[0], b[1] - a[1]) for a, b in pairwise(times))
         return round(max(0.0, gap - TICK_S) * 1000, 1), round(cpu * 1000, 1)
 
 
@@ -137,7 +138,7 @@ async def _bench_size(count: int, timeout: float, toggle: bool = True) -> dict:
                 break
             began = _Ticks.now()
             app.action_toggle_history()
-            took = await _until(lambda: table.row_count == expected, timeout)
+            took = await _until(lambda expected=expected: table.row_count == expected, timeout)
             await _after_a_tick(ticks, timeout)
             result[f"{step}_s"] = show(None if took is None else time.perf_counter() - began[0])
             result[f"{step}_stall_ms"], result[f"{step}_stall_cpu_ms"] = ticks.stall(began)
@@ -148,7 +149,9 @@ async def _bench_size(count: int, timeout: float, toggle: bool = True) -> dict:
 
 def _child(count: int, timeout: float, toggle: bool) -> dict:
     """One measurement in a fresh process (a previous one's heap would add GC pauses of its own)."""
-    argv = [sys.executable, __file__, "--child", str(count), "--timeout", str(timeout)] + ([] if toggle else ["--no-toggle"])
+    argv = [sys.executable, __file__, "--child", str(count), "--timeout", str(timeout)] + (
+        [] if toggle else ["--no-toggle"]
+    )
     done = subprocess.run(argv, capture_output=True, text=True, timeout=timeout * 4 + 60)
     lines = [line for line in done.stdout.splitlines() if line.startswith("{")]
     if done.returncode or not lines:

@@ -51,8 +51,10 @@ import json
 import statistics
 import sys
 import time
+import traceback
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
@@ -60,7 +62,7 @@ import torch  # noqa: E402
 from torch.utils import _pytree  # noqa: E402
 
 from tui.engine.options import RunOptions  # noqa: E402
-from tui.engine.protocol import BlockTimed, Event, WorkerWarning  # noqa: E402
+from tui.engine.protocol import BlockTimed, Event  # noqa: E402
 from tui.engine.worker.clocks import BlockSpec, head_start_ms  # noqa: E402
 from tui.engine.worker.measure import Benchmark, make_compile_fn  # noqa: E402
 from tui.engine.worker.workloads import build_workload  # noqa: E402
@@ -177,7 +179,8 @@ def _inner_sync(side: Side) -> float:
 
 
 def _spun_block(side: Side, head_ms: float, events: bool) -> tuple[float, float, float, float]:
-    """One block after a spin of ``head_ms``: (host ms per call by the old formula, queue ms, first ms, min device ms)."""
+    """One block after a spin of ``head_ms``: (host ms per call by the old formula, queue ms, first ms, min device
+    ms)."""
     step, args = side.step, side.args
     pairs = [(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)) for _ in range(BLOCK)]
     spin = (torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True))
@@ -287,13 +290,20 @@ def run_case(name: str, fields: dict[str, Any], mode: str, rounds: int) -> list[
     results = []
     for side in sides:
         rows = [r[side.side] for r in per_round]
-        results.append({
-            "case": name, "mode": mode, "side": side.side, "device_ms": side.device_ms,
-            "ms": {m: statistics.median(r[m] for r in rows) for m in METHODS if all(m in r for r in rows)},
-            "ratio": {m: statistics.median(r[m] / r["plain"] for r in rows) for m in METHODS if all(m in r for r in rows)},
-            "rounds": rows,
-            "warnings": warnings,
-        })
+        results.append(
+            {
+                "case": name,
+                "mode": mode,
+                "side": side.side,
+                "device_ms": side.device_ms,
+                "ms": {m: statistics.median(r[m] for r in rows) for m in METHODS if all(m in r for r in rows)},
+                "ratio": {
+                    m: statistics.median(r[m] / r["plain"] for r in rows) for m in METHODS if all(m in r for r in rows)
+                },
+                "rounds": rows,
+                "warnings": warnings,
+            }
+        )
     del bench, built
     torch._dynamo.reset()
     torch.cuda.empty_cache()
@@ -350,8 +360,8 @@ def main(argv: list[str] | None = None) -> int:
         started = time.perf_counter()
         try:
             results.extend(run_case(name, fields, mode, rounds))
-        except Exception as exc:  # one broken case must not lose the others
-            print(f"{name} {mode}: failed: {type(exc).__name__}: {exc}", file=sys.stderr, flush=True)
+        except Exception:  # noqa: BLE001 - one broken case must not lose the others; its traceback is printed
+            print(f"{name} {mode}: failed:\n{traceback.format_exc()}", file=sys.stderr, flush=True)
             continue
         print(f"{name} {mode}: measured in {time.perf_counter() - started:.1f} s", file=sys.stderr, flush=True)
         args.out.write_text(render(results, env, rounds))

@@ -208,7 +208,9 @@ def _iqr_share(values: list[float]) -> float:
     return (q[2] - q[0]) / statistics.median(values)
 
 
-def spawn(case: str, mode: str, condition: str, calls: int, cores: list[int], env_base: dict[str, str]) -> dict[str, Any]:
+def spawn(
+    case: str, mode: str, condition: str, calls: int, cores: list[int], env_base: dict[str, str]
+) -> dict[str, Any]:
     """One child process under ``condition``; its result dict (or the error)."""
     env = dict(env_base)
     cmd = [sys.executable, __file__, "child", "--case", case, "--mode", mode, "--calls", str(calls)]
@@ -248,7 +250,7 @@ def summarise(results: list[dict[str, Any]]) -> dict[str, Any]:
     """Median over processes, across-process spread, within-process spread, of one condition."""
     ok = [r for r in results if "error" not in r]
     per = {side: [_median(r["rounds"][side]) for r in ok] for side in ("eager", "compiled")}
-    speedups = [e / c for e, c in zip(per["eager"], per["compiled"])]
+    speedups = [e / c for e, c in zip(per["eager"], per["compiled"], strict=True)]
     within = [_iqr_share(r["rounds"]["eager"]) for r in ok]
     return {
         "n": len(ok), "failed": len(results) - len(ok),
@@ -273,10 +275,17 @@ def factors(args: argparse.Namespace, env: dict[str, str], info: dict[str, str])
     for i, (case, cond) in enumerate(plan):
         result = spawn(case, "reduce-overhead", cond, args.calls, cores, env)
         results.setdefault(f"{case}|{cond}", []).append(result)
-        print(f"[{i + 1}/{len(plan)}] {case} {cond}: "
-              + (result["error"] if "error" in result else
-                 f"eager {_median(result['rounds']['eager']):.4f} ms, compiled {_median(result['rounds']['compiled']):.4f} ms,"
-                 f" cpus {result['cpus_seen']}, steal {result['steal_share']:.3f}"), flush=True)
+        print(
+            f"[{i + 1}/{len(plan)}] {case} {cond}: "
+            + (
+                result["error"]
+                if "error" in result
+                else f"eager {_median(result['rounds']['eager']):.4f} ms, compiled "
+                     f"{_median(result['rounds']['compiled']):.4f} ms,"
+                f" cpus {result['cpus_seen']}, steal {result['steal_share']:.3f}"
+            ),
+            flush=True,
+        )
         _write(args.out, "factors", results, info, _render_factors)
 
 
@@ -295,9 +304,11 @@ def _render_factors(results: dict[str, list[dict[str, Any]]], env: dict[str, str
             lines.append(f"| {case} | {cond} | 0 | {rs[0].get('error', '')} | | | | | | | |")
             continue
         lo, hi = s["speedup_range"]
-        lines.append(f"| {case} | {cond} | {s['n']} | {s['eager_median']:.4f} | {s['eager_spread']:.2f} | "
-                     f"{s['compiled_spread']:.2f} | {s['speedup_median']:.2f} [{lo:.2f}, {hi:.2f}] | "
-                     f"{s['within_iqr']:.3f} | {s['steal']:.3f} | {s['other']:.2f} | {s['children']:.2f} | {s['cpus']} |")
+        lines.append(
+            f"| {case} | {cond} | {s['n']} | {s['eager_median']:.4f} | {s['eager_spread']:.2f} | "
+            f"{s['compiled_spread']:.2f} | {s['speedup_median']:.2f} [{lo:.2f}, {hi:.2f}] | "
+            f"{s['within_iqr']:.3f} | {s['steal']:.3f} | {s['other']:.2f} | {s['children']:.2f} | {s['cpus']} |"
+        )
     return "\n".join(lines) + "\n"
 
 

@@ -104,8 +104,10 @@ def main(argv: list[str] | None = None) -> int:
             start, cpu0 = time.perf_counter(), _cpu_s()
             for _ in range(20):
                 source.snapshot(fields=fields)
-            print(f"NvmlSource: {len(source.snapshot())} GPU(s), snapshot() of {label}: "
-                  f"{(time.perf_counter() - start) / 20 * 1000:.3f} ms wall, {(_cpu_s() - cpu0) / 20 * 1000:.3f} ms CPU")
+            print(
+                f"NvmlSource: {len(source.snapshot())} GPU(s), snapshot() of {label}: "
+                f"{(time.perf_counter() - start) / 20 * 1000:.3f} ms wall, {(_cpu_s() - cpu0) / 20 * 1000:.3f} ms CPU"
+            )
         label = "NvmlSource"
     else:
         source = FakeSource(gpus=args.gpus, cost_s=args.cost_ms / 1000.0, busy=True)

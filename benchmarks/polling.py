@@ -102,7 +102,7 @@ def app_child(argv: list[str], csv_path: Path, status_path: Path, headless: bool
                 return
             try:
                 self.probe_step()
-            except Exception as exc:  # said in the status file, the app closed: never a hung child
+            except Exception as exc:  # noqa: BLE001 - said in the status file, the app closed: never a hung child
                 status.update(error=f"probe: {type(exc).__name__}: {exc}", ended=True)
                 self.exit()
 
@@ -139,7 +139,7 @@ def app_child(argv: list[str], csv_path: Path, status_path: Path, headless: bool
 
     try:
         Probe().run(headless=headless, size=(TTY_SIZE[1], TTY_SIZE[0]) if headless else None)
-    except Exception as exc:  # the parent reads why from the status file
+    except Exception as exc:  # noqa: BLE001 - the parent reads why from the status file
         status["error"] = f"{type(exc).__name__}: {exc}"
     status_path.write_text(json.dumps(status))
     return 0 if status["error"] is None else 1
@@ -190,7 +190,8 @@ def on_pty(cmd: list[str], env: dict[str, str], timeout: float, err_path: Path) 
 
 
 def poller(interval: float, stats_path: Path) -> int:
-    """Poll every GPU through NVML every ``interval`` s until SIGTERM, like a GPU monitor; write the poll count and cost."""
+    """Poll every GPU through NVML every ``interval`` s until SIGTERM, like a GPU monitor; write the poll count and
+    cost."""
     from tui.telemetry.nvml import NvmlSource
 
     stop = threading.Event()
@@ -211,13 +212,14 @@ def poller(interval: float, stats_path: Path) -> int:
 
 
 def _process_reads() -> Any:
-    """The process list and per-process utilisation of every GPU (pynvml), as a monitor reads them; a no-op without NVML."""
+    """The process list and per-process utilisation of every GPU (pynvml), as a monitor reads them; a no-op without
+    NVML."""
     try:
         import pynvml
 
         pynvml.nvmlInit()
         handles = [pynvml.nvmlDeviceGetHandleByIndex(i) for i in range(pynvml.nvmlDeviceGetCount())]
-    except Exception as exc:  # no NVML (the dry path): the poller still runs, and says so
+    except Exception as exc:  # noqa: BLE001 - no NVML (the dry path): the poller still runs, and says so
         print(f"poller: no process reads: {exc}", file=sys.stderr)
         return lambda: None
 
@@ -260,7 +262,9 @@ def one_run(case_name: str, arm: str, k: int, args: argparse.Namespace, env: dic
                "--limit", str(args.run_timeout - 20), *(["--headless"] if args.headless else []), "--", *argv]
         if args.headless:
             with open(err_path, "w") as err:
-                code = subprocess.run(cmd, env=env, cwd=ROOT, stdout=err, stderr=err, timeout=args.run_timeout).returncode
+                code = subprocess.run(
+                    cmd, env=env, cwd=ROOT, stdout=err, stderr=err, timeout=args.run_timeout
+                ).returncode
             painted = None
         else:
             code, painted = on_pty(cmd, env, args.run_timeout, err_path)
@@ -275,7 +279,9 @@ def one_run(case_name: str, arm: str, k: int, args: argparse.Namespace, env: dic
         cmd = [sys.executable, "-m", "tui", "run", *argv, "--no-history", "--quiet", "--csv", str(csv_path)]
         try:
             with open(err_path, "w") as err:
-                code = subprocess.run(cmd, env=env, cwd=ROOT, stdout=err, stderr=err, timeout=args.run_timeout).returncode
+                code = subprocess.run(
+                    cmd, env=env, cwd=ROOT, stdout=err, stderr=err, timeout=args.run_timeout
+                ).returncode
         finally:
             if poll is not None:  # stopped even when the run timed out: it must not poll through the next run
                 poll.terminate()
@@ -320,28 +326,41 @@ NUMBERS = ("eager_median_ms", "compiled_median_ms", "eager_host_median_ms", "com
 
 def render(results: list[dict[str, Any]], env: dict[str, Any], labels: dict[str, str]) -> str:
     """Per case and arm: each run, then the median over runs and its ratio to the CLI's median."""
-    lines = [f"Measured {env.get('date')} on {env.get('gpu')}, driver {env.get('driver')}.", "",
-             "Device = median of per-call CUDA events (ms), host = median host-inclusive time per call (ms); "
-             "`vs cli` = this arm's median over runs / the CLI's. `app`: the app on a 160x48 pseudo-terminal, its GPU "
-             f"pane polling NVML every 1 s; `cli+nvml`: a separate process polling NVML every {POLL_INTERVAL_S * 1000:.0f} ms.",
-             "", "| workload | arm | run | eager device | compiled device | eager host | compiled host | speedup | "
-             "host speedup | SM clock MHz | app CPU cores | status | arm info |",
-             "|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---|---|"]
+    lines = [
+        f"Measured {env.get('date')} on {env.get('gpu')}, driver {env.get('driver')}.",
+        "",
+        "Device = median of per-call CUDA events (ms), host = median host-inclusive time per call (ms); "
+        "`vs cli` = this arm's median over runs / the CLI's. `app`: the app on a 160x48 pseudo-terminal, its GPU "
+        f"pane polling NVML every 1 s; `cli+nvml`: a separate process polling NVML every "
+        f"{POLL_INTERVAL_S * 1000:.0f} ms.",
+        "",
+        "| workload | arm | run | eager device | compiled device | eager host | compiled host | speedup | "
+        "host speedup | SM clock MHz | app CPU cores | status | arm info |",
+        "|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---|---|",
+    ]
     medians: dict[tuple[str, str], dict[str, float | None]] = {}
     for case in dict.fromkeys(r["case"] for r in results):
         for arm in dict.fromkeys(r["arm"] for r in results if r["case"] == case):
             runs = sorted((r for r in results if r["case"] == case and r["arm"] == arm), key=lambda r: r["run"])
             for r in runs:
                 nums = [_fmt(_num(r.get(f)), ".4f" if f.endswith("ms") else ".3f") for f in NUMBERS]
-                lines.append(f"| {labels.get(case, case)} | {arm} | {r['run']} | " + " | ".join(nums) +
-                             f" | {_fmt(_num(r.get('sm_clock_mean_mhz')), '.0f')} | {_fmt(_num(r.get('app_cpu_cores')), '.2f')} | "
-                             f"{r.get('status') or ''} {(r.get('error') or '')[:80]} | {_arm_info(r['arm_info'])} |")
+                lines.append(
+                    f"| {labels.get(case, case)} | {arm} | {r['run']} | "
+                    + " | ".join(nums)
+                    + f" | {_fmt(_num(r.get('sm_clock_mean_mhz')), '.0f')} | "
+                      f"{_fmt(_num(r.get('app_cpu_cores')), '.2f')} | "
+                    f"{r.get('status') or ''} {(r.get('error') or '')[:80]} | {_arm_info(r['arm_info'])} |"
+                )
             medians[(case, arm)] = {f: _median([_num(r.get(f)) for r in runs]) for f in NUMBERS}
             m = medians[(case, arm)]
             lines.append(f"| {labels.get(case, case)} | **{arm}** | median | " +
                          " | ".join(_fmt(m[f], ".4f" if f.endswith("ms") else ".3f") for f in NUMBERS) + " | | | | |")
-    lines += ["", "| workload | arm | compiled device vs cli | compiled host vs cli | eager host vs cli | speedup vs cli | "
-              "host speedup vs cli |", "|---|---|---:|---:|---:|---:|---:|"]
+    lines += [
+        "",
+        "| workload | arm | compiled device vs cli | compiled host vs cli | eager host vs cli | speedup vs cli | "
+        "host speedup vs cli |",
+        "|---|---|---:|---:|---:|---:|---:|",
+    ]
     for (case, arm), m in medians.items():
         cli = medians.get((case, "cli"))
         if cli is None or arm == "cli":
@@ -355,7 +374,9 @@ def render(results: list[dict[str, Any]], env: dict[str, Any], labels: dict[str,
 def _arm_info(info: dict[str, Any]) -> str:
     parts = []
     if info.get("polls") is not None:
-        parts.append(f"{info['polls']} pane polls, app CPU {info.get('app_cpu_s', 0):.1f} s over {info.get('run_s', 0):.0f} s")
+        parts.append(
+            f"{info['polls']} pane polls, app CPU {info.get('app_cpu_s', 0):.1f} s over {info.get('run_s', 0):.0f} s"
+        )
     if info.get("painted_bytes") is not None:
         parts.append(f"{info['painted_bytes'] / 1e3:.0f} kB painted")
     poller = info.get("poller") or {}
@@ -411,9 +432,12 @@ def parent(args: argparse.Namespace) -> int:
             results.append({"case": case, "arm": arm, "run": k, "status": "timeout", "error": str(exc)[:120],
                             "arm_info": {}})
         last = results[-1]
-        print(f"run {k} {case} {arm}: {time.monotonic() - started:.0f} s, compiled {last.get('compiled_median_ms')} ms, "
-              f"host {last.get('compiled_host_median_ms')} ms, {last.get('status')} {last.get('error') or ''}",
-              file=sys.stderr, flush=True)
+        print(
+            f"run {k} {case} {arm}: {time.monotonic() - started:.0f} s, compiled {last.get('compiled_median_ms')} ms, "
+            f"host {last.get('compiled_host_median_ms')} ms, {last.get('status')} {last.get('error') or ''}",
+            file=sys.stderr,
+            flush=True,
+        )
         (args.out / "polling.json").write_text(json.dumps({"env": info, "results": results}, indent=1))
         (args.out / "polling.md").write_text(render(results, info, labels))
     shutil.rmtree(env["COMPILE_LAB_HOME"], ignore_errors=True)

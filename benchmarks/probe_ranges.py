@@ -25,7 +25,10 @@ def tree(events, limit=80):
         while stack and shown < limit:
             node, depth = stack.pop()
             if str(node.device_type).endswith("CPU"):
-                print(f"{'  ' * depth}{node.name[:90]}  self={node.self_cpu_time_total:.1f}us total={node.time_range.elapsed_us():.1f}us")
+                print(
+                    f"{'  ' * depth}{node.name[:90]}  self={node.self_cpu_time_total:.1f}us "
+                    f"total={node.time_range.elapsed_us():.1f}us"
+                )
                 shown += 1
             stack.extend((child, depth + 1) for child in reversed(node.cpu_children))
 

@@ -47,7 +47,10 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("files", nargs="+", help="JSON exports (compile-lab ... --json PATH)")
     args = parser.parse_args()
-    print("| file | workload | mode | processes | verdict | speedup | interval | host verdict | host speedup | noisy because |")
+    print(
+        "| file | workload | mode | processes | verdict | speedup | interval | host verdict | host speedup | noisy "
+        "because |"
+    )
     print("|---|---|---|---:|---|---:|---|---|---:|---|")
     for path in args.files:
         print("\n".join(rows(path)))

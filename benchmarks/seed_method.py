@@ -57,9 +57,10 @@ def main(argv: list[str] | None = None) -> int:
         print("seed_method.py needs a CUDA GPU", file=sys.stderr)
         return 2
     lines = [
-        f"The seed's method on {torch.cuda.get_device_name(0)}, torch {torch.__version__}, {time.strftime('%Y-%m-%d')}.",
+        f"The seed's method on {torch.cuda.get_device_name(0)}, torch {torch.__version__}, "
+        f"{time.strftime('%Y-%m-%d')}.",
         "",
-        "| case | TF32 | eager s | compiled s | \"speedup\" |",
+        '| case | TF32 | eager s | compiled s | "speedup" |',
         "|---|---|---:|---:|---:|",
     ]
     for tf32 in (False, True):
@@ -69,7 +70,9 @@ def main(argv: list[str] | None = None) -> int:
             torch._dynamo.reset()
             eager = seed_matmul(n, False)
             compiled = seed_matmul(n, True)
-            lines.append(f"| matmul {n} (s per call) | {tf32} | {eager:.4f} | {compiled:.4f} | {eager / compiled:.2f}x |")
+            lines.append(
+                f"| matmul {n} (s per call) | {tf32} | {eager:.4f} | {compiled:.4f} | {eager / compiled:.2f}x |"
+            )
         torch._dynamo.reset()
         eager = seed_cnn(False)
         compiled = seed_cnn(True)

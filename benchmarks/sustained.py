@@ -37,6 +37,7 @@ import subprocess
 import sys
 import threading
 import time
+from itertools import pairwise
 from pathlib import Path
 from typing import Any
 
@@ -90,7 +91,7 @@ class WindowSampler:
             fields = ("sm_clock_mhz", "power_w") if tick % self.every == 0 else ("sm_clock_mhz",)
             try:
                 snap = self.source.sample(self.uuid, fields)
-            except Exception as exc:  # kept and reported: a sampler that fails says so in the JSON
+            except Exception as exc:  # noqa: BLE001 - kept and reported: a sampler that fails says so in the JSON
                 if len(self.errors) < 20:
                     self.errors.append(f"{type(exc).__name__}: {exc}")
                 snap = None
@@ -180,7 +181,7 @@ def lab_rest(run: dict[str, Any]) -> dict[str, Any]:
         rounds.setdefault(int(block["index"]), []).append(block)
     ordered = [sorted(rounds[i], key=lambda b: b["t_start"]) for i in sorted(rounds)]
     gaps, hosts, rests, inside, device = [], [], [], [], []
-    for prev, cur in zip(ordered, ordered[1:]):
+    for prev, cur in pairwise(ordered):
         gap = (cur[0]["t_start"] - max(b["t_end"] for b in prev)) * 1e3
         host = sum(host_block_ms(b) for b in cur)
         gaps.append(gap)
@@ -188,7 +189,7 @@ def lab_rest(run: dict[str, Any]) -> dict[str, Any]:
         rests.append(gap - host)
     for blocks in ordered:
         device.append(sum((b["t_end"] - b["t_start"]) * 1e3 for b in blocks))
-        inside += [(b["t_start"] - a["t_end"]) * 1e3 for a, b in zip(blocks, blocks[1:])]
+        inside += [(b["t_start"] - a["t_end"]) * 1e3 for a, b in pairwise(blocks)]
     if not ordered:
         return {"rounds": 0}
     span = (max(b["t_end"] for b in ordered[-1]) - ordered[0][0]["t_start"]) * 1e3
@@ -236,7 +237,9 @@ def _fmt(value: Any, spec: str) -> str:
     return "" if value is None else format(value, spec)
 
 
-def with_stats(rows: list[dict[str, Any]], samples: list[tuple[float, float | None, float | None]]) -> list[dict[str, Any]]:
+def with_stats(
+    rows: list[dict[str, Any]], samples: list[tuple[float, float | None, float | None]]
+) -> list[dict[str, Any]]:
     """Each row with its window's NVML figures and its ratio to do_bench (same side)."""
     bench = {r["side"]: r["ms"] for r in rows if r["method"] == "do_bench" and r.get("ms")}
     out = []
@@ -269,24 +272,32 @@ def answer(rows: list[dict[str, Any]]) -> str:
 
 def render_case(label: str, rows: list[dict[str, Any]], rest: dict[str, Any]) -> list[str]:
     """One case's table, its rest line and its answer line."""
-    lines = [f"### {label}", "",
-             "| method | side | ms per call | SM clock mean MHz | SM clock min MHz | power mean W | samples | ratio to do_bench | note |",
-             "|---|---|---:|---:|---:|---:|---:|---:|---|"]
+    lines = [
+        f"### {label}",
+        "",
+        "| method | side | ms per call | SM clock mean MHz | SM clock min MHz | power mean W | samples | ratio to "
+        "do_bench | note |",
+        "|---|---|---:|---:|---:|---:|---:|---:|---|",
+    ]
     for r in rows:
         note = r.get("error") or r.get("note") or ""
         if r.get("nearest"):
             note = (note + "; " if note else "") + "window shorter than a sample: the nearest one"
-        lines.append(f"| {r['method']} | {r['side']} | {_fmt(r.get('ms'), '.4f')} | {_fmt(r.get('clock_mean'), '.0f')} | "
-                     f"{_fmt(r.get('clock_min'), '.0f')} | {_fmt(r.get('power_mean'), '.0f')} | {r.get('n', 0)} | "
-                     f"{_fmt(r.get('ratio'), '.3f')} | {str(note).replace('|', '/')[:160]} |")
+        lines.append(
+            f"| {r['method']} | {r['side']} | {_fmt(r.get('ms'), '.4f')} | {_fmt(r.get('clock_mean'), '.0f')} | "
+            f"{_fmt(r.get('clock_min'), '.0f')} | {_fmt(r.get('power_mean'), '.0f')} | {r.get('n', 0)} | "
+            f"{_fmt(r.get('ratio'), '.3f')} | {str(note).replace('|', '/')[:160]} |"
+        )
     lines.append("")
     if rest.get("rounds"):
         lines.append(
-            f"compile-lab's rounds: {rest['rounds']} over {rest['span_ms']:.0f} ms; per round (medians) device sub-blocks "
+            f"compile-lab's rounds: {rest['rounds']} over {rest['span_ms']:.0f} ms; per round (medians) device "
+            f"sub-blocks "
             f"{_fmt(rest['device_ms_per_round'], '.2f')} ms, gap between rounds {_fmt(rest['gap_ms'], '.2f')} ms of "
             f"which host sub-blocks {_fmt(rest['host_ms'], '.2f')} ms, **rest {_fmt(rest['rest_ms'], '.3f')} ms** "
             f"(rest share of the window {_fmt(rest['rest_share'], '.1%')}), between a round's device sub-blocks "
-            f"{_fmt(rest['inside_ms'], '.3f')} ms.")
+            f"{_fmt(rest['inside_ms'], '.3f')} ms."
+        )
     else:
         lines.append("compile-lab's rest: no measure blocks with times in its JSON.")
     lines += ["", f"Answer: {answer(rows) or 'n/a (a method is missing)'}", ""]
@@ -309,11 +320,15 @@ def render(results: dict[str, Any], env: dict[str, Any]) -> str:
         lines += render_case(case["label"], case["rows"], case["rest"])
         own = case.get("lab_csv") or {}
         if own.get("status"):
-            lines += [f"compile-lab's own CSV: status {own['status']}, eager {own.get('eager_median_ms')} ms, compiled "
-                      f"{own.get('compiled_median_ms')} ms, speedup {own.get('speedup')}, SM clock mean/min "
-                      f"{own.get('sm_clock_mean_mhz')}/{own.get('sm_clock_min_mhz')} MHz (eager {own.get('sm_clock_eager_mhz')}, "
-                      f"compiled {own.get('sm_clock_compiled_mhz')}), power {own.get('power_mean_w')} W, throttle reasons "
-                      f"{own.get('throttle_reasons') or 'none'}{'; error ' + own['error'] if own.get('error') else ''}.", ""]
+            lines += [
+                f"compile-lab's own CSV: status {own['status']}, eager {own.get('eager_median_ms')} ms, compiled "
+                f"{own.get('compiled_median_ms')} ms, speedup {own.get('speedup')}, SM clock mean/min "
+                f"{own.get('sm_clock_mean_mhz')}/{own.get('sm_clock_min_mhz')} MHz (eager "
+                f"{own.get('sm_clock_eager_mhz')}, "
+                f"compiled {own.get('sm_clock_compiled_mhz')}), power {own.get('power_mean_w')} W, throttle reasons "
+                f"{own.get('throttle_reasons') or 'none'}{'; error ' + own['error'] if own.get('error') else ''}.",
+                "",
+            ]
     return "\n".join(lines) + "\n"
 
 
@@ -322,9 +337,34 @@ def render(results: dict[str, Any], env: dict[str, Any]) -> str:
 
 def lab_command(case: dict[str, Any], device: str, backend: str, csv_path: Path, json_path: Path) -> list[str]:
     """``python -m tui run`` for a case, one process, the run's CSV and JSON written."""
-    cmd = [sys.executable, "-m", "tui", "run", "--workload", case["workload"], "--dtype", case["dtype"], "--device",
-           device, "--backend", backend, "--mode", "default", "--iters", str(case["iters"]), "--block-size",
-           str(case["block"]), "--repeat", "1", "--no-history", "--quiet", "--csv", str(csv_path), "--json", str(json_path)]
+    cmd = [
+        sys.executable,
+        "-m",
+        "tui",
+        "run",
+        "--workload",
+        case["workload"],
+        "--dtype",
+        case["dtype"],
+        "--device",
+        device,
+        "--backend",
+        backend,
+        "--mode",
+        "default",
+        "--iters",
+        str(case["iters"]),
+        "--block-size",
+        str(case["block"]),
+        "--repeat",
+        "1",
+        "--no-history",
+        "--quiet",
+        "--csv",
+        str(csv_path),
+        "--json",
+        str(json_path),
+    ]
     for key, value in case["params"].items():
         cmd += ["--param", f"{key}={value}"]
     return cmd
@@ -423,8 +463,11 @@ def main(argv: list[str] | None = None) -> int:
             try:
                 results[name] = run_case(name, table[name], args, env)
             except subprocess.TimeoutExpired as exc:
-                results[name] = {"label": table[name]["label"], "rest": {"rounds": 0},
-                                 "rows": [{"method": "timed out", "side": args.sides, "ms": None, "error": str(exc)[:200]}]}
+                results[name] = {
+                    "label": table[name]["label"],
+                    "rest": {"rounds": 0},
+                    "rows": [{"method": "timed out", "side": args.sides, "ms": None, "error": str(exc)[:200]}],
+                }
             info.update(results[name].get("versions") or {})
             results[name]["rows"] = with_stats(results[name]["rows"], list(sampler.samples))
             print(f"{name}: {time.monotonic() - started:.0f} s", file=sys.stderr, flush=True)

@@ -33,8 +33,9 @@ import json
 import statistics
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
@@ -72,7 +73,7 @@ def _window(fn: Callable[[], dict[str, Any]], side: Side) -> dict[str, Any]:
     t0 = time.monotonic()
     try:
         row = fn()
-    except Exception as exc:  # one method failing must not lose the others: the row says why
+    except Exception as exc:  # noqa: BLE001 - one method failing must not lose the others: the row says why
         row = {"ms": None, "error": f"{type(exc).__name__}: {str(exc).splitlines()[0][:200] if str(exc) else ''}"}
     side.sync()
     row.setdefault("t0", t0)  # a method that times only part of its window says which part
@@ -158,7 +159,8 @@ def _under_aten(event: Any) -> bool:
 
 
 def profiled(side: Side, calls: int, before: Callable[[], None]) -> dict[str, Any]:
-    """``calls`` calls under torch.profiler after ``before()``: kernel time summed, per call; the window is the calls'."""
+    """``calls`` calls under torch.profiler after ``before()``: kernel time summed, per call; the window is the
+    calls'."""
     from torch.profiler import ProfilerActivity, profile
 
     activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if side.cuda else [])
@@ -206,8 +208,14 @@ def methods(side: Side, seconds: float) -> list[tuple[str, Callable[[], dict[str
 
 def build(case: dict[str, Any], device: str, backend: str) -> tuple[dict[str, Side], RunOptions]:
     """The workload's eager and compiled sides, as compile-lab's worker builds them."""
-    options = RunOptions(workload=case["workload"], params=dict(case.get("params", {})), dtype=case.get("dtype", "float32"),
-                         mode=case.get("mode", "default"), backend=backend, device=device).validated()
+    options = RunOptions(
+        workload=case["workload"],
+        params=dict(case.get("params", {})),
+        dtype=case.get("dtype", "float32"),
+        mode=case.get("mode", "default"),
+        backend=backend,
+        device=device,
+    ).validated()
     precision.apply(options.precision)
     torch.manual_seed(options.seed)
     cuda = device.startswith("cuda")

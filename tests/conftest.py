@@ -25,6 +25,8 @@ import types
 
 import pytest
 
+from tui import logs
+
 
 def _has_cuda() -> bool:
     try:
@@ -96,7 +98,8 @@ def compile_lab_home(tmp_path, monkeypatch):
     """Point COMPILE_LAB_HOME at a temporary directory for the duration of one test."""
     home = tmp_path / "compile-lab-home"
     monkeypatch.setenv("COMPILE_LAB_HOME", str(home))
-    return home
+    yield home
+    logs.reset()  # a CLI test's log handler writes to this test's data dir only
 
 
 def _module_imported_torch(item: pytest.Item) -> bool:

@@ -58,8 +58,8 @@ def _record(run_id: str = "20261203-120000-abcdef", graphs: int = 2) -> RunRecor
         record.apply(make_event("block", 0.2, side=side, stage="measure", index=0, clock="perf_counter",
                                 ms=[ms] * 5, host_ms_per_call=ms))  # fmt: skip
     for index in range(graphs):
-        record.apply(GraphCoded(graph=capped_code(index, f"{index}/0", CODE.replace("0_inference", f"{index}_inference"),
-                                                  10**6)))  # fmt: skip
+        code = CODE.replace("0_inference", f"{index}_inference")
+        record.apply(GraphCoded(graph=capped_code(index, f"{index}/0", code, 10**6)))
     record.apply(make_event("finished", 0.3, warnings=[]))
     return record
 
@@ -134,8 +134,13 @@ def test_code_that_is_gone_loads_as_gone_and_says_why(tmp_path):
     code_file(record.data_dir, 0).unlink()
     listing = load_code(History(tmp_path / "history.jsonl", tmp_path / "runs").load()[0][0])
     assert [g.code is None for g in listing.graphs] == [True, False]
-    assert listing.why.startswith("the code of 1 of 2 graph(s) gone from ") and "deleted, or the data dir moved" in listing.why
-    (Path(record.data_dir) / "pruned.json").write_text('{"pruned_at": "2026-12-04T10:00:00Z", "bytes_freed": 9, "removed": ["code"]}')
+    assert (
+        listing.why.startswith("the code of 1 of 2 graph(s) gone from ")
+        and "deleted, or the data dir moved" in listing.why
+    )
+    (Path(record.data_dir) / "pruned.json").write_text(
+        '{"pruned_at": "2026-12-04T10:00:00Z", "bytes_freed": 9, "removed": ["code"]}'
+    )
     assert load_code(record).why == "the code of 1 of 2 graph(s) pruned on 2026-12-04T10:00:00Z (compile-lab prune)"
 
 
@@ -165,7 +170,9 @@ def test_artifact_paths_are_those_on_disk(tmp_path):
     (record.data_dir / "trace.json").write_text("{}")
     record.apply(ArtifactWritten(kind="trace", name="trace.json", size_bytes=2))
     record.apply(ArtifactWritten(kind="torch_trace", name="torch_trace", size_bytes=0))  # ignored: it has ended
-    record.artifacts = RunArtifacts(graphs=record.artifacts.graphs, trace_file="trace.json", torch_trace_dir="torch_trace")
+    record.artifacts = RunArtifacts(
+        graphs=record.artifacts.graphs, trace_file="trace.json", torch_trace_dir="torch_trace"
+    )
     found = artifact_paths(record)
     assert found.trace == str(record.data_dir / "trace.json") and found.torch_trace is None
     assert found.gone == ("torch_trace",) and found.tlparse_report is None
@@ -185,7 +192,11 @@ def test_a_groups_row_shows_its_profiled_members_files():
 def test_the_full_record_carries_every_artifact_field():
     record = full_record("20261201-101010-aaaaaa", failed=False)
     artifacts = record.artifacts
-    assert len(artifacts.graphs) == 2 and artifacts.trace_file == "trace.json" and artifacts.torch_trace_dir == "torch_trace"
+    assert (
+        len(artifacts.graphs) == 2
+        and artifacts.trace_file == "trace.json"
+        and artifacts.torch_trace_dir == "torch_trace"
+    )
 
 
 # ----- the Chrome trace of both sides -----------------------------------------------------------

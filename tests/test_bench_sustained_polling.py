@@ -24,7 +24,13 @@ polling = pytest.importorskip("polling")
 
 
 def test_a_window_averages_the_clock_and_power_samples_inside_it():
-    samples = [(0.0, 1980.0, 300.0), (1.0, 1900.0, None), (2.0, 1700.0, 700.0), (3.0, 1800.0, None), (9.0, 1000.0, 100.0)]
+    samples = [
+        (0.0, 1980.0, 300.0),
+        (1.0, 1900.0, None),
+        (2.0, 1700.0, 700.0),
+        (3.0, 1800.0, None),
+        (9.0, 1000.0, 100.0),
+    ]
     stats = sustained.window_stats(samples, 1.0, 3.0)
     assert stats["clock_mean"] == pytest.approx(1800.0) and stats["clock_min"] == 1700.0
     assert stats["power_mean"] == 700.0 and stats["n"] == 3 and not stats["nearest"]
@@ -113,7 +119,9 @@ def test_a_failed_compile_lab_run_is_a_row_without_numbers_not_a_crash():
 
 
 def test_the_table_gives_each_method_its_ratio_to_do_bench_and_answers_the_question():
-    samples = [(100.0 + i * 0.02, 1980.0, 600.0) for i in range(10)] + [(200.0 + i * 0.02, 1800.0, 690.0) for i in range(100)]
+    samples = [(100.0 + i * 0.02, 1980.0, 600.0) for i in range(10)] + [
+        (200.0 + i * 0.02, 1800.0, 690.0) for i in range(100)
+    ]
     rows = sustained.lab_rows({"compiled_median_ms": "0.400"}, _run(), ["compiled"])
     rows += [{"method": "events loop", "side": "compiled", "ms": 0.430, "t0": 200.0, "t1": 202.0},
              {"method": "do_bench", "side": "compiled", "ms": 0.432, "t0": 200.0, "t1": 202.0},
@@ -194,8 +202,22 @@ def test_a_csv_that_is_missing_reads_as_no_row(tmp_path):
 @pytest.mark.slow
 @pytest.mark.torch
 def test_the_sustained_dry_path_writes_its_table_and_raw_json(tmp_path):
-    done = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "sustained.py"), "--out", str(tmp_path), "--device",
-                           "cpu", "--seconds", "0.3"], capture_output=True, text=True, timeout=300, cwd=ROOT)
+    done = subprocess.run(
+        [
+            sys.executable,
+            str(ROOT / "benchmarks" / "sustained.py"),
+            "--out",
+            str(tmp_path),
+            "--device",
+            "cpu",
+            "--seconds",
+            "0.3",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd=ROOT,
+    )
     assert done.returncode == 0, done.stderr[-2000:]
     raw = json.loads((tmp_path / "sustained.json").read_text())
     rows = {r["method"]: r for r in raw["results"]["gemm"]["rows"]}

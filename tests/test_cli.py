@@ -310,7 +310,10 @@ def test_repeat_runs_each_configuration_in_fresh_processes_interleaved_one_row_e
     assert [(h["options"]["params"]["n"], h["repeat"]) for h in history] == [
         (64, 0), (128, 0), (64, 1), (128, 1), (64, 2), (128, 2)]
     rows = list(csv.DictReader(out_csv.open()))
-    assert [(r["params"], r["repeats"], r["verdict"]) for r in rows] == [("n=64", "3", "faster"), ("n=128", "3", "faster")]
+    assert [(r["params"], r["repeats"], r["verdict"]) for r in rows] == [
+        ("n=64", "3", "faster"),
+        ("n=128", "3", "faster"),
+    ]
     assert [r["group_id"] for r in rows] == [history[0]["run_id"], history[1]["run_id"]]
     assert all(r["speedup_xproc_ci_low"] and r["speedup_process_spread"] == "1" for r in rows)
     data = json.loads(out_json.read_text())

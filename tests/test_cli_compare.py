@@ -19,7 +19,8 @@ from tui.engine.session import RunSession
 @pytest.fixture
 def exports(tmp_path) -> dict[str, Path]:
     """base.json: pointwise n=512 and n=1024 with inductor; eager.json: the same with --backend eager (compiled
-    as slow as eager) and one configuration more; noisy.json: n=512 measured beside another process busy on 1.5 cores."""
+    as slow as eager) and one configuration more; noisy.json: n=512 measured beside another process busy on 1.5
+    cores."""
     paths = {name: tmp_path / f"{name}.json" for name in ("base", "eager", "noisy")}
     write_json([timed_run("20261201-100000-aaaaaa", seed=1),
                 timed_run("20261201-100001-aaaaab", pointwise(params={"n": 1024}), eager=4.0, compiled=2.5, seed=2)],
@@ -141,26 +142,34 @@ def test_each_cli_start_gives_its_runs_one_session_id(monkeypatch, tmp_path, cap
 
 @pytest.mark.parametrize(("argv", "start"), [
     (["compare", "{base}"], "compile-lab: error: the following arguments are required: NEW"),
-    (["compare", "{base}", "{base}", "--metric", "fast"], "compile-lab: error: --metric: 'fast' is not allowed (allowed: compiled, eager, speedup, host)"),
+    (["compare", "{base}", "{base}", "--metric", "fast"],
+     "compile-lab: error: --metric: 'fast' is not allowed (allowed: compiled, eager, speedup, host)"),
     (["compare", "{base}", "{base}", "--threshold", "0"], "compile-lab: error: --threshold: '0' is not allowed"),
     (["compare", "{base}", "{base}", "--threshold", "60%"], "compile-lab: error: --threshold: '60%' is not allowed"),
     (["compare", "{base}", "{base}", "--fail-above", "-1"], "compile-lab: error: --fail-above: '-1' is not allowed"),
     (["compare", "{base}", "{base}", "--fail-above", "nan"], "compile-lab: error: --fail-above: 'nan' is not allowed"),
-    (["compare", "{base}", "{base}", "--ignore", "backend,colour"], "compile-lab: error: --ignore: 'colour' is not a match field (allowed: workload,"),
-    (["compare", "{base}", "{base}", "--noise-limit", "loud=1"], "compile-lab: error: --noise-limit: 'loud=1' is not allowed"),
+    (["compare", "{base}", "{base}", "--ignore", "backend,colour"],
+     "compile-lab: error: --ignore: 'colour' is not a match field (allowed: workload,"),
+    (["compare", "{base}", "{base}", "--noise-limit", "loud=1"],
+     "compile-lab: error: --noise-limit: 'loud=1' is not allowed"),
     (["compare", "{missing}", "{base}"], "compile-lab: error: BASE: "),
     (["compare", "{base}", "{text}"], "compile-lab: error: NEW: "),
     (["compare", "{base}", "history:nope"], "compile-lab: error: NEW: history:nope: no run 'nope' in"),
     (["compare", "session:last", "{base}"], "compile-lab: error: BASE: session:last: the history holds 0 session(s)"),
     (["compare", "since:tuesday", "{base}"], "compile-lab: error: BASE: since:tuesday: 'tuesday' is not a date"),
     (["compare", "{base}", "{base}", "--csv", "{dir}"], "compile-lab: error: --csv: "),
-    (["compare", "{base}", "{base}", "--csv", "{out}", "--json", "{out}"], "compile-lab: error: --csv, --json: both name"),
-    (["compare", "{base}", "--across", "gpu"], "compile-lab: error: --across: 'gpu' is not allowed (allowed: gpu_name, node)"),
-    (["compare", "{base}", "{base}", "--across", "node"], "compile-lab: error: --across: sets one selection's nodes side by side, but NEW"),
+    (["compare", "{base}", "{base}", "--csv", "{out}", "--json", "{out}"],
+     "compile-lab: error: --csv, --json: both name"),
+    (["compare", "{base}", "--across", "gpu"],
+     "compile-lab: error: --across: 'gpu' is not allowed (allowed: gpu_name, node)"),
+    (["compare", "{base}", "{base}", "--across", "node"],
+     "compile-lab: error: --across: sets one selection's nodes side by side, but NEW"),
     (["compare", "{base}", "{base}", "--across-base", "H100"], "compile-lab: error: --across-base: only with --across"),
     (["compare", "{base}", "--across", "gpu_name"], "compile-lab: error: --across gpu_name: "),
-    (["compare", "session:last", "--across", "gpu_name"], "compile-lab: error: BASE: session:last: the history holds 0 session(s)"),
-    (["compare", "{base}", "--across", "gpu_name", "--csv", "{out}", "--json", "{out}"], "compile-lab: error: --csv, --json: both name"),
+    (["compare", "session:last", "--across", "gpu_name"],
+     "compile-lab: error: BASE: session:last: the history holds 0 session(s)"),
+    (["compare", "{base}", "--across", "gpu_name", "--csv", "{out}", "--json", "{out}"],
+     "compile-lab: error: --csv, --json: both name"),
 ])  # fmt: skip
 def test_bad_usage_exits_2_with_one_line(exports, tmp_path, capsys, argv, start):
     (tmp_path / "text.json").write_text("no json here")
@@ -227,8 +236,10 @@ def test_across_refuses_one_kind_and_an_unknown_baseline(kinds_export, tmp_path,
     assert "its runs ran on one GPU kind only (NVIDIA H200: 2 runs): nothing to set side by side" in err[0]
     assert cli.main(["compare", str(kinds_export), "--across", "gpu_name", "--across-base", "V100"]) == 2
     captured = capsys.readouterr()
-    assert captured.out == "" and captured.err == (f"compile-lab: error: --across-base: 'V100' names none of the "
-                                                   f"values found (allowed: {H200}, {H100}, {A100}, or a part of one)\n")
+    assert captured.out == "" and captured.err == (
+        f"compile-lab: error: --across-base: 'V100' names none of the "
+        f"values found (allowed: {H200}, {H100}, {A100}, or a part of one)\n"
+    )
 
 
 def test_two_exports_of_two_kinds_pair_with_ignore_gpu_name(tmp_path, capsys, monkeypatch):

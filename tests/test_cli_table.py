@@ -1,4 +1,4 @@
-"""The command line's results table tells a sweep's rows apart (issue 14 item 1): whole modes, differing fields first."""
+"""The command line's results table tells a sweep's rows apart: whole modes, differing fields first."""
 
 from __future__ import annotations
 
@@ -20,7 +20,9 @@ def test_a_sweeps_table_shows_every_mode_whole_at_80_columns(monkeypatch, compil
     # Each row: "N pointwise n=64", then the fields that differ (mode, then dyn) first, each word whole.
     runs = re.findall(r"^ (\d) pointwise n=64 .*\n (\S+) +.*\n (\S+) ", out, flags=re.MULTILINE)
     assert [(mode, dynamic) for _, mode, dynamic in runs] == [
-        (mode, f"dyn={dynamic}") for mode in ("reduce-overhead", "max-autotune-no-cg") for dynamic in ("auto", "true", "false")
+        (mode, f"dyn={dynamic}")
+        for mode in ("reduce-overhead", "max-autotune-no-cg")
+        for dynamic in ("auto", "true", "false")
     ], out
     assert "…" not in "".join(line[:20] for line in out.splitlines())  # nothing in the run column is cut
 

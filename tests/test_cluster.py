@@ -144,7 +144,12 @@ async def test_a_task_lost_mid_run_is_a_failed_row_naming_the_node_and_keeps_wha
     assert (record.status, record.error_kind, record.error_detail) == ("failed", "crash", "the whole text")
     assert record.error_message == ("node n1 (10.0.0.1) lost the run: WorkerCrashedError: The worker died "
                                     "unexpectedly while executing this task.")
-    assert (record.env.node, record.env.gpu_uuid, record.env.driver, record.env.torch) == ("n1", "gpu-1", "580", "2.13.0")
+    assert (record.env.node, record.env.gpu_uuid, record.env.driver, record.env.torch) == (
+        "n1",
+        "gpu-1",
+        "580",
+        "2.13.0",
+    )
     assert len(record.samples["eager"]) == 1
 
 
@@ -167,7 +172,8 @@ async def test_a_task_lost_before_it_reached_a_node_without_compile_lab_says_how
     assert "docs/CLUSTER.md" in record.error_message and "\n" not in record.error_message
 
 
-LOST = "the Ray head at 10.0.0.9:6379 was lost (no answer for 10 s: ConnectionRefusedError: [Errno 111] Connection refused)"
+LOST = ("the Ray head at 10.0.0.9:6379 was lost (no answer for 10 s: ConnectionRefusedError: [Errno 111] Connection "
+        "refused)")
 
 
 async def test_a_run_in_flight_when_the_head_is_lost_is_a_crash_naming_the_head_and_its_node():
@@ -534,7 +540,9 @@ async def test_a_node_with_another_compile_lab_refuses_the_run_before_starting_a
 @pytest.mark.slow
 def test_the_cli_sweeps_on_the_cluster_and_each_row_names_its_node(ray_cluster, monkeypatch, tmp_path,
                                                                     compile_lab_home):
-    monkeypatch.setattr(cluster, "open_cluster", functools.partial(cluster.open_cluster, worker_argv=fake_worker_argv()))
+    monkeypatch.setattr(
+        cluster, "open_cluster", functools.partial(cluster.open_cluster, worker_argv=fake_worker_argv())
+    )
     out = tmp_path / "sweep.csv"
     code = cli.main(["sweep", "--workload", "pointwise", "--param", "n=64,128", "--device", "cpu", "--iters", "40",
                      "--cluster", "auto", "--csv", str(out), "--quiet"])
@@ -614,14 +622,14 @@ def ray_head():
         assert start.wait(timeout=120) == 0, "ray start --head failed"
         gcs = next((pid for pid in _session_of(session) if b"gcs_server" in _command(pid).split(b"\0")[0]), None)
         assert gcs is not None, "the Ray head has no gcs_server"
-        from tui.engine.cluster.probe import check_gcs
+        from tui.engine.cluster.probe import GcsProbeError, check_gcs
 
         deadline = time.monotonic() + 60
         while True:  # the GCS answers once it listens
             try:
                 check_gcs(f"127.0.0.1:{port}", answer_timeout=2)
                 break
-            except Exception:
+            except GcsProbeError:
                 assert time.monotonic() < deadline, "the Ray head's GCS does not answer"
                 time.sleep(0.5)
         yield port, gcs
@@ -779,7 +787,9 @@ def test_a_textual_app_connects_to_a_real_ray_head(ray_head):
 
     port, _ = ray_head
     repo = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-    env = {key: value for key, value in os.environ.items() if not key.startswith("RAY_") and key != "PYTHONFAULTHANDLER"}
+    env = {
+        key: value for key, value in os.environ.items() if not key.startswith("RAY_") and key != "PYTHONFAULTHANDLER"
+    }
     env.update(RAY_AUTH_MODE="disabled", PYTHONPATH=repo)
     done = subprocess.run([sys.executable, "-c", APP_CONNECTS, f"127.0.0.1:{port}"], env=env, capture_output=True,
                           text=True, timeout=180)

@@ -49,7 +49,9 @@ def test_every_getter_works_on_a_default_and_on_a_full_record(column):
     value = column.get(empty, empty.summary())
     format_value(value)  # a value a cell can hold
     # Verdicts are for done runs only (a failed run keeps its status).
-    full = full_record("20261201-101010-aaaaaa", failed="verdict" not in column.name and "noise_reasons" not in column.name)
+    full = full_record(
+        "20261201-101010-aaaaaa", failed="verdict" not in column.name and "noise_reasons" not in column.name
+    )
     if column.name == "mode":  # every field set: the backend is not inductor's, so it ignores the mode
         assert format_value(column.get(full, full.summary())) == ""
         full = RunRecord(full.run_id, dataclasses.replace(full.options, backend="inductor"))
@@ -95,16 +97,23 @@ def test_the_readme_lists_the_columns_of_the_table():
 def test_the_markdown_table_has_two_cells_per_row():
     lines = columns_markdown().splitlines()
     assert lines[:2] == ["| column | meaning |", "|---|---|"] and len(lines) == 2 + len(COLUMNS)
-    for line, column in zip(lines[2:], COLUMNS):
+    for line, column in zip(lines[2:], COLUMNS, strict=True):
         cells = re.split(r"(?<!\\)\|", line)[1:-1]  # an escaped "\|" stays inside its cell
         assert [c.strip() for c in cells][0] == f"`{column.name}`" and len(cells) == 2, line
         assert "<" not in line and ">" not in line  # would be read as HTML
 
 
-@pytest.mark.parametrize(("backend", "mode", "cell"), [
-    ("inductor", "default", "default"), ("inductor", "reduce-overhead", "reduce-overhead"),
-    ("aot_eager", "default", ""), ("eager", "default", ""), ("cudagraphs", "default", ""), ("my_backend", "default", ""),
-])
+@pytest.mark.parametrize(
+    ("backend", "mode", "cell"),
+    [
+        ("inductor", "default", "default"),
+        ("inductor", "reduce-overhead", "reduce-overhead"),
+        ("aot_eager", "default", ""),
+        ("eager", "default", ""),
+        ("cudagraphs", "default", ""),
+        ("my_backend", "default", ""),
+    ],
+)
 def test_the_mode_cell_is_empty_for_a_backend_that_ignores_the_mode(backend, mode, cell):
     from tui.engine.options import RunOptions, mode_applies
 

@@ -46,12 +46,12 @@ def test_csv_header_and_rows(tmp_path):
     rows = _read_csv(target)
     assert tuple(rows[0]) == CSV_COLUMNS
     assert len(rows) == 3
-    for record, row in zip(records, rows[1:]):
-        assert dict(zip(CSV_COLUMNS, row)) == record.to_row()
-    parsed = dict(zip(CSV_COLUMNS, rows[1]))
+    for record, row in zip(records, rows[1:], strict=True):
+        assert dict(zip(CSV_COLUMNS, row, strict=True)) == record.to_row()
+    parsed = dict(zip(CSV_COLUMNS, rows[1], strict=True))
     assert parsed["warnings"].split(" | ")[-1] == 'a, "quoted" warning'
     assert parsed["status"] == "done" and parsed["eager_n"] == "9"
-    assert dict(zip(CSV_COLUMNS, rows[2]))["error_kind"] == "out_of_memory"
+    assert dict(zip(CSV_COLUMNS, rows[2], strict=True))["error_kind"] == "out_of_memory"
 
 
 def test_json_has_everything_including_iterations(tmp_path):
@@ -76,10 +76,10 @@ def test_raw_csv_one_row_per_iteration(tmp_path):
     rows = _read_csv(write_raw_csv(records, tmp_path / "raw.csv"))
     assert tuple(rows[0]) == RAW_COLUMNS
     assert len(rows) - 1 == 2 * 9 + 2 * 3
-    first = dict(zip(RAW_COLUMNS, rows[1]))
+    first = dict(zip(RAW_COLUMNS, rows[1], strict=True))
     assert first["run_id"] == records[0].run_id and first["side"] == "eager" and first["ms"] == "2.0"
     # full precision: the raw file reproduces the times exactly
-    times = [float(dict(zip(RAW_COLUMNS, r))["ms"]) for r in rows[1:10]]
+    times = [float(dict(zip(RAW_COLUMNS, r, strict=True))["ms"]) for r in rows[1:10]]
     assert times == [x for b in records[0].samples["eager"] for x in b.ms]
 
 

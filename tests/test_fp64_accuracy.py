@@ -207,7 +207,10 @@ def test_integer_and_bool_outputs_compare_exactly(dtype):
         outputs = dataclasses.replace(_with_fp64(compiled, eager, eager.double()), fp64_ran=fp64_ran)
         result, warnings = judge(outputs, *tolerances(torch.bfloat16))
         name = str(dtype).removeprefix("torch.")
-        assert result.passed is False and result.problem == f"output: 1 of 100 element(s) differ ({name}: compared exactly)"
+        assert (
+            result.passed is False
+            and result.problem == f"output: 1 of 100 element(s) differ ({name}: compared exactly)"
+        )
 
 
 def test_nan_in_compiled_where_eager_is_finite_always_fails():
@@ -233,7 +236,9 @@ def test_eager_overflow_where_compiled_matches_fp64_is_eagers_not_the_compilers(
     assert warnings == ["eager produces NaN or inf at output (1 element(s)) where the compiled output agrees with "
                         "the fp64 reference: eager's own overflow in its precision, not the compiler"]
     # without a reference it stays a failure, as before
-    result, _ = judge(dataclasses.replace(_with_fp64(compiled, eager, fp64), fp64_ran=False), *tolerances(torch.float16))
+    result, _ = judge(
+        dataclasses.replace(_with_fp64(compiled, eager, fp64), fp64_ran=False), *tolerances(torch.float16)
+    )
     assert result.passed is False and result.problem == "output: NaN in the eager output only (1 element(s))"
     # and a compiled value that is not the reference's fails too
     wrong = compiled.clone()

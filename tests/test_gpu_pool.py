@@ -7,6 +7,7 @@ worker with the GPU's CUDA_VISIBLE_DEVICES and the lane's CPU cores, as it would
 from __future__ import annotations
 
 import time
+from itertools import pairwise
 
 import pytest
 
@@ -74,7 +75,7 @@ async def test_runs_are_dealt_to_every_gpu_and_never_two_on_one():
     assert set(timeline.spans) == set(pool)  # every GPU was used
     for device, spans in timeline.spans.items():
         ordered = sorted(spans)
-        assert all(end <= next_start for (_, end, _), (next_start, _, _) in zip(ordered, ordered[1:])), device
+        assert all(end <= next_start for (_, end, _), (next_start, _, _) in pairwise(ordered)), device
     for record in records:  # the worker was given the GPU its device names, and says so
         index = int(record.options.device.split(":")[1])
         assert record.env.cuda_visible_devices == visible_devices_value(telemetry.uuids[index])
@@ -240,7 +241,10 @@ def test_a_pool_of_several_kinds_says_so_and_refuses_repeats_without_each_gpu_ki
     cli = _cli_on_fake_gpus(monkeypatch, ["Fake H100", "Fake A100"])
     assert cli.main([*SWEEP, "--repeat", "2"]) == 2
     err = capsys.readouterr().err
-    assert "--repeat: more than one process per configuration with GPUs of several kinds (Fake H100 x1, Fake A100 x1)" in err
+    assert (
+        "--repeat: more than one process per configuration with GPUs of several kinds (Fake H100 x1, Fake A100 x1)"
+        in err
+    )
     assert len(err.splitlines()) == 1
     assert cli.main([*SWEEP, "--repeat", "1"]) == 0
     assert "each configuration runs on whichever is free" in capsys.readouterr().err

@@ -16,7 +16,8 @@ PROBE = """
 import json, sys, importlib
 for name in {modules!r}:
     importlib.import_module(name)
-print(json.dumps(sorted(m for m in sys.modules if m.split('.')[0] in {{'torch', 'textual', 'triton', 'numpy', 'psutil', 'matplotlib', 'ray'}})))
+heavy = {{'torch', 'textual', 'triton', 'numpy', 'psutil', 'matplotlib', 'ray'}}
+print(json.dumps(sorted(m for m in sys.modules if m.split('.')[0] in heavy)))
 """
 
 

@@ -67,7 +67,7 @@ def _assert_same_cells(got: Path, want: Path, count: int = 4) -> None:
     assert len(got_rows) == len(want_rows) == count
     different = {
         (row["run_id"], column): (row[RENAMED.get(column, (column,))[0]], cell)
-        for row, expected in zip(got_rows, want_rows)
+        for row, expected in zip(got_rows, want_rows, strict=True)
         for column, cell in expected.items()
         if row[RENAMED.get(column, (column,))[0]] != (RENAMED[column][1][cell] if column in RENAMED else cell)
     }

@@ -93,7 +93,9 @@ def test_unknown_backend_name_is_left_to_torch():
 
 
 def test_round_trip_through_json():
-    options = RunOptions(workload="cnn", dynamic=True, precision="tf32", inductor_options={"epilogue_fusion": False}).validated()
+    options = RunOptions(
+        workload="cnn", dynamic=True, precision="tf32", inductor_options={"epilogue_fusion": False}
+    ).validated()
     again = RunOptions.from_dict(json.loads(json.dumps(options.to_dict())))
     assert again == options
 
@@ -180,8 +182,12 @@ def test_the_mode_rule_is_inductor_only():
 
 
 def test_check_compile_settings_gives_the_messages_validated_gives():
-    for changes in ({"backend": "aot_eager", "mode": "max-autotune"}, {"backend": "eager", "inductor_options": {"x": 1}},
-                    {"mode": "reduce-overhead", "inductor_options": {"x": 1}}, {"mode": "fast"}):
+    for changes in (
+        {"backend": "aot_eager", "mode": "max-autotune"},
+        {"backend": "eager", "inductor_options": {"x": 1}},
+        {"mode": "reduce-overhead", "inductor_options": {"x": 1}},
+        {"mode": "fast"},
+    ):
         options = RunOptions(**changes)
         with pytest.raises(OptionsError) as direct:
             check_compile_settings(options.backend, options.mode, options.inductor_options)
@@ -312,7 +318,10 @@ def test_parsers_shorten_what_they_repeat():
     ("text", "message"),
     [
         (DIGITS, f"iters: {'1' * 40}… (10000 characters) is not allowed (allowed: an integer from 1 to 10000000)"),
-        ("-" + DIGITS, f"iters: -{'1' * 39}… (10001 characters) is not allowed (allowed: an integer from 1 to 10000000)"),
+        (
+            "-" + DIGITS,
+            f"iters: -{'1' * 39}… (10001 characters) is not allowed (allowed: an integer from 1 to 10000000)",
+        ),
         ("x" * 41, f"iters: {'x' * 40!r}… (41 characters) is not an integer"),
         ("4.5", "iters: '4.5' is not an integer"),
     ],

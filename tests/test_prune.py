@@ -133,12 +133,18 @@ def test_the_cli_dry_run_lists_and_deletes_nothing_then_prune_deletes(stored, ca
     assert len(History().load()[0]) == 4
 
 
-@pytest.mark.parametrize(("argv", "line"), [
-    (["prune"], "compile-lab: error: prune: give --keep-last N, --older-than DAYS or --max-size GB"),
-    (["prune", "--keep-last", "-1"], "compile-lab: error: --keep-last: -1 is not allowed (allowed: a number, 0 or more)"),
-    (["prune", "--older-than", "nan"], "compile-lab: error: --older-than: nan is not allowed"),
-    (["prune", "--max-size", "lots"], "compile-lab: error: argument --max-size: invalid float value: 'lots'"),
-])
+@pytest.mark.parametrize(
+    ("argv", "line"),
+    [
+        (["prune"], "compile-lab: error: prune: give --keep-last N, --older-than DAYS or --max-size GB"),
+        (
+            ["prune", "--keep-last", "-1"],
+            "compile-lab: error: --keep-last: -1 is not allowed (allowed: a number, 0 or more)",
+        ),
+        (["prune", "--older-than", "nan"], "compile-lab: error: --older-than: nan is not allowed"),
+        (["prune", "--max-size", "lots"], "compile-lab: error: argument --max-size: invalid float value: 'lots'"),
+    ],
+)
 def test_bad_prune_flags_are_one_line_and_exit_2(stored, capsys, argv, line):
     before = sorted(str(p) for p in paths.runs_dir().rglob("*"))
     assert cli.main(argv) == 2

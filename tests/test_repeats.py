@@ -114,7 +114,10 @@ def test_a_group_pools_its_processes_and_reports_their_spread():
     row = GroupRecord.of(records)
     summary = row.summary()
     assert summary.eager.iter.n == sum(r.summary().eager.iter.n for r in records)  # the blocks pooled
-    assert (summary.speedup_ci_low, summary.speedup_ci_high) == (group.speedup_xproc_ci_low, group.speedup_xproc_ci_high)
+    assert (summary.speedup_ci_low, summary.speedup_ci_high) == (
+        group.speedup_xproc_ci_low,
+        group.speedup_xproc_ci_high,
+    )
     assert summary.verdict == group.verdict and summary.live is False
     assert "a finished warning" in summary.warnings  # every process said it: once, as it is
     assert list(row.raw_rows()) == [line for r in records for line in r.raw_rows()]
@@ -125,7 +128,11 @@ def test_a_group_of_one_is_that_run():
     record.group_id = record.run_id
     group = summarize_group([record])
     summary = record.summary()
-    assert (group.verdict, group.host_verdict, group.speedup) == (summary.verdict, summary.host_verdict, summary.speedup)
+    assert (group.verdict, group.host_verdict, group.speedup) == (
+        summary.verdict,
+        summary.host_verdict,
+        summary.speedup,
+    )
     assert group.speedup_xproc_ci_low is None and group.speedup_process_spread is None
     assert group_rows([record]) == [record]
     assert wants_another_process(group)  # launch-bound, and no interval across processes yet
@@ -144,7 +151,7 @@ def _measured(record: RunRecord, compiled: float = 0.116, host: float = 0.160, b
 def _group(compiled: tuple[float, ...], host: tuple[float, ...] | None = None) -> list[RunRecord]:
     options = RunOptions(workload="pointwise", device="cuda")
     records = [RunRecord(f"run-{n}", options, group_id="run-0", repeat=n) for n in range(len(compiled))]
-    return [_measured(r, c, h) for r, c, h in zip(records, compiled, host or (0.160,) * len(compiled))]
+    return [_measured(r, c, h) for r, c, h in zip(records, compiled, host or (0.160,) * len(compiled), strict=True)]
 
 
 def test_the_group_verdict_is_judged_on_the_interval_across_processes():
@@ -166,7 +173,9 @@ def test_a_noisy_process_makes_the_group_noisy_and_is_named():
     assert group.verdict == "noisy"
     assert group.noise_reasons == ("process 2 of 2: other processes used the GPU while measuring: python (77)",)
     shared = summarize_group(full_group())  # every process had the same reason: said once, naming them
-    assert any(reason.startswith("processes 1, 2, 3 of 3: other processes used the GPU") for reason in shared.noise_reasons)
+    assert any(
+        reason.startswith("processes 1, 2, 3 of 3: other processes used the GPU") for reason in shared.noise_reasons
+    )
 
 
 def test_host_tight_within_each_process_but_swinging_across_them_is_not_decisive():

@@ -22,7 +22,9 @@ COMPILED = [1.0, 1.05, 0.95, 1.0, 1.01]  # median 1.0
 
 
 def _options(**changes) -> RunOptions:
-    return RunOptions(**{"workload": "pointwise", "params": {"n": 256}, "iters": 20, "block_size": 5, **changes}).validated()
+    return RunOptions(
+        **{"workload": "pointwise", "params": {"n": 256}, "iters": 20, "block_size": 5, **changes}
+    ).validated()
 
 
 def _script(blocks: int = 4, clock: str = "perf_counter", eager_wall: float = 2.2, compiled_wall: float = 1.2,
@@ -214,7 +216,9 @@ def test_stability_warnings():
     record.apply(make_event("block", 1, side="compiled", stage="measure", index=0, clock="perf_counter",
                             ms=[1.0] * 12, host_ms_per_call=1.0))  # fmt: skip
     record.apply(make_event("warning", 2, message="recompiled\n8 times"))
-    record.set_telemetry(RunTelemetry(throttle_reasons=("GPU idle", "SW thermal slowdown", "applications clocks setting")))
+    record.set_telemetry(
+        RunTelemetry(throttle_reasons=("GPU idle", "SW thermal slowdown", "applications clocks setting"))
+    )
     warnings = record.summary().warnings
     # eager: q1 = 1.0, q3 = 1.6, median 1.3 -> IQR/median = 46%
     assert "eager time spread IQR/median 46% > 10%: a wide distribution; the verdict judges by the interval" in warnings
@@ -429,7 +433,8 @@ def test_from_json_is_tolerant():
     record = RunRecord.from_json({"run_id": "r1"})
     assert record.run_id == "r1" and record.options == RunOptions()
     assert record.to_row()["run_id"] == "r1"
-    record = RunRecord.from_json({"run_id": "r2", "status": "done", "options": {"workload": "matmul", "from_the_future": 1},
+    record = RunRecord.from_json({"run_id": "r2", "status": "done",
+                                  "options": {"workload": "matmul", "from_the_future": 1},
                                   "samples": {"eager": [{"ms": [1.0, 2.0]}, "junk"], "compiled": None}})  # fmt: skip
     assert record.options.workload == "matmul"
     assert any("from_the_future" in w for w in record.warnings)

@@ -42,7 +42,11 @@ def records() -> list[RunRecord]:
         assert summary.launch_bound is True and summary.host_speedup_ci_low < summary.host_speedup_ci_high
         assert any(w.startswith("launch-bound:") for w in summary.warnings)
         assert "a worker warning" in summary.warnings
-        blank = {"verdict", "host_verdict", "noise_reasons", "host_noise_reasons"} if record is failed else {"error_kind", "error"}
+        blank = (
+            {"verdict", "host_verdict", "noise_reasons", "host_noise_reasons"}
+            if record is failed
+            else {"error_kind", "error"}
+        )
         blank |= set(GROUP_ONLY)  # a single run has no interval across processes (test_group_... below)
         blank.add("mode")  # every option set: the backend is not inductor, which alone reads the mode
         assert [c for c in CSV_COLUMNS if record.to_row()[c] == "" and c not in blank] == []
@@ -62,7 +66,7 @@ def _csv_cells(path) -> list[dict[str, str]]:
 
 def _same_cells(got: list[dict[str, str]], want: list[dict[str, str]]) -> None:
     assert len(got) == len(want)
-    for row, (a, b) in enumerate(zip(got, want)):
+    for row, (a, b) in enumerate(zip(got, want, strict=True)):
         assert list(a) == list(b) == list(CSV_COLUMNS)
         assert {c: (a[c], b[c]) for c in CSV_COLUMNS if a[c] != b[c]} == {}, f"row {row}"
 
@@ -78,7 +82,7 @@ def test_history_keeps_every_field(records, tmp_path):
     write_csv(records, tmp_path / "before.csv")
     write_csv(loaded, tmp_path / "stored.csv")  # from the stored summaries, samples not read yet
     _same_cells(_csv_cells(tmp_path / "stored.csv"), _csv_cells(tmp_path / "before.csv"))
-    for record, original in zip(loaded, records):
+    for record, original in zip(loaded, records, strict=True):
         full, short, row, raw = originals[record.run_id]
         assert not record.samples_loaded
         assert record.to_json(samples=False) == short
@@ -98,7 +102,7 @@ def test_json_export_keeps_every_field(records, tmp_path):
     write_json(records, tmp_path / "runs.json")
     data = json.loads((tmp_path / "runs.json").read_text())
     back = []
-    for run, original in zip(data["runs"], records):
+    for run, original in zip(data["runs"], records, strict=True):
         record, problems = RunRecord.decode(run)
         assert problems == []
         assert record.samples_loaded

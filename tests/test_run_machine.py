@@ -78,7 +78,9 @@ def test_the_records_measured_blocks_give_the_spans_and_the_telemetry_its_side_c
     assert (telemetry.sm_clock_eager_mhz, telemetry.sm_clock_eager_samples) == (1980.0, 6)
     assert (telemetry.sm_clock_compiled_mhz, telemetry.sm_clock_compiled_samples) == (1900.0, 6)
     assert telemetry.samples == 12
-    none = with_side_clocks(RunTelemetry(), times, clocks, measure_spans(_record_with_blocks({"eager": [(None, None)]})))
+    none = with_side_clocks(
+        RunTelemetry(), times, clocks, measure_spans(_record_with_blocks({"eager": [(None, None)]}))
+    )
     assert none.sm_clock_eager_mhz is None and none.sm_clock_compiled_mhz is None
 
 

@@ -6,6 +6,7 @@ import asyncio
 
 import pytest
 
+from tui import logs
 from tui.engine.options import RunOptions
 from tui.engine.protocol import make_event
 from tui.engine.results import RunRecord
@@ -185,6 +186,7 @@ async def test_cancel_keeps_the_cancelled_runs_in_the_history_and_the_exports():
 
 
 async def test_a_runner_that_raises_is_a_crash_row_and_the_queue_goes_on():
+    log_file = logs.setup()
     runner = ScriptedRunner()
     runner.fail_with = RuntimeError("boom")
     session = RunSession(lambda lane: runner, MemoryHistory())
@@ -196,6 +198,10 @@ async def test_a_runner_that_raises_is_a_crash_row_and_the_queue_goes_on():
     await session.wait_settled()
     assert first.status == "failed" and first.error_kind == "crash" and "boom" in first.error_message
     assert second.status == "done"
+    logs.reset()  # closes the file
+    logged = log_file.read_text(encoding="utf-8")  # the row has one line; the log has the traceback
+    assert f"ERROR tui.engine.session: run {first.run_id}: the run task failed\nTraceback" in logged
+    assert 'raise self.fail_with\nRuntimeError: boom' in logged
 
 
 async def test_a_history_that_refuses_is_reported_and_the_run_stays_exportable():

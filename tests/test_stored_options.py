@@ -44,8 +44,8 @@ WRONG_TYPES = {
 #: Every field away from its default, with the right type (decoding checks types, not combinations).
 FULL = RunOptions(
     workload="matmul", params={"n": 64}, backend="aot_eager", mode="max-autotune", inductor_options={"cpp.cxx": "g++"},
-    fullgraph=True, dynamic=False, dtype="bfloat16", precision="tf32", device="cuda:0", warmup=3, iters=20, block_size=5,
-    time_budget_s=2.5, l2_flush=True, cold_compile=True, timeout_s=30.0, memory_limit_gb=2.0,
+    fullgraph=True, dynamic=False, dtype="bfloat16", precision="tf32", device="cuda:0", warmup=3, iters=20,
+    block_size=5, time_budget_s=2.5, l2_flush=True, cold_compile=True, timeout_s=30.0, memory_limit_gb=2.0,
     python="/usr/bin/python3", train=True, compile_optimizer=True, seed=7, target_ci=0.03, noise_threshold=0.05,
     noise_limits={"max_drift": 0.2}, profile=False, trace=True, torch_trace=True,
 )  # fmt: skip

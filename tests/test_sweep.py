@@ -63,7 +63,10 @@ def test_deterministic():
 def test_inductor_options_only_go_with_inductor():
     base = RunOptions(workload="matmul", inductor_options={"max_autotune": True})
     result = expand(base, backends=["inductor", "aot_eager"])
-    assert [(o.backend, o.inductor_options) for o in result] == [("inductor", {"max_autotune": True}), ("aot_eager", {})]
+    assert [(o.backend, o.inductor_options) for o in result] == [
+        ("inductor", {"max_autotune": True}),
+        ("aot_eager", {}),
+    ]
 
 
 @pytest.mark.parametrize(

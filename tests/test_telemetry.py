@@ -292,7 +292,11 @@ def test_sample_reads_only_the_fields_asked_for(fake_nvml):
     assert snap.throttle_reasons == ("GPU idle", "SW power cap")
     assert snap.name == "Test GPU A" and snap.power_limit_w == 700.0  # cached slow fields stay
     assert snap.util_gpu_pct is None and snap.processes is None and snap.mem_used_mb is None
-    for function in ("nvmlDeviceGetUtilizationRates", "nvmlDeviceGetComputeRunningProcesses", "nvmlDeviceGetPerformanceState"):
+    for function in (
+        "nvmlDeviceGetUtilizationRates",
+        "nvmlDeviceGetComputeRunningProcesses",
+        "nvmlDeviceGetPerformanceState",
+    ):
         assert fake_nvml.count(function) == 0, function
     assert fake_nvml.count("nvmlDeviceGetClockInfo") == 1  # the SM clock, not the memory clock
 

@@ -25,7 +25,7 @@ class Plain:
     x: float = 0.0
 
     @classmethod
-    def from_json(cls, data: Any) -> "Plain":
+    def from_json(cls, data: Any) -> Plain:
         return decode_fields(cls, data)[0]
 
     def to_json(self) -> dict[str, Any]:

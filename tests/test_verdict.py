@@ -1,4 +1,4 @@
-"""tui.engine.verdict on constructed samples: each noisy reason and each note alone, each boundary of the interval rule."""
+"""tui.engine.verdict on constructed samples: each noisy reason and note alone, each edge of the interval rule."""
 
 from __future__ import annotations
 
@@ -189,7 +189,9 @@ def test_stalls_that_move_the_median_make_a_run_noisy():
     # A fifth of the calls stalled: without them the median is 1.5% lower, beyond t/2 = 1%.
     blocks = [[1.0] * 4 + [1.03] * 4 + [150.0] * 2 for _ in range(8)]
     reasons = reasons_of(QUIET_EAGER, series("compiled", blocks))
-    assert len(reasons) == 1 and reasons[0].startswith("compiled time: a stall (150 ms, 146x the median) moved the median by")
+    assert len(reasons) == 1 and reasons[0].startswith(
+        "compiled time: a stall (150 ms, 146x the median) moved the median by"
+    )
     # The same stalls judged against a threshold of 5% (t/2 = 2.5%) do not threaten the conclusion.
     assert reasons_of(QUIET_EAGER, series("compiled", blocks), policy=VerdictPolicy(threshold=0.05)) == ()
 

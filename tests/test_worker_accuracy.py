@@ -64,7 +64,11 @@ def test_nan_at_the_same_places_on_both_sides_is_counted_not_failed():
     [
         ([float("nan"), 1.0], [1.0, 1.0], "output: NaN in the compiled output only (1 element(s))"),
         ([1.0, 1.0], [1.0, float("nan")], "output: NaN in the eager output only (1 element(s))"),
-        ([float("nan"), 1.0], [1.0, float("nan")], "output: NaN at different places in the two outputs (1 compiled, 1 eager)"),
+        (
+            [float("nan"), 1.0],
+            [1.0, float("nan")],
+            "output: NaN at different places in the two outputs (1 compiled, 1 eager)",
+        ),
     ],
     ids=["compiled-only", "eager-only", "different-places"],
 )
@@ -245,9 +249,9 @@ def test_rng_state_moves_when_a_call_draws_random_numbers():
     before = rng_state(cpu)
     torch.nn.functional.dropout(x, 0.5, training=False)
     x @ x
-    assert all(torch.equal(a, b) for a, b in zip(before, rng_state(cpu)))
+    assert all(torch.equal(a, b) for a, b in zip(before, rng_state(cpu), strict=True))
     torch.nn.functional.dropout(x, 0.5, training=True)
-    assert not all(torch.equal(a, b) for a, b in zip(before, rng_state(cpu)))
+    assert not all(torch.equal(a, b) for a, b in zip(before, rng_state(cpu), strict=True))
 
 
 # ----- the benchmark's accuracy calls, in-process on the CPU --------------------------------

@@ -10,8 +10,10 @@ of a workload with an inner synchronize stays bounded; blocks carry their GPU ti
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable
+from itertools import pairwise
+from typing import Any
 
 import pytest
 
@@ -273,5 +275,5 @@ def test_the_benchmark_attributes_each_block_to_its_side_in_abba_rounds(fake):
         assert max(device, host) <= block.host_ms_per_call <= max(device, host) * 1.015
         assert block.t_start is not None and block.t_start < block.t_end
     spans = sorted((b.t_start, b.t_end) for b in measured)
-    assert all(a[1] <= b[0] + 1e-12 for a, b in zip(spans, spans[1:]))  # no two blocks' spans overlap
+    assert all(a[1] <= b[0] + 1e-12 for a, b in pairwise(spans))  # no two blocks' spans overlap
     assert bench.measured == {"eager": 20, "compiled": 20} and recorder.warnings == []

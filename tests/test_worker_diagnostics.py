@@ -86,7 +86,10 @@ def test_fullgraph_break_classifies_as_graph_break():
 
 
 def test_out_of_memory_and_eager_errors_classify_by_type_and_stage():
-    assert classify(torch.OutOfMemoryError("CUDA out of memory. Tried to allocate 2 GiB"), "compiled").kind == "out_of_memory"
+    assert (
+        classify(torch.OutOfMemoryError("CUDA out of memory. Tried to allocate 2 GiB"), "compiled").kind
+        == "out_of_memory"
+    )
     assert classify(RuntimeError("mat1 and mat2 shapes cannot be multiplied"), "eager").kind == "runtime_error"
     assert classify(RuntimeError("boom"), "compiled").kind == "runtime_error"
     assert classify(RuntimeError("boom"), "compile").kind == "compile_error"

@@ -5,7 +5,8 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 import statistics
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import pytest
 

@@ -21,8 +21,12 @@ from tui.engine.protocol import Finished, Started, WorkerWarning
 
 torch = pytest.importorskip("torch")
 
-from test_worker_process import next_worker, worker_factory  # noqa: E402,F401  (the fixtures)
+import test_worker_process  # noqa: E402  (after the torch skip)
 from tui.engine.worker import precision  # noqa: E402
+
+# The worker fixtures, shared with test_worker_process (pytest finds them as module attributes).
+next_worker = test_worker_process.next_worker
+worker_factory = test_worker_process.worker_factory
 
 pytestmark = pytest.mark.torch
 

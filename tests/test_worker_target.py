@@ -10,9 +10,10 @@ every round is checked).
 from __future__ import annotations
 
 import random
+from collections.abc import Callable
 from dataclasses import dataclass
 from types import SimpleNamespace
-from typing import Any, Callable
+from typing import Any
 
 import pytest
 
@@ -74,9 +75,13 @@ class _Built:
     train: bool = False
 
 
-def _measure(monkeypatch, noise: dict[str, float], **option_fields) -> tuple[Any, list[BlockTimed], list[str], NoisyClock]:
+def _measure(
+    monkeypatch, noise: dict[str, float], **option_fields
+) -> tuple[Any, list[BlockTimed], list[str], NoisyClock]:
     virtual = VirtualTime()
-    monkeypatch.setattr(measure, "time", SimpleNamespace(perf_counter=virtual.perf_counter, monotonic=virtual.monotonic))
+    monkeypatch.setattr(
+        measure, "time", SimpleNamespace(perf_counter=virtual.perf_counter, monotonic=virtual.monotonic)
+    )
     events: list[BlockTimed] = []
     warnings: list[str] = []
 

@@ -155,8 +155,8 @@ def test_training_sides_are_separate_copies(name):
 
     args = built.input_sets[0]
     eager_out = built.eager_step(args)
-    assert all(not torch.equal(a, b) for a, b in zip(eager_params, before))  # the eager copy moved
-    assert all(torch.equal(a, b) for a, b in zip(compiled_params, before))  # the compiled copy did not
+    assert all(not torch.equal(a, b) for a, b in zip(eager_params, before, strict=True))  # the eager copy moved
+    assert all(torch.equal(a, b) for a, b in zip(compiled_params, before, strict=True))  # the compiled copy did not
 
     compiled_out = compiled_step(args)
     assert set(eager_out) == {"loss", "grads"} and eager_out["loss"].ndim == 0
@@ -173,7 +173,7 @@ def test_training_flops_fn_leaves_the_eager_side_untouched():
     with FlopCounterMode(display=False) as counter:
         built.flops_fn(built.input_sets[0])
     assert counter.get_total_flops() > 0
-    assert all(torch.equal(a, b) for a, b in zip(step.eager_model.parameters(), before))
+    assert all(torch.equal(a, b) for a, b in zip(step.eager_model.parameters(), before, strict=True))
     assert all(p.grad is None for p in step.eager_model.parameters())
     assert not step.eager_optimizer.state
 

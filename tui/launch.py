@@ -7,7 +7,8 @@ textual.
 
 from __future__ import annotations
 
-from typing import Any, Sequence
+from typing import Any
+from collections.abc import Sequence
 
 __all__ = ["main", "open_app"]
 

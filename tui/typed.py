@@ -16,12 +16,28 @@ import dataclasses
 import math
 import types
 import typing
-from functools import lru_cache
-from typing import Any, Callable, TypeVar, Union
+from collections.abc import Callable
+from functools import cache
+from typing import Any, Protocol, TypeGuard, TypeVar, Union, runtime_checkable
 
 __all__ = ["JsonRecord", "decode_fields", "encode_fields", "finite", "printable", "FieldError"]
 
 T = TypeVar("T")
+R = TypeVar("R", bound="JsonRecord")
+
+
+class _Record(Protocol):
+    """A nested record's type: a dataclass that builds itself from JSON (a :class:`JsonRecord`, or its own)."""
+
+    @classmethod
+    def from_json(cls, data: Any) -> Any: ...
+
+
+@runtime_checkable
+class _Encodable(Protocol):
+    """A nested record: a dataclass that writes itself as JSON."""
+
+    def to_json(self) -> Any: ...
 _SCALARS = (int, float, str, bool)
 
 
@@ -90,11 +106,11 @@ def _scalar(kind: type, value: Any) -> Any:
 Converter = Callable[[Any, str, "list[str]"], Any]
 
 
-def _is_record(hint: Any) -> bool:
-    return dataclasses.is_dataclass(hint) and isinstance(hint, type)
+def _is_record(hint: Any) -> TypeGuard[type[_Record]]:
+    return dataclasses.is_dataclass(hint) and isinstance(hint, type) and hasattr(hint, "from_json")
 
 
-@lru_cache(maxsize=None)
+@cache
 def _names_records(hint: Any) -> bool:
     """True when a value of ``hint`` can hold a nested record (its problems need a ``where``)."""
     base, _ = _split_optional(hint)
@@ -105,7 +121,7 @@ def _names_records(hint: Any) -> bool:
     return any(_names_records(a) for a in typing.get_args(base) if a is not ...)
 
 
-@lru_cache(maxsize=None)
+@cache
 def _converter(hint: Any) -> Converter:
     base, optional = _split_optional(hint)
     if base in _SCALARS:
@@ -186,13 +202,13 @@ def _dict_converter(item_hint: Any) -> Converter:
     return convert
 
 
-def _record_converter(hint: type) -> Converter:
+def _record_converter(hint: type[_Record]) -> Converter:
     def convert(value: Any, where: str, problems: list[str]) -> Any:
         if isinstance(value, hint):
             return value
         if not isinstance(value, dict):
             raise TypeError(f"expected an object, got {type(value).__name__}")
-        if hasattr(hint, "decode"):  # a JsonRecord: keep the names of its dropped fields
+        if issubclass(hint, JsonRecord):  # keep the names of its dropped fields
             result, nested = hint.decode(value, where)
             problems.extend(nested)
             return result
@@ -201,7 +217,7 @@ def _record_converter(hint: type) -> Converter:
     return convert
 
 
-@lru_cache(maxsize=None)
+@cache
 def _plan(cls: type) -> tuple[tuple[str, Converter, bool, bool], ...]:
     """Per init field of ``cls``: (name, converter, required, whether its problems need a where)."""
     hints = typing.get_type_hints(cls)
@@ -214,7 +230,7 @@ def _plan(cls: type) -> tuple[tuple[str, Converter, bool, bool], ...]:
     )  # fmt: skip
 
 
-def decode_fields(cls: Callable[..., T], data: Any, *, where: str = "") -> tuple[T, list[str]]:
+def decode_fields(cls: type[T], data: Any, *, where: str = "") -> tuple[T, list[str]]:
     """Build ``cls`` from the JSON object ``data``: (instance, problems).
 
     A field missing from ``data`` takes its default; a field whose value does not fit its
@@ -223,12 +239,13 @@ def decode_fields(cls: Callable[..., T], data: Any, *, where: str = "") -> tuple
     A field without a default that is missing or wrong raises :class:`FieldError`. Keys that
     ``cls`` has no field for are ignored.
     """
-    prefix = where or cls.__name__  # type: ignore[attr-defined]
+    prefix = where or cls.__name__
     if not isinstance(data, dict):
         raise FieldError(f"{prefix}: expected an object, got {type(data).__name__}")
     kwargs: dict[str, Any] = {}
     problems: list[str] = []
-    for name, convert, required, named in _plan(cls):  # type: ignore[arg-type]
+    plain: type = cls  # the cache takes a plain class (mypy reads a type[T] as possibly unhashable)
+    for name, convert, required, named in _plan(plain):
         if name not in data:
             if required:
                 raise FieldError(f"{prefix}.{name}: missing")
@@ -255,7 +272,7 @@ def encode_fields(obj: Any) -> dict[str, Any]:
 
 
 def _encode(value: Any) -> Any:
-    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+    if dataclasses.is_dataclass(value) and isinstance(value, _Encodable) and not isinstance(value, type):
         return value.to_json()
     if isinstance(value, dict):
         return {str(k): _encode(v) for k, v in value.items()}
@@ -272,7 +289,7 @@ class JsonRecord:
         return encode_fields(self)
 
     @classmethod
-    def from_json(cls, data: Any):  # noqa: ANN206  (an instance of the subclass)
+    def from_json(cls: type[R], data: Any) -> R:
         """Build from a dict; fields of the wrong type take their defaults (see :func:`decode_fields`)."""
         return decode_fields(cls, data)[0]
 

@@ -1,7 +1,8 @@
 """A history of many runs, written fast, for the big-history tests and ``benchmarks/history_perf.py``.
 
 Eight real, ended records (several workloads, modes, statuses) give genuine lines (what
-:meth:`~tui.engine.history.History.append` writes); the file repeats them with fresh run ids (no samples files), so 20,000 lines take about a second to write.
+:meth:`~tui.engine.history.History.append` writes); the file repeats them with fresh run ids (no
+samples files), so 20,000 lines take about a second to write.
 """
 
 from __future__ import annotations
@@ -37,7 +38,9 @@ def _template(index: int, workload: str, params: dict, mode: str, fail: str | No
     options = RunOptions(workload=workload, params=params, mode=mode).validated()
     record = RunRecord(f"template-{index}", options, created=1735689600.0 + index)
     record.apply(make_event("started", 0.0, env={"torch": "2.13.0", "device": "cpu"}))
-    record.apply(make_event("compiled", 0.5, compile_s=1.5 + index, diagnostics={"graph_breaks": index % 3, "recompiles": 0}))
+    record.apply(
+        make_event("compiled", 0.5, compile_s=1.5 + index, diagnostics={"graph_breaks": index % 3, "recompiles": 0})
+    )
     speed = 1.0 + index / 4
     for block in range(3):
         for side, base in (("eager", speed), ("compiled", 1.0)):

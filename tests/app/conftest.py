@@ -18,7 +18,9 @@ def make_app() -> Any:
     """
     created: list[CompileLabApp] = []
 
-    def factory(behaviour: str = "ok", delay: float | None = None, telemetry: Any = None, **kwargs: Any) -> CompileLabApp:
+    def factory(
+        behaviour: str = "ok", delay: float | None = None, telemetry: Any = None, **kwargs: Any
+    ) -> CompileLabApp:
         runner = kwargs.pop("runner", None) or fake_runner(behaviour, delay)
         source = telemetry if telemetry is not None else no_gpu_source()
         app = CompileLabApp(runner=runner, telemetry=source, gpu_interval=kwargs.pop("gpu_interval", 0.2), **kwargs)

@@ -29,8 +29,11 @@ async def test_an_ab_sweep_from_the_dialog_alternates_interpreters_and_is_not_ke
     async with app.run_test(size=(160, 48)) as pilot:
         app.query_one(Picker).query_one("#iters", Input).value = "10"
         app.action_sweep()
-        await wait_until(pilot, lambda: isinstance(app.screen, SweepScreen) and bool(app.screen.query("#sweep-pythons")),
-                         what="sweep dialog")
+        await wait_until(
+            pilot,
+            lambda: isinstance(app.screen, SweepScreen) and bool(app.screen.query("#sweep-pythons")),
+            what="sweep dialog",
+        )
         screen = app.screen
         screen.query_one("#sweep-modes", SelectionList).deselect_all()
         screen.query_one("#sweep-modes", SelectionList).select("default")

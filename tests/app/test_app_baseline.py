@@ -67,8 +67,11 @@ async def test_a_baseline_shows_the_change_of_each_comparable_row_and_clearing_r
         from tui.app.components.details import DetailsScreen
 
         app.action_details(SLOWER)  # the details screen itself says it
-        await wait_until(pilot, lambda: isinstance(app.screen, DetailsScreen) and bool(app.screen.query("#details-summary")),
-                         what="details")
+        await wait_until(
+            pilot,
+            lambda: isinstance(app.screen, DetailsScreen) and bool(app.screen.query("#details-summary")),
+            what="details",
+        )
         with console.capture() as captured:
             console.print(app.screen.tab_content("summary"))
         assert "vs baseline: +" in captured.get()

@@ -13,6 +13,7 @@ import asyncio
 import contextlib
 import gc
 import time
+from itertools import pairwise
 from pathlib import Path
 
 import pytest
@@ -54,7 +55,7 @@ class Ticks:
         the second is the UI thread's own work between two ticks, whatever the machine does.
         """
         times = [since, *(t for t in self.times if t[0] > since[0])]
-        pairs = list(zip(times, times[1:]))
+        pairs = list(pairwise(times))
         gap = max((b[0] - a[0] for a, b in pairs), default=0.0) - TICK_S
         work = max((b[1] - a[1] for a, b in pairs), default=0.0)
         return gap, work
@@ -92,7 +93,9 @@ async def test_a_history_loads_in_chunks_off_the_ui_thread_without_long_stalls(m
     before = gc.get_freeze_count()
     app = make_app(load_history=False)
     seen: list[HistoryLoaded] = []
-    async with app.run_test(size=(160, 48), message_hook=lambda m: isinstance(m, HistoryLoaded) and seen.append(m)) as pilot:
+    async with app.run_test(
+        size=(160, 48), message_hook=lambda m: isinstance(m, HistoryLoaded) and seen.append(m)
+    ) as pilot:
         await pilot.pause()
         probe = _Probe(app)
         await probe.ticks.next()
@@ -148,12 +151,16 @@ async def _same_table(pilot, table: ResultsTable, reference: DataTable) -> None:
     assert table.row_count == reference.row_count
     keys = [row.key.value for row in reference.ordered_rows]
     assert table.run_ids == keys
-    assert [table.get_row_at(i) for i in range(table.row_count)] == [reference.get_row_at(i) for i in range(reference.row_count)]
+    assert [table.get_row_at(i) for i in range(table.row_count)] == [
+        reference.get_row_at(i) for i in range(reference.row_count)
+    ]
     assert [table.get_row_index(key) for key in keys] == list(range(len(keys)))
     assert [table._y_offsets[y] for y in range(len(table._y_offsets))] == list(reference._y_offsets)
     assert table.virtual_size.height == reference.virtual_size.height
     region = table.size.region  # drawn alike (the header, which shows the sort, aside)
-    assert [strip.text for strip in table.render_lines(region)][1:] == [strip.text for strip in reference.render_lines(region)][1:]
+    assert [strip.text for strip in table.render_lines(region)][1:] == [
+        strip.text for strip in reference.render_lines(region)
+    ][1:]
 
 
 async def test_rows_set_at_once_match_textuals_own_row_api():
@@ -231,10 +238,13 @@ async def test_twenty_thousand_history_rows_hide_and_show_within_a_second(make_a
         for step, expected in (("hide", 1), ("show", count + 1), ("hide again", 1), ("show again", count + 1)):
             began = now()
             app.action_toggle_history()
-            await wait_quietly(lambda: table.row_count == expected, 10, step)
+            await wait_quietly(lambda expected=expected: table.row_count == expected, 10, step)
             await probe.ticks.next()
             timings[step] = (time.perf_counter() - began[0], *probe.ticks.stalls(began))
-        print({step: tuple(round(v * 1000) for v in values) for step, values in timings.items()}, "(ms: took, stall, UI work)")
+        print(
+            {step: tuple(round(v * 1000) for v in values) for step, values in timings.items()},
+            "(ms: took, stall, UI work)",
+        )
         assert table.run_ids[-1] == session_id and table.run_ids[0] == rows[0][0]
         for step, (took, _stall, work) in timings.items():
             if timed:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import csv
 
 import pytest
-from textual.widgets import Input, Select
+from textual.widgets import Input
 
 from app_helpers import no_gpu_source, notifications, wait_until
 from tui import paths
@@ -36,14 +36,18 @@ async def test_real_worker_from_key_press_to_a_finished_row_and_a_csv():
             record = app.records[run_id]
             assert record.status == "done", (record.error_kind, record.error_message, record.error_detail)
             cell = app.table.cell_text
-            assert cell(run_id, "status") == record.summary().verdict  # a done run shows its verdict (this box may be busy: any word)
+            assert (
+                cell(run_id, "status") == record.summary().verdict
+            )  # a done run shows its verdict (this box may be busy: any word)
             # one run: every option field is shared, so it is said once in the pane's title, not in columns
             assert "eager" in str(app.table.border_title) and "fp32" in str(app.table.border_title)
             assert float(cell(run_id, "eager_ms")) > 0 and float(cell(run_id, "compiled_ms")) > 0
             assert cell(run_id, "speedup").endswith("]")  # with its interval
             assert record.env.torch  # the worker reported its torch
             await pilot.press("e")
-            await wait_until(pilot, lambda: any(m.startswith("1 run(s) -> ") for m in notifications(app)), what="export")
+            await wait_until(
+                pilot, lambda: any(m.startswith("1 run(s) -> ") for m in notifications(app)), what="export"
+            )
             # the toast shortens the path from the left to fit; the file is the one export in the exports dir
             (csv_path,) = [p for p in paths.exports_dir().glob("compile-lab-*.csv") if not p.name.endswith("-raw.csv")]
             assert csv_path.name in next(m for m in notifications(app) if m.startswith("1 run(s) -> "))

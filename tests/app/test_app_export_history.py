@@ -189,7 +189,9 @@ async def test_a_fast_sweep_reaches_the_history_in_run_order(make_app):
     gate = threading.Event()
     history = _FirstAppendWaits(gate)
     app = make_app(history=history, load_history=False)
-    options = [RunOptions(workload="pointwise", params={"n": 64 + i}, iters=10, block_size=5).validated() for i in range(6)]
+    options = [
+        RunOptions(workload="pointwise", params={"n": 64 + i}, iters=10, block_size=5).validated() for i in range(6)
+    ]
     finished: list[str] = []
 
     def hook(message) -> None:

@@ -122,8 +122,11 @@ async def test_the_chart_of_a_failed_run_says_it_failed(make_app):
         await pilot.press("r")
         await wait_until(pilot, lambda: app.table.row_count == 1 and app.settled, what="the run ended")
         # At 80x24 the run moved the sidebar aside: the chart is wide enough for the error kind.
-        await wait_until(pilot, lambda: "run failed (" in _chart_text(chart) and "no timing blocks" in _chart_text(chart),
-                         what="the failure in the chart")
+        await wait_until(
+            pilot,
+            lambda: "run failed (" in _chart_text(chart) and "no timing blocks" in _chart_text(chart),
+            what="the failure in the chart",
+        )
         assert "waiting" not in _chart_text(chart)
 
 
@@ -195,7 +198,7 @@ async def test_the_chart_reads_a_previous_runs_stored_blocks(make_app):
 
 
 async def test_below_120_columns_queueing_runs_moves_the_options_aside_once_told(make_app):
-    """At 80x24 the picker leaves the table ~40 columns: a key-press run hides it (b brings it back) and says so once."""
+    """At 80x24 the picker leaves the table ~40 columns: a key-press run hides it (b brings it back), said once."""
     from app_helpers import notifications
 
     app = make_app()

@@ -96,7 +96,9 @@ async def test_cuda_all_and_r_run_the_processes_on_every_gpu_at_once(make_app, t
         events = _spans(app)
         await _run_on_every_gpu(pilot, app, "4")
         await wait_until(pilot, lambda: _measuring(app) == 4, what="four processes measuring at once")
-        assert {lane: unit.record.options.device for lane, unit in app.session.running.items()} == dict(zip(POOL, POOL))
+        assert {lane: unit.record.options.device for lane, unit in app.session.running.items()} == dict(
+            zip(POOL, POOL, strict=True)
+        )
         pane = app.query_one(GpuPane)
         assert set(pane.busy) == set(source.uuids)  # every GPU marked
         assert [line[:6] for line in pane.render_text().plain.splitlines()] == [f"▶ GPU{i}" for i in range(4)]
@@ -272,4 +274,6 @@ async def test_a_box_of_two_gpu_kinds_refuses_repeats_over_cuda_all_and_says_row
         assert app.session.records == []  # one row's processes would have run on an H100 and an A100
         await _run_on_every_gpu(pilot, app, "1")
         await wait_until(pilot, lambda: app.session.records and app.settled, timeout=60, what="the run")
-        assert any(m.startswith("The GPUs are of several kinds (Fake H100 x1, Fake A100 x1)") for m in notifications(app))
+        assert any(
+            m.startswith("The GPUs are of several kinds (Fake H100 x1, Fake A100 x1)") for m in notifications(app)
+        )

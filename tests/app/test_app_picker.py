@@ -26,7 +26,12 @@ async def test_choosing_a_workload_and_options_by_keyboard(make_app):
         # transformer_block has four parameters, generated from its ParamSpecs.
         picker.query_one("#workload", Select).value = "transformer_block"
         await wait_until(pilot, lambda: len(picker.query(".param-input")) == 4, what="4 params")
-        assert [w.id for w in picker.query(".param-input")] == ["param-batch", "param-seq", "param-width", "param-heads"]
+        assert [w.id for w in picker.query(".param-input")] == [
+            "param-batch",
+            "param-seq",
+            "param-width",
+            "param-heads",
+        ]
         # Type a parameter, switch the backend (mode follows), flip flags.
         field = picker.query_one("#param-seq", Input)
         field.focus()
@@ -51,7 +56,12 @@ async def test_choosing_a_workload_and_options_by_keyboard(make_app):
         options = picker.current_options()
         assert options.workload == "transformer_block"
         assert options.params == {"seq": 128}
-        assert (options.backend, options.mode, options.dynamic, options.dtype) == ("inductor", "max-autotune", False, "bfloat16")
+        assert (options.backend, options.mode, options.dynamic, options.dtype) == (
+            "inductor",
+            "max-autotune",
+            False,
+            "bfloat16",
+        )
         assert options.fullgraph is True and options.train is True and options.iters == 40
         validated = options.validated()
         assert validated.params == {"batch": 2, "seq": 128, "width": 128, "heads": 4}

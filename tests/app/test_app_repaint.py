@@ -64,7 +64,7 @@ async def test_the_queue_view_message_loop_stays_running_when_empty(make_app):
         assert queue.is_running is True
 
 
-@functools.lru_cache(maxsize=None)  # per class: Textual's bases are shared by every widget class
+@functools.cache  # per class: Textual's bases are shared by every widget class
 def _stored_self_attributes(cls: type) -> frozenset[str]:
     try:
         tree = ast.parse(textwrap.dedent(inspect.getsource(cls)))
@@ -107,6 +107,8 @@ def test_no_widget_of_the_app_overwrites_a_private_textual_attribute():
                 for attr in _stored_self_attributes(klass) - INTENDED.get(klass.__name__, set())
             }
             checked += 1
-            clashes += [f"{module.__name__}.{name}.{attr}" for attr in sorted(ours & textual_names) if attr.startswith("_")]
+            clashes += [
+                f"{module.__name__}.{name}.{attr}" for attr in sorted(ours & textual_names) if attr.startswith("_")
+            ]
     assert checked >= 10
     assert clashes == []

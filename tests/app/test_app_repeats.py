@@ -39,7 +39,9 @@ async def test_a_run_in_three_processes_is_one_row_from_its_group(make_app):
         assert app.table.cell_text(row_id, "flags") == "×3"
         row = app.row_record(row_id)
         assert isinstance(row, GroupRecord) and row.group.done == 3
-        assert app.table.cell_text(row_id, "speedup").startswith("1.9") and "[" in app.table.cell_text(row_id, "speedup")
+        assert app.table.cell_text(row_id, "speedup").startswith("1.9") and "[" in app.table.cell_text(
+            row_id, "speedup"
+        )
         text = _text(render_details(row))
         assert "Processes" in text and all(r.run_id in text for r in app.session.records)
         records, skipped = app.exportable_records()
@@ -64,7 +66,9 @@ async def test_a_sweep_in_two_processes_each_interleaves_them(make_app):
         assert "refused: repeat:" in str(screen.query_one("#sweep-preview").render())
         repeat.value = "2"
         await pilot.pause()
-        assert str(screen.query_one("#sweep-preview").render()).startswith("4 run(s): 2 configurations, 2 processes each")
+        assert str(screen.query_one("#sweep-preview").render()).startswith(
+            "4 run(s): 2 configurations, 2 processes each"
+        )
         repeat.focus()
         await pilot.press("enter")
         await wait_until(pilot, lambda: app.table.row_count == 2, what="2 rows")

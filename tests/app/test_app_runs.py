@@ -30,8 +30,9 @@ async def test_a_run_fills_its_row_to_done_with_numbers(make_app):
         await wait_until(pilot, lambda: app.table.cell_text(run_id, "speedup").startswith("1.9"), what="speedup CI")
         cell = app.table.cell_text
         assert (cell(run_id, "workload"), cell(run_id, "params")) == ("pointwise", "n=512")
-        assert [cell(run_id, key) for key in ("backend", "mode", "fullgraph", "dynamic", "dtype", "device", "flags")] == [
-            "inductor", "default", "", "auto", "fp32", "cpu", ""]
+        assert [
+            cell(run_id, key) for key in ("backend", "mode", "fullgraph", "dynamic", "dtype", "device", "flags")
+        ] == ["inductor", "default", "", "auto", "fp32", "cpu", ""]
         assert app.table.border_title == "Results · pointwise n=512 inductor dyn=auto fp32 cpu"  # one row: all shared
         assert cell(run_id, "compile_s") == "0.25"
         assert float(cell(run_id, "eager_ms")) == 2.02  # the fake worker's medians
@@ -71,7 +72,9 @@ async def test_a_sweep_queues_the_right_combinations(make_app):
     def hook(message):
         if isinstance(message, RunStarted):
             started.append(message.record.run_id)
-            active.append(sum(1 for r in app.records.values() if r.status not in ("queued", "done", "failed", "cancelled")))
+            active.append(
+                sum(1 for r in app.records.values() if r.status not in ("queued", "done", "failed", "cancelled"))
+            )
 
     async with app.run_test(size=(160, 48), notifications=True, message_hook=hook) as pilot:
         app.query_one(Picker).query_one("#iters", Input).value = "10"
@@ -250,8 +253,11 @@ async def test_a_sweep_over_precisions(make_app):
     async with app.run_test(size=(160, 48)) as pilot:
         app.query_one(Picker).query_one("#iters", Input).value = "10"
         app.action_sweep()
-        await wait_until(pilot, lambda: isinstance(app.screen, SweepScreen) and bool(app.screen.query("#sweep-preview")),
-                         what="sweep dialog")
+        await wait_until(
+            pilot,
+            lambda: isinstance(app.screen, SweepScreen) and bool(app.screen.query("#sweep-preview")),
+            what="sweep dialog",
+        )
         screen = app.screen
         screen.query_one("#sweep-modes", SelectionList).deselect_all()
         screen.query_one("#sweep-modes", SelectionList).select("default")

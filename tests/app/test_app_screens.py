@@ -38,8 +38,11 @@ async def test_details_of_a_done_run(make_app):
         await wait_until(pilot, lambda: app.table.row_count == 1 and app.settled, what="a run")
         app.table.focus()
         await pilot.press("enter")
-        await wait_until(pilot, lambda: isinstance(app.screen, DetailsScreen) and bool(app.screen.query("#details-summary")),
-                         what="details")
+        await wait_until(
+            pilot,
+            lambda: isinstance(app.screen, DetailsScreen) and bool(app.screen.query("#details-summary")),
+            what="details",
+        )
         text = _screen_text(app.screen)
         assert "pointwise n=512" in text and "done" in text
         assert "significant: compiled is faster" in text
@@ -60,8 +63,11 @@ async def test_details_of_a_failed_run_show_the_error(make_app):
         app.action_run()
         await wait_until(pilot, lambda: app.table.row_count == 1 and app.settled, what="a failed run")
         app.action_details()
-        await wait_until(pilot, lambda: isinstance(app.screen, DetailsScreen) and bool(app.screen.query("#details-summary")),
-                         what="details")
+        await wait_until(
+            pilot,
+            lambda: isinstance(app.screen, DetailsScreen) and bool(app.screen.query("#details-summary")),
+            what="details",
+        )
         text = _screen_text(app.screen)
         assert "failed" in text
         assert "compile_error: compile failed: fake inductor error" in text
@@ -85,8 +91,11 @@ async def test_a_launch_bound_run_tells_its_host_speedup_in_the_row_and_the_deta
         details = {}
         for record in (bound, plain):
             app.action_details(record.run_id)
-            await wait_until(pilot, lambda: isinstance(app.screen, DetailsScreen) and bool(app.screen.query("#details-summary")),
-                             what="details")
+            await wait_until(
+                pilot,
+                lambda: isinstance(app.screen, DetailsScreen) and bool(app.screen.query("#details-summary")),
+                what="details",
+            )
             details[record.run_id] = _screen_text(app.screen)
             await pilot.press("escape")
             await wait_until(pilot, lambda: not isinstance(app.screen, DetailsScreen), what="back")
@@ -102,8 +111,11 @@ async def test_help_opens_on_f1_and_question_mark(make_app):
     async with app.run_test(size=(80, 24)) as pilot:
         for key in ("f1", "question_mark"):
             await pilot.press(key)
-            await wait_until(pilot, lambda: isinstance(app.screen, HelpScreen) and bool(app.screen.query("#help-content")),
-                             what=f"help on {key}")
+            await wait_until(
+                pilot,
+                lambda: isinstance(app.screen, HelpScreen) and bool(app.screen.query("#help-content")),
+                what=f"help on {key}",
+            )
             text = _text(app.screen.query_one("#help-content").content)
             assert "Run" in text and "Export" in text and "Cancel all" in text
             await pilot.press("escape")
@@ -123,7 +135,9 @@ async def test_the_command_palette_has_every_action(make_app):
     app = make_app()
     async with app.run_test(size=(160, 48)):
         titles = {command.title for command in app.get_system_commands(app.screen)}
-        callbacks = {c.callback.__name__ for c in app.get_system_commands(app.screen) if hasattr(c.callback, "__name__")}
+        callbacks = {
+            c.callback.__name__ for c in app.get_system_commands(app.screen) if hasattr(c.callback, "__name__")
+        }
     for title in ("Run", "Sweep", "Cancel current run", "Cancel all", "Re-run selected", "Details", "Export",
                   "Export to...", "Toggle history", "Sort by next column", "Reverse sort", "Help", "Quit",
                   "Toggle sidebar", "Zoom", "Options"):

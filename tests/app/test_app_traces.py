@@ -38,8 +38,10 @@ async def test_t_cycles_the_traces_the_next_runs_record(make_app):
 
 async def test_the_palettes_tlparse_says_where_the_report_is(make_app, tmp_path, monkeypatch):
     script = tmp_path / "tlparse"
-    script.write_text(f"#!{sys.executable}\nimport pathlib, sys\nout = pathlib.Path(sys.argv[sys.argv.index('-o') + 1])\n"
-                      "out.mkdir(parents=True, exist_ok=True)\n(out / 'index.html').write_text('ok')\n")
+    script.write_text(
+        f"#!{sys.executable}\nimport pathlib, sys\nout = pathlib.Path(sys.argv[sys.argv.index('-o') + 1])\n"
+        "out.mkdir(parents=True, exist_ok=True)\n(out / 'index.html').write_text('ok')\n"
+    )
     script.chmod(script.stat().st_mode | stat.S_IXUSR)
     monkeypatch.setenv("PATH", f"{tmp_path}{os.pathsep}{os.environ['PATH']}")
     app = make_app()

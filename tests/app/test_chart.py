@@ -272,7 +272,10 @@ def test_series_cache_matches_a_full_rebuild_as_blocks_stream():
 
 def test_downsample_buckets():
     record = ChartRecord()
-    record.samples["eager"] += [ChartBlock("warmup", 0, [9.0, 8.0]), ChartBlock("measure", 0, [1.0, 3.0, 2.0, 4.0, 6.0, 5.0])]
+    record.samples["eager"] += [
+        ChartBlock("warmup", 0, [9.0, 8.0]),
+        ChartBlock("measure", 0, [1.0, 3.0, 2.0, 4.0, 6.0, 5.0]),
+    ]
     s = series_from_record(record)["eager"]
     # Fewer points than columns: one bucket per point, at column i * columns // span.
     sparse = downsample(s, columns=16, span=8)

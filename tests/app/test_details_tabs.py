@@ -105,8 +105,11 @@ async def test_tabs_fit_80x24_and_switch_with_digits_and_arrows():
         assert screen.active_tab == "environment"
 
 
-CODE = ("# AOT ID: ['0_inference']\nimport torch\n\n\ncpp_fused_add_mul_sin_0 = async_compile.cpp_pybinding(['float*'], '''\n"
-        "extern \"C\" void kernel(float* out) {}\n''')\n\n\ndef call(args):\n    return (buf0, )\n")
+CODE = (
+    "# AOT ID: ['0_inference']\nimport torch\n\n\ncpp_fused_add_mul_sin_0 = async_compile.cpp_pybinding(['float*'], "
+    "'''\n"
+    "extern \"C\" void kernel(float* out) {}\n''')\n\n\ndef call(args):\n    return (buf0, )\n"
+)
 
 
 def code_record():

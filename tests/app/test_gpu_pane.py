@@ -99,7 +99,7 @@ async def test_pane_shows_the_fake_gpu_fields():
     source = FakeSource(vary=False)
     source.set_field(0, throttle_reasons=("GPU idle", "SW power cap"))
     app = PaneHost(source)
-    async with app.run_test(size=(80, 24)) as pilot:
+    async with app.run_test(size=(80, 24)):
         await app.until(lambda: app.updates)
         text = app.shown
         # Exact lines: fields are two spaces apart, a label one space from its value.
@@ -120,7 +120,7 @@ async def test_active_gpu_in_full_others_one_line_each():
     source = FakeSource(gpus=3, vary=False)
     source.set_field(1, throttle_reasons=("HW thermal slowdown",))
     app = PaneHost(source, active_uuid=source.uuids[2][4:].upper())  # torch-style uuid
-    async with app.run_test(size=(80, 24)) as pilot:
+    async with app.run_test(size=(80, 24)):
         await app.until(lambda: app.updates)
         lines = app.shown.splitlines()
         assert lines[0].startswith("▶ GPU2 Fake H200") and "this run" in lines[0]
@@ -187,7 +187,7 @@ async def test_unavailable_telemetry_is_a_message_and_polling_stops():
 async def test_nvml_without_the_bindings_says_so(monkeypatch):
     monkeypatch.setitem(sys.modules, "pynvml", None)
     app = PaneHost(NvmlSource())
-    async with app.run_test(size=(80, 24)) as pilot:
+    async with app.run_test(size=(80, 24)):
         await app.until(lambda: app.updates)
         assert app.shown == "GPU telemetry unavailable: nvidia-ml-py is not installed"
 
@@ -228,7 +228,7 @@ async def test_a_failing_poll_is_shown():
     source = FakeSource()
     source.raise_on_poll(RuntimeError("driver went away"), count=None)
     app = PaneHost(source)
-    async with app.run_test(size=(80, 24)) as pilot:
+    async with app.run_test(size=(80, 24)):
         await app.until(lambda: app.failures)
         assert app.shown.startswith("GPU telemetry error: RuntimeError: driver went away")
         assert not app.updates
@@ -237,7 +237,7 @@ async def test_a_failing_poll_is_shown():
 async def test_lost_gpu():
     source = FakeSource(gpus=2, vary=False)
     app = PaneHost(source, active_uuid=source.uuids[0])
-    async with app.run_test(size=(80, 24)) as pilot:
+    async with app.run_test(size=(80, 24)):
         await app.until(lambda: app.updates)
         source.lose(0)
         source.lose(1)

@@ -30,7 +30,12 @@ async def test_the_limits_are_picker_fields_and_reach_the_run(make_app):
             picker.query_one(f"#{widget}", Input).value = value
         await pilot.pause()
         options = picker.current_options()
-        assert (options.block_size, options.time_budget_s, options.timeout_s, options.memory_limit_gb) == (5, 2.5, 90.0, 3.0)
+        assert (options.block_size, options.time_budget_s, options.timeout_s, options.memory_limit_gb) == (
+            5,
+            2.5,
+            90.0,
+            3.0,
+        )
         app.action_run()
         await wait_until(pilot, lambda: app.table.row_count == 1 and app.settled, what="the run")
         (record,) = app.session.records
@@ -100,4 +105,9 @@ async def test_a_saved_config_fills_the_fields(make_app):
         assert {name: picker.query_one(f"#{widget}", Input).value for name, widget in FIELDS.items()} == {
             "block_size": "20", "time_budget_s": "30", "timeout_s": "45.5", "memory_limit_gb": "1.5"}
         options = picker.current_options()
-        assert (options.block_size, options.time_budget_s, options.timeout_s, options.memory_limit_gb) == (20, 30.0, 45.5, 1.5)
+        assert (options.block_size, options.time_budget_s, options.timeout_s, options.memory_limit_gb) == (
+            20,
+            30.0,
+            45.5,
+            1.5,
+        )

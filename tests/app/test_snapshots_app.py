@@ -50,7 +50,9 @@ def _blocks(record: RunRecord, count: int, clock: str) -> None:
 
 def done_record() -> RunRecord:
     """A finished CPU run (a row above the running one)."""
-    record = RunRecord("20250101-000000-done01", RunOptions(workload="matmul", params={"n": 256}, iters=40), created=0.0)
+    record = RunRecord(
+        "20250101-000000-done01", RunOptions(workload="matmul", params={"n": 256}, iters=40), created=0.0
+    )
     record.apply(make_event("started", 0.0, env=_env("cpu", False)))
     record.apply(make_event("compiled", 0.0, compile_s=2.31, diagnostics={"graph_breaks": 0, "recompiles": 0}))
     record.apply(make_event("phase", 0.0, phase="measuring"))

@@ -19,7 +19,9 @@ from tui.engine.options import RunOptions
 from tui.engine.protocol import make_event
 from tui.engine.results import RunRecord
 
-SWEEP = [(mode, dynamic) for mode in ("reduce-overhead", "max-autotune-no-cudagraphs") for dynamic in (None, True, False)]
+SWEEP = [
+    (mode, dynamic) for mode in ("reduce-overhead", "max-autotune-no-cudagraphs") for dynamic in (None, True, False)
+]
 
 
 def sweep_record(index: int, mode: str, dynamic: bool | None) -> RunRecord:
@@ -27,7 +29,9 @@ def sweep_record(index: int, mode: str, dynamic: bool | None) -> RunRecord:
     options = RunOptions(workload="pointwise", params={"n": 512}, mode=mode, dynamic=dynamic, iters=40)
     record = RunRecord(f"20250101-000000-swp{index:03d}", options.validated(), created=float(index))
     record.apply(make_event("started", 0.0, env=_env("cpu", False)))
-    record.apply(make_event("compiled", 0.0, compile_s=2.0 + index, diagnostics={"graph_breaks": 0, "recompiles": index % 2}))
+    record.apply(
+        make_event("compiled", 0.0, compile_s=2.0 + index, diagnostics={"graph_breaks": 0, "recompiles": index % 2})
+    )
     record.apply(make_event("phase", 0.0, phase="measuring"))
     compiled = 0.70 + 0.12 * index
     for block in range(4):
@@ -50,7 +54,9 @@ async def _swept(pilot, *, sidebar: bool = True) -> None:
     await wait_until(pilot, lambda: app.table.row_count == len(SWEEP), what="the sweep's rows")
     app.table.move_cursor(row=0)
     first = app.table.run_ids[0]
-    await wait_until(pilot, lambda: getattr(app.main_screen.chart_run, "run_id", None) == first, what="the chart on row 0")
+    await wait_until(
+        pilot, lambda: getattr(app.main_screen.chart_run, "run_id", None) == first, what="the chart on row 0"
+    )
     await _settle(pilot)
 
 

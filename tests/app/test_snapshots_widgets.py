@@ -44,7 +44,11 @@ def chart_record() -> ChartRecord:
     record.samples["compiled"].append(ChartBlock("warmup", 0, [3.1, 1.9, 1.1]))
     for b in range(8):
         record.samples["eager"].append(
-            ChartBlock("measure", b, [1.25 + 0.06 * math.sin((50 * b + j) / 9.0) + (0.3 if j == 17 else 0.0) for j in range(50)])
+            ChartBlock(
+                "measure",
+                b,
+                [1.25 + 0.06 * math.sin((50 * b + j) / 9.0) + (0.3 if j == 17 else 0.0) for j in range(50)],
+            )
         )
         record.samples["compiled"].append(
             ChartBlock("measure", b, [0.83 + 0.04 * math.cos((50 * b + j) / 6.0) for j in range(50)])

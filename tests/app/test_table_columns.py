@@ -1,4 +1,4 @@
-"""The results table's columns as data (no app): short forms, the priority table, the layout rules, the config's choice."""
+"""The results table's columns as data (no app): short forms, priorities, the layout rules, the config's choice."""
 
 from __future__ import annotations
 
@@ -58,7 +58,9 @@ def test_short_forms_are_defined_once_and_fit_their_columns():
 
 
 def test_every_available_column_has_a_cell_and_the_table_is_by_priority():
-    record = RunRecord("20250101-000000-cells1", RunOptions(workload="mlp", train=True, compile_optimizer=True).validated())
+    record = RunRecord(
+        "20250101-000000-cells1", RunOptions(workload="mlp", train=True, compile_optimizer=True).validated()
+    )
     assert tuple(row_cells(record)) == CELL_KEYS
     priorities = [column.priority for column in TABLE_COLUMNS]
     assert priorities == sorted(priorities) and len(set(priorities)) == len(priorities)
@@ -69,7 +71,9 @@ def test_every_available_column_has_a_cell_and_the_table_is_by_priority():
 
 
 def test_a_sweep_shows_what_differs_right_after_the_speedup_and_says_the_rest_in_the_title():
-    sweep = [dict(mode=m, dynamic=d) for m in ("reduce-overhead", "max-autotune-no-cudagraphs") for d in (None, True, False)]
+    sweep = [
+        dict(mode=m, dynamic=d) for m in ("reduce-overhead", "max-autotune-no-cudagraphs") for d in (None, True, False)
+    ]
     layout = table_layout(default_choice(), _variety(sweep), history_shown=True)
     assert layout.keys[:4] == ("status", "speedup", "mode", "dynamic")
     assert [column.width for column in layout.columns[2:4]] == [18, 5]  # as wide as the widest value
@@ -125,7 +129,10 @@ def test_a_bad_columns_setting_is_one_problem_per_entry_and_the_rest_is_kept(val
 
 
 def test_the_config_keeps_only_the_choices_that_differ_from_the_defaults():
-    assert encode_choice({**default_choice(), "peak_mem": False, "verdict": True}) == {"peak_mem": False, "verdict": True}
+    assert encode_choice({**default_choice(), "peak_mem": False, "verdict": True}) == {
+        "peak_mem": False,
+        "verdict": True,
+    }
     old, problems = AppConfig.decode({"version": 1, "theme": "textual-dark", "show_history": True})  # before columns
     assert old.columns == {} and problems == []
     config, problems = AppConfig.decode({"columns": {"peak_mem": False, "nope": 1}})
@@ -161,7 +168,9 @@ def test_the_gpu_and_node_columns_show_only_while_the_rows_ran_on_more_than_one(
     for gpu in ("H200", "H200"):
         earlier.add(_where(gpu, device="cuda:0"), history=False)
     earlier.add(_where("A100", device="cuda:0"), history=True)
-    assert table_layout(default_choice(), earlier, history_shown=True).keys[-1] == "gpu"  # differs only with the history
+    assert (
+        table_layout(default_choice(), earlier, history_shown=True).keys[-1] == "gpu"
+    )  # differs only with the history
 
 
 def test_a_rows_node_cell_is_its_host():

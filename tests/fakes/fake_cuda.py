@@ -18,8 +18,9 @@ can check the order of queueing and waiting.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from types import SimpleNamespace
-from typing import Any, Callable
+from typing import Any
 
 __all__ = ["FakeCuda"]
 
@@ -66,7 +67,7 @@ class FakeCuda:
                 fake.host = max(fake.host, self.t)
                 fake.log.append(("wait", "", fake.host, self.t))
 
-            def elapsed_time(self, end: "Event") -> float:
+            def elapsed_time(self, end: Event) -> float:
                 if not (self.query() and end.query()):
                     raise RuntimeError("CUDA error: device not ready (event read before it completed)")
                 return end.t - self.t

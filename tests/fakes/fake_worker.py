@@ -339,11 +339,14 @@ class FakeRun:
         if os.environ.get("FAKE_WORKER_DAEMON"):
             _start_daemon(os.environ["FAKE_WORKER_DAEMON"])
         if self.behaviour == "fail":
-            self.channel.emit(Failed(
-                kind=os.environ.get("FAKE_WORKER_FAIL_KIND") or "compile_error",
-                message=os.environ.get("FAKE_WORKER_FAIL_MESSAGE") or "compile failed: fake inductor error",
-                detail="Traceback (most recent call last):\n  File \"fake.py\", line 1\nRuntimeError: fake inductor error\n",
-            ))
+            self.channel.emit(
+                Failed(
+                    kind=os.environ.get("FAKE_WORKER_FAIL_KIND") or "compile_error",
+                    message=os.environ.get("FAKE_WORKER_FAIL_MESSAGE") or "compile failed: fake inductor error",
+                    detail='Traceback (most recent call last):\n  File "fake.py", line 1\nRuntimeError: fake '
+                           'inductor error\n',
+                )
+            )
             return 1
         if self.behaviour == "exit":
             sys.stderr.write("Traceback (most recent call last):\n  File \"fake.py\", line 3, in <module>\n")

@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import asyncio
 import time
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 
 async def poll_until(predicate: Callable[[], Any], within: float, interval: float = 0.02) -> Any:

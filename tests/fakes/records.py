@@ -30,7 +30,10 @@ from tui.engine.protocol import (
 from tui.engine.results import RunRecord
 from tui.telemetry.model import RunTelemetry
 
-__all__ = ["base_type", "cuda_run_record", "full_group", "full_instance", "full_record", "unset_fields", "EAGER_HOST", "GROUP_ONLY"]
+__all__ = [
+    "base_type", "cuda_run_record", "full_group", "full_instance", "full_record", "unset_fields", "EAGER_HOST",
+    "GROUP_ONLY",
+]
 
 
 def base_type(hint: Any) -> Any:
@@ -182,8 +185,10 @@ def full_record(run_id: str, *, failed: bool, group_id: str | None = None, repea
     return record
 
 
-def full_group(group_id: str = "20261201-101010-aaaaaa", scales: tuple[float, ...] = (1.0, 1.06, 0.97)) -> list[RunRecord]:
+def full_group(
+    group_id: str = "20261201-101010-aaaaaa", scales: tuple[float, ...] = (1.0, 1.06, 0.97)
+) -> list[RunRecord]:
     """Done :func:`full_record` runs of one configuration, one per process (compiled times scaled)."""
     run_ids = [group_id, *(f"{group_id[:-6]}{n:06x}" for n in range(1, len(scales)))]
     return [full_record(run_id, failed=False, group_id=group_id, repeat=number, scale=scale)
-            for number, (run_id, scale) in enumerate(zip(run_ids, scales))]
+            for number, (run_id, scale) in enumerate(zip(run_ids, scales, strict=True))]

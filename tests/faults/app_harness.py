@@ -62,8 +62,12 @@ def main() -> int:
         def on_ready(self) -> None:
             super().on_ready()
             if behaviour == "real":
-                runs = [RunOptions(backend="eager", warmup=1, iters=4, block_size=2).validated(),
-                        RunOptions(workload=sys.argv[3], backend="eager", warmup=1, iters=100_000, block_size=5).validated()]
+                runs = [
+                    RunOptions(backend="eager", warmup=1, iters=4, block_size=2).validated(),
+                    RunOptions(
+                        workload=sys.argv[3], backend="eager", warmup=1, iters=100_000, block_size=5
+                    ).validated(),
+                ]
             else:
                 runs = [RunOptions(iters=10, block_size=5, params={"fake_behaviour": "ok"}),
                         RunOptions(iters=100_000, block_size=5, params={"fake_behaviour": behaviour})]

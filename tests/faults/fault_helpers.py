@@ -16,8 +16,9 @@ import sys
 import textwrap
 import threading
 import time
+from collections.abc import Callable, Iterable
 from pathlib import Path
-from typing import Any, Callable, Iterable
+from typing import Any
 
 import pytest
 
@@ -141,7 +142,7 @@ class LineReader:
         self.lines: list[str] = []
 
     @classmethod
-    def fifo(cls, path: Path) -> "LineReader":
+    def fifo(cls, path: Path) -> LineReader:
         os.mkfifo(path)
         return cls(os.open(path, os.O_RDONLY | os.O_NONBLOCK))
 
@@ -151,7 +152,7 @@ class LineReader:
         deadline = time.monotonic() + timeout
         while b"\n" not in self._buffer:
             readable = loop.create_future()
-            loop.add_reader(self.fd, lambda: readable.done() or readable.set_result(None))
+            loop.add_reader(self.fd, lambda readable=readable: readable.done() or readable.set_result(None))
             try:
                 await asyncio.wait_for(readable, max(0.0, deadline - time.monotonic()))
             except asyncio.TimeoutError:
@@ -266,7 +267,7 @@ def returns_within(seconds: float, call: Callable[[], Any], fifo: Path | None = 
     def target() -> None:
         try:
             outcome["value"] = call()
-        except BaseException as exc:  # handed to the test's thread
+        except BaseException as exc:  # noqa: BLE001 - handed to the test's thread, which raises it
             outcome["error"] = exc
 
     thread = threading.Thread(target=target, daemon=True)

@@ -60,7 +60,9 @@ def _options(behaviour: str, **fields) -> RunOptions:
 
 
 @pytest.mark.parametrize(("behaviour", "extra", "kind", "message"), FAULTS)
-async def test_a_fault_is_a_failed_row_and_the_runs_around_it_are_kept(make_app, tmp_path, behaviour, extra, kind, message):
+async def test_a_fault_is_a_failed_row_and_the_runs_around_it_are_kept(
+    make_app, tmp_path, behaviour, extra, kind, message
+):
     """ok, fault, ok: a failed row naming the cause, the next run done, all three in the history and an export."""
     env = {"FAKE_WORKER_FAIL_KIND": kind, "FAKE_WORKER_FAIL_MESSAGE": message} if behaviour == "fail" else {}
     app = make_app(runner=fake_runner("ok", **env))

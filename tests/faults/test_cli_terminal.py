@@ -111,8 +111,10 @@ def test_sigterm_before_any_run_ended_touches_no_export(tmp_path, monkeypatch, c
     assert code == 128 + signal.SIGTERM
     err = capsys.readouterr().err
     assert "wrote" not in err
-    assert f"{NOTHING_WRITTEN} (--csv {outputs['--csv']}, --json {outputs['--json']}, --raw-csv {outputs['--raw-csv']}); " \
-           "an existing file is left as it was" in err.splitlines()
+    assert (
+        f"{NOTHING_WRITTEN} (--csv {outputs['--csv']}, --json {outputs['--json']}, --raw-csv {outputs['--raw-csv']}); "
+        "an existing file is left as it was" in err.splitlines()
+    )
     assert {path: (path.read_bytes(), path.stat().st_ino) for path in outputs.values() if path.exists()} == before
     assert {line["status"] for line in history_lines()} <= {"cancelled"}  # the stopped run, the queued one
 

@@ -17,8 +17,9 @@ from __future__ import annotations
 import os
 import socket
 import stat
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import pytest
 
@@ -102,7 +103,10 @@ def _make(kind: str, tmp_path: Path, holder: list) -> tuple[Path, str]:
     if kind == "runs-file":
         paths.runs_dir().mkdir(parents=True)
         (paths.runs_dir() / "20240101-000000-abcdef.json").write_bytes(OLD)
-        return paths.runs_dir() / "20240101-000000-abcdef.json", f"is in compile-lab's runs directory ({paths.runs_dir()}) {OUTSIDE_DATA}"
+        return (
+            paths.runs_dir() / "20240101-000000-abcdef.json",
+            f"is in compile-lab's runs directory ({paths.runs_dir()}) {OUTSIDE_DATA}",
+        )
     if kind == "new-file-in-runs":
         paths.runs_dir().mkdir(parents=True)
         return paths.runs_dir() / "new.csv", f"is in compile-lab's runs directory ({paths.runs_dir()}) {OUTSIDE_DATA}"
@@ -139,12 +143,16 @@ def _state(target: Path) -> Any:
 
 @pytest.mark.parametrize("flag", list(WRITERS))
 @pytest.mark.parametrize("kind", KINDS)
-def test_an_export_refuses_what_is_not_a_regular_file_or_is_compile_labs_data(tmp_path, monkeypatch, holder, kind, flag):
+def test_an_export_refuses_what_is_not_a_regular_file_or_is_compile_labs_data(
+    tmp_path, monkeypatch, holder, kind, flag
+):
     monkeypatch.chdir(tmp_path)
     target, what = _make(kind, tmp_path, holder)
     before, listing = _state(target), sorted(os.listdir(target.parent))
     with pytest.raises(ExportTargetError) as info:
-        returns_within(DEADLINE_S, lambda: WRITERS[flag]([ended_record()], target), fifo=target if kind == "fifo" else None)
+        returns_within(
+            DEADLINE_S, lambda: WRITERS[flag]([ended_record()], target), fifo=target if kind == "fifo" else None
+        )
     assert str(info.value) == f"{target} {what}"
     assert _state(target) == before
     assert sorted(os.listdir(target.parent)) == listing  # no temporary file left either
@@ -194,7 +202,9 @@ def test_what_appears_at_the_target_while_writing_is_never_replaced(tmp_path, ex
     records = _appearing(target, make)
     with pytest.raises(ExportTargetError, match=f"^{target} is a "):
         returns_within(DEADLINE_S, lambda: write_csv(records, target), fifo=target if appears == "fifo" else None)
-    assert {"symlink": stat.S_ISLNK, "fifo": stat.S_ISFIFO, "directory": stat.S_ISDIR}[appears](os.lstat(target).st_mode)
+    assert {"symlink": stat.S_ISLNK, "fifo": stat.S_ISFIFO, "directory": stat.S_ISDIR}[appears](
+        os.lstat(target).st_mode
+    )
     assert victim.read_bytes() == OLD
     assert sorted(os.listdir(tmp_path)) == ["out.csv", "victim.txt"]  # no temporary file left
 
@@ -339,7 +349,11 @@ def test_two_outputs_to_one_file_are_refused_naming_both_flags(tmp_path, runners
     (tmp_path / "alias").symlink_to(tmp_path / "sub", target_is_directory=True)
     target = tmp_path / "sub" / "r.out"
     target.write_bytes(OLD)
-    other = {"same": str(target), "dot-dot": f"{tmp_path}/sub/../sub/r.out", "linked-parent": f"{tmp_path}/alias/r.out"}[spelling]
+    other = {
+        "same": str(target),
+        "dot-dot": f"{tmp_path}/sub/../sub/r.out",
+        "linked-parent": f"{tmp_path}/alias/r.out",
+    }[spelling]
     assert _cli([first, str(target), second, other]) == 2
     assert _error_lines(capsys) == [
         f"compile-lab: error: {first}, {second}: both name {target} (allowed: a different file for each output)"
@@ -369,7 +383,14 @@ def test_the_neighbours_run_and_write(tmp_path, runners, capsys):
     (tmp_path / "real").mkdir()
     (tmp_path / "data").symlink_to(tmp_path / "real", target_is_directory=True)
     (tmp_path / "real" / "r.json").write_bytes(OLD)
-    argv = ["--csv", f"{tmp_path}/data/r.csv", "--json", f"{tmp_path}/real/r.json", "--raw-csv", f"{tmp_path}/history.jsonl"]
+    argv = [
+        "--csv",
+        f"{tmp_path}/data/r.csv",
+        "--json",
+        f"{tmp_path}/real/r.json",
+        "--raw-csv",
+        f"{tmp_path}/history.jsonl",
+    ]
     assert _cli(argv) == 0
     assert len(runners) == 1 and [line["status"] for line in history_lines()] == ["done"]
     assert [row["status"] for row in csv_rows(tmp_path / "real" / "r.csv")] == ["done"]

@@ -14,8 +14,8 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 import pytest
 
@@ -76,8 +76,11 @@ def _main(argv: list[str], capsys, fifo: Path | None = None) -> tuple[int, list[
 # ----- 7. numbers ------------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("field, value, shown", [pytest.param("ms", *p.values, id=f"ms-{p.id}") for p in IMPOSSIBLE_CALL]
-                         + [pytest.param("host_ms_per_call", *p.values, id=f"host-{p.id}") for p in IMPOSSIBLE])
+@pytest.mark.parametrize(
+    "field, value, shown",
+    [pytest.param("ms", *p.values, id=f"ms-{p.id}") for p in IMPOSSIBLE_CALL]
+    + [pytest.param("host_ms_per_call", *p.values, id=f"host-{p.id}") for p in IMPOSSIBLE],
+)
 def test_compare_refuses_an_impossible_time_in_one_line_exit_2(tmp_path, capsys, value, shown, field):
     def poison(run: dict) -> None:
         block = run["samples"]["compiled"][1]

@@ -55,7 +55,9 @@ def shell_findings(source: str, filename: str) -> list[str]:
         name = _dotted(node.func)
         last = name.rpartition(".")[2]
         for keyword in node.keywords:
-            if keyword.arg == "shell" and not (isinstance(keyword.value, ast.Constant) and keyword.value.value is False):
+            if keyword.arg == "shell" and not (
+                isinstance(keyword.value, ast.Constant) and keyword.value.value is False
+            ):
                 findings.append(f"{filename}:{node.lineno}: {name}(shell=...)")
         if last in SHELL_CALLS:
             findings.append(f"{filename}:{node.lineno}: {name}()")

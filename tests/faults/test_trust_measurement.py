@@ -123,7 +123,7 @@ def runs(tmp_path_factory) -> dict[str, RunRecord | BaseException]:
         return await asyncio.gather(*(_run(directory, name, source, **fields)
                                       for name, source, fields in WORKLOADS.values()), return_exceptions=True)
 
-    return dict(zip(WORKLOADS, asyncio.run(run_all())))
+    return dict(zip(WORKLOADS, asyncio.run(run_all()), strict=True))
 
 
 def _done(runs: dict, key: str) -> RunRecord:
@@ -143,7 +143,9 @@ def test_dropout_in_training_mode_is_eager_that_is_not_deterministic(runs):
     record = _done(runs, "dropout")
     accuracy = record.accuracy
     assert (accuracy.passed, accuracy.verdict, accuracy.eager_repeatable) == (None, "n/a", False)
-    assert accuracy.reference.startswith("eager is not deterministic: two eager calls on copies of the same inputs differ")
+    assert accuracy.reference.startswith(
+        "eager is not deterministic: two eager calls on copies of the same inputs differ"
+    )
     warning = [w for w in record.warnings if w.startswith("accuracy not checked: eager is not deterministic")]
     assert len(warning) == 1 and "likely cause: randomness: the eager call draws random numbers (dropout" in warning[0]
     assert not _blamed_the_compiler(record)

@@ -166,7 +166,7 @@ async def test_a_sweep_with_a_python_from_the_config_asks_once_for_all_its_runs(
             question = await _asked(pilot, app)
             assert f"python = {script}\n" in question
             await _answer(pilot, app, answer)
-            await wait_until(pilot, lambda: app.table.row_count == rows, what=f"{rows} rows")
+            await wait_until(pilot, lambda rows=rows: app.table.row_count == rows, what=f"{rows} rows")
         assert "Queued 2 run(s)." in notifications(app)
         assert [r.options.mode for r in app.session.records] == ["default", "max-autotune"]
         await wait_until(pilot, lambda: app.settled, what="settled")

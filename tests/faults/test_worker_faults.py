@@ -75,8 +75,10 @@ async def test_a_workload_that_crashes_the_interpreter_is_a_crash_naming_the_sig
     """
     path = write_workload(tmp_path, "crashing.py", CRASHING)
     cases = {"abort": 6, "segv": 11}
-    results = await asyncio.gather(*(_run(RunOptions(workload=str(path), params={"how": how}, **TINY)) for how in cases))
-    for (how, signum), (record, runner) in zip(cases.items(), results):
+    results = await asyncio.gather(
+        *(_run(RunOptions(workload=str(path), params={"how": how}, **TINY)) for how in cases)
+    )
+    for (how, signum), (record, runner) in zip(cases.items(), results, strict=True):
         assert (record.status, record.error_kind) == ("failed", "crash"), how
         assert record.error_message == f"worker crashed (signal {signum}): about to crash by {how}"
         assert f"about to crash by {how}" in record.error_detail  # the tail of its stderr
@@ -149,7 +151,9 @@ async def test_cancel_ends_a_real_hanging_worker_and_its_children_within_two_sec
         with pytest.raises(asyncio.CancelledError):
             await task
         assert time.monotonic() - start < GONE_WITHIN_S
-        await none_left(pids=[worker_pid, child_pid], pgids=[worker_pid], within=GONE_WITHIN_S - (time.monotonic() - start))
+        await none_left(
+            pids=[worker_pid, child_pid], pgids=[worker_pid], within=GONE_WITHIN_S - (time.monotonic() - start)
+        )
     finally:
         fifo.close()
         await runner.aclose()

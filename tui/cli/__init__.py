@@ -28,14 +28,19 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import logging
 import sys
-from typing import Any, Callable, Sequence
+from collections.abc import Callable, Sequence
+from typing import Any
 
+from tui import __version__, logs
 from tui.cli.outputs import check_exports
 from tui.cli.parse import PROG, UsageError, build_parser, configs_from_args, options_from_args, repeat_from_args
 from tui.engine.options import OptionsError
 
 __all__ = ["main", "build_parser", "options_from_args", "configs_from_args", "make_runner"]
+
+log = logging.getLogger(__name__)
 
 
 def make_runner(keep_spare: bool, telemetry: Any = None, env: Any = None) -> Any:
@@ -61,6 +66,9 @@ def main(argv: Sequence[str] | None = None, open_app: AppOpener | None = None) -
         return _usage_error(str(exc))
     except SystemExit as exc:  # --help, --version
         return int(exc.code or 0)
+    # The app draws on the terminal: under it --debug logs everything to the file only.
+    logs.setup(debug=args.debug, stderr=args.command is not None)
+    log.debug("%s %s: %s", PROG, __version__, " ".join(sys.argv[1:] if argv is None else argv))
     if args.command is None:
         return _open_app(args, open_app)
     if args.command == "workloads":

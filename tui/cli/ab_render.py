@@ -6,7 +6,8 @@ appeared or disappeared, and the compile time's change (:func:`tui.engine.ab.dia
 
 from __future__ import annotations
 
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 from tui.present.option_fields import differing, option_words
 from tui.engine.ab import diagnostics_diff, interpreter_name

@@ -42,7 +42,9 @@ def trace_target(row: RunRecord, number: int, args: argparse.Namespace) -> Path:
     options = row.options
     workload = Path(options.workload.partition(":")[0]).stem if ":" in options.workload else options.workload
     params = "-".join(f"{k}={v}" for k, v in sorted(options.params.items()))
-    return Path(args.trace) / f"{number:02d}-{_slug('-'.join(p for p in (workload, params, options.label()) if p))}.json"
+    return (
+        Path(args.trace) / f"{number:02d}-{_slug('-'.join(p for p in (workload, params, options.label()) if p))}.json"
+    )
 
 
 def _copy(source: str, target: Path) -> None:

@@ -55,8 +55,12 @@ def add_compare_parser(sub: Any) -> None:
     parser.add_argument("--metric", metavar="NAME", default="compiled",
                         help=f"the gated metric: {', '.join(METRIC_NAMES)} (default compiled: the compiled side's "
                              "per-iteration time, device time on a GPU)")
-    parser.add_argument("--threshold", metavar="T", default="0.02",
-                        help="the verdict's threshold: faster/slower only beyond it (a fraction, 0.02, or 2%%; default 2%%)")
+    parser.add_argument(
+        "--threshold",
+        metavar="T",
+        default="0.02",
+        help="the verdict's threshold: faster/slower only beyond it (a fraction, 0.02, or 2%%; default 2%%)",
+    )
     parser.add_argument("--fail-above", metavar="PCT", default="5",
                         help="exit 1 when a pair is slower by more than PCT percent (default 5)")
     parser.add_argument("--ignore", action="append", metavar="FIELD[,FIELD]",

@@ -143,7 +143,7 @@ def detail_lines(across: Across) -> list[str]:
     """Each cell's reasons, notes and hints (``  2 NVIDIA H100: ...``), said once per row; the runs left out."""
     lines = []
     for number, row in enumerate(across.rows, 1):
-        said = {}
+        said: dict[str, str] = {}
         for cell in row.cells:
             for line in _cell_lines(cell):
                 said.setdefault(line, cell.kind)

@@ -11,6 +11,7 @@ from typing import Any
 
 from tui import __version__
 from tui.engine.catalog import WORKLOADS
+from tui.logs import log_file
 
 __all__ = ["cmd_workloads", "cmd_env"]
 
@@ -36,7 +37,9 @@ def cmd_workloads() -> int:
         table.add_column(name, justify=justify, no_wrap=name != "what it is")  # type: ignore[arg-type]
     for number, spec in enumerate(WORKLOADS.values()):
         train = " (--train: a training step)" if spec.supports_train else ""
-        table.add_row(Text(spec.name, style="bold"), "", "", "", "", spec.description + train, end_section=not spec.params)
+        table.add_row(
+            Text(spec.name, style="bold"), "", "", "", "", spec.description + train, end_section=not spec.params
+        )
         for index, p in enumerate(spec.params):
             gpu = p.gpu_default if p.gpu_default is not None else p.default
             if p.choices:
@@ -153,12 +156,18 @@ class _EnvTable:
 
     def _compilers(self, report: dict[str, Any]) -> None:
         cuda_build = report.get("cuda_build")
-        triton_note = "" if report.get("triton") else ("inductor needs it on a GPU" if cuda_build else "not needed on the CPU")
+        triton_note = (
+            "" if report.get("triton") else ("inductor needs it on a GPU" if cuda_build else "not needed on the CPU")
+        )
         self.row("triton", report.get("triton") or "not installed", triton_note)
         cxx, cxx_path = report.get("cxx"), report.get("cxx_path")
         if cxx_path:
-            self.row("C++ compiler (inductor, CPU)", f"{cxx} ({cxx_path})", report.get("cxx_version") or "version unknown",
-                     self.OK)
+            self.row(
+                "C++ compiler (inductor, CPU)",
+                f"{cxx} ({cxx_path})",
+                report.get("cxx_version") or "version unknown",
+                self.OK,
+            )
         else:
             self.row("C++ compiler (inductor, CPU)", cxx or "none", "not found on PATH", self.BAD)
             self.hints.append("inductor on the CPU needs a C++ compiler: install g++ (or set CXX)")
@@ -208,6 +217,7 @@ def cmd_env(args: argparse.Namespace) -> int:
     torch_ok = env.torch(report, error)
     env.nvml()
     env.data_dir()
+    env.row("log file", str(log_file()), "compile-lab --debug also logs to stderr")
     console.print(env.table)
     for hint in env.hints:
         console.print(f"hint: {hint}", markup=False, highlight=False)

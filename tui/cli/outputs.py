@@ -12,7 +12,7 @@ from __future__ import annotations
 import argparse
 import os
 import shutil
-from typing import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 
 from tui.cli.parse import UsageError, split_list
 

@@ -45,15 +45,34 @@ class _Parser(argparse.ArgumentParser):
 def _add_run_flags(parser: argparse.ArgumentParser, sweep: bool) -> None:
     defaults = RunOptions()
     what = parser.add_argument_group("what to run")
-    what.add_argument("--workload", metavar="NAME", help=f"built-in workload ({', '.join(WORKLOADS)}) or {USER_WORKLOAD_HELP} (default {defaults.workload})")
+    what.add_argument(
+        "--workload",
+        metavar="NAME",
+        help=f"built-in workload ({', '.join(WORKLOADS)}) or {USER_WORKLOAD_HELP} (default {defaults.workload})",
+    )
     if sweep:
-        what.add_argument("--param", action="append", metavar="K=V[,V...]", help="workload parameter; a comma list sweeps it (repeatable)")
+        what.add_argument(
+            "--param",
+            action="append",
+            metavar="K=V[,V...]",
+            help="workload parameter; a comma list sweeps it (repeatable)",
+        )
     else:
-        what.add_argument("--param", action="append", metavar="K=V", help="workload parameter, e.g. n=1024 (repeatable)")
-    what.add_argument("--train", action="store_true", default=None, help="time a training step (cnn, mlp, transformer_block)")
-    what.add_argument("--compile-optimizer", action="store_true", default=None, help="with --train: compile the optimizer step too")
-    what.add_argument("--device", metavar="DEV", help=f"cpu, cuda, cuda:N or cuda:GPU-<uuid> (default {defaults.device}); "
-                      "cuda:all or a list (cuda:0,cuda:3): one worker per GPU at once, runs dealt to free GPUs")
+        what.add_argument(
+            "--param", action="append", metavar="K=V", help="workload parameter, e.g. n=1024 (repeatable)"
+        )
+    what.add_argument(
+        "--train", action="store_true", default=None, help="time a training step (cnn, mlp, transformer_block)"
+    )
+    what.add_argument(
+        "--compile-optimizer", action="store_true", default=None, help="with --train: compile the optimizer step too"
+    )
+    what.add_argument(
+        "--device",
+        metavar="DEV",
+        help=f"cpu, cuda, cuda:N or cuda:GPU-<uuid> (default {defaults.device}); "
+        "cuda:all or a list (cuda:0,cuda:3): one worker per GPU at once, runs dealt to free GPUs",
+    )
     what.add_argument("--each-gpu-kind", action="store_true",
                       help="with a GPU list of several kinds: every configuration on each kind, each on that kind's "
                            "GPUs only (then compare --across gpu_name)")
@@ -61,13 +80,18 @@ def _add_run_flags(parser: argparse.ArgumentParser, sweep: bool) -> None:
                       help="with a GPU list: one run at a time (a launch-bound model's host time then has the "
                            "host to itself)")
     if sweep:
-        what.add_argument("--python", metavar="PATH[,PATH]", help="the interpreter the worker runs in (default: this one); "
-                          "a comma list is an A/B of torch builds, run interleaved and diffed")
+        what.add_argument(
+            "--python",
+            metavar="PATH[,PATH]",
+            help="the interpreter the worker runs in (default: this one); "
+            "a comma list is an A/B of torch builds, run interleaved and diffed",
+        )
     else:
         what.add_argument("--python", metavar="PATH", help="the interpreter the worker runs in (default: this one)")
 
-    cluster = parser.add_argument_group("cluster", "Each run as a Ray task on a node (docs/CLUSTER.md; the "
-                                        "compile-lab[cluster] extra)")
+    cluster = parser.add_argument_group(
+        "cluster", "Each run as a Ray task on a node (docs/CLUSTER.md; the compile-lab[cluster] extra)"
+    )
     cluster.add_argument("--cluster", metavar="ADDRESS",
                          help="run on a Ray cluster: auto (the one this machine is configured for) or HOST:PORT "
                               "(its head's GCS address); one task per run, each asking for a GPU (cpu runs: "
@@ -84,31 +108,55 @@ def _add_run_flags(parser: argparse.ArgumentParser, sweep: bool) -> None:
         comp.add_argument("--dynamic", metavar="LIST", help=f"comma list of {', '.join(DYNAMIC_CHOICES)}")
         comp.add_argument("--dtype", metavar="LIST", help=f"comma list of dtypes ({', '.join(DTYPES)})")
     else:
-        comp.add_argument("--backend", metavar="NAME", help=f"{', '.join(BACKENDS)} or another registered backend (default {defaults.backend})")
-        comp.add_argument("--mode", metavar="MODE", help=f"{', '.join(MODES)} (inductor only; default: {defaults.mode})")
-        comp.add_argument("--fullgraph", action=argparse.BooleanOptionalAction, default=None, help="refuse graph breaks")
+        comp.add_argument(
+            "--backend",
+            metavar="NAME",
+            help=f"{', '.join(BACKENDS)} or another registered backend (default {defaults.backend})",
+        )
+        comp.add_argument(
+            "--mode", metavar="MODE", help=f"{', '.join(MODES)} (inductor only; default: {defaults.mode})"
+        )
+        comp.add_argument(
+            "--fullgraph", action=argparse.BooleanOptionalAction, default=None, help="refuse graph breaks"
+        )
         comp.add_argument("--dynamic", metavar="WHICH", help=f"{', '.join(DYNAMIC_CHOICES)} (default auto)")
         comp.add_argument("--dtype", metavar="DTYPE", help=f"{', '.join(DTYPES)} (default {defaults.dtype})")
-    comp.add_argument("--option", action="append", metavar="K=V", help="an inductor option, e.g. triton.cudagraphs=false (repeatable)")
+    comp.add_argument(
+        "--option", action="append", metavar="K=V", help="an inductor option, e.g. triton.cudagraphs=false (repeatable)"
+    )
     if sweep:
         comp.add_argument("--precision", metavar="LIST", help=f"comma list of precisions ({', '.join(PRECISIONS)})")
     else:
         comp.add_argument("--precision", metavar="WHICH",
                           help=f"{', '.join(PRECISIONS)}: torch's TF32 flags untouched, TF32 off, or on for matmuls "
                                f"and cuDNN, both sides (default {defaults.precision})")
-    comp.add_argument("--tf32", action="store_true", default=None,
-                      help="the same as --precision tf32 (kept for scripts that use it)")
-    comp.add_argument("--cold-compile", action="store_true", default=None, help="a fresh inductor/triton cache dir (true cold compile)")
+    comp.add_argument(
+        "--tf32", action="store_true", default=None, help="the same as --precision tf32 (kept for scripts that use it)"
+    )
+    comp.add_argument(
+        "--cold-compile",
+        action="store_true",
+        default=None,
+        help="a fresh inductor/triton cache dir (true cold compile)",
+    )
 
     timing = parser.add_argument_group("timing")
     timing.add_argument("--warmup", type=int, metavar="N",
                         help=f"warm-up calls per side, then more until the time settles; 0: only the "
                              f"3 compiled calls CUDA graphs need (default {defaults.warmup})")
-    timing.add_argument("--iters", type=int, metavar="N", help=f"measured iterations per side (default {defaults.iters})")
-    timing.add_argument("--block-size", type=int, metavar="N", help=f"iterations per interleaved block (default {defaults.block_size})")
+    timing.add_argument(
+        "--iters", type=int, metavar="N", help=f"measured iterations per side (default {defaults.iters})"
+    )
+    timing.add_argument(
+        "--block-size", type=int, metavar="N", help=f"iterations per interleaved block (default {defaults.block_size})"
+    )
     timing.add_argument("--time-budget", type=float, metavar="S", help="stop measuring after S seconds")
-    timing.add_argument("--l2-flush", action="store_true", default=None, help="flush the L2 cache between iterations (GPU)")
-    timing.add_argument("--timeout", type=float, metavar="S", help=f"kill a run after S seconds (default {defaults.timeout_s:g})")
+    timing.add_argument(
+        "--l2-flush", action="store_true", default=None, help="flush the L2 cache between iterations (GPU)"
+    )
+    timing.add_argument(
+        "--timeout", type=float, metavar="S", help=f"kill a run after S seconds (default {defaults.timeout_s:g})"
+    )
     timing.add_argument("--no-profile", dest="profile", action="store_false", default=None,
                         help="skip the profile pass after measuring (kernels per call, the kernel diff; "
                              "never part of the timings)")
@@ -128,9 +176,14 @@ def _add_run_flags(parser: argparse.ArgumentParser, sweep: bool) -> None:
     )
 
     verdict = parser.add_argument_group(
-        "verdict", "faster / slower / no change / inconclusive / noisy: see the README's Verdict section")
-    verdict.add_argument("--noise-threshold", type=float, metavar="T",
-                         help=f"faster when the interval's low end exceeds 1 + T (default {defaults.noise_threshold:g})")
+        "verdict", "faster / slower / no change / inconclusive / noisy: see the README's Verdict section"
+    )
+    verdict.add_argument(
+        "--noise-threshold",
+        type=float,
+        metavar="T",
+        help=f"faster when the interval's low end exceeds 1 + T (default {defaults.noise_threshold:g})",
+    )
     verdict.add_argument("--noise-limit", action="append", metavar="NAME=VALUE",
                          help="change one limit of the noisy check, e.g. max_relative_iqr=0.2 (repeatable)")
     verdict.add_argument("--strict", action="store_true",
@@ -159,6 +212,9 @@ def _add_run_flags(parser: argparse.ArgumentParser, sweep: bool) -> None:
     out.add_argument("--quiet", action="store_true", help="no progress and no table (errors still go to stderr)")
 
 
+_DEBUG_HELP = "log everything, to the log file and to stderr (`compile-lab env` names the file)"
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The argparse parser of ``compile-lab`` (errors raise UsageError instead of exiting)."""
     parser = _Parser(
@@ -166,6 +222,7 @@ def build_parser() -> argparse.ArgumentParser:
         description="Benchmarks eager PyTorch against torch.compile, honestly. Without a subcommand it opens the app.",
     )
     parser.add_argument("--version", action="version", version=f"{PROG} {__version__}")
+    parser.add_argument("--debug", action="store_true", help=_DEBUG_HELP)
     parser.add_argument("--no-mouse", action="store_true", help="app: do not capture the mouse")
     parser.add_argument("--theme", metavar="NAME", help="app: a Textual theme")
     parser.add_argument("--cluster", dest="app_cluster", metavar="ADDRESS",
@@ -174,7 +231,9 @@ def build_parser() -> argparse.ArgumentParser:
                         help="app: with --cluster, the CPUs each run asks Ray for (default 1)")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
 
-    run = sub.add_parser("run", help="benchmark one configuration", description="Benchmark one configuration: eager vs torch.compile.")
+    run = sub.add_parser(
+        "run", help="benchmark one configuration", description="Benchmark one configuration: eager vs torch.compile."
+    )
     _add_run_flags(run, sweep=False)
     sweep = sub.add_parser(
         "sweep",
@@ -185,9 +244,17 @@ def build_parser() -> argparse.ArgumentParser:
         ),
     )
     _add_run_flags(sweep, sweep=True)
-    env = sub.add_parser("env", help="check torch, CUDA, triton, the C++ compiler and NVML", description="Check the environment compile-lab runs in.")
+    env = sub.add_parser(
+        "env",
+        help="check torch, CUDA, triton, the C++ compiler and NVML",
+        description="Check the environment compile-lab runs in.",
+    )
     env.add_argument("--python", metavar="PATH", help="check this interpreter instead of this one")
-    sub.add_parser("workloads", help="list the built-in workloads", description="List the built-in workloads and how to use your own.")
+    sub.add_parser(
+        "workloads",
+        help="list the built-in workloads",
+        description="List the built-in workloads and how to use your own.",
+    )
     prune = sub.add_parser(
         "prune", help="delete older runs' stored files (samples, code, traces)",
         description="Delete the files older runs keep beside the history (per-iteration samples, generated code, "
@@ -204,6 +271,8 @@ def build_parser() -> argparse.ArgumentParser:
     from tui.cli.report import add_report_parser  # here: tui.cli.report imports this module
 
     add_report_parser(sub)
+    for command in sub.choices.values():  # --debug after the command too (``compile-lab run --debug``)
+        command.add_argument("--debug", action="store_true", default=argparse.SUPPRESS, help=_DEBUG_HELP)
     return parser
 
 

@@ -135,8 +135,10 @@ def print_table(records: list[RunRecord], console: Any) -> None:
     )
     # The options' words, those that tell the rows apart first; no word is ever cut (tui.present.option_fields).
     differs = differing(record.options for record in records)
-    labels = [" ".join(option_words(record.options, differs, skip=("workload", "params")) + where_words(record, records))
-              for record in records]
+    labels = [
+        " ".join(option_words(record.options, differs, skip=("workload", "params")) + where_words(record, records))
+        for record in records
+    ]
     widest = max([len(word) for label in labels for word in label.split()], default=0)
     table.add_column("run", min_width=min(max(12, widest), RUN_MAX_WIDTH), ratio=1)
     table.add_column("verdict", no_wrap=True)
@@ -219,7 +221,9 @@ def host_time_lines(record: RunRecord, number: int) -> list[str]:
     breaks (else nothing): the split by category, and with breaks each graph's share, the eager code
     between graphs and the break reasons. Times are the profile pass's, per call."""
     profile = record.profile
-    split = profile.host if profile is not None and profile.available else None
+    if profile is None or not profile.available:
+        return []
+    split = profile.host
     breaks = record.diagnostics.graph_breaks or 0
     if split is None or not (record.summary().launch_bound or breaks):
         return []

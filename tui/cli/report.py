@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import argparse
 import sys
-from typing import TYPE_CHECKING, Any, Sequence
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
 
 from tui.cli.outputs import check_outputs, selection_inputs
 from tui.cli.parse import PROG, UsageError

@@ -16,10 +16,12 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import logging
 import os
 import signal
 import sys
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import IO, Any, cast
 
 from tui.present.option_fields import differing, option_words
 from tui.cli.parse import PROG, UsageError
@@ -30,8 +32,11 @@ from tui.engine.protocol import Event, WorkerWarning
 from tui.engine.repeats import AUTO, may_grow
 from tui.engine.results import RunRecord
 from tui.engine.session import RunSession, SessionListener
+from tui.logs import suppressed
 
 __all__ = ["run_configs", "HISTORY_NOT_SAVED"]
+
+log = logging.getLogger(__name__)
 
 HISTORY_NOT_SAVED = 4
 """The exit code when every run ended as it should (0, or 3 with ``--strict``) but a run's history line
@@ -44,7 +49,7 @@ async def run_configs(configs: list[RunOptions], args: argparse.Namespace,
     from rich.console import Console
 
     out, err_file = _TerminalFile(sys.stdout), _TerminalFile(sys.stderr)
-    err = Console(file=err_file)
+    err = Console(file=err_file.as_io())
     try:
         cluster = _open_cluster(args, configs)
     except ClusterError as exc:
@@ -58,7 +63,7 @@ async def run_configs(configs: list[RunOptions], args: argparse.Namespace,
         history = History()
     pool = tuple(getattr(args, "device_pool", ()) or ())
     try:
-        pools = _pools_by_kind(pool, telemetry, args, err) if not cluster else [()]
+        pools: list[tuple[str, ...]] = _pools_by_kind(pool, telemetry, args, err) if not cluster else [()]
     except UsageError as exc:
         _say(err, f"{PROG}: error: {exc}")
         return 2
@@ -80,7 +85,7 @@ async def run_configs(configs: list[RunOptions], args: argparse.Namespace,
         interrupted = await _run_all(session, configs, progress, repeats, pools)
     interrupted = interrupted or bool(stopped_by)  # a signal while closing counts too
     if telemetry is not None:
-        with contextlib.suppress(Exception):
+        with suppressed(log, "closing the GPU telemetry"):
             telemetry.close()
     code = _report(session.records, session.ended(), args, (out, err), interrupted, stopped_by)
     code = _history_code(code, progress.unsaved)
@@ -165,7 +170,7 @@ def _telemetry(configs: list[RunOptions]) -> Any:
     return NvmlSource()
 
 
-async def _run_all(session: RunSession, configs: list[RunOptions], progress: "_Progress",
+async def _run_all(session: RunSession, configs: list[RunOptions], progress: _Progress,
                    repeats: int | str = 1, pools: list[tuple[str, ...]] | None = None) -> bool:
     """Submit (once per pool: one for each GPU kind with --each-gpu-kind), wait, close; True when Ctrl-C or a
     signal stopped it."""
@@ -212,6 +217,10 @@ class _TerminalFile:
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self.stream, name)
+
+    def as_io(self) -> IO[str]:
+        """This file where a text stream is asked for (rich's Console): it is one by its methods and delegation."""
+        return cast(IO[str], self)
 
     def let_go(self) -> None:
         """When the terminal is gone, point its file descriptor at /dev/null.
@@ -268,10 +277,10 @@ def _signals_stop(session: RunSession, stopped_by: list[int]) -> Any:
     try:
         yield
     finally:
-        for signum, previous in installed:
-            loop.remove_signal_handler(signum)
+        for number, previous in installed:
+            loop.remove_signal_handler(number)
             with contextlib.suppress(TypeError, ValueError, OSError):
-                signal.signal(signum, previous if previous is not None else signal.SIG_DFL)
+                signal.signal(number, previous if previous is not None else signal.SIG_DFL)
 
 
 def _report(records: list[RunRecord], ended: list[RunRecord], args: argparse.Namespace,
@@ -292,10 +301,10 @@ def _report(records: list[RunRecord], ended: list[RunRecord], args: argparse.Nam
     export_failed = _export(ended_rows, args, err)
     export_failed = report_artifacts(ended_rows, args, err) or export_failed
     if not args.quiet:
-        print_table(rows, Console(file=out))
-        print_host_time(rows, Console(file=out))
-        print_warnings(rows, Console(file=out))
-        print_ab_diff(ended, Console(file=out))
+        print_table(rows, Console(file=out.as_io()))
+        print_host_time(rows, Console(file=out.as_io()))
+        print_warnings(rows, Console(file=out.as_io()))
+        print_ab_diff(ended, Console(file=out.as_io()))
     for record in records:
         if record.status == "failed" and args.quiet:
             # one line, however long: a log keeps it whole
@@ -351,7 +360,7 @@ def _export(records: list[RunRecord], args: argparse.Namespace, err: Any) -> boo
         _say(err, f"{PROG}: no run ended, so no export was written ({names}); an existing file is left as it was")
         return False
     failed = False
-    for flag, dest, writer in _EXPORTS:
+    for _flag, dest, writer in _EXPORTS:
         path = getattr(args, dest, None)
         if not path:
             continue
@@ -399,7 +408,7 @@ class _Progress(SessionListener):
                 transient=False,
             )
 
-    def __enter__(self) -> "_Progress":
+    def __enter__(self) -> _Progress:
         if self.progress is not None:
             self.progress.__enter__()
         return self

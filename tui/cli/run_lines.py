@@ -13,7 +13,8 @@ The fields that tell a sweep's runs apart come first, as in the results table
 from __future__ import annotations
 
 import time
-from typing import Any, Iterable
+from collections.abc import Iterable
+from typing import Any
 
 from tui.present.option_fields import differing, option_words, params_text, workload_name
 from tui.engine.options import RunOptions

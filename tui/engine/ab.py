@@ -13,8 +13,8 @@ import statistics
 
 import os
 import subprocess
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
-from typing import Iterable, Sequence
 
 from tui.engine.compare.matching import pair_up
 from tui.engine.options import OptionsError
@@ -74,7 +74,8 @@ def _compile(a: Sequence[RunRecord], b: Sequence[RunRecord]) -> tuple[float, flo
     """The sides' median compile times over runs in the same cache state (warm first), and that state.
 
     Both interpreters share inductor's cache: A's first process compiles cold and every later one
-    warm, and comparing those would read as a large compile-time gain from A to B (docs/BENCHMARKS.md, "Figures behind the code").
+    warm, and comparing those would read as a large compile-time gain from A to B
+    (docs/BENCHMARKS.md, "Figures behind the code").
     """
     for warm, state in ((True, "warm cache"), (False, "cold cache")):
         times_a = [r.compile_s for r in a if r.compile_s is not None and _warm(r) == warm]
@@ -104,7 +105,8 @@ def _changes(a: Sequence[RunRecord], b: Sequence[RunRecord]) -> list[str]:
     return found
 
 
-def diagnostics_diff(records: Iterable[RunRecord], pythons: Sequence[str], label_of) -> list[ABDiff]:
+def diagnostics_diff(records: Iterable[RunRecord], pythons: Sequence[str],
+                     label_of: Callable[[RunRecord], str]) -> list[ABDiff]:
     """Per configuration run in both ``pythons[0]`` (A) and ``pythons[1]`` (B), what changed from A to B.
 
     ``label_of(record)`` names a configuration. Runs are matched the way ``compile-lab compare``

@@ -98,7 +98,7 @@ class GraphCode(JsonRecord):
         """The kernel names the code defines (empty while the code is not loaded)."""
         return kernel_names(self.code or "")
 
-    def without_code(self) -> "GraphCode":
+    def without_code(self) -> GraphCode:
         """This graph as a history line keeps it: everything but the text."""
         return dataclasses.replace(self, code=None) if self.code is not None else self
 
@@ -126,13 +126,13 @@ class RunArtifacts(JsonRecord):
     trace_file: str | None = None
     torch_trace_dir: str | None = None
 
-    def without_code(self) -> "RunArtifacts":
+    def without_code(self) -> RunArtifacts:
         """These artifacts as a history line keeps them (no code text)."""
         if all(graph.code is None for graph in self.graphs):
             return self
         return dataclasses.replace(self, graphs=tuple(graph.without_code() for graph in self.graphs))
 
-    def added(self, graph: GraphCode) -> "RunArtifacts":
+    def added(self, graph: GraphCode) -> RunArtifacts:
         """With ``graph`` (one of the same index replaced)."""
         kept = tuple(g for g in self.graphs if g.index != graph.index)
         return dataclasses.replace(self, graphs=tuple(sorted((*kept, graph), key=lambda g: g.index)))

@@ -9,8 +9,9 @@ from __future__ import annotations
 
 import math
 import re
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Callable, Mapping
+from typing import Any
 
 __all__ = [
     "echo",
@@ -153,7 +154,7 @@ class ParamRule:
     """
 
     params: tuple[str, ...]
-    problem: Callable[[Mapping[str, Any]], "str | None"]
+    problem: Callable[[Mapping[str, Any]], str | None]
 
     def check(self, values: Mapping[str, Any]) -> None:
         """Raise ParamError (naming this rule's parameters) when ``values`` break the rule."""

@@ -20,9 +20,10 @@ sorting the samples again.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from itertools import chain
-from typing import TYPE_CHECKING, Callable, Iterable, Sequence
+from typing import TYPE_CHECKING
 
 from tui.engine.stats import GRID_POINTS, MAX_UNITS, SpeedupCI, percentile
 
@@ -130,7 +131,7 @@ def change_interval(base: SideDraws, new: SideDraws, statistic: Callable[[Median
     point = ratio_of(statistic(new.point), statistic(base.point))
     if point is None or not base.draws or not new.draws:
         return SpeedupCI(point, None, None)
-    ratios = sorted(r for b, n in zip(base.draws, new.draws)
+    ratios = sorted(r for b, n in zip(base.draws, new.draws, strict=False)
                     if (r := ratio_of(statistic(n), statistic(b))) is not None)
     if len(ratios) < max(2, min(len(base.draws), len(new.draws)) // 2):
         return SpeedupCI(point, None, None)

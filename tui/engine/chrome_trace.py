@@ -67,7 +67,15 @@ def _side_events(trace: dict[str, Any], side: str, number: int, shift_us: float)
     for pid in pids:
         new = _new_pid(pid, side, number)
         if new not in named:
-            events.append({"ph": "M", "name": "process_name", "pid": new, "tid": 0, "args": {"name": f"{side}: {pid}".rstrip(": ")}})
+            events.append(
+                {
+                    "ph": "M",
+                    "name": "process_name",
+                    "pid": new,
+                    "tid": 0,
+                    "args": {"name": f"{side}: {pid}".rstrip(": ")},
+                }
+            )
     return events
 
 

@@ -14,8 +14,9 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Callable, Iterator
+from typing import TYPE_CHECKING, Any
 
 from tui.engine.kernels import top_kernels_text
 from tui.engine.options import mode_applies
@@ -59,7 +60,7 @@ def _side_columns(side: str) -> list[Column]:
         Column(f"{side}_max_ms", stat("max"), f"slowest {side} iteration, ms"),
         Column(f"{side}_p10_ms", stat("p10"), f"10th percentile of the {side} times, ms"),
         Column(f"{side}_p90_ms", stat("p90"), f"90th percentile of the {side} times, ms"),
-        Column(f"{side}_host_median_ms", lambda r, s: s.side(side).host.median if s.side(side).host else None,
+        Column(f"{side}_host_median_ms", lambda r, s: h.median if (h := s.side(side).host) else None,
                f"median over blocks of the {side} host-inclusive time per call, ms"),
     ]
 
@@ -149,10 +150,12 @@ COLUMNS: tuple[Column, ...] = (
     Column("host_speedup", lambda r, s: s.host_speedup, "eager / compiled host-inclusive time per call"),
     Column("host_speedup_ci_low", lambda r, s: s.host_speedup_ci_low, "its 95% block-bootstrap interval, low end"),
     Column("host_speedup_ci_high", lambda r, s: s.host_speedup_ci_high, "its 95% block-bootstrap interval, high end"),
-    Column("verdict", lambda r, s: s.verdict, "faster, slower, no change, inconclusive or noisy (done runs; README, Verdict)"),
+    Column("verdict", lambda r, s: s.verdict,
+           "faster, slower, no change, inconclusive or noisy (done runs; README, Verdict)"),
     Column("noise_reasons", lambda r, s: " | ".join(s.noise_reasons), "why the verdict is noisy, joined with ' | '"),
     Column("host_verdict", lambda r, s: s.host_verdict, "the same for the host-inclusive speedup (launch-bound runs)"),
-    Column("host_noise_reasons", lambda r, s: " | ".join(s.host_noise_reasons), "why the host verdict is noisy, or not decisive (one process of a launch-bound run)"),
+    Column("host_noise_reasons", lambda r, s: " | ".join(s.host_noise_reasons),
+           "why the host verdict is noisy, or not decisive (one process of a launch-bound run)"),
     Column("noise_threshold", lambda r, s: r.options.noise_threshold, "the verdict's threshold t (0.02: 2%)"),
     *_outlier_columns("eager"),
     *_outlier_columns("compiled"),

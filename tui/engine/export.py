@@ -23,10 +23,11 @@ import json
 import os
 import stat
 import tempfile
+from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import IO, Any, Iterable, Iterator, Sequence
+from typing import IO, Any
 
 from tui import paths
 from tui.engine.columns import CSV_COLUMNS, RAW_COLUMNS
@@ -249,8 +250,8 @@ def atomic_writer(path: str | os.PathLike[str], *, newline: str | None = "") -> 
     except BaseException as exc:
         try:
             stream.close()
-        except Exception:
-            pass  # the original failure is what the user needs to see
+        except (OSError, ValueError):
+            pass  # the original failure (raised below) is what the user needs to see
         try:
             os.unlink(temp_name)
         except OSError:
@@ -327,7 +328,7 @@ def write_json(records: Iterable[RunRecord], path: str | os.PathLike[str]) -> Pa
     path = check_target(path)
     with atomic_writer(path, newline=None) as stream:
         rows = group_rows(records)  # inside: stored samples that are gone make an ExportError
-        stream.write('{"schema": %d, "exported": %s, "runs": [' % (EXPORT_SCHEMA, json.dumps(_now_iso())))
+        stream.write(f'{{"schema": {EXPORT_SCHEMA:d}, "exported": {json.dumps(_now_iso())}, "runs": [')
         for i, record in enumerate(members_of(rows)):
             stream.write(",\n" if i else "\n")
             data = record.to_json(samples=True)

@@ -58,7 +58,9 @@ def create_directory(typed: str) -> Path:
     made = False
     try:
         for index, part in enumerate(parts):
-            prefix = os.path.join(start, *parts[: index + 1]) if start != os.curdir else os.path.join(*parts[: index + 1])
+            prefix = (
+                os.path.join(start, *parts[: index + 1]) if start != os.curdir else os.path.join(*parts[: index + 1])
+            )
             if part in (os.curdir, os.pardir) and made:
                 raise DirectoryRefused(f"{shown}: {part!r} after a directory still to be made "
                                        "(allowed: a path whose new directories are named one by one)")

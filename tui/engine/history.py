@@ -22,8 +22,9 @@ from __future__ import annotations
 import json
 import os
 import time
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, BinaryIO, Iterator
+from typing import Any, BinaryIO
 
 from tui import paths
 from tui.engine.artifacts import read_pruned, run_folder, safe_name, store_code
@@ -143,8 +144,10 @@ class History:
             try:
                 os.ftruncate(fd, size)
             except OSError as undo:
-                raise HistoryError(f"cannot append to {self.path}: {_cause(exc)}; the part written could not be "
-                                   f"cut back ({_cause(undo)}): its last line is torn and is skipped when read") from exc
+                raise HistoryError(
+                    f"cannot append to {self.path}: {_cause(exc)}; the part written could not be "
+                    f"cut back ({_cause(undo)}): its last line is torn and is skipped when read"
+                ) from exc
             raise
 
     # ----- reading ---------------------------------------------------------------
@@ -186,7 +189,9 @@ class History:
         with handle:
             yield from self._iter_chunks(handle, chunk, first)
 
-    def _iter_chunks(self, handle: BinaryIO, chunk: int, first: int | None) -> Iterator[tuple[list[RunRecord], list[str]]]:
+    def _iter_chunks(
+        self, handle: BinaryIO, chunk: int, first: int | None
+    ) -> Iterator[tuple[list[RunRecord], list[str]]]:
         seen: set[str] = set()
         other_schemas: dict[Any, list[int]] = {}
         records: list[RunRecord] = []
@@ -199,7 +204,9 @@ class History:
                 if record is None:
                     continue
                 if record.run_id in seen:
-                    problems.append(f"{self.path} line {number}: run {record.run_id} appears again; the later line is kept")
+                    problems.append(
+                        f"{self.path} line {number}: run {record.run_id} appears again; the later line is kept"
+                    )
                 seen.add(record.run_id)
                 records.append(record)
                 if len(records) >= size:
@@ -210,7 +217,9 @@ class History:
         for schema, numbers in other_schemas.items():
             age = "newer" if isinstance(schema, int) and schema > SCHEMA else "older or unknown"
             where = f"line {numbers[0]}" + (f" and {len(numbers) - 1} more" if len(numbers) > 1 else "")
-            problems.append(f"{self.path} {where}: schema {schema!r} is {age} (this version writes {SCHEMA}); read best effort")
+            problems.append(
+                f"{self.path} {where}: schema {schema!r} is {age} (this version writes {SCHEMA}); read best effort"
+            )
         if records or problems:
             yield records, problems
 

@@ -43,8 +43,9 @@ The profiler's own ranges (:data:`PROFILER_RANGES`) and the worker's final synch
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Sequence
+from typing import TYPE_CHECKING
 
 from tui.typed import JsonRecord
 
@@ -185,7 +186,7 @@ def _exclusive_us(events: Sequence[RawEvent]) -> list[float]:
 def profiler_s(events: Sequence[RawEvent]) -> float:
     """Seconds of the profiler's own ranges (:data:`PROFILER_RANGES`) among ``events`` (none under the worker's
     synchronize: that is after the calls)."""
-    spent = zip(_categories(events, has_graph_calls=True), _exclusive_us(events))
+    spent = zip(_categories(events, has_graph_calls=True), _exclusive_us(events), strict=True)
     return sum(us for category, us in spent if category == "profiler") / 1e6
 
 
@@ -217,7 +218,7 @@ def host_split(events: Sequence[RawEvent], calls: int, host_s: float | None,
     if not _COMPILED.intersection(categories):
         return None
     spent_us: dict[str, float] = {}
-    for category, exclusive in zip(categories, _exclusive_us(events)):
+    for category, exclusive in zip(categories, _exclusive_us(events), strict=True):
         if category is not None:
             spent_us[category] = spent_us.get(category, 0.0) + exclusive
     profiler_us = spent_us.pop("profiler", 0.0)

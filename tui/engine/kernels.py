@@ -24,16 +24,17 @@ from __future__ import annotations
 
 import re
 from collections import defaultdict
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Iterable, Iterator, Mapping, Sequence
+from typing import Any
 
 from tui.engine.host_time import HostSplit, totals_without_profiler
 from tui.typed import JsonRecord
 
 __all__ = [
     "RawEvent", "KernelRow", "SideProfile", "KernelGroup", "RegionRow", "Profile", "side_profile", "kernel_diff",
-    "regions",
-    "provenance_ops", "top_kernels_text", "short_kernel_name", "LAUNCH_NAMES", "GRAPH_LAUNCH_NAMES", "NOT_KERNELS", "MAX_ROWS",
+    "regions", "provenance_ops", "top_kernels_text", "short_kernel_name", "LAUNCH_NAMES", "GRAPH_LAUNCH_NAMES",
+    "NOT_KERNELS", "MAX_ROWS",
 ]  # fmt: skip
 
 LAUNCH_NAMES = frozenset({"cudaLaunchKernel", "cuLaunchKernel", "cudaLaunchKernelExC", "cuLaunchKernelEx",

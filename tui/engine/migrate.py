@@ -12,7 +12,8 @@ true reads as ``tf32`` and false as ``ieee``, and the run's warnings say so
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from tui.engine.stored_options import upgrade_tf32_run
 
@@ -46,7 +47,12 @@ _SAMPLES_STEPS: dict[int, Callable[[dict[str, Any]], dict[str, Any]]] = {1: _sam
 
 def _upgrade(data: dict[str, Any], schema: Any, steps: dict[int, Callable]) -> tuple[dict[str, Any], bool]:
     """Apply every step from ``schema`` up; (data, True) when it reached :data:`SCHEMA`."""
-    if not isinstance(schema, int) or isinstance(schema, bool) or schema > SCHEMA or (schema < SCHEMA and schema not in steps):
+    if (
+        not isinstance(schema, int)
+        or isinstance(schema, bool)
+        or schema > SCHEMA
+        or (schema < SCHEMA and schema not in steps)
+    ):
         return data, schema == SCHEMA
     while schema < SCHEMA:
         data = steps[schema](data)

@@ -239,7 +239,7 @@ class RunOptions:
 
     # ----- validation -------------------------------------------------
 
-    def validated(self) -> "RunOptions":
+    def validated(self) -> RunOptions:
         """A copy with the workload's parameters resolved; OptionsError on the first problem."""
         device = _checked_device(self.device)
         workload, params = self._resolved_workload(device)
@@ -308,7 +308,7 @@ class RunOptions:
         return dataclasses.asdict(self)
 
     @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> "RunOptions":
+    def from_dict(cls, data: dict[str, Any]) -> RunOptions:
         """Build from a dict (unknown keys refused); values are not validated here."""
         known = {f.name for f in dataclasses.fields(cls)}
         unknown = sorted(set(data) - known)
@@ -373,9 +373,10 @@ def parse_int_option(name: str, text: str) -> int:
 
 
 def parse_number_option(name: str, text: str) -> float:
-    """A number option (``timeout_s``, ``time_budget_s``, ``memory_limit_gb``) typed as text; OptionsError when it is none.
+    """A number option (``timeout_s``, ``time_budget_s``, ``memory_limit_gb``) typed as text.
 
-    Its range is :meth:`RunOptions.validated`'s to judge (NaN and inf come through to be refused there).
+    OptionsError when the text is no number. Its range is :meth:`RunOptions.validated`'s to judge
+    (NaN and inf come through to be refused there).
     """
     try:
         return float(text)
@@ -399,7 +400,9 @@ def _check_noise_limits(limits: Any) -> None:
     from tui.engine.verdict import LIMIT_NAMES
 
     if not isinstance(limits, dict):
-        raise OptionsError("noise_limits", f"{echo(limits)} is not NAME=VALUE pairs (allowed: {', '.join(LIMIT_NAMES)})")
+        raise OptionsError(
+            "noise_limits", f"{echo(limits)} is not NAME=VALUE pairs (allowed: {', '.join(LIMIT_NAMES)})"
+        )
     for name, value in limits.items():
         if name not in LIMIT_NAMES:
             raise OptionsError("noise_limits", f"{echo(name)} is not a limit (allowed: {', '.join(LIMIT_NAMES)})")
@@ -416,5 +419,6 @@ def _check_memory_limit(value: Any, device: str) -> None:
         return
     _check_positive("memory_limit_gb", value, MEMORY_LIMIT_MAX_GB, _MEMORY_LIMIT_ALLOWED)
     if device != "cpu":
-        raise OptionsError("memory_limit_gb", "applies to CPU runs only (CUDA reserves far more address space than it uses)")
-
+        raise OptionsError(
+            "memory_limit_gb", "applies to CPU runs only (CUDA reserves far more address space than it uses)"
+        )

@@ -9,7 +9,6 @@ type becomes its default and a warning, never a surprise downstream.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
 
 from tui.typed import JsonRecord
 
@@ -104,9 +103,10 @@ class Diagnostics(JsonRecord):
 
 @dataclass(frozen=True)
 class Accuracy(JsonRecord):
-    """Compiled output against eager and an fp64 reference: errors, tolerances and the verdict (``passed`` None: not checked).
+    """Compiled output against eager and an fp64 reference: errors, tolerances and the verdict.
 
-    ``max_abs_err`` and ``max_rel_err`` are compiled against eager, whichever rule decided.
+    ``passed`` None: not checked. ``max_abs_err`` and ``max_rel_err`` are compiled against eager,
+    whichever rule decided.
     """
 
     max_abs_err: float | None = None

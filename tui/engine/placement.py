@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import os
 import re
-from typing import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 
 from tui.engine.options import OptionsError
 from tui.engine.catalog import echo
@@ -172,7 +172,8 @@ def thread_siblings(cpu: int) -> tuple[int, ...]:
 def physical_cores(cpus: Sequence[int], siblings: Callable[[int], Sequence[int]] = thread_siblings
                    ) -> list[tuple[int, ...]]:
     """``cpus`` grouped by physical core (hyperthreads of one core together), in order of their first CPU."""
-    allowed, seen, cores = set(cpus), set(), []
+    allowed, cores = set(cpus), []
+    seen: set[int] = set()
     for cpu in sorted(allowed):
         if cpu in seen:
             continue
@@ -203,7 +204,7 @@ def plan_cores(lanes: Sequence[str], cpus: Sequence[int], near: Mapping[str, Ite
         groups = {tuple(range(len(cores))): list(lanes)}
     plan: dict[str, tuple[int, ...]] = {}
     for indices, members in groups.items():
-        for lane, share in zip(members, split_cpus(indices, len(members))):
+        for lane, share in zip(members, split_cpus(indices, len(members)), strict=True):
             plan[lane] = tuple(sorted(cpu for index in share for cpu in cores[index]))
     return plan
 

@@ -26,19 +26,22 @@ import math
 import os
 import stat
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass, replace
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 from tui import paths
 from tui.engine.artifacts import PRUNED_FILE, format_bytes, safe_name
 from tui.engine.input_file import JSONError, file_kind, load_json
 from tui.typed import printable
 
-__all__ = ["RunFiles", "PrunePlan", "PruneResult", "DataUsage", "DATA_CAP_GB", "DATA_CAP_ENV", "ORPHAN_GRACE_S",
-           "data_cap", "data_cap_bytes", "data_usage", "scan_runs", "plan_prune", "apply_prune", "enforce_cap", "describe",
-           "CapKeeper", "delete_own_file", "NotOwnFile"]
+__all__ = [
+    "RunFiles", "PrunePlan", "PruneResult", "DataUsage", "DATA_CAP_GB", "DATA_CAP_ENV", "ORPHAN_GRACE_S", "data_cap",
+    "data_cap_bytes", "data_usage", "scan_runs", "plan_prune", "apply_prune", "enforce_cap", "describe", "CapKeeper",
+    "delete_own_file", "NotOwnFile",
+]
 
 DATA_CAP_GB = 5.0
 """The runs directory's default size cap, in GB (10^9 bytes)."""

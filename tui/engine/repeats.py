@@ -32,8 +32,8 @@ device clock, CUDA) becomes a group; a CPU configuration under ``auto`` is one p
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import Iterable, Iterator, Sequence
 
 from tui.engine.protocol import SIDES
 from tui.engine.results import TERMINAL_STATUSES, RunRecord
@@ -161,7 +161,7 @@ def group_status(members: Sequence[RunRecord]) -> str:
 # ----- the group's numbers -------------------------------------------------------------------
 
 
-def _blocks(record: RunRecord, side: str, which: str) -> list:
+def _blocks(record: RunRecord, side: str, which: str) -> list[Sequence[float]]:
     measured = [b for b in record.loaded_samples()[side] if b.stage == "measure" and b.ms]
     if which == "iter":
         return [b.ms for b in measured]
@@ -243,7 +243,7 @@ def _across_processes(base: GroupSummary, done: Sequence[RunRecord]) -> GroupSum
     """Intervals across processes and the verdicts of a group of two or more done runs."""
     intervals = {}
     for which in ("iter", "host"):
-        processes = [tuple(_blocks(r, side, which) for side in SIDES) for r in done]
+        processes = [(_blocks(r, "eager", which), _blocks(r, "compiled", which)) for r in done]
         interval = bootstrap_speedup_processes(processes, BOOTSTRAP_RESAMPLES, seed=0)
         # As for one run: too few block pairs in all give no interval (tui.engine.summary).
         if sum(min(len(e), len(c)) for e, c in processes) < MIN_INTERVAL_BLOCKS:
@@ -294,9 +294,10 @@ class GroupRecord(RunRecord):
 
     members: list[RunRecord]
     group: GroupSummary
+    _pooled: RunSummary | None
 
     @classmethod
-    def of(cls, members: Sequence[RunRecord]) -> "GroupRecord":
+    def of(cls, members: Sequence[RunRecord]) -> GroupRecord:
         """The row of ``members`` (one group's records)."""
         members = sorted(members, key=lambda r: r.repeat)
         group = summarize_group(members)
@@ -308,7 +309,8 @@ class GroupRecord(RunRecord):
                   memory=first.memory, flops_per_call=first.flops_per_call, bytes_per_call=first.bytes_per_call,
                   telemetry=first.telemetry, group_id=group.group_id,
                   notes=tuple(dict.fromkeys(note for m in members for note in m.notes)),
-                  profile=next((m.profile for m in done if m.profile and m.profile.available), first.profile))  # fmt: skip
+                  profile=next((m.profile for m in done if m.profile and m.profile.available),
+                               first.profile))  # fmt: skip
         row.members, row.group = list(members), group
         row.warnings = _shared_warnings(done)
         ended = [m for m in members if m.status in ("failed", "cancelled")]

@@ -11,8 +11,8 @@ as in the CSV and the CLI's table (:func:`tui.engine.repeats.group_records`).
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import Iterable, Sequence
 
 from tui.engine.clocks import clock_info
 from tui.engine.options import RunOptions

@@ -14,7 +14,8 @@ from __future__ import annotations
 
 import math
 import shlex
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from tui.engine.options import RunOptions
 

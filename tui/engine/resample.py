@@ -9,7 +9,8 @@ on a grid of values, without pooling or sorting samples again.
 
 from __future__ import annotations
 
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt

@@ -13,10 +13,11 @@ import dataclasses
 import secrets
 import threading
 import time
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, Callable, Iterator
+from typing import Any
 
 from tui.engine.artifacts import RunArtifacts, load_code
 from tui.engine.kernels import Profile
@@ -47,8 +48,8 @@ from tui.engine.verdict import Machine, VerdictPolicy
 from tui.telemetry.model import RunTelemetry
 from tui.typed import decode_fields, finite, printable
 
-__all__ = ["RunRecord", "Block", "SamplesUnavailable", "SamplesPruned", "SamplesInvalid", "STATUSES", "TERMINAL_STATUSES",
-           "ACTIVE_STATUSES", "SIDES", "new_run_id", "samples_to_json", "samples_from_json"]
+__all__ = ["RunRecord", "Block", "SamplesUnavailable", "SamplesPruned", "SamplesInvalid", "STATUSES",
+           "TERMINAL_STATUSES", "ACTIVE_STATUSES", "SIDES", "new_run_id", "samples_to_json", "samples_from_json"]
 
 TERMINAL_STATUSES = frozenset({"done", "failed", "cancelled"})
 """A record in one of these will not change any more."""
@@ -120,12 +121,12 @@ class RunRecord:
         self._measured_s = 0.0
         self._stored_summary: RunSummary | None = None
         self._samples_loaded = True
-        self._samples_loader: Callable[["RunRecord"], Samples] | None = None
+        self._samples_loader: Callable[[RunRecord], Samples] | None = None
         self._samples_lock = threading.RLock()  # the app loads and releases while exports read
         self.data_dir: Path | None = None  # the run's data folder, when known (tui.engine.artifacts)
 
     @classmethod
-    def new(cls, options: RunOptions, run_id: str | None = None) -> "RunRecord":
+    def new(cls, options: RunOptions, run_id: str | None = None) -> RunRecord:
         """A queued record for ``options`` with a fresh run id."""
         return cls(run_id=run_id or new_run_id(), options=options)
 
@@ -189,8 +190,10 @@ class RunRecord:
         self.artifacts = self.artifacts.added(event.graph)
 
     def _on_artifact(self, event: ArtifactWritten) -> None:
-        name = "trace_file" if event.kind == "trace" else "torch_trace_dir"
-        self.artifacts = dataclasses.replace(self.artifacts, **{name: event.name})
+        if event.kind == "trace":
+            self.artifacts = dataclasses.replace(self.artifacts, trace_file=event.name)
+        else:
+            self.artifacts = dataclasses.replace(self.artifacts, torch_trace_dir=event.name)
 
     def _on_finished(self, event: Finished) -> None:
         self.diagnostics = _merged(self.diagnostics, event.diagnostics)
@@ -247,7 +250,7 @@ class RunRecord:
         """False for a record read from the history whose samples are still on disk."""
         return self._samples_loaded
 
-    def defer_samples(self, loader: Callable[["RunRecord"], Samples]) -> None:
+    def defer_samples(self, loader: Callable[[RunRecord], Samples]) -> None:
         """Mark the samples as stored apart; ``loader(record)`` returns them on demand."""
         self._samples_loaded = False
         self._samples_loader = loader
@@ -436,12 +439,12 @@ class RunRecord:
         return finite(data)
 
     @classmethod
-    def from_json(cls, data: dict[str, Any]) -> "RunRecord":
+    def from_json(cls, data: dict[str, Any]) -> RunRecord:
         """Rebuild from :meth:`to_json` output, checking every field (see :meth:`decode`)."""
         return cls.decode(data)[0]
 
     @classmethod
-    def decode(cls, data: dict[str, Any]) -> tuple["RunRecord", list[str]]:
+    def decode(cls, data: dict[str, Any]) -> tuple[RunRecord, list[str]]:
         """Rebuild from :meth:`to_json` output: (record, one line per field that did not fit).
 
         A field of the wrong type takes its default and adds a warning naming it to the

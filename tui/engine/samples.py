@@ -11,8 +11,9 @@ from __future__ import annotations
 
 import math
 from array import array
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
 
 from tui.engine.protocol import SIDES, STAGES, BlockTimed
 from tui.typed import printable
@@ -88,7 +89,7 @@ class Block:
         return self.t_start, self.t_end
 
     @classmethod
-    def from_event(cls, event: BlockTimed, intern: Callable[[str], str] = str) -> "Block":
+    def from_event(cls, event: BlockTimed, intern: Callable[[str], str] = str) -> Block:
         """The block an event carries (a null time, non-finite in the worker, is dropped)."""
         ms = array("d", (v for v in event.ms if v is not None))
         labels = [intern(x) for x in event.labels] if event.labels is not None and len(ms) == len(event.ms) else None
@@ -109,7 +110,7 @@ class Block:
         }
 
     @classmethod
-    def from_json(cls, data: dict[str, Any], intern: Callable[[str], str] = str) -> "Block":
+    def from_json(cls, data: dict[str, Any], intern: Callable[[str], str] = str) -> Block:
         """Build from :meth:`to_json` output; ValueError/TypeError when malformed, TimingError (naming the
         field) for a time no measurement gives (a null time is one the worker could not take: skipped)."""
         values = data.get("ms")

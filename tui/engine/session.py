@@ -43,8 +43,10 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import dataclasses
+import logging
 from collections import deque
-from typing import Any, Callable, Protocol, Sequence
+from collections.abc import Callable, Sequence
+from typing import Any, Protocol
 
 from tui.engine.artifacts import run_folder
 from tui.engine.options import RunOptions
@@ -62,9 +64,12 @@ from tui.engine.lanes import (
     options_in,
 )
 from tui.engine.results import RunRecord, new_run_id
+from tui.logs import suppressed
 
 __all__ = ["RunSession", "RunUnit", "SessionListener", "Runner", "lane_of", "is_local", "SHARED_LANE",
            "CLUSTER_LANE", "RETIRE_AFTER"]
+
+log = logging.getLogger(__name__)
 
 CANCELLED_BEFORE_START = "cancelled before it started"
 class Runner(Protocol):
@@ -175,7 +180,7 @@ class RunSession:
         for number, record in enumerate(records):
             if grouped[number % len(first)]:
                 record.group_id, record.repeat = first[number % len(first)].run_id, number // len(first)
-        growing = [record.run_id for record, group in zip(first, grouped) if auto and group]
+        growing = [record.run_id for record, group in zip(first, grouped, strict=True) if auto and group]
         if growing:
             self._auto.append(growing)
         if pool:
@@ -279,6 +284,7 @@ class RunSession:
             if not record.finished:
                 record.fail("cancelled", "cancelled")
         except Exception as exc:  # a runner bug must not lose the run or stop the queue
+            log.exception("run %s: the run task failed", record.run_id)
             record.fail("crash", f"the run task failed: {type(exc).__name__}: {exc}")
         finally:
             self._began.discard(record.run_id)
@@ -329,6 +335,7 @@ class RunSession:
                 # Still unsaved while the next round is decided, so the session never looks settled between rounds.
                 more = await self._next_round(record)
             except Exception as exc:  # the record must still end as handled, or wait_settled waits for ever
+                log.exception("run %s: saving failed", record.run_id)
                 problem, pruned, more = f"run {record.run_id}: saving failed: {type(exc).__name__}: {exc}", None, []
             self._unsaved.discard(record.run_id)
             self.listener.run_saved(record, problem)
@@ -354,17 +361,19 @@ class RunSession:
 
     def _save(self, record: RunRecord) -> tuple[str | None, Any]:
         """(why the run was not saved or None, what the size cap pruned or None); in the saving thread."""
-        with contextlib.suppress(Exception):  # a view never dies on data; the row shows what it can
+        with suppressed(log, f"summarising run {record.run_id}", logging.WARNING):  # the row shows what it can
             record.summary()
         if self.history is None:
             return None, None
         try:
             self.history.append(record)
-        except Exception as exc:  # HistoryError, SamplesUnavailable, OSError
+        except Exception as exc:  # HistoryError, SamplesUnavailable, OSError; shown, and the traceback logged
+            log.warning("run %s was not saved to the history", record.run_id, exc_info=True)
             return f"run {record.run_id} was not saved to the history: {exc}", None
         try:
             return None, self._cap.after_save(record.run_id)
         except Exception as exc:  # an unreadable runs dir or history line: the run is saved, the cap is not kept
+            log.warning("the data dir's size cap was not applied after run %s", record.run_id, exc_info=True)
             return None, PruneResult(notes=(f"the data dir's size cap was not applied after run {record.run_id}: "
                                             f"{type(exc).__name__}: {exc}",))
 
@@ -435,7 +444,7 @@ class RunSession:
             with contextlib.suppress(asyncio.TimeoutError, asyncio.CancelledError):
                 await asyncio.wait_for(asyncio.shield(self._saver), timeout)
         for runner in self._runners.values():
-            with contextlib.suppress(Exception):
+            with suppressed(log, "closing a runner"):
                 await asyncio.wait_for(runner.aclose(), timeout)
             self._kill(runner)
 
@@ -446,7 +455,7 @@ class RunSession:
 
     @staticmethod
     def _kill(runner: Runner) -> None:
-        with contextlib.suppress(Exception):
+        with suppressed(log, "killing a runner's workers"):
             runner.kill_all()
 
 

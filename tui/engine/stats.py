@@ -25,9 +25,10 @@ noise within each.
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass, fields
 from itertools import chain
-from typing import Any, Iterable, NamedTuple, Sequence
+from typing import Any, NamedTuple
 
 from tui.typed import decode_fields
 
@@ -69,7 +70,7 @@ class Stats:
         return asdict(self)
 
     @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> "Stats":
+    def from_dict(cls, data: dict[str, Any]) -> Stats:
         """Rebuild from :meth:`to_dict` output; unknown keys are ignored, a missing one raises KeyError."""
         return cls(**{f.name: data[f.name] for f in fields(cls)})
 
@@ -78,7 +79,7 @@ class Stats:
         return asdict(self)
 
     @classmethod
-    def from_json(cls, data: Any) -> "Stats":
+    def from_json(cls, data: Any) -> Stats:
         """Rebuild from JSON, checking every field (FieldError when one is missing or wrong)."""
         return decode_fields(cls, data, where="stats")[0]
 
@@ -302,7 +303,9 @@ def _check_bootstrap_args(resamples: int, confidence: float, max_units: int, gri
         raise ValueError("max_units and grid_points must be >= 2")
 
 
-def _units(eager: list[list[float]], compiled: list[list[float]], max_units: int) -> list[tuple[list[float], list[float]]]:
+def _units(
+    eager: list[list[float]], compiled: list[list[float]], max_units: int
+) -> list[tuple[list[float], list[float]]]:
     """Block pairs (eager i, compiled i) with samples, merged into at most ``max_units`` runs of adjacent pairs."""
     pairs = [
         (eager[i] if i < len(eager) else [], compiled[i] if i < len(compiled) else [])

@@ -133,7 +133,7 @@ def _params(value: Any, where: str, problems: list[str]) -> dict[str, Any]:
 
 
 def check_hidden(options: RunOptions, where: str = "options") -> tuple[RunOptions, list[str]]:
-    """``options`` with each :data:`HIDDEN_FIELDS` and :data:`LIMIT_FIELDS` value the run would refuse set to its default.
+    """``options`` with each :data:`HIDDEN_FIELDS` and :data:`LIMIT_FIELDS` value the run would refuse defaulted.
 
     The picker cannot show or correct these, so a saved one that is out of range (a negative
     ``timeout_s``, a ``python`` that is no executable file, a malformed inductor option name)

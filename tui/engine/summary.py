@@ -154,7 +154,7 @@ class LiveStats:
             self.host_blocks[side].append((block.host_ms_per_call,))
         if block.labels:
             by_label: dict[str, list[float]] = {}
-            for label, value in zip(block.labels, block.ms):
+            for label, value in zip(block.labels, block.ms, strict=True):
                 by_label.setdefault(label, []).append(value)
             for label, values in by_label.items():
                 acc = self.labels.setdefault(label, {s: SampleAccumulator() for s in SIDES})
@@ -289,7 +289,9 @@ def _ratio(top: Stats | None, bottom: Stats | None) -> float | None:
 
 
 def launch_bound_of(sides: dict[str, SideStats], clock: str | None) -> bool | None:
-    """Device-time clocks only: a side's host median above :data:`LAUNCH_BOUND_RATIO` x its iter median (None: unknown)."""
+    """Device-time clocks only: a side's host median above :data:`LAUNCH_BOUND_RATIO` x its iter median.
+
+    None: unknown."""
     info = clock_info(clock)
     if info is None or not info.device_time:
         return None

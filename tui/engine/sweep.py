@@ -16,7 +16,8 @@ from __future__ import annotations
 import dataclasses
 import itertools
 import json
-from typing import Any, Iterable, Sequence
+from collections.abc import Iterable, Sequence
+from typing import Any
 
 from tui.engine.options import (
     DEFAULT_MODE, OptionsError, RunOptions, check_mode, check_precision, mode_applies, parse_dynamic,
@@ -67,7 +68,9 @@ def expand(
     mode_axis = _axis("mode", modes, base.mode)
     for mode in mode_axis:
         check_mode(mode)
-    fullgraph_axis = list(dict.fromkeys(_parse_bool("fullgraph", v) for v in _axis("fullgraph", fullgraphs, base.fullgraph)))
+    fullgraph_axis = list(
+        dict.fromkeys(_parse_bool("fullgraph", v) for v in _axis("fullgraph", fullgraphs, base.fullgraph))
+    )
     dynamic_axis = list(dict.fromkeys(parse_dynamic(v) for v in _axis("dynamic", dynamics, base.dynamic)))
     backend_axis = [str(b).strip() for b in _axis("backend", backends, base.backend)]
     dtype_axis = _axis("dtype", dtypes, base.dtype)
@@ -83,7 +86,7 @@ def expand(
     results: list[RunOptions] = []
     seen: set[str] = set()
     for param_values in itertools.product(*value_lists):
-        params = {**base.params, **dict(zip(names, param_values))}
+        params = {**base.params, **dict(zip(names, param_values, strict=True))}
         for backend, mode, fullgraph, dynamic, dtype, precision, python in itertools.product(
             backend_axis, mode_axis, fullgraph_axis, dynamic_axis, dtype_axis, precision_axis, python_axis
         ):

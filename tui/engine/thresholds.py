@@ -15,8 +15,8 @@ from dataclasses import dataclass, fields, replace
 from tui.typed import JsonRecord
 
 __all__ = [
-    "VerdictPolicy", "LIMIT_NAMES", "MIN_IQR_SHARE", "DRIFT_TREND_Z", "DRIFT_POINTS", "STALL_SHIFT_SHARE", "MIN_INTERVAL_BLOCKS",
-    "MIN_SAMPLES", "LAUNCH_BOUND_RATIO",
+    "VerdictPolicy", "LIMIT_NAMES", "MIN_IQR_SHARE", "DRIFT_TREND_Z", "DRIFT_POINTS", "STALL_SHIFT_SHARE",
+    "MIN_INTERVAL_BLOCKS", "MIN_SAMPLES", "LAUNCH_BOUND_RATIO",
 ]  # fmt: skip
 
 
@@ -41,7 +41,7 @@ class VerdictPolicy(JsonRecord):
     max_other_cpu_cores: float = 0.5
 
     @classmethod
-    def of(cls, threshold: float | None = None, limits: dict[str, float] | None = None) -> "VerdictPolicy":
+    def of(cls, threshold: float | None = None, limits: dict[str, float] | None = None) -> VerdictPolicy:
         """The defaults with ``threshold`` (t) and any of the other limits replaced (checked by RunOptions)."""
         changes = {k: float(v) for k, v in (limits or {}).items() if k in LIMIT_NAMES}
         if threshold is not None:

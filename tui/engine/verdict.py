@@ -36,8 +36,8 @@ one value per block as its samples. Outliers are classified as criterion does (T
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import Iterable, Sequence
 
 from tui.engine.stats import median
 from tui.engine.thresholds import (
@@ -123,7 +123,7 @@ class SideSeries:
         return sum(len(b) for b in self.blocks)
 
     def outliers(self) -> Outliers:
-        """This side's outliers (:func:`classify_outliers`), with an IQR of at least :data:`MIN_IQR_SHARE` of the median.
+        """This side's outliers (:func:`classify_outliers`), the IQR at least :data:`MIN_IQR_SHARE` of the median.
 
         Without that floor a side whose times are mostly one value (a short kernel on a clock
         that ticks in 0.5 us steps) has an IQR of 0, and every other tick would be "severe".
@@ -163,7 +163,7 @@ class Assessment:
     reasons: tuple[str, ...] = ()
     notes: tuple[str, ...] = ()
 
-    def __add__(self, other: "Assessment") -> "Assessment":
+    def __add__(self, other: Assessment) -> Assessment:
         return Assessment(self.reasons + other.reasons, self.notes + other.notes)
 
 
@@ -248,7 +248,13 @@ def speedup_drift(eager: SideSeries, compiled: SideSeries) -> float | None:
     Per pair, eager's block median over compiled's: a change of the machine that slows both sides
     alike (the blocks are interleaved) leaves it be; what moves the speedup itself moves it.
     """
-    return _drift([median(e) / median(c) for e, c in zip(eager.blocks, compiled.blocks) if e and c and median(c) > 0])
+    return _drift(
+        [
+            median(e) / median(c)
+            for e, c in zip(eager.blocks, compiled.blocks, strict=False)
+            if e and c and median(c) > 0
+        ]
+    )
 
 
 def machine_reasons(machine: Machine, policy: VerdictPolicy, host: bool) -> list[str]:

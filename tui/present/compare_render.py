@@ -7,7 +7,8 @@ its verdict is the row's. The fields every row shares are said once, above the t
 
 from __future__ import annotations
 
-from typing import Any, Iterable
+from collections.abc import Iterable, Sequence
+from typing import Any
 
 from tui.present.format import VERDICT_STYLES
 from tui.engine.compare import METRICS, Change, CompareSettings, Comparison, ConfigKey, PairResult, UnmatchedRow
@@ -79,7 +80,8 @@ def _header(comparison: Comparison, metric: str) -> str:
 
 
 def _keys(comparison: Comparison) -> list[ConfigKey]:
-    return [ConfigKey(tuple(row.key.items())) for row in (*comparison.pairs, *comparison.unmatched)]
+    rows: list[PairResult | UnmatchedRow] = [*comparison.pairs, *comparison.unmatched]
+    return [ConfigKey(tuple(row.key.items())) for row in rows]
 
 
 def shared_fields(comparison: Comparison) -> tuple[set[str], str]:
@@ -205,11 +207,13 @@ def gate_lines(comparison: Comparison) -> list[str]:
     failures = comparison.failures()
     lines = [summary_line(comparison)]
     if not comparison.pairs:
-        lines.append("no configuration is on both sides: nothing was compared (--ignore leaves fields out of the match)")
+        lines.append(
+            "no configuration is on both sides: nothing was compared (--ignore leaves fields out of the match)"
+        )
     return lines + gate_verdict(failures)
 
 
-def gate_verdict(failures: list[str]) -> list[str]:
+def gate_verdict(failures: Sequence[str]) -> list[str]:
     """``gate: pass``, or ``gate: FAIL (N rows)`` and a line per failing row."""
     if not failures:
         return ["gate: pass"]

@@ -12,7 +12,7 @@ Imports no textual: the command line uses it.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Callable, Iterable
+from collections.abc import Callable, Iterable
 
 from tui.engine.ab import interpreter_name
 from tui.engine.options import DEFAULT_MODE, DEFAULT_PRECISION, RunOptions, mode_applies
@@ -132,7 +132,8 @@ OPTION_FIELDS: tuple[OptionField, ...] = (
     OptionField("workload", "workload", "the workload (a user's file by its name)", workload_name, 20),
     OptionField("params", "params", "the workload's parameters (sizes)", params_text, 32),
     OptionField("backend", "backend", "torch.compile's backend", lambda o: printable(o.backend), 12),
-    OptionField("mode", "mode", "inductor's mode (– for other backends); max-autotune-no-cg: max-autotune-no-cudagraphs",
+    OptionField("mode", "mode",
+                "inductor's mode (– for other backends); max-autotune-no-cg: max-autotune-no-cudagraphs",
                 short_mode, 18, omit=(DEFAULT_MODE,)),
     OptionField("fullgraph", "fg", f"fullgraph: {ON} when the whole function must compile as one graph",
                 lambda o: ON if o.fullgraph else "", 2, omit=("",), word_of=_fullgraph_word),
@@ -168,6 +169,7 @@ def option_words(options: RunOptions, differs: frozenset[str] = frozenset(),
     ``skip``: fields said elsewhere (the command line writes the workload and its parameters first).
     """
     fields = [field for field in OPTION_FIELDS if field.key not in skip]
-    ordered = [field for field in fields if field.key in differs] + [field for field in fields if field.key not in differs]
+    ordered = ([field for field in fields if field.key in differs]
+               + [field for field in fields if field.key not in differs])
     words = [field.word(field.value(options), field.key in differs) for field in ordered]
     return [word for word in words if word]

@@ -8,9 +8,10 @@ escaped from matplotlib. Numbers are written as the app and the CLI write them (
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime, timezone
 from html import escape
-from typing import Any, Iterable, Mapping, Sequence
+from typing import Any
 
 from tui import __version__
 from tui.present.format import fmt_ms, fmt_seconds
@@ -95,13 +96,15 @@ def _header(data: ReportData) -> str:
             f"queued {e(span)}; read from {sources}; made by compile-lab {e(__version__)}.</p>")
     if data.problems:
         items = "".join(f"<li>{e(p)}</li>" for p in data.problems)
-        text += f"<details><summary>{len(data.problems)} problem(s) reading the runs</summary><ul>{items}</ul></details>"
+        text += (
+            f"<details><summary>{len(data.problems)} problem(s) reading the runs</summary><ul>{items}</ul></details>"
+        )
     return text
 
 
 def _summary_table(rows: Sequence[ReportRow], labels: Sequence[str]) -> str:
     cells = []
-    for row, label in zip(rows, labels):
+    for row, label in zip(rows, labels, strict=True):
         host = f"{e(speedup_words(row.host_speedup))} {_verdict(row.host_verdict)}" if row.shows_host else "–"
         status = e(row.status) if row.error is None else f"{e(row.status)}: {e(row.error)}"
         cells.append([str(row.number), e(label), status, _verdict(row.verdict), e(speedup_words(row.speedup)), host,
@@ -135,7 +138,7 @@ def _distributions(rows: Sequence[ReportRow], labels: Mapping[int, str], plots: 
         if plot:
             parts.append(plot)
             if row.samples_note:
-                parts.append(f"<p class=\"muted\">Boxes from the stored statistics, no dots: {e(row.samples_note)}.</p>")
+                parts.append(f'<p class="muted">Boxes from the stored statistics, no dots: {e(row.samples_note)}.</p>')
         else:
             parts.append(f"<p class=\"muted\">No distribution: {e(row.samples_note or 'no measured samples')}.</p>")
     return "".join(parts)
@@ -205,7 +208,7 @@ def _options(rows: Sequence[ReportRow], labels: Mapping[int, str]) -> str:
 def render_page(data: ReportData, forest: str, distributions: Mapping[int, str | None]) -> str:
     """The whole page: header, forest plot and summary, noisy runs' reasons, distributions, telemetry,
     environment, options. ``forest`` and ``distributions`` (by row number) are SVG elements."""
-    labels = dict(zip((row.number for row in data.rows), row_labels(data.rows)))
+    labels = dict(zip((row.number for row in data.rows), row_labels(data.rows), strict=True))
     ordered = [labels[row.number] for row in data.rows]
     sections = [
         _header(data),

@@ -17,8 +17,9 @@ import functools
 import io
 import math
 import re
+from collections.abc import Callable, Sequence
 from html import escape
-from typing import Any, Callable, Sequence
+from typing import Any, ParamSpec, TypeVar
 
 from tui.engine.report_data import Interval, ReportRow, SideData
 from tui.report.colors import BAND, NO_VERDICT, SIDE_COLOURS, UNITY, VERDICT_COLOURS, verdict_colour
@@ -61,11 +62,15 @@ def load_matplotlib() -> Any:
     return matplotlib
 
 
-def _styled(draw: Callable[..., str | None]) -> Callable[..., str | None]:
+_P = ParamSpec("_P")
+_R = TypeVar("_R")
+
+
+def _styled(draw: Callable[_P, _R]) -> Callable[_P, _R]:
     """``draw`` with the report's matplotlib settings, from making the figure to writing its SVG."""
 
     @functools.wraps(draw)
-    def styled(*args: Any, **kwargs: Any) -> str | None:
+    def styled(*args: _P.args, **kwargs: _P.kwargs) -> _R:
         with load_matplotlib().rc_context(_RC):
             return draw(*args, **kwargs)
 
@@ -198,14 +203,14 @@ def forest_svg(rows: Sequence[ReportRow], labels: Sequence[str]) -> str:
     ax.set_xlabel("speedup: eager median / compiled median (log scale; right of 1: compiled is faster)")
     positions = list(range(len(rows)))
     ax.set_ylim(len(rows) - 0.4, -0.6)
-    ax.set_yticks(positions, labels=[_short(f"#{row.number} {label}") for row, label in zip(rows, labels)])
+    ax.set_yticks(positions, labels=[_short(f"#{row.number} {label}") for row, label in zip(rows, labels, strict=True)])
     ax.tick_params(axis="y", length=0)
     ax.grid(axis="x", color="#d0d7de", lw=0.6, zorder=0)
     right = ax.twinx()
     right.set_ylim(ax.get_ylim())
     right.set_yticks(positions, labels=[_right_label(row) for row in rows])
     right.tick_params(axis="y", length=0)
-    for text, row in zip(right.get_yticklabels(), rows):
+    for text, row in zip(right.get_yticklabels(), rows, strict=True):
         text.set_color(verdict_colour(row.verdict))
     for spine in ("top", "right", "left"):
         right.spines[spine].set_visible(False)
@@ -255,7 +260,8 @@ def distribution_svg(row: ReportRow) -> str | None:
     ax = fig.add_subplot()
     for y, side in ((1.0, row.eager), (0.0, row.compiled)):
         _box(ax, side, y, f"dist-{row.number}-{side.name}")
-    values = [v for side in sides for v in (*side.quantiles, side.stats.p10, side.stats.p90) if v > 0]
+    values = [v for side in sides if (stats := side.stats) is not None
+              for v in (*side.quantiles, stats.p10, stats.p90) if v > 0]
     if values and max(values) / min(values) > 20:
         from matplotlib.ticker import FuncFormatter, NullFormatter
 

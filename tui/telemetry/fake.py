@@ -20,8 +20,9 @@ from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Collection, Iterable
 from dataclasses import dataclass, field, replace
-from typing import Any, Collection, Iterable
+from typing import Any
 
 from tui.telemetry.model import GpuProcess, GpuSnapshot, normalize_uuid
 
@@ -290,7 +291,8 @@ def _only(snap: GpuSnapshot, fields: Collection[str] | None) -> GpuSnapshot:
     """The snapshot with the live fields not asked for set to ``None`` (like NvmlSource)."""
     if fields is None:
         return snap
-    return replace(snap, **{name: None for name in _LIVE if name not in fields})
+    cleared: dict[str, Any] = {name: None for name in _LIVE if name not in fields}  # field names known at run time
+    return replace(snap, **cleared)
 
 
 def _check(values: dict[str, Any]) -> None:

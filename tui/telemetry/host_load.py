@@ -39,12 +39,14 @@ Nothing here raises into a run: a missing psutil, a failing table or too short a
 
 from __future__ import annotations
 
+import logging
 import os
 import threading
 import time
 from collections import defaultdict
-from dataclasses import dataclass
-from typing import Any, Callable, Iterable, Mapping, NamedTuple, Union
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, replace
+from typing import Any, NamedTuple
 
 __all__ = [
     "CREATE_SLACK_S",
@@ -60,6 +62,8 @@ __all__ = [
     "union_roots",
     "warm_up",
 ]
+
+log = logging.getLogger(__name__)
 
 POLL_HZ = 2.0
 """Polls per second: a process living less than 1/POLL_HZ s is only seen when its parent reaps it."""
@@ -90,10 +94,10 @@ class ProcSample(NamedTuple):
     children_s: float = 0.0
 
 
-ProcessTable = Callable[[], Mapping[int, Union[ProcSample, tuple]]]
+ProcessTable = Callable[[], Mapping[int, ProcSample | tuple]]
 """Returns ``{pid: ProcSample}`` (or plain tuples in ProcSample's order) for every process now."""
 
-Roots = Union[Callable[[], Iterable[int]], Iterable[int]]
+Roots = Callable[[], Iterable[int]] | Iterable[int]
 
 
 @dataclass(frozen=True)
@@ -206,8 +210,8 @@ def warm_up() -> None:
     def first_poll() -> None:
         try:
             shared_table()()
-        except Exception:  # noqa: S110 - the window's own polls report what is wrong
-            pass
+        except Exception:  # the window's own polls report what is wrong
+            log.debug("the host load's first poll failed", exc_info=True)
 
     if _shared is None:
         threading.Thread(target=first_poll, name="compile-lab-host-load-warm-up", daemon=True).start()
@@ -334,9 +338,11 @@ class HostLoadSampler:
             roots = set(self.roots() if callable(self.roots) else self.roots)
         except ImportError:
             return self._give_up("psutil is not installed")
-        except Exception as exc:  # a broken table must not end the run
+        except Exception as exc:  # a broken table must not end the run: its reason is the window's
             with self._lock:
                 self._errors_in_row += 1
+                if self._errors_in_row == 1:
+                    log.warning("polling the process table failed", exc_info=True)
                 self._reason = f"{type(exc).__name__}: {exc}"
                 self._halted = self._errors_in_row >= self.max_errors
             return False
@@ -441,25 +447,25 @@ class HostLoadSampler:
                 return self._since_mark(self._mark)
             elapsed = (self._last_t - self._first_t) if self._first_t is not None and self._last_t is not None else 0.0
             poll_ms = self._poll_s / self._polls * 1e3 if self._polls else None
-            common = {"elapsed_s": elapsed, "polls": self._polls, "processes": self._size, "poll_ms": poll_ms}
+            common = HostLoad(elapsed_s=elapsed, polls=self._polls, processes=self._size, poll_ms=poll_ms)
             if self._polls < 2 or elapsed < MIN_WINDOW_S:
                 if self._halted or (self._polls == 0 and self._reason):
-                    return HostLoad(reason=self._reason, failed=True, **common)
-                return HostLoad(reason=f"measured for {elapsed:.2f} s, under {MIN_WINDOW_S} s", **common)
+                    return replace(common, reason=self._reason, failed=True)
+                return replace(common, reason=f"measured for {elapsed:.2f} s, under {MIN_WINDOW_S} s")
             others = sorted(
                 (OtherProcess(pid=key[0], name=self._names.get(key), cores=spent / elapsed)
                  for key, spent in self._other_s.items()),
                 key=lambda p: (-p.cores, p.pid),
             )
             lead_in = self._mark[0] - self._first_t if self._mark is not None and self._first_t is not None else 0.0
-            return HostLoad(
+            return replace(
+                common,
                 other_cpu_cores=min(sum(self._other_s.values()) / elapsed, float(self.cpus)),
                 app_cpu_cores=self._app_s / elapsed,
                 others=tuple(others),
                 reason=self._reason if self._halted else None,
                 failed=self._halted,
                 lead_in_s=lead_in,
-                **common,
             )
 
     def _since_mark(self, mark: tuple[float, dict[tuple, float], float]) -> HostLoad:

@@ -19,16 +19,20 @@ share a source. NVML itself is thread-safe.
 
 from __future__ import annotations
 
+import logging
 import os
 import threading
 import time
+from collections.abc import Callable, Collection
 from dataclasses import dataclass, field
 from types import ModuleType
-from typing import Any, Callable, Collection
+from typing import Any
 
 from tui.telemetry.model import GpuProcess, GpuSnapshot, normalize_uuid, nvml_uuid, throttle_words
 
 __all__ = ["NvmlSource"]
+
+log = logging.getLogger(__name__)
 
 # NVML return codes (stable across releases; read from the module when it has them).
 _NOT_SUPPORTED = 3
@@ -116,20 +120,23 @@ class NvmlSource:
             self._nvml = pynvml
         try:
             self._nvml.nvmlInit()
-        except Exception as exc:  # NVMLError, OSError from ctypes, ...
+        except Exception as exc:  # NVMLError, OSError from ctypes, ...; the GPU pane shows the reason
+            log.debug("nvmlInit failed", exc_info=True)
             self._reason = _describe(exc)
             return
         try:
             count = int(self._nvml.nvmlDeviceGetCount())
-        except Exception as exc:
+        except Exception as exc:  # the GPU pane shows the reason
+            log.warning("NVML did not count the GPUs", exc_info=True)
             self._reason = _describe(exc)
             return
         for index in range(count):
             try:
                 handle = self._nvml.nvmlDeviceGetHandleByIndex(index)
                 raw_uuid = self._nvml.nvmlDeviceGetUUID(handle)
-            except Exception:
-                continue  # a GPU NVML cannot even name: leave it out
+            except Exception:  # a GPU NVML cannot even name: left out
+                log.warning("NVML did not name GPU %d: it is left out", index, exc_info=True)
+                continue
             self._add_device(handle, raw_uuid)
         if not self._devices:
             self._reason = "NVML found no NVIDIA GPU"
@@ -219,8 +226,8 @@ class NvmlSource:
             if self._started and self._available and self._nvml is not None:
                 try:
                     self._nvml.nvmlShutdown()
-                except Exception:
-                    pass
+                except Exception:  # nothing to undo: the handles are forgotten below either way
+                    log.debug("nvmlShutdown failed", exc_info=True)
             self._started = False
             self._available = False
             self._devices.clear()
@@ -241,7 +248,8 @@ class NvmlSource:
         # Not enumerated at start (e.g. a MIG instance): ask NVML by uuid, never by index.
         try:
             handle = self._nvml.nvmlDeviceGetHandleByUUID(nvml_uuid(key))
-        except Exception:
+        except Exception:  # not a GPU NVML knows: the caller shows it as not found
+            log.debug("NVML has no GPU %s", key, exc_info=True)
             return None
         return self._add_device(handle, key)
 
@@ -255,12 +263,14 @@ class NvmlSource:
             return None
         try:
             return fn(dev.handle, *args)
-        except Exception as exc:
+        except Exception as exc:  # NVMLError by its code; anything else reads as no value this time
             code = getattr(exc, "value", None)
             if code in (_NOT_SUPPORTED, _FUNCTION_NOT_FOUND):
                 dev.unsupported.add(key)
             elif code == _GPU_IS_LOST:
                 dev.lost = True
+            else:
+                log.debug("NVML %s failed", function, exc_info=True)
             return None
 
     def _poll(self, dev: _Device, fields: Collection[str] | None = None) -> GpuSnapshot:
@@ -271,7 +281,14 @@ class NvmlSource:
                 return None
             return self._read(dev, key, function, *args)
 
-        sm, mem, gpu_temp = (getattr(nv, n, d) for n, d in (("NVML_CLOCK_SM", _CLOCK_SM), ("NVML_CLOCK_MEM", _CLOCK_MEM), ("NVML_TEMPERATURE_GPU", _TEMPERATURE_GPU)))
+        sm, mem, gpu_temp = (
+            getattr(nv, n, d)
+            for n, d in (
+                ("NVML_CLOCK_SM", _CLOCK_SM),
+                ("NVML_CLOCK_MEM", _CLOCK_MEM),
+                ("NVML_TEMPERATURE_GPU", _TEMPERATURE_GPU),
+            )
+        )
         util = read(("util_gpu_pct", "util_mem_pct"), "utilization", "nvmlDeviceGetUtilizationRates")
         memory = read(("mem_used_mb",), "memory", "nvmlDeviceGetMemoryInfo")
         temp = read(("temp_c",), "temperature", "nvmlDeviceGetTemperature", gpu_temp)
@@ -281,7 +298,9 @@ class NvmlSource:
         pstate = read(("pstate",), "pstate", "nvmlDeviceGetPerformanceState")
         reasons = read(("throttle_reasons",), "clocks_event_reasons", "nvmlDeviceGetCurrentClocksEventReasons")
         if reasons is None and "clocks_event_reasons" in dev.unsupported:
-            reasons = read(("throttle_reasons",), "clocks_throttle_reasons", "nvmlDeviceGetCurrentClocksThrottleReasons")
+            reasons = read(
+                ("throttle_reasons",), "clocks_throttle_reasons", "nvmlDeviceGetCurrentClocksThrottleReasons"
+            )
         processes = read(("processes",), "processes", "nvmlDeviceGetComputeRunningProcesses")
         energy = read(("energy_mj",), "energy", "nvmlDeviceGetTotalEnergyConsumption")
         if dev.mem_total_mb is None:

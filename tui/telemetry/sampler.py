@@ -16,16 +16,20 @@ compile-lab's own seen on the GPU, read every :data:`PROCESSES_EVERY_S`.
 
 from __future__ import annotations
 
+import logging
 import threading
 import time
 from array import array
 from bisect import bisect_right
-from typing import Any, Callable, Collection, Iterable, Mapping, Protocol
+from collections.abc import Callable, Collection, Iterable, Mapping
+from typing import Any, Protocol
 
 from tui.telemetry.model import IDLE_REASON, MIN_CLOCK_SAMPLES, GpuSnapshot, RunTelemetry
 
 __all__ = ["CLOCK_FIELDS", "FIELDS", "FIELDS_BETWEEN", "PROCESSES_EVERY_S", "RunSampler", "SampleSource",
            "clock_per_side"]
+
+log = logging.getLogger(__name__)
 
 
 #: The snapshot fields a run's summary needs; sources that take ``fields`` read only these.
@@ -184,10 +188,12 @@ class RunSampler:
             fields += ("processes",)
         try:
             snap = self._sample(fields)
-        except Exception as exc:  # a broken source must not end the run
+        except Exception as exc:  # a broken source must not end the run: the summary says why
             with self._lock:
                 self._errors += 1
                 self._errors_in_row += 1
+                if self._errors_in_row == 1:
+                    log.warning("sampling the GPU failed", exc_info=True)
                 self._last_error = f"{type(exc).__name__}: {exc}"
                 if self._errors_in_row >= self.max_errors:
                     self._halted = True
@@ -209,7 +215,8 @@ class RunSampler:
                     continue
                 try:
                     fold(self, snap)
-                except Exception:  # a field with a value the sampler cannot use
+                except Exception:  # a field with a value the sampler cannot use: no longer folded
+                    log.warning("the GPU field %s was dropped", name, exc_info=True)
                     self._dead.add(name)
             return True
 
@@ -306,7 +313,7 @@ class RunSampler:
             power_ok = "power" not in self._dead and self._power_n > 0
             return RunTelemetry(
                 sm_clock_mean_mhz=self._clock_sum / self._clock_n if clock_ok else None,
-                sm_clock_min_mhz=float(self._clock_min) if clock_ok else None,
+                sm_clock_min_mhz=float(self._clock_min) if clock_ok and self._clock_min is not None else None,
                 temp_max_c=float(self._temp_max) if "temp" not in self._dead and self._temp_max is not None else None,
                 power_mean_w=self._power_sum / self._power_n if power_ok else None,
                 energy_j=energy_j,
@@ -337,7 +344,7 @@ def clock_per_side(
     either end counts); the mean is None below ``min_samples`` samples (n/a), as for a side
     without spans (blocks from a worker that did not time them).
     """
-    pairs = list(zip(times, clocks))
+    pairs = list(zip(times, clocks, strict=False))
     result: dict[str, tuple[float | None, int]] = {}
     for side, side_spans in spans.items():
         merged = _merged(side_spans)

@@ -16,7 +16,8 @@ Ray is imported only inside the functions that ``--cluster`` calls (docs/CLUSTER
 
 from __future__ import annotations
 
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 from tui.engine.cluster.address import DEFAULT_CPUS, NEEDS_RAY, ClusterError, parse_address
 

@@ -50,7 +50,7 @@ class Hello(JsonRecord):
     refused: str | None = None
 
     @classmethod
-    def parse(cls, data: Any) -> "Hello":
+    def parse(cls, data: Any) -> Hello:
         """A hello from a streamed item (fields of the wrong type take their defaults)."""
         return decode_fields(cls, data, where="hello")[0]
 

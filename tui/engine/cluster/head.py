@@ -21,7 +21,7 @@ import asyncio
 import contextlib
 import os
 import time
-from typing import Callable
+from collections.abc import Callable
 
 from tui.engine.cluster.probe import GcsProbeError, check_gcs
 

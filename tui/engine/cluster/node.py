@@ -23,19 +23,24 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 import os
 import shutil
 import signal
 import tempfile
-from typing import Any, Callable, Iterator
+from collections.abc import Callable, Iterator
+from typing import Any
 
 from tui.engine.cluster.handshake import Hello, Versions, hostname, local_versions, mismatch
 from tui.engine.options import RunOptions
 from tui.engine.protocol import encode
 from tui.engine.results import RunRecord
 from tui.engine.runner.worker_runner import WorkerRunner
+from tui.logs import suppressed
 
 __all__ = ["run_on_node", "kill_group", "end_item", "HELLO", "WORKER", "EVENTS", "END"]
+
+log = logging.getLogger(__name__)
 
 HELLO, WORKER, EVENTS, END = "hello", "worker", "events", "end"
 
@@ -88,8 +93,7 @@ def _pump(request: dict[str, Any]) -> Iterator[dict[str, Any]]:
     try:
         while True:
             batch = loop.run_until_complete(_next_batch(out))
-            for item in _items(batch):
-                yield item
+            yield from _items(batch)
             if batch and batch[-1] is None:
                 return
     finally:
@@ -136,6 +140,7 @@ async def _drive(request: dict[str, Any], out: asyncio.Queue) -> None:
             env["PYTHONPATH"] = os.pathsep.join(p for p in (link_dir, os.environ.get("PYTHONPATH")) if p)
         await _run_locally(record, request.get("worker_argv"), env, out)
     except Exception as exc:  # the run must end with a row, whatever broke here
+        log.exception("run %s: the runner on node %s failed", record.run_id, hostname())
         if not record.finished:
             record.fail("crash", f"the runner on node {hostname()} failed: {type(exc).__name__}: {exc}")
     finally:
@@ -161,7 +166,7 @@ async def _run_locally(record: RunRecord, worker_argv: list[str] | None, env: di
     finally:
         await runner.aclose()
         if telemetry is not None:
-            with contextlib.suppress(Exception):
+            with suppressed(log, "closing the node's telemetry"):
                 telemetry.close()
 
 

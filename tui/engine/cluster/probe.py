@@ -85,7 +85,7 @@ def _first_frame_header(connection: socket.socket, timeout: float) -> tuple[byte
             if not chunk:
                 return data, True
             data += chunk
-    except socket.timeout:
+    except TimeoutError:
         return data, False
     except OSError:  # reset by the server
         return data, True

@@ -25,7 +25,8 @@ import logging
 import os
 import sys
 import threading
-from typing import Any, AsyncIterator, Callable, Mapping
+from collections.abc import AsyncIterator, Callable, Mapping
+from typing import Any
 
 from tui.engine.cluster.address import NEEDS_RAY, ClusterError, parse_address
 from tui.engine.cluster.handshake import local_versions
@@ -34,10 +35,13 @@ from tui.engine.cluster.node import kill_group, run_on_node
 from tui.engine.cluster.probe import GcsProbeError, check_gcs
 from tui.engine.cluster.runner import ClusterRunner, TaskLost
 from tui.engine.session import CLUSTER_LANE
+from tui.logs import suppressed
 from tui.typed import printable
 
 __all__ = ["open_cluster", "require_ray", "connect", "run_slots", "RayTransport", "RayTask", "one_line",
            "KILL_WAIT_S", "SHUTDOWN_WAIT_S"]
+
+log = logging.getLogger(__name__)
 
 KILL_WAIT_S = 5.0
 """Seconds a cancel waits for the kill task on the node before it cancels the Ray task anyway."""
@@ -90,6 +94,7 @@ def connect(ray: Any, address: str) -> bool:
     try:
         ray.init(address=address, log_to_driver=False, logging_level=logging.WARNING)
     except Exception as exc:  # ConnectionError, an authentication or version error: each one line
+        log.debug("ray.init(address=%r) failed", address, exc_info=True)
         raise ClusterError(f"--cluster {address}: could not connect to a Ray cluster: {one_line(exc)}") from None
     return True
 
@@ -133,6 +138,7 @@ def _gcs_address(ray: Any, address: str) -> str:
     try:
         found = ray.get_runtime_context().gcs_address
     except Exception:  # an older Ray, or one not connected: the address given
+        log.debug("Ray did not say its GCS address", exc_info=True)
         found = None
     return found if isinstance(found, str) and ":" in found else address
 
@@ -143,7 +149,7 @@ def run_slots(ray: Any, device: str, cpus: float, address: str = "") -> int:
     nodes = [node.get("Resources") or {} for node in ray.nodes() if node.get("Alive")]
     by_cpu = [int(float(res.get("CPU", 0)) // cpus) if cpus > 0 else 1 << 20 for res in nodes]
     if device.startswith("cuda"):
-        slots = sum(min(int(float(res.get("GPU", 0))), fit) for res, fit in zip(nodes, by_cpu))
+        slots = sum(min(int(float(res.get("GPU", 0))), fit) for res, fit in zip(nodes, by_cpu, strict=True))
         if not slots:
             gpus = sum(int(float(res.get("GPU", 0))) for res in nodes)
             why = ("shows no GPU (a CUDA run asks for one)" if not gpus
@@ -190,7 +196,7 @@ class RayTransport:
         """Return (the reason) once the head is lost: :class:`~tui.engine.cluster.head.HeadWatch`."""
         return await self.watch.lost()
 
-    def submit(self, request: dict[str, Any], num_cpus: float, num_gpus: float) -> "RayTask":
+    def submit(self, request: dict[str, Any], num_cpus: float, num_gpus: float) -> RayTask:
         """Start ``request``'s task."""
         generator = self._run.options(num_cpus=num_cpus, num_gpus=num_gpus,
                                       name=f"compile-lab run {request.get('run_id')}").remote(request)
@@ -213,12 +219,12 @@ class RayTransport:
         await self.watch.close()
         kills, self._kills = self._kills, []
         if kills:
-            with contextlib.suppress(Exception):
+            with suppressed(log, "waiting for the kill tasks"):
                 await asyncio.wait_for(asyncio.gather(*(_future(ref) for ref in kills), return_exceptions=True),
                                        KILL_WAIT_S)
         if self.owns:
             self.owns = False
-            with contextlib.suppress(Exception):
+            with suppressed(log, "Ray's shutdown"):
                 await asyncio.wait_for(_in_daemon_thread(self.ray.shutdown), SHUTDOWN_WAIT_S)
 
 
@@ -235,13 +241,14 @@ class RayTask:
             async for ref in self.generator:
                 yield await ref
         except Exception as exc:  # Ray's errors (worker crashed, node died, cancelled, the task's own)
+            log.info("a cluster task was lost", exc_info=True)
             raise TaskLost(one_line(exc), printable(str(exc))) from None
 
     async def cancel(self, node_id: str | None, pid: int | None) -> None:
         """Kill the worker's process group on its node (waiting up to KILL_WAIT_S), then the task."""
         try:
             if node_id and pid:
-                with contextlib.suppress(Exception):
+                with suppressed(log, f"killing pid {pid} on node {node_id}"):
                     await asyncio.wait_for(_future(self.transport.kill(node_id, pid)), KILL_WAIT_S)
         finally:  # cancelled again while waiting (a session closing): the task still goes
             self.transport.ray.cancel(self.generator, force=True)
@@ -249,12 +256,12 @@ class RayTask:
     def kill_now(self, node_id: str | None, pid: int | None) -> None:
         """Send the kill task and cancel the task at once, waiting for neither."""
         if node_id and pid:
-            with contextlib.suppress(Exception):
+            with suppressed(log, f"killing pid {pid} on node {node_id}"):
                 self.transport.kill(node_id, pid)
         self.transport.ray.cancel(self.generator, force=True)
 
 
-def _in_daemon_thread(call: Callable[[], Any]) -> "asyncio.Future[None]":
+def _in_daemon_thread(call: Callable[[], Any]) -> asyncio.Future[None]:
     """Run ``call`` in a daemon thread; the future ends with it. A call that never returns keeps no one
     waiting at exit (the event loop's own threads would: they are joined when the interpreter ends)."""
     loop = asyncio.get_running_loop()
@@ -268,7 +275,7 @@ def _in_daemon_thread(call: Callable[[], Any]) -> "asyncio.Future[None]":
         try:
             call()
         except Exception as exc:  # Ray's shutdown failing leaves nothing to undo: logged, and the caller goes on
-            logging.getLogger(__name__).warning("ray.shutdown failed: %s", one_line(exc))
+            log.warning("ray.shutdown failed: %s", one_line(exc), exc_info=True)
         finally:
             with contextlib.suppress(RuntimeError):  # the loop closed meanwhile: nobody waits any more
                 loop.call_soon_threadsafe(settle)
@@ -277,5 +284,5 @@ def _in_daemon_thread(call: Callable[[], Any]) -> "asyncio.Future[None]":
     return done
 
 
-def _future(ref: Any) -> "asyncio.Future[Any]":
+def _future(ref: Any) -> asyncio.Future[Any]:
     return asyncio.wrap_future(ref.future())

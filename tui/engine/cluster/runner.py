@@ -24,8 +24,10 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import logging
+from collections.abc import AsyncIterator, Callable, Mapping
 from dataclasses import dataclass
-from typing import Any, AsyncIterator, Callable, Mapping, Protocol
+from typing import Any, Protocol
 
 from tui.engine.cluster.handshake import DOC, Hello, Versions, mismatch
 from tui.engine.cluster.node import END, EVENTS, HELLO, WORKER
@@ -35,6 +37,8 @@ from tui.telemetry.model import RunTelemetry
 from tui.typed import printable
 
 __all__ = ["ClusterRunner", "Placement", "TaskLost", "Transport", "ClusterTask", "lost_message"]
+
+log = logging.getLogger(__name__)
 
 
 class TaskLost(Exception):
@@ -168,7 +172,7 @@ class ClusterRunner:
             try:
                 task.kill_now(_node_id(placement), placement.worker_pid)
             except Exception:  # a cluster already gone: nothing left to kill
-                pass
+                log.debug("run %s: killing its task failed", run_id, exc_info=True)
 
     # ----- one run ----------------------------------------------------------------------------
 
@@ -205,7 +209,7 @@ class ClusterRunner:
             try:
                 task.kill_now(None, None)
             except Exception:  # a cluster already gone: nothing left to cancel
-                pass
+                log.debug("cancelling a lost run's task failed", exc_info=True)
             return
         items.result()  # an error of the follower's own: raised, as before
 
@@ -268,7 +272,7 @@ class ClusterRunner:
             else:
                 await task.cancel(_node_id(placement), placement.worker_pid)
         except Exception:  # a cluster already gone: nothing left to kill
-            pass
+            log.debug("cancelling a task failed", exc_info=True)
 
 
 def _abandoned(lost: str, placement: Placement) -> str:
@@ -287,7 +291,7 @@ def _node_id(placement: Placement) -> str | None:
 
 
 def _end(record: RunRecord, item: dict[str, Any], node: str | None) -> None:
-    """The node's end: its runner's warnings, telemetry and leftover processes, and its verdict on a run that sent none."""
+    """The node's end: its runner's warnings, telemetry and leftover processes; its verdict when the run sent none."""
     for message in item.get("warnings") or ():
         if isinstance(message, str) and printable(message) not in record.warnings:
             record.warnings.append(printable(message))

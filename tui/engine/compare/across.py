@@ -17,8 +17,8 @@ order, then those it lacks; a row holds a :class:`KindCell` per kind, the baseli
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Iterable, Sequence
 
 from tui.engine.compare.comparison import EXIT_FAIL, EXIT_PASS, failure_line
 from tui.engine.compare.judge import CompareSettings, PairResult, judge_pair, side_values

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Iterable
 
 from tui.engine.compare.judge import CompareSettings, PairResult, UnmatchedRow, judge_pair, unmatched_row
 from tui.engine.compare.matching import pair_up

@@ -31,8 +31,9 @@ from __future__ import annotations
 
 import dataclasses
 import zlib
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Callable, Sequence
+from typing import Any
 
 from tui.engine.change_stats import Medians, SideDraws, change_interval, ratio_of, resample_side
 from tui.engine.compare.matching import Pair, Unmatched
@@ -192,7 +193,7 @@ def _pair_units(eager: list, compiled: list) -> list[tuple[list[float], ...]]:
     def host(block: Any) -> list[float]:
         return [] if block is None or block.host_ms_per_call is None else [block.host_ms_per_call]
 
-    units = []
+    units: list[tuple[list[float], ...]] = []
     for i in range(max(len(eager), len(compiled))):
         e, c = (eager[i] if i < len(eager) else None), (compiled[i] if i < len(compiled) else None)
         units.append((list(e.ms) if e else [], list(c.ms) if c else [], host(e), host(c)))
@@ -297,18 +298,18 @@ def _change(metric: Metric, base: _Side, new: _Side, settings: CompareSettings, 
     enough = min(base.draws.units, new.draws.units) >= MIN_INTERVAL_BLOCKS
     interval = change_interval(base.draws, new.draws, metric.value)
     low, high = (interval.low, interval.high) if enough else (None, None)
-    values = dict(metric=metric.name, base=metric.value(base.draws.point), new=metric.value(new.draws.point),
-                  ratio=interval.point, ratio_low=low, ratio_high=high, threshold=threshold)  # fmt: skip
+    values = Change(metric=metric.name, base=metric.value(base.draws.point), new=metric.value(new.draws.point),
+                    ratio=interval.point, ratio_low=low, ratio_high=high, threshold=threshold)  # fmt: skip
     # A wide interval of the change is not noise: its word is inconclusive unless it clears the band.
     reasons = _noise(base, metric, policy) + _noise(new, metric, policy)
     if reasons:
-        return Change(**values, verdict=NOISY, reasons=tuple(reasons))
+        return dataclasses.replace(values, verdict=NOISY, reasons=tuple(reasons))
     if low is None or high is None or low <= 0:
-        return Change(**values, verdict=INCONCLUSIVE)
+        return dataclasses.replace(values, verdict=INCONCLUSIVE)
     if one_process_host:
-        return Change(**values, verdict=INCONCLUSIVE, reasons=(ONE_PROCESS_HOST,))
+        return dataclasses.replace(values, verdict=INCONCLUSIVE, reasons=(ONE_PROCESS_HOST,))
     gain = (1 / high, 1 / low) if metric.time else (low, high)
-    return Change(**values, verdict=judge_interval(*gain, threshold))
+    return dataclasses.replace(values, verdict=judge_interval(*gain, threshold))
 
 
 def fails(verdict: str | None, slowdown: float | None, settings: CompareSettings, compared: bool = True) -> bool:
@@ -340,7 +341,9 @@ def judge_pair(pair: Pair, settings: CompareSettings) -> PairResult:
     if within:
         notes.append(f"one process on a side ({base.name} {len(base.processes)}, {new.name} {len(new.processes)}): the "
                      "interval holds only the noise within a process (--repeat 3 gives one across processes)")
-    changes = [_change(metric, base, new, settings, metric.host and launch_bound and within) for metric in METRICS.values()]
+    changes = [
+        _change(metric, base, new, settings, metric.host and launch_bound and within) for metric in METRICS.values()
+    ]
     gated = next(c for c in changes if c.metric == settings.metric)
     return PairResult(label=label, key=dict(pair.key.fields), differences=pair.differences,
                       base_runs=tuple(r.run_id for r in pair.base), new_runs=tuple(r.run_id for r in pair.new),

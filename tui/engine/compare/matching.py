@@ -25,8 +25,8 @@ the nearest key of the other side differs.
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import Iterable, Sequence
 
 from tui.engine.options import DEFAULT_MODE, DEFAULT_PRECISION, mode_applies
 from tui.engine.results import RunRecord
@@ -177,7 +177,9 @@ def _differences(base: Sequence[RunRecord], new: Sequence[RunRecord], ignore: Se
 def _hint(key: ConfigKey, others: Iterable[ConfigKey], other_side: str) -> str:
     best: list[tuple[str, str]] | None = None
     for other in others:
-        differ = [(name, value) for (name, value), (_, mine) in zip(other.fields, key.fields) if value != mine]
+        differ = [
+            (name, value) for (name, value), (_, mine) in zip(other.fields, key.fields, strict=False) if value != mine
+        ]
         if best is None or len(differ) < len(best):
             best = differ
     if not best or len(best) > _HINT_FIELDS:

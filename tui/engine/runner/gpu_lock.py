@@ -11,16 +11,21 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import fcntl
+import logging
 import os
-from typing import Any, Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
+from typing import Any
 
 from tui import paths
 from tui.engine.placement import lane_cpu_env
+from tui.logs import suppressed
 from tui.telemetry.model import normalize_uuid, nvml_uuid
 
 __all__ = ["GpuResolver", "acquire_gpu_lock", "release_gpu_lock", "lock_name", "visible_devices_value",
            "visible_gpu_count", "visible_entries", "pool_cpu_env", "pool_gpu_names",
            "uuid_of", "LOCK_RETRY_S"]
+
+log = logging.getLogger(__name__)
 
 LOCK_RETRY_S = 0.5
 """Seconds between attempts to take a busy GPU lock."""
@@ -167,12 +172,13 @@ class GpuResolver:
                 return []
             return [uuid_of(s.uuid) for s in source.snapshot()]
         except Exception:
+            log.warning("NVML could not list the GPUs' uuids", exc_info=True)
             return []
 
     def close(self) -> None:
         """Close the NVML source this resolver opened, if any."""
         if self._nvml is not None:
-            with contextlib.suppress(Exception):
+            with suppressed(log, "closing NVML"):
                 self._nvml.close()
             self._nvml = None
 

@@ -13,7 +13,8 @@ from __future__ import annotations
 import atexit
 import os
 import sys
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 from tui.engine.runner.gpu_lock import visible_devices_value
 

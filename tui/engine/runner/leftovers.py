@@ -80,7 +80,7 @@ class Leftovers:
     _unreaped: dict[int, float] = field(default_factory=dict)
 
     @classmethod
-    def of(cls, worker_pid: int, token: str) -> "Leftovers":
+    def of(cls, worker_pid: int, token: str) -> Leftovers:
         """The tracker of the worker ``worker_pid`` started with ``token``."""
         psutil = _psutil()
         start = 0.0

@@ -12,17 +12,21 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import logging
 import os
 import signal
 import time
 from dataclasses import dataclass, field
-from typing import Any, Union
+from typing import Any
 
 from tui.engine.prctl import PR_SET_CHILD_SUBREAPER, prctl
 from tui.engine.protocol import Event, ProtocolError, Ready, decode
 from tui.engine.runner.leftovers import RUN_TOKEN_ENV, Leftovers, new_token
+from tui.logs import suppressed
 
 __all__ = ["WorkerProcess", "QueueItem", "STDERR_TAIL_BYTES", "KILL_GRACE_S", "STREAM_LIMIT", "become_subreaper"]
+
+log = logging.getLogger(__name__)
 
 STDERR_TAIL_BYTES = 64 * 1024
 """How much of a worker's stderr is kept (the end of it)."""
@@ -33,7 +37,7 @@ KILL_GRACE_S = 1.0
 STREAM_LIMIT = 32 * 1024 * 1024
 """Longest event line accepted (a block of many iterations is one line)."""
 
-QueueItem = tuple[str, Union[Event, str, None]]
+QueueItem = tuple[str, Event | str | None]
 """What the stdout reader queues: ("event", Event), ("bad", why a line was not one) or ("eof", None)."""
 
 _SUBREAPER: bool | None = None
@@ -76,7 +80,7 @@ class WorkerProcess:
 
     process: asyncio.subprocess.Process
     key: tuple
-    queue: "asyncio.Queue[QueueItem]" = field(default_factory=asyncio.Queue)
+    queue: asyncio.Queue[QueueItem] = field(default_factory=asyncio.Queue)
     ready: asyncio.Event = field(default_factory=asyncio.Event)
     stderr_tail: bytearray = field(default_factory=bytearray)
     stderr_bytes: int = 0
@@ -86,8 +90,8 @@ class WorkerProcess:
     """What its run starts outside its process group (:mod:`.leftovers`), killed when it is stopped."""
 
     @classmethod
-    async def spawn(cls, argv: list[str], env: dict[str, str], key: tuple) -> "WorkerProcess":
-        """Start ``argv`` in a session of its own with piped streams, and start reading them (OSError if it cannot start)."""
+    async def spawn(cls, argv: list[str], env: dict[str, str], key: tuple) -> WorkerProcess:
+        """Start ``argv`` in a session of its own with piped streams and read them (OSError if it cannot start)."""
         become_subreaper()
         token = new_token()
         process = await asyncio.create_subprocess_exec(
@@ -270,7 +274,7 @@ class WorkerProcess:
             deadline = time.monotonic() + 0.5
             while not (self.reap_group() & self._reap_leftovers()) and time.monotonic() < deadline:
                 await asyncio.sleep(0.01)
-        with contextlib.suppress(Exception):
+        with suppressed(log, "closing the worker's stdin"):
             if self.process.stdin is not None:
                 self.process.stdin.close()
         await self.drain_readers(timeout=0.3)

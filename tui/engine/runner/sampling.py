@@ -17,9 +17,11 @@ left None.
 from __future__ import annotations
 
 import asyncio
+import logging
 import os
+from collections.abc import Callable, Iterable
 from dataclasses import replace
-from typing import TYPE_CHECKING, Any, Callable, Iterable
+from typing import TYPE_CHECKING, Any
 
 from tui.engine.protocol import SIDES, WorkerWarning
 from tui.engine.runner.gpu_lock import uuid_of
@@ -31,6 +33,8 @@ if TYPE_CHECKING:
     from tui.engine.results import RunRecord
 
 __all__ = ["CLOCK_HZ", "RunSampling", "SAMPLE_HZ", "measure_spans", "with_host_load", "with_side_clocks"]
+
+log = logging.getLogger(__name__)
 
 SAMPLE_HZ = 10
 """Telemetry samples per second while a run measures (clock, temperature, power, throttle reasons)."""
@@ -107,6 +111,7 @@ class RunSampling:
         try:
             self.host = HostLoadSampler(union_roots({worker_pid}, self.own_pids or ())).start()
         except Exception as exc:  # telemetry must never break a run
+            log.warning("run %s: sampling failed", self.record.run_id, exc_info=True)
             _warn(self.record, f"the CPU use of other processes was not sampled: {type(exc).__name__}: {exc}")
 
     async def start(self, worker_pid: int, gpu: str | None) -> None:
@@ -125,6 +130,7 @@ class RunSampling:
             elif self.sample_host:
                 self.host = HostLoadSampler(roots).start()
         except Exception as exc:  # telemetry must never break a run
+            log.warning("run %s: sampling failed", self.record.run_id, exc_info=True)
             _warn(self.record, f"the CPU use of other processes was not sampled: {type(exc).__name__}: {exc}")
         await self._start_gpu(gpu, roots)
 
@@ -154,6 +160,7 @@ class RunSampling:
             self.sampler = RunSampler(source, uuid, hz=SAMPLE_HZ, clock_hz=CLOCK_HZ,
                                       own_pids=lambda: self._own_pids(roots)).start()
         except Exception as exc:  # telemetry must never break a run
+            log.warning("run %s: sampling failed", self.record.run_id, exc_info=True)
             _warn(self.record, f"GPU telemetry was not sampled: {type(exc).__name__}: {exc}")
 
     async def stop(self, quick: bool = False) -> None:
@@ -167,6 +174,7 @@ class RunSampling:
             try:
                 load = host.stop(timeout=0.0) if quick else await asyncio.to_thread(host.stop)
             except Exception as exc:
+                log.warning("run %s: host load sampling failed to stop", self.record.run_id, exc_info=True)
                 load = HostLoad(reason=f"{type(exc).__name__}: {exc}", failed=True)
             if load.failed:
                 how = "was not measured" if load.other_cpu_cores is None else "was measured until polling failed"
@@ -183,5 +191,6 @@ class RunSampling:
             # The blocks are read here, on the event loop, where the record is changed.
             return with_side_clocks(summary, times, clocks, measure_spans(self.record))
         except Exception as exc:
+            log.warning("run %s: sampling failed", self.record.run_id, exc_info=True)
             _warn(self.record, f"GPU telemetry was not summarised: {type(exc).__name__}: {exc}")
             return RunTelemetry()

@@ -10,7 +10,7 @@ fresh process per configuration all the same: a spare runs exactly one run.
 from __future__ import annotations
 
 import contextlib
-from typing import Awaitable, Callable
+from collections.abc import Awaitable, Callable
 
 from tui.engine.runner.process import WorkerProcess
 

@@ -17,14 +17,17 @@ import asyncio
 import atexit
 import contextlib
 import dataclasses
+import logging
 import os
 import signal
 import weakref
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, Mapping
+from typing import TYPE_CHECKING, Any
 
 from tui.engine.artifacts import TORCH_TRACE_DIR, run_folder
+from tui.logs import WORKER_MARK
 from tui.engine.protocol import Event, Failed, Finished, PhaseChanged, Started, WorkerWarning
 from tui.engine.runner.gpu_lock import GpuResolver, acquire_gpu_lock, release_gpu_lock
 from tui.engine.runner.launch import Launch, launch_for
@@ -44,7 +47,16 @@ EXIT_GRACE_S = 3.0
 EventCallback = Callable[[Event], Any]
 """Called with each typed event after the record applied it; may return an awaitable."""
 
-_RUNNERS: "weakref.WeakSet[WorkerRunner]" = weakref.WeakSet()
+_RUNNERS: weakref.WeakSet[WorkerRunner] = weakref.WeakSet()
+
+log = logging.getLogger(__name__)
+
+
+def _copy_worker_log(run_id: str, pid: int | None, stderr: str) -> None:
+    """Copy what a worker logged (its stderr from the first :data:`~tui.logs.WORKER_MARK` on) into this log."""
+    start = stderr.find(WORKER_MARK)
+    if start >= 0:
+        log.warning("run %s: its worker (pid %s) logged:\n%s", run_id, pid, stderr[start:].rstrip())
 
 
 def timeout_message(timeout_s: float, status: str) -> str:
@@ -222,7 +234,7 @@ class WorkerRunner:
                 pass
             self._pgids.discard(pgid)
 
-    async def __aenter__(self) -> "WorkerRunner":
+    async def __aenter__(self) -> WorkerRunner:
         return self
 
     async def __aexit__(self, *exc_info: Any) -> None:
@@ -315,6 +327,7 @@ class WorkerRunner:
             state.worker.kill_now()
             await state.sampling.stop(quick=True)
         if not state.terminal and not isinstance(exc, (KeyboardInterrupt, SystemExit)):
+            log.error("run %s: the runner failed", state.record.run_id, exc_info=exc)
             self._fail(state, "crash", f"the runner failed: {type(exc).__name__}: {exc}")
 
     def _release(self, state: _RunState) -> None:
@@ -325,6 +338,7 @@ class WorkerRunner:
             if worker.alive:
                 worker.kill_now()
             self.last_stderr = worker.stderr_text()
+            _copy_worker_log(state.record.run_id, worker.pid, self.last_stderr)
             self._forget(worker)
             _note_leftovers(state.record, worker.leftover_count)
         self._spares.resume()

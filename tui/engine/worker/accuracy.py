@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import copy
 import dataclasses
+import logging
 from dataclasses import dataclass
 from typing import Any
 
@@ -34,6 +35,8 @@ from tui.engine.worker.tally import NO_REFERENCE, REL_EPS, dtype_tolerances, lea
 
 __all__ = ["keep", "fresh_copy", "changed_leaves", "rng_state", "tolerances", "dtype_tolerances", "compare",
            "judge", "AccuracyOutputs", "REL_EPS", "NOT_DETERMINISTIC"]
+
+log = logging.getLogger(__name__)
 
 #: How ``Accuracy.reference`` begins when two eager calls on the same inputs disagreed.
 NOT_DETERMINISTIC = "eager is not deterministic"
@@ -62,7 +65,8 @@ def fresh_copy(args: Any) -> Any:
     """
     try:
         return copy.deepcopy(args)
-    except Exception:
+    except Exception:  # torch and pickling refuse in several ways; the fallback is documented above
+        log.debug("the inputs could not be deep-copied: their tensors are cloned", exc_info=True)
         return _clone_tensors(args)
 
 
@@ -92,7 +96,7 @@ def _same_values(a: torch.Tensor, b: torch.Tensor) -> bool:
 def changed_leaves(before: Any, after: Any, name: str = "input") -> list[str]:
     """Where ``after`` (a copy of ``before`` that a call used) no longer holds ``before``'s tensors."""
     changed = []
-    for (path, a), (_, b) in zip(leaves(before, name), leaves(after, name)):
+    for (path, a), (_, b) in zip(leaves(before, name), leaves(after, name), strict=False):
         if isinstance(a, torch.Tensor) and isinstance(b, torch.Tensor) and not _same_values(a, b):
             changed.append(path)
     return changed
@@ -106,7 +110,9 @@ def rng_state(device: torch.device) -> list[torch.Tensor]:
     return states
 
 
-def tolerances(dtype: torch.dtype, tf32: bool = False, mode: str = "default", train: bool = False) -> tuple[float, float]:
+def tolerances(
+    dtype: torch.dtype, tf32: bool = False, mode: str = "default", train: bool = False
+) -> tuple[float, float]:
     """(atol, rtol) for comparing outputs computed in ``dtype``: :func:`dtype_tolerances`, loosened for fp32
     to 1e-2 when TF32 or max-autotune may change how matmuls round."""
     if dtype not in (torch.bfloat16, torch.float16) and (tf32 or mode.startswith("max-autotune")):
@@ -198,7 +204,11 @@ def judge(outputs: AccuracyOutputs, atol: float, rtol: float) -> tuple[Accuracy,
     elif not result.passed:
         why = result.problem or (f"max abs err {result.max_abs_err:.3g} beyond atol {atol:g} + rtol {rtol:g} "
                                  "x |eager|")
-        rule = f" (judged against eager only: {result.fp64_note})" if result.reference != "fp64" and result.fp64_note else ""
+        rule = (
+            f" (judged against eager only: {result.fp64_note})"
+            if result.reference != "fp64" and result.fp64_note
+            else ""
+        )
         warnings.append(f"the compiled output differed from eager at {result.worst or 'output'}: {why}{rule}")
     return result, warnings
 

@@ -16,7 +16,7 @@ from tui.engine.placement import CPUS_ENV, cpu_list_text, parse_cpu_list
 __all__ = ["pin_to_lane_cpus"]
 
 
-def pin_to_lane_cpus(environ: "os._Environ[str] | dict[str, str]" = os.environ) -> str | None:
+def pin_to_lane_cpus(environ: os._Environ[str] | dict[str, str] = os.environ) -> str | None:
     """Apply :data:`CPUS_ENV`; returns a one-line problem (shown as a warning), or None."""
     text = environ.get(CPUS_ENV)
     if not text:

@@ -19,17 +19,28 @@ cost is inside the profile pass's ``profile_s``, never in the timings.
 from __future__ import annotations
 
 import json
+import logging
 import os
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import torch
 
-from tui.engine.artifacts import CODE_MAX_BYTES_PER_RUN, TRACE_FILE, TRACE_MAX_BYTES, GraphCode, capped_code, format_bytes
+from tui.engine.artifacts import (
+    CODE_MAX_BYTES_PER_RUN,
+    TRACE_FILE,
+    TRACE_MAX_BYTES,
+    GraphCode,
+    capped_code,
+    format_bytes,
+)
 from tui.engine.chrome_trace import merge_traces
 from tui.engine.worker.failures import one_line
 
 __all__ = ["CodeCapture", "ChromeTraceWriter"]
+
+log = logging.getLogger(__name__)
 
 
 def _graph_lowering() -> Any:
@@ -42,7 +53,8 @@ def _compile_id() -> str:
     """Dynamo's id of the graph being compiled now (``0/0``), '' when torch does not say."""
     try:
         trace_id = torch._guards.CompileContext.current_trace_id()
-    except Exception:
+    except Exception:  # a private API: a torch without it names no graph
+        log.debug("dynamo's compile id was not read", exc_info=True)
         return ""
     return "" if trace_id is None else str(trace_id.compile_id)
 
@@ -59,7 +71,7 @@ class CodeCapture:
         self._previous: Callable[[str], None] | None = None
         self._installed = False
 
-    def install(self) -> "CodeCapture":
+    def install(self) -> CodeCapture:
         """Set the hook (chained to one already set, e.g. a test's ``run_and_get_code``)."""
         try:
             lowering = _graph_lowering()
@@ -112,6 +124,7 @@ class ChromeTraceWriter:
             self.folder.mkdir(parents=True, exist_ok=True)
             prof.export_chrome_trace(str(part))
         except Exception as exc:  # the run goes on without a trace
+            log.info("the %s side's trace was not exported", side, exc_info=True)
             self.why = f"the {side} side's trace could not be exported: {one_line(str(exc), 200)}"
             return
         self.parts[side] = part

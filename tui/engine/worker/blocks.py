@@ -22,7 +22,7 @@ from __future__ import annotations
 import math
 import statistics
 import time
-from typing import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 
 from tui.engine.protocol import SIDES
 from tui.engine.stats import SpeedupCI, bootstrap_speedup

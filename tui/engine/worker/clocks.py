@@ -43,8 +43,9 @@ their end, and carry no host-inclusive time.
 from __future__ import annotations
 
 import time
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, Callable, NamedTuple, Protocol, Sequence
+from typing import Any, NamedTuple, Protocol
 
 import torch
 
@@ -272,8 +273,8 @@ class CudaClock:
         device sub-block of a pipelined round) keeps the GPU busy just as well, so a GPU-bound
         block queued behind another one needs no spin at all.
         """
-        cycles_per_ms = self._calibrate()
-        if cycles_per_ms is None:
+        cycles_per_ms, sleep = self._calibrate(), self._sleep
+        if cycles_per_ms is None or sleep is None:
             return None
         times = self._times.get(step)
         if times is None:
@@ -287,7 +288,7 @@ class CudaClock:
         begin, end = self._events(2)
         now = time.perf_counter()
         begin.record()
-        self._sleep(int(wanted * cycles_per_ms))
+        sleep(int(wanted * cycles_per_ms))
         end.record()
         self._gpu_free = max(self._gpu_free, now) + BACKLOG_SURE * wanted / 1e3
         return begin, end
@@ -311,7 +312,7 @@ class CudaClock:
         head = self._head_start(step, len(calls))
         start = time.perf_counter()
         first = None
-        for args, begin, end in zip(calls, starts, ends):
+        for args, begin, end in zip(calls, starts, ends, strict=True):
             if flush is not None:
                 flush.zero_()
             if prepare is not None:
@@ -330,7 +331,7 @@ class CudaClock:
     def _read(self, flight: _InFlight, anchor: _Anchor) -> BlockRun:
         """Wait for a device sub-block's last event, read its times, learn for the step's next head start."""
         flight.ends[-1].synchronize()
-        ms = [begin.elapsed_time(end) for begin, end in zip(flight.starts, flight.ends)]
+        ms = [begin.elapsed_time(end) for begin, end in zip(flight.starts, flight.ends, strict=True)]
         head_ms = flight.head[0].elapsed_time(flight.head[1]) if flight.head is not None else 0.0
         self.last_head_ms = head_ms
         n = len(ms)

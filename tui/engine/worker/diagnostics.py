@@ -2,16 +2,18 @@
 
 :func:`snapshot` copies ``torch._dynamo.utils.counters`` and notes the time;
 :func:`report` diffs two snapshots and reads the compilation metrics recorded since the
-first one, as a :class:`~tui.engine.payloads.Diagnostics`. Counter names were checked on torch 2.13: a data-dependent branch is not
-counted under ``counters["graph_break"]`` there, its reason lands in
-``counters["unimplemented"]`` (so both are read). Every private API is read defensively.
+first one, as a :class:`~tui.engine.payloads.Diagnostics`. Counter names were checked on
+torch 2.13: a data-dependent branch is not counted under ``counters["graph_break"]`` there,
+its reason lands in ``counters["unimplemented"]`` (so both are read). Every private API is read defensively.
 """
 
 from __future__ import annotations
 
+import logging
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any
 
 import torch
 
@@ -19,6 +21,8 @@ from tui.engine.payloads import CompileTimes, Diagnostics, Explain
 from tui.engine.worker.failures import graph_break_summary, one_line
 
 __all__ = ["Snapshot", "snapshot", "report", "explain_pass", "RECOMPILE_LIMIT_WARNING"]
+
+log = logging.getLogger(__name__)
 
 RECOMPILE_LIMIT_WARNING = "hit the recompile limit: later calls ran eagerly"
 _LIMIT_MARKERS = ("recompile limit", "recompile_limit", "cache_size_limit", "cache size limit")
@@ -35,14 +39,14 @@ class Snapshot:
 def _counters() -> dict[str, dict[str, int]]:
     try:
         from torch._dynamo.utils import counters
-    except Exception:
+    except ImportError:  # a private module: a torch without it counts nothing
         return {}
     copied: dict[str, dict[str, int]] = {}
     for group, values in list(counters.items()):
         try:
             copied[str(group)] = {str(k): v for k, v in dict(values).items() if isinstance(v, (int, float))}
-        except Exception:
-            continue
+        except (TypeError, ValueError):  # a group that is not a mapping of counts
+            log.debug("dynamo's counter group %r was not read", group, exc_info=True)
     return copied
 
 
@@ -66,15 +70,15 @@ def _metrics_since(wall_time: float) -> list[Any]:
         from torch._dynamo.utils import get_compilation_metrics
 
         records = list(get_compilation_metrics())
-    except Exception:
+    except Exception:  # a private API that moves between torch versions
+        log.debug("dynamo's compilation metrics were not read", exc_info=True)
         return []
     # start_time is epoch seconds; a small margin for clock granularity
     return [r for r in records if (getattr(r, "start_time", None) or 0.0) >= wall_time - 1e-3]
 
 
 def _seconds(records: list[Any], name: str, scale: float) -> float | None:
-    values = [getattr(r, name, None) for r in records]
-    values = [v for v in values if isinstance(v, (int, float))]
+    values = [v for v in (getattr(r, name, None) for r in records) if isinstance(v, (int, float))]
     return round(sum(values) * scale, 6) if values else None
 
 
@@ -164,6 +168,7 @@ def explain_pass(fn: Callable[..., Any], args: tuple) -> Explain:
     try:
         output = torch._dynamo.explain(fn)(*args)
     except Exception as exc:  # explain itself can fail where the run did not
+        log.info("torch._dynamo.explain failed", exc_info=True)
         return Explain(error=one_line(f"{type(exc).__name__}: {exc}", 300))
     reasons = []
     for item in getattr(output, "break_reasons", []) or []:

@@ -20,7 +20,9 @@ import shutil
 import subprocess
 import sys
 import time
-from typing import Any, Callable
+from collections.abc import Callable
+from functools import partial
+from typing import Any
 
 __all__ = ["collect", "main"]
 
@@ -44,7 +46,7 @@ def _cpp_compiler(torch: Any, problems: list[str]) -> str | None:
     found = None
     try:
         found = from_inductor()
-    except Exception:  # noqa: BLE001
+    except Exception:  # noqa: BLE001 - a private API: when it fails, $CXX and the PATH are asked instead
         found = None
     if found:
         return found
@@ -70,7 +72,7 @@ def _compiler_version(path: str) -> str | None:
 def _gpus(torch: Any, problems: list[str]) -> list[dict[str, Any]]:
     gpus = []
     for index in range(torch.cuda.device_count()):
-        props = _read(problems, f"cuda:{index} properties", lambda i=index: torch.cuda.get_device_properties(i))
+        props = _read(problems, f"cuda:{index} properties", partial(torch.cuda.get_device_properties, index))
         if props is None:
             continue
         raw_uuid = getattr(props, "uuid", None)

@@ -6,11 +6,13 @@ or a CPU-only build must never stop a run.
 
 from __future__ import annotations
 
+import logging
 import os
 import platform
 import socket
 import sys
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import torch
 
@@ -21,11 +23,14 @@ from tui.telemetry.model import nvml_uuid
 
 __all__ = ["collect", "gpu_uuid", "cpu_name"]
 
+log = logging.getLogger(__name__)
+
 
 def _safe(read: Callable[[], Any]) -> Any:
     try:
         return read()
-    except Exception:
+    except Exception:  # a field torch or the driver cannot tell reads as unknown
+        log.debug("an environment field was not read", exc_info=True)
         return None
 
 
@@ -49,7 +54,8 @@ def gpu_uuid(index: int) -> str | None:
 def _triton_version() -> str | None:
     try:
         import triton  # noqa: PLC0415  (optional, absent on CPU builds)
-    except Exception:
+    except Exception:  # absent, or a broken install that fails as it imports: no version either way
+        log.debug("triton did not import", exc_info=True)
         return None
     return getattr(triton, "__version__", None)
 
@@ -64,7 +70,8 @@ def _driver_version() -> str | None:
             version = pynvml.nvmlSystemGetDriverVersion()
         finally:
             pynvml.nvmlShutdown()
-    except Exception:
+    except Exception:  # no NVML (a CPU machine) or a driver that does not answer: no driver version
+        log.debug("NVML did not say the driver version", exc_info=True)
         return None
     return version.decode() if isinstance(version, bytes) else str(version)
 

@@ -7,14 +7,16 @@ before anything is compiled, so an error on the first compiled call is the compi
 
 from __future__ import annotations
 
+import logging
 import re
 import traceback
 from dataclasses import dataclass
-from typing import Optional, Tuple
 
 from tui.engine.options import OptionsError
 
 __all__ = ["Failure", "RunFailed", "classify", "one_line", "first_meaningful_line", "graph_break_summary"]
+
+log = logging.getLogger(__name__)
 
 #: Where an exception was raised: building, eager, compile (the first compiled call), compiled.
 STAGES = ("setup", "building", "eager", "compile", "compiled", "other")
@@ -84,9 +86,10 @@ def graph_break_summary(text: str, frame: object | None = None) -> str:
     reason = next((line.strip() for line in text.splitlines() if line.strip()), "graph break")
     where = ""
     match = _FILE_LINE_RE.search(text)
-    if frame is not None and getattr(frame, "filename", None):
+    frame_file = getattr(frame, "filename", None)  # a traceback.FrameSummary, or a frame-like object
+    if frame_file:
         code = (getattr(frame, "line", "") or "").strip()
-        where = f"{_short(frame.filename)}:{getattr(frame, 'lineno', '?')} in {getattr(frame, 'name', '?')}"
+        where = f"{_short(frame_file)}:{getattr(frame, 'lineno', '?')} in {getattr(frame, 'name', '?')}"
         if code:
             where += f" ({code})"
     elif match:
@@ -104,9 +107,10 @@ def _short(filename: str) -> str:
 
 def _chain(exc: BaseException) -> list[BaseException]:
     seen: list[BaseException] = []
-    while exc is not None and exc not in seen:
-        seen.append(exc)
-        exc = exc.__cause__ or exc.__context__
+    link: BaseException | None = exc
+    while link is not None and link not in seen:
+        seen.append(link)
+        link = link.__cause__ or link.__context__
     return seen
 
 
@@ -116,7 +120,8 @@ def _is_instance(exc: BaseException, module: str, name: str) -> bool:
         import importlib
 
         cls = getattr(importlib.import_module(module), name, None)
-    except Exception:
+    except Exception:  # a private module that moved, or fails to import: not that exception
+        log.debug("%s.%s was not looked up", module, name, exc_info=True)
         return False
     return isinstance(cls, type) and isinstance(exc, cls)
 
@@ -186,7 +191,7 @@ class _Where:
 
 
 #: (kind, one-line message) of a failure, before its detail is attached.
-_Verdict = Optional[Tuple[str, str]]
+_Verdict = tuple[str, str] | None
 
 
 def _bad_options(exc: BaseException, chain: list[BaseException], where: _Where) -> _Verdict:

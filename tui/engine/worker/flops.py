@@ -16,11 +16,15 @@ although it has one for the same attention on a GPU: that formula is lent to it.
 from __future__ import annotations
 
 import contextlib
-from typing import Any, Callable, Iterator
+import logging
+from collections.abc import Callable, Iterator
+from typing import Any
 
 from tui.engine.worker.failures import one_line
 
 __all__ = ["count_flops"]
+
+log = logging.getLogger(__name__)
 
 
 @contextlib.contextmanager
@@ -71,6 +75,7 @@ def count_flops(flops_fn: Callable[[tuple], Any] | None, args: tuple) -> tuple[i
         with _fused_fast_path_off(), counter:
             flops_fn(args)
         total = int(counter.get_total_flops())
-    except Exception as exc:
+    except Exception as exc:  # the reason is the run's note
+        log.info("FLOPs were not counted", exc_info=True)
         return None, f"FLOPs were not counted: {type(exc).__name__}: {one_line(str(exc), 200)}"
     return (total if total > 0 else None), None

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import logging
 import os
 import shutil
 import sys
@@ -28,6 +29,7 @@ from typing import Any
 
 import torch
 
+from tui import logs
 from tui.engine.catalog import echo, is_user_workload
 from tui.engine.options import OptionsError, RunOptions
 from tui.engine.payloads import Accuracy, Diagnostics, Env, Memory
@@ -63,6 +65,8 @@ from tui.telemetry.model import normalize_uuid
 
 __all__ = ["main", "WorkerRun", "resolve_device", "apply_memory_limit", "DTYPES"]
 
+log = logging.getLogger(__name__)
+
 DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
 #: Set to 1 to add a separate ``torch._dynamo.explain`` pass after measuring (phase diagnosing).
 EXPLAIN_ENV = "COMPILE_LAB_EXPLAIN"
@@ -74,6 +78,7 @@ def main(channel: EventChannel | None = None, affinity_problem: str | None = Non
     ``affinity_problem``: why the lane's CPU pinning (set before torch was imported) did not apply.
     """
     if channel is None:
+        logs.setup_worker()  # to stderr: the parent owns the log file
         set_parent_death_signal()
         become_subreaper()
         channel = open_channel()
@@ -178,15 +183,17 @@ def check_dtype(name: str, dtype: torch.dtype, device: torch.device) -> None:
         probe = torch.ones(8, 8, dtype=dtype, device=device)
         (probe @ probe).sum().item()
     except Exception as exc:
-        raise OptionsError("dtype", f"{name} did not run on {device}: {one_line(str(exc), 160)} (allowed: {allowed})") from exc
+        raise OptionsError("dtype", f"{name} did not run on {device}: {one_line(str(exc), 160)} "
+                                    f"(allowed: {allowed})") from exc
 
 
 def check_backend(backend: str) -> None:
     """OptionsError when ``backend`` is not registered with torch._dynamo."""
     try:
         names = list(torch._dynamo.list_backends(exclude_tags=()))
-    except Exception:
-        return  # cannot tell: torch.compile itself will say
+    except Exception:  # cannot tell: torch.compile itself will say
+        log.debug("torch._dynamo.list_backends failed", exc_info=True)
+        return
     if backend not in names:
         shown = [n for n in names if not n.endswith("TESTING_ONLY") and "minifier" not in n]
         raise OptionsError("backend", f"{echo(backend)} is not a registered torch._dynamo backend "
@@ -197,7 +204,8 @@ def check_inductor_options(options: dict[str, Any]) -> None:
     """OptionsError for an inductor option name that torch does not know."""
     try:
         known = set(torch._inductor.list_options())
-    except Exception:
+    except Exception:  # cannot tell: torch.compile itself will say
+        log.debug("torch._inductor.list_options failed", exc_info=True)
         return
     for key in options:
         if key not in known:
@@ -245,7 +253,7 @@ class WorkerRun:
             self._run(line)
         # every failure is reported as an event, never as a traceback on stdout; a workload that calls
         # sys.exit or raises KeyboardInterrupt is a failure of its own too, not a worker "exited with code 0"
-        except (Exception, SystemExit, KeyboardInterrupt) as exc:
+        except (Exception, SystemExit, KeyboardInterrupt) as exc:  # noqa: BLE001 - the failed event carries the traceback
             stage = self.bench.stage if self.bench is not None and self.stage == "bench" else self.stage
             options = self.options
             failure = classify(exc, stage, backend=options.backend if options else "",
@@ -271,7 +279,8 @@ class WorkerRun:
             command = json.loads(line)
         except ValueError as exc:
             raise RunFailed("bad_options", f"command: not JSON ({exc})") from None
-        if not isinstance(command, dict) or command.get("command") != "run" or not isinstance(command.get("options"), dict):
+        if (not isinstance(command, dict) or command.get("command") != "run"
+                or not isinstance(command.get("options"), dict)):
             raise RunFailed("bad_options", 'command: expected {"command": "run", "run_id": ..., "options": {...}}')
         try:
             options = RunOptions.from_dict(command["options"]).validated()

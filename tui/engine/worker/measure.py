@@ -28,8 +28,10 @@ from __future__ import annotations
 import functools
 import gc
 import inspect
+import logging
 import time
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import torch
 
@@ -65,6 +67,8 @@ from tui.engine.worker.fp64_reference import fp64_reference
 
 __all__ = ["Clock", "CpuClock", "CudaClock", "Benchmark", "make_compile_fn", "head_start_ms", "L2_FLUSH_BYTES",
            "HEAD_START_MIN_MS", "HEAD_START_MAX_MS", "is_recompile_refusal", "refuse_lazy_output"]
+
+log = logging.getLogger(__name__)
 
 Step = Callable[[tuple], Any]
 Emit = Callable[[Event], None]
@@ -309,7 +313,7 @@ class Benchmark:
         before = rng_state(self.device)
         eager_again = keep(again_step(copied))
         after = rng_state(self.device)
-        random = any(not torch.equal(a, b) for a, b in zip(before, after))
+        random = any(not torch.equal(a, b) for a, b in zip(before, after, strict=True))
         mutated = changed_leaves(args, copied)
         del copied
         if not self.built.train:
@@ -375,7 +379,9 @@ class Benchmark:
         specs = []
         for side, n in plan:
             calls, labels = self._calls(side, n)
-            spec = BlockSpec(self._step(side), calls, self._prepare(side), begin=functools.partial(self._set_stage, side))
+            spec = BlockSpec(
+                self._step(side), calls, self._prepare(side), begin=functools.partial(self._set_stage, side)
+            )
             specs.append((side, spec, labels))
         return specs
 
@@ -424,8 +430,8 @@ class Benchmark:
     def _lift_stance() -> None:
         try:
             torch.compiler.set_stance("default")
-        except Exception:
-            pass
+        except Exception:  # a torch without stances has none to lift
+            log.debug("torch.compiler.set_stance failed", exc_info=True)
 
 
 def _guard_failure(exc: BaseException) -> str:

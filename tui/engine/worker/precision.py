@@ -14,13 +14,18 @@ is None (unknown) otherwise.
 
 from __future__ import annotations
 
-from typing import Any, Callable
+import logging
+from collections.abc import Callable
+from functools import partial
+from typing import Any
 
 import torch
 
 from tui.engine.options import OptionsError
 
 __all__ = ["apply", "read_flags", "tf32_in_effect", "FLAG_NAMES"]
+
+log = logging.getLogger(__name__)
 
 FLAG_NAMES = ("tf32_matmul", "tf32_cudnn", "float32_matmul_precision", "fp32_precision_matmul", "fp32_precision_cudnn")
 """The fields of :class:`~tui.engine.payloads.Env` that :func:`read_flags` fills."""
@@ -30,6 +35,7 @@ def _read(read: Callable[[], Any]) -> Any:
     try:
         return read()
     except Exception:  # a mix of torch's two precision APIs makes the old getters raise: unknown
+        log.debug("a precision flag was not read", exc_info=True)
         return None
 
 
@@ -39,7 +45,7 @@ def _new_api(*paths: tuple[str, ...]) -> str | None:
         node: Any = torch.backends
         for name in path:
             node = getattr(node, name, None)
-        value = _read(lambda: getattr(node, "fp32_precision", None))
+        value = _read(partial(getattr, node, "fp32_precision", None))
         if value is not None and str(value) != "none":
             return str(value)
     return None
@@ -77,7 +83,8 @@ def apply(precision: str) -> None:
     try:
         torch.backends.cuda.matmul.allow_tf32 = on
         torch.backends.cudnn.allow_tf32 = on
-    except Exception as exc:
+    except Exception as exc:  # shown as the option's error; the traceback is logged
+        log.debug("setting the TF32 flags failed", exc_info=True)
         raise OptionsError("precision", f"{precision} could not be set in torch {torch.__version__} "
                                         f"({type(exc).__name__}: {exc})") from None
     flags = read_flags()

@@ -16,17 +16,20 @@ from __future__ import annotations
 import json
 import logging
 import time
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any, Callable, Iterator
+from typing import Any
 
 import torch
 
 from tui.engine.host_time import SYNC_RANGE, host_split, profiler_s
-from tui.engine.kernels import Profile, RawEvent, kernel_diff, regions, side_profile
+from tui.engine.kernels import KernelGroup, Profile, RawEvent, kernel_diff, regions, side_profile
 from tui.engine.worker.failures import one_line
 
 __all__ = ["PROFILE_CALLS", "OnTrace", "run_profile", "flatten", "provenance_supported"]
+
+log = logging.getLogger(__name__)
 
 #: Profiled calls per side (after one unprofiled call each).
 PROFILE_CALLS = 5
@@ -36,9 +39,7 @@ _MAPPING_ARTIFACT = "inductor_provenance_tracking_node_mappings"
 def provenance_supported() -> str | None:
     """None when this torch has inductor provenance tracking, else why not (one line)."""
     trace = getattr(getattr(torch._inductor, "config", None), "trace", None)
-    try:
-        getattr(trace, "provenance_tracking_level")
-    except AttributeError:
+    if not hasattr(trace, "provenance_tracking_level"):
         return f"torch {torch.__version__} has no inductor provenance tracking (trace.provenance_tracking_level)"
     try:
         from torch._logging._internal import trace_log  # noqa: F401
@@ -181,7 +182,8 @@ def run_profile(built: Any, compile_fn: Callable, cuda: bool, prepare: Callable[
     activities = ("cpu", "cuda") if cuda else ("cpu",)
     try:
         return _run(built, compile_fn, cuda, prepare, calls, started, activities, on_trace)
-    except Exception as exc:
+    except Exception as exc:  # the profile says why it is missing
+        log.info("the profile pass failed", exc_info=True)
         return Profile(available=False, activities=activities, calls=calls,
                        why=f"the profile pass raised {type(exc).__name__}: {one_line(str(exc), 200)}",
                        profile_s=time.perf_counter() - started)
@@ -208,7 +210,8 @@ def _run(built: Any, compile_fn: Callable, cuda: bool, prepare: Callable[[], Non
     host = host_split(compiled_side.events, calls, compiled_side.host_s, eager_host_s)
     region_rows, between_ms = regions(compiled_side.events, calls, host.total_ms_per_call if host else None)
 
-    diff, diff_why = (), provenance_supported()
+    diff: tuple[KernelGroup, ...] = ()
+    diff_why = provenance_supported()
     if diff_why is None:
         try:
             diff = kernel_diff(_joined(catcher.mappings), eager, compiled)

@@ -16,8 +16,9 @@ reference there (eager overflowed in its low precision; compiled kept a wider in
 from __future__ import annotations
 
 import math
+from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import Any, Iterator
+from typing import Any
 
 import torch
 
@@ -105,7 +106,7 @@ class Tally:
             self.worst_excess, self.worst = score, path
 
     def add(self, path: str, pair: Pair, ref: torch.Tensor | None = None) -> None:
-        """Compare one leaf pair (``a`` compiled, ``b`` eager, the eager output's dtype); ``ref``: its fp64 reference."""
+        """Compare one leaf pair (``a`` compiled, ``b`` eager, in eager's dtype); ``ref``: its fp64 reference."""
         a64, b64, dtype = pair
         self.elements += a64.numel()
         if not (dtype.is_floating_point or dtype.is_complex):
@@ -259,7 +260,7 @@ def tally(compiled: Any, eager: Any, atol: float, rtol: float, fp64: Any = NO_RE
         result.max_abs = result.max_rel = math.nan
         return result
     refs = _reference_leaves(fp64, want, result.notes)
-    for (path, a), (_, b), r in zip(got, want, refs):
+    for (path, a), (_, b), r in zip(got, want, refs, strict=False):
         pair = _as_tensors(a, b)
         if isinstance(pair, str):
             result.fail(path, pair)

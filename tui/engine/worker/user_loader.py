@@ -36,8 +36,9 @@ from __future__ import annotations
 import sys
 import traceback
 import types
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import torch
 
@@ -160,7 +161,9 @@ def load_user_workload(options: Any, device: torch.device, dtype: torch.dtype) -
     except Exception as exc:
         line = _line_in(exc, str(path))
         where = f"{shown}:{line}" if line else shown
-        raise UserWorkloadError(f"{where}: {factory}(device, dtype, **params) raised {_describe_exception(exc)}") from exc
+        raise UserWorkloadError(
+            f"{where}: {factory}(device, dtype, **params) raised {_describe_exception(exc)}"
+        ) from exc
     target, inputs, label = _unpack(result, shown, factory)
     # outputs are unknown until the workload runs, so bytes_per_call is not guessed
     return inference_workload(target, [inputs], None, labels=[label] if label else None)

@@ -28,8 +28,9 @@ from __future__ import annotations
 import copy
 import functools
 import math
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from typing import Any, Callable, Iterable
+from typing import Any
 
 import torch
 import torch.nn.functional as F
