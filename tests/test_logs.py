@@ -92,3 +92,18 @@ def test_suppressed_goes_on_and_logs_what_it_swallowed():
         raise OSError("already closed")
     text = _read(path)
     assert "DEBUG tui.engine.example: closing the thing failed\nTraceback" in text and "OSError: already closed" in text
+
+
+def test_env_keeps_the_log_files_path_whole_at_80_columns(monkeypatch, capsys):
+    monkeypatch.setenv("COLUMNS", "80")  # a path longer than its cell was cut to "/tmp/.../data/…"
+    monkeypatch.setattr(info, "_envcheck", lambda python: (None, "torch left out by the test"))
+    cli.main(["env"])
+    lines = capsys.readouterr().out.splitlines()
+    start = next(i for i, line in enumerate(lines) if "log file" in line)
+    cells = []
+    for line in lines[start:]:
+        parts = line.split("│")
+        if len(parts) < 3 or (cells and parts[1].strip()):
+            break  # the next row (its first cell is filled) or the table's end
+        cells.append(parts[2].strip())
+    assert "".join(cells) == str(logs.log_file())

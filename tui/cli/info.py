@@ -112,7 +112,7 @@ class _EnvTable:
 
         self.table = Table(title="compile-lab environment", title_justify="left", show_header=False)
         self.table.add_column("what", style="bold")
-        self.table.add_column("value")
+        self.table.add_column("value", overflow="fold")  # paths whole, never cut with …
         self.table.add_column("note", style="dim")
         self.hints: list[str] = []
 
