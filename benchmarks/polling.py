@@ -49,6 +49,9 @@ from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "benchmarks"))
+
+from sustained import environment  # noqa: E402  (the header: date, card, driver)
 
 CASES: dict[str, dict[str, Any]] = {
     "cnn": {"label": "seed CNN b64 fp32 (launch-bound)", "workload": "cnn", "params": {"batch": 64}, "iters": 400,
@@ -387,18 +390,6 @@ def _arm_info(info: dict[str, Any]) -> str:
     if info.get("exit"):
         parts.append(f"exit {info['exit']}")
     return "; ".join(parts).replace("|", "/")
-
-
-def environment(device: str) -> dict[str, Any]:
-    env: dict[str, Any] = {"date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), "gpu": "cpu", "driver": "n/a"}
-    if device.startswith("cuda"):
-        try:
-            query = subprocess.run(["nvidia-smi", "--query-gpu=name,driver_version", "--format=csv,noheader"],
-                                   capture_output=True, text=True, timeout=30)
-            env["gpu"], _, env["driver"] = query.stdout.strip().splitlines()[0].partition(", ")
-        except (OSError, IndexError, subprocess.SubprocessError) as exc:
-            print(f"nvidia-smi: {exc}", file=sys.stderr)
-    return env
 
 
 def parent(args: argparse.Namespace) -> int:
