@@ -31,7 +31,7 @@ import pytest
 
 from fault_helpers import FAKE_WORKER, alive, csv_rows, history_lines
 from tui import cli
-from tui.engine import export
+from tui.engine import atomic
 from tui.engine.protocol import Ready
 from tui.engine.runner import WorkerRunner
 
@@ -247,14 +247,14 @@ def test_no_write_to_a_gone_terminal_stops_an_export(tmp_path, monkeypatch, quie
     full.mkdir()
     outputs = {"--csv": full / "r.csv", "--json": tmp_path / "r.json", "--raw-csv": tmp_path / "raw.csv"}
     argv = ["sweep", "--param", "n=64,128", "--device", "cpu", *_flags(outputs)] + (["--quiet"] if quiet else [])
-    real_mkstemp = export.tempfile.mkstemp
+    real_mkstemp = atomic.tempfile.mkstemp
 
     def mkstemp(*args, dir=None, **kwargs):
         if Path(dir) == full:
             raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
         return real_mkstemp(*args, dir=dir, **kwargs)
 
-    monkeypatch.setattr(export, "tempfile", types.SimpleNamespace(mkstemp=mkstemp))
+    monkeypatch.setattr(atomic, "tempfile", types.SimpleNamespace(mkstemp=mkstemp))
     with monkeypatch.context() as patch:
         patch.setattr(sys, "stdout", out)
         patch.setattr(sys, "stderr", err)

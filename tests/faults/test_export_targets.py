@@ -25,7 +25,7 @@ import pytest
 
 from fault_helpers import FAKE_WORKER, csv_rows, ended_record, files_in, history_lines, returns_within
 from tui import cli, paths
-from tui.engine import export
+from tui.engine import atomic, export
 from tui.engine.export import ExportTargetError, write_csv, write_json, write_raw_csv
 from tui.engine.options import RunOptions
 from tui.engine.runner import WorkerRunner
@@ -212,7 +212,7 @@ def test_what_appears_at_the_target_while_writing_is_never_replaced(tmp_path, ex
 def test_a_new_target_is_created_without_replacing_what_appeared_after_the_last_check(tmp_path, monkeypatch):
     """Between the last check and the move, a link appears: creating by hard link fails, and it is refused."""
     target = tmp_path / "out.csv"
-    real_check = export._existing_regular
+    real_check = atomic.existing_regular
     calls = []
 
     def late_link(path):
@@ -223,7 +223,7 @@ def test_a_new_target_is_created_without_replacing_what_appeared_after_the_last_
             return result
         return real_check(path)
 
-    monkeypatch.setattr(export, "_existing_regular", late_link)
+    monkeypatch.setattr(atomic, "existing_regular", late_link)
     with pytest.raises(ExportTargetError, match="is a symbolic link"):
         write_csv([ended_record()], target)
     assert os.readlink(target) == str(tmp_path / "elsewhere")

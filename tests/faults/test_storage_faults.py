@@ -24,7 +24,7 @@ from app_helpers import wait_until
 from fault_helpers import FAKE_WORKER, csv_rows, ended_record, files_in, history_lines
 from tui import cli, paths
 from tui.app.components.dialogs import ConfirmScreen
-from tui.engine import export
+from tui.engine import atomic
 from tui.engine.export import ExportError, write_csv
 from tui.engine.history import History
 from tui.engine.options import RunOptions
@@ -53,7 +53,7 @@ def test_a_target_that_cannot_be_written_leaves_the_old_file(tmp_path, monkeypat
     """The temporary file cannot be created next to the target: one line naming both, the old file intact."""
     target = tmp_path / "runs.csv"
     target.write_bytes(OLD_EXPORT)
-    monkeypatch.setattr(export, "tempfile", types.SimpleNamespace(mkstemp=_refusing(error_number)))
+    monkeypatch.setattr(atomic, "tempfile", types.SimpleNamespace(mkstemp=_refusing(error_number)))
     with pytest.raises(ExportError) as info:
         write_csv([ended_record()], target)
     assert str(info.value) == f"cannot write {target}: {os.strerror(error_number)}"
@@ -79,9 +79,9 @@ async def test_a_refused_export_in_the_app_is_one_error_line_and_nothing_is_lost
         await wait_until(pilot, lambda: first.finished and app.settled, what="the first run")
         with monkeypatch.context() as patch:
             if case == "read-only":
-                patch.setattr(export, "tempfile", types.SimpleNamespace(mkstemp=_refusing(errno.EROFS)))
+                patch.setattr(atomic, "tempfile", types.SimpleNamespace(mkstemp=_refusing(errno.EROFS)))
             elif case == "full-disk":
-                patch.setattr(export._FdWriter, "write", _refusing(errno.ENOSPC))
+                patch.setattr(atomic._FdWriter, "write", _refusing(errno.ENOSPC))
             app._export(str(target))
             if expected is None:
                 await wait_until(pilot, lambda: isinstance(app.screen, ConfirmScreen), what="the question")
@@ -117,14 +117,14 @@ def test_a_refused_export_in_the_cli_is_one_error_line_exit_1_and_the_run_is_kep
     directory = tmp_path / "reports"
     directory.mkdir()
     target = directory / "runs.csv"
-    real_mkstemp = export.tempfile.mkstemp
+    real_mkstemp = atomic.tempfile.mkstemp
 
     def mkstemp(*args, dir=None, **kwargs):
         if Path(dir) == directory:
             raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
         return real_mkstemp(*args, dir=dir, **kwargs)
 
-    monkeypatch.setattr(export, "tempfile", types.SimpleNamespace(mkstemp=mkstemp))
+    monkeypatch.setattr(atomic, "tempfile", types.SimpleNamespace(mkstemp=mkstemp))
     assert (
         cli.main(["run", "--device", "cpu", "--iters", "10", "--block-size", "5", "--csv", str(target), "--quiet"]) == 1
     )

@@ -195,7 +195,7 @@ def store_code(folder: str | os.PathLike[str], graphs: tuple[GraphCode, ...]) ->
 
     ExportError (one line, path and cause) when one cannot be written.
     """
-    from tui.engine.export import atomic_writer
+    from tui.engine.atomic import atomic_writer
 
     written = 0
     for graph in graphs:

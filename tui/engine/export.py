@@ -1,7 +1,7 @@
 """Exports of run records: summary CSV, full JSON, raw per-iteration CSV.
 
-Every write is atomic: the content goes to a temporary file in the target's directory,
-is flushed and fsynced, then ``os.replace``-d over the target. A failure (missing
+Every write is atomic (:mod:`tui.engine.atomic`): the content goes to a temporary file in the
+target's directory, is flushed and fsynced, then put in place over the target. A failure (missing
 directory, permission, full disk, a record whose stored samples are gone) raises
 :class:`ExportError` with one line naming the path and the cause; the temporary file is
 removed and an existing file at the target is left untouched.
@@ -18,19 +18,19 @@ own data files (the history, anything under the runs or locks directory, the con
 from __future__ import annotations
 
 import csv
-import io
 import json
 import os
 import stat
-import tempfile
-from collections.abc import Iterable, Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Iterable, Sequence
+from contextlib import AbstractContextManager
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import IO, Any
+from typing import IO
 
 from tui import paths
 from tui.engine.columns import CSV_COLUMNS, RAW_COLUMNS
+from tui.engine.atomic import ExportError, ExportTargetError, cause, existing_regular
+from tui.engine.atomic import atomic_writer as _atomic_writer
 from tui.engine.input_file import file_kind
 from tui.engine.reproduce import reproduce_command
 from tui.engine.results import RunRecord, SamplesUnavailable
@@ -57,39 +57,13 @@ EXPORT_SCHEMA = 2
 (a schema-1 file is still read: tui.engine.stored_options.upgrade_tf32_run)."""
 
 
-class ExportError(Exception):
-    """An export could not be written; the message is one line naming the path and the cause."""
-
-
-#: What an export may write to, said after every refusal of its target.
-ALLOWED_TARGET = "a regular file, or a new file in an existing directory"
+#: What an export may write to outside compile-lab's own data.
 ALLOWED_OUTSIDE_DATA = "a file outside compile-lab's history, runs, locks and config"
 
 
-class ExportTargetError(ExportError):
-    """The target is not something an export may write: ``<path> is <what> (allowed: ...)``."""
-
-    def __init__(self, path: str | os.PathLike[str], what: str, allowed: str = ALLOWED_TARGET) -> None:
-        self.path, self.what, self.allowed = os.fspath(path), what, allowed
-        super().__init__(f"{self.path or 'the path'} is {what} (allowed: {allowed})")
-
-
-def _existing_regular(target: Path) -> os.stat_result | None:
-    """The target's lstat when it is a regular file, None when there is nothing there.
-
-    Raises ExportTargetError for anything else (a link, dangling or not, is never followed).
-    Never opens the target: a named pipe or a device is only looked at.
-    """
-    try:
-        info = os.lstat(target)
-    except FileNotFoundError:
-        return None
-    except OSError:
-        return None  # e.g. a parent that is a file: creating the temporary file says why
-    what = file_kind(info.st_mode)
-    if what is not None:
-        raise ExportTargetError(target, what)
-    return info
+def atomic_writer(path: str | os.PathLike[str], *, newline: str | None = "") -> AbstractContextManager[IO[str]]:
+    """:func:`tui.engine.atomic.atomic_writer`, where samples a run no longer has are a failure too."""
+    return _atomic_writer(path, newline=newline, failures=(OSError, SamplesUnavailable))
 
 
 def _real(path: str | os.PathLike[str]) -> str:
@@ -135,7 +109,7 @@ def check_target(path: str | os.PathLike[str]) -> Path:
     if text.endswith(os.sep) or (os.altsep and text.endswith(os.altsep)):
         raise ExportTargetError(text, "a directory name (it ends in a slash)", "a file path")
     target = Path(text)
-    _existing_regular(target)
+    existing_regular(target)
     role = data_file_role(target)
     if role is not None:
         raise ExportTargetError(target, role, ALLOWED_OUTSIDE_DATA)
@@ -188,103 +162,6 @@ def check_output(path: str | os.PathLike[str], *, directory: bool = False) -> Pa
         raise ExportTargetError(target, f"in {where}, which this user cannot write", f"{kind} in a directory you "
                                 "can write")
     return target
-
-
-class _FdWriter(io.RawIOBase):
-    """Raw writes straight to a file descriptor with os.write (whole buffer, retrying short writes)."""
-
-    def __init__(self, fd: int) -> None:
-        self._fd = fd
-
-    def writable(self) -> bool:
-        return True
-
-    def write(self, data: Any) -> int:
-        view = memoryview(data)
-        total = len(view)
-        while view:
-            written = os.write(self._fd, view)
-            view = view[written:]
-        return total
-
-
-def _cause(exc: BaseException) -> str:
-    if isinstance(exc, OSError) and exc.strerror:
-        return exc.strerror
-    return " ".join(str(exc).split()) or type(exc).__name__
-
-
-@contextmanager
-def atomic_writer(path: str | os.PathLike[str], *, newline: str | None = "") -> Iterator[IO[str]]:
-    """A text file (UTF-8) that replaces ``path`` only if the whole ``with`` block succeeds.
-
-    Raises ExportError (one line: path and cause) on any OSError; the target is untouched then.
-    Only a regular file is replaced (ExportTargetError for a link, device, pipe, socket or
-    directory, checked before anything is opened and again right before the rename); a target
-    that did not exist is created without replacing whatever appeared there meanwhile.
-    """
-    target = Path(path)
-    if not os.fspath(path):
-        raise ExportTargetError("", "empty", "a file path")
-    directory = target.parent
-    if not directory.is_dir():
-        raise ExportError(f"cannot write {target}: directory {directory} does not exist")
-    existing = _existing_regular(target)
-    try:
-        mode = existing.st_mode & 0o777 if existing is not None else 0o644
-        fd, temp_name = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=directory)
-    except OSError as exc:
-        raise ExportError(f"cannot write {target}: {_cause(exc)}") from exc
-    try:
-        os.fchmod(fd, mode)  # mkstemp makes 0600; an export should read like any other file
-    except OSError:
-        pass
-    raw = _FdWriter(fd)
-    stream = io.TextIOWrapper(io.BufferedWriter(raw), encoding="utf-8", newline=newline)
-    try:
-        yield stream
-        stream.flush()
-        os.fsync(fd)
-        stream.close()
-        _put_in_place(temp_name, target)
-    except BaseException as exc:
-        try:
-            stream.close()
-        except (OSError, ValueError):
-            pass  # the original failure (raised below) is what the user needs to see
-        try:
-            os.unlink(temp_name)
-        except OSError:
-            pass
-        if isinstance(exc, (OSError, SamplesUnavailable)):
-            raise ExportError(f"cannot write {target}: {_cause(exc)}") from exc
-        raise
-    finally:
-        os.close(fd)
-
-
-def _put_in_place(temp_name: str, target: Path) -> None:
-    """Move the finished temporary file to ``target``, replacing only a regular file.
-
-    Checked again right before: a link, pipe, device or directory that appeared while the
-    file was written is refused. Where nothing is there, a hard link creates the target
-    without replacing anything (it fails if something appeared after the check); a file
-    system without hard links gets the rename.
-    """
-    if _existing_regular(target) is None:
-        try:
-            os.link(temp_name, target, follow_symlinks=False)
-        except FileExistsError:
-            _existing_regular(target)  # something appeared: refuse it unless it is a regular file
-        except OSError:
-            pass  # no hard links here (EPERM, ENOTSUP...): the rename below
-        else:
-            try:
-                os.unlink(temp_name)
-            except OSError:
-                pass  # the export is in place; a stray hidden temporary name is all that is left
-            return
-    os.replace(temp_name, target)
 
 
 def write_csv(records: Iterable[RunRecord], path: str | os.PathLike[str]) -> Path:
@@ -363,7 +240,7 @@ def default_export_paths(now: datetime | float | None = None) -> dict[str, Path]
     try:
         directory.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
-        raise ExportError(f"cannot create {directory}: {_cause(exc)}") from exc
+        raise ExportError(f"cannot create {directory}: {cause(exc)}") from exc
     stem = "compile-lab-" + moment.astimezone(timezone.utc).strftime("%Y%m%d-%H%M%S")
     suffix = ""
     for attempt in range(1, 1000):

@@ -28,7 +28,7 @@ from typing import Any, BinaryIO
 
 from tui import paths
 from tui.engine.artifacts import read_pruned, run_folder, safe_name, store_code
-from tui.engine.export import ExportError, atomic_writer
+from tui.engine.atomic import ExportError, atomic_writer
 from tui.engine.input_file import JSONError, load_json, read_regular
 from tui.engine.migrate import SCHEMA, upgrade_line, upgrade_samples
 from tui.engine.results import Block, RunRecord, SamplesInvalid, SamplesPruned, SamplesUnavailable, samples_to_json

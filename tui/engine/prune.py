@@ -399,7 +399,7 @@ def apply_prune(plan: PrunePlan, runs_dir: str | os.PathLike[str] | None = None)
 def _leave_note(runs_dir: Path, run_id: str, what: tuple[str, int, list[str]], errors: list[str]) -> None:
     """``<run_id>/pruned.json``: in the run's own folder (made when missing; never through a link), written
     like an export (a link, pipe or device there is refused, not followed)."""
-    from tui.engine.export import ExportError, atomic_writer
+    from tui.engine.atomic import ExportError, atomic_writer
 
     stamp, size, removed = what
     folder = runs_dir / run_id
