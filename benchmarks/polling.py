@@ -51,7 +51,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
-from sustained import environment  # noqa: E402  (the header: date, card, driver)
+from sustained import _num, environment  # noqa: E402  (a CSV cell as a number; the header)
 
 CASES: dict[str, dict[str, Any]] = {
     "cnn": {"label": "seed CNN b64 fp32 (launch-bound)", "workload": "cnn", "params": {"batch": 64}, "iters": 400,
@@ -304,14 +304,6 @@ def plan(cases: list[str], arms: list[str], runs: int) -> list[tuple[int, str, s
         for case in cases:
             order += [(k + 1, case, arm) for arm in rotated]
     return order
-
-
-def _num(text: Any) -> float | None:
-    try:
-        value = float(text)
-    except (TypeError, ValueError):
-        return None
-    return value if value == value else None
 
 
 def _median(values: list[float | None]) -> float | None:
