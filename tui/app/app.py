@@ -159,6 +159,17 @@ class CompileLabApp(App[int]):
 
     # ----- the main screen and its widgets ----------------------------------------------
 
+    def clear_selection(self) -> None:
+        """Clear the text selection of the screen on top, if a screen is on the stack yet.
+
+        Under Python 3.12's eager tasks (``App.run`` installs them) the main screen composes the
+        moment Textual registers it, before it is on the stack, and each picker ``Input`` clears
+        the selection as it takes its first value: Textual's own method then raises
+        ``ScreenStackError`` and the app dies at start.
+        """
+        if self.screen_stack:
+            super().clear_selection()
+
     @property
     def main_screen(self) -> MainScreen:
         """The layout (GPU pane, picker, table, queue, chart), whichever screen is on top."""

@@ -1,0 +1,47 @@
+"""The app started the way ``compile-lab`` starts it (``App.run``), not through ``run_test``.
+
+``App.run_async`` installs Python 3.12's eager task factory where it exists; ``run_test`` does
+not. Under eager tasks a screen's compose runs the moment Textual registers it, so a layout that
+is composed before it is on the screen stack crashes at start (``ScreenStackError`` from the
+picker's inputs). CI runs this file under the newest Python it finds as well (.ci/run).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+
+import pytest
+
+textual = pytest.importorskip("textual")
+
+from textual.pilot import Pilot  # noqa: E402  - after the importorskip
+
+from tui.app.components.picker import Picker  # noqa: E402
+
+
+async def test_the_app_starts_and_quits_under_its_own_loop_setup(make_app):
+    app = make_app()
+    errors: list[BaseException] = []
+    original = app._handle_exception
+
+    def keep(error: Exception) -> None:
+        errors.append(error)
+        original(error)
+
+    app._handle_exception = keep  # type: ignore[method-assign]
+    seen: dict[str, object] = {}
+
+    async def auto_pilot(pilot: Pilot) -> None:
+        await pilot.pause()
+        seen["factory"] = asyncio.get_running_loop().get_task_factory()
+        seen["picker"] = pilot.app.query_one(Picker).query_one("#warmup").value
+        seen["bottom"] = pilot.app.screen_stack[0] is pilot.app.main_screen
+        pilot.app.exit(0)
+
+    await app.run_async(headless=True, size=(80, 24), auto_pilot=auto_pilot)
+    assert errors == [], errors
+    assert app.return_code == 0
+    assert seen["picker"] and seen["bottom"] is True
+    if sys.version_info >= (3, 12):
+        assert seen["factory"] is asyncio.eager_task_factory  # the condition this test exists for
