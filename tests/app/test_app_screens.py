@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import os
 import signal
 
@@ -192,7 +193,7 @@ def test_run_app_refuses_an_unknown_theme_in_one_line(capsys):
     assert err.startswith("compile-lab: error: theme 'no-such-theme' is unknown") and err.count("\n") == 1
 
 
-async def test_quit_with_a_run_active_asks_first(make_app):
+async def test_quit_with_a_run_active_asks_first(make_app, caplog):
     app = make_app(behaviour="hang")
     async with app.run_test(size=(160, 48)) as pilot:
         app.action_run()
@@ -211,6 +212,8 @@ async def test_quit_with_a_run_active_asks_first(make_app):
         await wait_until(pilot, lambda: not app.is_running, what="exit")
     assert app.return_code == 0
     assert await process_gone(pid)
+    # the cancelled run is saved while the app closes, after its screens are gone: nothing may reach them
+    assert [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING] == []
 
 
 async def test_quit_without_a_run_leaves_no_worker_behind(make_app):

@@ -179,3 +179,40 @@ def test_traces_and_confirmed_settings_are_the_controllers():
     assert "Chrome trace" in lab.cycle_trace() and lab.trace_next == "trace"
     (traced,) = lab.traced([options])
     assert traced.trace == options.profile and not traced.torch_trace
+
+
+class HangingRunner(InProcessRunner):
+    """A runner whose run reaches measuring and then waits until it is cancelled."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.measuring = asyncio.Event()
+
+    async def run(self, record: Any, on_event: Any = None) -> Any:
+        self.ran.append(record.run_id)
+        event = make_event("phase", 0.1, phase="measuring")
+        record.apply(event)
+        if on_event is not None:
+            on_event(event)
+        self.measuring.set()
+        await asyncio.Event().wait()
+        return record
+
+
+def test_closing_saves_the_cancelled_run_without_telling_the_view():
+    """The app's screens are gone while it closes: the run cancelled then is saved, and the view hears nothing."""
+
+    async def scenario() -> None:
+        runner = HangingRunner()
+        lab, view = _controller(runner)
+        options = RunOptions(workload="pointwise", device="cpu", iters=40, block_size=10).validated()
+        (record,) = lab.enqueue([options], origin="run")
+        await asyncio.wait_for(runner.measuring.wait(), 10)
+        told = len(view.calls)
+        await lab.close()
+        assert record.status == "cancelled" and record.finished
+        (line,) = lab.history.path.read_text().splitlines()  # saved all the same
+        assert json.loads(line)["run_id"] == record.run_id
+        assert view.calls[told:] == [] and view.notices == []
+
+    asyncio.run(scenario())

@@ -333,8 +333,13 @@ class LabController(SessionListener):
         return serial
 
     async def close(self) -> None:
-        """Cancel what runs (ended runs are saved), drop the queue, close the runner; never raises."""
+        """Cancel what runs (ended runs are saved), drop the queue, close the runner; never raises.
+
+        The view is let go first: the app closes its screens before this, and a run cancelled here
+        is still saved to the history, but nothing about it reaches a screen that is gone.
+        """
         self.shutting_down = True
+        self.view = None
         try:
             await self.session.aclose(timeout=3.0)
         except Exception as exc:  # closing goes on: the runner below still kills its workers
