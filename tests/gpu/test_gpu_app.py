@@ -60,12 +60,15 @@ async def test_the_app_runs_a_cuda_workload_end_to_end_with_live_nvml():
             await pilot.pause()
             picker.query_one("#param-n", Input).value = "2048"
             picker.query_one("#iters", Input).value = "60"
+            # One process: under --repeat auto a launch-bound reading adds processes; this test is about one run.
+            picker.query_one("#repeat", Input).value = "1"
             app.table.focus()
             await pilot.press("r")
             await _until(pilot, lambda: app.table.row_count == 1, 15, "a row")
             run_id = app.table.run_ids[0]
             await _until(pilot, lambda: app.records[run_id].finished, 300, "the CUDA run to end")
-            await _until(pilot, lambda: app.settled, 15, "the table's refresh")
+            await _until(pilot, lambda: app.settled, 30,
+                         f"the table's refresh ({len(app.records)} record(s), active {app.run_active})")
             record = app.records[run_id]
             assert record.status == "done", (record.error_kind, record.error_message, record.error_detail)
             assert normalize_uuid(record.env.gpu_uuid) == normalize_uuid(gpu.uuid)
