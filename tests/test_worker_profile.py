@@ -148,3 +148,30 @@ def test_the_host_split_agrees_with_the_profilers_own_sums():
     assert host.ms("other") == pytest.approx(host.total_ms_per_call - sum(expected.values()), abs=1e-6)
     assert host.total_ms_per_call == pytest.approx(profile.compiled.wall_ms_per_call, rel=0.05)
     torch._dynamo.reset()
+
+
+def test_warm_up_calls_are_dropped_and_change_nothing_in_the_profile():
+    """The GPU's warm-up (the profiler's own warm-up steps), forced on the CPU: only the profiled calls count."""
+    from tui.engine.worker.measure import make_compile_fn
+    from tui.engine.worker.workloads import build_workload
+
+    options = RunOptions(workload="graph_break", params={"n": 64}).validated()
+    built = build_workload(options, torch.device("cpu"), torch.float32)
+    calls = profile_module.PROFILE_CALLS
+    sides = {warm: profile_module._profiled(built.eager_step, built.input_sets[0], calls, False, None, warm=warm)
+             for warm in (0, 7)}  # fmt: skip
+    for warm, side in sides.items():
+        names = [event.name for event in side.events]
+        assert names.count("aten::is_nonzero") == calls, (warm, names.count("aten::is_nonzero"))
+        assert not any(name.startswith("ProfilerStep") for name in names)
+        assert sum(event.top_op for event in side.events) == sum(event.top_op for event in sides[0].events)
+    assert len(sides[7].events) == len(sides[0].events)
+    torch._dynamo.reset()
+
+
+@pytest.mark.parametrize(("call_s", "cuda", "expected"), [
+    (0.01, True, 50), (1e-6, True, profile_module.PROFILE_WARM_MAX_CALLS), (2.0, True, 1), (0.01, False, 0),
+])
+def test_the_warm_up_lasts_half_a_second_on_a_gpu(call_s, cuda, expected):
+    assert profile_module.PROFILE_WARM_S == 0.5
+    assert profile_module.warm_calls(call_s, cuda) == expected

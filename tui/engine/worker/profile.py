@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 import logging
+import math
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -27,12 +28,18 @@ from tui.engine.host_time import SYNC_RANGE, host_split, profiler_s
 from tui.engine.kernels import KernelGroup, Profile, RawEvent, kernel_diff, regions, side_profile
 from tui.engine.worker.failures import one_line
 
-__all__ = ["PROFILE_CALLS", "OnTrace", "run_profile", "flatten", "provenance_supported"]
+__all__ = ["PROFILE_CALLS", "PROFILE_WARM_S", "OnTrace", "run_profile", "flatten", "provenance_supported", "warm_calls"]
 
 log = logging.getLogger(__name__)
 
 #: Profiled calls per side (after one unprofiled call each).
 PROFILE_CALLS = 5
+#: On a GPU, each side's calls run this long under the profiler's warm-up steps (recorded, then
+#: dropped) before the profiled ones: a power-capped card then runs at the clock it holds under
+#: load, as in the timing loop, not at the boost clock of a card rested by the compile.
+PROFILE_WARM_S = 0.5
+#: At most this many warm-up calls (a launch-bound call of microseconds barely loads the card).
+PROFILE_WARM_MAX_CALLS = 500
 _MAPPING_ARTIFACT = "inductor_provenance_tracking_node_mappings"
 
 
@@ -149,13 +156,40 @@ class _Side:
     host_s: float
 
 
+def warm_calls(call_s: float, cuda: bool) -> int:
+    """How many warm-up calls keep the card busy for :data:`PROFILE_WARM_S` (none on the CPU)."""
+    if not cuda:
+        return 0
+    return max(1, min(PROFILE_WARM_MAX_CALLS, math.ceil(PROFILE_WARM_S / max(call_s, 1e-6))))
+
+
+def _timed_call(step: Callable[[tuple], Any], args: tuple, cuda: bool, prepare: Callable[[], None] | None) -> float:
+    start = time.perf_counter()
+    _one_call(step, args, cuda, prepare)
+    return time.perf_counter() - start
+
+
 def _profiled(step: Callable[[tuple], Any], args: tuple, calls: int, cuda: bool,
-              prepare: Callable[[], None] | None, side: str = "eager", on_trace: OnTrace | None = None) -> _Side:
-    from torch.profiler import ProfilerActivity, profile, record_function
+              prepare: Callable[[], None] | None, side: str = "eager", on_trace: OnTrace | None = None,
+              warm: int | None = None) -> _Side:
+    """``calls`` profiled calls after one unprofiled call and ``warm`` warm-up calls (default: :func:`warm_calls`).
+
+    The warm-up calls are the profiler's own warm-up steps (``torch.profiler.schedule``): traced, then
+    dropped, so only the ``calls`` calls are in the events, and no rest lies between them.
+    """
+    from torch.profiler import ProfilerActivity, profile, record_function, schedule
 
     activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if cuda else [])
     _one_call(step, args, cuda, prepare)  # unprofiled: lazy initialisation stays out of the profile
-    with profile(activities=activities) as prof:
+    if warm is None:
+        warm = warm_calls(_timed_call(step, args, cuda, prepare), cuda)
+    plan = schedule(wait=0, warmup=warm, active=calls, repeat=1) if warm else None
+    with profile(activities=activities, schedule=plan) as prof:
+        for _ in range(warm):
+            if prepare is not None:
+                prepare()
+            step(args)
+            prof.step()
         start = time.perf_counter()
         for _ in range(calls):
             if prepare is not None:
@@ -169,7 +203,9 @@ def _profiled(step: Callable[[tuple], Any], args: tuple, calls: int, cuda: bool,
         wall_s = time.perf_counter() - start
     if on_trace is not None:
         on_trace(side, prof)
-    return _Side(flatten(prof.events()), wall_s, host_s)
+    # the schedule's step range would enclose the profiled calls: left out, they are top level as without one
+    kept = [event for event in prof.events() if not event.name.startswith("ProfilerStep")]
+    return _Side(flatten(kept), wall_s, host_s)
 
 
 def run_profile(built: Any, compile_fn: Callable, cuda: bool, prepare: Callable[[], None] | None = None,
