@@ -158,7 +158,7 @@ def print_table(records: list[RunRecord], console: Any) -> None:
         compile_s = f"{record.compile_s:.3g} s" if record.compile_s is not None else "-"
         accuracy = record.accuracy.verdict
         if record.status in ("failed", "cancelled"):
-            errors.append(f"run {number}: {record.error_kind}: {record.error_message}")
+            errors.append(f"run {number}: {_why(record.error_kind, record.error_message)}")
         table.add_row(
             what,
             verdict_text(record),
@@ -166,7 +166,7 @@ def print_table(records: list[RunRecord], console: Any) -> None:
             _ms(summary.eager.iter),
             _ms(summary.compiled.iter),
             speedup_text(summary),
-            f"{record.diagnostics.graph_breaks or '-'}/{record.diagnostics.recompiles or '-'}",
+            f"{_count(record.diagnostics.graph_breaks)}/{_count(record.diagnostics.recompiles)}",
             Text(accuracy, style=accuracy_style(accuracy)),
             end_section=number < len(records),  # a blank line between runs
         )
@@ -269,3 +269,14 @@ def _wrapped(line: str, width: int) -> list[str]:
         if all(len(part) <= width for part in out):
             return out
     return textwrap.wrap(line, width=width, subsequent_indent=indent)
+
+
+def _why(kind: str | None, message: str | None) -> str:
+    """``kind: message``, once where the two say the same (``cancelled``, not ``cancelled: cancelled``)."""
+    parts = [part for part in (kind, message) if part]
+    return ": ".join(dict.fromkeys(parts)) or "no reason given"
+
+
+def _count(value: int | None) -> str:
+    """A count, ``0`` included; ``-`` only where it is not known."""
+    return "-" if value is None else str(value)
