@@ -6,7 +6,7 @@ import re
 import textwrap
 from typing import Any
 
-from tui.present.format import VERDICT_STYLES, input_label
+from tui.present.format import VERDICT_STYLES, input_label, workload_name
 from tui.present.option_fields import differing, option_words
 from tui.engine.host_time import HOST_LABELS, graph_break_rows
 from tui.engine.results import RunRecord
@@ -140,7 +140,8 @@ def print_table(records: list[RunRecord], console: Any) -> None:
         for record in records
     ]
     widest = max([len(word) for label in labels for word in label.split()], default=0)
-    table.add_column("run", min_width=min(max(12, widest), RUN_MAX_WIDTH), ratio=1)
+    # A name wider than the column folds onto the next line rather than losing its end (a file's name).
+    table.add_column("run", min_width=min(max(12, widest), RUN_MAX_WIDTH), ratio=1, overflow="fold")
     table.add_column("verdict", no_wrap=True)
     for name in ("compile", "eager", "compiled", "speedup", "brk/rec"):
         table.add_column(name, justify="right", no_wrap=True)
@@ -152,7 +153,7 @@ def print_table(records: list[RunRecord], console: Any) -> None:
         words = [f"{k}={v}" for k, v in (o.params or {}).items()] + [input_label(record, summary) or ""]
         params = " ".join(word for word in words if word)
         what = Text()
-        what.append(printable(f"{number} {o.workload}"), style="bold")
+        what.append(f"{number} {workload_name(o.workload)}", style="bold")
         what.append(printable(f" {params}\n{labels[number - 1]}".replace(" \n", "\n")))
         what.append(processes_text(record))
         compile_s = f"{record.compile_s:.3g} s" if record.compile_s is not None else "-"
