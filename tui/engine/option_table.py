@@ -68,6 +68,7 @@ class PickerLimit:
     unit: str
     placeholder: str
     tooltip: str
+    """Its tooltip; ``{flag}`` becomes the option's flag."""
 
 
 @dataclass(frozen=True)
@@ -155,21 +156,21 @@ OPTIONS: tuple[OptionSpec, ...] = (
                parse=int, int_range=(1, 10_000_000), picker=WIDGET, widget="iters"),
     OptionSpec("block_size", "--block-size", VALUE, "timing", "iterations per interleaved block (default {default})",
                metavar="N", parse=int, int_range=(1, 100_000), picker=LIMIT, widget="block-size",
-               limit=PickerLimit("block", "calls", "10", "calls per interleaved block of eager and compiled")),
+               limit=PickerLimit("block", "calls", "10", "calls per interleaved block of eager and compiled ({flag})")),
     OptionSpec("time_budget_s", "--time-budget", VALUE, "timing", "stop measuring after S seconds", metavar="S",
                parse=float, picker=LIMIT, widget="time-budget",
-               limit=PickerLimit("budget", "s", "none", "stop measuring after this many seconds; empty: no budget")),
+               limit=PickerLimit("budget", "s", "none", "stop measuring after this many seconds; empty: no budget ({flag})")),
     OptionSpec("l2_flush", "--l2-flush", SWITCH, "timing", "flush the L2 cache between iterations (GPU)",
                picker=WIDGET, widget="l2-flush", label="flags"),
     OptionSpec("timeout_s", "--timeout", VALUE, "timing", "kill a run after S seconds (default {default})",
                metavar="S", parse=float, picker=LIMIT, widget="timeout",
-               limit=PickerLimit("timeout", "s", "600", "kill the run after this many seconds")),
+               limit=PickerLimit("timeout", "s", "600", "kill the run after this many seconds ({flag})")),
     OptionSpec("memory_limit_gb", "--memory-limit", VALUE, "timing",
                "CPU runs: cap the worker's address space at GB gigabytes; a bigger allocation fails the run as "
                "out_of_memory instead of waking the system's OOM killer (default: no limit)", metavar="GB",
                parse=float, picker=LIMIT, widget="memory-limit",
                limit=PickerLimit("memory", "GB", "no limit", "CPU runs only: cap the worker's address space; a "
-                                 "bigger allocation fails the run as out_of_memory; empty: no limit")),
+                                 "bigger allocation fails the run as out_of_memory ({flag}); empty: no limit")),
     OptionSpec("target_ci", "--target-ci", VALUE, "timing",
                "measure on (within --time-budget, else 60 s) until the speedup's 95%% interval is at most F wide "
                "relative to it, e.g. 0.02", metavar="F", parse=float),
