@@ -1,6 +1,7 @@
 """The CSV columns, as one table: name, how to get the value from a run, what it means.
 
-:data:`COLUMNS` is the only place a summary CSV column is declared. :data:`CSV_COLUMNS`
+:data:`COLUMNS` is the only place a summary CSV column is declared (a run option whose spec in
+:mod:`tui.engine.option_table` has ``csv`` gets its column, last, from there). :data:`CSV_COLUMNS`
 (the header, stable: new columns go at the end so earlier ones keep their positions), the
 row (:func:`csv_row`) and the README's column list (:func:`columns_markdown`; a test
 compares them, ``python -m tui.engine.columns`` prints it) all come from it.
@@ -19,6 +20,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from tui.engine.kernels import top_kernels_text
+from tui.engine.option_table import OPTIONS
 from tui.engine.options import mode_applies
 from tui.engine.summary import RunSummary
 
@@ -94,6 +96,14 @@ def _profile_columns() -> list[Column]:
         *(Column(f"{side}_launches_per_call", per_call(side, "launches_per_call"), launches.format(side))
           for side in ("eager", "compiled")),
     ]
+
+
+def _option_columns() -> list[Column]:
+    """A column of each run option whose spec in the option table has ``csv`` (its help), in the table's order."""
+    def value(name: str) -> Getter:
+        return lambda record, summary: getattr(record.options, name)
+
+    return [Column(spec.name, value(spec.name), spec.csv) for spec in OPTIONS if spec.csv is not None]
 
 
 COLUMNS: tuple[Column, ...] = (
@@ -215,6 +225,7 @@ COLUMNS: tuple[Column, ...] = (
     Column("leftover_processes", lambda r, s: r.leftover_processes,
            "processes the workload started outside the worker's process group (a daemon) still running when the "
            "run ended, all killed (0: none)"),
+    *_option_columns(),  # last: the run options with a column in the option table
 )  # fmt: skip
 
 
