@@ -63,7 +63,8 @@ def _side_columns(side: str) -> list[Column]:
         Column(f"{side}_p10_ms", stat("p10"), f"10th percentile of the {side} times, ms"),
         Column(f"{side}_p90_ms", stat("p90"), f"90th percentile of the {side} times, ms"),
         Column(f"{side}_host_median_ms", lambda r, s: h.median if (h := s.side(side).host) else None,
-               f"median over blocks of the {side} host-inclusive time per call, ms"),
+               f"median of the {side} host-inclusive time per call (over blocks on a GPU; on the CPU the"
+               " per-iteration clock's, one loop timing both), ms"),
     ]
 
 
@@ -157,7 +158,8 @@ COLUMNS: tuple[Column, ...] = (
     Column("energy_j", lambda r, s: r.telemetry.energy_j, "energy used while measuring, J"),
     Column("throttle_reasons", lambda r, s: r.telemetry.throttle_reasons, "NVML clock-event reasons seen, ;-joined"),
     Column("warnings", lambda r, s: " | ".join(s.warnings), "every warning, joined with ' | '"),
-    Column("host_speedup", lambda r, s: s.host_speedup, "eager / compiled host-inclusive time per call"),
+    Column("host_speedup", lambda r, s: s.host_speedup,
+           "eager / compiled host-inclusive time per call (= speedup on the CPU)"),
     Column("host_speedup_ci_low", lambda r, s: s.host_speedup_ci_low, "its 95% block-bootstrap interval, low end"),
     Column("host_speedup_ci_high", lambda r, s: s.host_speedup_ci_high, "its 95% block-bootstrap interval, high end"),
     Column("verdict", lambda r, s: s.verdict,
