@@ -82,3 +82,55 @@ async def test_bad_column_settings_warn_one_line_each_and_the_app_starts(make_ap
         assert [line.split(": ")[1] for line in lines] == ["columns.status", "columns.nope", "columns.peak_mem"]
         assert app.table.column_choice["verdict"] is True  # the good entry is kept
         assert app.table.shown_columns[0] == "status" and "peak_mem" in app.table.shown_columns
+
+
+def _record(index: int, workload: str, params: dict, mode: str = "default", fullgraph: bool = False):
+    """A done CPU run (the snapshot tests' blocks), of any workload and options."""
+    import dataclasses
+
+    record = sweep_record(index, "default", None)
+    record.options = dataclasses.replace(record.options, workload=workload, params=params, mode=mode,
+                                         fullgraph=fullgraph, dynamic=None)
+    return record
+
+
+async def test_at_80x24_every_row_of_a_sweep_after_a_run_shows_its_mode_and_fullgraph(make_app):
+    """The run of one workload, then a sweep of another over modes x fullgraph: on screen, each row says what
+    it is (the tester saw four identical "mlp batch=64 width=256 depth=3" rows, mode and fg off screen)."""
+    app = make_app(load_history=False)
+    mlp = {"batch": 64, "width": 256, "depth": 3}
+    async with app.run_test(size=(80, 24)) as pilot:
+        records = [_record(0, "pointwise", {"n": 512})] + [
+            _record(1 + 2 * m + f, "mlp", mlp, mode, bool(f)) for m, mode in enumerate(("default", "reduce-overhead"))
+            for f in (0, 1)
+        ]
+        for record in records:
+            app.inject_record(record)
+        await wait_until(pilot, lambda: app.table.row_count == 5, what="rows")
+        narrow = app.table.scrollable_content_region.width
+        app.table.focus()
+        await pilot.press("b")  # the sidebar hidden: the table widens
+        await wait_until(pilot, lambda: app.table.scrollable_content_region.width > narrow, what="a wider table")
+        await wait_until(pilot, lambda: app.table.shown_columns[:3] == ("status", "speedup", "config"),
+                         what="the config column")
+        ends = sum(column.get_render_width(app.table) for column in list(app.table.columns.values())[:3])
+        assert ends <= app.table.scrollable_content_region.width  # status, speedup and config all on screen
+        width = list(app.table.columns.values())[2].width
+        seen = [app.table.cell_text(record.run_id, "config")[:width] for record in records]
+        assert seen[0].startswith("pointwise default no-fullgraph")
+        assert [" ".join(text.split()[:3]) for text in seen[1:]] == [
+            "mlp default no-fullgraph", "mlp default fullgraph",
+            "mlp reduce-overhead no-fullgraph", "mlp reduce-overhead fullgraph",
+        ]
+        assert "off screen" not in str(app.table.border_subtitle)
+        app.table.move_cursor(row=1)
+        await pilot.press("m")  # a baseline: its mark and every row's change against it on screen
+        await wait_until(pilot, lambda: app.table.shown_columns[:4] == ("status", "speedup", "vs_base", "config"),
+                         what="the vs base column after the speedup")
+        ends = sum(column.get_render_width(app.table) for column in list(app.table.columns.values())[:3])
+        assert ends <= app.table.scrollable_content_region.width
+        assert app.table.cell_text(records[1].run_id, "vs_base") == "◆ baseline"
+        assert app.table.cell_text(records[2].run_id, "vs_base") not in ("", "–")
+        width = list(app.table.columns.values())[3].width
+        await pilot.press("b")  # the sidebar back: the config cell narrows with the table
+        await wait_until(pilot, lambda: list(app.table.columns.values())[3].width < width, what="a narrower cell")

@@ -34,6 +34,11 @@ def _cells(**options) -> dict:
     return {field.key: SimpleNamespace(plain=field.value(RunOptions(**options).validated())) for field in OPTION_FIELDS}
 
 
+def _no_base() -> dict:
+    """The default columns as the table asks for them with no baseline marked (``vs base`` shows only then)."""
+    return {**default_choice(), "vs_base": False}
+
+
 def _variety(session: list[dict], history: list[dict] = ()) -> Variety:
     variety = Variety()
     for options in session:
@@ -74,32 +79,31 @@ def test_a_sweep_shows_what_differs_right_after_the_speedup_and_says_the_rest_in
     sweep = [
         dict(mode=m, dynamic=d) for m in ("reduce-overhead", "max-autotune-no-cudagraphs") for d in (None, True, False)
     ]
-    layout = table_layout(default_choice(), _variety(sweep), history_shown=True)
+    layout = table_layout(_no_base(), _variety(sweep), history_shown=True)
     assert layout.keys[:4] == ("status", "speedup", "mode", "dynamic")
     assert [column.width for column in layout.columns[2:4]] == [18, 5]  # as wide as the widest value
     assert layout.shared == ("pointwise", "n=512", "inductor", "fp32", "cpu")
     assert layout.apart == ("mode", "dynamic")
 
 
-def test_fields_that_differ_only_in_the_history_go_to_the_right_end():
+def test_fields_that_differ_with_the_shown_history_tell_the_rows_apart_too():
     history = [dict(workload="matmul"), dict(workload="mlp", dtype="bfloat16")]
     session = [dict(fullgraph=True), dict(fullgraph=False)]
-    layout = table_layout(default_choice(), _variety(session, history), history_shown=True)
-    assert layout.keys[:3] == ("status", "speedup", "fullgraph")
-    assert layout.keys[-3:] == ("workload", "params", "dtype")  # after the measurements
+    layout = table_layout(_no_base(), _variety(session, history), history_shown=True)
+    # Right after the speedup, in the fields' order: rows of different workloads show their workload.
+    assert layout.keys[:6] == ("status", "speedup", "workload", "params", "fullgraph", "dtype")
+    assert layout.apart == ("workload", "params", "fullgraph", "dtype")
     assert "cpu" in layout.shared and "dyn=auto" in layout.shared
-    hidden = table_layout(default_choice(), _variety(session, history), history_shown=False)
+    hidden = table_layout(_no_base(), _variety(session, history), history_shown=False)
     assert hidden.keys[2:3] == ("fullgraph",) and "workload" not in hidden.keys  # every row shown shares it
     assert hidden.shared[:2] == ("pointwise", "n=512")
-    one_run = table_layout(default_choice(), _variety(session[:1], history), history_shown=True)
-    assert one_run.keys[2:5] == ("workload", "params", "fullgraph")  # under two runs: the history tells apart
 
 
 def test_a_hidden_option_is_neither_a_column_nor_in_the_title():
     variety = _variety([dict(mode="default"), dict(mode="reduce-overhead")])
-    layout = table_layout({**default_choice(), "mode": False, "device": False, "eager_ms": False}, variety, True)
+    layout = table_layout({**_no_base(), "mode": False, "device": False, "eager_ms": False}, variety, True)
     assert "mode" not in layout.keys and "eager_ms" not in layout.keys and "cpu" not in layout.shared
-    assert table_layout({**default_choice(), "status": False}, variety, True).keys[0] == "status"  # always shown
+    assert table_layout({**_no_base(), "status": False}, variety, True).keys[0] == "status"  # always shown
 
 
 def test_the_command_line_label_puts_differing_fields_first_and_says_them_whole():
@@ -152,25 +156,25 @@ def test_the_gpu_and_node_columns_show_only_while_the_rows_ran_on_more_than_one(
     for index, gpu in enumerate(("H200", "H200", "H100")):
         variety.add(_where(gpu, "node-a", device=f"cuda:{index}"), history=False)
     variety.add(_where(device="cpu"), history=False)  # no GPU, no node said
-    layout = table_layout(default_choice(), variety, history_shown=True)
+    layout = table_layout(_no_base(), variety, history_shown=True)
     assert layout.keys[:4] == ("status", "speedup", "device", "gpu") and "node" not in layout.keys
     assert "gpu" in layout.apart and layout.columns[3].width == 4  # as wide as "H200"
-    assert "gpu" not in table_layout({**default_choice(), "gpu": False}, variety, True).keys  # the user hid it
+    assert "gpu" not in table_layout({**_no_base(), "gpu": False}, variety, True).keys  # the user hid it
     variety.add(_where("H200", "node-b", device="cuda:0"), history=False)
-    assert table_layout(default_choice(), variety, True).keys[3:5] == ("gpu", "node")
+    assert table_layout(_no_base(), variety, True).keys[3:5] == ("gpu", "node")
     same = Variety()
     for index in range(4):
         same.add(_where("H200", "node-a", device=f"cuda:{index}"), history=False)
-    layout = table_layout(default_choice(), same, history_shown=True)
+    layout = table_layout(_no_base(), same, history_shown=True)
     assert "gpu" not in layout.keys and "node" not in layout.keys and layout.keys[2] == "device"
     assert not any(word in layout.shared for word in ("H200", "node-a"))  # never in the title
     earlier = Variety()
     for gpu in ("H200", "H200"):
         earlier.add(_where(gpu, device="cuda:0"), history=False)
     earlier.add(_where("A100", device="cuda:0"), history=True)
-    assert (
-        table_layout(default_choice(), earlier, history_shown=True).keys[-1] == "gpu"
-    )  # differs only with the history
+    # Shown previous rows count like this session's: the GPU tells them apart, next to the speedup.
+    assert table_layout(_no_base(), earlier, history_shown=True).keys[2] == "gpu"
+    assert "gpu" not in table_layout(_no_base(), earlier, history_shown=False).keys
 
 
 def test_a_rows_node_cell_is_its_host():
@@ -179,3 +183,37 @@ def test_a_rows_node_cell_is_its_host():
     record.env = dataclasses.replace(record.env, node="gpu-box-7", gpu_name="NVIDIA H200")
     cells = row_cells(record)
     assert cells["node"].plain == "gpu-box-7" and cells["gpu"].plain == "H200"
+
+
+MLP = {"batch": 64, "width": 256, "depth": 3}
+SWEEP_AFTER_A_RUN = [dict(workload="pointwise", params={"n": 512})] + [
+    dict(workload="mlp", params=MLP, mode=mode, fullgraph=fg) for mode in ("default", "reduce-overhead")
+    for fg in (False, True)
+]
+
+
+def test_columns_that_do_not_fit_fold_into_one_config_cell_after_the_speedup():
+    variety = _variety(SWEEP_AFTER_A_RUN)
+    wide = table_layout(_no_base(), variety, history_shown=True, width=200)
+    assert wide.keys[:6] == ("status", "speedup", "workload", "params", "mode", "fullgraph") and wide.compact == ()
+    narrow = table_layout(_no_base(), variety, history_shown=True, width=78)  # 80 columns, the sidebar hidden
+    assert narrow.keys[:3] == ("status", "speedup", "config")
+    assert narrow.compact == ("workload", "params", "mode", "fullgraph")
+    assert not set(narrow.compact) & set(narrow.keys)
+    ends = sum(column.width + 2 for column in narrow.columns[:3])
+    assert ends <= 78  # the config cell ends on screen
+    unfolded = table_layout({**_no_base(), "config": False}, variety, history_shown=True, width=78)
+    assert unfolded.keys[2:6] == ("workload", "params", "mode", "fullgraph")  # hidden config: no folding
+    assert table_layout(_no_base(), variety, history_shown=True) == wide  # no width: no folding
+
+
+def test_a_config_cell_names_the_workload_and_options_before_the_parameters():
+    from tui.app.components.result_cells import config_cell
+
+    record = RunRecord("20250101-000000-cfg001", RunOptions(workload="mlp", params=MLP, mode="reduce-overhead",
+                                                            fullgraph=True).validated())
+    cells = row_cells(record)
+    keys = ("workload", "params", "mode", "fullgraph")
+    assert config_cell(cells, keys).plain == "mlp reduce-overhead fullgraph batch=64 width=256 depth=3"
+    plain = RunRecord("20250101-000000-cfg002", RunOptions(workload="mlp", params=MLP).validated())
+    assert config_cell(row_cells(plain), keys).plain == "mlp default no-fullgraph batch=64 width=256 depth=3"

@@ -3,12 +3,14 @@
 Columns are placed by priority, lowest first, so that on a narrow terminal the most important
 ones are on screen and the rest sit at the right end of the horizontally scrolling table:
 
-1. status (the verdict of a done run) and the speedup with its interval;
-2. the option fields (tui.present.option_fields) that tell this session's rows apart (every shown row's,
-   while this session has fewer than two), each value whole in its own column;
+1. status (the verdict of a done run) and the speedup with its interval, then (while a baseline is
+   marked) the change against it;
+2. the option fields (tui.present.option_fields) that tell the rows shown apart (this session's, and the
+   previous sessions' while they are shown), each value whole in its own column; where those columns
+   would end past the table's width, one ``config`` column instead, whose cell names just what differs
+   in short forms (:func:`compacted`), so that rows read apart at 80 columns;
 3. the measurements, by how much they change what the speedup means (accuracy, launch-bound,
-   graph breaks) before context (compile time, memory, clock);
-4. option fields that differ only among previous sessions' rows.
+   graph breaks) before context (compile time, memory, clock).
 
 An option field every shown row shares is no column: its value is said once, in the pane's title
 (``Results · pointwise n=512 inductor dyn=auto fp32 cpu``). The user shows or hides columns
@@ -38,7 +40,7 @@ from tui.engine.catalog import echo
 from tui.typed import printable
 
 __all__ = ["TableColumn", "TABLE_COLUMNS", "COLUMNS_BY_KEY", "CELL_KEYS", "OPTION_KEYS", "COUNTED_KEYS", "Variety",
-           "Placed", "TableLayout", "table_layout", "default_choice", "decode_choice", "encode_choice"]
+           "Placed", "TableLayout", "table_layout", "compacted", "default_choice", "decode_choice", "encode_choice"]
 
 
 @dataclass(frozen=True)
@@ -71,13 +73,15 @@ TABLE_COLUMNS: tuple[TableColumn, ...] = (
     TableColumn("status", "status", 15, 0, required=True,
                 meaning="what the run is doing; a done run's verdict (faster, slower, no change, noisy, ...)"),
     TableColumn("speedup", "speedup [95% CI]", 18, 10, meaning="compiled over eager device time, with its interval"),
+    TableColumn("vs_base", "vs base", 13, 12,
+                meaning="the compiled median's change against the baseline, and its verdict "
+                        "(only while one is marked: m)"),
+    TableColumn("config", "config", 40, 15,
+                meaning="the options that tell the rows apart, in one cell, when their own columns do not fit"),
     *(TableColumn(field.key, field.header, field.width, _OPTION_PRIORITY + index, option=True, meaning=field.meaning)
       for index, field in enumerate(OPTION_FIELDS)),
     TableColumn("verdict", "verdict", 12, 40, shown=False,
                 meaning="the verdict alone (the status of a done run shows it)"),
-    TableColumn("vs_base", "vs base", 13, 41,
-                meaning="the compiled median's change against the baseline, and its verdict "
-                        "(only while one is marked: m)"),
     TableColumn("eager_ms", "eager ms", 8, 50, meaning="eager median per call"),
     TableColumn("compiled_ms", "comp. ms", 8, 51, meaning="compiled median per call"),
     TableColumn("accuracy", "acc.", 4, 52, meaning="compiled output against eager: ok or FAIL"),
@@ -195,6 +199,8 @@ class TableLayout:
     shared: tuple[str, ...] = ()
     apart: tuple[str, ...] = ()
     """The option columns that tell this session's rows apart (the second group of the module's rules)."""
+    compact: tuple[str, ...] = ()
+    """The columns of ``apart`` folded into the one ``config`` column, because they did not fit beside it."""
 
     @property
     def keys(self) -> tuple[str, ...]:
@@ -206,19 +212,55 @@ def _fitted(column: TableColumn, values: Iterable[str]) -> int:
     return min(column.width, max([cell_len(column.header), *(cell_len(value) for value in values)]))
 
 
-def table_layout(choice: Mapping[str, bool], variety: Variety, history_shown: bool) -> TableLayout:
-    """The columns for the user's ``choice`` and the rows counted in ``variety`` (see the module's rules)."""
+def table_layout(choice: Mapping[str, bool], variety: Variety, history_shown: bool, width: int | None = None,
+                 padding: int = 1) -> TableLayout:
+    """The columns for the user's ``choice`` and the rows counted in ``variety`` (see the module's rules).
+
+    ``width``: the table's visible width (``padding`` cells either side of each column); when the columns that
+    tell the rows apart do not fit after status and speedup, they fold into one ``config`` column
+    (:func:`compacted`). None: no folding.
+    """
+    layout = _layout(choice, variety, history_shown)
+    if width is None or not choice.get("config", True):
+        return layout
+    return compacted(layout, width, padding)
+
+
+def compacted(layout: TableLayout, width: int, padding: int = 1) -> TableLayout:
+    """``layout`` with the columns that tell the rows apart folded into one ``config`` column right after the
+    speedup, when they would end past ``width``; the cell names just what differs, in short forms, so rows
+    read apart at 80 columns. Unchanged when they fit, or when fewer than two columns tell the rows apart."""
+    apart = [placed for placed in layout.columns if placed.key in layout.apart]
+    if len(apart) < 2:
+        return layout
+    end = 0
+    for placed in layout.columns:
+        end += placed.width + 2 * padding
+        if placed is apart[-1]:
+            break
+    if end <= width:
+        return layout
+    kept = [placed for placed in layout.columns if placed.key not in layout.apart]
+    leading = [placed for placed in kept if COLUMNS_BY_KEY[placed.key].priority < _OPTION_PRIORITY]
+    room = width - sum(placed.width + 2 * padding for placed in leading) - 2 * padding
+    words = sum(placed.width for placed in apart) + len(apart) - 1
+    config = Placed("config", COLUMNS_BY_KEY["config"].header, max(min(words, room), len("config")))
+    columns = (*leading, config, *kept[len(leading):])
+    return TableLayout(columns, layout.shared, layout.apart, tuple(placed.key for placed in apart))
+
+
+def _layout(choice: Mapping[str, bool], variety: Variety, history_shown: bool) -> TableLayout:
     first: list[Placed] = []
     middle: list[Placed] = []
-    last: list[Placed] = []
     shared: list[str] = []
-    told_apart_by_session = variety.rows(False) >= 2
     for column in TABLE_COLUMNS:
         if not column.available or not (column.required or choice.get(column.key, column.shown)):
             continue
         if column.differing:
-            _place_where(column, variety, history_shown, told_apart_by_session, first, last)
+            _place_where(column, variety, history_shown, first)
             continue
+        if column.key == "config":
+            continue  # placed by compacted(), in place of the columns it folds
         if not column.option:
             placed = Placed(column.key, column.header, column.width)
             (first if column.priority < _OPTION_PRIORITY else middle).append(placed)
@@ -231,20 +273,17 @@ def table_layout(choice: Mapping[str, bool], variety: Variety, history_shown: bo
         if not values:
             continue
         placed = Placed(column.key, column.header, _fitted(column, values))
-        session_values = variety.values(column.key, session=True, history=history_shown and not told_apart_by_session)
-        (first if len(session_values) > 1 else last).append(placed)
+        first.append(placed)  # its values differ among the rows shown: it tells them apart
     apart = tuple(placed.key for placed in first
                   if COLUMNS_BY_KEY[placed.key].option or COLUMNS_BY_KEY[placed.key].differing)
-    return TableLayout(tuple(first + middle + last), tuple(shared), apart)
+    return TableLayout(tuple(first + middle), tuple(shared), apart)
 
 
-def _place_where(column: TableColumn, variety: Variety, history_shown: bool, told_apart_by_session: bool,
-                 first: list[Placed], last: list[Placed]) -> None:
-    """A *where* column (``gpu``, ``node``): with the option columns that tell this session's rows apart when
-    its values differ among them, at the right end when they differ only with earlier sessions', else nowhere."""
+def _place_where(column: TableColumn, variety: Variety, history_shown: bool, first: list[Placed]) -> None:
+    """A *where* column (``gpu``, ``node``): with the option columns that tell the rows apart when its values
+    differ among the rows shown, else nowhere."""
     values = variety.values(column.key, session=True, history=history_shown) - {_UNKNOWN}
     if len(values) < 2:
         return
     placed = Placed(column.key, column.header, _fitted(column, values))
-    session_values = variety.values(column.key, session=True, history=history_shown and not told_apart_by_session)
-    (first if len(session_values - {_UNKNOWN}) > 1 else last).append(placed)
+    first.append(placed)

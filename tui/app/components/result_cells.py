@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from functools import lru_cache
 from typing import Any
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 from rich.text import Text
 
@@ -26,12 +26,12 @@ from tui.present.format import (
     fmt_speedup,
     input_label,
 )
-from tui.present.option_fields import OPTION_FIELDS
+from tui.present.option_fields import FIELDS_BY_KEY, OPTION_FIELDS
 from tui.engine.results import RunRecord
 from tui.engine.summary import RunSummary
 from tui.typed import printable
 
-__all__ = ["Cell", "row_cells", "history_cells"]
+__all__ = ["Cell", "config_cell", "row_cells", "history_cells"]
 
 _STATUS_STYLES = {
     "queued": "dim",
@@ -102,9 +102,10 @@ def row_cells(record: RunRecord, summary: RunSummary | None = None, *, history: 
     return {
         "status": _group_status_cell(record, members) if members else _status_cell(record, history),
         "speedup": _speedup_cell(summary),
+        "vs_base": _NO_BASE,  # the table puts the baseline's cell here (tui.app.baselines)
+        "config": _NO_BASE,  # the table puts the compact configuration here when it is a column (config_cell)
         **_option_cells(record, members, summary),
         "verdict": _verdict_cell(summary.verdict if status == "done" else None),
-        "vs_base": _NO_BASE,  # the table puts the baseline's cell here (tui.app.baselines)
         "eager_ms": Cell(fmt_ms(eager_ms), sort_key=eager_ms, justify="right"),
         "compiled_ms": Cell(fmt_ms(compiled_ms), sort_key=compiled_ms, justify="right"),
         "accuracy": Cell(acc_text, acc_style, sort_key=acc_text),
@@ -209,3 +210,14 @@ def _launch_bound_cell(launch_bound: bool, host_speedup: float | None, host_verd
         return Cell("", sort_key=(0, 0.0))
     text = "LB" if host_speedup is None else f"LB {fmt_speedup(host_speedup)}"
     return Cell(text, "dim magenta" if host_verdict == "noisy" else "bold magenta", sort_key=(1, host_speedup or 0.0))
+
+
+def config_cell(cells: Mapping[str, Cell], keys: Sequence[str]) -> Cell:
+    """The compact configuration of a row: the words of its option cells ``keys`` (those that tell the rows
+    apart), in their short forms (tui.present.option_fields), the parameters last."""
+    # The parameters last: long, and mostly what the workload already says; the options after the workload tell
+    # one workload's rows apart, so they come before what a narrow cell cuts.
+    ordered = sorted((key for key in keys if key in cells), key=lambda key: key == "params")
+    words = [FIELDS_BY_KEY[key].word(cells[key].plain, differs=True) for key in ordered]
+    text = " ".join(word for word in words if word)
+    return _text_cell(text or "–")

@@ -29,7 +29,7 @@ from textual.reactive import reactive
 from textual.widgets import DataTable
 from textual.widgets.data_table import CellDoesNotExist
 
-from tui.app.components.result_cells import Cell, history_cells, row_cells
+from tui.app.components.result_cells import Cell, config_cell, history_cells, row_cells
 from tui.app.components.table_rows import BulkRowTable
 from tui.app.table_columns import (
     CELL_KEYS,
@@ -81,6 +81,7 @@ class ResultsTable(BulkRowTable):
 
     def __init__(self, *, id: str | None = None, columns: Mapping[str, bool] | None = None) -> None:
         super().__init__(id=id, cursor_type="row", zebra_stripes=True)
+        self.fixed_columns = 2  # status and speedup stay on screen while the rest scrolls sideways
         self._set_value_keys(CELL_KEYS)
         self._cells: dict[str, dict[str, Cell]] = {}
         """The rows shown, in queue order (history first): their cells by column key."""
@@ -96,6 +97,8 @@ class ResultsTable(BulkRowTable):
         self._layout: TableLayout | None = None
         self._vs_base: dict[str, Cell] | None = None
         """Each row's ``vs base`` cell while a baseline is marked (tui.app.baselines), else None: no column."""
+        self._compact: tuple[str, ...] = ()
+        """The option columns the ``config`` cells fold now (none: no ``config`` column)."""
 
     def on_mount(self) -> None:
         """Create the columns (unless rows added before made them)."""
@@ -125,16 +128,46 @@ class ResultsTable(BulkRowTable):
         return COLUMNS_BY_KEY[column].header if column in COLUMNS_BY_KEY else "queue order"
 
     def _apply_layout(self) -> None:
-        """Columns and title for the rows and the choice now; the columns are set again only when they changed."""
+        """Columns and title for the rows, the choice and the width now; the columns are set again only when
+        they changed (and every row's ``config`` cell when the columns it folds changed)."""
         choice = {**self._choice, "vs_base": self._choice["vs_base"] and self._vs_base is not None}
-        layout = table_layout(choice, self._variety, self._history_shown)
+        width = self.scrollable_content_region.width if self.is_mounted and self.size.width else None
+        layout = table_layout(choice, self._variety, self._history_shown, width, self.cell_padding)
         if layout == self._layout:
             return
+        if self._layout is None or layout.compact != self._layout.compact:
+            self._fold_config(layout.compact)
         if self._layout is None or layout.columns != self._layout.columns:
             self._set_columns([(c.key, self._header_text(c.key), c.width) for c in layout.columns])
         self._layout = layout
         self.border_title = " · ".join([TITLE, " ".join(layout.shared)] if layout.shared else [TITLE])
         self.update_hint()
+
+    def _fold_config(self, keys: tuple[str, ...]) -> None:
+        """Every row's ``config`` cell for the columns ``keys`` it folds (none: empty), in one pass and one redraw.
+
+        The cells change in place (a row's dict is shared by the maps it is in); a shown row's value too, a
+        hidden previous row's is made again when the history shows (its stashed row is dropped).
+        """
+        self._compact = keys
+        changed = False
+        for rows in (self._history, self._session):
+            for run_id, cells in rows.items():
+                new = config_cell(cells, keys) if keys else _NO_CELL
+                if new == cells["config"]:
+                    continue
+                cells["config"] = new
+                changed = True
+                if run_id in self._cells:
+                    self._set_value(run_id, "config", new)
+                else:
+                    self._stash = None
+        if changed:
+            self._values_redrawn()
+
+    def _with_config(self, cells: dict[str, Cell]) -> dict[str, Cell]:
+        cells["config"] = config_cell(cells, self._compact) if self._compact else _NO_CELL
+        return cells
 
     def _header_text(self, key: str) -> Text:
         arrow = (" ▼" if self.sort_reverse else " ▲") if key == self.sort_column else ""
@@ -190,7 +223,8 @@ class ResultsTable(BulkRowTable):
         return cut
 
     def on_resize(self) -> None:
-        """A column may have come into view or gone out of it."""
+        """The columns that tell the rows apart may fit now (``b``, ``z``), or no longer."""
+        self._apply_layout()
         self.update_hint()
 
     def has_run(self, run_id: str) -> bool:
@@ -208,7 +242,8 @@ class ResultsTable(BulkRowTable):
             run_id = record.run_id
             if run_id in self._session or run_id in self._history:
                 continue
-            cells = self._session[run_id] = self._cells[run_id] = self._with_base(run_id, row_cells(record))
+            cells = self._session[run_id] = self._cells[run_id] = self._with_config(
+                self._with_base(run_id, row_cells(record)))
             self._variety.add(cells, history=False)
             added.append(run_id)
         if added:
@@ -229,7 +264,7 @@ class ResultsTable(BulkRowTable):
             if known is not None:
                 self._variety.add(known, history=True, sign=-1)
             self._variety.add(cells, history=True)
-            cells = self._history[run_id] = self._with_base(run_id, cells)
+            cells = self._history[run_id] = self._with_config(self._with_base(run_id, cells))
             if not self._history_shown:
                 self._forget_row(run_id)  # its row is made again from these cells when shown
                 self._stash = None
@@ -284,7 +319,7 @@ class ResultsTable(BulkRowTable):
         history = run_id in self._history
         old = self._cells[run_id]
         cells = row_cells(record, summary, history=history, members=members)
-        changed = self._rewrite(run_id, self._with_base(run_id, cells))
+        changed = self._rewrite(run_id, self._with_config(self._with_base(run_id, cells)))
         if changed and any(old[key] is not self._cells[run_id][key] for key in COUNTED_KEYS):
             self._variety.add(old, history, sign=-1)  # a group's process count in its flags, a pooled run's GPU
             self._variety.add(self._cells[run_id], history)

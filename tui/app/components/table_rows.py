@@ -162,6 +162,12 @@ class BulkRowTable(DataTable):
         if parts is not None:
             parts[2][ColumnKey(column)] = value
 
+    def _values_redrawn(self) -> None:
+        """After :meth:`_set_value` changed many rows' values at once: every line is drawn again, in one redraw."""
+        self._clear_caches()
+        self._update_count += 1
+        self.refresh()
+
     def _after_rows_changed(self, selected: str | None, resort: bool) -> None:
         """After rows changed: keep the cursor on ``selected``'s row (a subclass may sort first)."""
         self._restore_cursor(selected)
