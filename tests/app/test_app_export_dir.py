@@ -94,6 +94,6 @@ def test_a_path_is_shortened_from_the_left_and_its_file_name_kept():
     assert fit_path(path, 200) == path
     assert fit_path(path, 40) == "…" + path[-39:] and len(fit_path(path, 40)) == 40
     message = exported_message(2, path, 1, 80)
-    assert message.splitlines() == ["2 run(s) -> CSV, -raw.csv and .json (1 unfinished row(s) skipped):",
+    assert message.splitlines() == ["2 run(s) -> CSV, .json and -raw.csv (1 unfinished row(s) skipped):",
                                     fit_path(path, 36)]  # the toast's text at 80 columns
     assert Path(message.splitlines()[-1][1:]).name == Path(path).name

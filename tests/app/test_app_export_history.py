@@ -43,7 +43,7 @@ async def test_export_writes_csv_raw_csv_and_json_and_says_where(make_app):
         await pilot.pause()
         files = exported[0].paths
         assert all(Path(p).parent == paths.exports_dir() for p in files)
-        csv_path, raw_path, json_path = (Path(p) for p in files)
+        csv_path, json_path, raw_path = (Path(p) for p in files)  # EXPORT_FORMATS order
         with csv_path.open(newline="") as handle:
             rows = list(csv.DictReader(handle))
         assert tuple(rows[0].keys()) == CSV_COLUMNS

@@ -194,9 +194,10 @@ def _add_run_flags(parser: argparse.ArgumentParser, sweep: bool) -> None:
         "Exports write a regular file or create one; a link, directory, device, pipe or socket, "
         "compile-lab's own history, runs or config, and two outputs to one file are refused before anything runs.",
     )
-    out.add_argument("--csv", metavar="PATH", help="write the summary CSV")
-    out.add_argument("--json", metavar="PATH", help="write every run as JSON (with per-iteration times)")
-    out.add_argument("--raw-csv", metavar="PATH", help="write one CSV row per timed iteration")
+    from tui.engine.export import EXPORT_FORMATS
+
+    for fmt in EXPORT_FORMATS:
+        out.add_argument(fmt.flag, metavar="PATH", help=f"write {fmt.contents}")
     trace_help = ("a directory, one file per configuration (NN-workload-options.json)" if sweep
                   else "a file (both sides in one trace)")
     out.add_argument("--trace", metavar="PATH",

@@ -341,10 +341,6 @@ def _say(console: Any, text: str) -> None:
     console.print(text, markup=False, highlight=False, soft_wrap=True)
 
 
-#: The output flags, the attribute each fills and the function that writes it.
-_EXPORTS = (("--csv", "csv", "write_csv"), ("--json", "json", "write_json"), ("--raw-csv", "raw_csv", "write_raw_csv"))
-
-
 def _export(records: list[RunRecord], args: argparse.Namespace, err: Any) -> bool:
     """Write the requested exports of ``records`` (rows: a group stands for its runs); True when one failed.
 
@@ -354,18 +350,17 @@ def _export(records: list[RunRecord], args: argparse.Namespace, err: Any) -> boo
     from tui.engine import export
     from tui.engine.repeats import members_of
 
-    wanted = [(flag, getattr(args, dest)) for flag, dest, _ in _EXPORTS if getattr(args, dest, None)]
+    formats = [fmt for fmt in export.EXPORT_FORMATS if getattr(args, fmt.name, None)]
+    wanted = [(fmt.flag, getattr(args, fmt.name)) for fmt in formats]
     if wanted and not any(r.status in ("done", "failed") for r in members_of(records)):
         names = ", ".join(f"{flag} {path}" for flag, path in wanted)
         _say(err, f"{PROG}: no run ended, so no export was written ({names}); an existing file is left as it was")
         return False
     failed = False
-    for _flag, dest, writer in _EXPORTS:
-        path = getattr(args, dest, None)
-        if not path:
-            continue
+    for fmt in formats:
+        path = getattr(args, fmt.name)
         try:
-            getattr(export, writer)(records, path)
+            fmt.writer(records, path)
         except export.ExportError as exc:
             failed = True
             _say(err, f"{PROG}: error: {exc}")
