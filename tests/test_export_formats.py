@@ -37,21 +37,21 @@ def _record() -> RunRecord:
     return record
 
 
-def _write_tsv(records, path):
+def _write_ids(records, path):
     """A demo writer: the run ids, one a line."""
     target = export.check_target(path)
     target.write_text("".join(f"{r.run_id}\n" for r in records))
     return target
 
 
-TSV = ExportFormat("tsv", ".tsv", "TSV", "the run ids as TSV", _write_tsv)
+IDS = ExportFormat("demo_ids", "-ids.txt", "run ids", "the run ids, one a line", _write_ids)
 
 
 @pytest.fixture(params=["as shipped", "with a format added"])
 def formats(request, monkeypatch):
-    """The registry as shipped, and with a TSV format added to it alone."""
+    """The registry as shipped, and with a format added to it alone."""
     if request.param == "with a format added":
-        monkeypatch.setattr(export, "EXPORT_FORMATS", (*EXPORT_FORMATS, TSV))
+        monkeypatch.setattr(export, "EXPORT_FORMATS", (*EXPORT_FORMATS, IDS))
     return export.EXPORT_FORMATS
 
 
@@ -87,10 +87,10 @@ def test_the_apps_export_writes_every_default_format(formats, compile_lab_home, 
 
 
 def test_a_format_not_written_by_default_is_the_clis_only(monkeypatch, compile_lab_home, tmp_path):
-    monkeypatch.setattr(export, "EXPORT_FORMATS", (*EXPORT_FORMATS, dataclasses.replace(TSV, default=False)))
-    assert "tsv" not in default_export_paths()
-    assert "tsv" not in export_paths(str(tmp_path), default_export_paths)
-    assert build_parser().parse_args(["run", "--tsv", "x.tsv"]).tsv == "x.tsv"
+    monkeypatch.setattr(export, "EXPORT_FORMATS", (*EXPORT_FORMATS, dataclasses.replace(IDS, default=False)))
+    assert "demo_ids" not in default_export_paths()
+    assert "demo_ids" not in export_paths(str(tmp_path), default_export_paths)
+    assert build_parser().parse_args(["run", "--demo-ids", "x.txt"]).demo_ids == "x.txt"
 
 
 async def test_the_apps_export_dialog_names_every_default_format(formats):
