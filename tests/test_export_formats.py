@@ -83,7 +83,7 @@ def test_the_apps_export_writes_every_default_format(formats, compile_lab_home, 
     defaults = LabController.write_export([record], None)
     assert len(defaults) == len(formats) and all(p.is_file() for p in defaults)
     assert all(p.name.endswith(fmt.suffix) for p, fmt in zip(defaults, formats, strict=True))
-    assert all(fmt.suffix in exported_message(1, str(written[0]), 0, 200) for fmt in formats[1:])
+    assert exported_message(1, str(written[0]), 0, 200).startswith(f"1 run(s) -> CSV and {len(formats) - 1} more")
 
 
 def test_a_format_not_written_by_default_is_the_clis_only(monkeypatch, compile_lab_home, tmp_path):

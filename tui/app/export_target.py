@@ -105,11 +105,12 @@ def fit_path(path: str, width: int) -> str:
 
 
 def exported_message(count: int, csv_path: str, skipped: int, screen_width: int) -> str:
-    """The export toast's text: what was written, then the CSV's path on a line of its own that fits the toast."""
+    """The export toast's text: what was written (the CSV and how many files beside it), then the CSV's path
+    on a line of its own that fits the toast."""
     width = min(TOAST_WIDTH, int((screen_width - TOAST_RACK_GUTTER) * TOAST_MAX_SHARE)) - TOAST_FRAME
     from tui.engine.export import default_formats
 
     first, *others = default_formats()
     note = f" ({skipped} unfinished row(s) skipped)" if skipped else ""
-    files = export_list([first.label, *(f.suffix for f in others)])
+    files = f"{first.label} and {len(others)} more file(s)" if others else first.label  # short for any count
     return f"{count} run(s) -> {files}{note}:\n{fit_path(csv_path, width)}"
