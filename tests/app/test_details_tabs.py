@@ -122,7 +122,7 @@ async def test_every_tab_has_its_digit_and_the_help_lists_each_with_its_key():
         help_text = " ".join(_text(app.screen.query_one("#help-content", Static).content, width=1000).split())
     listed = ", ".join(f"{n} {tab.help}" for n, tab in enumerate(TABS[:-1], 1)) + f" and {len(TABS)} {TABS[-1].help}."
     assert listed in help_text, help_text
-    assert "1 Summary, 2 Kernels (what ran per call on each side" in help_text and "7 Environment." in help_text
+    assert "1 Summary, 2 Kernels (what ran per call on each side" in help_text  # the words, as shipped
 
 
 CODE = (
