@@ -44,3 +44,47 @@ def test_rows_that_ran_in_several_places_say_where():
     assert where_words(same[0], same) == []
     mixed = [at("a", "NVIDIA H200"), at("b", "NVIDIA H100 80GB HBM3")]
     assert where_words(mixed[1], mixed) == ["@b", "H100-80GB-HBM3"]
+
+
+def test_zero_graph_breaks_read_0_and_a_cancel_says_so_once():
+    import dataclasses
+    import io
+
+    from rich.console import Console
+
+    from tui.cli.render import print_table
+    from tui.engine.options import RunOptions
+    from tui.engine.results import RunRecord
+
+    counted = RunRecord.new(RunOptions(workload="pointwise", device="cpu"))
+    counted.diagnostics = dataclasses.replace(counted.diagnostics, graph_breaks=0, recompiles=0)
+    counted.fail("cancelled", "cancelled")
+    unknown = RunRecord.new(RunOptions(workload="pointwise", device="cpu"))
+    unknown.fail("worker_crashed", "the worker exited with code 1")
+    out = io.StringIO()
+    print_table([counted, unknown], Console(file=out, width=120))
+    text = out.getvalue()
+    assert "0/0" in text and "-/-" in text  # counted zero vs not known
+    assert "run 1: cancelled\n" in text and "cancelled: cancelled" not in text
+    assert "run 2: worker_crashed: the worker exited with code 1" in text
+
+
+def test_a_user_files_name_is_what_the_run_column_shows():
+    import io
+
+    from rich.console import Console
+
+    from tui.cli.render import print_table
+    from tui.engine.options import RunOptions
+    from tui.engine.results import RunRecord
+
+    deep = "/home/someone/projects/a-long-folder-name/another-folder/models/resnet_variant.py:make"
+    record = RunRecord.new(RunOptions(workload=deep, device="cpu"))
+    record.fail("load_error", "no module")
+    out = io.StringIO()
+    print_table([record], Console(file=out, width=80))
+    text = out.getvalue()
+    column = "".join(line[1:21].strip() for line in text.splitlines()[4:7])  # the run column's first lines
+    assert column.startswith("1resnet_variant.py:make"), text  # whole, folded where it is wider than the column
+    assert "…" not in text and "a-long-folder-name" not in text
+    assert " acc" in text.splitlines()[2]  # the last header whole

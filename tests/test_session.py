@@ -288,3 +288,35 @@ async def test_a_pool_made_only_of_retired_gpus_still_runs():
         runner.gates[later[0].run_id] = runner.gates[records[0].run_id]  # open
     await asyncio.wait_for(session.wait_settled(), 5)
     assert later[0].status == "failed"  # it ran (and failed), rather than waiting for ever
+
+
+class NodeRunner(ScriptedRunner):
+    """A cluster's runner: each worker's ``started`` event names the node it landed on."""
+
+    def __init__(self, nodes: dict[str, str]) -> None:
+        super().__init__()
+        self.nodes = nodes  # run_id -> node, set by the test before the run starts
+
+    async def run(self, record, on_event=None):
+        event = make_event("started", 0.05, run_id=record.run_id, env={"node": self.nodes[record.run_id]})
+        record.apply(event)
+        if on_event:
+            on_event(event)
+        return await super().run(record, on_event)
+
+
+async def test_cluster_runs_on_one_node_count_each_other_and_other_nodes_do_not():
+    from tui.engine.session import CLUSTER_LANE
+
+    lanes = [f"{CLUSTER_LANE}{n}" for n in range(3)]
+    nodes: dict[str, str] = {}
+    runner = NodeRunner(nodes)
+    session = RunSession(lambda lane: runner)
+    a, b, c = session.submit([_options("cpu"), _options("cpu", iters=41), _options("cpu", iters=42)], pool=lanes)
+    nodes.update({a.run_id: "node-1", b.run_id: "node-1", c.run_id: "node-2"})
+    await _until(lambda: len(runner.active) == 3)
+    assert (a.concurrent_runs, b.concurrent_runs, c.concurrent_runs) == (1, 1, 0)
+    for record in (a, b, c):
+        runner.gate(record).set()
+    await session.wait_settled()
+    assert (a.env.node, c.env.node) == ("node-1", "node-2")

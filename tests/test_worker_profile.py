@@ -152,7 +152,6 @@ def test_the_host_split_agrees_with_the_profilers_own_sums():
 
 def test_warm_up_calls_are_dropped_and_change_nothing_in_the_profile():
     """The GPU's warm-up (the profiler's own warm-up steps), forced on the CPU: only the profiled calls count."""
-    from tui.engine.worker.measure import make_compile_fn
     from tui.engine.worker.workloads import build_workload
 
     options = RunOptions(workload="graph_break", params={"n": 64}).validated()

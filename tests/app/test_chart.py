@@ -138,6 +138,30 @@ async def test_rare_slow_iterations_do_not_squash_the_y_axis():
         assert len(rows_with_dots) >= len(plot) // 2, rows_with_dots
 
 
+async def test_a_long_tail_of_slow_iterations_leaves_the_medians_readable():
+    # A busy CPU: 18% of each side's iterations 20-100x slower than its steady state (the p99 is among them).
+    record = ChartRecord()
+    eager = [0.060 + 0.002 * math.sin(j / 7.0) for j in range(500)]
+    compiled = [0.040 + 0.002 * math.cos(j / 5.0) for j in range(500)]
+    for j in range(0, 500, 11):  # 46 of 500 per side, and a few more below
+        eager[j], compiled[j] = 6.0, 3.5
+    for j in range(5, 500, 12):
+        eager[j] = 1.2
+    record.samples["eager"].append(ChartBlock("measure", 0, eager))
+    record.samples["compiled"].append(ChartBlock("measure", 0, compiled))
+    assert sorted(eager)[int(0.99 * len(eager))] > 1.0  # the p99 alone would put the top at milliseconds
+    app = ChartHost(record)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.pause()
+        lines = app.lines()
+        top = lines[1][:6].strip()
+        assert top.endswith("µs") and float(top[:-2]) < 100, top  # the axis follows the medians
+        assert "↑" in lines[0] and "↑" in lines[1]  # the slow ones are marked at the top edge and counted
+        plot = lines[1:-1]
+        rows_with_dots = [y for y, line in enumerate(plot) if any("\u2800" < ch <= "\u28ff" for ch in line[7:])]
+        assert len(rows_with_dots) >= len(plot) // 2, rows_with_dots
+
+
 async def test_chart_empty_and_partial_records():
     app = ChartHost(None)
     async with app.run_test(size=(80, 24)) as pilot:

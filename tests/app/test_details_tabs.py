@@ -15,9 +15,11 @@ from textual.app import App
 from textual.widgets import Static, Tab
 
 from fakes.records import cuda_run_record, full_record
+from fakes.timed import timed_run
 from tui.app.components.details import TABS, DetailsScreen, render_details, render_tab, tab_ids
 from tui.app.components.help import HelpScreen
 from tui.engine.payloads import Diagnostics, Env
+from tui.present.format import fmt_ms
 from tui.telemetry.model import RunTelemetry
 
 INTERNAL_NAMES = ("max_abs_err", "fail_on_recompile_stance", "calls_captured", "frames_ok", "frames_total",
@@ -76,6 +78,27 @@ def test_the_kernels_tab_shows_both_sides_and_the_diff():
     assert profile.compiled.kernels[0].name in text and profile.diff[0].kernel in text
     record.profile = replace(profile, available=False, why="skipped (profile: false)")
     assert "no profile: skipped (profile: false)" in _text(render_tab(record, "kernels"))
+
+
+def test_the_kernels_tab_says_the_profiler_s_overhead_and_shows_the_measured_medians():
+    """Issue 26: profiled times of 21.19 / 6.256 ms beside medians of 0.105 / 0.063 ms, with no word why."""
+    record = full_record("20261201-101010-aaaaaa", failed=False)
+    summary, profile = record.summary(), record.profile
+    text = " ".join(_text(render_tab(record, "kernels"), width=80).split())
+    eager, compiled = summary.eager.iter.median, summary.compiled.iter.median
+    assert f"median, measured {fmt_ms(eager)} ms {fmt_ms(compiled)} ms {compiled / eager:.2f}×" in text
+    assert "wall time, profiled" in text and "the profiler's overhead is in these times" in text
+    factor = profile.eager.wall_ms_per_call / eager
+    assert f"{factor:.3g}× eager" in text
+
+
+def test_a_cpu_run_s_summary_says_its_host_speedup_once():
+    """On the CPU one loop times both clocks: no host columns that repeat the per-call ones."""
+    text = _text(render_tab(timed_run("cpu", jitter=0.05), "summary"), width=100)
+    assert "one loop times both" in text
+    assert "(host)" not in text and "eager (perf_counter)" in text
+    gpu = _text(render_tab(timed_run("gpu", host=(2.5, 1.5)), "summary"), width=100)
+    assert "compiled (host)" in gpu and "one loop times both" not in gpu
 
 
 def test_telemetry_and_environment_say_na_when_nothing_was_recorded():

@@ -7,19 +7,9 @@ import dataclasses
 from typing import Any
 
 from tui import __version__
-from tui.engine.catalog import USER_WORKLOAD_HELP, WORKLOADS
+from tui.cli.run_flags import add_run_flags, table_options
 from tui.engine.cluster.address import DEFAULT_CPUS, ClusterError, parse_address
-from tui.engine.options import (
-    BACKENDS,
-    DTYPES,
-    DYNAMIC_CHOICES,
-    MODES,
-    PRECISIONS,
-    OptionsError,
-    RunOptions,
-    parse_dynamic,
-    parse_key_values,
-)
+from tui.engine.options import OptionsError, RunOptions, parse_dynamic, parse_key_values
 
 __all__ = ["PROG", "UsageError", "build_parser", "options_from_args", "configs_from_args", "repeat_from_args",
            "precisions_from_args", "check_cluster", "cluster_cpus"]
@@ -36,181 +26,6 @@ class _Parser(argparse.ArgumentParser):
 
     def error(self, message: str) -> None:  # type: ignore[override]
         raise UsageError(" ".join(message.split()))
-
-
-# ----------------------------------------------------------------------------------------------
-# parser
-
-
-def _add_run_flags(parser: argparse.ArgumentParser, sweep: bool) -> None:
-    defaults = RunOptions()
-    what = parser.add_argument_group("what to run")
-    what.add_argument(
-        "--workload",
-        metavar="NAME",
-        help=f"built-in workload ({', '.join(WORKLOADS)}) or {USER_WORKLOAD_HELP} (default {defaults.workload})",
-    )
-    if sweep:
-        what.add_argument(
-            "--param",
-            action="append",
-            metavar="K=V[,V...]",
-            help="workload parameter; a comma list sweeps it (repeatable)",
-        )
-    else:
-        what.add_argument(
-            "--param", action="append", metavar="K=V", help="workload parameter, e.g. n=1024 (repeatable)"
-        )
-    what.add_argument(
-        "--train", action="store_true", default=None, help="time a training step (cnn, mlp, transformer_block)"
-    )
-    what.add_argument(
-        "--compile-optimizer", action="store_true", default=None, help="with --train: compile the optimizer step too"
-    )
-    what.add_argument(
-        "--device",
-        metavar="DEV",
-        help=f"cpu, cuda, cuda:N or cuda:GPU-<uuid> (default {defaults.device}); "
-        "cuda:all or a list (cuda:0,cuda:3): one worker per GPU at once, runs dealt to free GPUs",
-    )
-    what.add_argument("--each-gpu-kind", action="store_true",
-                      help="with a GPU list of several kinds: every configuration on each kind, each on that kind's "
-                           "GPUs only (then compare --across gpu_name)")
-    what.add_argument("--serial", action="store_true",
-                      help="with a GPU list: one run at a time (a launch-bound model's host time then has the "
-                           "host to itself)")
-    if sweep:
-        what.add_argument(
-            "--python",
-            metavar="PATH[,PATH]",
-            help="the interpreter the worker runs in (default: this one); "
-            "a comma list is an A/B of torch builds, run interleaved and diffed",
-        )
-    else:
-        what.add_argument("--python", metavar="PATH", help="the interpreter the worker runs in (default: this one)")
-
-    cluster = parser.add_argument_group(
-        "cluster", "Each run as a Ray task on a node (docs/CLUSTER.md; the compile-lab[cluster] extra)"
-    )
-    cluster.add_argument("--cluster", metavar="ADDRESS",
-                         help="run on a Ray cluster: auto (the one this machine is configured for) or HOST:PORT "
-                              "(its head's GCS address); one task per run, each asking for a GPU (cpu runs: "
-                              "--cluster-cpus CPUs)")
-    cluster.add_argument("--cluster-cpus", type=float, metavar="N",
-                         help=f"with --cluster: the CPUs each run asks Ray for, and its torch threads (default "
-                              f"{DEFAULT_CPUS:g}; a node's whole count gives each CPU run a node to itself)")
-
-    comp = parser.add_argument_group("torch.compile")
-    if sweep:
-        comp.add_argument("--backend", metavar="LIST", help=f"comma list of backends, e.g. {','.join(BACKENDS[:2])}")
-        comp.add_argument("--mode", metavar="LIST", help=f"comma list of modes ({', '.join(MODES)})")
-        comp.add_argument("--fullgraph", metavar="WHICH", help="both, true or false")
-        comp.add_argument("--dynamic", metavar="LIST", help=f"comma list of {', '.join(DYNAMIC_CHOICES)}")
-        comp.add_argument("--dtype", metavar="LIST", help=f"comma list of dtypes ({', '.join(DTYPES)})")
-    else:
-        comp.add_argument(
-            "--backend",
-            metavar="NAME",
-            help=f"{', '.join(BACKENDS)} or another registered backend (default {defaults.backend})",
-        )
-        comp.add_argument(
-            "--mode", metavar="MODE", help=f"{', '.join(MODES)} (inductor only; default: {defaults.mode})"
-        )
-        comp.add_argument(
-            "--fullgraph", action=argparse.BooleanOptionalAction, default=None, help="refuse graph breaks"
-        )
-        comp.add_argument("--dynamic", metavar="WHICH", help=f"{', '.join(DYNAMIC_CHOICES)} (default auto)")
-        comp.add_argument("--dtype", metavar="DTYPE", help=f"{', '.join(DTYPES)} (default {defaults.dtype})")
-    comp.add_argument(
-        "--option", action="append", metavar="K=V", help="an inductor option, e.g. triton.cudagraphs=false (repeatable)"
-    )
-    if sweep:
-        comp.add_argument("--precision", metavar="LIST", help=f"comma list of precisions ({', '.join(PRECISIONS)})")
-    else:
-        comp.add_argument("--precision", metavar="WHICH",
-                          help=f"{', '.join(PRECISIONS)}: torch's TF32 flags untouched, TF32 off, or on for matmuls "
-                               f"and cuDNN, both sides (default {defaults.precision})")
-    comp.add_argument(
-        "--tf32", action="store_true", default=None, help="the same as --precision tf32 (kept for scripts that use it)"
-    )
-    comp.add_argument(
-        "--cold-compile",
-        action="store_true",
-        default=None,
-        help="a fresh inductor/triton cache dir (true cold compile)",
-    )
-
-    timing = parser.add_argument_group("timing")
-    timing.add_argument("--warmup", type=int, metavar="N",
-                        help=f"warm-up calls per side, then more until the time settles; 0: only the "
-                             f"3 compiled calls CUDA graphs need (default {defaults.warmup})")
-    timing.add_argument(
-        "--iters", type=int, metavar="N", help=f"measured iterations per side (default {defaults.iters})"
-    )
-    timing.add_argument(
-        "--block-size", type=int, metavar="N", help=f"iterations per interleaved block (default {defaults.block_size})"
-    )
-    timing.add_argument("--time-budget", type=float, metavar="S", help="stop measuring after S seconds")
-    timing.add_argument(
-        "--l2-flush", action="store_true", default=None, help="flush the L2 cache between iterations (GPU)"
-    )
-    timing.add_argument(
-        "--timeout", type=float, metavar="S", help=f"kill a run after S seconds (default {defaults.timeout_s:g})"
-    )
-    timing.add_argument("--no-profile", dest="profile", action="store_false", default=None,
-                        help="skip the profile pass after measuring (kernels per call, the kernel diff; "
-                             "never part of the timings)")
-    timing.add_argument("--seed", type=int, metavar="N", help=f"random seed (default {defaults.seed})")
-    timing.add_argument("--target-ci", type=float, metavar="F",
-                        help="measure on (within --time-budget, else 60 s) until the speedup's 95%% interval is at "
-                             "most F wide relative to it, e.g. 0.02")
-    timing.add_argument("--repeat", metavar="K|auto",
-                        help="run each configuration in K fresh worker processes, interleaved with the other "
-                             "configurations; one row each, with an interval across processes. auto: one, and more "
-                             "(up to 5) for launch-bound ones until that interval is within --target-ci (else 2%%); "
-                             "a launch-bound host verdict needs two or more (default auto: CPU runs stay one)")
-    timing.add_argument(
-        "--memory-limit", type=float, metavar="GB",
-        help="CPU runs: cap the worker's address space at GB gigabytes; a bigger allocation fails the run "
-             "as out_of_memory instead of waking the system's OOM killer (default: no limit)",
-    )
-
-    verdict = parser.add_argument_group(
-        "verdict", "faster / slower / no change / inconclusive / noisy: see the README's Verdict section"
-    )
-    verdict.add_argument(
-        "--noise-threshold",
-        type=float,
-        metavar="T",
-        help=f"faster when the interval's low end exceeds 1 + T (default {defaults.noise_threshold:g})",
-    )
-    verdict.add_argument("--noise-limit", action="append", metavar="NAME=VALUE",
-                         help="change one limit of the noisy check, e.g. max_relative_iqr=0.2 (repeatable)")
-    verdict.add_argument("--strict", action="store_true",
-                         help="exit 3 when a run's verdict is noisy or inconclusive (for CI)")
-
-    out = parser.add_argument_group(
-        "output",
-        "Exports write a regular file or create one; a link, directory, device, pipe or socket, "
-        "compile-lab's own history, runs or config, and two outputs to one file are refused before anything runs.",
-    )
-    from tui.engine.export import EXPORT_FORMATS
-
-    for fmt in EXPORT_FORMATS:
-        out.add_argument(fmt.flag, metavar="PATH", help=f"write {fmt.contents}")
-    trace_help = ("a directory, one file per configuration (NN-workload-options.json)" if sweep
-                  else "a file (both sides in one trace)")
-    out.add_argument("--trace", metavar="PATH",
-                     help=f"write the profile pass as a Chrome/Perfetto trace (open it in ui.perfetto.dev) to PATH: "
-                          f"{trace_help}; also kept in each run's data folder")
-    out.add_argument("--torch-trace", action="store_true", default=None,
-                     help="keep a TORCH_TRACE directory per run in its data folder (for tlparse); such a run starts "
-                          "a fresh worker, and its compile time includes torch's structured logging")
-    out.add_argument("--tlparse", action="store_true",
-                     help="with --torch-trace (implied): run tlparse, if it is on PATH, on each run's logs afterwards "
-                          "and print the report's path")
-    out.add_argument("--no-history", action="store_true", help="do not append the runs to the history")
-    out.add_argument("--quiet", action="store_true", help="no progress and no table (errors still go to stderr)")
 
 
 _DEBUG_HELP = "log everything, to the log file and to stderr (`compile-lab env` names the file)"
@@ -235,7 +50,7 @@ def build_parser() -> argparse.ArgumentParser:
     run = sub.add_parser(
         "run", help="benchmark one configuration", description="Benchmark one configuration: eager vs torch.compile."
     )
-    _add_run_flags(run, sweep=False)
+    add_run_flags(run, sweep=False)
     sweep = sub.add_parser(
         "sweep",
         help="benchmark every combination of lists",
@@ -244,7 +59,7 @@ def build_parser() -> argparse.ArgumentParser:
             "precisions and parameter values, one after another (combinations a backend ignores run once)."
         ),
     )
-    _add_run_flags(sweep, sweep=True)
+    add_run_flags(sweep, sweep=True)
     env = sub.add_parser(
         "env",
         help="check torch, CUDA, triton, the C++ compiler and NVML",
@@ -285,38 +100,14 @@ def split_list(text: str | None) -> list[str] | None:
 
 def options_from_args(args: argparse.Namespace, sweep: bool = False) -> RunOptions:
     """A RunOptions from the parsed flags (not validated; sweep axes are left at their defaults)."""
-    given: dict[str, Any] = {}
-    for flag, name in (
-        ("workload", "workload"),
-        ("device", "device"),
-        ("python", "python"),
-        ("train", "train"),
-        ("compile_optimizer", "compile_optimizer"),
-        ("cold_compile", "cold_compile"),
-        ("warmup", "warmup"),
-        ("iters", "iters"),
-        ("block_size", "block_size"),
-        ("time_budget", "time_budget_s"),
-        ("l2_flush", "l2_flush"),
-        ("timeout", "timeout_s"),
-        ("memory_limit", "memory_limit_gb"),
-        ("seed", "seed"),
-        ("profile", "profile"),
-        ("torch_trace", "torch_trace"),
-        ("target_ci", "target_ci"),
-        ("noise_threshold", "noise_threshold"),
-    ):
-        value = getattr(args, flag, None)
-        if value is not None:
-            given[name] = value
+    given: dict[str, Any] = table_options(args)
+    for name in ("workload", "device", "python"):
+        if getattr(args, name, None) is not None:
+            given[name] = getattr(args, name)
     if getattr(args, "trace", None) is not None:
         given["trace"] = True
     if getattr(args, "tlparse", False):
         given["torch_trace"] = True
-    if args.option:
-        given["inductor_options"] = parse_key_values(args.option, "inductor_options")
-    if getattr(args, "noise_limit", None):
-        given["noise_limits"] = parse_key_values(args.noise_limit, "noise_limits")
     if not sweep:
         precisions = precisions_from_args(args, sweep=False)
         if precisions is not None:

@@ -6,7 +6,7 @@ import re
 import textwrap
 from typing import Any
 
-from tui.present.format import VERDICT_STYLES, input_label
+from tui.present.format import VERDICT_STYLES, input_label, workload_name
 from tui.present.option_fields import differing, option_words
 from tui.engine.host_time import HOST_LABELS, graph_break_rows
 from tui.engine.results import RunRecord
@@ -142,7 +142,8 @@ def print_table(records: list[RunRecord], console: Any) -> None:
         for record in records
     ]
     widest = max([len(word) for label in labels for word in label.split()], default=0)
-    table.add_column("run", min_width=min(max(12, widest), RUN_MAX_WIDTH), ratio=1)
+    # A name wider than the column folds onto the next line rather than losing its end (a file's name).
+    table.add_column("run", min_width=min(max(12, widest), RUN_MAX_WIDTH), ratio=1, overflow="fold")
     table.add_column("verdict", no_wrap=True)
     for name in ("compile", "eager", "compiled", "speedup", "brk/rec"):
         table.add_column(name, justify="right", no_wrap=True)
@@ -154,13 +155,13 @@ def print_table(records: list[RunRecord], console: Any) -> None:
         words = [f"{k}={v}" for k, v in (o.params or {}).items()] + [input_label(record, summary) or ""]
         params = " ".join(word for word in words if word)
         what = Text()
-        what.append(printable(f"{number} {o.workload}"), style="bold")
+        what.append(f"{number} {workload_name(o.workload)}", style="bold")
         what.append(printable(f" {params}\n{labels[number - 1]}".replace(" \n", "\n")))
         what.append(processes_text(record))
         compile_s = f"{record.compile_s:.3g} s" if record.compile_s is not None else "-"
         accuracy = record.accuracy.verdict
         if record.status in (RunStatus.FAILED, RunStatus.CANCELLED):
-            errors.append(f"run {number}: {record.error_kind}: {record.error_message}")
+            errors.append(f"run {number}: {_why(record.error_kind, record.error_message)}")
         table.add_row(
             what,
             verdict_text(record),
@@ -168,7 +169,7 @@ def print_table(records: list[RunRecord], console: Any) -> None:
             _ms(summary.eager.iter),
             _ms(summary.compiled.iter),
             speedup_text(summary),
-            f"{record.diagnostics.graph_breaks or '-'}/{record.diagnostics.recompiles or '-'}",
+            f"{_count(record.diagnostics.graph_breaks)}/{_count(record.diagnostics.recompiles)}",
             Text(accuracy, style=accuracy_style(accuracy)),
             end_section=number < len(records),  # a blank line between runs
         )
@@ -271,3 +272,14 @@ def _wrapped(line: str, width: int) -> list[str]:
         if all(len(part) <= width for part in out):
             return out
     return textwrap.wrap(line, width=width, subsequent_indent=indent)
+
+
+def _why(kind: str | None, message: str | None) -> str:
+    """``kind: message``, once where the two say the same (``cancelled``, not ``cancelled: cancelled``)."""
+    parts = [part for part in (kind, message) if part]
+    return ": ".join(dict.fromkeys(parts)) or "no reason given"
+
+
+def _count(value: int | None) -> str:
+    """A count, ``0`` included; ``-`` only where it is not known."""
+    return "-" if value is None else str(value)

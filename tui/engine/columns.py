@@ -1,6 +1,7 @@
 """The CSV columns, as one table: name, how to get the value from a run, what it means.
 
-:data:`COLUMNS` is the only place a summary CSV column is declared. :data:`CSV_COLUMNS`
+:data:`COLUMNS` is the only place a summary CSV column is declared (a run option whose spec in
+:mod:`tui.engine.option_table` has ``csv`` gets its column, last, from there). :data:`CSV_COLUMNS`
 (the header, stable: new columns go at the end so earlier ones keep their positions), the
 row (:func:`csv_row`) and the README's column list (:func:`columns_markdown`; a test
 compares them, ``python -m tui.engine.columns`` prints it) all come from it.
@@ -19,6 +20,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from tui.engine.kernels import top_kernels_text
+from tui.engine.option_table import OPTIONS
 from tui.engine.options import mode_applies
 from tui.engine.summary import RunSummary
 
@@ -61,7 +63,8 @@ def _side_columns(side: str) -> list[Column]:
         Column(f"{side}_p10_ms", stat("p10"), f"10th percentile of the {side} times, ms"),
         Column(f"{side}_p90_ms", stat("p90"), f"90th percentile of the {side} times, ms"),
         Column(f"{side}_host_median_ms", lambda r, s: h.median if (h := s.side(side).host) else None,
-               f"median over blocks of the {side} host-inclusive time per call, ms"),
+               f"median of the {side} host-inclusive time per call (over blocks on a GPU; on the CPU the"
+               " per-iteration clock's, one loop timing both), ms"),
     ]
 
 
@@ -94,6 +97,14 @@ def _profile_columns() -> list[Column]:
         *(Column(f"{side}_launches_per_call", per_call(side, "launches_per_call"), launches.format(side))
           for side in ("eager", "compiled")),
     ]
+
+
+def _option_columns() -> list[Column]:
+    """A column of each run option whose spec in the option table has ``csv`` (its help), in the table's order."""
+    def value(name: str) -> Getter:
+        return lambda record, summary: getattr(record.options, name)
+
+    return [Column(spec.name, value(spec.name), spec.csv) for spec in OPTIONS if spec.csv is not None]
 
 
 COLUMNS: tuple[Column, ...] = (
@@ -147,7 +158,8 @@ COLUMNS: tuple[Column, ...] = (
     Column("energy_j", lambda r, s: r.telemetry.energy_j, "energy used while measuring, J"),
     Column("throttle_reasons", lambda r, s: r.telemetry.throttle_reasons, "NVML clock-event reasons seen, ;-joined"),
     Column("warnings", lambda r, s: " | ".join(s.warnings), "every warning, joined with ' | '"),
-    Column("host_speedup", lambda r, s: s.host_speedup, "eager / compiled host-inclusive time per call"),
+    Column("host_speedup", lambda r, s: s.host_speedup,
+           "eager / compiled host-inclusive time per call (= speedup on the CPU)"),
     Column("host_speedup_ci_low", lambda r, s: s.host_speedup_ci_low, "its 95% block-bootstrap interval, low end"),
     Column("host_speedup_ci_high", lambda r, s: s.host_speedup_ci_high, "its 95% block-bootstrap interval, high end"),
     Column("verdict", lambda r, s: s.verdict,
@@ -215,6 +227,7 @@ COLUMNS: tuple[Column, ...] = (
     Column("leftover_processes", lambda r, s: r.leftover_processes,
            "processes the workload started outside the worker's process group (a daemon) still running when the "
            "run ended, all killed (0: none)"),
+    *_option_columns(),  # last: the run options with a column in the option table
 )  # fmt: skip
 
 

@@ -23,6 +23,7 @@ from tui.engine.catalog import (
     split_user_workload,
     train_workloads,
 )
+from tui.engine.option_table import INT_RANGES
 
 __all__ = [
     "OptionsError",
@@ -69,12 +70,10 @@ MEMORY_LIMIT_MAX_GB = 1_000_000
 _TIMEOUT_ALLOWED = f"a number of seconds above 0 and at most {TIMEOUT_MAX_S} (7 days)"
 _TIME_BUDGET_ALLOWED = f"a number of seconds above 0 and at most {TIME_BUDGET_MAX_S} (1 day), or unset for no budget"
 _MEMORY_LIMIT_ALLOWED = f"a number of GB above 0 and at most {MEMORY_LIMIT_MAX_GB}, or unset for no limit"
-#: The integer options and their ranges (inclusive).
 TARGET_CI_MAX = 0.5
 _TARGET_CI_ALLOWED = f"a fraction above 0 and at most {TARGET_CI_MAX} (0.02 = an interval 2% wide), or unset"
 NOISE_THRESHOLD_MAX = 0.5
 _NOISE_THRESHOLD_ALLOWED = f"a fraction above 0 and at most {NOISE_THRESHOLD_MAX} (0.02 = 2%)"
-INT_RANGES = {"warmup": (0, 100_000), "iters": (1, 10_000_000), "block_size": (1, 100_000), "seed": (0, 2**31 - 1)}
 _WHOLE_NUMBER_RE = re.compile(r"^[+-]?\d+$")
 
 

@@ -17,13 +17,12 @@ import shlex
 from collections.abc import Callable
 from typing import Any
 
+from tui.engine.option_table import NEGATED, OPTIONS, PAIRS, SWITCH, TRACE_FILE, OptionSpec
 from tui.engine.options import RunOptions
 
 __all__ = ["reproduce_command", "PROGRAM", "TRACE_FILE"]
 
 PROGRAM = "compile-lab"
-TRACE_FILE = "trace.json"
-"""Where the reproduced run's ``--trace`` copy goes (its original path is not part of its options)."""
 
 _DEFAULTS = RunOptions()
 
@@ -44,53 +43,23 @@ def _scalar(value: Any) -> str:
     return str(value)
 
 
-def _pairs(flag: str) -> Callable[[Any], list[tuple[str, str]]]:
-    def items(mapping: Any) -> list[tuple[str, str]]:
-        return [(flag, f"{key}={_scalar(value)}") for key, value in mapping.items()]
+def _flags(spec: OptionSpec) -> Callable[[Any], list[tuple[str, str]]]:
+    """The flags (flag, value; "" for a switch) that set ``spec``'s option to a value that is not its default."""
+    flag = spec.flag or ""
+    if spec.cli in (SWITCH, NEGATED):
+        return lambda value: [(flag, "")]
+    if spec.cli == PAIRS:
+        return lambda mapping: [(flag, f"{key}={_scalar(value)}") for key, value in mapping.items()]
+    shown = spec.shown
+    if shown is not None:
+        return lambda value: [(flag, shown(value))]
+    return lambda value: [(flag, "" if isinstance(value, bool) else  # a switch: the value differs when given
+                           _number(value) if isinstance(value, (int, float)) else str(value))]
 
-    return items
 
-
-def _valued(flag: str, shown: Callable[[Any], str] = str) -> Callable[[Any], list[tuple[str, str]]]:
-    return lambda value: [(flag, shown(value))]
-
-
-def _switch(flag: str) -> Callable[[Any], list[tuple[str, str]]]:
-    return lambda value: [(flag, "")]
-
-
-#: RunOptions field -> the flags (flag, value; "" for a switch) that set it when it is not its default.
-#: Every field of RunOptions is here (a test checks it), in the order a reader decides them.
-_FLAGS: dict[str, Callable[[Any], list[tuple[str, str]]]] = {
-    "workload": _valued("--workload"),
-    "params": _pairs("--param"),
-    "train": _switch("--train"),
-    "compile_optimizer": _switch("--compile-optimizer"),
-    "device": _valued("--device"),
-    "python": _valued("--python"),
-    "backend": _valued("--backend"),
-    "mode": _valued("--mode"),
-    "inductor_options": _pairs("--option"),
-    "fullgraph": _switch("--fullgraph"),
-    "dynamic": _valued("--dynamic", lambda value: "auto" if value is None else str(value).lower()),
-    "dtype": _valued("--dtype"),
-    "precision": _valued("--precision"),
-    "cold_compile": _switch("--cold-compile"),
-    "warmup": _valued("--warmup", _number),
-    "iters": _valued("--iters", _number),
-    "block_size": _valued("--block-size", _number),
-    "time_budget_s": _valued("--time-budget", _number),
-    "l2_flush": _switch("--l2-flush"),
-    "timeout_s": _valued("--timeout", _number),
-    "memory_limit_gb": _valued("--memory-limit", _number),
-    "seed": _valued("--seed", _number),
-    "target_ci": _valued("--target-ci", _number),
-    "noise_threshold": _valued("--noise-threshold", _number),
-    "noise_limits": _pairs("--noise-limit"),
-    "profile": _switch("--no-profile"),
-    "trace": lambda value: [("--trace", TRACE_FILE)],
-    "torch_trace": _switch("--torch-trace"),
-}
+#: RunOptions field -> the flags (flag, value; "" for a switch) that set it when it is not its default,
+#: from the option table (tui.engine.option_table), in its order.
+_FLAGS: dict[str, Callable[[Any], list[tuple[str, str]]]] = {spec.name: _flags(spec) for spec in OPTIONS}
 
 
 def reproduce_command(options: RunOptions, repeat: int | str = 1) -> str:

@@ -11,10 +11,11 @@ from __future__ import annotations
 
 import math
 from array import array
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from tui.engine.clocks import clock_info
 from tui.engine.protocol import SIDES, STAGES, BlockTimed
 from tui.typed import printable
 
@@ -80,6 +81,25 @@ class Block:
     labels: list[str] | None = None
     t_start: float | None = None
     t_end: float | None = None
+
+    @property
+    def host_ms(self) -> Sequence[float]:
+        """The block's host-inclusive times as every statistic takes them: the one rule for both clocks.
+
+        A device-time clock (CUDA events) measures the host apart, in a plain loop with no events
+        (docs/METHOD.md, "Two clocks"): its one time per call, ``(host_ms_per_call,)``, or none.
+        A host clock (``perf_counter`` on the CPU) times each call inside the very loop whose wall
+        time is the host-inclusive time, so the per-call times *are* the host-inclusive times: the
+        host statistics, speedup and interval come from the same samples by the same median and
+        block bootstrap as the per-call ones, and cannot contradict them. (The CPU block's
+        ``host_ms_per_call`` is the mean of its calls plus about 0.1 us of timing each; a mean
+        of ten calls carries a stall in full, so a median of five such means swings with a few
+        stalls. It stays in the raw data.) A block of an unknown clock keeps its ``host_ms_per_call``.
+        """
+        info = clock_info(self.clock)
+        if info is not None and not info.device_time:
+            return self.ms
+        return () if self.host_ms_per_call is None else (self.host_ms_per_call,)
 
     @property
     def span(self) -> tuple[float, float] | None:

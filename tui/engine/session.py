@@ -50,7 +50,7 @@ from typing import Any, Protocol
 
 from tui.engine.artifacts import run_folder
 from tui.engine.options import RunOptions
-from tui.engine.protocol import Event
+from tui.engine.protocol import Event, Started
 from tui.engine.prune import CapKeeper, PruneResult
 from tui.engine.repeats import AUTO, group_records, may_grow, parse_repeat, summarize_group, wants_another_process
 from tui.engine.lanes import (
@@ -265,10 +265,26 @@ class RunSession:
         self.listener.run_started(unit.record)
 
     def _count_neighbours(self) -> None:
-        """Each running local run's ``concurrent_runs``: the most other local runs beside it so far."""
-        local = [unit.record for lane, unit in self.running.items() if is_local(lane)]
-        for record in local:
-            record.concurrent_runs = max(record.concurrent_runs, len(local) - 1)
+        """Each running run's ``concurrent_runs``: the most other runs beside it on its host so far.
+
+        Local runs share this host from their start. A cluster's runs share a node once their
+        workers have said which (``env.node``, from the ``started`` event), so they are counted
+        again as each worker reports; a run whose node is not known yet is counted with none.
+        """
+        hosts: dict[str, list[RunRecord]] = {}
+        for lane, unit in self.running.items():
+            host = "" if is_local(lane) else unit.record.env.node
+            if host is not None:
+                hosts.setdefault(host, []).append(unit.record)
+        for records in hosts.values():
+            for record in records:
+                record.concurrent_runs = max(record.concurrent_runs, len(records) - 1)
+
+    def _heard(self, lane: str, record: RunRecord, event: Event) -> None:
+        """A worker's event, passed on; a cluster worker's ``started`` names its node: the neighbours are recounted."""
+        if isinstance(event, Started) and not is_local(lane):
+            self._count_neighbours()
+        self.listener.run_event(record, event)
 
     def runner(self, lane: str = SHARED_LANE) -> Runner:
         """The runner of ``lane`` (made on first use)."""
@@ -280,7 +296,7 @@ class RunSession:
         record = unit.record
         self._began.add(record.run_id)
         try:
-            await runner.run(record, on_event=lambda event: self.listener.run_event(record, event))
+            await runner.run(record, on_event=lambda event: self._heard(unit.lane, record, event))
         except asyncio.CancelledError:
             if not record.finished:
                 record.fail("cancelled", "cancelled")

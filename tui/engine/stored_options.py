@@ -29,27 +29,26 @@ import json
 from typing import Any
 
 from tui.engine.catalog import echo
+from tui.engine.option_table import DYNAMIC, FIELD, OPTIONS, PARAMS, code_fields, hidden_fields, limit_fields
 from tui.engine.options import OptionsError, RunOptions, check_compile_settings, parse_dynamic
 from tui.typed import decode_fields, printable
 
 __all__ = ["decode_options", "check_hidden", "code_settings", "hidden_settings", "HIDDEN_FIELDS", "LIMIT_FIELDS",
            "CODE_FIELDS", "precision_from_tf32", "upgrade_tf32_run", "TF32_NOTE"]
 
-HIDDEN_FIELDS = (
-    "seed", "python", "inductor_options", "compile_optimizer", "target_ci", "noise_threshold", "noise_limits",
-    "profile", "trace", "torch_trace",
-)  # fmt: skip
-"""RunOptions fields that change a run and have no field in the app's picker."""
+HIDDEN_FIELDS = hidden_fields()
+"""RunOptions fields that change a run and have no field in the app's picker (the option table's ``picker`` None)."""
 
-LIMIT_FIELDS = ("block_size", "time_budget_s", "timeout_s", "memory_limit_gb")
+LIMIT_FIELDS = limit_fields()
 """The picker's measurement limits: a stored value a run would refuse is dropped as a hidden one is
 (:func:`check_hidden`), so one bad number in a config never makes the first run a refusal."""
 
-CODE_FIELDS = ("python", "inductor_options")
+CODE_FIELDS = code_fields()
 """RunOptions fields whose values start a program (an interpreter; a compiler and its flags)."""
 
 _SCALARS = (str, int, float, bool)
 _FIELDS = tuple(f.name for f in dataclasses.fields(RunOptions))
+_STORED = {spec.name: spec.stored for spec in OPTIONS}
 _DEFAULTS = RunOptions()
 
 
@@ -64,17 +63,20 @@ def decode_options(data: Any, where: str = "options") -> tuple[RunOptions, list[
     data, _, problems = precision_from_tf32(data, where)
     problems += [f"{where}.{echo(printable(str(key)), plain=True)}: unknown option"
                 for key in data if key not in _FIELDS]  # fmt: skip
-    plain = {k: v for k, v in data.items() if k in _FIELDS and k not in ("dynamic", "params")}
+    plain = {k: v for k, v in data.items() if k in _FIELDS and _STORED.get(k, FIELD) == FIELD}
     typed, found = decode_fields(RunOptions, plain, where=where)
     problems += found
     changes: dict[str, Any] = {}
-    if "dynamic" in data:
-        try:
-            changes["dynamic"] = parse_dynamic(data["dynamic"])
-        except OptionsError as exc:
-            problems.append(f"{where}.{exc}")
-    if "params" in data:
-        changes["params"] = _params(data["params"], f"{where}.params", problems)
+    for name in (name for kind in (DYNAMIC, PARAMS) for name, stored in _STORED.items() if stored == kind):
+        if name not in data:
+            continue
+        if _STORED[name] == DYNAMIC:
+            try:
+                changes[name] = parse_dynamic(data[name])
+            except OptionsError as exc:
+                problems.append(f"{where}.{exc}")
+        else:
+            changes[name] = _params(data[name], f"{where}.{name}", problems)
     return dataclasses.replace(typed, **changes), problems
 
 

@@ -3,9 +3,13 @@
 Timing data
     Only ``stage == "measure"`` blocks enter the statistics. ``iter`` statistics use the
     per-iteration clock (CUDA events on a GPU, perf_counter on the CPU). ``host`` statistics
-    use each block's ``host_ms_per_call``: **one value per block, unweighted**, so their ``n``
-    is the number of blocks. Blocks are equal-sized apart from the last one, so weighting would
-    change little, and ``n`` stays the number of independent host measurements.
+    use each block's host-inclusive times (:attr:`tui.engine.samples.Block.host_ms`). On a GPU
+    that is the host sub-block's ``host_ms_per_call``: **one value per block, unweighted**, so
+    their ``n`` is the number of blocks (blocks are equal-sized apart from the last one, so
+    weighting would change little, and ``n`` stays the number of independent host
+    measurements). On the CPU one loop times both clocks, and the host statistics *are* the
+    per-call ones: the same samples, median and block-bootstrap interval, so the host-inclusive
+    speedup equals the speedup and never gets a verdict of its own (``launch_bound`` is None).
 
 Fields of :class:`RunSummary`
     ``eager`` / ``compiled`` (:class:`SideStats`: ``iter`` and ``host`` Stats, each None when
@@ -26,6 +30,7 @@ from __future__ import annotations
 
 import math
 from array import array
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -105,6 +110,13 @@ class RunSummary(JsonRecord):
         """``eager`` or ``compiled``."""
         return self.eager if name == "eager" else self.compiled
 
+    @property
+    def one_clock(self) -> bool:
+        """True on a host clock (perf_counter on the CPU): the host-inclusive figures are the per-call ones
+        (:attr:`tui.engine.samples.Block.host_ms`), so a view says them once."""
+        info = clock_info(self.clock)
+        return info is not None and not info.device_time
+
 
 _STORED_TIMES = ("median", "mean", "min", "max", "p10", "p90", "q1", "q3")
 
@@ -129,7 +141,7 @@ class LiveStats:
         self.host = {side: SampleAccumulator() for side in SIDES}
         self.labels: dict[str, dict[str, SampleAccumulator]] = {}
         self.blocks: dict[str, list[array]] = {side: [] for side in SIDES}
-        self.host_blocks: dict[str, list[tuple[float, ...]]] = {side: [] for side in SIDES}
+        self.host_blocks: dict[str, list[Sequence[float]]] = {side: [] for side in SIDES}
         self.consumed = {side: 0 for side in SIDES}
         self.clock: str | None = None
         self._intervals: dict[str, tuple[tuple[int, int], SpeedupCI]] = {}
@@ -149,9 +161,10 @@ class LiveStats:
         self.clock = self.clock or block.clock
         self.iter[side].add(block.ms)
         self.blocks[side].append(block.ms)
-        if block.host_ms_per_call is not None:
-            self.host[side].add((block.host_ms_per_call,))
-            self.host_blocks[side].append((block.host_ms_per_call,))
+        host = block.host_ms  # the one rule for both clocks (tui.engine.samples.Block.host_ms)
+        if host:
+            self.host[side].add(host)
+            self.host_blocks[side].append(host)
         if block.labels:
             by_label: dict[str, list[float]] = {}
             for label, value in zip(block.labels, block.ms, strict=True):

@@ -85,14 +85,20 @@ class Outliers(JsonRecord):
         return self.low_severe + self.high_severe
 
 
+def severe_fences(q1: float, q3: float, min_iqr: float = 0.0) -> tuple[float, float]:
+    """The 3-IQR fences of the quartiles ``q1``, ``q3`` (the IQR at least ``min_iqr``): beyond them, severe."""
+    iqr = max(q3 - q1, min_iqr)
+    return q1 - 3 * iqr, q3 + 3 * iqr
+
+
 def classify_outliers(values: Iterable[float], q1: float, q3: float, min_iqr: float = 0.0) -> Outliers:
     """Count ``values`` beyond the 1.5- and 3-IQR fences of the quartiles ``q1``, ``q3``.
 
     ``min_iqr``: the IQR the fences use is at least this (see :meth:`SideSeries.outliers`).
     """
     iqr = max(q3 - q1, min_iqr)
-    low_mild, low_severe = q1 - 1.5 * iqr, q1 - 3 * iqr
-    high_mild, high_severe = q3 + 1.5 * iqr, q3 + 3 * iqr
+    low_mild, high_mild = q1 - 1.5 * iqr, q3 + 1.5 * iqr
+    low_severe, high_severe = severe_fences(q1, q3, min_iqr)
     counts = [0, 0, 0, 0]
     for x in values:
         if x < low_severe:

@@ -24,6 +24,7 @@ __all__ = [
     "fmt_mib",
     "fmt_speedup",
     "workload_label",
+    "workload_name",
     "input_label",
     "options_label",
     "accuracy_label",
@@ -128,12 +129,19 @@ def input_label(record: RunRecord, summary: Any = None) -> str | None:
     return f'"{printable(labels[0])}"' if len(labels) == 1 else None
 
 
-def workload_label(options: RunOptions) -> str:
-    """``pointwise n=512`` (a user file shows its name only); control characters shown, not run."""
-    workload = options.workload
+def workload_name(workload: str) -> str:
+    """A built-in workload's name, or a user file's name without its folders (``model.py:make``): the part
+    that tells files apart, which a column cut from the right would lose first."""
     if workload.endswith(".py") or ".py:" in workload:
         return printable(workload.rsplit("/", 1)[-1])
-    parts = [workload] + [f"{k}={v}" for k, v in options.params.items()]
+    return printable(workload)
+
+
+def workload_label(options: RunOptions) -> str:
+    """``pointwise n=512`` (a user file shows its name only); control characters shown, not run."""
+    if options.workload.endswith(".py") or ".py:" in options.workload:
+        return workload_name(options.workload)
+    parts = [options.workload] + [f"{k}={v}" for k, v in options.params.items()]
     return printable(" ".join(parts))
 
 

@@ -7,7 +7,8 @@ warm-up iterations are grey and left of a dotted separator; steady state (measur
 The measure medians are dashed horizontal lines, with their values in the legend.
 
 The y range comes from steady state alone, robustly: from the fastest measured iteration to the
-99th percentile of the slower side, padded by 5%. Rare slow iterations (a GC pause, a page
+99th percentile of the slower side, or that side's severe-outlier fence (the verdict's 3-IQR fence)
+when it is lower, padded by 5%. Rare slow iterations (a GC pause, a page
 fault: 27 ms in a steady state of 46 µs) and the compile call would otherwise squash both
 series onto the bottom row. Steady-state iterations above the range are clipped to the top row,
 which shows ``↑`` in the side's colour over their columns, and the legend counts them per side
@@ -37,6 +38,9 @@ from rich.segment import Segment
 from rich.style import Style
 from textual.strip import Strip
 from textual.widget import Widget
+
+from tui.engine.thresholds import MIN_IQR_SHARE
+from tui.engine.verdict import severe_fences
 
 from tui.app.components.chart_data import (
     TITLE,
@@ -391,16 +395,30 @@ def _paint_columns(
     return off_scale
 
 
-_Y_PERCENTILE = 99  # the top of the y range: this percentile of the slower side's steady state
+_Y_PERCENTILE = 99  # the top of the y range: at most this percentile of the slower side's steady state
+
+
+def _steady_top(series: Series) -> float | None:
+    """A side's top of the y range: its p99, or its severe-outlier fence when that is lower.
+
+    The fence is the verdict's own (3 IQR beyond the upper quartile, the IQR at least
+    ``MIN_IQR_SHARE`` of the median): a long tail of slow iterations (18% of them on a busy CPU)
+    would put the p99 among the outliers and squash the medians onto the bottom rows.
+    """
+    top = series.percentile(_Y_PERCENTILE)
+    q1, median, q3 = (series.percentile(q) for q in (25, 50, 75))
+    if top is None or q1 is None or median is None or q3 is None:
+        return top
+    return min(top, severe_fences(q1, q3, MIN_IQR_SHARE * median)[1])
 
 
 def _y_range(series: dict[str, Series], buckets: dict[str, list[Bucket]]) -> tuple[float, float]:
-    """The y range: steady state when there is any (fastest time .. p99), else all but the compile call
-    (column p95s)."""
+    """The y range: steady state when there is any (fastest time .. :func:`_steady_top`), else all but
+    the compile call (column p95s)."""
     measured = [s for s in series.values() if s.measured]
     if measured:
         lo = min(s.measured[0] for s in measured)
-        tops = [top for s in measured if (top := s.percentile(_Y_PERCENTILE)) is not None]
+        tops = [top for s in measured if (top := _steady_top(s)) is not None]
         hi = max(tops) if tops else lo
     else:
         chosen = [b for bs in buckets.values() for b in bs if b.stage != "compile"]

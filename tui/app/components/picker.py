@@ -30,6 +30,7 @@ from tui.app.components.option_text import also_line
 from tui.engine.catalog import PATH_ECHO_CHARS, WORKLOADS, echo, is_user_workload
 from tui.engine.placement import POOL_ALL, is_pool
 from tui.engine.repeats import DEFAULT_REPEAT
+from tui.engine.option_table import SPECS, field_widgets, limit_fields
 from tui.engine.options import (
     BACKENDS,
     DEFAULT_MODE,
@@ -54,39 +55,26 @@ DYNAMIC_LABELS = ("auto", "true", "false")
 """``torch.compile(dynamic=None/True/False)`` as the picker and the sweep dialog offer it (``parse_dynamic``
 reads them)."""
 
-# RunOptions field -> widget id (the field an OptionsError names -> where to mark it).
-_FIELD_WIDGETS = {
-    "workload": "workload",
-    "backend": "backend",
-    "mode": "mode",
-    "inductor_options": "mode",
-    "fullgraph": "fullgraph",
-    "dynamic": "dynamic",
-    "dtype": "dtype",
-    "precision": "precision",
-    "device": "device",
-    "warmup": "warmup",
-    "iters": "iters",
-    "train": "train",
-    "compile_optimizer": "train",
-    "l2_flush": "l2-flush",
-    "cold_compile": "cold-compile",
-    "block_size": "block-size",
-    "time_budget_s": "time-budget",
-    "timeout_s": "timeout",
-    "memory_limit_gb": "memory-limit",
-}
+# RunOptions field -> widget id (the field an OptionsError names -> where to mark it), from the option table.
+_FIELD_WIDGETS = field_widgets()
+
+
+def _limit_input(name: str) -> tuple[str, str, str, str, str]:
+    """A measurement limit's field from its spec: (label, widget id, unit, placeholder, tooltip)."""
+    spec = SPECS[name]
+    limit = spec.limit
+    assert limit is not None and spec.widget is not None, f"{name} has no picker limit in the option table"
+    return limit.label, spec.widget, limit.unit, limit.placeholder, limit.tooltip.replace("{flag}", spec.flag or "")
+
 
 # The measurement limits' fields: RunOptions field -> (label, widget id, unit, placeholder, tooltip).
-_LIMIT_FIELDS = {
-    "block_size": ("block", "block-size", "calls", "10", "calls per interleaved block of eager and compiled "
-                   "(--block-size)"),
-    "time_budget_s": ("budget", "time-budget", "s", "none", "stop measuring after this many seconds; empty: no budget "
-                      "(--time-budget)"),
-    "timeout_s": ("timeout", "timeout", "s", "600", "kill the run after this many seconds (--timeout)"),
-    "memory_limit_gb": ("memory", "memory-limit", "GB", "no limit", "CPU runs only: cap the worker's address space; a "
-                        "bigger allocation fails the run as out_of_memory (--memory-limit); empty: no limit"),
-}
+_LIMIT_FIELDS = {name: _limit_input(name) for name in limit_fields()}
+
+
+def _in_range(name: str) -> Integer:
+    """An integer field's validator: the option's range in the option table."""
+    low, high = INT_RANGES[name]
+    return Integer(minimum=low, maximum=high)
 
 
 def _number_text(value: float | int | None) -> str:
@@ -194,12 +182,12 @@ class Picker(VerticalScroll):
         yield field_row(
             "warm-up",
             Input(str(opts.warmup), type="integer", compact=True, id="warmup",
-                  validators=[Integer(minimum=0, maximum=100_000)], placeholder="calls"),
+                  validators=[_in_range("warmup")], placeholder="calls"),
         )
         yield field_row(
             "iters",
             Input(str(opts.iters), type="integer", compact=True, id="iters",
-                  validators=[Integer(minimum=1, maximum=10_000_000)], placeholder="per side"),
+                  validators=[_in_range("iters")], placeholder="per side"),
         )
         yield field_row(
             "repeat",

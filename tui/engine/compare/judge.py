@@ -192,7 +192,7 @@ class _Process:
 def _pair_units(eager: list, compiled: list) -> list[tuple[list[float], ...]]:
     """Block ``i`` of each side as one unit: eager times, compiled times, eager host, compiled host per call."""
     def host(block: Any) -> list[float]:
-        return [] if block is None or block.host_ms_per_call is None else [block.host_ms_per_call]
+        return [] if block is None else list(block.host_ms)  # the one rule for both clocks (Block.host_ms)
 
     units: list[tuple[list[float], ...]] = []
     for i in range(max(len(eager), len(compiled))):
@@ -204,7 +204,7 @@ def _pair_units(eager: list, compiled: list) -> list[tuple[list[float], ...]]:
 def _side_series(side: str, blocks: list) -> tuple[SideStats, dict[tuple[str, str], SideSeries | None]]:
     """One side of a run: its iter and host statistics (as its summary has them) and their noise series."""
     values = {"iter": [b.ms for b in blocks],
-              "host": [(b.host_ms_per_call,) for b in blocks if b.host_ms_per_call is not None]}
+              "host": [host for b in blocks if (host := b.host_ms)]}
     stats = {which: summarize(x for block in v for x in block) if v else None for which, v in values.items()}
     series = {(side, which): None if st is None else SideSeries(side, values[which], st.median, st.q1, st.q3, st.max)
               for which, st in stats.items()}

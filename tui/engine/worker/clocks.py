@@ -6,7 +6,9 @@ itself with torch-free metadata from :mod:`tui.engine.clocks` (``info``), which 
 block carries as its ``clock``; the parent reads that metadata, never a string literal.
 
 On the CPU one loop gives both numbers: ``perf_counter_ns`` around each call (about 0.1 us a
-call, below 1% of anything worth timing) and the block's wall time around all of them.
+call, below 1% of anything worth timing) and the block's wall time around all of them. They are
+one clock: the parent's statistics take the per-call times as the host-inclusive times too
+(:attr:`tui.engine.samples.Block.host_ms`); the wall time per call stays in the raw data.
 
 On a GPU the two numbers come from two loops over the same calls (docs/METHOD.md, "Two
 clocks"), because timing each call changes what the host pays:

@@ -19,6 +19,7 @@ from tui.present.format import (
 )  # fmt: skip
 from tui.engine.reproduce import reproduce_command
 from tui.engine.results import RunRecord
+from tui.engine.stats import Stats
 from tui.engine.summary import RunSummary
 from tui.engine.verdict import RERUN_HINT
 from tui.engine.status import RunStatus
@@ -117,6 +118,8 @@ def _host_speedup_text(summary: RunSummary, host_line: str | None) -> str | None
     if host is None:
         return None
     text = fmt_speedup(host, summary.host_speedup_ci_low, summary.host_speedup_ci_high)
+    if summary.one_clock:
+        text += "  the speedup's: on the CPU one loop times both"
     if summary.launch_bound:
         text += "  launch-bound: what a loop that never synchronises pays"
         if host_line:
@@ -160,8 +163,10 @@ def _stats_table(summary: RunSummary) -> Table:
     clock = summary.clock or "n/a"
     table = Table(box=None, pad_edge=False, show_edge=False, header_style="bold")
     table.add_column("ms", style="bold")
-    columns = ((summary.eager.iter, f"eager ({clock})"), (summary.compiled.iter, f"compiled ({clock})"),
-               (summary.eager.host, "eager (host)"), (summary.compiled.host, "compiled (host)"))  # fmt: skip
+    columns: list[tuple[Stats | None, str]] = [(summary.eager.iter, f"eager ({clock})"),
+                                               (summary.compiled.iter, f"compiled ({clock})")]
+    if not summary.one_clock:  # on the CPU the host columns would repeat the per-call ones
+        columns += [(summary.eager.host, "eager (host)"), (summary.compiled.host, "compiled (host)")]
     for _, heading in columns:
         table.add_column(heading, justify="right")
     stats = [item for item, _ in columns]

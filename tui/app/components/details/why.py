@@ -69,7 +69,13 @@ def _not_profiled(profile: Profile | None) -> list[RenderableType] | None:
     return None
 
 
-def _sides_table(profile: Profile) -> Table:
+def _measured(summary: RunSummary) -> tuple[float | None, float | None]:
+    """Each side's measured median per call (the run's timing, no profiler), None where not measured."""
+    eager, compiled = summary.eager.iter, summary.compiled.iter
+    return None if eager is None else eager.median, None if compiled is None else compiled.median
+
+
+def _sides_table(profile: Profile, summary: RunSummary) -> Table:
     eager, compiled = profile.eager, profile.compiled
     table = _table("per call", "eager", "compiled", "compiled/eager")
     rows = (("kernels", "kernels_per_call", 1), ("kernel launches", "launches_per_call", 1),
@@ -77,15 +83,32 @@ def _sides_table(profile: Profile) -> Table:
     for label, name, digits in rows:
         a, b = getattr(eager, name), getattr(compiled, name)
         table.add_row(label, _per_call(a, digits), _per_call(b, digits), _ratio(a, b))
-    device = "kernel time (device)" if "cuda" in profile.activities else "kernel time (CPU)"
-    for label, name in ((device, "kernel_ms_per_call"), ("profiled wall time", "wall_ms_per_call")):
+    device = "kernel time, profiled (device)" if "cuda" in profile.activities else "kernel time, profiled (CPU)"
+    for label, name in ((device, "kernel_ms_per_call"), ("wall time, profiled", "wall_ms_per_call")):
         a, b = getattr(eager, name), getattr(compiled, name)
         table.add_row(label, f"{fmt_ms(a)} ms", f"{fmt_ms(b)} ms", _ratio(a, b))
+    a, b = _measured(summary)
+    if a is not None or b is not None:
+        table.add_row(Text("median, measured", style="bold"), Text(f"{fmt_ms(a)} ms", style="bold"),
+                      Text(f"{fmt_ms(b)} ms", style="bold"), _ratio(a, b))
     return table
 
 
+def _overhead(profile: Profile, summary: RunSummary) -> Text:
+    """The note under the table: the profiled times carry the profiler's overhead, by how much against the medians."""
+    factors = []
+    for side, median in zip(("eager", "compiled"), _measured(summary), strict=True):
+        wall = profile.side(side).wall_ms_per_call
+        if wall is not None and median:
+            factors.append(f"{wall / median:.3g}× {side}")
+    against = f" (profiled wall time / measured median: {', '.join(factors)})" if factors else ""
+    return Text(f"profiled: the profiler's overhead is in these times, and whatever else ran during the "
+                f"{profile.calls} profiled calls{against}: compare the sides with each other; the measured medians "
+                "are the run's timing", style="dim")
+
+
 def _top_kernels(side: SideProfile) -> Table:
-    table = _table("kernel", "per call", "ms per call", "share")
+    table = _table("kernel", "per call", "profiled ms", "share")
     for row in side.kernels[:TOP_KERNELS]:
         calls = side.calls or 1
         table.add_row(Text(short_kernel_name(row.name)), f"{row.calls / calls:g}", fmt_ms(row.total_ms / calls),
@@ -122,13 +145,16 @@ def _cost(profile: Profile) -> Text:
 
 
 def kernels_tab(record: RunRecord) -> list[RenderableType]:
-    """Kernels per call, launches, kernel time, the top kernels of each side, and the kernel diff."""
+    """Kernels per call, launches, kernel time beside the measured medians, the top kernels of each side, and the
+    kernel diff."""
     profile = record.profile
     missing = _not_profiled(profile)
     if missing is not None:
         return [section("Kernels"), *missing]
     assert profile is not None
-    parts: list[RenderableType] = [section("Kernels"), _sides_table(profile), _cost(profile)]
+    summary = record.summary()
+    parts: list[RenderableType] = [section("Kernels"), _sides_table(profile, summary), _overhead(profile, summary),
+                                   _cost(profile)]
     for name in ("eager", "compiled"):
         parts += [section(f"Top kernels, {name}"), _top_kernels(profile.side(name))]
     return parts + _diff(profile)
@@ -170,6 +196,9 @@ def host_tab(record: RunRecord, summary: RunSummary) -> list[RenderableType]:
         ("launch-bound", summary.launch_bound),
     ]
     parts: list[RenderableType] = [section("Host time"), kv_table(rows)]
+    if summary.one_clock:
+        parts.append(Text("on the CPU one loop times both clocks: the host time per call is the measured "
+                          "per-call time", style="dim"))
     if summary.launch_bound:
         parts.append(Text("launch-bound: the host's time per call exceeds the device's by 1.25× or more, so a "
                           "loop that never synchronises pays the host side", style="dim"))
