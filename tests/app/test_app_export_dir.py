@@ -15,6 +15,7 @@ from textual.geometry import Region
 from app_helpers import wait_until
 from tui.app.components.dialogs import ConfirmScreen
 from tui.app.exporting import exported_message, fit_path
+from tui.engine.export import default_formats
 from tui.engine.options import RunOptions
 
 
@@ -47,7 +48,8 @@ async def test_a_typed_csv_path_in_a_missing_directory_is_offered_too(make_app, 
         assert app.screen.question == f"{tmp_path / 'out'} does not exist. Make it and export there?"
         await pilot.press("y")
         await wait_until(pilot, lambda: (tmp_path / "out" / "report.json").exists(), what="the export")
-        assert sorted(p.name for p in (tmp_path / "out").iterdir()) == ["report-raw.csv", "report.csv", "report.json"]
+        assert sorted(p.name for p in (tmp_path / "out").iterdir()) == sorted("report" + f.suffix
+                                                                              for f in default_formats())
 
 
 async def test_a_link_in_the_typed_path_is_refused_after_the_yes_and_nothing_is_made_behind_it(make_app, tmp_path):
@@ -94,6 +96,7 @@ def test_a_path_is_shortened_from_the_left_and_its_file_name_kept():
     assert fit_path(path, 200) == path
     assert fit_path(path, 40) == "…" + path[-39:] and len(fit_path(path, 40)) == 40
     message = exported_message(2, path, 1, 80)
-    assert message.splitlines() == ["2 run(s) -> CSV, -raw.csv and .json (1 unfinished row(s) skipped):",
+    more = len(default_formats()) - 1  # 2: the JSON and the raw CSV
+    assert message.splitlines() == [f"2 run(s) -> CSV and {more} more file(s) (1 unfinished row(s) skipped):",
                                     fit_path(path, 36)]  # the toast's text at 80 columns
     assert Path(message.splitlines()[-1][1:]).name == Path(path).name

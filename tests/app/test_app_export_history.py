@@ -14,6 +14,7 @@ from tui import paths
 from tui.app.components.dialogs import ConfirmScreen, ExportScreen
 from tui.app.components.picker import Picker
 from tui.app.messages import RunFinished, RunsExported
+from tui.engine.export import default_formats
 from tui.engine.history import History
 from tui.engine.options import RunOptions
 from tui.engine.columns import CSV_COLUMNS, RAW_COLUMNS
@@ -43,7 +44,7 @@ async def test_export_writes_csv_raw_csv_and_json_and_says_where(make_app):
         await pilot.pause()
         files = exported[0].paths
         assert all(Path(p).parent == paths.exports_dir() for p in files)
-        csv_path, raw_path, json_path = (Path(p) for p in files)
+        csv_path, json_path, raw_path = (Path(p) for p in files[:3])  # EXPORT_FORMATS order
         with csv_path.open(newline="") as handle:
             rows = list(csv.DictReader(handle))
         assert tuple(rows[0].keys()) == CSV_COLUMNS
@@ -82,9 +83,10 @@ async def test_export_to_a_typed_directory(make_app, tmp_path):
         assert app.screen.question == f"{target} does not exist. Make it and export there?"
         assert not target.exists()
         await pilot.press("y")
-        await wait_until(pilot, lambda: target.exists() and len(list(target.glob("*"))) == 3, what="3 files")
-        names = sorted(p.name for p in target.iterdir())
-        assert names[0].endswith("-raw.csv") and names[1].endswith(".csv") and names[2].endswith(".json")
+        count = len(default_formats())
+        await wait_until(pilot, lambda: target.exists() and len(list(target.glob("*"))) == count, what="the files")
+        stem = next(p.name for p in target.iterdir() if p.name.endswith("-raw.csv")).removesuffix("-raw.csv")
+        assert sorted(p.name for p in target.iterdir()) == sorted(stem + f.suffix for f in default_formats())
         await wait_until(pilot, lambda: any(n.title == "Exported" for n in app._notifications), what="toast")
         (note,) = [n for n in app._notifications if n.title == "Exported"]
         csv_path = next(p for p in target.iterdir() if p.name.endswith(".csv") and not p.name.endswith("-raw.csv"))
@@ -96,7 +98,9 @@ async def test_export_to_a_typed_csv_path(make_app, tmp_path):
     async with app.run_test(size=(160, 48), notifications=True) as pilot:
         await _two_runs(app, pilot)
         app._export(str(tmp_path / "report.csv"))
-        await wait_until(pilot, lambda: (tmp_path / "report.json").exists(), what="json")
+        last = tmp_path / ("report" + default_formats()[-1].suffix)  # the formats are written in order
+        await wait_until(pilot, last.exists, what="the last file")
+        assert (tmp_path / "report.json").read_text().startswith('{"schema"')
         assert (tmp_path / "report.csv").read_text().startswith("run_id,")
         assert (tmp_path / "report-raw.csv").read_text().startswith("run_id,side,")
 

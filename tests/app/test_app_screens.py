@@ -15,7 +15,7 @@ from app_helpers import FAKE_WORKER, fake_runner, fake_worker_children, process_
 from fakes.records import cuda_run_record
 from tui.app import app as app_module
 from tui.app.app import CompileLabApp, run_app
-from tui.app.components.details import TABS, DetailsScreen, render_details
+from tui.app.components.details import DetailsScreen, render_details, tab_ids
 from tui.app.components.dialogs import ConfirmScreen
 from tui.app.components.help import HelpScreen
 from tui.engine.runner import WorkerRunner
@@ -23,7 +23,7 @@ from tui.engine.runner import WorkerRunner
 
 def _screen_text(screen: DetailsScreen) -> str:
     """What every tab of the details screen shows, one after the other."""
-    return "\n".join(_text(screen.tab_content(tab)) for tab, _ in TABS)
+    return "\n".join(_text(screen.tab_content(tab)) for tab in tab_ids())
 
 
 def _text(renderable) -> str:

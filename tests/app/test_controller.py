@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from tui.app.controller import LabController
+from tui.engine.export import default_formats
 from tui.engine.history import History
 from tui.engine.options import RunOptions
 from tui.engine.protocol import make_event
@@ -141,11 +142,12 @@ def test_a_queued_run_becomes_a_final_row_and_exports(tmp_path):
         records, skipped = lab.exportable_records([record.run_id])
         assert records == [record] and skipped == 0
         written = lab.write_export(records, str(tmp_path / "out.csv"))
-        assert [p.name for p in written] == ["out.csv", "out-raw.csv", "out.json"]
+        assert [p.name for p in written] == ["out" + fmt.suffix for fmt in default_formats()]
+        assert [p.name for p in written][:3] == ["out.csv", "out.json", "out-raw.csv"]
         with open(written[0], newline="") as handle:
             (row,) = list(csv.DictReader(handle))
         assert row["run_id"] == record.run_id and row["status"] == "done"
-        assert json.loads(written[2].read_text())["runs"][0]["run_id"] == record.run_id
+        assert json.loads(written[1].read_text())["runs"][0]["run_id"] == record.run_id
         await lab.close()
         assert runner.closed and lab.enqueue([options]) == []  # closed: nothing more is queued
 

@@ -12,11 +12,12 @@ from dataclasses import replace
 
 from rich.console import Console
 from textual.app import App
-from textual.widgets import Tab
+from textual.widgets import Static, Tab
 
 from fakes.records import cuda_run_record, full_record
 from fakes.timed import timed_run
-from tui.app.components.details import TABS, DetailsScreen, render_details, render_tab
+from tui.app.components.details import TABS, DetailsScreen, render_details, render_tab, tab_ids
+from tui.app.components.help import HelpScreen
 from tui.engine.payloads import Diagnostics, Env
 from tui.present.format import fmt_ms
 from tui.telemetry.model import RunTelemetry
@@ -43,7 +44,7 @@ class _Host(App):
 
 def test_every_tab_shows_labels_not_internal_names():
     record = full_record("20261201-101010-aaaaaa", failed=False)
-    for tab, _ in TABS:
+    for tab in tab_ids():
         text = _text(render_tab(record, tab))
         for name in INTERNAL_NAMES:  # as a label (the fake's values are made of field names)
             assert not re.search(rf"^\s*{name}\b", text, re.M), (tab, name)
@@ -120,12 +121,31 @@ async def test_tabs_fit_80x24_and_switch_with_digits_and_arrows():
         await pilot.press("4")
         assert screen.active_tab == "graphs"
         assert app.focused is screen.query_one("#details-graphs-body")  # arrow keys scroll the tab shown
-        await pilot.press("right", "right", "right", "right")
+        await pilot.press(*["right"] * (len(TABS) - 3))
         assert screen.active_tab == "summary"  # wraps around
         await pilot.press("left")
-        assert screen.active_tab == "environment"
+        assert screen.active_tab == TABS[-1].id
         await pilot.press("down")  # scrolls, does not switch
-        assert screen.active_tab == "environment"
+        assert screen.active_tab == TABS[-1].id
+
+
+async def test_every_tab_has_its_digit_and_the_help_lists_each_with_its_key():
+    """TABS is the one list: the n-th tab is on the key n, and the help names it after that key."""
+    assert 1 < len(TABS) <= 9 and len(set(tab_ids())) == len(TABS)
+    app = _Host(full_record("20261201-101010-aaaaaa", failed=False))
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.pause()
+        screen = app.screen
+        assert isinstance(screen, DetailsScreen)
+        for number, tab in reversed(list(enumerate(TABS, 1))):
+            await pilot.press(str(number))
+            assert screen.active_tab == tab.id
+        await app.push_screen(HelpScreen([]))
+        await pilot.pause()
+        help_text = " ".join(_text(app.screen.query_one("#help-content", Static).content, width=1000).split())
+    listed = ", ".join(f"{n} {tab.help}" for n, tab in enumerate(TABS[:-1], 1)) + f" and {len(TABS)} {TABS[-1].help}."
+    assert listed in help_text, help_text
+    assert "1 Summary, 2 Kernels (what ran per call on each side" in help_text  # the words, as shipped
 
 
 CODE = (

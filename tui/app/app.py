@@ -55,6 +55,7 @@ from tui.app.queueing import QueueActions
 from tui.app.trust import TrustActions
 from tui.app.view_link import AppView
 from tui.present.format import options_label, workload_label
+from tui.engine.status import RunStatus
 
 if TYPE_CHECKING:  # imported where used: the engine's records are not needed for the first frame
     from tui.engine.results import RunRecord
@@ -273,7 +274,7 @@ class CompileLabApp(App[int]):
         if self.lab.injected is record:  # a record shown as running ended (tests post this themselves)
             self.lab.injected = None
         self.main_screen.run_ended(record)
-        if record.status == "failed":
+        if record.status == RunStatus.FAILED:
             self.notify(
                 f"{workload_label(record.options)} {options_label(record.options)}: "
                 f"{record.error_kind}: {record.error_message}",

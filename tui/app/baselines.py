@@ -28,6 +28,7 @@ from tui.engine.compare.judge import judge_pair
 from tui.engine.compare.matching import field_values
 from tui.engine.results import RunRecord
 from tui.engine.verdict import FASTER, NO_CHANGE, SLOWER
+from tui.engine.status import RunStatus
 
 __all__ = ["SAME_FIELDS", "SETTINGS", "BASELINE_CELL", "PENDING_CELL", "baseline_pair", "judge_row", "vs_base_words",
            "vs_base_cell", "summary_text", "BaselineState", "judge_all", "baseline_summary"]
@@ -175,7 +176,7 @@ class BaselineState:
         for row in all_rows:
             if row in cells:
                 continue
-            done = [m for m in members(row) if m.status == "done"]
+            done = [m for m in members(row) if m.status == RunStatus.DONE]
             if not done or same_key(done[0]) not in keys:
                 cells[row] = NO_MATCH_CELL
             elif row in self.results:

@@ -376,18 +376,16 @@ class LabController(SessionListener):
 
     @staticmethod
     def write_export(records: list[RunRecord], target: str | None, *, make_directory: bool = False) -> list[Path]:
-        """Write ``records`` as CSV, raw CSV and JSON at ``target`` (blocking: call it off the event loop).
+        """Write ``records`` in every default export format at ``target`` (blocking: call it off the event loop).
 
-        Returns the paths written; ExportError, OSError or ValueError say why nothing (or not all) was written.
+        Returns the paths written, in the formats' order; ExportError, OSError or ValueError say why nothing
+        (or not all) was written.
         """
         from tui.app.export_target import export_paths
-        from tui.engine.export import default_export_paths, write_csv, write_json, write_raw_csv
+        from tui.engine.export import default_export_paths, default_formats
 
         destinations = export_paths(target, default_export_paths, make_directory=make_directory)
-        write_csv(records, destinations["csv"])
-        write_raw_csv(records, destinations["raw_csv"])
-        write_json(records, destinations["json"])
-        return [destinations["csv"], destinations["raw_csv"], destinations["json"]]
+        return [fmt.writer(records, destinations[fmt.name]) for fmt in default_formats()]
 
     def save_config(self) -> None:
         """Save the config (with the theme shown now); a failure is a notice."""

@@ -10,7 +10,7 @@ import os
 from pathlib import Path
 from typing import Any
 
-__all__ = ["export_paths", "export_directory", "directory_to_make", "fit_path", "exported_message"]
+__all__ = ["export_paths", "export_directory", "directory_to_make", "fit_path", "exported_message", "export_labels"]
 
 #: Columns of a toast's text: Textual's Toast is 60 wide, at most half of its rack (the screen
 #: less the rack's scroll bar), less its padding (1 each side) and its coloured left border.
@@ -18,7 +18,23 @@ TOAST_WIDTH, TOAST_MAX_SHARE, TOAST_RACK_GUTTER, TOAST_FRAME = 60, 0.5, 2, 3
 
 
 def _is_csv(target: str) -> bool:
-    return Path(target).expanduser().suffix.lower() == ".csv"
+    """The target names the first export format's file (``report.csv``), not a directory."""
+    from tui.engine.export import default_formats
+
+    name, suffix = Path(target).expanduser().name.lower(), default_formats()[0].suffix.lower()
+    return name.endswith(suffix) and len(name) > len(suffix)
+
+
+def export_list(words: list[str]) -> str:
+    """``a, b and c``."""
+    return " and ".join([", ".join(words[:-1]), words[-1]] if len(words) > 1 else words)
+
+
+def export_labels() -> str:
+    """The files an export writes, as the dialog and the palette name them (``CSV, JSON and raw ... CSV``)."""
+    from tui.engine.export import default_formats
+
+    return export_list([f.label for f in default_formats()])
 
 
 def export_directory(target: str | None) -> str | None:
@@ -48,7 +64,7 @@ def directory_to_make(target: str | None) -> Path | None:
 
 
 def export_paths(target: str | None, defaults: Any, *, make_directory: bool = False) -> dict[str, Path]:
-    """The three export files: defaults, in a typed directory, or next to a typed ``.csv`` path.
+    """The export's files (one per default format): defaults, in a typed directory, or next to a typed ``.csv`` path.
 
     Every one is checked before anything is written (ExportTargetError: a link, a device, a pipe,
     compile-lab's own data, a directory this user cannot write: the command line's rule,
@@ -56,7 +72,7 @@ def export_paths(target: str | None, defaults: Any, *, make_directory: bool = Fa
     inside compile-lab's data is refused before it is made. A missing typed directory is made only
     with ``make_directory`` (the user said yes), else ExportError names it.
     """
-    from tui.engine.export import ExportError, check_output
+    from tui.engine.export import ExportError, check_output, default_formats, export_files
     from tui.engine.export_dir import create_directory
 
     base = defaults()
@@ -70,9 +86,9 @@ def export_paths(target: str | None, defaults: Any, *, make_directory: bool = Fa
         destinations = base
     elif _is_csv(target):
         path = Path(target).expanduser()
-        stem = path.with_suffix("")
-        destinations = {"csv": path, "raw_csv": stem.with_name(stem.name + "-raw.csv"),
-                        "json": stem.with_suffix(".json")}
+        first = default_formats()[0]
+        destinations = export_files(path.with_name(path.name[: -len(first.suffix)]))
+        destinations[first.name] = path  # as typed (``Report.CSV`` stays so)
     else:
         path = Path(target).expanduser()
         destinations = {key: path / value.name for key, value in base.items()}
@@ -89,7 +105,12 @@ def fit_path(path: str, width: int) -> str:
 
 
 def exported_message(count: int, csv_path: str, skipped: int, screen_width: int) -> str:
-    """The export toast's text: what was written, then the CSV's path on a line of its own that fits the toast."""
+    """The export toast's text: what was written (the CSV and how many files beside it), then the CSV's path
+    on a line of its own that fits the toast."""
     width = min(TOAST_WIDTH, int((screen_width - TOAST_RACK_GUTTER) * TOAST_MAX_SHARE)) - TOAST_FRAME
+    from tui.engine.export import default_formats
+
+    first, *others = default_formats()
     note = f" ({skipped} unfinished row(s) skipped)" if skipped else ""
-    return f"{count} run(s) -> CSV, -raw.csv and .json{note}:\n{fit_path(csv_path, width)}"
+    files = f"{first.label} and {len(others)} more file(s)" if others else first.label  # short for any count
+    return f"{count} run(s) -> {files}{note}:\n{fit_path(csv_path, width)}"

@@ -8,6 +8,8 @@ from collections.abc import Iterator
 from textual.app import App, SystemCommand
 from textual.binding import Binding
 
+from tui.app.export_target import export_labels
+
 __all__ = ["help_keys", "lab_commands", "COMMANDS"]
 
 EXTRA_KEYS = [
@@ -47,7 +49,7 @@ COMMANDS = [
      "toggle_serial"),
     ("Re-run selected", "Queue the selected row's options again (a)", "rerun"),
     ("Details", "Every statistic of the selected row (enter)", "details"),
-    ("Export", "All ended rows to CSV, raw CSV and JSON (e)", "export"),
+    ("Export", f"All ended rows to {export_labels()} (e)", "export"),
     ("Export to...", "Export to a directory you type (E)", "export_to"),
     ("Toggle history", "Show or hide previous sessions' runs (h)", "toggle_history"),
     ("Sort by next column", "Cycle the sort column (s)", "sort"),

@@ -23,6 +23,7 @@ from typing import Any
 
 from tui.cli.parse import PROG
 from tui.engine.results import RunRecord
+from tui.engine.status import RunStatus
 
 __all__ = ["report_artifacts", "trace_target", "cmd_prune", "check_prune_args"]
 
@@ -69,11 +70,11 @@ def _traces(rows: list[RunRecord], args: argparse.Namespace, err: Any) -> bool:
             return True
     for number, row in enumerate(rows, 1):
         traced = row.options.trace or any(m.options.trace for m in getattr(row, "members", ()))
-        if not traced or row.status == "cancelled":
+        if not traced or row.status == RunStatus.CANCELLED:
             continue
         found = artifact_paths(row)
         if found.trace is None:
-            why = row.error_message if row.status == "failed" else _no_trace_why(row)
+            why = row.error_message if row.status == RunStatus.FAILED else _no_trace_why(row)
             _say(err, f"{PROG}: error: --trace: run {number} wrote no trace ({why})")
             failed = True
             continue

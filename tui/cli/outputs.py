@@ -16,10 +16,13 @@ from collections.abc import Iterable, Mapping, Sequence
 
 from tui.cli.parse import UsageError, split_list
 
-__all__ = ["EXPORT_FLAGS", "check_exports", "check_outputs", "input_files", "run_inputs", "selection_inputs"]
+__all__ = ["export_flags", "check_exports", "check_outputs", "input_files", "run_inputs", "selection_inputs"]
 
-#: The output flags and the attribute each fills, in the order they are written.
-EXPORT_FLAGS = (("--csv", "csv"), ("--json", "json"), ("--raw-csv", "raw_csv"))
+def export_flags() -> tuple[tuple[str, str], ...]:
+    """The export formats' output flags and the attribute each fills, in the order they are written."""
+    from tui.engine.export import EXPORT_FORMATS
+
+    return tuple((fmt.flag, fmt.name) for fmt in EXPORT_FORMATS)
 
 INPUT_ALLOWED = "a file other than the command's inputs"
 """What a refusal of an output onto an input allows."""
@@ -84,7 +87,7 @@ def check_exports(args: argparse.Namespace) -> None:
     full disk is found when the runs have ended and the files are written.
     """
     inputs = run_inputs(args)
-    seen = check_outputs(args, EXPORT_FLAGS, inputs)
+    seen = check_outputs(args, export_flags(), inputs)
     value = getattr(args, "trace", None)
     if value is not None:  # a file for run, a directory for sweep
         _check_one("--trace", value, seen, inputs, directory=args.command == "sweep")

@@ -12,6 +12,7 @@ from tui.engine.host_time import HOST_LABELS, graph_break_rows
 from tui.engine.results import RunRecord
 from tui.engine.summary import RunSummary
 from tui.typed import printable
+from tui.engine.status import RunStatus
 
 __all__ = ["print_table", "print_host_time", "host_time_lines", "print_warnings", "processes_text", "speedup_text",
            "verdict_text"]  # fmt: skip
@@ -80,8 +81,9 @@ def verdict_text(record: RunRecord) -> Any:
 
     summary = record.summary()
     if summary.verdict is None:
-        style = {"failed": "bold red", "cancelled": "yellow"}.get(record.status, "dim")
-        return Text("-" if record.status == "done" else record.status, style=style)
+        styles: dict[str, str] = {RunStatus.FAILED: "bold red", RunStatus.CANCELLED: "yellow"}
+        style = styles.get(record.status, "dim")
+        return Text("-" if record.status == RunStatus.DONE else record.status, style=style)
     text = Text(summary.verdict, style=VERDICT_STYLES.get(summary.verdict, ""))
     if summary.host_verdict is not None:
         text.append(f"\nhost {summary.host_verdict}", style=VERDICT_STYLES.get(summary.host_verdict, ""))
@@ -158,7 +160,7 @@ def print_table(records: list[RunRecord], console: Any) -> None:
         what.append(processes_text(record))
         compile_s = f"{record.compile_s:.3g} s" if record.compile_s is not None else "-"
         accuracy = record.accuracy.verdict
-        if record.status in ("failed", "cancelled"):
+        if record.status in (RunStatus.FAILED, RunStatus.CANCELLED):
             errors.append(f"run {number}: {_why(record.error_kind, record.error_message)}")
         table.add_row(
             what,

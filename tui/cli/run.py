@@ -33,6 +33,7 @@ from tui.engine.repeats import AUTO, may_grow
 from tui.engine.results import RunRecord
 from tui.engine.session import RunSession, SessionListener
 from tui.logs import suppressed
+from tui.engine.status import RunStatus
 
 __all__ = ["run_configs", "HISTORY_NOT_SAVED"]
 
@@ -306,16 +307,16 @@ def _report(records: list[RunRecord], ended: list[RunRecord], args: argparse.Nam
         print_warnings(rows, Console(file=out.as_io()))
         print_ab_diff(ended, Console(file=out.as_io()))
     for record in records:
-        if record.status == "failed" and args.quiet:
+        if record.status == RunStatus.FAILED and args.quiet:
             # one line, however long: a log keeps it whole
             _say(err, f"{PROG}: {record.options.workload} {record.options.label()}: {record.error_message}")
     if interrupted:
         signum = stopped_by[0] if stopped_by else signal.SIGINT
         reason = "Ctrl-C" if signum == signal.SIGINT else f"signal {signum}"
-        done = sum(r.status in ("done", "failed") for r in records)
+        done = sum(r.status in (RunStatus.DONE, RunStatus.FAILED) for r in records)
         _say(err, f"{PROG}: stopped by {reason}; {done} run(s) ended before it")
         return 128 + signum
-    if export_failed or any(r.status != "done" for r in records):
+    if export_failed or any(r.status != RunStatus.DONE for r in records):
         return 1
     if getattr(args, "strict", False) and _unconfident(rows):
         _say(err, f"{PROG}: --strict: {_unconfident(rows)}")
@@ -341,10 +342,6 @@ def _say(console: Any, text: str) -> None:
     console.print(text, markup=False, highlight=False, soft_wrap=True)
 
 
-#: The output flags, the attribute each fills and the function that writes it.
-_EXPORTS = (("--csv", "csv", "write_csv"), ("--json", "json", "write_json"), ("--raw-csv", "raw_csv", "write_raw_csv"))
-
-
 def _export(records: list[RunRecord], args: argparse.Namespace, err: Any) -> bool:
     """Write the requested exports of ``records`` (rows: a group stands for its runs); True when one failed.
 
@@ -354,18 +351,17 @@ def _export(records: list[RunRecord], args: argparse.Namespace, err: Any) -> boo
     from tui.engine import export
     from tui.engine.repeats import members_of
 
-    wanted = [(flag, getattr(args, dest)) for flag, dest, _ in _EXPORTS if getattr(args, dest, None)]
-    if wanted and not any(r.status in ("done", "failed") for r in members_of(records)):
+    formats = [fmt for fmt in export.EXPORT_FORMATS if getattr(args, fmt.name, None)]
+    wanted = [(fmt.flag, getattr(args, fmt.name)) for fmt in formats]
+    if wanted and not any(r.status in (RunStatus.DONE, RunStatus.FAILED) for r in members_of(records)):
         names = ", ".join(f"{flag} {path}" for flag, path in wanted)
         _say(err, f"{PROG}: no run ended, so no export was written ({names}); an existing file is left as it was")
         return False
     failed = False
-    for _flag, dest, writer in _EXPORTS:
-        path = getattr(args, dest, None)
-        if not path:
-            continue
+    for fmt in formats:
+        path = getattr(args, fmt.name)
         try:
-            getattr(export, writer)(records, path)
+            fmt.writer(records, path)
         except export.ExportError as exc:
             failed = True
             _say(err, f"{PROG}: error: {exc}")
@@ -478,11 +474,11 @@ class _Progress(SessionListener):
             return
         measured = sum(len(b.ms) for side in record.samples.values() for b in side if b.stage == "measure")
         state = self.notes.get(record.run_id) or record.status.replace("_", " ")
-        if record.status == "measuring" or measured:
+        if record.status == RunStatus.MEASURING or measured:
             state += f" {measured}/{2 * record.options.iters} it"
-        if record.status in ("failed", "cancelled"):
+        if record.status in (RunStatus.FAILED, RunStatus.CANCELLED):
             state = f"[red]{record.status}[/red]"
-        elif record.status == "done":
+        elif record.status == RunStatus.DONE:
             state = "[green]done[/green]"
         with contextlib.suppress(OSError):
             self.progress.update(self.tasks[record.run_id], completed=record.progress(), state=state)

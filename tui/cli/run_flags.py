@@ -198,6 +198,8 @@ def add_run_flags(parser: argparse.ArgumentParser, sweep: bool) -> None:
 
 def _add_command_flags(groups: _Groups) -> None:
     """The flags that are not run options: where runs go, how many processes, the exports, the output."""
+    from tui.engine.export import EXPORT_FORMATS
+
     what, cluster, timing, out = groups["what"], groups["cluster"], groups["timing"], groups["output"]
     what.add_argument("--each-gpu-kind", action="store_true",
                       help="with a GPU list of several kinds: every configuration on each kind, each on that kind's "
@@ -219,9 +221,8 @@ def _add_command_flags(groups: _Groups) -> None:
                              "a launch-bound host verdict needs two or more (default auto: CPU runs stay one)")
     groups["verdict"].add_argument("--strict", action="store_true",
                                    help="exit 3 when a run's verdict is noisy or inconclusive (for CI)")
-    out.add_argument("--csv", metavar="PATH", help="write the summary CSV")
-    out.add_argument("--json", metavar="PATH", help="write every run as JSON (with per-iteration times)")
-    out.add_argument("--raw-csv", metavar="PATH", help="write one CSV row per timed iteration")
+    for fmt in EXPORT_FORMATS:  # the export formats' registry: a new format is an entry there
+        out.add_argument(fmt.flag, metavar="PATH", help=f"write {fmt.contents}")
     out.add_argument("--tlparse", action="store_true",
                      help="with --torch-trace (implied): run tlparse, if it is on PATH, on each run's logs afterwards "
                           "and print the report's path")

@@ -20,6 +20,7 @@ from tui.present.option_fields import differing, option_words, params_text, work
 from tui.engine.options import RunOptions
 from tui.engine.results import RunRecord
 from tui.engine.summary import RunSummary
+from tui.engine.status import RunStatus
 
 __all__ = ["RunLines", "run_label", "ended_text"]
 
@@ -49,9 +50,9 @@ def _done_text(summary: RunSummary) -> str:
 
 def ended_text(record: RunRecord) -> str:
     """What a run ended with: ``done 1.31x [1.28, 1.35] faster``, ``failed: compile_error: ...``, ``cancelled``."""
-    if record.status == "done":
+    if record.status == RunStatus.DONE:
         return _done_text(record.summary())
-    if record.status == "failed":
+    if record.status == RunStatus.FAILED:
         return f"failed: {record.error_kind}: {record.error_message}"
     message = record.error_message
     return record.status if not message or message == record.status else f"{record.status}: {message}"

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from tui.engine.compare.matching import pair_up
 from tui.engine.options import OptionsError
 from tui.engine.results import RunRecord
+from tui.engine.status import RunStatus
 
 __all__ = ["check_interpreter", "interpreter_name", "ABDiff", "diagnostics_diff"]
 
@@ -112,7 +113,7 @@ def diagnostics_diff(records: Iterable[RunRecord], pythons: Sequence[str],
     ``label_of(record)`` names a configuration. Runs are matched the way ``compile-lab compare``
     matches them, the torch version ignored (it is what an A/B changes).
     """
-    runs = [r for r in records if r.status == "done"]
+    runs = [r for r in records if r.status == RunStatus.DONE]
     side_a = [r for r in runs if r.options.python == pythons[0]]
     side_b = [r for r in runs if r.options.python == pythons[1]]
     pairs, _ = pair_up(side_a, side_b, ignore=("torch_version",))

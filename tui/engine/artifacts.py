@@ -30,6 +30,7 @@ from typing import Any
 from tui import paths
 from tui.engine.input_file import JSONError, load_json, read_regular
 from tui.typed import JsonRecord
+from tui.engine.status import RunStatus
 
 __all__ = [
     "GraphCode", "RunArtifacts", "CodeListing", "ArtifactPaths", "PruneNote",
@@ -272,7 +273,7 @@ def _no_code_why(record: Any) -> str:
     options = record.options
     if options.backend != "inductor":
         return f"the {options.backend} backend generates no code (inductor does)"
-    if record.status != "done" and record.compile_s is None:
+    if record.status != RunStatus.DONE and record.compile_s is None:
         return "the run ended before anything was compiled"
     return "no generated code was kept (a run from before compile-lab kept it, or inductor compiled no graph)"
 

@@ -1,4 +1,7 @@
-"""Exports of run records: summary CSV, full JSON, raw per-iteration CSV.
+"""Exports of run records: summary CSV, full JSON, raw per-iteration CSV, listed once in :data:`EXPORT_FORMATS`.
+
+The CLI's output flags, the app's export (its dialog, its files, its notice) and the paths of an
+export all read :data:`EXPORT_FORMATS`, so a new format is a writer and an entry here.
 
 Every write is atomic (:mod:`tui.engine.atomic`): the content goes to a temporary file in the
 target's directory, is flushed and fsynced, then put in place over the target. A failure (missing
@@ -21,8 +24,9 @@ import csv
 import json
 import os
 import stat
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from contextlib import AbstractContextManager
+from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import IO
@@ -48,6 +52,10 @@ __all__ = [
     "write_json",
     "write_raw_csv",
     "default_export_paths",
+    "export_files",
+    "ExportFormat",
+    "EXPORT_FORMATS",
+    "default_formats",
     "atomic_writer",
     "EXPORT_SCHEMA",
 ]
@@ -224,8 +232,53 @@ def _now_iso() -> str:
     return datetime.now(timezone.utc).isoformat(timespec="seconds").replace("+00:00", "Z")
 
 
+#: A writer: the records and the target path in, the path written out (ExportError: nothing written).
+Writer = Callable[[Iterable[RunRecord], str | os.PathLike[str]], Path]
+
+
+@dataclass(frozen=True)
+class ExportFormat:
+    """One export format: its name, its file name's ending, what it holds, and the function that writes it."""
+
+    name: str
+    """The key of its path (``default_export_paths``) and the CLI's attribute; the flag is ``--`` + it, dashed."""
+    suffix: str
+    """What follows an export's stem in its file name (``-raw.csv``: ``compile-lab-...-raw.csv``)."""
+    label: str
+    """Its name in a list of the files (the app's export dialog and palette)."""
+    contents: str
+    """What it holds, for the CLI flag's help (``write <contents>``)."""
+    writer: Writer
+    default: bool = True
+    """Written by the app's export (``e``, ``E``); the CLI writes a format only when its flag is given."""
+
+    @property
+    def flag(self) -> str:
+        """The CLI's output flag (``--raw-csv``)."""
+        return "--" + self.name.replace("_", "-")
+
+
+EXPORT_FORMATS: tuple[ExportFormat, ...] = (
+    ExportFormat("csv", ".csv", "CSV", "the summary CSV", write_csv),
+    ExportFormat("json", ".json", "JSON", "every run as JSON (with per-iteration times)", write_json),
+    ExportFormat("raw_csv", "-raw.csv", "raw per-iteration CSV", "one CSV row per timed iteration", write_raw_csv),
+)
+"""Every export format, in the order the CLI lists and writes them; the first is the one a typed
+``.csv`` path names in the app (the others are written beside it)."""
+
+
+def default_formats() -> tuple[ExportFormat, ...]:
+    """The formats the app's export writes, in order."""
+    return tuple(f for f in EXPORT_FORMATS if f.default)
+
+
+def export_files(stem: Path) -> dict[str, Path]:
+    """Each default format's path: ``stem``'s name followed by the format's suffix, in ``stem``'s directory."""
+    return {f.name: stem.with_name(stem.name + f.suffix) for f in default_formats()}
+
+
 def default_export_paths(now: datetime | float | None = None) -> dict[str, Path]:
-    """``{"csv", "raw_csv", "json"}`` paths under ``paths.exports_dir()`` named by a UTC timestamp.
+    """Each default format's path (:func:`export_files`) under ``paths.exports_dir()``, named by a UTC timestamp.
 
     Creates the exports directory (ExportError if it cannot). When files of that second
     already exist, a ``-2``, ``-3``... suffix keeps every name new.
@@ -245,11 +298,7 @@ def default_export_paths(now: datetime | float | None = None) -> dict[str, Path]
     suffix = ""
     for attempt in range(1, 1000):
         suffix = "" if attempt == 1 else f"-{attempt}"
-        candidate = {
-            "csv": directory / f"{stem}{suffix}.csv",
-            "raw_csv": directory / f"{stem}{suffix}-raw.csv",
-            "json": directory / f"{stem}{suffix}.json",
-        }
+        candidate = export_files(directory / f"{stem}{suffix}")
         if not any(p.exists() for p in candidate.values()):
             return candidate
     return candidate

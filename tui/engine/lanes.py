@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 
 from tui.engine.options import RunOptions
 from tui.engine.results import RunRecord
+from tui.engine.status import RunStatus
 
 __all__ = ["SHARED_LANE", "CLUSTER_LANE", "RETIRE_AFTER", "RunUnit", "LaneHealth", "is_local", "lane_of",
            "options_in"]
@@ -94,6 +95,6 @@ def gpu_failed(record: RunRecord) -> bool:
     """A failure that says more about the GPU than the configuration: the worker never reported its
     environment (it died, or the device could not be opened, before anything of the configuration ran).
     A crash later may be the configuration's (inductor's code), so it does not count."""
-    if record.status != "failed" or record.error_kind in ("cancelled", "timeout"):
+    if record.status != RunStatus.FAILED or record.error_kind in ("cancelled", "timeout"):
         return False
     return record.env.torch is None

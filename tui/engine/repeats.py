@@ -43,6 +43,7 @@ from tui.engine.summary import (
 )  # fmt: skip
 from tui.engine.verdict import NOISY, SideSeries, Verdict, VerdictPolicy, judge_interval, noise_reasons
 from tui.typed import JsonRecord
+from tui.engine.status import RunStatus
 
 __all__ = [
     "AUTO", "AUTO_MAX_PROCESSES", "DEFAULT_TARGET", "MAX_REPEATS", "GroupSummary", "GroupRecord",
@@ -91,7 +92,7 @@ class GroupSummary(JsonRecord):
     """Runs in the group, whatever their status."""
     done: int = 0
     """Runs that ended done: their blocks are pooled."""
-    status: str = "queued"
+    status: str = RunStatus.QUEUED
     speedup: float | None = None
     speedup_xproc_ci_low: float | None = None
     speedup_xproc_ci_high: float | None = None
@@ -150,12 +151,12 @@ def members_of(rows: Iterable[RunRecord]) -> list[RunRecord]:
 def group_status(members: Sequence[RunRecord]) -> str:
     """failed if a run failed, else cancelled if one was, else an unfinished run's status, else done."""
     statuses = [m.status for m in members]
-    for status in ("failed", "cancelled"):
+    for status in (RunStatus.FAILED, RunStatus.CANCELLED):
         if status in statuses:
             return status
     waiting = [s for s in statuses if s not in TERMINAL_STATUSES]
-    active = [s for s in waiting if s != "queued"]
-    return (active or waiting or ["done"])[0]
+    active = [s for s in waiting if s != RunStatus.QUEUED]
+    return (active or waiting or [RunStatus.DONE])[0]
 
 
 # ----- the group's numbers -------------------------------------------------------------------
@@ -215,7 +216,7 @@ def _launch_bound(summaries: Sequence[RunSummary]) -> bool | None:
 def summarize_group(members: Sequence[RunRecord]) -> GroupSummary:
     """The :class:`GroupSummary` of one group's records (their samples are loaded if stored apart)."""
     members = sorted(members, key=lambda r: r.repeat)
-    done = [m for m in members if m.status == "done"]
+    done = [m for m in members if m.status == RunStatus.DONE]
     for record in done:
         record.ensure_samples()
     status = group_status(members)
@@ -232,10 +233,10 @@ def summarize_group(members: Sequence[RunRecord]) -> GroupSummary:
     if len(done) == 1:
         only = summaries[0]
         return dataclasses.replace(base, speedup=only.speedup, host_speedup=only.host_speedup,
-                                   verdict=only.verdict if status == "done" else None,
-                                   noise_reasons=only.noise_reasons if status == "done" else (),
-                                   host_verdict=only.host_verdict if status == "done" else None,
-                                   host_noise_reasons=only.host_noise_reasons if status == "done" else ())
+                                   verdict=only.verdict if status == RunStatus.DONE else None,
+                                   noise_reasons=only.noise_reasons if status == RunStatus.DONE else (),
+                                   host_verdict=only.host_verdict if status == RunStatus.DONE else None,
+                                   host_noise_reasons=only.host_noise_reasons if status == RunStatus.DONE else ())
     return _across_processes(base, done)
 
 
@@ -253,7 +254,7 @@ def _across_processes(base: GroupSummary, done: Sequence[RunRecord]) -> GroupSum
     changes: dict = dict(speedup=iter_ci.point, speedup_xproc_ci_low=iter_ci.low, speedup_xproc_ci_high=iter_ci.high,
                          host_speedup=host_ci.point, host_speedup_xproc_ci_low=host_ci.low,
                          host_speedup_xproc_ci_high=host_ci.high)  # fmt: skip
-    if base.status == "done":
+    if base.status == RunStatus.DONE:
         options = done[0].options
         policy = VerdictPolicy.of(options.noise_threshold, options.noise_limits)
         verdict = _group_verdict(done, (iter_ci.low, iter_ci.high), "iter", policy)
@@ -272,7 +273,7 @@ def wants_another_process(group: GroupSummary, target: float | None = None,
     ``target`` wide (hi/lo - 1; default :data:`DEFAULT_TARGET`). A group of one has no such
     interval yet; a group that failed, was cancelled or is not launch-bound never grows.
     """
-    if group.status != "done" or not group.launch_bound or group.processes >= cap:
+    if group.status != RunStatus.DONE or not group.launch_bound or group.processes >= cap:
         return False
     if group.done < 2:
         return True
@@ -301,7 +302,7 @@ class GroupRecord(RunRecord):
         """The row of ``members`` (one group's records)."""
         members = sorted(members, key=lambda r: r.repeat)
         group = summarize_group(members)
-        done = [m for m in members if m.status == "done"]
+        done = [m for m in members if m.status == RunStatus.DONE]
         first = done[0] if done else members[0]
         row = cls(run_id=group.group_id, options=first.options, created=members[0].created, status=group.status,
                   env=first.env, compile_s=first.compile_s, diagnostics=first.diagnostics,
@@ -313,7 +314,7 @@ class GroupRecord(RunRecord):
                                first.profile))  # fmt: skip
         row.members, row.group = list(members), group
         row.warnings = _shared_warnings(done)
-        ended = [m for m in members if m.status in ("failed", "cancelled")]
+        ended = [m for m in members if m.status in (RunStatus.FAILED, RunStatus.CANCELLED)]
         if ended:
             number = members.index(ended[0]) + 1
             row.error_kind = ended[0].error_kind
@@ -361,7 +362,7 @@ def _pooled_summary(row: GroupRecord) -> RunSummary:
                              live.outliers(side, pooled.side(side).iter)) for side in SIDES}  # fmt: skip
     group = row.group
     if group.done == 1:
-        only = next(m for m in row.members if m.status == "done").summary()
+        only = next(m for m in row.members if m.status == RunStatus.DONE).summary()
         low, high, host_low, host_high = (only.speedup_ci_low, only.speedup_ci_high, only.host_speedup_ci_low,
                                           only.host_speedup_ci_high)  # fmt: skip
     else:

@@ -23,6 +23,7 @@ from tui.engine.stats import Stats, percentile
 from tui.engine.summary import RunSummary
 from tui.engine.verdict import NOISY
 from tui.telemetry.model import RunTelemetry
+from tui.engine.status import RunStatus
 
 __all__ = ["Interval", "SideData", "ProcessData", "ReportRow", "EnvironmentRow", "ReportData", "gather_report",
            "QUANTILES", "ENV_FIELDS"]
@@ -181,7 +182,8 @@ def _row(number: int, members: Sequence[RunRecord]) -> ReportRow:
     summary = record.summary()
     clock = clock_info(summary.clock)
     repeat = len(members) if len(members) > 1 else 1
-    error = f"{record.error_kind}: {record.error_message}" if record.status in ("failed", "cancelled") else None
+    ended = record.status in (RunStatus.FAILED, RunStatus.CANCELLED)
+    error = f"{record.error_kind}: {record.error_message}" if ended else None
     return ReportRow(
         number=number, options=record.options, status=record.status,
         clock=clock.label if clock else summary.clock, device_time=bool(clock and clock.device_time),
@@ -217,7 +219,7 @@ def _environments(rows: Iterable[ReportRow]) -> tuple[EnvironmentRow, ...]:
     seen: dict[tuple, tuple[Env, list[int]]] = {}
     for row in rows:
         for process in row.processes:
-            if process.status == "cancelled" and process.env == Env():
+            if process.status == RunStatus.CANCELLED and process.env == Env():
                 continue  # cancelled before it started: it never had an environment
             env, numbers = seen.setdefault(_env_key(process.env), (process.env, []))
             if row.number not in numbers:

@@ -24,7 +24,6 @@ from tui.engine.kernels import Profile
 from tui.engine.options import RunOptions
 from tui.engine.payloads import Accuracy, Diagnostics, Env, Memory
 from tui.engine.protocol import (
-    PHASES,
     SIDES,
     ArtifactWritten,
     BlockTimed,
@@ -47,14 +46,15 @@ from tui.engine.summary import LiveStats, RunSummary, SummaryInputs, build_summa
 from tui.engine.verdict import Machine, VerdictPolicy
 from tui.telemetry.model import RunTelemetry
 from tui.typed import decode_fields, finite, printable
+from tui.engine.status import RunStatus
 
 __all__ = ["RunRecord", "Block", "SamplesUnavailable", "SamplesPruned", "SamplesInvalid", "STATUSES",
            "TERMINAL_STATUSES", "ACTIVE_STATUSES", "SIDES", "new_run_id", "samples_to_json", "samples_from_json"]
 
-TERMINAL_STATUSES = frozenset({"done", "failed", "cancelled"})
+TERMINAL_STATUSES = frozenset({RunStatus.DONE, RunStatus.FAILED, RunStatus.CANCELLED})
 """A record in one of these will not change any more."""
-STATUSES = ("queued", "starting", *PHASES, "done", "failed", "cancelled")
-ACTIVE_STATUSES = frozenset(STATUSES) - TERMINAL_STATUSES - {"queued"}
+STATUSES = tuple(status.value for status in RunStatus)
+ACTIVE_STATUSES = frozenset(RunStatus) - TERMINAL_STATUSES - {RunStatus.QUEUED}
 """A record in one of these has a live worker."""
 
 
@@ -79,7 +79,7 @@ class RunRecord:
     run_id: str
     options: RunOptions = field(default_factory=RunOptions)
     created: float = field(default_factory=time.time)
-    status: str = "queued"
+    status: str = RunStatus.QUEUED
     env: Env = field(default_factory=Env)
     compile_s: float | None = None
     diagnostics: Diagnostics = field(default_factory=Diagnostics)
@@ -155,13 +155,13 @@ class RunRecord:
         self._version += 1
 
     def _on_ready(self, event: Ready) -> None:
-        if self.status == "queued":
-            self.status = "starting"
+        if self.status == RunStatus.QUEUED:
+            self.status = RunStatus.STARTING
 
     def _on_started(self, event: Started) -> None:
         self.env = event.env
-        if self.status == "queued":
-            self.status = "starting"
+        if self.status == RunStatus.QUEUED:
+            self.status = RunStatus.STARTING
 
     def _on_phase(self, event: PhaseChanged) -> None:
         self.status = event.phase
@@ -207,7 +207,7 @@ class RunRecord:
             self.bytes_per_call = event.bytes_per_call
         for message in event.warnings:
             self._warn(" ".join(message.split()))
-        self.status = "done"
+        self.status = RunStatus.DONE
 
     def _on_failed(self, event: Failed) -> None:
         self.fail(event.kind, event.message, event.detail)
@@ -225,7 +225,7 @@ class RunRecord:
         self.error_kind = kind
         self.error_message = printable(" ".join(message.split())) or kind.replace("_", " ")
         self.error_detail = printable(detail)  # a worker's stderr: shown, never run by the terminal
-        self.status = "cancelled" if kind == "cancelled" else "failed"
+        self.status = RunStatus.CANCELLED if kind == "cancelled" else RunStatus.FAILED
         self._version += 1
 
     def set_telemetry(self, telemetry: RunTelemetry) -> None:
@@ -297,7 +297,7 @@ class RunRecord:
 
     def progress(self) -> float:
         """0..1: measured iterations / (2 * options.iters), or the share of the time budget if larger."""
-        if self.status == "done":
+        if self.status == RunStatus.DONE:
             return 1.0
         fraction = self._measured_iters / (2 * max(1, self.options.iters))
         budget = self.options.time_budget_s
@@ -334,7 +334,7 @@ class RunRecord:
             self._live.feed(self.samples)
             result = build_summary(self._live, SummaryInputs(
                 finished=self.finished,
-                done=self.status == "done",
+                done=self.status == RunStatus.DONE,
                 compile_s=self.compile_s,
                 flops_per_call=self.flops_per_call,
                 bytes_per_call=self.bytes_per_call,
@@ -378,7 +378,7 @@ class RunRecord:
     def summary_line(self) -> str:
         """One line for logs: configuration, status and the headline numbers."""
         head = f"{self.run_id} {self.options.workload} {self.options.label()} on {self.options.device}: {self.status}"
-        if self.status in ("failed", "cancelled"):
+        if self.status in (RunStatus.FAILED, RunStatus.CANCELLED):
             head += f" ({self.error_kind}: {self.error_message})"
         s = self.summary()
         parts = [head]
@@ -463,7 +463,7 @@ class RunRecord:
         record.run_id = record.run_id or new_run_id()
         if record.status not in STATUSES:
             problems.append(f"record.status: {record.status!r} is not a status")
-            record.status = "failed"
+            record.status = RunStatus.FAILED
         record.warnings.extend(f"stored record: {p}" for p in problems)
         if stored.samples is not None:
             record.set_samples_json(stored.samples)

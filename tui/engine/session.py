@@ -65,6 +65,7 @@ from tui.engine.lanes import (
 )
 from tui.engine.results import RunRecord, new_run_id
 from tui.logs import suppressed
+from tui.engine.status import RunStatus
 
 __all__ = ["RunSession", "RunUnit", "SessionListener", "Runner", "lane_of", "is_local", "SHARED_LANE",
            "CLUSTER_LANE", "RETIRE_AFTER"]
@@ -252,7 +253,7 @@ class RunSession:
             # sweep) a spare for this run's would be the wrong one every time.
             runner.next_options = None if upcoming is None else options_in(upcoming, unit.lane)
         with contextlib.suppress(ValueError):
-            unit.record.set_status("starting")
+            unit.record.set_status(RunStatus.STARTING)
         self.running[unit.lane] = unit
         self._count_neighbours()
         self._unsaved.add(unit.record.run_id)

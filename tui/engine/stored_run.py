@@ -16,6 +16,7 @@ from tui.engine.payloads import Accuracy, Diagnostics, Env, Memory
 from tui.engine.stored_options import decode_options
 from tui.engine.summary import RunSummary
 from tui.telemetry.model import RunTelemetry
+from tui.engine.status import RunStatus
 
 __all__ = ["StoredRun", "stored_options"]
 
@@ -26,7 +27,7 @@ class StoredRun:
 
     run_id: str = ""
     created: float = 0.0
-    status: str = "failed"
+    status: str = RunStatus.FAILED
     env: Env = field(default_factory=Env)
     compile_s: float | None = None
     diagnostics: Diagnostics = field(default_factory=Diagnostics)

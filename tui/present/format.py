@@ -12,6 +12,7 @@ from tui.engine.catalog import is_user_workload
 from tui.engine.options import RunOptions
 from tui.engine.results import ACTIVE_STATUSES, TERMINAL_STATUSES, RunRecord
 from tui.typed import printable
+from tui.engine.status import RunStatus
 
 __all__ = [
     "STATUS_LABELS",
@@ -36,18 +37,18 @@ VERDICT_STYLES = {"faster": "bold green", "slower": "bold red", "no change": "bo
                   "inconclusive": "yellow", "noisy": "bold magenta"}
 """The Rich style of each verdict word (tui.engine.verdict), in the app and the CLI alike."""
 
-STATUS_LABELS = {
-    "queued": "queued",
-    "starting": "starting",
-    "building": "building",
-    "compiling": "compiling",
-    "warming_up": "warming up",
-    "checking_accuracy": "accuracy",
-    "measuring": "measuring",
-    "diagnosing": "diagnosing",
-    "done": "done",
-    "failed": "failed",
-    "cancelled": "cancelled",
+STATUS_LABELS: dict[str, str] = {
+    RunStatus.QUEUED: "queued",
+    RunStatus.STARTING: "starting",
+    RunStatus.BUILDING: "building",
+    RunStatus.COMPILING: "compiling",
+    RunStatus.WARMING_UP: "warming up",
+    RunStatus.CHECKING_ACCURACY: "accuracy",
+    RunStatus.MEASURING: "measuring",
+    RunStatus.DIAGNOSING: "diagnosing",
+    RunStatus.DONE: "done",
+    RunStatus.FAILED: "failed",
+    RunStatus.CANCELLED: "cancelled",
 }
 """Status -> the short word shown in the table."""
 

@@ -23,6 +23,7 @@ from typing import Any, ParamSpec, TypeVar
 
 from tui.engine.report_data import Interval, ReportRow, SideData
 from tui.report.colors import BAND, NO_VERDICT, SIDE_COLOURS, UNITY, VERDICT_COLOURS, verdict_colour
+from tui.engine.status import RunStatus
 
 __all__ = ["MatplotlibMissing", "INSTALL_HINT", "load_matplotlib", "forest_svg", "distribution_svg",
            "speedup_words", "FOREST_ID"]
@@ -110,7 +111,7 @@ def speedup_words(interval: Interval | None) -> str:
 
 def _right_label(row: ReportRow) -> str:
     if row.speedup is None:
-        return row.status if row.status != "done" else "no speedup"
+        return row.status if row.status != RunStatus.DONE else "no speedup"
     text = f"{speedup_words(row.speedup)} {row.verdict or row.status}"
     if row.shows_host:
         text += f"; host {speedup_words(row.host_speedup)} {row.host_verdict or ''}".rstrip()

@@ -21,6 +21,7 @@ from typing import NamedTuple, Protocol
 from collections.abc import Mapping, Sequence
 
 from tui.engine.stats import percentile
+from tui.engine.status import RunStatus
 
 __all__ = [
     "SIDES",
@@ -318,15 +319,15 @@ def placeholder_text(record: object | None, width: int = 80) -> str:
     if record is None:
         return "no run selected"
     status = getattr(record, "status", None)
-    if status == "failed":
+    if status == RunStatus.FAILED:
         kind = getattr(record, "error_kind", None)
         text = f"run failed ({kind}): no timing blocks"
         return text if kind and len(text) <= width else "run failed: no timing blocks"
-    if status == "cancelled":
+    if status == RunStatus.CANCELLED:
         return "cancelled before any timing block"
-    if status == "queued":
+    if status == RunStatus.QUEUED:
         return "queued: no timing blocks yet"
-    if status == "done":
+    if status == RunStatus.DONE:
         return "no timing blocks to show"
     return "waiting for timing blocks…"
 

@@ -9,6 +9,8 @@ from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import Button, Input, Label, Static
 
+from tui.app.export_target import export_labels
+
 __all__ = ["ConfirmScreen", "ExportScreen"]
 
 
@@ -78,7 +80,7 @@ class ExportScreen(ModalScreen[str | None]):
     def compose(self) -> ComposeResult:
         """The prompt and the path input."""
         with Vertical(classes="dialog"):
-            yield Label("Export all ended rows (CSV, raw per-iteration CSV, JSON) to a directory or a .csv path:")
+            yield Label(f"Export all ended rows ({export_labels()}) to a directory or a .csv path:")
             yield Input(placeholder=self.default_dir, id="export-path")
             yield Static("Enter: export   Escape: cancel   (empty = the default above; a directory that does not "
                          "exist is made only after you say yes)", classes="dim-hint")

@@ -1,4 +1,4 @@
-"""The help screen (F1 or ``?``): what compile-lab measures, and every key binding."""
+"""The help screen (F1 or ``?``): what compile-lab measures, the details' tabs and every key binding."""
 
 from __future__ import annotations
 
@@ -12,6 +12,8 @@ from textual.binding import Binding
 from textual.containers import VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import Static
+
+from tui.app.components.details import tabs_help
 
 __all__ = ["HelpScreen"]
 
@@ -35,10 +37,9 @@ With two GPUs or more, the device field's cuda:all (or the GPUs checked in the s
 one configuration per GPU at once: the GPU pane marks each busy GPU ▶ with its run, a row's
 device column names the GPU it got, and x cancels the selected row's run (else every running one).
 
-Enter on a row opens its details in tabs (1-7 or Left/Right switch): Summary, Kernels (what
-ran per call on each side and which eager ops went into which compiled kernel), Host time,
-Graphs and breaks, Code, Telemetry and Environment.
+{details}
 Tab / shift+tab move between panes; Escape leaves a text field."""
+"""The help's text; ``{details}``: the details' tabs and their keys (from their one list, tabs_help)."""
 
 
 def _reflow(text: str) -> str:
@@ -66,7 +67,8 @@ class HelpScreen(ModalScreen[None]):
             table.add_row(key, description)
         with VerticalScroll(classes="dialog help-dialog"):
             yield Static(
-                Group(Text("compile-lab help", style="bold"), Text(_reflow(INTRO)), Text(""), table,
+                Group(Text("compile-lab help", style="bold"), Text(_reflow(INTRO.format(details=tabs_help()))),
+                      Text(""), table,
                       *([Text(f"\nData dir {self.data_line}")] if self.data_line else []),
                       Text("\nEscape, q or F1 closes this help.", style="dim")),
                 id="help-content",

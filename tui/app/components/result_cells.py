@@ -30,14 +30,15 @@ from tui.present.option_fields import FIELDS_BY_KEY, OPTION_FIELDS
 from tui.engine.results import RunRecord
 from tui.engine.summary import RunSummary
 from tui.typed import printable
+from tui.engine.status import RunStatus
 
 __all__ = ["Cell", "config_cell", "row_cells", "history_cells"]
 
-_STATUS_STYLES = {
-    "queued": "dim",
-    "done": "green",
-    "failed": "bold red",
-    "cancelled": "dim italic",
+_STATUS_STYLES: dict[str, str] = {
+    RunStatus.QUEUED: "dim",
+    RunStatus.DONE: "green",
+    RunStatus.FAILED: "bold red",
+    RunStatus.CANCELLED: "dim italic",
 }
 _GPU_VENDOR_PREFIXES = ("NVIDIA ",)
 """Said by every GPU name, so left out of the GPU column."""
@@ -90,7 +91,8 @@ def row_cells(record: RunRecord, summary: RunSummary | None = None, *, history: 
     """
     status = record.status
     if summary is None:
-        summary = record.summary() if status not in ("queued", "starting", "building") else RunSummary()
+        early = (RunStatus.QUEUED, RunStatus.STARTING, RunStatus.BUILDING)  # no samples yet
+        summary = record.summary() if status not in early else RunSummary()
     eager, compiled = summary.eager.iter, summary.compiled.iter
     eager_ms = eager.median if eager else None
     compiled_ms = compiled.median if compiled else None
@@ -105,7 +107,7 @@ def row_cells(record: RunRecord, summary: RunSummary | None = None, *, history: 
         "vs_base": _NO_BASE,  # the table puts the baseline's cell here (tui.app.baselines)
         "config": _NO_BASE,  # the table puts the compact configuration here when it is a column (config_cell)
         **_option_cells(record, members, summary),
-        "verdict": _verdict_cell(summary.verdict if status == "done" else None),
+        "verdict": _verdict_cell(summary.verdict if status == RunStatus.DONE else None),
         "eager_ms": Cell(fmt_ms(eager_ms), sort_key=eager_ms, justify="right"),
         "compiled_ms": Cell(fmt_ms(compiled_ms), sort_key=compiled_ms, justify="right"),
         "accuracy": Cell(acc_text, acc_style, sort_key=acc_text),
@@ -156,9 +158,10 @@ def _status_cell(record: RunRecord, history: bool) -> Cell:
     if status in ACTIVE_STATUSES:
         pct = record.progress() * 100
         return Cell(f"{label} {pct:3.0f}%", "bold yellow", sort_key=(1, pct))
-    order = {"queued": 0, "done": 3, "failed": 4, "cancelled": 5}.get(status, 2)
+    orders: dict[str, int] = {RunStatus.QUEUED: 0, RunStatus.DONE: 3, RunStatus.FAILED: 4, RunStatus.CANCELLED: 5}
+    order = orders.get(status, 2)
     style = _STATUS_STYLES.get(status, "")
-    verdict = record.summary().verdict if status == "done" else None
+    verdict = record.summary().verdict if status == RunStatus.DONE else None
     if verdict is not None:
         # A done run shows what its measurement supports (tui.engine.verdict), not just "done".
         label, style = verdict, VERDICT_STYLES.get(verdict, style)
@@ -187,9 +190,9 @@ def _group_status_cell(row: RunRecord, members: Sequence[RunRecord]) -> Cell:
         if member.status in ACTIVE_STATUSES:
             label = STATUS_LABELS.get(member.status, member.status)
             return Cell(f"{label} {number}/{count}", "bold yellow", sort_key=(1, number / count))
-    if row.status not in ("failed", "cancelled"):
+    if row.status not in (RunStatus.FAILED, RunStatus.CANCELLED):
         for number, member in enumerate(members, 1):
-            if member.status == "queued" and number > 1:
+            if member.status == RunStatus.QUEUED and number > 1:
                 return Cell(f"queued {number}/{count}", "yellow", sort_key=(1, (number - 1) / count))
     return _status_cell(row, history=False)
 

@@ -35,6 +35,7 @@ from tui.engine.protocol import FAILURE_KINDS, Event, ProtocolError, WorkerWarni
 from tui.engine.results import RunRecord
 from tui.telemetry.model import RunTelemetry
 from tui.typed import printable
+from tui.engine.status import RunStatus
 
 __all__ = ["ClusterRunner", "Placement", "TaskLost", "Transport", "ClusterTask", "lost_message"]
 
@@ -303,7 +304,7 @@ def _end(record: RunRecord, item: dict[str, Any], node: str | None) -> None:
     if record.finished:
         return
     status, kind = item.get("status"), item.get("error_kind")
-    if status in ("failed", "cancelled") and kind in FAILURE_KINDS:
+    if status in (RunStatus.FAILED, RunStatus.CANCELLED) and kind in FAILURE_KINDS:
         record.fail(kind, str(item.get("error_message") or kind), str(item.get("error_detail") or ""))
     else:
         record.fail("crash", f"the run on node {node or 'unknown'} ended {status!r} without its last event")

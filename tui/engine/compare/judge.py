@@ -47,6 +47,7 @@ from tui.engine.verdict import (
     judge_interval, machine_reasons, series_checks,
 )  # fmt: skip
 from tui.typed import JsonRecord
+from tui.engine.status import RunStatus
 
 __all__ = [
     "Metric", "METRICS", "METRIC_NAMES", "CompareSettings", "Change", "PairResult", "UnmatchedRow",
@@ -236,7 +237,7 @@ class _Side:
 def _side(name: str, records: Sequence[RunRecord], settings: CompareSettings) -> _Side:
     processes, notes = [], []
     for record in records:
-        if record.status != "done":
+        if record.status != RunStatus.DONE:
             continue
         try:
             process = _process(record)
@@ -333,7 +334,7 @@ def judge_pair(pair: Pair, settings: CompareSettings) -> PairResult:
     notes = base.notes + new.notes
     missing = [(s.name, records) for s, records in ((base, pair.base), (new, pair.new)) if not s.processes]
     if missing:
-        failed = any(r.status == "failed" for _, records in missing for r in records)
+        failed = any(r.status == RunStatus.FAILED for _, records in missing for r in records)
         status = " and ".join(name for name, _ in missing) + (" failed" if failed else " not measured")
         return _not_compared(pair, settings, label, status, notes)
     launch_bound = any(p.launch_bound for p in base.processes + new.processes)

@@ -35,6 +35,7 @@ from tui.engine.runner.leftovers import leftover_warning
 from tui.engine.runner.process import WorkerProcess
 from tui.engine.runner.sampling import RunSampling
 from tui.engine.runner.spare import SparePool
+from tui.engine.status import RunStatus
 
 if TYPE_CHECKING:
     from tui.engine.results import RunRecord
@@ -65,7 +66,7 @@ def timeout_message(timeout_s: float, status: str) -> str:
     ``status`` is the record's status when the timeout came: a worker phase (``warming_up``
     reads "warming up"), or ``queued``/``starting`` before the worker announced one.
     """
-    doing = "starting" if status in ("queued", "starting") else status.replace("_", " ")
+    doing = "starting" if status in (RunStatus.QUEUED, RunStatus.STARTING) else status.replace("_", " ")
     return f"timed out after {timeout_s:g} s (timeout_s) while {doing}"
 
 
@@ -266,8 +267,8 @@ class WorkerRunner:
             return False
         self._running.add(worker)
         self.last_pid = worker.pid
-        if record.status == "queued":
-            record.set_status("starting")
+        if record.status == RunStatus.QUEUED:
+            record.set_status(RunStatus.STARTING)
         await worker.send_command(record.run_id, options.to_dict(), str(folder) if options.trace else None)
         if self.keep_spare and not self._closed:
             await self._spares.start(*await self._spare_launch(options, state.gpu, (argv, env, key)))
@@ -381,12 +382,12 @@ class WorkerRunner:
             worker.note_descendants()  # a daemon started in the phase before is in the worker's tree now
         if isinstance(event, Started):
             state.gpu_uuid = event.env.gpu_uuid
-        elif isinstance(event, PhaseChanged) and event.phase == "measuring":
+        elif isinstance(event, PhaseChanged) and event.phase == RunStatus.MEASURING:
             self._spares.pause()
             await state.sampling.start(worker.pid, (state.gpu_uuid or state.gpu) if state.gpu is not None else None)
         elif isinstance(event, (PhaseChanged, Finished, Failed)):
             self._spares.resume()
-            if isinstance(event, PhaseChanged) and event.phase == "compiling":
+            if isinstance(event, PhaseChanged) and event.phase == RunStatus.COMPILING:
                 state.sampling.lead_in(worker.pid)
             elif state.sampling.measuring or not isinstance(event, PhaseChanged):
                 await state.sampling.stop()

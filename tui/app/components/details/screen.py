@@ -2,12 +2,17 @@
 
 Opened with Enter on a results row. It renders the record when opened and re-renders on ``r``
 (a run still going keeps changing); it never polls on its own. Each tab scrolls on its own
-and is readable at 80x24; 1-7 or Left/Right switch tabs.
+and is readable at 80x24; its digit key (:data:`TABS` order, from 1) or Left/Right switch tabs.
+
+:data:`TABS` is the one list of tabs: the screen's panes and keys, :func:`render_details` and the
+help's paragraph about the details (:func:`tabs_help`) all read it, so a new tab is its body
+function and an entry there.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 
 from rich.console import Group, RenderableType
 from rich.text import Text
@@ -25,29 +30,28 @@ from tui.app.components.details.why import graphs_tab, host_line, host_tab, kern
 from tui.app.layout import NARROW_WIDTH
 from tui.engine.artifacts import load_code
 from tui.engine.results import RunRecord
+from tui.engine.summary import RunSummary
 
-__all__ = ["DetailsScreen", "render_details", "render_tab", "TABS"]
+__all__ = ["DetailsScreen", "DetailsTab", "render_details", "render_tab", "tab_ids", "tabs_help", "TABS"]
 
-#: (id, title) of each tab, in order.
-TABS = (("summary", "Summary"), ("kernels", "Kernels"), ("host", "Host time"), ("graphs", "Graphs and breaks"),
-        ("code", "Code"), ("telemetry", "Telemetry"), ("environment", "Environment"))  # fmt: skip
+#: A tab's body: the record, its summary and the Summary's line against the app's baseline (if any) in.
+Body = Callable[[RunRecord, RunSummary, Sequence[RenderableType]], Sequence[RenderableType]]
 
 
-def render_tab(record: RunRecord, tab: str, baseline: Sequence[RenderableType] = ()) -> RenderableType:
-    """One tab's body for ``record`` (the title and any error head every tab); ``baseline``: the Summary's
-    line against the app's baseline, if any."""
-    summary = record.summary()
-    bodies = {
-        "summary": lambda: summary_tab(record, summary, host_line(record), baseline),
-        "kernels": lambda: kernels_tab(record),
-        "host": lambda: host_tab(record, summary),
-        "graphs": lambda: graphs_tab(record),
-        "code": lambda: _code_now(record),
-        "telemetry": lambda: telemetry_tab(record),
-        "environment": lambda: environment_tab(record),
-    }
-    head = title(record) + (error(record) if tab == "summary" else [])
-    return Group(*head, *bodies[tab]())
+@dataclass(frozen=True)
+class DetailsTab:
+    """One tab of the details screen: its pane id, its title, what the help says of it and its body."""
+
+    id: str
+    title: str
+    body: Body
+    explains: str = ""
+    """What the help adds after the title, in brackets ("" for none)."""
+
+    @property
+    def help(self) -> str:
+        """How the help names the tab: its title, and what it explains if that is not plain."""
+        return f"{self.title} ({self.explains})" if self.explains else self.title
 
 
 def _code_now(record: RunRecord) -> list[RenderableType]:
@@ -61,11 +65,44 @@ def _code_now(record: RunRecord) -> list[RenderableType]:
     return parts
 
 
+TABS: tuple[DetailsTab, ...] = (
+    DetailsTab("summary", "Summary", lambda r, s, base: summary_tab(r, s, host_line(r), base)),
+    DetailsTab("kernels", "Kernels", lambda r, s, base: kernels_tab(r),
+               "what ran per call on each side and which eager ops went into which compiled kernel"),
+    DetailsTab("host", "Host time", lambda r, s, base: host_tab(r, s)),
+    DetailsTab("graphs", "Graphs and breaks", lambda r, s, base: graphs_tab(r)),
+    DetailsTab("code", "Code", lambda r, s, base: _code_now(r)),
+    DetailsTab("telemetry", "Telemetry", lambda r, s, base: telemetry_tab(r)),
+    DetailsTab("environment", "Environment", lambda r, s, base: environment_tab(r)),
+)
+"""Every tab, in order; the n-th is shown by the key n (so at most 9)."""
+
+
+def tab_ids() -> list[str]:
+    """The tabs' ids, in order."""
+    return [tab.id for tab in TABS]
+
+
+def tabs_help() -> str:
+    """The help's sentence about the details: every tab with its key (``1 Summary, 2 Kernels (...), ...``)."""
+    named = [f"{number} {tab.help}" for number, tab in enumerate(TABS, 1)]
+    listed = ", ".join(named[:-1]) + " and " + named[-1] if len(named) > 1 else named[0]
+    return f"Enter on a row opens its details in tabs (its digit or Left/Right switch): {listed}."
+
+
+def render_tab(record: RunRecord, tab: str, baseline: Sequence[RenderableType] = ()) -> RenderableType:
+    """One tab's body for ``record`` (the title and any error head every tab); ``baseline``: the Summary's
+    line against the app's baseline, if any."""
+    (shown,) = [t for t in TABS if t.id == tab]
+    head = title(record) + (error(record) if tab == "summary" else [])
+    return Group(*head, *shown.body(record, record.summary(), baseline))
+
+
 def render_details(record: RunRecord) -> RenderableType:
     """Every tab of ``record`` one after the other (for a copy, a report, or a test)."""
     parts: list[RenderableType] = []
-    for tab, heading in TABS:
-        parts += [Text(f"\n── {heading} ──", style="bold reverse"), render_tab(record, tab)]
+    for tab in TABS:
+        parts += [Text(f"\n── {tab.title} ──", style="bold reverse"), render_tab(record, tab.id)]
     return Group(*parts)
 
 
@@ -79,8 +116,7 @@ class DetailsScreen(Screen):
         # priority: the scrolling body would take Left/Right for a sideways scroll nothing here needs
         Binding("left", "switch(-1)", "Tab", key_display="←→", priority=True, id="details.previous_tab"),
         Binding("right", "switch(1)", "Tab", show=False, priority=True, id="details.next_tab"),
-        *[Binding(str(number), f"show_tab('{tab}')", heading, show=False)
-          for number, (tab, heading) in enumerate(TABS, 1)],
+        *[Binding(str(number), f"show_tab('{tab.id}')", tab.title, show=False) for number, tab in enumerate(TABS, 1)],
     ]
 
     def __init__(self, record: RunRecord, tab: str = "summary") -> None:
@@ -93,13 +129,13 @@ class DetailsScreen(Screen):
         """A tab per question, each a scrolling body, and the footer."""
         with TabbedContent(initial=self._initial, id="details-tabs"):
             baseline = self._baseline()
-            for tab, heading in TABS:
-                with TabPane(heading, id=tab):
-                    if tab == "code":  # files to read: in a thread, when first shown
+            for tab in TABS:
+                with TabPane(tab.title, id=tab.id):
+                    if tab.id == "code":  # files to read: in a thread, when first shown
                         yield CodeView(self.record, id="code-view")
                         continue
-                    with VerticalScroll(id=f"details-{tab}-body", classes="details-body"):
-                        yield Static(render_tab(self.record, tab, baseline), id=f"details-{tab}")
+                    with VerticalScroll(id=f"details-{tab.id}-body", classes="details-body"):
+                        yield Static(render_tab(self.record, tab.id, baseline), id=f"details-{tab.id}")
         yield Footer()
 
     def on_mount(self) -> None:
@@ -134,7 +170,7 @@ class DetailsScreen(Screen):
 
     def action_switch(self, step: int) -> None:
         """The next (``step`` 1) or previous (-1) tab, wrapping around."""
-        ids = [tab for tab, _ in TABS]
+        ids = tab_ids()
         self.action_show_tab(ids[(ids.index(self.active_tab) + step) % len(ids)])
 
     def action_copy_command(self) -> None:
@@ -146,7 +182,7 @@ class DetailsScreen(Screen):
     def action_reload(self) -> None:
         """Re-render every tab from the record's current state."""
         baseline = self._baseline()
-        for tab, _ in TABS:
+        for tab in tab_ids():
             if tab != "code":  # the code is the compile's and does not change
                 self.query_one(f"#details-{tab}", Static).update(render_tab(self.record, tab, baseline))
 

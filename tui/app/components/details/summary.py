@@ -22,6 +22,7 @@ from tui.engine.results import RunRecord
 from tui.engine.stats import Stats
 from tui.engine.summary import RunSummary
 from tui.engine.verdict import RERUN_HINT
+from tui.engine.status import RunStatus
 
 __all__ = ["title", "error", "summary_tab", "command_of", "ACCURACY_FIELDS", "MEMORY_FIELDS"]
 
@@ -67,14 +68,15 @@ def title(record: RunRecord) -> list[RenderableType]:
     if label:
         text.append(f"{label}  ", style="bold")
     text.append(options_label(options))
-    status_style = {"done": "bold green", "failed": "bold red", "cancelled": "dim"}.get(status, "bold yellow")
+    styles: dict[str, str] = {RunStatus.DONE: "bold green", RunStatus.FAILED: "bold red", RunStatus.CANCELLED: "dim"}
+    status_style = styles.get(status, "bold yellow")
     text.append(f"  {STATUS_LABELS.get(status, status)}", style=status_style)
     return [text, Text(f"run {record.run_id}  device {options.device}", style="dim")]
 
 
 def error(record: RunRecord) -> list[RenderableType]:
     """The error of a failed or cancelled run (its last 60 lines of detail), or nothing."""
-    if record.status not in ("failed", "cancelled") and not record.error_message:
+    if record.status not in (RunStatus.FAILED, RunStatus.CANCELLED) and not record.error_message:
         return []
     parts: list[RenderableType] = [section("Error")]
     parts.append(Text(f"{record.error_kind or 'error'}: {record.error_message or ''}", style="bold red"))

@@ -1,0 +1,105 @@
+"""The export formats' registry (tui.engine.export.EXPORT_FORMATS): the CLI's flags, the app's dialog,
+its files and its notice all read it, so a format added there alone is offered and written everywhere."""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import io
+from pathlib import Path
+
+import pytest
+from rich.console import Console
+from textual.app import App
+from textual.widgets import Label
+
+from tui.app.components.dialogs import ExportScreen
+from tui.app.controller import LabController
+from tui.app.export_target import export_paths, exported_message
+from tui.cli.outputs import export_flags
+from tui.cli.parse import build_parser
+from tui.cli.run import _export
+from tui.engine import export
+from tui.engine.export import EXPORT_FORMATS, ExportFormat, default_export_paths
+from tui.engine.options import RunOptions
+from tui.engine.protocol import make_event
+from tui.engine.results import RunRecord
+
+
+def _record() -> RunRecord:
+    record = RunRecord.new(RunOptions(workload="matmul", params={"n": 64}).validated())
+    record.apply(make_event("started", 0, env={"torch": "2.13.0", "device": "cpu"}))
+    record.apply(make_event("compiled", 1, compile_s=1.5, diagnostics={"graph_breaks": 0}))
+    for side, ms in (("eager", [2.0, 2.5, 1.5]), ("compiled", [1.0, 1.25, 0.75])):
+        record.apply(make_event("block", 2, side=side, stage="measure", index=0, clock="perf_counter", ms=ms,
+                                host_ms_per_call=1.0))
+    record.apply(make_event("finished", 3, warnings=[]))
+    return record
+
+
+def _write_ids(records, path):
+    """A demo writer: the run ids, one a line."""
+    target = export.check_target(path)
+    target.write_text("".join(f"{r.run_id}\n" for r in records))
+    return target
+
+
+IDS = ExportFormat("demo_ids", "-ids.txt", "run ids", "the run ids, one a line", _write_ids)
+
+
+@pytest.fixture(params=["as shipped", "with a format added"])
+def formats(request, monkeypatch):
+    """The registry as shipped, and with a format added to it alone."""
+    if request.param == "with a format added":
+        monkeypatch.setattr(export, "EXPORT_FORMATS", (*EXPORT_FORMATS, IDS))
+    return export.EXPORT_FORMATS
+
+
+@pytest.mark.parametrize("command", ["run", "sweep"])
+def test_the_cli_offers_every_format_as_an_output_flag(formats, command, tmp_path):
+    for fmt in formats:
+        target = str(tmp_path / f"out{fmt.suffix}")
+        args = build_parser().parse_args([command, fmt.flag, target])
+        assert getattr(args, fmt.name) == target
+    assert [flag for flag, _ in export_flags()] == [fmt.flag for fmt in formats]
+    help_text = build_parser()._subparsers._group_actions[0].choices[command].format_help()  # type: ignore[union-attr]
+    assert all(fmt.flag in help_text for fmt in formats)
+
+
+def test_the_cli_writes_every_format_it_is_given(formats, tmp_path):
+    args = argparse.Namespace(quiet=False, **{fmt.name: str(tmp_path / f"out{fmt.suffix}") for fmt in formats})
+    err = Console(file=io.StringIO(), width=200)
+    assert _export([_record()], args, err) is False
+    for fmt in formats:
+        assert (tmp_path / f"out{fmt.suffix}").stat().st_size > 0
+        assert f"wrote {tmp_path / f'out{fmt.suffix}'}" in err.file.getvalue()  # type: ignore[attr-defined]
+
+
+def test_the_apps_export_writes_every_default_format(formats, compile_lab_home, tmp_path):
+    record = _record()
+    written = LabController.write_export([record], str(tmp_path / "report.csv"))
+    assert [p.name for p in written] == ["report" + fmt.suffix for fmt in formats]
+    assert all(p.stat().st_size > 0 for p in written)
+    defaults = LabController.write_export([record], None)
+    assert len(defaults) == len(formats) and all(p.is_file() for p in defaults)
+    assert all(p.name.endswith(fmt.suffix) for p, fmt in zip(defaults, formats, strict=True))
+    assert exported_message(1, str(written[0]), 0, 200).startswith(f"1 run(s) -> CSV and {len(formats) - 1} more")
+
+
+def test_a_format_not_written_by_default_is_the_clis_only(monkeypatch, compile_lab_home, tmp_path):
+    monkeypatch.setattr(export, "EXPORT_FORMATS", (*EXPORT_FORMATS, dataclasses.replace(IDS, default=False)))
+    assert "demo_ids" not in default_export_paths()
+    assert "demo_ids" not in export_paths(str(tmp_path), default_export_paths)
+    assert build_parser().parse_args(["run", "--demo-ids", "x.txt"]).demo_ids == "x.txt"
+
+
+async def test_the_apps_export_dialog_names_every_default_format(formats):
+    class Host(App[None]):
+        def on_mount(self) -> None:
+            self.push_screen(ExportScreen(str(Path.home())))
+
+    app = Host()
+    async with app.run_test() as pilot:
+        await pilot.pause()
+        prompt = str(app.screen.query_one(Label).content)
+    assert all(fmt.label in prompt for fmt in formats), prompt
