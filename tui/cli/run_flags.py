@@ -93,59 +93,42 @@ def _python(groups: _Groups, sweep: bool) -> None:
                                     help="the interpreter the worker runs in (default: this one)")
 
 
-def _backend(groups: _Groups, sweep: bool) -> None:
-    if sweep:
-        groups["compile"].add_argument("--backend", metavar="LIST",
-                                       help=f"comma list of backends, e.g. {','.join(BACKENDS[:2])}")
-    else:
-        groups["compile"].add_argument(
-            "--backend", metavar="NAME",
-            help=f"{', '.join(BACKENDS)} or another registered backend (default {_DEFAULTS.backend})")
+# The compile options that are sweep axes: each flag as ``run`` takes it and as ``sweep``'s comma list.
+_AXES: dict[str, tuple[dict[str, Any], dict[str, Any]]] = {
+    "backend": (
+        {"metavar": "NAME",
+         "help": f"{', '.join(BACKENDS)} or another registered backend (default {_DEFAULTS.backend})"},
+        {"metavar": "LIST", "help": f"comma list of backends, e.g. {','.join(BACKENDS[:2])}"}),
+    "mode": (
+        {"metavar": "MODE", "help": f"{', '.join(MODES)} (inductor only; default: {_DEFAULTS.mode})"},
+        {"metavar": "LIST", "help": f"comma list of modes ({', '.join(MODES)})"}),
+    "fullgraph": (
+        {"action": argparse.BooleanOptionalAction, "default": None, "help": "refuse graph breaks"},
+        {"metavar": "WHICH", "help": "both, true or false"}),
+    "dynamic": (
+        {"metavar": "WHICH", "help": f"{', '.join(DYNAMIC_CHOICES)} (default auto)"},
+        {"metavar": "LIST", "help": f"comma list of {', '.join(DYNAMIC_CHOICES)}"}),
+    "dtype": (
+        {"metavar": "DTYPE", "help": f"{', '.join(DTYPES)} (default {_DEFAULTS.dtype})"},
+        {"metavar": "LIST", "help": f"comma list of dtypes ({', '.join(DTYPES)})"}),
+    "precision": (
+        {"metavar": "WHICH", "help": f"{', '.join(PRECISIONS)}: torch's TF32 flags untouched, TF32 off, or on for "
+                                     f"matmuls and cuDNN, both sides (default {_DEFAULTS.precision})"},
+        {"metavar": "LIST", "help": f"comma list of precisions ({', '.join(PRECISIONS)})"}),
+}  # fmt: skip
 
 
-def _mode(groups: _Groups, sweep: bool) -> None:
-    if sweep:
-        groups["compile"].add_argument("--mode", metavar="LIST", help=f"comma list of modes ({', '.join(MODES)})")
-    else:
-        groups["compile"].add_argument("--mode", metavar="MODE",
-                                       help=f"{', '.join(MODES)} (inductor only; default: {_DEFAULTS.mode})")
+def _axis(field: str) -> Callable[[_Groups, bool], None]:
+    """The writer of a sweep axis's flag (:data:`_AXES`); ``--precision`` brings its ``--tf32`` alias."""
 
+    def add(groups: _Groups, sweep: bool) -> None:
+        run, swept = _AXES[field]
+        groups["compile"].add_argument(f"--{field}", **(swept if sweep else run))
+        if field == "precision":
+            groups["compile"].add_argument("--tf32", action="store_true", default=None,
+                                           help="the same as --precision tf32 (kept for scripts that use it)")
 
-def _fullgraph(groups: _Groups, sweep: bool) -> None:
-    if sweep:
-        groups["compile"].add_argument("--fullgraph", metavar="WHICH", help="both, true or false")
-    else:
-        groups["compile"].add_argument("--fullgraph", action=argparse.BooleanOptionalAction, default=None,
-                                       help="refuse graph breaks")
-
-
-def _dynamic(groups: _Groups, sweep: bool) -> None:
-    if sweep:
-        groups["compile"].add_argument("--dynamic", metavar="LIST", help=f"comma list of {', '.join(DYNAMIC_CHOICES)}")
-    else:
-        groups["compile"].add_argument("--dynamic", metavar="WHICH",
-                                       help=f"{', '.join(DYNAMIC_CHOICES)} (default auto)")
-
-
-def _dtype(groups: _Groups, sweep: bool) -> None:
-    if sweep:
-        groups["compile"].add_argument("--dtype", metavar="LIST", help=f"comma list of dtypes ({', '.join(DTYPES)})")
-    else:
-        groups["compile"].add_argument("--dtype", metavar="DTYPE",
-                                       help=f"{', '.join(DTYPES)} (default {_DEFAULTS.dtype})")
-
-
-def _precision(groups: _Groups, sweep: bool) -> None:
-    if sweep:
-        groups["compile"].add_argument("--precision", metavar="LIST",
-                                       help=f"comma list of precisions ({', '.join(PRECISIONS)})")
-    else:
-        groups["compile"].add_argument(
-            "--precision", metavar="WHICH",
-            help=f"{', '.join(PRECISIONS)}: torch's TF32 flags untouched, TF32 off, or on for matmuls and cuDNN, "
-                 f"both sides (default {_DEFAULTS.precision})")
-    groups["compile"].add_argument("--tf32", action="store_true", default=None,
-                                   help="the same as --precision tf32 (kept for scripts that use it)")
+    return add
 
 
 def _trace(groups: _Groups, sweep: bool) -> None:
@@ -158,9 +141,8 @@ def _trace(groups: _Groups, sweep: bool) -> None:
 
 
 _BY_HAND: dict[str, Callable[[_Groups, bool], None]] = {
-    "workload": _workload, "params": _params, "device": _device, "python": _python, "backend": _backend,
-    "mode": _mode, "fullgraph": _fullgraph, "dynamic": _dynamic, "dtype": _dtype, "precision": _precision,
-    "trace": _trace,
+    "workload": _workload, "params": _params, "device": _device, "python": _python,
+    **{field: _axis(field) for field in _AXES}, "trace": _trace,
 }  # fmt: skip
 """The run options whose flags the table does not write (``is_table_flag`` false), by field."""
 
