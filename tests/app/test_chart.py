@@ -335,7 +335,8 @@ def test_downsample_100k_is_fast_and_exact_at_the_extremes(timed):
 
 @pytest.mark.parametrize(
     ("ms", "text"),
-    [(0.000812, "0.812µs"), (0.812, "812µs"), (1.234, "1.23ms"), (123.4, "123ms"), (31234.0, "31.2s")],
+    [(0.000812, "0.812µs"), (0.812, "812µs"), (1.234, "1.23ms"), (123.4, "123ms"), (31234.0, "31.2s"),
+     (0.9998, "1ms"), (999.8, "1s"), (0.99949, "999µs")],
 )
 def test_format_ms(ms, text):
     assert format_ms(ms) == text

@@ -233,7 +233,11 @@ def downsample(series: Series, columns: int, span: int) -> list[Bucket]:
 
 
 def format_ms(value: float) -> str:
-    """A time given in milliseconds, with its unit, in at most 6 characters: ``"812µs"``, ``"1.23ms"``, ``"31.2s"``."""
+    """A time given in milliseconds, with its unit, in at most 6 characters: ``"812µs"``, ``"1.23ms"``, ``"31.2s"``.
+
+    Rounded to 3 significant figures before the unit is chosen, so 0.9998 ms reads ``1ms``, not ``1e+03µs``.
+    """
+    value = float(f"{value:.3g}")
     if value < 1.0:
         return f"{value * 1000:.3g}µs"
     if value < 1000.0:
