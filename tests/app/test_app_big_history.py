@@ -256,6 +256,7 @@ async def test_twenty_thousand_history_rows_hide_and_show_within_a_second(make_a
 
 
 @pytest.mark.slow
+@pytest.mark.perf  # wall-clock bounds: run serially (.ci/run's perf pass), never beside the parallel suite
 @pytest.mark.usefixtures("python_gc")  # its bounds hold under the collector's thresholds a user's app has
 async def test_a_twenty_thousand_line_history_shows_rows_within_a_second_and_never_stalls_the_ui():
     from app_helpers import fake_runner, no_gpu_source

@@ -69,7 +69,8 @@ async def test_streaming_200000_iterations_keeps_memory_bounded_and_the_raw_csv_
         assert record.status == "done", record.error_message
         assert peak < STREAM_PEAK_BYTES, f"peak {peak / 2**20:.1f} MiB"
         app._export(str(tmp_path / "long.csv"))
-        await wait_until(pilot, lambda: (tmp_path / "long.json").exists(), timeout=60, what="the export")
+        written = [tmp_path / name for name in ("long.csv", "long.json", "long-raw.csv")]  # atomic: whole once seen
+        await wait_until(pilot, lambda: all(path.exists() for path in written), timeout=60, what="the export")
     raw = csv_rows(tmp_path / "long-raw.csv")
     measured = [row for row in raw if row["stage"] == "measure"]
     assert len(measured) == 2 * STREAM_ITERS_PER_SIDE
