@@ -61,6 +61,8 @@ async def test_a_sweep_in_two_processes_each_interleaves_them(make_app):
         screen.query_one("#sweep-fullgraphs", SelectionList).deselect_all()
         screen.query_one("#sweep-sizes", Input).value = "n=64,128"
         repeat = screen.query_one("#sweep-repeat", Input)
+        label = screen.query_one("#sweep-repeat-label")
+        assert str(label.render()) == "repeat" and label.region.right <= repeat.region.x  # labelled, on its left
         repeat.value = "zero"
         await pilot.pause()
         assert "refused: repeat:" in str(screen.query_one("#sweep-preview").render())

@@ -123,7 +123,8 @@ class SweepScreen(ModalScreen[SweepChoice | None]):
                 yield Input("", id="sweep-pythons", compact=True,
                             placeholder="A/B pythons: PATH,PATH (optional), e.g. /venvA/bin/python,/venvB/bin/python",
                             tooltip="interpreters to run every configuration in, interleaved (an A/B of torch builds)")
-                yield Input(str(self.repeat), id="sweep-repeat", compact=True, placeholder="repeat: 1, K or auto",
+                yield Static("repeat", id="sweep-repeat-label", markup=False)  # its value alone ("1") says nothing
+                yield Input(str(self.repeat), id="sweep-repeat", compact=True, placeholder="1, K or auto",
                             tooltip="worker processes per configuration, interleaved "
                                     "(auto: more for launch-bound ones)")
             yield Static("", id="sweep-preview", markup=False)
