@@ -255,7 +255,7 @@ def test_the_engines_parts_import_one_way():
 
 
 KNOWN_ENGINE_CIRCLES = [
-    ["tui.engine.store.columns", "tui.engine.store.results"],  # RunRecord.to_row / raw_rows (lazy); columns types RunRecord
+    ["tui.engine.store.columns", "tui.engine.store.results"],  # to_row, raw_rows (lazy); RunRecord type
     ["tui.engine.worker.user_loader", "tui.engine.worker.workloads"],  # build_workload loads a user's file (lazy)
 ]
 """The module circles left inside one part of the engine, each through a lazy or type-only import; no new one."""
