@@ -21,7 +21,7 @@ whole run (compile included), so ``judge --max-quiet-load`` can drop quiet runs 
 
 ``--repeat 3`` groups are not collected apart: ``judge`` groups each configuration's stored
 single runs in threes (in the order they ran, quiet with quiet, busy with busy) and judges each
-group with the engine's :func:`tui.engine.repeats.summarize_group`, which is what `--repeat 3`
+group with the engine's :func:`tui.engine.store.repeats.summarize_group`, which is what `--repeat 3`
 computes from its three processes. The runs of a group are then minutes apart, not interleaved
 with each other: a slower drift enters the across-process interval, which makes the figure
 conservative.

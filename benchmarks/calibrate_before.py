@@ -3,7 +3,8 @@
 A copy, on purpose: ``calibrate.py judge --rules before`` must keep judging stored runs as the
 old rules did after the engine's rules changed, so the before/after table can be rebuilt from
 the same data at any time. Nothing in the engine imports this; the "after" rules are the
-engine's own code (:mod:`tui.engine.verdict`, :mod:`tui.engine.summary`, :mod:`tui.engine.repeats`).
+engine's own code (:mod:`tui.engine.measure.verdict`, :mod:`tui.engine.measure.summary`,
+:mod:`tui.engine.store.repeats`).
 
 The old rules: ``noisy`` for any one of a side's IQR/median above 10%, more than 5% of a side's
 samples beyond the 3-IQR fence (IQR floored at 3% of the median), the last quarter of blocks'

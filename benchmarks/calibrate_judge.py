@@ -2,7 +2,7 @@
 
 Rule sets: ``before`` (today's rules until calibration, frozen in ``calibrate_before.py``) and
 ``after`` (the engine's own code: a run's verdict is :meth:`RunRecord.summary`'s, a group's
-:func:`tui.engine.repeats.summarize_group`'s). Per configuration and verdict (``time``: the CPU's
+:func:`tui.engine.store.repeats.summarize_group`'s). Per configuration and verdict (``time``: the CPU's
 or the device's clock; ``host``: the host-inclusive time of a launch-bound GPU run) and rule set:
 
 quiet / busy
@@ -52,9 +52,9 @@ from pathlib import Path
 import calibrate_before as before
 
 from tui.engine.protocol import SIDES
-from tui.engine.repeats import summarize_group
-from tui.engine.results import RunRecord
-from tui.engine.stats import summarize
+from tui.engine.store.repeats import summarize_group
+from tui.engine.store.results import RunRecord
+from tui.engine.measure.stats import summarize
 
 DECISIVE = ("faster", "slower", "no change")
 REASON_KINDS = (

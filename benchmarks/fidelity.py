@@ -42,7 +42,7 @@ import torch  # noqa: E402
 
 from tui.engine.options import RunOptions  # noqa: E402
 from tui.engine.protocol import Compiled, Event, WorkerWarning  # noqa: E402
-from tui.engine.results import RunRecord  # noqa: E402
+from tui.engine.store.results import RunRecord  # noqa: E402
 from tui.engine.worker import precision  # noqa: E402
 from tui.engine.worker.measure import Benchmark, CudaClock, make_compile_fn  # noqa: E402
 from tui.engine.worker.workloads import build_workload  # noqa: E402

@@ -195,7 +195,8 @@ PY
 stage_numa() {
   step "NVML's CPU affinity per GPU and the host's physical cores (the pool's pinning plan)"
   python3 - <<'PY' | tee "$OUT/numa.txt"
-from tui.engine.placement import allowed_cpus, cpu_list_text, physical_cores, plan_cores
+from tui.engine.cpu_list import cpu_list_text
+from tui.engine.run.placement import allowed_cpus, physical_cores, plan_cores
 from tui.telemetry.nvml import NvmlSource
 source = NvmlSource()
 near = {}

@@ -7,9 +7,9 @@ Run from the repository root::
     python benchmarks/libs_perf.py encoding                      # likewise
 
 ``bootstrap``: a hierarchical bootstrap of 5 processes x 50 blocks x 10 samples per side
-(:func:`tui.engine.stats.bootstrap_speedup_processes`, 2000 resamples, the project's default),
-a single process's 50 blocks (:func:`~tui.engine.stats.bootstrap_speedup`), the same 5 x 50 x 10
-as a change between two sets of runs (:func:`tui.engine.change_stats.bootstrap_change`) and
+(:func:`tui.engine.measure.stats.bootstrap_speedup_processes`, 2000 resamples, the project's default),
+a single process's 50 blocks (:func:`~tui.engine.measure.stats.bootstrap_speedup`), the same 5 x 50 x 10
+as a change between two sets of runs (:func:`tui.engine.measure.change_stats.bootstrap_change`) and
 200,000 samples over 2,000 blocks. Each is timed in CPU seconds (the machine is shared; wall
 time is not ours), the median of ``--repeats``. With ``--before REV`` the same script runs on
 ``git archive REV``'s ``tui`` in a fresh interpreter, and the two are compared: the same point
@@ -19,16 +19,16 @@ four standard errors).
 
 ``history``: a history of ``--lines`` lines written with the project's own writer
 (``tests/app/big_history.py``: genuine lines of eight ended runs), then loaded with
-:meth:`tui.engine.history.History.load`, and its parts: reading the lines, ``json.loads`` of
+:meth:`tui.engine.store.history.History.load`, and its parts: reading the lines, ``json.loads`` of
 each, and the typed decode. With msgspec importable: ``msgspec.json.decode`` of each line
-untyped, and decoded straight into :class:`tui.engine.stored_run.StoredRun` (strict: the
+untyped, and decoded straight into :class:`tui.engine.store.stored_run.StoredRun` (strict: the
 tolerant per-field defaults of the project's decoder are not reproduced), with how many
 records equal the project's, and a sketch of a msgspec fast path to a
-:class:`~tui.engine.results.RunRecord` (clean lines of the current schema only; others would
+:class:`~tui.engine.store.results.RunRecord` (clean lines of the current schema only; others would
 take the project's decoder).
 
 ``encoding``: one worker event through :func:`tui.engine.protocol.decode` and ``encode``, and one
-run of 200,000 samples encoded as :func:`tui.engine.export.write_json` does (``json.dump`` to a
+run of 200,000 samples encoded as :func:`tui.engine.store.export.write_json` does (``json.dump`` to a
 stream), with ``json.dumps``, and with msgspec when it is importable.
 """
 
@@ -85,8 +85,12 @@ def _processes(seed: int, processes: int = 5, blocks: int = 50, size: int = 10) 
 
 def bootstrap_figures(repeats: int, seeds: int) -> dict[str, Any]:
     """This tree's timings and intervals (``tui`` as imported)."""
-    from tui.engine.change_stats import bootstrap_change
-    from tui.engine.stats import bootstrap_speedup, bootstrap_speedup_processes
+    try:
+        from tui.engine.measure.change_stats import bootstrap_change
+        from tui.engine.measure.stats import bootstrap_speedup, bootstrap_speedup_processes
+    except ImportError:  # a --before tree from before tui.engine had its subpackages
+        from tui.engine.change_stats import bootstrap_change  # type: ignore[no-redef]
+        from tui.engine.stats import bootstrap_speedup, bootstrap_speedup_processes  # type: ignore[no-redef]
 
     data = _processes(0)
     one = data[0]
@@ -164,9 +168,9 @@ def history(args: argparse.Namespace) -> None:
     sys.path[:0] = [str(ROOT), str(ROOT / "tests" / "app")]
     from big_history import write_big_history
 
-    from tui.engine.history import History
+    from tui.engine.store.history import History
     from tui.engine.input_file import load_json
-    from tui.engine.results import RunRecord
+    from tui.engine.store.results import RunRecord
 
     with tempfile.TemporaryDirectory() as scratch:
         path = Path(scratch) / "history.jsonl"
@@ -199,8 +203,8 @@ def _msgspec_figures(raw: list[bytes], items: list[Any], repeats: int) -> dict[s
     except ImportError:
         print("msgspec is not importable: its rows are left out")
         return {}
-    from tui.engine.results import RunRecord
-    from tui.engine.stored_run import StoredRun, stored_options
+    from tui.engine.store.results import RunRecord
+    from tui.engine.store.stored_run import StoredRun, stored_options
     from tui.typed import decode_fields
 
     @dataclasses.dataclass(frozen=True)

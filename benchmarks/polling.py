@@ -86,7 +86,7 @@ def app_child(argv: list[str], csv_path: Path, status_path: Path, headless: bool
     from tui.app.app import CompileLabApp
     from tui.app.components.gpu_pane import GpuPane
     from tui.cli.parse import build_parser, configs_from_args
-    from tui.engine.export import write_csv
+    from tui.engine.store.export import write_csv
 
     options = configs_from_args(build_parser().parse_args(["run", *argv]))
     status: dict[str, Any] = {"error": None}

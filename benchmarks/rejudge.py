@@ -13,8 +13,8 @@ import argparse
 import json
 from collections import defaultdict
 
-from tui.engine.repeats import summarize_group
-from tui.engine.results import RunRecord
+from tui.engine.store.repeats import summarize_group
+from tui.engine.store.results import RunRecord
 
 
 def _fmt(value: float | None) -> str:

@@ -20,7 +20,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from tui.app.app import CompileLabApp  # noqa: E402
 from tui.engine.options import RunOptions  # noqa: E402
 from tui.engine.runner import WorkerRunner  # noqa: E402
-from tui.engine.sweep import expand  # noqa: E402
+from tui.engine.run.sweep import expand  # noqa: E402
 from tui.telemetry.nvml import NvmlSource  # noqa: E402
 
 

@@ -16,9 +16,9 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from tui.engine.options import RunOptions  # noqa: E402
-from tui.engine.results import RunRecord  # noqa: E402
+from tui.engine.store.results import RunRecord  # noqa: E402
 from tui.engine.runner import WorkerRunner  # noqa: E402
-from tui.engine.sweep import expand  # noqa: E402
+from tui.engine.run.sweep import expand  # noqa: E402
 
 
 async def sweep(keep_spare: bool) -> tuple[float, list[str], set[int]]:

@@ -15,7 +15,7 @@ import os
 from rich.console import Console
 
 from tui.app.components.details import render_tab
-from tui.engine.results import RunRecord
+from tui.engine.store.results import RunRecord
 
 
 def main() -> None:

@@ -17,14 +17,14 @@ import pytest
 
 from tui import cli
 from tui.cli.ab_render import ab_lines
-from tui.engine.ab import interpreter_name
+from tui.engine.run.ab import interpreter_name
 from tui.engine.options import RunOptions
 from tui.engine.payloads import Diagnostics
 from tui.engine.protocol import Started
-from tui.engine.results import RunRecord
+from tui.engine.store.results import RunRecord
 from tui.engine.runner import WorkerRunner
-from tui.engine.session import RunSession, SessionListener
-from tui.engine.sweep import expand
+from tui.engine.run.session import RunSession, SessionListener
+from tui.engine.run.sweep import expand
 
 from tests.fakes import stand_in_python
 

@@ -1,5 +1,5 @@
-"""A run's generated code and traces (tui.engine.artifacts): kept, stored apart, read back, exported,
-reported gone; the two sides' Chrome traces merged into one (tui.engine.chrome_trace).
+"""A run's generated code and traces (tui.engine.explain.artifacts): kept, stored apart, read back, exported,
+reported gone; the two sides' Chrome traces merged into one (tui.engine.explain.chrome_trace).
 
 Torch-free: the code comes from events as the worker sends them (tests/test_generated_code.py runs
 the real worker).
@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from fakes.records import full_group, full_record
-from tui.engine.artifacts import (
+from tui.engine.explain.artifacts import (
     CODE_MAX_BYTES_PER_GRAPH,
     GraphCode,
     RunArtifacts,
@@ -26,13 +26,13 @@ from tui.engine.artifacts import (
     load_code,
     run_folder,
 )
-from tui.engine.chrome_trace import FLOW_ID_STRIDE, PID_STRIDE, merge_traces, side_of_pid
-from tui.engine.export import write_json
-from tui.engine.history import History
+from tui.engine.explain.chrome_trace import FLOW_ID_STRIDE, PID_STRIDE, merge_traces, side_of_pid
+from tui.engine.store.export import write_json
+from tui.engine.store.history import History
 from tui.engine.options import RunOptions
 from tui.engine.protocol import ArtifactWritten, GraphCoded, decode, encode, make_event
-from tui.engine.repeats import GroupRecord
-from tui.engine.results import RunRecord
+from tui.engine.store.repeats import GroupRecord
+from tui.engine.store.results import RunRecord
 
 CODE = """# AOT ID: ['0_inference']
 from torch._inductor.async_compile import AsyncCompile

@@ -1,4 +1,4 @@
-"""tui.engine.change_stats: the change NEW / BASE of medians, against distributions whose answer is known."""
+"""tui.engine.measure.change_stats: the change NEW / BASE of medians, against distributions whose answer is known."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import random
 
 import pytest
 
-from tui.engine.change_stats import bootstrap_change, change_interval, ratio_of, resample_side
+from tui.engine.measure.change_stats import bootstrap_change, change_interval, ratio_of, resample_side
 
 MEDIAN_SE = math.sqrt(math.pi / 2)
 """The median of n normal samples has a standard error of sqrt(pi / 2) * sigma / sqrt(n) (about 1.2533)."""

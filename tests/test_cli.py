@@ -210,7 +210,7 @@ def test_sigterm_kills_the_worker_and_keeps_the_runs_that_ended(monkeypatch, tmp
          "--csv", str(out_csv), "--quiet"]
     )  # fmt: skip
     assert code == 128 + signal.SIGTERM
-    # One policy for both front ends (tui.engine.session): a cancelled run stays, as a cancelled row.
+    # One policy for both front ends (tui.engine.run.session): a cancelled run stays, as a cancelled row.
     assert [r["status"] for r in csv.DictReader(out_csv.open())] == ["done", "cancelled"]
     lines = (compile_lab_home / "data" / "history.jsonl").read_text().splitlines()
     assert [json.loads(line)["status"] for line in lines] == ["done", "cancelled"]
@@ -346,7 +346,7 @@ def test_the_repeat_default_is_auto_unless_the_user_sets_it():
 
 def test_a_group_row_shows_its_processes_and_their_spread():
     from fakes.records import full_group
-    from tui.engine.repeats import group_rows
+    from tui.engine.store.repeats import group_rows
 
     text = _table_text(group_rows(full_group(scales=(1.0, 1.06, 0.97))))
     assert "3 processes, spread 1.09x" in text and "(host 1.09x)" in text

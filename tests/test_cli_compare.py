@@ -11,9 +11,9 @@ import pytest
 from fakes.gpus import A100, H100, H200, kind_runs, sweep
 from fakes.timed import pointwise, timed_run
 from tui import cli
-from tui.engine.export import write_json
-from tui.engine.history import History
-from tui.engine.session import RunSession
+from tui.engine.store.export import write_json
+from tui.engine.store.history import History
+from tui.engine.run.session import RunSession
 
 
 @pytest.fixture

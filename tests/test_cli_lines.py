@@ -24,7 +24,7 @@ from tui import cli
 from tui.cli.render import NOT_SIGNIFICANT_LEGEND, print_table
 from tui.cli.run_lines import RunLines, ended_text, run_label
 from tui.engine.options import RunOptions
-from tui.engine.results import RunRecord
+from tui.engine.store.results import RunRecord
 from tui.engine.runner import WorkerRunner
 
 FAKE_WORKER = [sys.executable, str(Path(__file__).resolve().parent / "fakes" / "fake_worker.py")]

@@ -33,7 +33,7 @@ def test_rows_that_ran_in_several_places_say_where():
     from tui.cli.render import where_words
     from tui.engine.payloads import Env
     from tui.engine.options import RunOptions
-    from tui.engine.results import RunRecord
+    from tui.engine.store.results import RunRecord
 
     def at(node, gpu):
         record = RunRecord.new(RunOptions(device="cuda:0"))
@@ -54,7 +54,7 @@ def test_zero_graph_breaks_read_0_and_a_cancel_says_so_once():
 
     from tui.cli.render import print_table
     from tui.engine.options import RunOptions
-    from tui.engine.results import RunRecord
+    from tui.engine.store.results import RunRecord
 
     counted = RunRecord.new(RunOptions(workload="pointwise", device="cpu"))
     counted.diagnostics = dataclasses.replace(counted.diagnostics, graph_breaks=0, recompiles=0)
@@ -76,7 +76,7 @@ def test_a_user_files_name_is_what_the_run_column_shows():
 
     from tui.cli.render import print_table
     from tui.engine.options import RunOptions
-    from tui.engine.results import RunRecord
+    from tui.engine.store.results import RunRecord
 
     deep = "/home/someone/projects/a-long-folder-name/another-folder/models/resnet_variant.py:make"
     record = RunRecord.new(RunOptions(workload=deep, device="cpu"))

@@ -33,12 +33,12 @@ from tui.engine.cluster.address import NEEDS_RAY, RAY_CLIENT_REFUSED
 from tui.engine.cluster.handshake import Hello, Versions
 from tui.engine.cluster.node import END, EVENTS, HELLO, WORKER
 from tui.engine.cluster.runner import ClusterRunner, TaskLost
-from tui.engine.history import History
+from tui.engine.store.history import History
 from tui.engine.options import RunOptions
 from tui.engine.protocol import BlockTimed, PhaseChanged, Started, encode
 from tui.engine.payloads import Env
-from tui.engine.results import RunRecord
-from tui.engine.session import RunSession
+from tui.engine.store.results import RunRecord
+from tui.engine.run.session import RunSession
 from tui.telemetry.model import RunTelemetry
 
 HERE = Versions(compile_lab=__version__, ray="2.60.0", python=f"{sys.version_info[0]}.{sys.version_info[1]}")

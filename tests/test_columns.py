@@ -1,4 +1,4 @@
-"""tui.engine.columns: the CSV columns as one table (name, getter, meaning), the README's list from it."""
+"""tui.engine.store.columns: the CSV columns as one table (name, getter, meaning), the README's list from it."""
 
 from __future__ import annotations
 
@@ -9,14 +9,14 @@ from pathlib import Path
 import pytest
 
 from fakes.records import GROUP_ONLY, full_group, full_record
-from tui.engine import columns
-from tui.engine.columns import COLUMNS, CSV_COLUMNS, Column, columns_markdown, csv_row, format_value
-from tui.engine.repeats import GroupRecord
-from tui.engine.results import RunRecord
+from tui.engine.store import columns
+from tui.engine.store.columns import COLUMNS, CSV_COLUMNS, Column, columns_markdown, csv_row, format_value
+from tui.engine.store.repeats import GroupRecord
+from tui.engine.store.results import RunRecord
 
 README = Path(__file__).resolve().parents[1] / "README.md"
 
-# The header as it was before the table (git show 2791984:tui/engine/columns.py): columns are
+# The header as it was before the table (git show 2791984:tui/engine/store/columns.py): columns are
 # stable, a new one goes at the end. The boolean tf32 became the three-way precision in its place.
 _SIDE_COLUMNS = ("n", "median_ms", "mean_ms", "std_ms", "min_ms", "max_ms", "p10_ms", "p90_ms", "host_median_ms")
 OLD_CSV_COLUMNS: tuple[str, ...] = (
@@ -89,8 +89,8 @@ def test_the_readme_lists_the_columns_of_the_table():
     found = re.search(r"<!-- columns:start -->\n(.*?)\n?<!-- columns:end -->", text, re.S)
     assert found, "README.md has no <!-- columns:start --> ... <!-- columns:end --> block"
     assert found.group(1).rstrip("\n") == columns_markdown(), (
-        "README.md's CSV column list differs from tui/engine/columns.py: "
-        "paste the output of `python3 -m tui.engine.columns` between the columns markers"
+        "README.md's CSV column list differs from tui/engine/store/columns.py: "
+        "paste the output of `python3 -m tui.engine.store.columns` between the columns markers"
     )
 
 

@@ -16,10 +16,10 @@ from tui.engine.compare import (
     MATCH_FIELDS, CompareSettings, SelectionError, check_ignore, compare, load_selection, pair_up, parse_selection,
 )  # fmt: skip
 from tui.engine.compare.output import CSV_COLUMNS, csv_rows, write_compare_csv, write_compare_json
-from tui.engine.export import write_json
-from tui.engine.history import History
-from tui.engine.results import RunRecord
-from tui.engine.verdict import ONE_PROCESS_HOST
+from tui.engine.store.export import write_json
+from tui.engine.store.history import History
+from tui.engine.store.results import RunRecord
+from tui.engine.measure.verdict import ONE_PROCESS_HOST
 
 FIXTURE = Path(__file__).resolve().parent / "data" / "history_schema1"
 
@@ -123,7 +123,7 @@ def _launch_bound(run_id: str, host: float, seed: int) -> RunRecord:
 
 
 def test_a_launch_bound_host_change_within_one_process_is_not_decisive():
-    # As a run's host verdict of one process: the host time swings between processes (tui.engine.verdict).
+    # As a run's host verdict of one process: the host time swings between processes (tui.engine.measure.verdict).
     base, new = [_launch_bound("b1", 0.200, 1)], [_launch_bound("n1", 0.230, 2)]  # host +15%
     [pair] = compare(base, new, CompareSettings(metric="host")).pairs
     assert pair.launch_bound and pair.within_process

@@ -14,7 +14,7 @@ import statistics
 import pytest
 
 from tui.engine.options import RunOptions
-from tui.engine.results import RunRecord
+from tui.engine.store.results import RunRecord
 from tui.engine.runner import WorkerRunner
 
 pytest.importorskip("torch")

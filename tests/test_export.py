@@ -1,4 +1,4 @@
-"""tui.engine.export: CSV/JSON/raw CSV content, atomic replacement, one-line errors."""
+"""tui.engine.store.export: CSV/JSON/raw CSV content, atomic replacement, one-line errors."""
 
 from __future__ import annotations
 
@@ -11,12 +11,12 @@ from datetime import datetime, timezone
 import pytest
 
 from tui import paths
-from tui.engine import export
-from tui.engine.export import ExportError, default_export_paths, write_csv, write_json, write_raw_csv
+from tui.engine.store import export
+from tui.engine.store.export import ExportError, default_export_paths, write_csv, write_json, write_raw_csv
 from tui.engine.options import RunOptions
 from tui.engine.protocol import make_event
-from tui.engine.columns import CSV_COLUMNS, RAW_COLUMNS
-from tui.engine.results import RunRecord
+from tui.engine.store.columns import CSV_COLUMNS, RAW_COLUMNS
+from tui.engine.store.results import RunRecord
 
 
 def _record(eager=(2.0, 2.5, 1.5), compiled=(1.0, 1.25, 0.75), blocks=3, fail: str | None = None) -> RunRecord:

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from tui.engine.export_dir import DirectoryRefused, create_directory, missing_directory
+from tui.engine.store.export_dir import DirectoryRefused, create_directory, missing_directory
 
 
 def _tree(root: Path) -> list[str]:

@@ -1,4 +1,4 @@
-"""The export formats' registry (tui.engine.export.EXPORT_FORMATS): the CLI's flags, the app's dialog,
+"""The export formats' registry (tui.engine.store.export.EXPORT_FORMATS): the CLI's flags, the app's dialog,
 its files and its notice all read it, so a format added there alone is offered and written everywhere."""
 
 from __future__ import annotations
@@ -19,11 +19,11 @@ from tui.app.export_target import export_paths, exported_message
 from tui.cli.outputs import export_flags
 from tui.cli.parse import build_parser
 from tui.cli.run import _export
-from tui.engine import export
-from tui.engine.export import EXPORT_FORMATS, ExportFormat, default_export_paths
+from tui.engine.store import export
+from tui.engine.store.export import EXPORT_FORMATS, ExportFormat, default_export_paths
 from tui.engine.options import RunOptions
 from tui.engine.protocol import make_event
-from tui.engine.results import RunRecord
+from tui.engine.store.results import RunRecord
 
 
 def _record() -> RunRecord:

@@ -13,9 +13,9 @@ import json
 import pytest
 
 from tui import cli
-from tui.engine.artifacts import load_code
-from tui.engine.chrome_trace import side_of_pid
-from tui.engine.history import History
+from tui.engine.explain.artifacts import load_code
+from tui.engine.explain.chrome_trace import side_of_pid
+from tui.engine.store.history import History
 
 pytestmark = [pytest.mark.slow, pytest.mark.torch]
 

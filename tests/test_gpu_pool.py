@@ -13,12 +13,10 @@ import pytest
 
 from tests.fakes import fake_worker_argv
 from tui.engine.options import OptionsError, RunOptions
-from tui.engine.placement import (
-    CPUS_ENV,
+from tui.engine.cpu_list import CPUS_ENV, cpu_list_text, parse_cpu_list
+from tui.engine.run.placement import (
     allowed_cpus,
-    cpu_list_text,
     lane_cpu_env,
-    parse_cpu_list,
     parse_device_pool,
     physical_cores,
     plan_cores,
@@ -26,7 +24,7 @@ from tui.engine.placement import (
 )
 from tui.engine.runner import WorkerRunner
 from tui.engine.runner.gpu_lock import pool_cpu_env, visible_devices_value
-from tui.engine.session import RETIRE_AFTER, RunSession, SessionListener
+from tui.engine.run.session import RETIRE_AFTER, RunSession, SessionListener
 from tui.telemetry.fake import FakeSource
 
 

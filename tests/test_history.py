@@ -1,4 +1,4 @@
-"""tui.engine.history: append-only JSONL, per-run sample files, tolerant loading."""
+"""tui.engine.store.history: append-only JSONL, per-run sample files, tolerant loading."""
 
 from __future__ import annotations
 
@@ -9,11 +9,11 @@ import time
 import pytest
 
 from tui import paths
-from tui.engine.export import ExportError, write_raw_csv
-from tui.engine.history import SCHEMA, History, HistoryError
+from tui.engine.store.export import ExportError, write_raw_csv
+from tui.engine.store.history import SCHEMA, History, HistoryError
 from tui.engine.options import RunOptions
 from tui.engine.protocol import make_event
-from tui.engine.results import RunRecord, SamplesUnavailable
+from tui.engine.store.results import RunRecord, SamplesUnavailable
 
 
 def _record(speed: float = 2.0, fail: str | None = None, blocks: int = 3) -> RunRecord:
@@ -265,7 +265,7 @@ def test_iter_load_reads_the_file_as_it_was_when_it_began(tmp_path):
 
 
 def test_iter_load_keeps_what_it_read_when_the_disk_fails_half_way(tmp_path, monkeypatch):
-    import tui.engine.history as module
+    import tui.engine.store.history as module
 
     history, run_ids = _history_of(tmp_path, 3)
     lines = module._lines

@@ -1,4 +1,4 @@
-"""tui.engine.host_time: where a compiled call's host time goes, from hand-built profiler events (no torch).
+"""tui.engine.explain.host_time: where a compiled call's host time goes, from hand-built profiler events (no torch).
 
 The CPU calls below are what ``torch.profiler`` gave on this machine with torch 2.13 (one call each,
 flattened the way the worker flattens them); the GPU ones follow the names an H200 shows.
@@ -13,7 +13,7 @@ import pytest
 from rich.console import Console
 
 from tui.cli.render import host_time_lines, print_host_time
-from tui.engine.host_time import (
+from tui.engine.explain.host_time import (
     HOST_CATEGORIES,
     SYNC_RANGE,
     HostRow,
@@ -22,9 +22,10 @@ from tui.engine.host_time import (
     host_split,
     profiler_s,
 )
-from tui.engine.kernels import Profile, RawEvent, regions
+from tui.engine.explain.kernels import Profile, regions
+from tui.engine.explain.profile_types import RawEvent
 from tui.engine.protocol import Profiled
-from tui.engine.results import RunRecord
+from tui.engine.store.results import RunRecord
 
 
 def _pointwise_call() -> list[RawEvent]:

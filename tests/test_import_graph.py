@@ -203,3 +203,93 @@ def test_the_cycle_finder_sees_a_circle_however_it_is_written(tmp_path):
         ["tui.app.app", "tui.app.queueing"],
         ["tui.app.components.pane", "tui.app.model"],
     ]
+
+
+ENGINE_VOCABULARY = {"atomic", "catalog", "cpu_list", "input_file", "option_table", "options", "payloads", "prctl",
+                     "protocol", "status", "thresholds"}
+"""The modules at the top of ``tui/engine/``: the words every part shares, the worker included."""
+ENGINE_PARTS = ("explain", "measure", "store", "compare", "run", "runner", "cluster", "worker")
+"""The engine's subpackages; each may import the vocabulary and the parts before it, never one after it
+(``worker`` stands apart: see the test of its imports)."""
+
+
+def engine_part(module: str) -> str | None:
+    """``tui.engine.store.results`` -> ``tui.engine.store``; a top-level module is its own part."""
+    parts = module.split(".")
+    return ".".join(parts[:3]) if parts[:2] == ["tui", "engine"] and len(parts) > 2 else None
+
+
+def part_graph(graph: dict[str, set[str]]) -> dict[str, set[str]]:
+    """The import graph of the engine's parts (a subpackage or a top-level module), lazy imports included."""
+    parts: dict[str, set[str]] = {}
+    for importer, imported_set in graph.items():
+        source = engine_part(importer)
+        if source is None:
+            continue
+        targets = {engine_part(name) for name in imported_set if name in graph or name.rpartition(".")[0] in graph}
+        parts.setdefault(source, set()).update(t for t in targets if t is not None and t != source)
+    return parts
+
+
+def test_the_engines_top_level_is_its_vocabulary_and_each_part_says_its_job():
+    engine = ROOT / "tui" / "engine"
+    assert {p.stem for p in engine.glob("*.py")} - {"__init__"} == ENGINE_VOCABULARY
+    assert {p.name for p in engine.iterdir() if (p / "__init__.py").exists()} == set(ENGINE_PARTS)
+    for part in ENGINE_PARTS:
+        doc = ast.get_docstring(ast.parse((engine / part / "__init__.py").read_text(encoding="utf-8")))
+        assert doc and doc.strip(), f"tui/engine/{part}/__init__.py has no docstring"
+
+
+def test_the_engines_parts_import_one_way():
+    """The vocabulary imports no part but ``explain`` (events carry a Profile and GraphCode); a part imports
+    only the vocabulary and the parts listed before it; so no two parts import each other, even lazily."""
+    graph = part_graph(import_graph(ROOT))
+    assert import_cycles(graph | {t: set() for ts in graph.values() for t in ts if t not in graph}, "tui.engine") == []
+    for name in ENGINE_VOCABULARY:
+        parts = {t for t in graph.get(f"tui.engine.{name}", set()) if t.rpartition(".")[2] in ENGINE_PARTS}
+        assert parts <= {"tui.engine.explain"}, f"tui.engine.{name} imports {sorted(parts)}"
+    order = [p for p in ENGINE_PARTS if p != "worker"]
+    for index, part in enumerate(order):
+        later = {f"tui.engine.{p}" for p in [*order[index + 1:], "worker"]}
+        assert not graph.get(f"tui.engine.{part}", set()) & later, f"tui.engine.{part} imports a later part"
+
+
+KNOWN_ENGINE_CIRCLES = [
+    ["tui.engine.store.columns", "tui.engine.store.results"],  # to_row, raw_rows (lazy); RunRecord type
+    ["tui.engine.worker.user_loader", "tui.engine.worker.workloads"],  # build_workload loads a user's file (lazy)
+]
+"""The module circles left inside one part of the engine, each through a lazy or type-only import; no new one."""
+
+
+def test_no_new_import_circle_inside_the_engine():
+    assert import_cycles(import_graph(ROOT), "tui.engine") == KNOWN_ENGINE_CIRCLES
+
+
+def test_the_worker_imports_only_the_vocabulary_measure_and_explain():
+    """The worker process loads what it needs of the parent's side: the shared words, the statistics of its
+    block plan (``measure``) and the profile's parsing (``explain``); never the store, the session or a runner."""
+    graph = import_graph(ROOT)
+    imported = {name for module, names in graph.items() if _under(module, "tui.engine.worker") for name in names
+                if _under(name, "tui") and name != "tui" and not _under(name, "tui.engine.worker")
+                and (name in graph or name.rpartition(".")[0] in graph)}
+    modules = {name if name in graph else name.rpartition(".")[0] for name in imported}
+    assert modules == {
+        "tui.engine.catalog", "tui.engine.cpu_list", "tui.engine.options", "tui.engine.payloads", "tui.engine.prctl",
+        "tui.engine.protocol", "tui.engine.measure.clocks", "tui.engine.measure.stats", "tui.engine.measure.summary",
+        "tui.engine.explain.artifacts", "tui.engine.explain.chrome_trace", "tui.engine.explain.host_time",
+        "tui.engine.explain.kernels", "tui.engine.explain.profile_types", "tui.logs", "tui.telemetry.model",
+    }
+
+
+def test_the_part_graph_sees_a_circle_between_parts(tmp_path):
+    for package in ("tui", "tui/engine", "tui/engine/store", "tui/engine/run"):
+        _write(tmp_path, f"{package}/__init__.py", "")
+    _write(tmp_path, "tui/engine/options.py", "import json\n")
+    _write(tmp_path, "tui/engine/store/results.py", "from tui.engine.options import RunOptions\n")
+    _write(tmp_path, "tui/engine/run/session.py", "from tui.engine.store.results import RunRecord\n")
+    graph = part_graph(import_graph(tmp_path))
+    assert graph["tui.engine.run"] == {"tui.engine.store"}
+    assert import_cycles(graph, "tui.engine") == []
+
+    _write(tmp_path, "tui/engine/store/history.py", "def f():\n    from ..run import session\n")
+    assert import_cycles(part_graph(import_graph(tmp_path)), "tui.engine") == [["tui.engine.run", "tui.engine.store"]]

@@ -36,16 +36,16 @@ ENGINE_PARENT_SIDE = [
     "tui.engine.catalog",
     "tui.engine.options",
     "tui.engine.protocol",
-    "tui.engine.stats",
-    "tui.engine.results",
-    "tui.engine.export",
-    "tui.engine.history",
-    "tui.engine.sweep",
+    "tui.engine.measure.stats",
+    "tui.engine.store.results",
+    "tui.engine.store.export",
+    "tui.engine.store.history",
+    "tui.engine.run.sweep",
     "tui.engine.runner",
     "tui.engine.compare",
     "tui.cli",
     "tui.cli.compare",
-    "tui.engine.report_data",
+    "tui.engine.store.report_data",
     "tui.cli.report",
 ]
 REPORT = ["tui.report", "tui.report.colors"]
@@ -143,11 +143,11 @@ def test_psutil_belongs_to_the_telemetry_layer_and_loads_when_a_run_starts():
 
 
 def test_numpy_loads_with_the_first_bootstrap():
-    """The bootstrap resamples with numpy (``tui.engine.resample``); the app, the CLI and the engine
-    import ``tui.engine.stats`` at start and load numpy only when an interval is computed, so a
+    """The bootstrap resamples with numpy (``tui.engine.measure.resample``); the app, the CLI and the engine
+    import ``tui.engine.measure.stats`` at start and load numpy only when an interval is computed, so a
     first frame does not pay numpy's import."""
-    assert "numpy" not in _imported_after(APP + TELEMETRY + ENGINE_PARENT_SIDE + ["tui.engine.change_stats"])
-    assert "numpy" in _imported_after(["tui.engine.resample"])  # the probe sees it when it is imported
+    assert "numpy" not in _imported_after(APP + TELEMETRY + ENGINE_PARENT_SIDE + ["tui.engine.measure.change_stats"])
+    assert "numpy" in _imported_after(["tui.engine.measure.resample"])  # the probe sees it when it is imported
 
 
 def test_the_display_helpers_the_cli_borrows_never_import_textual():
@@ -168,9 +168,9 @@ def test_worker_package_is_the_only_engine_part_that_needs_torch():
 
 def test_the_apps_status_words_match_the_engines_statuses():
     """``tui.present.format`` keeps its own copy of the statuses (so the first frame does not import
-    ``tui.engine.results``); the copy must name exactly the engine's statuses."""
+    ``tui.engine.store.results``); the copy must name exactly the engine's statuses."""
     from tui.present import format as app_format
-    from tui.engine import results
+    from tui.engine.store import results
 
     assert set(app_format.STATUS_LABELS) == set(results.STATUSES)
     assert app_format.TERMINAL_STATUSES == results.TERMINAL_STATUSES

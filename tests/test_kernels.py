@@ -1,4 +1,4 @@
-"""tui.engine.kernels: profiler events -> per-side kernel counts and the kernel diff, without torch.
+"""tui.engine.explain.kernels: profiler events -> per-side kernel counts and the kernel diff, without torch.
 
 The events below are what ``torch.profiler`` gave for pointwise (``sin(x * 2) + x``) on this
 CPU with torch 2.13, flattened the way the worker flattens them (:func:`tui.engine.worker.profile.flatten`).
@@ -10,11 +10,10 @@ import dataclasses
 
 import pytest
 
-from tui.engine.kernels import (
+from tui.engine.explain.kernels import (
     MAX_ROWS,
     KernelRow,
     Profile,
-    RawEvent,
     SideProfile,
     kernel_diff,
     provenance_ops,
@@ -22,6 +21,7 @@ from tui.engine.kernels import (
     side_profile,
     top_kernels_text,
 )
+from tui.engine.explain.profile_types import RawEvent
 from tui.engine.protocol import Profiled, decode, encode
 
 CALLS = 2
@@ -136,7 +136,7 @@ def test_a_side_needs_at_least_one_call():
 
 
 def test_a_record_keeps_its_profile_through_json():
-    from tui.engine.results import RunRecord
+    from tui.engine.store.results import RunRecord
 
     eager, compiled = _sides()
     record = RunRecord("20261203-000000-abcdef")
@@ -206,7 +206,7 @@ H200_NAMES = {
 
 
 def test_short_kernel_names_keep_the_kernel_and_its_op_and_leave_plain_names_alone():
-    from tui.engine.kernels import short_kernel_name
+    from tui.engine.explain.kernels import short_kernel_name
 
     for name, short in H200_NAMES.items():
         assert short_kernel_name(name) == short
@@ -215,7 +215,8 @@ def test_short_kernel_names_keep_the_kernel_and_its_op_and_leave_plain_names_alo
 def test_eager_ops_on_a_gpu_take_the_device_time_of_the_kernels_under_them():
     """conv2d -> convolution -> cudnn_convolution launches two kernels: each op in the chain is charged both,
     so the diff finds 'aten::convolution' (the FX node's op) though eager called aten::conv2d."""
-    from tui.engine.kernels import KernelGroup, RawEvent, kernel_diff, side_profile
+    from tui.engine.explain.kernels import KernelGroup, kernel_diff, side_profile
+    from tui.engine.explain.profile_types import RawEvent
 
     events = [
         RawEvent("aten::conv2d", top_op=True, total_us=50.0),

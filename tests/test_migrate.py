@@ -12,10 +12,10 @@ from pathlib import Path
 
 import pytest
 
-from tui.engine.columns import CSV_COLUMNS
-from tui.engine.export import write_csv
-from tui.engine.history import History
-from tui.engine.migrate import SCHEMA, upgrade_line, upgrade_samples
+from tui.engine.store.columns import CSV_COLUMNS
+from tui.engine.store.export import write_csv
+from tui.engine.store.history import History
+from tui.engine.store.migrate import SCHEMA, upgrade_line, upgrade_samples
 
 FIXTURE = Path(__file__).resolve().parent / "data" / "history_schema1"
 FIXTURE2 = FIXTURE.parent / "history_schema2"
@@ -260,7 +260,7 @@ def test_old_ieee_rows_match_new_ieee_rows_and_not_default_ones(schema2):
     import dataclasses
 
     from tui.engine.compare.matching import config_key
-    from tui.engine.results import RunRecord
+    from tui.engine.store.results import RunRecord
 
     old = _load(schema2)[0]
     assert old.options.precision == "ieee"

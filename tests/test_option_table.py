@@ -17,7 +17,7 @@ import pytest
 from tui.cli.parse import build_parser, options_from_args
 from tui.cli.run_flags import is_table_flag
 from tui.engine import options as options_module
-from tui.engine.columns import CSV_COLUMNS
+from tui.engine.store.columns import CSV_COLUMNS
 from tui.engine.option_table import (
     CUSTOM,
     LIMIT,
@@ -32,8 +32,8 @@ from tui.engine.option_table import (
     limit_fields,
 )
 from tui.engine.options import RunOptions
-from tui.engine.reproduce import _FLAGS, reproduce_command
-from tui.engine.stored_options import CODE_FIELDS, HIDDEN_FIELDS, LIMIT_FIELDS, decode_options
+from tui.engine.store.reproduce import _FLAGS, reproduce_command
+from tui.engine.store.stored_options import CODE_FIELDS, HIDDEN_FIELDS, LIMIT_FIELDS, decode_options
 from tui.present.option_fields import FIELDS_BY_KEY
 
 FIELDS = [f.name for f in dataclasses.fields(RunOptions)]
@@ -118,7 +118,7 @@ def test_the_kinds_agree():
 
 
 def test_a_spec_with_a_csv_help_gets_a_column_of_its_value(monkeypatch):
-    from tui.engine import columns
+    from tui.engine.store import columns
 
     spec = dataclasses.replace(SPECS["seed"], csv="the random seed")
     monkeypatch.setattr(columns, "OPTIONS", (*OPTIONS[:1], spec))

@@ -1,4 +1,4 @@
-"""compile-lab prune and the size cap (tui.engine.prune): only older runs' files go, never a history
+"""compile-lab prune and the size cap (tui.engine.store.prune): only older runs' files go, never a history
 line; a pruned run still loads, exports and says its files are gone; the data dir's size is shown."""
 
 from __future__ import annotations
@@ -12,12 +12,12 @@ import pytest
 
 from tui import cli, paths
 from tui.cli.info import _EnvTable
-from tui.engine.artifacts import format_bytes, load_code, run_folder
-from tui.engine.export import write_json, write_raw_csv
-from tui.engine.history import History
+from tui.engine.explain.artifacts import format_bytes, load_code, run_folder
+from tui.engine.store.export import write_json, write_raw_csv
+from tui.engine.store.history import History
 from tui.engine.options import RunOptions
 from tui.engine.protocol import GraphCoded, make_event
-from tui.engine.prune import (
+from tui.engine.store.prune import (
     DATA_CAP_ENV,
     ORPHAN_GRACE_S,
     data_cap,
@@ -28,8 +28,8 @@ from tui.engine.prune import (
     plan_prune,
     scan_runs,
 )
-from tui.engine.artifacts import capped_code
-from tui.engine.results import RunRecord, SamplesPruned
+from tui.engine.explain.artifacts import capped_code
+from tui.engine.store.results import RunRecord, SamplesPruned
 
 DAY = 86_400.0
 NOW = 1_800_000_000.0

@@ -1,5 +1,5 @@
 """Repeats across processes: the hierarchical bootstrap, groups, their verdict and row, the interleaved
-queue and ``repeats="auto"`` (tui.engine.stats, tui.engine.repeats, tui.engine.session)."""
+queue and ``repeats="auto"`` (tui.engine.measure.stats, tui.engine.store.repeats, tui.engine.run.session)."""
 
 from __future__ import annotations
 
@@ -10,17 +10,17 @@ import random
 import pytest
 
 from fakes.records import cuda_run_record, full_group
-from tui.engine.export import write_csv
+from tui.engine.store.export import write_csv
 from tui.engine.options import RunOptions
 from tui.engine.protocol import make_event
-from tui.engine.repeats import (
+from tui.engine.store.repeats import (
     AUTO_MAX_PROCESSES, GroupRecord, GroupSummary, group_records, group_rows, members_of, parse_repeat,
     summarize_group, wants_another_process,
 )  # fmt: skip
-from tui.engine.results import RunRecord
-from tui.engine.session import RunSession
-from tui.engine.stats import bootstrap_speedup, bootstrap_speedup_processes
-from tui.engine.verdict import ONE_PROCESS_HOST
+from tui.engine.store.results import RunRecord
+from tui.engine.run.session import RunSession
+from tui.engine.measure.stats import bootstrap_speedup, bootstrap_speedup_processes
+from tui.engine.measure.verdict import ONE_PROCESS_HOST
 from tui.telemetry.model import RunTelemetry
 
 # ----- the hierarchical bootstrap ----------------------------------------------------------------

@@ -19,11 +19,11 @@ import pytest
 from fakes.records import cuda_run_record, full_group, full_record
 
 from tui import cli, paths
-from tui.engine.export import write_json
-from tui.engine.history import History
+from tui.engine.store.export import write_json
+from tui.engine.store.history import History
 from tui.cli.report import load_runs
-from tui.engine.report_data import QUANTILES, gather_report
-from tui.engine.verdict import VERDICTS
+from tui.engine.store.report_data import QUANTILES, gather_report
+from tui.engine.measure.verdict import VERDICTS
 
 pytest.importorskip("matplotlib")  # in the test extras; the report's own extra
 
@@ -229,7 +229,7 @@ def test_every_verdict_has_the_apps_colour():
 
 def test_a_file_that_cannot_be_written_exits_1_with_one_line(export, tmp_path, capsys, monkeypatch):
     import tui.report
-    from tui.engine.export import ExportError
+    from tui.engine.store.export import ExportError
 
     def fail(data, path):
         raise ExportError(f"cannot write {path}: No space left on device")

@@ -15,11 +15,11 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from tui.cli.parse import build_parser, configs_from_args, options_from_args
-from tui.engine.export import write_json
+from tui.engine.store.export import write_json
 from tui.engine.options import BACKENDS, DTYPES, MODES, PRECISIONS, RunOptions
-from tui.engine.reproduce import _FLAGS, reproduce_command
-from tui.engine.results import RunRecord
-from tui.engine.verdict import LIMIT_NAMES
+from tui.engine.store.reproduce import _FLAGS, reproduce_command
+from tui.engine.store.results import RunRecord
+from tui.engine.measure.verdict import LIMIT_NAMES
 
 
 def _parsed(line: str) -> RunOptions:

@@ -1,4 +1,4 @@
-"""tui.engine.results.RunRecord: scripted event sequences -> summary, CSV row, JSON, raw rows."""
+"""tui.engine.store.results.RunRecord: scripted event sequences -> summary, CSV row, JSON, raw rows."""
 
 from __future__ import annotations
 
@@ -13,8 +13,8 @@ import pytest
 from tui.engine.options import RunOptions
 from tui.engine.payloads import Accuracy, Diagnostics, Env, Memory
 from tui.engine.protocol import BlockTimed, Event, ProtocolError, decode, make_event
-from tui.engine.columns import CSV_COLUMNS, RAW_COLUMNS, format_value
-from tui.engine.results import STATUSES, RunRecord
+from tui.engine.store.columns import CSV_COLUMNS, RAW_COLUMNS, format_value
+from tui.engine.store.results import STATUSES, RunRecord
 from tui.telemetry.model import RunTelemetry
 
 EAGER = [2.0, 2.1, 1.9, 2.0, 2.02]  # median 2.0
@@ -468,7 +468,7 @@ def test_summary_line_mentions_the_headline():
 def test_every_csv_column_is_documented():
     # The column table carries each column's one-line meaning; the README's list is generated
     # from it (tests/test_columns.py compares the two).
-    from tui.engine.columns import COLUMNS, columns_markdown
+    from tui.engine.store.columns import COLUMNS, columns_markdown
 
     assert [c.name for c in COLUMNS] == list(CSV_COLUMNS)
     assert [c.name for c in COLUMNS if not c.meaning.strip() or "\n" in c.meaning] == []

@@ -14,12 +14,12 @@ import json
 import pytest
 
 from fakes.records import EAGER_HOST, GROUP_ONLY, full_group, full_record, unset_fields
-from tui.engine.columns import CSV_COLUMNS
-from tui.engine.export import write_csv, write_json
-from tui.engine.history import History
-from tui.engine.repeats import GroupRecord
-from tui.engine.reproduce import reproduce_command
-from tui.engine.results import RunRecord
+from tui.engine.store.columns import CSV_COLUMNS
+from tui.engine.store.export import write_csv, write_json
+from tui.engine.store.history import History
+from tui.engine.store.repeats import GroupRecord
+from tui.engine.store.reproduce import reproduce_command
+from tui.engine.store.results import RunRecord
 
 
 @pytest.fixture

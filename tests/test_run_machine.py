@@ -14,7 +14,7 @@ import pytest
 
 from tui.engine.options import RunOptions
 from tui.engine.protocol import BlockTimed, Event, Started
-from tui.engine.results import RunRecord
+from tui.engine.store.results import RunRecord
 from tui.engine.runner import WorkerRunner
 from tui.engine.runner.sampling import CLOCK_HZ, SAMPLE_HZ, measure_spans, with_side_clocks
 from tui.engine.runner.worker_runner import own_worker_pids

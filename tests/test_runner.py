@@ -17,7 +17,7 @@ from fakes.polling import poll_until
 
 from tui.engine.options import RunOptions
 from tui.engine.protocol import BlockTimed, Event, PhaseChanged, Ready, Started, WorkerWarning
-from tui.engine.results import RunRecord
+from tui.engine.store.results import RunRecord
 from tui.engine.runner import STDERR_TAIL_BYTES, WorkerRunner
 from tui.engine.runner.worker_runner import timeout_message
 from tui.telemetry.fake import FakeSource

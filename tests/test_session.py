@@ -1,4 +1,4 @@
-"""tui.engine.session.RunSession with a scripted runner: order, lanes, cancel, ending and saving."""
+"""tui.engine.run.session.RunSession with a scripted runner: order, lanes, cancel, ending and saving."""
 
 from __future__ import annotations
 
@@ -9,8 +9,8 @@ import pytest
 from tui import logs
 from tui.engine.options import RunOptions
 from tui.engine.protocol import make_event
-from tui.engine.results import RunRecord
-from tui.engine.session import SHARED_LANE, RunSession, SessionListener, lane_of
+from tui.engine.store.results import RunRecord
+from tui.engine.run.session import SHARED_LANE, RunSession, SessionListener, lane_of
 
 
 class ScriptedRunner:
@@ -200,7 +200,7 @@ async def test_a_runner_that_raises_is_a_crash_row_and_the_queue_goes_on():
     assert second.status == "done"
     logs.reset()  # closes the file
     logged = log_file.read_text(encoding="utf-8")  # the row has one line; the log has the traceback
-    assert f"ERROR tui.engine.session: run {first.run_id}: the run task failed\nTraceback" in logged
+    assert f"ERROR tui.engine.run.session: run {first.run_id}: the run task failed\nTraceback" in logged
     assert 'raise self.fail_with\nRuntimeError: boom' in logged
 
 
@@ -306,7 +306,7 @@ class NodeRunner(ScriptedRunner):
 
 
 async def test_cluster_runs_on_one_node_count_each_other_and_other_nodes_do_not():
-    from tui.engine.session import CLUSTER_LANE
+    from tui.engine.run.session import CLUSTER_LANE
 
     lanes = [f"{CLUSTER_LANE}{n}" for n in range(3)]
     nodes: dict[str, str] = {}

@@ -1,4 +1,4 @@
-"""tui.engine.stats: hand-computed summaries and a bootstrap whose answer is known."""
+"""tui.engine.measure.stats: hand-computed summaries and a bootstrap whose answer is known."""
 
 from __future__ import annotations
 
@@ -9,8 +9,8 @@ from itertools import chain
 
 import pytest
 
-from tui.engine.resample import draw_weights
-from tui.engine.stats import (
+from tui.engine.measure.resample import draw_weights
+from tui.engine.measure.stats import (
     Moments,
     SampleAccumulator,
     SpeedupCI,

@@ -8,10 +8,10 @@ import json
 
 import pytest
 
-from tui.engine.export import write_csv
+from tui.engine.store.export import write_csv
 from tui.engine.options import RunOptions
 from tui.engine.protocol import PHASES, make_event
-from tui.engine.results import ACTIVE_STATUSES, STATUSES, TERMINAL_STATUSES, RunRecord
+from tui.engine.store.results import ACTIVE_STATUSES, STATUSES, TERMINAL_STATUSES, RunRecord
 from tui.engine.status import RunStatus
 
 

@@ -14,10 +14,10 @@ import typing
 
 import pytest
 
-from tui.engine.history import History
+from tui.engine.store.history import History
 from tui.engine.options import OptionsError, RunOptions
-from tui.engine.results import RunRecord
-from tui.engine.stored_options import (
+from tui.engine.store.results import RunRecord
+from tui.engine.store.stored_options import (
     CODE_FIELDS,
     HIDDEN_FIELDS,
     LIMIT_FIELDS,

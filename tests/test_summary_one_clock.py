@@ -4,7 +4,7 @@ The CPU worker sends each block's per-call times and its wall time per call (the
 The statistics once took the host figures from those block means: one stalled call in a block of ten
 carried into its mean in full, and the median of five block means swung with three stalls, so one
 summary read ``speedup 1.66x [1.56, 1.77]`` beside ``host-inclusive speedup 0.10x [0.07, 8.60]``.
-The rule now lives in :attr:`tui.engine.samples.Block.host_ms`, and the summary, ``--repeat`` groups
+The rule now lives in :attr:`tui.engine.measure.samples.Block.host_ms`, and the summary, ``--repeat`` groups
 and ``compare`` all read it. Constructed samples: no worker, no torch.
 """
 
@@ -18,9 +18,9 @@ from fakes.timed import pointwise
 from tui.engine.compare import CompareSettings
 from tui.engine.compare.judge import side_values
 from tui.engine.protocol import make_event
-from tui.engine.repeats import summarize_group
-from tui.engine.results import RunRecord
-from tui.engine.samples import Block
+from tui.engine.store.repeats import summarize_group
+from tui.engine.store.results import RunRecord
+from tui.engine.measure.samples import Block
 
 EAGER_MS, COMPILED_MS, STALL_MS = 0.30, 0.18, 50.0
 #: Compiled blocks with one stalled call each: three of five, enough to move a median of block means.

@@ -1,11 +1,11 @@
-"""tui.engine.sweep.expand: every meaningful combination, each once, validated, in a fixed order."""
+"""tui.engine.run.sweep.expand: every meaningful combination, each once, validated, in a fixed order."""
 
 from __future__ import annotations
 
 import pytest
 
 from tui.engine.options import BACKENDS, MODES, OptionsError, RunOptions, inductor_options_apply, modes_for
-from tui.engine.sweep import expand
+from tui.engine.run.sweep import expand
 
 BASE = RunOptions(workload="matmul", params={"n": 64})
 

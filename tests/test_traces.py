@@ -20,10 +20,10 @@ import pytest
 
 from fakes import fake_worker_argv
 from tui import cli, paths
-from tui.engine.artifacts import artifact_paths, run_folder
-from tui.engine.history import History
+from tui.engine.explain.artifacts import artifact_paths, run_folder
+from tui.engine.store.history import History
 from tui.engine.options import RunOptions
-from tui.engine.results import RunRecord
+from tui.engine.store.results import RunRecord
 from tui.engine.runner import WorkerRunner
 from tui.engine.runner.launch import launch_for
 

@@ -20,9 +20,9 @@ torch = pytest.importorskip("torch")
 from tui.app.components.result_cells import row_cells  # noqa: E402
 from tui.present.format import input_label  # noqa: E402
 from tui.cli.render import print_table  # noqa: E402
-from tui.engine.history import History  # noqa: E402
+from tui.engine.store.history import History  # noqa: E402
 from tui.engine.options import RunOptions  # noqa: E402
-from tui.engine.results import RunRecord  # noqa: E402
+from tui.engine.store.results import RunRecord  # noqa: E402
 from tui.engine.runner import WorkerRunner  # noqa: E402
 from tui.engine.worker.flops import count_flops  # noqa: E402
 

@@ -1,11 +1,12 @@
-"""tui.engine.verdict on constructed samples: each noisy reason and note alone, each edge of the interval rule."""
+"""tui.engine.measure.verdict on constructed samples: each noisy reason and note alone, each edge of the
+interval rule."""
 
 from __future__ import annotations
 
 import pytest
 
-from tui.engine.stats import summarize
-from tui.engine.verdict import (
+from tui.engine.measure.stats import summarize
+from tui.engine.measure.verdict import (
     FASTER,
     INCONCLUSIVE,
     NO_CHANGE,

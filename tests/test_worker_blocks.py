@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from tui.engine.clocks import CLOCKS, CUDA_EVENT, PERF_COUNTER, clock_info
+from tui.engine.measure.clocks import CLOCKS, CUDA_EVENT, PERF_COUNTER, clock_info
 from tui.engine.worker import blocks
 
 WORKER_DIR = Path(__file__).resolve().parents[1] / "tui" / "engine" / "worker"
@@ -107,7 +107,7 @@ def test_too_few_pairs_have_no_interval_and_the_warning_says_so():
 
 
 def test_relative_width():
-    from tui.engine.stats import SpeedupCI
+    from tui.engine.measure.stats import SpeedupCI
 
     assert blocks.relative_width(SpeedupCI(1.5, 1.47, 1.53)) == pytest.approx(1.53 / 1.47 - 1)
     assert blocks.relative_width(SpeedupCI(1.5, None, None)) is None

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pytest
 
-from tui.engine.clocks import CUDA_EVENT
+from tui.engine.measure.clocks import CUDA_EVENT
 from tui.engine.options import RunOptions
 from tui.engine.protocol import BlockTimed, Finished
 

@@ -12,7 +12,7 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from tui.engine.clocks import PERF_COUNTER  # noqa: E402
+from tui.engine.measure.clocks import PERF_COUNTER  # noqa: E402
 from tui.engine.options import RunOptions  # noqa: E402
 from tui.engine.protocol import BlockTimed, WorkerWarning, decode  # noqa: E402
 from tui.engine.worker import envinfo  # noqa: E402

@@ -18,7 +18,7 @@ import pytest
 
 from tui.engine.options import RunOptions
 from tui.engine.payloads import Memory
-from tui.engine.clocks import PERF_COUNTER
+from tui.engine.measure.clocks import PERF_COUNTER
 from tui.engine.protocol import FAILURE_KINDS, PROTOCOL_VERSION, BlockTimed, Compiled, Event, Failed, Finished, decode
 
 pytest.importorskip("torch")

@@ -12,11 +12,11 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from tui.engine.columns import csv_row  # noqa: E402
-from tui.engine.host_time import graph_break_rows  # noqa: E402
+from tui.engine.store.columns import csv_row  # noqa: E402
+from tui.engine.explain.host_time import graph_break_rows  # noqa: E402
 from tui.engine.options import RunOptions  # noqa: E402
 from tui.engine.protocol import BlockTimed, Finished, PhaseChanged, Profiled  # noqa: E402
-from tui.engine.results import RunRecord  # noqa: E402
+from tui.engine.store.results import RunRecord  # noqa: E402
 from tui.engine.worker import profile as profile_module  # noqa: E402
 from tui.engine.worker.main import WorkerRun  # noqa: E402
 

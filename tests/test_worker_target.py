@@ -19,11 +19,11 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from tui.engine.clocks import PERF_COUNTER  # noqa: E402
+from tui.engine.measure.clocks import PERF_COUNTER  # noqa: E402
 from tui.engine.options import RunOptions  # noqa: E402
 from tui.engine.protocol import BlockTimed  # noqa: E402
-from tui.engine.stats import bootstrap_speedup  # noqa: E402
-from tui.engine.summary import MIN_INTERVAL_BLOCKS  # noqa: E402
+from tui.engine.measure.stats import bootstrap_speedup  # noqa: E402
+from tui.engine.measure.summary import MIN_INTERVAL_BLOCKS  # noqa: E402
 from tui.engine.worker import blocks, measure  # noqa: E402
 from tui.engine.worker.clocks import BlockRun  # noqa: E402
 

@@ -25,7 +25,7 @@ from pathlib import Path
 __all__ = ["LOGGER", "MAX_BYTES", "BACKUPS", "WORKER_MARK", "log_file", "setup", "setup_worker", "reset", "suppressed"]
 
 LOGGER = "tui"
-"""The logger every compile-lab module's logger sits under (``tui.engine.session``, ...)."""
+"""The logger every compile-lab module's logger sits under (``tui.engine.run.session``, ...)."""
 
 MAX_BYTES = 1_000_000
 """The log file's size before it rotates (``compile-lab.log`` -> ``compile-lab.log.1``)."""

@@ -1,7 +1,7 @@
 """A history of many runs, written fast, for the big-history tests and ``benchmarks/history_perf.py``.
 
 Eight real, ended records (several workloads, modes, statuses) give genuine lines (what
-:meth:`~tui.engine.history.History.append` writes); the file repeats them with fresh run ids (no
+:meth:`~tui.engine.store.history.History.append` writes); the file repeats them with fresh run ids (no
 samples files), so 20,000 lines take about a second to write.
 """
 
@@ -10,10 +10,10 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from tui.engine.history import SCHEMA
+from tui.engine.store.history import SCHEMA
 from tui.engine.options import RunOptions
 from tui.engine.protocol import make_event
-from tui.engine.results import RunRecord
+from tui.engine.store.results import RunRecord
 
 __all__ = ["write_big_history", "big_run_id"]
 

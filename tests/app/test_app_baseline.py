@@ -11,7 +11,7 @@ from app_helpers import wait_until
 from fakes.timed import pointwise, timed_run
 from tui.app.baseline_actions import BaselineCompareScreen
 from tui.app.baselines import summary_text
-from tui.engine.history import History
+from tui.engine.store.history import History
 
 SIZE = (160, 48)
 BASE, SLOWER, FASTER, OTHER = (f"20261201-00000{i}-{c * 6}" for i, c in enumerate("abcd"))

@@ -26,9 +26,9 @@ from tui import paths
 from tui.app.components.results_table import ResultsTable, history_cells
 from tui.app.messages import HistoryLoaded
 from tui.app.previous_runs import CHUNK, FIRST_CHUNK, _freeze
-from tui.engine.history import History
+from tui.engine.store.history import History
 from tui.engine.options import RunOptions
-from tui.engine.results import RunRecord
+from tui.engine.store.results import RunRecord
 
 TICK_S = 0.02
 

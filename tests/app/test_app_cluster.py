@@ -15,7 +15,7 @@ from tui.engine.cluster.link import ClusterLink
 from tui.app.components.picker import Picker
 from tui.engine import cluster
 from tui.engine.cluster import ClusterError
-from tui.engine.session import CLUSTER_LANE
+from tui.engine.run.session import CLUSTER_LANE
 
 LANES = (f"{CLUSTER_LANE}0", f"{CLUSTER_LANE}1")
 

@@ -15,7 +15,7 @@ from textual.geometry import Region
 from app_helpers import wait_until
 from tui.app.components.dialogs import ConfirmScreen
 from tui.app.exporting import exported_message, fit_path
-from tui.engine.export import default_formats
+from tui.engine.store.export import default_formats
 from tui.engine.options import RunOptions
 
 

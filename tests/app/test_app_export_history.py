@@ -14,10 +14,10 @@ from tui import paths
 from tui.app.components.dialogs import ConfirmScreen, ExportScreen
 from tui.app.components.picker import Picker
 from tui.app.messages import RunFinished, RunsExported
-from tui.engine.export import default_formats
-from tui.engine.history import History
+from tui.engine.store.export import default_formats
+from tui.engine.store.history import History
 from tui.engine.options import RunOptions
-from tui.engine.columns import CSV_COLUMNS, RAW_COLUMNS
+from tui.engine.store.columns import CSV_COLUMNS, RAW_COLUMNS
 
 
 async def _two_runs(app, pilot) -> list[str]:

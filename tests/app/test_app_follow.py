@@ -168,7 +168,7 @@ async def test_the_chart_of_a_run_cancelled_before_any_block_says_so(make_app, t
 
 
 async def test_the_chart_reads_a_previous_runs_stored_blocks(make_app):
-    from tui.engine.history import History
+    from tui.engine.store.history import History
 
     first = make_app()
     async with first.run_test(size=(80, 24)) as pilot:

@@ -21,7 +21,8 @@ from tui.app.components.queue_view import QueueView
 from tui.app.components.sweep_dialog import SweepScreen
 from tui.app.config import AppConfig, load_config, save_config
 from tui.engine.options import RunOptions
-from tui.engine.placement import CPUS_ENV, POOL_ALL, allowed_cpus
+from tui.engine.cpu_list import CPUS_ENV
+from tui.engine.run.placement import POOL_ALL, allowed_cpus
 from tui.engine.runner.gpu_lock import pool_cpu_env, visible_devices_value
 from tui.telemetry.fake import FakeSource
 

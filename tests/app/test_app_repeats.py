@@ -12,7 +12,7 @@ from tui.app.components.details import render_details
 from tui.app.components.picker import Picker
 from tui.app.components.sweep_dialog import SweepScreen
 from tui.app.config import AppConfig, load_config
-from tui.engine.repeats import GroupRecord
+from tui.engine.store.repeats import GroupRecord
 
 
 def _text(renderable) -> str:
@@ -125,5 +125,5 @@ async def test_repeat_auto_runs_once_where_nothing_is_launch_bound(make_app):
         await wait_until(pilot, lambda: app.settled, what="settled", timeout=30)
         [row_id] = app.table.run_ids
         assert app.config.repeat == "auto" and len(app.session.records) == 1  # the CPU is never launch-bound
-        # A CPU configuration under auto is a plain run, no group (tui.engine.repeats.may_grow).
+        # A CPU configuration under auto is a plain run, no group (tui.engine.store.repeats.may_grow).
         assert app.session.records[0].group_id is None and app.table.cell_text(row_id, "status") == "faster"

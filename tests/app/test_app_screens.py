@@ -248,7 +248,7 @@ async def test_sigterm_kills_the_workers_then_exits(make_app):
 
 def test_render_details_survives_an_empty_record():
     from tui.engine.options import RunOptions
-    from tui.engine.results import RunRecord
+    from tui.engine.store.results import RunRecord
 
     text = _text(render_details(RunRecord("r1", RunOptions())))
     assert "queued" in text and "n/a" in text

@@ -13,7 +13,7 @@ from app_helpers import fake_runner, notifications, wait_until
 from tui import paths
 from tui.app.components.help import HelpScreen
 from tui.app.components.picker import Picker
-from tui.engine.artifacts import artifact_paths, run_folder
+from tui.engine.explain.artifacts import artifact_paths, run_folder
 
 
 async def test_t_cycles_the_traces_the_next_runs_record(make_app):

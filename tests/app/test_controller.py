@@ -15,8 +15,8 @@ from pathlib import Path
 from typing import Any
 
 from tui.app.controller import LabController
-from tui.engine.export import default_formats
-from tui.engine.history import History
+from tui.engine.store.export import default_formats
+from tui.engine.store.history import History
 from tui.engine.options import RunOptions
 from tui.engine.protocol import make_event
 
@@ -118,7 +118,7 @@ def test_the_controller_imports_no_textual():
         seen.add(module)
         todo.extend(name for name in graph.get(module, ()) if name in graph)
     reached = {name for module in seen for name in graph[module]}
-    assert "tui.app.grouping" in seen and "tui.engine.session" in seen  # the walk follows the imports
+    assert "tui.app.grouping" in seen and "tui.engine.run.session" in seen  # the walk follows the imports
     assert not {name for name in reached if name == "textual" or name.startswith("textual.")}
 
 

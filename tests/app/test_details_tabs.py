@@ -157,7 +157,7 @@ CODE = (
 
 def code_record():
     """A CPU run whose two graphs' code the record holds (as a fresh run's does before it is stored)."""
-    from tui.engine.artifacts import RunArtifacts, capped_code
+    from tui.engine.explain.artifacts import RunArtifacts, capped_code
 
     record = cuda_run_record("20250101-000000-code01")
     second = CODE.replace("0_inference", "1_inference").replace("add_mul_sin_0", "sub_1")

@@ -17,7 +17,7 @@ from tui.engine.options import (
     mode_applies,
     modes_for,
 )
-from tui.engine.sweep import expand
+from tui.engine.run.sweep import expand
 
 
 class PickerHost(App):

@@ -17,7 +17,7 @@ from tui.app.app import CompileLabApp
 from tui.app.components.details import DetailsScreen
 from tui.engine.options import RunOptions
 from tui.engine.protocol import make_event
-from tui.engine.results import RunRecord
+from tui.engine.store.results import RunRecord
 from tui.telemetry.fake import FakeSource
 
 SIZES = [(80, 24), (160, 48)]

@@ -17,7 +17,7 @@ from app_helpers import no_gpu_source, wait_until
 from test_snapshots_app import _app, _env, _settle
 from tui.engine.options import RunOptions
 from tui.engine.protocol import make_event
-from tui.engine.results import RunRecord
+from tui.engine.store.results import RunRecord
 
 SWEEP = [
     (mode, dynamic) for mode in ("reduce-overhead", "max-autotune-no-cudagraphs") for dynamic in (None, True, False)

@@ -27,7 +27,7 @@ from tui.app.table_columns import (
     table_layout,
 )
 from tui.engine.options import MODES, RunOptions
-from tui.engine.results import RunRecord
+from tui.engine.store.results import RunRecord
 
 
 def _cells(**options) -> dict:

@@ -85,15 +85,15 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from tui.engine.clocks import PERF_COUNTER  # noqa: E402  (these imports need the path above)
+from tui.engine.measure.clocks import PERF_COUNTER  # noqa: E402  (these imports need the path above)
 from tui.engine.options import OptionsError, RunOptions  # noqa: E402
 from tui.engine.payloads import Accuracy, Diagnostics, Env, Memory  # noqa: E402
-from tui.engine.artifacts import capped_code  # noqa: E402
-from tui.engine.chrome_trace import merge_traces  # noqa: E402
+from tui.engine.explain.artifacts import capped_code  # noqa: E402
+from tui.engine.explain.chrome_trace import merge_traces  # noqa: E402
 from tui.engine.protocol import (  # noqa: E402
     ArtifactWritten, BlockTimed, Compiled, Failed, Finished, GraphCoded, PhaseChanged, Ready, Started,
 )
-from tui.engine.placement import cpu_list_text  # noqa: E402
+from tui.engine.cpu_list import cpu_list_text  # noqa: E402
 from tui.engine.worker import blocks  # noqa: E402
 from tui.engine.worker.affinity import pin_to_lane_cpus  # noqa: E402
 from tui.engine.worker.channel import (  # noqa: E402

@@ -9,7 +9,7 @@ import dataclasses
 import zlib
 
 from fakes.timed import pointwise, timed_run
-from tui.engine.results import RunRecord
+from tui.engine.store.results import RunRecord
 
 __all__ = ["H200", "H100", "A100", "on_gpu", "kind_runs", "sweep"]
 

@@ -10,11 +10,11 @@ import types
 import typing
 from typing import Any, Union
 
-from tui.engine.artifacts import GraphCode
+from tui.engine.explain.artifacts import GraphCode
 from tui.engine.options import RunOptions
 from tui.engine.payloads import Accuracy, Diagnostics, Env, Memory
-from tui.engine.host_time import HostRow, HostSplit
-from tui.engine.kernels import Profile
+from tui.engine.explain.host_time import HostRow, HostSplit
+from tui.engine.explain.kernels import Profile
 from tui.engine.protocol import (
     ArtifactWritten,
     BlockTimed,
@@ -27,7 +27,7 @@ from tui.engine.protocol import (
     WorkerWarning,
     make_event,
 )
-from tui.engine.results import RunRecord
+from tui.engine.store.results import RunRecord
 from tui.telemetry.model import RunTelemetry
 
 __all__ = [
@@ -125,7 +125,7 @@ def cuda_run_record(run_id: str = "20250101-000000-lbound", eager_host_ms: float
     return record
 
 
-#: CSV columns only a configuration repeated across processes fills (tui.engine.repeats.GroupRecord).
+#: CSV columns only a configuration repeated across processes fills (tui.engine.store.repeats.GroupRecord).
 GROUP_ONLY = ("speedup_xproc_ci_low", "speedup_xproc_ci_high", "host_speedup_xproc_ci_low",
               "host_speedup_xproc_ci_high", "speedup_process_spread", "host_speedup_process_spread")  # fmt: skip
 LABELS = ("batch=8", "batch=16", "batch=8", "batch=16", "batch=8")

@@ -10,7 +10,7 @@ from typing import Any
 
 from tui.engine.options import RunOptions
 from tui.engine.protocol import make_event
-from tui.engine.results import RunRecord
+from tui.engine.store.results import RunRecord
 from tui.telemetry.model import RunTelemetry
 
 __all__ = ["timed_run", "pointwise"]

@@ -25,7 +25,7 @@ REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO))
 
 from tui.app.app import CompileLabApp  # noqa: E402  (needs the path above)
-from tui.engine.history import History  # noqa: E402
+from tui.engine.store.history import History  # noqa: E402
 from tui.engine.options import RunOptions  # noqa: E402
 from tui.engine.protocol import BlockTimed  # noqa: E402
 from tui.engine.runner import WorkerRunner  # noqa: E402

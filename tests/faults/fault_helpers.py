@@ -26,7 +26,7 @@ from fakes.polling import poll_until
 from tui import paths
 from tui.engine.options import RunOptions
 from tui.engine.protocol import make_event
-from tui.engine.results import RunRecord
+from tui.engine.store.results import RunRecord
 
 REPO = Path(__file__).resolve().parents[2]
 FAKE_WORKER_PATH = REPO / "tests" / "fakes" / "fake_worker.py"

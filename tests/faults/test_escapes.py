@@ -16,10 +16,10 @@ from rich.console import Console
 from tui import cli
 from tui.app.components.details import render_details
 from tui.present.format import workload_label
-from tui.engine.history import History
+from tui.engine.store.history import History
 from tui.engine.options import RunOptions
 from tui.engine.protocol import ProtocolError, decode, make_event
-from tui.engine.results import RunRecord
+from tui.engine.store.results import RunRecord
 from tui.typed import printable
 
 CLEAR = "\x1b[2J\x1b[H"

@@ -25,8 +25,9 @@ import pytest
 
 from fault_helpers import FAKE_WORKER, csv_rows, ended_record, files_in, history_lines, returns_within
 from tui import cli, paths
-from tui.engine import atomic, export
-from tui.engine.export import ExportTargetError, write_csv, write_json, write_raw_csv
+from tui.engine import atomic
+from tui.engine.store import export
+from tui.engine.store.export import ExportTargetError, write_csv, write_json, write_raw_csv
 from tui.engine.options import RunOptions
 from tui.engine.runner import WorkerRunner
 
@@ -268,7 +269,7 @@ def test_the_neighbours_of_a_refusal_are_written(tmp_path, case):
 
 def test_the_history_still_writes_its_own_runs_files(compile_lab_home):
     """The runs directory is refused to exports only: the history's samples files still go there."""
-    from tui.engine.history import History
+    from tui.engine.store.history import History
 
     record = ended_record()
     History().append(record)

@@ -20,7 +20,7 @@ import pytest
 from fault_helpers import FAKE_WORKER, csv_rows, ended_record
 from tui import cli, paths
 from tui.cli.run import HISTORY_NOT_SAVED
-from tui.engine.history import History, HistoryError
+from tui.engine.store.history import History, HistoryError
 from tui.engine.runner import WorkerRunner
 
 

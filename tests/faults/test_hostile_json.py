@@ -19,8 +19,8 @@ import pytest
 
 from fault_helpers import ended_record
 from tui import cli
-from tui.engine.export import write_json
-from tui.engine.history import History
+from tui.engine.store.export import write_json
+from tui.engine.store.history import History
 
 DEPTH = sys.getrecursionlimit() * 10
 ALLOWED_CALL = "(allowed: a number of milliseconds from 0 to 1e+09)"

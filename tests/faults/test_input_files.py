@@ -21,12 +21,12 @@ import pytest
 
 from fault_helpers import returns_within
 from tui import cli
-from tui.engine.export import write_json
-from tui.engine.history import History
+from tui.engine.store.export import write_json
+from tui.engine.store.history import History
 from tui.engine.input_file import INPUT_MAX_BYTES, InputFileError, read_regular
 from tui.engine.options import RunOptions
 from tui.engine.protocol import make_event
-from tui.engine.results import RunRecord
+from tui.engine.store.results import RunRecord
 
 ALLOWED_TIME = "(allowed: a number of milliseconds above 0 and at most 1e+09)"
 ALLOWED_CALL = "(allowed: a number of milliseconds from 0 to 1e+09)"  # one call may read 0: clock resolution

@@ -29,7 +29,7 @@ from fakes.polling import poll_until
 from fault_helpers import REPO, alive, csv_rows, write_workload
 from tui.app.components.dialogs import ConfirmScreen
 from tui.engine.options import RunOptions
-from tui.engine.results import RunRecord
+from tui.engine.store.results import RunRecord
 from tui.engine.runner import EXIT_GRACE_S, WorkerRunner
 from tui.engine.runner.leftovers import leftover_warning
 

@@ -4,7 +4,7 @@ A missing or read-only directory for ``--csv``, ``--json``, ``--raw-csv`` or ``-
 only after the whole benchmark had run (then exit 1). Now ``run`` and ``sweep`` refuse it before the
 first worker starts (exit 2, one line naming the flag); ``compare`` before it reads its runs,
 ``report`` before it reads its runs, and the app's export prompt before it writes: one rule,
-:func:`tui.engine.export.check_output`.
+:func:`tui.engine.store.export.check_output`.
 
 Tests run as root here, where permission bits stop nothing: a directory this user cannot write is
 simulated by making ``os.access`` say so for that directory only, as the kernel would for another user.

@@ -18,7 +18,7 @@ import pytest
 
 from fault_helpers import ended_record
 from tui import cli, paths
-from tui.engine.export import write_json
+from tui.engine.store.export import write_json
 
 ALLOWED = "(allowed: a file other than the command's inputs)"
 RUN = ["--device", "cpu", "--iters", "4", "--block-size", "2", "--quiet"]

@@ -17,12 +17,12 @@ import pytest
 
 from fault_helpers import FAKE_WORKER
 from tui import cli, paths
-from tui.engine.artifacts import capped_code
-from tui.engine.history import History
+from tui.engine.explain.artifacts import capped_code
+from tui.engine.store.history import History
 from tui.engine.options import RunOptions
 from tui.engine.protocol import GraphCoded, make_event
-from tui.engine.prune import DATA_CAP_ENV, NotOwnFile, delete_own_file, scan_runs
-from tui.engine.results import RunRecord
+from tui.engine.store.prune import DATA_CAP_ENV, NotOwnFile, delete_own_file, scan_runs
+from tui.engine.store.results import RunRecord
 from tui.engine.runner import WorkerRunner
 
 OLD = 1_000_000_000.0  # 2001: far past the orphan grace period
@@ -191,7 +191,7 @@ def test_a_size_cap_that_fails_never_loses_the_run_or_hangs_the_cli(tmp_path, mo
     else:
         def deep(self, run_id):
             raise RecursionError("maximum recursion depth exceeded")
-        monkeypatch.setattr("tui.engine.prune.CapKeeper.after_save", deep)
+        monkeypatch.setattr("tui.engine.store.prune.CapKeeper.after_save", deep)
     target = tmp_path / "runs.json"
     code = cli.main(["run", "--device", "cpu", "--iters", "10", "--block-size", "5", "--json", str(target), "--quiet"])
     err = [line for line in capsys.readouterr().err.splitlines() if line.strip()]

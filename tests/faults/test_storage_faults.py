@@ -25,8 +25,8 @@ from fault_helpers import FAKE_WORKER, csv_rows, ended_record, files_in, history
 from tui import cli, paths
 from tui.app.components.dialogs import ConfirmScreen
 from tui.engine import atomic
-from tui.engine.export import ExportError, write_csv
-from tui.engine.history import History
+from tui.engine.store.export import ExportError, write_csv
+from tui.engine.store.history import History
 from tui.engine.options import RunOptions
 from tui.engine.runner import WorkerRunner
 

@@ -19,7 +19,7 @@ import pytest
 
 from fault_helpers import write_workload
 from tui.engine.options import RunOptions
-from tui.engine.results import RunRecord
+from tui.engine.store.results import RunRecord
 from tui.engine.runner import WorkerRunner
 
 pytest.importorskip("torch")

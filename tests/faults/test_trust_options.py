@@ -35,11 +35,11 @@ from tui.app.components.dialogs import ConfirmScreen
 from tui.app.components.picker import Cycler, Picker
 from tui.app.components.sweep_dialog import SweepScreen
 from tui.app.config import load_config
-from tui.engine.history import History
+from tui.engine.store.history import History
 from tui.engine.options import RunOptions
-from tui.engine.results import RunRecord
+from tui.engine.store.results import RunRecord
 from tui.engine.runner import WorkerRunner
-from tui.engine.stored_options import CODE_FIELDS, HIDDEN_FIELDS
+from tui.engine.store.stored_options import CODE_FIELDS, HIDDEN_FIELDS
 
 SIZE = (160, 48)
 

@@ -17,7 +17,7 @@ import pytest
 
 from fault_helpers import write_workload
 from tui.engine.options import RunOptions
-from tui.engine.results import RunRecord
+from tui.engine.store.results import RunRecord
 from tui.engine.runner import WorkerRunner
 from tui.engine.worker.failures import classify
 

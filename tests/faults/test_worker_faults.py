@@ -18,7 +18,7 @@ import pytest
 from fault_helpers import GONE_WITHIN_S, LineReader, none_left, write_workload
 from tui.engine.options import RunOptions
 from tui.engine.protocol import BlockTimed, Event, WorkerWarning
-from tui.engine.results import RunRecord
+from tui.engine.store.results import RunRecord
 from tui.engine.runner import STDERR_TAIL_BYTES, WorkerRunner
 
 pytest.importorskip("torch")

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from test_gpu_suite import _ok, _options, run_all
-from tui.engine.results import RunRecord
+from tui.engine.store.results import RunRecord
 
 pytestmark = [pytest.mark.gpu, pytest.mark.slow]
 RESNET = str(Path(__file__).parent / "workloads" / "resnet_lowp.py")

@@ -12,7 +12,7 @@ import pytest
 
 from tui.engine.catalog import WORKLOADS
 from tui.engine.options import RunOptions
-from tui.engine.results import RunRecord
+from tui.engine.store.results import RunRecord
 from tui.engine.runner import WorkerRunner
 
 pytestmark = [pytest.mark.gpu, pytest.mark.slow]

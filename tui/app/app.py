@@ -58,7 +58,7 @@ from tui.present.format import options_label, workload_label
 from tui.engine.status import RunStatus
 
 if TYPE_CHECKING:  # imported where used: the engine's records are not needed for the first frame
-    from tui.engine.results import RunRecord
+    from tui.engine.store.results import RunRecord
 
 __all__ = ["CompileLabApp", "run_app", "resolve_theme", "export_paths", "THEME_ALIASES", "REFRESH_HZ"]
 

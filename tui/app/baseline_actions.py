@@ -29,7 +29,7 @@ from tui.engine.compare import Comparison, PairResult
 if TYPE_CHECKING:
     from tui.app.controller import LabController
     from tui.app.main_screen import MainScreen
-    from tui.engine.results import RunRecord
+    from tui.engine.store.results import RunRecord
 
 __all__ = ["BaselineActions", "BaselineCompareScreen", "baseline_summary"]
 

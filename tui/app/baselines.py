@@ -26,8 +26,8 @@ from tui.present.format import VERDICT_STYLES
 from tui.engine.compare import MATCH_FIELDS, CompareSettings, Pair, PairResult, pair_up
 from tui.engine.compare.judge import judge_pair
 from tui.engine.compare.matching import field_values
-from tui.engine.results import RunRecord
-from tui.engine.verdict import FASTER, NO_CHANGE, SLOWER
+from tui.engine.store.results import RunRecord
+from tui.engine.measure.verdict import FASTER, NO_CHANGE, SLOWER
 from tui.engine.status import RunStatus
 
 __all__ = ["SAME_FIELDS", "SETTINGS", "BASELINE_CELL", "PENDING_CELL", "baseline_pair", "judge_row", "vs_base_words",

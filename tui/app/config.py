@@ -6,7 +6,7 @@ defaults; an unreadable file, one that is not UTF-8, not JSON or not an object, 
 :data:`CONFIG_MAX_BYTES` gives the defaults plus a warning naming the file (and the line, for JSON),
 and is renamed to ``config.json.bad-<date>`` so that the user's file is never saved over (a pipe,
 device or directory there is left as it is, and not saved over); in a readable one every setting is
-checked on its own (the run options by :func:`tui.engine.stored_options.decode_options`), and a bad
+checked on its own (the run options by :func:`tui.engine.store.stored_options.decode_options`), and a bad
 one takes its default with a line naming the file and the field. The app always starts.
 Writing is atomic (temporary file + rename) so a crash never leaves half a file behind; it keeps the
 mode of the file it replaces, and checks that file first: one changed by hand into something that
@@ -30,8 +30,8 @@ from tui.app.table_columns import decode_choice, encode_choice
 from tui.engine.catalog import echo
 from tui.engine.input_file import InputFileError, JSONError, load_json, read_regular
 from tui.engine.options import RunOptions
-from tui.engine.repeats import DEFAULT_REPEAT
-from tui.engine.stored_options import check_hidden, decode_options
+from tui.engine.store.repeats import DEFAULT_REPEAT
+from tui.engine.store.stored_options import check_hidden, decode_options
 from tui.typed import printable
 
 __all__ = [
@@ -74,7 +74,7 @@ class AppConfig:
     """Whether previous sessions' runs are shown in the results table."""
     repeat: int | str = DEFAULT_REPEAT
     """Processes per configuration (the picker's and the sweep's repeat field), or ``"auto"`` (the default:
-    more processes only for a launch-bound configuration, tui.engine.repeats)."""
+    more processes only for a launch-bound configuration, tui.engine.store.repeats)."""
     columns: dict[str, bool] = field(default_factory=dict)
     """The results table's columns the user showed or hid (column key -> shown), only those that differ
     from their default (tui.app.table_columns), so a column added later shows as it is meant to."""
@@ -152,7 +152,7 @@ def _sweep(value: Any, problems: list[str]) -> dict[str, list[Any]]:
 
 
 def _repeat(value: Any, problems: list[str]) -> int | str:
-    from tui.engine.repeats import parse_repeat
+    from tui.engine.store.repeats import parse_repeat
 
     try:
         if isinstance(value, bool) or not isinstance(value, (int, str)):

@@ -24,13 +24,13 @@ from tui.app.config import AppConfig, load_config, save_config
 from tui.app.grouping import RowGroups
 from tui.app.notices import NoisyNotices
 from tui.engine.options import RunOptions
-from tui.engine.session import SessionListener
-from tui.engine.stored_options import code_settings
+from tui.engine.run.session import SessionListener
+from tui.engine.store.stored_options import code_settings
 from tui.present.format import TERMINAL_STATUSES
 
 if TYPE_CHECKING:
     from tui.engine.protocol import Event
-    from tui.engine.results import RunRecord
+    from tui.engine.store.results import RunRecord
 
 __all__ = ["LabController", "LabView", "TRACE_CHOICES", "TRACE_NOTES", "Setting"]
 
@@ -101,11 +101,11 @@ class LabController(SessionListener):
 
             runner = WorkerRunner(telemetry=telemetry)
         if history is None:
-            from tui.engine.history import History
+            from tui.engine.store.history import History
 
             history = History()
         from tui.app.gpu_pool import LaneRunners
-        from tui.engine.session import RunSession
+        from tui.engine.run.session import RunSession
 
         self.telemetry = telemetry
         """The GPU telemetry source (shared by the GPU pane and the runner)."""
@@ -241,7 +241,7 @@ class LabController(SessionListener):
         """
         if not options_list or self.shutting_down:
             return []
-        from tui.engine.session import is_local
+        from tui.engine.run.session import is_local
 
         if pool and is_local(pool[0]):
             self.lanes.pinned(pool)  # queued by a key: pinned near the GPUs already (queue_on_pool)
@@ -382,7 +382,7 @@ class LabController(SessionListener):
         (or not all) was written.
         """
         from tui.app.export_target import export_paths
-        from tui.engine.export import default_export_paths, default_formats
+        from tui.engine.store.export import default_export_paths, default_formats
 
         destinations = export_paths(target, default_export_paths, make_directory=make_directory)
         return [fmt.writer(records, destinations[fmt.name]) for fmt in default_formats()]
@@ -401,7 +401,7 @@ class LabController(SessionListener):
             self._notify(f"The config file no longer parsed (changed by hand?): kept as {aside}, and this session's "
                          "settings saved anew.", title="Config", severity="warning", markup=False)
 
-    # ----- the session's listener (tui.engine.session.SessionListener) -----------------------
+    # ----- the session's listener (tui.engine.run.session.SessionListener) -----------------------
 
     def run_started(self, record: RunRecord) -> None:
         """A worker takes ``record``."""
@@ -441,7 +441,7 @@ class LabController(SessionListener):
 
     def data_pruned(self, result: Any) -> None:
         """The data dir's size cap deleted older runs' files: a notice."""
-        from tui.engine.artifacts import format_bytes
+        from tui.engine.explain.artifacts import format_bytes
 
         for note in result.notes:
             self._notify(note, title="Data dir", severity="warning", markup=False)

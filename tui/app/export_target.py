@@ -19,7 +19,7 @@ TOAST_WIDTH, TOAST_MAX_SHARE, TOAST_RACK_GUTTER, TOAST_FRAME = 60, 0.5, 2, 3
 
 def _is_csv(target: str) -> bool:
     """The target names the first export format's file (``report.csv``), not a directory."""
-    from tui.engine.export import default_formats
+    from tui.engine.store.export import default_formats
 
     name, suffix = Path(target).expanduser().name.lower(), default_formats()[0].suffix.lower()
     return name.endswith(suffix) and len(name) > len(suffix)
@@ -32,7 +32,7 @@ def export_list(words: list[str]) -> str:
 
 def export_labels() -> str:
     """The files an export writes, as the dialog and the palette name them (``CSV, JSON and raw ... CSV``)."""
-    from tui.engine.export import default_formats
+    from tui.engine.store.export import default_formats
 
     return export_list([f.label for f in default_formats()])
 
@@ -51,8 +51,8 @@ def directory_to_make(target: str | None) -> Path | None:
 
     ExportTargetError first for a directory inside compile-lab's own data, which is never offered.
     """
-    from tui.engine.export import ExportTargetError, data_file_role
-    from tui.engine.export_dir import missing_directory
+    from tui.engine.store.export import ExportTargetError, data_file_role
+    from tui.engine.store.export_dir import missing_directory
 
     directory = export_directory(target)
     if directory is None:
@@ -68,12 +68,12 @@ def export_paths(target: str | None, defaults: Any, *, make_directory: bool = Fa
 
     Every one is checked before anything is written (ExportTargetError: a link, a device, a pipe,
     compile-lab's own data, a directory this user cannot write: the command line's rule,
-    :func:`~tui.engine.export.check_output`), so an export is written whole or not at all; a typed directory
+    :func:`~tui.engine.store.export.check_output`), so an export is written whole or not at all; a typed directory
     inside compile-lab's data is refused before it is made. A missing typed directory is made only
     with ``make_directory`` (the user said yes), else ExportError names it.
     """
-    from tui.engine.export import ExportError, check_output, default_formats, export_files
-    from tui.engine.export_dir import create_directory
+    from tui.engine.store.export import ExportError, check_output, default_formats, export_files
+    from tui.engine.store.export_dir import create_directory
 
     base = defaults()
     missing = directory_to_make(target)
@@ -108,7 +108,7 @@ def exported_message(count: int, csv_path: str, skipped: int, screen_width: int)
     """The export toast's text: what was written (the CSV and how many files beside it), then the CSV's path
     on a line of its own that fits the toast."""
     width = min(TOAST_WIDTH, int((screen_width - TOAST_RACK_GUTTER) * TOAST_MAX_SHARE)) - TOAST_FRAME
-    from tui.engine.export import default_formats
+    from tui.engine.store.export import default_formats
 
     first, *others = default_formats()
     note = f" ({skipped} unfinished row(s) skipped)" if skipped else ""

@@ -2,7 +2,7 @@
 
 ``e`` writes every ended run shown in the table (display order) to the default exports
 directory; ``E`` asks for a directory or a ``.csv`` path first, and when that directory does not
-exist, whether to make it (:mod:`tui.engine.export_dir` makes only what was typed, never through
+exist, whether to make it (:mod:`tui.engine.store.export_dir` makes only what was typed, never through
 a link). The three files (CSV, raw CSV, JSON) are written off the UI thread; the result is one
 notification, its path on a line of its own and shortened from the left to fit the toast, and a
 :class:`~tui.app.messages.RunsExported` message. :class:`ExportActions` is a part of the app; what is
@@ -24,7 +24,7 @@ from tui.engine.status import RunStatus
 if TYPE_CHECKING:
     from tui.app.controller import LabController
     from tui.app.main_screen import MainScreen
-    from tui.engine.results import RunRecord
+    from tui.engine.store.results import RunRecord
 
 __all__ = ["ExportActions", "export_paths", "export_directory", "directory_to_make", "fit_path", "exported_message"]
 
@@ -49,7 +49,7 @@ class ExportActions:
 
     def _ask_to_make(self, target: str | None) -> bool:
         from tui.app.components.dialogs import ConfirmScreen
-        from tui.engine.export import ExportError
+        from tui.engine.store.export import ExportError
 
         try:
             missing = directory_to_make(target)
@@ -90,7 +90,7 @@ class ExportActions:
                             group="export", exclusive=True, exit_on_error=False, description="export")
 
     def _write(self, records: list[RunRecord], target: str | None, skipped: int, make_directory: bool) -> None:
-        from tui.engine.export import ExportError
+        from tui.engine.store.export import ExportError
 
         app = self.app
         try:

@@ -4,7 +4,7 @@ The device field offers ``cuda:all`` when the machine shows two GPUs or more
 (:func:`tui.app.components.picker.device_choices`), and the sweep dialog a list of the GPUs to
 use. Neither is a :class:`~tui.engine.options.RunOptions` device: :func:`split_device` turns the
 text into the options' device (``cuda``: some GPU, the one the run gets is set when it starts) and
-a pool (``cuda:0``, ``cuda:1``, ...) for :meth:`tui.engine.session.RunSession.submit`, which deals
+a pool (``cuda:0``, ``cuda:1``, ...) for :meth:`tui.engine.run.session.RunSession.submit`, which deals
 the runs to free GPUs, one each.
 
 :class:`LaneRunners` is the app session's ``runner_for``: the shared lane keeps the app's runner
@@ -25,11 +25,11 @@ from typing import TYPE_CHECKING, Any
 from collections.abc import Iterable, Sequence
 
 from tui.present.option_fields import FIELDS_BY_KEY, OPTION_FIELDS, differing, workload_name
-from tui.engine.placement import POOL_ALL, is_pool, lane_cpu_env, parse_device_pool
+from tui.engine.run.placement import POOL_ALL, is_pool, lane_cpu_env, parse_device_pool
 from tui.telemetry.model import normalize_uuid
 
 if TYPE_CHECKING:
-    from tui.engine.results import RunRecord
+    from tui.engine.store.results import RunRecord
     from tui.telemetry.model import GpuSnapshot
 
 __all__ = ["POOL_ALL", "POOL_DEVICE", "is_pool", "split_device", "visible_gpus", "LaneRunners", "run_gpu", "pool_names",
@@ -79,7 +79,7 @@ class LaneRunners:
         """Held while a pool is pinned and queued: pools queued in a row start in that order."""
 
     def __call__(self, lane: str) -> Any:
-        from tui.engine.session import SHARED_LANE, is_local
+        from tui.engine.run.session import SHARED_LANE, is_local
 
         if not is_local(lane):  # a Ray cluster's slot (compile-lab --cluster): one runner serves them all
             return self._app.cluster.runner

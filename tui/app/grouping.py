@@ -3,7 +3,7 @@
 The session gives the repeats of a configuration one ``group_id``: the first one's run id, which
 is also the key of the group's one row in the results table. The other processes have no row;
 their events mark the group's row dirty. What the row shows comes from
-:meth:`RowGroups.row_record`: the group's :class:`~tui.engine.repeats.GroupRecord` (pooled
+:meth:`RowGroups.row_record`: the group's :class:`~tui.engine.store.repeats.GroupRecord` (pooled
 statistics, the interval across processes, the group's verdict), rebuilt off the event loop each
 time one of its processes has been saved (:meth:`RowGroups.rebuild`), or, before that, the first
 process's own record. Its status cell follows the process that runs now (:meth:`RowGroups.members`).
@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 from collections.abc import Coroutine, Iterable
 
 if TYPE_CHECKING:
-    from tui.engine.results import RunRecord
+    from tui.engine.store.results import RunRecord
 
 __all__ = ["RowGroups"]
 
@@ -92,7 +92,7 @@ class RowGroups:
 
 
 def _group_row(members: list[RunRecord]) -> RunRecord:
-    from tui.engine.repeats import GroupRecord
+    from tui.engine.store.repeats import GroupRecord
 
     row = GroupRecord.of(members)
     row.summary()  # computed here, off the UI thread

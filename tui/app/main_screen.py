@@ -46,7 +46,7 @@ from tui.engine.protocol import Event, Started
 from tui.telemetry.model import normalize_uuid
 
 if TYPE_CHECKING:  # records are not needed for the first frame
-    from tui.engine.results import RunRecord
+    from tui.engine.store.results import RunRecord
 
 __all__ = ["MainScreen", "REFRESH_HZ", "NARROW_WIDTH"]
 

@@ -20,7 +20,7 @@ if TYPE_CHECKING:  # pragma: no cover - typing only
     import threading
 
     from tui.app.components.results_table import Cell
-    from tui.engine.results import RunRecord
+    from tui.engine.store.results import RunRecord
 
 __all__ = ["RunsQueued", "RunStarted", "RunFinished", "RunsExported", "HistoryLoaded"]
 

@@ -11,8 +11,8 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from tui.present.format import options_label, workload_label
-from tui.engine.results import RunRecord
-from tui.engine.verdict import RERUN_HINT
+from tui.engine.store.results import RunRecord
+from tui.engine.measure.verdict import RERUN_HINT
 
 __all__ = ["NoisyNotices"]
 

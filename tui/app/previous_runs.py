@@ -35,7 +35,7 @@ from tui.app.messages import HistoryLoaded
 if TYPE_CHECKING:
     from tui.app.controller import LabController
     from tui.app.main_screen import MainScreen
-    from tui.engine.results import RunRecord
+    from tui.engine.store.results import RunRecord
 
 __all__ = ["PreviousRuns", "CHUNK", "FIRST_CHUNK"]
 
@@ -81,7 +81,7 @@ def _rows_of(records: list[RunRecord], problems: list[str], path: str) -> tuple[
 
 def _measure_data_dir(app: App[Any], lab: LabController) -> None:
     """The data dir's size for the help screen, and a notice when the runs directory is near its cap."""
-    from tui.engine.prune import data_usage
+    from tui.engine.store.prune import data_usage
 
     try:
         usage = data_usage()

@@ -4,7 +4,7 @@ everything (``X``). With ``cuda:all`` in the device field (or GPUs checked in th
 the runs are dealt to a pool of GPUs, one run each at once (:mod:`tui.app.gpu_pool`). ``t`` cycles what the
 next runs record besides their numbers: nothing, the profile pass as a Chrome trace, and a
 TORCH_TRACE directory too (:data:`TRACE_CHOICES`; the files are in each run's data folder,
-:func:`tui.engine.artifacts.artifact_paths`); the palette's "tlparse" makes a run's tlparse report.
+:func:`tui.engine.explain.artifacts.artifact_paths`); the palette's "tlparse" makes a run's tlparse report.
 
 Each queueing action validates what it read (a refusal is a notification naming the reason,
 and the picker marks the field at fault), then hands the options to
@@ -32,14 +32,14 @@ if TYPE_CHECKING:
     from tui.app.controller import LabController
     from tui.app.main_screen import MainScreen
     from tui.app.trust import TrustActions
-    from tui.engine.results import RunRecord
+    from tui.engine.store.results import RunRecord
 
 __all__ = ["QueueActions", "repeat_choice", "TRACE_CHOICES"]
 
 
 def repeat_choice(choice: dict[str, list[Any]]) -> int | str:
     """The sweep dialog's repeat field (``choice["repeat"]``): processes per configuration or ``"auto"``."""
-    from tui.engine.repeats import DEFAULT_REPEAT, parse_repeat
+    from tui.engine.store.repeats import DEFAULT_REPEAT, parse_repeat
 
     given = [str(v).strip() for v in choice.get("repeat") or [] if str(v).strip()]
     try:
@@ -85,11 +85,11 @@ class QueueActions:
 
     def check_pool_kinds(self, pool: tuple[str, ...], repeats: int | str) -> int | str:
         """A pool of several GPU kinds: OptionsError when one row's processes would mix kinds, else a notice that
-        rows may compare different hardware (:func:`tui.engine.placement.check_kinds`, the CLI's rule).
+        rows may compare different hardware (:func:`tui.engine.run.placement.check_kinds`, the CLI's rule).
         Returns the repeats to queue with (``auto`` on several kinds: 1)."""
         from tui.app.components.gpu_pane import GpuPane
         from tui.app.gpu_pool import pool_names
-        from tui.engine.placement import check_kinds, kinds_of, repeats_for_kinds
+        from tui.engine.run.placement import check_kinds, kinds_of, repeats_for_kinds
 
         if len(pool) < 2:
             return repeats
@@ -131,7 +131,7 @@ class QueueActions:
         except OptionsError as exc:
             self.app.notify(str(exc), title="Re-run refused", severity="error", markup=False)
             return
-        from tui.engine.repeats import DEFAULT_REPEAT
+        from tui.engine.store.repeats import DEFAULT_REPEAT
 
         # A group again in as many processes; a lone run under the default (auto: more if launch-bound).
         count = len(self.lab.group_members(record.run_id))
@@ -177,7 +177,7 @@ class QueueActions:
     def sweep_options(self, base: RunOptions, choice: dict[str, list[Any]]) -> list[RunOptions]:
         """The validated options a sweep choice expands to (OptionsError for a bad combination)."""
         from tui.app.components.sweep_dialog import choice_to_expand_kwargs
-        from tui.engine.sweep import expand
+        from tui.engine.run.sweep import expand
 
         expanded = expand(self._sweep_base(base, choice)[0], **choice_to_expand_kwargs(choice))
         return [options.validated() for options in expanded]
@@ -194,7 +194,7 @@ class QueueActions:
         labels = ", ".join(o.label() for o in options[:4])
         more = f", +{len(options) - 4} more" if len(options) > 4 else ""
         where = f" on {len(pool)} GPUs at once" if pool else ""
-        from tui.engine.repeats import AUTO, may_grow
+        from tui.engine.store.repeats import AUTO, may_grow
 
         if repeats == AUTO and not pool and not any(may_grow(o) for o in options):
             repeats = 1  # auto gives a CPU configuration one process (none can be launch-bound)
@@ -243,7 +243,7 @@ class QueueActions:
             return
 
         def make() -> None:
-            from tui.engine.tlparse import run_tlparse
+            from tui.engine.explain.tlparse import run_tlparse
 
             result = run_tlparse(record)
             message = f"Report: {result.report}" if result.report else f"No report: {result.why}"
@@ -284,7 +284,7 @@ def _check_interpreters(options: list[RunOptions]) -> None:
     """An A/B sweep's interpreters each a Python with torch (OptionsError naming ``--python``), as the CLI checks."""
     pythons = list(dict.fromkeys(o.python for o in options if o.python))
     if len(pythons) > 1:
-        from tui.engine.ab import check_interpreter
+        from tui.engine.run.ab import check_interpreter
 
         for python in pythons:
             check_interpreter(python)

@@ -26,7 +26,7 @@ from tui.typed import printable
 if TYPE_CHECKING:
     from tui.app.controller import LabController, Setting
     from tui.app.main_screen import MainScreen
-    from tui.engine.results import RunRecord
+    from tui.engine.store.results import RunRecord
 
 __all__ = ["TrustActions"]
 

@@ -19,7 +19,7 @@ if TYPE_CHECKING:
     from tui.app.baseline_actions import BaselineActions
     from tui.app.main_screen import MainScreen
     from tui.engine.protocol import Event
-    from tui.engine.results import RunRecord
+    from tui.engine.store.results import RunRecord
 
 __all__ = ["AppView"]
 

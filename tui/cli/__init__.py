@@ -1,7 +1,7 @@
 """The ``compile-lab`` command line: run, sweep, env, workloads, prune, compare, report; no subcommand opens the app.
 
 This package imports neither torch nor textual: runs happen in worker processes
-(:class:`tui.engine.runner.WorkerRunner`) driven by a :class:`tui.engine.session.RunSession`,
+(:class:`tui.engine.runner.WorkerRunner`) driven by a :class:`tui.engine.run.session.RunSession`,
 the environment check's torch part runs in a subprocess (``python -m
 tui.engine.worker.envcheck``), and it never imports the app: with no subcommand it calls the
 ``open_app`` it was given (:mod:`tui.launch`, the ``compile-lab`` entry point, gives the app's). Labels

@@ -1,7 +1,7 @@
 """The A/B part of a sweep's output (``--python A,B``): what changed in the diagnostics from A to B.
 
 Printed after the table: per configuration, graph breaks, recompiles and CUDA-graph skips that
-appeared or disappeared, and the compile time's change (:func:`tui.engine.ab.diagnostics_diff`).
+appeared or disappeared, and the compile time's change (:func:`tui.engine.run.ab.diagnostics_diff`).
 """
 
 from __future__ import annotations
@@ -10,8 +10,8 @@ from collections.abc import Sequence
 from typing import Any
 
 from tui.present.option_fields import differing, option_words
-from tui.engine.ab import diagnostics_diff, interpreter_name
-from tui.engine.results import RunRecord
+from tui.engine.run.ab import diagnostics_diff, interpreter_name
+from tui.engine.store.results import RunRecord
 from tui.typed import printable
 
 __all__ = ["ab_lines", "print_ab_diff"]

@@ -10,7 +10,7 @@ After the runs (:func:`report_artifacts`, called by :mod:`tui.cli.run` after the
 * ``--torch-trace``: each run's TORCH_TRACE directory is printed; with ``--tlparse`` tlparse makes
   its report (when it is on PATH) and the report's path is printed.
 
-``compile-lab prune`` (:func:`cmd_prune`) deletes older runs' files (:mod:`tui.engine.prune`).
+``compile-lab prune`` (:func:`cmd_prune`) deletes older runs' files (:mod:`tui.engine.store.prune`).
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from tui.cli.parse import PROG
-from tui.engine.results import RunRecord
+from tui.engine.store.results import RunRecord
 from tui.engine.status import RunStatus
 
 __all__ = ["report_artifacts", "trace_target", "cmd_prune", "check_prune_args"]
@@ -49,7 +49,7 @@ def trace_target(row: RunRecord, number: int, args: argparse.Namespace) -> Path:
 
 
 def _copy(source: str, target: Path) -> None:
-    from tui.engine.export import atomic_writer, check_target
+    from tui.engine.store.export import atomic_writer, check_target
 
     check_target(target)
     with open(source, encoding="utf-8") as reader, atomic_writer(target, newline=None) as writer:
@@ -58,8 +58,8 @@ def _copy(source: str, target: Path) -> None:
 
 def _traces(rows: list[RunRecord], args: argparse.Namespace, err: Any) -> bool:
     """Copy each traced row's trace; True when one was asked for and not written."""
-    from tui.engine.artifacts import artifact_paths
-    from tui.engine.export import ExportError
+    from tui.engine.explain.artifacts import artifact_paths
+    from tui.engine.store.export import ExportError
 
     failed = False
     if args.command == "sweep":
@@ -99,8 +99,8 @@ def _no_trace_why(row: RunRecord) -> str:
 
 
 def _torch_traces(rows: list[RunRecord], args: argparse.Namespace, err: Any) -> None:
-    from tui.engine.artifacts import artifact_paths
-    from tui.engine.tlparse import run_tlparse
+    from tui.engine.explain.artifacts import artifact_paths
+    from tui.engine.explain.tlparse import run_tlparse
 
     for number, row in enumerate(rows, 1):
         if not (row.options.torch_trace or any(m.options.torch_trace for m in getattr(row, "members", ()))):
@@ -148,8 +148,8 @@ def cmd_prune(args: argparse.Namespace) -> int:
     """``compile-lab prune``: delete older runs' files (never a history line); 2 on bad flags, 1 if a file stayed."""
     from rich.console import Console
 
-    from tui.engine.artifacts import format_bytes
-    from tui.engine.prune import apply_prune, data_usage, describe, plan_prune, scan_runs
+    from tui.engine.explain.artifacts import format_bytes
+    from tui.engine.store.prune import apply_prune, data_usage, describe, plan_prune, scan_runs
 
     problem = check_prune_args(args)
     if problem is not None:

@@ -22,7 +22,7 @@ from tui.engine.compare import (
     ACROSS_FIELDS, MATCH_FIELDS, METRIC_NAMES, SELECTION_HELP, Across, AcrossError, CompareSettings, Comparison,
     SelectionError, check_ignore, compare, compare_across, load_selection, parse_selection,
 )  # fmt: skip
-from tui.engine.verdict import LIMIT_NAMES
+from tui.engine.measure.verdict import LIMIT_NAMES
 
 __all__ = ["add_compare_parser", "settings_from_args", "check_across", "cmd_compare", "MAX_THRESHOLD",
            "MAX_PROBLEMS_SHOWN"]  # fmt: skip
@@ -170,7 +170,7 @@ def _load(args: argparse.Namespace, settings: CompareSettings) -> Comparison:
 def _write(args: argparse.Namespace, result: Comparison | Across, err: Any) -> bool:
     """The --csv and --json files; False when one could not be written (said on ``err``)."""
     from tui.engine.compare.output import write_compare_csv, write_compare_json
-    from tui.engine.export import ExportError
+    from tui.engine.store.export import ExportError
 
     written = True
     for flag, path, writer in (("--csv", args.csv, write_compare_csv), ("--json", args.json, write_compare_json)):

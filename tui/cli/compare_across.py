@@ -16,7 +16,7 @@ from tui.present.compare_render import (
 )  # fmt: skip
 from tui.engine.compare import METRICS, Across, AcrossRow, ConfigKey, KindCell
 from tui.engine.compare.across import ACROSS_FIELDS, COMPARED, NO_BASELINE, NOT_RUN
-from tui.engine.verdict import RERUN_HINT
+from tui.engine.measure.verdict import RERUN_HINT
 from tui.typed import printable
 
 __all__ = ["print_across", "across_markdown_lines", "across_gate_lines"]

@@ -174,8 +174,8 @@ class _EnvTable:
 
     def data_dir(self) -> None:
         """Where compile-lab keeps its data and how big it is (``compile-lab prune`` frees space)."""
-        from tui.engine.artifacts import format_bytes
-        from tui.engine.prune import data_usage
+        from tui.engine.explain.artifacts import format_bytes
+        from tui.engine.store.prune import data_usage
 
         usage = data_usage()
         cap = f" of a {format_bytes(usage.cap_bytes)} cap" if usage.cap_bytes else ", no cap"

@@ -1,6 +1,6 @@
 """Every path a command writes, checked by one rule before anything runs or is read (one line per refusal).
 
-An output is refused when no export may write it (:func:`tui.engine.export.check_output`), when it
+An output is refused when no export may write it (:func:`tui.engine.store.export.check_output`), when it
 names the same file as another output, and when it names the same file as one of the command's own
 inputs: ``compare``'s BASE and NEW files, ``report``'s RUNS files, the user workload file and the
 ``--python`` interpreters of ``run`` and ``sweep``. An input written over would be lost (a baseline
@@ -20,7 +20,7 @@ __all__ = ["export_flags", "check_exports", "check_outputs", "input_files", "run
 
 def export_flags() -> tuple[tuple[str, str], ...]:
     """The export formats' output flags and the attribute each fills, in the order they are written."""
-    from tui.engine.export import EXPORT_FORMATS
+    from tui.engine.store.export import EXPORT_FORMATS
 
     return tuple((fmt.flag, fmt.name) for fmt in EXPORT_FORMATS)
 
@@ -30,7 +30,7 @@ INPUT_ALLOWED = "a file other than the command's inputs"
 
 def input_files(named: Iterable[tuple[str, str | None]]) -> dict[str, str]:
     """``(what, path)`` pairs as same-file key -> what (the first name of a file kept); None paths left out."""
-    from tui.engine.export import same_file_key
+    from tui.engine.store.export import same_file_key
 
     found: dict[str, str] = {}
     for what, path in named:
@@ -96,7 +96,7 @@ def check_exports(args: argparse.Namespace) -> None:
 def check_outputs(args: argparse.Namespace, flags: Sequence[tuple[str, str]],
                   inputs: Mapping[str, str] | None = None) -> dict[str, str]:
     """Each of ``flags`` (flag, dest) given in ``args`` checked by the one rule for outputs
-    (:func:`tui.engine.export.check_output`), against the others and against ``inputs`` (same-file
+    (:func:`tui.engine.store.export.check_output`), against the others and against ``inputs`` (same-file
     key -> what the input is, :func:`input_files`).
 
     UsageError (one line) for a path no export may write, two flags naming one file or a flag naming
@@ -113,7 +113,7 @@ def check_outputs(args: argparse.Namespace, flags: Sequence[tuple[str, str]],
 def _check_one(flag: str, value: str, seen: dict[str, str], inputs: Mapping[str, str], *,
                directory: bool = False) -> None:
     """One output: the export rules, then no other output's file and no input; added to ``seen``."""
-    from tui.engine.export import ExportTargetError, check_output, same_file_key
+    from tui.engine.store.export import ExportTargetError, check_output, same_file_key
 
     try:
         check_output(value, directory=directory)

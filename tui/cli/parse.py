@@ -140,9 +140,9 @@ def precisions_from_args(args: argparse.Namespace, sweep: bool) -> list[str] | N
 
 def repeat_from_args(args: argparse.Namespace) -> int | str:
     """``--repeat``: a count of processes per configuration or ``"auto"`` (OptionsError, one line)."""
-    from tui.engine.repeats import parse_repeat
+    from tui.engine.store.repeats import parse_repeat
 
-    from tui.engine.repeats import DEFAULT_REPEAT
+    from tui.engine.store.repeats import DEFAULT_REPEAT
 
     value = getattr(args, "repeat", None)
     if value is None:
@@ -208,7 +208,7 @@ def device_pool_from_args(args: argparse.Namespace, gpu_count: Any = None) -> tu
     ``gpu_count`` (a number, or a function giving it) is asked only for ``cuda:all`` or to check a
     list; by default the GPUs this process can see (CUDA_VISIBLE_DEVICES, else NVML).
     """
-    from tui.engine.placement import is_pool, parse_device_pool
+    from tui.engine.run.placement import is_pool, parse_device_pool
 
     text = getattr(args, "device", None)
     if not text or not is_pool(text):
@@ -223,7 +223,7 @@ def device_pool_from_args(args: argparse.Namespace, gpu_count: Any = None) -> tu
 
 
 def _sweep_configs(args: argparse.Namespace) -> list[RunOptions]:
-    from tui.engine.sweep import expand
+    from tui.engine.run.sweep import expand
 
     base = options_from_args(args, sweep=True)
     grid: dict[str, list[Any]] = {}
@@ -247,7 +247,7 @@ def _sweep_configs(args: argparse.Namespace) -> list[RunOptions]:
         fullgraphs = table[choice]
     pythons = split_list(args.python)
     if pythons is not None and len(pythons) > 1:
-        from tui.engine.ab import check_interpreter
+        from tui.engine.run.ab import check_interpreter
 
         base = dataclasses.replace(base, python=None)
         for python in dict.fromkeys(pythons):

@@ -8,9 +8,9 @@ from typing import Any
 
 from tui.present.format import VERDICT_STYLES, input_label, workload_name
 from tui.present.option_fields import differing, option_words
-from tui.engine.host_time import HOST_LABELS, graph_break_rows
-from tui.engine.results import RunRecord
-from tui.engine.summary import RunSummary
+from tui.engine.explain.host_time import HOST_LABELS, graph_break_rows
+from tui.engine.store.results import RunRecord
+from tui.engine.measure.summary import RunSummary
 from tui.typed import printable
 from tui.engine.status import RunStatus
 
@@ -93,7 +93,7 @@ def verdict_text(record: RunRecord) -> Any:
 def processes_text(record: RunRecord) -> Any:
     """A configuration run in several processes: ``3 processes, spread 1.06x (host 1.41x)``; else nothing.
 
-    Its speedup cell then holds the interval across processes (tui.engine.repeats).
+    Its speedup cell then holds the interval across processes (tui.engine.store.repeats).
     """
     from rich.text import Text
 
@@ -124,7 +124,7 @@ def where_words(record: RunRecord, records: list[RunRecord]) -> list[str]:
 def print_table(records: list[RunRecord], console: Any) -> None:
     """The summary table, one row per run or group of runs; failed runs' errors follow it, numbered like the rows.
 
-    Pass :func:`tui.engine.repeats.group_rows` of the records for one row per configuration.
+    Pass :func:`tui.engine.store.repeats.group_rows` of the records for one row per configuration.
     """
     from rich import box
     from rich.table import Table
@@ -182,7 +182,7 @@ def print_table(records: list[RunRecord], console: Any) -> None:
 
 def print_warnings(records: list[RunRecord], console: Any) -> None:
     """Why a verdict is noisy (with the hint to re-run) or not decisive, first; then every warning, by run number."""
-    from tui.engine.verdict import NOISY, RERUN_HINT
+    from tui.engine.measure.verdict import NOISY, RERUN_HINT
 
     lines = []
     for number, record in enumerate(records, 1):

@@ -17,7 +17,7 @@ from tui.cli.parse import PROG, UsageError
 from tui.engine.compare.selection import SELECTION_HELP
 
 if TYPE_CHECKING:
-    from tui.engine.results import RunRecord
+    from tui.engine.store.results import RunRecord
 
 __all__ = ["add_report_parser", "cmd_report", "load_runs", "MAX_PROBLEMS_SHOWN"]
 
@@ -71,8 +71,8 @@ def cmd_report(args: argparse.Namespace) -> int:
 
     UsageError for bad usage (the caller prints it as one line and exits 2).
     """
-    from tui.engine.export import ExportError
-    from tui.engine.report_data import gather_report
+    from tui.engine.store.export import ExportError
+    from tui.engine.store.report_data import gather_report
     from tui.report import require_matplotlib, write_report
     from tui.report.plots import MatplotlibMissing
 

@@ -1,4 +1,4 @@
-"""``compile-lab run`` and ``sweep``: a :class:`~tui.engine.session.RunSession` driven from a terminal.
+"""``compile-lab run`` and ``sweep``: a :class:`~tui.engine.run.session.RunSession` driven from a terminal.
 
 Progress goes to stderr (rich), the table and warnings to stdout. Ctrl-C or SIGTERM/SIGHUP
 kill the workers at once; the runs that ended (cancelled ones included) are still in the
@@ -29,9 +29,9 @@ from tui.cli.run_lines import RunLines
 from tui.engine.cluster.address import ClusterError
 from tui.engine.options import RunOptions
 from tui.engine.protocol import Event, WorkerWarning
-from tui.engine.repeats import AUTO, may_grow
-from tui.engine.results import RunRecord
-from tui.engine.session import RunSession, SessionListener
+from tui.engine.store.repeats import AUTO, may_grow
+from tui.engine.store.results import RunRecord
+from tui.engine.run.session import RunSession, SessionListener
 from tui.logs import suppressed
 from tui.engine.status import RunStatus
 
@@ -59,7 +59,7 @@ async def run_configs(configs: list[RunOptions], args: argparse.Namespace,
     telemetry = None if cluster else _telemetry(configs)
     history = None
     if not args.no_history:
-        from tui.engine.history import History
+        from tui.engine.store.history import History
 
         history = History()
     pool = tuple(getattr(args, "device_pool", ()) or ())
@@ -147,7 +147,7 @@ def _pools_by_kind(pool: tuple[str, ...], telemetry: Any, args: argparse.Namespa
             raise UsageError("--each-gpu-kind needs a GPU list (--device cuda:all or cuda:0,cuda:3)")
         return [pool]
     from tui.engine.options import OptionsError
-    from tui.engine.placement import check_kinds, kinds_of, repeats_for_kinds
+    from tui.engine.run.placement import check_kinds, kinds_of, repeats_for_kinds
     from tui.engine.runner.gpu_lock import pool_gpu_names
 
     kinds = kinds_of(pool, pool_gpu_names(pool, telemetry))
@@ -293,7 +293,7 @@ def _report(records: list[RunRecord], ended: list[RunRecord], args: argparse.Nam
     from tui.cli.artifacts import report_artifacts
     from tui.cli.render import print_host_time, print_table, print_warnings
 
-    from tui.engine.repeats import group_rows
+    from tui.engine.store.repeats import group_rows
 
     out, err = terminal
     # One row per configuration: the repeats of one are a group (the bootstrap across processes, once).
@@ -326,7 +326,7 @@ def _report(records: list[RunRecord], ended: list[RunRecord], args: argparse.Nam
 
 def _unconfident(records: list[RunRecord]) -> str:
     """``run 2: noisy, run 3: inconclusive`` for the runs whose verdict states no number ('' if none)."""
-    from tui.engine.verdict import CONFIDENT
+    from tui.engine.measure.verdict import CONFIDENT
 
     found = []
     for number, record in enumerate(records, 1):
@@ -348,8 +348,8 @@ def _export(records: list[RunRecord], args: argparse.Namespace, err: Any) -> boo
     Only when a run was done or failed: stopped before that (nothing, or cancelled runs only),
     no file is touched, an existing one stays as it was, and stderr says so.
     """
-    from tui.engine import export
-    from tui.engine.repeats import members_of
+    from tui.engine.store import export
+    from tui.engine.store.repeats import members_of
 
     formats = [fmt for fmt in export.EXPORT_FORMATS if getattr(args, fmt.name, None)]
     wanted = [(fmt.flag, getattr(args, fmt.name)) for fmt in formats]
@@ -428,7 +428,7 @@ class _Progress(SessionListener):
                 self.lines.saved(record)
 
     def data_pruned(self, result: Any) -> None:
-        from tui.engine.artifacts import format_bytes
+        from tui.engine.explain.artifacts import format_bytes
 
         with contextlib.suppress(OSError, ValueError):
             for note in result.notes:

@@ -180,7 +180,7 @@ def add_run_flags(parser: argparse.ArgumentParser, sweep: bool) -> None:
 
 def _add_command_flags(groups: _Groups) -> None:
     """The flags that are not run options: where runs go, how many processes, the exports, the output."""
-    from tui.engine.export import EXPORT_FORMATS
+    from tui.engine.store.export import EXPORT_FORMATS
 
     what, cluster, timing, out = groups["what"], groups["cluster"], groups["timing"], groups["output"]
     what.add_argument("--each-gpu-kind", action="store_true",

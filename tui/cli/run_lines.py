@@ -18,8 +18,8 @@ from typing import Any
 
 from tui.present.option_fields import differing, option_words, params_text, workload_name
 from tui.engine.options import RunOptions
-from tui.engine.results import RunRecord
-from tui.engine.summary import RunSummary
+from tui.engine.store.results import RunRecord
+from tui.engine.measure.summary import RunSummary
 from tui.engine.status import RunStatus
 
 __all__ = ["RunLines", "run_label", "ended_text"]

@@ -1,4 +1,4 @@
-"""Every run option in one declarative table, as :mod:`tui.engine.columns` is for the CSV.
+"""Every run option in one declarative table, as :mod:`tui.engine.store.columns` is for the CSV.
 
 One :class:`OptionSpec` per :class:`~tui.engine.options.RunOptions` field (a test checks it), in
 the order a reader decides them. The readers are generic over :data:`OPTIONS`:
@@ -6,13 +6,13 @@ the order a reader decides them. The readers are generic over :data:`OPTIONS`:
 - the command line's run flags (``tui.cli.parse``): a spec whose ``cli`` is :data:`VALUE`,
   :data:`SWITCH`, :data:`NEGATED` or :data:`PAIRS` gets its flag, help and reading from here; a
   :data:`CUSTOM` one (a sweep axis, or a flag read in its own way) is written there by hand;
-- the reproduce command (``tui.engine.reproduce``): the flag and the value's text;
-- the config and the history (``tui.engine.stored_options``): how a stored value is decoded
+- the reproduce command (``tui.engine.store.reproduce``): the flag and the value's text;
+- the config and the history (``tui.engine.store.stored_options``): how a stored value is decoded
   (``stored``), which options the picker cannot show (``picker`` None: the "also" line) and
   which start a program (``code``);
 - the picker (``tui.app.components.picker``): which widget an error names, and the measurement
   limits' fields (label, unit, placeholder, tooltip);
-- the CSV (``tui.engine.columns``): a spec with ``csv`` (the column's help) gets a column of the
+- the CSV (``tui.engine.store.columns``): a spec with ``csv`` (the column's help) gets a column of the
   field's value; the older option columns are written there by hand;
 - validation (``RunOptions.validated``): the integer options' ranges (:data:`INT_RANGES`).
 

@@ -216,9 +216,9 @@ class RunOptions:
     """Measure on (within ``time_budget_s``) until the speedup's 95% interval is at most this wide,
     relative to the speedup (0.02: hi/lo - 1 <= 2%); None: measure ``iters`` and stop."""
     noise_threshold: float = 0.02
-    """The verdict's threshold t (tui.engine.verdict): faster when the interval's low end > 1 + t."""
+    """The verdict's threshold t (tui.engine.measure.verdict): faster when the interval's low end > 1 + t."""
     noise_limits: dict[str, float] = field(default_factory=dict)
-    """The verdict's other limits that differ from their defaults (tui.engine.verdict.VerdictPolicy)."""
+    """The verdict's other limits that differ from their defaults (tui.engine.measure.verdict.VerdictPolicy)."""
     l2_flush: bool = False
     cold_compile: bool = False
     timeout_s: float = 600.0
@@ -229,7 +229,8 @@ class RunOptions:
     compile_optimizer: bool = False
     seed: int = 0
     profile: bool = True
-    """A profile pass after measuring (tui.engine.kernels: kernels per call, the kernel diff); never in the timings."""
+    """A profile pass after measuring (tui.engine.explain.kernels: kernels per call, the kernel diff); never in the
+    timings."""
     trace: bool = False
     """The profile pass also written as a Chrome/Perfetto trace, ``trace.json`` in the run's data folder."""
     torch_trace: bool = False
@@ -396,7 +397,7 @@ def _check_positive(name: str, value: Any, high: float, allowed: str) -> None:
 
 def _check_noise_limits(limits: Any) -> None:
     """``noise_limits``: names of the verdict's limits, each a positive number (at most 1000)."""
-    from tui.engine.verdict import LIMIT_NAMES
+    from tui.engine.thresholds import LIMIT_NAMES
 
     if not isinstance(limits, dict):
         raise OptionsError(

@@ -1,6 +1,6 @@
 """What the worker reports about a run, as typed values (no torch here).
 
-The worker builds these, the protocol carries them, the parent's :class:`~tui.engine.results.RunRecord`
+The worker builds these, the protocol carries them, the parent's :class:`~tui.engine.store.results.RunRecord`
 keeps them, and every view reads their fields by name: one name per quantity, from the worker
 to the CSV. Each is frozen and decoded once (:mod:`tui.typed`): a field of the wrong
 type becomes its default and a warning, never a surprise downstream.

@@ -15,7 +15,7 @@ started, ...fields}``, the fields being those of the event's dataclass below
 (:class:`Ready`, :class:`Started`, :class:`PhaseChanged`, :class:`WorkerWarning`,
 :class:`Compiled`, :class:`BlockTimed`, :class:`Profiled`, :class:`GraphCoded`, :class:`ArtifactWritten`,
 :class:`Finished`, :class:`Failed`). A run with ``options.trace`` gets ``"artifacts_dir"`` in its command too:
-the run's data folder, where the worker writes the Chrome trace (:mod:`tui.engine.artifacts`).
+the run's data folder, where the worker writes the Chrome trace (:mod:`tui.engine.explain.artifacts`).
 
 Version 2 renamed a block's ``wall_ms_per_call`` to ``host_ms_per_call`` (one name for the
 host-inclusive time per call, from the worker to the CSV) and typed every payload.
@@ -27,8 +27,8 @@ import json
 from dataclasses import dataclass, field, fields
 from typing import Any, ClassVar
 
-from tui.engine.artifacts import GraphCode
-from tui.engine.kernels import Profile
+from tui.engine.explain.artifacts import GraphCode
+from tui.engine.explain.kernels import Profile
 from tui.engine.payloads import Accuracy, Diagnostics, Env, Memory
 from tui.typed import FieldError, decode_fields, encode_fields, finite
 
@@ -150,7 +150,7 @@ class Compiled(Event):
 class BlockTimed(Event):
     """One timing block of one side.
 
-    ``ms``: per-call times of the block's clock (``clock``, a :mod:`tui.engine.clocks` name);
+    ``ms``: per-call times of the block's clock (``clock``, a :mod:`tui.engine.measure.clocks` name);
     ``host_ms_per_call``: the block's host-inclusive time per call; ``labels``: one input label
     per call (dynamic shapes), or None. ``t_start`` / ``t_end``: when the block's timed calls ran,
     in the worker's ``time.monotonic()`` seconds (on Linux the same clock as the parent's): on a

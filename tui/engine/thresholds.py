@@ -5,7 +5,7 @@
 The values come from calibration: ``benchmarks/calibrate.py`` collects runs of fixed
 configurations on a quiet and a loaded machine and judges them under each rule set;
 docs/BENCHMARKS.md ("Calibrating the verdict") has the figures behind each value, and
-:mod:`tui.engine.verdict` says what each one decides.
+:mod:`tui.engine.measure.verdict` says what each one decides.
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ __all__ = [
 
 @dataclass(frozen=True)
 class VerdictPolicy(JsonRecord):
-    """The thresholds a user may change (:mod:`tui.engine.verdict` says what each one decides).
+    """The thresholds a user may change (:mod:`tui.engine.measure.verdict` says what each one decides).
 
     ``threshold``: t, the smallest change the words claim. Make a run ``noisy``:
     ``max_drift`` (the speedup's drift across the run), ``stall_factor`` (a sample this many times

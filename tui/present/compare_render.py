@@ -12,7 +12,7 @@ from typing import Any
 
 from tui.present.format import VERDICT_STYLES
 from tui.engine.compare import METRICS, Change, CompareSettings, Comparison, ConfigKey, PairResult, UnmatchedRow
-from tui.engine.verdict import RERUN_HINT
+from tui.engine.measure.verdict import RERUN_HINT
 from tui.typed import printable
 
 __all__ = ["print_comparison", "markdown_lines", "gate_lines", "summary_line", "change_text", "columns", "number_text",

@@ -1,6 +1,6 @@
 """Short formats for the app's views, and the few readings of a record they share.
 
-The engine's records are typed (:mod:`tui.engine.summary`, :mod:`tui.engine.payloads`), so a
+The engine's records are typed (:mod:`tui.engine.measure.summary`, :mod:`tui.engine.payloads`), so a
 view reads fields by name; what is here is how numbers and labels look on screen.
 """
 
@@ -10,7 +10,7 @@ from typing import Any
 
 from tui.engine.catalog import is_user_workload
 from tui.engine.options import RunOptions
-from tui.engine.results import ACTIVE_STATUSES, TERMINAL_STATUSES, RunRecord
+from tui.engine.store.results import ACTIVE_STATUSES, TERMINAL_STATUSES, RunRecord
 from tui.typed import printable
 from tui.engine.status import RunStatus
 
@@ -35,7 +35,7 @@ __all__ = [
 
 VERDICT_STYLES = {"faster": "bold green", "slower": "bold red", "no change": "bold cyan",
                   "inconclusive": "yellow", "noisy": "bold magenta"}
-"""The Rich style of each verdict word (tui.engine.verdict), in the app and the CLI alike."""
+"""The Rich style of each verdict word (tui.engine.measure.verdict), in the app and the CLI alike."""
 
 STATUS_LABELS: dict[str, str] = {
     RunStatus.QUEUED: "queued",

@@ -14,7 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from collections.abc import Callable, Iterable
 
-from tui.engine.ab import interpreter_name
+from tui.engine.run.ab import interpreter_name
 from tui.engine.options import DEFAULT_MODE, DEFAULT_PRECISION, RunOptions, mode_applies
 from tui.typed import printable
 

@@ -1,6 +1,6 @@
 """``compile-lab report``: runs as one self-contained HTML file to share (the ``compile-lab[report]`` extra).
 
-The data come from :mod:`tui.engine.report_data` (torch-free, typed rows); this package draws them:
+The data come from :mod:`tui.engine.store.report_data` (torch-free, typed rows); this package draws them:
 :mod:`~tui.report.plots` (matplotlib, SVG; imported only when a report is made),
 :mod:`~tui.report.page` (the HTML, every string escaped), :mod:`~tui.report.colors` (the verdicts'
 colours, as the app's). Importing this package loads neither matplotlib nor textual nor torch.
@@ -11,7 +11,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from tui.engine.report_data import ReportData
+from tui.engine.store.report_data import ReportData
 
 __all__ = ["render_report", "write_report", "require_matplotlib"]
 
@@ -35,7 +35,7 @@ def render_report(data: ReportData) -> str:
 
 def write_report(data: ReportData, path: str | os.PathLike[str]) -> Path:
     """Render and write atomically to ``path`` (the export rules: ExportTargetError, ExportError)."""
-    from tui.engine.export import atomic_writer, check_target
+    from tui.engine.store.export import atomic_writer, check_target
 
     target = check_target(path)
     page = render_report(data)

@@ -17,8 +17,8 @@ from tui import __version__
 from tui.present.format import fmt_ms, fmt_seconds
 from tui.present.option_fields import differing, option_words, params_text, workload_name
 from tui.engine.options import RunOptions
-from tui.engine.report_data import ENV_FIELDS, ProcessData, ReportData, ReportRow
-from tui.engine.verdict import RERUN_HINT
+from tui.engine.store.report_data import ENV_FIELDS, ProcessData, ReportData, ReportRow
+from tui.engine.measure.verdict import RERUN_HINT
 from tui.report.colors import NO_VERDICT, VERDICT_COLOURS, verdict_class
 from tui.report.plots import speedup_words
 

@@ -21,7 +21,7 @@ from collections.abc import Callable, Sequence
 from html import escape
 from typing import Any, ParamSpec, TypeVar
 
-from tui.engine.report_data import Interval, ReportRow, SideData
+from tui.engine.store.report_data import Interval, ReportRow, SideData
 from tui.report.colors import BAND, NO_VERDICT, SIDE_COLOURS, UNITY, VERDICT_COLOURS, verdict_colour
 from tui.engine.status import RunStatus
 

@@ -40,7 +40,7 @@ from textual.strip import Strip
 from textual.widget import Widget
 
 from tui.engine.thresholds import MIN_IQR_SHARE
-from tui.engine.verdict import severe_fences
+from tui.engine.measure.verdict import severe_fences
 
 from tui.app.components.chart_data import (
     TITLE,

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from typing import NamedTuple, Protocol
 from collections.abc import Mapping, Sequence
 
-from tui.engine.stats import percentile
+from tui.engine.measure.stats import percentile
 from tui.engine.status import RunStatus
 
 __all__ = [

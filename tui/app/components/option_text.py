@@ -13,7 +13,7 @@ from rich.text import Text
 from textual.widgets import Static
 
 from tui.engine.options import RunOptions
-from tui.engine.stored_options import code_settings, hidden_settings
+from tui.engine.store.stored_options import code_settings, hidden_settings
 from tui.typed import printable
 
 __all__ = ["also_line", "also_text", "options_table"]

@@ -28,8 +28,8 @@ from tui.app.components.picker_fields import LABEL_WIDTH, Cycler, OptionValidato
 from tui.app.components.picker_params import FILE_CHOICE, ParamRows
 from tui.app.components.option_text import also_line
 from tui.engine.catalog import PATH_ECHO_CHARS, WORKLOADS, echo, is_user_workload
-from tui.engine.placement import POOL_ALL, is_pool
-from tui.engine.repeats import DEFAULT_REPEAT
+from tui.engine.run.placement import POOL_ALL, is_pool
+from tui.engine.store.repeats import DEFAULT_REPEAT
 from tui.engine.option_table import SPECS, field_widgets, limit_fields
 from tui.engine.options import (
     BACKENDS,
@@ -379,7 +379,7 @@ class Picker(VerticalScroll):
 
     def current_repeat(self) -> int | str:
         """The repeat field: processes per configuration, or ``"auto"`` (OptionsError naming what is allowed)."""
-        from tui.engine.repeats import parse_repeat
+        from tui.engine.store.repeats import parse_repeat
 
         text = self.query_one("#repeat", Input).value.strip()
         try:

@@ -10,7 +10,7 @@ from textual.reactive import reactive
 from textual.widgets import Static
 
 from tui.present.format import STATUS_LABELS, options_label, workload_label
-from tui.engine.results import RunRecord
+from tui.engine.store.results import RunRecord
 
 __all__ = ["QueueView"]
 

@@ -27,8 +27,8 @@ from tui.present.format import (
     input_label,
 )
 from tui.present.option_fields import FIELDS_BY_KEY, OPTION_FIELDS
-from tui.engine.results import RunRecord
-from tui.engine.summary import RunSummary
+from tui.engine.store.results import RunRecord
+from tui.engine.measure.summary import RunSummary
 from tui.typed import printable
 from tui.engine.status import RunStatus
 
@@ -86,7 +86,7 @@ def row_cells(record: RunRecord, summary: RunSummary | None = None, *, history: 
     """Every cell of a record's row, by column key (``summary`` saves recomputing it).
 
     ``members``: the processes of a configuration repeated across processes, whose row
-    ``record`` is (tui.engine.repeats.GroupRecord, or the first process before one ended): the
+    ``record`` is (tui.engine.store.repeats.GroupRecord, or the first process before one ended): the
     flags say how many there are, the status follows the one that runs now.
     """
     status = record.status
@@ -163,7 +163,7 @@ def _status_cell(record: RunRecord, history: bool) -> Cell:
     style = _STATUS_STYLES.get(status, "")
     verdict = record.summary().verdict if status == RunStatus.DONE else None
     if verdict is not None:
-        # A done run shows what its measurement supports (tui.engine.verdict), not just "done".
+        # A done run shows what its measurement supports (tui.engine.measure.verdict), not just "done".
         label, style = verdict, VERDICT_STYLES.get(verdict, style)
     if history:
         style = f"{style} dim".strip()

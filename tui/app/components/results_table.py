@@ -40,8 +40,8 @@ from tui.app.table_columns import (
     default_choice,
     table_layout,
 )
-from tui.engine.results import RunRecord
-from tui.engine.summary import RunSummary
+from tui.engine.store.results import RunRecord
+from tui.engine.measure.summary import RunSummary
 
 __all__ = ["ResultsTable", "Cell", "row_cells", "history_cells"]
 

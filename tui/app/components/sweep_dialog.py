@@ -1,6 +1,6 @@
 """The sweep dialog: pick modes x fullgraph x dynamic (and optionally backends, dtypes, precisions).
 
-The dialog previews how many runs the choice expands to (``tui.engine.sweep.expand`` drops
+The dialog previews how many runs the choice expands to (``tui.engine.run.sweep.expand`` drops
 the combinations a backend ignores) and dismisses with the choice as keyword arguments for
 ``expand``, or None when cancelled. On a machine with two GPUs or more it also lists the GPUs
 (``"gpus"``: ``cuda:N`` each): the runs are dealt to the checked ones, one run each at once

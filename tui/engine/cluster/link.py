@@ -42,7 +42,7 @@ class ClusterLink:
     async def lanes(self, options: Sequence[RunOptions], worker_argv: list[str] | None = None) -> tuple[str, ...]:
         """The cluster lanes for runs of ``options`` (connecting on first use); ClusterError (one line)."""
         from tui.engine import cluster
-        from tui.engine.session import CLUSTER_LANE
+        from tui.engine.run.session import CLUSTER_LANE
 
         kind = "cuda" if any(o.device.startswith("cuda") for o in options) else "cpu"
         if kind not in self.slots:

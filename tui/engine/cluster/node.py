@@ -34,7 +34,7 @@ from typing import Any
 from tui.engine.cluster.handshake import Hello, Versions, hostname, local_versions, mismatch
 from tui.engine.options import RunOptions
 from tui.engine.protocol import encode
-from tui.engine.results import RunRecord
+from tui.engine.store.results import RunRecord
 from tui.engine.runner.worker_runner import WorkerRunner
 from tui.logs import suppressed
 

@@ -34,7 +34,7 @@ from tui.engine.cluster.head import HeadWatch, keep_the_caller_alive
 from tui.engine.cluster.node import kill_group, run_on_node
 from tui.engine.cluster.probe import GcsProbeError, check_gcs
 from tui.engine.cluster.runner import ClusterRunner, TaskLost
-from tui.engine.session import CLUSTER_LANE
+from tui.engine.run.session import CLUSTER_LANE
 from tui.logs import suppressed
 from tui.typed import printable
 

@@ -1,6 +1,6 @@
 """ClusterRunner: a session's runner whose runs happen on the nodes of a cluster, one task each.
 
-It implements the session's :class:`~tui.engine.session.Runner` protocol. One object serves every
+It implements the session's :class:`~tui.engine.run.session.Runner` protocol. One object serves every
 cluster lane (``cluster:0``, ``cluster:1``, ...): :meth:`ClusterRunner.run` keeps each run's state
 to itself, so runs go at once. The transport (:mod:`.ray_transport` for Ray; tests pass a fake)
 submits a run and hands back its items as the node yields them (:mod:`.node` lists them); this
@@ -32,7 +32,7 @@ from typing import Any, Protocol
 from tui.engine.cluster.handshake import DOC, Hello, Versions, mismatch
 from tui.engine.cluster.node import END, EVENTS, HELLO, WORKER
 from tui.engine.protocol import FAILURE_KINDS, Event, ProtocolError, WorkerWarning, decode
-from tui.engine.results import RunRecord
+from tui.engine.store.results import RunRecord
 from tui.telemetry.model import RunTelemetry
 from tui.typed import printable
 from tui.engine.status import RunStatus

@@ -5,7 +5,7 @@
 * :mod:`~tui.engine.compare.matching`: the configuration key, pairs (:class:`Pair`) and the rows on
   one side only (:class:`Unmatched`);
 * :mod:`~tui.engine.compare.judge`: each pair's change per metric with its bootstrap interval
-  (:mod:`tui.engine.change_stats`), its verdict (:mod:`tui.engine.verdict`'s words and noise checks)
+  (:mod:`tui.engine.measure.change_stats`), its verdict (:mod:`tui.engine.measure.verdict`'s words and noise checks)
   and the gate (:class:`PairResult`);
 * :mod:`~tui.engine.compare.comparison`: the whole :class:`Comparison` and its exit code;
 * :mod:`~tui.engine.compare.across`: one selection's GPU kinds (or nodes) side by side (:class:`Across`);

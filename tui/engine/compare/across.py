@@ -23,8 +23,8 @@ from dataclasses import dataclass, field
 from tui.engine.compare.comparison import EXIT_FAIL, EXIT_PASS, failure_line
 from tui.engine.compare.judge import CompareSettings, PairResult, judge_pair, side_values
 from tui.engine.compare.matching import MATCH_FIELDS, ConfigKey, config_key, pair_up
-from tui.engine.results import RunRecord
-from tui.engine.verdict import VERDICTS
+from tui.engine.store.results import RunRecord
+from tui.engine.measure.verdict import VERDICTS
 from tui.typed import JsonRecord, printable
 
 __all__ = ["ACROSS_FIELDS", "AcrossError", "Across", "AcrossRow", "KindCell", "across_value", "split",

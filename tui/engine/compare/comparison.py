@@ -7,8 +7,8 @@ from dataclasses import dataclass, field
 
 from tui.engine.compare.judge import CompareSettings, PairResult, UnmatchedRow, judge_pair, unmatched_row
 from tui.engine.compare.matching import pair_up
-from tui.engine.results import RunRecord
-from tui.engine.verdict import VERDICTS
+from tui.engine.store.results import RunRecord
+from tui.engine.measure.verdict import VERDICTS
 from tui.typed import JsonRecord
 
 __all__ = ["Comparison", "compare", "failure_line", "EXIT_PASS", "EXIT_FAIL"]

@@ -2,24 +2,24 @@
 
 Per pair (:func:`judge_pair`) and metric (:data:`METRICS`): BASE's and NEW's value (the median of
 the pooled done processes), their ratio NEW / BASE with a 95% bootstrap interval
-(:mod:`tui.engine.change_stats`: each side's processes, then their block pairs, resampled on their
+(:mod:`tui.engine.measure.change_stats`: each side's processes, then their block pairs, resampled on their
 own; seeded by the side's run ids, so the same runs on both sides read exactly 1 [1, 1]), and a
-verdict in :mod:`tui.engine.verdict`'s words, judged on how much faster NEW is (BASE / NEW for a
+verdict in :mod:`tui.engine.measure.verdict`'s words, judged on how much faster NEW is (BASE / NEW for a
 time, NEW / BASE for the speedup) with threshold t:
 
 * ``noisy`` first: a process of either side whose own series of this metric is noisy by the
-  run's rules (a stall that moved its median, drift: :func:`~tui.engine.verdict.series_checks`,
-  the speedup's paired drift: :func:`~tui.engine.verdict.assess`), or a busy machine while it
-  measured (:func:`~tui.engine.verdict.machine_reasons`). The distribution's shape and a wide
+  run's rules (a stall that moved its median, drift: :func:`~tui.engine.measure.verdict.series_checks`,
+  the speedup's paired drift: :func:`~tui.engine.measure.verdict.assess`), or a busy machine while it
+  measured (:func:`~tui.engine.measure.verdict.machine_reasons`). The distribution's shape and a wide
   interval are not noise, as for a run. A noisy pair is never faster or slower.
 * else ``faster`` / ``slower`` / ``no change`` / ``inconclusive`` from the interval
-  (:func:`~tui.engine.verdict.judge_interval`); ``inconclusive`` without an interval (a side with
+  (:func:`~tui.engine.measure.verdict.judge_interval`); ``inconclusive`` without an interval (a side with
   fewer than 4 block pairs, or samples that were pruned).
 
 With two or more processes on each side the interval is across processes; with one on a side it
 holds only the noise within a process, and the pair says so (``within_process``). A launch-bound
 pair's host time within a process is at most ``inconclusive``, as a run's host verdict of one
-process is (:data:`~tui.engine.verdict.ONE_PROCESS_HOST`): identical launch-bound runs moved up
+process is (:data:`~tui.engine.measure.verdict.ONE_PROCESS_HOST`): identical launch-bound runs moved up
 to 1.8x in host time from one process to the next.
 
 The gate (:func:`fails`): a pair fails when the gated metric's verdict is ``slower`` and NEW is
@@ -35,14 +35,14 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from tui.engine.change_stats import Medians, SideDraws, change_interval, ratio_of, resample_side
+from tui.engine.measure.change_stats import Medians, SideDraws, change_interval, ratio_of, resample_side
 from tui.engine.compare.matching import Pair, Unmatched
 from tui.engine.protocol import SIDES
-from tui.engine.results import RunRecord, SamplesUnavailable
-from tui.engine.stats import summarize
-from tui.engine.summary import BOOTSTRAP_RESAMPLES, SideStats, launch_bound_of
+from tui.engine.store.results import RunRecord, SamplesUnavailable
+from tui.engine.measure.stats import summarize
+from tui.engine.measure.summary import BOOTSTRAP_RESAMPLES, SideStats, launch_bound_of
 from tui.engine.thresholds import MIN_INTERVAL_BLOCKS
-from tui.engine.verdict import (
+from tui.engine.measure.verdict import (
     CONFIDENT, INCONCLUSIVE, NOISY, ONE_PROCESS_HOST, SLOWER, Assessment, Machine, SideSeries, VerdictPolicy, assess,
     judge_interval, machine_reasons, series_checks,
 )  # fmt: skip

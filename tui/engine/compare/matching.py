@@ -29,7 +29,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from tui.engine.options import DEFAULT_MODE, DEFAULT_PRECISION, mode_applies
-from tui.engine.results import RunRecord
+from tui.engine.store.results import RunRecord
 from tui.typed import printable
 
 __all__ = ["MATCH_FIELDS", "ConfigKey", "Pair", "Unmatched", "field_values", "config_key", "pair_up", "check_ignore"]

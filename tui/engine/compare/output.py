@@ -4,8 +4,9 @@
 ``across``, ``baseline`` and ``kind``: one row per configuration and kind other than the baseline,
 BASE being the baseline kind and NEW that kind.
 
-Both go through the export rules (:func:`tui.engine.export.check_target`, :func:`~tui.engine.export.atomic_writer`):
-a regular file or a new one, never a link, a device or compile-lab's own data, written whole or not at all.
+Both go through the export rules (:func:`tui.engine.store.export.check_target`,
+:func:`~tui.engine.store.export.atomic_writer`): a regular file or a new one, never a link, a device or
+compile-lab's own data, written whole or not at all.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ from typing import Any
 from tui.engine.compare.across import Across, AcrossRow, KindCell
 from tui.engine.compare.comparison import Comparison
 from tui.engine.compare.judge import METRIC_NAMES, PairResult, UnmatchedRow
-from tui.engine.export import atomic_writer, check_target
+from tui.engine.store.export import atomic_writer, check_target
 from tui.typed import finite
 
 __all__ = ["COMPARE_SCHEMA", "CSV_COLUMNS", "ACROSS_CSV_COLUMNS", "csv_rows", "across_csv_rows", "write_compare_csv",

@@ -14,7 +14,7 @@ before session ids existed has none: it is selected by id or date, never by sess
 is not an export, and a selection that names no run. An export is read as a regular file of at most
 :data:`~tui.engine.input_file.INPUT_MAX_BYTES` (1 GiB): a named pipe or a device is refused before it
 is opened, never read until it ends. A time no measurement gives (NaN, an infinity, zero, a negative
-or absurd time: :class:`~tui.engine.samples.TimingError`), in an export or a history run's samples
+or absurd time: :class:`~tui.engine.measure.samples.TimingError`), in an export or a history run's samples
 file, refuses the selection with one line naming the run and the field.
 """
 
@@ -26,12 +26,12 @@ from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any
 
-from tui.engine.history import History
+from tui.engine.store.history import History
 from tui.engine.input_file import InputFileError, JSONError, load_json, read_regular
-from tui.engine.results import RunRecord, SamplesInvalid, SamplesUnavailable
-from tui.engine.samples import TimingError
-from tui.engine.stored_options import upgrade_tf32_run
-from tui.engine.summary import check_stored_times
+from tui.engine.store.results import RunRecord, SamplesInvalid, SamplesUnavailable
+from tui.engine.measure.samples import TimingError
+from tui.engine.store.stored_options import upgrade_tf32_run
+from tui.engine.measure.summary import check_stored_times
 from tui.typed import printable
 
 __all__ = ["Selection", "SelectionError", "parse_selection", "load_selection", "each_run_once", "sessions",

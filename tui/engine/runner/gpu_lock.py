@@ -17,7 +17,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
 from tui import paths
-from tui.engine.placement import lane_cpu_env
+from tui.engine.run.placement import lane_cpu_env
 from tui.logs import suppressed
 from tui.telemetry.model import normalize_uuid, nvml_uuid
 
@@ -67,7 +67,7 @@ def visible_gpu_count(telemetry: Any = None) -> int | None:
 
 def pool_cpu_env(pool: Sequence[str], telemetry: Any = None) -> dict[str, dict[str, str]]:
     """Each pooled lane's worker environment: whole cores near its GPU (NVML's CPU affinity by
-    the GPU's UUID; :func:`tui.engine.placement.lane_cpu_env`). Blocks on NVML: call it off a UI loop."""
+    the GPU's UUID; :func:`tui.engine.run.placement.lane_cpu_env`). Blocks on NVML: call it off a UI loop."""
     if len(pool) <= 1:
         return {lane: {} for lane in pool}
     resolver = GpuResolver(telemetry)

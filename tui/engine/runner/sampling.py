@@ -30,7 +30,7 @@ from tui.telemetry.host_load import HostLoad, HostLoadSampler, union_roots
 from tui.telemetry.model import RunTelemetry
 
 if TYPE_CHECKING:
-    from tui.engine.results import RunRecord
+    from tui.engine.store.results import RunRecord
 
 __all__ = ["CLOCK_HZ", "RunSampling", "SAMPLE_HZ", "measure_spans", "with_host_load", "with_side_clocks"]
 

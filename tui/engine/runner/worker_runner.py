@@ -8,7 +8,7 @@ policy: the timeout, cancel, and how a worker that died is reported.
 A run with ``torch_trace`` gets a worker started for it alone, with ``TORCH_TRACE`` set to its data
 folder's ``torch_trace`` directory (torch reads it at import, so the warm spare, which imported torch
 already, cannot serve it; the spare is kept for the next run). A run with ``trace`` is told its data
-folder in its command, where the worker writes the Chrome trace (:mod:`tui.engine.artifacts`).
+folder in its command, where the worker writes the Chrome trace (:mod:`tui.engine.explain.artifacts`).
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from tui.engine.artifacts import TORCH_TRACE_DIR, run_folder
+from tui.engine.explain.artifacts import TORCH_TRACE_DIR, run_folder
 from tui.logs import WORKER_MARK
 from tui.engine.protocol import Event, Failed, Finished, PhaseChanged, Started, WorkerWarning
 from tui.engine.runner.gpu_lock import GpuResolver, acquire_gpu_lock, release_gpu_lock
@@ -38,7 +38,7 @@ from tui.engine.runner.spare import SparePool
 from tui.engine.status import RunStatus
 
 if TYPE_CHECKING:
-    from tui.engine.results import RunRecord
+    from tui.engine.store.results import RunRecord
 
 __all__ = ["WorkerRunner", "EventCallback", "EXIT_GRACE_S", "own_worker_pids", "timeout_message"]
 

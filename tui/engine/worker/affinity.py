@@ -1,6 +1,6 @@
 """The worker pins itself to its lane's CPU cores before torch is imported (no torch here).
 
-A pooled lane's runner sets ``COMPILE_LAB_CPUS`` (:data:`tui.engine.placement.CPUS_ENV`) to its
+A pooled lane's runner sets ``COMPILE_LAB_CPUS`` (:data:`tui.engine.cpu_list.CPUS_ENV`) to its
 share of the host's cores. :func:`pin_to_lane_cpus` applies it to this process, so inductor's
 compile workers (which size themselves from the affinity mask) and the compile subprocesses
 inherit it, and sets ``OMP_NUM_THREADS`` to the share's size unless the user set it, so
@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import os
 
-from tui.engine.placement import CPUS_ENV, cpu_list_text, parse_cpu_list
+from tui.engine.cpu_list import CPUS_ENV, cpu_list_text, parse_cpu_list
 
 __all__ = ["pin_to_lane_cpus"]
 

@@ -12,7 +12,7 @@ built, which cost 20-40 ms of one compile of an 8-block MLP: it would be inside 
 
 **Trace.** :class:`ChromeTraceWriter` is the profile pass's ``on_trace``: each side's profiler is
 exported to a part file in the run's data folder, and :meth:`ChromeTraceWriter.finish` merges the
-two into ``trace.json`` (:func:`tui.engine.chrome_trace.merge_traces`), the parts removed. Its
+two into ``trace.json`` (:func:`tui.engine.explain.chrome_trace.merge_traces`), the parts removed. Its
 cost is inside the profile pass's ``profile_s``, never in the timings.
 """
 
@@ -27,7 +27,7 @@ from typing import Any
 
 import torch
 
-from tui.engine.artifacts import (
+from tui.engine.explain.artifacts import (
     CODE_MAX_BYTES_PER_RUN,
     TRACE_FILE,
     TRACE_MAX_BYTES,
@@ -35,7 +35,7 @@ from tui.engine.artifacts import (
     capped_code,
     format_bytes,
 )
-from tui.engine.chrome_trace import merge_traces
+from tui.engine.explain.chrome_trace import merge_traces
 from tui.engine.worker.failures import one_line
 
 __all__ = ["CodeCapture", "ChromeTraceWriter"]
@@ -96,7 +96,7 @@ class CodeCapture:
 
     def graphs(self) -> list[GraphCode]:
         """The graphs kept so far, in compile order, within :data:`CODE_MAX_BYTES_PER_RUN` (caps in
-        :mod:`tui.engine.artifacts`; a graph past it is listed without its code)."""
+        :mod:`tui.engine.explain.artifacts`; a graph past it is listed without its code)."""
         budget, result = CODE_MAX_BYTES_PER_RUN, []
         for index, (compile_id, code) in enumerate(self.captured):
             graph = capped_code(index, compile_id, code, budget)

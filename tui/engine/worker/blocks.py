@@ -25,8 +25,8 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 
 from tui.engine.protocol import SIDES
-from tui.engine.stats import SpeedupCI, bootstrap_speedup
-from tui.engine.summary import BOOTSTRAP_RESAMPLES, MIN_INTERVAL_BLOCKS
+from tui.engine.measure.stats import SpeedupCI, bootstrap_speedup
+from tui.engine.measure.summary import BOOTSTRAP_RESAMPLES, MIN_INTERVAL_BLOCKS
 
 __all__ = [
     "EAGER_SETUP_CALLS",

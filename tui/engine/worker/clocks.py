@@ -2,13 +2,13 @@
 
 A clock runs timing blocks of a step and returns, per block, the per-call times, the
 host-inclusive time per call and when the block ran (:class:`BlockRun`). Each clock names
-itself with torch-free metadata from :mod:`tui.engine.clocks` (``info``), which every timing
+itself with torch-free metadata from :mod:`tui.engine.measure.clocks` (``info``), which every timing
 block carries as its ``clock``; the parent reads that metadata, never a string literal.
 
 On the CPU one loop gives both numbers: ``perf_counter_ns`` around each call (about 0.1 us a
 call, below 1% of anything worth timing) and the block's wall time around all of them. They are
 one clock: the parent's statistics take the per-call times as the host-inclusive times too
-(:attr:`tui.engine.samples.Block.host_ms`); the wall time per call stays in the raw data.
+(:attr:`tui.engine.measure.samples.Block.host_ms`); the wall time per call stays in the raw data.
 
 On a GPU the two numbers come from two loops over the same calls (docs/METHOD.md, "Two
 clocks"), because timing each call changes what the host pays:
@@ -51,7 +51,7 @@ from typing import Any, NamedTuple, Protocol
 
 import torch
 
-from tui.engine.clocks import CUDA_EVENT, PERF_COUNTER, ClockInfo
+from tui.engine.measure.clocks import CUDA_EVENT, PERF_COUNTER, ClockInfo
 from tui.engine.worker.blocks import host_block_repeats
 
 __all__ = ["Clock", "CpuClock", "CudaClock", "BlockRun", "BlockSpec", "head_start_ms", "L2_FLUSH_BYTES",

@@ -17,7 +17,7 @@ from typing import Any
 import torch
 
 from tui.engine.payloads import Env
-from tui.engine.placement import cpu_list_text
+from tui.engine.cpu_list import cpu_list_text
 from tui.engine.worker import precision
 from tui.telemetry.model import nvml_uuid
 

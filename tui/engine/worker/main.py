@@ -33,7 +33,7 @@ from tui import logs
 from tui.engine.catalog import echo, is_user_workload
 from tui.engine.options import OptionsError, RunOptions
 from tui.engine.payloads import Accuracy, Diagnostics, Env, Memory
-from tui.engine.kernels import Profile
+from tui.engine.explain.kernels import Profile
 from tui.engine.protocol import (
     ArtifactWritten,
     Compiled,

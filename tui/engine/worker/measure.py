@@ -35,7 +35,7 @@ from typing import Any
 
 import torch
 
-from tui.engine.clocks import PERF_COUNTER
+from tui.engine.measure.clocks import PERF_COUNTER
 from tui.engine.protocol import BlockTimed, Event
 from tui.engine.worker.accuracy import AccuracyOutputs, changed_leaves, fresh_copy, keep, rng_state
 from tui.engine.worker.failures import RunFailed

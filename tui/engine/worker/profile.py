@@ -7,8 +7,8 @@ invisible to the profiler); both change the FX-graph cache key, so that compile 
 The mapping is read from inductor's structured-trace artifact
 ``inductor_provenance_tracking_node_mappings``, which it emits on FX-graph cache hits too.
 
-A profiler that raises leaves a :class:`~tui.engine.kernels.Profile` with ``available`` False
-and why; the run still finishes. The counting itself is :mod:`tui.engine.kernels` (no torch).
+A profiler that raises leaves a :class:`~tui.engine.explain.kernels.Profile` with ``available`` False
+and why; the run still finishes. The counting itself is :mod:`tui.engine.explain.kernels` (no torch).
 """
 
 from __future__ import annotations
@@ -24,8 +24,9 @@ from typing import Any
 
 import torch
 
-from tui.engine.host_time import SYNC_RANGE, host_split, profiler_s
-from tui.engine.kernels import KernelGroup, Profile, RawEvent, kernel_diff, regions, side_profile
+from tui.engine.explain.host_time import SYNC_RANGE, host_split, profiler_s
+from tui.engine.explain.kernels import KernelGroup, Profile, kernel_diff, regions, side_profile
+from tui.engine.explain.profile_types import RawEvent
 from tui.engine.worker.failures import one_line
 
 __all__ = ["PROFILE_CALLS", "PROFILE_WARM_S", "OnTrace", "run_profile", "flatten", "provenance_supported", "warm_calls"]

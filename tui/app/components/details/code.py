@@ -1,6 +1,6 @@
 """The details screen's Code tab: inductor's generated code, one graph at a time, highlighted and scrollable.
 
-The code is read from the run's data folder (:func:`tui.engine.artifacts.load_code`) in a thread
+The code is read from the run's data folder (:func:`tui.engine.explain.artifacts.load_code`) in a thread
 the first time the tab is shown, never on the UI thread; ``[`` and ``]`` step through the graphs.
 Under the code: where the run's files are (the Chrome trace, TORCH_TRACE, tlparse's report).
 """
@@ -17,8 +17,8 @@ from textual.containers import Vertical, VerticalScroll
 from textual.reactive import reactive
 from textual.widgets import Static
 
-from tui.engine.artifacts import ArtifactPaths, CodeListing, GraphCode, artifact_paths, format_bytes, load_code
-from tui.engine.results import RunRecord
+from tui.engine.explain.artifacts import ArtifactPaths, CodeListing, GraphCode, artifact_paths, format_bytes, load_code
+from tui.engine.store.results import RunRecord
 
 __all__ = ["CodeView", "code_header", "files_text", "MAX_SHOWN_LINES"]
 

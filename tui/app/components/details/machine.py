@@ -8,7 +8,7 @@ from rich.text import Text
 from tui.app.components.details.fields import (
     Field, celsius, cores, count, field_rows, joules, kv_table, mib, mhz, section, watts, words, yes_no,
 )  # fmt: skip
-from tui.engine.results import RunRecord
+from tui.engine.store.results import RunRecord
 
 __all__ = ["telemetry_tab", "environment_tab", "TELEMETRY_FIELDS", "ENV_FIELDS"]
 

@@ -28,9 +28,9 @@ from tui.app.components.details.machine import environment_tab, telemetry_tab
 from tui.app.components.details.summary import command_of, error, summary_tab, title
 from tui.app.components.details.why import graphs_tab, host_line, host_tab, kernels_tab
 from tui.app.layout import NARROW_WIDTH
-from tui.engine.artifacts import load_code
-from tui.engine.results import RunRecord
-from tui.engine.summary import RunSummary
+from tui.engine.explain.artifacts import load_code
+from tui.engine.store.results import RunRecord
+from tui.engine.measure.summary import RunSummary
 
 __all__ = ["DetailsScreen", "DetailsTab", "render_details", "render_tab", "tab_ids", "tabs_help", "TABS"]
 

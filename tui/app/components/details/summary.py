@@ -17,11 +17,11 @@ from tui.app.components.details.fields import (
 from tui.present.format import (
     STATUS_LABELS, VERDICT_STYLES, fmt_ms, fmt_seconds, fmt_speedup, input_label, options_label, workload_label,
 )  # fmt: skip
-from tui.engine.reproduce import reproduce_command
-from tui.engine.results import RunRecord
-from tui.engine.stats import Stats
-from tui.engine.summary import RunSummary
-from tui.engine.verdict import RERUN_HINT
+from tui.engine.store.reproduce import reproduce_command
+from tui.engine.store.results import RunRecord
+from tui.engine.measure.stats import Stats
+from tui.engine.measure.summary import RunSummary
+from tui.engine.measure.verdict import RERUN_HINT
 from tui.engine.status import RunStatus
 
 __all__ = ["title", "error", "summary_tab", "command_of", "ACCURACY_FIELDS", "MEMORY_FIELDS"]
@@ -209,7 +209,7 @@ def _timings(summary: RunSummary) -> list[RenderableType]:
 
 
 def _processes(record: RunRecord) -> list[RenderableType]:
-    """A group's runs, one line each (tui.engine.repeats.GroupRecord); nothing for a run alone."""
+    """A group's runs, one line each (tui.engine.store.repeats.GroupRecord); nothing for a run alone."""
     group, members = getattr(record, "group", None), getattr(record, "members", None)
     if group is None or not members:
         return []

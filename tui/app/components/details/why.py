@@ -1,6 +1,6 @@
 """The details screen's tabs that explain the number: Kernels, Host time, Graphs and breaks.
 
-They read the profile pass (:class:`tui.engine.kernels.Profile`) and the diagnostics
+They read the profile pass (:class:`tui.engine.explain.kernels.Profile`) and the diagnostics
 (:class:`tui.engine.payloads.Diagnostics`); nothing here computes a statistic.
 """
 
@@ -15,11 +15,11 @@ from rich.text import Text
 
 from tui.app.components.details.fields import Field, count, field_rows, kv_table, section, seconds, yes_no
 from tui.present.format import fmt_ms, fmt_speedup
-from tui.engine.host_time import HOST_LABELS, HostSplit, graph_break_rows
-from tui.engine.kernels import Profile, SideProfile, short_kernel_name
+from tui.engine.explain.host_time import HOST_LABELS, HostSplit, graph_break_rows
+from tui.engine.explain.kernels import Profile, SideProfile, short_kernel_name
 from tui.engine.payloads import Diagnostics
-from tui.engine.results import RunRecord
-from tui.engine.summary import RunSummary
+from tui.engine.store.results import RunRecord
+from tui.engine.measure.summary import RunSummary
 
 __all__ = ["kernels_tab", "host_tab", "graphs_tab", "host_line", "TOP_KERNELS", "DIAGNOSTIC_FIELDS"]
 

@@ -3,7 +3,7 @@
 Timing data
     Only ``stage == "measure"`` blocks enter the statistics. ``iter`` statistics use the
     per-iteration clock (CUDA events on a GPU, perf_counter on the CPU). ``host`` statistics
-    use each block's host-inclusive times (:attr:`tui.engine.samples.Block.host_ms`). On a GPU
+    use each block's host-inclusive times (:attr:`tui.engine.measure.samples.Block.host_ms`). On a GPU
     that is the host sub-block's ``host_ms_per_call``: **one value per block, unweighted**, so
     their ``n`` is the number of blocks (blocks are equal-sized apart from the last one, so
     weighting would change little, and ``n`` stays the number of independent host
@@ -15,7 +15,7 @@ Fields of :class:`RunSummary`
     ``eager`` / ``compiled`` (:class:`SideStats`: ``iter`` and ``host`` Stats, each None when
     nothing was measured); ``clock``; ``speedup`` = eager iter median / compiled iter median;
     ``speedup_ci_low`` / ``speedup_ci_high`` / ``significant`` from
-    :func:`tui.engine.stats.bootstrap_speedup` (seed 0, 2000 resamples), computed once the run
+    :func:`tui.engine.measure.stats.bootstrap_speedup` (seed 0, 2000 resamples), computed once the run
     has ended: while it runs they are None and ``live`` is True, so a summary at 10 Hz stays
     cheap and never steals CPU from a CPU benchmark next to it; the same three for
     ``host_speedup``; ``launch_bound`` (device-time clocks only: the host median exceeds the
@@ -34,12 +34,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from tui.engine.clocks import clock_info
+from tui.engine.measure.clocks import clock_info
 from tui.engine.protocol import SIDES
-from tui.engine.samples import Samples, checked_ms
-from tui.engine.stats import SampleAccumulator, SpeedupCI, Stats, bootstrap_speedup, is_significant
+from tui.engine.measure.samples import Samples, checked_ms
+from tui.engine.measure.stats import SampleAccumulator, SpeedupCI, Stats, bootstrap_speedup, is_significant
 from tui.engine.thresholds import LAUNCH_BOUND_RATIO, MIN_INTERVAL_BLOCKS, MIN_SAMPLES, VerdictPolicy
-from tui.engine.verdict import Machine, Outliers, SideSeries, Verdict, spread_note, verdict_for
+from tui.engine.measure.verdict import Machine, Outliers, SideSeries, Verdict, spread_note, verdict_for
 from tui.typed import JsonRecord
 
 __all__ = [
@@ -68,7 +68,7 @@ class SideStats(JsonRecord):
     iter: Stats | None = None
     host: Stats | None = None
     outliers: Outliers | None = None
-    """The ``iter`` samples beyond Tukey's fences (tui.engine.verdict); None while the run is live."""
+    """The ``iter`` samples beyond Tukey's fences (tui.engine.measure.verdict); None while the run is live."""
 
 
 @dataclass(frozen=True)
@@ -113,7 +113,7 @@ class RunSummary(JsonRecord):
     @property
     def one_clock(self) -> bool:
         """True on a host clock (perf_counter on the CPU): the host-inclusive figures are the per-call ones
-        (:attr:`tui.engine.samples.Block.host_ms`), so a view says them once."""
+        (:attr:`tui.engine.measure.samples.Block.host_ms`), so a view says them once."""
         info = clock_info(self.clock)
         return info is not None and not info.device_time
 
@@ -124,7 +124,7 @@ _STORED_TIMES = ("median", "mean", "min", "max", "p10", "p90", "q1", "q3")
 def check_stored_times(summary: RunSummary) -> None:
     """TimingError naming the field (``summary.compiled.iter.median``) for a time in a summary read from a file
     that no measurement gives: where the samples are gone (pruned, or an export without them) the stored
-    summary stands in for them, and is checked like them (:func:`~tui.engine.samples.checked_ms`)."""
+    summary stands in for them, and is checked like them (:func:`~tui.engine.measure.samples.checked_ms`)."""
     for side in SIDES:
         stats = getattr(summary, side)
         for which in ("iter", "host"):
@@ -161,7 +161,7 @@ class LiveStats:
         self.clock = self.clock or block.clock
         self.iter[side].add(block.ms)
         self.blocks[side].append(block.ms)
-        host = block.host_ms  # the one rule for both clocks (tui.engine.samples.Block.host_ms)
+        host = block.host_ms  # the one rule for both clocks (tui.engine.measure.samples.Block.host_ms)
         if host:
             self.host[side].add(host)
             self.host_blocks[side].append(host)
@@ -287,10 +287,10 @@ def build_summary(live: LiveStats, run: SummaryInputs) -> RunSummary:
 
 def _verdict(live: LiveStats, sides: dict[str, SideStats], which: str, interval: tuple[float | None, float | None],
              run: SummaryInputs) -> Verdict:
-    """The verdict of the ``iter`` (device or CPU time) or ``host`` speedup (tui.engine.verdict)."""
+    """The verdict of the ``iter`` (device or CPU time) or ``host`` speedup (tui.engine.measure.verdict)."""
     series = {name: live.series(name, which, getattr(side, which)) for name, side in sides.items()}
     what = "time" if which == "iter" else "host time"
-    # One run is one process: its host verdict says so (tui.engine.verdict); a --repeat group judges its own.
+    # One run is one process: its host verdict says so (tui.engine.measure.verdict); a --repeat group judges its own.
     return verdict_for(series["eager"], series["compiled"], *interval, machine=run.machine, policy=run.policy,
                        what=what, host=which == "host", processes=1)
 

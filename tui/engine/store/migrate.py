@@ -7,7 +7,7 @@ calls it ``host_ms_per_call``, like every other place from the worker to the CSV
 checks every field's type when a line is read. Schema 2 stored a boolean ``tf32`` option;
 schema 3 a three-way ``precision`` (``default``, ``ieee``, ``tf32``): an older line's ``tf32``
 true reads as ``tf32`` and false as ``ieee``, and the run's warnings say so
-(:func:`tui.engine.stored_options.upgrade_tf32_run`).
+(:func:`tui.engine.store.stored_options.upgrade_tf32_run`).
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from tui.engine.stored_options import upgrade_tf32_run
+from tui.engine.store.stored_options import upgrade_tf32_run
 
 __all__ = ["SCHEMA", "upgrade_line", "upgrade_samples"]
 

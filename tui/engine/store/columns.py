@@ -4,7 +4,7 @@
 :mod:`tui.engine.option_table` has ``csv`` gets its column, last, from there). :data:`CSV_COLUMNS`
 (the header, stable: new columns go at the end so earlier ones keep their positions), the
 row (:func:`csv_row`) and the README's column list (:func:`columns_markdown`; a test
-compares them, ``python -m tui.engine.columns`` prints it) all come from it.
+compares them, ``python -m tui.engine.store.columns`` prints it) all come from it.
 
 Formatting (:func:`format_value`): floats with 6 significant digits (``%.6g``), integers as
 integers, booleans ``true``/``false``, None and non-finite numbers empty, lists ``;``-joined.
@@ -19,13 +19,13 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from tui.engine.kernels import top_kernels_text
+from tui.engine.explain.kernels import top_kernels_text
 from tui.engine.option_table import OPTIONS
 from tui.engine.options import mode_applies
-from tui.engine.summary import RunSummary
+from tui.engine.measure.summary import RunSummary
 
 if TYPE_CHECKING:
-    from tui.engine.results import RunRecord
+    from tui.engine.store.results import RunRecord
 
 __all__ = [
     "Column", "COLUMNS", "CSV_COLUMNS", "RAW_COLUMNS", "format_value", "raw_float", "csv_row", "raw_rows",
@@ -232,14 +232,14 @@ COLUMNS: tuple[Column, ...] = (
 
 
 def _host_ms(record: RunRecord, category: str) -> float | None:
-    """A category's ms per compiled call in the profile pass's host split (tui.engine.host_time)."""
+    """A category's ms per compiled call in the profile pass's host split (tui.engine.explain.host_time)."""
     profile = record.profile
     host = profile.host if profile is not None and profile.available else None
     return host.ms(category) if host is not None else None
 
 
 def _group(record: RunRecord, name: str, alone: Any = None) -> Any:
-    """A field of the row's GroupSummary (tui.engine.repeats.GroupRecord); ``alone`` for a single run."""
+    """A field of the row's GroupSummary (tui.engine.store.repeats.GroupRecord); ``alone`` for a single run."""
     group = getattr(record, "group", None)
     return alone if group is None else getattr(group, name)
 
@@ -282,9 +282,9 @@ def raw_rows(record: RunRecord) -> Iterator[dict[str, str]]:
     """One raw CSV row (:data:`RAW_COLUMNS`) per timed iteration of every block of ``record``.
 
     A run whose stored samples were pruned (``compile-lab prune``) has none; other missing samples
-    raise :class:`~tui.engine.results.SamplesUnavailable`.
+    raise :class:`~tui.engine.store.results.SamplesUnavailable`.
     """
-    from tui.engine.results import SIDES, SamplesPruned
+    from tui.engine.store.results import SIDES, SamplesPruned
 
     try:
         samples = record.loaded_samples()

@@ -15,7 +15,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from tui.engine.clocks import clock_info
+from tui.engine.measure.clocks import clock_info
 from tui.engine.protocol import SIDES, STAGES, BlockTimed
 from tui.typed import printable
 

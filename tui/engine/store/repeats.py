@@ -6,7 +6,7 @@ to the group is computed here, from the runs' measured blocks:
 
 * :class:`GroupSummary`: the speedup and the host-inclusive speedup of every done process's
   samples pooled, each with a 95% interval across processes
-  (:func:`tui.engine.stats.bootstrap_speedup_processes`: processes, then blocks within each),
+  (:func:`tui.engine.measure.stats.bootstrap_speedup_processes`: processes, then blocks within each),
   the per-process speedups and their spread (max / min), and the group's verdict;
 * :class:`GroupRecord`: the row of a group, for the CSV, the CLI's table and the app. It reads
   like one run: its statistics pool every done process's blocks, its interval, significance
@@ -14,7 +14,7 @@ to the group is computed here, from the runs' measured blocks:
   memory, telemetry, compile time) are those of its first done process; the per-process
   records stay as they are (history, JSON, raw CSV).
 
-The group's verdict follows :mod:`tui.engine.verdict` with the across-process interval:
+The group's verdict follows :mod:`tui.engine.measure.verdict` with the across-process interval:
 ``noisy`` when a process's own measurement was (a stall that moved its median, its speedup's
 drift, a busy machine; the reason names the process); otherwise the across-process interval's
 word, however wide (the processes' disagreement is in it). A group with one done run is that run:
@@ -25,7 +25,7 @@ one more process while its across-process intervals (speedup and host speedup) a
 the target (``RunOptions.target_ci``, else 2%), up to :data:`AUTO_MAX_PROCESSES`. It is the
 default (:data:`DEFAULT_REPEAT`, in the CLI and the app alike) because a launch-bound run's host
 time swings from one process to the next: its host verdict from one process is never decisive
-(:mod:`tui.engine.verdict`). Only a configuration that can be launch-bound (:func:`may_grow`: a
+(:mod:`tui.engine.measure.verdict`). Only a configuration that can be launch-bound (:func:`may_grow`: a
 device clock, CUDA) becomes a group; a CPU configuration under ``auto`` is one plain run.
 """
 
@@ -36,12 +36,12 @@ from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 
 from tui.engine.protocol import SIDES
-from tui.engine.results import TERMINAL_STATUSES, RunRecord
-from tui.engine.stats import SpeedupCI, Stats, bootstrap_speedup_processes, is_significant
-from tui.engine.summary import (
+from tui.engine.store.results import TERMINAL_STATUSES, RunRecord
+from tui.engine.measure.stats import SpeedupCI, Stats, bootstrap_speedup_processes, is_significant
+from tui.engine.measure.summary import (
     BOOTSTRAP_RESAMPLES, MIN_INTERVAL_BLOCKS, LiveStats, RunSummary, SideStats, SummaryInputs, build_summary,
 )  # fmt: skip
-from tui.engine.verdict import NOISY, SideSeries, Verdict, VerdictPolicy, judge_interval, noise_reasons
+from tui.engine.measure.verdict import NOISY, SideSeries, Verdict, VerdictPolicy, judge_interval, noise_reasons
 from tui.typed import JsonRecord
 from tui.engine.status import RunStatus
 
@@ -63,7 +63,7 @@ DEFAULT_REPEAT = AUTO
 
 def may_grow(options: object) -> bool:
     """Whether ``--repeat auto`` may give this configuration more processes: only a launch-bound
-    one grows, and only a device clock (a CUDA run) tells launch-bound apart (tui.engine.summary)."""
+    one grows, and only a device clock (a CUDA run) tells launch-bound apart (tui.engine.measure.summary)."""
     return str(getattr(options, "device", "cpu")).startswith("cuda")
 
 
@@ -192,7 +192,7 @@ def _group_verdict(done: Sequence[RunRecord], interval: tuple[float | None, floa
     """Noisy when a process's own measurement was; else the across-process interval's word.
 
     A wide interval across processes is their disagreement, which the interval already holds:
-    its word stands (tui.engine.verdict), and the host verdict of two or more processes may be decisive.
+    its word stands (tui.engine.measure.verdict), and the host verdict of two or more processes may be decisive.
     """
     what = "time" if which == "iter" else "host time"
     by_reason: dict[str, list[str]] = {}
@@ -246,7 +246,7 @@ def _across_processes(base: GroupSummary, done: Sequence[RunRecord]) -> GroupSum
     for which in ("iter", "host"):
         processes = [(_blocks(r, "eager", which), _blocks(r, "compiled", which)) for r in done]
         interval = bootstrap_speedup_processes(processes, BOOTSTRAP_RESAMPLES, seed=0)
-        # As for one run: too few block pairs in all give no interval (tui.engine.summary).
+        # As for one run: too few block pairs in all give no interval (tui.engine.measure.summary).
         if sum(min(len(e), len(c)) for e, c in processes) < MIN_INTERVAL_BLOCKS:
             interval = SpeedupCI(interval.point, None, None)
         intervals[which] = interval

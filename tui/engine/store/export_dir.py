@@ -15,7 +15,7 @@ import errno
 import os
 from pathlib import Path
 
-from tui.engine.export import ExportError
+from tui.engine.store.export import ExportError
 
 __all__ = ["missing_directory", "create_directory", "DirectoryRefused"]
 

@@ -1,6 +1,6 @@
 """The verdict: one word for what a run's measurement supports, and why it is not more.
 
-A run's speedup comes with a 95% interval [lo, hi] (``tui.engine.stats.bootstrap_speedup``).
+A run's speedup comes with a 95% interval [lo, hi] (``tui.engine.measure.stats.bootstrap_speedup``).
 With the noise threshold ``t`` (``RunOptions.noise_threshold``, default 2%) and the limits of
 :class:`~tui.engine.thresholds.VerdictPolicy` (every threshold lives in :mod:`tui.engine.thresholds`):
 
@@ -39,7 +39,7 @@ import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-from tui.engine.stats import median
+from tui.engine.measure.stats import median
 from tui.engine.thresholds import (
     DRIFT_POINTS, DRIFT_TREND_Z, LIMIT_NAMES, MIN_IQR_SHARE, STALL_SHIFT_SHARE, VerdictPolicy,
 )  # fmt: skip

@@ -357,14 +357,15 @@ def bootstrap_speedup_processes(processes: Sequence[tuple[Sequence[Iterable[floa
 
 def _ratios(units: list[tuple[list[float], list[float]]], all_eager: list[float], all_compiled: list[float],
             sizes: list[int], resamples: int, seed: int, grid_points: int) -> list[float]:
-    """Sorted ratios of pooled medians, one per resample (:func:`~tui.engine.resample.draw_weights`) that has one.
+    """Sorted ratios of pooled medians, one per resample (:func:`~tui.engine.measure.resample.draw_weights`)
+    that has one.
 
     ``units``: every process's units in order, ``sizes[p]`` of them for process ``p``.
     """
     # numpy loads with the first bootstrap, not with this module: the app imports it at start.
     import numpy as np
 
-    from tui.engine.resample import ResampledMedian, draw_weights
+    from tui.engine.measure.resample import ResampledMedian, draw_weights
 
     weights = draw_weights(sizes, resamples, seed)
     top = ResampledMedian([u[0] for u in units], all_eager, grid_points).medians(weights)

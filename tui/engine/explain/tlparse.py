@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from tui.engine.artifacts import TLPARSE_DIR, artifact_paths
+from tui.engine.explain.artifacts import TLPARSE_DIR, artifact_paths
 
 __all__ = ["TlparseResult", "TLPARSE_TIMEOUT_S", "tlparse_available", "run_tlparse"]
 

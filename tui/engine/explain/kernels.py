@@ -1,7 +1,8 @@
 """The profile pass's result as typed data, and the torch-free parsing that builds it.
 
 The worker (:mod:`tui.engine.worker.profile`) runs a few calls of each side under
-``torch.profiler`` after measuring, flattens the profiler's events into :class:`RawEvent` s
+``torch.profiler`` after measuring, flattens the profiler's events into
+:class:`~tui.engine.explain.profile_types.RawEvent` s
 and hands them here: :func:`side_profile` counts a side's kernels, launches and kernel time,
 :func:`kernel_diff` reads inductor's provenance mapping (compiled kernel -> post-grad FX
 nodes) into which eager ops went into which compiled kernel. No torch here, so the parsing
@@ -28,11 +29,12 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from tui.engine.host_time import HostSplit, totals_without_profiler
+from tui.engine.explain.host_time import HostSplit, totals_without_profiler
+from tui.engine.explain.profile_types import RawEvent, RegionRow
 from tui.typed import JsonRecord
 
 __all__ = [
-    "RawEvent", "KernelRow", "SideProfile", "KernelGroup", "RegionRow", "Profile", "side_profile", "kernel_diff",
+    "KernelRow", "SideProfile", "KernelGroup", "Profile", "side_profile", "kernel_diff",
     "regions", "provenance_ops", "top_kernels_text", "short_kernel_name", "LAUNCH_NAMES", "GRAPH_LAUNCH_NAMES",
     "NOT_KERNELS", "MAX_ROWS",
 ]  # fmt: skip
@@ -55,26 +57,6 @@ _REGION = "Torch-Compiled Region: "
 _GRAPH_CALL = "## Call CompiledFxGraph"
 #: The most kernel rows (and diff groups) a profile keeps, largest first: a history line stays small.
 MAX_ROWS = 200
-
-
-@dataclass(frozen=True)
-class RawEvent:
-    """One profiler event, flattened by the worker (times in microseconds).
-
-    ``device``: ``cpu`` (a host range: an op, a kernel-profile range, a runtime call) or
-    ``cuda`` (a kernel on the GPU). ``top_op``: an ``aten::`` op with no ``aten::`` op above it.
-    ``parent``: the index of the host range it ran inside, in the same list (None: at the top).
-    ``device_us``: see below.
-    """
-
-    name: str
-    device: str = "cpu"
-    self_us: float = 0.0
-    total_us: float = 0.0
-    top_op: bool = False
-    parent: int | None = None
-    device_us: float = 0.0
-    """A host op's: the device time of the kernels it launched itself (not those of the ops it called)."""
 
 
 @dataclass(frozen=True)
@@ -128,26 +110,6 @@ class KernelGroup(JsonRecord):
 
 
 @dataclass(frozen=True)
-class RegionRow(JsonRecord):
-    """One compiled region (``Torch-Compiled Region: N/M``: dynamo frame N, its compile M) per compiled call.
-
-    Regions nest (after a graph break the next frame's region runs inside the first one's), so
-    ``exclusive_ms_per_call`` is the region's range less the regions nested in it: its graph call,
-    dynamo's and AOT's wrappers, and the eager code after its graph. ``graph_ms_per_call``: its
-    compiled graph calls (``## Call CompiledFxGraph ... ##``) alone. ``share`` / ``graph_share``:
-    those times as shares of the compiled call's host time (:class:`HostSplit`'s total; None
-    without one).
-    """
-
-    name: str = ""
-    calls: int = 0
-    exclusive_ms_per_call: float = 0.0
-    graph_ms_per_call: float = 0.0
-    share: float | None = None
-    graph_share: float | None = None
-
-
-@dataclass(frozen=True)
 class Profile(JsonRecord):
     """The profile pass of one configuration, after measuring (never part of the timings).
 
@@ -158,7 +120,7 @@ class Profile(JsonRecord):
     ``regions``: the compiled side's regions (two or more after a graph break);
     ``eager_between_ms_per_call``: the top-level aten ops of a compiled call that ran outside every
     compiled graph call (the eager code between graphs; None without any graph call).
-    ``host``: where the compiled call's host time goes (:mod:`tui.engine.host_time`; None when the
+    ``host``: where the compiled call's host time goes (:mod:`tui.engine.explain.host_time`; None when the
     profiler showed none of torch.compile's ranges, or for a record older than the split).
     """
 

@@ -32,12 +32,12 @@ from pathlib import Path
 from typing import IO
 
 from tui import paths
-from tui.engine.columns import CSV_COLUMNS, RAW_COLUMNS
+from tui.engine.store.columns import CSV_COLUMNS, RAW_COLUMNS
 from tui.engine.atomic import ExportError, ExportTargetError, cause, existing_regular
 from tui.engine.atomic import atomic_writer as _atomic_writer
 from tui.engine.input_file import file_kind
-from tui.engine.reproduce import reproduce_command
-from tui.engine.results import RunRecord, SamplesUnavailable
+from tui.engine.store.reproduce import reproduce_command
+from tui.engine.store.results import RunRecord, SamplesUnavailable
 from tui.typed import finite
 
 __all__ = [
@@ -62,7 +62,7 @@ __all__ = [
 
 EXPORT_SCHEMA = 2
 """The JSON export's schema: 2 stores each run's ``precision`` option where 1 had a boolean ``tf32``
-(a schema-1 file is still read: tui.engine.stored_options.upgrade_tf32_run)."""
+(a schema-1 file is still read: tui.engine.store.stored_options.upgrade_tf32_run)."""
 
 
 #: What an export may write to outside compile-lab's own data.
@@ -173,12 +173,12 @@ def check_output(path: str | os.PathLike[str], *, directory: bool = False) -> Pa
 
 
 def write_csv(records: Iterable[RunRecord], path: str | os.PathLike[str]) -> Path:
-    """One row per configuration, columns :data:`~tui.engine.results.CSV_COLUMNS` (header first).
+    """One row per configuration, columns :data:`~tui.engine.store.results.CSV_COLUMNS` (header first).
 
     Runs repeated across processes (one ``group_id``) make one row, their
-    :class:`~tui.engine.repeats.GroupRecord`; a run alone is its own row.
+    :class:`~tui.engine.store.repeats.GroupRecord`; a run alone is its own row.
     """
-    from tui.engine.repeats import GroupRecord, group_records
+    from tui.engine.store.repeats import GroupRecord, group_records
 
     groups = group_records(records)
     rows = ((members[0] if len(members) == 1 else GroupRecord.of(members)).to_row() for members in groups)
@@ -186,7 +186,7 @@ def write_csv(records: Iterable[RunRecord], path: str | os.PathLike[str]) -> Pat
 
 
 def write_raw_csv(records: Iterable[RunRecord], path: str | os.PathLike[str]) -> Path:
-    """One row per timed iteration of every record (:data:`~tui.engine.results.RAW_COLUMNS`)."""
+    """One row per timed iteration of every record (:data:`~tui.engine.store.results.RAW_COLUMNS`)."""
     return _write_rows(check_target(path), RAW_COLUMNS, (row for record in records for row in record.raw_rows()))
 
 
@@ -202,13 +202,13 @@ def write_json(records: Iterable[RunRecord], path: str | os.PathLike[str]) -> Pa
     """``{"schema", "exported", "runs": [record.to_json() ...], "groups": [...]}`` with per-iteration times.
 
     Each run also has ``command``: the ``compile-lab run ...`` line that reproduces its options
-    (:func:`tui.engine.reproduce.reproduce_command`).
+    (:func:`tui.engine.store.reproduce.reproduce_command`).
 
-    ``runs`` holds every process's run (a :class:`~tui.engine.repeats.GroupRecord` stands for its
-    members); ``groups`` the :class:`~tui.engine.repeats.GroupSummary` of each configuration that
+    ``runs`` holds every process's run (a :class:`~tui.engine.store.repeats.GroupRecord` stands for its
+    members); ``groups`` the :class:`~tui.engine.store.repeats.GroupSummary` of each configuration that
     ran in more than one process.
     """
-    from tui.engine.repeats import GroupRecord, group_rows, members_of
+    from tui.engine.store.repeats import GroupRecord, group_rows, members_of
 
     path = check_target(path)
     with atomic_writer(path, newline=None) as stream:

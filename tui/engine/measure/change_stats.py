@@ -5,7 +5,7 @@ eager time, host time per call), or of a ratio of medians on each side (the spee
 ``median(eager) / median(compiled)``, NEW's over BASE's). The two sides are independent
 measurements, so each is resampled on its own (:func:`resample_side`): its worker processes with
 replacement, then the units (interleaved block pairs) of each drawn process with replacement, as
-:func:`tui.engine.stats.bootstrap_speedup_processes` does for one side. With one process the draw
+:func:`tui.engine.measure.stats.bootstrap_speedup_processes` does for one side. With one process the draw
 is of its units alone, and the interval holds only the noise within that process. Resample ``i``
 of BASE and resample ``i`` of NEW give one ratio; the interval is the percentile interval of those
 ratios (:func:`change_interval`).
@@ -13,7 +13,7 @@ ratios (:func:`change_interval`).
 A unit has several *channels* (eager times, compiled times, eager host time, compiled host
 time, ...), each a list of samples, all resampled with the same weights, so one draw serves every
 statistic of a side: the speedup keeps its block pairs, as a run's own interval does. Medians of a
-resample are read from per-unit counts (:class:`tui.engine.resample.ResampledMedian`), never by
+resample are read from per-unit counts (:class:`tui.engine.measure.resample.ResampledMedian`), never by
 sorting the samples again.
 """
 
@@ -25,10 +25,10 @@ from dataclasses import dataclass
 from itertools import chain
 from typing import TYPE_CHECKING
 
-from tui.engine.stats import GRID_POINTS, MAX_UNITS, SpeedupCI, percentile
+from tui.engine.measure.stats import GRID_POINTS, MAX_UNITS, SpeedupCI, percentile
 
 if TYPE_CHECKING:
-    from tui.engine.resample import Weights
+    from tui.engine.measure.resample import Weights
 
 __all__ = ["Unit", "SideDraws", "resample_side", "change_interval", "bootstrap_change", "ratio_of"]
 
@@ -93,7 +93,8 @@ def resample_side(processes: Sequence[Sequence[Unit]], channels: int, resamples:
     point = tuple(percentile(values, 50) if values else None for values in pooled)
     if len(flat) < 2:
         return SideDraws(point, (), len(cleaned), len(flat))
-    from tui.engine.resample import draw_weights  # numpy loads with the first resample (see tui.engine.stats)
+    # numpy loads with the first resample (see tui.engine.measure.stats)
+    from tui.engine.measure.resample import draw_weights
 
     weights = draw_weights([len(units) for units in cleaned], resamples, seed)
     columns = [_channel_medians([unit[c] for unit in flat], pooled[c], grid_points, weights) for c in range(channels)]
@@ -103,7 +104,7 @@ def resample_side(processes: Sequence[Sequence[Unit]], channels: int, resamples:
 def _channel_medians(groups: list[list[float]], pooled: list[float], grid_points: int,
                      weights: Weights) -> list[float | None]:
     """Each resample's median of one channel (None where the resample holds none of its samples)."""
-    from tui.engine.resample import ResampledMedian
+    from tui.engine.measure.resample import ResampledMedian
 
     if not pooled:
         return [None] * len(weights)

@@ -2,9 +2,9 @@
 
 The runner feeds every typed event of a run (:mod:`tui.engine.protocol`) to
 :meth:`RunRecord.apply`; front ends read :meth:`RunRecord.summary` (an immutable
-:class:`~tui.engine.summary.RunSummary`), the typed payloads (``env``, ``diagnostics``,
+:class:`~tui.engine.measure.summary.RunSummary`), the typed payloads (``env``, ``diagnostics``,
 ``accuracy``, ``memory``, ``telemetry``), and write :meth:`RunRecord.to_json`,
-:meth:`RunRecord.raw_rows` and the CSV row (:mod:`tui.engine.columns`).
+:meth:`RunRecord.raw_rows` and the CSV row (:mod:`tui.engine.store.columns`).
 """
 
 from __future__ import annotations
@@ -19,8 +19,8 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from tui.engine.artifacts import RunArtifacts, load_code
-from tui.engine.kernels import Profile
+from tui.engine.explain.artifacts import RunArtifacts, load_code
+from tui.engine.explain.kernels import Profile
 from tui.engine.options import RunOptions
 from tui.engine.payloads import Accuracy, Diagnostics, Env, Memory
 from tui.engine.protocol import (
@@ -38,12 +38,12 @@ from tui.engine.protocol import (
     Started,
     WorkerWarning,
 )
-from tui.engine.samples import (
+from tui.engine.measure.samples import (
     Block, Samples, SamplesInvalid, SamplesPruned, SamplesUnavailable, new_samples, samples_from_json, samples_to_json,
 )  # fmt: skip
-from tui.engine.stored_run import StoredRun, stored_options
-from tui.engine.summary import LiveStats, RunSummary, SummaryInputs, build_summary
-from tui.engine.verdict import Machine, VerdictPolicy
+from tui.engine.store.stored_run import StoredRun, stored_options
+from tui.engine.measure.summary import LiveStats, RunSummary, SummaryInputs, build_summary
+from tui.engine.measure.verdict import Machine, VerdictPolicy
 from tui.telemetry.model import RunTelemetry
 from tui.typed import decode_fields, finite, printable
 from tui.engine.status import RunStatus
@@ -90,7 +90,7 @@ class RunRecord:
     profile: Profile | None = None
     """The profile pass after measuring (None: the worker sent none, or an old record)."""
     artifacts: RunArtifacts = field(default_factory=RunArtifacts)
-    """Generated code and traces (:mod:`tui.engine.artifacts`; their files are in ``data_dir``)."""
+    """Generated code and traces (:mod:`tui.engine.explain.artifacts`; their files are in ``data_dir``)."""
     warnings: list[str] = field(default_factory=list)
     error_kind: str | None = None
     error_message: str | None = None
@@ -123,7 +123,7 @@ class RunRecord:
         self._samples_loaded = True
         self._samples_loader: Callable[[RunRecord], Samples] | None = None
         self._samples_lock = threading.RLock()  # the app loads and releases while exports read
-        self.data_dir: Path | None = None  # the run's data folder, when known (tui.engine.artifacts)
+        self.data_dir: Path | None = None  # the run's data folder, when known (tui.engine.explain.artifacts)
 
     @classmethod
     def new(cls, options: RunOptions, run_id: str | None = None) -> RunRecord:
@@ -320,7 +320,7 @@ class RunRecord:
         )
 
     def summary(self) -> RunSummary:
-        """The run's results (:class:`~tui.engine.summary.RunSummary`); cached until the record changes."""
+        """The run's results (:class:`~tui.engine.measure.summary.RunSummary`); cached until the record changes."""
         with self._samples_lock:  # never from samples that release_samples is swapping out
             return self._summary()
 
@@ -358,8 +358,8 @@ class RunRecord:
     # ----- rows and lines ---------------------------------------------------------
 
     def to_row(self) -> dict[str, str]:
-        """The CSV row: every column of :data:`tui.engine.columns.CSV_COLUMNS`, formatted."""
-        from tui.engine.columns import csv_row
+        """The CSV row: every column of :data:`tui.engine.store.columns.CSV_COLUMNS`, formatted."""
+        from tui.engine.store.columns import csv_row
 
         return csv_row(self)
 
@@ -370,8 +370,8 @@ class RunRecord:
         return moment.isoformat(timespec="seconds").replace("+00:00", "Z")
 
     def raw_rows(self) -> Iterator[dict[str, str]]:
-        """One formatted row (:data:`tui.engine.columns.RAW_COLUMNS`) per timed iteration of every block."""
-        from tui.engine.columns import raw_rows
+        """One formatted row (:data:`tui.engine.store.columns.RAW_COLUMNS`) per timed iteration of every block."""
+        from tui.engine.store.columns import raw_rows
 
         return raw_rows(self)
 

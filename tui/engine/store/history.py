@@ -6,15 +6,15 @@ atomically before the line that names it), so the history stays small and loadin
 thousands of runs only parses summaries; samples are read when a record needs them
 (:meth:`History.load_samples`, or implicitly by ``record.raw_rows()`` / ``to_json()``).
 
-A run's generated code goes to ``<runs dir>/<run_id>/code/`` (:mod:`tui.engine.artifacts`), also
+A run's generated code goes to ``<runs dir>/<run_id>/code/`` (:mod:`tui.engine.explain.artifacts`), also
 before its line; the record then keeps only the code's index in memory, and reads the text back on
-demand (:func:`tui.engine.artifacts.load_code`). Samples that ``compile-lab prune`` deleted raise
-:class:`~tui.engine.results.SamplesPruned`.
+demand (:func:`tui.engine.explain.artifacts.load_code`). Samples that ``compile-lab prune`` deleted raise
+:class:`~tui.engine.store.results.SamplesPruned`.
 
 The history file is only ever opened for appending. Loading is tolerant: a torn or
 garbage line, an unreadable file, a field of the wrong type or lines of an unknown schema
 become problem messages (naming the line number), never an exception. Lines and samples
-files of an older schema are upgraded as they are read (:mod:`tui.engine.migrate`).
+files of an older schema are upgraded as they are read (:mod:`tui.engine.store.migrate`).
 """
 
 from __future__ import annotations
@@ -27,12 +27,14 @@ from pathlib import Path
 from typing import Any, BinaryIO
 
 from tui import paths
-from tui.engine.artifacts import read_pruned, run_folder, safe_name, store_code
+from tui.engine.explain.artifacts import read_pruned, run_folder, safe_name, store_code
 from tui.engine.atomic import ExportError, atomic_writer
 from tui.engine.input_file import JSONError, load_json, read_regular
-from tui.engine.migrate import SCHEMA, upgrade_line, upgrade_samples
-from tui.engine.results import Block, RunRecord, SamplesInvalid, SamplesPruned, SamplesUnavailable, samples_to_json
-from tui.engine.samples import Samples, TimingError
+from tui.engine.store.migrate import SCHEMA, upgrade_line, upgrade_samples
+from tui.engine.store.results import (
+    Block, RunRecord, SamplesInvalid, SamplesPruned, SamplesUnavailable, samples_to_json,
+)
+from tui.engine.measure.samples import Samples, TimingError
 
 __all__ = ["History", "HistoryError", "SCHEMA"]
 

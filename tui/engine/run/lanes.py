@@ -1,4 +1,4 @@
-"""Lanes: where a session's runs go, one at a time each (tui.engine.session runs them).
+"""Lanes: where a session's runs go, one at a time each (tui.engine.run.session runs them).
 
 A unit of work runs in a lane: the shared lane (everything in turn, the host to itself), a GPU's
 lane (``cuda:N``: one worker per GPU, ``--device cuda:all``) or a cluster's slot (``cluster:N``, on
@@ -12,7 +12,7 @@ import dataclasses
 from dataclasses import dataclass, field
 
 from tui.engine.options import RunOptions
-from tui.engine.results import RunRecord
+from tui.engine.store.results import RunRecord
 from tui.engine.status import RunStatus
 
 __all__ = ["SHARED_LANE", "CLUSTER_LANE", "RETIRE_AFTER", "RunUnit", "LaneHealth", "is_local", "lane_of",

@@ -2,11 +2,11 @@
 
 ``--device cuda:all`` (every GPU the machine shows) or a list (``cuda:0,cuda:3``) makes a
 *pool*: :func:`parse_device_pool` turns the text into device strings, the session
-(:mod:`tui.engine.session`) gives each GPU its own lane and deals the queued runs to free
+(:mod:`tui.engine.run.session`) gives each GPU its own lane and deals the queued runs to free
 lanes, one run per GPU at a time. Each lane's worker is pinned to whole physical cores near its
-GPU (:func:`plan_cores`), so neighbours do not steal each other's host time: the worker
-sets its affinity from :data:`CPUS_ENV` before torch is imported (inductor's compile threads
-follow the mask) and sets torch's thread count to match (``tui/engine/worker/affinity.py``).
+GPU (:func:`plan_cores`), so neighbours do not steal each other's host time: the worker sets its
+affinity from :data:`~tui.engine.cpu_list.CPUS_ENV` before torch is imported (inductor's compile
+threads follow the mask) and sets torch's thread count to match (``tui/engine/worker/affinity.py``).
 
 No torch, no NVML here: the GPU count comes from the caller (telemetry or the environment).
 """
@@ -19,13 +19,11 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 
 from tui.engine.options import OptionsError
 from tui.engine.catalog import echo
+from tui.engine.cpu_list import CPUS_ENV, cpu_list_text, parse_cpu_list
 
-__all__ = ["CPUS_ENV", "POOL_ALL", "parse_device_pool", "is_pool", "split_cpus", "cpu_list_text",
-           "parse_cpu_list", "lane_cpu_env", "allowed_cpus", "plan_cores", "physical_cores", "thread_siblings",
-           "kinds_of", "kinds_text", "check_kinds"]
+__all__ = ["POOL_ALL", "parse_device_pool", "is_pool", "split_cpus", "lane_cpu_env", "allowed_cpus", "plan_cores",
+           "physical_cores", "thread_siblings", "kinds_of", "kinds_text", "check_kinds"]
 
-CPUS_ENV = "COMPILE_LAB_CPUS"
-"""The CPU cores a worker pins itself to (``0-3,8``), set by the runner of a pooled lane."""
 POOL_ALL = "cuda:all"
 _ONE_GPU = re.compile(r"^cuda:(\d+)$")
 
@@ -129,35 +127,6 @@ def split_cpus(cpus: Sequence[int], lanes: int) -> list[tuple[int, ...]]:
         shares.append(tuple(cpus[start:end]))
         start = end
     return shares
-
-
-def cpu_list_text(cpus: Iterable[int]) -> str:
-    """``0-3,8,10-11``: the Linux cpu-list format (taskset, cgroups)."""
-    ordered = sorted(set(cpus))
-    parts: list[str] = []
-    index = 0
-    while index < len(ordered):
-        end = index
-        while end + 1 < len(ordered) and ordered[end + 1] == ordered[end] + 1:
-            end += 1
-        first, last = ordered[index], ordered[end]
-        parts.append(str(first) if first == last else f"{first}-{last}")
-        index = end + 1
-    return ",".join(parts)
-
-
-def parse_cpu_list(text: str) -> tuple[int, ...]:
-    """The cores of a cpu-list text (``0-3,8``); ValueError when it is not one."""
-    cpus: set[int] = set()
-    for part in (p.strip() for p in text.split(",") if p.strip()):
-        first, _, last = part.partition("-")
-        low, high = int(first), int(last or first)
-        if low < 0 or high < low:
-            raise ValueError(f"{part!r} is not a range of cores")
-        cpus.update(range(low, high + 1))
-    if not cpus:
-        raise ValueError("no cores named")
-    return tuple(sorted(cpus))
 
 
 def thread_siblings(cpu: int) -> tuple[int, ...]:

@@ -1,7 +1,7 @@
 """A run's files beside its history line: inductor's generated code, the traces, where they live.
 
 Every run that keeps files has a data folder of its own under the runs directory
-(``paths.runs_dir()``, or a :class:`~tui.engine.history.History`'s ``runs_dir``)::
+(``paths.runs_dir()``, or a :class:`~tui.engine.store.history.History`'s ``runs_dir``)::
 
     <run_id>.json                   per-iteration samples (History.append; older runs have only this)
     <run_id>/code/graph-<i>.py      inductor's output code of compiled graph i (History.append)
@@ -14,7 +14,7 @@ The history line names none of these paths: they follow from the run id, so a da
 keeps its runs. :func:`load_code` (the app's Code tab, off the UI thread) and :func:`artifact_paths`
 (the trace's path) read them back; a run whose files were pruned or deleted loads all the same, its
 files reported gone. The caps below bound what one run stores; ``compile-lab prune`` and
-:data:`DATA_CAP_ENV` bound the whole runs directory (:mod:`tui.engine.prune`).
+:data:`DATA_CAP_ENV` bound the whole runs directory (:mod:`tui.engine.store.prune`).
 """
 
 from __future__ import annotations
@@ -220,7 +220,7 @@ def read_pruned(folder: str | os.PathLike[str]) -> PruneNote | None:
 
 
 def _source(record: Any) -> Any:
-    """The record whose files a row shows: a group's (:class:`~tui.engine.repeats.GroupRecord`) first
+    """The record whose files a row shows: a group's (:class:`~tui.engine.store.repeats.GroupRecord`) first
     member that kept any (the one that ran the profile pass), else the record itself."""
     for member in getattr(record, "members", None) or ():
         artifacts = member.artifacts

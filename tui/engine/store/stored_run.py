@@ -1,6 +1,6 @@
 """How a run is stored: the typed fields of a history line or JSON export, read back field by field.
 
-:meth:`tui.engine.results.RunRecord.decode` rebuilds a record from these; a field of the wrong
+:meth:`tui.engine.store.results.RunRecord.decode` rebuilds a record from these; a field of the wrong
 type takes its default and is named in the record's warnings.
 """
 
@@ -9,12 +9,12 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from tui.engine.artifacts import RunArtifacts
-from tui.engine.kernels import Profile
+from tui.engine.explain.artifacts import RunArtifacts
+from tui.engine.explain.kernels import Profile
 from tui.engine.options import RunOptions
 from tui.engine.payloads import Accuracy, Diagnostics, Env, Memory
-from tui.engine.stored_options import decode_options
-from tui.engine.summary import RunSummary
+from tui.engine.store.stored_options import decode_options
+from tui.engine.measure.summary import RunSummary
 from tui.telemetry.model import RunTelemetry
 from tui.engine.status import RunStatus
 
@@ -54,7 +54,7 @@ class StoredRun:
 
 
 def stored_options(data: Any) -> tuple[RunOptions, list[str]]:
-    """Stored options, each field checked (``tui.engine.stored_options``; a wrong one: its default)."""
+    """Stored options, each field checked (``tui.engine.store.stored_options``; a wrong one: its default)."""
     if not isinstance(data, dict):
         return RunOptions(), ["options were missing from the stored record"]
     return decode_options(data, where="record.options")

@@ -1,6 +1,6 @@
 """Where a compiled call's host time goes, from the profile pass's ranges (torch-free).
 
-The worker flattens the profiler's events (:class:`tui.engine.kernels.RawEvent`: name, device,
+The worker flattens the profiler's events (:class:`tui.engine.explain.profile_types.RawEvent`: name, device,
 total time, parent) and :func:`host_split` gives every host range one category, then adds up
 exclusive times: a range's own time less the ranges nested in it, so nothing counts twice and
 the rows add up to the compiled call's host time per call. Times are those of the profiled
@@ -45,12 +45,9 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
+from tui.engine.explain.profile_types import RawEvent, RegionRow
 from tui.typed import JsonRecord
-
-if TYPE_CHECKING:
-    from tui.engine.kernels import RawEvent, RegionRow
 
 __all__ = [
     "HostRow", "HostSplit", "BreakRow", "HOST_PATTERNS", "HOST_CATEGORIES", "HOST_LABELS", "SYNC_RANGE",
@@ -240,7 +237,7 @@ def _frame_order(name: str) -> tuple[int, ...]:
 def graph_break_rows(regions: Sequence[RegionRow], split: HostSplit | None) -> tuple[BreakRow, ...]:
     """What a compiled call spends inside each compiled graph and in eager code between graphs, ready to show.
 
-    ``regions``: a profile's :class:`~tui.engine.kernels.RegionRow` s. Rows: ``graph N/M`` per
+    ``regions``: a profile's :class:`~tui.engine.explain.profile_types.RegionRow` s. Rows: ``graph N/M`` per
     region (its graph calls, CUDA-graph replays included), ``between graphs`` (eager aten ops
     outside every graph call inside the regions), then ``rest`` (guards, wrappers, Python, other):
     they add up to the compiled call's host time. Empty without a host split or a region.

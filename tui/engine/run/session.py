@@ -5,19 +5,19 @@ listen to what happens (:class:`SessionListener`), cancel, and export what
 :meth:`RunSession.ended` returns. The policies live here, once:
 
 * **Units.** Each submitted configuration becomes ``repeats`` units (configuration, repeat,
-  lane), each with its own :class:`~tui.engine.results.RunRecord` and its own fresh worker.
+  lane), each with its own :class:`~tui.engine.store.results.RunRecord` and its own fresh worker.
   Repeats are interleaved: repeat 0 of every configuration, then repeat 1 of every one, ...,
   so a slow change of the machine spreads over all configurations rather than landing on one.
-  The repeats of a configuration share a ``group_id`` (:mod:`tui.engine.repeats`); only the
+  The repeats of a configuration share a ``group_id`` (:mod:`tui.engine.store.repeats`); only the
   first runs the profile pass (later ones get ``profile=False``: once per configuration), and
   only it writes the traces asked for (``trace``, ``torch_trace``). Each record's ``data_dir`` is
-  its folder under the history's runs directory (:mod:`tui.engine.artifacts`).
+  its folder under the history's runs directory (:mod:`tui.engine.explain.artifacts`).
 * **Repeat auto** (the front ends' default). ``repeats="auto"`` runs one process per
   configuration, then rounds: once every run of the submission has ended and been saved, each
-  configuration that :func:`~tui.engine.repeats.wants_another_process` (launch-bound,
+  configuration that :func:`~tui.engine.store.repeats.wants_another_process` (launch-bound,
   across-process interval wider than the target, under the cap) gets one more unit, in
   submission order. A configuration that cannot be launch-bound (a CPU run:
-  :func:`~tui.engine.repeats.may_grow`) is a plain run, with no group.
+  :func:`~tui.engine.store.repeats.may_grow`) is a plain run, with no group.
 * **Lanes.** A unit runs in the lane :func:`lane_of` gives it; a lane runs one unit at a time,
   and different lanes run at once. By default every unit shares one lane (runs never overlap,
   as a benchmark on a shared machine needs); ``parallel=True`` gives each GPU its own lane
@@ -32,7 +32,7 @@ listen to what happens (:class:`SessionListener`), cancel, and export what
   ends ``cancelled`` ("cancelled before it started"). Every ended record, cancelled ones
   included, gets its final summary (the bootstrap interval, off the event loop), is appended
   to the history in the order the runs ended, and is exportable. Then the runs directory is
-  kept under its size cap (:class:`~tui.engine.prune.CapKeeper`: the oldest runs' files go, the
+  kept under its size cap (:class:`~tui.engine.store.prune.CapKeeper`: the oldest runs' files go, the
   listener hears ``data_pruned``).
 * **Session id.** Every record a session queues carries its ``session_id`` (a sortable id made
   when the session is, like a run id): one per app or CLI start, kept in the history.
@@ -48,12 +48,12 @@ from collections import deque
 from collections.abc import Callable, Sequence
 from typing import Any, Protocol
 
-from tui.engine.artifacts import run_folder
+from tui.engine.explain.artifacts import run_folder
 from tui.engine.options import RunOptions
 from tui.engine.protocol import Event, Started
-from tui.engine.prune import CapKeeper, PruneResult
-from tui.engine.repeats import AUTO, group_records, may_grow, parse_repeat, summarize_group, wants_another_process
-from tui.engine.lanes import (
+from tui.engine.store.prune import CapKeeper, PruneResult
+from tui.engine.store.repeats import AUTO, group_records, may_grow, parse_repeat, summarize_group, wants_another_process
+from tui.engine.run.lanes import (
     CLUSTER_LANE,
     RETIRE_AFTER,
     SHARED_LANE,
@@ -63,7 +63,7 @@ from tui.engine.lanes import (
     lane_of,
     options_in,
 )
-from tui.engine.results import RunRecord, new_run_id
+from tui.engine.store.results import RunRecord, new_run_id
 from tui.logs import suppressed
 from tui.engine.status import RunStatus
 
@@ -104,7 +104,7 @@ class SessionListener:
         """The session queued runs by itself (``--repeat auto``'s next round)."""
 
     def data_pruned(self, result: Any) -> None:
-        """The size cap deleted older runs' files (a :class:`~tui.engine.prune.PruneResult`); their lines stay."""
+        """The size cap deleted older runs' files (a :class:`~tui.engine.store.prune.PruneResult`); their lines stay."""
 
 
 class RunSession:

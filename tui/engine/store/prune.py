@@ -1,6 +1,6 @@
 """How much the data dir holds, and pruning the files of older runs (``compile-lab prune``, the size cap).
 
-What a run stores beside its history line (:mod:`tui.engine.artifacts`: its per-iteration samples,
+What a run stores beside its history line (:mod:`tui.engine.explain.artifacts`: its per-iteration samples,
 generated code, Chrome trace, TORCH_TRACE logs, tlparse report) can be deleted; the history lines
 themselves never are, so a pruned run still loads, with its summary, and its files reported gone
 (``<run_id>/pruned.json`` says when and how much). Runs are pruned oldest first. A folder or samples
@@ -33,7 +33,7 @@ from pathlib import Path
 from typing import Any
 
 from tui import paths
-from tui.engine.artifacts import PRUNED_FILE, format_bytes, safe_name
+from tui.engine.explain.artifacts import PRUNED_FILE, format_bytes, safe_name
 from tui.engine.input_file import JSONError, file_kind, load_json
 from tui.typed import printable
 
@@ -418,7 +418,7 @@ def _leave_note(runs_dir: Path, run_id: str, what: tuple[str, int, list[str]], e
 
 def enforce_cap(history: Any = None) -> PruneResult | None:
     """Prune the oldest runs' files while the runs directory is over the cap (to 90% of it); None when
-    nothing had to go. ``history``: a :class:`~tui.engine.history.History` (its files), or the defaults."""
+    nothing had to go. ``history``: a :class:`~tui.engine.store.history.History` (its files), or the defaults."""
     cap = data_cap_bytes()
     runs_dir = Path(getattr(history, "runs_dir", None) or paths.runs_dir())
     if cap is None or _tree_bytes(runs_dir) <= cap:

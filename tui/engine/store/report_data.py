@@ -6,7 +6,7 @@ speedup and its interval with the verdict (the host-inclusive one too where the 
 launch-bound), each side's per-iteration statistics and a bounded set of quantiles for the
 distribution plot, each process's telemetry and environment, the options and the command that
 reproduces them, the noise reasons. Runs repeated across processes (``--repeat``) are one row,
-as in the CSV and the CLI's table (:func:`tui.engine.repeats.group_records`).
+as in the CSV and the CLI's table (:func:`tui.engine.store.repeats.group_records`).
 """
 
 from __future__ import annotations
@@ -14,14 +14,14 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-from tui.engine.clocks import clock_info
+from tui.engine.measure.clocks import clock_info
 from tui.engine.options import RunOptions
 from tui.engine.payloads import Env
-from tui.engine.reproduce import reproduce_command
-from tui.engine.results import RunRecord, SamplesUnavailable
-from tui.engine.stats import Stats, percentile
-from tui.engine.summary import RunSummary
-from tui.engine.verdict import NOISY
+from tui.engine.store.reproduce import reproduce_command
+from tui.engine.store.results import RunRecord, SamplesUnavailable
+from tui.engine.measure.stats import Stats, percentile
+from tui.engine.measure.summary import RunSummary
+from tui.engine.measure.verdict import NOISY
 from tui.telemetry.model import RunTelemetry
 from tui.engine.status import RunStatus
 
@@ -174,7 +174,7 @@ def _samples_note(members: Sequence[RunRecord]) -> str | None:
 
 
 def _row(number: int, members: Sequence[RunRecord]) -> ReportRow:
-    from tui.engine.repeats import GroupRecord
+    from tui.engine.store.repeats import GroupRecord
 
     note = _samples_note(members)
     # A group pools its members' samples; without them each member's stored summary stands alone.
@@ -200,7 +200,7 @@ def _row(number: int, members: Sequence[RunRecord]) -> ReportRow:
 
 def _units(records: Sequence[RunRecord]) -> list[list[RunRecord]]:
     """Groups of one configuration's processes; a group whose samples are gone splits into its runs."""
-    from tui.engine.repeats import group_records
+    from tui.engine.store.repeats import group_records
 
     units: list[list[RunRecord]] = []
     for members in group_records(records):

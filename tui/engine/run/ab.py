@@ -18,7 +18,7 @@ from dataclasses import dataclass
 
 from tui.engine.compare.matching import pair_up
 from tui.engine.options import OptionsError
-from tui.engine.results import RunRecord
+from tui.engine.store.results import RunRecord
 from tui.engine.status import RunStatus
 
 __all__ = ["check_interpreter", "interpreter_name", "ABDiff", "diagnostics_diff"]
