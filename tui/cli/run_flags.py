@@ -119,16 +119,20 @@ _AXES: dict[str, tuple[dict[str, Any], dict[str, Any]]] = {
 
 
 def _axis(field: str) -> Callable[[_Groups, bool], None]:
-    """The writer of a sweep axis's flag (:data:`_AXES`); ``--precision`` brings its ``--tf32`` alias."""
+    """The writer of a sweep axis's flag (:data:`_AXES`)."""
 
     def add(groups: _Groups, sweep: bool) -> None:
         run, swept = _AXES[field]
         groups["compile"].add_argument(f"--{field}", **(swept if sweep else run))
-        if field == "precision":
-            groups["compile"].add_argument("--tf32", action="store_true", default=None,
-                                           help="the same as --precision tf32 (kept for scripts that use it)")
 
     return add
+
+
+def _precision(groups: _Groups, sweep: bool) -> None:
+    """``--precision`` as an axis, and its ``--tf32`` alias."""
+    _axis("precision")(groups, sweep)
+    groups["compile"].add_argument("--tf32", action="store_true", default=None,
+                                   help="the same as --precision tf32 (kept for scripts that use it)")
 
 
 def _trace(groups: _Groups, sweep: bool) -> None:
@@ -142,7 +146,7 @@ def _trace(groups: _Groups, sweep: bool) -> None:
 
 _BY_HAND: dict[str, Callable[[_Groups, bool], None]] = {
     "workload": _workload, "params": _params, "device": _device, "python": _python,
-    **{field: _axis(field) for field in _AXES}, "trace": _trace,
+    **{field: _axis(field) for field in _AXES}, "precision": _precision, "trace": _trace,
 }  # fmt: skip
 """The run options whose flags the table does not write (``is_table_flag`` false), by field."""
 
