@@ -202,9 +202,9 @@ def _add_command_flags(groups: _Groups) -> None:
                               f"{DEFAULT_CPUS:g}; a node's whole count gives each CPU run a node to itself)")
     timing.add_argument("--repeat", metavar="K|auto",
                         help="run each configuration in K fresh worker processes, interleaved with the other "
-                             "configurations; one row each, with an interval across processes. auto: one, and more "
-                             "(up to 5) for launch-bound ones until that interval is within --target-ci (else 2%%); "
-                             "a launch-bound host verdict needs two or more (default auto: CPU runs stay one)")
+                             "configurations; one row each, with an interval across processes. auto (the default): "
+                             "one, and more on a GPU (up to 5) for launch-bound ones until that interval is within "
+                             "--target-ci (else 2%%), on the CPU (up to 3) while the verdict is inconclusive")
     groups["verdict"].add_argument("--strict", action="store_true",
                                    help="exit 3 when a run's verdict is noisy or inconclusive (for CI)")
     for fmt in EXPORT_FORMATS:  # the export formats' registry: a new format is an entry there
