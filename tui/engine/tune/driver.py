@@ -1,0 +1,268 @@
+"""The tuner's driver: the race's stages and the confirmation, run through a RunSession within a budget.
+
+:class:`TuneDriver` submits one run at a time to a :class:`~tui.engine.run.session.RunSession`
+(the one ``compile-lab run`` uses: a fresh worker per run, the history, the exports), so it can
+decide before each run whether the budget still fits it: a run starts only when its estimated
+length (:class:`DurationModel`, from the runs so far), plus the confirmation's, fits in what is left.
+Every record it makes carries the tune's id (``RunRecord.tune_id``). :meth:`TuneDriver.stop` (or
+cancelling :meth:`TuneDriver.run`) ends the search: the best so far is reported as unconfirmed, and
+every run that ended stays in the session (history, exports).
+
+The listener (:class:`TuneListener`) hears each stage, each scored candidate and the progress
+(incumbent, candidates left, time left): the CLI prints lines, an app pane can draw a leaderboard.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from tui.engine.options import RunOptions
+from tui.engine.store.results import RunRecord, new_run_id
+from tui.engine.tune.answer import CONFIRM_REPEATS, Progress, TuneResult, confirm, outcome_of
+from tui.engine.tune.objective import Objective, score
+from tui.engine.tune.search import (
+    MAX_STAGES, Standing, ahead_of_default, halve, judge_stage, leader, stage_plan, winner,
+)  # fmt: skip
+from tui.engine.tune.space import Candidate, combine
+
+__all__ = ["TuneDriver", "TuneListener", "DurationModel"]
+
+
+class TuneListener:
+    """What a front end hears from a tune (all on the event loop's thread)."""
+
+    def stage_started(self, index: int, names: Sequence[str], iters: int) -> None:
+        """A stage begins: the candidates it runs, and their iterations per side."""
+
+    def candidate_scored(self, standing: Standing) -> None:
+        """A candidate's run ended and its score (and standing) is known."""
+
+    def progress(self, progress: Progress) -> None:
+        """After every run: the incumbent, the candidates left, the time left."""
+
+    def confirming(self, standing: Standing, repeats: int) -> None:
+        """The confirmation begins: ``repeats`` processes of the winner and of the default compile."""
+
+    def note(self, text: str) -> None:
+        """Something the user should know (a stage skipped for the budget, a combination added)."""
+
+
+class DurationModel:
+    """How long a run of ``iters`` iterations takes: ``a + b * iters``, fitted to the runs so far.
+
+    With runs at one iteration count only, a run is taken to last in proportion to its iterations
+    (an overestimate, since start-up and compile do not grow): the budget errs on the side of
+    stopping early. None before any run.
+    """
+
+    def __init__(self) -> None:
+        self.seen: list[tuple[int, float]] = []
+
+    def add(self, iters: int, seconds: float) -> None:
+        self.seen.append((iters, seconds))
+
+    def estimate(self, iters: int) -> float | None:
+        if not self.seen:
+            return None
+        levels = {i for i, _ in self.seen}
+        if len(levels) == 1:
+            level = next(iter(levels))
+            mean = sum(s for _, s in self.seen) / len(self.seen)
+            return mean * max(1.0, iters / level)
+        n = len(self.seen)
+        mx = sum(i for i, _ in self.seen) / n
+        my = sum(s for _, s in self.seen) / n
+        var = sum((i - mx) ** 2 for i, _ in self.seen)
+        slope = max(0.0, sum((i - mx) * (s - my) for i, s in self.seen) / var)
+        intercept = max(0.0, my - slope * mx)
+        return intercept + slope * iters
+
+
+@dataclass
+class _Entry:
+    candidate: Candidate
+    records: list[RunRecord] = dataclasses.field(default_factory=list)
+
+
+class TuneDriver:
+    """Race ``candidates`` (the default compile first) on ``base`` and confirm the winner; see the module docstring."""
+
+    def __init__(self, session: Any, base: RunOptions, candidates: Sequence[Candidate], objective: Objective,
+                 budget_s: float, *, pinned: Mapping[str, Any] | None = None,
+                 modes: Mapping[str, Mapping[str, Any]] | None = None, listener: TuneListener | None = None,
+                 clock: Callable[[], float] = time.monotonic, tune_id: str | None = None,
+                 confirm_repeats: int = CONFIRM_REPEATS, max_stages: int = MAX_STAGES) -> None:
+        self.session = session
+        self.base = base
+        self.objective = objective
+        self.budget_s = budget_s
+        self.pinned = dict(pinned or {})
+        self.modes = modes
+        self.listener = listener or TuneListener()
+        self.clock = clock
+        self.tune_id = tune_id or new_run_id()
+        self.confirm_repeats = confirm_repeats
+        self.max_stages = max_stages
+        self.threshold = base.noise_threshold
+        self.durations = DurationModel()
+        self.entries = {c.name: _Entry(c) for c in candidates}
+        self.standings = [Standing(c) for c in candidates]
+        self.records: list[RunRecord] = []
+        self.notes: list[str] = []
+        self._started = clock()
+        self._stopped: str | None = None
+
+    # ----- time -------------------------------------------------------------------------------
+
+    def time_left(self) -> float:
+        return self.budget_s - (self.clock() - self._started)
+
+    def _confirm_iters(self) -> int:
+        return stage_plan(1, self.base.iters).iters
+
+    def _confirm_cost(self) -> float:
+        one = self.durations.estimate(self._confirm_iters())
+        return 0.0 if one is None else one * 2 * self.confirm_repeats
+
+    def _fits(self, iters: int, reserve: bool = True) -> bool:
+        """Whether a run of ``iters`` (and, with ``reserve``, the confirmation after it) fits in the time left."""
+        estimate = self.durations.estimate(iters)
+        if estimate is None:
+            return self.time_left() > 0
+        return estimate + (self._confirm_cost() if reserve else 0.0) <= self.time_left()
+
+    # ----- running ------------------------------------------------------------------------------
+
+    def stop(self, reason: str = "stopped") -> None:
+        """End the search now: what runs is cancelled, the best so far is reported unconfirmed."""
+        if self._stopped is None:
+            self._stopped = reason
+        self.session.cancel_all()
+
+    def options_of(self, candidate: Candidate, iters: int) -> RunOptions:
+        return dataclasses.replace(candidate.apply(self.base, self.pinned, self.modes), iters=iters)
+
+    async def _run(self, options_list: Sequence[RunOptions], repeats: int = 1) -> list[RunRecord]:
+        began = self.clock()
+        records = self.session.submit(list(options_list), repeats=repeats)
+        for record in records:
+            record.tune_id = self.tune_id
+        self.records.extend(records)
+        await self.session.wait_settled()
+        took = (self.clock() - began) / max(1, len(records))
+        for record in records:
+            if record.finished and record.status != "cancelled":
+                self.durations.add(record.options.iters, took)
+        return records
+
+    async def run(self) -> TuneResult:
+        """The race and the confirmation (see the module docstring); the result, whatever stopped it."""
+        try:
+            await self._race()
+            if self._stopped is None:
+                return await self._confirmation()
+        except asyncio.CancelledError:
+            self._stopped = self._stopped or "stopped"
+            raise
+        return self.result()
+
+    def result(self, confirmation: Any = None) -> TuneResult:
+        """The result as it stands (unconfirmed unless ``confirmation`` is given)."""
+        best = winner(self.standings, self.threshold)
+        outcome = outcome_of(best, confirmation, self._stopped, ahead_of_default(self.standings, self.threshold))
+        return TuneResult(tune_id=self.tune_id, outcome=outcome, winner=best,
+                          winner_options=None if best is None else self.options_of(best.candidate, self.base.iters),
+                          confirmation=confirmation, standings=tuple(self.standings), notes=tuple(self.notes),
+                          stopped=self._stopped, elapsed_s=self.clock() - self._started,
+                          runs=sum(r.finished for r in self.records), threshold=self.threshold,
+                          objective=self.objective)
+
+    async def _race(self) -> None:
+        for index in range(self.max_stages):
+            plan = stage_plan(index, self.base.iters)
+            running = [s for s in self.standings if s.alive]
+            if index > 0 and len([s for s in running if not s.candidate.is_default]) <= 1:
+                return
+            self.listener.stage_started(index, [s.name for s in running], plan.iters)
+            for standing in running:
+                if self._stopped is not None:
+                    return
+                if not self._fits(plan.iters):
+                    self._out_of_time(index)
+                    return
+                await self._run_candidate(standing.name, index, plan.iters)
+            ahead = ahead_of_default(self.standings, self.threshold)
+            self.standings = judge_stage(self.standings)
+            if index == 0:
+                self._add_combination(ahead)
+            elif index < self.max_stages - 1:
+                self.standings = halve(self.standings, index)
+
+    def _out_of_time(self, index: int) -> None:
+        unrun = [s for s in self.standings if s.alive and s.stage < index]
+        if index == 0:
+            self.standings = [dataclasses.replace(s, gone="cut: not screened (the budget ran out)")
+                              if s in unrun else s for s in self.standings]
+        self.standings = judge_stage(self.standings)
+        self._say(f"stage {index + 1}: the budget left ({self.time_left():.0f} s) does not fit another run and the "
+                  "confirmation; the race ends here")
+
+    async def _run_candidate(self, name: str, index: int, iters: int) -> None:
+        entry = self.entries[name]
+        records = await self._run([self.options_of(entry.candidate, iters)])
+        entry.records.extend(records)
+        if all(r.status == "cancelled" for r in records) and self._stopped is not None:
+            return
+        new = score(entry.records, self.objective)
+        self.standings = [self._rescored(s, new, index) if s.name == name else s for s in self.standings]
+        standing = next(s for s in self.standings if s.name == name)
+        self.listener.candidate_scored(standing)
+        self._progress()
+
+    @staticmethod
+    def _rescored(standing: Standing, new: Any, index: int) -> Standing:
+        screened = new if index == 0 else standing.screened
+        return dataclasses.replace(standing, score=new, stage=index, screened=screened)
+
+    def _add_combination(self, ahead: Sequence[Standing]) -> None:
+        """After the screening: the candidates that each beat the default (``ahead``), combined, join the race."""
+        if len(ahead) < 2:
+            return
+        combined = combine([s.candidate for s in ahead])
+        if combined is None or combined.name in self.entries:
+            return
+        self.entries[combined.name] = _Entry(combined)
+        self.standings.append(Standing(combined))
+        self._say(f"added {combined.name}: the {len(ahead)} settings that each beat the default compile, together")
+
+    def _progress(self) -> None:
+        best = leader(self.standings)
+        self.listener.progress(Progress(incumbent=best, left=sum(s.alive for s in self.standings),
+                                        time_left_s=self.time_left(), runs=sum(r.finished for r in self.records)))
+
+    def _say(self, text: str) -> None:
+        self.notes.append(text)
+        self.listener.note(text)
+
+    async def _confirmation(self) -> TuneResult:
+        best = winner(self.standings, self.threshold)
+        if best is None or best.candidate.is_default:
+            return self.result()
+        default = next(e.candidate for e in self.entries.values() if e.candidate.is_default)
+        iters = self._confirm_iters()
+        if self._confirm_cost() > self.time_left():
+            self._stopped = "the budget left does not fit the confirmation"
+            return self.result()
+        self.listener.confirming(best, self.confirm_repeats)
+        records = await self._run([self.options_of(best.candidate, iters), self.options_of(default, iters)],
+                                  repeats=self.confirm_repeats)
+        if self._stopped is not None:
+            return self.result()
+        winner_runs = [r for r in records if r.group_id == records[0].group_id]
+        default_runs = [r for r in records if r.group_id != records[0].group_id]
+        return self.result(confirm(winner_runs, default_runs, self.objective, self.threshold))
