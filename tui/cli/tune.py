@@ -20,6 +20,7 @@ import logging
 import re
 import signal
 import sys
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -120,6 +121,7 @@ async def _tune(args: argparse.Namespace, settings: tuple[RunOptions, Objective,
     from tui.engine.tune.driver import TuneDriver
 
     base, objective, knobs, budget = settings
+    began = time.monotonic()  # the probe is part of the budget
     out, err_file = _TerminalFile(sys.stdout), _TerminalFile(sys.stderr)
     err = Console(file=err_file.as_io(), soft_wrap=True)
     lines = TuneLines(err, quiet=args.quiet)
@@ -139,7 +141,7 @@ async def _tune(args: argparse.Namespace, settings: tuple[RunOptions, Objective,
     runner = make_runner(keep_spare=True, telemetry=_telemetry(base))
     session = RunSession(lambda lane: runner, history, _Saved(lines))
     driver = TuneDriver(session, base, cands, objective, budget, pinned=base.inductor_options,
-                        modes=found.modes or None, listener=lines)
+                        modes=found.modes or None, listener=lines, started=began)
     driver.notes.extend(notes)
     stopped_by: list[int] = []
     with _signals_stop(session, stopped_by):

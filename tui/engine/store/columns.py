@@ -182,7 +182,6 @@ COLUMNS: tuple[Column, ...] = (
     Column("repeats", lambda r, s: _group(r, "processes", 1),
            "worker processes this configuration ran in (--repeat; 1: a single run)"),
     Column("group_id", lambda r, s: r.group_id, "id shared by a configuration's repeated runs (its first run's id)"),
-    Column("tune_id", lambda r, s: r.tune_id, "id shared by the runs of one compile-lab tune search (empty: none)"),
     Column("speedup_xproc_ci_low", lambda r, s: _group(r, "speedup_xproc_ci_low"),
            "95% interval of speedup across processes (hierarchical bootstrap), low end"),
     Column("speedup_xproc_ci_high", lambda r, s: _group(r, "speedup_xproc_ci_high"),
@@ -228,6 +227,7 @@ COLUMNS: tuple[Column, ...] = (
     Column("leftover_processes", lambda r, s: r.leftover_processes,
            "processes the workload started outside the worker's process group (a daemon) still running when the "
            "run ended, all killed (0: none)"),
+    Column("tune_id", lambda r, s: r.tune_id, "id shared by the runs of one compile-lab tune search (empty: none)"),
     *_option_columns(),  # last: the run options with a column in the option table
 )  # fmt: skip
 

@@ -24,20 +24,9 @@ from tui.engine.explain.kernels import Profile
 from tui.engine.options import RunOptions
 from tui.engine.payloads import Accuracy, Diagnostics, Env, Memory
 from tui.engine.protocol import (
-    SIDES,
-    ArtifactWritten,
-    BlockTimed,
-    Compiled,
-    Event,
-    Failed,
-    Finished,
-    GraphCoded,
-    Profiled,
-    PhaseChanged,
-    Ready,
-    Started,
-    WorkerWarning,
-)
+    SIDES, ArtifactWritten, BlockTimed, Compiled, Event, Failed, Finished, GraphCoded, Profiled, PhaseChanged, Ready,
+    Started, WorkerWarning,
+)  # fmt: skip
 from tui.engine.measure.samples import (
     Block, Samples, SamplesInvalid, SamplesPruned, SamplesUnavailable, new_samples, samples_from_json, samples_to_json,
 )  # fmt: skip

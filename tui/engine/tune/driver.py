@@ -30,7 +30,7 @@ from tui.engine.tune.search import (
 )  # fmt: skip
 from tui.engine.tune.space import Candidate, combine
 
-__all__ = ["TuneDriver", "TuneListener", "DurationModel"]
+__all__ = ["TuneDriver", "TuneListener", "DurationModel", "measured_seconds"]
 
 
 class TuneListener:
@@ -53,34 +53,34 @@ class TuneListener:
 
 
 class DurationModel:
-    """How long a run of ``iters`` iterations takes: ``a + b * iters``, fitted to the runs so far.
+    """How long a run of ``iters`` iterations takes, from the runs so far.
 
-    With runs at one iteration count only, a run is taken to last in proportion to its iterations
-    (an overestimate, since start-up and compile do not grow): the budget errs on the side of
-    stopping early. None before any run.
+    A run's wall time is its fixed part (start-up, building, compile, warm-up, the profile pass) and
+    its measuring, which grows with the iterations: each run seen says both (``measured_s``: the
+    time its measured blocks took, both sides), and a run of ``iters`` is estimated as the mean of
+    each seen run's fixed part plus its measuring scaled to ``iters``. The largest of those rather than the
+    mean would stop more often than need be; the mean of a few runs, with a run's own noise, is
+    what the budget check uses. None before any run.
     """
 
     def __init__(self) -> None:
-        self.seen: list[tuple[int, float]] = []
+        self.seen: list[tuple[int, float, float]] = []
 
-    def add(self, iters: int, seconds: float) -> None:
-        self.seen.append((iters, seconds))
+    def add(self, iters: int, seconds: float, measured_s: float = 0.0) -> None:
+        self.seen.append((iters, seconds, min(max(0.0, measured_s), seconds)))
 
     def estimate(self, iters: int) -> float | None:
         if not self.seen:
             return None
-        levels = {i for i, _ in self.seen}
-        if len(levels) == 1:
-            level = next(iter(levels))
-            mean = sum(s for _, s in self.seen) / len(self.seen)
-            return mean * max(1.0, iters / level)
-        n = len(self.seen)
-        mx = sum(i for i, _ in self.seen) / n
-        my = sum(s for _, s in self.seen) / n
-        var = sum((i - mx) ** 2 for i, _ in self.seen)
-        slope = max(0.0, sum((i - mx) * (s - my) for i, s in self.seen) / var)
-        intercept = max(0.0, my - slope * mx)
-        return intercept + slope * iters
+        scaled = [seconds - measured + measured * iters / max(1, seen) for seen, seconds, measured in self.seen]
+        return sum(scaled) / len(scaled)
+
+
+def measured_seconds(record: RunRecord) -> float:
+    """The time a run's measured blocks took, both sides (a GPU block runs its calls twice: host and device loop)."""
+    total = sum(sum(block.ms) for blocks in record.samples.values() for block in blocks if block.stage == "measure")
+    loops = 2 if record.options.device.startswith("cuda") else 1
+    return total * loops / 1000
 
 
 @dataclass
@@ -96,7 +96,8 @@ class TuneDriver:
                  budget_s: float, *, pinned: Mapping[str, Any] | None = None,
                  modes: Mapping[str, Mapping[str, Any]] | None = None, listener: TuneListener | None = None,
                  clock: Callable[[], float] = time.monotonic, tune_id: str | None = None,
-                 confirm_repeats: int = CONFIRM_REPEATS, max_stages: int = MAX_STAGES) -> None:
+                 confirm_repeats: int = CONFIRM_REPEATS, max_stages: int = MAX_STAGES,
+                 started: float | None = None) -> None:
         self.session = session
         self.base = base
         self.objective = objective
@@ -114,7 +115,7 @@ class TuneDriver:
         self.standings = [Standing(c) for c in candidates]
         self.records: list[RunRecord] = []
         self.notes: list[str] = []
-        self._started = clock()
+        self._started = clock() if started is None else started
         self._stopped: str | None = None
 
     # ----- time -------------------------------------------------------------------------------
@@ -144,8 +145,12 @@ class TuneDriver:
             self._stopped = reason
         self.session.cancel_all()
 
-    def options_of(self, candidate: Candidate, iters: int) -> RunOptions:
-        return dataclasses.replace(candidate.apply(self.base, self.pinned, self.modes), iters=iters)
+    def options_of(self, candidate: Candidate, iters: int, timed: bool = False) -> RunOptions:
+        """``candidate``'s run options with ``iters``; ``timed``: its timeout within the budget left (at least 1 s)."""
+        options = dataclasses.replace(candidate.apply(self.base, self.pinned, self.modes), iters=iters)
+        if timed:
+            options = dataclasses.replace(options, timeout_s=max(1.0, min(options.timeout_s, self.time_left())))
+        return options
 
     async def _run(self, options_list: Sequence[RunOptions], repeats: int = 1) -> list[RunRecord]:
         began = self.clock()
@@ -157,7 +162,7 @@ class TuneDriver:
         took = (self.clock() - began) / max(1, len(records))
         for record in records:
             if record.finished and record.status != "cancelled":
-                self.durations.add(record.options.iters, took)
+                self.durations.add(record.options.iters, took, measured_seconds(record))
         return records
 
     async def run(self) -> TuneResult:
@@ -214,7 +219,7 @@ class TuneDriver:
 
     async def _run_candidate(self, name: str, index: int, iters: int) -> None:
         entry = self.entries[name]
-        records = await self._run([self.options_of(entry.candidate, iters)])
+        records = await self._run([self.options_of(entry.candidate, iters, timed=True)])
         entry.records.extend(records)
         if all(r.status == "cancelled" for r in records) and self._stopped is not None:
             return
@@ -259,8 +264,8 @@ class TuneDriver:
             self._stopped = "the budget left does not fit the confirmation"
             return self.result()
         self.listener.confirming(best, self.confirm_repeats)
-        records = await self._run([self.options_of(best.candidate, iters), self.options_of(default, iters)],
-                                  repeats=self.confirm_repeats)
+        records = await self._run([self.options_of(best.candidate, iters, timed=True),
+                                   self.options_of(default, iters, timed=True)], repeats=self.confirm_repeats)
         if self._stopped is not None:
             return self.result()
         winner_runs = [r for r in records if r.group_id == records[0].group_id]
