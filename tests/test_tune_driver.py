@@ -166,3 +166,11 @@ def test_a_stop_keeps_the_finished_runs_and_reports_the_best_so_far_unconfirmed(
     assert len(runner.runs) == 3  # nothing started after the stop
     assert [r.status for r in session.ended()][:2] == ["done", "done"]
     assert result.confirmation is None
+
+
+def test_a_budget_that_leaves_candidates_unscreened_never_says_nothing_beats_the_default():
+    many = [Candidate()] + [Candidate((("k", i),)) for i in range(5)]
+    result, _, runner, _, clock = _tune(many, {f"k={i}": 1.5 for i in range(5)}, budget=35.0, seconds=10.0)
+    # the default leads: no confirmation to reserve time for, so runs go on while one fits
+    assert len(runner.runs) == 3 and clock.now <= 35.0
+    assert result.outcome == UNCONFIRMED and result.incomplete == "the budget ran out before 3 candidate(s) were screened"

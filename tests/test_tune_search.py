@@ -92,6 +92,10 @@ def test_the_outcome_follows_the_confirmations_verdict():
     assert outcome_of(best, _confirmation("faster", amortized_gain=0.9), None) == NOTHING_BEATS
     assert outcome_of(best, None, "Ctrl-C") == UNCONFIRMED
     assert outcome_of(_s(DEFAULT, 2.0), None, None) == NOTHING_BEATS
+    # a candidate never screened: the default's lead, or a confirmation's no change, claims nothing
+    assert outcome_of(_s(DEFAULT, 2.0), None, None, incomplete="the budget ran out") == UNCONFIRMED
+    assert outcome_of(best, _confirmation("no change"), None, incomplete="the budget ran out") == UNCONFIRMED
+    assert outcome_of(best, _confirmation("faster"), None, incomplete="the budget ran out") == CONFIRMED
 
 
 def test_amortized_charges_the_compile_time_over_the_calls():

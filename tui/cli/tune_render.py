@@ -113,7 +113,8 @@ def _headline(result: TuneResult) -> str:
         return f"best: {name}, confirmed faster than the default compile in fresh processes"
     if result.outcome == NOTHING_BEATS:
         return nothing_beats_text(result.threshold)
-    why = result.stopped or (result.confirmation.vs_default.verdict if result.confirmation else "not confirmed")
+    why = result.stopped or result.incomplete or (result.confirmation.vs_default.verdict if result.confirmation
+                                                  else "not confirmed")
     return f"best so far: {name} (unconfirmed: {why})"
 
 

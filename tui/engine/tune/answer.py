@@ -92,6 +92,8 @@ class TuneResult:
     standings: tuple[Standing, ...]
     notes: tuple[str, ...] = ()
     stopped: str | None = None
+    incomplete: str | None = None
+    """Why some candidates were never screened (the budget), None when every one was."""
     elapsed_s: float = 0.0
     runs: int = 0
     threshold: float = 0.02
@@ -180,19 +182,18 @@ def _gain(change: Any, metric: str) -> Against:
 
 
 def outcome_of(best: Standing | None, confirmation: Confirmation | None, stopped: str | None,
-               ahead: Sequence[Standing] = ()) -> str:
+               incomplete: str | None = None) -> str:
     """:data:`CONFIRMED` (the confirmation says faster: with ``--calls`` the compile time's charge keeps it
-    ahead), :data:`NOTHING_BEATS` (the default compile led the race, or the confirmation says no change or
-    slower), else :data:`UNCONFIRMED` (stopped, or the confirmation is noisy or inconclusive)."""
+    ahead); :data:`NOTHING_BEATS` (the default compile led the race, or the confirmation says no change or
+    slower, and every candidate was screened: ``incomplete`` None); else :data:`UNCONFIRMED` (stopped,
+    a candidate never screened, or a confirmation that is noisy or inconclusive)."""
     if confirmation is not None:
         verdict = confirmation.vs_default.verdict
         if verdict == FASTER and (confirmation.amortized_gain is None or confirmation.amortized_gain > 1):
             return CONFIRMED
-        if verdict in (NO_CHANGE, SLOWER) or verdict == FASTER:
+        if verdict in (NO_CHANGE, SLOWER, FASTER) and incomplete is None:
             return NOTHING_BEATS
         return UNCONFIRMED
-    if stopped is not None and (best is not None and not best.candidate.is_default or ahead):
-        return UNCONFIRMED
-    if stopped is None and (best is None or best.candidate.is_default):
+    if stopped is None and incomplete is None and (best is None or best.candidate.is_default):
         return NOTHING_BEATS
     return UNCONFIRMED

@@ -117,6 +117,7 @@ class TuneDriver:
         self.notes: list[str] = []
         self._started = clock() if started is None else started
         self._stopped: str | None = None
+        self._incomplete: str | None = None
 
     # ----- time -------------------------------------------------------------------------------
 
@@ -130,11 +131,14 @@ class TuneDriver:
         one = self.durations.estimate(self._confirm_iters())
         return 0.0 if one is None else one * 2 * self.confirm_repeats
 
-    def _fits(self, iters: int, reserve: bool = True) -> bool:
-        """Whether a run of ``iters`` (and, with ``reserve``, the confirmation after it) fits in the time left."""
+    def _fits(self, iters: int) -> bool:
+        """Whether a run of ``iters`` fits in the time left, and the confirmation after it while a candidate
+        other than the default compile leads (with the default ahead there is nothing to confirm yet)."""
         estimate = self.durations.estimate(iters)
         if estimate is None:
             return self.time_left() > 0
+        best = winner(self.standings, self.threshold)
+        reserve = best is not None and not best.candidate.is_default
         return estimate + (self._confirm_cost() if reserve else 0.0) <= self.time_left()
 
     # ----- running ------------------------------------------------------------------------------
@@ -179,11 +183,11 @@ class TuneDriver:
     def result(self, confirmation: Any = None) -> TuneResult:
         """The result as it stands (unconfirmed unless ``confirmation`` is given)."""
         best = winner(self.standings, self.threshold)
-        outcome = outcome_of(best, confirmation, self._stopped, ahead_of_default(self.standings, self.threshold))
+        outcome = outcome_of(best, confirmation, self._stopped, self._incomplete)
         return TuneResult(tune_id=self.tune_id, outcome=outcome, winner=best,
                           winner_options=None if best is None else self.options_of(best.candidate, self.base.iters),
                           confirmation=confirmation, standings=tuple(self.standings), notes=tuple(self.notes),
-                          stopped=self._stopped, elapsed_s=self.clock() - self._started,
+                          stopped=self._stopped, incomplete=self._incomplete, elapsed_s=self.clock() - self._started,
                           runs=sum(r.finished for r in self.records), threshold=self.threshold,
                           objective=self.objective)
 
@@ -213,6 +217,7 @@ class TuneDriver:
         if index == 0:
             self.standings = [dataclasses.replace(s, gone="cut: not screened (the budget ran out)")
                               if s in unrun else s for s in self.standings]
+            self._incomplete = f"the budget ran out before {len(unrun)} candidate(s) were screened"
         self.standings = judge_stage(self.standings)
         self._say(f"stage {index + 1}: the budget left ({self.time_left():.0f} s) does not fit another run and the "
                   "confirmation; the race ends here")
