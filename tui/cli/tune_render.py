@@ -64,15 +64,29 @@ def against_text(against: Against) -> str:
     return f"{text} {against.verdict}" if against.verdict else text
 
 
-def standing_rows(standings: Sequence[Standing]) -> list[tuple[str, str, str, str, str]]:
-    """(candidate, screened, latest with interval, processes, status) per candidate, the race's order."""
+def _standing_text(standing: Standing, last_stage: int) -> str:
+    """Why it left the race; for one still in, whether the budget let it run in the last stage."""
+    if standing.gone:
+        return standing.gone
+    if standing.stage < 0:
+        return "in the race, never run (the budget ran out)"
+    if standing.stage < last_stage:
+        return f"in the race, last run in stage {standing.stage + 1} (the budget ran out)"
+    return "in the race to the end"
+
+
+def standing_rows(standings: Sequence[Standing]) -> list[tuple[str, str, str, str]]:
+    """(candidate, screened, latest with interval and processes, standing) per candidate, the race's order."""
+    last_stage = max((s.stage for s in standings), default=0)
     rows = []
     for standing in ranked(standings):
         screened = standing.screened
         first = fmt_speedup(screened.value) if screened is not None else "–"
-        latest = fmt_speedup(standing.score.value, standing.score.low, standing.score.high)
-        status = standing.gone or "in the race at the end"
-        rows.append((standing.name, first, latest, str(standing.score.processes), status))
+        score = standing.score
+        latest = fmt_speedup(score.value, score.low, score.high)
+        if score.processes > 1:
+            latest += f" ({score.processes} proc.)"
+        rows.append((standing.name, first, latest, _standing_text(standing, last_stage)))
     return rows
 
 
@@ -96,7 +110,7 @@ def print_answer(result: TuneResult, console: Any, modes: Mapping[str, Mapping[s
     if quiet:
         return
     table = Table(title="Candidates (speedup over eager in their own processes)", title_justify="left")
-    for column in ("candidate", "screened", "latest [95% interval]", "processes", "standing"):
+    for column in ("candidate", "screened", "latest [95% interval]", "standing"):
         table.add_column(column, overflow="fold")
     for row in standing_rows(result.standings):
         table.add_row(*row)

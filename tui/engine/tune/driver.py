@@ -33,6 +33,10 @@ from tui.engine.tune.space import Candidate, combine
 __all__ = ["TuneDriver", "TuneListener", "DurationModel", "measured_seconds"]
 
 
+CLOSING_S = 3.0
+"""Seconds of the budget kept for after the last run: closing the session, the exports, the answer."""
+
+
 class TuneListener:
     """What a front end hears from a tune (all on the event loop's thread)."""
 
@@ -122,7 +126,8 @@ class TuneDriver:
     # ----- time -------------------------------------------------------------------------------
 
     def time_left(self) -> float:
-        return self.budget_s - (self.clock() - self._started)
+        """Seconds of the budget left for runs: what is left less :data:`CLOSING_S`."""
+        return self.budget_s - CLOSING_S - (self.clock() - self._started)
 
     def _confirm_iters(self) -> int:
         return stage_plan(1, self.base.iters).iters
@@ -149,18 +154,24 @@ class TuneDriver:
             self._stopped = reason
         self.session.cancel_all()
 
-    def options_of(self, candidate: Candidate, iters: int, timed: bool = False) -> RunOptions:
-        """``candidate``'s run options with ``iters``; ``timed``: its timeout within the budget left (at least 1 s)."""
+    def options_of(self, candidate: Candidate, iters: int, timed: bool = False, first: bool = True) -> RunOptions:
+        """``candidate``'s run options with ``iters``; ``timed``: its timeout within the budget left (at least 1 s);
+        not ``first``: no profile pass or trace (a candidate's first run of the race, and of the confirmation, has them)."""
         options = dataclasses.replace(candidate.apply(self.base, self.pinned, self.modes), iters=iters)
+        if not first:
+            options = dataclasses.replace(options, profile=False, trace=False, torch_trace=False)
         if timed:
             options = dataclasses.replace(options, timeout_s=max(1.0, min(options.timeout_s, self.time_left())))
         return options
 
-    async def _run(self, options_list: Sequence[RunOptions], repeats: int = 1) -> list[RunRecord]:
+    async def _run(self, options_list: Sequence[RunOptions], group: tuple[str, int] | None = None) -> list[RunRecord]:
+        """Run ``options_list`` and wait for the session to settle; ``group``: (group id, repeat) of the one run."""
         began = self.clock()
-        records = self.session.submit(list(options_list), repeats=repeats)
-        for record in records:
+        records = self.session.submit(list(options_list))
+        for record in records:  # before the run starts: the session starts it from the event loop
             record.tune_id = self.tune_id
+            if group is not None:
+                record.group_id, record.repeat = group[0] or record.run_id, group[1]
         self.records.extend(records)
         await self.session.wait_settled()
         took = (self.clock() - began) / max(1, len(records))
@@ -207,10 +218,10 @@ class TuneDriver:
                 await self._run_candidate(standing.name, index, plan.iters)
             ahead = ahead_of_default(self.standings, self.threshold)
             self.standings = judge_stage(self.standings)
+            if index < self.max_stages - 1:
+                self.standings = halve(self.standings, index)
             if index == 0:
                 self._add_combination(ahead)
-            elif index < self.max_stages - 1:
-                self.standings = halve(self.standings, index)
 
     def _out_of_time(self, index: int) -> None:
         unrun = [s for s in self.standings if s.alive and s.stage < index]
@@ -224,7 +235,7 @@ class TuneDriver:
 
     async def _run_candidate(self, name: str, index: int, iters: int) -> None:
         entry = self.entries[name]
-        records = await self._run([self.options_of(entry.candidate, iters, timed=True)])
+        records = await self._run([self.options_of(entry.candidate, iters, timed=True, first=not entry.records)])
         entry.records.extend(records)
         if all(r.status == "cancelled" for r in records) and self._stopped is not None:
             return
@@ -269,10 +280,17 @@ class TuneDriver:
             self._stopped = "the budget left does not fit the confirmation"
             return self.result()
         self.listener.confirming(best, self.confirm_repeats)
-        records = await self._run([self.options_of(best.candidate, iters, timed=True),
-                                   self.options_of(default, iters, timed=True)], repeats=self.confirm_repeats)
+        runs: dict[str, list[RunRecord]] = {"winner": [], "default": []}
+        for repeat in range(self.confirm_repeats):
+            for side, candidate in (("winner", best.candidate), ("default", default)):
+                if self._stopped is not None:
+                    return self.result()
+                if self.time_left() <= 0:
+                    self._stopped = "the budget ran out during the confirmation"
+                    return self.result()
+                group = runs[side][0].group_id if runs[side] else ""
+                runs[side] += await self._run([self.options_of(candidate, iters, timed=True, first=repeat == 0)],
+                                              group=(group or "", repeat))
         if self._stopped is not None:
             return self.result()
-        winner_runs = [r for r in records if r.group_id == records[0].group_id]
-        default_runs = [r for r in records if r.group_id != records[0].group_id]
-        return self.result(confirm(winner_runs, default_runs, self.objective, self.threshold))
+        return self.result(confirm(runs["winner"], runs["default"], self.objective, self.threshold))
