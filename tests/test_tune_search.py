@@ -188,3 +188,19 @@ def test_the_duration_model_scales_only_the_measuring_with_the_iterations():
     model.add(50, 20.0, measured_s=4.0)  # 16 s fixed, 4 s measuring
     assert model.estimate(50) == pytest.approx(20.0)
     assert model.estimate(100) == pytest.approx(24.0)
+
+
+# ----- the tune id in a stored run ------------------------------------------------------------
+
+
+def test_a_record_keeps_its_tune_id_through_json_and_an_older_line_without_one_loads():
+    from tui.engine.store.results import RunRecord
+
+    record = RunRecord("20261204-000000-aaaaaa", RunOptions())
+    record.tune_id = "20261204-000000-7e5701"
+    data = record.to_json()
+    again, problems = RunRecord.decode(data)
+    assert again.tune_id == "20261204-000000-7e5701" and problems == []
+    del data["tune_id"]
+    old, problems = RunRecord.decode(data)
+    assert old.tune_id is None and problems == []

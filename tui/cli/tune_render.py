@@ -127,8 +127,9 @@ def _headline(result: TuneResult) -> str:
         return f"best: {name}, confirmed faster than the default compile in fresh processes"
     if result.outcome == NOTHING_BEATS:
         return nothing_beats_text(result.threshold)
-    why = result.stopped or result.incomplete or (result.confirmation.vs_default.verdict if result.confirmation
-                                                  else "not confirmed")
+    verdict = result.confirmation.vs_default.verdict if result.confirmation else None
+    reasons = [result.stopped, f"the confirmation reads {verdict}" if verdict else None, result.incomplete]
+    why = "; ".join(r for r in reasons if r) or "not confirmed"
     return f"best so far: {name} (unconfirmed: {why})"
 
 
