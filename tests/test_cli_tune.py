@@ -125,3 +125,41 @@ def test_a_real_cpu_search_ends_within_its_budget_with_an_answer(capsys, tmp_pat
     assert first.startswith(("best: ", "best so far: ")) or first == \
         "no configuration beats the default compile by more than 2%"
     assert json.loads((tmp_path / "t.json").read_text())["runs"]
+
+
+def test_ctrl_c_ends_the_search_with_the_best_so_far_unconfirmed_and_keeps_the_runs(monkeypatch, tmp_path, capsys,
+                                                                                     compile_lab_home):
+    import os
+    import signal
+
+    from tui.engine.protocol import BlockTimed
+
+    _use_fake_worker(monkeypatch, {"freezing=true": 0.7})
+    monkeypatch.setenv("FAKE_WORKER_DELAY", "0.05")
+    started: list[str] = []
+
+    class Interrupting(WorkerRunner):
+        async def run(self, record, on_event=None):
+            started.append(record.run_id)
+
+            def forward(event):
+                if isinstance(event, BlockTimed) and event.stage == "measure" and len(started) == 3:
+                    os.kill(os.getpid(), signal.SIGINT)  # Ctrl-C while the third run measures
+                if on_event is not None:
+                    on_event(event)
+
+            return await super().run(record, forward)
+
+    monkeypatch.setattr(cli, "make_runner", lambda keep_spare, telemetry=None, env=None:
+                        Interrupting(worker_argv=FAKE_WORKER, keep_spare=keep_spare))
+    out_csv = tmp_path / "t.csv"
+    code = cli.main(["tune", "--workload", "pointwise", "--device", "cpu", "--iters", "20", "--block-size", "5",
+                     "--space", "freezing,cpp_wrapper,aggressive_fusion", "--budget", "5m", "--csv", str(out_csv),
+                     *QUIET_MACHINE])
+    out = capsys.readouterr().out
+    assert code == 128 + signal.SIGINT
+    assert out.splitlines()[0] == "best so far: freezing=True (unconfirmed: Ctrl-C)"
+    statuses = [json.loads(line)["status"] for line in
+                (compile_lab_home / "data" / "history.jsonl").read_text().splitlines()]
+    assert statuses == ["done", "done", "cancelled"]
+    assert [r["status"] for r in csv.DictReader(out_csv.open())] == ["done", "done", "cancelled"]

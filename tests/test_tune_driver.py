@@ -36,8 +36,9 @@ def _key(options: RunOptions) -> str:
 
 
 class TimedRunner:
-    """Fills each record in place: eager 2 ms, the compiled time ``times[key]`` (default 1 ms), or a failure;
-    each run moves the clock on by ``seconds`` (``before``: a hook called as each run starts)."""
+    """Fills each record in place: eager 2 ms, the compiled time ``times[key]`` (default 1 ms; a pair: the time
+    and the compile time, else 0.5 s), or a failure; each run moves the clock on by ``seconds`` (``before``: a
+    hook called as each run starts)."""
 
     keep_spare = False
 
@@ -52,6 +53,7 @@ class TimedRunner:
         self.clock.now += self.seconds
         record.apply(make_event("started", 0.0, env={"torch": "2.13.0"}))
         compiled = self.times.get(_key(record.options), 1.0)
+        compiled, compile_s = compiled if isinstance(compiled, tuple) else (compiled, 0.5)
         if compiled == "fail":
             record.fail("compile_error", "compile failed: fake inductor error")
             return record
@@ -63,7 +65,7 @@ class TimedRunner:
                 record.apply(make_event("block", 1.0 + index, side=side, stage="measure", index=index,
                                         clock="perf_counter", ms=values, host_ms_per_call=sum(values) / 10))
         diagnostics = {"recompiles_during_measure": 2} if compiled == "recompile" else {}
-        record.apply(make_event("finished", 9.0, compile_s=0.5, diagnostics=diagnostics, accuracy={"passed": True},
+        record.apply(make_event("finished", 9.0, compile_s=compile_s, diagnostics=diagnostics, accuracy={"passed": True},
                                 memory={}, warnings=[]))
         return record
 
@@ -174,3 +176,23 @@ def test_a_budget_that_leaves_candidates_unscreened_never_says_nothing_beats_the
     # the default leads: no confirmation to reserve time for, so runs go on while one fits
     assert len(runner.runs) == 3 and clock.now <= 35.0
     assert result.outcome == UNCONFIRMED and result.incomplete == "the budget ran out before 3 candidate(s) were screened"
+
+
+def test_calls_charge_the_compile_time_and_a_slow_compile_loses_a_short_job():
+    times = {"freezing=True": (0.7, 5.0)}  # 30% faster a call, 4.5 s more to compile
+    long_job, *_ = _tune([Candidate(), FREEZE], times, objective=Objective(calls=10**7))
+    assert long_job.outcome == CONFIRMED and long_job.confirmation.amortized_gain == pytest.approx(1 / 0.7, rel=0.02)
+    short_job, _, runner, *_ = _tune([Candidate(), FREEZE], times, objective=Objective(calls=1000))
+    # per call: default 1 ms + 0.5 ms of compile, freezing 0.7 + 5 ms: the default leads and nothing is confirmed
+    assert short_job.outcome == NOTHING_BEATS and len(runner.runs) == 2
+    scores = {s.name: s.score.value for s in short_job.standings}
+    assert scores["default"] == pytest.approx(2 / 1.5, rel=0.02) and scores["freezing=True"] == pytest.approx(
+        2 / 5.7, rel=0.02)
+
+
+def test_the_host_objective_reads_host_time_and_confirms_with_compares_host_metric():
+    result, *_ = _tune([Candidate(), FREEZE], {"freezing=True": 0.7}, objective=Objective(kind="host"))
+    assert result.outcome == CONFIRMED
+    gain = result.confirmation.vs_default
+    # the compiled host time's ratio (NEW / BASE = 0.7) read as how many times faster: 1 / 0.7, interval inverted
+    assert gain.gain == pytest.approx(1 / 0.7, rel=0.02) and gain.low <= gain.gain <= gain.high

@@ -90,6 +90,8 @@ def test_the_outcome_follows_the_confirmations_verdict():
     assert outcome_of(best, _confirmation("inconclusive"), None) == UNCONFIRMED
     # with --calls the compile time's charge must leave it ahead
     assert outcome_of(best, _confirmation("faster", amortized_gain=0.9), None) == NOTHING_BEATS
+    assert outcome_of(best, _confirmation("faster", amortized_gain=1.01), None) == NOTHING_BEATS  # within 2%
+    assert outcome_of(best, _confirmation("faster", amortized_gain=1.05), None) == CONFIRMED
     assert outcome_of(best, None, "Ctrl-C") == UNCONFIRMED
     assert outcome_of(_s(DEFAULT, 2.0), None, None) == NOTHING_BEATS
     # a candidate never screened: the default's lead, or a confirmation's no change, claims nothing

@@ -182,14 +182,15 @@ def _gain(change: Any, metric: str) -> Against:
 
 
 def outcome_of(best: Standing | None, confirmation: Confirmation | None, stopped: str | None,
-               incomplete: str | None = None) -> str:
+               incomplete: str | None = None, threshold: float = 0.02) -> str:
     """:data:`CONFIRMED` (the confirmation says faster: with ``--calls`` the compile time's charge keeps it
-    ahead); :data:`NOTHING_BEATS` (the default compile led the race, or the confirmation says no change or
+    ahead by more than ``threshold``); :data:`NOTHING_BEATS` (the default compile led the race, or the confirmation says no change or
     slower, and every candidate was screened: ``incomplete`` None); else :data:`UNCONFIRMED` (stopped,
     a candidate never screened, or a confirmation that is noisy or inconclusive)."""
     if confirmation is not None:
         verdict = confirmation.vs_default.verdict
-        if verdict == FASTER and (confirmation.amortized_gain is None or confirmation.amortized_gain > 1):
+        amortized = confirmation.amortized_gain
+        if verdict == FASTER and (amortized is None or amortized > 1 + threshold):
             return CONFIRMED
         if verdict in (NO_CHANGE, SLOWER, FASTER) and incomplete is None:
             return NOTHING_BEATS

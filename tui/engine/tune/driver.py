@@ -33,6 +33,8 @@ from tui.engine.tune.space import Candidate, combine
 __all__ = ["TuneDriver", "TuneListener", "DurationModel", "measured_seconds"]
 
 
+CANCELLED = "cancelled"
+"""Why the search stopped when its task was cancelled; a later :meth:`TuneDriver.stop` names the reason instead."""
 CLOSING_S = 3.0
 """Seconds of the budget kept for after the last run: closing the session, the exports, the answer."""
 
@@ -150,7 +152,7 @@ class TuneDriver:
 
     def stop(self, reason: str = "stopped") -> None:
         """End the search now: what runs is cancelled, the best so far is reported unconfirmed."""
-        if self._stopped is None:
+        if self._stopped in (None, CANCELLED):
             self._stopped = reason
         self.session.cancel_all()
 
@@ -187,14 +189,14 @@ class TuneDriver:
             if self._stopped is None:
                 return await self._confirmation()
         except asyncio.CancelledError:
-            self._stopped = self._stopped or "stopped"
+            self._stopped = self._stopped or CANCELLED
             raise
         return self.result()
 
     def result(self, confirmation: Any = None) -> TuneResult:
         """The result as it stands (unconfirmed unless ``confirmation`` is given)."""
         best = winner(self.standings, self.threshold)
-        outcome = outcome_of(best, confirmation, self._stopped, self._incomplete)
+        outcome = outcome_of(best, confirmation, self._stopped, self._incomplete, self.threshold)
         return TuneResult(tune_id=self.tune_id, outcome=outcome, winner=best,
                           winner_options=None if best is None else self.options_of(best.candidate, self.base.iters),
                           confirmation=confirmation, standings=tuple(self.standings), notes=tuple(self.notes),
