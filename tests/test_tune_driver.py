@@ -65,8 +65,8 @@ class TimedRunner:
                 record.apply(make_event("block", 1.0 + index, side=side, stage="measure", index=index,
                                         clock="perf_counter", ms=values, host_ms_per_call=sum(values) / 10))
         diagnostics = {"recompiles_during_measure": 2} if compiled == "recompile" else {}
-        record.apply(make_event("finished", 9.0, compile_s=compile_s, diagnostics=diagnostics, accuracy={"passed": True},
-                                memory={}, warnings=[]))
+        record.apply(make_event("finished", 9.0, compile_s=compile_s, diagnostics=diagnostics,
+                                accuracy={"passed": True}, memory={}, warnings=[]))
         return record
 
     async def aclose(self) -> None:
@@ -90,7 +90,10 @@ class Heard(TuneListener):
         self.events.append(("note", text))
 
 
-def _tune(candidates, times, budget=10_000.0, seconds=10.0, stop_at=None, objective=Objective()):
+DEVICE_TIME = Objective()
+
+
+def _tune(candidates, times, budget=10_000.0, seconds=10.0, stop_at=None, objective=DEVICE_TIME):
     """Race ``candidates`` with the TimedRunner; ``stop_at``: the driver is stopped as that run starts."""
     clock, heard = Clock(), Heard()
     made = {}
@@ -135,7 +138,8 @@ def test_a_clearly_worse_candidate_is_dropped_after_screening_and_the_winner_con
 
 
 def test_a_failing_or_recompiling_candidate_is_out_with_its_reason():
-    result, *_ = _tune([Candidate(), WRAPPER, FUSION], {"cpp_wrapper=True": "fail", "aggressive_fusion=True": "recompile"})
+    result, *_ = _tune([Candidate(), WRAPPER, FUSION],
+                       {"cpp_wrapper=True": "fail", "aggressive_fusion=True": "recompile"})
     gone = {s.name: s.gone for s in result.standings}
     assert gone["cpp_wrapper=True"] == "out: failed: compile failed: fake inductor error"
     assert gone["aggressive_fusion=True"] == "out: recompiled 2 time(s) while measuring"
@@ -175,7 +179,8 @@ def test_a_budget_that_leaves_candidates_unscreened_never_says_nothing_beats_the
     result, _, runner, _, clock = _tune(many, {f"k={i}": 1.5 for i in range(5)}, budget=35.0, seconds=10.0)
     # the default leads: no confirmation to reserve time for, so runs go on while one fits
     assert len(runner.runs) == 3 and clock.now <= 35.0
-    assert result.outcome == UNCONFIRMED and result.incomplete == "the budget ran out before 3 candidate(s) were screened"
+    assert result.outcome == UNCONFIRMED
+    assert result.incomplete == "the budget ran out before 3 candidate(s) were screened"
 
 
 def test_calls_charge_the_compile_time_and_a_slow_compile_loses_a_short_job():

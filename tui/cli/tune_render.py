@@ -1,4 +1,4 @@
-"""``compile-lab tune``'s output: progress lines on stderr, and the answer (code, figures, the runner-up table) on stdout."""
+"""``compile-lab tune``'s output: progress lines on stderr; the answer (code, figures, runner-up table) on stdout."""
 
 from __future__ import annotations
 
@@ -151,5 +151,6 @@ def _figures(result: TuneResult, console: Any) -> None:
     if peak_w is not None or peak_d is not None:
         _say(console, f"  peak memory: {fmt_mib(peak_w)} (default compile {fmt_mib(peak_d)})")
     if confirmation.amortized_gain is not None and result.objective.calls:
-        _say(console, f"  with the compile time over {result.objective.calls} calls: {confirmation.amortized_gain:.2f}x "
-                      "the default compile (point estimate; compile time has no interval)")
+        _say(console, f"  with the compile time over {result.objective.calls} calls: "
+                      f"{confirmation.amortized_gain:.2f}x the default compile (point estimate; compile time has no "
+                      "interval)")

@@ -144,7 +144,7 @@ def confirm(winner_runs: Sequence[RunRecord], default_runs: Sequence[RunRecord],
     done_w = [r for r in winner_runs if r.status == RunStatus.DONE]
     done_d = [r for r in default_runs if r.status == RunStatus.DONE]
     metric = "speedup" if objective.kind == DEVICE else "host"
-    vs_default, notes = Against(), []
+    vs_default, notes = Against(), list[str]()
     if done_w and done_d:
         options = done_w[0].options
         settings = CompareSettings(metric=metric, threshold=threshold, noise_limits=dict(options.noise_limits))
@@ -184,9 +184,9 @@ def _gain(change: Any, metric: str) -> Against:
 def outcome_of(best: Standing | None, confirmation: Confirmation | None, stopped: str | None,
                incomplete: str | None = None, threshold: float = 0.02) -> str:
     """:data:`CONFIRMED` (the confirmation says faster: with ``--calls`` the compile time's charge keeps it
-    ahead by more than ``threshold``); :data:`NOTHING_BEATS` (the default compile led the race, or the confirmation says no change or
-    slower, and every candidate was screened: ``incomplete`` None); else :data:`UNCONFIRMED` (stopped,
-    a candidate never screened, or a confirmation that is noisy or inconclusive)."""
+    ahead by more than ``threshold``); :data:`NOTHING_BEATS` (the default compile led the race, or the
+    confirmation says no change or slower, and every candidate was screened: ``incomplete`` None); else
+    :data:`UNCONFIRMED` (stopped, a candidate never screened, or a confirmation noisy or inconclusive)."""
     if confirmation is not None:
         verdict = confirmation.vs_default.verdict
         amortized = confirmation.amortized_gain

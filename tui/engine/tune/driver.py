@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from tui.engine.options import RunOptions
+from tui.engine.status import RunStatus
 from tui.engine.store.results import RunRecord, new_run_id
 from tui.engine.tune.answer import CONFIRM_REPEATS, Progress, TuneResult, confirm, outcome_of
 from tui.engine.tune.objective import Objective, score
@@ -158,7 +159,7 @@ class TuneDriver:
 
     def options_of(self, candidate: Candidate, iters: int, timed: bool = False, first: bool = True) -> RunOptions:
         """``candidate``'s run options with ``iters``; ``timed``: its timeout within the budget left (at least 1 s);
-        not ``first``: no profile pass or trace (a candidate's first run of the race, and of the confirmation, has them)."""
+        not ``first``: no profile pass or trace (a candidate's first run, and the confirmation's, have them)."""
         options = dataclasses.replace(candidate.apply(self.base, self.pinned, self.modes), iters=iters)
         if not first:
             options = dataclasses.replace(options, profile=False, trace=False, torch_trace=False)
@@ -178,7 +179,7 @@ class TuneDriver:
         await self.session.wait_settled()
         took = (self.clock() - began) / max(1, len(records))
         for record in records:
-            if record.finished and record.status != "cancelled":
+            if record.finished and record.status != RunStatus.CANCELLED:
                 self.durations.add(record.options.iters, took, measured_seconds(record))
         return records
 
@@ -232,14 +233,14 @@ class TuneDriver:
                               if s in unrun else s for s in self.standings]
             self._incomplete = f"the budget ran out before {len(unrun)} candidate(s) were screened"
         self.standings = judge_stage(self.standings)
-        self._say(f"stage {index + 1}: the budget left ({self.time_left():.0f} s) does not fit another run and the "
-                  "confirmation; the race ends here")
+        self._say(f"stage {index + 1}: the budget left ({self.time_left():.0f} s) does not fit another run (and the "
+                  "confirmation, while a candidate other than the default leads); the race ends here")
 
     async def _run_candidate(self, name: str, index: int, iters: int) -> None:
         entry = self.entries[name]
         records = await self._run([self.options_of(entry.candidate, iters, timed=True, first=not entry.records)])
         entry.records.extend(records)
-        if all(r.status == "cancelled" for r in records) and self._stopped is not None:
+        if all(r.status == RunStatus.CANCELLED for r in records) and self._stopped is not None:
             return
         new = score(entry.records, self.objective)
         self.standings = [self._rescored(s, new, index) if s.name == name else s for s in self.standings]

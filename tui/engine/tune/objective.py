@@ -67,7 +67,8 @@ class Score:
     """Why it is out of the race (failed, recompiled, inaccurate, over the memory limit); None when it is in."""
 
 
-def amortized(speedup: float | None, eager_ms: float | None, compile_s: float | None, calls: int | None) -> float | None:
+def amortized(speedup: float | None, eager_ms: float | None, compile_s: float | None,
+              calls: int | None) -> float | None:
     """``eager / (compiled + compile_s / calls)`` from ``speedup = eager / compiled``; the speedup without ``calls``."""
     if speedup is None or not calls or eager_ms is None or compile_s is None or speedup <= 0 or eager_ms <= 0:
         return speedup

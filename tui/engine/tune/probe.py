@@ -46,12 +46,13 @@ def read_report(text: str) -> TorchOptions:
         data = None
     if not isinstance(data, dict):
         return TorchOptions(problem="the probe printed no report")
-    defaults = data.get("options") if isinstance(data.get("options"), dict) else {}
+    options = data.get("options")
+    defaults: dict[str, Any] = dict(options) if isinstance(options, dict) else {}
     missing = tuple(str(k) for k in data.get("missing") or () if isinstance(k, str))
     modes = {str(k): dict(v) for k, v in (data.get("modes") or {}).items() if isinstance(v, dict)} \
         if isinstance(data.get("modes"), dict) else {}
     torch = data.get("torch") if isinstance(data.get("torch"), str) else None
-    return TorchOptions(torch=torch, defaults=dict(defaults), missing=missing, modes=modes)
+    return TorchOptions(torch=torch, defaults=defaults, missing=missing, modes=modes)
 
 
 def probe_torch(keys: Sequence[str], python: str | None = None, timeout: float = PROBE_TIMEOUT_S) -> TorchOptions:

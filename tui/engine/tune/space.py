@@ -149,9 +149,6 @@ class Candidate:
     def is_default(self) -> bool:
         return not self.settings
 
-    def get(self, knob: str, default: Any = None) -> Any:
-        return dict(self.settings).get(knob, default)
-
     def apply(self, base: RunOptions, pinned: Mapping[str, Any] | None = None,
               modes: Mapping[str, Mapping[str, Any]] | None = None) -> RunOptions:
         """``base`` compiled as this candidate says, with ``pinned`` options in it (a mode with options: as options)."""
