@@ -148,6 +148,16 @@ def test_a_mode_with_options_becomes_the_options_it_stands_for():
     assert (axes.fullgraph, axes.dynamic, axes.inductor_options) == (True, False, {})
 
 
+def test_a_pinned_option_that_makes_a_candidate_another_leaves_it_out():
+    from tui.engine.tune.space import distinct
+
+    found = [DEFAULT, _c(("mode", "reduce-overhead")), _c(("layout_optimization", False))]
+    base = RunOptions(device="cuda", inductor_options={"triton.cudagraphs": False})
+    kept, notes = distinct(found, base, base.inductor_options)
+    assert [c.name for c in kept] == ["default", "layout_optimization=False"]
+    assert notes == ["reduce-overhead: left out (the same configuration as default with the pinned options)"]
+
+
 def test_combine_merges_settings_and_turns_two_modes_into_options():
     combined = combine([_c(("mode", "reduce-overhead")), _c(("layout_optimization", False))])
     assert combined.name == "reduce-overhead layout_optimization=False"

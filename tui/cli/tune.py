@@ -30,7 +30,7 @@ from tui.engine.options import OptionsError, RunOptions
 from tui.engine.run.session import RunSession, SessionListener
 from tui.engine.tune import probe as probe_module
 from tui.engine.tune.objective import DEVICE, OBJECTIVES, Objective
-from tui.engine.tune.space import SPACE_GROUPS, SpaceError, candidates, option_keys, parse_space
+from tui.engine.tune.space import SPACE_GROUPS, SpaceError, candidates, distinct, option_keys, parse_space
 
 __all__ = ["add_tune_parser", "cmd_tune", "parse_budget", "tune_settings", "BUDGET_MAX_S"]
 
@@ -129,6 +129,8 @@ async def _tune(args: argparse.Namespace, settings: tuple[RunOptions, Objective,
                "asking the worker's torch which options it has")
     found = await asyncio.to_thread(probe_module.probe_torch, option_keys(), base.python)
     cands, notes = candidates(knobs, base.device, base.train, found.defaults, found.missing)
+    cands, same = distinct(cands, base, base.inductor_options, found.modes or None)
+    notes += same
     if found.problem:
         notes.insert(0, f"{found.problem}: the catalog is tried as it is")
     for note in notes:

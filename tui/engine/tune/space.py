@@ -21,7 +21,7 @@ from typing import Any
 from tui.engine.options import DEFAULT_MODE, MODES, RunOptions
 
 __all__ = ["Knob", "Candidate", "CATALOG", "KNOBS", "SPACE_GROUPS", "MODE_OPTIONS", "SpaceError", "option_keys",
-           "parse_space", "candidates", "combine", "DEFAULT"]
+           "parse_space", "candidates", "combine", "distinct", "DEFAULT"]
 
 MODE, AXIS, OPTION = "mode", "axis", "option"
 """What a knob sets: ``torch.compile``'s ``mode``, one of its other arguments, or an inductor option."""
@@ -239,3 +239,21 @@ def combine(parts: Sequence[Candidate]) -> Candidate | None:
 def _ordered(settings: Mapping[str, Any]) -> list[str]:
     order = {name: index for index, name in enumerate(KNOBS)}
     return sorted(settings, key=lambda k: (order.get(k, len(order)), k))
+
+
+def distinct(found: Sequence[Candidate], base: RunOptions, pinned: Mapping[str, Any] | None = None,
+             modes: Mapping[str, Mapping[str, Any]] | None = None) -> tuple[list[Candidate], list[str]]:
+    """``found`` less the candidates that run the same configuration as one before them (an option pinned with
+    ``--option`` can make a mode the default compile), each with a note."""
+    kept: list[Candidate] = []
+    seen: dict[str, str] = {}
+    notes = []
+    for candidate in found:
+        options = candidate.apply(base, pinned, modes)
+        key = repr((options.mode, options.fullgraph, options.dynamic, sorted(options.inductor_options.items())))
+        if key in seen:
+            notes.append(f"{candidate.name}: left out (the same configuration as {seen[key]} with the pinned options)")
+            continue
+        seen[key] = candidate.name
+        kept.append(candidate)
+    return kept, notes
