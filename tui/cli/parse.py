@@ -60,6 +60,9 @@ def build_parser() -> argparse.ArgumentParser:
         ),
     )
     add_run_flags(sweep, sweep=True)
+    from tui.cli.tune import add_tune_parser  # here: tui.cli.tune imports this module
+
+    add_tune_parser(sub)
     env = sub.add_parser(
         "env",
         help="check torch, CUDA, triton, the C++ compiler and NVML",
@@ -113,9 +116,9 @@ def options_from_args(args: argparse.Namespace, sweep: bool = False) -> RunOptio
         if precisions is not None:
             given["precision"] = precisions[0]
         for name in ("backend", "mode", "dtype", "fullgraph"):
-            if getattr(args, name) is not None:
+            if getattr(args, name, None) is not None:
                 given[name] = getattr(args, name)
-        if args.dynamic is not None:
+        if getattr(args, "dynamic", None) is not None:
             given["dynamic"] = parse_dynamic(args.dynamic)
         if args.param:
             given["params"] = parse_key_values(args.param, "params")
