@@ -1,4 +1,5 @@
-"""The ``compile-lab`` command line: run, sweep, tune, env, workloads, prune, compare, report; no subcommand opens the app.
+"""The ``compile-lab`` command line: run, sweep, tune, env, workloads, prune, compare, report; no subcommand opens
+the app.
 
 This package imports neither torch nor textual: runs happen in worker processes
 (:class:`tui.engine.runner.WorkerRunner`) driven by a :class:`tui.engine.run.session.RunSession`,
