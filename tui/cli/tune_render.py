@@ -128,7 +128,10 @@ def _headline(result: TuneResult) -> str:
     if result.outcome == NOTHING_BEATS:
         return nothing_beats_text(result.threshold)
     verdict = result.confirmation.vs_default.verdict if result.confirmation else None
-    reasons = [result.stopped, f"the confirmation reads {verdict}" if verdict else None, result.incomplete]
+    subject = "" if result.confirmed is None or result.confirmed is result.winner else f" of {result.confirmed.name}"
+    reasons = [result.stopped, f"the confirmation{subject} reads {verdict}" if verdict else None, result.incomplete]
+    if not any(reasons) and result.winner is not None and result.winner.candidate.is_default:
+        reasons.append("the default compile led the race, but no confirmation judged its challenger")
     why = "; ".join(r for r in reasons if r) or "not confirmed"
     return f"best so far: {name} (unconfirmed: {why})"
 
@@ -140,10 +143,9 @@ def _figures(result: TuneResult, console: Any) -> None:
     processes = confirmation.processes
     _say(console, "")
     _say(console, f"confirmation ({processes[0]} + {processes[1]} fresh processes, 95% intervals across processes):")
-    _say(console, f"  {result.winner.name if result.winner else 'winner'} vs default compile: "
-                  f"{against_text(confirmation.vs_default)}")
-    _say(console, f"  {result.winner.name if result.winner else 'winner'} vs eager: "
-                  f"{against_text(confirmation.vs_eager)}")
+    name = result.confirmed.name if result.confirmed else "winner"
+    _say(console, f"  {name} vs default compile: {against_text(confirmation.vs_default)}")
+    _say(console, f"  {name} vs eager: {against_text(confirmation.vs_eager)}")
     _say(console, f"  default compile vs eager: {against_text(confirmation.default_vs_eager)}")
     compile_w, compile_d = confirmation.compile_s
     _say(console, f"  compile time: {fmt_seconds(compile_w)} s (default compile {fmt_seconds(compile_d)} s)")
