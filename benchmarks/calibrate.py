@@ -255,6 +255,9 @@ def parser() -> argparse.ArgumentParser:
     j.add_argument("--max-quiet-load", type=float, default=None,
                    help="leave out quiet runs whose other processes used more CPU cores than this")
     j.add_argument("--group", type=int, default=3, help="processes per --repeat group (default 3)")
+    j.add_argument("--groups", type=int, default=40, metavar="N",
+                   help="per tag, N groups drawn at random from the combinations of its runs (seeded; default "
+                        "40); 0: consecutive runs, in the order they ran")
     j.add_argument("--fill-load", action="store_true",
                    help="a run whose engine did not measure the other processes' CPU (a measuring window "
                         "under 0.2 s, before the engine measured such runs) takes the load collect measured "

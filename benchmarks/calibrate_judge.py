@@ -19,15 +19,23 @@ false noisy
     common interval word (the issue's "all N intervals overlap and agree", run by run: a run whose
     interval is off is not counted as falsely noisy).
 coverage
-    the share of runs (quiet and busy) whose interval contains m; ``x3``: of ``--repeat 3`` groups,
-    formed from the stored runs three at a time in the order they ran (quiet with quiet, busy with
-    busy), their interval across processes.
+    the share of runs (quiet and busy) whose interval contains m; ``x3 quiet`` and ``x3 busy``: of
+    ``--repeat 3`` groups of quiet runs and of busy runs, their interval across processes. The groups
+    are ``judge --groups N`` combinations of three runs of one tag drawn at random (seeded), or with
+    ``--groups 0`` the stored runs three at a time in the order they ran. The busy groups' figure is
+    apart because a loaded machine changes the speedup itself: a busy group that misses m is right
+    to be ``noisy`` (confident-wrong counts the ones that are not).
 confident-wrong
     busy runs (and ``x3`` busy groups) with a decisive word whose interval excludes m by more than
     the threshold t: lo > m (1 + t) or hi < m (1 - t).
 decisive x3
     the share of quiet ``x3`` groups with a decisive word (a launch-bound host verdict is decisive
     only across processes).
+decisive auto
+    CPU configurations: the share of quiet runs that end decisive under ``--repeat auto``'s CPU rule
+    (:func:`tui.engine.store.repeats.wants_another_process`): a run that reads ``inconclusive`` is
+    grouped with the next quiet runs (in the order they ran, wrapping round), one at a time, until the
+    group is decisive or has :data:`~tui.engine.store.repeats.AUTO_CPU_MAX_PROCESSES`; ``–`` on a GPU.
 quiet off
     quiet runs with a decisive word whose interval excludes m by more than t: the word may be right,
     the number is one process's (the issue counts confident-wrong on busy runs only; this is the
@@ -41,7 +49,9 @@ confident-wrong word.
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
+import random
 import statistics
 import sys
 from collections import Counter, defaultdict
@@ -52,7 +62,7 @@ from pathlib import Path
 import calibrate_before as before
 
 from tui.engine.protocol import SIDES
-from tui.engine.store.repeats import summarize_group
+from tui.engine.store.repeats import AUTO_CPU_MAX_PROCESSES, summarize_group
 from tui.engine.store.results import RunRecord
 from tui.engine.measure.stats import summarize
 
@@ -198,12 +208,35 @@ def _as_member(record: RunRecord, group_id: str, repeat: int) -> RunRecord:
     return record
 
 
-def groups_of(runs: Sequence[Stored], size: int) -> list[list[Stored]]:
-    """Consecutive runs ``size`` at a time, per tag (a short tail is left out)."""
+def groups_of(runs: Sequence[Stored], size: int, samples: int = 0, seed: int = 0) -> list[list[Stored]]:
+    """Groups of ``size`` runs of one tag: ``samples`` combinations of each tag's runs drawn at random
+    (all of them when there are fewer), or with ``samples`` 0 consecutive runs (a short tail left out)."""
     by_tag: dict[str, list[Stored]] = defaultdict(list)
     for run in runs:
         by_tag[run.tag].append(run)
-    return [members[i:i + size] for members in by_tag.values() for i in range(0, len(members) - size + 1, size)]
+    if not samples:
+        return [members[i:i + size] for members in by_tag.values() for i in range(0, len(members) - size + 1, size)]
+    rng = random.Random(seed)
+    groups = []
+    for members in by_tag.values():
+        combos = [list(c) for c in itertools.combinations(members, size)]
+        groups += combos if len(combos) <= samples else rng.sample(combos, samples)
+    return groups
+
+
+def decisive_auto(runs: Sequence[Stored]) -> tuple[int, int]:
+    """Quiet CPU runs that end decisive under ``--repeat auto``'s CPU rule (see the module docstring)."""
+    quiet = [r for r in runs if r.tag == "quiet" and r.record.options.device == "cpu"]
+    decisive = 0
+    for start, run in enumerate(quiet):
+        word = run.record.summary().verdict
+        size = 1
+        while word == "inconclusive" and size < min(AUTO_CPU_MAX_PROCESSES, len(quiet)):
+            size += 1
+            members = [quiet[(start + k) % len(quiet)] for k in range(size)]
+            word = judge_group(members, "iter", "after").word if members else word
+        decisive += word in DECISIVE
+    return decisive, len(quiet)
 
 
 # ----- figures ---------------------------------------------------------------------------------
@@ -233,10 +266,12 @@ class Figures:
     false_noisy: tuple[int, int] = (0, 0)
     coverage: tuple[int, int] = (0, 0)
     coverage3: tuple[int, int] = (0, 0)
+    coverage3_busy: tuple[int, int] = (0, 0)
     wrong: tuple[int, int] = (0, 0)
     wrong3: tuple[int, int] = (0, 0)
     busy_decisive: tuple[int, int] = (0, 0)
     decisive3: tuple[int, int] = (0, 0)
+    decisive_auto: tuple[int, int] = (0, 0)
     quiet_off: tuple[int, int] = (0, 0)
     reasons: Counter = field(default_factory=Counter)
 
@@ -267,12 +302,13 @@ def figures(runs: list[Judged], groups: list[Judged], threshold: float) -> Figur
     f.false_noisy = (sum(j.word == "noisy" and covers(j, m) and w == modal_interval
                          for j, w in zip(quiet, interval_words, strict=True)), len(quiet))
     f.coverage = (sum(covers(j, m) for j in runs), len(runs))
-    f.coverage3 = (sum(covers(g, m) for g in groups), len(groups))
-    f.wrong = (sum(j.word in DECISIVE and not covers(j, m, threshold) for j in busy), len(busy))
+    quiet_groups = [g for g in groups if g.tag == "quiet"]
     busy_groups = [g for g in groups if g.tag == "busy"]
+    f.coverage3 = (sum(covers(g, m) for g in quiet_groups), len(quiet_groups))
+    f.coverage3_busy = (sum(covers(g, m) for g in busy_groups), len(busy_groups))
+    f.wrong = (sum(j.word in DECISIVE and not covers(j, m, threshold) for j in busy), len(busy))
     f.wrong3 = (sum(g.word in DECISIVE and not covers(g, m, threshold) for g in busy_groups), len(busy_groups))
     f.busy_decisive = (sum(j.word in DECISIVE for j in busy), len(busy))
-    quiet_groups = [g for g in groups if g.tag == "quiet"]
     f.decisive3 = (sum(g.word in DECISIVE for g in quiet_groups), len(quiet_groups))
     f.quiet_off = (sum(j.word in DECISIVE and not covers(j, m, threshold) for j in quiet), len(quiet))
     for j in runs:
@@ -292,8 +328,8 @@ def kind_of(reason: str) -> str:
 # ----- the table -------------------------------------------------------------------------------
 
 HEADER = ("| configuration | rules | quiet runs (others' CPU) | busy runs (others' CPU) | quiet median | decisive "
-          "| agreement | false noisy | coverage | coverage x3 | confident-wrong | confident-wrong x3 | decisive x3 "
-          "| quiet off |")
+          "| agreement | false noisy | coverage | coverage x3 quiet | coverage x3 busy | confident-wrong "
+          "| confident-wrong x3 | decisive x3 | decisive auto | quiet off |")
 
 
 def _load(value: float | None) -> str:
@@ -304,8 +340,8 @@ def row(name: str, rules: str, f: Figures) -> str:
     """One Markdown row."""
     cells = [name, rules, f"{f.quiet} ({_load(f.quiet_load)})", f"{f.busy} ({_load(f.busy_load)})",
              "–" if f.median is None else f"{f.median:.3g}x", share(*f.decisive), share(*f.agreement),
-             share(*f.false_noisy), share(*f.coverage), share(*f.coverage3), share(*f.wrong), share(*f.wrong3),
-             share(*f.decisive3), share(*f.quiet_off)]
+             share(*f.false_noisy), share(*f.coverage), share(*f.coverage3), share(*f.coverage3_busy),
+             share(*f.wrong), share(*f.wrong3), share(*f.decisive3), share(*f.decisive_auto), share(*f.quiet_off)]
     return "| " + " | ".join(cells) + " |"
 
 
@@ -325,10 +361,12 @@ def overall(rows: list[Figures]) -> Figures:
             "false_noisy",
             "coverage",
             "coverage3",
+            "coverage3_busy",
             "wrong",
             "wrong3",
             "busy_decisive",
             "decisive3",
+            "decisive_auto",
             "quiet_off",
         ):
             setattr(total, name, _add(getattr(total, name), getattr(f, name)))
@@ -356,10 +394,10 @@ def judge(args: argparse.Namespace) -> int:
     for run in runs:
         by_config[run.config].append(run)
     threshold = runs[0].record.options.noise_threshold
-    lines = [HEADER, "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+    lines = [HEADER, "|---|---|" + "---:|" * (HEADER.count("|") - 3)]
     totals: dict[str, list[Figures]] = defaultdict(list)
     for config, members in by_config.items():
-        groups = groups_of(members, args.group)
+        groups = groups_of(members, args.group, args.groups)
         for which in ("iter", "host"):
             for rules in args.rules:
                 judged = [j for r in members if (j := judge_run(r, which, rules)) is not None]
@@ -367,6 +405,8 @@ def judge(args: argparse.Namespace) -> int:
                     continue
                 grouped = [g for members3 in groups if (g := judge_group(members3, which, rules)) is not None]
                 f = figures(judged, grouped, threshold)
+                if which == "iter" and rules == "after":
+                    f.decisive_auto = decisive_auto(members)
                 totals[rules].append(f)
                 lines.append(row(config + (" host" if which == "host" else ""), rules, f))
     for rules, rows_ in totals.items():

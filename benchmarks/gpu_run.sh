@@ -36,6 +36,8 @@
 #   bash benchmarks/gpu_run.sh polling    # issue 22 item 5: the app on a pty (GPU pane polling) vs the CLI vs the CLI
 #                                         # beside a 100 ms NVML poller; CNN b64 and matmul 8192, 3 runs each,
 #                                         # interleaved (~5-7 min; starts no run after POLLING_BUDGET s, 380)
+#   bash benchmarks/gpu_run.sh tune       # issue 27: compile-lab tune, TUNE_CASES="cnn-ieee cnn-default block gemm"
+#                                         # (default cnn-ieee), each search held to TUNE_BUDGET s (500): one case a call
 # Several stages in one call: bash benchmarks/gpu_run.sh seed extra
 # On the device machine the missing wheels come from .whl (../shared/device/wheels.sh).
 set -uo pipefail
@@ -350,6 +352,24 @@ stage_polling() {
   timeout "${POLLING_LIMIT:-540}" python3 benchmarks/polling.py --out "$OUT" --budget "${POLLING_BUDGET:-380}" \
     ${POLLING_ARGS:-} > /dev/null 2> "$OUT/polling.log"
   echo "polling exit $?"; cat "$OUT/polling.md"; tail -25 "$OUT/polling.log"
+}
+
+stage_tune() {
+  # Issue 27: compile-lab tune on the H200, one case per device call (each search is held to TUNE_BUDGET s).
+  local budget=${TUNE_BUDGET:-500} case args
+  for case in ${TUNE_CASES:-cnn-ieee}; do
+    case "$case" in
+      cnn-ieee) args=(--workload cnn --param batch=64 --precision ieee) ;;
+      cnn-default) args=(--workload cnn --param batch=64 --precision default) ;;
+      block) args=(--workload transformer_block) ;;
+      gemm) args=(--workload matmul --param n=8192) ;;
+      *) echo "tune: unknown case $case (cnn-ieee, cnn-default, block, gemm)"; continue ;;
+    esac
+    step "tune $case (${budget} s)"
+    timeout $((budget + 60)) python3 -m tui tune --device cuda --budget "${budget}s" "${args[@]}" \
+      --json "$OUT/tune-$case.json" > "$OUT/tune-$case.txt" 2> "$OUT/tune-$case.log"
+    echo "tune exit $? after ${SECONDS}s"; cat "$OUT/tune-$case.txt"; tail -20 "$OUT/tune-$case.log"
+  done
 }
 
 for stage in "${@:-tests}"; do "stage_$stage"; done

@@ -127,6 +127,22 @@ def test_a_failed_and_a_cancelled_run_end_with_their_reason():
                         stream.getvalue()), stream.getvalue()
 
 
+def test_under_repeat_auto_a_process_number_is_said_from_the_second_process_on():
+    options = RunOptions(workload="matmul", params={"n": 64})
+    first, second = RunRecord.new(options), RunRecord.new(options)
+    first.group_id = second.group_id = first.run_id
+    second.repeat = 1
+    for numbered, expected in ((False, ["", " process 2"]), (True, [" process 1", " process 2"])):
+        stream = io.StringIO()
+        lines = RunLines(stream, [options], numbered=numbered)
+        lines.total = 1
+        lines.started(first)
+        lines.started(second)
+        said = [line.split(": started")[0].removeprefix(f"[{n}/1] matmul n=64 inductor dyn=auto fp32 cpu")
+                for n, line in enumerate(stream.getvalue().splitlines(), start=1)]
+        assert said == expected, stream.getvalue()
+
+
 def test_a_launch_bound_run_ends_with_its_host_speedup_too():
     record = cuda_run_record()
     summary = record.summary()

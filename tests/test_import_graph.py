@@ -208,7 +208,7 @@ def test_the_cycle_finder_sees_a_circle_however_it_is_written(tmp_path):
 ENGINE_VOCABULARY = {"atomic", "catalog", "cpu_list", "input_file", "option_table", "options", "payloads", "prctl",
                      "protocol", "status", "thresholds"}
 """The modules at the top of ``tui/engine/``: the words every part shares, the worker included."""
-ENGINE_PARTS = ("explain", "measure", "store", "compare", "run", "runner", "cluster", "worker")
+ENGINE_PARTS = ("explain", "measure", "store", "compare", "run", "runner", "cluster", "tune", "worker")
 """The engine's subpackages; each may import the vocabulary and the parts before it, never one after it
 (``worker`` stands apart: see the test of its imports)."""
 

@@ -47,6 +47,9 @@ ENGINE_PARENT_SIDE = [
     "tui.cli.compare",
     "tui.engine.store.report_data",
     "tui.cli.report",
+    "tui.engine.tune.driver",
+    "tui.cli.tune",
+    "tui.cli.tune_render",
 ]
 REPORT = ["tui.report", "tui.report.colors"]
 TELEMETRY = ["tui.telemetry.model", "tui.telemetry.nvml", "tui.telemetry.fake", "tui.telemetry.sampler",

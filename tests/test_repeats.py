@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import csv
+import dataclasses
 import random
 
 import pytest
@@ -14,6 +15,7 @@ from tui.engine.store.export import write_csv
 from tui.engine.options import RunOptions
 from tui.engine.protocol import make_event
 from tui.engine.store.repeats import (
+    AUTO_CPU_MAX_PROCESSES,
     AUTO_MAX_PROCESSES, GroupRecord, GroupSummary, group_records, group_rows, members_of, parse_repeat,
     summarize_group, wants_another_process,
 )  # fmt: skip
@@ -249,12 +251,16 @@ def test_the_csv_has_one_row_per_configuration(tmp_path):
 
 
 class ProcessRunner:
-    """Finishes every run at once with launch-bound CUDA-event blocks; ``host_scale(record)`` per process."""
+    """Finishes every run at once with launch-bound CUDA-event blocks; ``host_scale(record)`` per process,
+    ``compiled_ms(record)`` the compiled side's time (eager's is 0.100 ms), which moves by ``jitter``
+    (a share) from block to block."""
 
     keep_spare = False
 
-    def __init__(self, host_scale=lambda record: 1.0) -> None:
+    def __init__(self, host_scale=lambda record: 1.0, compiled_ms=lambda record: 0.116, jitter=0.0) -> None:
         self.host_scale = host_scale
+        self.compiled_ms = compiled_ms
+        self.jitter = jitter
         self.started: list[RunRecord] = []
 
     async def run(self, record, on_event=None):
@@ -263,7 +269,8 @@ class ProcessRunner:
         clock = "cuda_event" if record.options.device.startswith("cuda") else "perf_counter"
         scale = self.host_scale(record)
         for index in range(6):
-            for side, ms, host in (("eager", 0.100, 0.160), ("compiled", 0.116, 0.118)):
+            compiled = self.compiled_ms(record) * (1 + self.jitter * (index % 3 - 1))
+            for side, ms, host in (("eager", 0.100, 0.160), ("compiled", compiled, 0.118)):
                 record.apply(make_event("block", 1.0 + index, side=side, stage="measure", index=index,
                                         clock=clock, ms=[ms + 0.001 * (i % 3) for i in range(10)],
                                         host_ms_per_call=host * (scale if side == "eager" else 1.0)))  # fmt: skip
@@ -313,7 +320,7 @@ class Queued:
 
 async def test_repeat_auto_grows_launch_bound_configurations_until_the_cap_or_the_target():
     # n=1: host time differs from process to process (interval never within 2%): grows to the cap.
-    # n=2: processes agree: two are enough. n=3 on the CPU is never launch-bound: one process.
+    # n=2: processes agree: two are enough. n=3 on the CPU reads slower from its first process: one.
     def host_scale(record):
         return 1.0 + 0.15 * (record.repeat % 2) if record.options.params["n"] == 1 else 1.0
 
@@ -322,13 +329,50 @@ async def test_repeat_auto_grows_launch_bound_configurations_until_the_cap_or_th
     cpu = RunOptions(workload="pointwise", params={"n": 3}, device="cpu")
     first = session.submit([_config(1), _config(2), cpu], repeats="auto")
     assert len(first) == 3 and all(r.group_id == r.run_id for r in first[:2])
-    assert first[2].group_id is None  # a CPU configuration cannot be launch-bound: a plain run
+    assert first[2].group_id == first[2].run_id  # under auto every configuration is a group from its first
     await asyncio.wait_for(session.wait_settled(), 30)
     counts = {g[0].options.params["n"]: len(g) for g in group_records(session.records)}
     assert counts == {1: AUTO_MAX_PROCESSES, 2: 2, 3: 1}
     assert [[r.options.params["n"] for r in batch] for batch in heard.rounds] == [[1, 2], [1], [1], [1]]
     assert [r.repeat for r in session.records if r.options.params["n"] == 1] == [0, 1, 2, 3, 4]
     assert all(r.status == "done" for r in session.records)
+
+
+async def test_repeat_auto_on_the_cpu_grows_only_while_inconclusive_up_to_its_cap():
+    # n=1 reads 1.015x, straddling the 2% band's edge in every process: grows to the CPU's cap.
+    # n=2 reads slower (0.86x) from its first process: one. n=3 straddles in its first process and reads
+    # 1.11x in the next ones: the processes disagree, so their interval straddles too (the cap again).
+    def compiled_ms(record):
+        n = record.options.params["n"]
+        if n == 3:
+            return 0.0985 if record.repeat == 0 else 0.0900
+        return {1: 0.0985, 2: 0.116}[n]
+
+    runner = ProcessRunner(compiled_ms=compiled_ms, jitter=0.02)
+    session = RunSession(lambda lane: runner)
+    cpu = [RunOptions(workload="pointwise", params={"n": n}, device="cpu") for n in (1, 2, 3)]
+    session.submit(cpu, repeats="auto")
+    await asyncio.wait_for(session.wait_settled(), 30)
+    groups = {g[0].options.params["n"]: g for g in group_records(session.records)}
+    assert {n: len(g) for n, g in groups.items()} == {1: AUTO_CPU_MAX_PROCESSES, 2: 1, 3: AUTO_CPU_MAX_PROCESSES}
+    assert [summarize_group(groups[n]).verdict for n in (1, 2, 3)] == ["inconclusive", "slower", "inconclusive"]
+    assert groups[3][1].summary().verdict == "faster"  # each later process alone would have said faster
+    assert not any(r.options.profile for g in groups.values() for r in g[1:])  # later processes: no profile
+
+
+def test_a_cpu_group_asks_for_another_process_only_while_inconclusive():
+    inconclusive = GroupSummary(status="done", processes=1, done=1, verdict="inconclusive")
+    straddles = (0.99, 1.04)
+    assert wants_another_process(inconclusive, device="cpu", interval=straddles)
+    assert not wants_another_process(inconclusive, device="cpu")  # too few blocks for an interval: no more
+    more = dataclasses.replace(inconclusive, processes=AUTO_CPU_MAX_PROCESSES)
+    assert not wants_another_process(more, device="cpu", interval=straddles)
+    for word in ("faster", "slower", "no change", "noisy"):
+        assert not wants_another_process(dataclasses.replace(inconclusive, verdict=word), device="cpu",
+                                         interval=straddles)
+    assert not wants_another_process(dataclasses.replace(inconclusive, status="failed"), device="cpu",
+                                     interval=straddles)
+    assert wants_another_process(dataclasses.replace(inconclusive, verdict="faster", launch_bound=True))  # a GPU
 
 
 async def test_repeat_auto_stops_when_the_queue_is_cancelled():

@@ -62,6 +62,10 @@ Other knobs (environment):
                              before ``started``), as on a GPU that cannot be opened.
 ``COMPILE_LAB_CPUS``         applied as the real worker does (pinned before anything else); ``started``'s env
                              reports the affinity (``cpu_affinity``), the host (``node``) and ``OMP_NUM_THREADS``.
+``FAKE_WORKER_TIMES``        a JSON object: per configuration, the compiled side's time (ms, instead of ~1.0) or
+                             ``"fail"`` (the run fails as ``fail`` does). Keys: ``mode=<mode>``, ``fullgraph=true``,
+                             ``dynamic=false``, ``<inductor option>=<value>`` (values as JSON writes them: ``true``,
+                             ``256``, ``"ATEN"`` without quotes); the first key the run's options match wins.
 ``FAKE_WORKER_CODE``         ``1``: send one ``code`` event (a tiny inductor-like graph, :data:`FAKE_CODE`)
                              after measuring.
 ``FAKE_WORKER_DAEMON``       a path: while building, start a daemon as a workload may (a double fork into
@@ -218,6 +222,25 @@ def _torch_trace_log() -> None:
             log.write(json.dumps({"pid": os.getpid()}) + "\n")
 
 
+def _settings(options: RunOptions) -> set[str]:
+    """The run's options as ``FAKE_WORKER_TIMES`` keys."""
+    found = {f"mode={options.mode}", f"fullgraph={json.dumps(options.fullgraph)}",
+             f"dynamic={json.dumps(options.dynamic)}"}
+    for key, value in options.inductor_options.items():
+        found.add(f"{key}={value if isinstance(value, str) else json.dumps(value)}")
+    return found
+
+
+def configured(options: RunOptions) -> tuple[float, bool]:
+    """(the compiled side's base time in ms, whether the run fails) from ``FAKE_WORKER_TIMES``."""
+    table = json.loads(os.environ.get("FAKE_WORKER_TIMES") or "{}")
+    settings = _settings(options)
+    for key, value in table.items():
+        if key in settings:
+            return (1.0, True) if value == "fail" else (float(value), False)
+    return 1.0, False
+
+
 class FakeRun:
     """One fake run: the real phases and block plan, made-up times."""
 
@@ -240,7 +263,7 @@ class FakeRun:
         """Emit one block of ``n`` calls of ``side`` (eager ~2 ms, compiled ~1 ms); its times."""
         index = self._index.get((side, stage), 0)
         self._index[(side, stage)] = index + 1
-        base = 2.0 if side == "eager" else 1.0
+        base = 2.0 if side == "eager" else configured(self.options)[0]
         seed = self.options.seed
         t_start = time.monotonic()
         ms = [round(base + 0.01 * ((seed + index * 7 + i * 3) % 5), 4) for i in range(n)]
@@ -344,7 +367,7 @@ class FakeRun:
         self.phase("building")
         if os.environ.get("FAKE_WORKER_DAEMON"):
             _start_daemon(os.environ["FAKE_WORKER_DAEMON"])
-        if self.behaviour == "fail":
+        if self.behaviour == "fail" or configured(self.options)[1]:
             self.channel.emit(
                 Failed(
                     kind=str(self.failure("kind") or "compile_error"),

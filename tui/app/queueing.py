@@ -194,13 +194,10 @@ class QueueActions:
         labels = ", ".join(o.label() for o in options[:4])
         more = f", +{len(options) - 4} more" if len(options) > 4 else ""
         where = f" on {len(pool)} GPUs at once" if pool else ""
-        from tui.engine.store.repeats import AUTO, may_grow
-
-        if repeats == AUTO and not pool and not any(may_grow(o) for o in options):
-            repeats = 1  # auto gives a CPU configuration one process (none can be launch-bound)
         if repeats == 1:
             return len(options), f"{len(options)} configurations{where}: {labels}{more}" if pool else labels + more
-        each = "1 process each, more for launch-bound ones (auto)" if repeats == "auto" else f"{repeats} processes each"
+        each = ("1 process each, more where one does not settle it (auto)" if repeats == "auto"
+                else f"{repeats} processes each")
         return (len(options) * (1 if repeats == "auto" else int(repeats)),
                 f"{len(options)} configurations, {each}{where}: {labels}{more}")
 

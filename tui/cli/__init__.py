@@ -1,4 +1,5 @@
-"""The ``compile-lab`` command line: run, sweep, env, workloads, prune, compare, report; no subcommand opens the app.
+"""The ``compile-lab`` command line: run, sweep, tune, env, workloads, prune, compare, report; no subcommand opens
+the app.
 
 This package imports neither torch nor textual: runs happen in worker processes
 (:class:`tui.engine.runner.WorkerRunner`) driven by a :class:`tui.engine.run.session.RunSession`,
@@ -97,6 +98,11 @@ def main(argv: Sequence[str] | None = None, open_app: AppOpener | None = None) -
             return cmd_compare(args)
         except UsageError as exc:
             return _usage_error(str(exc))
+    if args.command == "tune":
+        from tui.cli.tune import cmd_tune
+
+        # Looked up here, not imported: tests replace make_runner on this module.
+        return cmd_tune(args, sys.modules[__name__].make_runner)
     try:
         configs = configs_from_args(args)
         args.repeat = repeat_from_args(args)

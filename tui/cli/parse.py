@@ -62,6 +62,9 @@ def build_parser() -> argparse.ArgumentParser:
         ),
     )
     add_run_flags(sweep, sweep=True)
+    from tui.cli.tune import add_tune_parser  # here: tui.cli.tune imports this module
+
+    add_tune_parser(sub)
     env = sub.add_parser(
         "env",
         help="check torch, CUDA, triton, the C++ compiler and NVML",

@@ -29,7 +29,7 @@ from tui.cli.run_lines import RunLines
 from tui.engine.cluster.address import ClusterError
 from tui.engine.options import RunOptions
 from tui.engine.protocol import Event, WorkerWarning
-from tui.engine.store.repeats import AUTO, may_grow
+from tui.engine.store.repeats import AUTO, keeps_spare
 from tui.engine.store.results import RunRecord
 from tui.engine.run.session import RunSession, SessionListener
 from tui.logs import suppressed
@@ -72,7 +72,7 @@ async def run_configs(configs: list[RunOptions], args: argparse.Namespace,
     repeats = getattr(args, "repeat", 1)  # after the pools: auto on GPUs of several kinds is one process
     per_config = repeats if isinstance(repeats, int) else 1
     # A log (stderr not a terminal) gets a line per run as it starts and ends; a live bar only draws at the end there.
-    lines = None if args.quiet or err_file.isatty() else RunLines(err_file, configs)
+    lines = None if args.quiet or err_file.isatty() else RunLines(err_file, configs, numbered=repeats != AUTO)
     progress = _Progress(err, len(configs) * per_config * len(pools), enabled=not args.quiet and lines is None,
                          lines=lines)
     progress.differs = differing(configs)
@@ -137,9 +137,9 @@ async def _runners(pool: tuple[str, ...], make_runner: Callable[..., Any], keep_
 
 
 def _keep_spare(configs: list[RunOptions], repeats: int | str) -> bool:
-    """A spare worker pays when a second run will follow: several runs, or auto that may grow (CUDA)."""
+    """A spare worker pays when a second run will follow: several runs, or auto that may grow on a GPU."""
     per_config = repeats if isinstance(repeats, int) else 1
-    return len(configs) * per_config > 1 or (repeats == AUTO and any(may_grow(c) for c in configs))
+    return len(configs) * per_config > 1 or (repeats == AUTO and any(keeps_spare(c) for c in configs))
 
 
 def _pools_by_kind(pool: tuple[str, ...], telemetry: Any, args: argparse.Namespace, err: Any) -> list[tuple[str, ...]]:

@@ -20,7 +20,7 @@ from tui.engine.option_table import CUSTOM, NEGATED, OPTIONS, PAIRS, SPECS, SWIT
 from tui.engine.options import RunOptions, parse_key_values
 from tui.engine.run.sweep import AXES_BY_FIELD, SweepAxis
 
-__all__ = ["add_run_flags", "table_options", "is_table_flag"]
+__all__ = ["add_run_flags", "add_option_flags", "add_output_flags", "table_options", "is_table_flag"]
 
 _Groups = dict[str, Any]
 _DEFAULTS = RunOptions()
@@ -137,21 +137,37 @@ def _groups(parser: argparse.ArgumentParser) -> _Groups:
 
 def add_run_flags(parser: argparse.ArgumentParser, sweep: bool) -> None:
     """The flags of ``run`` (``sweep`` False) or ``sweep``: every run option's, then the command's own."""
+    groups = add_option_flags(parser, sweep)
+    _add_command_flags(groups)
+
+
+def add_option_flags(parser: argparse.ArgumentParser, sweep: bool, skip: tuple[str, ...] = ()) -> _Groups:
+    """Every run option's flag but those of the ``skip`` fields (``tune`` searches some); the groups, by name."""
     groups = _groups(parser)
     for spec in OPTIONS:
+        if spec.name in skip:
+            continue
         if spec.name in AXES_BY_FIELD:
             _axis(AXES_BY_FIELD[spec.name])(groups, sweep)
         elif is_table_flag(spec):
             _add_table_flag(groups[spec.group], spec)
         else:
             _BY_HAND[spec.name](groups, sweep)
-    _add_command_flags(groups)
+    return groups
+
+
+def add_output_flags(out: Any) -> None:
+    """The export flags (one per format of the registry), ``--no-history`` and ``--quiet``."""
+    from tui.engine.store.export import EXPORT_FORMATS
+
+    for fmt in EXPORT_FORMATS:  # the export formats' registry: a new format is an entry there
+        out.add_argument(fmt.flag, metavar="PATH", help=f"write {fmt.contents}")
+    out.add_argument("--no-history", action="store_true", help="do not append the runs to the history")
+    out.add_argument("--quiet", action="store_true", help="no progress and no table (errors still go to stderr)")
 
 
 def _add_command_flags(groups: _Groups) -> None:
     """The flags that are not run options: where runs go, how many processes, the exports, the output."""
-    from tui.engine.store.export import EXPORT_FORMATS
-
     what, cluster, timing, out = groups["what"], groups["cluster"], groups["timing"], groups["output"]
     what.add_argument("--each-gpu-kind", action="store_true",
                       help="with a GPU list of several kinds: every configuration on each kind, each on that kind's "
@@ -168,15 +184,12 @@ def _add_command_flags(groups: _Groups) -> None:
                               f"{DEFAULT_CPUS:g}; a node's whole count gives each CPU run a node to itself)")
     timing.add_argument("--repeat", metavar="K|auto",
                         help="run each configuration in K fresh worker processes, interleaved with the other "
-                             "configurations; one row each, with an interval across processes. auto: one, and more "
-                             "(up to 5) for launch-bound ones until that interval is within --target-ci (else 2%%); "
-                             "a launch-bound host verdict needs two or more (default auto: CPU runs stay one)")
+                             "configurations; one row each, with an interval across processes. auto (the default): "
+                             "one, and more on a GPU (up to 5) for launch-bound ones until that interval is within "
+                             "--target-ci (else 2%%), on the CPU (up to 3) while the verdict is inconclusive")
     groups["verdict"].add_argument("--strict", action="store_true",
                                    help="exit 3 when a run's verdict is noisy or inconclusive (for CI)")
-    for fmt in EXPORT_FORMATS:  # the export formats' registry: a new format is an entry there
-        out.add_argument(fmt.flag, metavar="PATH", help=f"write {fmt.contents}")
+    add_output_flags(out)
     out.add_argument("--tlparse", action="store_true",
                      help="with --torch-trace (implied): run tlparse, if it is on PATH, on each run's logs afterwards "
                           "and print the report's path")
-    out.add_argument("--no-history", action="store_true", help="do not append the runs to the history")
-    out.add_argument("--quiet", action="store_true", help="no progress and no table (errors still go to stderr)")

@@ -66,8 +66,11 @@ class RunLines:
     never started (cancelled while queued) is ``[-/16]``.
     """
 
-    def __init__(self, stream: Any, configs: Iterable[RunOptions]) -> None:
+    def __init__(self, stream: Any, configs: Iterable[RunOptions], numbered: bool = True) -> None:
         self.stream = stream
+        self.numbered = numbered
+        """Every process of a group says its number; False (``--repeat auto``): from the second on, so a
+        configuration that one process settles reads as one run."""
         self.differs = differing(configs)
         self.total = 0
         self._numbers: dict[str, int] = {}
@@ -94,7 +97,7 @@ class RunLines:
     def _write(self, record: RunRecord, what: str) -> None:
         number = self._numbers.get(record.run_id)
         label = run_label(record.options, self.differs)
-        if record.group_id is not None:
+        if record.group_id is not None and (self.numbered or record.repeat > 0):
             label += f" process {record.repeat + 1}"
         line = f"[{number if number is not None else '-'}/{self.total}] {label}: {what}"
         # One line, whole: a log is read with grep, and nothing here is markup.

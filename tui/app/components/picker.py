@@ -193,7 +193,8 @@ class Picker(VerticalScroll):
             "repeat",
             Input(str(self._initial_repeat), compact=True, id="repeat", placeholder="1, K or auto",
                   tooltip="worker processes per configuration (interleaved; one row, an interval across "
-                          "processes); auto: more for launch-bound ones, up to 5"),
+                          "processes); auto: more on a GPU for launch-bound ones (up to 5), on the CPU while "
+                          "inconclusive (up to 3)"),
         )
         with Vertical(id="flags"):
             yield MarkedCheckbox("fullgraph", opts.fullgraph, compact=True, id="fullgraph")

@@ -126,7 +126,7 @@ class SweepScreen(ModalScreen[SweepChoice | None]):
                 yield Static("repeat", id="sweep-repeat-label", markup=False)  # its value alone ("1") says nothing
                 yield Input(str(self.repeat), id="sweep-repeat", compact=True, placeholder="1, K or auto",
                             tooltip="worker processes per configuration, interleaved "
-                                    "(auto: more for launch-bound ones)")
+                                    "(auto: more where one process does not settle it)")
             yield Static("", id="sweep-preview", markup=False)
             with Horizontal(classes="dialog-buttons"):
                 yield Button("Queue (ctrl+s)", variant="primary", id="sweep-queue", compact=True)

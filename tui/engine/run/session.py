@@ -14,10 +14,10 @@ listen to what happens (:class:`SessionListener`), cancel, and export what
   its folder under the history's runs directory (:mod:`tui.engine.explain.artifacts`).
 * **Repeat auto** (the front ends' default). ``repeats="auto"`` runs one process per
   configuration, then rounds: once every run of the submission has ended and been saved, each
-  configuration that :func:`~tui.engine.store.repeats.wants_another_process` (launch-bound,
-  across-process interval wider than the target, under the cap) gets one more unit, in
-  submission order. A configuration that cannot be launch-bound (a CPU run:
-  :func:`~tui.engine.store.repeats.may_grow`) is a plain run, with no group.
+  configuration that :func:`~tui.engine.store.repeats.wants_another_process` (on a GPU:
+  launch-bound, across-process interval wider than the target; on the CPU: inconclusive; under
+  the cap) gets one more unit, in submission order. Under auto every configuration is a group
+  from its first unit.
 * **Lanes.** A unit runs in the lane :func:`lane_of` gives it; a lane runs one unit at a time,
   and different lanes run at once. By default every unit shares one lane (runs never overlap,
   as a benchmark on a shared machine needs); ``parallel=True`` gives each GPU its own lane
@@ -52,7 +52,7 @@ from tui.engine.explain.artifacts import run_folder
 from tui.engine.options import RunOptions
 from tui.engine.protocol import Event, Started
 from tui.engine.store.prune import CapKeeper, PruneResult
-from tui.engine.store.repeats import AUTO, group_records, may_grow, parse_repeat, summarize_group, wants_another_process
+from tui.engine.store.repeats import AUTO, another_process_wanted, group_records, parse_repeat
 from tui.engine.run.lanes import (
     CLUSTER_LANE,
     RETIRE_AFTER,
@@ -176,8 +176,7 @@ class RunSession:
         first = [RunRecord.new(options) for options in options_list]
         later = [_later_repeat(options) for options in options_list]
         records = [*first, *(RunRecord.new(options) for _ in range(1, rounds) for options in later)]
-        # Under auto only a configuration that may grow is a group; a CPU one is a plain run.
-        grouped = [rounds > 1 or (auto and may_grow(options)) for options in options_list]
+        grouped = [rounds > 1 or auto for _ in options_list]
         for number, record in enumerate(records):
             if grouped[number % len(first)]:
                 record.group_id, record.repeat = first[number % len(first)].run_id, number // len(first)
@@ -492,9 +491,8 @@ def _auto_round(batch: list[str], members: list[RunRecord]) -> list[RunRecord]:
         group = groups.get(group_id)
         if not group:
             continue
-        options = group[0].options
-        if wants_another_process(summarize_group(group), options.target_ci):
-            record = RunRecord.new(_later_repeat(options))
+        if another_process_wanted(group):
+            record = RunRecord.new(_later_repeat(group[0].options))
             record.group_id, record.repeat = group_id, max(r.repeat for r in group) + 1
             more.append(record)
     return more

@@ -53,6 +53,7 @@ class RowSource(Protocol):
     error_kind: str | None
     error_message: str | None
     group_id: str | None
+    tune_id: str | None
     concurrent_runs: int
     notes: tuple[str, ...]
     leftover_processes: int
@@ -260,6 +261,7 @@ COLUMNS: tuple[Column, ...] = (
     Column("leftover_processes", lambda r, s: r.leftover_processes,
            "processes the workload started outside the worker's process group (a daemon) still running when the "
            "run ended, all killed (0: none)"),
+    Column("tune_id", lambda r, s: r.tune_id, "id shared by the runs of one compile-lab tune search (empty: none)"),
     *_option_columns(),  # last: the run options with a column in the option table
 )  # fmt: skip
 

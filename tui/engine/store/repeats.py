@@ -20,13 +20,16 @@ drift, a busy machine; the reason names the process); otherwise the across-proce
 word, however wide (the processes' disagreement is in it). A group with one done run is that run:
 its own interval and verdict.
 
-``--repeat auto`` (:func:`wants_another_process`): after each round, a launch-bound group gets
-one more process while its across-process intervals (speedup and host speedup) are wider than
-the target (``RunOptions.target_ci``, else 2%), up to :data:`AUTO_MAX_PROCESSES`. It is the
+``--repeat auto`` (:func:`wants_another_process`): after each round, a launch-bound GPU group
+gets one more process while its across-process intervals (speedup and host speedup) are wider
+than the target (``RunOptions.target_ci``, else 2%), up to :data:`AUTO_MAX_PROCESSES`. It is the
 default (:data:`DEFAULT_REPEAT`, in the CLI and the app alike) because a launch-bound run's host
 time swings from one process to the next: its host verdict from one process is never decisive
-(:mod:`tui.engine.measure.verdict`). Only a configuration that can be launch-bound (:func:`may_grow`: a
-device clock, CUDA) becomes a group; a CPU configuration under ``auto`` is one plain run.
+(:mod:`tui.engine.measure.verdict`). A CPU group gets one more process only while it reads
+``inconclusive``, up to :data:`AUTO_CPU_MAX_PROCESSES`: the CPU's speedup also moves from process
+to process, so an effect near the threshold straddles the band in one process and not in the
+next (docs/BENCHMARKS.md, "Calibrating the verdict"), while a decisive or noisy first process
+stays one. Every configuration under ``auto`` is a group; a group of one reads as its run.
 """
 
 from __future__ import annotations
@@ -41,19 +44,23 @@ from tui.engine.measure.stats import SpeedupCI, Stats, bootstrap_speedup_process
 from tui.engine.measure.summary import (
     BOOTSTRAP_RESAMPLES, MIN_INTERVAL_BLOCKS, LiveStats, RunSummary, SideStats, SummaryInputs, build_summary,
 )  # fmt: skip
-from tui.engine.measure.verdict import NOISY, SideSeries, Verdict, VerdictPolicy, judge_interval, noise_reasons
+from tui.engine.measure.verdict import (
+    INCONCLUSIVE, NOISY, SideSeries, Verdict, VerdictPolicy, judge_interval, noise_reasons,
+)  # fmt: skip
 from tui.typed import JsonRecord
 from tui.engine.status import RunStatus
 
 __all__ = [
     "AUTO", "AUTO_MAX_PROCESSES", "DEFAULT_TARGET", "MAX_REPEATS", "GroupSummary", "GroupRecord",
     "group_records", "group_rows", "members_of", "summarize_group", "wants_another_process", "parse_repeat",
-    "relative_width", "DEFAULT_REPEAT", "may_grow",
+    "relative_width", "DEFAULT_REPEAT", "AUTO_CPU_MAX_PROCESSES", "keeps_spare", "another_process_wanted",
 ]  # fmt: skip
 
 AUTO = "auto"
 AUTO_MAX_PROCESSES = 5
-"""``--repeat auto`` stops adding processes to a configuration at this many."""
+"""``--repeat auto`` stops adding processes to a GPU configuration at this many."""
+AUTO_CPU_MAX_PROCESSES = 3
+"""...and to a CPU configuration (which grows only while ``inconclusive``) at this many."""
 DEFAULT_TARGET = 0.02
 """``--repeat auto``'s target for the across-process interval (hi/lo - 1) without ``--target-ci``."""
 MAX_REPEATS = 100
@@ -61,9 +68,13 @@ DEFAULT_REPEAT = AUTO
 """``--repeat`` when the user gives none: one process, more for a launch-bound configuration."""
 
 
-def may_grow(options: object) -> bool:
-    """Whether ``--repeat auto`` may give this configuration more processes: only a launch-bound
-    one grows, and only a device clock (a CUDA run) tells launch-bound apart (tui.engine.measure.summary)."""
+def keeps_spare(options: object) -> bool:
+    """Whether a warm spare worker pays for ``--repeat auto``'s next process: on a GPU only, since a
+    spare starting beside a CPU run would take the cores that run is measured on."""
+    return _on_gpu(options)
+
+
+def _on_gpu(options: object) -> bool:
     return str(getattr(options, "device", "cpu")).startswith("cuda")
 
 
@@ -266,14 +277,24 @@ def _across_processes(base: GroupSummary, done: Sequence[RunRecord]) -> GroupSum
 
 
 def wants_another_process(group: GroupSummary, target: float | None = None,
-                          cap: int = AUTO_MAX_PROCESSES) -> bool:
-    """``--repeat auto``: one more process for a done, launch-bound group whose interval is not good enough.
+                          cap: int = AUTO_MAX_PROCESSES, *, device: str = "cuda",
+                          interval: tuple[float | None, float | None] = (None, None)) -> bool:
+    """``--repeat auto``: one more process for a done group whose answer is not good enough yet.
 
-    Good enough: both across-process intervals (speedup and host-inclusive speedup) at most
-    ``target`` wide (hi/lo - 1; default :data:`DEFAULT_TARGET`). A group of one has no such
-    interval yet; a group that failed, was cancelled or is not launch-bound never grows.
+    On a GPU (``device``), a launch-bound group whose across-process intervals (speedup and
+    host-inclusive speedup) are not both at most ``target`` wide (hi/lo - 1; default
+    :data:`DEFAULT_TARGET`), up to ``cap``; a group of one has no such interval yet. On the CPU, a
+    group whose verdict is ``inconclusive`` although it has an ``interval`` (the speedup's: its
+    run's own for a group of one), up to :data:`AUTO_CPU_MAX_PROCESSES`: an interval that straddles
+    the band's edge, not a run too short to have one. A group that failed, was cancelled or (on a
+    GPU) is not launch-bound never grows.
     """
-    if group.status != RunStatus.DONE or not group.launch_bound or group.processes >= cap:
+    if group.status != RunStatus.DONE:
+        return False
+    if not device.startswith("cuda"):
+        return (group.processes < min(cap, AUTO_CPU_MAX_PROCESSES) and group.verdict == INCONCLUSIVE
+                and None not in interval)
+    if not group.launch_bound or group.processes >= cap:
         return False
     if group.done < 2:
         return True
@@ -281,6 +302,19 @@ def wants_another_process(group: GroupSummary, target: float | None = None,
     widths = (relative_width(group.speedup_xproc_ci_low, group.speedup_xproc_ci_high),
               relative_width(group.host_speedup_xproc_ci_low, group.host_speedup_xproc_ci_high))
     return any(width is None or width > limit for width in widths)
+
+
+def another_process_wanted(members: Sequence[RunRecord]) -> bool:
+    """:func:`wants_another_process` for a group's records (its options, and its speedup's interval)."""
+    group = summarize_group(members)
+    done = [m for m in members if m.status == RunStatus.DONE]
+    if len(done) == 1:
+        summary = done[0].summary()
+        interval = (summary.speedup_ci_low, summary.speedup_ci_high)
+    else:
+        interval = (group.speedup_xproc_ci_low, group.speedup_xproc_ci_high)
+    options = members[0].options
+    return wants_another_process(group, options.target_ci, device=options.device, interval=interval)
 
 
 # ----- the group's row -----------------------------------------------------------------------
@@ -308,8 +342,8 @@ class GroupRecord(RunRecord):
                   env=first.env, compile_s=first.compile_s, diagnostics=first.diagnostics,
                   accuracy=next((m.accuracy for m in done if m.accuracy.passed is False), first.accuracy),
                   memory=first.memory, flops_per_call=first.flops_per_call, bytes_per_call=first.bytes_per_call,
-                  telemetry=first.telemetry, group_id=group.group_id,
-                  notes=tuple(dict.fromkeys(note for m in members for note in m.notes)),
+                  telemetry=first.telemetry, group_id=group.group_id, session_id=first.session_id,
+                  tune_id=first.tune_id, notes=tuple(dict.fromkeys(note for m in members for note in m.notes)),
                   profile=next((m.profile for m in done if m.profile and m.profile.available),
                                first.profile))  # fmt: skip
         row.members, row.group = list(members), group

@@ -24,20 +24,9 @@ from tui.engine.explain.kernels import Profile
 from tui.engine.options import RunOptions
 from tui.engine.payloads import Accuracy, Diagnostics, Env, Memory
 from tui.engine.protocol import (
-    SIDES,
-    ArtifactWritten,
-    BlockTimed,
-    Compiled,
-    Event,
-    Failed,
-    Finished,
-    GraphCoded,
-    Profiled,
-    PhaseChanged,
-    Ready,
-    Started,
-    WorkerWarning,
-)
+    SIDES, ArtifactWritten, BlockTimed, Compiled, Event, Failed, Finished, GraphCoded, Profiled, PhaseChanged, Ready,
+    Started, WorkerWarning,
+)  # fmt: skip
 from tui.engine.measure.samples import (
     Block, Samples, SamplesInvalid, SamplesPruned, SamplesUnavailable, new_samples, samples_from_json, samples_to_json,
 )  # fmt: skip
@@ -105,6 +94,8 @@ class RunRecord:
     """Which process of its group this run is (0-based, in the order they were queued)."""
     session_id: str | None = None
     """The app's or CLI's start that ran it (``RunSession.session_id``); None in lines written before it."""
+    tune_id: str | None = None
+    """The ``compile-lab tune`` search that ran it (every run of one search shares it); None otherwise."""
     concurrent_runs: int = 0
     """The most other runs of its session that ran at the same time (one worker per GPU); 0: it ran alone."""
     notes: tuple[str, ...] = ()
@@ -423,6 +414,7 @@ class RunRecord:
             "group_id": self.group_id,
             "repeat": self.repeat,
             "session_id": self.session_id,
+            "tune_id": self.tune_id,
             "concurrent_runs": self.concurrent_runs,
             "notes": list(self.notes),
             "leftover_processes": self.leftover_processes,

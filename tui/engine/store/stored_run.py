@@ -46,6 +46,7 @@ class StoredRun:
     group_id: str | None = None
     repeat: int = 0
     session_id: str | None = None
+    tune_id: str | None = None
     concurrent_runs: int = 0
     notes: tuple[str, ...] = ()
     leftover_processes: int = 0

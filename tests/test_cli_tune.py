@@ -1,0 +1,165 @@
+"""``compile-lab tune`` end to end: usage errors, a search through the fake worker (exports, history, the code it
+prints), and one real CPU search (slow)."""
+
+from __future__ import annotations
+
+import csv
+import json
+import re
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from tui import cli
+from tui.engine.runner import WorkerRunner
+from tui.engine.tune import probe as probe_module
+from tui.engine.tune.probe import TorchOptions, read_report
+
+FAKE_WORKER = [sys.executable, str(Path(__file__).resolve().parent / "fakes" / "fake_worker.py")]
+QUIET_MACHINE = ["--noise-limit", "max_other_cpu_cores=1000"]
+"""The fake worker's runs on a busy test machine: the machine check would make every verdict noisy."""
+
+
+def _use_fake_worker(monkeypatch, times: dict) -> list[str]:
+    """The CLI runs the fake worker with ``times`` (FAKE_WORKER_TIMES); the probe answers without torch.
+
+    The table is as wide as a wide terminal (COLUMNS), so a row is one line.
+    """
+    monkeypatch.setenv("FAKE_WORKER_TIMES", json.dumps(times))
+    monkeypatch.setenv("COLUMNS", "200")
+    monkeypatch.setattr(cli, "make_runner", lambda keep_spare, telemetry=None, env=None:
+                        WorkerRunner(worker_argv=FAKE_WORKER, keep_spare=keep_spare))
+    asked: list[str] = []
+
+    def probe(keys, python=None, timeout=0):
+        asked.extend(keys)
+        return TorchOptions(torch="0.0.0+fake", defaults={"aggressive_fusion": False}, missing=("cpp.simdlen",))
+
+    monkeypatch.setattr(probe_module, "probe_torch", probe)
+    return asked
+
+
+@pytest.mark.parametrize(("argv", "start"), [
+    (["--budget", "0"], "compile-lab: error: budget: '0' is not allowed (allowed: a duration above 0"),
+    (["--budget", "ten minutes"], "compile-lab: error: budget: 'ten minutes' is not allowed"),
+    (["--space", "fast"], "compile-lab: error: space: 'fast' is not allowed (allowed: modes, axes, options, all"),
+    (["--objective", "gpu"], "compile-lab: error: objective: 'gpu' is not allowed (allowed: device, host)"),
+    (["--calls", "0"], "compile-lab: error: calls: 0 is not allowed"),
+    (["--max-memory", "-1"], "compile-lab: error: max_memory: -1 is not allowed"),
+    (["--mode", "max-autotune"], "compile-lab: error: unrecognized arguments: --mode max-autotune"),
+    (["--iters", "0"], "compile-lab: error: iters: 0 is not allowed"),
+])
+def test_bad_input_is_one_line_naming_the_field_and_exit_2(argv, start, capsys):
+    assert cli.main(["tune", "--workload", "pointwise", "--device", "cpu", *argv]) == 2
+    err = [line for line in capsys.readouterr().err.splitlines() if line.strip()]
+    assert len(err) == 1 and err[0].startswith(start), err
+
+
+def test_a_search_through_the_fake_worker_confirms_the_winner_and_prints_valid_code(monkeypatch, tmp_path, capsys,
+                                                                                    compile_lab_home):
+    asked = _use_fake_worker(monkeypatch, {"freezing=true": 0.7, "mode=max-autotune-no-cudagraphs": 1.6,
+                                           "cpp_wrapper=true": "fail"})
+    out_csv, out_json = tmp_path / "t.csv", tmp_path / "t.json"
+    code = cli.main(["tune", "--workload", "pointwise", "--device", "cpu", "--iters", "20", "--block-size", "5",
+                     "--space", "modes,freezing,cpp_wrapper,cpp.simdlen,aggressive_fusion", "--budget", "5m",
+                     "--csv", str(out_csv), "--json", str(out_json), *QUIET_MACHINE])
+    captured = capsys.readouterr()
+    assert code == 0, captured.err
+    out = captured.out
+    assert out.startswith("best: freezing=True, confirmed faster than the default compile in fresh processes")
+    assert "freezing" in asked and "triton.cudagraphs" in asked  # the probe was asked about the catalog
+    call = next(line for line in out.splitlines() if line.startswith("compiled = torch.compile(model, options="))
+    compile(call, "<call>", "exec")
+    config = out.split("# or as torch._inductor.config settings:\n")[1].split("\n\n")[0]
+    compile(config, "<config>", "exec")
+    assert "torch._inductor.config.freezing = True" in config
+    assert re.search(r"freezing=True vs default compile: 1\.4\d× \[1\.\d\d, 1\.\d\d\] faster", out)
+    assert re.search(r"cpp_wrapper=True .*out: failed: compile failed: fake inductor error", out)
+    assert re.search(r"max-autotune-no-cudagraphs .*dropped: below freezing=True", out)
+    err = captured.err
+    assert "cpp.simdlen: left out (this torch has no cpp.simdlen)" in err
+    assert "aggressive_fusion=True" in err  # the probe's default (False) does not hide the value tried
+    history = [json.loads(line) for line in (compile_lab_home / "data" / "history.jsonl").read_text().splitlines()]
+    tune_ids = {h["tune_id"] for h in history}
+    assert len(tune_ids) == 1 and None not in tune_ids
+    assert sum(h["options"]["inductor_options"] == {"freezing": True} for h in history) >= 4  # screening + 3
+    rows = list(csv.DictReader(out_csv.open()))
+    assert {r["tune_id"] for r in rows} == tune_ids
+    assert any(r["repeats"] == "3" for r in rows)  # the confirmation's processes make one row a side
+    data = json.loads(out_json.read_text())
+    assert {r["tune_id"] for r in data["runs"]} == tune_ids
+
+
+def test_nothing_beats_the_default_is_said_in_those_words(monkeypatch, capsys):
+    _use_fake_worker(monkeypatch, {"mode=max-autotune-no-cudagraphs": 1.3})
+    code = cli.main(["tune", "--workload", "pointwise", "--device", "cpu", "--iters", "20", "--block-size", "5",
+                     "--space", "modes", "--budget", "2m", "--no-history", *QUIET_MACHINE])
+    out = capsys.readouterr().out
+    assert code == 0
+    assert out.splitlines()[0] == "no configuration beats the default compile by more than 2%"
+    assert "torch.compile(" not in out
+
+
+def test_the_probes_report_is_read_field_by_field():
+    report = read_report('noise\n{"torch": "2.13.0", "options": {"freezing": false}, "missing": ["x.y"], '
+                         '"modes": {"reduce-overhead": {"triton.cudagraphs": true}}}\n')
+    assert (report.torch, report.defaults, report.missing) == ("2.13.0", {"freezing": False}, ("x.y",))
+    assert report.modes == {"reduce-overhead": {"triton.cudagraphs": True}} and report.problem is None
+    assert read_report("not json").problem == "the probe printed no report"
+
+
+@pytest.mark.slow
+@pytest.mark.torch
+def test_a_real_cpu_search_ends_within_its_budget_with_an_answer(capsys, tmp_path):
+    pytest.importorskip("torch")
+    began = time.monotonic()
+    code = cli.main(["tune", "--workload", "pointwise", "--device", "cpu", "--space", "modes", "--budget", "60s",
+                     "--json", str(tmp_path / "t.json")])
+    took = time.monotonic() - began
+    out = capsys.readouterr().out
+    assert code == 0
+    assert took <= 60 + 15  # the budget, and closing and exporting after the last run
+    first = out.splitlines()[0]
+    assert first.startswith(("best: ", "best so far: ")) or first == \
+        "no configuration beats the default compile by more than 2%"
+    assert json.loads((tmp_path / "t.json").read_text())["runs"]
+
+
+def test_ctrl_c_ends_the_search_with_the_best_so_far_unconfirmed_and_keeps_the_runs(monkeypatch, tmp_path, capsys,
+                                                                                     compile_lab_home):
+    import os
+    import signal
+
+    from tui.engine.protocol import BlockTimed
+
+    _use_fake_worker(monkeypatch, {"freezing=true": 0.7})
+    monkeypatch.setenv("FAKE_WORKER_DELAY", "0.05")
+    started: list[str] = []
+
+    class Interrupting(WorkerRunner):
+        async def run(self, record, on_event=None):
+            started.append(record.run_id)
+
+            def forward(event):
+                if isinstance(event, BlockTimed) and event.stage == "measure" and len(started) == 3:
+                    os.kill(os.getpid(), signal.SIGINT)  # Ctrl-C while the third run measures
+                if on_event is not None:
+                    on_event(event)
+
+            return await super().run(record, forward)
+
+    monkeypatch.setattr(cli, "make_runner", lambda keep_spare, telemetry=None, env=None:
+                        Interrupting(worker_argv=FAKE_WORKER, keep_spare=keep_spare))
+    out_csv = tmp_path / "t.csv"
+    code = cli.main(["tune", "--workload", "pointwise", "--device", "cpu", "--iters", "20", "--block-size", "5",
+                     "--space", "freezing,cpp_wrapper,aggressive_fusion", "--budget", "5m", "--csv", str(out_csv),
+                     *QUIET_MACHINE])
+    out = capsys.readouterr().out
+    assert code == 128 + signal.SIGINT
+    assert out.splitlines()[0] == "best so far: freezing=True (unconfirmed: Ctrl-C)"
+    statuses = [json.loads(line)["status"] for line in
+                (compile_lab_home / "data" / "history.jsonl").read_text().splitlines()]
+    assert statuses == ["done", "done", "cancelled"]
+    assert [r["status"] for r in csv.DictReader(out_csv.open())] == ["done", "done", "cancelled"]

@@ -1,0 +1,203 @@
+"""The tuner's driver on a real RunSession with an in-process runner and a fake clock: the racing, the
+confirmation in fresh processes, failures with their reasons, the budget, a stop."""
+
+from __future__ import annotations
+
+import asyncio
+import random
+
+import pytest
+
+from tui.engine.options import RunOptions
+from tui.engine.protocol import make_event
+from tui.engine.run.session import RunSession
+from tui.engine.tune.answer import CONFIRMED, NOTHING_BEATS, UNCONFIRMED, nothing_beats_text
+from tui.engine.tune.driver import TuneDriver, TuneListener
+from tui.engine.tune.objective import Objective
+from tui.engine.tune.space import Candidate
+
+BASE = RunOptions(workload="pointwise", params={"n": 512}, device="cpu", iters=80, block_size=10, profile=False)
+FREEZE, AUTOTUNE, WRAPPER, FUSION = (Candidate((("freezing", True),)), Candidate((("mode", "max-autotune"),)),
+                                     Candidate((("cpp_wrapper", True),)), Candidate((("aggressive_fusion", True),)))
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 0.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def _key(options: RunOptions) -> str:
+    if options.mode != "default":
+        return options.mode
+    return " ".join(f"{k}={v}" for k, v in sorted(options.inductor_options.items())) or "default"
+
+
+class TimedRunner:
+    """Fills each record in place: eager 2 ms, the compiled time ``times[key]`` (default 1 ms; a pair: the time
+    and the compile time, else 0.5 s), or a failure; each run moves the clock on by ``seconds`` (``before``: a
+    hook called as each run starts)."""
+
+    keep_spare = False
+
+    def __init__(self, clock: Clock, times: dict, seconds: float = 10.0, before=None) -> None:
+        self.clock, self.times, self.seconds, self.before = clock, times, seconds, before
+        self.runs: list[RunOptions] = []
+
+    async def run(self, record, on_event=None):
+        self.runs.append(record.options)
+        if self.before is not None:
+            self.before(len(self.runs))
+        self.clock.now += self.seconds
+        record.apply(make_event("started", 0.0, env={"torch": "2.13.0"}))
+        compiled = self.times.get(_key(record.options), 1.0)
+        compiled, compile_s = compiled if isinstance(compiled, tuple) else (compiled, 0.5)
+        if compiled == "fail":
+            record.fail("compile_error", "compile failed: fake inductor error")
+            return record
+        rng = random.Random(len(self.runs))
+        record.apply(make_event("phase", 0.1, phase="measuring"))
+        for index in range(8):
+            for side, ms in (("eager", 2.0), ("compiled", 1.0 if compiled == "recompile" else compiled)):
+                values = [ms * (1 + rng.uniform(-0.01, 0.01)) for _ in range(10)]
+                record.apply(make_event("block", 1.0 + index, side=side, stage="measure", index=index,
+                                        clock="perf_counter", ms=values, host_ms_per_call=sum(values) / 10))
+        diagnostics = {"recompiles_during_measure": 2} if compiled == "recompile" else {}
+        record.apply(make_event("finished", 9.0, compile_s=compile_s, diagnostics=diagnostics,
+                                accuracy={"passed": True}, memory={}, warnings=[]))
+        return record
+
+    async def aclose(self) -> None:
+        pass
+
+    def kill_all(self) -> None:
+        pass
+
+
+class Heard(TuneListener):
+    def __init__(self) -> None:
+        self.events: list[tuple] = []
+
+    def stage_started(self, index, names, iters):
+        self.events.append(("stage", index, tuple(names), iters))
+
+    def confirming(self, standing, repeats):
+        self.events.append(("confirming", standing.name, repeats))
+
+    def note(self, text):
+        self.events.append(("note", text))
+
+
+DEVICE_TIME = Objective()
+
+
+def _tune(candidates, times, budget=10_000.0, seconds=10.0, stop_at=None, objective=DEVICE_TIME):
+    """Race ``candidates`` with the TimedRunner; ``stop_at``: the driver is stopped as that run starts."""
+    clock, heard = Clock(), Heard()
+    made = {}
+
+    def before(count):
+        if count == stop_at:
+            made["driver"].stop("Ctrl-C")
+
+    runner = TimedRunner(clock, times, seconds, before)
+
+    async def go():
+        session = RunSession(lambda lane: runner, None)
+        driver = made["driver"] = TuneDriver(session, BASE, candidates, objective, budget, listener=heard,
+                                             clock=clock, tune_id="tune-1")
+        try:
+            return await driver.run(), session
+        finally:
+            await session.aclose()
+
+    result, session = asyncio.run(go())
+    return result, session, runner, heard, clock
+
+
+def test_a_clearly_worse_candidate_is_dropped_after_screening_and_the_winner_confirmed_in_fresh_processes():
+    result, session, runner, heard, _ = _tune([Candidate(), FREEZE, AUTOTUNE], {"freezing=True": 0.7,
+                                                                                "max-autotune": 1.6})
+    gone = {s.name: s.gone for s in result.standings}
+    assert gone["max-autotune"].startswith("dropped: below freezing=True")
+    assert result.outcome == CONFIRMED and result.winner.name == "freezing=True"
+    # the screening ran each once; the race stopped with one candidate left; then 3 + 3 interleaved processes
+    keys = [_key(o) for o in runner.runs]
+    assert keys[:3] == ["default", "freezing=True", "max-autotune"]
+    assert keys[3:] == ["freezing=True", "default"] * 3
+    assert ("confirming", "freezing=True", 3) in heard.events
+    confirmed = session.records[3:]
+    assert len({r.run_id for r in confirmed}) == 6 and len({r.group_id for r in confirmed}) == 2
+    assert {r.tune_id for r in session.records} == {"tune-1"}
+    assert result.confirmation.vs_default.verdict == "faster"
+    assert result.confirmation.vs_default.gain == pytest.approx(1 / 0.7, rel=0.02)
+    assert result.confirmation.vs_eager.gain == pytest.approx(2 / 0.7, rel=0.02)
+    assert result.confirmation.processes == (3, 3)
+
+
+def test_a_failing_or_recompiling_candidate_is_out_with_its_reason():
+    result, *_ = _tune([Candidate(), WRAPPER, FUSION],
+                       {"cpp_wrapper=True": "fail", "aggressive_fusion=True": "recompile"})
+    gone = {s.name: s.gone for s in result.standings}
+    assert gone["cpp_wrapper=True"] == "out: failed: compile failed: fake inductor error"
+    assert gone["aggressive_fusion=True"] == "out: recompiled 2 time(s) while measuring"
+
+
+def test_nothing_beats_the_default_compile_without_a_confirmation():
+    result, _, runner, *_ = _tune([Candidate(), AUTOTUNE], {"max-autotune": 1.01})
+    assert result.outcome == NOTHING_BEATS and result.confirmation is None
+    assert len(runner.runs) == 2
+    assert nothing_beats_text(result.threshold) == "no configuration beats the default compile by more than 2%"
+
+
+def test_the_budget_is_kept_and_no_run_starts_that_would_not_fit():
+    many = [Candidate()] + [Candidate((("k", i),)) for i in range(10)]
+    times = {f"k={i}": 0.9 - i / 100 for i in range(10)}
+    result, _, runner, heard, clock = _tune(many, times, budget=150.0, seconds=10.0)
+    assert clock.now <= 150.0
+    # 10 s a run (its measuring a little longer at the confirmation's doubled iterations) and a confirmation
+    # of six: after 8 screening runs (80 s) the next one and the confirmation (71 s) no longer fit in 70 s
+    assert len(runner.runs) == 8 + 6
+    assert result.outcome == CONFIRMED
+    cut = [s for s in result.standings if s.gone == "cut: not screened (the budget ran out)"]
+    assert len(cut) == 3
+    assert any(e[0] == "note" and "budget" in e[1] for e in heard.events)
+
+
+def test_a_stop_keeps_the_finished_runs_and_reports_the_best_so_far_unconfirmed():
+    result, session, runner, *_ = _tune([Candidate(), FREEZE, AUTOTUNE, FUSION], {"freezing=True": 0.7}, stop_at=3)
+    assert result.outcome == UNCONFIRMED and result.stopped == "Ctrl-C" and result.winner.name == "freezing=True"
+    assert len(runner.runs) == 3  # nothing started after the stop
+    assert [r.status for r in session.ended()][:2] == ["done", "done"]
+    assert result.confirmation is None
+
+
+def test_a_budget_that_leaves_candidates_unscreened_never_says_nothing_beats_the_default():
+    many = [Candidate()] + [Candidate((("k", i),)) for i in range(5)]
+    result, _, runner, _, clock = _tune(many, {f"k={i}": 1.5 for i in range(5)}, budget=35.0, seconds=10.0)
+    # the default leads: no confirmation to reserve time for, so runs go on while one fits
+    assert len(runner.runs) == 3 and clock.now <= 35.0
+    assert result.outcome == UNCONFIRMED
+    assert result.incomplete == "the budget ran out before 3 candidate(s) were screened"
+
+
+def test_calls_charge_the_compile_time_and_a_slow_compile_loses_a_short_job():
+    times = {"freezing=True": (0.7, 5.0)}  # 30% faster a call, 4.5 s more to compile
+    long_job, *_ = _tune([Candidate(), FREEZE], times, objective=Objective(calls=10**7))
+    assert long_job.outcome == CONFIRMED and long_job.confirmation.amortized_gain == pytest.approx(1 / 0.7, rel=0.02)
+    short_job, _, runner, *_ = _tune([Candidate(), FREEZE], times, objective=Objective(calls=1000))
+    # per call: default 1 ms + 0.5 ms of compile, freezing 0.7 + 5 ms: the default leads and nothing is confirmed
+    assert short_job.outcome == NOTHING_BEATS and len(runner.runs) == 2
+    scores = {s.name: s.score.value for s in short_job.standings}
+    assert scores["default"] == pytest.approx(2 / 1.5, rel=0.02) and scores["freezing=True"] == pytest.approx(
+        2 / 5.7, rel=0.02)
+
+
+def test_the_host_objective_reads_host_time_and_confirms_with_compares_host_metric():
+    result, *_ = _tune([Candidate(), FREEZE], {"freezing=True": 0.7}, objective=Objective(kind="host"))
+    assert result.outcome == CONFIRMED
+    gain = result.confirmation.vs_default
+    # the compiled host time's ratio (NEW / BASE = 0.7) read as how many times faster: 1 / 0.7, interval inverted
+    assert gain.gain == pytest.approx(1 / 0.7, rel=0.02) and gain.low <= gain.gain <= gain.high

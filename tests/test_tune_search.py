@@ -1,0 +1,218 @@
+"""The tuner's pure parts: the race on constructed intervals, the space, the outcome, the code it prints."""
+
+from __future__ import annotations
+
+import pytest
+
+from tui.engine.options import RunOptions
+from tui.engine.tune.answer import CONFIRMED, NOTHING_BEATS, UNCONFIRMED, Against, Confirmation, outcome_of
+from tui.engine.tune.code import compile_call, config_form
+from tui.engine.tune.driver import DurationModel
+from tui.engine.tune.objective import Score, amortized
+from tui.engine.tune.search import (
+    Standing, ahead_of_default, clearly_worse, halve, judge_stage, leader, stage_plan, winner,
+)  # fmt: skip
+from tui.engine.tune.space import KNOBS, Candidate, SpaceError, candidates, combine, option_keys, parse_space
+
+DEFAULT = Candidate()
+
+
+def _c(*settings) -> Candidate:
+    return Candidate(tuple(settings))
+
+
+def _s(candidate: Candidate, value, low=None, high=None, out=None, peak=None) -> Standing:
+    return Standing(candidate, Score(value, low, high, processes=1, peak_mb=peak, out=out), stage=0)
+
+
+# ----- the race -------------------------------------------------------------------------------
+
+
+def test_an_interval_wholly_below_the_incumbents_is_clearly_worse_and_an_overlapping_one_is_not():
+    incumbent = Score(2.0, 1.9, 2.1)
+    assert clearly_worse(Score(1.5, 1.4, 1.89), incumbent)
+    assert not clearly_worse(Score(1.5, 1.4, 1.95), incumbent)  # overlaps: kept, however low its point
+    assert not clearly_worse(Score(1.5, None, None), incumbent)  # no interval: no claim
+
+
+def test_judge_stage_drops_the_clearly_worse_and_puts_out_the_failed_with_their_reasons():
+    fast, slow, broken = _c(("freezing", True)), _c(("mode", "max-autotune-no-cudagraphs")), _c(("cpp_wrapper", True))
+    judged = judge_stage([_s(DEFAULT, 2.0, 1.95, 2.05), _s(fast, 2.8, 2.7, 2.9), _s(slow, 1.2, 1.1, 1.3),
+                          _s(broken, None, out="failed: compile failed")])
+    gone = {s.name: s.gone for s in judged}
+    assert gone["freezing=True"] is None
+    assert gone["default"].startswith("dropped: below freezing=True")
+    assert gone["max-autotune-no-cudagraphs"].startswith("dropped: below freezing=True")
+    assert gone["cpp_wrapper=True"] == "out: failed: compile failed"
+
+
+def test_halving_keeps_the_better_half_and_at_least_two():
+    field = [_s(_c(("k", i)), 1.0 + i / 10, 0.5, 3.0) for i in range(5)]
+    kept = [s.name for s in halve(field, 1) if s.alive]
+    assert set(kept) == {"k=4", "k=3", "k=2"}
+    cut = [s.gone for s in halve(field, 1) if not s.alive]
+    assert cut == ["cut: ranked 5 of 5 after stage 2", "cut: ranked 4 of 5 after stage 2"]
+    two = [s for s in halve(field[:2], 1) if s.alive]
+    assert len(two) == 2
+
+
+def test_each_stage_doubles_the_iterations():
+    assert [stage_plan(i, 50).iters for i in range(3)] == [50, 100, 200]
+
+
+def test_the_winner_breaks_a_near_tie_by_memory_then_by_fewer_settings():
+    a, b = _c(("freezing", True)), _c(("freezing", True), ("aggressive_fusion", True))
+    assert winner([_s(a, 2.00, peak=100.0), _s(b, 2.01, peak=50.0)], 0.02).name == b.name  # memory first
+    assert winner([_s(a, 2.00), _s(b, 2.01)], 0.02).name == a.name  # then the simpler
+    assert winner([_s(a, 2.00), _s(b, 2.20)], 0.02).name == b.name  # beyond the threshold: the faster
+    assert winner([_s(a, None, out="x")], 0.02) is None
+
+
+def test_ahead_of_default_needs_more_than_the_threshold():
+    field = [_s(DEFAULT, 2.0), _s(_c(("a", 1)), 2.03), _s(_c(("b", 1)), 2.05)]
+    assert [s.name for s in ahead_of_default(field, 0.02)] == ["b=1"]
+    assert leader(field).name == "b=1"
+
+
+# ----- the outcome ----------------------------------------------------------------------------
+
+
+def _confirmation(verdict: str, amortized_gain=None) -> Confirmation:
+    return Confirmation(vs_default=Against(1.2, 1.1, 1.3, verdict), amortized_gain=amortized_gain)
+
+
+def test_the_outcome_follows_the_confirmations_verdict():
+    best = _s(_c(("freezing", True)), 2.5)
+    assert outcome_of(best, _confirmation("faster"), None) == CONFIRMED
+    assert outcome_of(best, _confirmation("no change"), None) == NOTHING_BEATS
+    assert outcome_of(best, _confirmation("slower"), None) == NOTHING_BEATS
+    assert outcome_of(best, _confirmation("noisy"), None) == UNCONFIRMED
+    assert outcome_of(best, _confirmation("inconclusive"), None) == UNCONFIRMED
+    # with --calls the compile time's charge must leave it ahead
+    assert outcome_of(best, _confirmation("faster", amortized_gain=0.9), None) == NOTHING_BEATS
+    assert outcome_of(best, _confirmation("faster", amortized_gain=1.01), None) == NOTHING_BEATS  # within 2%
+    assert outcome_of(best, _confirmation("faster", amortized_gain=1.05), None) == CONFIRMED
+    assert outcome_of(best, None, "Ctrl-C") == UNCONFIRMED
+    assert outcome_of(_s(DEFAULT, 2.0), None, None) == NOTHING_BEATS
+    # a candidate never screened: the default's lead, or a confirmation's no change, claims nothing
+    assert outcome_of(_s(DEFAULT, 2.0), None, None, incomplete="the budget ran out") == UNCONFIRMED
+    assert outcome_of(best, _confirmation("no change"), None, incomplete="the budget ran out") == UNCONFIRMED
+    assert outcome_of(best, _confirmation("faster"), None, incomplete="the budget ran out") == CONFIRMED
+
+
+def test_amortized_charges_the_compile_time_over_the_calls():
+    # eager 2 ms, compiled 1 ms (2x), compile 1 s over 1000 calls: 1 ms more a call -> 1x
+    assert amortized(2.0, 2.0, 1.0, 1000) == pytest.approx(1.0)
+    assert amortized(2.0, 2.0, 1.0, None) == 2.0
+
+
+# ----- the space ------------------------------------------------------------------------------
+
+
+def test_parse_space_takes_groups_and_names_and_refuses_the_rest_in_one_line():
+    assert parse_space("modes") == ("mode",)
+    assert parse_space("modes,freezing") == ("mode", "freezing")
+    assert set(parse_space(None)) == set(KNOBS)
+    with pytest.raises(SpaceError, match=r"'fast' is not allowed \(allowed: modes, axes, options, all"):
+        parse_space("fast")
+
+
+def test_candidates_skip_what_the_device_torch_or_training_rule_out_with_notes():
+    found, notes = candidates(("mode", "layout_optimization", "freezing", "cpp_wrapper", "cpp.simdlen"), "cpu",
+                              train=True, defaults={"cpp.simdlen": 256}, missing=("cpp_wrapper",))
+    assert [c.name for c in found] == ["default", "max-autotune-no-cudagraphs"]
+    assert notes == ["left out on cpu (they apply to cuda only): layout_optimization",
+                     "freezing: left out (a forward pass only, not --train)",
+                     "cpp_wrapper: left out (this torch has no cpp_wrapper)",
+                     "cpp.simdlen=256: left out (this torch's default already)"]
+    cuda, _ = candidates(("mode",), "cuda:0", train=False)
+    assert [c.name for c in cuda] == ["default", "reduce-overhead", "max-autotune-no-cudagraphs", "max-autotune"]
+
+
+def test_every_catalog_option_is_one_the_probe_asks_about():
+    keys = option_keys()
+    assert all(k.name in keys for k in KNOBS.values() if k.kind == "option")
+    assert "triton.cudagraphs" in keys and "max_autotune" in keys
+
+
+def test_a_mode_with_options_becomes_the_options_it_stands_for():
+    base = RunOptions(workload="cnn", device="cuda")
+    alone = _c(("mode", "reduce-overhead")).apply(base)
+    assert (alone.mode, alone.inductor_options) == ("reduce-overhead", {})
+    pinned = _c(("mode", "reduce-overhead")).apply(base, {"layout_optimization": False})
+    assert (pinned.mode, pinned.inductor_options) == ("default", {"triton.cudagraphs": True,
+                                                                  "layout_optimization": False})
+    needs = _c(("max_autotune_gemm_backends", "ATEN,TRITON")).apply(base)
+    assert needs.inductor_options == {"max_autotune": True, "max_autotune_gemm_backends": "ATEN,TRITON"}
+    axes = _c(("fullgraph", True), ("dynamic", False)).apply(base)
+    assert (axes.fullgraph, axes.dynamic, axes.inductor_options) == (True, False, {})
+
+
+def test_a_pinned_option_that_makes_a_candidate_another_leaves_it_out():
+    from tui.engine.tune.space import distinct
+
+    found = [DEFAULT, _c(("mode", "reduce-overhead")), _c(("layout_optimization", False))]
+    base = RunOptions(device="cuda", inductor_options={"triton.cudagraphs": False})
+    kept, notes = distinct(found, base, base.inductor_options)
+    assert [c.name for c in kept] == ["default", "layout_optimization=False"]
+    assert notes == ["reduce-overhead: left out (the same configuration as default with the pinned options)"]
+
+
+def test_combine_merges_settings_and_turns_two_modes_into_options():
+    combined = combine([_c(("mode", "reduce-overhead")), _c(("layout_optimization", False))])
+    assert combined.name == "reduce-overhead layout_optimization=False"
+    two_modes = combine([_c(("mode", "reduce-overhead")), _c(("mode", "max-autotune-no-cudagraphs"))])
+    assert dict(two_modes.settings) == {"triton.cudagraphs": True, "max_autotune": True,
+                                        "coordinate_descent_tuning": True}
+    assert combine([_c(("a", 1)), _c(("a", 2))]) is None
+
+
+# ----- the code it prints ---------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("candidate", [
+    DEFAULT, _c(("mode", "max-autotune")), _c(("fullgraph", True), ("dynamic", False)),
+    _c(("mode", "reduce-overhead"), ("layout_optimization", False), ("cpp.simdlen", 256)),
+    _c(("max_autotune_gemm_backends", "ATEN,TRITON")),
+])
+def test_the_printed_code_is_valid_python_in_both_forms(candidate):
+    options = candidate.apply(RunOptions(workload="cnn", device="cuda"))
+    call, config = compile_call(options), config_form(options)
+    compile(call, "<call>", "exec")
+    compile(config, "<config>", "exec")
+    if options.mode != "default":
+        assert f"mode={options.mode!r}" in call and "mode=" not in config
+    for key in options.inductor_options:
+        assert f"torch._inductor.config.{key} = " in config and repr(key) in call
+
+
+def test_the_config_form_spells_out_a_mode():
+    options = _c(("mode", "reduce-overhead")).apply(RunOptions(device="cuda"))
+    assert "torch._inductor.config.triton.cudagraphs = True" in config_form(options)
+
+
+# ----- the budget's estimate ------------------------------------------------------------------
+
+
+def test_the_duration_model_scales_only_the_measuring_with_the_iterations():
+    model = DurationModel()
+    assert model.estimate(50) is None
+    model.add(50, 20.0, measured_s=4.0)  # 16 s fixed, 4 s measuring
+    assert model.estimate(50) == pytest.approx(20.0)
+    assert model.estimate(100) == pytest.approx(24.0)
+
+
+# ----- the tune id in a stored run ------------------------------------------------------------
+
+
+def test_a_record_keeps_its_tune_id_through_json_and_an_older_line_without_one_loads():
+    from tui.engine.store.results import RunRecord
+
+    record = RunRecord("20261204-000000-aaaaaa", RunOptions())
+    record.tune_id = "20261204-000000-7e5701"
+    data = record.to_json()
+    again, problems = RunRecord.decode(data)
+    assert again.tune_id == "20261204-000000-7e5701" and problems == []
+    del data["tune_id"]
+    old, problems = RunRecord.decode(data)
+    assert old.tune_id is None and problems == []

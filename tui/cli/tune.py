@@ -1,0 +1,183 @@
+"""``compile-lab tune``: find the fastest torch.compile configuration of a workload on a device, and prove it.
+
+The flags are ``run``'s run options (the option table's, :func:`tui.cli.run_flags.add_option_flags`)
+without those the search sets (backend, mode, fullgraph, dynamic) or that it does not repeat per
+run (the traces), then the search's own: ``--budget``, ``--space``, ``--objective``, ``--calls``,
+``--max-memory``, and the exports. ``--option K=V`` pins an inductor option in every candidate.
+
+The search (:class:`tui.engine.tune.driver.TuneDriver`) runs through a
+:class:`~tui.engine.run.session.RunSession`, as ``run`` does: every run is in the history and the
+exports, tagged with the tune's id. Ctrl-C (or SIGTERM/SIGHUP) kills the worker and ends the search
+with the best so far, unconfirmed; the exit code is 128 + the signal. Otherwise 0, or 1 when an
+export could not be written; 2 on bad usage (one line).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import logging
+import re
+import signal
+import sys
+import time
+from collections.abc import Callable
+from typing import Any
+
+from tui.cli.parse import PROG, UsageError, options_from_args
+from tui.cli.run_flags import add_option_flags, add_output_flags
+from tui.engine.options import OptionsError, RunOptions
+from tui.engine.run.session import RunSession, SessionListener
+from tui.engine.tune import probe as probe_module
+from tui.engine.tune.objective import DEVICE, OBJECTIVES, Objective
+from tui.engine.tune.space import SPACE_GROUPS, SpaceError, candidates, distinct, option_keys, parse_space
+
+__all__ = ["add_tune_parser", "cmd_tune", "parse_budget", "tune_settings", "BUDGET_MAX_S"]
+
+log = logging.getLogger(__name__)
+
+SEARCHED = ("backend", "mode", "fullgraph", "dynamic", "trace", "torch_trace")
+"""Run options ``tune`` takes no flag for: it searches them (inductor's), or runs no trace per candidate."""
+BUDGET_MAX_S = 86_400.0
+_BUDGET_ALLOWED = "a duration above 0 and at most 1 day: seconds, or a number with s, m or h (90s, 10m, 1h)"
+_BUDGET_RE = re.compile(r"^\s*(\d+(?:\.\d*)?|\.\d+)\s*([smh]?)\s*$")
+MEMORY_MAX_GB = 1_000_000.0
+CALLS_MAX = 10**12
+
+
+def add_tune_parser(sub: Any) -> None:
+    """The ``tune`` subcommand and its flags."""
+    tune = sub.add_parser(
+        "tune", help="find the fastest torch.compile configuration and confirm it",
+        description="Race torch.compile configurations (modes, fullgraph, dynamic, inductor options) on one "
+                    "workload and device in fresh processes, drop the clearly worse, and confirm the winner "
+                    "against the default compile and eager in fresh processes (README: Tune).")
+    groups = add_option_flags(tune, sweep=False, skip=SEARCHED)
+    search = tune.add_argument_group("search")
+    search.add_argument("--budget", metavar="TIME", default="10m",
+                        help="the search's wall-clock budget: 90s, 10m, 1h (default 10m); no run starts that the "
+                             "estimate says would not fit")
+    search.add_argument("--space", metavar="LIST",
+                        help=f"what to try: a comma list of {', '.join(SPACE_GROUPS)} or knob names (default all)")
+    search.add_argument("--objective", metavar="WHICH", default=DEVICE,
+                        help=f"{', '.join(OBJECTIVES)}: device time per iteration (on the CPU the one clock), or the "
+                             "host-inclusive time per call (launch-bound serving) (default device)")
+    search.add_argument("--calls", type=int, metavar="N",
+                        help="charge the compile time over a job of N calls (per-call time + compile time / N)")
+    search.add_argument("--max-memory", type=float, metavar="GB",
+                        help="leave out candidates whose peak memory (CUDA) is above GB; lower memory breaks ties")
+    add_output_flags(groups["output"])
+
+
+def parse_budget(text: str) -> float:
+    """``--budget``: seconds (``90``, ``90s``), minutes (``10m``) or hours (``1h``); OptionsError otherwise."""
+    match = _BUDGET_RE.match(text or "")
+    if not match:
+        raise OptionsError("budget", f"{text!r} is not allowed (allowed: {_BUDGET_ALLOWED})")
+    seconds = float(match.group(1)) * {"": 1, "s": 1, "m": 60, "h": 3600}[match.group(2)]
+    if not 0 < seconds <= BUDGET_MAX_S:
+        raise OptionsError("budget", f"{text!r} is not allowed (allowed: {_BUDGET_ALLOWED})")
+    return seconds
+
+
+def tune_settings(args: argparse.Namespace) -> tuple[RunOptions, Objective, tuple[str, ...], float]:
+    """The base options, the objective, the knobs and the budget of a parsed ``tune``; OptionsError (one line)."""
+    base = options_from_args(args).validated()
+    if args.objective not in OBJECTIVES:
+        raise OptionsError("objective", f"{args.objective!r} is not allowed (allowed: {', '.join(OBJECTIVES)})")
+    if args.calls is not None and not 1 <= args.calls <= CALLS_MAX:
+        raise OptionsError("calls", f"{args.calls} is not allowed (allowed: an integer from 1 to {CALLS_MAX})")
+    memory = args.max_memory
+    if memory is not None and not 0 < memory <= MEMORY_MAX_GB:
+        raise OptionsError("max_memory", f"{memory:g} is not allowed (allowed: a number of GB above 0 and at most "
+                                         f"{MEMORY_MAX_GB:g})")
+    try:
+        knobs = parse_space(args.space)
+    except SpaceError as exc:
+        raise OptionsError("space", str(exc)) from None
+    return base, Objective(args.objective, args.calls, memory), knobs, parse_budget(args.budget)
+
+
+def cmd_tune(args: argparse.Namespace, make_runner: Callable[..., Any]) -> int:
+    """``compile-lab tune``: check the flags (exit 2 with one line), then search; the exit code."""
+    from tui.cli.outputs import check_exports
+
+    try:
+        settings = tune_settings(args)
+        check_exports(args)
+    except (OptionsError, UsageError) as exc:
+        sys.stderr.write(f"{PROG}: error: {exc}\n")
+        return 2
+    return asyncio.run(_tune(args, settings, make_runner))
+
+
+async def _tune(args: argparse.Namespace, settings: tuple[RunOptions, Objective, tuple[str, ...], float],
+                make_runner: Callable[..., Any]) -> int:
+    from rich.console import Console
+
+    from tui.cli.run import _export, _forget_cancel, _signals_stop, _TerminalFile
+    from tui.cli.tune_render import TuneLines, print_answer
+    from tui.engine.store.repeats import group_rows
+    from tui.engine.tune.driver import TuneDriver
+
+    base, objective, knobs, budget = settings
+    began = time.monotonic()  # the probe is part of the budget
+    out, err_file = _TerminalFile(sys.stdout), _TerminalFile(sys.stderr)
+    err = Console(file=err_file.as_io(), soft_wrap=True)
+    lines = TuneLines(err, quiet=args.quiet)
+    lines.note(f"tune: {base.workload} on {base.device}, objective {objective.describe()}, budget {budget:g} s; "
+               "asking the worker's torch which options it has")
+    found = await asyncio.to_thread(probe_module.probe_torch, option_keys(), base.python)
+    cands, notes = candidates(knobs, base.device, base.train, found.defaults, found.missing)
+    cands, same = distinct(cands, base, base.inductor_options, found.modes or None)
+    notes += same
+    if found.problem:
+        notes.insert(0, f"{found.problem}: the catalog is tried as it is")
+    for note in notes:
+        lines.note(note)
+    history = None
+    if not args.no_history:
+        from tui.engine.store.history import History
+
+        history = History()
+    runner = make_runner(keep_spare=True, telemetry=_telemetry(base))
+    session = RunSession(lambda lane: runner, history, _Saved(lines))
+    driver = TuneDriver(session, base, cands, objective, budget, pinned=base.inductor_options,
+                        modes=found.modes or None, listener=lines, started=began)
+    driver.notes.extend(notes)
+    stopped_by: list[int] = []
+    with _signals_stop(session, stopped_by):
+        try:
+            result = await driver.run()
+        except asyncio.CancelledError:
+            _forget_cancel()
+            driver.stop("Ctrl-C" if not stopped_by or stopped_by[0] == signal.SIGINT else f"signal {stopped_by[0]}")
+            result = driver.result()
+        finally:
+            await session.aclose(timeout=5.0)
+    export_failed = _export(group_rows(session.ended()), args, err)
+    print_answer(result, Console(file=out.as_io(), soft_wrap=True), found.modes or None, quiet=args.quiet)
+    for stream in (out, err_file):
+        stream.let_go()
+    if stopped_by:
+        return 128 + stopped_by[0]
+    return 1 if export_failed else 0
+
+
+def _telemetry(base: RunOptions) -> Any:
+    if not base.device.startswith("cuda"):
+        return None
+    from tui.telemetry.nvml import NvmlSource
+
+    return NvmlSource()
+
+
+class _Saved(SessionListener):
+    """A run whose history line could not be written is said at once (the search goes on)."""
+
+    def __init__(self, lines: Any) -> None:
+        self.lines = lines
+
+    def run_saved(self, record: Any, problem: str | None) -> None:
+        if problem is not None:
+            self.lines.error(problem)

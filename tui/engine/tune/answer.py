@@ -1,0 +1,200 @@
+"""The tune's answer: the confirmation's statistics, the outcome, and the result every front end shows.
+
+The confirmation (:func:`confirm`) judges the winner's fresh processes against the default
+compile's with ``compile-lab compare``'s rule (:func:`tui.engine.compare.judge.judge_pair`: each
+side's processes, then their block pairs, resampled; the ratio of the speedups for the device
+objective, each process's eager normalising its compiled time; the compiled host time per call
+for the host objective), and against eager with the group's interval across processes
+(:func:`tui.engine.store.repeats.summarize_group`). The words and the threshold are the verdict's
+(:mod:`tui.engine.measure.verdict`, ``RunOptions.noise_threshold``).
+"""
+
+from __future__ import annotations
+
+import statistics
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from tui.engine.compare.judge import CompareSettings, judge_pair
+from tui.engine.compare.matching import Pair, config_key
+from tui.engine.measure.verdict import FASTER, NO_CHANGE, SLOWER
+from tui.engine.options import RunOptions
+from tui.engine.status import RunStatus
+from tui.engine.store.repeats import summarize_group
+from tui.engine.store.results import RunRecord
+from tui.engine.tune.objective import DEVICE, Objective
+from tui.engine.tune.search import Standing
+
+__all__ = ["CONFIRM_REPEATS", "CONFIRMED", "NOTHING_BEATS", "UNCONFIRMED", "Against", "Confirmation", "Progress",
+           "TuneResult", "confirm", "outcome_of", "nothing_beats_text"]
+
+CONFIRM_REPEATS = 3
+"""Fresh processes of the winner, and as many of the default compile, interleaved."""
+
+CONFIRMED, NOTHING_BEATS, UNCONFIRMED = "confirmed", "nothing beats default", "unconfirmed"
+
+
+def nothing_beats_text(threshold: float) -> str:
+    """The answer when no configuration is shown faster than the default compile by more than the threshold."""
+    return f"no configuration beats the default compile by more than {threshold * 100:g}%"
+
+
+@dataclass(frozen=True)
+class Against:
+    """How many times faster than a reference (higher: faster), its 95% interval and the verdict's word."""
+
+    gain: float | None = None
+    low: float | None = None
+    high: float | None = None
+    verdict: str | None = None
+    reasons: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class Confirmation:
+    """The winner's fresh processes against the default compile's and against eager."""
+
+    vs_default: Against = Against()
+    vs_eager: Against = Against()
+    default_vs_eager: Against = Against()
+    winner_runs: tuple[str, ...] = ()
+    default_runs: tuple[str, ...] = ()
+    processes: tuple[int, int] = (0, 0)
+    """Done processes: the winner's, the default compile's."""
+    compile_s: tuple[float | None, float | None] = (None, None)
+    """Mean compile time: the winner's, the default compile's."""
+    peak_mb: tuple[float | None, float | None] = (None, None)
+    amortized_gain: float | None = None
+    """With ``--calls``: default's (per-call time + compile / calls) over the winner's; no interval."""
+    notes: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class Progress:
+    """Where the search stands after a run: the incumbent, the candidates still in, the time left."""
+
+    incumbent: Standing | None
+    left: int
+    time_left_s: float
+    runs: int
+
+
+@dataclass(frozen=True)
+class TuneResult:
+    """Everything the search found (see :func:`outcome_of` for ``outcome``)."""
+
+    tune_id: str
+    outcome: str
+    winner: Standing | None
+    winner_options: RunOptions | None
+    confirmation: Confirmation | None
+    standings: tuple[Standing, ...]
+    notes: tuple[str, ...] = ()
+    stopped: str | None = None
+    incomplete: str | None = None
+    """Why some candidates were never screened (the budget), None when every one was."""
+    elapsed_s: float = 0.0
+    runs: int = 0
+    threshold: float = 0.02
+    objective: Objective = field(default_factory=Objective)
+
+
+def _mean(values: Sequence[float | None]) -> float | None:
+    found = [v for v in values if v is not None]
+    return statistics.fmean(found) if found else None
+
+
+def _vs_eager(done: Sequence[RunRecord], kind: str) -> Against:
+    if not done:
+        return Against()
+    group = summarize_group(done)
+    if kind != DEVICE and group.host_speedup is not None:
+        return Against(group.host_speedup, group.host_speedup_xproc_ci_low, group.host_speedup_xproc_ci_high,
+                       group.host_verdict, group.host_noise_reasons)
+    return Against(group.speedup, group.speedup_xproc_ci_low, group.speedup_xproc_ci_high, group.verdict,
+                   group.noise_reasons)
+
+
+def _compiled_ms(done: Sequence[RunRecord], kind: str) -> float | None:
+    values = []
+    for record in done:
+        side = record.summary().compiled
+        stats = side.iter if kind == DEVICE or side.host is None else side.host
+        if stats is not None:
+            values.append(stats.median)
+    return _mean(values)
+
+
+def _amortized(winner: Sequence[RunRecord], default: Sequence[RunRecord], objective: Objective) -> float | None:
+    if not objective.calls:
+        return None
+    costs = []
+    for runs in (default, winner):
+        per_call, compile_s = _compiled_ms(runs, objective.kind), _mean([r.compile_s for r in runs])
+        if per_call is None or compile_s is None:
+            return None
+        costs.append(per_call + compile_s * 1e3 / objective.calls)
+    return costs[0] / costs[1] if costs[1] > 0 else None
+
+
+def confirm(winner_runs: Sequence[RunRecord], default_runs: Sequence[RunRecord], objective: Objective,
+            threshold: float) -> Confirmation:
+    """The confirmation's statistics (see the module docstring)."""
+    done_w = [r for r in winner_runs if r.status == RunStatus.DONE]
+    done_d = [r for r in default_runs if r.status == RunStatus.DONE]
+    metric = "speedup" if objective.kind == DEVICE else "host"
+    vs_default, notes = Against(), list[str]()
+    if done_w and done_d:
+        options = done_w[0].options
+        settings = CompareSettings(metric=metric, threshold=threshold, noise_limits=dict(options.noise_limits))
+        pair = Pair(key=config_key(done_w[0]), base=tuple(done_d), new=tuple(done_w),
+                    names=("default compile", "winner"))
+        judged = judge_pair(pair, settings)
+        change = judged.change(metric)
+        notes.extend(judged.notes)
+        if change is not None:
+            vs_default = _gain(change, metric)
+    else:
+        notes.append("a side of the confirmation has no done run: "
+                     + "; ".join(f"{r.status}: {r.error_message}" for r in (*winner_runs, *default_runs)
+                                 if r.status != RunStatus.DONE))
+    return Confirmation(
+        vs_default=vs_default, vs_eager=_vs_eager(done_w, objective.kind),
+        default_vs_eager=_vs_eager(done_d, objective.kind),
+        winner_runs=tuple(r.run_id for r in winner_runs), default_runs=tuple(r.run_id for r in default_runs),
+        processes=(len(done_w), len(done_d)),
+        compile_s=(_mean([r.compile_s for r in done_w]), _mean([r.compile_s for r in done_d])),
+        peak_mb=(_mean([r.memory.peak_mb for r in done_w]), _mean([r.memory.peak_mb for r in done_d])),
+        amortized_gain=_amortized(done_w, done_d, objective), notes=tuple(notes))
+
+
+def _gain(change: Any, metric: str) -> Against:
+    """A compare :class:`~tui.engine.compare.judge.Change` as how many times faster NEW is (a time's ratio inverted)."""
+    if metric == "speedup":
+        return Against(change.ratio, change.ratio_low, change.ratio_high, change.verdict, change.reasons)
+
+    def inverse(x: float | None) -> float | None:
+        return None if x is None or x <= 0 else 1 / x
+
+    return Against(inverse(change.ratio), inverse(change.ratio_high), inverse(change.ratio_low), change.verdict,
+                   change.reasons)
+
+
+def outcome_of(best: Standing | None, confirmation: Confirmation | None, stopped: str | None,
+               incomplete: str | None = None, threshold: float = 0.02) -> str:
+    """:data:`CONFIRMED` (the confirmation says faster: with ``--calls`` the compile time's charge keeps it
+    ahead by more than ``threshold``); :data:`NOTHING_BEATS` (the default compile led the race, or the
+    confirmation says no change or slower, and every candidate was screened: ``incomplete`` None); else
+    :data:`UNCONFIRMED` (stopped, a candidate never screened, or a confirmation noisy or inconclusive)."""
+    if confirmation is not None:
+        verdict = confirmation.vs_default.verdict
+        amortized = confirmation.amortized_gain
+        if verdict == FASTER and (amortized is None or amortized > 1 + threshold):
+            return CONFIRMED
+        if verdict in (NO_CHANGE, SLOWER, FASTER) and incomplete is None:
+            return NOTHING_BEATS
+        return UNCONFIRMED
+    if stopped is None and incomplete is None and (best is None or best.candidate.is_default):
+        return NOTHING_BEATS
+    return UNCONFIRMED

@@ -1,0 +1,299 @@
+"""The tuner's driver: the race's stages and the confirmation, run through a RunSession within a budget.
+
+:class:`TuneDriver` submits one run at a time to a :class:`~tui.engine.run.session.RunSession`
+(the one ``compile-lab run`` uses: a fresh worker per run, the history, the exports), so it can
+decide before each run whether the budget still fits it: a run starts only when its estimated
+length (:class:`DurationModel`, from the runs so far), plus the confirmation's, fits in what is left.
+Every record it makes carries the tune's id (``RunRecord.tune_id``). :meth:`TuneDriver.stop` (or
+cancelling :meth:`TuneDriver.run`) ends the search: the best so far is reported as unconfirmed, and
+every run that ended stays in the session (history, exports).
+
+The listener (:class:`TuneListener`) hears each stage, each scored candidate and the progress
+(incumbent, candidates left, time left): the CLI prints lines, an app pane can draw a leaderboard.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from tui.engine.options import RunOptions
+from tui.engine.status import RunStatus
+from tui.engine.store.results import RunRecord, new_run_id
+from tui.engine.tune.answer import CONFIRM_REPEATS, Progress, TuneResult, confirm, outcome_of
+from tui.engine.tune.objective import Objective, score
+from tui.engine.tune.search import (
+    MAX_STAGES, Standing, ahead_of_default, halve, judge_stage, leader, stage_plan, winner,
+)  # fmt: skip
+from tui.engine.tune.space import Candidate, combine
+
+__all__ = ["TuneDriver", "TuneListener", "DurationModel", "measured_seconds"]
+
+
+CANCELLED = "cancelled"
+"""Why the search stopped when its task was cancelled; a later :meth:`TuneDriver.stop` names the reason instead."""
+CLOSING_S = 3.0
+"""Seconds of the budget kept for after the last run: closing the session, the exports, the answer."""
+
+
+class TuneListener:
+    """What a front end hears from a tune (all on the event loop's thread)."""
+
+    def stage_started(self, index: int, names: Sequence[str], iters: int) -> None:
+        """A stage begins: the candidates it runs, and their iterations per side."""
+
+    def candidate_scored(self, standing: Standing) -> None:
+        """A candidate's run ended and its score (and standing) is known."""
+
+    def progress(self, progress: Progress) -> None:
+        """After every run: the incumbent, the candidates left, the time left."""
+
+    def confirming(self, standing: Standing, repeats: int) -> None:
+        """The confirmation begins: ``repeats`` processes of the winner and of the default compile."""
+
+    def note(self, text: str) -> None:
+        """Something the user should know (a stage skipped for the budget, a combination added)."""
+
+
+class DurationModel:
+    """How long a run of ``iters`` iterations takes, from the runs so far.
+
+    A run's wall time is its fixed part (start-up, building, compile, warm-up, the profile pass) and
+    its measuring, which grows with the iterations: each run seen says both (``measured_s``: the
+    time its measured blocks took, both sides), and a run of ``iters`` is estimated as the mean of
+    each seen run's fixed part plus its measuring scaled to ``iters``. The largest of those rather than the
+    mean would stop more often than need be; the mean of a few runs, with a run's own noise, is
+    what the budget check uses. None before any run.
+    """
+
+    def __init__(self) -> None:
+        self.seen: list[tuple[int, float, float]] = []
+
+    def add(self, iters: int, seconds: float, measured_s: float = 0.0) -> None:
+        self.seen.append((iters, seconds, min(max(0.0, measured_s), seconds)))
+
+    def estimate(self, iters: int) -> float | None:
+        if not self.seen:
+            return None
+        scaled = [seconds - measured + measured * iters / max(1, seen) for seen, seconds, measured in self.seen]
+        return sum(scaled) / len(scaled)
+
+
+def measured_seconds(record: RunRecord) -> float:
+    """The time a run's measured blocks took, both sides (a GPU block runs its calls twice: host and device loop)."""
+    total = sum(sum(block.ms) for blocks in record.samples.values() for block in blocks if block.stage == "measure")
+    loops = 2 if record.options.device.startswith("cuda") else 1
+    return total * loops / 1000
+
+
+@dataclass
+class _Entry:
+    candidate: Candidate
+    records: list[RunRecord] = dataclasses.field(default_factory=list)
+
+
+class TuneDriver:
+    """Race ``candidates`` (the default compile first) on ``base`` and confirm the winner; see the module docstring."""
+
+    def __init__(self, session: Any, base: RunOptions, candidates: Sequence[Candidate], objective: Objective,
+                 budget_s: float, *, pinned: Mapping[str, Any] | None = None,
+                 modes: Mapping[str, Mapping[str, Any]] | None = None, listener: TuneListener | None = None,
+                 clock: Callable[[], float] = time.monotonic, tune_id: str | None = None,
+                 confirm_repeats: int = CONFIRM_REPEATS, max_stages: int = MAX_STAGES,
+                 started: float | None = None) -> None:
+        self.session = session
+        self.base = base
+        self.objective = objective
+        self.budget_s = budget_s
+        self.pinned = dict(pinned or {})
+        self.modes = modes
+        self.listener = listener or TuneListener()
+        self.clock = clock
+        self.tune_id = tune_id or new_run_id()
+        self.confirm_repeats = confirm_repeats
+        self.max_stages = max_stages
+        self.threshold = base.noise_threshold
+        self.durations = DurationModel()
+        self.entries = {c.name: _Entry(c) for c in candidates}
+        self.standings = [Standing(c) for c in candidates]
+        self.records: list[RunRecord] = []
+        self.notes: list[str] = []
+        self._started = clock() if started is None else started
+        self._stopped: str | None = None
+        self._incomplete: str | None = None
+
+    # ----- time -------------------------------------------------------------------------------
+
+    def time_left(self) -> float:
+        """Seconds of the budget left for runs: what is left less :data:`CLOSING_S`."""
+        return self.budget_s - CLOSING_S - (self.clock() - self._started)
+
+    def _confirm_iters(self) -> int:
+        return stage_plan(1, self.base.iters).iters
+
+    def _confirm_cost(self) -> float:
+        one = self.durations.estimate(self._confirm_iters())
+        return 0.0 if one is None else one * 2 * self.confirm_repeats
+
+    def _fits(self, iters: int) -> bool:
+        """Whether a run of ``iters`` fits in the time left, and the confirmation after it while a candidate
+        other than the default compile leads (with the default ahead there is nothing to confirm yet)."""
+        estimate = self.durations.estimate(iters)
+        if estimate is None:
+            return self.time_left() > 0
+        best = winner(self.standings, self.threshold)
+        reserve = best is not None and not best.candidate.is_default
+        return estimate + (self._confirm_cost() if reserve else 0.0) <= self.time_left()
+
+    # ----- running ------------------------------------------------------------------------------
+
+    def stop(self, reason: str = "stopped") -> None:
+        """End the search now: what runs is cancelled, the best so far is reported unconfirmed."""
+        if self._stopped in (None, CANCELLED):
+            self._stopped = reason
+        self.session.cancel_all()
+
+    def options_of(self, candidate: Candidate, iters: int, timed: bool = False, first: bool = True) -> RunOptions:
+        """``candidate``'s run options with ``iters``; ``timed``: its timeout within the budget left (at least 1 s);
+        not ``first``: no profile pass or trace (a candidate's first run, and the confirmation's, have them)."""
+        options = dataclasses.replace(candidate.apply(self.base, self.pinned, self.modes), iters=iters)
+        if not first:
+            options = dataclasses.replace(options, profile=False, trace=False, torch_trace=False)
+        if timed:
+            options = dataclasses.replace(options, timeout_s=max(1.0, min(options.timeout_s, self.time_left())))
+        return options
+
+    async def _run(self, options_list: Sequence[RunOptions], group: tuple[str, int] | None = None) -> list[RunRecord]:
+        """Run ``options_list`` and wait for the session to settle; ``group``: (group id, repeat) of the one run."""
+        began = self.clock()
+        records = self.session.submit(list(options_list))
+        for record in records:  # before the run starts: the session starts it from the event loop
+            record.tune_id = self.tune_id
+            if group is not None:
+                record.group_id, record.repeat = group[0] or record.run_id, group[1]
+        self.records.extend(records)
+        await self.session.wait_settled()
+        took = (self.clock() - began) / max(1, len(records))
+        for record in records:
+            if record.finished and record.status != RunStatus.CANCELLED:
+                self.durations.add(record.options.iters, took, measured_seconds(record))
+        return records
+
+    async def run(self) -> TuneResult:
+        """The race and the confirmation (see the module docstring); the result, whatever stopped it."""
+        try:
+            await self._race()
+            if self._stopped is None:
+                return await self._confirmation()
+        except asyncio.CancelledError:
+            self._stopped = self._stopped or CANCELLED
+            raise
+        return self.result()
+
+    def result(self, confirmation: Any = None) -> TuneResult:
+        """The result as it stands (unconfirmed unless ``confirmation`` is given)."""
+        best = winner(self.standings, self.threshold)
+        outcome = outcome_of(best, confirmation, self._stopped, self._incomplete, self.threshold)
+        return TuneResult(tune_id=self.tune_id, outcome=outcome, winner=best,
+                          winner_options=None if best is None else self.options_of(best.candidate, self.base.iters),
+                          confirmation=confirmation, standings=tuple(self.standings), notes=tuple(self.notes),
+                          stopped=self._stopped, incomplete=self._incomplete, elapsed_s=self.clock() - self._started,
+                          runs=sum(r.finished for r in self.records), threshold=self.threshold,
+                          objective=self.objective)
+
+    async def _race(self) -> None:
+        for index in range(self.max_stages):
+            plan = stage_plan(index, self.base.iters)
+            running = [s for s in self.standings if s.alive]
+            if index > 0 and len([s for s in running if not s.candidate.is_default]) <= 1:
+                return
+            self.listener.stage_started(index, [s.name for s in running], plan.iters)
+            for standing in running:
+                if self._stopped is not None:
+                    return
+                if not self._fits(plan.iters):
+                    self._out_of_time(index)
+                    return
+                await self._run_candidate(standing.name, index, plan.iters)
+            ahead = ahead_of_default(self.standings, self.threshold)
+            self.standings = judge_stage(self.standings)
+            if index < self.max_stages - 1:
+                self.standings = halve(self.standings, index)
+            if index == 0:
+                self._add_combination(ahead)
+
+    def _out_of_time(self, index: int) -> None:
+        unrun = [s for s in self.standings if s.alive and s.stage < index]
+        if index == 0:
+            self.standings = [dataclasses.replace(s, gone="cut: not screened (the budget ran out)")
+                              if s in unrun else s for s in self.standings]
+            self._incomplete = f"the budget ran out before {len(unrun)} candidate(s) were screened"
+        self.standings = judge_stage(self.standings)
+        self._say(f"stage {index + 1}: the budget left ({self.time_left():.0f} s) does not fit another run (and the "
+                  "confirmation, while a candidate other than the default leads); the race ends here")
+
+    async def _run_candidate(self, name: str, index: int, iters: int) -> None:
+        entry = self.entries[name]
+        records = await self._run([self.options_of(entry.candidate, iters, timed=True, first=not entry.records)])
+        entry.records.extend(records)
+        if all(r.status == RunStatus.CANCELLED for r in records) and self._stopped is not None:
+            return
+        new = score(entry.records, self.objective)
+        self.standings = [self._rescored(s, new, index) if s.name == name else s for s in self.standings]
+        standing = next(s for s in self.standings if s.name == name)
+        self.listener.candidate_scored(standing)
+        self._progress()
+
+    @staticmethod
+    def _rescored(standing: Standing, new: Any, index: int) -> Standing:
+        screened = new if index == 0 else standing.screened
+        return dataclasses.replace(standing, score=new, stage=index, screened=screened)
+
+    def _add_combination(self, ahead: Sequence[Standing]) -> None:
+        """After the screening: the candidates that each beat the default (``ahead``), combined, join the race."""
+        if len(ahead) < 2:
+            return
+        combined = combine([s.candidate for s in ahead])
+        if combined is None or combined.name in self.entries:
+            return
+        self.entries[combined.name] = _Entry(combined)
+        self.standings.append(Standing(combined))
+        self._say(f"added {combined.name}: the {len(ahead)} settings that each beat the default compile, together")
+
+    def _progress(self) -> None:
+        best = leader(self.standings)
+        self.listener.progress(Progress(incumbent=best, left=sum(s.alive for s in self.standings),
+                                        time_left_s=self.time_left(), runs=sum(r.finished for r in self.records)))
+
+    def _say(self, text: str) -> None:
+        self.notes.append(text)
+        self.listener.note(text)
+
+    async def _confirmation(self) -> TuneResult:
+        best = winner(self.standings, self.threshold)
+        if best is None or best.candidate.is_default:
+            return self.result()
+        default = next(e.candidate for e in self.entries.values() if e.candidate.is_default)
+        iters = self._confirm_iters()
+        if self._confirm_cost() > self.time_left():
+            self._stopped = "the budget left does not fit the confirmation"
+            return self.result()
+        self.listener.confirming(best, self.confirm_repeats)
+        runs: dict[str, list[RunRecord]] = {"winner": [], "default": []}
+        for repeat in range(self.confirm_repeats):
+            for side, candidate in (("winner", best.candidate), ("default", default)):
+                if self._stopped is not None:
+                    return self.result()
+                if self.time_left() <= 0:
+                    self._stopped = "the budget ran out during the confirmation"
+                    return self.result()
+                group = runs[side][0].group_id if runs[side] else ""
+                runs[side] += await self._run([self.options_of(candidate, iters, timed=True, first=repeat == 0)],
+                                              group=(group or "", repeat))
+        if self._stopped is not None:
+            return self.result()
+        return self.result(confirm(runs["winner"], runs["default"], self.objective, self.threshold))

@@ -1,0 +1,144 @@
+"""The race, as pure logic: who leads, who is clearly worse, who goes on, what each stage runs, who wins.
+
+Racing with successive halving (docs/METHOD.md, "Tuning"):
+
+1. **Screening** (stage 0): every candidate once, one short run in a fresh process.
+2. After each stage a candidate is **out** when it failed (its reason kept), and **dropped** when it is
+   clearly worse than the incumbent (the candidate with the best point estimate): its interval's high
+   end lies below the incumbent's low end (:func:`clearly_worse`). No threshold of its own: two
+   intervals that do not overlap.
+3. The rest are ranked and the lower half is **cut** (:func:`halve`; at least :data:`KEEP_AT_LEAST`
+   stay); the survivors run again in the next stage with twice the iterations, one more fresh
+   process each (a candidate's score pools all its processes: the interval becomes one across
+   processes from the second stage on).
+4. The race ends when one candidate besides the default compile is left, after :data:`MAX_STAGES`
+   stages, or when the budget says so. The **winner** is the leader (:func:`winner`: within the
+   threshold of the best point estimate, the smallest peak memory, then the fewest settings).
+5. The winner is then **confirmed** in fresh processes against the default compile (the driver's
+   job): the race picked the luckiest of many noisy candidates (the winner's curse), so its own
+   numbers never decide.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+from tui.engine.tune.objective import Score
+from tui.engine.tune.space import Candidate
+
+__all__ = ["Standing", "StagePlan", "KEEP_AT_LEAST", "MAX_STAGES", "clearly_worse", "leader", "judge_stage",
+           "halve", "stage_plan", "winner", "ranked", "ahead_of_default"]
+
+KEEP_AT_LEAST = 2
+"""Halving never leaves fewer candidates than this (when as many are in)."""
+MAX_STAGES = 3
+"""Stages of the race (screening included) before the winner is confirmed."""
+
+
+@dataclass(frozen=True)
+class Standing:
+    """A candidate in the race: its latest score, and why it left the race (None: still in)."""
+
+    candidate: Candidate
+    score: Score = Score()
+    gone: str | None = None
+    """``out: <reason>`` (it failed), ``dropped: ...`` (clearly worse) or ``cut: ...`` (halving, budget)."""
+    stage: int = -1
+    """The last stage it ran in (-1: never ran)."""
+    screened: Score | None = None
+    """Its score after the screening (stage 0)."""
+
+    @property
+    def alive(self) -> bool:
+        return self.gone is None
+
+    @property
+    def name(self) -> str:
+        return self.candidate.name
+
+
+@dataclass(frozen=True)
+class StagePlan:
+    """What a stage runs: each survivor once more, with ``iters`` measured iterations per side."""
+
+    index: int
+    iters: int
+
+
+def clearly_worse(score: Score, incumbent: Score) -> bool:
+    """``score``'s interval lies wholly below the incumbent's: its high end below the incumbent's low end."""
+    if score.high is None or incumbent.low is None:
+        return False
+    return score.high < incumbent.low
+
+
+def leader(standings: Iterable[Standing]) -> Standing | None:
+    """The live candidate with the best point estimate (None when none has one)."""
+    scored = [s for s in standings if s.alive and s.score.value is not None]
+    return max(scored, key=lambda s: s.score.value or 0.0, default=None)
+
+
+def judge_stage(standings: Sequence[Standing]) -> list[Standing]:
+    """Put out the failed and drop the clearly worse (against the leader), each with its reason."""
+    judged = [dataclasses.replace(s, gone=f"out: {s.score.out}") if s.alive and s.score.out else s
+              for s in standings]
+    best = leader(judged)
+    if best is None:
+        return judged
+    result = []
+    for standing in judged:
+        if standing.alive and standing is not best and clearly_worse(standing.score, best.score):
+            why = f"dropped: below {best.name} (≤ {standing.score.high:.3f}x vs ≥ {best.score.low:.3f}x)"
+            standing = dataclasses.replace(standing, gone=why)
+        result.append(standing)
+    return result
+
+
+def ranked(standings: Iterable[Standing]) -> list[Standing]:
+    """Live candidates first, best point estimate first; then the gone ones in the order given."""
+    items = list(standings)
+    alive = sorted((s for s in items if s.alive), key=lambda s: -(s.score.value or 0.0))
+    return alive + [s for s in items if not s.alive]
+
+
+def halve(standings: Sequence[Standing], stage: int) -> list[Standing]:
+    """Cut the lower half of the live candidates by point estimate (at least :data:`KEEP_AT_LEAST` stay)."""
+    alive = [s for s in ranked(standings) if s.alive]
+    keep = max(min(KEEP_AT_LEAST, len(alive)), math.ceil(len(alive) / 2))
+    cut = {id(s): rank for rank, s in enumerate(alive, 1) if rank > keep}
+    return [dataclasses.replace(s, gone=f"cut: ranked {cut[id(s)]} of {len(alive)} after stage {stage + 1}")
+            if id(s) in cut else s for s in standings]
+
+
+def stage_plan(index: int, base_iters: int) -> StagePlan:
+    """Stage ``index``: twice the iterations of the one before (the screening runs ``base_iters``)."""
+    return StagePlan(index, base_iters * 2 ** index)
+
+
+def ahead_of_default(standings: Sequence[Standing], threshold: float) -> list[Standing]:
+    """Live candidates (not the default) whose point estimate beats the default compile's by more than ``threshold``."""
+    default = next((s for s in standings if s.candidate.is_default), None)
+    if default is None or default.score.value is None:
+        return []
+    bar = default.score.value * (1 + threshold)
+    return [s for s in standings if s.alive and not s.candidate.is_default
+            and s.score.value is not None and s.score.value > bar]
+
+
+def winner(standings: Sequence[Standing], threshold: float) -> Standing | None:
+    """The race's winner: among live candidates within ``threshold`` of the best point estimate, the smallest
+    peak memory (where measured), then the fewest settings, then the best point estimate."""
+    best = leader(standings)
+    if best is None or best.score.value is None:
+        return None
+    bar = best.score.value / (1 + threshold)
+    close = [s for s in standings if s.alive and s.score.value is not None and s.score.value >= bar]
+
+    def key(s: Standing) -> tuple[float, int, float]:
+        memory = s.score.peak_mb if s.score.peak_mb is not None else 0.0
+        return memory, len(s.candidate.settings), -(s.score.value or 0.0)
+
+    return min(close, key=key)
