@@ -379,13 +379,19 @@ class LabController(SessionListener):
         """Write ``records`` in every default export format at ``target`` (blocking: call it off the event loop).
 
         Returns the paths written, in the formats' order; ExportError, OSError or ValueError say why nothing
-        (or not all) was written.
+        (or not all) was written. The writing is the engine's, the command line's too
+        (:func:`tui.engine.store.export.export_records`); the first failure stops the rest.
         """
         from tui.app.export_target import export_paths
-        from tui.engine.store.export import default_export_paths, default_formats
+        from tui.engine.store.export import default_export_paths, export_records
 
         destinations = export_paths(target, default_export_paths, make_directory=make_directory)
-        return [fmt.writer(records, destinations[fmt.name]) for fmt in default_formats()]
+        written = []
+        for outcome in export_records(records, destinations, keep_going=False):
+            if isinstance(outcome.result, Exception):
+                raise outcome.result
+            written.append(outcome.result)
+        return written
 
     def save_config(self) -> None:
         """Save the config (with the theme shown now); a failure is a notice."""
@@ -409,7 +415,7 @@ class LabController(SessionListener):
         # before the view has handled its start, and its row would then go back to "computing".
         self.finalized.discard(record.run_id)
         # Before the run's task starts its worker: a GPU lane starts a spare only while its pool has runs waiting.
-        self.lanes.keep_spares(self.session.queue)
+        self.lanes.keep_spares(self.session.queue, bool(getattr(self.runner, "keep_spare", True)))
         if self.view is not None:
             self.view.show_started(record)
 
