@@ -25,6 +25,7 @@ __all__ = [
     "fmt_speedup",
     "workload_label",
     "workload_name",
+    "fold_path",
     "input_label",
     "options_label",
     "accuracy_label",
@@ -135,6 +136,23 @@ def workload_name(workload: str) -> str:
     if workload.endswith(".py") or ".py:" in workload:
         return printable(workload.rsplit("/", 1)[-1])
     return printable(workload)
+
+
+def fold_path(path: str, width: int) -> str:
+    """``path`` whole when it fits in ``width`` columns, else ``…/`` and as many of its last folders as fit before
+    its file name, which is never cut (the name is what tells files apart; a name longer than ``width`` stays
+    whole after ``…/``)."""
+    if len(path) <= width:
+        return path
+    head, sep, name = path.rpartition("/")
+    if not sep:
+        return path
+    kept = name
+    for folder in reversed(head.split("/")):
+        if len(folder) + 1 + len(kept) + 2 > width:
+            break
+        kept = f"{folder}/{kept}"
+    return "…/" + kept
 
 
 def workload_label(options: RunOptions) -> str:

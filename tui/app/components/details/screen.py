@@ -27,6 +27,7 @@ from tui.app.components.details.code import CodeView, code_header
 from tui.app.components.details.machine import environment_tab, telemetry_tab
 from tui.app.components.details.summary import command_of, error, summary_tab, title
 from tui.app.components.details.why import graphs_tab, host_line, host_tab, kernels_tab
+from tui.app.components.notice_line import NoticeLine
 from tui.app.layout import NARROW_WIDTH
 from tui.engine.explain.artifacts import load_code
 from tui.engine.store.results import RunRecord
@@ -126,7 +127,7 @@ class DetailsScreen(Screen):
         self._initial = tab
 
     def compose(self) -> ComposeResult:
-        """A tab per question, each a scrolling body, and the footer."""
+        """A tab per question, each a scrolling body, the notice line (narrow sizes) and the footer."""
         with TabbedContent(initial=self._initial, id="details-tabs"):
             baseline = self._baseline()
             for tab in TABS:
@@ -136,6 +137,7 @@ class DetailsScreen(Screen):
                         continue
                     with VerticalScroll(id=f"details-{tab.id}-body", classes="details-body"):
                         yield Static(render_tab(self.record, tab.id, baseline), id=f"details-{tab.id}")
+        yield NoticeLine(id="details-notice")
         yield Footer()
 
     def on_mount(self) -> None:
