@@ -118,6 +118,11 @@ class DetailsScreen(Screen):
         Binding("left", "switch(-1)", "Tab", key_display="←→", priority=True, id="details.previous_tab"),
         Binding("right", "switch(1)", "Tab", show=False, priority=True, id="details.next_tab"),
         *[Binding(str(number), f"show_tab('{tab.id}')", tab.title, show=False) for number, tab in enumerate(TABS, 1)],
+        # The app's keys that are about the results table work here too, off the footer: with them it overflowed
+        # 80 columns and its last key's letter showed past the palette's ("^p paletteo").
+        *[Binding(key, f"app.{action}", description, show=False) for key, action, description in (
+            ("w", "sweep", "Sweep"), ("a", "rerun", "Re-run"), ("e", "export", "Export"),
+            ("h", "toggle_history", "History"), ("s", "sort", "Sort"))],
     ]
 
     def __init__(self, record: RunRecord, tab: str = "summary") -> None:
