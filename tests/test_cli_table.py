@@ -64,7 +64,7 @@ def test_zero_graph_breaks_read_0_and_a_cancel_says_so_once():
     out = io.StringIO()
     print_table([counted, unknown], Console(file=out, width=120))
     text = out.getvalue()
-    assert "0/0" in text and "-/-" in text  # counted zero vs not known
+    assert "0/0" in text and "–/–" in text  # counted zero vs not known (format.MISSING)
     assert "run 1: cancelled\n" in text and "cancelled: cancelled" not in text
     assert "run 2: worker_crashed: the worker exited with code 1" in text
 
@@ -88,3 +88,22 @@ def test_a_user_files_name_is_what_the_run_column_shows():
     assert column.startswith("1resnet_variant.py:make"), text  # whole, folded where it is wider than the column
     assert "…" not in text and "a-long-folder-name" not in text
     assert " acc" in text.splitlines()[2]  # the last header whole
+
+
+def test_one_spelling_for_a_missing_value_in_the_app_the_cli_and_compare():
+    """The tester found ``-``, ``–`` and ``n/a`` for the same thing; format.MISSING is the one spelling."""
+    from tui.app.components.result_cells import row_cells
+    from tui.cli.render import speedup_text
+    from tui.engine.options import RunOptions
+    from tui.engine.store.results import RunRecord
+    from tui.present.compare_render import change_text, number_text
+    from tui.present.format import MISSING, clock_label
+
+    record = RunRecord.new(RunOptions(workload="pointwise", device="cpu"))
+    record.fail("worker_crashed", "the worker exited with code 1")
+    cells = row_cells(record, record.summary())
+    assert MISSING == "–"
+    assert {cells[key].plain for key in ("graph_breaks", "recompiles", "compile_s", "eager_ms")} == {MISSING}
+    assert speedup_text(record.summary()).plain == MISSING
+    assert number_text(None, "ms") == MISSING and change_text(None, "ms") == (MISSING,)
+    assert clock_label(record)[0] == MISSING

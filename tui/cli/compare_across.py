@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from tui.present.format import VERDICT_STYLES
+from tui.present.format import MISSING, VERDICT_STYLES
 from tui.present.compare_render import (
     MAX_REASONS, WITHIN, WITHIN_LEGEND, change_text, gate_verdict, markdown_cell, number_text, print_whole,
     title_settings, whole_column,
@@ -41,7 +41,7 @@ def _procs(cell: KindCell) -> str:
 def _value_parts(cell: KindCell, across: Across, unit: str) -> list[str]:
     """The cell's value, its change against the baseline and the interval, its processes."""
     if cell.status == NOT_RUN:
-        return ["–"]
+        return [MISSING]
     metric = across.settings.metric
     parts = [number_text(cell.values.get(metric), unit)]
     change = cell.result.change(metric) if cell.result is not None else None
@@ -166,7 +166,8 @@ def across_gate_lines(across: Across) -> list[str]:
              f"{word}s, baseline {printable(across.baseline)}"]
     for kind in across.kinds[1:]:
         counts = across.counts(kind)
-        lines.append(f"{printable(kind)}: " + (", ".join(f"{count} {what}" for what, count in counts.items()) or "-"))
+        said = ", ".join(f"{count} {what}" for what, count in counts.items())
+        lines.append(f"{printable(kind)}: {said or MISSING}")
     return lines + gate_verdict([printable(line) for line in across.failures()])
 
 

@@ -6,7 +6,7 @@ import re
 import textwrap
 from typing import Any
 
-from tui.present.format import VERDICT_STYLES, input_label, workload_name
+from tui.present.format import MISSING, VERDICT_STYLES, input_label, or_missing, workload_name
 from tui.present.option_fields import differing, option_words
 from tui.engine.explain.host_time import HOST_LABELS, graph_break_rows
 from tui.engine.store.results import RunRecord
@@ -28,7 +28,7 @@ MIN_SHARE = 0.005
 
 def _ms(stats: Any) -> str:
     if stats is None:
-        return "-"
+        return MISSING
     value = stats.median
     if value >= 100:
         return f"{value:.0f} ms"
@@ -53,7 +53,7 @@ def speedup_text(summary: RunSummary) -> Any:
 
     speedup = summary.speedup
     if speedup is None:
-        return Text("-")
+        return Text(MISSING)
     low, high = summary.speedup_ci_low, summary.speedup_ci_high
     significant = bool(summary.significant)
     style = ("bold green" if speedup > 1 else "bold red") if significant else "dim"
@@ -83,7 +83,7 @@ def verdict_text(record: RunRecord) -> Any:
     if summary.verdict is None:
         styles: dict[str, str] = {RunStatus.FAILED: "bold red", RunStatus.CANCELLED: "yellow"}
         style = styles.get(record.status, "dim")
-        return Text("-" if record.status == RunStatus.DONE else record.status, style=style)
+        return Text(MISSING if record.status == RunStatus.DONE else record.status, style=style)
     text = Text(summary.verdict, style=VERDICT_STYLES.get(summary.verdict, ""))
     if summary.host_verdict is not None:
         text.append(f"\nhost {summary.host_verdict}", style=VERDICT_STYLES.get(summary.host_verdict, ""))
@@ -158,7 +158,7 @@ def print_table(records: list[RunRecord], console: Any) -> None:
         what.append(f"{number} {workload_name(o.workload)}", style="bold")
         what.append(printable(f" {params}\n{labels[number - 1]}".replace(" \n", "\n")))
         what.append(processes_text(record))
-        compile_s = f"{record.compile_s:.3g} s" if record.compile_s is not None else "-"
+        compile_s = f"{record.compile_s:.3g} s" if record.compile_s is not None else MISSING
         accuracy = record.accuracy.verdict
         if record.status in (RunStatus.FAILED, RunStatus.CANCELLED):
             errors.append(f"run {number}: {_why(record.error_kind, record.error_message)}")
@@ -281,5 +281,5 @@ def _why(kind: str | None, message: str | None) -> str:
 
 
 def _count(value: int | None) -> str:
-    """A count, ``0`` included; ``-`` only where it is not known."""
-    return "-" if value is None else str(value)
+    """A count, ``0`` included; :data:`~tui.present.format.MISSING` only where it is not known."""
+    return or_missing(value)

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from tui.present.format import VERDICT_STYLES
+from tui.present.format import MISSING, VERDICT_STYLES
 from tui.engine.compare import METRICS, Change, CompareSettings, Comparison, ConfigKey, PairResult, UnmatchedRow
 from tui.engine.measure.verdict import RERUN_HINT
 from tui.typed import printable
@@ -39,7 +39,7 @@ def _unit(comparison: Comparison, metric: str) -> str:
 def number_text(value: float | None, unit: str) -> str:
     """Four significant digits (trailing zeros kept, so a column's numbers line up), in ``unit``."""
     if value is None:
-        return "-"
+        return MISSING
     if unit == "x":
         return f"{value:.2f}"
     value = value * 1000 if unit == "µs" else value
@@ -57,7 +57,7 @@ def change_text(change: Change | None, unit: str) -> tuple[str, ...]:
     A dash for a metric neither side has; fewer parts without a ratio or an interval.
     """
     if change is None or (change.base is None and change.new is None):
-        return ("-",)
+        return (MISSING,)
     parts = [f"{number_text(change.base, unit)} → {number_text(change.new, unit)}"]
     if change.ratio is not None:
         parts.append(f"{_percent(change.ratio)}%")
@@ -102,7 +102,7 @@ def _verdict_words(row: PairResult | UnmatchedRow) -> tuple[str, str, list[str]]
         return f"only in {row.side.upper()}", "yellow", ["FAIL (--strict)"] if row.fails else []
     if row.status != "compared":
         return row.status, "bold red", ["FAIL (--strict)"] if row.fails else []
-    word = row.verdict or "-"
+    word = row.verdict or MISSING
     notes = [WITHIN] if row.within_process else []
     if row.fails:
         notes.append("FAIL")
@@ -110,7 +110,7 @@ def _verdict_words(row: PairResult | UnmatchedRow) -> tuple[str, str, list[str]]
 
 
 def _unmatched_procs(row: UnmatchedRow) -> str:
-    return f"{len(row.runs)}/–" if row.side == "base" else f"–/{len(row.runs)}"
+    return f"{len(row.runs)}/{MISSING}" if row.side == "base" else f"{MISSING}/{len(row.runs)}"
 
 
 def _rows(comparison: Comparison) -> Iterable[tuple[int, PairResult | UnmatchedRow]]:
@@ -294,7 +294,7 @@ def markdown_lines(comparison: Comparison) -> list[str]:
         extra = row.differences if isinstance(row, PairResult) else ((row.hint,) if row.hint else ())
         what = "; ".join([_label(row, skip), *extra])
         if isinstance(row, PairResult):
-            procs = f"{row.base_processes}/{row.new_processes}" if row.status == "compared" else "-"
+            procs = f"{row.base_processes}/{row.new_processes}" if row.status == "compared" else MISSING
             cells = [" ".join(change_text(row.change(m), _unit(comparison, m))) for m in shown]
         else:
             procs, cells = _unmatched_procs(row), ["" for _ in shown]

@@ -32,6 +32,8 @@ __all__ = [
     "accuracy_style",
     "clock_label",
     "VERDICT_STYLES",
+    "MISSING",
+    "or_missing",
 ]
 
 VERDICT_STYLES = {"faster": "bold green", "slower": "bold red", "no change": "bold cyan",
@@ -54,6 +56,18 @@ STATUS_LABELS: dict[str, str] = {
 """Status -> the short word shown in the table."""
 
 
+MISSING = "–"
+"""The one spelling of a value that is not there (not measured, not known, nothing to compare with) in the app,
+the command line's tables and the report: an en dash, as README's ``vs base`` column says. The CSV leaves such a
+cell empty for machine readers; ``n/a`` is the accuracy check's documented verdict, and ``none`` an empty list
+that was looked at (no warnings, no throttle reasons), not a missing value."""
+
+
+def or_missing(value: Any) -> str:
+    """``str(value)``, or :data:`MISSING` for None and the empty string."""
+    return MISSING if value is None or value == "" else str(value)
+
+
 def to_float(value: Any) -> float | None:
     """``float(value)`` for numbers and numeric strings; None for anything else (bools included)."""
     if value is None or isinstance(value, bool):
@@ -67,7 +81,7 @@ def to_float(value: Any) -> float | None:
 def fmt_ms(value: float | None) -> str:
     """Milliseconds with 3-4 significant digits: ``0.0123``, ``1.234``, ``12.34``, ``1234``."""
     if value is None:
-        return "–"
+        return MISSING
     magnitude = abs(value)
     if magnitude == 0:
         return "0"
@@ -88,7 +102,7 @@ def fmt_seconds(value: Any) -> str:
     """Seconds: ``0.25``, ``12.3``, ``123``."""
     seconds = to_float(value)
     if seconds is None:
-        return "–"
+        return MISSING
     if seconds < 10:
         return f"{seconds:.2f}"
     if seconds < 100:
@@ -100,7 +114,7 @@ def fmt_mib(value: Any) -> str:
     """MiB in binary units: ``0.5 MiB``, ``512 MiB``, ``12.0 GiB``."""
     size = to_float(value)
     if size is None:
-        return "–"
+        return MISSING
     if size < 10:
         return f"{size:.1f} MiB"
     if size < 1024:
@@ -111,7 +125,7 @@ def fmt_mib(value: Any) -> str:
 def fmt_speedup(point: float | None, low: float | None = None, high: float | None = None) -> str:
     """``1.83× [1.79, 1.88]`` (the interval only when known; the CLI writes it the same way)."""
     if point is None:
-        return "–"
+        return MISSING
     text = f"{point:.2f}×"
     if low is not None and high is not None:
         text += f" [{low:.2f}, {high:.2f}]"
@@ -179,16 +193,16 @@ def accuracy_style(verdict: str | None) -> str:
 def accuracy_label(record: RunRecord) -> tuple[str, str]:
     """(``ok`` / ``FAIL`` / ``–``, rich style) from the record's accuracy verdict."""
     verdict = record.accuracy.verdict
-    return {"pass": "ok", "fail": "FAIL"}.get(verdict, "–"), accuracy_style(verdict)
+    return {"pass": "ok", "fail": "FAIL"}.get(verdict, MISSING), accuracy_style(verdict)
 
 
 def clock_label(record: RunRecord) -> tuple[str, str]:
     """(``1965 MHz`` with a ``!`` when it throttled, rich style) from per-run telemetry."""
     telemetry = record.telemetry
     if not telemetry.measured:
-        return "–", "dim"
+        return MISSING, "dim"
     mean = telemetry.sm_clock_mean_mhz
-    text = "n/a" if mean is None else f"{mean:.0f} MHz"
+    text = MISSING if mean is None else f"{mean:.0f} MHz"
     if telemetry.throttled:
         return f"{text} !", "bold yellow"
     return text, ""

@@ -21,6 +21,7 @@ from collections.abc import Callable, Sequence
 from html import escape
 from typing import Any, ParamSpec, TypeVar
 
+from tui.present.format import MISSING
 from tui.engine.store.report_data import Interval, ReportRow, SideData
 from tui.report.colors import BAND, NO_VERDICT, SIDE_COLOURS, UNITY, VERDICT_COLOURS, verdict_colour
 from tui.engine.status import RunStatus
@@ -114,7 +115,7 @@ def _wrapped(text: str) -> str:
 def speedup_words(interval: Interval | None) -> str:
     """``1.28× [1.23, 1.33]``, ``1.28×`` without an interval, ``–`` without a speedup."""
     if interval is None:
-        return "–"
+        return MISSING
     if interval.low is None or interval.high is None:
         return f"{interval.point:.2f}×"
     return f"{interval.point:.2f}× [{interval.low:.2f}, {interval.high:.2f}]"
