@@ -107,3 +107,19 @@ def test_one_spelling_for_a_missing_value_in_the_app_the_cli_and_compare():
     assert speedup_text(record.summary()).plain == MISSING
     assert number_text(None, "ms") == MISSING and change_text(None, "ms") == (MISSING,)
     assert clock_label(record)[0] == MISSING
+
+
+def test_significant_figures_in_every_table_never_an_exponent_nor_a_decade_too_many():
+    """0.99996 ms read ``1.0000`` in the app (a 5th figure) and ``1e+03 µs`` in the CLI."""
+    from types import SimpleNamespace
+
+    from tui.cli.render import _ms
+    from tui.present.compare_render import number_text
+    from tui.present.format import fmt_ms, significant
+
+    assert [significant(v, 4) for v in (0.1054, 0.99996, 12345.6, 0.00001234)] == ["0.1054", "1.000", "12346",
+                                                                                   "0.00001234"]
+    assert fmt_ms(0.1054) == "0.1054" and fmt_ms(0.99996) == "1.000" and fmt_ms(9.99996) == "10.00"
+    assert _ms(SimpleNamespace(median=0.99996)) == "1.00 ms" and _ms(SimpleNamespace(median=0.1054)) == "105 µs"
+    assert number_text(0.1054, "ms") == "0.1054" and number_text(0.00001234, "ms") == "0.00001234"
+    assert number_text(1.2345, "µs") == "1234"

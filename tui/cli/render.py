@@ -6,7 +6,7 @@ import re
 import textwrap
 from typing import Any
 
-from tui.present.format import MISSING, VERDICT_STYLES, input_label, or_missing, workload_name
+from tui.present.format import MISSING, VERDICT_STYLES, input_label, or_missing, significant, workload_name
 from tui.present.option_fields import differing, option_words
 from tui.engine.explain.host_time import HOST_LABELS, graph_break_rows
 from tui.engine.store.results import RunRecord
@@ -29,12 +29,12 @@ MIN_SHARE = 0.005
 def _ms(stats: Any) -> str:
     if stats is None:
         return MISSING
-    value = stats.median
+    value = float(f"{stats.median:.3g}")  # 0.99996 ms is 1.00 ms, not 1e+03 µs
     if value >= 100:
-        return f"{value:.0f} ms"
+        return f"{stats.median:.0f} ms"
     if value >= 1:
-        return f"{value:.3g} ms"
-    return f"{value * 1000:.3g} µs"
+        return f"{significant(value, 3)} ms"
+    return f"{significant(value * 1000, 3)} µs"
 
 
 def _not_significant(summary: RunSummary) -> bool:
@@ -206,7 +206,7 @@ def print_warnings(records: list[RunRecord], console: Any) -> None:
 def _short_ms(value: float) -> str:
     """A time in ms at a precision a reader can use: ``0.118``, ``1.25``, ``12.5``; ``<0.001`` for a trace."""
     if value >= 1:
-        return f"{value:.3g}"
+        return significant(value, 3)
     return f"{value:.3f}" if value >= 0.0005 or value == 0 else "<0.001"
 
 

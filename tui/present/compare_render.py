@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from tui.present.format import MISSING, VERDICT_STYLES
+from tui.present.format import MISSING, VERDICT_STYLES, significant
 from tui.engine.compare import METRICS, Change, CompareSettings, Comparison, ConfigKey, PairResult, UnmatchedRow
 from tui.engine.measure.verdict import RERUN_HINT
 from tui.typed import printable
@@ -42,8 +42,7 @@ def number_text(value: float | None, unit: str) -> str:
         return MISSING
     if unit == "x":
         return f"{value:.2f}"
-    value = value * 1000 if unit == "µs" else value
-    return f"{value:.0f}" if value >= 999.95 else f"{value:#.4g}"
+    return significant(value * 1000 if unit == "µs" else value, 4)
 
 
 def _percent(ratio: float, sign: bool = True) -> str:

@@ -6,6 +6,7 @@ view reads fields by name; what is here is how numbers and labels look on screen
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 from tui.engine.catalog import is_user_workload
@@ -19,6 +20,7 @@ __all__ = [
     "TERMINAL_STATUSES",
     "ACTIVE_STATUSES",
     "to_float",
+    "significant",
     "fmt_ms",
     "fmt_seconds",
     "fmt_mib",
@@ -78,11 +80,23 @@ def to_float(value: Any) -> float | None:
         return None
 
 
+def significant(value: float, digits: int) -> str:
+    """``value`` to ``digits`` significant figures, trailing zeros kept and never in exponent notation:
+    ``0.1054``, ``1.000`` (0.99996 rounds up a decade), ``12350``; a number of ``digits`` or more integer
+    digits whole (``123457``)."""
+    if value == 0 or not math.isfinite(value):
+        return f"{value:g}"
+    rounded = float(f"{value:.{digits}g}")
+    decimals = digits - 1 - math.floor(math.log10(abs(rounded)))
+    return f"{value:.0f}" if decimals < 0 else f"{rounded:.{decimals}f}"
+
+
 def fmt_ms(value: float | None) -> str:
-    """Milliseconds with 3-4 significant digits: ``0.0123``, ``1.234``, ``12.34``, ``1234``."""
+    """Milliseconds with 3-4 significant digits: ``0.0123``, ``1.234``, ``12.34``, ``1234``; the decimals are
+    those of the value rounded (0.99996 is ``1.000``, not ``1.0000``)."""
     if value is None:
         return MISSING
-    magnitude = abs(value)
+    magnitude = abs(float(f"{value:.4g}"))
     if magnitude == 0:
         return "0"
     if magnitude < 0.01:
