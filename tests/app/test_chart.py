@@ -432,7 +432,8 @@ def test_the_title_names_the_run_where_it_fits():
     assert chart_title(None, 80) == "iterations"
     assert chart_title("pointwise n=512 inductor dyn=auto fp32 cpu", 80) == (
         "iterations · pointwise n=512 inductor dyn=auto fp32 cpu")
-    assert chart_title("pointwise n=512 inductor dyn=auto fp32 cpu", 45) == "iterations"
+    assert chart_title("pointwise n=512 inductor dyn=auto fp32 cpu", 45) == "iterations · pointwise n=512 inductor…"
+    assert chart_title("pointwise n=512 inductor dyn=auto fp32 cpu", 30) == "iterations"  # too little of it fits
 
 
 async def test_a_failed_run_without_blocks_says_so_and_the_title_names_it():
