@@ -123,3 +123,13 @@ def test_significant_figures_in_every_table_never_an_exponent_nor_a_decade_too_m
     assert _ms(SimpleNamespace(median=0.99996)) == "1.00 ms" and _ms(SimpleNamespace(median=0.1054)) == "105 µs"
     assert number_text(0.1054, "ms") == "0.1054" and number_text(0.00001234, "ms") == "0.00001234"
     assert number_text(1.2345, "µs") == "1234"
+
+
+def test_a_speedup_interval_with_a_large_end_fits_its_cell():
+    """``3.28× [2.85, 63.3…`` at 80x24: from 10 on a speedup has three significant figures, not two decimals."""
+    from tui.app.table_columns import TABLE_COLUMNS
+    from tui.present.format import fmt_speedup, ratio
+
+    assert [ratio(v) for v in (0.9712, 2.849, 9.996, 63.36, 150.2)] == ["0.97", "2.85", "10.0", "63.4", "150"]
+    (column,) = [c for c in TABLE_COLUMNS if c.key == "speedup"]
+    assert fmt_speedup(3.28, 2.85, 63.36) == "3.28× [2.85, 63.4]" and len("3.28× [2.85, 63.4]") <= column.width

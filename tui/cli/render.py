@@ -6,7 +6,9 @@ import re
 import textwrap
 from typing import Any
 
-from tui.present.format import MISSING, VERDICT_STYLES, input_label, or_missing, significant, workload_name
+from tui.present.format import (
+    MISSING, VERDICT_STYLES, input_label, or_missing, ratio, significant, workload_name,
+)  # fmt: skip
 from tui.present.option_fields import differing, option_words
 from tui.engine.explain.host_time import HOST_LABELS, graph_break_rows
 from tui.engine.store.results import RunRecord
@@ -59,19 +61,19 @@ def speedup_text(summary: RunSummary) -> Any:
     style = ("bold green" if speedup > 1 else "bold red") if significant else "dim"
     if summary.verdict == "noisy":
         style = "dim strike" if summary.speedup_ci_low is None else "dim"
-    text = Text(f"{speedup:.2f}x", style=style)
+    text = Text(f"{ratio(speedup)}x", style=style)
     if low is not None and high is not None:
-        text.append(f"\n[{low:.2f}, {high:.2f}]", style=style)
+        text.append(f"\n[{ratio(low)}, {ratio(high)}]", style=style)
         if _not_significant(summary):
             text.append("\nn.s.", style="dim")
     if summary.launch_bound:
         text.append("\nlaunch-bound", style="yellow")
         host = summary.host_speedup
         if host is not None:
-            text.append(f"\nhost {host:.2f}x", style="dim" if summary.host_verdict == "noisy" else "bold yellow")
+            text.append(f"\nhost {ratio(host)}x", style="dim" if summary.host_verdict == "noisy" else "bold yellow")
             host_low, host_high = summary.host_speedup_ci_low, summary.host_speedup_ci_high
             if host_low is not None and host_high is not None:
-                text.append(f"\n[{host_low:.2f}, {host_high:.2f}]", style="yellow")
+                text.append(f"\n[{ratio(host_low)}, {ratio(host_high)}]", style="yellow")
     return text
 
 

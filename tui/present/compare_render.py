@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from tui.present.format import MISSING, VERDICT_STYLES, significant
+from tui.present.format import MISSING, VERDICT_STYLES, ratio, significant
 from tui.engine.compare import METRICS, Change, CompareSettings, Comparison, ConfigKey, PairResult, UnmatchedRow
 from tui.engine.measure.verdict import RERUN_HINT
 from tui.typed import printable
@@ -41,7 +41,7 @@ def number_text(value: float | None, unit: str) -> str:
     if value is None:
         return MISSING
     if unit == "x":
-        return f"{value:.2f}"
+        return ratio(value)
     return significant(value * 1000 if unit == "µs" else value, 4)
 
 

@@ -21,6 +21,7 @@ __all__ = [
     "ACTIVE_STATUSES",
     "to_float",
     "significant",
+    "ratio",
     "fmt_ms",
     "fmt_seconds",
     "fmt_mib",
@@ -91,6 +92,12 @@ def significant(value: float, digits: int) -> str:
     return f"{value:.0f}" if decimals < 0 else f"{rounded:.{decimals}f}"
 
 
+def ratio(value: float) -> str:
+    """A speedup's number: two decimals below 10 (``0.97``, ``2.85``), three significant figures from 10 on
+    (``63.4``, ``123``), so an interval with a large end still fits its cell (``3.28× [2.85, 63.4]``)."""
+    return f"{value:.2f}" if abs(value) < 9.995 else significant(value, 3)
+
+
 def fmt_ms(value: float | None) -> str:
     """Milliseconds with 3-4 significant digits: ``0.0123``, ``1.234``, ``12.34``, ``1234``; the decimals are
     those of the value rounded (0.99996 is ``1.000``, not ``1.0000``)."""
@@ -140,9 +147,9 @@ def fmt_speedup(point: float | None, low: float | None = None, high: float | Non
     """``1.83× [1.79, 1.88]`` (the interval only when known; the CLI writes it the same way)."""
     if point is None:
         return MISSING
-    text = f"{point:.2f}×"
+    text = f"{ratio(point)}×"
     if low is not None and high is not None:
-        text += f" [{low:.2f}, {high:.2f}]"
+        text += f" [{ratio(low)}, {ratio(high)}]"
     return text
 
 

@@ -21,7 +21,7 @@ from collections.abc import Callable, Sequence
 from html import escape
 from typing import Any, ParamSpec, TypeVar
 
-from tui.present.format import MISSING
+from tui.present.format import MISSING, ratio
 from tui.engine.store.report_data import Interval, ReportRow, SideData
 from tui.report.colors import BAND, NO_VERDICT, SIDE_COLOURS, UNITY, VERDICT_COLOURS, verdict_colour
 from tui.engine.status import RunStatus
@@ -117,8 +117,8 @@ def speedup_words(interval: Interval | None) -> str:
     if interval is None:
         return MISSING
     if interval.low is None or interval.high is None:
-        return f"{interval.point:.2f}×"
-    return f"{interval.point:.2f}× [{interval.low:.2f}, {interval.high:.2f}]"
+        return f"{ratio(interval.point)}×"
+    return f"{ratio(interval.point)}× [{ratio(interval.low)}, {ratio(interval.high)}]"
 
 
 def _right_label(row: ReportRow) -> str:
