@@ -33,14 +33,14 @@ from typing import TYPE_CHECKING, Any
 from collections.abc import Iterable
 
 from textual import on
-from textual.app import App, ScreenStackError, SystemCommand
+from textual.app import App, SystemCommand
 from textual.binding import Binding
 from textual.notifications import Notify
 from textual.screen import Screen
 
 from tui.app.baseline_actions import BaselineActions
 from tui.app.column_choice import ColumnActions
-from tui.app.components.notice_line import NoticeLine
+from tui.app.components.notice_line import hide_toasts, route
 from tui.app.components.picker import Picker
 from tui.app.components.results_table import ResultsTable
 from tui.app.config import DEFAULT_THEME, THEME_ALIASES, resolve_theme
@@ -48,7 +48,7 @@ from tui.app.controller import LabController
 from tui.app.delegation import FromLab, FromPart
 from tui.app.export_target import export_paths
 from tui.app.exporting import ExportActions
-from tui.app.layout import NARROW_WIDTH, notices_in_line
+from tui.app.layout import NARROW_WIDTH
 from tui.app.main_screen import REFRESH_HZ, MainScreen
 from tui.app.messages import HistoryLoaded, RunFinished, RunStarted
 from tui.app.palette import help_keys, lab_commands
@@ -287,32 +287,13 @@ class CompileLabApp(App[int]):
 
     @on(Notify)
     def _notice(self, message: Notify) -> None:
-        """Below 120 columns or 30 rows a notice goes to the notice line (the screen on top's, else the one under
-        the dialog on top), where it covers nothing; Textual keeps it in its notifications as well."""
-        if notices_in_line(*self.size):
-            line = self._notice_line()
-            if line is not None:
-                line.show(message.notification)
-
-    def _notice_line(self) -> NoticeLine | None:
-        for screen in reversed(self.screen_stack):
-            for line in screen.query(NoticeLine):
-                return line
-        return None
+        """At narrow sizes a notice also goes to the notice line (:func:`~tui.app.components.notice_line.route`)."""
+        route(self, message.notification)
 
     def _refresh_notifications(self) -> None:
-        """Toasts where they cover nothing, none below 120 columns or 30 rows (the notice line has the notices).
-
-        Textual calls this after each notification, when a screen resumes and when the size changes, so a
-        terminal made wide shows the notices whose time is not up as toasts, and one made narrow drops them.
-        """
-        if not notices_in_line(*self.size):
+        """Textual's toasts where they cover nothing (after each notice, a resume, a resize); none at narrow sizes."""
+        if not hide_toasts(self):
             super()._refresh_notifications()
-            return
-        with contextlib.suppress(ScreenStackError):
-            for rack in self.screen.query("ToastRack"):
-                rack.remove_children()
-                rack.display = False
 
     def on_history_loaded(self, message: HistoryLoaded) -> None:
         """A chunk of previous runs joins the model."""

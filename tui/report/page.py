@@ -171,6 +171,17 @@ _GPU_COLUMNS = frozenset((3, 4, 5, 6, 7, 8, 9, 12))
 """The machine table's columns of GPU telemetry (NVML)."""
 
 
+def _without_gpu(cells: list[list[str]], kept: list[int]) -> str:
+    """The machine section without GPU telemetry: one line, and the ``kept`` columns (the CPU's) if any."""
+    said = "<p>No GPU telemetry on this machine.</p>"
+    if len(kept) == 3:
+        return said
+    return said + ("<p class=\"muted\">The CPU use of other processes and of compile-lab during each run's "
+                   "measurement (psutil).</p>") + _table([_TELEMETRY_HEADERS[i] for i in kept],
+                                                    [[line[i] for i in kept] for line in cells],
+                                                    numeric=[n for n, i in enumerate(kept) if i in (0, 10, 11)])
+
+
 def _telemetry(rows: Sequence[ReportRow]) -> str:
     """The machine table; its columns without a value in any row are left out. Without GPU telemetry in any run
     (a CPU machine) one line says so instead of eight columns of dashes; without CPU figures either, that line
@@ -180,13 +191,7 @@ def _telemetry(rows: Sequence[ReportRow]) -> str:
         cells = [[c if i not in _GPU_COLUMNS else MISSING for i, c in enumerate(line)] for line in cells]
     kept = [i for i in range(len(_TELEMETRY_HEADERS)) if i < 3 or any(line[i] != MISSING for line in cells)]
     if not any(i in _GPU_COLUMNS for i in kept):
-        said = "<p>No GPU telemetry on this machine.</p>"
-        if len(kept) == 3:
-            return said
-        return said + ("<p class=\"muted\">The CPU use of other processes and of compile-lab during each run's "
-                       "measurement (psutil).</p>") + _table([_TELEMETRY_HEADERS[i] for i in kept],
-                                                        [[line[i] for i in kept] for line in cells],
-                                                        numeric=[n for n, i in enumerate(kept) if i in (0, 10, 11)])
+        return _without_gpu(cells, kept)
     note = ("<p class=\"muted\">The GPU during each run's measurement (NVML at 10 Hz; the SM clock per side from the "
             "samples inside that side's blocks) and the CPU use of other processes (psutil). A CPU run has no GPU "
             "samples.</p>")

@@ -415,17 +415,22 @@ def _steady_top(series: Series) -> float | None:
     return min(top, severe_fences(q1, q3, MIN_IQR_SHARE * median)[1])
 
 
+def _steady_range(measured: list[Series]) -> tuple[float, float]:
+    """The fastest measured iteration .. the highest :func:`_steady_top`, at most ``MEDIAN_SPAN`` x the slower
+    median."""
+    lo = min(s.measured[0] for s in measured)
+    tops = [top for s in measured if (top := _steady_top(s)) is not None]
+    hi = max(tops) if tops else lo
+    medians = [s.median for s in measured if s.median is not None]
+    return lo, min(hi, MEDIAN_SPAN * max(medians)) if medians else hi
+
+
 def _y_range(series: dict[str, Series], buckets: dict[str, list[Bucket]]) -> tuple[float, float]:
     """The y range: steady state when there is any (fastest time .. :func:`_steady_top`), else all but
     the compile call (column p95s)."""
     measured = [s for s in series.values() if s.measured]
     if measured:
-        lo = min(s.measured[0] for s in measured)
-        tops = [top for s in measured if (top := _steady_top(s)) is not None]
-        hi = max(tops) if tops else lo
-        medians = [s.median for s in measured if s.median is not None]
-        if medians:
-            hi = min(hi, MEDIAN_SPAN * max(medians))
+        lo, hi = _steady_range(measured)
     else:
         chosen = [b for bs in buckets.values() for b in bs if b.stage != "compile"]
         if not chosen:

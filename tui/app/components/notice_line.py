@@ -12,12 +12,42 @@ A notice naming a path folds the path's folders, never its file name
 
 from __future__ import annotations
 
+import contextlib
+from typing import Any
+
+from textual.app import ScreenStackError
 from textual.content import Content
 from textual.notifications import Notification
 from textual.timer import Timer
 from textual.widgets import Static
 
-__all__ = ["NoticeLine"]
+from tui.app.layout import notices_in_line
+
+__all__ = ["NoticeLine", "route", "hide_toasts"]
+
+
+def route(app: Any, notification: Notification) -> None:
+    """Below 120 columns or 30 rows show ``notification`` on the notice line of the screen on top, else of the
+    one under the dialog on top; Textual keeps it in its notifications as well."""
+    if not notices_in_line(*app.size):
+        return
+    for screen in reversed(app.screen_stack):
+        for line in screen.query(NoticeLine):
+            line.show(notification)
+            return
+
+
+def hide_toasts(app: Any) -> bool:
+    """At narrow sizes take the toasts off the screen on top and say True: the app's ``_refresh_notifications``
+    then shows none. Textual calls that after each notice, when a screen resumes and when the size changes, so a
+    terminal made wide shows the notices whose time is not up as toasts, and one made narrow drops them."""
+    if not notices_in_line(*app.size):
+        return False
+    with contextlib.suppress(ScreenStackError):
+        for rack in app.screen.query("ToastRack"):
+            rack.remove_children()
+            rack.display = False
+    return True
 
 
 class NoticeLine(Static):
