@@ -89,3 +89,20 @@ async def test_a_queue_is_told_about_its_noisy_runs_once_and_the_next_queue_coun
         assert last.startswith("pointwise") and "runs of this queue" not in last
         line = app.screen.query_one(NoticeLine)
         assert line.display and line.notification is not None and line.notification.message == last
+
+
+async def test_a_notice_raised_as_the_app_starts_is_on_the_line(make_app):
+    """The config's warning is raised in the app's on_mount: at 80x24 it must reach the line, not vanish."""
+    import json
+
+    from tui import paths
+
+    path = paths.config_file()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps({"columns": {"nope": True}}))
+    app = make_app(load_history=False)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await wait_until(pilot, lambda: bool(notifications(app)), what="the config warning")
+        line = app.screen.query_one(NoticeLine)
+        await wait_until(pilot, lambda: line.display and line.notification is not None, what="the line")
+        assert "columns.nope" in line.notification.message
