@@ -274,3 +274,16 @@ def test_real_cpu_workers_eager_backend_is_slower_than_inductor(tmp_path, capsys
     [pair] = json.loads((tmp_path / "c.json").read_text())["pairs"]
     assert pair["verdict"] == "slower" and pair["slowdown"] > 0.05 and pair["within_process"]
     assert cli.main(["compare", "session:last-1", "session:last", "--ignore", "backend", *LOOSE]) == 1
+
+
+@pytest.mark.parametrize("width", [40, 60, 80, 100, 160])
+def test_no_header_title_or_verdict_loses_a_letter_at_any_width(exports, capsys, monkeypatch, width):
+    """The tester read "fai" for "fail above" and "FAIL (--stric" at 80 columns: Rich squeezed them."""
+    monkeypatch.setenv("COLUMNS", str(width))
+    argv = ["compare", str(exports["base"]), str(exports["eager"]), "--ignore", "backend", "--fail-above", "5",
+            "--strict"]
+    assert cli.main(argv) == 1
+    words = set(capsys.readouterr().out.split("every row:")[0].split())  # the title and the table
+    assert {"configuration", "compiled", "(gated)", "eager", "speedup", "verdict", "(--strict)", "fail", "above",
+            "processes", "slower", "NEW"} <= words
+    assert not any("…" in word for word in words)

@@ -64,7 +64,7 @@ def test_zero_graph_breaks_read_0_and_a_cancel_says_so_once():
     out = io.StringIO()
     print_table([counted, unknown], Console(file=out, width=120))
     text = out.getvalue()
-    assert "0/0" in text and "-/-" in text  # counted zero vs not known
+    assert "0/0" in text and "–/–" in text  # counted zero vs not known (format.MISSING)
     assert "run 1: cancelled\n" in text and "cancelled: cancelled" not in text
     assert "run 2: worker_crashed: the worker exited with code 1" in text
 
@@ -88,3 +88,48 @@ def test_a_user_files_name_is_what_the_run_column_shows():
     assert column.startswith("1resnet_variant.py:make"), text  # whole, folded where it is wider than the column
     assert "…" not in text and "a-long-folder-name" not in text
     assert " acc" in text.splitlines()[2]  # the last header whole
+
+
+def test_one_spelling_for_a_missing_value_in_the_app_the_cli_and_compare():
+    """The tester found ``-``, ``–`` and ``n/a`` for the same thing; format.MISSING is the one spelling."""
+    from tui.app.components.result_cells import row_cells
+    from tui.cli.render import speedup_text
+    from tui.engine.options import RunOptions
+    from tui.engine.store.results import RunRecord
+    from tui.present.compare_render import change_text, number_text
+    from tui.present.format import MISSING, clock_label
+
+    record = RunRecord.new(RunOptions(workload="pointwise", device="cpu"))
+    record.fail("worker_crashed", "the worker exited with code 1")
+    cells = row_cells(record, record.summary())
+    assert MISSING == "–"
+    assert {cells[key].plain for key in ("graph_breaks", "recompiles", "compile_s", "eager_ms")} == {MISSING}
+    assert speedup_text(record.summary()).plain == MISSING
+    assert number_text(None, "ms") == MISSING and change_text(None, "ms") == (MISSING,)
+    assert clock_label(record)[0] == MISSING
+
+
+def test_significant_figures_in_every_table_never_an_exponent_nor_a_decade_too_many():
+    """0.99996 ms read ``1.0000`` in the app (a 5th figure) and ``1e+03 µs`` in the CLI."""
+    from types import SimpleNamespace
+
+    from tui.cli.render import _ms
+    from tui.present.compare_render import number_text
+    from tui.present.format import fmt_ms, significant
+
+    assert [significant(v, 4) for v in (0.1054, 0.99996, 12345.6, 0.00001234)] == ["0.1054", "1.000", "12346",
+                                                                                   "0.00001234"]
+    assert fmt_ms(0.1054) == "0.1054" and fmt_ms(0.99996) == "1.000" and fmt_ms(9.99996) == "10.00"
+    assert _ms(SimpleNamespace(median=0.99996)) == "1.00 ms" and _ms(SimpleNamespace(median=0.1054)) == "105 µs"
+    assert number_text(0.1054, "ms") == "0.1054" and number_text(0.00001234, "ms") == "0.00001234"
+    assert number_text(1.2345, "µs") == "1234"
+
+
+def test_a_speedup_interval_with_a_large_end_fits_its_cell():
+    """``3.28× [2.85, 63.3…`` at 80x24: from 10 on a speedup has three significant figures, not two decimals."""
+    from tui.app.table_columns import TABLE_COLUMNS
+    from tui.present.format import fmt_speedup, ratio
+
+    assert [ratio(v) for v in (0.9712, 2.849, 9.996, 63.36, 150.2)] == ["0.97", "2.85", "10.0", "63.4", "150"]
+    (column,) = [c for c in TABLE_COLUMNS if c.key == "speedup"]
+    assert fmt_speedup(3.28, 2.85, 63.36) == "3.28× [2.85, 63.4]" and len("3.28× [2.85, 63.4]") <= column.width

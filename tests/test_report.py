@@ -249,3 +249,57 @@ def test_the_rows_gather_groups_verdicts_and_environments():
     assert failed.status == "failed" and failed.verdict is None and "runtime_error" in failed.error
     assert group.command.endswith("--repeat 3")
     assert [env.numbers for env in data.environments] == [(1, 2, 5), (3, 4)]
+
+
+_EM = {".": 0.318, "×": 0.838}
+"""DejaVu Sans's advance widths in em (digits 0.636): the forest plot's tick labels at font size 9."""
+
+
+def _tick_labels(page: str) -> list[tuple[float, str]]:
+    forest = re.search(r'<svg id="forest-plot".*?</svg>', page, re.DOTALL)
+    assert forest
+    found = re.findall(r'<text[^>]*text-anchor: middle" x="([\d.]+)"[^>]*>([^<]*×)</text>', forest.group(0))
+    return sorted((float(x), label) for x, label in found)
+
+
+def test_the_forest_plots_ticks_never_touch_and_its_long_labels_stay_whole(tmp_path, capsys):
+    """Speedups from 0.07x to 8.6x put 0.9x, 1x and 1.1x side by side ("0.8×1×1.25×"), and a long label was cut."""
+    from fakes.timed import pointwise, timed_run
+
+    long = pointwise(workload="/home/someone/projects/models/very_long_model_file_name.py:make_model",
+                     params={"batch": 64, "width": 1024, "depth": 12, "heads": 16})
+    records = [timed_run(f"20261201-10000{i}-aaaaa{i}", pointwise(params={"n": 64 * 2**i}), eager=eager, seed=i)
+               for i, eager in enumerate((0.07, 0.5, 1.0, 2.0, 8.6))]
+    records.append(timed_run("20261201-100009-aaaaa9", long, seed=9))
+    export = tmp_path / "runs.json"
+    write_json(records, export)
+    out = tmp_path / "report.html"
+    code, err = _report([str(export), "-o", str(out)], capsys)
+    assert code == 0, err
+    page = out.read_text(encoding="utf-8")
+    ticks = _tick_labels(page)
+    assert len(ticks) >= 3 and "1×" in [label for _, label in ticks]
+    for (x, label), (next_x, next_label) in zip(ticks, ticks[1:], strict=False):
+        right = x + sum(_EM.get(c, 0.636) for c in label) * 9 / 2
+        left = next_x - sum(_EM.get(c, 0.636) for c in next_label) * 9 / 2
+        assert left - right >= 2, (label, next_label, left - right)
+    words = " ".join(_forest(page).itertext()).split()
+    for word in ("very_long_model_file_name.py:make_model", "batch=64", "width=1024", "depth=12", "heads=16"):
+        assert word in words, word
+    assert not any("…" in word for word in words)
+
+
+def test_without_gpu_telemetry_the_machine_section_says_so_in_one_line(tmp_path, capsys):
+    from fakes.timed import timed_run
+
+    export = tmp_path / "runs.json"
+    write_json([timed_run("20261201-100000-aaaaaa", seed=1), timed_run("20261201-100001-aaaaab", seed=2)], export)
+    out = tmp_path / "report.html"
+    assert _report([str(export), "-o", str(out)], capsys)[0] == 0
+    section = out.read_text(encoding="utf-8").split('id="telemetry"')[1].split("<h2")[0]
+    assert "No GPU telemetry on this machine." in section and "<table" not in section
+    write_json([timed_run("20261201-100000-aaaaaa", seed=1, other_cpu_cores=1.5)], export)
+    assert _report([str(export), "-o", str(out)], capsys)[0] == 0
+    section = out.read_text(encoding="utf-8").split('id="telemetry"')[1].split("<h2")[0]
+    assert "No GPU telemetry on this machine." in section and "other CPU use (cores)" in section
+    assert "SM clock" not in section and "GPU samples" not in section and "1.50" in section

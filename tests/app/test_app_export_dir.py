@@ -1,20 +1,19 @@
 """Export to a directory that does not exist (issue 14 item 9) and the export toast's path (item 8).
 
 ``E`` to a missing directory asks before making it: no makes nothing, a link in the typed path is
-refused; the toast shows the CSV's path on one line, whole or shortened from the left, at 80x24
-and 160x48.
+refused; the notice shows the CSV's path on one line, whole or with its folders folded: in a toast at
+160x48, on the notice line at 80x24 (tests/app/test_app_notices.py).
 """
 
 from __future__ import annotations
 
-from pathlib import Path
 
-import pytest
 from textual.geometry import Region
 
 from app_helpers import wait_until
 from tui.app.components.dialogs import ConfirmScreen
-from tui.app.exporting import exported_message, fit_path
+from tui.app.exporting import exported_message
+from tui.present.format import fold_path
 from tui.engine.store.export import default_formats
 from tui.engine.options import RunOptions
 
@@ -69,10 +68,9 @@ async def test_a_link_in_the_typed_path_is_refused_after_the_yes_and_nothing_is_
     assert "\n" not in error.message and list(elsewhere.iterdir()) == []
 
 
-@pytest.mark.parametrize("size", [(80, 24), (160, 48)], ids=lambda s: f"{s[0]}x{s[1]}")
-async def test_the_toast_shows_the_path_on_one_line(make_app, size):
+async def test_the_toast_shows_the_path_on_one_line(make_app):
     app = make_app()
-    async with app.run_test(size=size, notifications=True) as pilot:
+    async with app.run_test(size=(160, 48), notifications=True) as pilot:
         await _one_run(app, pilot)
         app.action_export()
         await wait_until(pilot, lambda: bool(app.screen.query("Toast")), what="the toast")
@@ -80,7 +78,7 @@ async def test_the_toast_shows_the_path_on_one_line(make_app, size):
         (toast,) = app.screen.query("Toast")
         (note,) = [n for n in app._notifications if n.title == "Exported"]
         csv_path = note.message.splitlines()[-1]
-        assert csv_path.endswith(".csv") and csv_path.startswith(("/", "…"))
+        assert csv_path.endswith(".csv") and csv_path.startswith(("/", "…/"))
         # Every line of the text fits the toast as laid out, so the path is never broken across lines.
         width = toast.content_region.width
         assert all(len(line) <= width for line in note.message.splitlines()), (width, note.message)
@@ -92,12 +90,13 @@ def _lines(toast) -> list[str]:
     return [strip.text for strip in toast.render_lines(Region(0, 0, *toast.outer_size))]
 
 
-def test_a_path_is_shortened_from_the_left_and_its_file_name_kept():
+def test_a_path_keeps_its_file_name_and_folds_its_folders():
     path = "/home/someone/.local/share/compile-lab/exports/compile-lab-20261203-101010.csv"
-    assert fit_path(path, 200) == path
-    assert fit_path(path, 40) == "…" + path[-39:] and len(fit_path(path, 40)) == 40
-    message = exported_message(2, path, 1, 80)
+    assert fold_path(path, 200) == path
+    assert fold_path(path, 60) == "…/share/compile-lab/exports/compile-lab-20261203-101010.csv"
+    assert fold_path(path, 40) == "…/compile-lab-20261203-101010.csv"  # whole folders only
+    assert fold_path(path, 10) == "…/compile-lab-20261203-101010.csv"  # the name is never cut
+    message = exported_message(2, path, 1, 36)  # a toast's text at 160 columns
     more = len(default_formats()) - 1  # 2: the JSON and the raw CSV
     assert message.splitlines() == [f"2 run(s) -> CSV and {more} more file(s) (1 unfinished row(s) skipped):",
-                                    fit_path(path, 36)]  # the toast's text at 80 columns
-    assert Path(message.splitlines()[-1][1:]).name == Path(path).name
+                                    "…/compile-lab-20261203-101010.csv"]

@@ -432,7 +432,8 @@ def test_the_title_names_the_run_where_it_fits():
     assert chart_title(None, 80) == "iterations"
     assert chart_title("pointwise n=512 inductor dyn=auto fp32 cpu", 80) == (
         "iterations · pointwise n=512 inductor dyn=auto fp32 cpu")
-    assert chart_title("pointwise n=512 inductor dyn=auto fp32 cpu", 45) == "iterations"
+    assert chart_title("pointwise n=512 inductor dyn=auto fp32 cpu", 45) == "iterations · pointwise n=512 inductor…"
+    assert chart_title("pointwise n=512 inductor dyn=auto fp32 cpu", 30) == "iterations"  # too little of it fits
 
 
 async def test_a_failed_run_without_blocks_says_so_and_the_title_names_it():
@@ -447,3 +448,24 @@ async def test_a_failed_run_without_blocks_says_so_and_the_title_names_it():
         assert any(line.strip() == "run failed (worker_crashed): no timing blocks" for line in app.lines())
         assert not any("waiting" in line for line in app.lines())
         assert chart.border_title == "iterations · cnn inductor"
+
+
+async def test_a_quarter_of_slow_iterations_still_leaves_the_medians_readable():
+    """A real CPU sweep on a shared 2-core box: over 25% of the iterations 10-100x slow, so the 3-IQR fence
+    (q3 among the slow ones) put the top at 16 ms over medians of 0.43 and 0.66 ms, both on the bottom row."""
+    record = ChartRecord()
+    eager = [0.43 + 0.02 * math.sin(j / 3.0) for j in range(400)]
+    compiled = [0.66 + 0.03 * math.cos(j / 4.0) for j in range(400)]
+    for j in range(0, 400, 3):  # a third of each side
+        eager[j], compiled[j] = 4.0 + (j % 7) * 3.0, 4.3 + (j % 5) * 5.0
+    record.samples["eager"].append(ChartBlock("measure", 0, eager))
+    record.samples["compiled"].append(ChartBlock("measure", 0, compiled))
+    app = ChartHost(record)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.pause()
+        lines = app.lines()
+        top = lines[1][:6].strip()
+        assert top.endswith("ms") and float(top[:-2]) <= 4 * 0.69 * 1.05 + 0.01, top
+        markers = [y for y, line in enumerate(lines[1:-1]) if "▶" in line[:8]]
+        assert len(markers) == 2, lines  # each median on a row of its own: told apart
+        assert "↑" in lines[1]

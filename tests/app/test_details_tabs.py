@@ -223,3 +223,27 @@ def test_a_pooled_run_says_its_host_its_cores_and_how_many_ran_beside_it():
     record.concurrent_runs = 3
     summary = _text(render_tab(record, "summary"), width=200)
     assert re.search(r"^beside\s+ran beside 3 other runs of this session, each on its own GPU", summary, re.M)
+
+
+async def test_at_80x24_the_details_footer_fits_whole(make_app):
+    """The app's keys overflowed the details footer at 80 columns: it ended in a stray letter ("^p paletteo")."""
+    from terminal_model import TerminalModel
+    from textual.geometry import Region
+
+    from app_helpers import wait_until
+
+    app = make_app(load_history=False)
+    async with app.run_test(size=(80, 24)) as pilot:
+        terminal = TerminalModel(app)
+        app.inject_record(full_record("20261201-101010-aaaaaa", failed=False))
+        await wait_until(pilot, lambda: app.table.row_count == 1, what="the row")
+        app.table.focus()
+        await pilot.press("enter")
+        await wait_until(pilot, lambda: isinstance(app.screen, DetailsScreen), what="the details")
+        await pilot.pause()
+        footer = terminal.text(Region(0, 23, 80, 1)).rstrip()
+        assert footer.endswith("^p palette"), footer
+        for words in ("←→ Tab", "esc Back", "r Reload", "y Copy command", "f1 Help"):
+            assert words in footer, footer
+        await pilot.press("h")  # a key off the footer still works here
+        await wait_until(pilot, lambda: not app.main_screen.show_history, what="the history hidden")

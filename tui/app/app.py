@@ -35,10 +35,12 @@ from collections.abc import Iterable
 from textual import on
 from textual.app import App, SystemCommand
 from textual.binding import Binding
+from textual.notifications import Notify
 from textual.screen import Screen
 
 from tui.app.baseline_actions import BaselineActions
 from tui.app.column_choice import ColumnActions
+from tui.app.components.notice_line import hide_toasts, route
 from tui.app.components.picker import Picker
 from tui.app.components.results_table import ResultsTable
 from tui.app.config import DEFAULT_THEME, THEME_ALIASES, resolve_theme
@@ -282,6 +284,16 @@ class CompileLabApp(App[int]):
                 severity="error",
                 markup=False,
             )
+
+    @on(Notify)
+    def _notice(self, message: Notify) -> None:
+        """At narrow sizes a notice also goes to the notice line (:func:`~tui.app.components.notice_line.route`)."""
+        route(self, message.notification)
+
+    def _refresh_notifications(self) -> None:
+        """Textual's toasts where they cover nothing (after each notice, a resume, a resize); none at narrow sizes."""
+        if not hide_toasts(self):
+            super()._refresh_notifications()
 
     def on_history_loaded(self, message: HistoryLoaded) -> None:
         """A chunk of previous runs joins the model."""

@@ -22,7 +22,7 @@ from rich.console import RenderableType
 from rich.text import Text
 
 from tui.app.components.result_cells import Cell
-from tui.present.format import VERDICT_STYLES
+from tui.present.format import MISSING, VERDICT_STYLES
 from tui.engine.compare import MATCH_FIELDS, CompareSettings, Pair, PairResult, pair_up
 from tui.engine.compare.judge import judge_pair
 from tui.engine.compare.matching import field_values
@@ -41,7 +41,7 @@ SETTINGS = CompareSettings(ignore=tuple(name for name in MATCH_FIELDS if name no
 BASELINE_CELL = Cell("◆ baseline", "bold", sort_key=0.0, justify="right")
 """The baseline's own rows say so in words (not by colour alone)."""
 PENDING_CELL = Cell("…", "dim", justify="right")
-NO_MATCH_CELL = Cell("–", "dim", justify="right")
+NO_MATCH_CELL = Cell(MISSING, "dim", justify="right")
 
 
 def _distance(a: dict[str, str], b: dict[str, str]) -> int:
@@ -79,7 +79,7 @@ def _percent(slowdown: float) -> str:
 def vs_base_words(result: PairResult | None) -> tuple[str, str]:
     """The column's text and style: ``+6.8% slower``, ``-12% faster``, ``~ no change``, ``noisy``, ..."""
     if result is None:
-        return "–", "dim"
+        return MISSING, "dim"
     if result.status != "compared" or result.verdict is None:
         return "not compared", "dim"
     verdict = result.verdict

@@ -441,9 +441,14 @@ class LabController(SessionListener):
         if problem:
             self._notify(problem, title="History", severity="warning", markup=False)
         summary = record.summary()  # computed by the session already: cached
-        if summary.verdict == "noisy" and record.group_id is None:
-            self._noisy.saved(record, summary.noise_reasons,
-                              queue_ended=not self.queue and self.current in (None, record))
+        noisy = summary.verdict == "noisy" and record.group_id is None
+        self._noisy.saved(record, summary.noise_reasons if noisy else None, queue_ended=self._queue_ended(record))
+
+    def _queue_ended(self, record: RunRecord) -> bool:
+        """Whether ``record``, just saved, ends its queue: nothing else runs, waits or is being saved."""
+        if self.queue or any(other is not record for other in self.running):
+            return False
+        return not any(self.computing(other) for other in self.records.values())
 
     def data_pruned(self, result: Any) -> None:
         """The data dir's size cap deleted older runs' files: a notice."""

@@ -10,7 +10,11 @@ import os
 from pathlib import Path
 from typing import Any
 
-__all__ = ["export_paths", "export_directory", "directory_to_make", "fit_path", "exported_message", "export_labels"]
+from tui.app.layout import NOTICE_LINE_FRAME, notices_in_line
+from tui.present.format import fold_path
+
+__all__ = ["export_paths", "export_directory", "directory_to_make", "exported_message", "export_labels",
+           "notice_text_width"]
 
 #: Columns of a toast's text: Textual's Toast is 60 wide, at most half of its rack (the screen
 #: less the rack's scroll bar), less its padding (1 each side) and its coloured left border.
@@ -97,20 +101,20 @@ def export_paths(target: str | None, defaults: Any, *, make_directory: bool = Fa
     return destinations
 
 
-def fit_path(path: str, width: int) -> str:
-    """``path`` whole when it fits in ``width`` columns, else its end after a ``…`` (the file name is what matters)."""
-    if len(path) <= width:
-        return path
-    return "…" + path[len(path) - max(1, width - 1):]
+def notice_text_width(width: int, height: int) -> int:
+    """Columns of a notice's text on a terminal of ``width`` x ``height``: the notice line's less its padding
+    where notices go there (:func:`~tui.app.layout.notices_in_line`), else a toast's."""
+    if notices_in_line(width, height):
+        return width - NOTICE_LINE_FRAME
+    return min(TOAST_WIDTH, int((width - TOAST_RACK_GUTTER) * TOAST_MAX_SHARE)) - TOAST_FRAME
 
 
-def exported_message(count: int, csv_path: str, skipped: int, screen_width: int) -> str:
-    """The export toast's text: what was written (the CSV and how many files beside it), then the CSV's path
-    on a line of its own that fits the toast."""
-    width = min(TOAST_WIDTH, int((screen_width - TOAST_RACK_GUTTER) * TOAST_MAX_SHARE)) - TOAST_FRAME
+def exported_message(count: int, csv_path: str, skipped: int, text_width: int) -> str:
+    """The export notice's text: what was written (the CSV and how many files beside it), then the CSV's path
+    on a line of its own, its folders folded to fit ``text_width`` and its file name whole."""
     from tui.engine.store.export import default_formats
 
     first, *others = default_formats()
     note = f" ({skipped} unfinished row(s) skipped)" if skipped else ""
     files = f"{first.label} and {len(others)} more file(s)" if others else first.label  # short for any count
-    return f"{count} run(s) -> {files}{note}:\n{fit_path(csv_path, width)}"
+    return f"{count} run(s) -> {files}{note}:\n{fold_path(csv_path, text_width)}"

@@ -4,7 +4,7 @@
 directory; ``E`` asks for a directory or a ``.csv`` path first, and when that directory does not
 exist, whether to make it (:mod:`tui.engine.store.export_dir` makes only what was typed, never through
 a link). The three files (CSV, raw CSV, JSON) are written off the UI thread; the result is one
-notification, its path on a line of its own and shortened from the left to fit the toast, and a
+notice, its path on a line of its own with its folders folded to fit the notice (its file name whole), and a
 :class:`~tui.app.messages.RunsExported` message. :class:`ExportActions` is a part of the app; what is
 exported and the writing are the controller's (:meth:`~tui.app.controller.LabController.exportable_records`,
 :meth:`~tui.app.controller.LabController.write_export`).
@@ -17,7 +17,7 @@ from collections.abc import Callable
 
 from textual.app import App
 
-from tui.app.export_target import directory_to_make, export_directory, export_paths, exported_message, fit_path
+from tui.app.export_target import directory_to_make, export_directory, export_paths, exported_message, notice_text_width
 from tui.app.messages import RunsExported
 from tui.engine.store.export import anything_to_export
 
@@ -26,7 +26,7 @@ if TYPE_CHECKING:
     from tui.app.main_screen import MainScreen
     from tui.engine.store.results import RunRecord
 
-__all__ = ["ExportActions", "export_paths", "export_directory", "directory_to_make", "fit_path", "exported_message"]
+__all__ = ["ExportActions", "export_paths", "export_directory", "directory_to_make", "exported_message"]
 
 
 class ExportActions:
@@ -103,5 +103,6 @@ class ExportActions:
         app.call_from_thread(self._notify_exported, len(records), str(written[0]), skipped)
 
     def _notify_exported(self, count: int, csv_path: str, skipped: int) -> None:
-        self.app.notify(exported_message(count, csv_path, skipped, self.app.size.width), title="Exported",
+        width = notice_text_width(*self.app.size)
+        self.app.notify(exported_message(count, csv_path, skipped, width), title="Exported",
                         markup=False, timeout=10)

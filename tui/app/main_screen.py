@@ -35,6 +35,7 @@ from textual.widgets import Footer, Header
 
 from tui.app.components.chart import IterationChart
 from tui.app.components.gpu_pane import GpuPane
+from tui.app.components.notice_line import NoticeLine
 from tui.app.components.picker import Picker
 from tui.app.components.queue_view import QueueView
 from tui.app.components.results_table import Cell, ResultsTable
@@ -91,7 +92,8 @@ class MainScreen(Screen):
     # ----- layout ---------------------------------------------------------------------
 
     def compose(self) -> ComposeResult:
-        """GPU pane across the top; picker on the left, table, queue and chart on the right."""
+        """GPU pane across the top; picker on the left, table, queue and chart on the right; the notice line
+        (narrow sizes) above the footer."""
         lab = self.lab
         yield Header(show_clock=False, icon="≡")
         pane = GpuPane(lab.telemetry, interval=getattr(self.app, "gpu_interval", 1.0), id="gpu")
@@ -104,6 +106,7 @@ class MainScreen(Screen):
                 yield ResultsTable(id="results", columns=lab.config.columns)
                 yield QueueView(id="queue")
                 yield IterationChart(id="chart")
+        yield NoticeLine(id="notice")
         yield Footer()
 
     def on_resize(self) -> None:

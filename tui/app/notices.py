@@ -1,9 +1,9 @@
-"""How the app tells about noisy runs without burying the table in toasts.
+"""How the app tells about noisy runs without burying the table in notices: once a queue.
 
-The first noisy run of a queue is told with its reason and the way out; the ones after it are
-counted and told once, when the queue runs empty. A toast per run covered most of the results
-pane at 80x24 on a busy machine, where every run can be noisy; the status column says ``noisy``
-on each row anyway.
+When a queue runs empty (nothing runs, waits or is being saved), its noisy runs are told in one
+notice: the run's reason and the way out when one run was noisy, the count and the first one's
+reason when several were. A notice per run covered most of the results pane at 80x24 on a busy
+machine, where every run can be noisy; the status column says ``noisy`` on each row anyway.
 """
 
 from __future__ import annotations
@@ -22,19 +22,25 @@ class NoisyNotices:
 
     def __init__(self, notify: Callable[..., None]) -> None:
         self._notify = notify
-        self._runs: list[str] = []
+        self._count = 0
+        self._first = ""
 
-    def saved(self, record: RunRecord, reasons: tuple[str, ...], *, queue_ended: bool) -> None:
-        """A noisy run was saved; ``queue_ended``: nothing runs or waits after it."""
-        self._runs.append(record.run_id)
-        if len(self._runs) == 1:
-            more = f" (+{len(reasons) - 1} more in details)" if len(reasons) > 1 else ""
-            first = reasons[0] if reasons else "the measurement cannot support a number"
-            self._notify(f"{workload_label(record.options)} {options_label(record.options)}: {first}{more}. "
-                         f"{RERUN_HINT}.", title="Noisy: no number to trust", severity="warning", markup=False,
+    def saved(self, record: RunRecord, reasons: tuple[str, ...] | None, *, queue_ended: bool) -> None:
+        """A run of the queue was saved; ``reasons``: why it is noisy (None: it is not); ``queue_ended``:
+        nothing runs, waits or is being saved after it. The count starts again with the next queue."""
+        if reasons is not None:
+            self._count += 1
+            if self._count == 1:
+                more = f" (+{len(reasons) - 1} more in details)" if len(reasons) > 1 else ""
+                first = reasons[0] if reasons else "the measurement cannot support a number"
+                self._first = f"{workload_label(record.options)} {options_label(record.options)}: {first}{more}"
+        if not queue_ended:
+            return
+        if self._count == 1:
+            self._notify(f"{self._first}. {RERUN_HINT}.", title="Noisy: no number to trust", severity="warning",
+                         markup=False, timeout=8)
+        elif self._count > 1:
+            self._notify(f"{self._count} runs of this queue were noisy (their status says so); the first: "
+                         f"{self._first}. {RERUN_HINT}.", title="Noisy runs", severity="warning", markup=False,
                          timeout=8)
-        if queue_ended:
-            if len(self._runs) > 1:
-                self._notify(f"{len(self._runs)} runs of this queue were noisy (their status says so). {RERUN_HINT}.",
-                             title="Noisy runs", severity="warning", markup=False, timeout=8)
-            self._runs.clear()
+        self._count, self._first = 0, ""

@@ -35,6 +35,7 @@ from collections.abc import Iterable, Mapping
 
 from rich.cells import cell_len
 
+from tui.present.format import MISSING
 from tui.present.option_fields import FIELDS_BY_KEY, OPTION_FIELDS
 from tui.engine.catalog import echo
 from tui.typed import printable
@@ -103,7 +104,7 @@ CELL_KEYS = tuple(column.key for column in TABLE_COLUMNS if column.available)
 OPTION_KEYS = tuple(column.key for column in TABLE_COLUMNS if column.option)
 COUNTED_KEYS = OPTION_KEYS + tuple(column.key for column in TABLE_COLUMNS if column.differing)
 """The cells whose values the table counts (:class:`Variety`): the option fields and the *where* columns."""
-_UNKNOWN = "–"
+_UNKNOWN = MISSING
 
 
 def default_choice() -> dict[str, bool]:

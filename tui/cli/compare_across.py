@@ -10,9 +10,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from tui.present.format import VERDICT_STYLES
+from tui.present.format import MISSING, VERDICT_STYLES
 from tui.present.compare_render import (
-    MAX_REASONS, WITHIN, WITHIN_LEGEND, change_text, gate_verdict, markdown_cell, number_text, title_settings,
+    MAX_REASONS, WITHIN, WITHIN_LEGEND, change_text, gate_verdict, markdown_cell, number_text, print_whole,
+    title_settings, whole_column,
 )  # fmt: skip
 from tui.engine.compare import METRICS, Across, AcrossRow, ConfigKey, KindCell
 from tui.engine.compare.across import ACROSS_FIELDS, COMPARED, NO_BASELINE, NOT_RUN
@@ -40,7 +41,7 @@ def _procs(cell: KindCell) -> str:
 def _value_parts(cell: KindCell, across: Across, unit: str) -> list[str]:
     """The cell's value, its change against the baseline and the interval, its processes."""
     if cell.status == NOT_RUN:
-        return ["–"]
+        return [MISSING]
     metric = across.settings.metric
     parts = [number_text(cell.values.get(metric), unit)]
     change = cell.result.change(metric) if cell.result is not None else None
@@ -97,14 +98,14 @@ def print_across(across: Across, console: Any) -> None:
 
     skip, shared = _shared(across)
     unit = _unit(across)
-    table = Table(title=_title(across), caption=f"every row: {shared}" if shared else None, title_justify="left",
-                  caption_justify="left", box=box.SIMPLE_HEAD, pad_edge=False, collapse_padding=True)
-    table.add_column("#", justify="right")
-    table.add_column("configuration", ratio=1, min_width=16)
+    # The title and caption are lines of their own, wrapped at words (Rich cut a table's title).
+    table = Table(box=box.SIMPLE_HEAD, pad_edge=False, collapse_padding=True)
+    whole_column(table, "#", "right")
+    whole_column(table, "configuration")
     for kind in across.kinds:
-        table.add_column(_header(across, kind, unit), justify="right", min_width=9)
+        whole_column(table, _header(across, kind, unit), "right")
         if kind != across.baseline:
-            table.add_column("verdict", min_width=9)
+            whole_column(table, "verdict")
     for number, row in enumerate(across.rows, 1):
         cells: list[Any] = []
         for cell in row.cells:
@@ -118,7 +119,10 @@ def print_across(across: Across, console: Any) -> None:
             cells.append(text)
         table.add_row(str(number), Text(printable(_label(row, skip)), style="bold"), *cells,
                       end_section=number < len(across.rows))
-    console.print(table)
+    console.print(_title(across), markup=False, highlight=False)
+    print_whole(table, console)
+    if shared:
+        console.print(f"every row: {shared}", markup=False, highlight=False)
     if any(cell.result is not None and cell.result.within_process for row in across.rows for cell in row.cells):
         console.print(WITHIN_LEGEND, style="dim", markup=False, highlight=False)
     for line in detail_lines(across):
@@ -162,7 +166,8 @@ def across_gate_lines(across: Across) -> list[str]:
              f"{word}s, baseline {printable(across.baseline)}"]
     for kind in across.kinds[1:]:
         counts = across.counts(kind)
-        lines.append(f"{printable(kind)}: " + (", ".join(f"{count} {what}" for what, count in counts.items()) or "-"))
+        said = ", ".join(f"{count} {what}" for what, count in counts.items())
+        lines.append(f"{printable(kind)}: {said or MISSING}")
     return lines + gate_verdict([printable(line) for line in across.failures()])
 
 

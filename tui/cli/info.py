@@ -12,6 +12,7 @@ from typing import Any
 from tui import __version__
 from tui.engine.catalog import WORKLOADS
 from tui.logs import log_file
+from tui.present.format import or_missing
 
 __all__ = ["cmd_workloads", "cmd_env"]
 
@@ -118,7 +119,7 @@ class _EnvTable:
 
     def row(self, what: str, value: Any, note: str = "", style: str = "") -> None:
         """One row; text is escaped, never read as markup."""
-        text = "-" if value is None or value == "" else str(value)
+        text = or_missing(value)
         self.table.add_row(what, f"{style}{_escape(text)}" if style else _escape(text), _escape(note))
 
     def torch(self, report: dict[str, Any] | None, error: str) -> bool:

@@ -6,7 +6,9 @@ import re
 import textwrap
 from typing import Any
 
-from tui.present.format import VERDICT_STYLES, input_label, workload_name
+from tui.present.format import (
+    MISSING, VERDICT_STYLES, input_label, or_missing, ratio, significant, workload_name,
+)  # fmt: skip
 from tui.present.option_fields import differing, option_words
 from tui.engine.explain.host_time import HOST_LABELS, graph_break_rows
 from tui.engine.store.results import RunRecord
@@ -28,13 +30,13 @@ MIN_SHARE = 0.005
 
 def _ms(stats: Any) -> str:
     if stats is None:
-        return "-"
-    value = stats.median
+        return MISSING
+    value = float(f"{stats.median:.3g}")  # 0.99996 ms is 1.00 ms, not 1e+03 µs
     if value >= 100:
-        return f"{value:.0f} ms"
+        return f"{stats.median:.0f} ms"
     if value >= 1:
-        return f"{value:.3g} ms"
-    return f"{value * 1000:.3g} µs"
+        return f"{significant(value, 3)} ms"
+    return f"{significant(value * 1000, 3)} µs"
 
 
 def _not_significant(summary: RunSummary) -> bool:
@@ -53,25 +55,25 @@ def speedup_text(summary: RunSummary) -> Any:
 
     speedup = summary.speedup
     if speedup is None:
-        return Text("-")
+        return Text(MISSING)
     low, high = summary.speedup_ci_low, summary.speedup_ci_high
     significant = bool(summary.significant)
     style = ("bold green" if speedup > 1 else "bold red") if significant else "dim"
     if summary.verdict == "noisy":
         style = "dim strike" if summary.speedup_ci_low is None else "dim"
-    text = Text(f"{speedup:.2f}x", style=style)
+    text = Text(f"{ratio(speedup)}x", style=style)
     if low is not None and high is not None:
-        text.append(f"\n[{low:.2f}, {high:.2f}]", style=style)
+        text.append(f"\n[{ratio(low)}, {ratio(high)}]", style=style)
         if _not_significant(summary):
             text.append("\nn.s.", style="dim")
     if summary.launch_bound:
         text.append("\nlaunch-bound", style="yellow")
         host = summary.host_speedup
         if host is not None:
-            text.append(f"\nhost {host:.2f}x", style="dim" if summary.host_verdict == "noisy" else "bold yellow")
+            text.append(f"\nhost {ratio(host)}x", style="dim" if summary.host_verdict == "noisy" else "bold yellow")
             host_low, host_high = summary.host_speedup_ci_low, summary.host_speedup_ci_high
             if host_low is not None and host_high is not None:
-                text.append(f"\n[{host_low:.2f}, {host_high:.2f}]", style="yellow")
+                text.append(f"\n[{ratio(host_low)}, {ratio(host_high)}]", style="yellow")
     return text
 
 
@@ -83,7 +85,7 @@ def verdict_text(record: RunRecord) -> Any:
     if summary.verdict is None:
         styles: dict[str, str] = {RunStatus.FAILED: "bold red", RunStatus.CANCELLED: "yellow"}
         style = styles.get(record.status, "dim")
-        return Text("-" if record.status == RunStatus.DONE else record.status, style=style)
+        return Text(MISSING if record.status == RunStatus.DONE else record.status, style=style)
     text = Text(summary.verdict, style=VERDICT_STYLES.get(summary.verdict, ""))
     if summary.host_verdict is not None:
         text.append(f"\nhost {summary.host_verdict}", style=VERDICT_STYLES.get(summary.host_verdict, ""))
@@ -158,7 +160,7 @@ def print_table(records: list[RunRecord], console: Any) -> None:
         what.append(f"{number} {workload_name(o.workload)}", style="bold")
         what.append(printable(f" {params}\n{labels[number - 1]}".replace(" \n", "\n")))
         what.append(processes_text(record))
-        compile_s = f"{record.compile_s:.3g} s" if record.compile_s is not None else "-"
+        compile_s = f"{record.compile_s:.3g} s" if record.compile_s is not None else MISSING
         accuracy = record.accuracy.verdict
         if record.status in (RunStatus.FAILED, RunStatus.CANCELLED):
             errors.append(f"run {number}: {_why(record.error_kind, record.error_message)}")
@@ -206,7 +208,7 @@ def print_warnings(records: list[RunRecord], console: Any) -> None:
 def _short_ms(value: float) -> str:
     """A time in ms at a precision a reader can use: ``0.118``, ``1.25``, ``12.5``; ``<0.001`` for a trace."""
     if value >= 1:
-        return f"{value:.3g}"
+        return significant(value, 3)
     return f"{value:.3f}" if value >= 0.0005 or value == 0 else "<0.001"
 
 
@@ -281,5 +283,5 @@ def _why(kind: str | None, message: str | None) -> str:
 
 
 def _count(value: int | None) -> str:
-    """A count, ``0`` included; ``-`` only where it is not known."""
-    return "-" if value is None else str(value)
+    """A count, ``0`` included; :data:`~tui.present.format.MISSING` only where it is not known."""
+    return or_missing(value)

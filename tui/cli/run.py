@@ -369,6 +369,28 @@ def _export(records: list[RunRecord], args: argparse.Namespace, err: Any) -> boo
     return failed
 
 
+ECHO_MARGIN = 3
+"""Columns the live progress leaves free at its right: the terminal echoes ``^C`` after its last line."""
+
+
+def _progress_bars(console: Any) -> Any:
+    """Rich's live progress, ``ECHO_MARGIN`` columns narrower than the terminal.
+
+    Drawn full width, the ``^C`` that the terminal echoes after the last line wrapped onto a new line;
+    Rich's redraw goes back up as many lines as it drew, so it went one line short and the first
+    progress line stayed on screen twice.
+    """
+    from rich.constrain import Constrain
+    from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+
+    class Bars(Progress):
+        def get_renderable(self) -> Any:
+            return Constrain(super().get_renderable(), width=max(1, console.width - ECHO_MARGIN))
+
+    return Bars(TextColumn("{task.description}"), BarColumn(bar_width=24), TextColumn("{task.fields[state]}"),
+                TimeElapsedColumn(), console=console, transient=False)
+
+
 class _Progress(SessionListener):
     """Rich progress on stderr: one line per run with its phase and measured iterations.
 
@@ -389,18 +411,7 @@ class _Progress(SessionListener):
         """Runs are dealt to a pool of GPUs: each line names the GPU its run got."""
         self.unsaved: list[str] = []
         """Run ids whose history line could not be written (each said on stderr as it happened)."""
-        self.progress = None
-        if enabled:
-            from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
-
-            self.progress = Progress(
-                TextColumn("{task.description}"),
-                BarColumn(bar_width=24),
-                TextColumn("{task.fields[state]}"),
-                TimeElapsedColumn(),
-                console=console,
-                transient=False,
-            )
+        self.progress = _progress_bars(console) if enabled else None
 
     def __enter__(self) -> _Progress:
         if self.progress is not None:

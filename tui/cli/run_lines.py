@@ -16,6 +16,7 @@ import time
 from collections.abc import Iterable
 from typing import Any
 
+from tui.present.format import ratio
 from tui.present.option_fields import differing, option_words, params_text, workload_name
 from tui.engine.options import RunOptions
 from tui.engine.store.results import RunRecord
@@ -34,8 +35,8 @@ def run_label(options: RunOptions, differs: frozenset[str] = frozenset()) -> str
 def _interval(speedup: float | None, low: float | None, high: float | None) -> str:
     if speedup is None:
         return ""
-    text = f"{speedup:.2f}x"
-    return text + (f" [{low:.2f}, {high:.2f}]" if low is not None and high is not None else "")
+    text = f"{ratio(speedup)}x"
+    return text + (f" [{ratio(low)}, {ratio(high)}]" if low is not None and high is not None else "")
 
 
 def _done_text(summary: RunSummary) -> str:

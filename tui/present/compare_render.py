@@ -10,13 +10,14 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from tui.present.format import VERDICT_STYLES
+from tui.present.format import MISSING, VERDICT_STYLES, ratio, significant
 from tui.engine.compare import METRICS, Change, CompareSettings, Comparison, ConfigKey, PairResult, UnmatchedRow
 from tui.engine.measure.verdict import RERUN_HINT
 from tui.typed import printable
 
 __all__ = ["print_comparison", "markdown_lines", "gate_lines", "summary_line", "change_text", "columns", "number_text",
-           "markdown_cell", "title_settings", "WITHIN", "WITHIN_LEGEND", "MAX_REASONS"]  # fmt: skip
+           "markdown_cell", "title_settings", "whole_column", "print_whole", "WITHIN", "WITHIN_LEGEND",
+           "MAX_REASONS"]  # fmt: skip
 
 WITHIN = "1 proc/side"
 """Beside a verdict whose interval holds only the noise within a process."""
@@ -38,11 +39,10 @@ def _unit(comparison: Comparison, metric: str) -> str:
 def number_text(value: float | None, unit: str) -> str:
     """Four significant digits (trailing zeros kept, so a column's numbers line up), in ``unit``."""
     if value is None:
-        return "-"
+        return MISSING
     if unit == "x":
-        return f"{value:.2f}"
-    value = value * 1000 if unit == "µs" else value
-    return f"{value:.0f}" if value >= 999.95 else f"{value:#.4g}"
+        return ratio(value)
+    return significant(value * 1000 if unit == "µs" else value, 4)
 
 
 def _percent(ratio: float, sign: bool = True) -> str:
@@ -56,7 +56,7 @@ def change_text(change: Change | None, unit: str) -> tuple[str, ...]:
     A dash for a metric neither side has; fewer parts without a ratio or an interval.
     """
     if change is None or (change.base is None and change.new is None):
-        return ("-",)
+        return (MISSING,)
     parts = [f"{number_text(change.base, unit)} → {number_text(change.new, unit)}"]
     if change.ratio is not None:
         parts.append(f"{_percent(change.ratio)}%")
@@ -101,7 +101,7 @@ def _verdict_words(row: PairResult | UnmatchedRow) -> tuple[str, str, list[str]]
         return f"only in {row.side.upper()}", "yellow", ["FAIL (--strict)"] if row.fails else []
     if row.status != "compared":
         return row.status, "bold red", ["FAIL (--strict)"] if row.fails else []
-    word = row.verdict or "-"
+    word = row.verdict or MISSING
     notes = [WITHIN] if row.within_process else []
     if row.fails:
         notes.append("FAIL")
@@ -109,7 +109,7 @@ def _verdict_words(row: PairResult | UnmatchedRow) -> tuple[str, str, list[str]]
 
 
 def _unmatched_procs(row: UnmatchedRow) -> str:
-    return f"{len(row.runs)}/–" if row.side == "base" else f"–/{len(row.runs)}"
+    return f"{len(row.runs)}/{MISSING}" if row.side == "base" else f"{MISSING}/{len(row.runs)}"
 
 
 def _rows(comparison: Comparison) -> Iterable[tuple[int, PairResult | UnmatchedRow]]:
@@ -139,14 +139,15 @@ def print_comparison(comparison: Comparison, console: Any) -> None:
     from rich.text import Text
 
     skip, shared = shared_fields(comparison)
-    table = Table(title=_title(comparison), caption=f"every row: {shared}" if shared else None, title_justify="left",
-                  caption_justify="left", box=box.SIMPLE_HEAD, pad_edge=False, collapse_padding=True)
-    table.add_column("#", justify="right")
-    table.add_column("configuration", ratio=1, min_width=16)
+    # The title and caption are lines of their own, wrapped at words: as the table's title Rich cut them
+    # ("fail above" read "fai" in a narrow terminal).
+    table = Table(box=box.SIMPLE_HEAD, pad_edge=False, collapse_padding=True)
+    whole_column(table, "#", "right")
+    whole_column(table, "configuration")
     shown = columns(comparison)
     for metric in shown:
-        table.add_column(_header(comparison, metric), justify="right", min_width=9)
-    table.add_column("verdict", min_width=12, no_wrap=True)
+        whole_column(table, _header(comparison, metric), "right")
+    whole_column(table, "verdict")
     for number, row in _rows(comparison):
         what = Text(printable(_label(row, skip)), style="bold")
         extra = row.differences if isinstance(row, PairResult) else ((row.hint,) if row.hint else ())
@@ -165,13 +166,64 @@ def print_comparison(comparison: Comparison, console: Any) -> None:
             what.append(f"\n{procs} processes", style="cyan")
         table.add_row(str(number), what, *cells, verdict, end_section=number < len(comparison.pairs)
                       + len(comparison.unmatched))  # fmt: skip
-    console.print(table)
+    console.print(_title(comparison), markup=False, highlight=False)
+    print_whole(table, console)
+    if shared:
+        console.print(f"every row: {printable(shared)}", markup=False, highlight=False)
     if any(p.within_process for p in comparison.pairs):
         console.print(WITHIN_LEGEND, style="dim", markup=False, highlight=False)
     for line in detail_lines(comparison):
         console.print(line, markup=False, highlight=False)
     if any(p.verdict == "noisy" for p in comparison.pairs):
         console.print(f"  noisy: {RERUN_HINT}", style="dim", markup=False, highlight=False)
+
+
+def whole_column(table: Any, header: str, justify: Any = "left") -> None:
+    """Add a column whose header and cells never lose a letter.
+
+    No ratio, min_width or no_wrap: with them Rich lays a squeezed table out wider than the terminal, which
+    then cuts its last column ("FAIL (--stric"); "fold": a word wider than its column goes on over the next
+    line rather than losing letters to an ellipsis (:func:`print_whole` keeps that rare), headers included
+    (a header's own overflow: Rich does not give it the column's).
+    """
+    from rich.text import Text
+
+    table.add_column(Text(header, style="bold", overflow="fold"), justify=justify, overflow="fold")
+
+
+def print_whole(table: Any, console: Any) -> None:
+    """Print ``table`` at the terminal's width, or where some word of it would not fit whole there, at the
+    narrowest width that keeps every word of its headers and cells whole (the terminal wraps those long
+    lines): squeezed, Rich folds or cuts them ("fai" for "fail")."""
+
+    width = console.width
+    needed = _whole_width(table, console, width)
+    if needed <= width:
+        console.print(table)
+        return
+    console.width = needed
+    try:
+        console.print(table, crop=False)
+    finally:
+        console.width = width
+
+
+def _whole_width(table: Any, console: Any, width: int) -> int:
+    """The narrowest width from ``width`` up at which every word of ``table`` is drawn whole."""
+    from rich.measure import Measurement
+
+    words = {word for column in table.columns for cell in (column.header, *column.cells)
+             for word in _plain(cell).split()}
+    measured = Measurement.get(console, console.options.update_width(10_000), table)
+    for candidate in range(max(width, measured.minimum), measured.maximum):
+        lines = console.render_lines(table, console.options.update_width(candidate), pad=False)
+        if words <= {word for line in lines for word in "".join(s.text for s in line).split()}:
+            return candidate
+    return max(width, measured.maximum)
+
+
+def _plain(cell: Any) -> str:
+    return cell.plain if hasattr(cell, "plain") else str(cell)
 
 
 def detail_lines(comparison: Comparison) -> list[str]:
@@ -241,7 +293,7 @@ def markdown_lines(comparison: Comparison) -> list[str]:
         extra = row.differences if isinstance(row, PairResult) else ((row.hint,) if row.hint else ())
         what = "; ".join([_label(row, skip), *extra])
         if isinstance(row, PairResult):
-            procs = f"{row.base_processes}/{row.new_processes}" if row.status == "compared" else "-"
+            procs = f"{row.base_processes}/{row.new_processes}" if row.status == "compared" else MISSING
             cells = [" ".join(change_text(row.change(m), _unit(comparison, m))) for m in shown]
         else:
             procs, cells = _unmatched_procs(row), ["" for _ in shown]

@@ -6,6 +6,7 @@ view reads fields by name; what is here is how numbers and labels look on screen
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 from tui.engine.catalog import is_user_workload
@@ -19,18 +20,23 @@ __all__ = [
     "TERMINAL_STATUSES",
     "ACTIVE_STATUSES",
     "to_float",
+    "significant",
+    "ratio",
     "fmt_ms",
     "fmt_seconds",
     "fmt_mib",
     "fmt_speedup",
     "workload_label",
     "workload_name",
+    "fold_path",
     "input_label",
     "options_label",
     "accuracy_label",
     "accuracy_style",
     "clock_label",
     "VERDICT_STYLES",
+    "MISSING",
+    "or_missing",
 ]
 
 VERDICT_STYLES = {"faster": "bold green", "slower": "bold red", "no change": "bold cyan",
@@ -53,6 +59,18 @@ STATUS_LABELS: dict[str, str] = {
 """Status -> the short word shown in the table."""
 
 
+MISSING = "–"
+"""The one spelling of a value that is not there (not measured, not known, nothing to compare with) in the app,
+the command line's tables and the report: an en dash, as README's ``vs base`` column says. The CSV leaves such a
+cell empty for machine readers; ``n/a`` is the accuracy check's documented verdict, and ``none`` an empty list
+that was looked at (no warnings, no throttle reasons), not a missing value."""
+
+
+def or_missing(value: Any) -> str:
+    """``str(value)``, or :data:`MISSING` for None and the empty string."""
+    return MISSING if value is None or value == "" else str(value)
+
+
 def to_float(value: Any) -> float | None:
     """``float(value)`` for numbers and numeric strings; None for anything else (bools included)."""
     if value is None or isinstance(value, bool):
@@ -63,11 +81,29 @@ def to_float(value: Any) -> float | None:
         return None
 
 
+def significant(value: float, digits: int) -> str:
+    """``value`` to ``digits`` significant figures, trailing zeros kept and never in exponent notation:
+    ``0.1054``, ``1.000`` (0.99996 rounds up a decade), ``12350``; a number of ``digits`` or more integer
+    digits whole (``123457``)."""
+    if value == 0 or not math.isfinite(value):
+        return f"{value:g}"
+    rounded = float(f"{value:.{digits}g}")
+    decimals = digits - 1 - math.floor(math.log10(abs(rounded)))
+    return f"{value:.0f}" if decimals < 0 else f"{rounded:.{decimals}f}"
+
+
+def ratio(value: float) -> str:
+    """A speedup's number: two decimals below 10 (``0.97``, ``2.85``), three significant figures from 10 on
+    (``63.4``, ``123``), so an interval with a large end still fits its cell (``3.28× [2.85, 63.4]``)."""
+    return f"{value:.2f}" if abs(value) < 9.995 else significant(value, 3)
+
+
 def fmt_ms(value: float | None) -> str:
-    """Milliseconds with 3-4 significant digits: ``0.0123``, ``1.234``, ``12.34``, ``1234``."""
+    """Milliseconds with 3-4 significant digits: ``0.0123``, ``1.234``, ``12.34``, ``1234``; the decimals are
+    those of the value rounded (0.99996 is ``1.000``, not ``1.0000``)."""
     if value is None:
-        return "–"
-    magnitude = abs(value)
+        return MISSING
+    magnitude = abs(float(f"{value:.4g}"))
     if magnitude == 0:
         return "0"
     if magnitude < 0.01:
@@ -87,7 +123,7 @@ def fmt_seconds(value: Any) -> str:
     """Seconds: ``0.25``, ``12.3``, ``123``."""
     seconds = to_float(value)
     if seconds is None:
-        return "–"
+        return MISSING
     if seconds < 10:
         return f"{seconds:.2f}"
     if seconds < 100:
@@ -99,7 +135,7 @@ def fmt_mib(value: Any) -> str:
     """MiB in binary units: ``0.5 MiB``, ``512 MiB``, ``12.0 GiB``."""
     size = to_float(value)
     if size is None:
-        return "–"
+        return MISSING
     if size < 10:
         return f"{size:.1f} MiB"
     if size < 1024:
@@ -110,10 +146,10 @@ def fmt_mib(value: Any) -> str:
 def fmt_speedup(point: float | None, low: float | None = None, high: float | None = None) -> str:
     """``1.83× [1.79, 1.88]`` (the interval only when known; the CLI writes it the same way)."""
     if point is None:
-        return "–"
-    text = f"{point:.2f}×"
+        return MISSING
+    text = f"{ratio(point)}×"
     if low is not None and high is not None:
-        text += f" [{low:.2f}, {high:.2f}]"
+        text += f" [{ratio(low)}, {ratio(high)}]"
     return text
 
 
@@ -135,6 +171,23 @@ def workload_name(workload: str) -> str:
     if workload.endswith(".py") or ".py:" in workload:
         return printable(workload.rsplit("/", 1)[-1])
     return printable(workload)
+
+
+def fold_path(path: str, width: int) -> str:
+    """``path`` whole when it fits in ``width`` columns, else ``…/`` and as many of its last folders as fit before
+    its file name, which is never cut (the name is what tells files apart; a name longer than ``width`` stays
+    whole after ``…/``)."""
+    if len(path) <= width:
+        return path
+    head, sep, name = path.rpartition("/")
+    if not sep:
+        return path
+    kept = name
+    for folder in reversed(head.split("/")):
+        if len(folder) + 1 + len(kept) + 2 > width:
+            break
+        kept = f"{folder}/{kept}"
+    return "…/" + kept
 
 
 def workload_label(options: RunOptions) -> str:
@@ -161,16 +214,16 @@ def accuracy_style(verdict: str | None) -> str:
 def accuracy_label(record: RunRecord) -> tuple[str, str]:
     """(``ok`` / ``FAIL`` / ``–``, rich style) from the record's accuracy verdict."""
     verdict = record.accuracy.verdict
-    return {"pass": "ok", "fail": "FAIL"}.get(verdict, "–"), accuracy_style(verdict)
+    return {"pass": "ok", "fail": "FAIL"}.get(verdict, MISSING), accuracy_style(verdict)
 
 
 def clock_label(record: RunRecord) -> tuple[str, str]:
     """(``1965 MHz`` with a ``!`` when it throttled, rich style) from per-run telemetry."""
     telemetry = record.telemetry
     if not telemetry.measured:
-        return "–", "dim"
+        return MISSING, "dim"
     mean = telemetry.sm_clock_mean_mhz
-    text = "n/a" if mean is None else f"{mean:.0f} MHz"
+    text = MISSING if mean is None else f"{mean:.0f} MHz"
     if telemetry.throttled:
         return f"{text} !", "bold yellow"
     return text, ""

@@ -16,6 +16,7 @@ from collections.abc import Callable, Iterable
 
 from tui.engine.run.ab import interpreter_name
 from tui.engine.options import DEFAULT_MODE, DEFAULT_PRECISION, RunOptions, mode_applies
+from tui.present.format import MISSING
 from tui.typed import printable
 
 __all__ = [
@@ -39,7 +40,7 @@ __all__ = [
 SHORT_MODES = {"max-autotune-no-cudagraphs": "max-autotune-no-cg"}
 """Modes whose name is longer than a column should be; the others are short enough as they are."""
 SHORT_DTYPES = {"float32": "fp32", "bfloat16": "bf16", "float16": "fp16"}
-NOT_APPLICABLE = "–"
+NOT_APPLICABLE = MISSING
 """A field that does not apply to the run (the mode of a backend other than inductor)."""
 ON = "✓"
 """A true boolean field (fullgraph) in a cell; false is blank (as the app's check boxes)."""

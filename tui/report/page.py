@@ -14,7 +14,7 @@ from html import escape
 from typing import Any
 
 from tui import __version__
-from tui.present.format import fmt_ms, fmt_seconds
+from tui.present.format import MISSING, fmt_ms, fmt_seconds
 from tui.present.option_fields import differing, option_words, params_text, workload_name
 from tui.engine.options import RunOptions
 from tui.engine.store.report_data import ENV_FIELDS, ProcessData, ReportData, ReportRow
@@ -47,7 +47,7 @@ ul.reasons{margin:.2em 0 .8em}
 
 def e(value: Any) -> str:
     """``value`` as text, HTML-escaped (quotes included); ``–`` for None."""
-    return "–" if value is None else escape(str(value), quote=True)
+    return MISSING if value is None else escape(str(value), quote=True)
 
 
 def row_labels(rows: Sequence[ReportRow]) -> list[str]:
@@ -60,7 +60,7 @@ def row_labels(rows: Sequence[ReportRow]) -> list[str]:
 
 
 def _verdict(verdict: str | None) -> str:
-    return f'<span class="verdict {verdict_class(verdict)}">{e(verdict or "–")}</span>'
+    return f'<span class="verdict {verdict_class(verdict)}">{e(verdict or MISSING)}</span>'
 
 
 def _css() -> str:
@@ -80,18 +80,18 @@ def _table(headers: Iterable[str], rows: Iterable[Iterable[str]], numeric: Itera
 def _moment(seconds: float | None) -> str:
     """A run's time as a UTC date, or "–" when unknown or no date can show it (NaN, 1e300, a negative)."""
     if seconds is None:
-        return "–"
+        return MISSING
     try:
         return datetime.fromtimestamp(seconds, tz=timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     except (OverflowError, OSError, ValueError):  # shown as unknown: the rest of the report stands
-        return "–"
+        return MISSING
 
 
 def _header(data: ReportData) -> str:
     span = _moment(data.first_created)
     if data.last_created is not None and _moment(data.last_created) != span:
         span += f" – {_moment(data.last_created)}"
-    sources = ", ".join(f"<code>{e(s)}</code>" for s in data.sources) or "–"
+    sources = ", ".join(f"<code>{e(s)}</code>" for s in data.sources) or MISSING
     text = (f"<h1>compile-lab report</h1><p class=\"muted\">{len(data.rows)} configuration(s) from {data.runs} run(s), "
             f"queued {e(span)}; read from {sources}; made by compile-lab {e(__version__)}.</p>")
     if data.problems:
@@ -105,7 +105,7 @@ def _header(data: ReportData) -> str:
 def _summary_table(rows: Sequence[ReportRow], labels: Sequence[str]) -> str:
     cells = []
     for row, label in zip(rows, labels, strict=True):
-        host = f"{e(speedup_words(row.host_speedup))} {_verdict(row.host_verdict)}" if row.shows_host else "–"
+        host = f"{e(speedup_words(row.host_speedup))} {_verdict(row.host_verdict)}" if row.shows_host else MISSING
         status = e(row.status) if row.error is None else f"{e(row.status)}: {e(row.error)}"
         cells.append([str(row.number), e(label), status, _verdict(row.verdict), e(speedup_words(row.speedup)), host,
                       e(fmt_ms(row.eager.stats.median if row.eager.stats else None)),
@@ -145,7 +145,7 @@ def _distributions(rows: Sequence[ReportRow], labels: Mapping[int, str], plots: 
 
 
 def _num(value: float | None, digits: int = 0) -> str:
-    return "–" if value is None else f"{value:.{digits}f}"
+    return MISSING if value is None else f"{value:.{digits}f}"
 
 
 def _telemetry_cells(number: int, process: ProcessData, processes: int) -> list[str]:
@@ -153,20 +153,45 @@ def _telemetry_cells(number: int, process: ProcessData, processes: int) -> list[
     run = f"<code>{e(process.run_id)}</code>" + (f" ({process.repeat + 1} of {processes})" if processes > 1 else "")
     sampled = t.samples > 0
     top = f" ({e('; '.join(t.other_cpu_top))})" if t.other_cpu_top else ""
+    energy = MISSING if t.energy_j is None else _num(t.energy_j, 1) + (f" ({t.energy_from})" if t.energy_from else "")
     return [
         str(number), run, e(process.status),
-        e(f"{_num(t.sm_clock_mean_mhz)} / {_num(t.sm_clock_min_mhz)}") if sampled else "–",
-        e(f"{_num(t.sm_clock_eager_mhz)} / {_num(t.sm_clock_compiled_mhz)}") if sampled else "–",
+        e(f"{_num(t.sm_clock_mean_mhz)} / {_num(t.sm_clock_min_mhz)}") if sampled else MISSING,
+        e(f"{_num(t.sm_clock_eager_mhz)} / {_num(t.sm_clock_compiled_mhz)}") if sampled else MISSING,
         e(_num(t.temp_max_c)), e(_num(t.power_mean_w, 1)),
-        e(_num(t.energy_j, 1) + (f" ({t.energy_from})" if t.energy_from else "")) if t.energy_j is not None else "–",
-        e(", ".join(t.throttle_reasons) or ("none" if sampled else "–")),
+        e(energy),
+        e(", ".join(t.throttle_reasons) or ("none" if sampled else MISSING)),
         e(f"{t.samples}" + (f", {t.errors} failed" if t.errors else "")),
-        e(_num(t.other_cpu_cores, 2)) + top, e(_num(t.app_cpu_cores, 2)), e(", ".join(t.other_gpu_processes) or "–"),
+        e(_num(t.other_cpu_cores, 2)) + top, e(_num(t.app_cpu_cores, 2)),
+        e(", ".join(t.other_gpu_processes) or MISSING),
     ]  # fmt: skip
 
 
+_GPU_COLUMNS = frozenset((3, 4, 5, 6, 7, 8, 9, 12))
+"""The machine table's columns of GPU telemetry (NVML)."""
+
+
+def _without_gpu(cells: list[list[str]], kept: list[int]) -> str:
+    """The machine section without GPU telemetry: one line, and the ``kept`` columns (the CPU's) if any."""
+    said = "<p>No GPU telemetry on this machine.</p>"
+    if len(kept) == 3:
+        return said
+    return said + ("<p class=\"muted\">The CPU use of other processes and of compile-lab during each run's "
+                   "measurement (psutil).</p>") + _table([_TELEMETRY_HEADERS[i] for i in kept],
+                                                    [[line[i] for i in kept] for line in cells],
+                                                    numeric=[n for n, i in enumerate(kept) if i in (0, 10, 11)])
+
+
 def _telemetry(rows: Sequence[ReportRow]) -> str:
+    """The machine table; its columns without a value in any row are left out. Without GPU telemetry in any run
+    (a CPU machine) one line says so instead of eight columns of dashes; without CPU figures either, that line
+    is all."""
     cells = [_telemetry_cells(row.number, p, len(row.processes)) for row in rows for p in row.processes]
+    if not any(p.telemetry.samples for row in rows for p in row.processes):
+        cells = [[c if i not in _GPU_COLUMNS else MISSING for i, c in enumerate(line)] for line in cells]
+    kept = [i for i in range(len(_TELEMETRY_HEADERS)) if i < 3 or any(line[i] != MISSING for line in cells)]
+    if not any(i in _GPU_COLUMNS for i in kept):
+        return _without_gpu(cells, kept)
     note = ("<p class=\"muted\">The GPU during each run's measurement (NVML at 10 Hz; the SM clock per side from the "
             "samples inside that side's blocks) and the CPU use of other processes (psutil). A CPU run has no GPU "
             "samples.</p>")

@@ -21,6 +21,7 @@ from collections.abc import Callable, Sequence
 from html import escape
 from typing import Any, ParamSpec, TypeVar
 
+from tui.present.format import MISSING, ratio
 from tui.engine.store.report_data import Interval, ReportRow, SideData
 from tui.report.colors import BAND, NO_VERDICT, SIDE_COLOURS, UNITY, VERDICT_COLOURS, verdict_colour
 from tui.engine.status import RunStatus
@@ -42,11 +43,14 @@ _RC = {
 }
 _NO_METADATA = {"Date": None, "Creator": None, "Format": None, "Type": None}
 _AUTO_ID = re.compile(r' id="[A-Za-z][\w.]*_\d+"')
-_TICKS = (0.01, 0.02, 0.05, 0.1, 0.2, 0.25, 0.5, 0.67, 0.8, 0.9, 1.0, 1.1, 1.25, 1.5, 2.0, 3.0, 4.0, 5.0, 10.0,
-          20.0, 50.0, 100.0)
-_MAX_TICKS = 9
-_LABEL_CHARS = 56
-_ROW_INCHES, _WIDTH_INCHES = 0.34, 12.0
+_TICKS = (1.0, 2.0, 0.5, 10.0, 0.1, 5.0, 0.2, 1.5, 0.67, 100.0, 0.01, 1.25, 0.8, 3.0, 20.0, 0.05, 50.0, 0.02, 4.0,
+          0.25, 1.1, 0.9)
+"""The speedup axis's tick values, the roundest first: the first ones with room for their labels are drawn."""
+_TICK_CHAR_POINTS, _TICK_GAP_POINTS = 0.62 * 9, 9.0
+"""The width of a tick label's character at font size 9, and the least space between two labels, in points."""
+_LABEL_CHARS, _LABEL_LINES = 46, 4
+"""A configuration's label wraps at words to lines this long, at most this many (the rest cut with ``…``)."""
+_ROW_INCHES, _LINE_INCHES, _WIDTH_INCHES = 0.34, 0.15, 12.0
 
 
 class MatplotlibMissing(ImportError):
@@ -96,17 +100,25 @@ def _svg(fig: Any, salt: str, svg_id: str, label: str) -> str:
     return text.replace("<svg ", attributes, 1).strip()
 
 
-def _short(text: str) -> str:
-    return text if len(text) <= _LABEL_CHARS else text[:_LABEL_CHARS - 1] + "…"
+def _wrapped(text: str) -> str:
+    """``text`` on lines of at most ``_LABEL_CHARS`` characters, broken at spaces: whole, unless it takes more
+    than ``_LABEL_LINES`` lines (the last one then ends in ``…``)."""
+    import textwrap
+
+    lines = textwrap.wrap(text, _LABEL_CHARS, break_on_hyphens=False) or [""]
+    if len(lines) > _LABEL_LINES:
+        last = " ".join(lines[_LABEL_LINES - 1:])
+        lines = [*lines[:_LABEL_LINES - 1], last[:_LABEL_CHARS - 1] + "…"]
+    return "\n".join(lines)
 
 
 def speedup_words(interval: Interval | None) -> str:
     """``1.28× [1.23, 1.33]``, ``1.28×`` without an interval, ``–`` without a speedup."""
     if interval is None:
-        return "–"
+        return MISSING
     if interval.low is None or interval.high is None:
-        return f"{interval.point:.2f}×"
-    return f"{interval.point:.2f}× [{interval.low:.2f}, {interval.high:.2f}]"
+        return f"{ratio(interval.point)}×"
+    return f"{ratio(interval.point)}× [{ratio(interval.low)}, {ratio(interval.high)}]"
 
 
 def _right_label(row: ReportRow) -> str:
@@ -135,11 +147,26 @@ def _limits(rows: Sequence[ReportRow]) -> tuple[float, float]:
     return math.exp(low - pad), math.exp(high + pad)
 
 
-def _ticks(low: float, high: float) -> list[float]:
-    ticks = [t for t in _TICKS if low <= t <= high]
-    while len(ticks) > _MAX_TICKS:
-        ticks = [t for i, t in enumerate(ticks) if i % 2 == 0 or t == 1.0]
-    return ticks
+def _ticks(low: float, high: float, axis_points: float) -> list[float]:
+    """The ticks between ``low`` and ``high`` whose labels do not touch on an axis ``axis_points`` long (log
+    scale): the roundest values first (1, 2, 0.5, ...), each kept when it has room beside those kept."""
+    span = math.log(high) - math.log(low)
+    if span <= 0 or axis_points <= 0:
+        return []
+    points_per_unit = axis_points / span
+
+    def half_width(value: float) -> float:
+        return (len(f"{value:g}×") * _TICK_CHAR_POINTS + _TICK_GAP_POINTS) / 2
+
+    kept: list[float] = []
+    for value in _TICKS:
+        if not low <= value <= high:
+            continue
+        room = all(abs(math.log(value) - math.log(other)) * points_per_unit >= half_width(value) + half_width(other)
+                   for other in kept)
+        if room:
+            kept.append(value)
+    return sorted(kept)
 
 
 def _mark(ax: Any, interval: Interval, y: float, colour: str, gid: str, host: bool) -> None:
@@ -179,7 +206,9 @@ def forest_svg(rows: Sequence[ReportRow], labels: Sequence[str]) -> str:
     ``labels``: one per row, as the page names the configurations. A launch-bound row's host-inclusive
     speedup is drawn below its own, dashed with a hollow marker; a row without a speedup says why.
     """
-    fig = _figure(1.2 + _ROW_INCHES * max(len(rows), 1))
+    names = [_wrapped(f"#{row.number} {label}") for row, label in zip(rows, labels, strict=True)]
+    extra_lines = max((name.count("\n") for name in names), default=0)
+    fig = _figure(1.2 + (_ROW_INCHES + _LINE_INCHES * extra_lines) * max(len(rows), 1))
     ax = fig.add_subplot()
     low, high = _limits(rows)
     band = _band(rows)
@@ -195,16 +224,14 @@ def forest_svg(rows: Sequence[ReportRow], labels: Sequence[str]) -> str:
             _mark(ax, row.host_speedup, y + 0.3, verdict_colour(row.host_verdict), f"forest-host-{row.number}", True)
     ax.set_xscale("log")
     ax.set_xlim(low, high)
-    ticks = _ticks(low, high)
     from matplotlib.ticker import FixedLocator, FuncFormatter, NullLocator
 
-    ax.xaxis.set_major_locator(FixedLocator(ticks) if len(ticks) >= 2 else ax.xaxis.get_major_locator())
     ax.xaxis.set_minor_locator(NullLocator())
     ax.xaxis.set_major_formatter(FuncFormatter(lambda value, _: f"{value:g}×"))
     ax.set_xlabel("speedup: eager median / compiled median (log scale; right of 1: compiled is faster)")
     positions = list(range(len(rows)))
     ax.set_ylim(len(rows) - 0.4, -0.6)
-    ax.set_yticks(positions, labels=[_short(f"#{row.number} {label}") for row, label in zip(rows, labels, strict=True)])
+    ax.set_yticks(positions, labels=names)
     ax.tick_params(axis="y", length=0)
     ax.grid(axis="x", color="#d0d7de", lw=0.6, zorder=0)
     right = ax.twinx()
@@ -216,6 +243,11 @@ def forest_svg(rows: Sequence[ReportRow], labels: Sequence[str]) -> str:
     for spine in ("top", "right", "left"):
         right.spines[spine].set_visible(False)
     _legend(fig, rows, band)
+    # The ticks once the labels around the axis have taken their room: how long the axis is decides how many fit.
+    fig.draw_without_rendering()
+    ticks = _ticks(low, high, ax.get_position().width * _WIDTH_INCHES * 72)
+    if len(ticks) >= 2:
+        ax.xaxis.set_major_locator(FixedLocator(ticks))
     return _svg(fig, "forest", FOREST_ID, "Forest plot of the speedups and their 95% intervals")
 
 

@@ -8,8 +8,9 @@ The measure medians are dashed horizontal lines, with their values in the legend
 
 The y range comes from steady state alone, robustly: from the fastest measured iteration to the
 99th percentile of the slower side, or that side's severe-outlier fence (the verdict's 3-IQR fence)
-when it is lower, padded by 5%. Rare slow iterations (a GC pause, a page
-fault: 27 ms in a steady state of 46 µs) and the compile call would otherwise squash both
+when it is lower, and never above ``MEDIAN_SPAN`` times the slower median (on a busy CPU more than a
+quarter of the iterations can be slow, which puts the fence among them too), padded by 5%. Rare slow
+iterations (a GC pause, a page fault: 27 ms in a steady state of 46 µs) and the compile call would otherwise squash both
 series onto the bottom row. Steady-state iterations above the range are clipped to the top row,
 which shows ``↑`` in the side's colour over their columns, and the legend counts them per side
 (``↑3``); compile and warm-up iterations above the range sit on the top edge and the legend
@@ -396,6 +397,8 @@ def _paint_columns(
 
 
 _Y_PERCENTILE = 99  # the top of the y range: at most this percentile of the slower side's steady state
+MEDIAN_SPAN = 4.0
+"""The top of the y range is at most this many times the slower side's median: the medians stay readable."""
 
 
 def _steady_top(series: Series) -> float | None:
@@ -412,14 +415,22 @@ def _steady_top(series: Series) -> float | None:
     return min(top, severe_fences(q1, q3, MIN_IQR_SHARE * median)[1])
 
 
+def _steady_range(measured: list[Series]) -> tuple[float, float]:
+    """The fastest measured iteration .. the highest :func:`_steady_top`, at most ``MEDIAN_SPAN`` x the slower
+    median."""
+    lo = min(s.measured[0] for s in measured)
+    tops = [top for s in measured if (top := _steady_top(s)) is not None]
+    hi = max(tops) if tops else lo
+    medians = [s.median for s in measured if s.median is not None]
+    return lo, min(hi, MEDIAN_SPAN * max(medians)) if medians else hi
+
+
 def _y_range(series: dict[str, Series], buckets: dict[str, list[Bucket]]) -> tuple[float, float]:
     """The y range: steady state when there is any (fastest time .. :func:`_steady_top`), else all but
     the compile call (column p95s)."""
     measured = [s for s in series.values() if s.measured]
     if measured:
-        lo = min(s.measured[0] for s in measured)
-        tops = [top for s in measured if (top := _steady_top(s)) is not None]
-        hi = max(tops) if tops else lo
+        lo, hi = _steady_range(measured)
     else:
         chosen = [b for bs in buckets.values() for b in bs if b.stage != "compile"]
         if not chosen:

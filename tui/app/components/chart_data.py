@@ -340,11 +340,18 @@ TITLE = "iterations"
 """The chart pane's title; the run's label follows it where the whole label fits."""
 
 
+MIN_TITLE_LABEL = 16
+"""The fewest characters of a run's label the chart's title shows (cut with ``…``); fewer: none."""
+
+
 def chart_title(label: str | None, width: int) -> str:
-    """``"iterations · pointwise n=512 inductor"`` when that fits a border ``width`` cells wide, else
-    ``"iterations"``."""
+    """``"iterations · pointwise n=512 inductor"`` when that fits a border ``width`` cells wide; else the label
+    cut at its end with ``…`` (its workload and parameters come first) while at least ``MIN_TITLE_LABEL``
+    characters of it fit, else ``"iterations"``."""
     if label:
-        title = f"{TITLE} · {label}"
-        if len(title) <= width - 6:  # the border's corners and the spaces around the title
-            return title
+        room = width - 6 - len(f"{TITLE} · ")  # the border's corners and the spaces around the title
+        if len(label) <= room:
+            return f"{TITLE} · {label}"
+        if room >= MIN_TITLE_LABEL:
+            return f"{TITLE} · {label[:room - 1].rstrip()}…"
     return TITLE

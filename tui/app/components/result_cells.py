@@ -16,6 +16,7 @@ from rich.text import Text
 
 from tui.present.format import (
     ACTIVE_STATUSES,
+    MISSING,
     STATUS_LABELS,
     VERDICT_STYLES,
     accuracy_label,
@@ -25,6 +26,7 @@ from tui.present.format import (
     fmt_seconds,
     fmt_speedup,
     input_label,
+    or_missing,
 )
 from tui.present.option_fields import FIELDS_BY_KEY, OPTION_FIELDS
 from tui.engine.store.results import RunRecord
@@ -112,16 +114,16 @@ def row_cells(record: RunRecord, summary: RunSummary | None = None, *, history: 
         "compiled_ms": Cell(fmt_ms(compiled_ms), sort_key=compiled_ms, justify="right"),
         "accuracy": Cell(acc_text, acc_style, sort_key=acc_text),
         "launch_bound": _launch_bound_cell(bool(summary.launch_bound), summary.host_speedup, summary.host_verdict),
-        "graph_breaks": Cell("–" if breaks is None else str(breaks), "bold yellow" if breaks else "",
+        "graph_breaks": Cell(or_missing(breaks), "bold yellow" if breaks else "",
                              sort_key=breaks, justify="right"),
-        "recompiles": Cell("–" if recomp is None else str(recomp), "bold yellow" if recomp else "",
+        "recompiles": Cell(or_missing(recomp), "bold yellow" if recomp else "",
                            sort_key=recomp, justify="right"),
-        "compile_s": Cell(fmt_seconds(compile_s) if compile_s is not None else "–", sort_key=compile_s,
+        "compile_s": Cell(fmt_seconds(compile_s), sort_key=compile_s,
                           justify="right"),
         "peak_mem": Cell(fmt_mib(peak), sort_key=peak, justify="right"),
         "sm_clock": Cell(clock_text, clock_style, sort_key=record.telemetry.sm_clock_mean_mhz),
         "gpu": _text_cell(_gpu_name(record.env.gpu_name)),
-        "node": _text_cell(printable(record.env.node) if record.env.node else "–"),
+        "node": _text_cell(printable(record.env.node) if record.env.node else MISSING),
     }
 
 
@@ -146,7 +148,7 @@ def _option_cells(record: RunRecord, members: Sequence[RunRecord] | None, summar
 
 def _gpu_name(name: str | None) -> str:
     if not name:
-        return "–"
+        return MISSING
     for prefix in _GPU_VENDOR_PREFIXES:
         name = name.removeprefix(prefix)
     return printable(name)
@@ -172,7 +174,7 @@ def _status_cell(record: RunRecord, history: bool) -> Cell:
 
 def _verdict_cell(verdict: str | None) -> Cell:
     if verdict is None:
-        return _text_cell("–")
+        return _text_cell(MISSING)
     return Cell(verdict, VERDICT_STYLES.get(verdict, ""), sort_key=verdict)
 
 
@@ -223,4 +225,4 @@ def config_cell(cells: Mapping[str, Cell], keys: Sequence[str]) -> Cell:
     ordered = sorted((key for key in keys if key in cells), key=lambda key: key == "params")
     words = [FIELDS_BY_KEY[key].word(cells[key].plain, differs=True) for key in ordered]
     text = " ".join(word for word in words if word)
-    return _text_cell(text or "–")
+    return _text_cell(text or MISSING)

@@ -27,6 +27,7 @@ from tui.app.components.details.code import CodeView, code_header
 from tui.app.components.details.machine import environment_tab, telemetry_tab
 from tui.app.components.details.summary import command_of, error, summary_tab, title
 from tui.app.components.details.why import graphs_tab, host_line, host_tab, kernels_tab
+from tui.app.components.notice_line import NoticeLine
 from tui.app.layout import NARROW_WIDTH
 from tui.engine.explain.artifacts import load_code
 from tui.engine.store.results import RunRecord
@@ -117,6 +118,11 @@ class DetailsScreen(Screen):
         Binding("left", "switch(-1)", "Tab", key_display="←→", priority=True, id="details.previous_tab"),
         Binding("right", "switch(1)", "Tab", show=False, priority=True, id="details.next_tab"),
         *[Binding(str(number), f"show_tab('{tab.id}')", tab.title, show=False) for number, tab in enumerate(TABS, 1)],
+        # The app's keys that are about the results table work here too, off the footer: with them it overflowed
+        # 80 columns and its last key's letter showed past the palette's ("^p paletteo").
+        *[Binding(key, f"app.{action}", description, show=False) for key, action, description in (
+            ("w", "sweep", "Sweep"), ("a", "rerun", "Re-run"), ("e", "export", "Export"),
+            ("h", "toggle_history", "History"), ("s", "sort", "Sort"))],
     ]
 
     def __init__(self, record: RunRecord, tab: str = "summary") -> None:
@@ -126,7 +132,7 @@ class DetailsScreen(Screen):
         self._initial = tab
 
     def compose(self) -> ComposeResult:
-        """A tab per question, each a scrolling body, and the footer."""
+        """A tab per question, each a scrolling body, the notice line (narrow sizes) and the footer."""
         with TabbedContent(initial=self._initial, id="details-tabs"):
             baseline = self._baseline()
             for tab in TABS:
@@ -136,6 +142,7 @@ class DetailsScreen(Screen):
                         continue
                     with VerticalScroll(id=f"details-{tab.id}-body", classes="details-body"):
                         yield Static(render_tab(self.record, tab.id, baseline), id=f"details-{tab.id}")
+        yield NoticeLine(id="details-notice")
         yield Footer()
 
     def on_mount(self) -> None:

@@ -11,6 +11,7 @@ from rich.console import RenderableType
 from rich.table import Table
 from rich.text import Text
 
+from tui.present.format import MISSING
 from tui.app.components.details.fields import (
     Field, count, field_rows, kv_table, mib, section, seconds, value_text, yes_no,
 )  # fmt: skip
@@ -175,12 +176,12 @@ def _stats_table(summary: RunSummary) -> Table:
         for item in stats:
             value = None if item is None else getattr(item, name)
             if value is None:
-                cells.append(Text("–", style="dim"))
+                cells.append(Text(MISSING, style="dim"))
             else:
                 cells.append(Text(str(int(value)) if name == "n" else fmt_ms(value)))
         table.add_row(label, *cells)
     spreads = [None if item is None else item.relative_iqr for item in stats]
-    table.add_row("IQR/median", *[Text(f"{s:.1%}") if s is not None else Text("–", style="dim") for s in spreads])
+    table.add_row("IQR/median", *[Text(f"{s:.1%}") if s is not None else Text(MISSING, style="dim") for s in spreads])
     return table
 
 
@@ -223,7 +224,7 @@ def _processes(record: RunRecord) -> list[RenderableType]:
         table.add_row(str(number), member.run_id, Text(word, style=VERDICT_STYLES.get(word, "")),
                       fmt_speedup(summary.speedup, summary.speedup_ci_low, summary.speedup_ci_high),
                       fmt_speedup(summary.host_speedup),
-                      fmt_seconds(member.compile_s) if member.compile_s is not None else "–")
+                      fmt_seconds(member.compile_s) if member.compile_s is not None else MISSING)
     spreads = [f"{what} {value:.2f}x" for what, value in (("speedup", group.speedup_process_spread),
                                                           ("host speedup", group.host_speedup_process_spread))
                if value is not None]  # fmt: skip
