@@ -104,7 +104,7 @@ class CompileLabApp(App[int]):
         Binding("e", "export", "Export", id="export"),
         Binding("E", "export_to", "Export to...", id="export_to", show=False),
         Binding("h", "toggle_history", "History", id="toggle_history"),
-        Binding("s", "sort", "Sort", id="sort"),
+        Binding("s", "sort", "Sort", id="sort", show=False),  # the footer fits 80 columns whole; help lists it
         Binding("S", "sort_reverse", "Reverse sort", id="sort_reverse", show=False),
         Binding("c", "choose_columns", "Columns", id="choose_columns", show=False,
                 tooltip="Show or hide the results table's columns"),
