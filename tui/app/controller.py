@@ -29,6 +29,7 @@ from tui.engine.store.stored_options import code_settings
 from tui.present.format import TERMINAL_STATUSES
 
 if TYPE_CHECKING:
+    from tui.app.tune_run import Board, TuneRun
     from tui.engine.protocol import Event
     from tui.engine.store.results import RunRecord
 
@@ -147,6 +148,8 @@ class LabController(SessionListener):
         self.current_theme: Callable[[], str | None] = lambda: None
         """The theme shown now (the app sets it): saved with the config."""
         self._noisy = NoisyNotices(self._notify)
+        self.tune: TuneRun | None = None
+        """The search the Tune action started (running or ended), else None."""
 
     def attach(self, view: LabView) -> None:
         """Tell ``view`` what happens from now on."""
@@ -315,6 +318,23 @@ class LabController(SessionListener):
             added.append(position)
         return added
 
+    # ----- tuning --------------------------------------------------------------------------
+
+    def start_tune(self, base: RunOptions, request: Any, on_change: Callable[[Board], None] | None = None
+                   ) -> TuneRun | None:
+        """Start a search for ``base`` (validated, one device) as a task; None while one runs, or with no view."""
+        from tui.app.tune_run import TuneRun
+
+        if self.shutting_down or self.view is None or (self.tune is not None and self.tune.running):
+            return None
+        self.tune = tune = TuneRun(self, base, request, on_change)
+        self.view.spawn(tune.task(), "tune")
+        return tune
+
+    def stop_tune(self) -> bool:
+        """Stop the running search (the best so far, unconfirmed); False when none runs."""
+        return self.tune is not None and self.tune.stop()
+
     # ----- cancelling ----------------------------------------------------------------------
 
     def cancel_running(self, selected: str | None) -> tuple[int, bool]:
@@ -340,6 +360,8 @@ class LabController(SessionListener):
         """
         self.shutting_down = True
         self.view = None
+        if self.tune is not None:
+            self.tune.stop("the app closed")
         try:
             await self.session.aclose(timeout=3.0)
         except Exception as exc:  # closing goes on: the runner below still kills its workers
@@ -428,6 +450,8 @@ class LabController(SessionListener):
     def run_saved(self, record: RunRecord, problem: str | None) -> None:
         """The session computed ``record``'s final summary and appended it to the history."""
         self.finalized.add(record.run_id)
+        if self.tune is not None:
+            self.tune.saved(record)
         if self.view is not None:
             self.view.show_saved(record)
         if record.group_id is not None:
