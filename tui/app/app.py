@@ -39,6 +39,7 @@ from textual.screen import Screen
 
 from tui.app.baseline_actions import BaselineActions
 from tui.app.column_choice import ColumnActions
+from tui.app.components.leaderboard import Leaderboard
 from tui.app.components.picker import Picker
 from tui.app.components.results_table import ResultsTable
 from tui.app.config import DEFAULT_THEME, THEME_ALIASES, resolve_theme
@@ -53,6 +54,7 @@ from tui.app.palette import help_keys, lab_commands
 from tui.app.previous_runs import PreviousRuns
 from tui.app.queueing import QueueActions
 from tui.app.trust import TrustActions
+from tui.app.tuning import TuneActions
 from tui.app.view_link import AppView
 from tui.present.format import options_label, workload_label
 from tui.engine.status import RunStatus
@@ -116,6 +118,8 @@ class CompileLabApp(App[int]):
         Binding("escape", "focus_table", "To the table", id="focus_table", show=False),
         Binding("t", "cycle_trace", "Trace next runs", id="cycle_trace", show=False,
                 tooltip="Cycle: no traces, the Chrome trace of the profile pass, and TORCH_TRACE too"),
+        Binding("u", "tune", "Tune", id="tune", show=False, tooltip="Find the fastest torch.compile configuration"),
+        Binding("U", "show_tune", "Show tune", id="show_tune", show=False),
     ]
 
 
@@ -153,6 +157,7 @@ class CompileLabApp(App[int]):
         self.baselines = BaselineActions(self, self.lab, screen)
         self.previous = PreviousRuns(self, self.lab, screen, self.baselines.refresh)
         self.columns = ColumnActions(self, self.lab, screen)
+        self.tuning = TuneActions(self, self.lab, screen, self.queueing)
         self.lab.attach(AppView(self, screen, self.baselines))
 
     def _main(self) -> MainScreen:
@@ -302,12 +307,26 @@ class CompileLabApp(App[int]):
         self.queueing.rerun()
 
     def action_cancel_current(self) -> None:
-        """Cancel the selected row's run when it runs, else every running run."""
-        self.queueing.cancel_current()
+        """Stop the search while one runs; else cancel the selected row's run when it runs, else every running run."""
+        if not self.tuning.stop():
+            self.queueing.cancel_current()
 
     def action_cancel_all(self) -> None:
-        """Cancel every running run and drop every queued one."""
+        """Stop the search, cancel every running run and drop every queued one."""
+        self.tuning.stop()
         self.queueing.cancel_all()
+
+    def action_tune(self) -> None:
+        """Tune the picker's configuration (the running search's screen while one runs)."""
+        self.tuning.tune()
+
+    def action_show_tune(self) -> None:
+        """The latest search's leaderboard and answer."""
+        self.tuning.show()
+
+    @on(Leaderboard.StopRequested)
+    def _stop_tune(self) -> None:
+        self.tuning.stop()
 
     def action_toggle_serial(self) -> None:
         """One run at a time over a pool of GPUs, or one per GPU at once again."""

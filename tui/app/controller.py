@@ -361,6 +361,7 @@ class LabController(SessionListener):
         self.shutting_down = True
         self.view = None
         if self.tune is not None:
+            self.tune.keeper.on_change = None  # as the view: nothing reaches a screen that is gone
             self.tune.stop("the app closed")
         try:
             await self.session.aclose(timeout=3.0)
