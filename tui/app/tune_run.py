@@ -19,7 +19,7 @@ import logging
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from tui.engine.options import RunOptions
 from tui.engine.store.results import new_run_id
@@ -30,15 +30,26 @@ from tui.engine.tune.search import Standing
 from tui.present.tune_answer import answer_text, headline
 
 if TYPE_CHECKING:
-    from tui.app.controller import LabController
     from tui.engine.store.results import RunRecord
 
-__all__ = ["TuneRun", "Board", "BoardKeeper", "STOPPED"]
+__all__ = ["TuneRun", "TuneHost", "Board", "BoardKeeper", "STOPPED"]
 
 logger = logging.getLogger(__name__)
 
 STOPPED = "stopped from the app"
 """Why the search ended when the user stopped it (the answer's "unconfirmed: ...")."""
+
+
+class TuneHost(Protocol):
+    """What a tune needs of the controller (:class:`~tui.app.controller.LabController`; it imports this module)."""
+
+    session: Any
+    """The app's RunSession."""
+    view: Any
+    """The controller's LabView, or None."""
+
+    def known(self, records: list[RunRecord]) -> None:
+        """Runs queued outside ``enqueue`` join the model."""
 
 
 @dataclass(frozen=True)
@@ -142,7 +153,7 @@ class _TuneLane:
 class TuneRun:
     """One search from the app (see the module docstring); :meth:`run` is its task."""
 
-    def __init__(self, lab: LabController, base: RunOptions, request: TuneRequest,
+    def __init__(self, lab: TuneHost, base: RunOptions, request: TuneRequest,
                  on_change: Callable[[Board], None] | None = None, clock: Callable[[], float] = time.monotonic) -> None:
         self.lab, self.base, self.request, self.clock = lab, base, request, clock
         self.tune_id = new_run_id()
