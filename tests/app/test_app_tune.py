@@ -6,9 +6,12 @@ The fake worker gives each configuration its own compiled time (``FAKE_WORKER_TI
 
 from __future__ import annotations
 
+import io
 import json
+import re
 
 import pytest
+from rich.console import Console
 from textual.widgets import Input, TextArea
 
 from app_helpers import fake_runner, notifications, wait_until
@@ -34,8 +37,15 @@ def _tuned_app(make_app, times: dict, **env: str):
     return make_app(runner=runner, load_history=False)
 
 
+def _text(pane, selector: str) -> str:
+    """What a Static of the pane shows, as plain text."""
+    console = Console(width=76, file=io.StringIO(), record=True)
+    console.print(pane.query_one(selector).content)
+    return console.export_text()
+
+
 async def _open_dialog(app, pilot) -> TuneDialog:
-    app.query_one(Picker).query_one("#iters", Input).value = "20"
+    app.query_one(Picker).query_one("#iters", Input).value = "40"  # 4 blocks: an interval
     app.table.focus()
     await pilot.press("u")
     await wait_until(pilot, lambda: isinstance(app.screen, TuneDialog), what="the tune dialog")
@@ -57,18 +67,20 @@ async def test_a_tune_from_the_app_shows_the_leaderboard_then_the_answer(make_ap
         await pilot.press("ctrl+s")
         await wait_until(pilot, lambda: isinstance(app.screen, TuneScreen), what="the tune screen")
         board = app.screen.query_one(Leaderboard)
+        drawn: list[str] = []
 
         def seen() -> bool:
             if board.board is not None:
                 stages.append(board.board.stage)
+                drawn.append(_text(board, "#lb-status") + _text(board, "#lb-out-lines"))
             return board.board is not None and board.board.done
 
         await wait_until(pilot, seen, timeout=60, what="the answer")
         assert any(s.startswith("screening: 3 candidate(s)") for s in stages)
         assert any(s.startswith("confirming freezing=True") for s in stages)
-        status = str(board.query_one("#lb-status").render())
-        assert "freezing=True" in status and "over eager" in status
-        assert "cpp_wrapper=True: out: failed" in str(board.query_one("#lb-out-lines").render())
+        assert any(re.search(r"incumbent freezing=True  \d\.\d\d× \[\d\.\d\d, \d\.\d\d\] over eager", text)
+                   and "s left of 300 s" in text for text in drawn)  # the leaderboard as the race went
+        assert any("cpp_wrapper=True: out: failed" in text for text in drawn)
         answer = app.screen.query_one("#tune-answer", TextArea).text
         assert answer.startswith("best: freezing=True, confirmed faster than the default compile")
         assert "compiled = torch.compile(model, options={'freezing': True})" in answer

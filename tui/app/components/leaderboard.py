@@ -4,13 +4,15 @@ Data flows down: the screen sets :attr:`Leaderboard.board` (a frozen snapshot, o
 search) and the pane redraws. Requests flow up: its Stop button posts :class:`Leaderboard.StopRequested`,
 which the app handles (the search stops; its ended runs stay). The pane shows the stage, the
 incumbent with its speedup over eager and interval, the candidates left, the runs and the time left
-of the budget, each candidate out of the race with its reason, and the latest note.
+of the budget, each candidate out of the race with its reason, and the latest note; once the search
+ended, its stage and runs (the answer below it lists every candidate).
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from rich.table import Table
 from rich.text import Text
 from textual import on
 from textual.app import ComposeResult
@@ -24,15 +26,19 @@ from tui.present.format import fmt_speedup
 if TYPE_CHECKING:
     from tui.app.tune_run import Board
 
-__all__ = ["Leaderboard", "board_lines", "LABEL_WIDTH"]
+__all__ = ["Leaderboard", "board_rows", "LABEL_WIDTH"]
 
 LABEL_WIDTH = 10
 
 
-def _line(label: str, value: str, style: str = "") -> Text:
-    text = Text(f"{label:<{LABEL_WIDTH}}", style="bold")
-    text.append(value, style=style)
-    return text
+def _grid(rows: list[tuple[str, str, str]]) -> Table:
+    """Label and value per row, a value that wraps indented under its own column."""
+    grid = Table.grid(padding=(0, 1))
+    grid.add_column(width=LABEL_WIDTH - 1, style="bold", no_wrap=True)
+    grid.add_column(ratio=1)
+    for label, value, style in rows:
+        grid.add_row(label, Text(value, style=style))
+    return grid
 
 
 def _incumbent(board: Board) -> str:
@@ -45,22 +51,21 @@ def _incumbent(board: Board) -> str:
 
 
 def _counts(board: Board) -> str:
+    if board.done:
+        return f"{board.runs} run(s) · budget {board.budget_s:g} s"
     parts = [f"{board.left} candidate(s) left", f"{board.runs} run(s)"]
     if board.time_left_s is not None:
         parts.append(f"{max(0.0, board.time_left_s):.0f} s left of {board.budget_s:g} s")
-    elif board.done:
-        parts.append(f"budget {board.budget_s:g} s")
     return " · ".join(parts)
 
 
-def board_lines(board: Board) -> list[Text]:
-    """The pane's lines above the out list: the stage, the incumbent, the counts (and the answer's first line)."""
-    lines = [_line("stage", board.stage, "italic" if board.stopping else ""),
-             _line("incumbent", _incumbent(board)),
-             _line("left", _counts(board))]
-    if board.done:
-        lines.append(_line("answer", board.headline, "bold"))
-    return lines
+def board_rows(board: Board) -> list[tuple[str, str, str]]:
+    """(label, value, style) of the pane's status: the stage, the incumbent while it runs, the counts."""
+    rows = [("stage", board.stage, "italic" if board.stopping else "")]
+    if not board.done:
+        rows.append(("incumbent", _incumbent(board), ""))
+    rows.append(("runs" if board.done else "left", _counts(board), ""))
+    return rows
 
 
 class Leaderboard(Vertical):
@@ -83,14 +88,20 @@ class Leaderboard(Vertical):
     class StopRequested(Message):
         """The Stop button was pressed: stop the search (the app's cancel key does the same)."""
 
+    def __init__(self, *, id: str | None = None) -> None:
+        super().__init__(id=id)
+        self._title = Static("Tune", id="lb-title", markup=False)
+        self._status = Static("", id="lb-status")
+        self._out_lines = Static("", id="lb-out-lines")
+        self._out = VerticalScroll(self._out_lines, id="lb-out")
+
     def compose(self) -> ComposeResult:
         """A title with the Stop button, the status lines, the out list, the note."""
         with Horizontal(id="lb-head"):
-            yield Static("Tune", id="lb-title", markup=False)
+            yield self._title
             yield Button("Stop (x)", id="lb-stop", variant="error", compact=True)
-        yield Static("", id="lb-status")
-        with VerticalScroll(id="lb-out"):
-            yield Static("", id="lb-out-lines")
+        yield self._status
+        yield self._out
 
     def on_mount(self) -> None:
         """Draw what is known."""
@@ -100,17 +111,17 @@ class Leaderboard(Vertical):
         self._draw(board)
 
     def _draw(self, board: Board | None) -> None:
-        if board is None or not self.is_mounted:
+        if board is None:
             return
         self.set_class(board.done, "-done")
-        self.query_one("#lb-title", Static).update(f"Tune {board.what} · tune id {board.tune_id}")
-        self.query_one("#lb-status", Static).update(Text("\n").join(board_lines(board)))
-        out = board.out
-        rows = [_line("out" if n == 0 else "", f"{name}: {why}") for n, (name, why) in enumerate(out)]
+        self._title.update(f"Tune {board.what}")
+        self.border_subtitle = f"tune id {board.tune_id}"
+        self._status.update(_grid(board_rows(board)))
+        rows = [("out" if n == 0 else "", f"{name}: {why}", "") for n, (name, why) in enumerate(board.out)]
         if board.note:
-            rows.append(_line("note", board.note))
-        self.query_one("#lb-out-lines", Static).update(Text("\n").join(rows))
-        self.query_one("#lb-out").display = bool(rows)
+            rows.append(("note", board.note, ""))
+        self._out_lines.update(_grid(rows))
+        self._out.display = bool(rows) and not board.done  # the answer lists every candidate
 
     @on(Button.Pressed, "#lb-stop")
     def _stop(self, event: Button.Pressed) -> None:

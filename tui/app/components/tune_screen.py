@@ -46,7 +46,9 @@ class TuneScreen(Screen):
     def compose(self) -> ComposeResult:
         """The header, the leaderboard, the answer (hidden until the search ends), the footer."""
         yield Header(show_clock=False, icon="≡")
-        yield Leaderboard(id="leaderboard")
+        leaderboard = Leaderboard(id="leaderboard")
+        leaderboard.set_reactive(Leaderboard.board, self._board)
+        yield leaderboard
         answer = TextArea("", read_only=True, soft_wrap=True, id="tune-answer", classes="-hidden",
                           show_line_numbers=False)
         answer.border_title = "Answer (y copies it)"
@@ -74,7 +76,7 @@ class TuneScreen(Screen):
     def show(self, board: Board | None) -> None:
         """Draw ``board`` (data down): the leaderboard, and the answer once the search ended."""
         self._board = board
-        if board is None or not self.is_mounted:
+        if board is None or not self.query(Leaderboard):  # not composed yet: compose hands it down
             return
         self.query_one(Leaderboard).board = board
         area = self.query_one("#tune-answer", TextArea)
