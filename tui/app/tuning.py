@@ -67,8 +67,7 @@ class TuneActions:
             options, pool = self.queueing.split_pool(picker.current_options())
             options = tune_base(options).validated()
             if pool:
-                raise OptionsError("device", "the app's Tune runs on one device (allowed: cpu, cuda or cuda:N; "
-                                             "the command line's compile-lab tune for the rest)")
+                raise OptionsError("device", "the app's Tune runs on one device (allowed: cpu, cuda or cuda:N)")
         except OptionsError as exc:
             picker.mark_invalid(exc)
             self.app.notify(str(exc), title=REFUSED, severity="error", markup=False)
