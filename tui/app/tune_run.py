@@ -65,6 +65,9 @@ class Board:
     standings: tuple[Standing, ...] = ()
     left: int = 0
     time_left_s: float | None = None
+    """The budget left for runs at the latest step (None once it ended)."""
+    ends_at: float | None = None
+    """When the budget for runs ends, on the search's clock (``time.monotonic``): the pane counts down to it."""
     runs: int = 0
     note: str = ""
     """The latest note (a stage skipped for the budget, a combination added)."""
@@ -204,6 +207,7 @@ class TuneRun:
                             listener=self.keeper, clock=self.clock, tune_id=self.tune_id, started=began)
         driver.notes.extend(plan.notes)
         self.driver = driver
+        self.keeper.board = dataclasses.replace(self.keeper.board, ends_at=self.clock() + driver.time_left())
         self.keeper.standings = lambda: driver.standings
         if plan.notes:
             self.keeper.note(plan.notes[-1])
@@ -225,6 +229,6 @@ class TuneRun:
     def _finish(self, result: TuneResult, modes: Any) -> None:
         self.result = result
         stage = "nothing beats the default compile" if result.outcome == NOTHING_BEATS else f"ended: {result.outcome}"
-        self.keeper.update(done=True, stopping=False, stage=stage, time_left_s=None, runs=result.runs,
+        self.keeper.update(done=True, stopping=False, stage=stage, time_left_s=None, ends_at=None, runs=result.runs,
                            incumbent=result.winner, standings=result.standings,
                            headline=headline(result), answer=answer_text(result, modes))

@@ -10,6 +10,7 @@ ended, its stage and runs (the answer below it lists every candidate).
 
 from __future__ import annotations
 
+import time
 from typing import TYPE_CHECKING
 
 from rich.table import Table
@@ -50,21 +51,23 @@ def _incumbent(board: Board) -> str:
     return f"{standing.name}  {fmt_speedup(score.value, score.low, score.high)} over eager{processes}"
 
 
-def _counts(board: Board) -> str:
+def _counts(board: Board, now: float | None) -> str:
     if board.done:
         return f"{board.runs} run(s) · budget {board.budget_s:g} s"
     parts = [f"{board.left} candidate(s) left", f"{board.runs} run(s)"]
-    if board.time_left_s is not None:
-        parts.append(f"{max(0.0, board.time_left_s):.0f} s left of {board.budget_s:g} s")
+    left = board.ends_at - now if board.ends_at is not None and now is not None else board.time_left_s
+    if left is not None:
+        parts.append(f"{max(0.0, left):.0f} s left of {board.budget_s:g} s")
     return " · ".join(parts)
 
 
-def board_rows(board: Board) -> list[tuple[str, str, str]]:
-    """(label, value, style) of the pane's status: the stage, the incumbent while it runs, the counts."""
+def board_rows(board: Board, now: float | None = None) -> list[tuple[str, str, str]]:
+    """(label, value, style) of the pane's status: the stage, the incumbent while it runs, the counts (the time
+    left counted down to ``board.ends_at`` at ``now``, a ``time.monotonic`` value; else the latest step's)."""
     rows = [("stage", board.stage, "italic" if board.stopping else "")]
     if not board.done:
         rows.append(("incumbent", _incumbent(board), ""))
-    rows.append(("runs" if board.done else "left", _counts(board), ""))
+    rows.append(("runs" if board.done else "left", _counts(board, now), ""))
     return rows
 
 
@@ -104,8 +107,14 @@ class Leaderboard(Vertical):
         yield self._out
 
     def on_mount(self) -> None:
-        """Draw what is known."""
+        """Draw what is known; count the time left down once a second."""
         self._draw(self.board)
+        self.set_interval(1.0, self._count_down, name="tune-time-left")
+
+    def _count_down(self) -> None:
+        board = self.board
+        if board is not None and not board.done and board.ends_at is not None:
+            self._status.update(_grid(board_rows(board, time.monotonic())))
 
     def watch_board(self, board: Board | None) -> None:
         self._draw(board)
@@ -116,7 +125,7 @@ class Leaderboard(Vertical):
         self.set_class(board.done, "-done")
         self._title.update(f"Tune {board.what}")
         self.border_subtitle = f"tune id {board.tune_id}"
-        self._status.update(_grid(board_rows(board)))
+        self._status.update(_grid(board_rows(board, time.monotonic())))
         rows = [("out" if n == 0 else "", f"{name}: {why}", "") for n, (name, why) in enumerate(board.out)]
         if board.note:
             rows.append(("note", board.note, ""))

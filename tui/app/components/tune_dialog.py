@@ -113,7 +113,9 @@ class TuneDialog(ModalScreen[TuneRequest | None]):
         except OptionsError as exc:
             self.query_one("#tune-error", Static).update(str(exc))
             if exc.field in _FIELDS:
-                self.query_one(f"#tune-{exc.field}").add_class("-invalid")
+                field = self.query_one(f"#tune-{exc.field}")
+                field.add_class("-invalid")
+                field.focus()
             return
         self.dismiss(request)
 
