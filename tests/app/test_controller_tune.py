@@ -105,3 +105,16 @@ def test_stopping_keeps_the_finished_runs_and_says_unconfirmed():
         await lab.close()
 
     asyncio.run(scenario())
+
+
+def test_nothing_faster_than_the_default_is_said_in_those_words():
+    async def scenario() -> None:
+        lab, view = _lab(TunedRunner({"freezing": 1.3}))
+        tune = lab.start_tune(BASE, check_request(space="freezing", budget="5m"))
+        assert tune is not None
+        await asyncio.wait_for(asyncio.gather(*view.tasks), 60)
+        assert tune.board.headline == "no configuration beats the default compile by more than 2%"
+        assert "torch.compile(" not in tune.board.answer and tune.board.stage == "nothing beats the default compile"
+        await lab.close()
+
+    asyncio.run(scenario())
