@@ -134,6 +134,26 @@ def test_the_readers_take_their_lists_from_the_table():
     assert set(field_widgets()) | {"params"} | set(HIDDEN_FIELDS) == set(FIELDS)
 
 
+def test_a_number_options_range_is_its_spec_and_a_refusal_states_the_specs_words(monkeypatch):
+    """Each number option (``noise_limits``: each value) is refused above its spec's ``high`` with its ``allowed``,
+    and a range changed in the table is the one validation applies."""
+    assert options_module.NUMBER_RANGES == {s.name: s.number_range for s in OPTIONS if s.number_range}
+    assert {"time_budget_s", "timeout_s", "target_ci", "noise_threshold", "memory_limit_gb"} <= set(
+        options_module.NUMBER_RANGES)
+    for name, rule in options_module.NUMBER_RANGES.items():
+        pairs = SPECS[name].cli == "pairs"
+        value = {"max_drift": rule.high * 2} if pairs else rule.high * 2
+        shown = f"{name}.max_drift" if pairs else name
+        with pytest.raises(options_module.OptionsError) as refused:
+            dataclasses.replace(DEFAULTS, **{name: value}).validated()
+        assert str(refused.value) == f"{shown}: {rule.high * 2!r} is not allowed (allowed: {rule.allowed})"
+    narrower = dataclasses.replace(options_module.NUMBER_RANGES["timeout_s"], high=10.0, allowed="at most 10 s")
+    monkeypatch.setitem(options_module.NUMBER_RANGES, "timeout_s", narrower)
+    refusal = r"^timeout_s: 11\.0 is not allowed \(allowed: at most 10 s\)$"
+    with pytest.raises(options_module.OptionsError, match=refusal):
+        dataclasses.replace(DEFAULTS, timeout_s=11.0).validated()
+
+
 def test_an_integer_option_out_of_its_range_is_refused_naming_it():
     for name, (low, high) in options_module.INT_RANGES.items():
         with pytest.raises(options_module.OptionsError, match=f"^{name}: .*from {low} to {high}"):

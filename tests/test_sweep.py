@@ -113,3 +113,38 @@ def test_the_sweep_runs_the_modes_the_rule_gives_each_backend(backend):
     with_options = RunOptions(workload="matmul", inductor_options={"max_autotune": True})
     (only,) = expand(with_options, backends=[backend])
     assert bool(only.inductor_options) is inductor_options_apply(backend, only.mode)
+
+
+def test_a_row_added_to_the_axes_table_is_an_axis_of_expand_and_of_both_commands(monkeypatch):
+    """A new axis is a row of SWEEP_AXES (and ``sweep=True`` in its option spec): expand, ``run``'s and
+    ``sweep``'s flags and their reading all come from the table, with no code of its own."""
+    import dataclasses
+
+    from tui.cli import parse, run_flags
+    from tui.engine import option_table
+    from tui.engine.run import sweep
+
+    row = sweep.SweepAxis("l2_flush", {"action": "store_true", "default": None, "help": "flush L2"},
+                          {"metavar": "WHICH", "help": "both, true or false"},
+                          value=lambda item: sweep._parse_bool("l2_flush", item),
+                          words={"both": (False, True), "true": (True,), "false": (False,)}, group="timing")
+    spec = dataclasses.replace(option_table.SPECS["l2_flush"], cli=option_table.CUSTOM, sweep=True)
+    axes = (*sweep.SWEEP_AXES, row)
+    by_field = {axis.field: axis for axis in axes}
+    for module in (sweep, parse):
+        monkeypatch.setattr(module, "SWEEP_AXES", axes)
+    for module in (run_flags, parse):
+        monkeypatch.setattr(module, "AXES_BY_FIELD", by_field)
+    for module in (run_flags, parse):
+        monkeypatch.setitem(module.SPECS, "l2_flush", spec)
+    monkeypatch.setattr(run_flags, "OPTIONS", tuple(spec if s.name == "l2_flush" else s for s in run_flags.OPTIONS))
+
+    assert [o.l2_flush for o in expand(BASE, l2_flushs=["true", False, "false"])] == [True, False]
+    argv = ["sweep", "--l2-flush", "both", "--mode", "default,reduce-overhead"]
+    configs = parse.configs_from_args(parse.build_parser().parse_args(argv))
+    assert [(o.mode, o.l2_flush) for o in configs] == [
+        ("default", False), ("default", True), ("reduce-overhead", False), ("reduce-overhead", True)]
+    (one,) = parse.configs_from_args(parse.build_parser().parse_args(["run", "--l2-flush"]))
+    assert one.l2_flush is True
+    with pytest.raises(OptionsError, match=r"^l2_flush: 'often' is not allowed \(allowed: both, true, false\)$"):
+        parse.configs_from_args(parse.build_parser().parse_args(["sweep", "--l2-flush", "often"]))

@@ -37,8 +37,8 @@ def _key(options: RunOptions) -> str:
 
 class TimedRunner:
     """Fills each record in place: eager 2 ms, the compiled time ``times[key]`` (default 1 ms; a pair: the time
-    and the compile time, else 0.5 s), or a failure; each run moves the clock on by ``seconds`` (``before``: a
-    hook called as each run starts)."""
+    and the compile time, else 0.5 s; a function of the configuration's run count), or a failure; each run
+    moves the clock on by ``seconds`` (``before``: a hook called as each run starts)."""
 
     keep_spare = False
 
@@ -53,6 +53,8 @@ class TimedRunner:
         self.clock.now += self.seconds
         record.apply(make_event("started", 0.0, env={"torch": "2.13.0"}))
         compiled = self.times.get(_key(record.options), 1.0)
+        if callable(compiled):  # by the how-manieth run of this configuration it is (1: its screening)
+            compiled = compiled(sum(_key(o) == _key(record.options) for o in self.runs))
         compiled, compile_s = compiled if isinstance(compiled, tuple) else (compiled, 0.5)
         if compiled == "fail":
             record.fail("compile_error", "compile failed: fake inductor error")
@@ -145,11 +147,34 @@ def test_a_failing_or_recompiling_candidate_is_out_with_its_reason():
     assert gone["aggressive_fusion=True"] == "out: recompiled 2 time(s) while measuring"
 
 
-def test_nothing_beats_the_default_compile_without_a_confirmation():
-    result, _, runner, *_ = _tune([Candidate(), AUTOTUNE], {"max-autotune": 1.01})
-    assert result.outcome == NOTHING_BEATS and result.confirmation is None
-    assert len(runner.runs) == 2
+def test_nothing_beats_the_default_compile_once_its_best_challenger_is_confirmed_no_faster():
+    # the default leads the race: its best challenger is confirmed against it, 3 + 3 fresh processes
+    result, _, runner, heard, _ = _tune([Candidate(), AUTOTUNE], {"max-autotune": 1.01})
+    assert result.outcome == NOTHING_BEATS and result.winner.candidate.is_default
+    assert result.confirmed.name == "max-autotune" and result.confirmation.vs_default.verdict == "no change"
+    assert [_key(o) for o in runner.runs][2:] == ["max-autotune", "default"] * 3
+    assert ("confirming", "max-autotune", 3) in heard.events
     assert nothing_beats_text(result.threshold) == "no configuration beats the default compile by more than 2%"
+
+
+def test_nothing_beats_the_default_without_a_confirmation_when_every_challenger_is_clearly_worse():
+    result, _, runner, *_ = _tune([Candidate(), AUTOTUNE], {"max-autotune": 1.6})
+    assert result.outcome == NOTHING_BEATS and result.confirmation is None
+    assert len(runner.runs) == 2 and result.standings[1].gone.startswith("dropped: below default")
+
+
+def test_a_challenger_the_race_put_behind_the_default_wins_when_the_confirmation_says_faster():
+    # one noisy screening put the default ahead; in fresh processes the challenger is faster
+    times = {"max-autotune": lambda n: 1.015 if n == 1 else 0.8}
+    result, _, runner, *_ = _tune([Candidate(), AUTOTUNE], times)
+    assert result.outcome == CONFIRMED and result.winner.name == "max-autotune"
+    assert result.confirmation.vs_default.verdict == "faster"
+
+
+def test_a_leading_default_whose_challenger_is_not_judged_is_unconfirmed():
+    # the budget fits the race but not the confirmation: the default's lead alone claims nothing
+    result, _, runner, *_ = _tune([Candidate(), AUTOTUNE], {"max-autotune": 1.01}, budget=40.0, seconds=10.0)
+    assert result.outcome == UNCONFIRMED and result.confirmation is None
 
 
 def test_the_budget_is_kept_and_no_run_starts_that_would_not_fit():
@@ -176,11 +201,11 @@ def test_a_stop_keeps_the_finished_runs_and_reports_the_best_so_far_unconfirmed(
 
 def test_a_budget_that_leaves_candidates_unscreened_never_says_nothing_beats_the_default():
     many = [Candidate()] + [Candidate((("k", i),)) for i in range(5)]
-    result, _, runner, _, clock = _tune(many, {f"k={i}": 1.5 for i in range(5)}, budget=35.0, seconds=10.0)
-    # the default leads: no confirmation to reserve time for, so runs go on while one fits
-    assert len(runner.runs) == 3 and clock.now <= 35.0
+    result, _, runner, _, clock = _tune(many, {f"k={i}": 1.5 for i in range(5)}, budget=45.0, seconds=10.0)
+    # once a challenger is in the race its confirmation is reserved for, so the screening stops early
+    assert len(runner.runs) == 2 and clock.now <= 45.0
     assert result.outcome == UNCONFIRMED
-    assert result.incomplete == "the budget ran out before 3 candidate(s) were screened"
+    assert result.incomplete == "the budget ran out before 4 candidate(s) were screened"
 
 
 def test_calls_charge_the_compile_time_and_a_slow_compile_loses_a_short_job():

@@ -33,6 +33,8 @@ def test_an_interval_wholly_below_the_incumbents_is_clearly_worse_and_an_overlap
     assert clearly_worse(Score(1.5, 1.4, 1.89), incumbent)
     assert not clearly_worse(Score(1.5, 1.4, 1.95), incumbent)  # overlaps: kept, however low its point
     assert not clearly_worse(Score(1.5, None, None), incumbent)  # no interval: no claim
+    assert not clearly_worse(Score(1.5, 1.4, 1.89), incumbent, threshold=0.02)  # apart by under 2%: kept
+    assert clearly_worse(Score(1.5, 1.4, 1.85), incumbent, threshold=0.02)
 
 
 def test_judge_stage_drops_the_clearly_worse_and_puts_out_the_failed_with_their_reasons():

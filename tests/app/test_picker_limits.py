@@ -6,7 +6,6 @@ which is marked and focused; the memory limit only applies to CPU runs, so a GPU
 
 from __future__ import annotations
 
-import pytest
 from textual.widgets import Input, Select, Static
 
 from app_helpers import wait_until
@@ -44,7 +43,7 @@ async def test_the_limits_are_picker_fields_and_reach_the_run(make_app):
         assert not app.query_one("#picker-also", Static).display  # none of them is a hidden option any more
 
 
-@pytest.mark.parametrize(("widget", "value", "refusal"), [
+BAD_LIMITS = [
     ("block-size", "0", "block_size: 0 is not allowed (allowed: an integer from 1 to 100000)"),
     ("block-size", "ten", "block_size: 'ten' is not an integer"),
     ("time-budget", "-1", "time_budget_s: -1.0 is not allowed (allowed: a number of seconds above 0 and at most "
@@ -54,24 +53,30 @@ async def test_the_limits_are_picker_fields_and_reach_the_run(make_app):
                        "(7 days))"),
     ("memory-limit", "0", "memory_limit_gb: 0.0 is not allowed (allowed: a number of GB above 0 and at most 1000000, "
                           "or unset for no limit)"),
-])
-async def test_a_bad_limit_is_refused_naming_its_field_and_the_field_is_marked(make_app, widget, value, refusal):
+]
+"""(widget, value typed, the refusal) of each bad limit; one app meets them in turn, each cleared after."""
+
+
+async def test_a_bad_limit_is_refused_naming_its_field_and_the_field_is_marked(make_app):
     app = make_app()
     async with app.run_test(size=SIZE, notifications=True) as pilot:
         picker = app.query_one(Picker)
-        field = picker.query_one(f"#{widget}", Input)
-        field.value = value
-        await pilot.pause()
-        assert field.has_class("-invalid")  # tinted while typing, by the engine's own rule
-        app.action_run()
-        await pilot.pause()
-        assert app.table.row_count == 0 and app.runner.last_pid is None
-        assert [n.message for n in app._notifications if n.title == "Run refused"] == [refusal]
-        assert str(picker.query_one("#picker-error", Static).render()) == refusal
-        assert field.parent.has_class("-refused") and app.focused is field
-        field.value = ""  # empty: the default again, and the mark goes
-        await pilot.pause()
-        assert not field.parent.has_class("-refused") and not field.has_class("-invalid")
+        for widget, value, refusal in BAD_LIMITS:
+            field = picker.query_one(f"#{widget}", Input)
+            seen = {n.identity for n in app._notifications}
+            field.value = value
+            await pilot.pause()
+            assert field.has_class("-invalid"), widget  # tinted while typing, by the engine's own rule
+            app.action_run()
+            await pilot.pause()
+            assert app.table.row_count == 0 and app.runner.last_pid is None
+            refused = [n.message for n in app._notifications if n.title == "Run refused" and n.identity not in seen]
+            assert refused == [refusal]
+            assert str(picker.query_one("#picker-error", Static).render()) == refusal
+            assert field.parent.has_class("-refused") and app.focused is field, widget
+            field.value = ""  # empty: the default again, and the mark goes
+            await pilot.pause()
+            assert not field.parent.has_class("-refused") and not field.has_class("-invalid"), widget
 
 
 async def test_the_memory_limit_is_for_cpu_runs_only(make_app):

@@ -8,7 +8,6 @@ and tests/test_catalog.py.
 
 from __future__ import annotations
 
-import pytest
 from textual.widgets import Input, Select, Static
 
 from app_helpers import wait_until
@@ -18,31 +17,31 @@ SIZE = (160, 48)
 DIGITS = "1" * 10_000
 
 
-@pytest.mark.parametrize(
-    ("field", "value", "refusal"),
-    [
-        pytest.param("param-n", DIGITS,
-                     f"params: n: {'1' * 40}… (10000 characters) is above the maximum 65536", id="n-10000-digits"),
-        pytest.param("iters", DIGITS,
-                     f"iters: {'1' * 40}… (10000 characters) is not allowed (allowed: an integer from 1 to 10000000)",
-                     id="iters-10000-digits"),
-        pytest.param("warmup", "9" * 41,
-                     f"warmup: {'9' * 40}… (41 characters) is not allowed (allowed: an integer from 0 to 100000)",
-                     id="warmup-41-digits"),
-    ],
-)
-async def test_a_pasted_huge_number_is_refused_with_a_short_message(make_app, field, value, refusal):
+PASTED = [
+    ("param-n", DIGITS, f"params: n: {'1' * 40}… (10000 characters) is above the maximum 65536"),
+    ("iters", DIGITS, f"iters: {'1' * 40}… (10000 characters) is not allowed (allowed: an integer from 1 to 10000000)"),
+    ("warmup", "9" * 41, f"warmup: {'9' * 40}… (41 characters) is not allowed (allowed: an integer from 0 to 100000)"),
+]
+"""(field, value pasted, the refusal); one app meets them in turn, each field given back its value after."""
+
+
+async def test_a_pasted_huge_number_is_refused_with_a_short_message(make_app):
     app = make_app()
     async with app.run_test(size=SIZE, notifications=True) as pilot:
         picker = app.query_one(Picker)
-        picker.query_one(f"#{field}", Input).value = value
-        await pilot.pause()
-        app.action_run()
-        await pilot.pause()
-        refused = [n.message for n in app._notifications if n.title == "Run refused"]
-        assert refused == [refusal]
-        assert str(picker.query_one("#picker-error", Static).render()) == refusal
-        assert app.table.row_count == 0 and app.runner.last_pid is None
+        for field, value, refusal in PASTED:
+            widget = picker.query_one(f"#{field}", Input)
+            before, seen = widget.value, {n.identity for n in app._notifications}
+            widget.value = value
+            await pilot.pause()
+            app.action_run()
+            await pilot.pause()
+            refused = [n.message for n in app._notifications if n.title == "Run refused" and n.identity not in seen]
+            assert refused == [refusal]
+            assert str(picker.query_one("#picker-error", Static).render()) == refusal
+            assert app.table.row_count == 0 and app.runner.last_pid is None
+            widget.value = before
+            await pilot.pause()
 
 
 async def test_the_parameter_field_itself_says_it_short(make_app):

@@ -44,7 +44,8 @@ def _result() -> TuneResult:
                                 vs_eager=Against(1.02, 1.00, 1.04, "faster"),
                                 default_vs_eager=Against(0.86, 0.84, 0.88, "slower"), processes=(3, 3),
                                 compile_s=(31.2, 29.8), peak_mb=(812.0, 790.0))
-    return TuneResult(tune_id=RACING.tune_id, outcome=CONFIRMED, winner=STANDINGS[0], winner_options=options,
+    return TuneResult(tune_id=RACING.tune_id, outcome=CONFIRMED, winner=STANDINGS[0], confirmed=STANDINGS[0],
+                      winner_options=options,
                       confirmation=confirmation, standings=STANDINGS, elapsed_s=472.0, runs=13)
 
 

@@ -49,8 +49,10 @@ Other knobs (environment):
                              ``t_end``, the worker's ``time.monotonic()`` around every block; default 0).
 ``FAKE_WORKER_GPU_UUID``     reported as ``gpu_uuid`` in ``started``'s env (default none).
 ``FAKE_WORKER_GPU_NAME``     reported as ``gpu_name`` in ``started``'s env (default none).
-``FAKE_WORKER_FAIL_KIND``    ``fail``: the failure kind (default ``compile_error``).
-``FAKE_WORKER_FAIL_MESSAGE`` ``fail``: the one-line message (default "compile failed: fake inductor error").
+``FAKE_WORKER_FAIL_KIND``    ``fail``: the failure kind (default ``compile_error``); the run's parameter
+                             ``fake_fail_kind`` first, so one runner's runs can fail in different ways.
+``FAKE_WORKER_FAIL_MESSAGE`` ``fail``: the one-line message (default "compile failed: fake inductor error");
+                             the run's parameter ``fake_fail_message`` first.
 ``FAKE_WORKER_GATE``         a path: after the first measured round (``crash``, ``hang``, ``stubborn``:
                              after their one block) the worker waits until that file exists (the
                              test creates it to let the run go on).
@@ -355,6 +357,10 @@ class FakeRun:
             iters=dict(self.measured),
         ))
 
+    def failure(self, what: str) -> str | None:
+        """``fail``'s kind or message: the run's ``fake_fail_<what>`` parameter, else ``FAKE_WORKER_FAIL_<WHAT>``."""
+        return self.options.params.get(f"fake_fail_{what}") or os.environ.get(f"FAKE_WORKER_FAIL_{what.upper()}")
+
     def execute(self) -> int:
         """Run the behaviour; returns the exit code."""
         self.started()
@@ -364,8 +370,8 @@ class FakeRun:
         if self.behaviour == "fail" or configured(self.options)[1]:
             self.channel.emit(
                 Failed(
-                    kind=os.environ.get("FAKE_WORKER_FAIL_KIND") or "compile_error",
-                    message=os.environ.get("FAKE_WORKER_FAIL_MESSAGE") or "compile failed: fake inductor error",
+                    kind=str(self.failure("kind") or "compile_error"),
+                    message=str(self.failure("message") or "compile failed: fake inductor error"),
                     detail='Traceback (most recent call last):\n  File "fake.py", line 1\nRuntimeError: fake '
                            'inductor error\n',
                 )

@@ -24,70 +24,78 @@ from tui.telemetry.fake import FakeSource
 
 SIZE = (160, 48)
 
-#: (fake behaviour, extra options, the worker's failure kind and message) per matrix line.
+#: (fake behaviour, extra options, the worker's failure kind and message) of each matrix line.
+SIGNAL = ("crash", {}, "crash", "worker crashed (signal 9): Fatal Python error: Segmentation fault (fake)")
+HANG = ("hang", {"timeout_s": 0.5}, "timeout", "timed out after 0.5 s (timeout_s) while measuring")
+EXIT = ("exit", {}, "crash", "worker exited with code 3: RuntimeError: fake worker gave up")
+MEGABYTES = ("spam", {}, None, None)
+#: The faults the worker reports itself (a ``failed`` event with its kind and message): one path through the app,
+#: so they run one after another in one app, each with its own kind and message (``fake_fail_kind``).
+REPORTED = [
+    ("fail", {}, "out_of_memory",
+     "ran out of memory in eager (memory_limit_gb 2): RuntimeError: DefaultCPUAllocator: can't allocate "
+     "memory: you tried to allocate 8589934592 bytes. Error code 12 (Cannot allocate memory)"),  # 3
+    ("fail", {}, "graph_break",
+     "the graph broke under fullgraph=True: Data-dependent branching at worker/workloads.py:157 in "
+     "graph_break_fn (if y.sum() > 0:)"),  # 4
+    ("fail", {}, "compile_error",
+     "inductor failed to compile: InvalidCxxCompiler: No working C++ compiler found in "
+     "torch._inductor.config.cpp.cxx: (None, '/nonexistent/g++')"),  # 5
+    ("fail", {}, "bad_options",
+     "backend: 'no_such_backend' is not a registered torch._dynamo backend (allowed: aot_eager, "
+     "aot_eager_decomp_partition, cudagraphs, eager, inductor)"),  # 6, the list shortened
+    ("fail", {}, "workload_error", "/tmp/models/mine.py:2: syntax error: expected ':'"),  # 7
+]
 FAULTS = [
-    pytest.param("crash", {}, "crash", "worker crashed (signal 9): Fatal Python error: Segmentation fault (fake)",
-                 id="1-signal"),
-    pytest.param("hang", {"timeout_s": 0.5}, "timeout", "timed out after 0.5 s (timeout_s) while measuring",
-                 id="2-hang-timeout"),
-    pytest.param("exit", {}, "crash", "worker exited with code 3: RuntimeError: fake worker gave up", id="1-exit"),
-    pytest.param("fail", {}, "out_of_memory",
-                 "ran out of memory in eager (memory_limit_gb 2): RuntimeError: DefaultCPUAllocator: can't allocate "
-                 "memory: you tried to allocate 8589934592 bytes. Error code 12 (Cannot allocate memory)",
-                 id="3-out-of-memory"),
-    pytest.param("fail", {}, "graph_break",
-                 "the graph broke under fullgraph=True: Data-dependent branching at worker/workloads.py:157 in "
-                 "graph_break_fn (if y.sum() > 0:)",
-                 id="4-graph-break"),
-    pytest.param("fail", {}, "compile_error",
-                 "inductor failed to compile: InvalidCxxCompiler: No working C++ compiler found in "
-                 "torch._inductor.config.cpp.cxx: (None, '/nonexistent/g++')",
-                 id="5-compile-error"),
-    pytest.param("fail", {}, "bad_options",
-                 "backend: 'no_such_backend' is not a registered torch._dynamo backend (allowed: aot_eager, "
-                 "aot_eager_decomp_partition, cudagraphs, eager, inductor)",  # the list shortened
-                 id="6-early-bad-options"),
-    pytest.param("fail", {}, "workload_error", "/tmp/models/mine.py:2: syntax error: expected ':'", id="7-user-file"),
-    pytest.param("spam", {}, None, None, id="8-megabytes"),
+    pytest.param([SIGNAL], id="1-signal"),
+    pytest.param([HANG], id="2-hang-timeout"),
+    pytest.param([EXIT], id="1-exit"),
+    pytest.param(REPORTED, id="3-to-7-reported-by-the-worker"),
+    pytest.param([MEGABYTES], id="8-megabytes"),
 ]
 
 
-def _options(behaviour: str, **fields) -> RunOptions:
-    """Options for the fake worker (not validated: ``fake_behaviour`` is no real parameter)."""
+def _options(behaviour: str, kind: str | None = None, message: str | None = None, **fields) -> RunOptions:
+    """Options for the fake worker (not validated: ``fake_behaviour`` is no real parameter); a ``fail`` run fails
+    with ``kind`` and ``message``."""
     fields.setdefault("iters", 10)
     fields.setdefault("block_size", 5)
-    return RunOptions(workload="pointwise", params={"fake_behaviour": behaviour}, **fields)
+    params = {"fake_behaviour": behaviour}
+    if behaviour == "fail":
+        params.update(fake_fail_kind=kind, fake_fail_message=message)
+    return RunOptions(workload="pointwise", params=params, **fields)
 
 
-@pytest.mark.parametrize(("behaviour", "extra", "kind", "message"), FAULTS)
-async def test_a_fault_is_a_failed_row_and_the_runs_around_it_are_kept(
-    make_app, tmp_path, behaviour, extra, kind, message
-):
-    """ok, fault, ok: a failed row naming the cause, the next run done, all three in the history and an export."""
-    env = {"FAKE_WORKER_FAIL_KIND": kind, "FAKE_WORKER_FAIL_MESSAGE": message} if behaviour == "fail" else {}
-    app = make_app(runner=fake_runner("ok", **env))
+@pytest.mark.parametrize("faults", FAULTS)
+async def test_a_fault_is_a_failed_row_and_the_runs_around_it_are_kept(make_app, tmp_path, faults):
+    """ok, each fault, ok: a failed row naming the cause, the next run goes, all of them in the history and an
+    export."""
+    app = make_app(runner=fake_runner("ok"))
     async with app.run_test(size=SIZE, notifications=True) as pilot:
-        before, fault, after = app.enqueue([_options("ok"), _options(behaviour, **extra), _options("ok")])
-        await wait_until(pilot, lambda: after.finished and app.settled, what="three runs ended")
+        made = [_options(behaviour, kind, message, **extra) for behaviour, extra, kind, message in faults]
+        before, *middle, after = app.enqueue([_options("ok"), *made, _options("ok")])
+        await wait_until(pilot, lambda: after.finished and app.settled, what="every run ended")
         assert (before.status, after.status) == ("done", "done")
-        if kind is None:
-            assert fault.status == "done"
-        else:
-            assert (fault.status, fault.error_kind, fault.error_message) == ("failed", kind, message)
-            assert app.table.cell_text(fault.run_id, "status") == "failed"
-            failed = [n for n in app._notifications if n.title == "Run failed"]
-            assert len(failed) == 1 and failed[0].message.endswith(f": {kind}: {message}")
+        failed = [n for n in app._notifications if n.title == "Run failed"]
+        assert len(failed) == sum(kind is not None for _, _, kind, _ in faults)
+        for fault, (_, _, kind, message) in zip(middle, faults, strict=True):
+            if kind is None:
+                assert fault.status == "done"
+            else:
+                assert (fault.status, fault.error_kind, fault.error_message) == ("failed", kind, message)
+                assert app.table.cell_text(fault.run_id, "status") == "failed"
+                assert sum(n.message.endswith(f": {kind}: {message}") for n in failed) == 1
         # each run is stored as it is summarised, off the UI thread: lines may be in another order
-        assert sorted(line["run_id"] for line in history_lines()) == sorted([before.run_id, fault.run_id, after.run_id])
+        runs = [before, *middle, after]
+        assert sorted(line["run_id"] for line in history_lines()) == sorted(run.run_id for run in runs)
         report = tmp_path / "report.csv"
         app._export(str(report))
         await wait_until(pilot, lambda: (tmp_path / "report.json").exists(), what="the export")
     rows = csv_rows(report)
-    assert [(r["run_id"], r["status"]) for r in rows] == [
-        (before.run_id, "done"), (fault.run_id, fault.status), (after.run_id, "done"),
-    ]
-    if kind is not None:
-        assert (rows[1]["error_kind"], rows[1]["error"]) == (kind, message)
+    assert [(r["run_id"], r["status"]) for r in rows] == [(run.run_id, run.status) for run in runs]
+    for row, (_, _, kind, message) in zip(rows[1:-1], faults, strict=True):
+        if kind is not None:
+            assert (row["error_kind"], row["error"]) == (kind, message)
     assert fake_worker_children() == []
 
 

@@ -19,10 +19,12 @@ from pathlib import Path
 
 import pytest
 
-from app_helpers import wait_until
+from app_helpers import fake_runner, no_gpu_source, wait_until
 from tui import paths
 from tui.app import config as config_module
 from tui.app.config import AppConfig, load_config, save_config
+from tui.app.controller import LabController
+from tui.engine.store.history import History
 
 SIZE = (160, 48)
 
@@ -61,7 +63,25 @@ async def _start_and_quit(app) -> list[str]:
 
 
 @pytest.mark.parametrize("content, why", BROKEN)
-async def test_a_config_that_does_not_parse_is_kept_aside_with_a_notice_and_never_replaced(make_app, content, why):
+def test_a_config_that_does_not_parse_is_kept_aside_with_a_notice_and_never_replaced(content, why):
+    """Each broken config, read and saved as the app does (its controller, without Textual; the app's start and
+    ``q`` are the next test's, the same for each)."""
+    path = _write_config(content, mode=0o604)
+    inode = path.stat().st_ino
+
+    lab = LabController(fake_runner("ok"), telemetry=no_gpu_source(), history=History())
+    notice = lab.config_warning or ""
+    lab.save_config()  # what quitting does
+
+    [kept] = _kept(path)
+    assert kept.read_bytes() == content and stat.S_IMODE(kept.stat().st_mode) == 0o604 and kept.stat().st_ino == inode
+    assert notice.startswith(f"config {path}"), notice
+    assert why in notice and notice.endswith(f"; using defaults (the file is kept as {kept.name})"), notice
+    assert isinstance(json.loads(path.read_text()), dict)  # the save wrote a new config beside it
+
+
+@pytest.mark.parametrize("content, why", [param for param in BROKEN if param.id == "missing-comma"])
+async def test_the_app_keeps_a_config_that_does_not_parse_aside_and_quitting_saves_a_new_one(make_app, content, why):
     path = _write_config(content, mode=0o604)
     inode = path.stat().st_ino
 

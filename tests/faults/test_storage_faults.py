@@ -60,51 +60,59 @@ def test_a_target_that_cannot_be_written_leaves_the_old_file(tmp_path, monkeypat
     assert target.read_bytes() == OLD_EXPORT and files_in(tmp_path) == ["runs.csv"]
 
 
-@pytest.mark.parametrize("case", ["missing-directory", "read-only", "full-disk"])
-async def test_a_refused_export_in_the_app_is_one_error_line_and_nothing_is_lost(make_app, tmp_path, monkeypatch, case):
-    """The app says why in one line, keeps the old file and goes on; the next export has every run."""
-    directory = tmp_path / ("missing" if case == "missing-directory" else "reports")
-    target = directory / "report.csv"
-    if case != "missing-directory":
-        directory.mkdir()
-        target.write_bytes(OLD_EXPORT)
-    expected = {
-        "missing-directory": None,  # the app asks to make it (issue 14 item 9); No leaves everything as it was
-        "read-only": f"cannot write {target}: Read-only file system",
-        "full-disk": f"cannot write {target}: No space left on device",
-    }[case]
+def _new(app, seen: set[str]) -> list:
+    """The app's notifications that are not among ``seen`` (identities)."""
+    return [n for n in app._notifications if n.identity not in seen]
+
+
+async def test_a_refused_export_in_the_app_is_one_error_line_and_nothing_is_lost(make_app, tmp_path, monkeypatch):
+    """The app says why in one line, keeps the old file and goes on; the next export has every run.
+
+    One app meets each refusal in turn (a read-only file system, a full disk, a directory that does not exist):
+    each is the export's one path to a refusal, and after each the app still works.
+    """
+    reports, missing = tmp_path / "reports", tmp_path / "missing"
+    reports.mkdir()
+    target = reports / "report.csv"
+    target.write_bytes(OLD_EXPORT)
     app = make_app()
     async with app.run_test(size=SIZE, notifications=True) as pilot:
         (first,) = app.enqueue([RunOptions(iters=10, block_size=5)])
         await wait_until(pilot, lambda: first.finished and app.settled, what="the first run")
-        with monkeypatch.context() as patch:
-            if case == "read-only":
-                patch.setattr(atomic, "tempfile", types.SimpleNamespace(mkstemp=_refusing(errno.EROFS)))
-            elif case == "full-disk":
-                patch.setattr(atomic._FdWriter, "write", _refusing(errno.ENOSPC))
-            app._export(str(target))
-            if expected is None:
-                await wait_until(pilot, lambda: isinstance(app.screen, ConfirmScreen), what="the question")
-                await pilot.press("n")
-                await wait_until(pilot, lambda: not isinstance(app.screen, ConfirmScreen), what="answered")
-            else:
-                await wait_until(pilot, lambda: any(n.title == "Export failed" for n in app._notifications),
-                                 what="error")
-        errors = [n for n in app._notifications if n.title == "Export failed"]
-        if expected is not None:
-            (error,) = errors
-            assert error.severity == "error" and error.message == expected
-        if case == "missing-directory":
-            assert not errors and not directory.exists()
-        else:
-            assert target.read_bytes() == OLD_EXPORT and files_in(directory) == ["report.csv"]
-        # the app goes on: the next run, then an export that works
+        for refusal, errno_, message in (
+            ("tempfile", errno.EROFS, f"cannot write {target}: Read-only file system"),
+            ("write", errno.ENOSPC, f"cannot write {target}: No space left on device"),
+        ):
+            seen = {n.identity for n in app._notifications}
+            with monkeypatch.context() as patch:
+                if refusal == "tempfile":
+                    patch.setattr(atomic, "tempfile", types.SimpleNamespace(mkstemp=_refusing(errno_)))
+                else:
+                    patch.setattr(atomic._FdWriter, "write", _refusing(errno_))
+                app._export(str(target))
+                await wait_until(pilot, lambda seen=seen: any(n.title == "Export failed"
+                                                              for n in _new(app, seen)), what="error")
+            (error,) = [n for n in _new(app, seen) if n.title == "Export failed"]
+            assert error.severity == "error" and error.message == message
+            assert target.read_bytes() == OLD_EXPORT and files_in(reports) == ["report.csv"]
+        # a directory that does not exist: the app asks to make it (issue 14 item 9); No leaves everything as it was
+        seen = {n.identity for n in app._notifications}
+        app._export(str(missing / "report.csv"))
+        await wait_until(pilot, lambda: isinstance(app.screen, ConfirmScreen), what="the question")
+        await pilot.press("n")
+        await wait_until(pilot, lambda: not isinstance(app.screen, ConfirmScreen), what="answered")
+        assert not [n for n in _new(app, seen) if n.title == "Export failed"] and not missing.exists()
+        # the app goes on: the next run, then exports that work
         (second,) = app.enqueue([RunOptions(iters=10, block_size=5)])
         await wait_until(pilot, lambda: second.finished and app.settled, what="the next run")
-        directory.mkdir(exist_ok=True)
-        app._export(str(target))
-        await wait_until(pilot, lambda: any(n.title == "Exported" for n in app._notifications), what="the export")
-    assert [r["run_id"] for r in csv_rows(target)] == [first.run_id, second.run_id]
+        missing.mkdir()
+        for directory in (reports, missing):
+            seen = {n.identity for n in app._notifications}
+            app._export(str(directory / "report.csv"))
+            await wait_until(pilot, lambda seen=seen: any(n.title == "Exported" for n in _new(app, seen)),
+                             what="the export")
+    for directory in (reports, missing):
+        assert [r["run_id"] for r in csv_rows(directory / "report.csv")] == [first.run_id, second.run_id]
     assert [line["run_id"] for line in history_lines()] == [first.run_id, second.run_id]
 
 

@@ -16,6 +16,7 @@ included). Nothing outside ``tmp_path`` and the test's ``COMPILE_LAB_HOME`` is w
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 import json
 import os
@@ -27,7 +28,7 @@ import pytest
 from rich.console import Console
 from textual.widgets import Input, SelectionList, Static
 
-from app_helpers import no_gpu_source, notifications, wait_until
+from app_helpers import fake_runner, no_gpu_source, notifications, wait_until
 from tui import paths
 from tui.app.components import picker as picker_module
 from tui.app.components.details import render_details
@@ -35,6 +36,7 @@ from tui.app.components.dialogs import ConfirmScreen
 from tui.app.components.picker import Cycler, Picker
 from tui.app.components.sweep_dialog import SweepScreen
 from tui.app.config import load_config
+from tui.app.controller import LabController
 from tui.engine.store.history import History
 from tui.engine.options import RunOptions
 from tui.engine.store.results import RunRecord
@@ -334,11 +336,37 @@ BAD_CONFIGS = [
 ]
 
 
-@pytest.mark.parametrize("content, expected", BAD_CONFIGS)
-async def test_a_bad_config_is_named_with_its_file_and_field_and_runs_still_run(make_app, content, expected):
+def _bad_config(content: bytes) -> Path:
     path = paths.config_file()
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_bytes(content)
+    return path
+
+
+@pytest.mark.parametrize("content, expected", BAD_CONFIGS)
+def test_a_bad_config_is_named_with_its_file_and_field_and_runs_still_run(content, expected):
+    """Each bad config, read as the app reads it (its controller, without Textual): the warning names the file and
+    the field, and a run of the options it gave still runs. The app's part, the same for each, is the next test."""
+    path = _bad_config(content)
+
+    async def scenario() -> RunRecord:
+        lab = LabController(fake_runner("ok"), telemetry=no_gpu_source(), history=History())
+        warning = lab.config_warning or ""
+        assert warning.startswith(f"config {path}") and expected in warning, warning
+        (record,) = lab.enqueue([dataclasses.replace(lab.config.options, iters=10).validated()])
+        await lab.session.wait_settled()
+        await lab.close()
+        return record
+
+    record = asyncio.run(scenario())
+    assert record.status == "done" and record.options.timeout_s == 600.0 and record.options.python is None
+
+
+@pytest.mark.parametrize("content, expected", [
+    param for param in BAD_CONFIGS if param.id in ("binary", "timeout-negative")  # a corrupt file, a bad field
+])
+async def test_the_app_names_a_bad_config_in_a_notice_and_runs_still_run(make_app, content, expected):
+    path = _bad_config(content)
     app = make_app()
     async with app.run_test(size=SIZE, notifications=True) as pilot:
         await pilot.pause()

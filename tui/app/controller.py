@@ -29,7 +29,7 @@ from tui.engine.store.stored_options import code_settings
 from tui.present.format import TERMINAL_STATUSES
 
 if TYPE_CHECKING:
-    from tui.app.tune_run import Board, TuneRun
+    from tui.app.tune_run import TuneRun
     from tui.engine.protocol import Event
     from tui.engine.store.results import RunRecord
 
@@ -318,11 +318,8 @@ class LabController(SessionListener):
             added.append(position)
         return added
 
-    # ----- tuning --------------------------------------------------------------------------
-
-    def start_tune(self, base: RunOptions, request: Any, on_change: Callable[[Board], None] | None = None
-                   ) -> TuneRun | None:
-        """Start a search for ``base`` (validated, one device) as a task; None while one runs, or with no view."""
+    def start_tune(self, base: RunOptions, request: Any, on_change: Any = None) -> TuneRun | None:
+        """Start a search (a TuneRequest) on ``base`` as a task, ``on_change(board)`` hearing it; None if one runs."""
         from tui.app.tune_run import TuneRun
 
         if self.shutting_down or self.view is None or (self.tune is not None and self.tune.running):
@@ -360,9 +357,8 @@ class LabController(SessionListener):
         """
         self.shutting_down = True
         self.view = None
-        if self.tune is not None:
-            self.tune.keeper.on_change = None  # as the view: nothing reaches a screen that is gone
-            self.tune.stop("the app closed")
+        if self.tune is not None:  # as the view: the search's board reaches no screen from now on
+            self.tune.close()
         try:
             await self.session.aclose(timeout=3.0)
         except Exception as exc:  # closing goes on: the runner below still kills its workers
@@ -402,13 +398,19 @@ class LabController(SessionListener):
         """Write ``records`` in every default export format at ``target`` (blocking: call it off the event loop).
 
         Returns the paths written, in the formats' order; ExportError, OSError or ValueError say why nothing
-        (or not all) was written.
+        (or not all) was written. The writing is the engine's, the command line's too
+        (:func:`tui.engine.store.export.export_records`); the first failure stops the rest.
         """
         from tui.app.export_target import export_paths
-        from tui.engine.store.export import default_export_paths, default_formats
+        from tui.engine.store.export import default_export_paths, export_records
 
         destinations = export_paths(target, default_export_paths, make_directory=make_directory)
-        return [fmt.writer(records, destinations[fmt.name]) for fmt in default_formats()]
+        written = []
+        for outcome in export_records(records, destinations, keep_going=False):
+            if isinstance(outcome.result, Exception):
+                raise outcome.result
+            written.append(outcome.result)
+        return written
 
     def save_config(self) -> None:
         """Save the config (with the theme shown now); a failure is a notice."""
@@ -432,7 +434,7 @@ class LabController(SessionListener):
         # before the view has handled its start, and its row would then go back to "computing".
         self.finalized.discard(record.run_id)
         # Before the run's task starts its worker: a GPU lane starts a spare only while its pool has runs waiting.
-        self.lanes.keep_spares(self.session.queue)
+        self.lanes.keep_spares(self.session.queue, bool(getattr(self.runner, "keep_spare", True)))
         if self.view is not None:
             self.view.show_started(record)
 

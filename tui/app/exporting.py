@@ -19,7 +19,7 @@ from textual.app import App
 
 from tui.app.export_target import directory_to_make, export_directory, export_paths, exported_message, fit_path
 from tui.app.messages import RunsExported
-from tui.engine.status import RunStatus
+from tui.engine.store.export import anything_to_export
 
 if TYPE_CHECKING:
     from tui.app.controller import LabController
@@ -79,7 +79,7 @@ class ExportActions:
         if not records:
             self.app.notify("Nothing to export: no run has ended yet.", title="Export", severity="warning")
             return
-        if not any(record.status in (RunStatus.DONE, RunStatus.FAILED) for record in records):
+        if not anything_to_export(records):
             # The command line's rule too: cancelled runs alone never replace an existing export.
             self.app.notify("Nothing to export: no run has finished (cancelled runs alone are not exported).",
                             title="Export", severity="warning")

@@ -7,11 +7,11 @@ text into the options' device (``cuda``: some GPU, the one the run gets is set w
 a pool (``cuda:0``, ``cuda:1``, ...) for :meth:`tui.engine.run.session.RunSession.submit`, which deals
 the runs to free GPUs, one each.
 
-:class:`LaneRunners` is the app session's ``runner_for``: the shared lane keeps the app's runner
-(a single run, as ever), and each GPU lane of a pool gets a runner of its own made like it (the
-same worker command and telemetry, which tests replace), pinned to whole cores near its GPU
-(:func:`tui.engine.runner.gpu_lock.pool_cpu_env`, asked off the UI thread before the pool's runs
-are queued). The session closes every runner it made.
+:class:`LaneRunners` is the app session's ``runner_for``, the engine's wiring
+(:class:`tui.engine.runner.wiring.LaneRunners`, the command line's too): the shared lane keeps the
+app's runner (a single run, as ever), and each GPU lane of a pool gets a runner of its own made like
+it (the same worker command and telemetry, which tests replace), pinned to whole cores near its GPU
+(asked off the UI thread before the pool's runs are queued). The session closes every runner it made.
 
 :func:`run_gpu` and :func:`run_labels` tell the GPU pane which GPU each running run has and
 what to call it there. Imports no textual.
@@ -19,13 +19,12 @@ what to call it there. Imports no textual.
 
 from __future__ import annotations
 
-import logging
-import asyncio
 from typing import TYPE_CHECKING, Any
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 
 from tui.present.option_fields import FIELDS_BY_KEY, OPTION_FIELDS, differing, workload_name
-from tui.engine.run.placement import POOL_ALL, is_pool, lane_cpu_env, parse_device_pool
+from tui.engine.run.placement import POOL_ALL, is_pool, parse_device_pool
+from tui.engine.runner import wiring
 from tui.telemetry.model import normalize_uuid
 
 if TYPE_CHECKING:
@@ -34,8 +33,6 @@ if TYPE_CHECKING:
 
 __all__ = ["POOL_ALL", "POOL_DEVICE", "is_pool", "split_device", "visible_gpus", "LaneRunners", "run_gpu", "pool_names",
            "run_labels"]
-
-logger = logging.getLogger(__name__)
 
 POOL_DEVICE = "cuda"
 """The device of a pooled run's options until it starts (then the GPU it got, ``cuda:2``)."""
@@ -63,88 +60,27 @@ def split_device(device: str, gpus: int) -> tuple[str, tuple[str, ...]]:
     return (pool[0], ()) if len(pool) == 1 else (POOL_DEVICE, pool)
 
 
-class LaneRunners:
-    """The runner of each lane of the app's session (see the module docstring).
+class LaneRunners(wiring.LaneRunners):
+    """The runner of each lane of the app's session (see the module docstring): the engine's
+    :class:`~tui.engine.runner.wiring.LaneRunners`, each GPU lane's runner made like the app's.
 
-    ``app`` has ``runner`` (the shared lane's) and ``telemetry``; a lane's runner is made on first
-    use with the cores :meth:`pin` gave its lane.
+    ``app`` has ``runner`` (the shared lane's) and ``telemetry``, and ``cluster`` with ``--cluster``.
     """
 
     def __init__(self, app: Any) -> None:
+        base = app.runner
         self._app = app
-        self._envs: dict[str, dict[str, str]] = {}
-        self.made: dict[str, Any] = {}
-        """The runners made for GPU lanes, by lane."""
-        self.lock = asyncio.Lock()
-        """Held while a pool is pinned and queued: pools queued in a row start in that order."""
+        super().__init__(lambda: self._app.runner, self._like_the_apps,
+                         telemetry=getattr(base, "telemetry", None) or app.telemetry,
+                         cluster=getattr(app, "cluster", None), base_env=getattr(base, "env", None))
 
-    def __call__(self, lane: str) -> Any:
-        from tui.engine.run.session import SHARED_LANE, is_local
-
-        if not is_local(lane):  # a Ray cluster's slot (compile-lab --cluster): one runner serves them all
-            return self._app.cluster.runner
-
-        if lane == SHARED_LANE:
-            return self._app.runner
+    def _like_the_apps(self, env: dict[str, str]) -> Any:
+        """A GPU lane's runner: the app's worker command, telemetry and host sampling, no spare until runs wait."""
         from tui.engine.runner import WorkerRunner
 
         base = self._app.runner
-        runner = WorkerRunner(worker_argv=getattr(base, "worker_argv", None), keep_spare=False,
-                              telemetry=self._telemetry(),
-                              env=self._env(lane), sample_host=getattr(base, "sample_host", True))
-        self.made[lane] = runner
-        return runner
-
-    def _env(self, lane: str) -> dict[str, str]:
-        return {**dict(getattr(self._app.runner, "env", None) or {}), **self._envs.get(lane, {})}
-
-    def _telemetry(self) -> Any:
-        return getattr(self._app.runner, "telemetry", None) or self._app.telemetry
-
-    async def pin(self, pool: Sequence[str]) -> None:
-        """Give each GPU lane of ``pool`` whole cores near its GPU (:func:`~tui.engine.runner.gpu_lock.pool_cpu_env`,
-        which asks NVML: in a thread). The plan covers every lane pinned so far too, so a second pool never
-        shares cores with the first (a run already going keeps its cores until it ends). Callers hold
-        :attr:`lock`, so pools queued one after the other keep their order."""
-        from tui.engine.runner.gpu_lock import pool_cpu_env
-
-        lanes = self._every_lane(pool)
-        if set(lanes) == set(self._envs):
-            return  # these GPUs are pinned already: the plan stands
-        try:
-            envs = await asyncio.to_thread(pool_cpu_env, lanes, self._telemetry())
-        except Exception as exc:  # NVML gone: the cores split without knowing which are near which GPU
-            logger.warning("GPU cores unknown (%s): lanes split the cores evenly", exc, exc_info=exc)
-            envs = lane_cpu_env(lanes)
-        self._use(lanes, envs)
-
-    def pinned(self, pool: Sequence[str]) -> None:
-        """:meth:`pin` without asking NVML (cores split evenly), for a pool queued without it."""
-        if any(lane not in self._envs for lane in pool):
-            lanes = self._every_lane(pool)
-            self._use(lanes, lane_cpu_env(lanes))
-
-    def _every_lane(self, pool: Sequence[str]) -> tuple[str, ...]:
-        """The lanes pinned so far and ``pool``'s, in GPU order."""
-        def index(lane: str) -> tuple[int, str]:
-            tail = lane.rpartition(":")[2]
-            return (int(tail) if tail.isdigit() else 1 << 20, lane)
-
-        return tuple(sorted(set(self._envs) | set(pool), key=index))
-
-    def _use(self, pool: Sequence[str], envs: dict[str, dict[str, str]]) -> None:
-        self._envs.update({lane: envs.get(lane, {}) for lane in pool})
-        for lane in pool:
-            if lane in self.made:
-                self.made[lane].env = self._env(lane)
-
-    def keep_spares(self, waiting: Iterable[Any]) -> None:
-        """A GPU lane's runner keeps a warm spare worker only while runs of its pool wait (``waiting``:
-        the session's queued units), as the app's runner does when it keeps one."""
-        wanted = bool(getattr(self._app.runner, "keep_spare", True))
-        pools = [set(getattr(unit, "pool", ())) for unit in waiting]
-        for lane, runner in self.made.items():
-            runner.keep_spare = wanted and any(lane in pool for pool in pools)
+        return WorkerRunner(worker_argv=getattr(base, "worker_argv", None), keep_spare=False,
+                            telemetry=self.telemetry, env=env, sample_host=getattr(base, "sample_host", True))
 
 
 def run_gpu(record: RunRecord, snapshots: Sequence[GpuSnapshot]) -> str | None:

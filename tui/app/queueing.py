@@ -85,20 +85,20 @@ class QueueActions:
 
     def check_pool_kinds(self, pool: tuple[str, ...], repeats: int | str) -> int | str:
         """A pool of several GPU kinds: OptionsError when one row's processes would mix kinds, else a notice that
-        rows may compare different hardware (:func:`tui.engine.run.placement.check_kinds`, the CLI's rule).
+        rows may compare different hardware (:func:`tui.engine.runner.wiring.plan_pools`, the CLI's rule).
         Returns the repeats to queue with (``auto`` on several kinds: 1)."""
         from tui.app.components.gpu_pane import GpuPane
         from tui.app.gpu_pool import pool_names
-        from tui.engine.run.placement import check_kinds, kinds_of, repeats_for_kinds
+        from tui.engine.runner import wiring
 
         if len(pool) < 2:
             return repeats
-        kinds = kinds_of(pool, pool_names(pool, self.app.query_one(GpuPane).snapshots))
-        note = check_kinds(kinds, repeats)
+        plan = wiring.plan_pools(pool, pool_names(pool, self.app.query_one(GpuPane).snapshots), repeats)
+        note = plan.note
         if note:
             self.app.notify(note[0].upper() + note[1:].replace("--each-gpu-kind", "the CLI's --each-gpu-kind") + ".",
                         title="GPU kinds", severity="warning", markup=False)
-        return repeats_for_kinds(kinds, repeats)
+        return plan.repeats
 
     def _validated_picker_options(self) -> tuple[RunOptions, tuple[str, ...], int | str] | None:
         """The picker's options, validated, their pool of GPUs (empty without ``cuda:all``) and the repeats to

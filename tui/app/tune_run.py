@@ -194,6 +194,11 @@ class TuneRun:
         self.keeper.update(stopping=True, stage="stopping: the tune's runs are cancelled")
         return True
 
+    def close(self) -> None:
+        """The app closes: nothing is told from now on, and the search stops."""
+        self.keeper.on_change = None
+        self.stop("the app closed")
+
     async def task(self) -> None:
         """:meth:`run` as a task of the app's (the result is on the board)."""
         await self.run()

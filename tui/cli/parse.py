@@ -9,10 +9,12 @@ from typing import Any
 from tui import __version__
 from tui.cli.run_flags import add_run_flags, table_options
 from tui.engine.cluster.address import DEFAULT_CPUS, ClusterError, parse_address
-from tui.engine.options import OptionsError, RunOptions, parse_dynamic, parse_key_values
+from tui.engine.option_table import SPECS
+from tui.engine.options import OptionsError, RunOptions, parse_key_values
+from tui.engine.run.sweep import AXES_BY_FIELD, SWEEP_AXES, SweepAxis, expand
 
 __all__ = ["PROG", "UsageError", "build_parser", "options_from_args", "configs_from_args", "repeat_from_args",
-           "precisions_from_args", "check_cluster", "cluster_cpus"]
+           "precisions_from_args", "axis_values", "check_cluster", "cluster_cpus"]
 
 PROG = "compile-lab"
 
@@ -104,7 +106,7 @@ def split_list(text: str | None) -> list[str] | None:
 def options_from_args(args: argparse.Namespace, sweep: bool = False) -> RunOptions:
     """A RunOptions from the parsed flags (not validated; sweep axes are left at their defaults)."""
     given: dict[str, Any] = table_options(args)
-    for name in ("workload", "device", "python"):
+    for name in ("workload", "device"):
         if getattr(args, name, None) is not None:
             given[name] = getattr(args, name)
     if getattr(args, "trace", None) is not None:
@@ -112,33 +114,48 @@ def options_from_args(args: argparse.Namespace, sweep: bool = False) -> RunOptio
     if getattr(args, "tlparse", False):
         given["torch_trace"] = True
     if not sweep:
-        precisions = precisions_from_args(args, sweep=False)
-        if precisions is not None:
-            given["precision"] = precisions[0]
-        for name in ("backend", "mode", "dtype", "fullgraph"):
-            if getattr(args, name, None) is not None:
-                given[name] = getattr(args, name)
-        if getattr(args, "dynamic", None) is not None:
-            given["dynamic"] = parse_dynamic(args.dynamic)
+        for axis in SWEEP_AXES:
+            values = axis_values(args, axis, sweep=False)
+            if values is not None:
+                given[axis.field] = axis.read(values[0])
         if args.param:
             given["params"] = parse_key_values(args.param, "params")
     return RunOptions(**given)
 
 
-def precisions_from_args(args: argparse.Namespace, sweep: bool) -> list[str] | None:
-    """``--precision`` (a comma list with ``sweep``), ``--tf32`` read as ``--precision tf32``; None: neither.
+def axis_values(args: argparse.Namespace, axis: SweepAxis, sweep: bool) -> list[Any] | None:
+    """A sweep axis's flag (:data:`tui.engine.run.sweep.SWEEP_AXES`): ``run``'s value as a list of one, ``sweep``'s
+    list (a comma list, or a word of the axis's), and its alias switch (``--tf32``: ``--precision tf32``); None:
+    not given.
 
-    The values are checked where the options are (RunOptions.validated, the sweep); a ``--tf32``
-    beside another precision is an OptionsError naming both.
+    The values are checked where the options are (RunOptions.validated, the sweep); an alias beside another
+    value is an OptionsError naming both.
     """
-    text = getattr(args, "precision", None)
-    values = split_list(text) if sweep else (None if text is None else [text])
-    if getattr(args, "tf32", None):
-        if values is not None and values != ["tf32"]:
-            raise OptionsError("precision", f"--tf32 (the same as --precision tf32) contradicts --precision {text} "
-                                            "(allowed: one of the two)")
-        values = ["tf32"]
+    flag = SPECS[axis.field].flag
+    text = getattr(args, SPECS[axis.field].dest, None)
+    values = None if text is None else (_listed(axis, text) if sweep else [text])
+    alias = axis.alias
+    if alias is not None and getattr(args, alias[0].lstrip("-").replace("-", "_"), None):
+        if values is not None and values != [alias[1]]:
+            raise OptionsError(axis.field, f"{alias[0]} (the same as {flag} {alias[1]}) contradicts {flag} {text} "
+                                           "(allowed: one of the two)")
+        values = [alias[1]]
     return values
+
+
+def _listed(axis: SweepAxis, text: str) -> list[Any] | None:
+    """``sweep``'s text of an axis: a word of its own (``both``) or a comma list."""
+    if axis.words is None:
+        return split_list(text)
+    choice = text.strip().lower()
+    if choice not in axis.words:
+        raise OptionsError(axis.field, f"{text!r} is not allowed (allowed: {', '.join(axis.words)})")
+    return list(axis.words[choice])
+
+
+def precisions_from_args(args: argparse.Namespace, sweep: bool) -> list[str] | None:
+    """``--precision`` (a comma list with ``sweep``), ``--tf32`` read as ``--precision tf32``; None: neither."""
+    return axis_values(args, AXES_BY_FIELD["precision"], sweep)
 
 
 def repeat_from_args(args: argparse.Namespace) -> int | str:
@@ -226,8 +243,6 @@ def device_pool_from_args(args: argparse.Namespace, gpu_count: Any = None) -> tu
 
 
 def _sweep_configs(args: argparse.Namespace) -> list[RunOptions]:
-    from tui.engine.run.sweep import expand
-
     base = options_from_args(args, sweep=True)
     grid: dict[str, list[Any]] = {}
     for item in args.param or ():
@@ -241,28 +256,12 @@ def _sweep_configs(args: argparse.Namespace) -> list[RunOptions]:
         grid.setdefault(key, [])
         for part in parts:
             grid[key].append(parse_key_values([f"{key}={part}"], "params")[key])
-    fullgraphs = None
-    if args.fullgraph is not None:
-        choice = args.fullgraph.strip().lower()
-        table = {"both": [False, True], "true": [True], "false": [False]}
-        if choice not in table:
-            raise OptionsError("fullgraph", f"{args.fullgraph!r} is not allowed (allowed: both, true, false)")
-        fullgraphs = table[choice]
-    pythons = split_list(args.python)
+    lists = {axis.field: axis_values(args, axis, sweep=True) for axis in SWEEP_AXES}
+    pythons = lists["python"]
     if pythons is not None and len(pythons) > 1:
         from tui.engine.run.ab import check_interpreter
 
         base = dataclasses.replace(base, python=None)
         for python in dict.fromkeys(pythons):
             check_interpreter(python)
-    return expand(
-        base,
-        pythons=pythons,
-        modes=split_list(args.mode),
-        fullgraphs=fullgraphs,
-        dynamics=split_list(args.dynamic),
-        backends=split_list(args.backend),
-        dtypes=split_list(args.dtype),
-        precisions=precisions_from_args(args, sweep=True),
-        params_grid=grid or None,
-    )
+    return expand(base, params_grid=grid or None, **{axis.keyword: lists[axis.field] for axis in SWEEP_AXES})

@@ -51,8 +51,9 @@ async def run_configs(configs: list[RunOptions], args: argparse.Namespace,
 
     out, err_file = _TerminalFile(sys.stdout), _TerminalFile(sys.stderr)
     err = Console(file=err_file.as_io())
+    cluster = _cluster(args)
     try:
-        cluster = _open_cluster(args, configs)
+        cluster_lanes = await _cluster_pools(cluster, configs) if cluster else None
     except ClusterError as exc:
         _say(err, f"{PROG}: error: {exc}")
         return 2
@@ -64,7 +65,7 @@ async def run_configs(configs: list[RunOptions], args: argparse.Namespace,
         history = History()
     pool = tuple(getattr(args, "device_pool", ()) or ())
     try:
-        pools: list[tuple[str, ...]] = _pools_by_kind(pool, telemetry, args, err) if not cluster else [()]
+        pools = cluster_lanes or _pools_by_kind(pool, telemetry, args, err)
     except UsageError as exc:
         _say(err, f"{PROG}: error: {exc}")
         return 2
@@ -76,10 +77,7 @@ async def run_configs(configs: list[RunOptions], args: argparse.Namespace,
                          lines=lines)
     progress.differs = differing(configs)
     progress.pooled = len(getattr(args, "device_pool", ()) or ()) > 1
-    keep_spare = _keep_spare(configs, repeats)
-    runner_for, pool = cluster or (_runners(pool, make_runner, keep_spare, telemetry), pool)
-    if cluster:
-        pools = [pool]
+    runner_for = await _runners(pool, make_runner, _keep_spare(configs, repeats), telemetry, cluster)
     session = RunSession(runner_for, history, progress, max_running=1 if getattr(args, "serial", False) else None)
     stopped_by: list[int] = []
     with _signals_stop(session, stopped_by):
@@ -101,32 +99,41 @@ def _history_code(code: int, unsaved: list[str]) -> int:
     return HISTORY_NOT_SAVED if code in (0, 3) and unsaved else code
 
 
-def _open_cluster(args: argparse.Namespace, configs: list[RunOptions]) -> tuple[Callable[[str], Any],
-                                                                              tuple[str, ...]] | None:
-    """``--cluster``: (each lane's runner, the lanes); None without it; ClusterError (one line) when it cannot be used.
-
-    One ClusterRunner serves every lane. ``open_cluster`` is looked up on :mod:`tui.engine.cluster`
-    when called: tests replace it there.
-    """
+def _cluster(args: argparse.Namespace) -> Any:
+    """``--cluster``: the engine's :class:`~tui.engine.cluster.link.ClusterLink` (the app's too), or None."""
     if not getattr(args, "cluster", None):
         return None
-    from tui.engine import cluster
+    from tui.engine.cluster.link import ClusterLink
 
-    runner, lanes = cluster.open_cluster(args.cluster, configs[0].device, args.cluster_cpus)
-    return (lambda lane: runner), lanes
+    return ClusterLink(args.cluster, args.cluster_cpus)
 
 
-def _runners(pool: tuple[str, ...], make_runner: Callable[..., Any], keep_spare: bool,
-             telemetry: Any) -> Callable[[str], Any]:
-    """The runner of each lane: one for every lane, or with a GPU pool one per GPU, pinned to whole
-    cores near its GPU (:func:`tui.engine.runner.gpu_lock.pool_cpu_env`)."""
-    if len(pool) <= 1:
-        runner = make_runner(keep_spare=keep_spare, telemetry=telemetry)
-        return lambda lane: runner
-    from tui.engine.runner.gpu_lock import pool_cpu_env
+async def _cluster_pools(cluster: Any, configs: list[RunOptions]) -> list[tuple[str, ...]]:
+    """Connect to the cluster: its lanes as the one pool (ClusterError, one line, when it cannot be used).
 
-    envs = pool_cpu_env(pool, telemetry)
-    return lambda lane: make_runner(keep_spare=keep_spare, telemetry=telemetry, env=envs.get(lane, {}))
+    ``open_cluster`` is looked up on :mod:`tui.engine.cluster` when called: tests replace it there.
+    """
+    return [await cluster.lanes(configs)]
+
+
+async def _runners(pool: tuple[str, ...], make_runner: Callable[..., Any], keep_spare: bool,
+                   telemetry: Any, cluster: Any) -> Callable[[str], Any]:
+    """The runner of each lane (:class:`tui.engine.runner.wiring.LaneRunners`, the app's too): one for every
+    lane, or with a GPU pool one per GPU, pinned to whole cores near its GPU; a cluster's lanes its runner."""
+    from tui.engine.runner import wiring
+
+    shared: list[Any] = []
+
+    def one() -> Any:
+        if not shared:
+            shared.append(make_runner(keep_spare=keep_spare, telemetry=telemetry))
+        return shared[0]
+
+    lanes = wiring.LaneRunners(one, lambda env: make_runner(keep_spare=keep_spare, telemetry=telemetry, env=env),
+                               telemetry=telemetry, cluster=cluster)
+    if len(pool) > 1:
+        await lanes.pin(pool)
+    return lanes
 
 
 def _keep_spare(configs: list[RunOptions], repeats: int | str) -> bool:
@@ -142,25 +149,21 @@ def _pools_by_kind(pool: tuple[str, ...], telemetry: Any, args: argparse.Namespa
     stderr, and refused with ``--repeat`` (one row's processes would run on different hardware).
     """
     each = getattr(args, "each_gpu_kind", False)
-    if len(pool) <= 1:
-        if each:
-            raise UsageError("--each-gpu-kind needs a GPU list (--device cuda:all or cuda:0,cuda:3)")
-        return [pool]
+    if len(pool) <= 1 and each:
+        raise UsageError("--each-gpu-kind needs a GPU list (--device cuda:all or cuda:0,cuda:3)")
     from tui.engine.options import OptionsError
-    from tui.engine.run.placement import check_kinds, kinds_of, repeats_for_kinds
+    from tui.engine.runner import wiring
     from tui.engine.runner.gpu_lock import pool_gpu_names
 
-    kinds = kinds_of(pool, pool_gpu_names(pool, telemetry))
-    if each:
-        return [lanes for _, lanes in kinds]
+    names = pool_gpu_names(pool, telemetry) if len(pool) > 1 else {}
     try:
-        note = check_kinds(kinds, getattr(args, "repeat", 1))
+        plan = wiring.plan_pools(pool, names, getattr(args, "repeat", 1), each_kind=each)
     except OptionsError as exc:
         raise UsageError(f"--{exc}") from None
-    if note and not args.quiet:
-        _say(err, note)
-    args.repeat = repeats_for_kinds(kinds, getattr(args, "repeat", 1))
-    return [pool]
+    if plan.note and not args.quiet:
+        _say(err, plan.note)
+    args.repeat = plan.repeats
+    return list(plan.pools)
 
 
 def _telemetry(configs: list[RunOptions]) -> Any:
@@ -349,25 +352,20 @@ def _export(records: list[RunRecord], args: argparse.Namespace, err: Any) -> boo
     no file is touched, an existing one stays as it was, and stderr says so.
     """
     from tui.engine.store import export
-    from tui.engine.store.repeats import members_of
 
     formats = [fmt for fmt in export.EXPORT_FORMATS if getattr(args, fmt.name, None)]
-    wanted = [(fmt.flag, getattr(args, fmt.name)) for fmt in formats]
-    if wanted and not any(r.status in (RunStatus.DONE, RunStatus.FAILED) for r in members_of(records)):
-        names = ", ".join(f"{flag} {path}" for flag, path in wanted)
+    targets = {fmt.name: getattr(args, fmt.name) for fmt in formats}
+    if targets and not export.anything_to_export(records):
+        names = ", ".join(f"{fmt.flag} {targets[fmt.name]}" for fmt in formats)
         _say(err, f"{PROG}: no run ended, so no export was written ({names}); an existing file is left as it was")
         return False
     failed = False
-    for fmt in formats:
-        path = getattr(args, fmt.name)
-        try:
-            fmt.writer(records, path)
-        except export.ExportError as exc:
+    for outcome in export.export_records(records, targets):
+        if isinstance(outcome.result, export.ExportError):
             failed = True
-            _say(err, f"{PROG}: error: {exc}")
-        else:
-            if not args.quiet:
-                _say(err, f"wrote {path}")
+            _say(err, f"{PROG}: error: {outcome.result}")
+        elif not args.quiet:
+            _say(err, f"wrote {outcome.target}")
     return failed
 
 

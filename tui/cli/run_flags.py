@@ -2,8 +2,10 @@
 
 Every run option whose spec (``tui.engine.option_table``) is a plain flag (a value, a switch, a
 ``--no-`` switch, repeatable ``key=value`` pairs) gets its flag, metavar and help from the table,
-and :func:`table_options` reads it back. The sweep axes and the few flags with a rule of their own
-(``--workload``, ``--device``, ``--trace``) are written here by hand, each in the table's order.
+and :func:`table_options` reads it back. The sweep axes' flags come from their table
+(:data:`tui.engine.run.sweep.SWEEP_AXES`: ``run``'s and ``sweep``'s words, an alias switch), and
+``tui.cli.parse`` reads them back from it. The few flags with a rule of their own (``--workload``,
+``--param``, ``--device``, ``--trace``) are written here by hand, each in the option table's order.
 """
 
 from __future__ import annotations
@@ -14,8 +16,9 @@ from typing import Any
 
 from tui.engine.catalog import USER_WORKLOAD_HELP, WORKLOADS
 from tui.engine.cluster.address import DEFAULT_CPUS
-from tui.engine.option_table import CUSTOM, NEGATED, OPTIONS, PAIRS, SWITCH, OptionSpec
-from tui.engine.options import BACKENDS, DTYPES, DYNAMIC_CHOICES, MODES, PRECISIONS, RunOptions, parse_key_values
+from tui.engine.option_table import CUSTOM, NEGATED, OPTIONS, PAIRS, SPECS, SWITCH, OptionSpec
+from tui.engine.options import RunOptions, parse_key_values
+from tui.engine.run.sweep import AXES_BY_FIELD, SweepAxis
 
 __all__ = ["add_run_flags", "add_option_flags", "add_output_flags", "table_options", "is_table_flag"]
 
@@ -83,56 +86,18 @@ def _device(groups: _Groups, sweep: bool) -> None:
              "cuda:all or a list (cuda:0,cuda:3): one worker per GPU at once, runs dealt to free GPUs")
 
 
-def _python(groups: _Groups, sweep: bool) -> None:
-    if sweep:
-        groups["what"].add_argument("--python", metavar="PATH[,PATH]",
-                                    help="the interpreter the worker runs in (default: this one); a comma list is an "
-                                         "A/B of torch builds, run interleaved and diffed")
-    else:
-        groups["what"].add_argument("--python", metavar="PATH",
-                                    help="the interpreter the worker runs in (default: this one)")
-
-
-# The compile options that are sweep axes: each flag as ``run`` takes it and as ``sweep``'s comma list.
-_AXES: dict[str, tuple[dict[str, Any], dict[str, Any]]] = {
-    "backend": (
-        {"metavar": "NAME",
-         "help": f"{', '.join(BACKENDS)} or another registered backend (default {_DEFAULTS.backend})"},
-        {"metavar": "LIST", "help": f"comma list of backends, e.g. {','.join(BACKENDS[:2])}"}),
-    "mode": (
-        {"metavar": "MODE", "help": f"{', '.join(MODES)} (inductor only; default: {_DEFAULTS.mode})"},
-        {"metavar": "LIST", "help": f"comma list of modes ({', '.join(MODES)})"}),
-    "fullgraph": (
-        {"action": argparse.BooleanOptionalAction, "default": None, "help": "refuse graph breaks"},
-        {"metavar": "WHICH", "help": "both, true or false"}),
-    "dynamic": (
-        {"metavar": "WHICH", "help": f"{', '.join(DYNAMIC_CHOICES)} (default auto)"},
-        {"metavar": "LIST", "help": f"comma list of {', '.join(DYNAMIC_CHOICES)}"}),
-    "dtype": (
-        {"metavar": "DTYPE", "help": f"{', '.join(DTYPES)} (default {_DEFAULTS.dtype})"},
-        {"metavar": "LIST", "help": f"comma list of dtypes ({', '.join(DTYPES)})"}),
-    "precision": (
-        {"metavar": "WHICH", "help": f"{', '.join(PRECISIONS)}: torch's TF32 flags untouched, TF32 off, or on for "
-                                     f"matmuls and cuDNN, both sides (default {_DEFAULTS.precision})"},
-        {"metavar": "LIST", "help": f"comma list of precisions ({', '.join(PRECISIONS)})"}),
-}  # fmt: skip
-
-
-def _axis(field: str) -> Callable[[_Groups, bool], None]:
-    """The writer of a sweep axis's flag (:data:`_AXES`)."""
+def _axis(axis: SweepAxis) -> Callable[[_Groups, bool], None]:
+    """The writer of a sweep axis's flags (:data:`tui.engine.run.sweep.SWEEP_AXES`): one value for ``run``, a list
+    for ``sweep``, and its alias switch (``--tf32``) for both."""
 
     def add(groups: _Groups, sweep: bool) -> None:
-        run, swept = _AXES[field]
-        groups["compile"].add_argument(f"--{field}", **(swept if sweep else run))
+        group = groups[axis.group]
+        group.add_argument(SPECS[axis.field].flag, **(axis.sweep_flag if sweep else axis.run_flag))
+        if axis.alias is not None:
+            flag, _, text = axis.alias
+            group.add_argument(flag, action="store_true", default=None, help=text)
 
     return add
-
-
-def _precision(groups: _Groups, sweep: bool) -> None:
-    """``--precision`` as an axis, and its ``--tf32`` alias."""
-    _axis("precision")(groups, sweep)
-    groups["compile"].add_argument("--tf32", action="store_true", default=None,
-                                   help="the same as --precision tf32 (kept for scripts that use it)")
 
 
 def _trace(groups: _Groups, sweep: bool) -> None:
@@ -145,10 +110,9 @@ def _trace(groups: _Groups, sweep: bool) -> None:
 
 
 _BY_HAND: dict[str, Callable[[_Groups, bool], None]] = {
-    "workload": _workload, "params": _params, "device": _device, "python": _python,
-    **{field: _axis(field) for field in _AXES}, "precision": _precision, "trace": _trace,
+    "workload": _workload, "params": _params, "device": _device, "trace": _trace,
 }  # fmt: skip
-"""The run options whose flags the table does not write (``is_table_flag`` false), by field."""
+"""The run options whose flags neither the option table nor the sweep axes' table write, by field."""
 
 
 # ----- the parser's groups ---------------------------------------------------------------------
@@ -183,7 +147,9 @@ def add_option_flags(parser: argparse.ArgumentParser, sweep: bool, skip: tuple[s
     for spec in OPTIONS:
         if spec.name in skip:
             continue
-        if is_table_flag(spec):
+        if spec.name in AXES_BY_FIELD:
+            _axis(AXES_BY_FIELD[spec.name])(groups, sweep)
+        elif is_table_flag(spec):
             _add_table_flag(groups[spec.group], spec)
         else:
             _BY_HAND[spec.name](groups, sweep)

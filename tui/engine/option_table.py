@@ -14,7 +14,8 @@ the order a reader decides them. The readers are generic over :data:`OPTIONS`:
   limits' fields (label, unit, placeholder, tooltip);
 - the CSV (``tui.engine.store.columns``): a spec with ``csv`` (the column's help) gets a column of the
   field's value; the older option columns are written there by hand;
-- validation (``RunOptions.validated``): the integer options' ranges (:data:`INT_RANGES`).
+- validation (``RunOptions.validated``): the integer options' ranges (:data:`INT_RANGES`) and the number
+  options' (:data:`NUMBER_RANGES`), one checker for both (``tui.engine.options.check_range``).
 
 Adding a run option is then a field of ``RunOptions`` and a spec here. Imports nothing from
 ``tui``: ``tui.engine.options`` reads its ranges.
@@ -26,7 +27,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["OptionSpec", "PickerLimit", "OPTIONS", "SPECS", "INT_RANGES", "TRACE_FILE",
+__all__ = ["OptionSpec", "PickerLimit", "NumberRange", "OPTIONS", "SPECS", "INT_RANGES", "NUMBER_RANGES", "TRACE_FILE",
+           "TIMEOUT_MAX_S", "TIME_BUDGET_MAX_S", "MEMORY_LIMIT_MAX_GB", "TARGET_CI_MAX", "NOISE_THRESHOLD_MAX",
            "VALUE", "SWITCH", "NEGATED", "PAIRS", "CUSTOM", "FIELD", "DYNAMIC", "PARAMS", "LIMIT", "WIDGET",
            "hidden_fields", "limit_fields", "code_fields", "field_widgets"]
 
@@ -59,6 +61,27 @@ LIMIT = "limit"
 TRACE_FILE = "trace.json"
 """Where a reproduced run's ``--trace`` copy goes (its original path is not part of its options)."""
 
+#: The number options' upper limits, each stated whole in its refusal (NaN and inf are refused the same way).
+TIMEOUT_MAX_S = 7 * 86_400
+TIME_BUDGET_MAX_S = 86_400
+MEMORY_LIMIT_MAX_GB = 1_000_000
+TARGET_CI_MAX = 0.5
+NOISE_THRESHOLD_MAX = 0.5
+NOISE_LIMIT_MAX = 1000.0
+
+
+@dataclass(frozen=True)
+class NumberRange:
+    """A number option's allowed values: above 0 and at most ``high``, or unset (None) where ``optional``.
+
+    ``allowed`` is what a refusal states (``timeout_s: 0 is not allowed (allowed: ...)``). For a PAIRS
+    option (``noise_limits``) the range is each value's.
+    """
+
+    high: float
+    allowed: str
+    optional: bool = False
+
 
 @dataclass(frozen=True)
 class PickerLimit:
@@ -90,6 +113,8 @@ class OptionSpec:
     """The flag's argparse type (``int``, ``float``); None: text."""
     int_range: tuple[int, int] | None = None
     """An integer option's allowed range (inclusive), checked by ``RunOptions.validated``."""
+    number_range: NumberRange | None = None
+    """A number option's allowed range, checked by ``RunOptions.validated``."""
     sweep: bool = False
     """A sweep axis: ``compile-lab sweep`` takes a comma list of it."""
     stored: str = FIELD
@@ -159,26 +184,37 @@ OPTIONS: tuple[OptionSpec, ...] = (
                limit=PickerLimit("block", "calls", "10", "calls per interleaved block of eager and compiled ({flag})")),
     OptionSpec("time_budget_s", "--time-budget", VALUE, "timing", "stop measuring after S seconds", metavar="S",
                parse=float, picker=LIMIT, widget="time-budget",
+               number_range=NumberRange(TIME_BUDGET_MAX_S, "a number of seconds above 0 and at most "
+                                        f"{TIME_BUDGET_MAX_S} (1 day), or unset for no budget", optional=True),
                limit=PickerLimit("budget", "s", "none",
                                  "stop measuring after this many seconds; empty: no budget ({flag})")),
     OptionSpec("l2_flush", "--l2-flush", SWITCH, "timing", "flush the L2 cache between iterations (GPU)",
                picker=WIDGET, widget="l2-flush", label="flags"),
     OptionSpec("timeout_s", "--timeout", VALUE, "timing", "kill a run after S seconds (default {default})",
                metavar="S", parse=float, picker=LIMIT, widget="timeout",
+               number_range=NumberRange(TIMEOUT_MAX_S, f"a number of seconds above 0 and at most {TIMEOUT_MAX_S} "
+                                                       "(7 days)"),
                limit=PickerLimit("timeout", "s", "600", "kill the run after this many seconds ({flag})")),
     OptionSpec("memory_limit_gb", "--memory-limit", VALUE, "timing",
                "CPU runs: cap the worker's address space at GB gigabytes; a bigger allocation fails the run as "
                "out_of_memory instead of waking the system's OOM killer (default: no limit)", metavar="GB",
                parse=float, picker=LIMIT, widget="memory-limit",
+               number_range=NumberRange(MEMORY_LIMIT_MAX_GB, "a number of GB above 0 and at most "
+                                        f"{MEMORY_LIMIT_MAX_GB}, or unset for no limit", optional=True),
                limit=PickerLimit("memory", "GB", "no limit", "CPU runs only: cap the worker's address space; a "
                                  "bigger allocation fails the run as out_of_memory ({flag}); empty: no limit")),
     OptionSpec("target_ci", "--target-ci", VALUE, "timing",
                "measure on (within --time-budget, else 60 s) until the speedup's 95%% interval is at most F wide "
-               "relative to it, e.g. 0.02", metavar="F", parse=float),
+               "relative to it, e.g. 0.02", metavar="F", parse=float,
+               number_range=NumberRange(TARGET_CI_MAX, f"a fraction above 0 and at most {TARGET_CI_MAX} (0.02 = an "
+                                                       "interval 2% wide), or unset", optional=True)),
     OptionSpec("noise_threshold", "--noise-threshold", VALUE, "verdict",
-               "faster when the interval's low end exceeds 1 + T (default {default})", metavar="T", parse=float),
+               "faster when the interval's low end exceeds 1 + T (default {default})", metavar="T", parse=float,
+               number_range=NumberRange(NOISE_THRESHOLD_MAX, f"a fraction above 0 and at most {NOISE_THRESHOLD_MAX} "
+                                                             "(0.02 = 2%)")),
     OptionSpec("noise_limits", "--noise-limit", PAIRS, "verdict",
-               "change one limit of the noisy check, e.g. max_relative_iqr=0.2 (repeatable)", metavar="NAME=VALUE"),
+               "change one limit of the noisy check, e.g. max_relative_iqr=0.2 (repeatable)", metavar="NAME=VALUE",
+               number_range=NumberRange(NOISE_LIMIT_MAX, f"a number above 0 and at most {NOISE_LIMIT_MAX:g}")),
     OptionSpec("profile", "--no-profile", NEGATED, "timing",
                "skip the profile pass after measuring (kernels per call, the kernel diff; never part of the timings)"),
     OptionSpec("trace", "--trace", CUSTOM, "output", shown=lambda value: TRACE_FILE),
@@ -192,6 +228,8 @@ SPECS: dict[str, OptionSpec] = {spec.name: spec for spec in OPTIONS}
 
 INT_RANGES: dict[str, tuple[int, int]] = {spec.name: spec.int_range for spec in OPTIONS if spec.int_range}
 """The integer options and their ranges (inclusive)."""
+NUMBER_RANGES: dict[str, NumberRange] = {spec.name: spec.number_range for spec in OPTIONS if spec.number_range}
+"""The number options and their ranges (``noise_limits``: each of its values')."""
 
 
 def hidden_fields() -> tuple[str, ...]:

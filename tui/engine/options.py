@@ -23,7 +23,17 @@ from tui.engine.catalog import (
     split_user_workload,
     train_workloads,
 )
-from tui.engine.option_table import INT_RANGES
+from tui.engine.option_table import (
+    INT_RANGES,
+    MEMORY_LIMIT_MAX_GB,
+    NOISE_THRESHOLD_MAX,
+    NUMBER_RANGES,
+    PAIRS,
+    SPECS,
+    TARGET_CI_MAX,
+    TIME_BUDGET_MAX_S,
+    TIMEOUT_MAX_S,
+)
 
 __all__ = [
     "OptionsError",
@@ -47,6 +57,10 @@ __all__ = [
     "TIME_BUDGET_MAX_S",
     "MEMORY_LIMIT_MAX_GB",
     "INT_RANGES",
+    "NUMBER_RANGES",
+    "TARGET_CI_MAX",
+    "NOISE_THRESHOLD_MAX",
+    "check_range",
     "parse_int_option",
     "parse_number_option",
 ]
@@ -63,17 +77,6 @@ DYNAMIC_CHOICES = ("auto", "true", "false")
 _DEVICE_RE = re.compile(r"^(cpu|cuda|cuda:\d+|cuda:GPU-[0-9a-fA-F-]+)$")
 _BACKEND_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_.-]*$")
 _OPTION_KEY_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_.]*$")
-#: The numeric limits, each stated whole in its refusal (NaN and inf are refused the same way).
-TIMEOUT_MAX_S = 7 * 86_400
-TIME_BUDGET_MAX_S = 86_400
-MEMORY_LIMIT_MAX_GB = 1_000_000
-_TIMEOUT_ALLOWED = f"a number of seconds above 0 and at most {TIMEOUT_MAX_S} (7 days)"
-_TIME_BUDGET_ALLOWED = f"a number of seconds above 0 and at most {TIME_BUDGET_MAX_S} (1 day), or unset for no budget"
-_MEMORY_LIMIT_ALLOWED = f"a number of GB above 0 and at most {MEMORY_LIMIT_MAX_GB}, or unset for no limit"
-TARGET_CI_MAX = 0.5
-_TARGET_CI_ALLOWED = f"a fraction above 0 and at most {TARGET_CI_MAX} (0.02 = an interval 2% wide), or unset"
-NOISE_THRESHOLD_MAX = 0.5
-_NOISE_THRESHOLD_ALLOWED = f"a fraction above 0 and at most {NOISE_THRESHOLD_MAX} (0.02 = 2%)"
 _WHOLE_NUMBER_RE = re.compile(r"^[+-]?\d+$")
 
 
@@ -289,15 +292,10 @@ class RunOptions:
         return f"{os.path.abspath(os.path.expanduser(path))}:{factory}"
 
     def _check_measurement(self, device: str) -> None:
-        """Iteration counts, the seed, the time limits and the memory limit."""
-        for name, (low, high) in INT_RANGES.items():
-            _check_int(name, getattr(self, name), low, high)
-        if self.time_budget_s is not None:
-            _check_positive("time_budget_s", self.time_budget_s, TIME_BUDGET_MAX_S, _TIME_BUDGET_ALLOWED)
-        _check_positive("timeout_s", self.timeout_s, TIMEOUT_MAX_S, _TIMEOUT_ALLOWED)
-        if self.target_ci is not None:
-            _check_positive("target_ci", self.target_ci, TARGET_CI_MAX, _TARGET_CI_ALLOWED)
-        _check_positive("noise_threshold", self.noise_threshold, NOISE_THRESHOLD_MAX, _NOISE_THRESHOLD_ALLOWED)
+        """Iteration counts, the seed, the time limits and the memory limit: each in its range in the option table."""
+        for name in (*INT_RANGES, *NUMBER_RANGES):
+            if SPECS[name].cli != PAIRS:
+                check_range(name, getattr(self, name))
         _check_noise_limits(self.noise_limits)
         _check_memory_limit(self.memory_limit_gb, device)
 
@@ -384,15 +382,21 @@ def parse_number_option(name: str, text: str) -> float:
         raise OptionsError(name, f"{echo(text.strip())} is not a number") from None
 
 
-def _check_int(name: str, value: Any, low: int, high: int) -> None:
-    if isinstance(value, bool) or not isinstance(value, int) or not (low <= value <= high):
-        raise OptionsError(name, f"{echo(value)} is not allowed (allowed: an integer from {low} to {high})")
-
-
-def _check_positive(name: str, value: Any, high: float, allowed: str) -> None:
-    """OptionsError unless ``value`` is a number above 0 and at most ``high`` (NaN, inf and text refused alike)."""
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not (0 < value <= high):
-        raise OptionsError(name, f"{echo(value)} is not allowed (allowed: {allowed})")
+def check_range(name: str, value: Any, field_name: str | None = None) -> None:
+    """``value`` of the option ``name`` in its range in the option table (:data:`INT_RANGES`, an integer's;
+    :data:`NUMBER_RANGES`, a number's: above 0, NaN, inf and text refused alike), else OptionsError naming
+    ``field_name`` (default: ``name``) and what is allowed."""
+    shown = field_name or name
+    if name in INT_RANGES:
+        low, high = INT_RANGES[name]
+        if isinstance(value, bool) or not isinstance(value, int) or not (low <= value <= high):
+            raise OptionsError(shown, f"{echo(value)} is not allowed (allowed: an integer from {low} to {high})")
+        return
+    rule = NUMBER_RANGES[name]
+    if value is None and rule.optional:
+        return
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not (0 < value <= rule.high):
+        raise OptionsError(shown, f"{echo(value)} is not allowed (allowed: {rule.allowed})")
 
 
 def _check_noise_limits(limits: Any) -> None:
@@ -406,19 +410,16 @@ def _check_noise_limits(limits: Any) -> None:
     for name, value in limits.items():
         if name not in LIMIT_NAMES:
             raise OptionsError("noise_limits", f"{echo(name)} is not a limit (allowed: {', '.join(LIMIT_NAMES)})")
-        _check_positive(f"noise_limits.{name}", value, 1000.0, "a number above 0 and at most 1000")
+        check_range("noise_limits", value, f"noise_limits.{name}")
 
 
 def _check_memory_limit(value: Any, device: str) -> None:
-    """``memory_limit_gb``: unset, or a number of GB above zero, and only for CPU runs.
+    """``memory_limit_gb`` (its range checked with the others): only for CPU runs.
 
     CUDA reserves far more virtual address space than it uses, so an address-space limit
     would break a CUDA run long before it ran out of memory: a CUDA run is refused.
     """
-    if value is None:
-        return
-    _check_positive("memory_limit_gb", value, MEMORY_LIMIT_MAX_GB, _MEMORY_LIMIT_ALLOWED)
-    if device != "cpu":
+    if value is not None and device != "cpu":
         raise OptionsError(
             "memory_limit_gb", "applies to CPU runs only (CUDA reserves far more address space than it uses)"
         )

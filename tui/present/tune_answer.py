@@ -63,7 +63,10 @@ def headline(result: TuneResult) -> str:
     if result.outcome == NOTHING_BEATS:
         return nothing_beats_text(result.threshold)
     verdict = result.confirmation.vs_default.verdict if result.confirmation else None
-    reasons = [result.stopped, f"the confirmation reads {verdict}" if verdict else None, result.incomplete]
+    subject = "" if result.confirmed is None or result.confirmed is result.winner else f" of {result.confirmed.name}"
+    reasons = [result.stopped, f"the confirmation{subject} reads {verdict}" if verdict else None, result.incomplete]
+    if not any(reasons) and result.winner is not None and result.winner.candidate.is_default:
+        reasons.append("the default compile led the race, but no confirmation judged its challenger")
     why = "; ".join(r for r in reasons if r) or "not confirmed"
     return f"best so far: {name} (unconfirmed: {why})"
 
@@ -88,7 +91,7 @@ def figure_lines(result: TuneResult) -> list[str]:
     confirmation = result.confirmation
     if confirmation is None:
         return []
-    name = result.winner.name if result.winner else "winner"
+    name = result.confirmed.name if result.confirmed else "winner"
     processes = confirmation.processes
     lines = ["", f"confirmation ({processes[0]} + {processes[1]} fresh processes, 95% intervals across processes):",
              f"  {name} vs default compile: {against_text(confirmation.vs_default)}",

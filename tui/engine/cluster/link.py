@@ -1,7 +1,7 @@
-"""The app's Ray cluster (``compile-lab --cluster ADDRESS``): every run the app queues goes to the cluster.
+"""A Ray cluster of the app or the command line (``--cluster ADDRESS``): every run queued goes to the cluster.
 
-The same path as the command line's ``--cluster``: :func:`tui.engine.cluster.open_cluster` connects
-(off the UI thread: Ray takes seconds to connect) and says how many runs fit at once; the runs are
+Both front ends connect through it: :func:`tui.engine.cluster.open_cluster` connects
+(in a thread, off the event loop: Ray takes seconds to connect) and says how many runs fit at once; the runs are
 submitted with those lanes (``cluster:0`` ...) as their pool, and the session's lane runners hand
 them to the one :class:`~tui.engine.cluster.runner.ClusterRunner`. A run's device there is ``cuda``
 (Ray gives it its GPU) or ``cpu``. Ray is imported only when the first run is queued. Imports no
@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import functools
 from dataclasses import dataclass
 from typing import Any
 from collections.abc import Sequence
@@ -46,8 +47,10 @@ class ClusterLink:
 
         kind = "cuda" if any(o.device.startswith("cuda") for o in options) else "cpu"
         if kind not in self.slots:
-            runner, lanes = await asyncio.to_thread(cluster.open_cluster, self.address, kind, self.cpus,
-                                                    worker_argv=worker_argv)
+            connect = (functools.partial(cluster.open_cluster, self.address, kind, self.cpus) if worker_argv is None
+                       else functools.partial(cluster.open_cluster, self.address, kind, self.cpus,
+                                              worker_argv=worker_argv))  # None: a test's replacement keeps its own
+            runner, lanes = await asyncio.to_thread(connect)
             if self.runner is None:
                 self.runner = runner
             elif runner is not self.runner:

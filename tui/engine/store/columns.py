@@ -17,22 +17,56 @@ import json
 import math
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
-from tui.engine.explain.kernels import top_kernels_text
-from tui.engine.option_table import OPTIONS
-from tui.engine.options import mode_applies
+from tui.engine.explain.kernels import Profile, top_kernels_text
+from tui.engine.measure.samples import Samples, SamplesPruned
 from tui.engine.measure.summary import RunSummary
-
-if TYPE_CHECKING:
-    from tui.engine.store.results import RunRecord
+from tui.engine.option_table import OPTIONS
+from tui.engine.options import RunOptions, mode_applies
+from tui.engine.payloads import Accuracy, Diagnostics, Env, Memory
+from tui.engine.protocol import SIDES
+from tui.telemetry.model import RunTelemetry
 
 __all__ = [
     "Column", "COLUMNS", "CSV_COLUMNS", "RAW_COLUMNS", "format_value", "raw_float", "csv_row", "raw_rows",
     "columns_markdown",
 ]  # fmt: skip
 
-Getter = Callable[["RunRecord", RunSummary], Any]
+
+
+class RowSource(Protocol):
+    """What a row is read from: the fields of a run the columns read
+    (:class:`tui.engine.store.results.RunRecord` is one: it imports this module, and this one imports no
+    record, so the two never import each other)."""
+
+    run_id: str
+    options: RunOptions
+    status: str
+    env: Env
+    compile_s: float | None
+    diagnostics: Diagnostics
+    accuracy: Accuracy
+    memory: Memory
+    profile: Profile | None
+    telemetry: RunTelemetry
+    error_kind: str | None
+    error_message: str | None
+    group_id: str | None
+    tune_id: str | None
+    concurrent_runs: int
+    notes: tuple[str, ...]
+    leftover_processes: int
+
+    @property
+    def timestamp(self) -> str: ...
+
+    def summary(self) -> RunSummary: ...
+
+    def loaded_samples(self) -> Samples: ...
+
+
+Getter = Callable[[RowSource, RunSummary], Any]
 
 
 @dataclass(frozen=True)
@@ -46,7 +80,7 @@ class Column:
 
 def _side_columns(side: str) -> list[Column]:
     def stat(name: str) -> Getter:
-        def get(record: RunRecord, summary: RunSummary) -> Any:
+        def get(record: RowSource, summary: RunSummary) -> Any:
             stats = summary.side(side).iter
             return None if stats is None else getattr(stats, name)
 
@@ -70,7 +104,7 @@ def _side_columns(side: str) -> list[Column]:
 
 def _outlier_columns(side: str) -> list[Column]:
     def count(kind: str) -> Getter:
-        def get(record: RunRecord, summary: RunSummary) -> Any:
+        def get(record: RowSource, summary: RunSummary) -> Any:
             outliers = summary.side(side).outliers
             return None if outliers is None else getattr(outliers, kind)
 
@@ -84,7 +118,7 @@ def _outlier_columns(side: str) -> list[Column]:
 
 def _profile_columns() -> list[Column]:
     def per_call(side: str, name: str) -> Getter:
-        def get(record: RunRecord, summary: RunSummary) -> Any:
+        def get(record: RowSource, summary: RunSummary) -> Any:
             profile = record.profile
             return getattr(profile.side(side), name) if profile is not None and profile.available else None
 
@@ -232,14 +266,14 @@ COLUMNS: tuple[Column, ...] = (
 )  # fmt: skip
 
 
-def _host_ms(record: RunRecord, category: str) -> float | None:
+def _host_ms(record: RowSource, category: str) -> float | None:
     """A category's ms per compiled call in the profile pass's host split (tui.engine.explain.host_time)."""
     profile = record.profile
     host = profile.host if profile is not None and profile.available else None
     return host.ms(category) if host is not None else None
 
 
-def _group(record: RunRecord, name: str, alone: Any = None) -> Any:
+def _group(record: RowSource, name: str, alone: Any = None) -> Any:
     """A field of the row's GroupSummary (tui.engine.store.repeats.GroupRecord); ``alone`` for a single run."""
     group = getattr(record, "group", None)
     return alone if group is None else getattr(group, name)
@@ -273,20 +307,18 @@ def raw_float(value: float | None) -> str:
     return "" if value is None or not math.isfinite(value) else repr(value)
 
 
-def csv_row(record: RunRecord) -> dict[str, str]:
+def csv_row(record: RowSource) -> dict[str, str]:
     """The record's CSV row: every column of :data:`COLUMNS`, formatted by :func:`format_value`."""
     summary = record.summary()
     return {column.name: format_value(column.get(record, summary)) for column in COLUMNS}
 
 
-def raw_rows(record: RunRecord) -> Iterator[dict[str, str]]:
+def raw_rows(record: RowSource) -> Iterator[dict[str, str]]:
     """One raw CSV row (:data:`RAW_COLUMNS`) per timed iteration of every block of ``record``.
 
     A run whose stored samples were pruned (``compile-lab prune``) has none; other missing samples
-    raise :class:`~tui.engine.store.results.SamplesUnavailable`.
+    raise :class:`~tui.engine.measure.samples.SamplesUnavailable`.
     """
-    from tui.engine.store.results import SIDES, SamplesPruned
-
     try:
         samples = record.loaded_samples()
     except SamplesPruned:

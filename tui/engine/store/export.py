@@ -1,7 +1,9 @@
 """Exports of run records: summary CSV, full JSON, raw per-iteration CSV, listed once in :data:`EXPORT_FORMATS`.
 
 The CLI's output flags, the app's export (its dialog, its files, its notice) and the paths of an
-export all read :data:`EXPORT_FORMATS`, so a new format is a writer and an entry here.
+export all read :data:`EXPORT_FORMATS`, so a new format is a writer and an entry here. Both front
+ends write through :func:`export_records` (records and each format's target path) after asking
+:func:`anything_to_export`; what they say about it is theirs.
 
 Every write is atomic (:mod:`tui.engine.atomic`): the content goes to a temporary file in the
 target's directory, is flushed and fsynced, then put in place over the target. A failure (missing
@@ -24,7 +26,7 @@ import csv
 import json
 import os
 import stat
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from datetime import datetime, timezone
@@ -36,6 +38,7 @@ from tui.engine.store.columns import CSV_COLUMNS, RAW_COLUMNS
 from tui.engine.atomic import ExportError, ExportTargetError, cause, existing_regular
 from tui.engine.atomic import atomic_writer as _atomic_writer
 from tui.engine.input_file import file_kind
+from tui.engine.status import RunStatus
 from tui.engine.store.reproduce import reproduce_command
 from tui.engine.store.results import RunRecord, SamplesUnavailable
 from tui.typed import finite
@@ -56,6 +59,9 @@ __all__ = [
     "ExportFormat",
     "EXPORT_FORMATS",
     "default_formats",
+    "Exported",
+    "export_records",
+    "anything_to_export",
     "atomic_writer",
     "EXPORT_SCHEMA",
 ]
@@ -302,3 +308,46 @@ def default_export_paths(now: datetime | float | None = None) -> dict[str, Path]
         if not any(p.exists() for p in candidate.values()):
             return candidate
     return candidate
+
+
+@dataclass(frozen=True)
+class Exported:
+    """One format's outcome of :func:`export_records`: the path written, or the ExportError that says why not."""
+
+    fmt: ExportFormat
+    target: str | os.PathLike[str]
+    """The path as given."""
+    result: Path | ExportError
+
+
+def anything_to_export(records: Iterable[RunRecord]) -> bool:
+    """Whether ``records`` (rows: a group stands for its runs) hold a run that was done or failed.
+
+    Both front ends' rule: cancelled runs alone (or none) are not exported, so they never replace an
+    existing export.
+    """
+    from tui.engine.store.repeats import members_of
+
+    return any(record.status in (RunStatus.DONE, RunStatus.FAILED) for record in members_of(records))
+
+
+def export_records(records: Sequence[RunRecord], targets: Mapping[str, str | os.PathLike[str]], *,
+                   keep_going: bool = True) -> list[Exported]:
+    """Write ``records`` in each format ``targets`` names (format name -> path), in :data:`EXPORT_FORMATS`' order.
+
+    Returns each format's outcome; a failure (ExportError) is an outcome, and the formats after it are
+    still written unless ``keep_going`` is False (then the failure is the last outcome).
+    """
+    outcomes = []
+    for fmt in EXPORT_FORMATS:
+        if fmt.name not in targets:
+            continue
+        target = targets[fmt.name]
+        try:
+            result: Path | ExportError = fmt.writer(records, target)
+        except ExportError as exc:
+            result = exc
+        outcomes.append(Exported(fmt, target, result))
+        if isinstance(result, ExportError) and not keep_going:
+            break
+    return outcomes

@@ -30,6 +30,7 @@ from tui.engine.protocol import (
 from tui.engine.measure.samples import (
     Block, Samples, SamplesInvalid, SamplesPruned, SamplesUnavailable, new_samples, samples_from_json, samples_to_json,
 )  # fmt: skip
+from tui.engine.store.columns import csv_row, raw_rows
 from tui.engine.store.stored_run import StoredRun, stored_options
 from tui.engine.measure.summary import LiveStats, RunSummary, SummaryInputs, build_summary
 from tui.engine.measure.verdict import Machine, VerdictPolicy
@@ -350,8 +351,6 @@ class RunRecord:
 
     def to_row(self) -> dict[str, str]:
         """The CSV row: every column of :data:`tui.engine.store.columns.CSV_COLUMNS`, formatted."""
-        from tui.engine.store.columns import csv_row
-
         return csv_row(self)
 
     @property
@@ -362,8 +361,6 @@ class RunRecord:
 
     def raw_rows(self) -> Iterator[dict[str, str]]:
         """One formatted row (:data:`tui.engine.store.columns.RAW_COLUMNS`) per timed iteration of every block."""
-        from tui.engine.store.columns import raw_rows
-
         return raw_rows(self)
 
     def summary_line(self) -> str:

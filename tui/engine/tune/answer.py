@@ -90,6 +90,9 @@ class TuneResult:
     winner_options: RunOptions | None
     confirmation: Confirmation | None
     standings: tuple[Standing, ...]
+    confirmed: Standing | None = None
+    """The candidate the confirmation ran against the default compile: the race's winner, or where the
+    default compile led, its best challenger (None without a confirmation)."""
     notes: tuple[str, ...] = ()
     stopped: str | None = None
     incomplete: str | None = None
@@ -182,11 +185,13 @@ def _gain(change: Any, metric: str) -> Against:
 
 
 def outcome_of(best: Standing | None, confirmation: Confirmation | None, stopped: str | None,
-               incomplete: str | None = None, threshold: float = 0.02) -> str:
+               incomplete: str | None = None, threshold: float = 0.02, challenger_left: bool = False) -> str:
     """:data:`CONFIRMED` (the confirmation says faster: with ``--calls`` the compile time's charge keeps it
-    ahead by more than ``threshold``); :data:`NOTHING_BEATS` (the default compile led the race, or the
-    confirmation says no change or slower, and every candidate was screened: ``incomplete`` None); else
-    :data:`UNCONFIRMED` (stopped, a candidate never screened, or a confirmation noisy or inconclusive)."""
+    ahead by more than ``threshold``); :data:`NOTHING_BEATS` (the confirmation of the best challenger says no
+    change or slower, or no challenger is left in the race: every one failed or was clearly worse; and every
+    candidate was screened: ``incomplete`` None); else :data:`UNCONFIRMED` (stopped, a candidate never
+    screened, a confirmation noisy or inconclusive, or a challenger left that no confirmation judged:
+    ``challenger_left``, the default's lead in the race alone claims nothing)."""
     if confirmation is not None:
         verdict = confirmation.vs_default.verdict
         amortized = confirmation.amortized_gain
@@ -195,6 +200,6 @@ def outcome_of(best: Standing | None, confirmation: Confirmation | None, stopped
         if verdict in (NO_CHANGE, SLOWER, FASTER) and incomplete is None:
             return NOTHING_BEATS
         return UNCONFIRMED
-    if stopped is None and incomplete is None and (best is None or best.candidate.is_default):
+    if stopped is None and incomplete is None and not challenger_left and (best is None or best.candidate.is_default):
         return NOTHING_BEATS
     return UNCONFIRMED

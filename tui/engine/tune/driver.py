@@ -24,10 +24,10 @@ from typing import Any
 from tui.engine.options import RunOptions
 from tui.engine.status import RunStatus
 from tui.engine.store.results import RunRecord, new_run_id
-from tui.engine.tune.answer import CONFIRM_REPEATS, Progress, TuneResult, confirm, outcome_of
+from tui.engine.tune.answer import CONFIRM_REPEATS, CONFIRMED, Progress, TuneResult, confirm, outcome_of
 from tui.engine.tune.objective import Objective, score
 from tui.engine.tune.search import (
-    MAX_STAGES, Standing, ahead_of_default, halve, judge_stage, leader, stage_plan, winner,
+    MAX_STAGES, Standing, ahead_of_default, challenger, halve, judge_stage, leader, stage_plan, winner,
 )  # fmt: skip
 from tui.engine.tune.space import Candidate, combine
 
@@ -140,13 +140,13 @@ class TuneDriver:
         return 0.0 if one is None else one * 2 * self.confirm_repeats
 
     def _fits(self, iters: int) -> bool:
-        """Whether a run of ``iters`` fits in the time left, and the confirmation after it while a candidate
-        other than the default compile leads (with the default ahead there is nothing to confirm yet)."""
+        """Whether a run of ``iters`` fits in the time left, and the confirmation after it while a challenger of
+        the default compile is in the race (the confirmation judges the race's winner, or the best challenger
+        where the default leads)."""
         estimate = self.durations.estimate(iters)
         if estimate is None:
             return self.time_left() > 0
-        best = winner(self.standings, self.threshold)
-        reserve = best is not None and not best.candidate.is_default
+        reserve = challenger(self.standings) is not None
         return estimate + (self._confirm_cost() if reserve else 0.0) <= self.time_left()
 
     # ----- running ------------------------------------------------------------------------------
@@ -194,13 +194,18 @@ class TuneDriver:
             raise
         return self.result()
 
-    def result(self, confirmation: Any = None) -> TuneResult:
-        """The result as it stands (unconfirmed unless ``confirmation`` is given)."""
+    def result(self, confirmation: Any = None, confirmed: Standing | None = None) -> TuneResult:
+        """The result as it stands (unconfirmed unless ``confirmation``, of ``confirmed`` against the default
+        compile, is given)."""
         best = winner(self.standings, self.threshold)
-        outcome = outcome_of(best, confirmation, self._stopped, self._incomplete, self.threshold)
+        outcome = outcome_of(best, confirmation, self._stopped, self._incomplete, self.threshold,
+                             challenger_left=challenger(self.standings) is not None)
+        if outcome == CONFIRMED and confirmed is not None:
+            best = confirmed  # shown faster than the default compile in fresh processes, whoever led the race
         return TuneResult(tune_id=self.tune_id, outcome=outcome, winner=best,
                           winner_options=None if best is None else self.options_of(best.candidate, self.base.iters),
-                          confirmation=confirmation, standings=tuple(self.standings), notes=tuple(self.notes),
+                          confirmation=confirmation, confirmed=confirmed if confirmation is not None else None,
+                          standings=tuple(self.standings), notes=tuple(self.notes),
                           stopped=self._stopped, incomplete=self._incomplete, elapsed_s=self.clock() - self._started,
                           runs=sum(r.finished for r in self.records), threshold=self.threshold,
                           objective=self.objective)
@@ -220,7 +225,7 @@ class TuneDriver:
                     return
                 await self._run_candidate(standing.name, index, plan.iters)
             ahead = ahead_of_default(self.standings, self.threshold)
-            self.standings = judge_stage(self.standings)
+            self.standings = judge_stage(self.standings, self.threshold)
             if index < self.max_stages - 1:
                 self.standings = halve(self.standings, index)
             if index == 0:
@@ -232,7 +237,7 @@ class TuneDriver:
             self.standings = [dataclasses.replace(s, gone="cut: not screened (the budget ran out)")
                               if s in unrun else s for s in self.standings]
             self._incomplete = f"the budget ran out before {len(unrun)} candidate(s) were screened"
-        self.standings = judge_stage(self.standings)
+        self.standings = judge_stage(self.standings, self.threshold)
         self._say(f"stage {index + 1}: the budget left ({self.time_left():.0f} s) does not fit another run (and the "
                   "confirmation, while a candidate other than the default leads); the race ends here")
 
@@ -275,7 +280,9 @@ class TuneDriver:
 
     async def _confirmation(self) -> TuneResult:
         best = winner(self.standings, self.threshold)
-        if best is None or best.candidate.is_default:
+        if best is not None and best.candidate.is_default:
+            best = challenger(self.standings)  # "nothing beats the default" is confirmed too
+        if best is None:
             return self.result()
         default = next(e.candidate for e in self.entries.values() if e.candidate.is_default)
         iters = self._confirm_iters()
@@ -296,4 +303,4 @@ class TuneDriver:
                                               group=(group or "", repeat))
         if self._stopped is not None:
             return self.result()
-        return self.result(confirm(runs["winner"], runs["default"], self.objective, self.threshold))
+        return self.result(confirm(runs["winner"], runs["default"], self.objective, self.threshold), best)

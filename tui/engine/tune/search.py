@@ -5,8 +5,8 @@ Racing with successive halving (docs/METHOD.md, "Tuning"):
 1. **Screening** (stage 0): every candidate once, one short run in a fresh process.
 2. After each stage a candidate is **out** when it failed (its reason kept), and **dropped** when it is
    clearly worse than the incumbent (the candidate with the best point estimate): its interval's high
-   end lies below the incumbent's low end (:func:`clearly_worse`). No threshold of its own: two
-   intervals that do not overlap.
+   end lies below the incumbent's low end by more than the verdict's threshold t
+   (:func:`clearly_worse`), so a candidate is never dropped for a gap the answer would call no change.
 3. The rest are ranked and the lower half is **cut** (:func:`halve`; at least :data:`KEEP_AT_LEAST`
    stay); the survivors run again in the next stage with twice the iterations, one more fresh
    process each (a candidate's score pools all its processes: the interval becomes one across
@@ -16,7 +16,8 @@ Racing with successive halving (docs/METHOD.md, "Tuning"):
    threshold of the best point estimate, the smallest peak memory, then the fewest settings).
 5. The winner is then **confirmed** in fresh processes against the default compile (the driver's
    job): the race picked the luckiest of many noisy candidates (the winner's curse), so its own
-   numbers never decide.
+   numbers never decide. Where the default compile leads, its best :func:`challenger` is confirmed
+   against it instead: "nothing beats the default" is a claim too.
 """
 
 from __future__ import annotations
@@ -30,7 +31,7 @@ from tui.engine.tune.objective import Score
 from tui.engine.tune.space import Candidate
 
 __all__ = ["Standing", "StagePlan", "KEEP_AT_LEAST", "MAX_STAGES", "clearly_worse", "leader", "judge_stage",
-           "halve", "stage_plan", "winner", "ranked", "ahead_of_default"]
+           "halve", "stage_plan", "winner", "ranked", "ahead_of_default", "challenger"]
 
 KEEP_AT_LEAST = 2
 """Halving never leaves fewer candidates than this (when as many are in)."""
@@ -68,11 +69,12 @@ class StagePlan:
     iters: int
 
 
-def clearly_worse(score: Score, incumbent: Score) -> bool:
-    """``score``'s interval lies wholly below the incumbent's: its high end below the incumbent's low end."""
+def clearly_worse(score: Score, incumbent: Score, threshold: float = 0.0) -> bool:
+    """``score``'s interval lies wholly below the incumbent's, apart by more than ``threshold``: its high end
+    below the incumbent's low end / (1 + threshold)."""
     if score.high is None or incumbent.low is None:
         return False
-    return score.high < incumbent.low
+    return score.high * (1 + threshold) < incumbent.low
 
 
 def leader(standings: Iterable[Standing]) -> Standing | None:
@@ -81,8 +83,9 @@ def leader(standings: Iterable[Standing]) -> Standing | None:
     return max(scored, key=lambda s: s.score.value or 0.0, default=None)
 
 
-def judge_stage(standings: Sequence[Standing]) -> list[Standing]:
-    """Put out the failed and drop the clearly worse (against the leader), each with its reason."""
+def judge_stage(standings: Sequence[Standing], threshold: float = 0.02) -> list[Standing]:
+    """Put out the failed and drop the clearly worse (against the leader, apart by more than ``threshold``),
+    each with its reason."""
     judged = [dataclasses.replace(s, gone=f"out: {s.score.out}") if s.alive and s.score.out else s
               for s in standings]
     best = leader(judged)
@@ -90,7 +93,7 @@ def judge_stage(standings: Sequence[Standing]) -> list[Standing]:
         return judged
     result = []
     for standing in judged:
-        if standing.alive and standing is not best and clearly_worse(standing.score, best.score):
+        if standing.alive and standing is not best and clearly_worse(standing.score, best.score, threshold):
             why = f"dropped: below {best.name} (≤ {standing.score.high:.3f}x vs ≥ {best.score.low:.3f}x)"
             standing = dataclasses.replace(standing, gone=why)
         result.append(standing)
@@ -126,6 +129,12 @@ def ahead_of_default(standings: Sequence[Standing], threshold: float) -> list[St
     bar = default.score.value * (1 + threshold)
     return [s for s in standings if s.alive and not s.candidate.is_default
             and s.score.value is not None and s.score.value > bar]
+
+
+def challenger(standings: Sequence[Standing]) -> Standing | None:
+    """The best live candidate other than the default compile (None when none is left in the race)."""
+    return next((s for s in ranked(standings) if s.alive and not s.candidate.is_default
+                 and s.score.value is not None), None)
 
 
 def winner(standings: Sequence[Standing], threshold: float) -> Standing | None:

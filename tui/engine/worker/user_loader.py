@@ -44,7 +44,7 @@ import torch
 
 from tui.engine.catalog import split_user_workload
 from tui.engine.worker.failures import one_line
-from tui.engine.worker.workloads import BuiltWorkload, inference_workload
+from tui.engine.worker.built import BuiltWorkload, inference_workload
 
 __all__ = ["UserWorkloadError", "load_user_workload", "CONTRACT"]
 

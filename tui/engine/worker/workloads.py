@@ -1,7 +1,8 @@
 """Build the built-in workloads as tensors, models and step functions (worker only).
 
 :func:`build_workload` turns validated :class:`~tui.engine.options.RunOptions` into a
-:class:`BuiltWorkload`, the interface the measuring code uses (docs/ARCHITECTURE.md,
+:class:`~tui.engine.worker.built.BuiltWorkload` (:mod:`.built`, which a user's file is loaded into
+too: :mod:`.user_loader`), the interface the measuring code uses (docs/ARCHITECTURE.md,
 "Builder contract"). The same eager objects serve the eager side, the FLOP count and
 the accuracy reference; the compiled side is made only when ``compile_step`` is called.
 
@@ -29,7 +30,6 @@ import copy
 import functools
 import math
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
 from typing import Any
 
 import torch
@@ -37,7 +37,9 @@ import torch.nn.functional as F
 from torch import nn
 
 from tui.engine.catalog import WORKLOADS, is_user_workload
+from tui.engine.worker.built import BuiltWorkload, inference_workload
 from tui.engine.worker.fp64_reference import Fp64Model
+from tui.engine.worker.user_loader import load_user_workload
 
 __all__ = [
     "BuiltWorkload",
@@ -57,34 +59,6 @@ __all__ = [
 #: (the usual choice in practice, and the case compiling the optimizer step targets: a long
 #: chain of pointwise updates per parameter that inductor can fuse).
 OPTIMIZER = "torch.optim.AdamW(lr=1e-3)"
-
-
-@dataclass
-class BuiltWorkload:
-    """A workload ready to run: eager step, compiler hook, inputs and cost model.
-
-    ``eager_step(args)`` runs one eager call on an input set (a tuple of positional
-    arguments). ``compile_step(compile_fn)`` compiles the workload's target with
-    ``compile_fn`` (e.g. ``functools.partial(torch.compile, backend=...)``) and returns
-    ``compiled_step(args)``. Calls cycle through ``input_sets``; ``labels`` names each
-    set (or is None). ``flops_fn(args)`` is an eager call for ``FlopCounterMode`` (None
-    where there are no countable ops). ``train`` means outputs are ``{"loss", "grads"}``.
-    ``reference_step(args)`` repeats the first eager call from the state it started from, for
-    the accuracy check's eager-against-eager comparison (a training step: on a fresh copy of
-    the initial model and optimizer); None: ``eager_step`` (inference keeps no state).
-    ``fp64`` says how to run that first eager call on a float64 copy, for the accuracy check's
-    reference (:mod:`.fp64_reference`); None: the workload has no such copy.
-    """
-
-    eager_step: Callable[[tuple], Any]
-    compile_step: Callable[[Callable], Callable[[tuple], Any]]
-    input_sets: list[tuple]
-    labels: list[str] | None
-    flops_fn: Callable[[tuple], Any] | None
-    bytes_per_call: int | None
-    train: bool
-    reference_step: Callable[[tuple], Any] | None = None
-    fp64: Fp64Model | None = None
 
 
 # ----- models -------------------------------------------------------------
@@ -304,42 +278,6 @@ def _randn(shape: tuple[int, ...], device: torch.device, dtype: torch.dtype) -> 
     return torch.randn(shape, device=device, dtype=dtype)
 
 
-def _call_target(target: Callable, args: tuple) -> Any:
-    return target(*args)
-
-
-def inference_workload(target: Callable, input_sets: list[tuple], bytes_per_call: int | None,
-                       labels: list[str] | None = None, count_flops: bool = True) -> BuiltWorkload:
-    """A BuiltWorkload whose eager and compiled sides both call ``target(*args)``.
-
-    ``target`` is a function or a module, shared by both sides: ``compile_step`` wraps it
-    with ``compile_fn`` and never changes it. ``flops_fn`` is the eager step, or None when
-    ``count_flops`` is false.
-    """
-
-    def eager_step(args: tuple) -> Any:
-        return target(*args)
-
-    def compile_step(compile_fn: Callable) -> Callable[[tuple], Any]:
-        compiled = compile_fn(target)
-
-        def compiled_step(args: tuple) -> Any:
-            return compiled(*args)
-
-        return compiled_step
-
-    return BuiltWorkload(
-        eager_step=eager_step,
-        compile_step=compile_step,
-        input_sets=input_sets,
-        labels=labels,
-        flops_fn=eager_step if count_flops else None,
-        bytes_per_call=bytes_per_call,
-        train=False,
-        fp64=Fp64Model(target, _call_target),
-    )
-
-
 def _model_workload(model: nn.Module, inputs: torch.Tensor, out_shape: tuple[int, ...],
                     target: torch.Tensor, loss_fn: Callable, options: Any,
                     dtype: torch.dtype) -> BuiltWorkload:
@@ -449,8 +387,6 @@ def build_workload(options: Any, device: torch.device, dtype: torch.dtype) -> Bu
     ``UserWorkloadError``).
     """
     if is_user_workload(options.workload):
-        from tui.engine.worker.user_loader import load_user_workload
-
         return load_user_workload(options, device, dtype)
     try:
         builder = _BUILDERS[options.workload]
