@@ -1,7 +1,7 @@
 """The app's controller without Textual: queue runs on an in-process fake runner, watch the rows, export.
 
 :class:`tui.app.controller.LabController` owns the session's state; the app only observes it through
-:class:`~tui.app.controller.LabView`. Here a recorder is the view, and no textual module is needed:
+:class:`~tui.app.lab_view.LabView`. Here a recorder is the view, and no textual module is needed:
 the controller's imports are read from the source and none reaches textual.
 """
 

@@ -16,7 +16,7 @@ actions delegate to its parts, each an object of one job that holds the app and 
 (asking before options from a file run), :class:`~tui.app.exporting.ExportActions`,
 :class:`~tui.app.baseline_actions.BaselineActions`, :class:`~tui.app.previous_runs.PreviousRuns` and
 :class:`~tui.app.column_choice.ColumnActions`; the palette's entries and the help's keys are in
-:mod:`tui.app.palette`. The controller tells the app what happened through :class:`~tui.app.controller.LabView`
+:mod:`tui.app.palette`. The controller tells the app what happened through :class:`~tui.app.lab_view.LabView`
 (:class:`~tui.app.view_link.AppView`), which posts the app's messages. No module of ``tui.app`` imports this one.
 
 Dependencies are injectable for tests: ``runner`` (a ``WorkerRunner``), ``telemetry`` (an
@@ -34,12 +34,12 @@ from collections.abc import Iterable
 
 from textual import on
 from textual.app import App, SystemCommand
-from textual.binding import Binding
 from textual.notifications import Notify
 from textual.screen import Screen
 
 from tui.app.baseline_actions import BaselineActions
 from tui.app.column_choice import ColumnActions
+from tui.app.components.leaderboard import Leaderboard
 from tui.app.components.notice_line import hide_toasts, route
 from tui.app.components.picker import Picker
 from tui.app.components.results_table import ResultsTable
@@ -48,6 +48,7 @@ from tui.app.controller import LabController
 from tui.app.delegation import FromLab, FromPart
 from tui.app.export_target import export_paths
 from tui.app.exporting import ExportActions
+from tui.app.keys import APP_KEYS
 from tui.app.layout import NARROW_WIDTH
 from tui.app.main_screen import REFRESH_HZ, MainScreen
 from tui.app.messages import HistoryLoaded, RunFinished, RunStarted
@@ -55,6 +56,7 @@ from tui.app.palette import help_keys, lab_commands
 from tui.app.previous_runs import PreviousRuns
 from tui.app.queueing import QueueActions
 from tui.app.trust import TrustActions
+from tui.app.tuning import TuneActions
 from tui.app.view_link import AppView
 from tui.present.format import options_label, workload_label
 from tui.engine.status import RunStatus
@@ -91,34 +93,7 @@ class CompileLabApp(App[int]):
     DEFAULT_MODE = "main"
     """The main screen is the first on the stack (a mode: the app starts once it has composed)."""
 
-    BINDINGS = [
-        Binding("r", "run", "Run", id="run", tooltip="Run the picker's configuration"),
-        Binding("ctrl+r", "run", "Run (in a text field)", id="run_ctrl", show=False),
-        Binding("w", "sweep", "Sweep", id="sweep", tooltip="Queue modes x fullgraph x dynamic"),
-        Binding("x", "cancel_current", "Cancel", id="cancel_current"),
-        Binding("X", "cancel_all", "Cancel all", id="cancel_all", show=False),
-        # the footer shows keys in this order and drops the last ones first at 80 columns
-        Binding("f1,question_mark", "help", "Help", id="help"),
-        Binding("q", "quit", "Quit", id="quit"),
-        Binding("a", "rerun", "Re-run", id="rerun", tooltip="Queue the selected row's options again"),
-        Binding("e", "export", "Export", id="export"),
-        Binding("E", "export_to", "Export to...", id="export_to", show=False),
-        Binding("h", "toggle_history", "History", id="toggle_history"),
-        Binding("s", "sort", "Sort", id="sort", show=False),  # the footer fits 80 columns whole; help lists it
-        Binding("S", "sort_reverse", "Reverse sort", id="sort_reverse", show=False),
-        Binding("c", "choose_columns", "Columns", id="choose_columns", show=False,
-                tooltip="Show or hide the results table's columns"),
-        Binding("m", "mark_baseline", "Baseline", id="mark_baseline", show=False,
-                tooltip="Mark the selected row as the baseline (again: clear it)"),
-        Binding("M", "mark_session_baseline", "Session as baseline", id="mark_session_baseline", show=False),
-        Binding("o", "focus_picker", "Options", id="focus_picker", show=False),
-        Binding("b", "toggle_sidebar", "Sidebar", id="toggle_sidebar", show=False,
-                tooltip="Hide or show the run options column"),
-        Binding("z", "zoom", "Zoom", id="zoom", show=False, tooltip="Maximize the focused pane, or restore it"),
-        Binding("escape", "focus_table", "To the table", id="focus_table", show=False),
-        Binding("t", "cycle_trace", "Trace next runs", id="cycle_trace", show=False,
-                tooltip="Cycle: no traces, the Chrome trace of the profile pass, and TORCH_TRACE too"),
-    ]
+    BINDINGS = APP_KEYS
 
 
     def __init__(
@@ -155,6 +130,7 @@ class CompileLabApp(App[int]):
         self.baselines = BaselineActions(self, self.lab, screen)
         self.previous = PreviousRuns(self, self.lab, screen, self.baselines.refresh)
         self.columns = ColumnActions(self, self.lab, screen)
+        self.tuning = TuneActions(self, self.lab, screen, self.queueing)
         self.lab.attach(AppView(self, screen, self.baselines))
 
     def _main(self) -> MainScreen:
@@ -277,13 +253,9 @@ class CompileLabApp(App[int]):
             self.lab.injected = None
         self.main_screen.run_ended(record)
         if record.status == RunStatus.FAILED:
-            self.notify(
-                f"{workload_label(record.options)} {options_label(record.options)}: "
-                f"{record.error_kind}: {record.error_message}",
-                title="Run failed",
-                severity="error",
-                markup=False,
-            )
+            self.notify(f"{workload_label(record.options)} {options_label(record.options)}: "
+                        f"{record.error_kind}: {record.error_message}", title="Run failed", severity="error",
+                        markup=False)
 
     @on(Notify)
     def _notice(self, message: Notify) -> None:
@@ -314,12 +286,26 @@ class CompileLabApp(App[int]):
         self.queueing.rerun()
 
     def action_cancel_current(self) -> None:
-        """Cancel the selected row's run when it runs, else every running run."""
-        self.queueing.cancel_current()
+        """Stop the search while one runs; else cancel the selected row's run when it runs, else every running run."""
+        if not self.tuning.stop():
+            self.queueing.cancel_current()
 
     def action_cancel_all(self) -> None:
-        """Cancel every running run and drop every queued one."""
+        """Stop the search, cancel every running run and drop every queued one."""
+        self.tuning.stop()
         self.queueing.cancel_all()
+
+    def action_tune(self) -> None:
+        """Tune the picker's configuration (the running search's screen while one runs)."""
+        self.tuning.tune()
+
+    def action_show_tune(self) -> None:
+        """The latest search's leaderboard and answer."""
+        self.tuning.show()
+
+    @on(Leaderboard.StopRequested)
+    def _stop_tune(self) -> None:
+        self.tuning.stop()
 
     def action_toggle_serial(self) -> None:
         """One run at a time over a pool of GPUs, or one per GPU at once again."""

@@ -5,7 +5,7 @@ It owns what one app session knows: the run session and its runners, the records
 across processes (:class:`~tui.app.grouping.RowGroups`), the baseline's state
 (:class:`~tui.app.baselines.BaselineState`), the settings the user confirmed, the traces the next
 runs record, the config, and what an export writes. It is the session's listener: the session's
-calls become calls on its :class:`LabView` (the app), which turns them into messages and redraws.
+calls become calls on its :class:`~tui.app.lab_view.LabView` (the app), which turns them into messages and redraws.
 Data flows down (the app's screen reads the controller), requests flow up (the app's actions call
 it). A test drives it without Textual (``tests/app/test_controller.py``).
 """
@@ -16,9 +16,10 @@ import asyncio
 import dataclasses
 import logging
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any
 from collections.abc import Callable, Coroutine, Iterable, Sequence
 
+from tui.app.lab_view import LabView
 from tui.app.baselines import BaselineState
 from tui.app.config import AppConfig, load_config, save_config
 from tui.app.grouping import RowGroups
@@ -29,6 +30,7 @@ from tui.engine.store.stored_options import code_settings
 from tui.present.format import TERMINAL_STATUSES
 
 if TYPE_CHECKING:
+    from tui.app.tune_run import TuneRun
     from tui.engine.protocol import Event
     from tui.engine.store.results import RunRecord
 
@@ -48,35 +50,6 @@ TRACE_NOTES = {
     "trace+torch_trace": "The next runs also keep a TORCH_TRACE directory for tlparse (each starts a fresh "
                          "worker; its compile time includes torch's structured logging). t again: off.",
 }
-
-
-class LabView(Protocol):
-    """What the controller tells its observer (the app; a test's recorder). Every call is on the event loop."""
-
-    def notify(self, message: str, *, title: str = ..., severity: Any = ..., timeout: float | None = ...,
-               markup: bool = ...) -> None:
-        """A notice for the user (``App.notify``'s signature)."""
-
-    def show_queued(self, records: list[RunRecord], rows: list[RunRecord], origin: str) -> None:
-        """Runs were queued by a request (``rows``: those that get a row of their own)."""
-
-    def show_started(self, record: RunRecord) -> None:
-        """A worker started ``record``."""
-
-    def show_event(self, record: RunRecord, event: Event) -> None:
-        """``record`` applied a worker event (its row and the chart are out of date)."""
-
-    def show_finished(self, record: RunRecord) -> None:
-        """``record`` ended (done, failed or cancelled); its final summary is being made."""
-
-    def show_saved(self, record: RunRecord) -> None:
-        """``record``'s final summary and history line are made."""
-
-    def show_dirty(self, row_id: str | None) -> None:
-        """The row ``row_id`` (None: every row and the queue) is out of date."""
-
-    def spawn(self, work: Coroutine[Any, Any, None], group: str) -> None:
-        """Run ``work`` on the event loop without waiting for it (errors are the view's to show)."""
 
 
 class LabController(SessionListener):
@@ -147,6 +120,8 @@ class LabController(SessionListener):
         self.current_theme: Callable[[], str | None] = lambda: None
         """The theme shown now (the app sets it): saved with the config."""
         self._noisy = NoisyNotices(self._notify)
+        self.tune: TuneRun | None = None
+        """The search the Tune action started (running or ended), else None."""
 
     def attach(self, view: LabView) -> None:
         """Tell ``view`` what happens from now on."""
@@ -315,6 +290,20 @@ class LabController(SessionListener):
             added.append(position)
         return added
 
+    def start_tune(self, base: RunOptions, request: Any, on_change: Any = None) -> TuneRun | None:
+        """Start a search (a TuneRequest) on ``base`` as a task, ``on_change(board)`` hearing it; None if one runs."""
+        from tui.app.tune_run import TuneRun
+
+        if self.shutting_down or self.view is None or (self.tune is not None and self.tune.running):
+            return None
+        self.tune = tune = TuneRun(self, base, request, on_change)
+        self.view.spawn(tune.task(), "tune")
+        return tune
+
+    def stop_tune(self) -> bool:
+        """Stop the running search (the best so far, unconfirmed); False when none runs."""
+        return self.tune is not None and self.tune.stop()
+
     # ----- cancelling ----------------------------------------------------------------------
 
     def cancel_running(self, selected: str | None) -> tuple[int, bool]:
@@ -340,6 +329,8 @@ class LabController(SessionListener):
         """
         self.shutting_down = True
         self.view = None
+        if self.tune is not None:  # as the view: the search's board reaches no screen from now on
+            self.tune.close()
         try:
             await self.session.aclose(timeout=3.0)
         except Exception as exc:  # closing goes on: the runner below still kills its workers
@@ -434,6 +425,8 @@ class LabController(SessionListener):
     def run_saved(self, record: RunRecord, problem: str | None) -> None:
         """The session computed ``record``'s final summary and appended it to the history."""
         self.finalized.add(record.run_id)
+        if self.tune is not None:
+            self.tune.saved(record)
         if self.view is not None:
             self.view.show_saved(record)
         if record.group_id is not None:

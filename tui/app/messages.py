@@ -33,7 +33,7 @@ class RunsQueued(Message):
         self.records = records
         """The queued records, in queue order."""
         self.origin = origin
-        """What queued them: ``run``, ``sweep`` or ``rerun``."""
+        """What queued them: ``run``, ``sweep``, ``rerun`` or ``tune`` (a search's runs, one at a time)."""
 
 
 class RunStarted(Message):

@@ -22,9 +22,12 @@ EXTRA_KEYS = [
 
 
 HELP_DESCRIPTIONS = {
-    "cancel_current": "Cancel: the selected row's run if it is running, else every running run (several at "
-                      "once with cuda:all); the queue goes on",
+    "cancel_current": "Cancel: a running tune; else the selected row's run if it is running, else every running "
+                      "run (several at once with cuda:all); the queue goes on",
     "cancel_all": "Cancel all: every running run, and the queue dropped",
+    "tune": "Tune: race torch.compile configurations on the picker's workload, device, dtype and precision, and "
+            "confirm the fastest (a leaderboard, then the answer as code; x stops it, y copies the answer)",
+    "show_tune": "Show tune: the latest search's leaderboard and answer",
 }
 """What the help says for bindings whose footer word is too short to explain them (by binding id)."""
 
@@ -47,6 +50,9 @@ COMMANDS = [
     ("Cancel all", "Stop every running benchmark and clear the queue (X)", "cancel_all"),
     ("Serial / parallel", "One run at a time even over several GPUs (the CLI's --serial), or one per GPU at once",
      "toggle_serial"),
+    ("Tune this configuration", "Race torch.compile configurations on the picker's workload, device, dtype and "
+     "precision and confirm the fastest (u)", "tune"),
+    ("Show tune", "The latest search's leaderboard and answer (U)", "show_tune"),
     ("Re-run selected", "Queue the selected row's options again (a)", "rerun"),
     ("Details", "Every statistic of the selected row (enter)", "details"),
     ("Export", f"All ended rows to {export_labels()} (e)", "export"),

@@ -1,4 +1,4 @@
-"""AppView: what the controller tells the app (:class:`~tui.app.controller.LabView`), as messages and redraws.
+"""AppView: what the controller tells the app (:class:`~tui.app.lab_view.LabView`), as messages and redraws.
 
 The session's calls reach the controller, which keeps the model and tells its view; this view
 posts the app's messages (``RunsQueued``, ``RunStarted``, ``RunFinished``: handled by the app with

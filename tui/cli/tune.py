@@ -17,7 +17,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import logging
-import re
 import signal
 import sys
 import time
@@ -28,9 +27,9 @@ from tui.cli.parse import PROG, UsageError, options_from_args
 from tui.cli.run_flags import add_option_flags, add_output_flags
 from tui.engine.options import OptionsError, RunOptions
 from tui.engine.run.session import RunSession, SessionListener
-from tui.engine.tune import probe as probe_module
 from tui.engine.tune.objective import DEVICE, OBJECTIVES, Objective
-from tui.engine.tune.space import SPACE_GROUPS, SpaceError, candidates, distinct, option_keys, parse_space
+from tui.engine.tune.request import BUDGET_MAX_S, check_request, parse_budget, plan_search
+from tui.engine.tune.space import SPACE_GROUPS
 
 __all__ = ["add_tune_parser", "cmd_tune", "parse_budget", "tune_settings", "BUDGET_MAX_S"]
 
@@ -38,11 +37,6 @@ log = logging.getLogger(__name__)
 
 SEARCHED = ("backend", "mode", "fullgraph", "dynamic", "trace", "torch_trace")
 """Run options ``tune`` takes no flag for: it searches them (inductor's), or runs no trace per candidate."""
-BUDGET_MAX_S = 86_400.0
-_BUDGET_ALLOWED = "a duration above 0 and at most 1 day: seconds, or a number with s, m or h (90s, 10m, 1h)"
-_BUDGET_RE = re.compile(r"^\s*(\d+(?:\.\d*)?|\.\d+)\s*([smh]?)\s*$")
-MEMORY_MAX_GB = 1_000_000.0
-CALLS_MAX = 10**12
 
 
 def add_tune_parser(sub: Any) -> None:
@@ -69,33 +63,11 @@ def add_tune_parser(sub: Any) -> None:
     add_output_flags(groups["output"])
 
 
-def parse_budget(text: str) -> float:
-    """``--budget``: seconds (``90``, ``90s``), minutes (``10m``) or hours (``1h``); OptionsError otherwise."""
-    match = _BUDGET_RE.match(text or "")
-    if not match:
-        raise OptionsError("budget", f"{text!r} is not allowed (allowed: {_BUDGET_ALLOWED})")
-    seconds = float(match.group(1)) * {"": 1, "s": 1, "m": 60, "h": 3600}[match.group(2)]
-    if not 0 < seconds <= BUDGET_MAX_S:
-        raise OptionsError("budget", f"{text!r} is not allowed (allowed: {_BUDGET_ALLOWED})")
-    return seconds
-
-
 def tune_settings(args: argparse.Namespace) -> tuple[RunOptions, Objective, tuple[str, ...], float]:
     """The base options, the objective, the knobs and the budget of a parsed ``tune``; OptionsError (one line)."""
     base = options_from_args(args).validated()
-    if args.objective not in OBJECTIVES:
-        raise OptionsError("objective", f"{args.objective!r} is not allowed (allowed: {', '.join(OBJECTIVES)})")
-    if args.calls is not None and not 1 <= args.calls <= CALLS_MAX:
-        raise OptionsError("calls", f"{args.calls} is not allowed (allowed: an integer from 1 to {CALLS_MAX})")
-    memory = args.max_memory
-    if memory is not None and not 0 < memory <= MEMORY_MAX_GB:
-        raise OptionsError("max_memory", f"{memory:g} is not allowed (allowed: a number of GB above 0 and at most "
-                                         f"{MEMORY_MAX_GB:g})")
-    try:
-        knobs = parse_space(args.space)
-    except SpaceError as exc:
-        raise OptionsError("space", str(exc)) from None
-    return base, Objective(args.objective, args.calls, memory), knobs, parse_budget(args.budget)
+    request = check_request(args.objective, args.calls, args.max_memory, args.space, args.budget)
+    return base, request.objective, request.knobs, request.budget_s
 
 
 def cmd_tune(args: argparse.Namespace, make_runner: Callable[..., Any]) -> int:
@@ -127,13 +99,8 @@ async def _tune(args: argparse.Namespace, settings: tuple[RunOptions, Objective,
     lines = TuneLines(err, quiet=args.quiet)
     lines.note(f"tune: {base.workload} on {base.device}, objective {objective.describe()}, budget {budget:g} s; "
                "asking the worker's torch which options it has")
-    found = await asyncio.to_thread(probe_module.probe_torch, option_keys(), base.python)
-    cands, notes = candidates(knobs, base.device, base.train, found.defaults, found.missing)
-    cands, same = distinct(cands, base, base.inductor_options, found.modes or None)
-    notes += same
-    if found.problem:
-        notes.insert(0, f"{found.problem}: the catalog is tried as it is")
-    for note in notes:
+    plan = await asyncio.to_thread(plan_search, base, knobs)
+    for note in plan.notes:
         lines.note(note)
     history = None
     if not args.no_history:
@@ -142,9 +109,9 @@ async def _tune(args: argparse.Namespace, settings: tuple[RunOptions, Objective,
         history = History()
     runner = make_runner(keep_spare=True, telemetry=_telemetry(base))
     session = RunSession(lambda lane: runner, history, _Saved(lines))
-    driver = TuneDriver(session, base, cands, objective, budget, pinned=base.inductor_options,
-                        modes=found.modes or None, listener=lines, started=began)
-    driver.notes.extend(notes)
+    driver = TuneDriver(session, base, plan.candidates, objective, budget, pinned=base.inductor_options,
+                        modes=plan.modes, listener=lines, started=began)
+    driver.notes.extend(plan.notes)
     stopped_by: list[int] = []
     with _signals_stop(session, stopped_by):
         try:
@@ -156,7 +123,7 @@ async def _tune(args: argparse.Namespace, settings: tuple[RunOptions, Objective,
         finally:
             await session.aclose(timeout=5.0)
     export_failed = _export(group_rows(session.ended()), args, err)
-    print_answer(result, Console(file=out.as_io(), soft_wrap=True), found.modes or None, quiet=args.quiet)
+    print_answer(result, Console(file=out.as_io(), soft_wrap=True), plan.modes, quiet=args.quiet)
     for stream in (out, err_file):
         stream.let_go()
     if stopped_by:

@@ -1,15 +1,20 @@
-"""``compile-lab tune``'s output: progress lines on stderr; the answer (code, figures, runner-up table) on stdout."""
+"""``compile-lab tune``'s output: progress lines on stderr; the answer (code, figures, runner-up table) on stdout.
+
+The answer's wording is :mod:`tui.present.tune_answer`'s (the app shows the same).
+"""
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from tui.engine.tune.answer import CONFIRMED, NOTHING_BEATS, Against, Progress, TuneResult, nothing_beats_text
-from tui.engine.tune.code import compile_call, config_form
+from tui.engine.tune.answer import Progress, TuneResult
 from tui.engine.tune.driver import TuneListener
-from tui.engine.tune.search import Standing, ranked
-from tui.present.format import fmt_mib, fmt_seconds, fmt_speedup
+from tui.engine.tune.search import Standing
+from tui.present.format import fmt_speedup
+from tui.present.tune_answer import (
+    STANDING_COLUMNS, against_text, closing_line, code_lines, figure_lines, headline, standing_rows,
+)  # fmt: skip
 
 __all__ = ["TuneLines", "print_answer", "against_text", "standing_rows"]
 
@@ -58,101 +63,21 @@ class TuneLines(TuneListener):
                    "compile, interleaved")
 
 
-def against_text(against: Against) -> str:
-    """``1.19× [1.17, 1.21] faster`` (the verdict's word after the interval)."""
-    text = fmt_speedup(against.gain, against.low, against.high)
-    return f"{text} {against.verdict}" if against.verdict else text
-
-
-def _standing_text(standing: Standing, last_stage: int) -> str:
-    """Why it left the race; for one still in, whether the budget let it run in the last stage."""
-    if standing.gone:
-        return standing.gone
-    if standing.stage < 0:
-        return "in the race, never run (the budget ran out)"
-    if standing.stage < last_stage:
-        return f"in the race, last run in stage {standing.stage + 1} (the budget ran out)"
-    return "in the race to the end"
-
-
-def standing_rows(standings: Sequence[Standing]) -> list[tuple[str, str, str, str]]:
-    """(candidate, screened, latest with interval and processes, standing) per candidate, the race's order."""
-    last_stage = max((s.stage for s in standings), default=0)
-    rows = []
-    for standing in ranked(standings):
-        screened = standing.screened
-        first = fmt_speedup(screened.value) if screened is not None else "–"
-        score = standing.score
-        latest = fmt_speedup(score.value, score.low, score.high)
-        if score.processes > 1:
-            latest += f" ({score.processes} proc.)"
-        rows.append((standing.name, first, latest, _standing_text(standing, last_stage)))
-    return rows
-
-
 def print_answer(result: TuneResult, console: Any, modes: Mapping[str, Mapping[str, Any]] | None = None,
                  quiet: bool = False) -> None:
     """The answer: the outcome, the code, the figures, the runner-up table and the notes."""
     from rich.table import Table
 
-    _say(console, _headline(result))
-    if result.winner is not None and result.winner_options is not None and result.outcome != NOTHING_BEATS \
-            and not result.winner.candidate.is_default:
-        _say(console, "")
-        if result.outcome != CONFIRMED:
-            _say(console, "# unconfirmed: the race's leader, not shown faster in fresh processes")
-        _say(console, "# as torch.compile's arguments:")
-        _say(console, compile_call(result.winner_options))
-        _say(console, "")
-        _say(console, "# or as torch._inductor.config settings:")
-        _say(console, config_form(result.winner_options, modes))
-    _figures(result, console)
+    for line in [headline(result), *code_lines(result, modes), *figure_lines(result)]:
+        _say(console, line)
     if quiet:
         return
     table = Table(title="Candidates (speedup over eager in their own processes)", title_justify="left")
-    for column in ("candidate", "screened", "latest [95% interval]", "standing"):
+    for column in STANDING_COLUMNS:
         table.add_column(column, overflow="fold")
     for row in standing_rows(result.standings):
         table.add_row(*row)
     console.print(table)
     for note in result.confirmation.notes if result.confirmation else ():
         _say(console, f"note: {note}")
-    _say(console, f"tune id {result.tune_id}: {result.runs} run(s) in {fmt_seconds(result.elapsed_s)} s "
-                  f"(compare, report and the app's details read them from the history)")
-
-
-def _headline(result: TuneResult) -> str:
-    name = result.winner.name if result.winner is not None else "none"
-    if result.outcome == CONFIRMED:
-        return f"best: {name}, confirmed faster than the default compile in fresh processes"
-    if result.outcome == NOTHING_BEATS:
-        return nothing_beats_text(result.threshold)
-    verdict = result.confirmation.vs_default.verdict if result.confirmation else None
-    subject = "" if result.confirmed is None or result.confirmed is result.winner else f" of {result.confirmed.name}"
-    reasons = [result.stopped, f"the confirmation{subject} reads {verdict}" if verdict else None, result.incomplete]
-    if not any(reasons) and result.winner is not None and result.winner.candidate.is_default:
-        reasons.append("the default compile led the race, but no confirmation judged its challenger")
-    why = "; ".join(r for r in reasons if r) or "not confirmed"
-    return f"best so far: {name} (unconfirmed: {why})"
-
-
-def _figures(result: TuneResult, console: Any) -> None:
-    confirmation = result.confirmation
-    if confirmation is None:
-        return
-    processes = confirmation.processes
-    _say(console, "")
-    _say(console, f"confirmation ({processes[0]} + {processes[1]} fresh processes, 95% intervals across processes):")
-    name = result.confirmed.name if result.confirmed else "winner"
-    _say(console, f"  {name} vs default compile: {against_text(confirmation.vs_default)}")
-    _say(console, f"  {name} vs eager: {against_text(confirmation.vs_eager)}")
-    _say(console, f"  default compile vs eager: {against_text(confirmation.default_vs_eager)}")
-    compile_w, compile_d = confirmation.compile_s
-    _say(console, f"  compile time: {fmt_seconds(compile_w)} s (default compile {fmt_seconds(compile_d)} s)")
-    peak_w, peak_d = confirmation.peak_mb
-    if peak_w is not None or peak_d is not None:
-        _say(console, f"  peak memory: {fmt_mib(peak_w)} (default compile {fmt_mib(peak_d)})")
-    if confirmation.amortized_gain is not None and result.objective.calls:
-        _say(console, f"  with the compile time over {result.objective.calls} calls: "
-                      f"{confirmation.amortized_gain:.2f}x the default compile (point estimate; compile time has no "
-                      "interval)")
+    _say(console, closing_line(result))

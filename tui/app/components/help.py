@@ -37,6 +37,18 @@ With two GPUs or more, the device field's cuda:all (or the GPUs checked in the s
 one configuration per GPU at once: the GPU pane marks each busy GPU ▶ with its run, a row's
 device column names the GPU it got, and x cancels the selected row's run (else every running one).
 
+u tunes the picker's configuration (its workload, parameters, device, dtype and precision): a
+dialog asks the budget, the space (modes, axes, options, all or knob names), the objective
+(device or host time) and, optionally, the calls a job makes. The search races torch.compile
+configurations in fresh processes, then confirms the leader against the default compile and eager
+(compile-lab tune's search; README: Tune). Its screen shows the leaderboard (the stage, the incumbent
+with its interval, candidates left and out with the reason, time left), then the answer: the
+winner as code in both forms with its speedups and verdicts, or "no configuration beats the default
+compile by more than 2%", or unconfirmed with why. y copies the answer, Escape goes back (the search
+goes on; u shows it again, U the latest search). x or the Stop button stops the search: the runs that
+ended stay, and the answer is the best so far, unconfirmed. Every run is a row and a history line
+tagged with the tune id.
+
 {details}
 Tab / shift+tab move between panes; Escape leaves a text field."""
 """The help's text; ``{details}``: the details' tabs and their keys (from their one list, tabs_help)."""

@@ -45,7 +45,7 @@ import contextlib
 import dataclasses
 import logging
 from collections import deque
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from typing import Any, Protocol
 
 from tui.engine.explain.artifacts import run_folder
@@ -402,14 +402,14 @@ class RunSession:
             task.cancel()
         return bool(tasks)
 
-    def drop_queued(self) -> list[RunRecord]:
-        """End every queued unit as cancelled before it started; returns their records."""
+    def drop_queued(self, only: Collection[str] | None = None) -> list[RunRecord]:
+        """End every queued unit (``only``: those of these run ids) as cancelled before it started; their records."""
         dropped = []
-        while self.queue:
-            record = self.queue.popleft().record
-            record.fail("cancelled", CANCELLED_BEFORE_START)
-            dropped.append(record)
-            self._ended(record)
+        for unit in [u for u in self.queue if only is None or u.record.run_id in only]:
+            self.queue.remove(unit)
+            unit.record.fail("cancelled", CANCELLED_BEFORE_START)
+            dropped.append(unit.record)
+            self._ended(unit.record)
         return dropped
 
     def cancel_all(self) -> tuple[int, bool]:

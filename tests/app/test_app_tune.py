@@ -1,0 +1,125 @@
+"""The app's Tune action at 80x24 through the fake worker: the dialog, the leaderboard, the answer, the stop.
+
+The fake worker gives each configuration its own compiled time (``FAKE_WORKER_TIMES``, as
+``tests/test_cli_tune.py`` uses it) and the probe answers without torch.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import re
+
+import pytest
+from rich.console import Console
+from textual.widgets import Input, TextArea
+
+from app_helpers import fake_runner, notifications, wait_until
+from tui.app.components.leaderboard import Leaderboard
+from tui.app.components.picker import Picker
+from tui.app.components.tune_dialog import TuneDialog
+from tui.app.components.tune_screen import TuneScreen
+from tui.app.tune_run import STOPPED
+from tui.engine.tune import probe as probe_module
+from tui.engine.tune.probe import TorchOptions
+
+SIZE = (80, 24)
+
+
+@pytest.fixture(autouse=True)
+def _probe_without_torch(monkeypatch):
+    monkeypatch.setattr(probe_module, "probe_torch", lambda keys, python=None, timeout=0: TorchOptions(
+        torch="0.0.0+fake", defaults={"aggressive_fusion": False}))
+
+
+def _tuned_app(make_app, times: dict, **env: str):
+    runner = fake_runner("ok", FAKE_WORKER_TIMES=json.dumps(times), **env)
+    return make_app(runner=runner, load_history=False)
+
+
+def _text(pane, selector: str) -> str:
+    """What a Static of the pane shows, as plain text."""
+    console = Console(width=76, file=io.StringIO(), record=True)
+    console.print(pane.query_one(selector).content)
+    return console.export_text()
+
+
+async def _open_dialog(app, pilot) -> TuneDialog:
+    app.query_one(Picker).query_one("#iters", Input).value = "40"  # 4 blocks: an interval
+    app.table.focus()
+    await pilot.press("u")
+    await wait_until(pilot, lambda: isinstance(app.screen, TuneDialog), what="the tune dialog")
+    return app.screen
+
+
+async def test_a_tune_from_the_app_shows_the_leaderboard_then_the_answer(make_app, compile_lab_home):
+    app = _tuned_app(make_app, {"freezing=true": 0.6, "cpp_wrapper=true": "fail"})
+    stages: list[str] = []
+    async with app.run_test(size=SIZE, notifications=True) as pilot:
+        dialog = await _open_dialog(app, pilot)
+        dialog.query_one("#tune-budget", Input).value = "ten"
+        await pilot.press("ctrl+s")
+        error = str(dialog.query_one("#tune-error").render())
+        assert error.startswith("budget: 'ten' is not allowed") and dialog.query_one("#tune-budget").has_class(
+            "-invalid")
+        dialog.query_one("#tune-budget", Input).value = "5m"
+        dialog.query_one("#tune-space", Input).value = "freezing,cpp_wrapper"
+        await pilot.press("ctrl+s")
+        await wait_until(pilot, lambda: isinstance(app.screen, TuneScreen), what="the tune screen")
+        board = app.screen.query_one(Leaderboard)
+        drawn: list[str] = []
+
+        def seen() -> bool:
+            if board.board is not None:
+                stages.append(board.board.stage)
+                drawn.append(_text(board, "#lb-status") + _text(board, "#lb-out-lines"))
+            return board.board is not None and board.board.done
+
+        await wait_until(pilot, seen, timeout=60, what="the answer")
+        assert any(s.startswith("screening: 3 candidate(s)") for s in stages)
+        assert any(s.startswith("confirming freezing=True") for s in stages)
+        assert any(re.search(r"incumbent freezing=True  \d\.\d\d× \[\d\.\d\d, \d\.\d\d\] over eager", text)
+                   and "s left of 300 s" in text for text in drawn)  # the leaderboard as the race went
+        assert any("cpp_wrapper=True: out: failed" in text for text in drawn)
+        answer = app.screen.query_one("#tune-answer", TextArea).text
+        assert answer.startswith("best: freezing=True, confirmed faster than the default compile")
+        assert "compiled = torch.compile(model, options={'freezing': True})" in answer
+        assert "torch._inductor.config.freezing = True" in answer
+        assert "freezing=True vs default compile: 1." in answer and "freezing=True vs eager: " in answer
+        copied: list[str] = []
+        app.copy_to_clipboard = copied.append  # type: ignore[method-assign]
+        await pilot.press("y")
+        assert copied == [answer]
+        await pilot.press("escape")
+        assert app.screen is app.main_screen  # the table caught up while the tune screen was on top
+        await wait_until(pilot, lambda: app.settled, what="settled")
+        tune_id = app.lab.tune.tune_id
+        assert app.table.row_count >= 3 + 2  # the screening's three, and a row per side of the confirmation
+        assert {app.records[run_id].tune_id for run_id in app.table.run_ids} == {tune_id}
+    history = (compile_lab_home / "data" / "history.jsonl").read_text().splitlines()
+    assert {json.loads(line)["tune_id"] for line in history} == {tune_id}
+
+
+async def test_the_cancel_key_stops_the_search_and_keeps_the_ended_runs(make_app, compile_lab_home):
+    # each run takes a moment: the stop lands after the first runs ended, before the race is over
+    app = _tuned_app(make_app, {"freezing=true": 0.6}, FAKE_WORKER_DELAY="0.05")
+    async with app.run_test(size=SIZE, notifications=True) as pilot:
+        dialog = await _open_dialog(app, pilot)
+        dialog.query_one("#tune-space", Input).value = "modes,freezing"
+        await pilot.press("enter")
+        await wait_until(pilot, lambda: isinstance(app.screen, TuneScreen), what="the tune screen")
+        tune = app.lab.tune
+        await wait_until(pilot, lambda: tune.board.runs >= 2, timeout=60, what="two runs ended")
+        await pilot.press("x")
+        await wait_until(pilot, lambda: tune.board.done, timeout=30, what="the answer")
+        assert tune.board.headline.startswith("best so far: ") and f"(unconfirmed: {STOPPED}" in tune.board.headline
+        assert any("The search stops" in n for n in notifications(app))
+        assert "unconfirmed" in app.screen.query_one("#tune-answer", TextArea).text
+        await pilot.press("escape")
+        await wait_until(pilot, lambda: app.settled, what="settled")
+        ended = [app.records[run_id] for run_id in tune.own]
+        done = [r for r in ended if r.status == "done"]
+        assert len(done) >= 2 and len(ended) < 6  # stopped before every candidate ran
+        assert all(app.lab.row_of(app.records[run_id]) in app.table.run_ids for run_id in tune.own)
+    history = [json.loads(line) for line in (compile_lab_home / "data" / "history.jsonl").read_text().splitlines()]
+    assert {h["run_id"] for h in history if h["status"] == "done"} >= {r.run_id for r in done}

@@ -1,0 +1,95 @@
+"""The tune screen: the leaderboard while a search runs, then its answer, to read and to copy.
+
+The answer (:func:`tui.present.tune_answer.answer_text`: the headline, the winner as code in both
+forms, its speedups over the default compile and over eager with their verdicts, the candidates)
+is in a read-only text area once the search ended: ``y`` copies all of it, and a selection can be
+copied as in any text area. Escape goes back to the results table; the search goes on, and the
+Tune key (``u``) comes back here while it runs. The app's cancel key (``x``) or the pane's Stop
+button stops it.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.screen import Screen
+from textual.widgets import Footer, Header, TextArea
+
+from tui.app.components.leaderboard import Leaderboard
+from tui.app.layout import NARROW_WIDTH
+
+if TYPE_CHECKING:
+    from tui.app.tune_run import Board
+
+__all__ = ["TuneScreen"]
+
+
+class TuneScreen(Screen):
+    """The leaderboard and the answer of one search (see the module docstring)."""
+
+    DEFAULT_CSS = """
+    TuneScreen #tune-answer { height: 1fr; border: round $secondary; }
+    TuneScreen #tune-answer.-hidden { display: none; }
+    """
+
+    BINDINGS = [
+        Binding("escape", "app.pop_screen", "Back", id="tune.back"),
+        Binding("y", "copy_answer", "Copy answer", id="tune.copy"),
+    ]
+
+    def __init__(self, board: Board | None = None) -> None:
+        super().__init__()
+        self._board = board
+
+    def compose(self) -> ComposeResult:
+        """The header, the leaderboard, the answer (hidden until the search ends), the footer."""
+        yield Header(show_clock=False, icon="≡")
+        leaderboard = Leaderboard(id="leaderboard")
+        leaderboard.set_reactive(Leaderboard.board, self._board)
+        yield leaderboard
+        answer = TextArea("", read_only=True, soft_wrap=True, id="tune-answer", classes="-hidden",
+                          show_line_numbers=False)
+        answer.border_title = "Answer (y copies it)"
+        yield answer
+        yield Footer()
+
+    def on_mount(self) -> None:
+        """Show the board given."""
+        self.show(self._board)
+
+    def on_resize(self) -> None:
+        """Below 120 columns the footer drops its key padding (as on the main screen)."""
+        self.query_one(Footer).compact = self.size.width < NARROW_WIDTH
+
+    @property
+    def board(self) -> Board | None:
+        """What the screen shows now."""
+        return self._board
+
+    @property
+    def answer(self) -> str:
+        """The answer's text ("" until the search ends)."""
+        return self._board.answer if self._board is not None and self._board.done else ""
+
+    def show(self, board: Board | None) -> None:
+        """Draw ``board`` (data down): the leaderboard, and the answer once the search ended."""
+        self._board = board
+        if board is None or not self.query(Leaderboard):  # not composed yet: compose hands it down
+            return
+        self.query_one(Leaderboard).board = board
+        area = self.query_one("#tune-answer", TextArea)
+        if board.done and area.has_class("-hidden"):
+            area.load_text(board.answer)
+            area.remove_class("-hidden")
+            area.focus()
+
+    def action_copy_answer(self) -> None:
+        """Copy the whole answer (OSC 52: most terminals, over SSH too)."""
+        if not self.answer:
+            self.notify("The answer comes when the search ends.", severity="information")
+            return
+        self.app.copy_to_clipboard(self.answer)
+        self.notify(self.answer.splitlines()[0], title="Answer copied (if your terminal allows it)", markup=False,
+                    timeout=6)

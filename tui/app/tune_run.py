@@ -1,0 +1,239 @@
+"""The app's tune: a :class:`~tui.engine.tune.driver.TuneDriver` over the app's run session (no textual).
+
+:class:`TuneRun` is what the controller holds while a search runs (``LabController.tune``): it asks
+the worker's torch which options it has (off the event loop), builds the driver and runs it. Its
+runs go through the controller's :class:`~tui.engine.run.session.RunSession` (:class:`_TuneLane`
+is the session the driver sees), so each is an ordinary run: a row of the results table, a line
+of the history, tagged with the tune's id; the user's own runs may share the queue. Stopping
+(:meth:`TuneRun.stop`) cancels only the tune's runs; those that ended stay.
+
+What the leaderboard shows is a :class:`Board`, a frozen snapshot made by :class:`BoardKeeper`
+(the driver's listener) after every step; ``on_change`` hears each one (data down to the pane).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import logging
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Protocol
+
+from tui.engine.options import RunOptions
+from tui.engine.store.results import new_run_id
+from tui.engine.tune.answer import NOTHING_BEATS, Progress, TuneResult
+from tui.engine.tune.driver import TuneDriver, TuneListener
+from tui.engine.tune.request import TuneRequest, plan_search
+from tui.engine.tune.search import Standing
+from tui.present.tune_answer import answer_text, headline
+
+if TYPE_CHECKING:
+    from tui.engine.store.results import RunRecord
+
+__all__ = ["TuneRun", "TuneHost", "Board", "BoardKeeper", "STOPPED"]
+
+logger = logging.getLogger(__name__)
+
+STOPPED = "stopped from the app"
+"""Why the search ended when the user stopped it (the answer's "unconfirmed: ...")."""
+
+
+class TuneHost(Protocol):
+    """What a tune needs of the controller (:class:`~tui.app.controller.LabController`; it imports this module)."""
+
+    session: Any
+    """The app's RunSession."""
+    view: Any
+    """The controller's LabView, or None."""
+
+    def known(self, records: list[RunRecord]) -> None:
+        """Runs queued outside ``enqueue`` join the model."""
+
+
+@dataclass(frozen=True)
+class Board:
+    """Where the search stands: what the leaderboard pane draws."""
+
+    tune_id: str
+    what: str
+    """The workload, device and objective, in words."""
+    budget_s: float
+    stage: str = "asking torch which options it has"
+    incumbent: Standing | None = None
+    standings: tuple[Standing, ...] = ()
+    left: int = 0
+    time_left_s: float | None = None
+    """The budget left for runs at the latest step (None once it ended)."""
+    ends_at: float | None = None
+    """When the budget for runs ends, on the search's clock (``time.monotonic``): the pane counts down to it."""
+    runs: int = 0
+    note: str = ""
+    """The latest note (a stage skipped for the budget, a combination added)."""
+    done: bool = False
+    stopping: bool = False
+    headline: str = ""
+    """The answer's first line, once the search ended."""
+    answer: str = ""
+    """The whole answer as text, once the search ended."""
+
+    @property
+    def out(self) -> list[tuple[str, str]]:
+        """(candidate, why) of each candidate out of the race (a failed run's reason before the stage ends too)."""
+        return [(s.name, s.gone or f"out: {s.score.out}") for s in self.standings if s.gone or s.score.out]
+
+
+class BoardKeeper(TuneListener):
+    """The driver's listener: keeps the :class:`Board` and hands each new one to ``on_change``.
+
+    ``standings`` reads the driver's standings as they are (drops and cuts happen between its calls).
+    """
+
+    def __init__(self, board: Board, on_change: Callable[[Board], None] | None = None,
+                 standings: Callable[[], Sequence[Standing]] = tuple) -> None:
+        self.board = board
+        self.on_change = on_change
+        self.standings = standings
+
+    def update(self, **changes: Any) -> None:
+        changes.setdefault("standings", tuple(self.standings()))
+        self.board = dataclasses.replace(self.board, **changes)
+        if self.on_change is not None:
+            self.on_change(self.board)
+
+    def stage_started(self, index: int, names: Sequence[str], iters: int) -> None:
+        what = "screening" if index == 0 else f"stage {index + 1}"
+        self.update(stage=f"{what}: {len(names)} candidate(s), {iters} iterations per side", left=len(names))
+
+    def candidate_scored(self, standing: Standing) -> None:
+        self.update()
+
+    def progress(self, progress: Progress) -> None:
+        self.update(incumbent=progress.incumbent, left=progress.left, time_left_s=progress.time_left_s,
+                    runs=progress.runs)
+
+    def confirming(self, standing: Standing, repeats: int) -> None:
+        self.update(incumbent=standing, stage=f"confirming {standing.name}: {repeats} fresh processes of it and "
+                                              f"{repeats} of the default compile")
+
+    def note(self, text: str) -> None:
+        self.update(note=text)
+
+
+class _TuneLane:
+    """The session as the driver sees it: the app's session, limited to the tune's own runs."""
+
+    def __init__(self, tune: TuneRun) -> None:
+        self.tune = tune
+        self.fresh: list[RunRecord] = []
+
+    def submit(self, options_list: Sequence[RunOptions]) -> list[RunRecord]:
+        records = self.tune.lab.session.submit(list(options_list))
+        self.tune.own.update(r.run_id for r in records)
+        self.fresh = records
+        return records
+
+    async def wait_settled(self) -> None:
+        """Show the runs just submitted (the driver has tagged them by now), then wait until each one was saved."""
+        records, self.fresh = self.fresh, []
+        self.tune.lab.known(records)
+        view = self.tune.lab.view
+        if view is not None:
+            view.show_queued(records, [r for r in records if r.group_id in (None, r.run_id)], "tune")
+        while not all(r.run_id in self.tune.saved_ids for r in records):
+            self.tune.saved_event.clear()
+            await self.tune.saved_event.wait()
+
+    def cancel_all(self) -> None:
+        session = self.tune.lab.session
+        session.drop_queued(self.tune.own)
+        for lane, unit in list(session.running.items()):
+            if unit.record.run_id in self.tune.own:
+                session.cancel_running(lane)
+
+
+class TuneRun:
+    """One search from the app (see the module docstring); :meth:`run` is its task."""
+
+    def __init__(self, lab: TuneHost, base: RunOptions, request: TuneRequest,
+                 on_change: Callable[[Board], None] | None = None, clock: Callable[[], float] = time.monotonic) -> None:
+        self.lab, self.base, self.request, self.clock = lab, base, request, clock
+        self.tune_id = new_run_id()
+        what = f"{base.workload} on {base.device}, objective {request.objective.describe()}"
+        self.keeper = BoardKeeper(Board(self.tune_id, what, request.budget_s), on_change)
+        self.driver: TuneDriver | None = None
+        self.result: TuneResult | None = None
+        self.own: set[str] = set()
+        """Run ids of the tune's runs."""
+        self.saved_ids: set[str] = set()
+        self.saved_event = asyncio.Event()
+        self._stop: str | None = None
+
+    @property
+    def board(self) -> Board:
+        return self.keeper.board
+
+    @property
+    def running(self) -> bool:
+        return self.result is None
+
+    def saved(self, record: RunRecord) -> None:
+        """The controller saved ``record`` (its history line is written): one of the tune's runs may be settled."""
+        if record.run_id in self.own:
+            self.saved_ids.add(record.run_id)
+            self.saved_event.set()
+
+    def stop(self, reason: str = STOPPED) -> bool:
+        """Stop the search now (its runs cancelled, the best so far unconfirmed); False when it had ended."""
+        if not self.running:
+            return False
+        self._stop = self._stop or reason
+        if self.driver is not None:
+            self.driver.stop(self._stop)
+        self.keeper.update(stopping=True, stage="stopping: the tune's runs are cancelled")
+        return True
+
+    def close(self) -> None:
+        """The app closes: nothing is told from now on, and the search stops."""
+        self.keeper.on_change = None
+        self.stop("the app closed")
+
+    async def task(self) -> None:
+        """:meth:`run` as a task of the app's (the result is on the board)."""
+        await self.run()
+
+    async def run(self) -> TuneResult:
+        """Ask torch, race, confirm; the result (also on the board as the answer), whatever stopped it."""
+        began = self.clock()
+        plan = await asyncio.to_thread(plan_search, self.base, self.request.knobs)
+        driver = TuneDriver(_TuneLane(self), self.base, plan.candidates, self.request.objective,
+                            self.request.budget_s, pinned=self.base.inductor_options, modes=plan.modes,
+                            listener=self.keeper, clock=self.clock, tune_id=self.tune_id, started=began)
+        driver.notes.extend(plan.notes)
+        self.driver = driver
+        self.keeper.board = dataclasses.replace(self.keeper.board, ends_at=self.clock() + driver.time_left())
+        self.keeper.standings = lambda: driver.standings
+        if plan.notes:
+            self.keeper.note(plan.notes[-1])
+        if self._stop is not None:
+            driver.stop(self._stop)
+        try:
+            result = await driver.run()
+        except asyncio.CancelledError:
+            driver.stop(self._stop or "the app closed")
+            self._finish(driver.result(), plan.modes)
+            raise
+        except Exception as exc:  # the search's own failure: said on the board, logged with its traceback
+            logger.exception("the tune failed")
+            driver.stop(f"the search failed: {exc}")
+            result = driver.result()
+        self._finish(result, plan.modes)
+        return result
+
+    def _finish(self, result: TuneResult, modes: Any) -> None:
+        self.result = result
+        stage = "nothing beats the default compile" if result.outcome == NOTHING_BEATS else f"ended: {result.outcome}"
+        self.keeper.update(done=True, stopping=False, stage=stage, time_left_s=None, ends_at=None, runs=result.runs,
+                           incumbent=result.winner, standings=result.standings,
+                           headline=headline(result), answer=answer_text(result, modes))

@@ -1,0 +1,126 @@
+"""The Tune action (``u``, the palette's "Tune this configuration"): a search from the picker's configuration.
+
+:class:`TuneActions` is a part of the app. It reads the picker's workload, parameters, device, dtype
+and precision (and the rest of its run options; the search sets the backend, mode, fullgraph and
+dynamic itself), asks the search's settings in the :class:`~tui.app.components.tune_dialog.TuneDialog`,
+and starts the search on the controller (:meth:`~tui.app.controller.LabController.start_tune`), which
+owns it. The :class:`~tui.app.components.tune_screen.TuneScreen` shows its leaderboard, then its
+answer. While a search runs, ``u`` shows it again (``U`` shows the latest search, ended or not), and
+the cancel keys (``x``, ``X``) or the pane's Stop button stop it: its ended runs stay in the table
+and the history, and the answer is the best so far, unconfirmed.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+from textual.app import App
+
+from tui.engine.options import DEFAULT_MODE, OptionsError, RunOptions
+from tui.present.format import workload_label
+
+if TYPE_CHECKING:
+    from tui.app.controller import LabController
+    from tui.app.main_screen import MainScreen
+    from tui.app.queueing import QueueActions
+    from tui.app.tune_run import Board
+    from tui.engine.tune.request import TuneRequest
+
+__all__ = ["TuneActions", "tune_base"]
+
+REFUSED = "Tune refused"
+
+
+def tune_base(options: RunOptions) -> RunOptions:
+    """``options`` as the search's base: the backend, mode, fullgraph and dynamic it searches at their defaults,
+    no traces (``compile-lab tune`` takes no flag for them)."""
+    return dataclasses.replace(options, backend="inductor", mode=DEFAULT_MODE, fullgraph=False, dynamic=None,
+                               trace=False, torch_trace=False)
+
+
+class TuneActions:
+    """The app's Tune action, its stop and its screen (see the module docstring)."""
+
+    def __init__(self, app: App[Any], lab: LabController, screen: Callable[[], MainScreen],
+                 queueing: QueueActions) -> None:
+        self.app, self.lab, self.screen, self.queueing = app, lab, screen, queueing
+
+    def tune(self) -> None:
+        """Show the running search, or ask the settings of a new one for the picker's configuration."""
+        if self.lab.tune is not None and self.lab.tune.running:
+            self.show()
+            return
+        base = self._base()
+        if base is None:
+            return
+        from tui.app.components.tune_dialog import TuneDialog
+
+        what = f"{workload_label(base)} on {base.device}, {base.dtype}, precision {base.precision}"
+        self.app.push_screen(TuneDialog(what), callback=lambda request: self._chosen(base, request))
+
+    def _base(self) -> RunOptions | None:
+        """The picker's options as the search's base, validated; None when refused (a notice says why)."""
+        picker = self.screen().picker
+        try:
+            options, pool = self.queueing.split_pool(picker.current_options())
+            options = tune_base(options).validated()
+            if pool:
+                raise OptionsError("device", "the app's Tune runs on one device (allowed: cpu, cuda or cuda:N)")
+        except OptionsError as exc:
+            picker.mark_invalid(exc)
+            self.app.notify(str(exc), title=REFUSED, severity="error", markup=False)
+            return None
+        picker.clear_invalid()
+        problem = self._refusal(options)
+        if problem:
+            self.app.notify(problem, title=REFUSED, severity="error", markup=False)
+            return None
+        return options
+
+    def _refusal(self, options: RunOptions) -> str | None:
+        """Why the app does not tune ``options`` (settings not confirmed, a cluster), else None."""
+        if self.lab.cluster is not None:
+            return "The app's Tune runs on this machine, and this app sends every run to the cluster."
+        pending = self.lab.unconfirmed([options])
+        if pending:
+            names = ", ".join(name for name, _ in pending)
+            return (f"Settings from the saved config start programs ({names}): run the configuration once with r "
+                    "and confirm them, then tune.")
+        return None
+
+    def _chosen(self, base: RunOptions, request: TuneRequest | None) -> None:
+        if request is None:
+            return
+        if self.lab.start_tune(base, request, on_change=self._changed) is None:
+            self.app.notify("A search runs already: u shows it.", title=REFUSED, severity="warning", markup=False)
+            return
+        self.show()
+
+    def _changed(self, board: Board) -> None:
+        """Each step of the search: the tune screen redraws (when it is on top), and the end is a notice."""
+        from tui.app.components.tune_screen import TuneScreen
+
+        if isinstance(self.app.screen, TuneScreen):
+            self.app.screen.show(board)
+        elif board.done:
+            self.app.notify(f"{board.headline}. U shows the answer.", title="Tune ended", markup=False, timeout=10)
+
+    def show(self) -> None:
+        """Show the search's screen (the latest search's, ended or not)."""
+        from tui.app.components.tune_screen import TuneScreen
+
+        if self.lab.tune is None:
+            self.app.notify("No search yet: u tunes the picker's configuration.", severity="information")
+            return
+        if not isinstance(self.app.screen, TuneScreen):
+            self.app.push_screen(TuneScreen(self.lab.tune.board))
+
+    def stop(self) -> bool:
+        """Stop the running search (a notice); False when none runs."""
+        if not self.lab.stop_tune():
+            return False
+        self.app.notify("The search stops: its ended runs stay, and the answer is the best so far, unconfirmed.",
+                        title="Tune", markup=False)
+        return True

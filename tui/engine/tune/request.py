@@ -1,0 +1,100 @@
+"""What a tune is asked, checked once, and the candidates it races: for every front end (CLI, app).
+
+:func:`check_request` turns the search's own settings as the user typed them (the budget, the
+space, the objective, the calls, the memory limit) into a :class:`TuneRequest`, or an
+:class:`~tui.engine.options.OptionsError` naming the field and what it allows (one line).
+:func:`plan_search` asks the worker's torch which catalog options it has (a subprocess: blocking,
+so a front end calls it off its event loop) and returns the candidates, the notes to show and the
+modes' options, as :class:`SearchPlan`.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from tui.engine.options import OptionsError, RunOptions
+from tui.engine.tune import probe as probe_module
+from tui.engine.tune.objective import OBJECTIVES, Objective
+from tui.engine.tune.space import Candidate, SpaceError, candidates, distinct, option_keys, parse_space
+
+__all__ = ["BUDGET_MAX_S", "CALLS_MAX", "MEMORY_MAX_GB", "DEFAULT_BUDGET", "TuneRequest", "SearchPlan",
+           "parse_budget", "parse_calls", "check_request", "plan_search"]
+
+BUDGET_MAX_S = 86_400.0
+DEFAULT_BUDGET = "10m"
+MEMORY_MAX_GB = 1_000_000.0
+CALLS_MAX = 10**12
+_BUDGET_ALLOWED = "a duration above 0 and at most 1 day: seconds, or a number with s, m or h (90s, 10m, 1h)"
+_BUDGET_RE = re.compile(r"^\s*(\d+(?:\.\d*)?|\.\d+)\s*([smh]?)\s*$")
+
+
+def parse_budget(text: str) -> float:
+    """The budget: seconds (``90``, ``90s``), minutes (``10m``) or hours (``1h``); OptionsError otherwise."""
+    match = _BUDGET_RE.match(text or "")
+    if not match:
+        raise OptionsError("budget", f"{text!r} is not allowed (allowed: {_BUDGET_ALLOWED})")
+    seconds = float(match.group(1)) * {"": 1, "s": 1, "m": 60, "h": 3600}[match.group(2)]
+    if not 0 < seconds <= BUDGET_MAX_S:
+        raise OptionsError("budget", f"{text!r} is not allowed (allowed: {_BUDGET_ALLOWED})")
+    return seconds
+
+
+def parse_calls(value: int | str | None) -> int | None:
+    """The calls a job makes (an integer from 1 to :data:`CALLS_MAX`; empty text: None); OptionsError otherwise."""
+    if value is None or (isinstance(value, str) and not value.strip()):
+        return None
+    try:
+        calls = int(str(value).strip()) if isinstance(value, str) else int(value)
+    except ValueError:
+        calls = 0
+    if not 1 <= calls <= CALLS_MAX:
+        raise OptionsError("calls", f"{str(value).strip()} is not allowed (allowed: an integer from 1 to {CALLS_MAX})")
+    return calls
+
+
+@dataclass(frozen=True)
+class TuneRequest:
+    """The search's own settings, checked: the objective, the knobs tried and the budget in seconds."""
+
+    objective: Objective = field(default_factory=Objective)
+    knobs: tuple[str, ...] = ()
+    budget_s: float = 600.0
+
+
+def check_request(objective: str = "device", calls: int | str | None = None, max_memory: float | None = None,
+                  space: str | None = None, budget: str = DEFAULT_BUDGET) -> TuneRequest:
+    """The settings as typed, checked in this order (the first bad field is the OptionsError's)."""
+    if objective not in OBJECTIVES:
+        raise OptionsError("objective", f"{objective!r} is not allowed (allowed: {', '.join(OBJECTIVES)})")
+    count = parse_calls(calls)
+    if max_memory is not None and not 0 < max_memory <= MEMORY_MAX_GB:
+        raise OptionsError("max_memory", f"{max_memory:g} is not allowed (allowed: a number of GB above 0 and at "
+                                         f"most {MEMORY_MAX_GB:g})")
+    try:
+        knobs = parse_space(space)
+    except SpaceError as exc:
+        raise OptionsError("space", str(exc)) from None
+    return TuneRequest(Objective(objective, count, max_memory), knobs, parse_budget(budget))
+
+
+@dataclass(frozen=True)
+class SearchPlan:
+    """The candidates to race (the default compile first), what to tell the user, and torch's modes' options."""
+
+    candidates: tuple[Candidate, ...]
+    notes: tuple[str, ...] = ()
+    modes: Mapping[str, Mapping[str, Any]] | None = None
+
+
+def plan_search(base: RunOptions, knobs: tuple[str, ...]) -> SearchPlan:
+    """Ask the worker's torch about the catalog (blocking: a subprocess), then the distinct candidates on ``base``."""
+    found = probe_module.probe_torch(option_keys(), base.python)
+    cands, notes = candidates(knobs, base.device, base.train, found.defaults, found.missing)
+    cands, same = distinct(cands, base, base.inductor_options, found.modes or None)
+    notes = [*notes, *same]
+    if found.problem:
+        notes.insert(0, f"{found.problem}: the catalog is tried as it is")
+    return SearchPlan(tuple(cands), tuple(notes), found.modes or None)

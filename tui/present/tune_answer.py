@@ -1,0 +1,127 @@
+"""A tune's answer as text, for every front end: the headline, the code to paste, the figures, the candidates.
+
+The CLI prints these lines (``compile-lab tune``'s stdout, its table drawn by rich); the app shows
+:func:`answer_text` in the tune screen, where ``y`` copies it. One wording, one place.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from tui.engine.tune.answer import CONFIRMED, NOTHING_BEATS, Against, TuneResult, nothing_beats_text
+from tui.engine.tune.code import compile_call, config_form
+from tui.engine.tune.search import Standing, ranked
+from tui.present.format import fmt_mib, fmt_seconds, fmt_speedup
+
+__all__ = ["against_text", "standing_rows", "STANDING_COLUMNS", "headline", "code_lines", "figure_lines",
+           "closing_line", "answer_text"]
+
+STANDING_COLUMNS = ("candidate", "screened", "latest [95% interval]", "standing")
+"""The columns of :func:`standing_rows`."""
+UNCONFIRMED_CODE = "# unconfirmed: the race's leader, not shown faster in fresh processes"
+
+
+def against_text(against: Against) -> str:
+    """``1.19× [1.17, 1.21] faster`` (the verdict's word after the interval)."""
+    text = fmt_speedup(against.gain, against.low, against.high)
+    return f"{text} {against.verdict}" if against.verdict else text
+
+
+def _standing_text(standing: Standing, last_stage: int) -> str:
+    """Why it left the race; for one still in, whether the budget let it run in the last stage."""
+    if standing.gone:
+        return standing.gone
+    if standing.stage < 0:
+        return "in the race, never run (the budget ran out)"
+    if standing.stage < last_stage:
+        return f"in the race, last run in stage {standing.stage + 1} (the budget ran out)"
+    return "in the race to the end"
+
+
+def standing_rows(standings: Sequence[Standing]) -> list[tuple[str, str, str, str]]:
+    """(candidate, screened, latest with interval and processes, standing) per candidate, the race's order."""
+    last_stage = max((s.stage for s in standings), default=0)
+    rows = []
+    for standing in ranked(standings):
+        screened = standing.screened
+        first = fmt_speedup(screened.value) if screened is not None else "–"
+        score = standing.score
+        latest = fmt_speedup(score.value, score.low, score.high)
+        if score.processes > 1:
+            latest += f" ({score.processes} proc.)"
+        rows.append((standing.name, first, latest, _standing_text(standing, last_stage)))
+    return rows
+
+
+def headline(result: TuneResult) -> str:
+    """The answer's first line: the confirmed winner, the words for "nothing beats the default", or unconfirmed
+    with why."""
+    name = result.winner.name if result.winner is not None else "none"
+    if result.outcome == CONFIRMED:
+        return f"best: {name}, confirmed faster than the default compile in fresh processes"
+    if result.outcome == NOTHING_BEATS:
+        return nothing_beats_text(result.threshold)
+    verdict = result.confirmation.vs_default.verdict if result.confirmation else None
+    subject = "" if result.confirmed is None or result.confirmed is result.winner else f" of {result.confirmed.name}"
+    reasons = [result.stopped, f"the confirmation{subject} reads {verdict}" if verdict else None, result.incomplete]
+    if not any(reasons) and result.winner is not None and result.winner.candidate.is_default:
+        reasons.append("the default compile led the race, but no confirmation judged its challenger")
+    why = "; ".join(r for r in reasons if r) or "not confirmed"
+    return f"best so far: {name} (unconfirmed: {why})"
+
+
+def code_lines(result: TuneResult, modes: Mapping[str, Mapping[str, Any]] | None = None) -> list[str]:
+    """The winner as code to paste, both forms (a blank line first); none for the default compile or when nothing
+    beats it."""
+    if result.winner is None or result.winner_options is None or result.outcome == NOTHING_BEATS \
+            or result.winner.candidate.is_default:
+        return []
+    lines = [""]
+    if result.outcome != CONFIRMED:
+        lines.append(UNCONFIRMED_CODE)
+    lines += ["# as torch.compile's arguments:", compile_call(result.winner_options), "",
+              "# or as torch._inductor.config settings:", *config_form(result.winner_options, modes).splitlines()]
+    return lines
+
+
+def figure_lines(result: TuneResult) -> list[str]:
+    """The confirmation's figures (a blank line first): vs the default compile and vs eager with their verdicts,
+    the compile time, the memory, the charge of the compile time; none without a confirmation."""
+    confirmation = result.confirmation
+    if confirmation is None:
+        return []
+    name = result.confirmed.name if result.confirmed else "winner"
+    processes = confirmation.processes
+    lines = ["", f"confirmation ({processes[0]} + {processes[1]} fresh processes, 95% intervals across processes):",
+             f"  {name} vs default compile: {against_text(confirmation.vs_default)}",
+             f"  {name} vs eager: {against_text(confirmation.vs_eager)}",
+             f"  default compile vs eager: {against_text(confirmation.default_vs_eager)}"]
+    compile_w, compile_d = confirmation.compile_s
+    lines.append(f"  compile time: {fmt_seconds(compile_w)} s (default compile {fmt_seconds(compile_d)} s)")
+    peak_w, peak_d = confirmation.peak_mb
+    if peak_w is not None or peak_d is not None:
+        lines.append(f"  peak memory: {fmt_mib(peak_w)} (default compile {fmt_mib(peak_d)})")
+    if confirmation.amortized_gain is not None and result.objective.calls:
+        lines.append(f"  with the compile time over {result.objective.calls} calls: "
+                     f"{confirmation.amortized_gain:.2f}x the default compile (point estimate; compile time has no "
+                     "interval)")
+    return lines
+
+
+def closing_line(result: TuneResult) -> str:
+    """How many runs, how long, and where they are."""
+    return (f"tune id {result.tune_id}: {result.runs} run(s) in {fmt_seconds(result.elapsed_s)} s "
+            "(compare, report and the app's details read them from the history)")
+
+
+def answer_text(result: TuneResult, modes: Mapping[str, Mapping[str, Any]] | None = None) -> str:
+    """The whole answer as plain text (the candidates one per line, ``name: latest (screened ...): standing``)."""
+    lines = [headline(result), *code_lines(result, modes), *figure_lines(result), "", "candidates (speedup over "
+             "eager in their own processes):"]
+    for name, screened, latest, standing in standing_rows(result.standings):
+        lines.append(f"  {name}: {latest}, screened {screened}: {standing}")
+    notes = [*(result.confirmation.notes if result.confirmation else ()), *result.notes]
+    lines += [f"note: {note}" for note in notes]
+    lines.append(closing_line(result))
+    return "\n".join(lines)
