@@ -163,6 +163,41 @@ def test_a_stop_on_a_pool_cancels_the_runs_going_and_keeps_the_finished_ones():
     assert result.winner.name == "k=0"
 
 
+class KindsRunner(LaneRunner):
+    """LaneRunner whose runs report the GPU kind of the lane they got (``kinds``: device -> product name)."""
+
+    def __init__(self, clock: Clock, times: dict, kinds: dict) -> None:
+        super().__init__(clock, times)
+        self.kinds = kinds
+
+    async def run(self, record, on_event=None):
+        await super().run(record, on_event)
+        record.env = dataclasses.replace(record.env, gpu_name=self.kinds[record.options.device])
+        return record
+
+
+def test_a_confirmation_on_gpus_of_several_kinds_is_unconfirmed_and_the_mix_is_said():
+    # the command line refuses such a pool; a cluster's lanes can still land on several kinds (Ray picks the GPU)
+    clock, heard = Clock(), Heard()
+    runner = KindsRunner(clock, {"freezing=True": 0.7}, {"cuda:0": "Fake A", "cuda:1": "Fake B", "cuda:2": "Fake A",
+                                                        "cuda:3": "Fake B"})
+
+    async def go():
+        session = RunSession(lambda lane: runner, None)
+        driver = TuneDriver(session, ON_GPU, [Candidate(), FREEZE], DEVICE_TIME, 10_000.0, listener=heard,
+                            clock=clock, pool=POOL)
+        try:
+            return await driver.run()
+        finally:
+            await session.aclose()
+
+    result = asyncio.run(go())
+    assert result.outcome != CONFIRMED and result.confirmation is None
+    assert result.stopped == "the confirmation's runs ran on GPUs of several kinds (Fake A, Fake B)"
+    assert ("note", "the runs ran on GPUs of several kinds (Fake A, Fake B), so candidates were compared across "
+                    "hardware: tune on GPUs of one kind") in heard.events
+
+
 # ----- the command line --------------------------------------------------------------------------------------
 
 

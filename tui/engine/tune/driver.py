@@ -36,7 +36,7 @@ from tui.engine.tune.search import (
 )  # fmt: skip
 from tui.engine.tune.space import Candidate, combine
 
-__all__ = ["TuneDriver", "TuneListener", "DurationModel", "measured_seconds"]
+__all__ = ["TuneDriver", "TuneListener", "DurationModel", "measured_seconds", "gpu_kinds"]
 
 
 CANCELLED = "cancelled"
@@ -93,6 +93,11 @@ def measured_seconds(record: RunRecord) -> float:
     total = sum(sum(block.ms) for blocks in record.samples.values() for block in blocks if block.stage == "measure")
     loops = 2 if record.options.device.startswith("cuda") else 1
     return total * loops / 1000
+
+
+def gpu_kinds(records: Sequence[RunRecord]) -> list[str]:
+    """The GPU kinds (product names) the done ones of ``records`` ran on, sorted."""
+    return sorted({r.env.gpu_name for r in records if r.status == RunStatus.DONE and r.env.gpu_name})
 
 
 @dataclass
@@ -213,6 +218,7 @@ class TuneDriver:
     def result(self, confirmation: Any = None, confirmed: Standing | None = None) -> TuneResult:
         """The result as it stands (unconfirmed unless ``confirmation``, of ``confirmed`` against the default
         compile, is given)."""
+        self._say_kinds()
         best = winner(self.standings, self.threshold)
         outcome = outcome_of(best, confirmation, self._stopped, self._incomplete, self.threshold,
                              challenger_left=challenger(self.standings) is not None)
@@ -221,18 +227,18 @@ class TuneDriver:
         return TuneResult(tune_id=self.tune_id, outcome=outcome, winner=best,
                           winner_options=None if best is None else self.options_of(best.candidate, self.base.iters),
                           confirmation=confirmation, confirmed=confirmed if confirmation is not None else None,
-                          standings=tuple(self.standings), notes=(*self.notes, *self._kinds_note()),
+                          standings=tuple(self.standings), notes=tuple(self.notes),
                           stopped=self._stopped, incomplete=self._incomplete, elapsed_s=self.clock() - self._started,
                           runs=sum(r.finished for r in self.records), threshold=self.threshold,
                           objective=self.objective)
 
-    def _kinds_note(self) -> list[str]:
-        """A note when the runs that ended ran on GPUs of several kinds (a cluster's nodes: Ray picks the GPU)."""
-        kinds = sorted({r.env.gpu_name for r in self.records if r.status == RunStatus.DONE and r.env.gpu_name})
-        if len(kinds) <= 1:
-            return []
-        return [f"the runs ran on GPUs of several kinds ({', '.join(kinds)}), so candidates were compared across "
-                "hardware: tune on GPUs of one kind"]
+    def _say_kinds(self) -> None:
+        """Say once when the runs that ended ran on GPUs of several kinds (a cluster's nodes: Ray picks the GPU)."""
+        kinds = gpu_kinds(self.records)
+        note = (f"the runs ran on GPUs of several kinds ({', '.join(kinds)}), so candidates were compared across "
+                "hardware: tune on GPUs of one kind")
+        if len(kinds) > 1 and note not in self.notes:
+            self._say(note)
 
     async def _race(self) -> None:
         for index in range(self.max_stages):
@@ -352,6 +358,9 @@ class TuneDriver:
             await self.session.wait_ended([r for records in submitted for r in records])
             for records in submitted:
                 self._took(records, began)
+        kinds = gpu_kinds(runs[WINNER] + runs[DEFAULT])
+        if len(kinds) > 1 and self._stopped is None:  # the winner's gain would mix in the hardware's
+            self._stopped = f"the confirmation's runs ran on GPUs of several kinds ({', '.join(kinds)})"
         if self._stopped is not None:
             return self.result()
         return self.result(confirm(runs[WINNER], runs[DEFAULT], self.objective, self.threshold), best)
