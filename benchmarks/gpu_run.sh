@@ -37,7 +37,10 @@
 #                                         # beside a 100 ms NVML poller; CNN b64 and matmul 8192, 3 runs each,
 #                                         # interleaved (~5-7 min; starts no run after POLLING_BUDGET s, 380)
 #   bash benchmarks/gpu_run.sh tune       # issue 27: compile-lab tune, TUNE_CASES="cnn-ieee cnn-default block gemm"
-#                                         # (default cnn-ieee), each search held to TUNE_BUDGET s (500): one case a call
+#                                         # (default cnn-ieee), each search held to TUNE_BUDGET s (500): one case a call;
+#                                         # TUNE_DEVICE=cuda:all tunes on every GPU (default cuda)
+#   bash benchmarks/gpu_run.sh tune_pool  # issue 27 on a pool: the same search (TUNE_CASES, default cnn-ieee) on
+#                                         # cuda:0 and on cuda:all, TUNE_BUDGET s each (240): answers, runs, walls
 # Several stages in one call: bash benchmarks/gpu_run.sh seed extra
 # On the device machine the missing wheels come from .whl (../shared/device/wheels.sh).
 set -uo pipefail
@@ -366,9 +369,27 @@ stage_tune() {
       *) echo "tune: unknown case $case (cnn-ieee, cnn-default, block, gemm)"; continue ;;
     esac
     step "tune $case (${budget} s)"
-    timeout $((budget + 60)) python3 -m tui tune --device cuda --budget "${budget}s" "${args[@]}" \
+    timeout $((budget + 60)) python3 -m tui tune --device "${TUNE_DEVICE:-cuda}" --budget "${budget}s" "${args[@]}" \
       --json "$OUT/tune-$case.json" > "$OUT/tune-$case.txt" 2> "$OUT/tune-$case.log"
     echo "tune exit $? after ${SECONDS}s"; cat "$OUT/tune-$case.txt"; tail -20 "$OUT/tune-$case.log"
+  done
+}
+
+stage_tune_pool() {
+  # Issue 27 on several GPUs: one search on cuda:0, then the same on cuda:all (one run per GPU at once, the
+  # confirmation in matched pairs); each answer, its runs by GPU, the most runs side by side, its wall time.
+  local budget=${TUNE_BUDGET:-240} case=${TUNE_CASES:-cnn-ieee} device start
+  nvidia-smi -L
+  for device in cuda:0 cuda:all; do
+    TUNE_CASES=$case TUNE_BUDGET=$budget TUNE_DEVICE=$device stage_tune
+    mv "$OUT/tune-$case.json" "$OUT/tune-$case-${device/:/}.json"; mv "$OUT/tune-$case.txt" "$OUT/tune-$case-${device/:/}.txt"
+    mv "$OUT/tune-$case.log" "$OUT/tune-$case-${device/:/}.log"
+    python3 - "$OUT/tune-$case-${device/:/}.json" <<'PY'
+import collections, json, sys
+runs = json.load(open(sys.argv[1]))["runs"]
+print(f"{sys.argv[1]}: {len(runs)} runs; by GPU {dict(collections.Counter(r['options']['device'] for r in runs))}; "
+      f"most beside one run {max((r.get('concurrent_runs') or 0 for r in runs), default=0)}")
+PY
   done
 }
 

@@ -128,21 +128,27 @@ class _TuneLane:
         self.tune = tune
         self.fresh: list[RunRecord] = []
 
-    def submit(self, options_list: Sequence[RunOptions]) -> list[RunRecord]:
-        records = self.tune.lab.session.submit(list(options_list))
+    def submit(self, options_list: Sequence[RunOptions], pool: Sequence[str] | None = None) -> list[RunRecord]:
+        records = self.tune.lab.session.submit(list(options_list), pool=pool)
         self.tune.own.update(r.run_id for r in records)
-        self.fresh = records
+        self.fresh.extend(records)
         return records
 
-    async def wait_settled(self) -> None:
-        """Show the runs just submitted (the driver has tagged them by now), then wait until each one was saved."""
-        records, self.fresh = self.fresh, []
-        self.tune.lab.known(records)
-        view = self.tune.lab.view
-        if view is not None:
-            view.show_queued(records, [r for r in records if r.group_id in (None, r.run_id)], "tune")
-        while not all(r.run_id in self.tune.saved_ids for r in records):
+    async def wait_ended(self, records: Sequence[RunRecord], *, every: bool = True) -> list[RunRecord]:
+        """Show the runs submitted since the last wait (the driver has tagged them by now), then wait until each
+        of ``records`` (``every=False``: one) was saved; those that were, in order."""
+        fresh, self.fresh = self.fresh, []
+        if fresh:
+            self.tune.lab.known(fresh)
+            view = self.tune.lab.view
+            if view is not None:
+                view.show_queued(fresh, [r for r in fresh if r.group_id in (None, r.run_id)], "tune")
+        need = len(records) if every else min(1, len(records))
+        while True:
             self.tune.saved_event.clear()
+            done = [r for r in records if r.run_id in self.tune.saved_ids]
+            if len(done) >= need:
+                return done
             await self.tune.saved_event.wait()
 
     def cancel_all(self) -> None:

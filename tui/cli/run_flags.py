@@ -20,7 +20,8 @@ from tui.engine.option_table import CUSTOM, NEGATED, OPTIONS, PAIRS, SPECS, SWIT
 from tui.engine.options import RunOptions, parse_key_values
 from tui.engine.run.sweep import AXES_BY_FIELD, SweepAxis
 
-__all__ = ["add_run_flags", "add_option_flags", "add_output_flags", "table_options", "is_table_flag"]
+__all__ = ["add_run_flags", "add_option_flags", "add_output_flags", "add_cluster_flags", "table_options",
+           "is_table_flag"]
 
 _Groups = dict[str, Any]
 _DEFAULTS = RunOptions()
@@ -166,6 +167,17 @@ def add_output_flags(out: Any) -> None:
     out.add_argument("--quiet", action="store_true", help="no progress and no table (errors still go to stderr)")
 
 
+def add_cluster_flags(cluster: Any) -> None:
+    """``--cluster`` and ``--cluster-cpus`` (``run``, ``sweep`` and ``tune``)."""
+    cluster.add_argument("--cluster", metavar="ADDRESS",
+                         help="run on a Ray cluster: auto (the one this machine is configured for) or HOST:PORT "
+                              "(its head's GCS address); one task per run, each asking for a GPU (cpu runs: "
+                              "--cluster-cpus CPUs)")
+    cluster.add_argument("--cluster-cpus", type=float, metavar="N",
+                         help=f"with --cluster: the CPUs each run asks Ray for, and its torch threads (default "
+                              f"{DEFAULT_CPUS:g}; a node's whole count gives each CPU run a node to itself)")
+
+
 def _add_command_flags(groups: _Groups) -> None:
     """The flags that are not run options: where runs go, how many processes, the exports, the output."""
     what, cluster, timing, out = groups["what"], groups["cluster"], groups["timing"], groups["output"]
@@ -175,13 +187,7 @@ def _add_command_flags(groups: _Groups) -> None:
     what.add_argument("--serial", action="store_true",
                       help="with a GPU list: one run at a time (a launch-bound model's host time then has the "
                            "host to itself)")
-    cluster.add_argument("--cluster", metavar="ADDRESS",
-                         help="run on a Ray cluster: auto (the one this machine is configured for) or HOST:PORT "
-                              "(its head's GCS address); one task per run, each asking for a GPU (cpu runs: "
-                              "--cluster-cpus CPUs)")
-    cluster.add_argument("--cluster-cpus", type=float, metavar="N",
-                         help=f"with --cluster: the CPUs each run asks Ray for, and its torch threads (default "
-                              f"{DEFAULT_CPUS:g}; a node's whole count gives each CPU run a node to itself)")
+    add_cluster_flags(cluster)
     timing.add_argument("--repeat", metavar="K|auto",
                         help="run each configuration in K fresh worker processes, interleaved with the other "
                              "configurations; one row each, with an interval across processes. auto (the default): "

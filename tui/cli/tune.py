@@ -23,8 +23,9 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from tui.cli.parse import PROG, UsageError, options_from_args
-from tui.cli.run_flags import add_option_flags, add_output_flags
+from tui.cli.parse import PROG, UsageError, check_cluster, device_pool_from_args, options_from_args
+from tui.cli.run_flags import add_cluster_flags, add_option_flags, add_output_flags
+from tui.engine.cluster.address import ClusterError
 from tui.engine.options import OptionsError, RunOptions
 from tui.engine.run.session import RunSession, SessionListener
 from tui.engine.tune.objective import DEVICE, OBJECTIVES, Objective
@@ -47,6 +48,7 @@ def add_tune_parser(sub: Any) -> None:
                     "workload and device in fresh processes, drop the clearly worse, and confirm the winner "
                     "against the default compile and eager in fresh processes (README: Tune).")
     groups = add_option_flags(tune, sweep=False, skip=SEARCHED)
+    add_cluster_flags(groups["cluster"])
     search = tune.add_argument_group("search")
     search.add_argument("--budget", metavar="TIME", default="10m",
                         help="the search's wall-clock budget: 90s, 10m, 1h (default 10m); no run starts that the "
@@ -64,7 +66,10 @@ def add_tune_parser(sub: Any) -> None:
 
 
 def tune_settings(args: argparse.Namespace) -> tuple[RunOptions, Objective, tuple[str, ...], float]:
-    """The base options, the objective, the knobs and the budget of a parsed ``tune``; OptionsError (one line)."""
+    """The base options, the objective, the knobs and the budget of a parsed ``tune``; OptionsError or UsageError
+    (one line). ``args.device_pool``: the GPUs of ``--device cuda:all`` or a list (``args.device`` their first)."""
+    check_cluster(args)
+    args.device_pool = () if args.cluster else device_pool_from_args(args)
     base = options_from_args(args).validated()
     request = check_request(args.objective, args.calls, args.max_memory, args.space, args.budget)
     return base, request.objective, request.knobs, request.budget_s
@@ -87,7 +92,7 @@ async def _tune(args: argparse.Namespace, settings: tuple[RunOptions, Objective,
                 make_runner: Callable[..., Any]) -> int:
     from rich.console import Console
 
-    from tui.cli.run import _export, _forget_cancel, _signals_stop, _TerminalFile
+    from tui.cli.run import _export, _forget_cancel, _runners, _signals_stop, _TerminalFile
     from tui.cli.tune_render import TuneLines, print_answer
     from tui.engine.store.repeats import group_rows
     from tui.engine.tune.driver import TuneDriver
@@ -96,9 +101,17 @@ async def _tune(args: argparse.Namespace, settings: tuple[RunOptions, Objective,
     began = time.monotonic()  # the probe is part of the budget
     out, err_file = _TerminalFile(sys.stdout), _TerminalFile(sys.stderr)
     err = Console(file=err_file.as_io(), soft_wrap=True)
+    telemetry = None if args.cluster else _telemetry(base)
+    try:
+        lanes, cluster = await _lanes(args, base, telemetry)
+    except (ClusterError, OptionsError) as exc:
+        err.print(f"{PROG}: error: {exc}", markup=False, highlight=False)
+        return 2
     lines = TuneLines(err, quiet=args.quiet)
     lines.note(f"tune: {base.workload} on {base.device}, objective {objective.describe()}, budget {budget:g} s; "
                "asking the worker's torch which options it has")
+    if lanes:
+        lines.note(_lanes_text(lanes, args))
     plan = await asyncio.to_thread(plan_search, base, knobs)
     for note in plan.notes:
         lines.note(note)
@@ -107,10 +120,10 @@ async def _tune(args: argparse.Namespace, settings: tuple[RunOptions, Objective,
         from tui.engine.store.history import History
 
         history = History()
-    runner = make_runner(keep_spare=True, telemetry=_telemetry(base))
-    session = RunSession(lambda lane: runner, history, _Saved(lines))
+    runner_for = await _runners(tuple(args.device_pool), make_runner, True, telemetry, cluster)
+    session = RunSession(runner_for, history, _Saved(lines))
     driver = TuneDriver(session, base, plan.candidates, objective, budget, pinned=base.inductor_options,
-                        modes=plan.modes, listener=lines, started=began)
+                        modes=plan.modes, listener=lines, started=began, pool=lanes)
     driver.notes.extend(plan.notes)
     stopped_by: list[int] = []
     with _signals_stop(session, stopped_by):
@@ -129,6 +142,31 @@ async def _tune(args: argparse.Namespace, settings: tuple[RunOptions, Objective,
     if stopped_by:
         return 128 + stopped_by[0]
     return 1 if export_failed else 0
+
+
+async def _lanes(args: argparse.Namespace, base: RunOptions, telemetry: Any) -> tuple[tuple[str, ...], Any]:
+    """Where the search's runs go and the cluster link: a Ray cluster's lanes (``--cluster``), a GPU pool of one
+    kind (``--device cuda:all`` or a list), or none (one run at a time); ClusterError or OptionsError (one line)."""
+    from tui.cli.run import _cluster
+
+    cluster = _cluster(args)
+    if cluster is not None:
+        return await cluster.lanes([base]), cluster
+    pool = tuple(args.device_pool)
+    if len(pool) <= 1:
+        return (), None
+    from tui.engine.runner.gpu_lock import pool_gpu_names
+    from tui.engine.runner.wiring import one_kind_pool
+
+    names = await asyncio.to_thread(pool_gpu_names, pool, telemetry)
+    return one_kind_pool(pool, names), None
+
+
+def _lanes_text(lanes: tuple[str, ...], args: argparse.Namespace) -> str:
+    """What the progress says about the lanes: how many runs go at once, and where."""
+    where = f"the Ray cluster at {args.cluster}" if args.cluster else ", ".join(lanes)
+    return (f"{len(lanes)} runs at once on {where}, each candidate's run on the first free lane; the confirmation "
+            "runs the winner and the default compile in matched pairs, side by side")
 
 
 def _telemetry(base: RunOptions) -> Any:

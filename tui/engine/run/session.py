@@ -53,16 +53,8 @@ from tui.engine.options import RunOptions
 from tui.engine.protocol import Event, Started
 from tui.engine.store.prune import CapKeeper, PruneResult
 from tui.engine.store.repeats import AUTO, another_process_wanted, group_records, parse_repeat
-from tui.engine.run.lanes import (
-    CLUSTER_LANE,
-    RETIRE_AFTER,
-    SHARED_LANE,
-    LaneHealth,
-    RunUnit,
-    is_local,
-    lane_of,
-    options_in,
-)
+from tui.engine.run.lanes import (CLUSTER_LANE, RETIRE_AFTER, SHARED_LANE, LaneHealth, RunUnit, is_local, lane_of,
+                                  options_in)
 from tui.engine.store.results import RunRecord, new_run_id
 from tui.logs import suppressed
 from tui.engine.status import RunStatus
@@ -441,11 +433,20 @@ class RunSession:
     async def wait_settled(self) -> None:
         """Wait until every unit ran and every ended record was saved."""
         while not self.settled:
-            waiting = [t for t in (*self._tasks.values(), self._saver) if t is not None and not t.done()]
-            if not waiting:
-                await asyncio.sleep(0)  # a saver is about to be created by an ending run
-                continue
-            await asyncio.wait(waiting, return_when=asyncio.FIRST_COMPLETED)
+            await self._next_change()
+
+    async def wait_ended(self, records: Sequence[RunRecord], *, every: bool = True) -> list[RunRecord]:
+        """Wait until every one of ``records`` (``every=False``: one) ended and was saved; those that have, in order.
+        A caller keeping several runs going (the tuner on a pool) hears each as it ends."""
+        while len(done := [r for r in records if r.finished and r.run_id not in self._unsaved]) < (
+                len(records) if every else min(1, len(records))):
+            await self._next_change()
+        return done
+
+    async def _next_change(self) -> None:
+        """Until a run or the saver ends (one turn of the loop when none is going: one is about to be created)."""
+        waiting = [t for t in (*self._tasks.values(), self._saver) if t is not None and not t.done()]
+        await (asyncio.wait(waiting, return_when=asyncio.FIRST_COMPLETED) if waiting else asyncio.sleep(0))
 
     async def aclose(self, timeout: float = 3.0) -> None:
         """Drop the queue, cancel and await the runs, save what ended, close the runners."""

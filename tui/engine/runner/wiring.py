@@ -5,7 +5,8 @@
 its own pinned to whole cores near its GPU (:func:`tui.engine.runner.gpu_lock.pool_cpu_env`), and a
 Ray cluster's lanes (``cluster:N``) the cluster's one runner (:class:`tui.engine.cluster.link.ClusterLink`,
 which both front ends connect through). :func:`plan_pools` is the rule for a pool of GPUs of several kinds
-(the pools to submit to and the repeats to submit with, or a refusal). The front ends make the runners
+(the pools to submit to and the repeats to submit with, or a refusal); :func:`one_kind_pool` the stricter
+rule of a tune, whose runs all compare with each other (one GPU kind, or a refusal). The front ends make the runners
 (``make_gpu_runner``: the CLI's ``make_runner``, the app's copy of its runner) and say what the
 decisions mean to the user (the CLI's lines, the app's notices).
 """
@@ -19,9 +20,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from tui.engine.run.lanes import SHARED_LANE, is_local
+from tui.engine.options import OptionsError
 from tui.engine.run.placement import check_kinds, kinds_of, lane_cpu_env, repeats_for_kinds
 
-__all__ = ["LaneRunners", "PoolPlan", "plan_pools"]
+__all__ = ["LaneRunners", "PoolPlan", "plan_pools", "one_kind_pool"]
 
 logger = logging.getLogger(__name__)
 
@@ -134,3 +136,18 @@ def plan_pools(pool: Sequence[str], names: Mapping[str, str | None], repeats: in
         return PoolPlan(tuple(lanes for _, lanes in kinds), repeats)
     note = check_kinds(kinds, repeats)
     return PoolPlan((pool,), repeats_for_kinds(kinds, repeats), note)
+
+
+def one_kind_pool(pool: Sequence[str], names: Mapping[str, str | None]) -> tuple[str, ...]:
+    """``pool`` for runs that are all compared with each other (``compile-lab tune``): every GPU of one kind.
+
+    A pool that :func:`plan_pools` splits into several kinds is refused (OptionsError, field ``device``: one
+    line naming each kind and its GPUs, so one of them can be chosen): a candidate measured on one kind
+    would race one measured on another.
+    """
+    if len(plan_pools(pool, names, 1, each_kind=True).pools) <= 1:
+        return tuple(pool)
+    kinds = kinds_of(pool, names)
+    listed = "; ".join(f"{kind}: {','.join(lanes)}" for kind, lanes in kinds)
+    raise OptionsError("device", f"the GPUs are of several kinds ({listed}) and a tune compares its runs with each "
+                                 f"other (allowed: GPUs of one kind, e.g. --device {','.join(kinds[0][1])})")

@@ -1,9 +1,13 @@
 """The tuner's driver: the race's stages and the confirmation, run through a RunSession within a budget.
 
-:class:`TuneDriver` submits one run at a time to a :class:`~tui.engine.run.session.RunSession`
-(the one ``compile-lab run`` uses: a fresh worker per run, the history, the exports), so it can
-decide before each run whether the budget still fits it: a run starts only when its estimated
-length (:class:`DurationModel`, from the runs so far), plus the confirmation's, fits in what is left.
+:class:`TuneDriver` submits its runs to a :class:`~tui.engine.run.session.RunSession` (the one
+``compile-lab run`` uses: a fresh worker per run, the history, the exports) one at a time, or on a
+``pool`` of lanes (a GPU pool of one kind, a Ray cluster's lanes) one per lane at once, each to the
+first free lane, so it can decide before each run whether the budget still fits it: a run starts only
+when its estimated length (:class:`DurationModel`, from the runs so far), plus the confirmation's
+(its waves, :func:`~tui.engine.tune.parallel.confirm_waves`), fits in what is left. The confirmation
+runs in matched pairs on a pool (the winner's and the default compile's processes beside the same
+neighbours: :mod:`tui.engine.tune.parallel`).
 Every record it makes carries the tune's id (``RunRecord.tune_id``). :meth:`TuneDriver.stop` (or
 cancelling :meth:`TuneDriver.run`) ends the search: the best so far is reported as unconfirmed, and
 every run that ended stays in the session (history, exports).
@@ -26,12 +30,13 @@ from tui.engine.status import RunStatus
 from tui.engine.store.results import RunRecord, new_run_id
 from tui.engine.tune.answer import CONFIRM_REPEATS, CONFIRMED, Progress, TuneResult, confirm, outcome_of
 from tui.engine.tune.objective import Objective, score
+from tui.engine.tune.parallel import DEFAULT, WINNER, confirm_waves
 from tui.engine.tune.search import (
     MAX_STAGES, Standing, ahead_of_default, challenger, halve, judge_stage, leader, stage_plan, winner,
 )  # fmt: skip
 from tui.engine.tune.space import Candidate, combine
 
-__all__ = ["TuneDriver", "TuneListener", "DurationModel", "measured_seconds"]
+__all__ = ["TuneDriver", "TuneListener", "DurationModel", "measured_seconds", "gpu_kinds"]
 
 
 CANCELLED = "cancelled"
@@ -90,6 +95,11 @@ def measured_seconds(record: RunRecord) -> float:
     return total * loops / 1000
 
 
+def gpu_kinds(records: Sequence[RunRecord]) -> list[str]:
+    """The GPU kinds (product names) the done ones of ``records`` ran on, sorted."""
+    return sorted({r.env.gpu_name for r in records if r.status == RunStatus.DONE and r.env.gpu_name})
+
+
 @dataclass
 class _Entry:
     candidate: Candidate
@@ -104,8 +114,11 @@ class TuneDriver:
                  modes: Mapping[str, Mapping[str, Any]] | None = None, listener: TuneListener | None = None,
                  clock: Callable[[], float] = time.monotonic, tune_id: str | None = None,
                  confirm_repeats: int = CONFIRM_REPEATS, max_stages: int = MAX_STAGES,
-                 started: float | None = None) -> None:
+                 started: float | None = None, pool: Sequence[str] | None = None) -> None:
         self.session = session
+        self.pool = tuple(pool or ())
+        """The lanes the runs are dealt to, one run per lane at once (a GPU pool of one kind, a cluster's lanes);
+        empty: one run at a time."""
         self.base = base
         self.objective = objective
         self.budget_s = budget_s
@@ -135,14 +148,21 @@ class TuneDriver:
     def _confirm_iters(self) -> int:
         return stage_plan(1, self.base.iters).iters
 
+    @property
+    def lanes(self) -> int:
+        """How many runs go at once."""
+        return max(1, len(self.pool))
+
     def _confirm_cost(self) -> float:
+        """The confirmation's estimated wall time: its waves (:func:`confirm_waves`) of one run's length each."""
         one = self.durations.estimate(self._confirm_iters())
-        return 0.0 if one is None else one * 2 * self.confirm_repeats
+        return 0.0 if one is None else one * len(confirm_waves(self.confirm_repeats, self.lanes))
 
     def _fits(self, iters: int) -> bool:
         """Whether a run of ``iters`` fits in the time left, and the confirmation after it while a challenger of
         the default compile is in the race (the confirmation judges the race's winner, or the best challenger
-        where the default leads)."""
+        where the default leads). On a pool the run goes to a free lane: it ends after the runs already going,
+        which started before it, so its own length and the confirmation's are what must fit."""
         estimate = self.durations.estimate(iters)
         if estimate is None:
             return self.time_left() > 0
@@ -167,21 +187,22 @@ class TuneDriver:
             options = dataclasses.replace(options, timeout_s=max(1.0, min(options.timeout_s, self.time_left())))
         return options
 
-    async def _run(self, options_list: Sequence[RunOptions], group: tuple[str, int] | None = None) -> list[RunRecord]:
-        """Run ``options_list`` and wait for the session to settle; ``group``: (group id, repeat) of the one run."""
-        began = self.clock()
-        records = self.session.submit(list(options_list))
+    def _submit(self, options_list: Sequence[RunOptions], group: tuple[str, int] | None = None) -> list[RunRecord]:
+        """Queue ``options_list`` (on the pool's free lanes, if any); ``group``: (group id, repeat) of the one run."""
+        records = self.session.submit(list(options_list), pool=self.pool or None)
         for record in records:  # before the run starts: the session starts it from the event loop
             record.tune_id = self.tune_id
             if group is not None:
                 record.group_id, record.repeat = group[0] or record.run_id, group[1]
         self.records.extend(records)
-        await self.session.wait_settled()
+        return records
+
+    def _took(self, records: Sequence[RunRecord], began: float) -> None:
+        """``records`` (submitted at ``began``) ended: their wall time goes into the duration model."""
         took = (self.clock() - began) / max(1, len(records))
         for record in records:
             if record.finished and record.status != RunStatus.CANCELLED:
                 self.durations.add(record.options.iters, took, measured_seconds(record))
-        return records
 
     async def run(self) -> TuneResult:
         """The race and the confirmation (see the module docstring); the result, whatever stopped it."""
@@ -197,6 +218,7 @@ class TuneDriver:
     def result(self, confirmation: Any = None, confirmed: Standing | None = None) -> TuneResult:
         """The result as it stands (unconfirmed unless ``confirmation``, of ``confirmed`` against the default
         compile, is given)."""
+        self._say_kinds()
         best = winner(self.standings, self.threshold)
         outcome = outcome_of(best, confirmation, self._stopped, self._incomplete, self.threshold,
                              challenger_left=challenger(self.standings) is not None)
@@ -210,6 +232,14 @@ class TuneDriver:
                           runs=sum(r.finished for r in self.records), threshold=self.threshold,
                           objective=self.objective)
 
+    def _say_kinds(self) -> None:
+        """Say once when the runs that ended ran on GPUs of several kinds (a cluster's nodes: Ray picks the GPU)."""
+        kinds = gpu_kinds(self.records)
+        note = (f"the runs ran on GPUs of several kinds ({', '.join(kinds)}), so candidates were compared across "
+                "hardware: tune on GPUs of one kind")
+        if len(kinds) > 1 and note not in self.notes:
+            self._say(note)
+
     async def _race(self) -> None:
         for index in range(self.max_stages):
             plan = stage_plan(index, self.base.iters)
@@ -217,13 +247,8 @@ class TuneDriver:
             if index > 0 and len([s for s in running if not s.candidate.is_default]) <= 1:
                 return
             self.listener.stage_started(index, [s.name for s in running], plan.iters)
-            for standing in running:
-                if self._stopped is not None:
-                    return
-                if not self._fits(plan.iters):
-                    self._out_of_time(index)
-                    return
-                await self._run_candidate(standing.name, index, plan.iters)
+            if not await self._run_stage([s.name for s in running], index, plan.iters):
+                return
             ahead = ahead_of_default(self.standings, self.threshold)
             self.standings = judge_stage(self.standings, self.threshold)
             if index < self.max_stages - 1:
@@ -241,9 +266,35 @@ class TuneDriver:
         self._say(f"stage {index + 1}: the budget left ({self.time_left():.0f} s) does not fit another run (and the "
                   "confirmation, while a candidate other than the default leads); the race ends here")
 
-    async def _run_candidate(self, name: str, index: int, iters: int) -> None:
+    async def _run_stage(self, names: Sequence[str], index: int, iters: int) -> bool:
+        """Run each of ``names`` once, one run per lane at once, each scored as it ends; False when the stage ended
+        early: a stop, or the budget (said by :meth:`_out_of_time` once the runs going have ended)."""
+        waiting = list(names)
+        going: dict[str, tuple[float, list[RunRecord]]] = {}
+        out_of_time = False
+        while waiting or going:
+            while waiting and len(going) < self.lanes and self._stopped is None and not out_of_time:
+                out_of_time = not self._fits(iters)
+                if not out_of_time:
+                    name = waiting.pop(0)
+                    entry = self.entries[name]
+                    options = self.options_of(entry.candidate, iters, timed=True, first=not entry.records)
+                    going[name] = (self.clock(), self._submit([options]))
+            if not going:
+                break
+            ended = {r.run_id for r in await self.session.wait_ended(
+                [r for _, records in going.values() for r in records], every=False)}
+            for name in [n for n, (_, records) in going.items() if all(r.run_id in ended for r in records)]:
+                began, records = going.pop(name)
+                self._took(records, began)
+                self._scored(name, index, records)
+        if out_of_time and self._stopped is None:
+            self._out_of_time(index)
+        return self._stopped is None and not out_of_time
+
+    def _scored(self, name: str, index: int, records: Sequence[RunRecord]) -> None:
+        """A run of ``name`` in stage ``index`` ended: its score and standing (a run cancelled by a stop is not)."""
         entry = self.entries[name]
-        records = await self._run([self.options_of(entry.candidate, iters, timed=True, first=not entry.records)])
         entry.records.extend(records)
         if all(r.status == RunStatus.CANCELLED for r in records) and self._stopped is not None:
             return
@@ -290,17 +341,26 @@ class TuneDriver:
             self._stopped = "the budget left does not fit the confirmation"
             return self.result()
         self.listener.confirming(best, self.confirm_repeats)
-        runs: dict[str, list[RunRecord]] = {"winner": [], "default": []}
-        for repeat in range(self.confirm_repeats):
-            for side, candidate in (("winner", best.candidate), ("default", default)):
-                if self._stopped is not None:
-                    return self.result()
-                if self.time_left() <= 0:
-                    self._stopped = "the budget ran out during the confirmation"
-                    return self.result()
+        runs: dict[str, list[RunRecord]] = {WINNER: [], DEFAULT: []}
+        sides = {WINNER: best.candidate, DEFAULT: default}
+        for wave in confirm_waves(self.confirm_repeats, self.lanes):
+            if self._stopped is not None:
+                return self.result()
+            if self.time_left() <= 0:
+                self._stopped = "the budget ran out during the confirmation"
+                return self.result()
+            began, submitted = self.clock(), []
+            for repeat, side in wave:
                 group = runs[side][0].group_id if runs[side] else ""
-                runs[side] += await self._run([self.options_of(candidate, iters, timed=True, first=repeat == 0)],
-                                              group=(group or "", repeat))
+                options = self.options_of(sides[side], iters, timed=True, first=repeat == 0)
+                submitted.append(self._submit([options], group=(group or "", repeat)))
+                runs[side] += submitted[-1]
+            await self.session.wait_ended([r for records in submitted for r in records])
+            for records in submitted:
+                self._took(records, began)
+        kinds = gpu_kinds(runs[WINNER] + runs[DEFAULT])
+        if len(kinds) > 1 and self._stopped is None:  # the winner's gain would mix in the hardware's
+            self._stopped = f"the confirmation's runs ran on GPUs of several kinds ({', '.join(kinds)})"
         if self._stopped is not None:
             return self.result()
-        return self.result(confirm(runs["winner"], runs["default"], self.objective, self.threshold), best)
+        return self.result(confirm(runs[WINNER], runs[DEFAULT], self.objective, self.threshold), best)

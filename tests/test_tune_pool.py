@@ -1,0 +1,276 @@
+"""The tuner on several lanes: a GPU pool of one kind and a Ray cluster's lanes, with in-process runners and a
+fake clock (runs beside each other overlap on it): stages go out one run per lane, the confirmation runs in
+matched pairs, the budget counts the lanes, a pool of several GPU kinds is refused in one line, ``--cluster``
+deals the search to the cluster's lanes."""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import json
+
+import pytest
+from test_tune_driver import BASE, DEVICE_TIME, FREEZE, AUTOTUNE, Clock, Heard, TimedRunner, _key
+
+from tui import cli
+from tui.engine import cluster
+from tui.engine.run.session import CLUSTER_LANE, RunSession
+from tui.engine.tune import probe as probe_module
+from tui.engine.tune.answer import CONFIRMED
+from tui.engine.tune.driver import CLOSING_S, TuneDriver
+from tui.engine.tune.parallel import DEFAULT, WINNER, confirm_waves
+from tui.engine.tune.probe import TorchOptions
+from tui.engine.tune.space import Candidate
+from tui.telemetry.fake import FakeSource
+
+POOL = ("cuda:0", "cuda:1", "cuda:2", "cuda:3")
+ON_GPU = dataclasses.replace(BASE, device="cuda")
+
+
+class LaneRunner(TimedRunner):
+    """TimedRunner whose runs overlap: each takes ``seconds`` of the shared fake clock from its start, however many
+    run at once, and the clock shows the latest end so far. ``starts``: (fake time, device, configuration) of each
+    run; ``most``: the most runs at once; ``before``: called with the count of runs started, as each starts (a
+    cancel then ends that run before it measures)."""
+
+    def __init__(self, clock: Clock, times: dict, seconds: float = 10.0, before=None) -> None:
+        super().__init__(Clock(), times, seconds)  # TimedRunner moves its own clock on: a scratch one here
+        self.wall = clock
+        self.starts: list[tuple[float, str, str]] = []
+        self.going = self.most = 0
+        self.hook = before
+
+    async def run(self, record, on_event=None):
+        start = self.wall.now
+        self.starts.append((start, record.options.device, _key(record.options)))
+        self.going += 1
+        self.most = max(self.most, self.going)
+        if self.hook is not None:
+            self.hook(len(self.starts))
+        try:
+            await asyncio.sleep(0)  # a yield: the runs the session started together all begin before one ends
+            return await super().run(record, on_event)
+        finally:
+            self.going -= 1
+            self.wall.now = max(self.wall.now, start + self.seconds)
+
+
+class TimedHeard(Heard):
+    """Heard, with the fake time of each stage's start and of the confirmation's."""
+
+    def __init__(self, clock: Clock) -> None:
+        super().__init__()
+        self.clock = clock
+        self.at: dict[str, float] = {}
+
+    def stage_started(self, index, names, iters):
+        super().stage_started(index, names, iters)
+        self.at[f"stage {index}"] = self.clock.now
+
+    def confirming(self, standing, repeats):
+        super().confirming(standing, repeats)
+        self.at["confirming"] = self.clock.now
+
+
+def _tune_on(pool, candidates, times, budget=10_000.0, seconds=10.0, stop_at=None):
+    """Race ``candidates`` on ``pool`` with a LaneRunner; ``stop_at``: the driver is stopped as that run starts."""
+    clock = Clock()
+    heard = TimedHeard(clock)
+    made = {}
+
+    def before(count):
+        if count == stop_at:
+            made["driver"].stop("Ctrl-C")
+
+    runner = LaneRunner(clock, times, seconds, before)
+
+    async def go():
+        session = RunSession(lambda lane: runner, None)
+        driver = made["driver"] = TuneDriver(session, ON_GPU, candidates, DEVICE_TIME, budget, listener=heard,
+                                             clock=clock, tune_id="tune-1", pool=pool)
+        try:
+            return await driver.run(), session
+        finally:
+            await session.aclose()
+
+    result, session = asyncio.run(go())
+    return result, session, runner, heard, clock
+
+
+def test_the_confirmations_waves_are_matched_pairs_on_a_pool_and_alternate_on_one_lane():
+    assert confirm_waves(3, 1) == [[(0, WINNER)], [(0, DEFAULT)], [(1, WINNER)], [(1, DEFAULT)], [(2, WINNER)],
+                                   [(2, DEFAULT)]]
+    assert confirm_waves(3, 2) == confirm_waves(3, 3) == [[(0, WINNER), (0, DEFAULT)], [(1, DEFAULT), (1, WINNER)],
+                                                          [(2, WINNER), (2, DEFAULT)]]
+    assert confirm_waves(3, 4) == [[(0, WINNER), (0, DEFAULT), (1, DEFAULT), (1, WINNER)],
+                                   [(2, WINNER), (2, DEFAULT)]]
+    assert len(confirm_waves(3, 8)) == 1
+
+
+def test_a_pool_of_four_screens_eight_candidates_in_two_waves_one_run_per_gpu():
+    eight = [Candidate()] + [Candidate((("k", i),)) for i in range(7)]
+    result, session, runner, heard, clock = _tune_on(POOL, eight, {f"k={i}": 0.9 - i / 100 for i in range(7)})
+    screening = runner.starts[:8]
+    assert [start for start, *_ in screening] == [0.0] * 4 + [10.0] * 4
+    for wave in (screening[:4], screening[4:]):
+        assert sorted(device for _, device, _ in wave) == list(POOL)  # each GPU ran one run of the wave
+    assert heard.at["stage 1"] == 20.0  # 8 runs in the time of 2, not 8
+    assert runner.most == 4
+    assert max(r.concurrent_runs for r in session.records) == 3  # flagged: measured beside others
+    assert result.outcome == CONFIRMED and {r.tune_id for r in session.records} == {"tune-1"}
+
+
+def test_the_confirmation_runs_the_winner_and_the_default_in_matched_pairs_side_by_side():
+    result, session, runner, heard, clock = _tune_on(POOL, [Candidate(), FREEZE, AUTOTUNE],
+                                                     {"freezing=True": 0.7, "max-autotune": 1.6})
+    assert result.outcome == CONFIRMED and result.winner.name == "freezing=True"
+    assert result.confirmation.processes == (3, 3)
+    confirmation = runner.starts[3:]
+    assert heard.at["confirming"] == 10.0  # the screening's one wave
+    # two waves: two pairs side by side, then one pair; each pair one winner and one default compile
+    assert [(start, key) for start, _, key in confirmation] == [
+        (10.0, "freezing=True"), (10.0, "default"), (10.0, "default"), (10.0, "freezing=True"),
+        (20.0, "freezing=True"), (20.0, "default")]
+    records = session.records[3:]
+    by_side = {side: sorted(r.concurrent_runs for r in records if _key(r.options) == key)
+               for side, key in ((WINNER, "freezing=True"), (DEFAULT, "default"))}
+    assert by_side[WINNER] == by_side[DEFAULT] == [1, 3, 3]  # every winner process has a default one beside alike
+    assert {r.options.device for r in records if _key(r.options) == "freezing=True"} == {"cuda:0", "cuda:3"}
+    assert len({r.group_id for r in records}) == 2 and clock.now == 30.0
+
+
+def test_the_budget_counts_the_lanes_and_no_run_starts_that_would_not_fit():
+    many = [Candidate()] + [Candidate((("k", i),)) for i in range(10)]
+    budget = 45.0
+    result, session, runner, heard, clock = _tune_on(POOL, many, {f"k={i}": 0.9 - i / 100 for i in range(10)},
+                                                     budget=budget)
+    # two screening waves (20 s); the third would end at 30 s with 2 confirmation waves (about 21 s) after it: over
+    # the 42 s left for runs. On one lane the confirmation alone (6 runs, about 63 s) would not have fitted.
+    assert len(runner.runs) == 8 + 6 and clock.now == 40.0 <= budget
+    assert result.outcome == CONFIRMED
+    assert len([s for s in result.standings if s.gone == "cut: not screened (the budget ran out)"]) == 3
+    assert any(e[0] == "note" and "budget" in e[1] for e in heard.events)
+    for (start, *_), options in zip(runner.starts, runner.runs, strict=True):  # each timeout within the time left
+        assert options.timeout_s <= budget - CLOSING_S - start
+
+
+def test_a_stop_on_a_pool_cancels_the_runs_going_and_keeps_the_finished_ones():
+    five = [Candidate()] + [Candidate((("k", i),)) for i in range(4)]
+    result, session, runner, *_ = _tune_on(POOL, five, {"k=0": 0.7}, stop_at=5)  # as the 2nd wave's run starts
+    assert result.outcome != CONFIRMED and result.stopped == "Ctrl-C" and result.confirmation is None
+    assert len(runner.starts) == 5  # nothing started after the stop
+    assert [r.status for r in session.records] == ["done"] * 4 + ["cancelled"]
+    assert result.winner.name == "k=0"
+
+
+class KindsRunner(LaneRunner):
+    """LaneRunner whose runs report the GPU kind of the lane they got (``kinds``: device -> product name)."""
+
+    def __init__(self, clock: Clock, times: dict, kinds: dict) -> None:
+        super().__init__(clock, times)
+        self.kinds = kinds
+
+    async def run(self, record, on_event=None):
+        await super().run(record, on_event)
+        record.env = dataclasses.replace(record.env, gpu_name=self.kinds[record.options.device])
+        return record
+
+
+def test_a_confirmation_on_gpus_of_several_kinds_is_unconfirmed_and_the_mix_is_said():
+    # the command line refuses such a pool; a cluster's lanes can still land on several kinds (Ray picks the GPU)
+    clock, heard = Clock(), Heard()
+    runner = KindsRunner(clock, {"freezing=True": 0.7}, {"cuda:0": "Fake A", "cuda:1": "Fake B", "cuda:2": "Fake A",
+                                                        "cuda:3": "Fake B"})
+
+    async def go():
+        session = RunSession(lambda lane: runner, None)
+        driver = TuneDriver(session, ON_GPU, [Candidate(), FREEZE], DEVICE_TIME, 10_000.0, listener=heard,
+                            clock=clock, pool=POOL)
+        try:
+            return await driver.run()
+        finally:
+            await session.aclose()
+
+    result = asyncio.run(go())
+    assert result.outcome != CONFIRMED and result.confirmation is None
+    assert result.stopped == "the confirmation's runs ran on GPUs of several kinds (Fake A, Fake B)"
+    assert ("note", "the runs ran on GPUs of several kinds (Fake A, Fake B), so candidates were compared across "
+                    "hardware: tune on GPUs of one kind") in heard.events
+
+
+# ----- the command line --------------------------------------------------------------------------------------
+
+
+def _cli_without_torch(monkeypatch, runner) -> None:
+    """The CLI's runs go to ``runner`` (in process); the probe answers without torch."""
+    monkeypatch.setenv("COLUMNS", "200")
+    monkeypatch.setattr(cli, "make_runner", lambda keep_spare, telemetry=None, env=None: runner)
+    monkeypatch.setattr(probe_module, "probe_torch", lambda keys, python=None, timeout=0: TorchOptions(
+        torch="0.0.0+fake", defaults={}, missing=()))
+
+
+def _fake_gpus(monkeypatch, names) -> None:
+    from tui.cli import tune as cli_tune
+
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", ",".join(str(i) for i in range(len(names))))
+    telemetry = FakeSource(gpus=len(names), names=names)
+    monkeypatch.setattr(cli_tune, "_telemetry", lambda base: telemetry)
+
+
+TUNE = ["tune", "--workload", "pointwise", "--iters", "20", "--block-size", "5", "--space", "freezing,fullgraph",
+        "--budget", "5m", "--no-history"]
+
+
+def test_a_pool_of_several_gpu_kinds_is_refused_in_one_line(monkeypatch, capsys):
+    runner = LaneRunner(Clock(), {}, seconds=0.0)
+    _cli_without_torch(monkeypatch, runner)
+    _fake_gpus(monkeypatch, ["Fake H100", "Fake A100", "Fake H100"])
+    assert cli.main([*TUNE, "--device", "cuda:all"]) == 2
+    err = [line for line in capsys.readouterr().err.splitlines() if line.strip()]
+    assert err == ["compile-lab: error: device: the GPUs are of several kinds (Fake H100: cuda:0,cuda:2; Fake A100: "
+                   "cuda:1) and a tune compares its runs with each other (allowed: GPUs of one kind, e.g. --device "
+                   "cuda:0,cuda:2)"]
+    assert runner.runs == []
+
+
+def test_a_pool_of_one_kind_runs_the_search_on_every_gpu(monkeypatch, tmp_path, capsys):
+    runner = LaneRunner(Clock(), {"freezing=True": 0.7}, seconds=0.0)
+    _cli_without_torch(monkeypatch, runner)
+    _fake_gpus(monkeypatch, ["Fake H200", "Fake H200"])
+    out_json = tmp_path / "t.json"
+    assert cli.main([*TUNE, "--device", "cuda:all", "--json", str(out_json)]) == 0
+    captured = capsys.readouterr()
+    assert captured.out.startswith("best: freezing=True, confirmed faster than the default compile")
+    assert "2 runs at once on cuda:0, cuda:1" in captured.err
+    assert runner.most == 2 and {device for _, device, _ in runner.starts} == {"cuda:0", "cuda:1"}
+    runs = json.loads(out_json.read_text())["runs"]
+    assert len({r["tune_id"] for r in runs}) == 1
+
+
+def test_cluster_deals_the_search_to_the_clusters_lanes(monkeypatch, capsys):
+    runner = LaneRunner(Clock(), {"freezing=True": 0.7}, seconds=0.0)
+    _cli_without_torch(monkeypatch, LaneRunner(Clock(), {}))  # the local runner: never asked
+    calls = []
+
+    def open_cluster(address, device, cpus=1.0, worker_argv=None, env=None):
+        calls.append((address, device, cpus))
+        return runner, tuple(f"{CLUSTER_LANE}{i}" for i in range(3))
+
+    monkeypatch.setattr(cluster, "open_cluster", open_cluster)
+    assert cli.main([*TUNE, "--device", "cpu", "--cluster", "auto", "--cluster-cpus", "2"]) == 0
+    captured = capsys.readouterr()
+    assert calls == [("auto", "cpu", 2.0)]
+    assert "3 runs at once on the Ray cluster at auto" in captured.err
+    assert captured.out.startswith("best: freezing=True, confirmed faster than the default compile")
+    assert runner.most >= 2  # candidates went out side by side, on the cluster's lanes
+    assert all(device == "cpu" for _, device, _ in runner.starts)
+
+
+@pytest.mark.parametrize(("argv", "line"), [
+    (["--device", "cuda:all", "--cluster", "auto"],
+     "--cluster: --device cuda:all is not allowed (allowed: cpu, or cuda: Ray gives each run its GPU)"),
+    (["--cluster-cpus", "2"], "--cluster-cpus applies with --cluster only"),
+])
+def test_the_cluster_flags_refuse_in_one_line(argv, line, capsys):
+    assert cli.main([*TUNE, *argv]) == 2
+    assert [x for x in capsys.readouterr().err.splitlines() if x.strip()] == [f"compile-lab: error: {line}"]

@@ -1,0 +1,31 @@
+"""The tuner on several lanes (a GPU pool of one kind, a Ray cluster's lanes): how the confirmation's runs go out.
+
+The race's candidates are independent: the driver keeps one run per lane going, each on the first
+free lane (:class:`~tui.engine.run.session.RunSession` deals them). The confirmation compares two
+configurations, so its runs must be measured in the same conditions: on a pool, runs beside each other
+share the host (its memory bandwidth, caches, the driver; ``concurrent_runs``), and a launch-bound
+model's host time moves with that. :func:`confirm_waves` runs them in **matched pairs**: the winner and
+the default compile of one repeat start together, each pair beside the others of its wave, so every
+process of the winner has a process of the default compile measured beside the same neighbours. Their
+order swaps from pair to pair, so neither side keeps the first free lane (a GPU of its own).
+On one lane the runs alternate one at a time (winner, default, winner, ...), as they always did.
+"""
+
+from __future__ import annotations
+
+WINNER, DEFAULT = "winner", "default"
+
+__all__ = ["WINNER", "DEFAULT", "confirm_waves"]
+
+
+def confirm_waves(repeats: int, lanes: int) -> list[list[tuple[int, str]]]:
+    """The confirmation's runs as waves of (repeat, side): a wave starts once the one before it ended.
+
+    One lane: one run a wave, winner and default alternating. Two or more: ``lanes // 2`` matched pairs a wave
+    (the winner and the default of one repeat side by side), the pair's order swapped each repeat.
+    """
+    if lanes <= 1:
+        return [[(repeat, side)] for repeat in range(repeats) for side in (WINNER, DEFAULT)]
+    pairs = [[(repeat, WINNER), (repeat, DEFAULT)][:: 1 if repeat % 2 == 0 else -1] for repeat in range(repeats)]
+    at_once = lanes // 2
+    return [[run for pair in pairs[start:start + at_once] for run in pair] for start in range(0, repeats, at_once)]
