@@ -66,6 +66,8 @@ def fresh_dynamo():
 
 
 def _run(workload, **option_fields) -> tuple[Benchmark, Recorder]:
+    # The blocks of ``iters`` alone: a time budget turns off the CPU's default interval target.
+    option_fields.setdefault("time_budget_s", 3600.0)
     options = RunOptions(backend="eager", **option_fields)
     recorder = Recorder()
     bench = Benchmark(workload, options, torch.device("cpu"), recorder.emit, recorder.warn)

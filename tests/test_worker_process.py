@@ -218,6 +218,7 @@ def test_eager_run_streams_blocks_in_order_and_survives_stdout_noise(worker_fact
         # call 25 lies in the measuring phase: 3 set-up + 1 compile + 3 warm-up + the accuracy calls (the
         # fp64 copy's one more since it came) + 2 x 5 measured
         options = RunOptions(workload=f"{workload}", backend="eager", warmup=0, iters=20, block_size=5,
+                             time_budget_s=3600.0,  # the blocks of iters alone: no default interval target
                              params={"gate_fd": str(gate_read), "gate_at": "25"})
         worker = worker_factory(pass_fds=(gate_read,))
         worker.send(options)

@@ -149,9 +149,28 @@ def test_without_a_time_budget_the_target_gets_a_default_cap(monkeypatch):
     assert len(warnings) == 1 and "after 10 s of measuring" in warnings[0]
 
 
-def test_without_a_target_nothing_changes(monkeypatch):
-    bench, measured, warnings, clock = _measure(monkeypatch, {"eager": 0.9, "compiled": 0.9}, iters=10, block_size=5)
+def test_a_cpu_run_without_a_target_measures_on_towards_the_default_for_a_second_without_a_warning(monkeypatch):
+    # calls of 200 and 100 ms (virtual): 2 iterations take 0.6 s, then rounds go on until 1 s has passed
+    bench, measured, warnings, clock = _measure(monkeypatch, {"eager": 0.9, "compiled": 0.9}, iters=2, block_size=1)
+    assert bench.target is not None and bench.target.target == blocks.CPU_DEFAULT_TARGET and warnings == []
+    elapsed = sum(sum(b.ms) for b in measured) / 1e3
+    assert bench.measured["eager"] > 2 and blocks.CPU_DEFAULT_TARGET_S <= elapsed < blocks.CPU_DEFAULT_TARGET_S + 1.0
+    quiet, *_ = _measure(monkeypatch, {"eager": 0.001, "compiled": 0.001}, iters=20, block_size=5)
+    assert quiet.measured == {"eager": 20, "compiled": 20}  # met by the iterations: nothing more
+
+
+def test_with_a_time_budget_and_no_target_nothing_changes(monkeypatch):
+    bench, measured, warnings, clock = _measure(monkeypatch, {"eager": 0.9, "compiled": 0.9}, iters=10, block_size=5,
+                                                time_budget_s=3600)
     assert bench.measured == {"eager": 10, "compiled": 10} and bench.target is None and warnings == []
+
+
+def test_the_default_target_is_the_cpus_alone():
+    assert blocks.interval_target(None, None, 600.0, cpu=True) == (blocks.CPU_DEFAULT_TARGET,
+                                                                    blocks.CPU_DEFAULT_TARGET_S, False)
+    assert blocks.interval_target(None, None, 600.0, cpu=False) is None  # a GPU's intervals are narrow already
+    assert blocks.interval_target(None, 5.0, 600.0, cpu=True) is None
+    assert blocks.interval_target(0.02, None, 600.0, cpu=False) == (0.02, 60.0, True)
 
 
 def test_a_time_budget_that_ends_before_the_iterations_keeps_its_own_warning(monkeypatch):

@@ -205,7 +205,8 @@ OPTIONS: tuple[OptionSpec, ...] = (
                                  "bigger allocation fails the run as out_of_memory ({flag}); empty: no limit")),
     OptionSpec("target_ci", "--target-ci", VALUE, "timing",
                "measure on (within --time-budget, else 60 s) until the speedup's 95%% interval is at most F wide "
-               "relative to it, e.g. 0.02", metavar="F", parse=float,
+               "relative to it, e.g. 0.02 (a CPU run without --time-budget: 0.05 within 1 s of measuring)",
+               metavar="F", parse=float,
                number_range=NumberRange(TARGET_CI_MAX, f"a fraction above 0 and at most {TARGET_CI_MAX} (0.02 = an "
                                                        "interval 2% wide), or unset", optional=True)),
     OptionSpec("noise_threshold", "--noise-threshold", VALUE, "verdict",

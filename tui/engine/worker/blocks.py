@@ -14,7 +14,9 @@ drift falls on both alike.
 ``target_ci`` (:class:`IntervalTarget`): after ``iters`` per side, rounds go on until the
 speedup's 95% interval, computed exactly as the parent computes it (block pairs, 2000
 resamples, seed 0, at least ``MIN_INTERVAL_BLOCKS`` pairs), satisfies hi/lo - 1 <= target,
-or the time budget runs out (:func:`target_budget_s`).
+or the time budget runs out (:func:`target_budget_s`). A CPU run without a target or a time
+budget measures on towards :data:`CPU_DEFAULT_TARGET` for at most :data:`CPU_DEFAULT_TARGET_S`
+(:func:`interval_target`).
 """
 
 from __future__ import annotations
@@ -47,6 +49,9 @@ __all__ = [
     "relative_iqr",
     "Settler",
     "TARGET_BUDGET_S",
+    "CPU_DEFAULT_TARGET",
+    "CPU_DEFAULT_TARGET_S",
+    "interval_target",
     "TARGET_BUDGET_TIMEOUT_SHARE",
     "CHECK_SHARE",
     "target_budget_s",
@@ -72,6 +77,12 @@ TARGET_BUDGET_S = 60.0
 #: ...or after this share of the run's ``timeout_s`` when that is shorter, so a run that misses
 #: its target still ends (with a warning) before the parent's timeout kills it.
 TARGET_BUDGET_TIMEOUT_SHARE = 0.25
+#: A CPU run with neither ``target_ci`` nor ``time_budget_s`` measures on past ``iters`` until its
+#: interval is at most this wide (hi/lo - 1)...
+CPU_DEFAULT_TARGET = 0.05
+#: ...or this long after measuring began: the default 50 calls of a small CPU model last milliseconds,
+#: and five block pairs of them gave intervals up to 88% wide (docs/BENCHMARKS.md, section 10).
+CPU_DEFAULT_TARGET_S = 1.0
 #: Checking the interval may take at most this share of the time spent measuring: the bootstrap
 #: is pure Python, 0.05-0.6 s for 5-200 block pairs on a small CPU, so it runs every few rounds.
 CHECK_SHARE = 0.1
@@ -150,6 +161,19 @@ def target_budget_s(time_budget_s: float | None, timeout_s: float) -> float:
     if time_budget_s is not None:
         return float(time_budget_s)
     return min(TARGET_BUDGET_S, TARGET_BUDGET_TIMEOUT_SHARE * float(timeout_s))
+
+
+def interval_target(target_ci: float | None, time_budget_s: float | None, timeout_s: float,
+                    cpu: bool) -> tuple[float, float, bool] | None:
+    """What measuring goes on towards after ``iters``: (target, budget in seconds from the start of measuring,
+    whether an unmet target warns), or None. The user's ``target_ci`` (:func:`target_budget_s`), which warns;
+    else on the CPU without a ``time_budget_s`` the default :data:`CPU_DEFAULT_TARGET` within
+    :data:`CPU_DEFAULT_TARGET_S`, a best effort that does not."""
+    if target_ci is not None:
+        return float(target_ci), target_budget_s(time_budget_s, timeout_s), True
+    if cpu and time_budget_s is None:
+        return CPU_DEFAULT_TARGET, CPU_DEFAULT_TARGET_S, False
+    return None
 
 
 def relative_width(interval: SpeedupCI) -> float | None:

@@ -49,8 +49,8 @@ from tui.engine.worker.blocks import (
     eager_setup_calls,
     extra_round,
     measure_round,
+    interval_target,
     settle_block_size,
-    target_budget_s,
 )
 from tui.engine.worker.clocks import (
     HEAD_START_MAX_MS,
@@ -329,7 +329,8 @@ class Benchmark:
 
     def measure(self) -> None:
         """Interleaved rounds until ``iters`` per side (or ``time_budget_s`` runs out), then, with
-        ``target_ci``, more rounds until the speedup's interval meets it or the budget runs out."""
+        ``target_ci`` (or on the CPU by default: :func:`.blocks.interval_target`), more rounds until the
+        speedup's interval meets it or the budget runs out."""
         options = self.options
         started = time.perf_counter()
         deadline = None if options.time_budget_s is None else started + float(options.time_budget_s)
@@ -338,9 +339,10 @@ class Benchmark:
             torch.compiler.set_stance("fail_on_recompile")
             self.stance_used = True
         try:
-            if self._measure_iters(deadline) and options.target_ci is not None:
-                budget = target_budget_s(options.time_budget_s, options.timeout_s)
-                self._measure_to_target(float(options.target_ci), started, started + budget)
+            goal = interval_target(options.target_ci, options.time_budget_s, options.timeout_s, not self.cuda)
+            if self._measure_iters(deadline) and goal is not None:
+                target, budget, warns = goal
+                self._measure_to_target(target, started, started + budget, warns)
         finally:
             if self.stance_used:
                 self._lift_stance()
@@ -358,8 +360,9 @@ class Benchmark:
                 break
         return True
 
-    def _measure_to_target(self, target: float, started: float, deadline: float) -> None:
-        """More rounds until the interval is at most ``target`` wide (hi/lo - 1), or ``deadline``.
+    def _measure_to_target(self, target: float, started: float, deadline: float, warns: bool = True) -> None:
+        """More rounds until the interval is at most ``target`` wide (hi/lo - 1), or ``deadline`` (then a
+        warning, if ``warns``).
 
         The interval is checked when the check is due (:class:`.blocks.IntervalTarget`: every
         few rounds, its cost kept under a tenth of the time measured) and once more at the end.
@@ -370,7 +373,8 @@ class Benchmark:
             if (out_of_time or check.due()) and check.check(self.measure_ms["eager"], self.measure_ms["compiled"]):
                 return
             if out_of_time:
-                self.warn(check.unmet_warning(time.perf_counter() - started))
+                if warns:
+                    self.warn(check.unmet_warning(time.perf_counter() - started))
                 return
             self._measured_round(extra_round(self.options.block_size, self._rounds))
 
