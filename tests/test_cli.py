@@ -253,7 +253,8 @@ def test_one_real_run_on_the_cpu(tmp_path, compile_lab_home):
     assert code == 0
     (row,) = list(csv.DictReader(out_csv.open()))
     assert (row["workload"], row["backend"], row["status"]) == ("pointwise", "eager", "done")
-    assert int(row["eager_n"]) == 20 and int(row["compiled_n"]) == 20
+    # at least the iterations asked for; then on towards the CPU's default 5% interval, for up to 1 s
+    assert int(row["eager_n"]) >= 20 and int(row["compiled_n"]) == int(row["eager_n"])
     assert (compile_lab_home / "data" / "history.jsonl").exists()
 
 

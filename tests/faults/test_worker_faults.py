@@ -25,7 +25,7 @@ pytest.importorskip("torch")
 pytestmark = [pytest.mark.slow, pytest.mark.torch]  # every test starts a real worker process
 
 #: A workload small enough that a whole run takes well under a second once torch is imported.
-TINY = dict(backend="eager", warmup=1, iters=4, block_size=2)
+TINY = dict(backend="eager", warmup=1, iters=4, block_size=2, time_budget_s=600.0)  # the budget: iters alone
 #: The longest any run of these tests may take (importing torch and compiling included).
 RUN_LIMIT_S = 120.0
 

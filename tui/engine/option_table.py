@@ -177,7 +177,9 @@ OPTIONS: tuple[OptionSpec, ...] = (
                "warm-up calls per side, then more until the time settles; 0: only the 3 compiled calls CUDA graphs "
                "need (default {default})", metavar="N", parse=int, int_range=(0, 100_000), picker=WIDGET,
                widget="warmup"),
-    OptionSpec("iters", "--iters", VALUE, "timing", "measured iterations per side (default {default})", metavar="N",
+    OptionSpec("iters", "--iters", VALUE, "timing",
+               "measured iterations per side, at least (default {default}; a CPU run without --time-budget "
+               "goes on towards a 5%% interval for up to 1 s)", metavar="N",
                parse=int, int_range=(1, 10_000_000), picker=WIDGET, widget="iters"),
     OptionSpec("block_size", "--block-size", VALUE, "timing", "iterations per interleaved block (default {default})",
                metavar="N", parse=int, int_range=(1, 100_000), picker=LIMIT, widget="block-size",
