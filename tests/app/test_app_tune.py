@@ -19,7 +19,7 @@ from tui.app.components.leaderboard import Leaderboard
 from tui.app.components.picker import Picker
 from tui.app.components.tune_dialog import TuneDialog
 from tui.app.components.tune_screen import TuneScreen
-from tui.app.tune_run import STOPPED
+from tui.app.tune_run import STOPPED, BoardKeeper
 from tui.engine.tune import probe as probe_module
 from tui.engine.tune.probe import TorchOptions
 
@@ -52,9 +52,23 @@ async def _open_dialog(app, pilot) -> TuneDialog:
     return app.screen
 
 
-async def test_a_tune_from_the_app_shows_the_leaderboard_then_the_answer(make_app, compile_lab_home):
+async def test_a_tune_from_the_app_shows_the_leaderboard_then_the_answer(make_app, compile_lab_home, monkeypatch):
     app = _tuned_app(make_app, {"freezing=true": 0.6, "cpp_wrapper=true": "fail"})
     stages: list[str] = []
+    drawn: list[str] = []
+    draw, update = Leaderboard._draw, BoardKeeper.update
+
+    def drawing(pane: Leaderboard, board) -> None:  # every board the pane is given, as it draws it
+        draw(pane, board)
+        if board is not None:
+            drawn.append(_text(pane, "#lb-status") + _text(pane, "#lb-out-lines"))
+
+    def updating(keeper: BoardKeeper, **changes) -> None:  # every step of the search, shown or not
+        update(keeper, **changes)
+        stages.append(keeper.board.stage)
+
+    monkeypatch.setattr(Leaderboard, "_draw", drawing)
+    monkeypatch.setattr(BoardKeeper, "update", updating)
     async with app.run_test(size=SIZE, notifications=True) as pilot:
         dialog = await _open_dialog(app, pilot)
         dialog.query_one("#tune-budget", Input).value = "ten"
@@ -67,15 +81,7 @@ async def test_a_tune_from_the_app_shows_the_leaderboard_then_the_answer(make_ap
         await pilot.press("ctrl+s")
         await wait_until(pilot, lambda: isinstance(app.screen, TuneScreen), what="the tune screen")
         board = app.screen.query_one(Leaderboard)
-        drawn: list[str] = []
-
-        def seen() -> bool:
-            if board.board is not None:
-                stages.append(board.board.stage)
-                drawn.append(_text(board, "#lb-status") + _text(board, "#lb-out-lines"))
-            return board.board is not None and board.board.done
-
-        await wait_until(pilot, seen, timeout=60, what="the answer")
+        await wait_until(pilot, lambda: board.board is not None and board.board.done, timeout=60, what="the answer")
         assert any(s.startswith("screening: 3 candidate(s)") for s in stages)
         assert any(s.startswith("confirming freezing=True") for s in stages)
         assert any(re.search(r"incumbent freezing=True  \d\.\d\d× \[\d\.\d\d, \d\.\d\d\] over eager", text)
