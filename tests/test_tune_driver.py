@@ -95,21 +95,24 @@ class Heard(TuneListener):
 DEVICE_TIME = Objective()
 
 
-def _tune(candidates, times, budget=10_000.0, seconds=10.0, stop_at=None, objective=DEVICE_TIME):
-    """Race ``candidates`` with the TimedRunner; ``stop_at``: the driver is stopped as that run starts."""
-    clock, heard = Clock(), Heard()
+def _tune(candidates, times, budget=10_000.0, seconds=10.0, stop_at=None, objective=DEVICE_TIME, *, base=BASE,
+          pool=(), runner_type=None, heard_type=None):
+    """Race ``candidates`` with the TimedRunner (or ``runner_type``) on ``pool``'s lanes (none: one lane);
+    ``stop_at``: the driver is stopped as that run starts."""
+    clock = Clock()
+    heard = heard_type(clock) if heard_type is not None else Heard()
     made = {}
 
     def before(count):
         if count == stop_at:
             made["driver"].stop("Ctrl-C")
 
-    runner = TimedRunner(clock, times, seconds, before)
+    runner = (runner_type or TimedRunner)(clock, times, seconds, before)
 
     async def go():
         session = RunSession(lambda lane: runner, None)
-        driver = made["driver"] = TuneDriver(session, BASE, candidates, objective, budget, listener=heard,
-                                             clock=clock, tune_id="tune-1")
+        driver = made["driver"] = TuneDriver(session, base, candidates, objective, budget, listener=heard,
+                                             clock=clock, tune_id="tune-1", pool=tuple(pool))
         try:
             return await driver.run(), session
         finally:

@@ -10,7 +10,7 @@ import dataclasses
 import json
 
 import pytest
-from test_tune_driver import BASE, DEVICE_TIME, FREEZE, AUTOTUNE, Clock, Heard, TimedRunner, _key
+from test_tune_driver import BASE, DEVICE_TIME, FREEZE, AUTOTUNE, Clock, Heard, TimedRunner, _key, _tune
 
 from tui import cli
 from tui.engine import cluster
@@ -74,27 +74,8 @@ class TimedHeard(Heard):
 
 def _tune_on(pool, candidates, times, budget=10_000.0, seconds=10.0, stop_at=None):
     """Race ``candidates`` on ``pool`` with a LaneRunner; ``stop_at``: the driver is stopped as that run starts."""
-    clock = Clock()
-    heard = TimedHeard(clock)
-    made = {}
-
-    def before(count):
-        if count == stop_at:
-            made["driver"].stop("Ctrl-C")
-
-    runner = LaneRunner(clock, times, seconds, before)
-
-    async def go():
-        session = RunSession(lambda lane: runner, None)
-        driver = made["driver"] = TuneDriver(session, ON_GPU, candidates, DEVICE_TIME, budget, listener=heard,
-                                             clock=clock, tune_id="tune-1", pool=pool)
-        try:
-            return await driver.run(), session
-        finally:
-            await session.aclose()
-
-    result, session = asyncio.run(go())
-    return result, session, runner, heard, clock
+    return _tune(candidates, times, budget, seconds, stop_at, base=ON_GPU, pool=pool, runner_type=LaneRunner,
+                 heard_type=TimedHeard)
 
 
 def test_the_confirmations_waves_are_matched_pairs_on_a_pool_and_alternate_on_one_lane():
