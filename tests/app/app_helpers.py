@@ -122,3 +122,23 @@ class ChartRecord:
     """A run as the iteration chart reads it (``RecordLike``): blocks per side."""
 
     samples: dict[str, list[ChartBlock]] = field(default_factory=lambda: {"eager": [], "compiled": []})
+
+
+async def footer_whole(pilot: Any, app: CompileLabApp) -> str:
+    """The footer's line at the bottom of an 80-column screen, once drawn; asserts it ends with the palette's key
+    and shows every key of the screen's footer with its words (a cut one left a stray letter before)."""
+    import re
+
+    from textual.geometry import Region
+
+    from terminal_model import TerminalModel
+
+    terminal = TerminalModel(app)
+    row = app.size.height - 1
+    await wait_until(pilot, lambda: "palette" in terminal.text(Region(0, row, 80, 1)), what="the footer")
+    footer = terminal.text(Region(0, row, 80, 1)).rstrip()
+    assert footer.endswith("^p palette"), footer
+    shown = {b.binding.description for b in app.screen.active_bindings.values() if b.binding.show}
+    for description in shown:
+        assert re.search(rf"\S+ {re.escape(description)}( |$)", footer), (description, footer)
+    return footer

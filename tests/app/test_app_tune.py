@@ -129,3 +129,17 @@ async def test_the_cancel_key_stops_the_search_and_keeps_the_ended_runs(make_app
         assert all(app.lab.row_of(app.records[run_id]) in app.table.run_ids for run_id in tune.own)
     history = [json.loads(line) for line in (compile_lab_home / "data" / "history.jsonl").read_text().splitlines()]
     assert {h["run_id"] for h in history if h["status"] == "done"} >= {r.run_id for r in done}
+
+
+async def test_at_80x24_the_tune_screens_footer_fits_whole(make_app):
+    """The tune screen's keys beside the app's overflowed 80 columns ("a Re-ru▏^p paletteh")."""
+    from app_helpers import footer_whole
+
+    app = _tuned_app(make_app, {})
+    async with app.run_test(size=SIZE) as pilot:
+        await _open_dialog(app, pilot)
+        await pilot.press("escape")
+        app.push_screen(TuneScreen())
+        await wait_until(pilot, lambda: isinstance(app.screen, TuneScreen), what="the tune screen")
+        footer = await footer_whole(pilot, app)
+        assert "y Copy answer" in footer and "x Cancel" in footer

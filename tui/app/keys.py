@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from textual.binding import Binding, BindingType
 
-__all__ = ["APP_KEYS"]
+__all__ = ["APP_KEYS", "off_footer"]
 
 APP_KEYS: list[BindingType] = [
     Binding("r", "run", "Run", id="run", tooltip="Run the picker's configuration"),
@@ -37,3 +37,10 @@ APP_KEYS: list[BindingType] = [
     Binding("u", "tune", "Tune", id="tune", show=False, tooltip="Find the fastest torch.compile configuration"),
     Binding("U", "show_tune", "Show tune", id="show_tune", show=False),
 ]
+
+
+def off_footer(*actions: str) -> list[BindingType]:
+    """The app's keys of ``actions``, for a screen's BINDINGS: they work there (as ``app.`` actions), off its
+    footer, which with the screen's own keys would overflow 80 columns (its last key cut to a stray letter)."""
+    return [Binding(b.key, f"app.{b.action}", b.description, show=False)
+            for b in APP_KEYS if isinstance(b, Binding) and b.action in actions]

@@ -17,6 +17,7 @@ from textual.binding import Binding
 from textual.screen import Screen
 from textual.widgets import Footer, Header, TextArea
 
+from tui.app.keys import off_footer
 from tui.app.components.leaderboard import Leaderboard
 from tui.app.layout import NARROW_WIDTH
 
@@ -37,6 +38,7 @@ class TuneScreen(Screen):
     BINDINGS = [
         Binding("escape", "app.pop_screen", "Back", id="tune.back"),
         Binding("y", "copy_answer", "Copy answer", id="tune.copy"),
+        *off_footer("sweep", "rerun", "export", "toggle_history", "sort"),  # the footer fits 80 columns whole
     ]
 
     def __init__(self, board: Board | None = None) -> None:

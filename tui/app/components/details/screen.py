@@ -22,6 +22,7 @@ from textual.containers import VerticalScroll
 from textual.screen import Screen
 from textual.widgets import Footer, Static, TabbedContent, TabPane
 
+from tui.app.keys import off_footer
 from tui.app.baselines import baseline_summary
 from tui.app.components.details.code import CodeView, code_header
 from tui.app.components.details.machine import environment_tab, telemetry_tab
@@ -120,9 +121,7 @@ class DetailsScreen(Screen):
         *[Binding(str(number), f"show_tab('{tab.id}')", tab.title, show=False) for number, tab in enumerate(TABS, 1)],
         # The app's keys that are about the results table work here too, off the footer: with them it overflowed
         # 80 columns and its last key's letter showed past the palette's ("^p paletteo").
-        *[Binding(key, f"app.{action}", description, show=False) for key, action, description in (
-            ("w", "sweep", "Sweep"), ("a", "rerun", "Re-run"), ("e", "export", "Export"),
-            ("h", "toggle_history", "History"), ("s", "sort", "Sort"))],
+        *off_footer("sweep", "rerun", "export", "toggle_history", "sort"),
     ]
 
     def __init__(self, record: RunRecord, tab: str = "summary") -> None:
