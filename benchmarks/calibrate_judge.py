@@ -234,7 +234,7 @@ def decisive_auto(runs: Sequence[Stored]) -> tuple[int, int]:
         while word == "inconclusive" and size < min(AUTO_CPU_MAX_PROCESSES, len(quiet)):
             size += 1
             members = [quiet[(start + k) % len(quiet)] for k in range(size)]
-            word = judge_group(members, "iter", "after").word if members else word
+            word = judge_group(members, "iter", "after").word
         decisive += word in DECISIVE
     return decisive, len(quiet)
 

@@ -71,10 +71,6 @@ DEFAULT_REPEAT = AUTO
 def keeps_spare(options: object) -> bool:
     """Whether a warm spare worker pays for ``--repeat auto``'s next process: on a GPU only, since a
     spare starting beside a CPU run would take the cores that run is measured on."""
-    return _on_gpu(options)
-
-
-def _on_gpu(options: object) -> bool:
     return str(getattr(options, "device", "cpu")).startswith("cuda")
 
 
