@@ -37,10 +37,10 @@ def _tuned_app(make_app, times: dict, **env: str):
     return make_app(runner=runner, load_history=False)
 
 
-def _text(pane, selector: str) -> str:
-    """What a Static of the pane shows, as plain text."""
+def _text(static) -> str:
+    """What a Static shows, as plain text."""
     console = Console(width=76, file=io.StringIO(), record=True)
-    console.print(pane.query_one(selector).content)
+    console.print(static.content)
     return console.export_text()
 
 
@@ -61,7 +61,8 @@ async def test_a_tune_from_the_app_shows_the_leaderboard_then_the_answer(make_ap
     def drawing(pane: Leaderboard, board) -> None:  # every board the pane is given, as it draws it
         draw(pane, board)
         if board is not None:
-            drawn.append(_text(pane, "#lb-status") + _text(pane, "#lb-out-lines"))
+            # the pane's own Statics: the first board may come before the pane's children are mounted
+            drawn.append(_text(pane._status) + _text(pane._out_lines))
 
     def updating(keeper: BoardKeeper, **changes) -> None:  # every step of the search, shown or not
         update(keeper, **changes)
