@@ -11,9 +11,10 @@ loaded machine or parallel workers cannot fail the other runs. A test whose boun
 behaviour that the inner loop must still check takes the ``timed`` fixture: it runs once
 untimed, and once timed as a ``perf`` test.
 
-The suite runs in parallel (``-n auto``, pytest-xdist) unless the command line says ``-n``,
-names test files, or pytest-xdist is not loaded (``-p no:xdist``, or not installed); ``-n 0``
-runs it serially.
+The suite runs in parallel (``-n auto --dist worksteal``, pytest-xdist) unless the command line
+says ``-n`` or ``--dist``, names test files, or pytest-xdist is not loaded (``-p no:xdist``, or not
+installed); ``-n 0`` runs it serially. Work stealing keeps both workers busy to the end: xdist's
+default ``load`` schedule left one worker idle for the last ~50 s of the inner loop.
 """
 
 from __future__ import annotations
@@ -84,7 +85,7 @@ MAX_AUTO_WORKERS = 8
 
 @pytest.hookimpl(tryfirst=True)  # before pytest-xdist reads -n
 def pytest_cmdline_main(config):
-    """``-n auto`` for the suite or a folder of it, when the command line gives no ``-n``.
+    """``-n auto --dist worksteal`` for the suite or a folder of it, when the command line gives no ``-n``.
 
     A conftest rather than ``addopts``: ``addopts = "-n auto"`` makes pytest refuse its own
     command line wherever pytest-xdist is not loaded (``-p no:xdist``, or not installed). Test
@@ -99,6 +100,7 @@ def pytest_cmdline_main(config):
         return
     if config.option.numprocesses is None and config.option.dist == "no" and not config.option.collectonly:
         config.option.numprocesses = "auto"
+        config.option.dist = "worksteal"
         config.option.maxprocesses = config.option.maxprocesses or MAX_AUTO_WORKERS
 
 
