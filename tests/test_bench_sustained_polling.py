@@ -158,7 +158,8 @@ def test_runs_are_interleaved_and_the_arms_rotate():
 
 
 def test_the_app_and_the_cli_run_the_same_options():
-    from tui.cli.parse import build_parser, configs_from_args
+    from tui.cli.parse import configs_from_args
+    from tui.cli.parser import build_parser
 
     argv = polling.run_args(polling.CASES["cnn"], "cpu", "eager")
     [options] = configs_from_args(build_parser().parse_args(["run", *argv]))

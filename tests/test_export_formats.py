@@ -17,7 +17,7 @@ from tui.app.components.dialogs import ExportScreen
 from tui.app.controller import LabController
 from tui.app.export_target import export_paths, exported_message
 from tui.cli.outputs import export_flags
-from tui.cli.parse import build_parser
+from tui.cli.parser import build_parser
 from tui.cli.run import _export
 from tui.engine.store import export
 from tui.engine.store.export import EXPORT_FORMATS, ExportFormat, default_export_paths

@@ -260,6 +260,12 @@ def test_no_import_circle_inside_the_engine():
     assert import_cycles(import_graph(ROOT), "tui.engine") == []
 
 
+def test_no_import_circle_anywhere_in_the_package():
+    """Nor anywhere else in ``tui``: the command line's parser sits above its subcommands, which read the
+    parsed flags from ``tui.cli.parse`` below them."""
+    assert import_cycles(import_graph(ROOT), "tui") == []
+
+
 def test_the_worker_imports_only_the_vocabulary_measure_and_explain():
     """The worker process loads what it needs of the parent's side: the shared words, the statistics of its
     block plan (``measure``) and the profile's parsing (``explain``); never the store, the session or a runner."""

@@ -14,7 +14,8 @@ from typing import Any
 
 import pytest
 
-from tui.cli.parse import build_parser, options_from_args
+from tui.cli.parse import options_from_args
+from tui.cli.parser import build_parser
 from tui.cli.run_flags import is_table_flag
 from tui.engine import options as options_module
 from tui.engine.store.columns import CSV_COLUMNS

@@ -14,7 +14,8 @@ import sys
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from tui.cli.parse import build_parser, configs_from_args, options_from_args
+from tui.cli.parse import configs_from_args, options_from_args
+from tui.cli.parser import build_parser
 from tui.engine.store.export import write_json
 from tui.engine.options import BACKENDS, DTYPES, MODES, PRECISIONS, RunOptions
 from tui.engine.store.reproduce import _FLAGS, reproduce_command

@@ -196,7 +196,7 @@ def test_render_details_carries_the_code_and_says_why_when_there_is_none():
 
 
 async def test_the_summary_gives_the_command_that_reproduces_the_run_and_y_copies_it():
-    from tui.cli.parse import build_parser
+    from tui.cli.parser import build_parser
 
     record = cuda_run_record()
     text = _text(render_tab(record, "summary"), width=200)

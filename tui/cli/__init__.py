@@ -36,7 +36,8 @@ from typing import Any
 
 from tui import __version__, logs
 from tui.cli.outputs import check_exports
-from tui.cli.parse import PROG, UsageError, build_parser, configs_from_args, options_from_args, repeat_from_args
+from tui.cli.parse import PROG, UsageError, configs_from_args, options_from_args, repeat_from_args
+from tui.cli.parser import build_parser
 from tui.engine.options import OptionsError
 
 __all__ = ["main", "build_parser", "options_from_args", "configs_from_args", "make_runner"]

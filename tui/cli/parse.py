@@ -1,4 +1,8 @@
-"""The command line's parser: flags, and the run options they describe (one line per refusal)."""
+"""The parsed command line read into run options, sweeps, repeats and clusters (one line per refusal).
+
+The parser itself is :mod:`tui.cli.parser`; the subcommands' modules import what they need from here,
+below the parser, so that nothing in ``tui.cli`` imports in a circle.
+"""
 
 from __future__ import annotations
 
@@ -6,14 +10,13 @@ import argparse
 import dataclasses
 from typing import Any
 
-from tui import __version__
-from tui.cli.run_flags import add_run_flags, table_options
+from tui.cli.run_flags import table_options
 from tui.engine.cluster.address import DEFAULT_CPUS, ClusterError, parse_address
 from tui.engine.option_table import SPECS
 from tui.engine.options import OptionsError, RunOptions, parse_key_values
 from tui.engine.run.sweep import AXES_BY_FIELD, SWEEP_AXES, SweepAxis, expand
 
-__all__ = ["PROG", "UsageError", "build_parser", "options_from_args", "configs_from_args", "repeat_from_args",
+__all__ = ["PROG", "UsageError", "options_from_args", "configs_from_args", "repeat_from_args",
            "precisions_from_args", "axis_values", "check_cluster", "cluster_cpus"]
 
 PROG = "compile-lab"
@@ -21,80 +24,6 @@ PROG = "compile-lab"
 
 class UsageError(Exception):
     """Bad usage: the message is one line (without the ``compile-lab: error:`` prefix)."""
-
-
-class _Parser(argparse.ArgumentParser):
-    """An ArgumentParser whose errors are one line and raise instead of exiting."""
-
-    def error(self, message: str) -> None:  # type: ignore[override]
-        raise UsageError(" ".join(message.split()))
-
-
-_DEBUG_HELP = "log everything, to the log file and to stderr (`compile-lab env` names the file)"
-
-
-def build_parser() -> argparse.ArgumentParser:
-    """The argparse parser of ``compile-lab`` (errors raise UsageError instead of exiting)."""
-    parser = _Parser(
-        prog=PROG,
-        description="Benchmarks eager PyTorch against torch.compile, honestly. Without a subcommand it opens the app.",
-    )
-    parser.add_argument("--version", action="version", version=f"{PROG} {__version__}")
-    parser.add_argument("--debug", action="store_true", help=_DEBUG_HELP)
-    parser.add_argument("--no-mouse", action="store_true", help="app: do not capture the mouse")
-    parser.add_argument("--theme", metavar="NAME", help="app: a Textual theme")
-    parser.add_argument("--cluster", dest="app_cluster", metavar="ADDRESS",
-                        help="app: every run goes to this Ray cluster (auto or HOST:PORT; docs/CLUSTER.md)")
-    parser.add_argument("--cluster-cpus", dest="app_cluster_cpus", type=float, metavar="N",
-                        help="app: with --cluster, the CPUs each run asks Ray for (default 1)")
-    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
-
-    run = sub.add_parser(
-        "run", help="benchmark one configuration", description="Benchmark one configuration: eager vs torch.compile."
-    )
-    add_run_flags(run, sweep=False)
-    sweep = sub.add_parser(
-        "sweep",
-        help="benchmark every combination of lists",
-        description=(
-            "Benchmark every combination of the listed modes, fullgraph, dynamic, backends, dtypes, "
-            "precisions and parameter values, one after another (combinations a backend ignores run once)."
-        ),
-    )
-    add_run_flags(sweep, sweep=True)
-    from tui.cli.tune import add_tune_parser  # here: tui.cli.tune imports this module
-
-    add_tune_parser(sub)
-    env = sub.add_parser(
-        "env",
-        help="check torch, CUDA, triton, the C++ compiler and NVML",
-        description="Check the environment compile-lab runs in.",
-    )
-    env.add_argument("--python", metavar="PATH", help="check this interpreter instead of this one")
-    sub.add_parser(
-        "workloads",
-        help="list the built-in workloads",
-        description="List the built-in workloads and how to use your own.",
-    )
-    prune = sub.add_parser(
-        "prune", help="delete older runs' stored files (samples, code, traces)",
-        description="Delete the files older runs keep beside the history (per-iteration samples, generated code, "
-                    "traces), oldest first; the history lines stay, so every run still loads, its files marked "
-                    "gone. Each rule given adds runs to prune.",
-    )
-    prune.add_argument("--keep-last", type=int, metavar="N", help="prune all but the N most recent runs")
-    prune.add_argument("--older-than", type=float, metavar="DAYS", help="prune runs older than DAYS days")
-    prune.add_argument("--max-size", type=float, metavar="GB", help="prune the oldest runs until the rest fit in GB")
-    prune.add_argument("--dry-run", action="store_true", help="list what would be deleted, delete nothing")
-    from tui.cli.compare import add_compare_parser  # here: tui.cli.compare imports this module
-
-    add_compare_parser(sub)
-    from tui.cli.report import add_report_parser  # here: tui.cli.report imports this module
-
-    add_report_parser(sub)
-    for command in sub.choices.values():  # --debug after the command too (``compile-lab run --debug``)
-        command.add_argument("--debug", action="store_true", default=argparse.SUPPRESS, help=_DEBUG_HELP)
-    return parser
 
 
 def split_list(text: str | None) -> list[str] | None:
