@@ -142,6 +142,31 @@ def test_a_clearly_worse_candidate_is_dropped_after_screening_and_the_winner_con
     assert result.confirmation.processes == (3, 3)
 
 
+# a challenger about 1.5% faster whose processes disagree: one in two runs 3% faster, the other as fast as the
+# default; its screening (its first run) leads the race
+EDGE = {"freezing=True": lambda n: 0.97 if n % 2 else 1.0}
+
+
+def test_an_inconclusive_confirmation_grows_a_process_a_side_up_to_five():
+    result, session, runner, heard, _ = _tune([Candidate(), FREEZE], EDGE)
+    keys = [_key(o) for o in runner.runs]
+    assert keys[2:] == ["freezing=True", "default"] * 5  # 3 + 3, then one more a side, twice
+    notes = [e[1] for e in heard.events if e[0] == "note" and "inconclusive" in e[1]]
+    assert notes == ["the confirmation is inconclusive after 3 + 3 processes: 1 more a side",
+                     "the confirmation is inconclusive after 4 + 4 processes: 1 more a side"]
+    assert result.confirmation.processes == (5, 5)
+    assert result.confirmation.vs_default.verdict == "inconclusive" and result.outcome == UNCONFIRMED
+    grown = session.records[2:]
+    assert len({r.group_id for r in grown}) == 2  # the added processes join their side's group
+
+
+def test_an_inconclusive_confirmation_grows_only_while_the_budget_fits_it():
+    # 10 s a run: the race (20 s) and the confirmation's six (60 s) fit in 100 s; another pair (20 s) does not
+    result, _, runner, _, clock = _tune([Candidate(), FREEZE], EDGE, budget=100.0)
+    assert len(runner.runs) == 2 + 6 and clock.now <= 100.0
+    assert result.confirmation.processes == (3, 3) and result.outcome == UNCONFIRMED
+
+
 def test_a_failing_or_recompiling_candidate_is_out_with_its_reason():
     result, *_ = _tune([Candidate(), WRAPPER, FUSION],
                        {"cpp_wrapper=True": "fail", "aggressive_fusion=True": "recompile"})

@@ -86,6 +86,10 @@ def test_the_confirmations_waves_are_matched_pairs_on_a_pool_and_alternate_on_on
     assert confirm_waves(3, 4) == [[(0, WINNER), (0, DEFAULT), (1, DEFAULT), (1, WINNER)],
                                    [(2, WINNER), (2, DEFAULT)]]
     assert len(confirm_waves(3, 8)) == 1
+    # the repeats an inconclusive confirmation adds: numbered on from the first three, pairs swapped alike
+    assert confirm_waves(5, 1, first=3) == [[(3, WINNER)], [(3, DEFAULT)], [(4, WINNER)], [(4, DEFAULT)]]
+    assert confirm_waves(5, 4, first=3) == [[(3, DEFAULT), (3, WINNER), (4, WINNER), (4, DEFAULT)]]
+    assert confirm_waves(3, 4, first=3) == []
 
 
 def test_a_pool_of_four_screens_eight_candidates_in_two_waves_one_run_per_gpu():

@@ -21,16 +21,20 @@ from tui.engine.compare.matching import Pair, config_key
 from tui.engine.measure.verdict import FASTER, NO_CHANGE, SLOWER
 from tui.engine.options import RunOptions
 from tui.engine.status import RunStatus
-from tui.engine.store.repeats import summarize_group
+from tui.engine.store.repeats import AUTO_MAX_PROCESSES, summarize_group
 from tui.engine.store.results import RunRecord
 from tui.engine.tune.objective import DEVICE, Objective
 from tui.engine.tune.search import Standing
 
-__all__ = ["CONFIRM_REPEATS", "CONFIRMED", "NOTHING_BEATS", "UNCONFIRMED", "Against", "Confirmation", "Progress",
+__all__ = ["CONFIRM_REPEATS", "CONFIRM_MAX_REPEATS",
+           "CONFIRMED", "NOTHING_BEATS", "UNCONFIRMED", "Against", "Confirmation", "Progress",
            "TuneResult", "confirm", "outcome_of", "nothing_beats_text"]
 
 CONFIRM_REPEATS = 3
 """Fresh processes of the winner, and as many of the default compile, interleaved."""
+CONFIRM_MAX_REPEATS = AUTO_MAX_PROCESSES
+"""While the confirmation is inconclusive and the budget fits more, it adds a process a side (a matched pair
+on a pool: one a lane) up to this many a side, as ``--repeat auto`` grows a group."""
 
 CONFIRMED, NOTHING_BEATS, UNCONFIRMED = "confirmed", "nothing beats default", "unconfirmed"
 

@@ -5,9 +5,11 @@
 ``pool`` of lanes (a GPU pool of one kind, a Ray cluster's lanes) one per lane at once, each to the
 first free lane, so it can decide before each run whether the budget still fits it: a run starts only
 when its estimated length (:class:`DurationModel`, from the runs so far), plus the confirmation's
-(its waves, :func:`~tui.engine.tune.parallel.confirm_waves`), fits in what is left. The confirmation
-runs in matched pairs on a pool (the winner's and the default compile's processes beside the same
-neighbours: :mod:`tui.engine.tune.parallel`).
+(its waves, :func:`~tui.engine.tune.parallel.confirm_waves`), fits in what is left. A confirmation
+that is inconclusive grows, a process a side at a time, while the budget fits it (up to
+:data:`~tui.engine.tune.answer.CONFIRM_MAX_REPEATS` a side). The confirmation runs in matched pairs
+on a pool (the winner's and the default compile's processes beside the same neighbours:
+:mod:`tui.engine.tune.parallel`).
 Every record it makes carries the tune's id (``RunRecord.tune_id``). :meth:`TuneDriver.stop` (or
 cancelling :meth:`TuneDriver.run`) ends the search: the best so far is reported as unconfirmed, and
 every run that ended stays in the session (history, exports).
@@ -28,7 +30,10 @@ from typing import Any
 from tui.engine.options import RunOptions
 from tui.engine.status import RunStatus
 from tui.engine.store.results import RunRecord, new_run_id
-from tui.engine.tune.answer import CONFIRM_REPEATS, CONFIRMED, Progress, TuneResult, confirm, outcome_of
+from tui.engine.measure.verdict import INCONCLUSIVE
+from tui.engine.tune.answer import (
+    CONFIRM_MAX_REPEATS, CONFIRM_REPEATS, CONFIRMED, Progress, TuneResult, confirm, outcome_of,
+)  # fmt: skip
 from tui.engine.tune.objective import Objective, score
 from tui.engine.tune.parallel import DEFAULT, WINNER, confirm_waves
 from tui.engine.tune.search import (
@@ -113,7 +118,8 @@ class TuneDriver:
                  budget_s: float, *, pinned: Mapping[str, Any] | None = None,
                  modes: Mapping[str, Mapping[str, Any]] | None = None, listener: TuneListener | None = None,
                  clock: Callable[[], float] = time.monotonic, tune_id: str | None = None,
-                 confirm_repeats: int = CONFIRM_REPEATS, max_stages: int = MAX_STAGES,
+                 confirm_repeats: int = CONFIRM_REPEATS, max_confirm_repeats: int = CONFIRM_MAX_REPEATS,
+                 max_stages: int = MAX_STAGES,
                  started: float | None = None, pool: Sequence[str] | None = None) -> None:
         self.session = session
         self.pool = tuple(pool or ())
@@ -128,6 +134,7 @@ class TuneDriver:
         self.clock = clock
         self.tune_id = tune_id or new_run_id()
         self.confirm_repeats = confirm_repeats
+        self.max_confirm_repeats = max(confirm_repeats, max_confirm_repeats)
         self.max_stages = max_stages
         self.threshold = base.noise_threshold
         self.durations = DurationModel()
@@ -336,19 +343,46 @@ class TuneDriver:
         if best is None:
             return self.result()
         default = next(e.candidate for e in self.entries.values() if e.candidate.is_default)
-        iters = self._confirm_iters()
         if self._confirm_cost() > self.time_left():
             self._stopped = "the budget left does not fit the confirmation"
             return self.result()
         self.listener.confirming(best, self.confirm_repeats)
         runs: dict[str, list[RunRecord]] = {WINNER: [], DEFAULT: []}
         sides = {WINNER: best.candidate, DEFAULT: default}
-        for wave in confirm_waves(self.confirm_repeats, self.lanes):
-            if self._stopped is not None:
+        repeats = self.confirm_repeats
+        if not await self._confirm_waves(confirm_waves(repeats, self.lanes), sides, runs):
+            return self.result()
+        judged = confirm(runs[WINNER], runs[DEFAULT], self.objective, self.threshold)
+        while (more := self._more_repeats(judged, repeats)) > repeats:
+            self._say(f"the confirmation is inconclusive after {repeats} + {repeats} processes: "
+                      f"{more - repeats} more a side")
+            if not await self._confirm_waves(confirm_waves(more, self.lanes, first=repeats), sides, runs):
                 return self.result()
+            repeats = more
+            judged = confirm(runs[WINNER], runs[DEFAULT], self.objective, self.threshold)
+        return self.result(judged, best)
+
+    def _more_repeats(self, judged: Any, repeats: int) -> int:
+        """The processes a side the confirmation grows to: ``repeats`` (no more) unless it is inconclusive, under
+        :data:`CONFIRM_MAX_REPEATS`, and the added waves fit in the time left (a process a side; on a pool, a
+        matched pair for every two lanes)."""
+        if judged.vs_default.verdict != INCONCLUSIVE or repeats >= self.max_confirm_repeats:
+            return repeats
+        more = min(self.max_confirm_repeats, repeats + max(1, self.lanes // 2))
+        one = self.durations.estimate(self._confirm_iters())
+        waves = len(confirm_waves(more, self.lanes, first=repeats))
+        return more if one is not None and one * waves <= self.time_left() else repeats
+
+    async def _confirm_waves(self, waves: Sequence[Sequence[tuple[int, str]]], sides: Mapping[str, Candidate],
+                             runs: dict[str, list[RunRecord]]) -> bool:
+        """Run the confirmation's ``waves`` into ``runs``; False when the search stopped (``_stopped`` says why)."""
+        iters = self._confirm_iters()
+        for wave in waves:
+            if self._stopped is not None:
+                return False
             if self.time_left() <= 0:
                 self._stopped = "the budget ran out during the confirmation"
-                return self.result()
+                return False
             began, submitted = self.clock(), []
             for repeat, side in wave:
                 group = runs[side][0].group_id if runs[side] else ""
@@ -361,6 +395,4 @@ class TuneDriver:
         kinds = gpu_kinds(runs[WINNER] + runs[DEFAULT])
         if len(kinds) > 1 and self._stopped is None:  # the winner's gain would mix in the hardware's
             self._stopped = f"the confirmation's runs ran on GPUs of several kinds ({', '.join(kinds)})"
-        if self._stopped is not None:
-            return self.result()
-        return self.result(confirm(runs[WINNER], runs[DEFAULT], self.objective, self.threshold), best)
+        return self._stopped is None

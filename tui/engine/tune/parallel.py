@@ -18,14 +18,16 @@ WINNER, DEFAULT = "winner", "default"
 __all__ = ["WINNER", "DEFAULT", "confirm_waves"]
 
 
-def confirm_waves(repeats: int, lanes: int) -> list[list[tuple[int, str]]]:
-    """The confirmation's runs as waves of (repeat, side): a wave starts once the one before it ended.
+def confirm_waves(repeats: int, lanes: int, first: int = 0) -> list[list[tuple[int, str]]]:
+    """The confirmation's runs of repeats ``first`` to ``repeats - 1`` as waves of (repeat, side): a wave starts
+    once the one before it ended (``first`` > 0: the repeats a confirmation adds while it is inconclusive).
 
     One lane: one run a wave, winner and default alternating. Two or more: ``lanes // 2`` matched pairs a wave
     (the winner and the default of one repeat side by side), the pair's order swapped each repeat.
     """
+    numbers = range(first, repeats)
     if lanes <= 1:
-        return [[(repeat, side)] for repeat in range(repeats) for side in (WINNER, DEFAULT)]
-    pairs = [[(repeat, WINNER), (repeat, DEFAULT)][:: 1 if repeat % 2 == 0 else -1] for repeat in range(repeats)]
+        return [[(repeat, side)] for repeat in numbers for side in (WINNER, DEFAULT)]
+    pairs = [[(repeat, WINNER), (repeat, DEFAULT)][:: 1 if repeat % 2 == 0 else -1] for repeat in numbers]
     at_once = lanes // 2
-    return [[run for pair in pairs[start:start + at_once] for run in pair] for start in range(0, repeats, at_once)]
+    return [[run for pair in pairs[start:start + at_once] for run in pair] for start in range(0, len(pairs), at_once)]
