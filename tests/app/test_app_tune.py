@@ -128,6 +128,9 @@ async def test_the_cancel_key_stops_the_search_and_keeps_the_ended_runs(make_app
         done = [r for r in ended if r.status == "done"]
         assert len(done) >= 2 and len(ended) < 6  # stopped before every candidate ran
         assert all(app.lab.row_of(app.records[run_id]) in app.table.run_ids for run_id in tune.own)
+        again = await _open_dialog(app, pilot)  # the next search's dialog opens with the fields of this one
+        assert again.query_one("#tune-space", Input).value == "modes,freezing"
+        assert again.query_one("#tune-budget", Input).value == "10m"
     history = [json.loads(line) for line in (compile_lab_home / "data" / "history.jsonl").read_text().splitlines()]
     assert {h["run_id"] for h in history if h["status"] == "done"} >= {r.run_id for r in done}
 

@@ -46,6 +46,8 @@ class TuneActions:
     def __init__(self, app: App[Any], lab: LabController, screen: Callable[[], MainScreen],
                  queueing: QueueActions) -> None:
         self.app, self.lab, self.screen, self.queueing = app, lab, screen, queueing
+        self.last_values: dict[str, str] = {}
+        """The dialog's fields as typed for the last search started (the next dialog opens with them)."""
 
     def tune(self) -> None:
         """Show the running search, or ask the settings of a new one for the picker's configuration."""
@@ -58,7 +60,8 @@ class TuneActions:
         from tui.app.components.tune_dialog import TuneDialog
 
         what = f"{workload_label(base)} on {base.device}, {base.dtype}, precision {base.precision}"
-        self.app.push_screen(TuneDialog(what), callback=lambda request: self._chosen(base, request))
+        dialog = TuneDialog(what, **self.last_values)
+        self.app.push_screen(dialog, callback=lambda request: self._chosen(base, request, dialog.chosen))
 
     def _base(self) -> RunOptions | None:
         """The picker's options as the search's base, validated; None when refused (a notice says why)."""
@@ -90,12 +93,13 @@ class TuneActions:
                     "and confirm them, then tune.")
         return None
 
-    def _chosen(self, base: RunOptions, request: TuneRequest | None) -> None:
+    def _chosen(self, base: RunOptions, request: TuneRequest | None, typed: dict[str, str]) -> None:
         if request is None:
             return
         if self.lab.start_tune(base, request, on_change=self._changed) is None:
             self.app.notify("A search runs already: u shows it.", title=REFUSED, severity="warning", markup=False)
             return
+        self.last_values = typed
         self.show()
 
     def _changed(self, board: Board) -> None:

@@ -53,6 +53,8 @@ class TuneDialog(ModalScreen[TuneRequest | None]):
         super().__init__()
         self.what = what
         self.initial = {"budget": budget, "space": space, "objective": objective, "calls": calls}
+        self.chosen: dict[str, str] = {}
+        """The fields as typed when the dialog was dismissed with a request (empty otherwise)."""
 
     def compose(self) -> ComposeResult:
         """The configuration in words, four labelled fields, the error line and the buttons."""
@@ -117,6 +119,7 @@ class TuneDialog(ModalScreen[TuneRequest | None]):
                 field.add_class("-invalid")
                 field.focus()
             return
+        self.chosen = self.values()
         self.dismiss(request)
 
     @on(Button.Pressed, "#tune-cancel")
