@@ -77,8 +77,8 @@ class TuneDialog(ModalScreen[TuneRequest | None]):
                              allow_blank=False, id="tune-objective", compact=True)
             with Horizontal(classes="tune-field"):
                 yield Label("calls", id="tune-calls-label")
-                yield Input(init["calls"], id="tune-calls", compact=True, placeholder="optional: a job's calls, e.g. "
-                            "100000 (compile time charged over them)")
+                yield Input(init["calls"], id="tune-calls", compact=True, placeholder="optional, e.g. 100000",
+                            tooltip="a job's calls: each candidate's compile time is charged over them")
             yield Static("", id="tune-error", markup=False)
             with Horizontal(classes="dialog-buttons"):
                 yield Button("Tune (ctrl+s)", variant="primary", id="tune-start", compact=True)
