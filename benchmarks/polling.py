@@ -85,7 +85,8 @@ def app_child(argv: list[str], csv_path: Path, status_path: Path, headless: bool
     """Open the app, queue one run of ``argv`` once the GPU pane has polled, export it when its row is final."""
     from tui.app.app import CompileLabApp
     from tui.app.components.gpu_pane import GpuPane
-    from tui.cli.parse import build_parser, configs_from_args
+    from tui.cli.parse import configs_from_args
+    from tui.cli.parser import build_parser
     from tui.engine.store.export import write_csv
 
     options = configs_from_args(build_parser().parse_args(["run", *argv]))

@@ -260,6 +260,9 @@ LOOSE = ["--noise-limit", "max_relative_iqr=10", "--noise-limit", "max_severe_ou
 """Noise limits a shared 2-core test machine passes: the test is about the direction, not the noise checks."""
 
 
+# perf: the verdict reads real timings, and beside the other xdist worker's compiles one process's eager blocks
+# swung by -58%..+94% (the 10x slowdown then read inconclusive); .ci/run runs perf tests alone, serially
+@pytest.mark.perf
 @pytest.mark.slow  # two real worker processes, one inductor compile: about a minute on a shared 2-core machine
 @pytest.mark.torch
 def test_real_cpu_workers_eager_backend_is_slower_than_inductor(tmp_path, capsys):

@@ -120,7 +120,7 @@ def test_a_row_added_to_the_axes_table_is_an_axis_of_expand_and_of_both_commands
     ``sweep``'s flags and their reading all come from the table, with no code of its own."""
     import dataclasses
 
-    from tui.cli import parse, run_flags
+    from tui.cli import parse, parser, run_flags
     from tui.engine import option_table
     from tui.engine.run import sweep
 
@@ -141,10 +141,10 @@ def test_a_row_added_to_the_axes_table_is_an_axis_of_expand_and_of_both_commands
 
     assert [o.l2_flush for o in expand(BASE, l2_flushs=["true", False, "false"])] == [True, False]
     argv = ["sweep", "--l2-flush", "both", "--mode", "default,reduce-overhead"]
-    configs = parse.configs_from_args(parse.build_parser().parse_args(argv))
+    configs = parse.configs_from_args(parser.build_parser().parse_args(argv))
     assert [(o.mode, o.l2_flush) for o in configs] == [
         ("default", False), ("default", True), ("reduce-overhead", False), ("reduce-overhead", True)]
-    (one,) = parse.configs_from_args(parse.build_parser().parse_args(["run", "--l2-flush"]))
+    (one,) = parse.configs_from_args(parser.build_parser().parse_args(["run", "--l2-flush"]))
     assert one.l2_flush is True
     with pytest.raises(OptionsError, match=r"^l2_flush: 'often' is not allowed \(allowed: both, true, false\)$"):
-        parse.configs_from_args(parse.build_parser().parse_args(["sweep", "--l2-flush", "often"]))
+        parse.configs_from_args(parser.build_parser().parse_args(["sweep", "--l2-flush", "often"]))
