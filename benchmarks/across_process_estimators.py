@@ -1,0 +1,82 @@
+"""Across-process intervals on stored quiet runs: the engine's pooled hierarchical bootstrap (A) against the
+median of per-process speedups, bootstrapped over processes (B).
+
+For each configuration, 40 groups of 3 and of 5 drawn (seeded) from its quiet runs; m is the median of the
+quiet runs' own speedups. Prints each estimator's coverage of m, its decisive share at a 2% threshold and
+its median relative width (hi/lo - 1). A study, not a rule: docs/BENCHMARKS.md section 13 has its output.
+
+    PYTHONPATH=$PWD python3 benchmarks/across_process_estimators.py DIR...   (unpacked calibrate.py collections)
+"""
+
+from __future__ import annotations
+
+import argparse
+import itertools
+import random
+import statistics
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import calibrate_judge as cj  # noqa: E402  (benchmarks/ is not a package)
+
+from tui.engine.measure.stats import bootstrap_speedup_processes  # noqa: E402
+from tui.engine.measure.verdict import INCONCLUSIVE, judge_interval  # noqa: E402
+
+THRESHOLD = 0.02
+GROUPS = 40
+RESAMPLES = 2000
+
+
+def median_of_processes(speedups: Sequence[float], rng: np.random.Generator) -> tuple[float, float]:
+    """B: the 95% percentile interval of the median of per-process speedups, processes resampled."""
+    values = np.array(speedups)
+    draws = rng.integers(0, len(values), size=(RESAMPLES, len(values)))
+    medians = np.median(values[draws], axis=1)
+    return float(np.percentile(medians, 2.5)), float(np.percentile(medians, 97.5))
+
+
+def study(members: list[cj.Stored], size: int) -> dict[str, tuple[int, int, float, int]]:
+    """Per estimator: (groups covering m, decisive groups, median relative width, groups)."""
+    speedups = [m.record.summary().speedup for m in members]
+    m = statistics.median(speedups)
+    blocks = [(cj._blocks(r.record, "eager", "iter"), cj._blocks(r.record, "compiled", "iter")) for r in members]
+    combos = list(itertools.combinations(range(len(members)), size))
+    random.Random(0).shuffle(combos)
+    combos = combos[:GROUPS]
+    rng = np.random.default_rng(0)
+    found: dict[str, list[tuple[float, float]]] = {"A": [], "B": []}
+    for combo in combos:
+        pooled = bootstrap_speedup_processes([blocks[i] for i in combo], RESAMPLES, seed=0)
+        if pooled.low is not None and pooled.high is not None:
+            found["A"].append((pooled.low, pooled.high))
+        found["B"].append(median_of_processes([speedups[i] for i in combo], rng))
+    return {name: (sum(lo <= m <= hi for lo, hi in intervals),
+                   sum(judge_interval(lo, hi, THRESHOLD) != INCONCLUSIVE for lo, hi in intervals),
+                   statistics.median(hi / lo - 1 for lo, hi in intervals), len(intervals))
+            for name, intervals in found.items()}
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("dirs", nargs="+", help="unpacked collections (each holds CONFIG/*.json)")
+    args = parser.parse_args()
+    for folder in args.dirs:
+        quiet = [r for r in cj.load_runs([folder], 0.5, False) if r.tag == "quiet"]
+        by_config: dict[str, list[cj.Stored]] = {}
+        for run in quiet:
+            by_config.setdefault(run.config, []).append(run)
+        for config, members in sorted(by_config.items()):
+            for size in (3, 5):
+                cells = [f"{name}: cover {c}/{n} decisive {d}/{n} width {w * 100:.1f}%"
+                         for name, (c, d, w, n) in study(members, size).items()]
+                print(f"{Path(folder).name:14s} {config:10s} x{size}  " + "  ".join(cells))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
