@@ -1,5 +1,6 @@
 """Across-process intervals on stored quiet runs: the engine's pooled hierarchical bootstrap (A) against the
-median of per-process speedups, bootstrapped over processes (B).
+median of per-process speedups, bootstrapped over processes (B), and Student's t interval of the processes'
+mean log speedup (C).
 
 For each configuration, 40 groups of 3 and of 5 drawn (seeded) from its quiet runs; m is the median of the
 quiet runs' own speedups. Prints each estimator's coverage of m, its decisive share at a 2% threshold and
@@ -30,6 +31,7 @@ from tui.engine.measure.verdict import INCONCLUSIVE, judge_interval  # noqa: E40
 THRESHOLD = 0.02
 GROUPS = 40
 RESAMPLES = 2000
+T_975 = {1: 12.706, 2: 4.303, 3: 3.182, 4: 2.776, 5: 2.571, 6: 2.447, 7: 2.365, 8: 2.306, 9: 2.262}
 
 
 def median_of_processes(speedups: Sequence[float], rng: np.random.Generator) -> tuple[float, float]:
@@ -38,6 +40,14 @@ def median_of_processes(speedups: Sequence[float], rng: np.random.Generator) -> 
     draws = rng.integers(0, len(values), size=(RESAMPLES, len(values)))
     medians = np.median(values[draws], axis=1)
     return float(np.percentile(medians, 2.5)), float(np.percentile(medians, 97.5))
+
+
+def t_interval(speedups: Sequence[float]) -> tuple[float, float]:
+    """C: Student's t 95% interval of the mean log speedup across processes, exponentiated."""
+    logs = np.log(np.array(speedups))
+    half = T_975[len(logs) - 1] * float(np.std(logs, ddof=1)) / np.sqrt(len(logs))
+    centre = float(np.mean(logs))
+    return float(np.exp(centre - half)), float(np.exp(centre + half))
 
 
 def study(members: list[cj.Stored], size: int) -> dict[str, tuple[int, int, float, int]]:
@@ -49,12 +59,13 @@ def study(members: list[cj.Stored], size: int) -> dict[str, tuple[int, int, floa
     random.Random(0).shuffle(combos)
     combos = combos[:GROUPS]
     rng = np.random.default_rng(0)
-    found: dict[str, list[tuple[float, float]]] = {"A": [], "B": []}
+    found: dict[str, list[tuple[float, float]]] = {"A": [], "B": [], "C": []}
     for combo in combos:
         pooled = bootstrap_speedup_processes([blocks[i] for i in combo], RESAMPLES, seed=0)
         if pooled.low is not None and pooled.high is not None:
             found["A"].append((pooled.low, pooled.high))
         found["B"].append(median_of_processes([speedups[i] for i in combo], rng))
+        found["C"].append(t_interval([speedups[i] for i in combo]))
     return {name: (sum(lo <= m <= hi for lo, hi in intervals),
                    sum(judge_interval(lo, hi, THRESHOLD) != INCONCLUSIVE for lo, hi in intervals),
                    statistics.median(hi / lo - 1 for lo, hi in intervals), len(intervals))
