@@ -10,7 +10,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from tui.engine.tune.answer import CONFIRMED, NOTHING_BEATS, Against, TuneResult, nothing_beats_text
-from tui.engine.tune.code import compile_call, config_form
+from tui.engine.tune.code import compile_call, config_form, config_settings
 from tui.engine.tune.driver import RACE_ENDS
 from tui.engine.tune.search import Standing, ranked
 from tui.present.format import fmt_mib, fmt_seconds, fmt_speedup
@@ -86,16 +86,18 @@ def headline(result: TuneResult) -> str:
 
 
 def code_lines(result: TuneResult, modes: Mapping[str, Mapping[str, Any]] | None = None) -> list[str]:
-    """The winner as code to paste, both forms (a blank line first); none for the default compile or when nothing
-    beats it."""
+    """The winner as code to paste, both forms (a blank line first; the config form only when it sets something);
+    none for the default compile or when nothing beats it."""
     if result.winner is None or result.winner_options is None or result.outcome == NOTHING_BEATS \
             or result.winner.candidate.is_default:
         return []
     lines = [""]
     if result.outcome != CONFIRMED:
         lines.append(UNCONFIRMED_CODE)
-    lines += ["# as torch.compile's arguments:", compile_call(result.winner_options), "",
-              "# or as torch._inductor.config settings:", *config_form(result.winner_options, modes).splitlines()]
+    lines += ["# as torch.compile's arguments:", compile_call(result.winner_options)]
+    if config_settings(result.winner_options, modes):  # without settings the config form is the call again
+        lines += ["", "# or as torch._inductor.config settings:",
+                  *config_form(result.winner_options, modes).splitlines()]
     return lines
 
 
