@@ -204,6 +204,9 @@ def test_a_leading_default_whose_challenger_is_not_judged_is_unconfirmed():
     # the budget fits the race but not the confirmation: the default's lead alone claims nothing
     result, _, runner, *_ = _tune([Candidate(), AUTOTUNE], {"max-autotune": 1.01}, budget=40.0, seconds=10.0)
     assert result.outcome == UNCONFIRMED and result.confirmation is None
+    # the reason gives the two figures, so the user can tell what budget would have fitted it
+    assert re.fullmatch(r"the confirmation \(about \d\d s\) does not fit in the 17 s left of the budget",
+                        result.stopped), result.stopped
 
 
 def test_the_budget_is_kept_and_no_run_starts_that_would_not_fit():

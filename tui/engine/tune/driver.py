@@ -359,7 +359,8 @@ class TuneDriver:
             return self.result()
         default = next(e.candidate for e in self.entries.values() if e.candidate.is_default)
         if self._confirm_cost() > self.time_left():
-            self._stopped = "the budget left does not fit the confirmation"
+            self._stopped = (f"the confirmation (about {self._confirm_cost():.0f} s) does not fit in the "
+                             f"{max(0.0, self.time_left()):.0f} s left of the budget")
             return self.result()
         self.listener.confirming(best, self.confirm_repeats)
         runs: dict[str, list[RunRecord]] = {WINNER: [], DEFAULT: []}
