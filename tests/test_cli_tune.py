@@ -163,3 +163,21 @@ def test_ctrl_c_ends_the_search_with_the_best_so_far_unconfirmed_and_keeps_the_r
                 (compile_lab_home / "data" / "history.jsonl").read_text().splitlines()]
     assert statuses == ["done", "done", "cancelled"]
     assert [r["status"] for r in csv.DictReader(out_csv.open())] == ["done", "done", "cancelled"]
+
+
+@pytest.mark.parametrize("argv", [
+    ["--space", "cpp.simdlen"],  # the worker's torch lacks it
+    ["--space", "layout_optimization"],  # it applies to cuda only
+    ["--space", "cpp_wrapper", "--option", "cpp_wrapper=true"],  # pinned: the same as the default compile
+])
+def test_a_space_with_nothing_left_to_race_is_refused_before_any_run(argv, monkeypatch, capsys, compile_lab_home):
+    # it used to run the default compile alone and answer "no configuration beats the default compile by more
+    # than 2%", having compared nothing
+    _use_fake_worker(monkeypatch, {})
+    code = cli.main(["tune", "--workload", "pointwise", "--device", "cpu", "--iters", "20", "--budget", "2m", *argv])
+    captured = capsys.readouterr()
+    assert code == 2 and captured.out == ""
+    assert captured.err.splitlines()[-1] == (
+        "compile-lab: error: space: nothing to race against the default compile: every knob of the space was left "
+        "out (the notes say why); widen the space or pin fewer options")
+    assert not (compile_lab_home / "data" / "history.jsonl").exists()

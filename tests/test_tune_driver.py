@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import random
+import re
 
 import pytest
 
@@ -203,6 +204,9 @@ def test_a_leading_default_whose_challenger_is_not_judged_is_unconfirmed():
     # the budget fits the race but not the confirmation: the default's lead alone claims nothing
     result, _, runner, *_ = _tune([Candidate(), AUTOTUNE], {"max-autotune": 1.01}, budget=40.0, seconds=10.0)
     assert result.outcome == UNCONFIRMED and result.confirmation is None
+    # the reason gives the two figures, so the user can tell what budget would have fitted it
+    assert re.fullmatch(r"the confirmation \(about \d\d s\) does not fit in the 17 s left of the budget",
+                        result.stopped), result.stopped
 
 
 def test_the_budget_is_kept_and_no_run_starts_that_would_not_fit():
@@ -254,3 +258,32 @@ def test_the_host_objective_reads_host_time_and_confirms_with_compares_host_metr
     gain = result.confirmation.vs_default
     # the compiled host time's ratio (NEW / BASE = 0.7) read as how many times faster: 1 / 0.7, interval inverted
     assert gain.gain == pytest.approx(1 / 0.7, rel=0.02) and gain.low <= gain.gain <= gain.high
+
+
+def test_the_note_that_ends_the_race_never_shows_negative_seconds_and_names_what_did_not_fit():
+    # a budget below the closing reserve: no run fits, and the time left reads 0 s, never "-1 s"
+    result, _, runner, heard, _ = _tune([Candidate(), FREEZE], {}, budget=2.0)
+    notes = [e[1] for e in heard.events if e[0] == "note"]
+    assert runner.runs == []
+    assert notes == ["stage 1: no time left for a run (0 s left of the budget); the race ends here"]
+    # with a challenger in the race, the note names the run and the confirmation kept for after it, as _fits
+    # weighed them (the old note spoke of "a candidate other than the default" leading, whoever led)
+    many = [Candidate()] + [Candidate((("k", i),)) for i in range(10)]
+    _, _, _, heard, _ = _tune(many, {f"k={i}": 0.9 - i / 100 for i in range(10)}, budget=150.0, seconds=10.0)
+    ends = [e[1] for e in heard.events if e[0] == "note" and e[1].endswith("the race ends here")]
+    assert len(ends) == 1
+    assert re.fullmatch(r"stage 1: the next run \(about 10 s\) and the confirmation after it \(about (\d+) s\) do "
+                        r"not fit in the (\d+) s left of the budget; the race ends here", ends[0]), ends
+
+
+def test_a_stop_never_says_the_budget_ran_out_for_the_candidates_it_kept_from_running():
+    from tui.present.tune_answer import answer_text, standing_rows, cut_short
+
+    result, *_ = _tune([Candidate(), FREEZE, AUTOTUNE, FUSION], {"freezing=True": 0.7}, stop_at=3)
+    rows = {name: standing for name, _, _, standing in standing_rows(result.standings, cut_short(result))}
+    assert rows["aggressive_fusion=True"] == "in the race, never run (Ctrl-C)"
+    assert "budget" not in answer_text(result)
+    # a race the budget ended still says so
+    many = [Candidate()] + [Candidate((("k", i),)) for i in range(5)]
+    result, *_ = _tune(many, {f"k={i}": 1.5 for i in range(5)}, budget=45.0, seconds=10.0)
+    assert cut_short(result) == "the budget ran out"

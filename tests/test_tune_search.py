@@ -218,3 +218,19 @@ def test_a_record_keeps_its_tune_id_through_json_and_an_older_line_without_one_l
     del data["tune_id"]
     old, problems = RunRecord.decode(data)
     assert old.tune_id is None and problems == []
+
+
+def test_the_answer_leaves_out_a_config_form_that_would_only_repeat_the_call():
+    from tui.engine.tune.answer import CONFIRMED, TuneResult
+    from tui.engine.tune.search import Standing
+    from tui.present.tune_answer import code_lines
+
+    def lines(candidate):
+        options = candidate.apply(RunOptions(workload="pointwise", device="cpu"))
+        return code_lines(TuneResult("t", CONFIRMED, Standing(candidate), options, None, ()))
+
+    plain = lines(_c(("fullgraph", True)))  # no inductor setting: "import torch._inductor.config" and the same call
+    assert plain == ["", "# as torch.compile's arguments:", "compiled = torch.compile(model, fullgraph=True)"]
+    spelled = lines(_c(("freezing", True)))
+    assert "# or as torch._inductor.config settings:" in spelled
+    assert "torch._inductor.config.freezing = True" in spelled

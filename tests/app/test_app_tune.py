@@ -135,6 +135,24 @@ async def test_the_cancel_key_stops_the_search_and_keeps_the_ended_runs(make_app
     assert {h["run_id"] for h in history if h["status"] == "done"} >= {r.run_id for r in done}
 
 
+async def test_a_space_with_nothing_left_to_race_runs_nothing_and_says_why(make_app, compile_lab_home):
+    # on the CPU every knob of this space is left out (it applies to cuda only): only the default compile is
+    # left, and a search of it alone would answer "no configuration beats the default compile", comparing nothing
+    app = _tuned_app(make_app, {})
+    async with app.run_test(size=SIZE, notifications=True) as pilot:
+        dialog = await _open_dialog(app, pilot)
+        dialog.query_one("#tune-space", Input).value = "layout_optimization"
+        await pilot.press("ctrl+s")
+        await wait_until(pilot, lambda: isinstance(app.screen, TuneScreen), what="the tune screen")
+        tune = app.lab.tune
+        await wait_until(pilot, lambda: tune.board.done, timeout=30, what="the answer")
+        assert "nothing to race against the default compile" in tune.board.headline
+        assert "no configuration beats" not in tune.board.answer
+        assert "left out on cpu" in tune.board.answer  # the note that says why
+        assert tune.own == set() and tune.board.runs == 0
+    assert not (compile_lab_home / "data" / "history.jsonl").exists()
+
+
 async def test_at_80x24_the_tune_screens_footer_fits_whole(make_app):
     """The tune screen's keys beside the app's overflowed 80 columns ("a Re-ru▏^p paletteh")."""
     from app_helpers import footer_whole

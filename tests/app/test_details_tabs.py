@@ -258,3 +258,14 @@ async def test_at_80x24_the_main_footer_fits_whole(make_app):
     async with app.run_test(size=(80, 24)) as pilot:
         footer = await footer_whole(pilot, app)
         assert len(footer.split("▏")[0].split()) >= 16  # eight keys, each with its word
+
+
+def test_the_title_names_the_tune_and_the_inductor_options_a_run_differs_by():
+    record = full_record("20261201-101010-aaaaaa", failed=False)
+    record.options = replace(record.options, inductor_options={"freezing": True, "cpp.simdlen": 256})
+    text = _text(render_tab(record, "summary"))
+    assert "run 20261201-101010-aaaaaa  device cuda:0  tune 20261201-101000-70e001" in text
+    assert "inductor options  cpp.simdlen=256, freezing=True" in text
+    record.tune_id, record.options = None, replace(record.options, inductor_options={})
+    text = _text(render_tab(record, "summary"))
+    assert " tune " not in text.splitlines()[1] and "inductor options" not in text

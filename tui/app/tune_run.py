@@ -25,7 +25,7 @@ from tui.engine.options import RunOptions
 from tui.engine.store.results import new_run_id
 from tui.engine.tune.answer import NOTHING_BEATS, Progress, TuneResult
 from tui.engine.tune.driver import TuneDriver, TuneListener
-from tui.engine.tune.request import TuneRequest, plan_search
+from tui.engine.tune.request import TuneRequest, nothing_to_try, plan_search
 from tui.engine.tune.search import Standing
 from tui.present.tune_answer import answer_text, headline
 
@@ -222,8 +222,9 @@ class TuneRun:
         self.keeper.standings = lambda: driver.standings
         if plan.notes:
             self.keeper.note(plan.notes[-1])
-        if self._stop is not None:
-            driver.stop(self._stop)
+        empty = nothing_to_try(plan)
+        if self._stop is not None or empty is not None:  # nothing to try: no run, the answer says why
+            driver.stop(self._stop or empty or "")
         try:
             result = await driver.run()
         except asyncio.CancelledError:

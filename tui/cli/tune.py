@@ -29,7 +29,7 @@ from tui.engine.cluster.address import ClusterError
 from tui.engine.options import OptionsError, RunOptions
 from tui.engine.run.session import RunSession, SessionListener
 from tui.engine.tune.objective import DEVICE, OBJECTIVES, Objective
-from tui.engine.tune.request import BUDGET_MAX_S, check_request, parse_budget, plan_search
+from tui.engine.tune.request import BUDGET_MAX_S, check_request, nothing_to_try, parse_budget, plan_search
 from tui.engine.tune.space import SPACE_GROUPS
 
 __all__ = ["add_tune_parser", "cmd_tune", "parse_budget", "tune_settings", "BUDGET_MAX_S"]
@@ -115,6 +115,10 @@ async def _tune(args: argparse.Namespace, settings: tuple[RunOptions, Objective,
     plan = await asyncio.to_thread(plan_search, base, knobs)
     for note in plan.notes:
         lines.note(note)
+    empty = nothing_to_try(plan)
+    if empty is not None:  # bad usage, found once torch has said which options it has: nothing ran
+        err.print(f"{PROG}: error: space: {empty}", markup=False, highlight=False)
+        return 2
     history = None
     if not args.no_history:
         from tui.engine.store.history import History

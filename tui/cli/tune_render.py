@@ -13,7 +13,7 @@ from tui.engine.tune.driver import TuneListener
 from tui.engine.tune.search import Standing
 from tui.present.format import fmt_speedup
 from tui.present.tune_answer import (
-    STANDING_COLUMNS, against_text, closing_line, code_lines, figure_lines, headline, standing_rows,
+    STANDING_COLUMNS, against_text, closing_line, code_lines, cut_short, figure_lines, headline, standing_rows,
 )  # fmt: skip
 
 __all__ = ["TuneLines", "print_answer", "against_text", "standing_rows"]
@@ -75,7 +75,7 @@ def print_answer(result: TuneResult, console: Any, modes: Mapping[str, Mapping[s
     table = Table(title="Candidates (speedup over eager in their own processes)", title_justify="left")
     for column in STANDING_COLUMNS:
         table.add_column(column, overflow="fold")
-    for row in standing_rows(result.standings):
+    for row in standing_rows(result.standings, cut_short(result)):
         table.add_row(*row)
     console.print(table)
     for note in result.confirmation.notes if result.confirmation else ():

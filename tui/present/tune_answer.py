@@ -10,12 +10,13 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from tui.engine.tune.answer import CONFIRMED, NOTHING_BEATS, Against, TuneResult, nothing_beats_text
-from tui.engine.tune.code import compile_call, config_form
+from tui.engine.tune.code import compile_call, config_form, config_settings
+from tui.engine.tune.driver import RACE_ENDS
 from tui.engine.tune.search import Standing, ranked
 from tui.present.format import fmt_mib, fmt_seconds, fmt_speedup
 
-__all__ = ["against_text", "standing_rows", "STANDING_COLUMNS", "headline", "code_lines", "figure_lines",
-           "closing_line", "answer_text"]
+__all__ = ["against_text", "standing_rows", "cut_short", "BUDGET_RAN_OUT", "STANDING_COLUMNS", "headline",
+           "code_lines", "figure_lines", "closing_line", "answer_text"]
 
 STANDING_COLUMNS = ("candidate", "screened", "latest [95% interval]", "standing")
 """The columns of :func:`standing_rows`."""
@@ -28,19 +29,32 @@ def against_text(against: Against) -> str:
     return f"{text} {against.verdict}" if against.verdict else text
 
 
-def _standing_text(standing: Standing, last_stage: int) -> str:
-    """Why it left the race; for one still in, whether the budget let it run in the last stage."""
+BUDGET_RAN_OUT = "the budget ran out"
+"""Why a candidate still in the race did not run (again) when no stop cut the race short."""
+
+
+def cut_short(result: TuneResult) -> str:
+    """Why the candidates still in the race did not all run in its last stage: the stop that ended the race
+    (Ctrl-C, the app's Stop), or else the budget (which also ends the race before a stop that comes later)."""
+    if result.stopped and "budget" not in result.stopped and not any(note.endswith(RACE_ENDS) for note in result.notes):
+        return result.stopped
+    return BUDGET_RAN_OUT
+
+
+def _standing_text(standing: Standing, last_stage: int, why: str) -> str:
+    """Why it left the race; for one still in, whether it ran in the last stage (``why``: what kept it out)."""
     if standing.gone:
         return standing.gone
     if standing.stage < 0:
-        return "in the race, never run (the budget ran out)"
+        return f"in the race, never run ({why})"
     if standing.stage < last_stage:
-        return f"in the race, last run in stage {standing.stage + 1} (the budget ran out)"
+        return f"in the race, last run in stage {standing.stage + 1} ({why})"
     return "in the race to the end"
 
 
-def standing_rows(standings: Sequence[Standing]) -> list[tuple[str, str, str, str]]:
-    """(candidate, screened, latest with interval and processes, standing) per candidate, the race's order."""
+def standing_rows(standings: Sequence[Standing], why: str = BUDGET_RAN_OUT) -> list[tuple[str, str, str, str]]:
+    """(candidate, screened, latest with interval and processes, standing) per candidate, the race's order;
+    ``why``: what kept a candidate still in the race from its last stage (:func:`cut_short`)."""
     last_stage = max((s.stage for s in standings), default=0)
     rows = []
     for standing in ranked(standings):
@@ -50,7 +64,7 @@ def standing_rows(standings: Sequence[Standing]) -> list[tuple[str, str, str, st
         latest = fmt_speedup(score.value, score.low, score.high)
         if score.processes > 1:
             latest += f" ({score.processes} proc.)"
-        rows.append((standing.name, first, latest, _standing_text(standing, last_stage)))
+        rows.append((standing.name, first, latest, _standing_text(standing, last_stage, why)))
     return rows
 
 
@@ -72,16 +86,18 @@ def headline(result: TuneResult) -> str:
 
 
 def code_lines(result: TuneResult, modes: Mapping[str, Mapping[str, Any]] | None = None) -> list[str]:
-    """The winner as code to paste, both forms (a blank line first); none for the default compile or when nothing
-    beats it."""
+    """The winner as code to paste, both forms (a blank line first; the config form only when it sets something);
+    none for the default compile or when nothing beats it."""
     if result.winner is None or result.winner_options is None or result.outcome == NOTHING_BEATS \
             or result.winner.candidate.is_default:
         return []
     lines = [""]
     if result.outcome != CONFIRMED:
         lines.append(UNCONFIRMED_CODE)
-    lines += ["# as torch.compile's arguments:", compile_call(result.winner_options), "",
-              "# or as torch._inductor.config settings:", *config_form(result.winner_options, modes).splitlines()]
+    lines += ["# as torch.compile's arguments:", compile_call(result.winner_options)]
+    if config_settings(result.winner_options, modes):  # without settings the config form is the call again
+        lines += ["", "# or as torch._inductor.config settings:",
+                  *config_form(result.winner_options, modes).splitlines()]
     return lines
 
 
@@ -119,7 +135,7 @@ def answer_text(result: TuneResult, modes: Mapping[str, Mapping[str, Any]] | Non
     """The whole answer as plain text (the candidates one per line, ``name: latest (screened ...): standing``)."""
     lines = [headline(result), *code_lines(result, modes), *figure_lines(result), "", "candidates (speedup over "
              "eager in their own processes):"]
-    for name, screened, latest, standing in standing_rows(result.standings):
+    for name, screened, latest, standing in standing_rows(result.standings, cut_short(result)):
         lines.append(f"  {name}: {latest}, screened {screened}: {standing}")
     notes = [*(result.confirmation.notes if result.confirmation else ()), *result.notes]
     lines += [f"note: {note}" for note in notes]

@@ -14,7 +14,7 @@ from typing import Any
 from tui.engine.options import DEFAULT_MODE, RunOptions
 from tui.engine.tune.space import MODE_OPTIONS
 
-__all__ = ["compile_call", "config_form"]
+__all__ = ["compile_call", "config_form", "config_settings"]
 
 
 def _arguments(options: RunOptions, with_mode: bool) -> list[str]:
@@ -39,10 +39,17 @@ def compile_call(options: RunOptions) -> str:
     return f"compiled = torch.compile({', '.join(args)})"
 
 
-def config_form(options: RunOptions, modes: Mapping[str, Mapping[str, Any]] | None = None) -> str:
-    """``import torch._inductor.config``, one assignment per option (a mode's included), then the call."""
+def config_settings(options: RunOptions, modes: Mapping[str, Mapping[str, Any]] | None = None) -> dict[str, Any]:
+    """The ``torch._inductor.config`` settings of ``options``: its mode's options, then its own (empty: none, and
+    the config form would only repeat the call)."""
     settings = dict((modes or MODE_OPTIONS).get(options.mode, MODE_OPTIONS.get(options.mode, {})))
     settings.update(options.inductor_options)
+    return settings
+
+
+def config_form(options: RunOptions, modes: Mapping[str, Mapping[str, Any]] | None = None) -> str:
+    """``import torch._inductor.config``, one assignment per option (a mode's included), then the call."""
+    settings = config_settings(options, modes)
     lines = ["import torch", "import torch._inductor.config"]
     lines += [f"torch._inductor.config.{key} = {value!r}" for key, value in sorted(settings.items())]
     lines.append(f"compiled = torch.compile({', '.join(_arguments(options, with_mode=False))})")

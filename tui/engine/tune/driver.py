@@ -46,6 +46,8 @@ __all__ = ["TuneDriver", "TuneListener", "DurationModel", "measured_seconds", "g
 
 CANCELLED = "cancelled"
 """Why the search stopped when its task was cancelled; a later :meth:`TuneDriver.stop` names the reason instead."""
+RACE_ENDS = "the race ends here"
+"""How the note that the budget ended the race ends (the answer tells a budget's end from a stop's by it)."""
 CLOSING_S = 3.0
 """Seconds of the budget kept for after the last run: closing the session, the exports, the answer."""
 
@@ -263,15 +265,28 @@ class TuneDriver:
             if index == 0:
                 self._add_combination(ahead)
 
-    def _out_of_time(self, index: int) -> None:
+    def _out_of_time(self, index: int, iters: int) -> None:
+        note = self._out_of_time_text(index, iters)  # as _fits saw it: before the stage is judged
         unrun = [s for s in self.standings if s.alive and s.stage < index]
         if index == 0:
             self.standings = [dataclasses.replace(s, gone="cut: not screened (the budget ran out)")
                               if s in unrun else s for s in self.standings]
             self._incomplete = f"the budget ran out before {len(unrun)} candidate(s) were screened"
         self.standings = judge_stage(self.standings, self.threshold)
-        self._say(f"stage {index + 1}: the budget left ({self.time_left():.0f} s) does not fit another run (and the "
-                  "confirmation, while a candidate other than the default leads); the race ends here")
+        self._say(note)
+
+    def _out_of_time_text(self, index: int, iters: int) -> str:
+        """Why the race ends at stage ``index``: the next run of ``iters`` (and the confirmation kept for after it,
+        while a challenger of the default compile is in the race) against the time left, as :meth:`_fits` saw it."""
+        left = f"{max(0.0, self.time_left()):.0f} s left of the budget"
+        run = self.durations.estimate(iters)
+        if run is None:
+            return f"stage {index + 1}: no time left for a run ({left}); {RACE_ENDS}"
+        what = f"the next run (about {run:.0f} s) does not fit"
+        if challenger(self.standings) is not None:
+            what = (f"the next run (about {run:.0f} s) and the confirmation after it (about "
+                    f"{self._confirm_cost():.0f} s) do not fit")
+        return f"stage {index + 1}: {what} in the {left}; {RACE_ENDS}"
 
     async def _run_stage(self, names: Sequence[str], index: int, iters: int) -> bool:
         """Run each of ``names`` once, one run per lane at once, each scored as it ends; False when the stage ended
@@ -296,7 +311,7 @@ class TuneDriver:
                 self._took(records, began)
                 self._scored(name, index, records)
         if out_of_time and self._stopped is None:
-            self._out_of_time(index)
+            self._out_of_time(index, iters)
         return self._stopped is None and not out_of_time
 
     def _scored(self, name: str, index: int, records: Sequence[RunRecord]) -> None:
@@ -344,7 +359,8 @@ class TuneDriver:
             return self.result()
         default = next(e.candidate for e in self.entries.values() if e.candidate.is_default)
         if self._confirm_cost() > self.time_left():
-            self._stopped = "the budget left does not fit the confirmation"
+            self._stopped = (f"the confirmation (about {self._confirm_cost():.0f} s) does not fit in the "
+                             f"{max(0.0, self.time_left()):.0f} s left of the budget")
             return self.result()
         self.listener.confirming(best, self.confirm_repeats)
         runs: dict[str, list[RunRecord]] = {WINNER: [], DEFAULT: []}

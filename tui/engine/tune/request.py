@@ -21,7 +21,7 @@ from tui.engine.tune.objective import OBJECTIVES, Objective
 from tui.engine.tune.space import Candidate, SpaceError, candidates, distinct, option_keys, parse_space
 
 __all__ = ["BUDGET_MAX_S", "CALLS_MAX", "MEMORY_MAX_GB", "DEFAULT_BUDGET", "TuneRequest", "SearchPlan",
-           "parse_budget", "parse_calls", "check_request", "plan_search"]
+           "parse_budget", "parse_calls", "check_request", "plan_search", "nothing_to_try"]
 
 BUDGET_MAX_S = 86_400.0
 DEFAULT_BUDGET = "10m"
@@ -98,3 +98,13 @@ def plan_search(base: RunOptions, knobs: tuple[str, ...]) -> SearchPlan:
     if found.problem:
         notes.insert(0, f"{found.problem}: the catalog is tried as it is")
     return SearchPlan(tuple(cands), tuple(notes), found.modes or None)
+
+
+def nothing_to_try(plan: SearchPlan) -> str | None:
+    """Why ``plan`` races nothing (the default compile is its only candidate: every knob of the space was left out
+    for the device, the worker's torch or the pinned options, as its notes say), else None. A search of the
+    default compile alone would end in "no configuration beats the default compile", having compared nothing."""
+    if any(not candidate.is_default for candidate in plan.candidates):
+        return None
+    return ("nothing to race against the default compile: every knob of the space was left out (the notes say "
+            "why); widen the space or pin fewer options")

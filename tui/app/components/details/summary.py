@@ -24,6 +24,7 @@ from tui.engine.measure.stats import Stats
 from tui.engine.measure.summary import RunSummary
 from tui.engine.measure.verdict import RERUN_HINT
 from tui.engine.status import RunStatus
+from tui.typed import printable
 
 __all__ = ["title", "error", "summary_tab", "command_of", "ACCURACY_FIELDS", "MEMORY_FIELDS"]
 
@@ -61,7 +62,7 @@ MEMORY_FIELDS = (
 
 
 def title(record: RunRecord) -> list[RenderableType]:
-    """The run's workload, options and status, and its id and device."""
+    """The run's workload, options and status; its id, device and tune; its inductor options, if any."""
     options, status = record.options, record.status
     text = Text()
     text.append(f"{workload_label(options)}  ", style="bold")
@@ -72,7 +73,13 @@ def title(record: RunRecord) -> list[RenderableType]:
     styles: dict[str, str] = {RunStatus.DONE: "bold green", RunStatus.FAILED: "bold red", RunStatus.CANCELLED: "dim"}
     status_style = styles.get(status, "bold yellow")
     text.append(f"  {STATUS_LABELS.get(status, status)}", style=status_style)
-    return [text, Text(f"run {record.run_id}  device {options.device}", style="dim")]
+    lines = [text, Text(f"run {record.run_id}  device {options.device}", style="dim")]
+    if record.tune_id:  # which search ran it: the tune's answer and compare name that id
+        lines[1].append(f"  tune {printable(record.tune_id)}")
+    if options.inductor_options:  # the label leaves them out; a tune's candidates differ by them alone
+        pairs = ", ".join(f"{key}={value!r}" for key, value in sorted(options.inductor_options.items()))
+        lines.append(Text(printable(f"inductor options  {pairs}"), style="dim"))
+    return lines
 
 
 def error(record: RunRecord) -> list[RenderableType]:
