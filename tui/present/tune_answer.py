@@ -9,9 +9,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from tui.engine.tune.answer import CONFIRMED, NOTHING_BEATS, Against, TuneResult, nothing_beats_text
+from tui.engine.tune.answer import BUDGET_RAN_OUT, CONFIRMED, NOTHING_BEATS, Against, TuneResult, nothing_beats_text
 from tui.engine.tune.code import compile_call, config_form, config_settings
-from tui.engine.tune.driver import RACE_ENDS
 from tui.engine.tune.search import Standing, ranked
 from tui.present.format import fmt_mib, fmt_seconds, fmt_speedup
 
@@ -29,16 +28,9 @@ def against_text(against: Against) -> str:
     return f"{text} {against.verdict}" if against.verdict else text
 
 
-BUDGET_RAN_OUT = "the budget ran out"
-"""Why a candidate still in the race did not run (again) when no stop cut the race short."""
-
-
 def cut_short(result: TuneResult) -> str:
-    """Why the candidates still in the race did not all run in its last stage: the stop that ended the race
-    (Ctrl-C, the app's Stop), or else the budget (which also ends the race before a stop that comes later)."""
-    if result.stopped and "budget" not in result.stopped and not any(note.endswith(RACE_ENDS) for note in result.notes):
-        return result.stopped
-    return BUDGET_RAN_OUT
+    """Why the candidates still in the race did not all run in its last stage (:attr:`TuneResult.cut_short`)."""
+    return result.cut_short or BUDGET_RAN_OUT
 
 
 def _standing_text(standing: Standing, last_stage: int, why: str) -> str:

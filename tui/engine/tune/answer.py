@@ -27,7 +27,7 @@ from tui.engine.tune.objective import DEVICE, Objective
 from tui.engine.tune.search import Standing
 
 __all__ = ["CONFIRM_REPEATS", "CONFIRM_MAX_REPEATS",
-           "CONFIRMED", "NOTHING_BEATS", "UNCONFIRMED", "Against", "Confirmation", "Progress",
+           "CONFIRMED", "NOTHING_BEATS", "BUDGET_RAN_OUT", "UNCONFIRMED", "Against", "Confirmation", "Progress",
            "TuneResult", "confirm", "outcome_of", "nothing_beats_text"]
 
 CONFIRM_REPEATS = 3
@@ -37,6 +37,8 @@ CONFIRM_MAX_REPEATS = AUTO_MAX_PROCESSES
 on a pool: one a lane) up to this many a side, as ``--repeat auto`` grows a group."""
 
 CONFIRMED, NOTHING_BEATS, UNCONFIRMED = "confirmed", "nothing beats default", "unconfirmed"
+BUDGET_RAN_OUT = "the budget ran out"
+"""Why candidates still in the race did not run again when the budget ended the race."""
 
 
 def nothing_beats_text(threshold: float) -> str:
@@ -100,6 +102,9 @@ class TuneResult:
     notes: tuple[str, ...] = ()
     stopped: str | None = None
     incomplete: str | None = None
+    cut_short: str | None = None
+    """Why candidates still in the race did not run in its last stage: ``BUDGET_RAN_OUT`` when the budget ended
+    the race, else the stop that ended it (Ctrl-C, the app's Stop); None when the race ran to its end."""
     """Why some candidates were never screened (the budget), None when every one was."""
     elapsed_s: float = 0.0
     runs: int = 0

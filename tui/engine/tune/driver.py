@@ -32,7 +32,7 @@ from tui.engine.status import RunStatus
 from tui.engine.store.results import RunRecord, new_run_id
 from tui.engine.measure.verdict import INCONCLUSIVE
 from tui.engine.tune.answer import (
-    CONFIRM_MAX_REPEATS, CONFIRM_REPEATS, CONFIRMED, Progress, TuneResult, confirm, outcome_of,
+    BUDGET_RAN_OUT, CONFIRM_MAX_REPEATS, CONFIRM_REPEATS, CONFIRMED, Progress, TuneResult, confirm, outcome_of,
 )  # fmt: skip
 from tui.engine.tune.objective import Objective, score
 from tui.engine.tune.parallel import DEFAULT, WINNER, confirm_waves
@@ -46,8 +46,6 @@ __all__ = ["TuneDriver", "TuneListener", "DurationModel", "measured_seconds", "g
 
 CANCELLED = "cancelled"
 """Why the search stopped when its task was cancelled; a later :meth:`TuneDriver.stop` names the reason instead."""
-RACE_ENDS = "the race ends here"
-"""How the note that the budget ended the race ends (the answer tells a budget's end from a stop's by it)."""
 CLOSING_S = 3.0
 """Seconds of the budget kept for after the last run: closing the session, the exports, the answer."""
 
@@ -147,6 +145,7 @@ class TuneDriver:
         self._started = clock() if started is None else started
         self._stopped: str | None = None
         self._incomplete: str | None = None
+        self._cut_short: str | None = None
 
     # ----- time -------------------------------------------------------------------------------
 
@@ -237,7 +236,8 @@ class TuneDriver:
                           winner_options=None if best is None else self.options_of(best.candidate, self.base.iters),
                           confirmation=confirmation, confirmed=confirmed if confirmation is not None else None,
                           standings=tuple(self.standings), notes=tuple(self.notes),
-                          stopped=self._stopped, incomplete=self._incomplete, elapsed_s=self.clock() - self._started,
+                          stopped=self._stopped, incomplete=self._incomplete,
+                          cut_short=self._cut_short or self._stopped, elapsed_s=self.clock() - self._started,
                           runs=sum(r.finished for r in self.records), threshold=self.threshold,
                           objective=self.objective)
 
@@ -267,6 +267,7 @@ class TuneDriver:
 
     def _out_of_time(self, index: int, iters: int) -> None:
         note = self._out_of_time_text(index, iters)  # as _fits saw it: before the stage is judged
+        self._cut_short = BUDGET_RAN_OUT
         unrun = [s for s in self.standings if s.alive and s.stage < index]
         if index == 0:
             self.standings = [dataclasses.replace(s, gone="cut: not screened (the budget ran out)")
@@ -281,12 +282,12 @@ class TuneDriver:
         left = f"{max(0.0, self.time_left()):.0f} s left of the budget"
         run = self.durations.estimate(iters)
         if run is None:
-            return f"stage {index + 1}: no time left for a run ({left}); {RACE_ENDS}"
+            return f"stage {index + 1}: no time left for a run ({left}); the race ends here"
         what = f"the next run (about {run:.0f} s) does not fit"
         if challenger(self.standings) is not None:
             what = (f"the next run (about {run:.0f} s) and the confirmation after it (about "
                     f"{self._confirm_cost():.0f} s) do not fit")
-        return f"stage {index + 1}: {what} in the {left}; {RACE_ENDS}"
+        return f"stage {index + 1}: {what} in the {left}; the race ends here"
 
     async def _run_stage(self, names: Sequence[str], index: int, iters: int) -> bool:
         """Run each of ``names`` once, one run per lane at once, each scored as it ends; False when the stage ended

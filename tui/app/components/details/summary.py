@@ -73,9 +73,10 @@ def title(record: RunRecord) -> list[RenderableType]:
     styles: dict[str, str] = {RunStatus.DONE: "bold green", RunStatus.FAILED: "bold red", RunStatus.CANCELLED: "dim"}
     status_style = styles.get(status, "bold yellow")
     text.append(f"  {STATUS_LABELS.get(status, status)}", style=status_style)
-    lines = [text, Text(f"run {record.run_id}  device {options.device}", style="dim")]
+    ids = Text(f"run {record.run_id}  device {options.device}", style="dim")
     if record.tune_id:  # which search ran it: the tune's answer and compare name that id
-        lines[1].append(f"  tune {printable(record.tune_id)}")
+        ids.append(f"  tune {printable(record.tune_id)}")
+    lines: list[RenderableType] = [text, ids]
     if options.inductor_options:  # the label leaves them out; a tune's candidates differ by them alone
         pairs = ", ".join(f"{key}={value!r}" for key, value in sorted(options.inductor_options.items()))
         lines.append(Text(printable(f"inductor options  {pairs}"), style="dim"))
