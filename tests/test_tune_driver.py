@@ -223,6 +223,13 @@ def test_the_budget_is_kept_and_no_run_starts_that_would_not_fit():
     assert any(e[0] == "note" and "budget" in e[1] for e in heard.events)
 
 
+def test_a_runs_timeout_within_the_budget_is_whole_seconds():
+    # its reproduce command says --timeout 137, not --timeout 137.49999
+    _, _, runner, *_ = _tune([Candidate(), FREEZE], {"freezing=True": 0.7}, budget=150.5)
+    timeouts = [o.timeout_s for o in runner.runs]
+    assert min(timeouts) < 150 and all(t == int(t) and t >= 1 for t in timeouts), timeouts
+
+
 def test_a_stop_keeps_the_finished_runs_and_reports_the_best_so_far_unconfirmed():
     result, session, runner, *_ = _tune([Candidate(), FREEZE, AUTOTUNE, FUSION], {"freezing=True": 0.7}, stop_at=3)
     assert result.outcome == UNCONFIRMED and result.stopped == "Ctrl-C" and result.winner.name == "freezing=True"

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import math
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -186,13 +187,15 @@ class TuneDriver:
         self.session.cancel_all()
 
     def options_of(self, candidate: Candidate, iters: int, timed: bool = False, first: bool = True) -> RunOptions:
-        """``candidate``'s run options with ``iters``; ``timed``: its timeout within the budget left (at least 1 s);
+        """``candidate``'s run options with ``iters``; ``timed``: its timeout within the budget left, in whole seconds
+        (at least 1 s; the run's reproduce command shows it);
         not ``first``: no profile pass or trace (a candidate's first run, and the confirmation's, have them)."""
         options = dataclasses.replace(candidate.apply(self.base, self.pinned, self.modes), iters=iters)
         if not first:
             options = dataclasses.replace(options, profile=False, trace=False, torch_trace=False)
         if timed:
-            options = dataclasses.replace(options, timeout_s=max(1.0, min(options.timeout_s, self.time_left())))
+            within = math.floor(min(options.timeout_s, self.time_left()))
+            options = dataclasses.replace(options, timeout_s=float(max(1, within)))
         return options
 
     def _submit(self, options_list: Sequence[RunOptions], group: tuple[str, int] | None = None) -> list[RunRecord]:
