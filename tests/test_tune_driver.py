@@ -215,11 +215,12 @@ def test_the_budget_is_kept_and_no_run_starts_that_would_not_fit():
     result, _, runner, heard, clock = _tune(many, times, budget=150.0, seconds=10.0)
     assert clock.now <= 150.0
     # 10 s a run (its measuring a little longer at the confirmation's doubled iterations) and a confirmation
-    # of six: after 8 screening runs (80 s) the next one and the confirmation (71 s) no longer fit in 70 s
-    assert len(runner.runs) == 8 + 6
+    # of six (about 61 s, kept with CONFIRM_MARGIN: 73 s): after 7 screening runs (70 s) the next one and the
+    # confirmation no longer fit in the 77 s left
+    assert len(runner.runs) == 7 + 6
     assert result.outcome == CONFIRMED
     cut = [s for s in result.standings if s.gone == "cut: not screened (the budget ran out)"]
-    assert len(cut) == 3
+    assert len(cut) == 4
     assert any(e[0] == "note" and "budget" in e[1] for e in heard.events)
 
 
@@ -228,6 +229,24 @@ def test_a_runs_timeout_within_the_budget_is_whole_seconds():
     _, _, runner, *_ = _tune([Candidate(), FREEZE], {"freezing=True": 0.7}, budget=150.5)
     timeouts = [o.timeout_s for o in runner.runs]
     assert min(timeouts) < 150 and all(t == int(t) and t >= 1 for t in timeouts), timeouts
+
+
+def test_a_run_longer_than_its_estimate_still_leaves_the_confirmation_room():
+    # the eighth run takes 16 s instead of 10. Without a margin the race would have started it as its last
+    # screening run with the confirmation's estimate fitting exactly, and the overrun would leave no room for
+    # the confirmation; with the margin the race ended after seven, and the eighth run is the confirmation's first
+    many = [Candidate()] + [Candidate((("k", i),)) for i in range(10)]
+    times = {f"k={i}": 0.9 - i / 100 for i in range(10)}
+
+    class Overrun(TimedRunner):
+        async def run(self, record, on_event=None):
+            if len(self.runs) == 7:
+                self.clock.now += 6.0
+            return await super().run(record, on_event)
+
+    result, _, runner, _, clock = _tune(many, times, budget=150.0, seconds=10.0, runner_type=Overrun)
+    assert result.outcome == CONFIRMED and result.confirmation.processes == (3, 3)
+    assert len(runner.runs) == 7 + 6 and clock.now <= 150.0
 
 
 def test_a_stop_keeps_the_finished_runs_and_reports_the_best_so_far_unconfirmed():

@@ -126,11 +126,12 @@ def test_the_confirmation_runs_the_winner_and_the_default_in_matched_pairs_side_
 
 def test_the_budget_counts_the_lanes_and_no_run_starts_that_would_not_fit():
     many = [Candidate()] + [Candidate((("k", i),)) for i in range(10)]
-    budget = 45.0
+    budget = 50.0
     result, session, runner, heard, clock = _tune_on(POOL, many, {f"k={i}": 0.9 - i / 100 for i in range(10)},
                                                      budget=budget)
-    # two screening waves (20 s); the third would end at 30 s with 2 confirmation waves (about 21 s) after it: over
-    # the 42 s left for runs. On one lane the confirmation alone (6 runs, about 63 s) would not have fitted.
+    # two screening waves (20 s); a third run (10 s) and the 2 confirmation waves kept for after it (about 21 s,
+    # 25 s with CONFIRM_MARGIN) do not fit in the 27 s left for runs. On one lane the confirmation alone (6 runs,
+    # about 63 s) would not have fitted.
     assert len(runner.runs) == 8 + 6 and clock.now == 40.0 <= budget
     assert result.outcome == CONFIRMED
     assert len([s for s in result.standings if s.gone == "cut: not screened (the budget ran out)"]) == 3

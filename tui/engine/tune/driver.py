@@ -47,6 +47,9 @@ __all__ = ["TuneDriver", "TuneListener", "DurationModel", "measured_seconds", "g
 
 CANCELLED = "cancelled"
 """Why the search stopped when its task was cancelled; a later :meth:`TuneDriver.stop` names the reason instead."""
+CONFIRM_MARGIN = 1.2
+"""The race keeps this many times the confirmation's estimate for it: a run that takes longer than its estimate
+(the estimate is a mean) would otherwise leave the confirmation no room, and the budget's rest unused."""
 CLOSING_S = 3.0
 """Seconds of the budget kept for after the last run: closing the session, the exports, the answer."""
 
@@ -176,7 +179,7 @@ class TuneDriver:
         if estimate is None:
             return self.time_left() > 0
         reserve = challenger(self.standings) is not None
-        return estimate + (self._confirm_cost() if reserve else 0.0) <= self.time_left()
+        return estimate + (self._confirm_cost() * CONFIRM_MARGIN if reserve else 0.0) <= self.time_left()
 
     # ----- running ------------------------------------------------------------------------------
 
