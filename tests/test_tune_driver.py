@@ -298,8 +298,12 @@ def test_the_note_that_ends_the_race_never_shows_negative_seconds_and_names_what
     _, _, _, heard, _ = _tune(many, {f"k={i}": 0.9 - i / 100 for i in range(10)}, budget=150.0, seconds=10.0)
     ends = [e[1] for e in heard.events if e[0] == "note" and e[1].endswith("the race ends here")]
     assert len(ends) == 1
-    assert re.fullmatch(r"stage 1: the next run \(about 10 s\) and the confirmation after it \(about (\d+) s\) do "
-                        r"not fit in the (\d+) s left of the budget; the race ends here", ends[0]), ends
+    found = re.fullmatch(r"stage 1: the next run \(about 10 s\) and the confirmation after it \(about (\d+) s, "
+                         r"kept as (\d+) s with its margin\) do not fit in the (\d+) s left of the budget; the race "
+                         r"ends here", ends[0])
+    assert found, ends
+    confirmation, kept, left = map(int, found.groups())
+    assert 10 + kept > left and kept > confirmation  # the figures add up to "do not fit"
 
 
 def test_a_stop_never_says_the_budget_ran_out_for_the_candidates_it_kept_from_running():

@@ -292,7 +292,8 @@ class TuneDriver:
         what = f"the next run (about {run:.0f} s) does not fit"
         if challenger(self.standings) is not None:
             what = (f"the next run (about {run:.0f} s) and the confirmation after it (about "
-                    f"{self._confirm_cost():.0f} s) do not fit")
+                    f"{self._confirm_cost():.0f} s, kept as {self._confirm_cost() * CONFIRM_MARGIN:.0f} s with its "
+                    "margin) do not fit")
         return f"stage {index + 1}: {what} in the {left}; the race ends here"
 
     async def _run_stage(self, names: Sequence[str], index: int, iters: int) -> bool:
