@@ -117,6 +117,9 @@ def test_parse_space_takes_groups_and_names_and_refuses_the_rest_in_one_line():
     assert set(parse_space(None)) == set(KNOBS)
     with pytest.raises(SpaceError, match=r"'fast' is not allowed \(allowed: modes, axes, options, all"):
         parse_space("fast")
+    for empty in ("", " , "):  # --space "" says nothing, and is refused rather than taken as all
+        with pytest.raises(SpaceError, match=r"^is empty \(allowed: a comma list of modes, axes"):
+            parse_space(empty)
 
 
 def test_candidates_skip_what_the_device_torch_or_training_rule_out_with_notes():

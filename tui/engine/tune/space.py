@@ -116,8 +116,9 @@ def option_keys() -> tuple[str, ...]:
 
 
 def parse_space(text: str | None) -> tuple[str, ...]:
-    """``--space``: a comma list of groups (:data:`SPACE_GROUPS`) and knob names -> knob names, in catalog order."""
-    words = [w.strip() for w in (text or "all").split(",") if w.strip()]
+    """``--space``: a comma list of groups (:data:`SPACE_GROUPS`) and knob names -> knob names, in catalog order
+    (None: ``all``; an empty list is refused)."""
+    words = [w.strip() for w in ("all" if text is None else text).split(",") if w.strip()]
     if not words:
         raise SpaceError(f"is empty (allowed: a comma list of {', '.join(SPACE_GROUPS)} or knob names)")
     chosen: set[str] = set()
