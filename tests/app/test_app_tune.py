@@ -52,6 +52,15 @@ async def _open_dialog(app, pilot) -> TuneDialog:
     return app.screen
 
 
+async def _start_tune(app, pilot, space: str, key: str = "enter"):
+    """Open the dialog, set the space, start the search; the app's tune once its screen is up."""
+    dialog = await _open_dialog(app, pilot)
+    dialog.query_one("#tune-space", Input).value = space
+    await pilot.press(key)
+    await wait_until(pilot, lambda: isinstance(app.screen, TuneScreen), what="the tune screen")
+    return app.lab.tune
+
+
 async def test_a_tune_from_the_app_shows_the_leaderboard_then_the_answer(make_app, compile_lab_home, monkeypatch):
     app = _tuned_app(make_app, {"freezing=true": 0.6, "cpp_wrapper=true": "fail"})
     stages: list[str] = []
@@ -111,11 +120,7 @@ async def test_the_cancel_key_stops_the_search_and_keeps_the_ended_runs(make_app
     # each run takes a moment: the stop lands after the first runs ended, before the race is over
     app = _tuned_app(make_app, {"freezing=true": 0.6}, FAKE_WORKER_DELAY="0.05")
     async with app.run_test(size=SIZE, notifications=True) as pilot:
-        dialog = await _open_dialog(app, pilot)
-        dialog.query_one("#tune-space", Input).value = "modes,freezing"
-        await pilot.press("enter")
-        await wait_until(pilot, lambda: isinstance(app.screen, TuneScreen), what="the tune screen")
-        tune = app.lab.tune
+        tune = await _start_tune(app, pilot, "modes,freezing")
         await wait_until(pilot, lambda: tune.board.runs >= 2, timeout=60, what="two runs ended")
         await pilot.press("x")
         await wait_until(pilot, lambda: tune.board.done, timeout=30, what="the answer")
@@ -140,11 +145,7 @@ async def test_a_space_with_nothing_left_to_race_runs_nothing_and_says_why(make_
     # left, and a search of it alone would answer "no configuration beats the default compile", comparing nothing
     app = _tuned_app(make_app, {})
     async with app.run_test(size=SIZE, notifications=True) as pilot:
-        dialog = await _open_dialog(app, pilot)
-        dialog.query_one("#tune-space", Input).value = "layout_optimization"
-        await pilot.press("ctrl+s")
-        await wait_until(pilot, lambda: isinstance(app.screen, TuneScreen), what="the tune screen")
-        tune = app.lab.tune
+        tune = await _start_tune(app, pilot, "layout_optimization", key="ctrl+s")
         await wait_until(pilot, lambda: tune.board.done, timeout=30, what="the answer")
         assert "nothing to race against the default compile" in tune.board.headline
         assert "no configuration beats" not in tune.board.answer
