@@ -276,9 +276,9 @@ class TuneDriver:
         self._cut_short = BUDGET_RAN_OUT
         unrun = [s for s in self.standings if s.alive and s.stage < index]
         if index == 0:
-            self.standings = [dataclasses.replace(s, gone="cut: not screened (the budget ran out)")
+            self.standings = [dataclasses.replace(s, gone=f"cut: not screened ({BUDGET_RAN_OUT})")
                               if s in unrun else s for s in self.standings]
-            self._incomplete = f"the budget ran out before {len(unrun)} candidate(s) were screened"
+            self._incomplete = f"{BUDGET_RAN_OUT} before {len(unrun)} candidate(s) were screened"
         self.standings = judge_stage(self.standings, self.threshold)
         self._say(note)
 
@@ -405,7 +405,7 @@ class TuneDriver:
             if self._stopped is not None:
                 return False
             if self.time_left() <= 0:
-                self._stopped = "the budget ran out during the confirmation"
+                self._stopped = f"{BUDGET_RAN_OUT} during the confirmation"
                 return False
             began, submitted = self.clock(), []
             for repeat, side in wave:
