@@ -102,10 +102,10 @@ class TuneResult:
     notes: tuple[str, ...] = ()
     stopped: str | None = None
     incomplete: str | None = None
+    """Why some candidates were never screened (the budget), None when every one was."""
     cut_short: str | None = None
     """Why candidates still in the race did not run in its last stage: ``BUDGET_RAN_OUT`` when the budget ended
     the race, else the stop that ended it (Ctrl-C, the app's Stop); None when the race ran to its end."""
-    """Why some candidates were never screened (the budget), None when every one was."""
     elapsed_s: float = 0.0
     runs: int = 0
     threshold: float = 0.02

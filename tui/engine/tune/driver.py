@@ -165,10 +165,15 @@ class TuneDriver:
         """How many runs go at once."""
         return max(1, len(self.pool))
 
-    def _confirm_cost(self) -> float:
-        """The confirmation's estimated wall time: its waves (:func:`confirm_waves`) of one run's length each."""
+    def _waves_cost(self, repeats: int, first: int = 0) -> float | None:
+        """The estimated wall time of the confirmation's repeats ``first`` to ``repeats - 1``: their waves
+        (:func:`confirm_waves`) of one run's length each; None before any run ended."""
         one = self.durations.estimate(self._confirm_iters())
-        return 0.0 if one is None else one * len(confirm_waves(self.confirm_repeats, self.lanes))
+        return None if one is None else one * len(confirm_waves(repeats, self.lanes, first=first))
+
+    def _confirm_cost(self) -> float:
+        """The confirmation's estimated wall time (0 before any run ended)."""
+        return self._waves_cost(self.confirm_repeats) or 0.0
 
     def _fits(self, iters: int) -> bool:
         """Whether a run of ``iters`` fits in the time left, and the confirmation after it while a challenger of
@@ -393,9 +398,8 @@ class TuneDriver:
         if judged.vs_default.verdict != INCONCLUSIVE or repeats >= self.max_confirm_repeats:
             return repeats
         more = min(self.max_confirm_repeats, repeats + max(1, self.lanes // 2))
-        one = self.durations.estimate(self._confirm_iters())
-        waves = len(confirm_waves(more, self.lanes, first=repeats))
-        return more if one is not None and one * waves <= self.time_left() else repeats
+        cost = self._waves_cost(more, first=repeats)
+        return more if cost is not None and cost <= self.time_left() else repeats
 
     async def _confirm_waves(self, waves: Sequence[Sequence[tuple[int, str]]], sides: Mapping[str, Candidate],
                              runs: dict[str, list[RunRecord]]) -> bool:
