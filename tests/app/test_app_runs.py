@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 from textual.widgets import Input, SelectionList
 
 from app_helpers import fake_runner, notifications, process_gone, wait_until
@@ -219,6 +221,25 @@ async def test_sorting_by_a_column(make_app):
         app.table.sort_by(None, reverse=False)
         await pilot.pause()
         assert workloads() == ["pointwise", "matmul", "mlp"]  # queue order back
+
+
+async def test_rows_that_finish_while_sorted_take_their_place(make_app):
+    """A sort stays true as runs end: a row whose speedup arrives after the sort moves to its place."""
+    times = {"mode=reduce-overhead": 0.5, "mode=max-autotune": 1.5}  # compiled ms: 4x, 2x, 1.33x faster
+    app = make_app(runner=fake_runner("ok", FAKE_WORKER_TIMES=json.dumps(times)))
+    async with app.run_test(size=(160, 48)) as pilot:
+        picker = app.query_one(Picker)
+        picker.query_one("#iters", Input).value = "10"
+        app.table.sort_by("speedup", reverse=True)  # fastest first, before any run has a speedup
+        for mode in ("max-autotune", "default", "reduce-overhead"):
+            picker.query_one("#mode").value = mode
+            await pilot.pause()
+            app.action_run()
+        await wait_until(pilot, lambda: app.table.row_count == 3 and all(
+            app.records[r].finished for r in app.table.run_ids), what="3 runs")
+        await wait_until(pilot, lambda: app.settled, what="settled")
+        assert [app.records[r].options.mode for r in app.table.run_ids] == [
+            "reduce-overhead", "default", "max-autotune"]
 
 
 async def test_a_sweep_over_sizes(make_app):

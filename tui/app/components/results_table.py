@@ -311,7 +311,7 @@ class ResultsTable(BulkRowTable):
                        members: Sequence[RunRecord] | None = None) -> int:
         """Rewrite the cells of this run's (or group's: ``members``, see :func:`row_cells`) row that changed.
 
-        Returns how many did.
+        Returns how many did. A change in the sorted column moves the row to its place.
         """
         run_id = record.run_id
         if run_id not in self._cells:
@@ -324,6 +324,9 @@ class ResultsTable(BulkRowTable):
             self._variety.add(old, history, sign=-1)  # a group's process count in its flags, a pooled run's GPU
             self._variety.add(self._cells[run_id], history)
             self._apply_layout()
+        column = self.sort_column
+        if changed and column is not None and old[column] != self._cells[run_id][column]:
+            self._apply_sort(self.selected_run_id)  # the sort stays true as runs end
         return changed
 
     def _rewrite(self, run_id: str, new: dict[str, Cell]) -> int:
