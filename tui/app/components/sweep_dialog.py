@@ -118,7 +118,9 @@ class SweepScreen(ModalScreen[SweepChoice | None]):
                     yield self._list("gpus", "GPUs", self.gpus, self.chosen_gpus)
             with Horizontal(id="sweep-inputs"):
                 yield Input(" ".join(str(v) for v in init.get("sizes") or []), id="sweep-sizes", compact=True,
-                            placeholder="sizes (optional), e.g. n=256,512,1024 or batch=16,64; width=256,512")
+                            placeholder="sizes, e.g. n=256,512",  # whole at 80 columns; the tooltip has the rest
+                            tooltip="optional sizes to sweep: name=v1,v2,... (e.g. n=256,512,1024 or "
+                                    "batch=16,64; width=256,512: each combination is queued)")
                 # Never kept in the config: an interpreter is code (queueing it asks to confirm: tui.app.trust).
                 yield Input("", id="sweep-pythons", compact=True,
                             placeholder="A/B pythons: PATH,PATH (optional), e.g. /venvA/bin/python,/venvB/bin/python",
