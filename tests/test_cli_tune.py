@@ -90,6 +90,14 @@ def test_a_search_through_the_fake_worker_confirms_the_winner_and_prints_valid_c
     assert any(r["repeats"] == "3" for r in rows)  # the confirmation's processes make one row a side
     data = json.loads(out_json.read_text())
     assert {r["tune_id"] for r in data["runs"]} == tune_ids
+    # the closing line names the selector, and compare and report take it
+    (tune_id,) = tune_ids
+    assert out.splitlines()[-1].endswith(f"as tune:{tune_id} (compile-lab report tune:{tune_id} -o tune.html)")
+    capsys.readouterr()
+    assert cli.main(["compare", f"tune:{tune_id}", "tune:last", "--csv", str(tmp_path / "c.csv")]) == 0
+    compared = list(csv.DictReader((tmp_path / "c.csv").open()))
+    assert sum(int(r["base_processes"]) for r in compared) == sum(h["status"] == "done" for h in history)
+    assert cli.main(["report", f"tune:{tune_id}", "-o", str(tmp_path / "tune.html")]) == 0
 
 
 def test_nothing_beats_the_default_is_said_in_those_words(monkeypatch, capsys):
