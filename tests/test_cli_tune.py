@@ -98,6 +98,12 @@ def test_a_search_through_the_fake_worker_confirms_the_winner_and_prints_valid_c
     compared = list(csv.DictReader((tmp_path / "c.csv").open()))
     assert sum(int(r["base_processes"]) for r in compared) == sum(h["status"] == "done" for h in history)
     assert cli.main(["report", f"tune:{tune_id}", "-o", str(tmp_path / "tune.html")]) == 0
+    # each run says which part of the tune ran it, and the report's labels tell them apart
+    stages = [(h["options"]["inductor_options"], h["tune_stage"]) for h in history]
+    assert [stage for options, stage in stages if options == {"freezing": True}] == ["screening"] + 3 * ["confirmation"]
+    assert {stage for options, stage in stages if options == {"cpp_wrapper": True}} == {"screening"}
+    page = (tmp_path / "tune.html").read_text()
+    assert "(tune: screening)" in page and "(tune: confirmation)" in page
 
 
 def test_nothing_beats_the_default_is_said_in_those_words(monkeypatch, capsys):

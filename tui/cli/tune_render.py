@@ -10,7 +10,7 @@ from typing import Any
 
 from tui.engine.tune.answer import Progress, TuneResult
 from tui.engine.tune.driver import TuneListener
-from tui.engine.tune.search import Standing
+from tui.engine.tune.search import Standing, stage_name
 from tui.present.format import fmt_speedup
 from tui.present.tune_answer import (
     STANDING_COLUMNS, against_text, closing_line, code_lines, cut_short, figure_lines, headline, standing_rows,
@@ -41,8 +41,8 @@ class TuneLines(TuneListener):
         _say(self.console, f"compile-lab: error: {text}")
 
     def stage_started(self, index: int, names: Sequence[str], iters: int) -> None:
-        what = "screening" if index == 0 else f"stage {index + 1}"
-        self._line(f"{what}: {len(names)} candidate(s), {iters} iterations per side, one fresh process each")
+        self._line(f"{stage_name(index)}: {len(names)} candidate(s), {iters} iterations per side, one fresh "
+                   "process each")
 
     def candidate_scored(self, standing: Standing) -> None:
         score = standing.score
