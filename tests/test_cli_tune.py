@@ -116,6 +116,34 @@ def test_nothing_beats_the_default_is_said_in_those_words(monkeypatch, capsys):
     assert "torch.compile(" not in out
 
 
+def test_at_80_columns_the_table_wraps_a_name_between_its_settings_never_inside_one():
+    import io
+
+    from rich.console import Console
+
+    from tui.cli.tune_render import print_answer
+    from tui.engine.tune.answer import NOTHING_BEATS, TuneResult
+    from tui.engine.tune.objective import Score
+    from tui.engine.tune.search import Standing
+    from tui.engine.tune.space import Candidate
+
+    both = Candidate((("layout_optimization", False), ("coordinate_descent_tuning", True)))
+    wide = Candidate((("max_autotune_gemm_backends", "ATEN,TRITON"),))  # wider than the column at 80
+    standings = (Standing(Candidate(), Score(1.0, 0.98, 1.02, 2), stage=1),
+                 Standing(both, Score(0.99, 0.97, 1.01, 2), stage=1, screened=Score(1.0, 0.9, 1.1, 1)),
+                 Standing(wide, Score(0.9, 0.8, 1.0, 1), stage=0, gone="cut: ranked 3 of 3 after stage 1"))
+    result = TuneResult(tune_id="t-1", outcome=NOTHING_BEATS, winner=standings[0], winner_options=None,
+                        confirmation=None, standings=standings)
+    console = Console(width=80, file=io.StringIO(), record=True)
+    print_answer(result, console)
+    table = [line for line in console.export_text().splitlines() if line.startswith(("│", "┃", "┏", "└"))]
+    assert max(len(line) for line in table) <= 80
+    names = [line.split("│")[1].strip() for line in table if line.startswith("│")]
+    names = [name for name in names if name]
+    assert names == ["default", "layout_optimization=False", "coordinate_descent_tuning=True",
+                     "max_autotune_gemm_backends=", "ATEN,TRITON"]
+
+
 def test_the_probes_report_is_read_field_by_field():
     report = read_report('noise\n{"torch": "2.13.0", "options": {"freezing": false}, "missing": ["x.y"], '
                          '"modes": {"reduce-overhead": {"triton.cudagraphs": true}}}\n')

@@ -63,6 +63,27 @@ class TuneLines(TuneListener):
                    "compile, interleaved")
 
 
+NAME_SHARE = 0.4
+"""The most of the terminal's width the candidate column takes: the interval and the standing need the rest."""
+
+
+def _name_width(names: Sequence[str], terminal: int) -> int:
+    """The candidate column's width: its widest setting (``key=value``), so that a name wraps between its settings,
+    at most :data:`NAME_SHARE` of the terminal (a wider setting breaks after its ``=``: :func:`_name_cell`)."""
+    most = int(terminal * NAME_SHARE)
+
+    def needs(setting: str) -> int:
+        return len(setting) if len(setting) <= most else max(len(part) + 1 for part in setting.split("=", 1))
+
+    widest = max((needs(setting) for name in names for setting in name.split()), default=0)
+    return max(len(STANDING_COLUMNS[0]), min(widest, most))
+
+
+def _name_cell(name: str, width: int) -> str:
+    """``name`` with each setting wider than ``width`` broken after its ``=`` (its key whole on one line)."""
+    return " ".join(setting.replace("=", "=\n", 1) if len(setting) > width else setting for setting in name.split())
+
+
 def print_answer(result: TuneResult, console: Any, modes: Mapping[str, Mapping[str, Any]] | None = None,
                  quiet: bool = False) -> None:
     """The answer: the outcome, the code, the figures, the runner-up table and the notes."""
@@ -73,10 +94,14 @@ def print_answer(result: TuneResult, console: Any, modes: Mapping[str, Mapping[s
     if quiet:
         return
     table = Table(title="Candidates (speedup over eager in their own processes)", title_justify="left")
-    for column in STANDING_COLUMNS:
-        table.add_column(column, overflow="fold")
-    for row in standing_rows(result.standings, cut_short(result)):
-        table.add_row(*row)
+    rows = standing_rows(result.standings, cut_short(result))
+    width = _name_width([row[0] for row in rows], console.width)
+    table.add_column(STANDING_COLUMNS[0], width=width, overflow="fold")
+    table.add_column(STANDING_COLUMNS[1], no_wrap=True)
+    for column in STANDING_COLUMNS[2:]:  # they share the rest, folding where they must
+        table.add_column(column, overflow="fold", ratio=1)
+    for name, *rest in rows:
+        table.add_row(_name_cell(name, width), *rest)
     console.print(table)
     for note in result.confirmation.notes if result.confirmation else ():
         _say(console, f"note: {note}")
