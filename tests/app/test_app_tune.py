@@ -97,6 +97,9 @@ async def test_a_tune_from_the_app_shows_the_leaderboard_then_the_answer(make_ap
         assert any(re.search(r"incumbent freezing=True  \d\.\d\d× \[\d\.\d\d, \d\.\d\d\] over eager", text)
                    and "s left of 300 s" in text for text in drawn)  # the leaderboard as the race went
         assert any("cpp_wrapper=True: out: failed" in text for text in drawn)
+        # each candidate is listed with its speedup as soon as its run ends, while the screening goes on
+        assert any(re.search(r"scored\s+default  \d\.\d\d× \[", text) and "freezing=True  " not in text
+                   for text in drawn)
         answer = app.screen.query_one("#tune-answer", TextArea).text
         assert answer.startswith("best: freezing=True, confirmed faster than the default compile")
         assert "compiled = torch.compile(model, options={'freezing': True})" in answer

@@ -26,7 +26,7 @@ from tui.engine.store.results import new_run_id
 from tui.engine.tune.answer import NOTHING_BEATS, Progress, TuneResult
 from tui.engine.tune.driver import TuneDriver, TuneListener
 from tui.engine.tune.request import TuneRequest, nothing_to_try, plan_search
-from tui.engine.tune.search import Standing, stage_name
+from tui.engine.tune.search import Standing, ranked, stage_name
 from tui.present.tune_answer import answer_text, headline
 
 if TYPE_CHECKING:
@@ -77,6 +77,11 @@ class Board:
     """The answer's first line, once the search ended."""
     answer: str = ""
     """The whole answer as text, once the search ended."""
+
+    @property
+    def scored(self) -> list[Standing]:
+        """The candidates still in the race that have a score, the best first (each listed as soon as it is scored)."""
+        return [s for s in ranked(self.standings) if s.alive and not s.score.out and s.score.value is not None]
 
     @property
     def out(self) -> list[tuple[str, str]]:
