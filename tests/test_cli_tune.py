@@ -4,6 +4,8 @@ prints), and one real CPU search (slow)."""
 from __future__ import annotations
 
 import csv
+import dataclasses
+import io
 import json
 import re
 import sys
@@ -12,7 +14,15 @@ from pathlib import Path
 
 import pytest
 
+from rich.console import Console
+
 from tui import cli
+from tui.cli.tune_render import print_answer
+from tui.engine.options import RunOptions
+from tui.engine.tune.answer import NOTHING_BEATS, UNCONFIRMED, TuneResult
+from tui.engine.tune.objective import Score
+from tui.engine.tune.search import Standing
+from tui.engine.tune.space import Candidate
 from tui.engine.runner import WorkerRunner
 from tui.engine.tune import probe as probe_module
 from tui.engine.tune.probe import TorchOptions, read_report
@@ -116,32 +126,43 @@ def test_nothing_beats_the_default_is_said_in_those_words(monkeypatch, capsys):
     assert "torch.compile(" not in out
 
 
-def test_at_80_columns_the_table_wraps_a_name_between_its_settings_never_inside_one():
-    import io
+BOTH = Candidate((("layout_optimization", False), ("coordinate_descent_tuning", True)))
+STANDINGS_80 = (Standing(Candidate(), Score(1.0, 0.98, 1.02, 2), stage=1),
+                Standing(BOTH, Score(0.99, 0.97, 1.01, 2), stage=1, screened=Score(1.0, 0.9, 1.1, 1)),
+                Standing(Candidate((("max_autotune_gemm_backends", "ATEN,TRITON"),)),  # wider than the column at 80
+                         Score(0.9, 0.8, 1.0, 1), stage=0, gone="cut: ranked 3 of 3 after stage 1"))
 
-    from rich.console import Console
 
-    from tui.cli.tune_render import print_answer
-    from tui.engine.tune.answer import NOTHING_BEATS, TuneResult
-    from tui.engine.tune.objective import Score
-    from tui.engine.tune.search import Standing
-    from tui.engine.tune.space import Candidate
-
-    both = Candidate((("layout_optimization", False), ("coordinate_descent_tuning", True)))
-    wide = Candidate((("max_autotune_gemm_backends", "ATEN,TRITON"),))  # wider than the column at 80
-    standings = (Standing(Candidate(), Score(1.0, 0.98, 1.02, 2), stage=1),
-                 Standing(both, Score(0.99, 0.97, 1.01, 2), stage=1, screened=Score(1.0, 0.9, 1.1, 1)),
-                 Standing(wide, Score(0.9, 0.8, 1.0, 1), stage=0, gone="cut: ranked 3 of 3 after stage 1"))
-    result = TuneResult(tune_id="t-1", outcome=NOTHING_BEATS, winner=standings[0], winner_options=None,
-                        confirmation=None, standings=standings)
+def _answer_at_80(result: TuneResult) -> list[str]:
     console = Console(width=80, file=io.StringIO(), record=True)
     print_answer(result, console)
-    table = [line for line in console.export_text().splitlines() if line.startswith(("│", "┃", "┏", "└"))]
+    return console.export_text().splitlines()
+
+
+def test_at_80_columns_the_table_wraps_a_name_between_its_settings_never_inside_one():
+    result = TuneResult(tune_id="t-1", outcome=NOTHING_BEATS, winner=STANDINGS_80[0], winner_options=None,
+                        confirmation=None, standings=STANDINGS_80)
+    table = [line for line in _answer_at_80(result) if line.startswith(("│", "┃", "┏", "└"))]
     assert max(len(line) for line in table) <= 80
     names = [line.split("│")[1].strip() for line in table if line.startswith("│")]
     names = [name for name in names if name]
     assert names == ["default", "layout_optimization=False", "coordinate_descent_tuning=True",
                      "max_autotune_gemm_backends=", "ATEN,TRITON"]
+
+
+def test_at_80_columns_the_answers_long_lines_fold_with_a_hanging_indent():
+    options = dataclasses.replace(BOTH.apply(RunOptions(workload="cnn", device="cuda")), iters=50)
+    result = TuneResult(tune_id="20261204-225026-cea67f", outcome=UNCONFIRMED, winner=STANDINGS_80[1],
+                        winner_options=options, confirmation=None, standings=STANDINGS_80, stopped="Ctrl-C",
+                        incomplete="the budget ran out before 3 candidate(s) were screened")
+    lines = _answer_at_80(result)
+    assert all(len(line) <= 80 for line in lines if not line.startswith("compiled = "))
+    assert lines[0] == "best so far: layout_optimization=False coordinate_descent_tuning=True"
+    assert lines[1].startswith("  ") and lines[1].strip()  # the headline goes on, indented
+    closing = next(n for n, line in enumerate(lines) if line.startswith("tune id "))
+    assert lines[closing + 1].startswith("  ") and lines[-1].startswith("  ")
+    call = next(line for line in lines if line.startswith("compiled = torch.compile("))
+    assert call.endswith(")")  # code is not folded: it is pasted as it is
 
 
 def test_the_probes_report_is_read_field_by_field():

@@ -23,6 +23,13 @@ def _say(console: Any, text: str) -> None:
     console.print(text, markup=False, highlight=False, soft_wrap=True)
 
 
+def _say_folded(console: Any, text: str) -> None:
+    """``text`` folded to the console's width with a hanging indent (:func:`~tui.cli.render.hanging_lines`)."""
+    from tui.cli.render import hanging_lines
+
+    _say(console, "\n".join(hanging_lines(text, max(40, console.width))))
+
+
 class TuneLines(TuneListener):
     """One line per event of the search on stderr, flushed as it happens (``quiet``: errors only)."""
 
@@ -89,8 +96,11 @@ def print_answer(result: TuneResult, console: Any, modes: Mapping[str, Mapping[s
     """The answer: the outcome, the code, the figures, the runner-up table and the notes."""
     from rich.table import Table
 
-    for line in [headline(result), *code_lines(result, modes), *figure_lines(result)]:
+    _say_folded(console, headline(result))
+    for line in code_lines(result, modes):  # code is never folded: it is pasted as it is
         _say(console, line)
+    for line in figure_lines(result):
+        _say_folded(console, line)
     if quiet:
         return
     table = Table(title="Candidates (speedup over eager in their own processes)", title_justify="left")
@@ -104,5 +114,5 @@ def print_answer(result: TuneResult, console: Any, modes: Mapping[str, Mapping[s
         table.add_row(_name_cell(name, width), *rest)
     console.print(table)
     for note in result.confirmation.notes if result.confirmation else ():
-        _say(console, f"note: {note}")
-    _say(console, closing_line(result))
+        _say_folded(console, f"note: {note}")
+    _say_folded(console, closing_line(result))
