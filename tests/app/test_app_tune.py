@@ -130,6 +130,7 @@ async def test_the_cancel_key_stops_the_search_and_keeps_the_ended_runs(make_app
         assert tune.board.headline.startswith("best so far: ") and f"(unconfirmed: {STOPPED}" in tune.board.headline
         assert any("The search stops" in n for n in notifications(app))
         assert "unconfirmed" in app.screen.query_one("#tune-answer", TextArea).text
+        assert app.screen.check_action("stop", ()) is None  # its footer's Stop is shown disabled: nothing to stop
         await pilot.press("escape")
         await wait_until(pilot, lambda: app.settled, what="settled")
         ended = [app.records[run_id] for run_id in tune.own]
@@ -168,4 +169,5 @@ async def test_at_80x24_the_tune_screens_footer_fits_whole(make_app):
         app.push_screen(TuneScreen())
         await wait_until(pilot, lambda: isinstance(app.screen, TuneScreen), what="the tune screen")
         footer = await footer_whole(pilot, app)
-        assert "y Copy answer" in footer and "x Cancel" in footer
+        assert "y Copy answer" in footer and "x Stop" in footer  # the word of the pane's Stop button
+        assert "Cancel" not in footer
