@@ -86,7 +86,13 @@ async def test_a_tune_from_the_app_shows_the_leaderboard_then_the_answer(make_ap
         error = str(dialog.query_one("#tune-error").render())
         assert error.startswith("budget: 'ten' is not allowed") and dialog.query_one("#tune-budget").has_class(
             "-invalid")
-        dialog.query_one("#tune-budget", Input).value = "5m"
+        dialog.query_one("#tune-budget", Input).value = "5x"  # still bad: the line follows the field as it changes
+        await pilot.pause()
+        assert str(dialog.query_one("#tune-error").render()).startswith("budget: '5x' is not allowed")
+        dialog.query_one("#tune-budget", Input).value = "5m"  # corrected: the line and the mark go at once
+        await pilot.pause()
+        assert str(dialog.query_one("#tune-error").render()) == ""
+        assert not dialog.query_one("#tune-budget").has_class("-invalid")
         dialog.query_one("#tune-space", Input).value = "freezing,cpp_wrapper"
         await pilot.press("ctrl+s")
         await wait_until(pilot, lambda: isinstance(app.screen, TuneScreen), what="the tune screen")
