@@ -165,6 +165,20 @@ def test_at_80_columns_the_answers_long_lines_fold_with_a_hanging_indent():
     assert call.endswith(")")  # code is not folded: it is pasted as it is
 
 
+def test_a_budget_that_fits_no_run_ends_with_one_line_naming_it_and_exit_2(monkeypatch, capsys, compile_lab_home,
+                                                                           tmp_path):
+    # it used to run nothing, print "best so far: none (unconfirmed: ...)" and exit 0
+    _use_fake_worker(monkeypatch, {})
+    code = cli.main(["tune", "--workload", "pointwise", "--device", "cpu", "--iters", "20", "--budget", "3s",
+                     "--json", str(tmp_path / "t.json")])
+    captured = capsys.readouterr()
+    assert code == 2 and captured.out == ""
+    last = captured.err.splitlines()[-1]
+    assert last.startswith("compile-lab: error: budget: --budget 3s ran out before the first run could start"), last
+    assert "nothing ran" in last and "how long a run takes" in last
+    assert not (compile_lab_home / "data" / "history.jsonl").exists() and not (tmp_path / "t.json").exists()
+
+
 def test_the_probes_report_is_read_field_by_field():
     report = read_report('noise\n{"torch": "2.13.0", "options": {"freezing": false}, "missing": ["x.y"], '
                          '"modes": {"reduce-overhead": {"triton.cudagraphs": true}}}\n')
