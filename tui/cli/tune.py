@@ -115,6 +115,8 @@ async def _tune(args: argparse.Namespace, settings: tuple[RunOptions, Objective,
     plan = await asyncio.to_thread(plan_search, base, knobs)
     for note in plan.notes:
         lines.note(note)
+    if cluster is not None:
+        lines.note(_cluster_probe_text(plan.torch))
     empty = nothing_to_try(plan)
     if empty is not None:  # bad usage, found once torch has said which options it has: nothing ran
         err.print(f"{PROG}: error: space: {empty}", markup=False, highlight=False)
@@ -175,6 +177,14 @@ def _lanes_text(lanes: tuple[str, ...], args: argparse.Namespace) -> str:
     where = f"the Ray cluster at {args.cluster}" if args.cluster else ", ".join(lanes)
     return (f"{len(lanes)} runs at once on {where}, each candidate's run on the first free lane; the confirmation "
             "runs the winner and the default compile in matched pairs, side by side")
+
+
+def _cluster_probe_text(torch: str | None) -> str:
+    """What ``--cluster`` means for the catalog: this machine's torch was asked, the nodes' torch runs the runs."""
+    asked = f"this machine's torch ({torch})" if torch else "this machine's torch"
+    return (f"the options tried are those {asked} has; the cluster's nodes run their own torch, whose options may "
+            "differ: a run whose option a node's torch lacks fails and is listed with its reason, and each run's "
+            "record names the torch it ran with (give the nodes this torch)")
 
 
 def _no_run_text(budget: str, elapsed_s: float) -> str:
