@@ -4,6 +4,8 @@ prints), and one real CPU search (slow)."""
 from __future__ import annotations
 
 import csv
+import dataclasses
+import io
 import json
 import re
 import sys
@@ -12,7 +14,15 @@ from pathlib import Path
 
 import pytest
 
+from rich.console import Console
+
 from tui import cli
+from tui.cli.tune_render import print_answer
+from tui.engine.options import RunOptions
+from tui.engine.tune.answer import NOTHING_BEATS, UNCONFIRMED, TuneResult
+from tui.engine.tune.objective import Score
+from tui.engine.tune.search import Standing
+from tui.engine.tune.space import Candidate
 from tui.engine.runner import WorkerRunner
 from tui.engine.tune import probe as probe_module
 from tui.engine.tune.probe import TorchOptions, read_report
@@ -90,6 +100,20 @@ def test_a_search_through_the_fake_worker_confirms_the_winner_and_prints_valid_c
     assert any(r["repeats"] == "3" for r in rows)  # the confirmation's processes make one row a side
     data = json.loads(out_json.read_text())
     assert {r["tune_id"] for r in data["runs"]} == tune_ids
+    # the closing line names the selector, and compare and report take it
+    (tune_id,) = tune_ids
+    assert out.splitlines()[-1].endswith(f"as tune:{tune_id} (compile-lab report tune:{tune_id} -o tune.html)")
+    capsys.readouterr()
+    assert cli.main(["compare", f"tune:{tune_id}", "tune:last", "--csv", str(tmp_path / "c.csv")]) == 0
+    compared = list(csv.DictReader((tmp_path / "c.csv").open()))
+    assert sum(int(r["base_processes"]) for r in compared) == sum(h["status"] == "done" for h in history)
+    assert cli.main(["report", f"tune:{tune_id}", "-o", str(tmp_path / "tune.html")]) == 0
+    # each run says which part of the tune ran it, and the report's labels tell them apart
+    stages = [(h["options"]["inductor_options"], h["tune_stage"]) for h in history]
+    assert [stage for options, stage in stages if options == {"freezing": True}] == ["screening"] + 3 * ["confirmation"]
+    assert {stage for options, stage in stages if options == {"cpp_wrapper": True}} == {"screening"}
+    page = (tmp_path / "tune.html").read_text()
+    assert "(tune: screening)" in page and "(tune: confirmation)" in page
 
 
 def test_nothing_beats_the_default_is_said_in_those_words(monkeypatch, capsys):
@@ -100,6 +124,59 @@ def test_nothing_beats_the_default_is_said_in_those_words(monkeypatch, capsys):
     assert code == 0
     assert out.splitlines()[0] == "no configuration beats the default compile by more than 2%"
     assert "torch.compile(" not in out
+
+
+BOTH = Candidate((("layout_optimization", False), ("coordinate_descent_tuning", True)))
+STANDINGS_80 = (Standing(Candidate(), Score(1.0, 0.98, 1.02, 2), stage=1),
+                Standing(BOTH, Score(0.99, 0.97, 1.01, 2), stage=1, screened=Score(1.0, 0.9, 1.1, 1)),
+                Standing(Candidate((("max_autotune_gemm_backends", "ATEN,TRITON"),)),  # wider than the column at 80
+                         Score(0.9, 0.8, 1.0, 1), stage=0, gone="cut: ranked 3 of 3 after stage 1"))
+
+
+def _answer_at_80(result: TuneResult) -> list[str]:
+    console = Console(width=80, file=io.StringIO(), record=True)
+    print_answer(result, console)
+    return console.export_text().splitlines()
+
+
+def test_at_80_columns_the_table_wraps_a_name_between_its_settings_never_inside_one():
+    result = TuneResult(tune_id="t-1", outcome=NOTHING_BEATS, winner=STANDINGS_80[0], winner_options=None,
+                        confirmation=None, standings=STANDINGS_80)
+    table = [line for line in _answer_at_80(result) if line.startswith(("│", "┃", "┏", "└"))]
+    assert max(len(line) for line in table) <= 80
+    names = [line.split("│")[1].strip() for line in table if line.startswith("│")]
+    names = [name for name in names if name]
+    assert names == ["default", "layout_optimization=False", "coordinate_descent_tuning=True",
+                     "max_autotune_gemm_backends=", "ATEN,TRITON"]
+
+
+def test_at_80_columns_the_answers_long_lines_fold_with_a_hanging_indent():
+    options = dataclasses.replace(BOTH.apply(RunOptions(workload="cnn", device="cuda")), iters=50)
+    result = TuneResult(tune_id="20261204-225026-cea67f", outcome=UNCONFIRMED, winner=STANDINGS_80[1],
+                        winner_options=options, confirmation=None, standings=STANDINGS_80, stopped="Ctrl-C",
+                        incomplete="the budget ran out before 3 candidate(s) were screened")
+    lines = _answer_at_80(result)
+    assert all(len(line) <= 80 for line in lines if not line.startswith("compiled = "))
+    assert lines[0] == "best so far: layout_optimization=False coordinate_descent_tuning=True"
+    assert lines[1].startswith("  ") and lines[1].strip()  # the headline goes on, indented
+    closing = next(n for n, line in enumerate(lines) if line.startswith("tune id "))
+    assert lines[closing + 1].startswith("  ") and lines[-1].startswith("  ")
+    call = next(line for line in lines if line.startswith("compiled = torch.compile("))
+    assert call.endswith(")")  # code is not folded: it is pasted as it is
+
+
+def test_a_budget_that_fits_no_run_ends_with_one_line_naming_it_and_exit_2(monkeypatch, capsys, compile_lab_home,
+                                                                           tmp_path):
+    # it used to run nothing, print "best so far: none (unconfirmed: ...)" and exit 0
+    _use_fake_worker(monkeypatch, {})
+    code = cli.main(["tune", "--workload", "pointwise", "--device", "cpu", "--iters", "20", "--budget", "3s",
+                     "--json", str(tmp_path / "t.json")])
+    captured = capsys.readouterr()
+    assert code == 2 and captured.out == ""
+    last = captured.err.splitlines()[-1]
+    assert last.startswith("compile-lab: error: budget: --budget 3s ran out before the first run could start"), last
+    assert "nothing ran" in last and "how long a run takes" in last
+    assert not (compile_lab_home / "data" / "history.jsonl").exists() and not (tmp_path / "t.json").exists()
 
 
 def test_the_probes_report_is_read_field_by_field():

@@ -245,6 +245,30 @@ def test_history_selections_by_id_group_session_and_date(tmp_path):
             load_selection(parse_selection(bad), history)
 
 
+def test_a_tunes_runs_are_selected_by_its_id_or_as_the_latest(tmp_path):
+    history = History(tmp_path / "history.jsonl", tmp_path / "runs")
+    for number, (run_id, tune_id) in enumerate((("20261201-090001-aaaaaa", "20261201-090000-70e001"),
+                                                ("20261201-090002-bbbbbb", None),
+                                                ("20261201-090003-cccccc", "20261201-090000-70e001"),
+                                                ("20261201-100001-dddddd", "20261201-100000-70e002"))):
+        record = timed_run(run_id, created=1.0e9 + number)
+        record.tune_id = tune_id
+        history.append(record)
+
+    def ids(text: str) -> list[str]:
+        records, problems = load_selection(parse_selection(text), history)
+        assert problems == []
+        return [r.run_id for r in records]
+
+    assert ids("tune:20261201-090000-70e001") == ["20261201-090001-aaaaaa", "20261201-090003-cccccc"]
+    assert ids("tune:last") == ["20261201-100001-dddddd"] and ids("tune:last-1") == ids("tune:20261201-090000-70e001")
+    for bad, words in (("tune:nope", "no run of this tune"), ("tune:last-2", r"the history holds 2 tune\(s\)")):
+        with pytest.raises(SelectionError, match=words):
+            load_selection(parse_selection(bad), history)
+    with pytest.raises(SelectionError, match=r"no tune id \(allowed: tune:ID, tune:last, tune:last-N\)"):
+        parse_selection("tune:")
+
+
 def test_old_history_lines_load_without_a_session_id(tmp_path):
     shutil.copytree(FIXTURE, tmp_path / "old")
     history = History(tmp_path / "old" / "history.jsonl", tmp_path / "old" / "runs")

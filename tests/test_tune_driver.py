@@ -15,6 +15,7 @@ from tui.engine.run.session import RunSession
 from tui.engine.tune.answer import CONFIRMED, NOTHING_BEATS, UNCONFIRMED, nothing_beats_text
 from tui.engine.tune.driver import TuneDriver, TuneListener
 from tui.engine.tune.objective import Objective
+from tui.engine.tune.search import stage_name
 from tui.engine.tune.space import Candidate
 
 BASE = RunOptions(workload="pointwise", params={"n": 512}, device="cpu", iters=80, block_size=10, profile=False)
@@ -141,6 +142,18 @@ def test_a_clearly_worse_candidate_is_dropped_after_screening_and_the_winner_con
     assert result.confirmation.vs_default.gain == pytest.approx(1 / 0.7, rel=0.02)
     assert result.confirmation.vs_eager.gain == pytest.approx(2 / 0.7, rel=0.02)
     assert result.confirmation.processes == (3, 3)
+
+
+def test_each_run_says_which_part_of_the_tune_ran_it():
+    # the report and the CSV tell a candidate's screening run from its later runs and its confirmation
+    many = [Candidate()] + [Candidate((("k", i),)) for i in range(6)]
+    result, session, _, heard, _ = _tune(many, {f"k={i}": 0.9 - i / 100 for i in range(6)})
+    stage_of = {iters: index for _, index, _, iters in (e for e in heard.events if e[0] == "stage")}
+    assert len(stage_of) >= 2 and result.confirmation is not None
+    for record in session.records:
+        expected = "confirmation" if record.group_id else stage_name(stage_of[record.options.iters])
+        assert record.tune_stage == expected, (record.options.inductor_options, record.options.iters)
+    assert [r.tune_stage for r in session.records][:7] == ["screening"] * 7
 
 
 # a challenger about 1.5% faster whose processes disagree: one in two runs 3% faster, the other as fast as the

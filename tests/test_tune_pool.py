@@ -247,6 +247,9 @@ def test_cluster_deals_the_search_to_the_clusters_lanes(monkeypatch, capsys):
     captured = capsys.readouterr()
     assert calls == [("auto", "cpu", 2.0)]
     assert "3 runs at once on the Ray cluster at auto" in captured.err
+    # the catalog came from this machine's torch, not the nodes': the progress says so
+    assert "note: the options tried are those this machine's torch (0.0.0+fake) has; the cluster's nodes run " \
+           "their own torch" in captured.err
     assert captured.out.startswith("best: freezing=True, confirmed faster than the default compile")
     assert runner.most >= 2  # candidates went out side by side, on the cluster's lanes
     assert all(device == "cpu" for _, device, _ in runner.starts)

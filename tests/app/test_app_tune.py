@@ -86,7 +86,13 @@ async def test_a_tune_from_the_app_shows_the_leaderboard_then_the_answer(make_ap
         error = str(dialog.query_one("#tune-error").render())
         assert error.startswith("budget: 'ten' is not allowed") and dialog.query_one("#tune-budget").has_class(
             "-invalid")
-        dialog.query_one("#tune-budget", Input).value = "5m"
+        dialog.query_one("#tune-budget", Input).value = "5x"  # still bad: the line follows the field as it changes
+        await pilot.pause()
+        assert str(dialog.query_one("#tune-error").render()).startswith("budget: '5x' is not allowed")
+        dialog.query_one("#tune-budget", Input).value = "5m"  # corrected: the line and the mark go at once
+        await pilot.pause()
+        assert str(dialog.query_one("#tune-error").render()) == ""
+        assert not dialog.query_one("#tune-budget").has_class("-invalid")
         dialog.query_one("#tune-space", Input).value = "freezing,cpp_wrapper"
         await pilot.press("ctrl+s")
         await wait_until(pilot, lambda: isinstance(app.screen, TuneScreen), what="the tune screen")
@@ -97,6 +103,9 @@ async def test_a_tune_from_the_app_shows_the_leaderboard_then_the_answer(make_ap
         assert any(re.search(r"incumbent freezing=True  \d\.\d\d× \[\d\.\d\d, \d\.\d\d\] over eager", text)
                    and "s left of 300 s" in text for text in drawn)  # the leaderboard as the race went
         assert any("cpp_wrapper=True: out: failed" in text for text in drawn)
+        # each candidate is listed with its speedup as soon as its run ends, while the screening goes on
+        assert any(re.search(r"scored\s+default  \d\.\d\d× \[", text) and "freezing=True  " not in text
+                   for text in drawn)
         answer = app.screen.query_one("#tune-answer", TextArea).text
         assert answer.startswith("best: freezing=True, confirmed faster than the default compile")
         assert "compiled = torch.compile(model, options={'freezing': True})" in answer
@@ -127,6 +136,7 @@ async def test_the_cancel_key_stops_the_search_and_keeps_the_ended_runs(make_app
         assert tune.board.headline.startswith("best so far: ") and f"(unconfirmed: {STOPPED}" in tune.board.headline
         assert any("The search stops" in n for n in notifications(app))
         assert "unconfirmed" in app.screen.query_one("#tune-answer", TextArea).text
+        assert app.screen.check_action("stop", ()) is None  # its footer's Stop is shown disabled: nothing to stop
         await pilot.press("escape")
         await wait_until(pilot, lambda: app.settled, what="settled")
         ended = [app.records[run_id] for run_id in tune.own]
@@ -165,4 +175,5 @@ async def test_at_80x24_the_tune_screens_footer_fits_whole(make_app):
         app.push_screen(TuneScreen())
         await wait_until(pilot, lambda: isinstance(app.screen, TuneScreen), what="the tune screen")
         footer = await footer_whole(pilot, app)
-        assert "y Copy answer" in footer and "x Cancel" in footer
+        assert "y Copy answer" in footer and "x Stop" in footer  # the word of the pane's Stop button
+        assert "Cancel" not in footer

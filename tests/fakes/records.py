@@ -143,7 +143,8 @@ def full_record(run_id: str, *, failed: bool, group_id: str | None = None, repea
                             mode="max-autotune", backend="aot_eager", profile=False, precision="ieee",
                             params={"batch_sizes": "8,16", "width": 64})  # fmt: skip
     record = RunRecord(run_id, options, created=1764583810.25, group_id=group_id or run_id, repeat=repeat,
-                       session_id="20261201-101000-5e5510", tune_id="20261201-101000-70e001", concurrent_runs=3,
+                       session_id="20261201-101000-5e5510", tune_id="20261201-101000-70e001", tune_stage="confirmation",
+                       concurrent_runs=3,
                        notes=("precision from the old TF32 switch: tf32 false read as ieee", "a second note"),
                        leftover_processes=2)
     record.apply(Started(t=0.1, run_id=run_id, env=full_instance(Env, 10), options={"as": "sent"}))

@@ -26,7 +26,7 @@ from tui.engine.store.results import new_run_id
 from tui.engine.tune.answer import NOTHING_BEATS, Progress, TuneResult
 from tui.engine.tune.driver import TuneDriver, TuneListener
 from tui.engine.tune.request import TuneRequest, nothing_to_try, plan_search
-from tui.engine.tune.search import Standing
+from tui.engine.tune.search import Standing, ranked, stage_name
 from tui.present.tune_answer import answer_text, headline
 
 if TYPE_CHECKING:
@@ -79,6 +79,11 @@ class Board:
     """The whole answer as text, once the search ended."""
 
     @property
+    def scored(self) -> list[Standing]:
+        """The candidates still in the race that have a score, the best first (each listed as soon as it is scored)."""
+        return [s for s in ranked(self.standings) if s.alive and not s.score.out and s.score.value is not None]
+
+    @property
     def out(self) -> list[tuple[str, str]]:
         """(candidate, why) of each candidate out of the race (a failed run's reason before the stage ends too)."""
         return [(s.name, s.gone or f"out: {s.score.out}") for s in self.standings if s.gone or s.score.out]
@@ -103,8 +108,8 @@ class BoardKeeper(TuneListener):
             self.on_change(self.board)
 
     def stage_started(self, index: int, names: Sequence[str], iters: int) -> None:
-        what = "screening" if index == 0 else f"stage {index + 1}"
-        self.update(stage=f"{what}: {len(names)} candidate(s), {iters} iterations per side", left=len(names))
+        self.update(stage=f"{stage_name(index)}: {len(names)} candidate(s), {iters} iterations per side",
+                    left=len(names))
 
     def candidate_scored(self, standing: Standing) -> None:
         self.update()

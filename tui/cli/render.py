@@ -17,7 +17,7 @@ from tui.typed import printable
 from tui.engine.status import RunStatus
 
 __all__ = ["print_table", "print_host_time", "host_time_lines", "print_warnings", "processes_text", "speedup_text",
-           "verdict_text"]  # fmt: skip
+           "verdict_text", "hanging_lines"]  # fmt: skip
 #: The run column's widest: every mode's short form fits, a custom backend's long name may be cut.
 RUN_MAX_WIDTH = 24
 #: Under the table when a speedup cell says n.s.
@@ -273,7 +273,14 @@ def _wrapped(line: str, width: int) -> list[str]:
             out[-1] += atom
         if all(len(part) <= width for part in out):
             return out
-    return textwrap.wrap(line, width=width, subsequent_indent=indent)
+    return hanging_lines(line, width)
+
+
+def hanging_lines(line: str, width: int) -> list[str]:
+    """Prose ``line`` folded between words to ``width``, its continuation lines indented two more than its first
+    (a hanging indent: where each item starts stays plain); a name with hyphens stays whole."""
+    indent = " " * (len(line) - len(line.lstrip()) + 2)
+    return textwrap.wrap(line, width=width, subsequent_indent=indent, break_on_hyphens=False) or [line]
 
 
 def _why(kind: str | None, message: str | None) -> str:

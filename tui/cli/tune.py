@@ -9,7 +9,7 @@ The search (:class:`tui.engine.tune.driver.TuneDriver`) runs through a
 :class:`~tui.engine.run.session.RunSession`, as ``run`` does: every run is in the history and the
 exports, tagged with the tune's id. Ctrl-C (or SIGTERM/SIGHUP) kills the worker and ends the search
 with the best so far, unconfirmed; the exit code is 128 + the signal. Otherwise 0, or 1 when an
-export could not be written; 2 on bad usage (one line).
+export could not be written; 2 on bad usage (one line), and when the budget held no run at all.
 """
 
 from __future__ import annotations
@@ -115,6 +115,8 @@ async def _tune(args: argparse.Namespace, settings: tuple[RunOptions, Objective,
     plan = await asyncio.to_thread(plan_search, base, knobs)
     for note in plan.notes:
         lines.note(note)
+    if cluster is not None:
+        lines.note(_cluster_probe_text(plan.torch))
     empty = nothing_to_try(plan)
     if empty is not None:  # bad usage, found once torch has said which options it has: nothing ran
         err.print(f"{PROG}: error: space: {empty}", markup=False, highlight=False)
@@ -139,6 +141,10 @@ async def _tune(args: argparse.Namespace, settings: tuple[RunOptions, Objective,
             result = driver.result()
         finally:
             await session.aclose(timeout=5.0)
+    if result.runs == 0 and result.incomplete is not None and not stopped_by:  # the budget held no run: nothing ran
+        err.print(f"{PROG}: error: budget: {_no_run_text(args.budget, result.elapsed_s)}", markup=False,
+                  highlight=False)
+        return 2
     export_failed = _export(group_rows(session.ended()), args, err)
     print_answer(result, Console(file=out.as_io(), soft_wrap=True), plan.modes, quiet=args.quiet)
     for stream in (out, err_file):
@@ -171,6 +177,26 @@ def _lanes_text(lanes: tuple[str, ...], args: argparse.Namespace) -> str:
     where = f"the Ray cluster at {args.cluster}" if args.cluster else ", ".join(lanes)
     return (f"{len(lanes)} runs at once on {where}, each candidate's run on the first free lane; the confirmation "
             "runs the winner and the default compile in matched pairs, side by side")
+
+
+def _cluster_probe_text(torch: str | None) -> str:
+    """What ``--cluster`` means for the catalog: this machine's torch was asked, the nodes' torch runs the runs."""
+    asked = f"this machine's torch ({torch})" if torch else "this machine's torch"
+    return (f"the options tried are those {asked} has; the cluster's nodes run their own torch, whose options may "
+            "differ: a run whose option a node's torch lacks fails and is listed with its reason, and each run's "
+            "record names the torch it ran with (give the nodes this torch)")
+
+
+def _no_run_text(budget: str, elapsed_s: float) -> str:
+    """Why a search whose budget held no run ended, and what to give instead.
+
+    No minimum is refused up front: a run's length (start-up, compile, measuring) is known only once
+    one of this workload has run on this machine, and so is the torch probe's."""
+    from tui.engine.tune.driver import CLOSING_S
+
+    return (f"--budget {budget} ran out before the first run could start ({elapsed_s:.0f} s went to asking torch "
+            f"which options it has, {CLOSING_S:g} s are kept to close), so nothing ran; how long a run takes is known "
+            "only once one has run: give room for several runs of this workload (the default is 10m)")
 
 
 def _telemetry(base: RunOptions) -> Any:

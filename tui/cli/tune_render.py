@@ -10,7 +10,7 @@ from typing import Any
 
 from tui.engine.tune.answer import Progress, TuneResult
 from tui.engine.tune.driver import TuneListener
-from tui.engine.tune.search import Standing
+from tui.engine.tune.search import Standing, stage_name
 from tui.present.format import fmt_speedup
 from tui.present.tune_answer import (
     STANDING_COLUMNS, against_text, closing_line, code_lines, cut_short, figure_lines, headline, standing_rows,
@@ -21,6 +21,13 @@ __all__ = ["TuneLines", "print_answer", "against_text", "standing_rows"]
 
 def _say(console: Any, text: str) -> None:
     console.print(text, markup=False, highlight=False, soft_wrap=True)
+
+
+def _say_folded(console: Any, text: str) -> None:
+    """``text`` folded to the console's width with a hanging indent (:func:`~tui.cli.render.hanging_lines`)."""
+    from tui.cli.render import hanging_lines
+
+    _say(console, "\n".join(hanging_lines(text, max(40, console.width))))
 
 
 class TuneLines(TuneListener):
@@ -41,8 +48,8 @@ class TuneLines(TuneListener):
         _say(self.console, f"compile-lab: error: {text}")
 
     def stage_started(self, index: int, names: Sequence[str], iters: int) -> None:
-        what = "screening" if index == 0 else f"stage {index + 1}"
-        self._line(f"{what}: {len(names)} candidate(s), {iters} iterations per side, one fresh process each")
+        self._line(f"{stage_name(index)}: {len(names)} candidate(s), {iters} iterations per side, one fresh "
+                   "process each")
 
     def candidate_scored(self, standing: Standing) -> None:
         score = standing.score
@@ -63,21 +70,49 @@ class TuneLines(TuneListener):
                    "compile, interleaved")
 
 
+NAME_SHARE = 0.4
+"""The most of the terminal's width the candidate column takes: the interval and the standing need the rest."""
+
+
+def _name_width(names: Sequence[str], terminal: int) -> int:
+    """The candidate column's width: its widest setting (``key=value``), so that a name wraps between its settings,
+    at most :data:`NAME_SHARE` of the terminal (a wider setting breaks after its ``=``: :func:`_name_cell`)."""
+    most = int(terminal * NAME_SHARE)
+
+    def needs(setting: str) -> int:
+        return len(setting) if len(setting) <= most else max(len(part) + 1 for part in setting.split("=", 1))
+
+    widest = max((needs(setting) for name in names for setting in name.split()), default=0)
+    return max(len(STANDING_COLUMNS[0]), min(widest, most))
+
+
+def _name_cell(name: str, width: int) -> str:
+    """``name`` with each setting wider than ``width`` broken after its ``=`` (its key whole on one line)."""
+    return " ".join(setting.replace("=", "=\n", 1) if len(setting) > width else setting for setting in name.split())
+
+
 def print_answer(result: TuneResult, console: Any, modes: Mapping[str, Mapping[str, Any]] | None = None,
                  quiet: bool = False) -> None:
     """The answer: the outcome, the code, the figures, the runner-up table and the notes."""
     from rich.table import Table
 
-    for line in [headline(result), *code_lines(result, modes), *figure_lines(result)]:
+    _say_folded(console, headline(result))
+    for line in code_lines(result, modes):  # code is never folded: it is pasted as it is
         _say(console, line)
+    for line in figure_lines(result):
+        _say_folded(console, line)
     if quiet:
         return
     table = Table(title="Candidates (speedup over eager in their own processes)", title_justify="left")
-    for column in STANDING_COLUMNS:
-        table.add_column(column, overflow="fold")
-    for row in standing_rows(result.standings, cut_short(result)):
-        table.add_row(*row)
+    rows = standing_rows(result.standings, cut_short(result))
+    width = _name_width([row[0] for row in rows], console.width)
+    table.add_column(STANDING_COLUMNS[0], width=width, overflow="fold")
+    table.add_column(STANDING_COLUMNS[1], no_wrap=True)
+    for column in STANDING_COLUMNS[2:]:  # they share the rest, folding where they must
+        table.add_column(column, overflow="fold", ratio=1)
+    for name, *rest in rows:
+        table.add_row(_name_cell(name, width), *rest)
     console.print(table)
     for note in result.confirmation.notes if result.confirmation else ():
-        _say(console, f"note: {note}")
-    _say(console, closing_line(result))
+        _say_folded(console, f"note: {note}")
+    _say_folded(console, closing_line(result))

@@ -118,9 +118,10 @@ def figure_lines(result: TuneResult) -> list[str]:
 
 
 def closing_line(result: TuneResult) -> str:
-    """How many runs, how long, and where they are."""
-    return (f"tune id {result.tune_id}: {result.runs} run(s) in {fmt_seconds(result.elapsed_s)} s "
-            "(compare, report and the app's details read them from the history)")
+    """How many runs, how long, and how ``compare`` and ``report`` select them from the history."""
+    return (f"tune id {result.tune_id}: {result.runs} run(s) in {fmt_seconds(result.elapsed_s)} s; compare and "
+            f"report select them from the history as tune:{result.tune_id} (compile-lab report "
+            f"tune:{result.tune_id} -o tune.html)")
 
 
 def answer_text(result: TuneResult, modes: Mapping[str, Mapping[str, Any]] | None = None) -> str:

@@ -51,10 +51,13 @@ def e(value: Any) -> str:
 
 
 def row_labels(rows: Sequence[ReportRow]) -> list[str]:
-    """How each configuration is named: workload, parameters, then its options, those that differ first."""
+    """How each configuration is named: workload, parameters, then its options, those that differ first; a tune's
+    run then says which part of the tune ran it (``(tune: screening)``, ``(tune: confirmation)``), since a
+    candidate's screening run and its confirmation have the same options."""
     differs = differing(row.options for row in rows)
     return [" ".join(part for part in (workload_name(row.options), params_text(row.options),
-                                       " ".join(option_words(row.options, differs, skip=("workload", "params"))))
+                                       " ".join(option_words(row.options, differs, skip=("workload", "params"))),
+                                       f"(tune: {row.tune_stage})" if row.tune_stage else "")
                      if part)
             for row in rows]  # fmt: skip
 

@@ -4,8 +4,9 @@ Data flows down: the screen sets :attr:`Leaderboard.board` (a frozen snapshot, o
 search) and the pane redraws. Requests flow up: its Stop button posts :class:`Leaderboard.StopRequested`,
 which the app handles (the search stops; its ended runs stay). The pane shows the stage, the
 incumbent with its speedup over eager and interval, the candidates left, the runs and the time left
-of the budget, each candidate out of the race with its reason, and the latest note; once the search
-ended, its stage and runs (the answer below it lists every candidate).
+of the budget, each candidate scored and still in the race with its speedup (listed as soon as its run
+ends), each candidate out of the race with its reason, and the latest note; once the search ended, its
+stage and runs (the answer below it lists every candidate).
 """
 
 from __future__ import annotations
@@ -26,8 +27,9 @@ from tui.present.format import fmt_speedup
 
 if TYPE_CHECKING:
     from tui.app.tune_run import Board
+    from tui.engine.tune.search import Standing
 
-__all__ = ["Leaderboard", "board_rows", "LABEL_WIDTH"]
+__all__ = ["Leaderboard", "board_rows", "list_rows", "LABEL_WIDTH"]
 
 LABEL_WIDTH = 10
 
@@ -42,13 +44,16 @@ def _grid(rows: list[tuple[str, str, str]]) -> Table:
     return grid
 
 
-def _incumbent(board: Board) -> str:
-    standing = board.incumbent
-    if standing is None:
-        return "none yet"
+def _speedup(standing: Standing, what: str = "") -> str:
+    """``name  1.19× [1.17, 1.21]`` with ``what`` after the interval, then the processes when more than one."""
     score = standing.score
     processes = f" ({score.processes} processes)" if score.processes > 1 else ""
-    return f"{standing.name}  {fmt_speedup(score.value, score.low, score.high)} over eager{processes}"
+    return f"{standing.name}  {fmt_speedup(score.value, score.low, score.high)}{what}{processes}"
+
+
+def _incumbent(board: Board) -> str:
+    standing = board.incumbent
+    return "none yet" if standing is None else _speedup(standing, " over eager")
 
 
 def _counts(board: Board, now: float | None) -> str:
@@ -71,16 +76,27 @@ def board_rows(board: Board, now: float | None = None) -> list[tuple[str, str, s
     return rows
 
 
+def list_rows(board: Board) -> list[tuple[str, str, str]]:
+    """(label, value, style) of the pane's lists: each candidate scored and still in the race with its speedup over
+    eager, the best first; each candidate out with its reason; the latest note."""
+    rows = [("scored" if n == 0 else "", _speedup(standing), "") for n, standing in enumerate(board.scored)]
+    rows += [("out" if n == 0 else "", f"{name}: {why}", "") for n, (name, why) in enumerate(board.out)]
+    if board.note:
+        rows.append(("note", board.note, ""))
+    return rows
+
+
 class Leaderboard(Vertical):
     """Where the search stands (see the module docstring); ``board`` None: nothing started yet."""
 
     DEFAULT_CSS = """
-    Leaderboard { height: auto; max-height: 60%; border: round $primary; padding: 0 1; }
+    Leaderboard { height: auto; max-height: 100%; border: round $primary; padding: 0 1; }
+    Leaderboard.-done { max-height: 60%; }
     Leaderboard #lb-head { height: 1; }
     Leaderboard #lb-title { width: 1fr; text-style: bold; }
     Leaderboard #lb-stop { width: auto; min-width: 10; }
     Leaderboard #lb-status { height: auto; }
-    Leaderboard #lb-out { height: auto; max-height: 8; }
+    Leaderboard #lb-out { height: auto; max-height: 1fr; }
     Leaderboard #lb-out-lines { color: $text-muted; }
     Leaderboard.-done #lb-stop { display: none; }
     """
@@ -126,9 +142,7 @@ class Leaderboard(Vertical):
         self._title.update(f"Tune {board.what}")
         self.border_subtitle = f"tune id {board.tune_id}"
         self._status.update(_grid(board_rows(board, time.monotonic())))
-        rows = [("out" if n == 0 else "", f"{name}: {why}", "") for n, (name, why) in enumerate(board.out)]
-        if board.note:
-            rows.append(("note", board.note, ""))
+        rows = list_rows(board)
         self._out_lines.update(_grid(rows))
         self._out.display = bool(rows) and not board.done  # the answer lists every candidate
 

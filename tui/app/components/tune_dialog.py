@@ -4,8 +4,9 @@ Four labelled fields, as ``compile-lab tune`` takes them: the budget (``10m``), 
 ``axes``, ``options``, ``all`` or knob names, comma-separated), the objective (device or host time)
 and the calls a job makes (optional: the compile time is charged over them). They are checked with
 the CLI's own rules (:func:`tui.engine.tune.request.check_request`): a bad field is one line under
-the fields, naming it, and the field is marked. The dialog dismisses with the
-:class:`~tui.engine.tune.request.TuneRequest`, or None when cancelled.
+the fields, naming it, and the field is marked. While a problem is shown, each change checks the
+fields again: the line and the mark go once they are valid (or move to the field still bad). The
+dialog dismisses with the :class:`~tui.engine.tune.request.TuneRequest`, or None when cancelled.
 """
 
 from __future__ import annotations
@@ -55,6 +56,8 @@ class TuneDialog(ModalScreen[TuneRequest | None]):
         self.initial = {"budget": budget, "space": space, "objective": objective, "calls": calls}
         self.chosen: dict[str, str] = {}
         """The fields as typed when the dialog was dismissed with a request (empty otherwise)."""
+        self.problem = False
+        """Whether the error line shows a problem (then each change checks the fields again)."""
 
     def compose(self) -> ComposeResult:
         """The configuration in words, four labelled fields, the error line and the buttons."""
@@ -105,19 +108,38 @@ class TuneDialog(ModalScreen[TuneRequest | None]):
         event.stop()
         self.action_start()
 
-    @on(Button.Pressed, "#tune-start")
-    def action_start(self) -> None:
-        """Dismiss with the request, or show the first bad field in one line."""
+    @on(Input.Changed)
+    @on(Select.Changed)
+    def _edited(self) -> None:
+        """A field changed while a problem is shown: check again, so a corrected field clears it."""
+        if self.problem:
+            self._checked(focus=False)
+
+    def _checked(self, focus: bool) -> TuneRequest | None:
+        """The request, or None with the first bad field shown in one line and marked (``focus``: focused)."""
         for key in _FIELDS:
             self.query_one(f"#tune-{key}").remove_class("-invalid")
+        error = self.query_one("#tune-error", Static)
         try:
             request = self.request()
         except OptionsError as exc:
-            self.query_one("#tune-error", Static).update(str(exc))
+            error.update(str(exc))
+            self.problem = True
             if exc.field in _FIELDS:
                 field = self.query_one(f"#tune-{exc.field}")
                 field.add_class("-invalid")
-                field.focus()
+                if focus:
+                    field.focus()
+            return None
+        error.update("")
+        self.problem = False
+        return request
+
+    @on(Button.Pressed, "#tune-start")
+    def action_start(self) -> None:
+        """Dismiss with the request, or show the first bad field in one line."""
+        request = self._checked(focus=True)
+        if request is None:
             return
         self.chosen = self.values()
         self.dismiss(request)

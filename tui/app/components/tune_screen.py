@@ -4,8 +4,8 @@ The answer (:func:`tui.present.tune_answer.answer_text`: the headline, the winne
 forms, its speedups over the default compile and over eager with their verdicts, the candidates)
 is in a read-only text area once the search ended: ``y`` copies all of it, and a selection can be
 copied as in any text area. Escape goes back to the results table; the search goes on, and the
-Tune key (``u``) comes back here while it runs. The app's cancel key (``x``) or the pane's Stop
-button stops it.
+Tune key (``u``) comes back here while it runs. ``x`` (the app's cancel key, named Stop here) or the
+pane's Stop button stops it.
 """
 
 from __future__ import annotations
@@ -38,6 +38,8 @@ class TuneScreen(Screen):
     BINDINGS = [
         Binding("escape", "app.pop_screen", "Back", id="tune.back"),
         Binding("y", "copy_answer", "Copy answer", id="tune.copy"),
+        # the app's cancel key, named as the pane's Stop button is: here it is that button
+        Binding("x", "stop", "Stop", id="tune.stop"),
         *off_footer("sweep", "rerun", "export", "toggle_history", "sort"),  # the footer fits 80 columns whole
     ]
 
@@ -86,6 +88,17 @@ class TuneScreen(Screen):
             area.load_text(board.answer)
             area.remove_class("-hidden")
             area.focus()
+            self.refresh_bindings()  # Stop: nothing to stop now
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        """Stop is shown disabled once the search ended (the key does nothing then)."""
+        if action == "stop" and self._board is not None and self._board.done:
+            return None
+        return True
+
+    def action_stop(self) -> None:
+        """Stop the search, as the pane's Stop button does (the app stops it)."""
+        self.post_message(Leaderboard.StopRequested())
 
     def action_copy_answer(self) -> None:
         """Copy the whole answer (OSC 52: most terminals, over SSH too)."""

@@ -1,15 +1,18 @@
-"""What BASE and NEW name: a JSON export, or runs of the history (by id, by session, by date).
+"""What BASE and NEW name: a JSON export, or runs of the history (by id, by session, by tune, by date).
 
 Syntax (:func:`parse_selection`; anything else is a path to a JSON export)::
 
     history:ID[,ID...]      runs by run id; a group id (a --repeat's first run) names all its processes
     session:ID              every run of one app or CLI start (the history's session_id)
     session:last            the latest session in the history; session:last-1 the one before, ...
+    tune:ID                 every run of one ``compile-lab tune`` search (the history's tune_id)
+    tune:last               the latest search in the history; tune:last-1 the one before, ...
     since:DATE[..DATE]      runs queued from DATE (UTC, YYYY-MM-DD or YYYY-MM-DDTHH:MM[:SS]) until
                             now, or until the second DATE (a day: to its end; a time: that second)
 
 A path that starts with one of these prefixes is written ``./history:...``. A history line written
-before session ids existed has none: it is selected by id or date, never by session.
+before session ids existed has none: it is selected by id or date, never by session. A run that no
+tune made has no tune id: ``tune:`` never selects it.
 :class:`SelectionError` (one line: what was given, why, what is allowed) for bad syntax, a file that
 is not an export, and a selection that names no run. An export is read as a regular file of at most
 :data:`~tui.engine.input_file.INPUT_MAX_BYTES` (1 GiB): a named pipe or a device is refused before it
@@ -37,9 +40,11 @@ from tui.typed import printable
 __all__ = ["Selection", "SelectionError", "parse_selection", "load_selection", "each_run_once", "sessions",
            "SELECTION_HELP"]
 
-SELECTION_HELP = ("a JSON export's path, history:RUNID[,RUNID...], session:ID, session:last[-N], "
-                  "or since:DATE[..DATE] (UTC, YYYY-MM-DD[THH:MM[:SS]])")
-_PREFIXES = ("history:", "session:", "since:")
+SELECTION_HELP = ("a JSON export's path, history:RUNID[,RUNID...], session:ID, session:last[-N], tune:ID, "
+                  "tune:last[-N], or since:DATE[..DATE] (UTC, YYYY-MM-DD[THH:MM[:SS]])")
+_PREFIXES = ("history:", "session:", "tune:", "since:")
+_GROUPINGS = {"session": ("session_id", "session", "sessions"), "tune": ("tune_id", "tune", "tunes")}
+"""Per kind of selection that names a set of runs by a shared id: the record's field, its name, in plural."""
 _LAST = re.compile(r"^last(?:-(\d{1,4}))?$")
 _DATE_FORMATS = (("%Y-%m-%d", timedelta(days=1)), ("%Y-%m-%dT%H:%M", timedelta(minutes=1)),
                  ("%Y-%m-%dT%H:%M:%S", timedelta(seconds=1)))  # fmt: skip
@@ -57,7 +62,8 @@ def _shown(text: str) -> str:
 
 @dataclass(frozen=True)
 class Selection:
-    """A parsed BASE or NEW: ``kind`` is file, history, session or since."""
+    """A parsed BASE or NEW: ``kind`` is file, history, session, tune or since (``session``: the session's or the
+    tune's id, or ``last[-N]``)."""
 
     text: str
     kind: str
@@ -93,10 +99,11 @@ def parse_selection(text: str) -> Selection:
         if not ids:
             raise SelectionError(f"{_shown(text)}: no run id (allowed: history:RUNID[,RUNID...])")
         return Selection(text, "history", run_ids=ids)
-    if prefix == "session:":
+    if prefix in ("session:", "tune:"):
+        kind = prefix[:-1]
         if not rest:
-            raise SelectionError(f"{_shown(text)}: no session id (allowed: session:ID, session:last, session:last-N)")
-        return Selection(text, "session", session=rest)
+            raise SelectionError(f"{_shown(text)}: no {kind} id (allowed: {kind}:ID, {kind}:last, {kind}:last-N)")
+        return Selection(text, kind, session=rest)
     first, sep, second = rest.partition("..")
     start, _ = _moment(first.strip(), text)
     end = None
@@ -108,18 +115,19 @@ def parse_selection(text: str) -> Selection:
     return Selection(text, "since", start=start, end=end)
 
 
-def sessions(records: list[RunRecord]) -> list[tuple[str, int]]:
-    """The session ids in ``records`` with their run counts, oldest first: by their first run's queue time.
+def sessions(records: list[RunRecord], field: str = "session_id") -> list[tuple[str, int]]:
+    """The session ids in ``records`` (``field``: another shared id, ``tune_id``) with their run counts, oldest
+    first: by their first run's queue time.
 
     (Two sessions started in one second have ids of the same time; their runs' times tell them apart.)
     """
     first: dict[str, tuple[float, int]] = {}
     counts: dict[str, int] = {}
     for number, record in enumerate(records):
-        if record.session_id:
-            first[record.session_id] = min(first.get(record.session_id, (record.created, number)),
-                                           (record.created, number))
-            counts[record.session_id] = counts.get(record.session_id, 0) + 1
+        value = getattr(record, field)
+        if value:
+            first[value] = min(first.get(value, (record.created, number)), (record.created, number))
+            counts[value] = counts.get(value, 0) + 1
     return [(session, counts[session]) for session in sorted(first, key=first.__getitem__)]
 
 
@@ -160,20 +168,22 @@ def _from_file(selection: Selection) -> tuple[list[RunRecord], list[str]]:
 
 
 def _session_id(selection: Selection, records: list[RunRecord], history: History) -> str:
-    known = sessions(records)
+    """The session's (or the tune's: ``selection.kind``) id that ``selection`` names in ``records``."""
+    field, kind, kinds = _GROUPINGS[selection.kind]
+    known = sessions(records, field)
     last = _LAST.match(selection.session)
     if last is None:
         if any(session == selection.session for session, _ in known):
             return selection.session
-        why = "no run of this session"
+        why = f"no run of this {kind}"
     else:
         back = int(last.group(1) or 0)
         if back < len(known):
             return known[-1 - back][0]
-        why = f"the history holds {len(known)} session(s)"
+        why = f"the history holds {len(known)} {kind}(s)"
     latest = ", ".join(f"{session} ({count} runs)" for session, count in known[-3:][::-1]) or "none"
-    raise SelectionError(f"{_shown(selection.text)}: {why} in {history.path} (latest sessions: {latest}; allowed: "
-                         "session:ID, session:last, session:last-N)")
+    raise SelectionError(f"{_shown(selection.text)}: {why} in {history.path} (latest {kinds}: {latest}; allowed: "
+                         f"{kind}:ID, {kind}:last, {kind}:last-N)")
 
 
 def _by_ids(selection: Selection, records: list[RunRecord], history: History) -> list[RunRecord]:
@@ -200,9 +210,9 @@ def _from_history(selection: Selection, history: History) -> tuple[list[RunRecor
     records, problems = history.load()
     if selection.kind == "history":
         chosen = _by_ids(selection, records, history)
-    elif selection.kind == "session":
-        session = _session_id(selection, records, history)
-        chosen = [r for r in records if r.session_id == session]
+    elif selection.kind in _GROUPINGS:
+        session, field = _session_id(selection, records, history), _GROUPINGS[selection.kind][0]
+        chosen = [r for r in records if getattr(r, field) == session]
     else:
         chosen = _by_time(selection, records, history)
     return _timings_checked(selection, chosen), problems

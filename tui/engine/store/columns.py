@@ -54,6 +54,7 @@ class RowSource(Protocol):
     error_message: str | None
     group_id: str | None
     tune_id: str | None
+    tune_stage: str | None
     concurrent_runs: int
     notes: tuple[str, ...]
     leftover_processes: int
@@ -262,6 +263,8 @@ COLUMNS: tuple[Column, ...] = (
            "processes the workload started outside the worker's process group (a daemon) still running when the "
            "run ended, all killed (0: none)"),
     Column("tune_id", lambda r, s: r.tune_id, "id shared by the runs of one compile-lab tune search (empty: none)"),
+    Column("tune_stage", lambda r, s: r.tune_stage,
+           "the part of its tune that ran it: screening, stage N (the race's later stages) or confirmation"),
     *_option_columns(),  # last: the run options with a column in the option table
 )  # fmt: skip
 

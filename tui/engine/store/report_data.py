@@ -96,6 +96,8 @@ class ReportRow:
     error: str | None = None
     samples_note: str | None = None
     """Why the distributions are missing (samples pruned or not stored); None when they are there."""
+    tune_stage: str | None = None
+    """The part of a ``compile-lab tune`` that ran it (``screening``, ``stage N``, ``confirmation``); None: no tune."""
 
     @property
     def noisy(self) -> bool:
@@ -194,7 +196,7 @@ def _row(number: int, members: Sequence[RunRecord]) -> ReportRow:
         eager=_side("eager", record, summary, note is None), compiled=_side("compiled", record, summary, note is None),
         compile_s=record.compile_s, processes=tuple(_process(m) for m in members),
         command=reproduce_command(record.options, repeat), warnings=tuple(summary.warnings), error=error,
-        samples_note=note,
+        samples_note=note, tune_stage=record.tune_stage,
     )  # fmt: skip
 
 

@@ -96,6 +96,9 @@ class RunRecord:
     """The app's or CLI's start that ran it (``RunSession.session_id``); None in lines written before it."""
     tune_id: str | None = None
     """The ``compile-lab tune`` search that ran it (every run of one search shares it); None otherwise."""
+    tune_stage: str | None = None
+    """Which part of its tune ran it: ``screening``, ``stage N`` (the race's later stages) or ``confirmation``
+    (:func:`tui.engine.tune.search.stage_name`); None outside a tune, and in lines written before it."""
     concurrent_runs: int = 0
     """The most other runs of its session that ran at the same time (one worker per GPU); 0: it ran alone."""
     notes: tuple[str, ...] = ()
@@ -415,6 +418,7 @@ class RunRecord:
             "repeat": self.repeat,
             "session_id": self.session_id,
             "tune_id": self.tune_id,
+            "tune_stage": self.tune_stage,
             "concurrent_runs": self.concurrent_runs,
             "notes": list(self.notes),
             "leftover_processes": self.leftover_processes,

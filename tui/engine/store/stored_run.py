@@ -47,6 +47,7 @@ class StoredRun:
     repeat: int = 0
     session_id: str | None = None
     tune_id: str | None = None
+    tune_stage: str | None = None
     concurrent_runs: int = 0
     notes: tuple[str, ...] = ()
     leftover_processes: int = 0

@@ -38,7 +38,8 @@ from tui.engine.tune.answer import (
 from tui.engine.tune.objective import Objective, score
 from tui.engine.tune.parallel import DEFAULT, WINNER, confirm_waves
 from tui.engine.tune.search import (
-    MAX_STAGES, Standing, ahead_of_default, challenger, halve, judge_stage, leader, stage_plan, winner,
+    CONFIRMATION, MAX_STAGES, Standing, ahead_of_default, challenger, halve, judge_stage, leader, stage_name,
+    stage_plan, winner,
 )  # fmt: skip
 from tui.engine.tune.space import Candidate, combine
 
@@ -206,11 +207,13 @@ class TuneDriver:
             options = dataclasses.replace(options, timeout_s=float(max(1, within)))
         return options
 
-    def _submit(self, options_list: Sequence[RunOptions], group: tuple[str, int] | None = None) -> list[RunRecord]:
-        """Queue ``options_list`` (on the pool's free lanes, if any); ``group``: (group id, repeat) of the one run."""
+    def _submit(self, options_list: Sequence[RunOptions], stage: str,
+                group: tuple[str, int] | None = None) -> list[RunRecord]:
+        """Queue ``options_list`` (on the pool's free lanes, if any) as runs of ``stage`` (their ``tune_stage``);
+        ``group``: (group id, repeat) of the one run."""
         records = self.session.submit(list(options_list), pool=self.pool or None)
         for record in records:  # before the run starts: the session starts it from the event loop
-            record.tune_id = self.tune_id
+            record.tune_id, record.tune_stage = self.tune_id, stage
             if group is not None:
                 record.group_id, record.repeat = group[0] or record.run_id, group[1]
         self.records.extend(records)
@@ -314,7 +317,7 @@ class TuneDriver:
                     name = waiting.pop(0)
                     entry = self.entries[name]
                     options = self.options_of(entry.candidate, iters, timed=True, first=not entry.records)
-                    going[name] = (self.clock(), self._submit([options]))
+                    going[name] = (self.clock(), self._submit([options], stage_name(index)))
             if not going:
                 break
             ended = {r.run_id for r in await self.session.wait_ended(
@@ -415,7 +418,7 @@ class TuneDriver:
             for repeat, side in wave:
                 group = runs[side][0].group_id if runs[side] else ""
                 options = self.options_of(sides[side], iters, timed=True, first=repeat == 0)
-                submitted.append(self._submit([options], group=(group or "", repeat)))
+                submitted.append(self._submit([options], CONFIRMATION, group=(group or "", repeat)))
                 runs[side] += submitted[-1]
             await self.session.wait_ended([r for records in submitted for r in records])
             for records in submitted:

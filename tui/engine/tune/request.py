@@ -87,6 +87,8 @@ class SearchPlan:
     candidates: tuple[Candidate, ...]
     notes: tuple[str, ...] = ()
     modes: Mapping[str, Mapping[str, Any]] | None = None
+    torch: str | None = None
+    """The version of the torch that was asked (None when it could not be)."""
 
 
 def plan_search(base: RunOptions, knobs: tuple[str, ...]) -> SearchPlan:
@@ -97,7 +99,7 @@ def plan_search(base: RunOptions, knobs: tuple[str, ...]) -> SearchPlan:
     notes = [*notes, *same]
     if found.problem:
         notes.insert(0, f"{found.problem}: the catalog is tried as it is")
-    return SearchPlan(tuple(cands), tuple(notes), found.modes or None)
+    return SearchPlan(tuple(cands), tuple(notes), found.modes or None, found.torch)
 
 
 def nothing_to_try(plan: SearchPlan) -> str | None:

@@ -31,7 +31,7 @@ from tui.engine.tune.objective import Score
 from tui.engine.tune.space import Candidate
 
 __all__ = ["Standing", "StagePlan", "KEEP_AT_LEAST", "MAX_STAGES", "clearly_worse", "leader", "judge_stage",
-           "halve", "stage_plan", "winner", "ranked", "ahead_of_default", "challenger"]
+           "halve", "stage_plan", "stage_name", "CONFIRMATION", "winner", "ranked", "ahead_of_default", "challenger"]
 
 KEEP_AT_LEAST = 2
 """Halving never leaves fewer candidates than this (when as many are in)."""
@@ -114,6 +114,15 @@ def halve(standings: Sequence[Standing], stage: int) -> list[Standing]:
     cut = {id(s): rank for rank, s in enumerate(alive, 1) if rank > keep}
     return [dataclasses.replace(s, gone=f"cut: ranked {cut[id(s)]} of {len(alive)} after stage {stage + 1}")
             if id(s) in cut else s for s in standings]
+
+
+def stage_name(index: int) -> str:
+    """Stage ``index`` in words: ``screening`` (0), then ``stage 2``, ``stage 3``, ... (a run's ``tune_stage``)."""
+    return "screening" if index == 0 else f"stage {index + 1}"
+
+
+CONFIRMATION = "confirmation"
+"""The ``tune_stage`` of the confirmation's runs (the winner's and the default compile's)."""
 
 
 def stage_plan(index: int, base_iters: int) -> StagePlan:
