@@ -237,6 +237,20 @@ def test_the_budget_is_kept_and_no_run_starts_that_would_not_fit():
     assert any(e[0] == "note" and "budget" in e[1] for e in heard.events)
 
 
+def test_a_budget_that_cut_the_screening_says_what_budget_would_have_done():
+    # 4 of 11 candidates unscreened at 10 s a run: the note adds their 40 s and the confirmation's margin to
+    # the time spent, and rounds up to a whole minute for --budget
+    many = [Candidate()] + [Candidate((("k", i),)) for i in range(10)]
+    times = {f"k={i}": 0.9 - i / 100 for i in range(10)}
+    _, _, _, heard, _ = _tune(many, times, budget=150.0, seconds=10.0)
+    (note,) = [e[1] for e in heard.events if e[0] == "note" and "screen every candidate" in e[1]]
+    match = re.search(r"about (\d+) s \(--budget (\d+)m\)", note)
+    assert match, note
+    needed, minutes = int(match[1]), int(match[2])
+    assert 70 + 40 + 61 <= needed <= 70 + 40 + 80, note  # spent + the unscreened runs + the kept confirmation
+    assert minutes == -(-needed // 60)
+
+
 def test_a_runs_timeout_within_the_budget_is_whole_seconds():
     # its reproduce command says --timeout 137, not --timeout 137.49999
     _, _, runner, *_ = _tune([Candidate(), FREEZE], {"freezing=True": 0.7}, budget=150.5)

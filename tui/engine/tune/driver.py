@@ -289,6 +289,19 @@ class TuneDriver:
             self._incomplete = f"{BUDGET_RAN_OUT} before {len(unrun)} candidate(s) were screened"
         self.standings = judge_stage(self.standings, self.threshold)
         self._say(note)
+        if index == 0 and unrun:
+            self._say_budget_needed(len(unrun), iters)
+
+    def _say_budget_needed(self, unrun: int, iters: int) -> None:
+        """Say what budget would have screened the ``unrun`` candidates too and kept the confirmation's room, at
+        the pace the runs so far set (later stages are not counted: it is the least such a search needs)."""
+        run = self.durations.estimate(iters)
+        if run is None:
+            return
+        spent = self.clock() - self._started
+        needed = spent + math.ceil(unrun / self.lanes) * run + self._confirm_cost() * CONFIRM_MARGIN + CLOSING_S
+        self._say(f"to screen every candidate and keep room for the confirmation, this search needs at least "
+                  f"about {needed:.0f} s (--budget {math.ceil(needed / 60)}m) at this pace")
 
     def _out_of_time_text(self, index: int, iters: int) -> str:
         """Why the race ends at stage ``index``: the next run of ``iters`` (and the confirmation kept for after it,
