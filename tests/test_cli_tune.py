@@ -150,6 +150,24 @@ def test_at_80_columns_the_table_wraps_a_name_between_its_settings_never_inside_
                      "max_autotune_gemm_backends=", "ATEN,TRITON"]
 
 
+def test_a_race_that_ended_after_its_screening_shows_one_figure_column():
+    leader = Standing(Candidate((("layout_optimization", False),)), Score(1.19, 1.19, 1.20, 1), stage=0,
+                      screened=Score(1.19, 1.19, 1.20, 1))
+    dropped = Standing(Candidate(), Score(0.86, 0.86, 0.86, 1), stage=0, screened=Score(0.86, 0.86, 0.86, 1),
+                       gone="dropped: below layout_optimization=False (≤ 0.861x vs ≥ 1.189x)")
+    result = TuneResult(tune_id="t-1", outcome=UNCONFIRMED, winner=leader, winner_options=None,
+                        confirmation=None, standings=(leader, dropped))
+    lines = _answer_at_80(result)
+    header = [line for line in lines if line.startswith("┃")]
+    assert header and not any("screened" in line for line in header)  # the screened figure is the latest one
+    assert max(len(line) for line in lines if line.startswith("│")) <= 80
+    # the standing's prose keeps the room the second figure column took: its reason reaches the figures' line
+    assert any("(≤ 0.861x" in line for line in lines), lines
+    two_stages = TuneResult(tune_id="t-1", outcome=NOTHING_BEATS, winner=STANDINGS_80[0], winner_options=None,
+                            confirmation=None, standings=STANDINGS_80)
+    assert any("screened" in line for line in _answer_at_80(two_stages))
+
+
 def test_at_80_columns_the_answers_long_lines_fold_with_a_hanging_indent():
     options = dataclasses.replace(BOTH.apply(RunOptions(workload="cnn", device="cuda")), iters=50)
     result = TuneResult(tune_id="20261204-225026-cea67f", outcome=UNCONFIRMED, winner=STANDINGS_80[1],

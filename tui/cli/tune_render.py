@@ -105,13 +105,17 @@ def print_answer(result: TuneResult, console: Any, modes: Mapping[str, Mapping[s
         return
     table = Table(title="Candidates (speedup over eager in their own processes)", title_justify="left")
     rows = standing_rows(result.standings, cut_short(result))
+    # Where the race ended after its screening, the screened figure is the latest one's: one column says it,
+    # and the standing's prose gets the room.
+    screened = any(s.stage > 0 for s in result.standings)
     width = _name_width([row[0] for row in rows], console.width)
     table.add_column(STANDING_COLUMNS[0], width=width, overflow="fold")
-    table.add_column(STANDING_COLUMNS[1], no_wrap=True)
+    if screened:
+        table.add_column(STANDING_COLUMNS[1], no_wrap=True)
     for column in STANDING_COLUMNS[2:]:  # they share the rest, folding where they must
         table.add_column(column, overflow="fold", ratio=1)
-    for name, *rest in rows:
-        table.add_row(_name_cell(name, width), *rest)
+    for name, first, *rest in rows:
+        table.add_row(_name_cell(name, width), *([first] if screened else []), *rest)
     console.print(table)
     for note in result.confirmation.notes if result.confirmation else ():
         _say_folded(console, f"note: {note}")
