@@ -191,18 +191,23 @@ async def test_a_failed_run_notifies_and_keeps_the_queue_going(make_app):
         assert any("compile_error: compile failed: fake inductor error" in m for m in notifications(app))
 
 
+async def _run_each(app, pilot, field: str, values: tuple[str, ...]) -> None:
+    """Queue one 10-iteration run for each of ``values`` of the picker's ``field``, and wait until all ended."""
+    picker = app.query_one(Picker)
+    picker.query_one("#iters", Input).value = "10"
+    for value in values:
+        picker.query_one(field).value = value
+        await pilot.pause()
+        app.action_run()
+    await wait_until(pilot, lambda: app.table.row_count == len(values) and all(
+        app.records[r].finished for r in app.table.run_ids), what=f"{len(values)} runs")
+    await wait_until(pilot, lambda: app.settled, what="settled")
+
+
 async def test_sorting_by_a_column(make_app):
     app = make_app()
     async with app.run_test(size=(160, 48)) as pilot:
-        picker = app.query_one(Picker)
-        picker.query_one("#iters", Input).value = "10"
-        for workload in ("pointwise", "matmul", "mlp"):
-            picker.query_one("#workload").value = workload
-            await pilot.pause()
-            app.action_run()
-        await wait_until(pilot, lambda: app.table.row_count == 3 and all(
-            app.records[r].finished for r in app.table.run_ids), what="3 runs")
-        await wait_until(pilot, lambda: app.settled, what="settled")
+        await _run_each(app, pilot, "#workload", ("pointwise", "matmul", "mlp"))
 
         def workloads():
             return [app.records[r].options.workload for r in app.table.run_ids]
@@ -228,16 +233,8 @@ async def test_rows_that_finish_while_sorted_take_their_place(make_app):
     times = {"mode=reduce-overhead": 0.5, "mode=max-autotune": 1.5}  # compiled ms: 4x, 2x, 1.33x faster
     app = make_app(runner=fake_runner("ok", FAKE_WORKER_TIMES=json.dumps(times)))
     async with app.run_test(size=(160, 48)) as pilot:
-        picker = app.query_one(Picker)
-        picker.query_one("#iters", Input).value = "10"
         app.table.sort_by("speedup", reverse=True)  # fastest first, before any run has a speedup
-        for mode in ("max-autotune", "default", "reduce-overhead"):
-            picker.query_one("#mode").value = mode
-            await pilot.pause()
-            app.action_run()
-        await wait_until(pilot, lambda: app.table.row_count == 3 and all(
-            app.records[r].finished for r in app.table.run_ids), what="3 runs")
-        await wait_until(pilot, lambda: app.settled, what="settled")
+        await _run_each(app, pilot, "#mode", ("max-autotune", "default", "reduce-overhead"))
         assert [app.records[r].options.mode for r in app.table.run_ids] == [
             "reduce-overhead", "default", "max-autotune"]
 
