@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from rich.console import Console
 from textual.app import App
-from textual.widgets import Label
+from textual.widgets import Static
 
 from tui.app.components.dialogs import ExportScreen
 from tui.app.controller import LabController
@@ -101,5 +101,5 @@ async def test_the_apps_export_dialog_names_every_default_format(formats):
     app = Host()
     async with app.run_test() as pilot:
         await pilot.pause()
-        prompt = str(app.screen.query_one(Label).content)
+        prompt = str(app.screen.query_one("#export-question", Static).content)
     assert all(fmt.label in prompt for fmt in formats), prompt

@@ -303,3 +303,17 @@ def test_without_gpu_telemetry_the_machine_section_says_so_in_one_line(tmp_path,
     section = out.read_text(encoding="utf-8").split('id="telemetry"')[1].split("<h2")[0]
     assert "No GPU telemetry on this machine." in section and "other CPU use (cores)" in section
     assert "SM clock" not in section and "GPU samples" not in section and "1.50" in section
+
+
+def test_a_cancelled_runs_status_says_cancelled_once():
+    """A cancelled run's kind and message are both ``cancelled``: its cell read ``cancelled: cancelled: cancelled``."""
+    from tui.report.page import render_page
+
+    cancelled = full_record("20261201-101012-cccccc", failed=False)
+    cancelled.fail("cancelled", "cancelled")
+    queued = full_record("20261201-101013-dddddd", failed=False)
+    queued.fail("cancelled", "cancelled before it started")
+    data = gather_report([cancelled, queued], sources=("x.json",))
+    assert [row.error for row in data.rows] == [None, "cancelled before it started"]
+    page = render_page(data, "<svg></svg>", {})
+    assert "cancelled: cancelled" not in page.replace("cancelled: cancelled before", "")

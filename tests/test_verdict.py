@@ -245,3 +245,20 @@ def test_the_policy_takes_the_threshold_and_known_limits_only():
     policy = VerdictPolicy.of(0.05, {"max_drift": 0.2, "unknown": 3})
     assert (policy.threshold, policy.max_drift, policy.max_relative_iqr) == (0.05, 0.2, 0.10)
     assert VerdictPolicy.of() == VerdictPolicy()
+
+
+def test_a_note_never_reads_its_limit_as_exceeded_by_itself():
+    """Just past a limit, a rounded value read as the limit itself (``hi/lo 1.25 > 1.25``, a CLI run's
+    warning; ``drifted -10% ... (> 10%)``, compare's): the value gets the decimals that tell it apart."""
+    from tui.engine.measure.verdict import interval_notes, spread_note
+
+    policy = VerdictPolicy()
+    (wide,) = interval_notes(0.38902, 0.486773, policy)  # hi/lo 1.2513
+    assert "hi/lo 1.251 > 1.25" in wide
+    (clear,) = interval_notes(0.5, 0.7, policy)  # 1.40: two decimals already tell it apart
+    assert "hi/lo 1.40 > 1.25" in clear
+    assert "IQR/median 10.4% > 10%" in (spread_note("eager", 0.104, policy) or "")
+    step = 0.1004 / (12 + 1.5 * 0.1004)  # 16 blocks on a line: the last quarter's median 10.04% below the first's
+    drifting = [[1.0 - step * i] * 10 for i in range(16)]
+    (reason,) = series_checks(series("compiled", drifting), policy).reasons
+    assert "drifted -10.04% from the first quarter" in reason and "(> 10%)" in reason

@@ -100,3 +100,19 @@ def test_a_path_keeps_its_file_name_and_folds_its_folders():
     more = len(default_formats()) - 1  # 2: the JSON and the raw CSV
     assert message.splitlines() == [f"2 run(s) -> CSV and {more} more file(s) (1 unfinished row(s) skipped):",
                                     "…/compile-lab-20261203-101010.csv"]
+
+
+async def test_at_80x24_the_export_prompt_is_whole(make_app):
+    """``E``'s prompt wraps: one line cut it at 80 columns ("... to a directory o")."""
+    from terminal_model import TerminalModel
+    from tui.app.components.dialogs import ExportScreen
+
+    app = make_app(load_history=False)
+    async with app.run_test(size=(80, 24)) as pilot:
+        terminal = TerminalModel(app)
+        app.table.focus()
+        await pilot.press("E")
+        await wait_until(pilot, lambda: isinstance(app.screen, ExportScreen), what="the prompt")
+        await pilot.pause()
+        shown = " ".join(terminal.text(Region(0, 0, *app.size)).replace("█", " ").split())  # the frame out
+        assert "to a directory or a .csv path:" in shown, shown

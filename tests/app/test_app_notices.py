@@ -106,3 +106,20 @@ async def test_a_notice_raised_as_the_app_starts_is_on_the_line(make_app):
         line = app.screen.query_one(NoticeLine)
         await wait_until(pilot, lambda: line.display and line.notification is not None, what="the line")
         assert "columns.nope" in line.notification.message
+
+
+async def test_at_80x24_a_notice_shows_while_a_pane_is_zoomed(make_app):
+    """``z`` maximizes the table: the notice line stays on screen, or a refusal or an export's error is unseen."""
+    app = make_app(load_history=False)
+    async with app.run_test(size=(80, 24), notifications=True) as pilot:
+        terminal = TerminalModel(app)
+        app.table.focus()
+        await pilot.press("z")
+        await wait_until(pilot, lambda: app.screen.maximized is app.table, what="the zoom")
+        await pilot.press("U")  # no search yet: a notice says so
+        await wait_until(pilot, lambda: any("No search yet" in m for m in notifications(app)), what="the notice")
+        await pilot.pause()
+        await pilot.pause()
+        line = app.screen.query_one(NoticeLine)
+        assert not line.region.overlaps(app.table.region)
+        assert "No search yet" in terminal.text(Region(0, 0, *app.size))

@@ -262,3 +262,29 @@ def test_the_app_module_never_imports_torch_in_a_fresh_interpreter():
     out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True, timeout=120)
     assert out.stdout.split() == ["False", "False"]
     assert app_module.__name__ == "tui.app.app"
+
+
+async def test_at_80x24_the_code_tabs_footer_keeps_every_key_whole(make_app):
+    """The Code tab's two graph keys took 25 columns of the footer: at 80x24 ``x`` lost its label, ``f1 Help``
+    was gone, and the palette's key read ``^p palettee``."""
+    from terminal_model import TerminalModel
+    from test_details_tabs import code_record
+    from textual.geometry import Region
+    from tui.app.components.details.code import CodeView
+
+    app = make_app(load_history=False)
+    async with app.run_test(size=(80, 24)) as pilot:
+        terminal = TerminalModel(app)
+        record = code_record()
+        app.inject_record(record)
+        await pilot.pause()
+        app.action_details(record.run_id)
+        await wait_until(pilot, lambda: isinstance(app.screen, DetailsScreen)
+                         and bool(app.screen.query("#details-summary")), what="the details")
+        app.screen.action_show_tab("code")
+        view = app.screen.query_one(CodeView)
+        await wait_until(pilot, lambda: view.listing is not None, what="the code")
+        await pilot.pause()
+        footer = terminal.text(Region(0, 23, 80, 1))
+        assert "[ ] Graph" in footer and "x Cancel" in footer and "f1 Help" in footer, footer
+        assert footer.rstrip().endswith("^p palette"), footer

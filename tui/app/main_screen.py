@@ -60,6 +60,10 @@ REFRESH_HZ = 8.0
 class MainScreen(Screen):
     """The results table with its panes; the first screen of the app (its only mode)."""
 
+    ALLOW_IN_MAXIMIZED_VIEW = "Footer, NoticeLine"
+    """A zoomed pane (``z``) leaves the notice line on screen: at narrow sizes it is where every notice
+    goes, so without it a refusal, an export's error or the trace mode ``t`` set would be unseen."""
+
     chart_run: var[RunRecord | None] = var(None, init=False)
     """The run the iteration chart draws (a row highlighted, a run started, a record injected)."""
 

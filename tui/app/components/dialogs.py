@@ -7,7 +7,7 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.screen import ModalScreen
-from textual.widgets import Button, Input, Label, Static
+from textual.widgets import Button, Input, Static
 
 from tui.app.export_target import export_labels
 
@@ -80,7 +80,9 @@ class ExportScreen(ModalScreen[str | None]):
     def compose(self) -> ComposeResult:
         """The prompt and the path input."""
         with Vertical(classes="dialog"):
-            yield Label(f"Export all ended rows ({export_labels()}) to a directory or a .csv path:")
+            # a Static wraps: a Label is one line, cut at 80 columns
+            yield Static(f"Export all ended rows ({export_labels()}) to a directory or a .csv path:", markup=False,
+                         id="export-question")
             yield Input(placeholder=self.default_dir, id="export-path")
             yield Static("Enter: export   Escape: cancel   (empty = the default above; a directory that does not "
                          "exist is made only after you say yes)", classes="dim-hint")

@@ -173,6 +173,21 @@ class Assessment:
         return Assessment(self.reasons + other.reasons, self.notes + other.notes)
 
 
+def _past(value: float, limit: float, spec: str) -> str:
+    """``value`` formatted as ``spec`` (``.2f``, ``.0%``, ``+.0%``) for a note that says it is past ``limit``.
+
+    Rounded to the limit's decimals, a value just past it read as the limit itself (``hi/lo 1.25 > 1.25``):
+    it gets as many more decimals (up to 4) as tell the two apart (``hi/lo 1.251 > 1.25``).
+    """
+    sign, _, rest = spec.rpartition(".")
+    digits, kind = int(rest[:-1]), rest[-1]
+    for extra in range(5):
+        shown = f"{abs(value):.{digits + extra}{kind}}"
+        if shown != f"{abs(limit):.{digits + extra}{kind}}":
+            break
+    return f"{value:{sign}.{digits + extra}{kind}}"
+
+
 def judge_interval(low: float | None, high: float | None, threshold: float) -> str:
     """faster / slower / no change / inconclusive from the interval alone (no noise checks)."""
     if low is None or high is None:
@@ -190,7 +205,8 @@ def spread_note(name: str, relative_iqr: float | None, policy: VerdictPolicy, wh
     """The note on a side's IQR/median above ``policy.max_relative_iqr`` (the summary's warning says the same)."""
     if relative_iqr is None or relative_iqr <= policy.max_relative_iqr:
         return None
-    return (f"{name} {what} spread IQR/median {relative_iqr:.0%} > {policy.max_relative_iqr:.0%}: a wide distribution;"
+    shown = _past(relative_iqr, policy.max_relative_iqr, ".0%")
+    return (f"{name} {what} spread IQR/median {shown} > {policy.max_relative_iqr:.0%}: a wide distribution;"
             " the verdict judges by the interval")
 
 
@@ -204,12 +220,14 @@ def series_checks(side: SideSeries, policy: VerdictPolicy, what: str = "time", d
     severe = side.outliers().severe if count else 0
     if count and severe / count > policy.max_severe_outlier_share:
         notes.append(f"{side.name} {what}: {severe} of {count} samples beyond the 3-IQR fence"
-                     f" ({severe / count:.0%} > {policy.max_severe_outlier_share:.0%})")
+                     f" ({_past(severe / count, policy.max_severe_outlier_share, '.0%')}"
+                     f" > {policy.max_severe_outlier_share:.0%})")
     checks = Assessment(notes=tuple(notes)) + _stall(side, policy, what)
     if drift:
         change = _drift([median(b) for b in side.blocks if b])
         if change is not None and abs(change) > policy.max_drift:
-            checks += Assessment((f"{side.name} {what} drifted {change:+.0%} from the first quarter of blocks to the"
+            shown = _past(change, policy.max_drift, "+.0%")
+            checks += Assessment((f"{side.name} {what} drifted {shown} from the first quarter of blocks to the"
                                   f" last (> {policy.max_drift:.0%})",))
     return checks
 
@@ -280,7 +298,8 @@ def interval_notes(low: float | None, high: float | None, policy: VerdictPolicy,
                    kind: str = "interval") -> list[str]:
     """The note on an interval with hi/lo above ``policy.max_interval_ratio`` (its word still stands)."""
     if low is not None and high is not None and low > 0 and high / low > policy.max_interval_ratio:
-        return [f"the {what} speedup's {kind} is wide (hi/lo {high / low:.2f} > {policy.max_interval_ratio:.2f}):"
+        shown = _past(high / low, policy.max_interval_ratio, ".2f")
+        return [f"the {what} speedup's {kind} is wide (hi/lo {shown} > {policy.max_interval_ratio:.2f}):"
                 " the number is imprecise"]
     return []
 
@@ -291,7 +310,8 @@ def assess(eager: SideSeries, compiled: SideSeries, low: float | None, high: flo
     checks = series_checks(eager, policy, what, drift=False) + series_checks(compiled, policy, what, drift=False)
     drift = speedup_drift(eager, compiled)
     if drift is not None and abs(drift) > policy.max_drift:
-        checks += Assessment((f"the {what} speedup drifted {drift:+.0%} from the first quarter of block pairs to"
+        shown = _past(drift, policy.max_drift, "+.0%")
+        checks += Assessment((f"the {what} speedup drifted {shown} from the first quarter of block pairs to"
                               f" the last (> {policy.max_drift:.0%})",))
     checks += Assessment(tuple(machine_reasons(machine, policy, host)), tuple(interval_notes(low, high, policy, what)))
     return checks

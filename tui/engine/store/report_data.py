@@ -175,6 +175,18 @@ def _samples_note(members: Sequence[RunRecord]) -> str | None:
     return None
 
 
+def _error(record: RunRecord) -> str | None:
+    """What a failed or cancelled run's status cell adds to its status: its kind and message, each left out
+    where it repeats what comes before it (a cancelled run's cell read ``cancelled: cancelled: cancelled``)."""
+    if record.status not in (RunStatus.FAILED, RunStatus.CANCELLED):
+        return None
+    parts = [str(record.status)]
+    for part in (record.error_kind, record.error_message):
+        if part and part != parts[-1]:
+            parts.append(part)
+    return ": ".join(parts[1:]) or None
+
+
 def _row(number: int, members: Sequence[RunRecord]) -> ReportRow:
     from tui.engine.store.repeats import GroupRecord
 
@@ -184,8 +196,7 @@ def _row(number: int, members: Sequence[RunRecord]) -> ReportRow:
     summary = record.summary()
     clock = clock_info(summary.clock)
     repeat = len(members) if len(members) > 1 else 1
-    ended = record.status in (RunStatus.FAILED, RunStatus.CANCELLED)
-    error = f"{record.error_kind}: {record.error_message}" if ended else None
+    error = _error(record)
     return ReportRow(
         number=number, options=record.options, status=record.status,
         clock=clock.label if clock else summary.clock, device_time=bool(clock and clock.device_time),

@@ -70,9 +70,10 @@ def files_text(paths: ArtifactPaths) -> Text:
 class CodeView(Vertical):
     """The Code tab's body: a header line, the highlighted code of one graph, and the run's files."""
 
+    # One footer key for both (as ←→ Tab): two took 25 columns, and at 80 the footer lost x's label and f1 Help.
     BINDINGS = [
-        Binding("left_square_bracket", "step(-1)", "Prev graph", id="code.previous"),
-        Binding("right_square_bracket", "step(1)", "Next graph", id="code.next"),
+        Binding("left_square_bracket", "step(-1)", "Graph", key_display="[ ]", id="code.previous"),
+        Binding("right_square_bracket", "step(1)", "Next graph", show=False, id="code.next"),
     ]
 
     graph: reactive[int] = reactive(0, init=False)
