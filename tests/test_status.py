@@ -12,7 +12,7 @@ from tui.engine.store.export import write_csv
 from tui.engine.options import RunOptions
 from tui.engine.protocol import PHASES, make_event
 from tui.engine.store.results import ACTIVE_STATUSES, STATUSES, TERMINAL_STATUSES, RunRecord
-from tui.engine.status import RunStatus
+from tui.engine.status import RunStatus, ended_reason
 
 
 def test_the_statuses_are_queued_starting_the_workers_phases_then_the_ends():
@@ -62,3 +62,15 @@ def test_an_ended_records_status_is_written_as_the_same_text(fail, tmp_path):
     assert row["status"] == text
     back = RunRecord.from_json(json.loads(line))
     assert back.status == record.status and back.finished
+
+
+@pytest.mark.parametrize(("kind", "message", "after", "said"), [
+    ("cancelled", "cancelled", "cancelled", ""),
+    ("cancelled", "cancelled before it started", "cancelled", "cancelled before it started"),
+    ("compile_error", "inductor failed", "failed", "compile_error: inductor failed"),
+    ("cancelled", "cancelled", "", "cancelled"),
+    (None, None, "failed", ""),
+])
+def test_an_ended_runs_reason_says_each_part_once(kind, message, after, said):
+    assert ended_reason(kind, message, after=after) == said
+

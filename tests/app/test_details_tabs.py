@@ -269,3 +269,21 @@ def test_the_title_names_the_tune_and_the_inductor_options_a_run_differs_by():
     record.tune_id, record.options = None, replace(record.options, inductor_options={})
     text = _text(render_tab(record, "summary"))
     assert " tune " not in text.splitlines()[1] and "inductor options" not in text
+
+
+def test_the_details_of_a_cancelled_run_say_cancelled_once():
+    from io import StringIO
+
+    from rich.console import Console
+
+    from tui.app.components.details.summary import error
+    from tui.engine.options import RunOptions
+    from tui.engine.store.results import RunRecord
+
+    record = RunRecord.new(RunOptions(workload="matmul", params={"n": 64}).validated())
+    record.fail("cancelled", "cancelled")
+    console = Console(width=80, record=True, file=StringIO())
+    for part in error(record):
+        console.print(part)
+    text = console.export_text()
+    assert "cancelled: cancelled" not in text and "Cancelled" in text and "Error" not in text

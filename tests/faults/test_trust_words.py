@@ -16,7 +16,7 @@ import os
 import pytest
 
 from fault_helpers import write_workload
-from tui.engine.options import RunOptions
+from tui.engine.options import OptionsError, RunOptions
 from tui.engine.store.results import RunRecord
 from tui.engine.runner import WorkerRunner
 from tui.engine.worker.failures import classify
@@ -91,6 +91,17 @@ def test_an_exit_the_workload_asked_for_is_said_in_its_own_words(exc, stage, mes
     failure = classify(exc, stage)
     assert (failure.kind, failure.message) == ("runtime_error", message)
     assert "\n" not in failure.message
+
+
+def test_a_bad_option_is_its_one_line_without_compile_labs_own_traceback():
+    # run --device cuda on a CPU box: the worker's device check raises OptionsError; the details showed the
+    # worker's own stack under the one line that says it all
+    try:
+        raise OptionsError("device", "cuda is not available: no CUDA (allowed: cpu)")
+    except OptionsError as exc:
+        failure = classify(exc, stage="other")
+    assert (failure.kind, failure.message) == ("bad_options", "device: cuda is not available: no CUDA (allowed: cpu)")
+    assert failure.detail == ""
 
 
 @pytest.mark.torch

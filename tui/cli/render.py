@@ -14,7 +14,7 @@ from tui.engine.explain.host_time import HOST_LABELS, graph_break_rows
 from tui.engine.store.results import RunRecord
 from tui.engine.measure.summary import RunSummary
 from tui.typed import printable
-from tui.engine.status import RunStatus
+from tui.engine.status import RunStatus, ended_reason
 
 __all__ = ["print_table", "print_host_time", "host_time_lines", "print_warnings", "processes_text", "speedup_text",
            "verdict_text", "hanging_lines"]  # fmt: skip
@@ -284,9 +284,8 @@ def hanging_lines(line: str, width: int) -> list[str]:
 
 
 def _why(kind: str | None, message: str | None) -> str:
-    """``kind: message``, once where the two say the same (``cancelled``, not ``cancelled: cancelled``)."""
-    parts = [part for part in (kind, message) if part]
-    return ": ".join(dict.fromkeys(parts)) or "no reason given"
+    """``kind: message``, once where the two say the same (:func:`~tui.engine.status.ended_reason`)."""
+    return ended_reason(kind, message) or "no reason given"
 
 
 def _count(value: int | None) -> str:

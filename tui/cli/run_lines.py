@@ -21,7 +21,7 @@ from tui.present.option_fields import differing, option_words, params_text, work
 from tui.engine.options import RunOptions
 from tui.engine.store.results import RunRecord
 from tui.engine.measure.summary import RunSummary
-from tui.engine.status import RunStatus
+from tui.engine.status import RunStatus, ended_reason
 
 __all__ = ["RunLines", "run_label", "ended_text"]
 
@@ -53,10 +53,8 @@ def ended_text(record: RunRecord) -> str:
     """What a run ended with: ``done 1.31x [1.28, 1.35] faster``, ``failed: compile_error: ...``, ``cancelled``."""
     if record.status == RunStatus.DONE:
         return _done_text(record.summary())
-    if record.status == RunStatus.FAILED:
-        return f"failed: {record.error_kind}: {record.error_message}"
-    message = record.error_message
-    return record.status if not message or message == record.status else f"{record.status}: {message}"
+    reason = ended_reason(record.error_kind, record.error_message, after=str(record.status))
+    return f"{record.status}: {reason}" if reason else str(record.status)
 
 
 class RunLines:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from enum import Enum
 
-__all__ = ["RunStatus"]
+__all__ = ["RunStatus", "ended_reason"]
 
 
 class RunStatus(str, Enum):
@@ -36,3 +36,14 @@ class RunStatus(str, Enum):
     def __format__(self, format_spec: str) -> str:
         """The value, formatted as a string (``f"{status:>9}"``), on every Python from 3.10."""
         return str.__format__(str(self), format_spec)
+
+
+def ended_reason(kind: str | None, message: str | None, after: str = "") -> str:
+    """A failed or cancelled run's kind and message joined by ``": "``, each left out where it says what the part
+    before it said; ``after``: the word shown before them (the run's status). A cancelled run reads
+    ``cancelled``, never ``cancelled: cancelled``; "" when nothing is left to say."""
+    parts = [after]
+    for part in (kind, message):
+        if part and part != parts[-1]:
+            parts.append(part)
+    return ": ".join(parts[1:])

@@ -23,7 +23,7 @@ from tui.engine.measure.stats import Stats, percentile
 from tui.engine.measure.summary import RunSummary
 from tui.engine.measure.verdict import NOISY
 from tui.telemetry.model import RunTelemetry
-from tui.engine.status import RunStatus
+from tui.engine.status import RunStatus, ended_reason
 
 __all__ = ["Interval", "SideData", "ProcessData", "ReportRow", "EnvironmentRow", "ReportData", "gather_report",
            "QUANTILES", "ENV_FIELDS"]
@@ -180,11 +180,7 @@ def _error(record: RunRecord) -> str | None:
     where it repeats what comes before it (a cancelled run's cell read ``cancelled: cancelled: cancelled``)."""
     if record.status not in (RunStatus.FAILED, RunStatus.CANCELLED):
         return None
-    parts = [str(record.status)]
-    for part in (record.error_kind, record.error_message):
-        if part and part != parts[-1]:
-            parts.append(part)
-    return ": ".join(parts[1:]) or None
+    return ended_reason(record.error_kind, record.error_message, after=str(record.status)) or None
 
 
 def _row(number: int, members: Sequence[RunRecord]) -> ReportRow:

@@ -289,4 +289,6 @@ def classify(
     where = _Where(stage, backend, fullgraph, memory_limit_gb)
     verdict = next((v for rule in _RULES if (v := rule(exc, chain, where)) is not None), None)
     kind, message = verdict or _runtime_error(exc, where)
+    if kind == "bad_options":  # the user's input, said in one line: compile-lab's own stack is no help to them
+        detail = ""
     return Failure(kind, one_line(message), detail)

@@ -23,7 +23,7 @@ from tui.engine.store.results import RunRecord
 from tui.engine.measure.stats import Stats
 from tui.engine.measure.summary import RunSummary
 from tui.engine.measure.verdict import RERUN_HINT
-from tui.engine.status import RunStatus
+from tui.engine.status import RunStatus, ended_reason
 from tui.typed import printable
 
 __all__ = ["title", "error", "summary_tab", "command_of", "ACCURACY_FIELDS", "MEMORY_FIELDS"]
@@ -87,8 +87,10 @@ def error(record: RunRecord) -> list[RenderableType]:
     """The error of a failed or cancelled run (its last 60 lines of detail), or nothing."""
     if record.status not in (RunStatus.FAILED, RunStatus.CANCELLED) and not record.error_message:
         return []
-    parts: list[RenderableType] = [section("Error")]
-    parts.append(Text(f"{record.error_kind or 'error'}: {record.error_message or ''}", style="bold red"))
+    cancelled = record.status == RunStatus.CANCELLED
+    parts: list[RenderableType] = [section("Cancelled" if cancelled else "Error")]
+    reason = ended_reason(record.error_kind, record.error_message) or ("cancelled" if cancelled else "error")
+    parts.append(Text(reason, style="bold red"))
     detail = (record.error_detail or "").rstrip()
     if detail:
         lines = detail.splitlines()
