@@ -96,8 +96,9 @@ def test_a_sweep_to_a_pipe_says_each_run_as_it_starts_and_ends(monkeypatch, comp
         pass
     os.close(read_fd)
     assert codes == [0]
-    assert [line.split(":")[0] for line in lines.seen] == ["[1/2] pointwise n=64 inductor dyn=auto fp32 cpu",
-                                                           "[2/2] pointwise n=128 inductor dyn=auto fp32 cpu"] * 2
+    # one run at a time, so the log never reads as if two overlapped: each run's end before the next one's start
+    assert [line.split(":")[0] for line in lines.seen] == ["[1/2] pointwise n=64 inductor dyn=auto fp32 cpu"] * 2 + [
+        "[2/2] pointwise n=128 inductor dyn=auto fp32 cpu"] * 2
     assert sum(line.startswith("[2/2] pointwise n=128 ") and ": done " in line for line in lines.seen) == 1
 
 
@@ -125,6 +126,24 @@ def test_a_failed_and_a_cancelled_run_end_with_their_reason():
                         r"to compile: no compiler \(\d+\.\d s\)\n"
                         r"\[-/2\] matmul n=64 aot_eager dyn=auto fp32 cpu: cancelled: cancelled before it started\n",
                         stream.getvalue()), stream.getvalue()
+
+
+def test_the_next_runs_start_line_waits_for_the_end_line_of_the_run_before_it():
+    # the session starts the next run as soon as a run ends, and the end line waits for the final summary
+    stream = io.StringIO()
+    options = [RunOptions(workload="matmul", params={"n": 64}, mode=mode) for mode in ("default", "max-autotune")]
+    lines = RunLines(stream, options)
+    lines.total = 2
+    first, second = RunRecord.new(options[0]), RunRecord.new(options[1])
+    lines.started(first)
+    first.fail("compile_error", "no compiler")
+    lines.finished(first)
+    lines.started(second)  # before the first run's summary is saved
+    lines.saved(first)
+    said = [re.sub(r" \(\d+\.\d s\)$", "", line.split(": ", 1)[1]) for line in stream.getvalue().splitlines()]
+    numbers = [line.split("]")[0] for line in stream.getvalue().splitlines()]
+    assert list(zip(numbers, said, strict=True)) == [
+        ("[1/2", "started"), ("[1/2", "failed: compile_error: no compiler"), ("[2/2", "started")], stream.getvalue()
 
 
 def test_under_repeat_auto_a_process_number_is_said_from_the_second_process_on():

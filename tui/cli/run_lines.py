@@ -75,12 +75,17 @@ class RunLines:
         self._numbers: dict[str, int] = {}
         self._started_at: dict[str, float] = {}
         self._took: dict[str, float] = {}
+        self._held: list[RunRecord] = []
 
     def started(self, record: RunRecord) -> None:
-        """A run's worker is starting."""
+        """A run's worker is starting. While a run that ended waits for its summary, the line waits for that run's
+        end line: the next run starts as the last one ends, and a log must not read as if the two overlapped."""
         self._numbers[record.run_id] = len(self._numbers) + 1
         self._started_at[record.run_id] = time.monotonic()
-        self._write(record, "started")
+        if self._took:
+            self._held.append(record)
+        else:
+            self._write(record, "started")
 
     def finished(self, record: RunRecord) -> None:
         """A run ended (its summary follows): its time is taken now, not when it is saved."""
@@ -89,9 +94,13 @@ class RunLines:
             self._took[record.run_id] = time.monotonic() - start
 
     def saved(self, record: RunRecord) -> None:
-        """A run ended and its final summary is computed: its end line."""
+        """A run ended and its final summary is computed: its end line, then the start lines it held."""
         took = self._took.pop(record.run_id, None)
         self._write(record, ended_text(record) + (f" ({took:.1f} s)" if took is not None else ""))
+        if not self._took:
+            held, self._held = self._held, []
+            for waiting in held:
+                self._write(waiting, "started")
 
     def _write(self, record: RunRecord, what: str) -> None:
         number = self._numbers.get(record.run_id)
