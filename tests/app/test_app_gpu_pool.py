@@ -135,8 +135,10 @@ async def test_cuda_all_and_w_deal_a_sweep_to_free_gpus_at_80x24(make_app, tmp_p
         await pilot.pause()
         preview = str(app.screen.query_one("#sweep-preview").render())
         # The repeat default, auto: one process each, more for a launch-bound one.
-        assert preview.startswith("6 run(s): 6 configurations, 1 process each, more where one does not settle it "
-                                  "(auto) on 4 GPUs at once"), preview
+        # what tells the configurations apart first, then the processes and the pool
+        assert preview == ("6 run(s): default no-fullgraph, default fullgraph, reduce-overhead no-fullgraph, "
+                           "reduce-overhead fullgraph, +2 more; 1 process each, more where one does not settle it "
+                           "(auto); on 4 GPUs at once"), preview
         await pilot.press("ctrl+s")
         await wait_until(pilot, lambda: _measuring(app) == 4, what="four runs measuring at once")
         assert "Queued 6 run(s) over 4 GPUs." in notifications(app)

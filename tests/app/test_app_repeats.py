@@ -68,9 +68,8 @@ async def test_a_sweep_in_two_processes_each_interleaves_them(make_app):
         assert "refused: repeat:" in str(screen.query_one("#sweep-preview").render())
         repeat.value = "2"
         await pilot.pause()
-        assert str(screen.query_one("#sweep-preview").render()).startswith(
-            "4 run(s): 2 configurations, 2 processes each"
-        )
+        assert str(screen.query_one("#sweep-preview").render()) == "4 run(s): n=64, n=128; 2 configurations, 2 " \
+            "processes each"
         repeat.focus()
         await pilot.press("enter")
         await wait_until(pilot, lambda: app.table.row_count == 2, what="2 rows")

@@ -26,6 +26,7 @@ from textual.app import App
 from tui import paths
 from tui.app.controller import TRACE_CHOICES
 from tui.engine.options import OptionsError, RunOptions
+from tui.present.option_fields import FIELDS_BY_KEY, differing, option_words
 
 if TYPE_CHECKING:
     from tui.app.components.picker import Picker
@@ -191,15 +192,19 @@ class QueueActions:
             return 0, f"refused: {exc}"
         if not options:
             return 0, "no meaningful combination: check at least one value per axis"
-        labels = ", ".join(o.label() for o in options[:4])
-        more = f", +{len(options) - 4} more" if len(options) > 4 else ""
-        where = f" on {len(pool)} GPUs at once" if pool else ""
-        if repeats == 1:
-            return len(options), f"{len(options)} configurations{where}: {labels}{more}" if pool else labels + more
-        each = ("1 process each, more where one does not settle it (auto)" if repeats == "auto"
-                else f"{repeats} processes each")
-        return (len(options) * (1 if repeats == "auto" else int(repeats)),
-                f"{len(options)} configurations, {each}{where}: {labels}{more}")
+        # What tells the configurations apart comes first: at 80x24 the preview has two lines.
+        differs = differing(options)
+        hidden = tuple(key for key in FIELDS_BY_KEY if key not in differs)
+        labels = ", ".join(" ".join(option_words(o, differs, skip=hidden)) if differs else o.label()
+                           for o in options[:4])
+        parts = [labels + (f", +{len(options) - 4} more" if len(options) > 4 else "")]
+        if repeats == "auto":
+            parts.append("1 process each, more where one does not settle it (auto)")
+        elif repeats != 1:
+            parts.append(f"{len(options)} configurations, {repeats} processes each")
+        if pool:
+            parts.append(f"on {len(pool)} GPUs at once")
+        return len(options) * (1 if repeats == "auto" else int(repeats)), "; ".join(parts)
 
     def _sweep_chosen(self, base: RunOptions, choice: dict[str, list[Any]] | None) -> None:
         if choice is None:
