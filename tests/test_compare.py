@@ -262,7 +262,8 @@ def test_a_tunes_runs_are_selected_by_its_id_or_as_the_latest(tmp_path):
 
     assert ids("tune:20261201-090000-70e001") == ["20261201-090001-aaaaaa", "20261201-090003-cccccc"]
     assert ids("tune:last") == ["20261201-100001-dddddd"] and ids("tune:last-1") == ids("tune:20261201-090000-70e001")
-    for bad, words in (("tune:nope", "no run of this tune"), ("tune:last-2", r"the history holds 2 tune\(s\)")):
+    for bad, words in (("tune:nope", "no run of this tune"), ("tune:last-2", r"the history holds 2 tune\(s\)"),
+                       ("tune:last-2", r"latest tunes: \S+ \(1 run\), 20261201-090000-70e001 \(2 runs\);")):
         with pytest.raises(SelectionError, match=words):
             load_selection(parse_selection(bad), history)
     with pytest.raises(SelectionError, match=r"no tune id \(allowed: tune:ID, tune:last, tune:last-N\)"):

@@ -181,7 +181,8 @@ def _session_id(selection: Selection, records: list[RunRecord], history: History
         if back < len(known):
             return known[-1 - back][0]
         why = f"the history holds {len(known)} {kind}(s)"
-    latest = ", ".join(f"{session} ({count} runs)" for session, count in known[-3:][::-1]) or "none"
+    latest = ", ".join(f"{session} ({count} run{'s' if count != 1 else ''})"
+                       for session, count in known[-3:][::-1]) or "none"
     raise SelectionError(f"{_shown(selection.text)}: {why} in {history.path} (latest {kinds}: {latest}; allowed: "
                          f"{kind}:ID, {kind}:last, {kind}:last-N)")
 
