@@ -46,3 +46,23 @@ async def test_the_app_starts_and_quits_under_its_own_loop_setup(make_app):
     eager = getattr(asyncio, "eager_task_factory", None)  # Python 3.12+
     if sys.version_info >= (3, 12):
         assert eager is not None and seen["factory"] is eager  # the condition this test exists for
+
+
+async def test_the_focus_is_set_once_at_start_on_the_table(make_app, monkeypatch):
+    """Each focus change restyles the picker (its ``:focus-within`` rule) and recomposes the footer's keys:
+    the start focuses the table at once, never a picker field first."""
+    from tui.app.main_screen import MainScreen
+
+    focused: list[object] = []
+    original = MainScreen.set_focus
+
+    def record(screen: MainScreen, widget, *args, **kwargs) -> None:
+        focused.append(widget)
+        original(screen, widget, *args, **kwargs)
+
+    monkeypatch.setattr(MainScreen, "set_focus", record)
+    app = make_app()
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.pause()
+        assert app.focused is app.table
+        assert focused == [app.table]

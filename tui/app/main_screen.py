@@ -66,6 +66,11 @@ class MainScreen(Screen):
     show_history: var[bool] = var(True, init=False)
     """Whether previous sessions' runs are rows of the table (history first, oldest first)."""
 
+    AUTO_FOCUS = "#results"
+    """The results table has the focus from the start: focused as the screen composes, not after Textual's
+    default (the first focusable widget, a picker field) moved it there, so the start restyles the picker's
+    ``:focus-within`` subtree and recomposes the footer's keys for no focus change that is ever seen."""
+
     def __init__(self, *, id: str | None = "main-screen") -> None:
         super().__init__(id=id)
         self._dirty: set[str] = set()
@@ -114,7 +119,7 @@ class MainScreen(Screen):
         self.query_one(Footer).compact = self.size.width < NARROW_WIDTH
 
     def on_mount(self) -> None:
-        """Start the redraw timer (paused), show the empty queue, focus the table."""
+        """Start the redraw timer (paused), show the empty queue (the table has the focus: ``AUTO_FOCUS``)."""
         self.set_reactive(MainScreen.show_history, self.lab.config.show_history)
         self.table.show_history(self.show_history)
         self.table.update_hint()
@@ -124,7 +129,6 @@ class MainScreen(Screen):
         self._queue = self.query_one("#queue", QueueView)
         self._tick = self.set_interval(1 / REFRESH_HZ, self._refresh_live, pause=True, name="live-refresh")
         self._queue.show(None, [])
-        self.table.focus()
 
     @property
     def table(self) -> ResultsTable:
