@@ -31,8 +31,9 @@ from textual.containers import Horizontal, Vertical
 from textual.reactive import var
 from textual.screen import Screen
 from textual.timer import Timer
-from textual.widgets import Footer, Header
+from textual.widgets import Header
 
+from tui.app.components.key_footer import KeyFooter
 from tui.app.components.chart import IterationChart
 from tui.app.components.gpu_pane import GpuPane
 from tui.app.components.notice_line import NoticeLine
@@ -112,11 +113,11 @@ class MainScreen(Screen):
                 yield QueueView(id="queue")
                 yield IterationChart(id="chart")
         yield NoticeLine(id="notice")
-        yield Footer()
+        yield KeyFooter()
 
     def on_resize(self) -> None:
         """Below 120 columns the footer drops its key padding, so Help and Quit keep their place."""
-        self.query_one(Footer).compact = self.size.width < NARROW_WIDTH
+        self.query_one(KeyFooter).compact = self.size.width < NARROW_WIDTH
 
     def on_mount(self) -> None:
         """Start the redraw timer (paused), show the empty queue (the table has the focus: ``AUTO_FOCUS``)."""
