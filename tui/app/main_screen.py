@@ -42,7 +42,7 @@ from tui.app.components.queue_view import QueueView
 from tui.app.components.results_table import Cell, ResultsTable
 from tui.app.controller import LabController
 from tui.app.gpu_pool import run_gpu, run_labels
-from tui.app.layout import NARROW_WIDTH
+from tui.app.layout import NARROW_WIDTH, breakpoint_classes
 from tui.present.format import options_label, workload_label
 from tui.engine.protocol import Event, Started
 from tui.telemetry.model import normalize_uuid
@@ -99,7 +99,9 @@ class MainScreen(Screen):
 
     def compose(self) -> ComposeResult:
         """GPU pane across the top; picker on the left, table, queue and chart on the right; the notice line
-        (narrow sizes) above the footer."""
+        (narrow sizes) above the footer. The screen takes its breakpoint class first, so that its widgets are
+        styled once for it."""
+        self.update_classes(breakpoint_classes(self.app.size.width), update=False)
         lab = self.lab
         yield Header(show_clock=False, icon="≡")
         pane = GpuPane(lab.telemetry, interval=getattr(self.app, "gpu_interval", 1.0), id="gpu")
