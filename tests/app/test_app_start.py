@@ -107,3 +107,23 @@ def test_the_breakpoint_classes_are_textuals():
     for width in (0, 40, 80, 119, 120, 121, 200):
         ours = {name for name, on in breakpoint_classes(width).items() if on}
         assert ours == Screen._get_breakpoint_classes(Screen(), width, HORIZONTAL_BREAKPOINTS), width
+
+
+async def test_a_run_that_ends_while_the_app_closes_is_no_error(make_app, monkeypatch):
+    """Textual removes the screens first, then handles the messages still queued: a RunStarted or RunFinished
+    among them raised "No screen called 'main' installed" (a test that quit with a run in flight failed)."""
+    from fakes.records import cuda_run_record
+    from tui.app.main_screen import MainScreen
+    from tui.app.messages import RunFinished, RunStarted
+
+    record = cuda_run_record()
+
+    def run_ends_now(screen: MainScreen) -> None:
+        screen.app.post_message(RunStarted(record))
+        screen.app.post_message(RunFinished(record))
+
+    monkeypatch.setattr(MainScreen, "on_unmount", run_ends_now, raising=False)
+    app = make_app()
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.pause()
+    assert app.return_code in (0, None)

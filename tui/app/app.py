@@ -244,10 +244,15 @@ class CompileLabApp(App[int]):
 
     @on(RunStarted)
     def _run_started(self, message: RunStarted) -> None:
-        self.main_screen.run_started(message.record)
+        if self.is_running:  # see _run_finished
+            self.main_screen.run_started(message.record)
 
     @on(RunFinished)
     def _run_finished(self, message: RunFinished) -> None:
+        """A run ended: its row and GPU, and a toast if it failed. Not while the app closes: Textual removes
+        the screens, then handles the messages still queued, and a run may have ended meanwhile."""
+        if not self.is_running:
+            return
         record = message.record
         if self.lab.injected is record:  # a record shown as running ended (tests post this themselves)
             self.lab.injected = None
