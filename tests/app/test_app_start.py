@@ -46,3 +46,84 @@ async def test_the_app_starts_and_quits_under_its_own_loop_setup(make_app):
     eager = getattr(asyncio, "eager_task_factory", None)  # Python 3.12+
     if sys.version_info >= (3, 12):
         assert eager is not None and seen["factory"] is eager  # the condition this test exists for
+
+
+async def test_the_focus_is_set_once_at_start_on_the_table(make_app, monkeypatch):
+    """Each focus change restyles the picker (its ``:focus-within`` rule) and recomposes the footer's keys:
+    the start focuses the table at once, never a picker field first."""
+    from tui.app.main_screen import MainScreen
+
+    focused: list[object] = []
+    original = MainScreen.set_focus
+
+    def record(screen: MainScreen, widget, *args, **kwargs) -> None:
+        focused.append(widget)
+        original(screen, widget, *args, **kwargs)
+
+    monkeypatch.setattr(MainScreen, "set_focus", record)
+    app = make_app()
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.pause()
+        assert app.focused is app.table
+        assert focused == [app.table]
+
+
+@pytest.mark.parametrize("size", [(80, 24), (160, 48)])
+async def test_the_main_screen_has_its_breakpoint_class_before_its_widgets_are_styled(make_app, monkeypatch, size):
+    """Textual sets the breakpoint class at the screen's first resize, after its widgets were styled, and
+    restyles them all for it: the screen takes it as it composes instead, so the resize changes nothing."""
+    from tui.app.main_screen import MainScreen
+
+    seen: list[set[str]] = []
+    original = Picker.compose
+
+    def compose(picker: Picker):
+        seen.append(set(picker.screen.classes))
+        yield from original(picker)
+
+    monkeypatch.setattr(Picker, "compose", compose)
+    changed: list[object] = []
+    update = MainScreen.update_node_styles
+
+    def recording(screen: MainScreen, animate: bool = True) -> None:
+        changed.append(screen.classes)
+        update(screen, animate)
+
+    monkeypatch.setattr(MainScreen, "update_node_styles", recording)
+    app = make_app()
+    async with app.run_test(size=size) as pilot:
+        await pilot.pause()
+        wanted = "-narrow" if size[0] < 120 else "-wide"
+        assert wanted in app.main_screen.classes
+        assert seen and wanted in seen[0]
+        assert len(changed) == 1  # the restyle as the screen is shown; none for the breakpoint
+
+
+def test_the_breakpoint_classes_are_textuals():
+    from textual.screen import Screen
+
+    from tui.app.layout import HORIZONTAL_BREAKPOINTS, breakpoint_classes
+
+    for width in (0, 40, 80, 119, 120, 121, 200):
+        ours = {name for name, on in breakpoint_classes(width).items() if on}
+        assert ours == Screen._get_breakpoint_classes(Screen(), width, HORIZONTAL_BREAKPOINTS), width
+
+
+async def test_a_run_that_ends_while_the_app_closes_is_no_error(make_app, monkeypatch):
+    """Textual removes the screens first, then handles the messages still queued: a RunStarted or RunFinished
+    among them raised "No screen called 'main' installed" (a test that quit with a run in flight failed)."""
+    from fakes.records import cuda_run_record
+    from tui.app.main_screen import MainScreen
+    from tui.app.messages import RunFinished, RunStarted
+
+    record = cuda_run_record()
+
+    def run_ends_now(screen: MainScreen) -> None:
+        screen.app.post_message(RunStarted(record))
+        screen.app.post_message(RunFinished(record))
+
+    monkeypatch.setattr(MainScreen, "on_unmount", run_ends_now, raising=False)
+    app = make_app()
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.pause()
+    assert app.return_code in (0, None)

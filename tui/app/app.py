@@ -49,7 +49,7 @@ from tui.app.delegation import FromLab, FromPart
 from tui.app.export_target import export_paths
 from tui.app.exporting import ExportActions
 from tui.app.keys import APP_KEYS
-from tui.app.layout import NARROW_WIDTH
+from tui.app.layout import HORIZONTAL_BREAKPOINTS
 from tui.app.main_screen import REFRESH_HZ, MainScreen
 from tui.app.messages import HistoryLoaded, RunFinished, RunStarted
 from tui.app.palette import help_keys, lab_commands
@@ -85,7 +85,7 @@ class CompileLabApp(App[int]):
     TITLE = "compile-lab"
     SUB_TITLE = "eager vs torch.compile, honestly"
 
-    HORIZONTAL_BREAKPOINTS = [(0, "-narrow"), (NARROW_WIDTH, "-wide")]
+    HORIZONTAL_BREAKPOINTS = HORIZONTAL_BREAKPOINTS
     """Screens get ``-narrow`` below 120 columns (the compact layout in compile_lab.tcss)."""
 
     SCREENS = {"main": MainScreen}
@@ -244,10 +244,15 @@ class CompileLabApp(App[int]):
 
     @on(RunStarted)
     def _run_started(self, message: RunStarted) -> None:
-        self.main_screen.run_started(message.record)
+        if self.is_running:  # see _run_finished
+            self.main_screen.run_started(message.record)
 
     @on(RunFinished)
     def _run_finished(self, message: RunFinished) -> None:
+        """A run ended: its row and GPU, and a toast if it failed. Not while the app closes: Textual removes
+        the screens, then handles the messages still queued, and a run may have ended meanwhile."""
+        if not self.is_running:
+            return
         record = message.record
         if self.lab.injected is record:  # a record shown as running ended (tests post this themselves)
             self.lab.injected = None

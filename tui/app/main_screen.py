@@ -31,8 +31,9 @@ from textual.containers import Horizontal, Vertical
 from textual.reactive import var
 from textual.screen import Screen
 from textual.timer import Timer
-from textual.widgets import Footer, Header
+from textual.widgets import Header
 
+from tui.app.components.key_footer import KeyFooter
 from tui.app.components.chart import IterationChart
 from tui.app.components.gpu_pane import GpuPane
 from tui.app.components.notice_line import NoticeLine
@@ -41,7 +42,7 @@ from tui.app.components.queue_view import QueueView
 from tui.app.components.results_table import Cell, ResultsTable
 from tui.app.controller import LabController
 from tui.app.gpu_pool import run_gpu, run_labels
-from tui.app.layout import NARROW_WIDTH
+from tui.app.layout import NARROW_WIDTH, breakpoint_classes
 from tui.present.format import options_label, workload_label
 from tui.engine.protocol import Event, Started
 from tui.telemetry.model import normalize_uuid
@@ -70,6 +71,11 @@ class MainScreen(Screen):
     show_history: var[bool] = var(True, init=False)
     """Whether previous sessions' runs are rows of the table (history first, oldest first)."""
 
+    AUTO_FOCUS = "#results"
+    """The results table has the focus from the start: focused as the screen composes, not after Textual's
+    default (the first focusable widget, a picker field) moved it there, so the start restyles the picker's
+    ``:focus-within`` subtree and recomposes the footer's keys for no focus change that is ever seen."""
+
     def __init__(self, *, id: str | None = "main-screen") -> None:
         super().__init__(id=id)
         self._dirty: set[str] = set()
@@ -97,7 +103,9 @@ class MainScreen(Screen):
 
     def compose(self) -> ComposeResult:
         """GPU pane across the top; picker on the left, table, queue and chart on the right; the notice line
-        (narrow sizes) above the footer."""
+        (narrow sizes) above the footer. The screen takes its breakpoint class first, so that its widgets are
+        styled once for it."""
+        self.update_classes(breakpoint_classes(self.app.size.width), update=False)
         lab = self.lab
         yield Header(show_clock=False, icon="≡")
         pane = GpuPane(lab.telemetry, interval=getattr(self.app, "gpu_interval", 1.0), id="gpu")
@@ -111,14 +119,14 @@ class MainScreen(Screen):
                 yield QueueView(id="queue")
                 yield IterationChart(id="chart")
         yield NoticeLine(id="notice")
-        yield Footer()
+        yield KeyFooter()
 
     def on_resize(self) -> None:
         """Below 120 columns the footer drops its key padding, so Help and Quit keep their place."""
-        self.query_one(Footer).compact = self.size.width < NARROW_WIDTH
+        self.query_one(KeyFooter).compact = self.size.width < NARROW_WIDTH
 
     def on_mount(self) -> None:
-        """Start the redraw timer (paused), show the empty queue, focus the table."""
+        """Start the redraw timer (paused), show the empty queue (the table has the focus: ``AUTO_FOCUS``)."""
         self.set_reactive(MainScreen.show_history, self.lab.config.show_history)
         self.table.show_history(self.show_history)
         self.table.update_hint()
@@ -128,7 +136,6 @@ class MainScreen(Screen):
         self._queue = self.query_one("#queue", QueueView)
         self._tick = self.set_interval(1 / REFRESH_HZ, self._refresh_live, pause=True, name="live-refresh")
         self._queue.show(None, [])
-        self.table.focus()
 
     @property
     def table(self) -> ResultsTable:

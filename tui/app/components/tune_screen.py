@@ -15,8 +15,9 @@ from typing import TYPE_CHECKING
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.screen import Screen
-from textual.widgets import Footer, Header, TextArea
+from textual.widgets import Header, TextArea
 
+from tui.app.components.key_footer import KeyFooter
 from tui.app.keys import off_footer
 from tui.app.components.leaderboard import Leaderboard
 from tui.app.layout import NARROW_WIDTH
@@ -57,7 +58,7 @@ class TuneScreen(Screen):
                           show_line_numbers=False)
         answer.border_title = "Answer (y copies it)"
         yield answer
-        yield Footer()
+        yield KeyFooter()
 
     def on_mount(self) -> None:
         """Show the board given."""
@@ -65,7 +66,7 @@ class TuneScreen(Screen):
 
     def on_resize(self) -> None:
         """Below 120 columns the footer drops its key padding (as on the main screen)."""
-        self.query_one(Footer).compact = self.size.width < NARROW_WIDTH
+        self.query_one(KeyFooter).compact = self.size.width < NARROW_WIDTH
 
     @property
     def board(self) -> Board | None:

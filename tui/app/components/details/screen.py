@@ -20,8 +20,9 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import VerticalScroll
 from textual.screen import Screen
-from textual.widgets import Footer, Static, TabbedContent, TabPane
+from textual.widgets import Static, TabbedContent, TabPane
 
+from tui.app.components.key_footer import KeyFooter
 from tui.app.keys import off_footer
 from tui.app.baselines import baseline_summary
 from tui.app.components.details.code import CodeView, code_header
@@ -142,7 +143,7 @@ class DetailsScreen(Screen):
                     with VerticalScroll(id=f"details-{tab.id}-body", classes="details-body"):
                         yield Static(render_tab(self.record, tab.id, baseline), id=f"details-{tab.id}")
         yield NoticeLine(id="details-notice")
-        yield Footer()
+        yield KeyFooter()
 
     def on_mount(self) -> None:
         """Focus the first tab's body so arrow keys scroll it."""
@@ -152,7 +153,7 @@ class DetailsScreen(Screen):
 
     def on_resize(self) -> None:
         """Below 120 columns the footer drops its key padding (as on the main screen)."""
-        self.query_one(Footer).compact = self.size.width < NARROW_WIDTH
+        self.query_one(KeyFooter).compact = self.size.width < NARROW_WIDTH
 
     def on_tabbed_content_tab_activated(self, event: TabbedContent.TabActivated) -> None:
         """Keys go to the body of the tab just shown."""
