@@ -1,5 +1,5 @@
-"""The ``compile-lab`` command line: run, sweep, tune, env, workloads, prune, compare, report; no subcommand opens
-the app.
+"""The ``compile-lab`` command line: run, sweep, tune, env, workloads, prune, history, compare, report; no subcommand
+opens the app.
 
 This package imports neither torch nor textual: runs happen in worker processes
 (:class:`tui.engine.runner.WorkerRunner`) driven by a :class:`tui.engine.run.session.RunSession`,
@@ -10,7 +10,8 @@ and formats come from :mod:`tui.present`, which the app shares.
 
 Modules: :mod:`~tui.cli.parse` (flags -> run options), :mod:`~tui.cli.run` (the run loop),
 :mod:`~tui.cli.render` (the results table), :mod:`~tui.cli.info` (``env``, ``workloads``),
-:mod:`~tui.cli.artifacts` (``--trace``, ``--torch-trace``/``--tlparse``, ``prune``), :mod:`~tui.cli.compare`
+:mod:`~tui.cli.artifacts` (``--trace``, ``--torch-trace``/``--tlparse``, ``prune``), :mod:`~tui.cli.history`
+(``history [RUNS]``: the stored runs and sessions, with the ids to select them), :mod:`~tui.cli.compare`
 (``compare BASE NEW``, its own exit codes: 1 when the gate fails), :mod:`~tui.cli.report` (``report RUNS -o FILE``:
 one HTML file to share; matplotlib is imported only then).
 
@@ -90,6 +91,13 @@ def main(argv: Sequence[str] | None = None, open_app: AppOpener | None = None) -
 
         try:
             return cmd_report(args)
+        except UsageError as exc:
+            return _usage_error(str(exc))
+    if args.command == "history":
+        from tui.cli.history import cmd_history
+
+        try:
+            return cmd_history(args)
         except UsageError as exc:
             return _usage_error(str(exc))
     if args.command == "compare":

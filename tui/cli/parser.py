@@ -6,6 +6,7 @@ import argparse
 
 from tui import __version__
 from tui.cli.compare import add_compare_parser
+from tui.cli.history import add_history_parser
 from tui.cli.parse import PROG, UsageError
 from tui.cli.report import add_report_parser
 from tui.cli.run_flags import add_run_flags
@@ -75,6 +76,7 @@ def build_parser() -> argparse.ArgumentParser:
     prune.add_argument("--older-than", type=float, metavar="DAYS", help="prune runs older than DAYS days")
     prune.add_argument("--max-size", type=float, metavar="GB", help="prune the oldest runs until the rest fit in GB")
     prune.add_argument("--dry-run", action="store_true", help="list what would be deleted, delete nothing")
+    add_history_parser(sub)
     add_compare_parser(sub)
     add_report_parser(sub)
     for command in sub.choices.values():  # --debug after the command too (``compile-lab run --debug``)

@@ -17,7 +17,7 @@ from tui.typed import printable
 from tui.engine.status import RunStatus, ended_reason
 
 __all__ = ["print_table", "print_host_time", "host_time_lines", "print_warnings", "processes_text", "speedup_text",
-           "verdict_text", "hanging_lines"]  # fmt: skip
+           "verdict_text", "hanging_lines", "not_significant"]  # fmt: skip
 #: The run column's widest: every mode's short form fits, a custom backend's long name may be cut.
 RUN_MAX_WIDTH = 24
 #: Under the table when a speedup cell says n.s.
@@ -39,7 +39,7 @@ def _ms(stats: Any) -> str:
     return f"{significant(value * 1000, 3)} µs"
 
 
-def _not_significant(summary: RunSummary) -> bool:
+def not_significant(summary: RunSummary) -> bool:
     """A speedup with an interval that includes 1: its cell says ``n.s.`` and the legend explains it."""
     low, high = summary.speedup_ci_low, summary.speedup_ci_high
     return summary.speedup is not None and low is not None and high is not None and not summary.significant
@@ -64,7 +64,7 @@ def speedup_text(summary: RunSummary) -> Any:
     text = Text(f"{ratio(speedup)}x", style=style)
     if low is not None and high is not None:
         text.append(f"\n[{ratio(low)}, {ratio(high)}]", style=style)
-        if _not_significant(summary):
+        if not_significant(summary):
             text.append("\nn.s.", style="dim")
     if summary.launch_bound:
         text.append("\nlaunch-bound", style="yellow")
@@ -176,7 +176,7 @@ def print_table(records: list[RunRecord], console: Any) -> None:
             end_section=number < len(records),  # a blank line between runs
         )
     console.print(table)
-    if any(_not_significant(record.summary()) for record in records):
+    if any(not_significant(record.summary()) for record in records):
         console.print(NOT_SIGNIFICANT_LEGEND, style="dim", markup=False, highlight=False)
     for line in errors:
         console.print(Text(line, style="red"), soft_wrap=True)

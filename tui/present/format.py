@@ -7,6 +7,7 @@ view reads fields by name; what is here is how numbers and labels look on screen
 from __future__ import annotations
 
 import math
+from datetime import datetime, timezone
 from typing import Any
 
 from tui.engine.catalog import is_user_workload
@@ -26,6 +27,7 @@ __all__ = [
     "fmt_seconds",
     "fmt_mib",
     "fmt_speedup",
+    "fmt_when",
     "workload_label",
     "workload_name",
     "fold_path",
@@ -151,6 +153,17 @@ def fmt_speedup(point: float | None, low: float | None = None, high: float | Non
     if low is not None and high is not None:
         text += f" [{ratio(low)}, {ratio(high)}]"
     return text
+
+
+def fmt_when(seconds: float | None) -> str:
+    """A moment to the minute, UTC (as ``since:DATE`` reads dates): ``2026-12-01 10:10``; :data:`MISSING` when
+    unknown or no date can show it (NaN, 1e300, a negative)."""
+    if seconds is None:
+        return MISSING
+    try:
+        return datetime.fromtimestamp(seconds, tz=timezone.utc).strftime("%Y-%m-%d %H:%M")
+    except (OverflowError, OSError, ValueError):
+        return MISSING
 
 
 def input_label(record: RunRecord, summary: Any = None) -> str | None:

@@ -19,6 +19,10 @@ is not an export, and a selection that names no run. An export is read as a regu
 is opened, never read until it ends. A time no measurement gives (NaN, an infinity, zero, a negative
 or absurd time: :class:`~tui.engine.measure.samples.TimingError`), in an export or a history run's samples
 file, refuses the selection with one line naming the run and the field.
+
+``compile-lab history`` lists what a history selection names without reading samples
+(:func:`pick_from_history`) and each session's runs (:func:`session_runs`, in the order ``session:last-N``
+counts them).
 """
 
 from __future__ import annotations
@@ -37,11 +41,13 @@ from tui.engine.store.stored_options import upgrade_tf32_run
 from tui.engine.measure.summary import check_stored_times
 from tui.typed import printable
 
-__all__ = ["Selection", "SelectionError", "parse_selection", "load_selection", "each_run_once", "sessions",
-           "SELECTION_HELP"]
+__all__ = ["Selection", "SelectionError", "SessionRuns", "parse_selection", "load_selection", "pick_from_history",
+           "each_run_once", "sessions", "session_runs", "SELECTION_HELP", "HISTORY_SELECTION_HELP"]
 
-SELECTION_HELP = ("a JSON export's path, history:RUNID[,RUNID...], session:ID, session:last[-N], tune:ID, "
-                  "tune:last[-N], or since:DATE[..DATE] (UTC, YYYY-MM-DD[THH:MM[:SS]])")
+HISTORY_SELECTION_HELP = ("history:RUNID[,RUNID...], session:ID, session:last[-N], tune:ID, tune:last[-N], or "
+                          "since:DATE[..DATE] (UTC, YYYY-MM-DD[THH:MM[:SS]])")
+"""The selections of the history (``compile-lab history`` reads these only)."""
+SELECTION_HELP = f"a JSON export's path, {HISTORY_SELECTION_HELP}"
 _PREFIXES = ("history:", "session:", "tune:", "since:")
 _GROUPINGS = {"session": ("session_id", "session", "sessions"), "tune": ("tune_id", "tune", "tunes")}
 """Per kind of selection that names a set of runs by a shared id: the record's field, its name, in plural."""
@@ -131,6 +137,36 @@ def sessions(records: list[RunRecord], field: str = "session_id") -> list[tuple[
     return [(session, counts[session]) for session in sorted(first, key=first.__getitem__)]
 
 
+@dataclass(frozen=True)
+class SessionRuns:
+    """One session's (or one tune's) runs in a history, as a listing says them."""
+
+    session_id: str
+    first: float
+    """The queue time of its first run (seconds since the epoch)."""
+    last: float
+    """The queue time of its latest run."""
+    runs: int
+    workloads: tuple[str, ...]
+    """Its runs' workloads, each once, in the order first queued."""
+    tune_ids: tuple[str, ...]
+    """The tunes its runs belong to, each once, in the order first queued."""
+
+
+def session_runs(records: list[RunRecord], field: str = "session_id") -> list[SessionRuns]:
+    """Each session of ``records`` (``field``: another shared id, ``tune_id``) with what its runs were, in the order
+    of :func:`sessions` (oldest first: ``session:last`` is the last one). Runs without the id are left out."""
+    by_id: dict[str, list[RunRecord]] = {}
+    for record in sorted(records, key=lambda r: r.created):
+        value = getattr(record, field)
+        if value:
+            by_id.setdefault(value, []).append(record)
+    return [SessionRuns(session, by_id[session][0].created, by_id[session][-1].created, count,
+                        tuple(dict.fromkeys(r.options.workload for r in by_id[session])),
+                        tuple(dict.fromkeys(r.tune_id for r in by_id[session] if r.tune_id)))
+            for session, count in sessions(records, field)]  # fmt: skip
+
+
 def _from_file(selection: Selection) -> tuple[list[RunRecord], list[str]]:
     path = Path(selection.path)
     where = _shown(selection.path)
@@ -207,16 +243,23 @@ def _by_time(selection: Selection, records: list[RunRecord], history: History) -
     return chosen
 
 
+def pick_from_history(selection: Selection, records: list[RunRecord], history: History) -> list[RunRecord]:
+    """The runs of ``records`` (``history``'s, loaded) that a history selection names, in their order, samples not
+    read; SelectionError (one line) when it names none, or names a file."""
+    if selection.kind == "file":
+        raise SelectionError(f"{_shown(selection.text)}: not a selection of the history (allowed: "
+                             f"{HISTORY_SELECTION_HELP})")
+    if selection.kind == "history":
+        return _by_ids(selection, records, history)
+    if selection.kind in _GROUPINGS:
+        session, field = _session_id(selection, records, history), _GROUPINGS[selection.kind][0]
+        return [r for r in records if getattr(r, field) == session]
+    return _by_time(selection, records, history)
+
+
 def _from_history(selection: Selection, history: History) -> tuple[list[RunRecord], list[str]]:
     records, problems = history.load()
-    if selection.kind == "history":
-        chosen = _by_ids(selection, records, history)
-    elif selection.kind in _GROUPINGS:
-        session, field = _session_id(selection, records, history), _GROUPINGS[selection.kind][0]
-        chosen = [r for r in records if getattr(r, field) == session]
-    else:
-        chosen = _by_time(selection, records, history)
-    return _timings_checked(selection, chosen), problems
+    return _timings_checked(selection, pick_from_history(selection, records, history)), problems
 
 
 def _timings_checked(selection: Selection, records: list[RunRecord]) -> list[RunRecord]:
