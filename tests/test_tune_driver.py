@@ -174,6 +174,23 @@ def test_an_inconclusive_confirmation_grows_a_process_a_side_up_to_five():
     assert len({r.group_id for r in grown}) == 2  # the added processes join their side's group
 
 
+def test_an_inconclusive_confirmation_that_rules_out_a_gain_says_nothing_beats_the_default():
+    # a challenger as fast as the default in one process and 12% slower in the next: its interval spans the
+    # band's low edge (inconclusive, two-sided), but its high end is within 1 + t, so no gain over 2% is left
+    slower = {"freezing=True": lambda n: 1.0 if n % 2 else 1.12}
+    result, _, runner, heard, _ = _tune([Candidate(), FREEZE], slower)
+    against = result.confirmation.vs_default
+    assert against.verdict == "inconclusive" and against.high <= 1.02 and against.low < 0.98, against
+    assert result.outcome == NOTHING_BEATS
+    assert result.confirmation.processes == (3, 3)  # settled: no process added
+    assert not [e for e in heard.events if e[0] == "note" and "1 more a side" in e[1]]
+    from tui.present.tune_answer import answer_text
+
+    text = answer_text(result)
+    assert text.startswith("no configuration beats the default compile by more than 2%")
+    assert "inconclusive, so not more than 2% faster" in text
+
+
 def test_an_inconclusive_confirmation_grows_only_while_the_budget_fits_it():
     # 10 s a run: the race (20 s) and the confirmation's six (60 s) fit in 100 s; another pair (20 s) does not
     result, _, runner, _, clock = _tune([Candidate(), FREEZE], EDGE, budget=100.0)

@@ -90,6 +90,12 @@ def test_the_outcome_follows_the_confirmations_verdict():
     assert outcome_of(best, _confirmation("slower"), None) == NOTHING_BEATS
     assert outcome_of(best, _confirmation("noisy"), None) == UNCONFIRMED
     assert outcome_of(best, _confirmation("inconclusive"), None) == UNCONFIRMED
+    # inconclusive, but its high end rules out a gain of more than the threshold: nothing beats the default
+    within = Confirmation(vs_default=Against(0.99, 0.92, 1.01, "inconclusive"))
+    assert outcome_of(best, within, None) == NOTHING_BEATS
+    assert outcome_of(best, within, None, incomplete="the budget ran out") == UNCONFIRMED
+    assert outcome_of(best, Confirmation(vs_default=Against(0.99, 0.92, 1.03, "inconclusive")), None) == UNCONFIRMED
+    assert outcome_of(best, Confirmation(vs_default=Against(0.99, 0.92, 1.01, "noisy")), None) == UNCONFIRMED
     # with --calls the compile time's charge must leave it ahead
     assert outcome_of(best, _confirmation("faster", amortized_gain=0.9), None) == NOTHING_BEATS
     assert outcome_of(best, _confirmation("faster", amortized_gain=1.01), None) == NOTHING_BEATS  # within 2%

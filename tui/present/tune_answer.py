@@ -9,7 +9,9 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from tui.engine.tune.answer import BUDGET_RAN_OUT, CONFIRMED, NOTHING_BEATS, Against, TuneResult, nothing_beats_text
+from tui.engine.tune.answer import (
+    BUDGET_RAN_OUT, CONFIRMED, NOTHING_BEATS, Against, TuneResult, no_more_than, nothing_beats_text,
+)
 from tui.engine.tune.code import compile_call, config_form, config_settings
 from tui.engine.tune.search import Standing, ranked
 from tui.present.format import fmt_mib, fmt_seconds, fmt_speedup
@@ -102,7 +104,9 @@ def figure_lines(result: TuneResult) -> list[str]:
     name = result.confirmed.name if result.confirmed else "winner"
     processes = confirmation.processes
     lines = ["", f"confirmation ({processes[0]} + {processes[1]} fresh processes, 95% intervals across processes):",
-             f"  {name} vs default compile: {against_text(confirmation.vs_default)}",
+             f"  {name} vs default compile: {against_text(confirmation.vs_default)}"
+             + (f", so not more than {result.threshold * 100:g}% faster"
+                if no_more_than(confirmation.vs_default, result.threshold) else ""),
              f"  {name} vs eager: {against_text(confirmation.vs_eager)}",
              f"  default compile vs eager: {against_text(confirmation.default_vs_eager)}"]
     compile_w, compile_d = confirmation.compile_s

@@ -18,7 +18,7 @@ from typing import Any
 
 from tui.engine.compare.judge import CompareSettings, judge_pair
 from tui.engine.compare.matching import Pair, config_key
-from tui.engine.measure.verdict import FASTER, NO_CHANGE, SLOWER
+from tui.engine.measure.verdict import FASTER, INCONCLUSIVE, NO_CHANGE, SLOWER
 from tui.engine.options import RunOptions
 from tui.engine.status import RunStatus
 from tui.engine.store.repeats import AUTO_MAX_PROCESSES, summarize_group
@@ -28,7 +28,7 @@ from tui.engine.tune.search import Standing
 
 __all__ = ["CONFIRM_REPEATS", "CONFIRM_MAX_REPEATS",
            "CONFIRMED", "NOTHING_BEATS", "BUDGET_RAN_OUT", "UNCONFIRMED", "Against", "Confirmation", "Progress",
-           "TuneResult", "confirm", "outcome_of", "nothing_beats_text"]
+           "TuneResult", "confirm", "outcome_of", "no_more_than", "nothing_beats_text"]
 
 CONFIRM_REPEATS = 3
 """Fresh processes of the winner, and as many of the default compile, interleaved."""
@@ -39,6 +39,13 @@ on a pool: one a lane) up to this many a side, as ``--repeat auto`` grows a grou
 CONFIRMED, NOTHING_BEATS, UNCONFIRMED = "confirmed", "nothing beats default", "unconfirmed"
 BUDGET_RAN_OUT = "the budget ran out"
 """Why candidates still in the race did not run again when the budget ended the race."""
+
+
+def no_more_than(against: Against, threshold: float) -> bool:
+    """Whether an ``inconclusive`` reading still rules out a gain of more than ``threshold``: its interval's high
+    end is within ``1 + threshold``. The verdict's word is two-sided (``no change`` needs both ends inside the
+    band); "nothing beats the default by more than t" is a claim about the high end alone."""
+    return against.verdict == INCONCLUSIVE and against.high is not None and against.high <= 1 + threshold
 
 
 def nothing_beats_text(threshold: float) -> str:
@@ -197,8 +204,9 @@ def outcome_of(best: Standing | None, confirmation: Confirmation | None, stopped
                incomplete: str | None = None, threshold: float = 0.02, challenger_left: bool = False) -> str:
     """:data:`CONFIRMED` (the confirmation says faster: with ``--calls`` the compile time's charge keeps it
     ahead by more than ``threshold``); :data:`NOTHING_BEATS` (the confirmation of the best challenger says no
-    change or slower, or no challenger is left in the race: every one failed or was clearly worse; and every
-    candidate was screened: ``incomplete`` None); else :data:`UNCONFIRMED` (stopped, a candidate never
+    change or slower, or is inconclusive with its interval's high end within ``1 + threshold``
+    (:func:`no_more_than`), or no challenger is left in the race: every one failed or was clearly worse; and
+    every candidate was screened: ``incomplete`` None); else :data:`UNCONFIRMED` (stopped, a candidate never
     screened, a confirmation noisy or inconclusive, or a challenger left that no confirmation judged:
     ``challenger_left``, the default's lead in the race alone claims nothing)."""
     if confirmation is not None:
@@ -206,7 +214,8 @@ def outcome_of(best: Standing | None, confirmation: Confirmation | None, stopped
         amortized = confirmation.amortized_gain
         if verdict == FASTER and (amortized is None or amortized > 1 + threshold):
             return CONFIRMED
-        if verdict in (NO_CHANGE, SLOWER, FASTER) and incomplete is None:
+        ruled_out = verdict in (NO_CHANGE, SLOWER, FASTER) or no_more_than(confirmation.vs_default, threshold)
+        if ruled_out and incomplete is None:
             return NOTHING_BEATS
         return UNCONFIRMED
     if stopped is None and incomplete is None and not challenger_left and (best is None or best.candidate.is_default):

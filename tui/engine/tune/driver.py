@@ -33,7 +33,8 @@ from tui.engine.status import RunStatus
 from tui.engine.store.results import RunRecord, new_run_id
 from tui.engine.measure.verdict import INCONCLUSIVE
 from tui.engine.tune.answer import (
-    BUDGET_RAN_OUT, CONFIRM_MAX_REPEATS, CONFIRM_REPEATS, CONFIRMED, Progress, TuneResult, confirm, outcome_of,
+    BUDGET_RAN_OUT, CONFIRM_MAX_REPEATS, CONFIRM_REPEATS, CONFIRMED, Progress, TuneResult, confirm, no_more_than,
+    outcome_of,
 )  # fmt: skip
 from tui.engine.tune.objective import Objective, score
 from tui.engine.tune.parallel import DEFAULT, WINNER, confirm_waves
@@ -408,10 +409,12 @@ class TuneDriver:
         return self.result(judged, best)
 
     def _more_repeats(self, judged: Any, repeats: int) -> int:
-        """The processes a side the confirmation grows to: ``repeats`` (no more) unless it is inconclusive, under
+        """The processes a side the confirmation grows to: ``repeats`` (no more) unless it is inconclusive and its
+        interval still allows a gain of more than the threshold (:func:`~tui.engine.tune.answer.no_more_than`), under
         :data:`CONFIRM_MAX_REPEATS`, and the added waves fit in the time left (a process a side; on a pool, a
         matched pair for every two lanes)."""
-        if judged.vs_default.verdict != INCONCLUSIVE or repeats >= self.max_confirm_repeats:
+        settled = judged.vs_default.verdict != INCONCLUSIVE or no_more_than(judged.vs_default, self.threshold)
+        if settled or repeats >= self.max_confirm_repeats:
             return repeats
         more = min(self.max_confirm_repeats, repeats + max(1, self.lanes // 2))
         cost = self._waves_cost(more, first=repeats)
