@@ -209,3 +209,12 @@ def test_an_older_historys_runs_are_listed_without_a_session(capsys, monkeypatch
     assert " ".join(out.split()).endswith(f"e.g. compile-lab report history:{last} -o report.html")
     sessions = " ".join(_listed(capsys, "--sessions").split())
     assert sessions == "4 runs without a session id (an older history's): history:RUNID or since:DATE select them"
+
+
+def test_problems_reading_runs_warn_five_then_say_how_many_more():
+    from tui.cli.parse import problem_warnings
+
+    lines = problem_warnings([f"line {n}: bad" for n in range(7)], "the history")
+    assert lines[:5] == [f"compile-lab: warning: line {n}: bad" for n in range(5)]
+    assert lines[5:] == ["compile-lab: warning: and 2 more problems reading the history"]
+    assert problem_warnings(["one"]) == ["compile-lab: warning: one"]

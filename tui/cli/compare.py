@@ -17,20 +17,17 @@ import sys
 from typing import Any
 
 from tui.cli.outputs import check_outputs, selection_inputs
-from tui.cli.parse import PROG, UsageError
+from tui.cli.parse import PROG, UsageError, problem_warnings
 from tui.engine.compare import (
     ACROSS_FIELDS, MATCH_FIELDS, METRIC_NAMES, SELECTION_HELP, Across, AcrossError, CompareSettings, Comparison,
     SelectionError, check_ignore, compare, compare_across, load_selection, parse_selection,
 )  # fmt: skip
 from tui.engine.measure.verdict import LIMIT_NAMES
 
-__all__ = ["add_compare_parser", "settings_from_args", "check_across", "cmd_compare", "MAX_THRESHOLD",
-           "MAX_PROBLEMS_SHOWN"]  # fmt: skip
+__all__ = ["add_compare_parser", "settings_from_args", "check_across", "cmd_compare", "MAX_THRESHOLD"]
 
 MAX_THRESHOLD = 0.5
 """The largest ``--threshold`` (50%)."""
-MAX_PROBLEMS_SHOWN = 5
-"""Loading problems printed before ``and N more``."""
 
 
 def add_compare_parser(sub: Any) -> None:
@@ -217,11 +214,8 @@ def cmd_compare(args: argparse.Namespace) -> int:
     check_outputs(args, (("--csv", "csv"), ("--json", "json")), sides)
     result = _load_across(args, settings) if args.across else _load(args, settings)
     err = Console(file=sys.stderr, soft_wrap=True)
-    for line in result.problems[:MAX_PROBLEMS_SHOWN]:
-        err.print(f"{PROG}: warning: {line}", markup=False, highlight=False)
-    if len(result.problems) > MAX_PROBLEMS_SHOWN:
-        err.print(f"{PROG}: warning: and {len(result.problems) - MAX_PROBLEMS_SHOWN} more problems reading the runs",
-                  markup=False, highlight=False)
+    for line in problem_warnings(result.problems):
+        err.print(line, markup=False, highlight=False)
     written = _write(args, result, err)
     _print(args, result)
     return max(result.exit_code, 0 if written else 1)

@@ -24,7 +24,7 @@ from collections import Counter
 from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any
 
-from tui.cli.parse import PROG, UsageError
+from tui.cli.parse import PROG, UsageError, problem_warnings
 from tui.engine.compare.selection import HISTORY_SELECTION_HELP
 from tui.typed import finite, printable
 
@@ -34,12 +34,10 @@ if TYPE_CHECKING:
     from tui.engine.store.results import RunRecord
 
 __all__ = ["add_history_parser", "cmd_history", "run_object", "session_object", "RUN_KEYS", "SESSION_KEYS",
-           "DEFAULT_LIMIT", "MAX_PROBLEMS_SHOWN"]  # fmt: skip
+           "DEFAULT_LIMIT"]  # fmt: skip
 
 DEFAULT_LIMIT = 20
 """Runs (or sessions) listed without ``--limit``: the newest."""
-MAX_PROBLEMS_SHOWN = 5
-"""Problems reading the history printed before ``and N more``."""
 RUN_KEYS = ("run_id", "group_id", "session_id", "tune_id", "timestamp", "workload", "label", "status", "speedup",
             "speedup_ci_low", "speedup_ci_high", "verdict")  # fmt: skip
 """The keys of each run object of ``--json``, in order; a missing value is null."""
@@ -155,11 +153,8 @@ def cmd_history(args: argparse.Namespace) -> int:
 
 
 def _warn(problems: list[str]) -> None:
-    for line in problems[:MAX_PROBLEMS_SHOWN]:
-        _say(f"{PROG}: warning: {line}", sys.stderr)
-    if len(problems) > MAX_PROBLEMS_SHOWN:
-        _say(f"{PROG}: warning: and {len(problems) - MAX_PROBLEMS_SHOWN} more problems reading the history",
-             sys.stderr)
+    for line in problem_warnings(problems, "the history"):
+        _say(line, sys.stderr)
 
 
 def _say(line: str, stream: Any) -> None:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+from collections.abc import Sequence
 from typing import Any
 
 from tui.cli.run_flags import table_options
@@ -17,9 +18,20 @@ from tui.engine.options import OptionsError, RunOptions, parse_key_values
 from tui.engine.run.sweep import AXES_BY_FIELD, SWEEP_AXES, SweepAxis, expand
 
 __all__ = ["PROG", "UsageError", "options_from_args", "configs_from_args", "repeat_from_args",
-           "precisions_from_args", "axis_values", "check_cluster", "cluster_cpus"]
+           "precisions_from_args", "axis_values", "check_cluster", "cluster_cpus", "MAX_PROBLEMS_SHOWN",
+           "problem_warnings"]
 
 PROG = "compile-lab"
+MAX_PROBLEMS_SHOWN = 5
+"""Problems reading runs or a history printed as warnings before ``and N more``."""
+
+
+def problem_warnings(problems: Sequence[str], what: str = "the runs") -> list[str]:
+    """The warning lines for problems reading ``what``: the first :data:`MAX_PROBLEMS_SHOWN`, then how many more."""
+    lines = [f"{PROG}: warning: {line}" for line in problems[:MAX_PROBLEMS_SHOWN]]
+    if len(problems) > MAX_PROBLEMS_SHOWN:
+        lines.append(f"{PROG}: warning: and {len(problems) - MAX_PROBLEMS_SHOWN} more problems reading {what}")
+    return lines
 
 
 class UsageError(Exception):

@@ -13,16 +13,13 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from tui.cli.outputs import check_outputs, selection_inputs
-from tui.cli.parse import PROG, UsageError
+from tui.cli.parse import PROG, UsageError, problem_warnings
 from tui.engine.compare.selection import SELECTION_HELP
 
 if TYPE_CHECKING:
     from tui.engine.store.results import RunRecord
 
-__all__ = ["add_report_parser", "cmd_report", "load_runs", "MAX_PROBLEMS_SHOWN"]
-
-MAX_PROBLEMS_SHOWN = 5
-"""Problems reading the runs printed before ``and N more`` (the page lists them all)."""
+__all__ = ["add_report_parser", "cmd_report", "load_runs"]
 
 
 def add_report_parser(sub: Any) -> None:
@@ -82,11 +79,8 @@ def cmd_report(args: argparse.Namespace) -> int:
     except MatplotlibMissing as exc:
         raise UsageError(str(exc)) from None
     records, problems = load_runs(args.runs)
-    for line in problems[:MAX_PROBLEMS_SHOWN]:
-        _say(f"{PROG}: warning: {line}")
-    if len(problems) > MAX_PROBLEMS_SHOWN:
-        _say(f"{PROG}: warning: and {len(problems) - MAX_PROBLEMS_SHOWN} more problems reading the runs (listed in "
-             "the report)")
+    for line in problem_warnings(problems, "the runs (listed in the report)"):
+        _say(line)
     data = gather_report(records, sources=args.runs, problems=problems)
     try:
         path = write_report(data, args.output)
