@@ -21,7 +21,6 @@ import argparse
 import json
 import sys
 from collections import Counter
-from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any
 
 from tui.cli.parse import PROG, UsageError, problem_warnings
@@ -66,8 +65,11 @@ def add_history_parser(sub: Any) -> None:
 
 
 def _iso(seconds: float) -> str | None:
+    """The CSV's ``timestamp`` form of a moment; None where no date can show it (a damaged history line)."""
+    from tui.engine.store.results import iso_utc
+
     try:
-        return datetime.fromtimestamp(seconds, tz=timezone.utc).isoformat(timespec="seconds").replace("+00:00", "Z")
+        return iso_utc(seconds)
     except (OverflowError, OSError, ValueError):
         return None
 

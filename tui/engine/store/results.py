@@ -38,7 +38,7 @@ from tui.telemetry.model import RunTelemetry
 from tui.typed import decode_fields, finite, printable
 from tui.engine.status import RunStatus
 
-__all__ = ["RunRecord", "Block", "SamplesUnavailable", "SamplesPruned", "SamplesInvalid", "STATUSES",
+__all__ = ["RunRecord", "Block", "iso_utc", "SamplesUnavailable", "SamplesPruned", "SamplesInvalid", "STATUSES",
            "TERMINAL_STATUSES", "ACTIVE_STATUSES", "SIDES", "new_run_id", "samples_to_json", "samples_from_json"]
 
 TERMINAL_STATUSES = frozenset({RunStatus.DONE, RunStatus.FAILED, RunStatus.CANCELLED})
@@ -52,6 +52,12 @@ def new_run_id(now: float | None = None) -> str:
     """A sortable, file-name-safe id: ``YYYYmmdd-HHMMSS-xxxxxx`` (UTC, 6 random hex digits)."""
     stamp = time.strftime("%Y%m%d-%H%M%S", time.gmtime(time.time() if now is None else now))
     return f"{stamp}-{secrets.token_hex(3)}"
+
+
+def iso_utc(seconds: float) -> str:
+    """A moment (seconds since the epoch) as ISO 8601 UTC with a ``Z``, to the second: the CSV's ``timestamp``.
+    OverflowError, OSError or ValueError where no date can show it."""
+    return datetime.fromtimestamp(seconds, tz=timezone.utc).isoformat(timespec="seconds").replace("+00:00", "Z")
 
 
 @dataclass(eq=False)
@@ -358,9 +364,8 @@ class RunRecord:
 
     @property
     def timestamp(self) -> str:
-        """``created`` as ISO 8601 UTC with a ``Z``, to the second."""
-        moment = datetime.fromtimestamp(self.created, tz=timezone.utc)
-        return moment.isoformat(timespec="seconds").replace("+00:00", "Z")
+        """``created`` as ISO 8601 UTC with a ``Z``, to the second (:func:`iso_utc`)."""
+        return iso_utc(self.created)
 
     def raw_rows(self) -> Iterator[dict[str, str]]:
         """One formatted row (:data:`tui.engine.store.columns.RAW_COLUMNS`) per timed iteration of every block."""
