@@ -72,6 +72,16 @@ def test_the_table_fits_80_columns_newest_last_each_session_named(history, capsy
     assert " ".join(out.split()).endswith(f"e.g. compile-lab compare session:20261201-101000-5e5510 session:{SECOND}")
 
 
+def test_what_every_listed_run_shares_is_said_once_above_the_rows(history, capsys, monkeypatch):
+    monkeypatch.setenv("COLUMNS", "80")
+    out = _listed(capsys, f"session:{FIRST}")  # two pointwise runs on the CPU: their size and mode differ
+    first, *rows = out.splitlines()
+    assert first == "every run listed: pointwise inductor dyn=auto fp32 cpu"
+    body = "\n".join(rows)
+    assert "n=512 default" in body and "n=1024" in body and "max-autotune-no-cg" in body, out
+    assert "pointwise" not in body and "fp32" not in body and "inductor" not in body, out  # said once, above
+
+
 def test_limit_lists_the_newest_runs_and_says_how_many_are_left(history, capsys, monkeypatch):
     monkeypatch.setenv("COLUMNS", "80")
     out = _listed(capsys, "--limit", "2")

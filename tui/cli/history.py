@@ -167,11 +167,17 @@ def _say(line: str, stream: Any) -> None:
 # ----- the table ------------------------------------------------------------------------------------
 
 
-def _label(record: RunRecord, differs: frozenset[str], processes: Counter[str]) -> str:
-    """The configuration, the fields that tell the listed runs apart first; ``process N`` for a --repeat's."""
+def _label(record: RunRecord, differs: frozenset[str], processes: Counter[str], shared: bool) -> str:
+    """The configuration, the fields that tell the listed runs apart first (``shared``: those alone, the rest said
+    once above the table); ``process N`` for a --repeat's."""
     from tui.cli.run_lines import run_label
+    from tui.present.option_fields import FIELDS_BY_KEY, option_words
 
-    label = run_label(record.options, differs)
+    if shared:
+        alike = tuple(key for key in FIELDS_BY_KEY if key not in differs)
+        label = " ".join(option_words(record.options, differs, skip=alike))
+    else:
+        label = run_label(record.options, differs)
     if record.group_id is not None and processes[record.group_id] > 1:
         label += f" process {record.repeat + 1}"
     return label
@@ -187,10 +193,14 @@ def print_runs(records: list[RunRecord], history: list[RunRecord], console: Any)
 
     from tui.cli.render import NOT_SIGNIFICANT_LEGEND, not_significant, speedup_text
     from tui.present.format import MISSING, STATUS_LABELS, VERDICT_STYLES, fmt_when
-    from tui.present.option_fields import differing
+    from tui.present.option_fields import differing, option_words
 
     table = Table(box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False, collapse_padding=True)
     differs = differing(record.options for record in records)
+    # What every listed run shares is said once, above the table: the rows keep what tells them apart.
+    shared = " ".join(option_words(records[0].options, skip=tuple(differs))) if differs and len(records) > 1 else ""
+    if shared:
+        _print_lines([f"every run listed: {shared}"], console, style="dim")
     processes = Counter(record.group_id for record in records if record.group_id is not None)
     table.add_column("run (UTC)", no_wrap=True)
     table.add_column("configuration", ratio=1, overflow="fold")
@@ -207,7 +217,7 @@ def print_runs(records: list[RunRecord], history: list[RunRecord], console: Any)
         status, verdict = str(record.status), summary.verdict
         table.add_row(
             Text(printable(record.run_id)) + Text(f"\n{fmt_when(record.created)}", style="dim"),
-            Text(_label(record, differs, processes)),
+            Text(_label(record, differs, processes, bool(shared))),
             Text(STATUS_LABELS.get(status, status), style=status_styles.get(status, "")),
             speedup_text(summary),
             Text(verdict or MISSING, style=VERDICT_STYLES.get(verdict or "", "dim")),
