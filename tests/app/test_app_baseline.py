@@ -180,3 +180,28 @@ def test_a_row_pairs_with_the_baseline_runs_nearest_its_own_options():
     assert [r.run_id for r in baseline_pair([default, autotune], [row]).base] == [SLOWER]  # a session: like with like
     assert [r.run_id for r in baseline_pair([default], [row]).base] == [BASE]  # one run: whatever the options
     assert baseline_pair([row], [row]) is None  # the baseline is not compared with itself
+
+
+async def test_a_table_sorted_by_vs_base_stays_sorted_when_another_baseline_is_marked(make_app):
+    # the vs base cells change all at once: the rows take their places in one re-sort
+    app = make_app(load_history=False)
+    async with app.run_test(size=SIZE) as pilot:
+        for record in _runs():
+            app.inject_record(record)
+        await wait_until(pilot, lambda: app.table.row_count == 4, what="rows")
+        app.table.focus()
+        app.table.move_cursor(row=app.table.run_ids.index(BASE))
+        await pilot.press("m")
+        await wait_until(pilot, _judged(app, SLOWER, FASTER), what="the rows compared")
+        app.table.sort_by("vs_base", reverse=False)
+        await pilot.pause()
+        assert app.table.run_ids[:3] == [FASTER, BASE, SLOWER]
+        app.table.move_cursor(row=app.table.run_ids.index(OTHER))  # another size: the others become not comparable
+        await pilot.press("m")
+        await wait_until(pilot, lambda: not app.baseline_busy
+                         and app.table.cell_text(OTHER, "vs_base") == "◆ baseline"
+                         and app.table.cell_text(SLOWER, "vs_base") == "–", what="the new baseline")
+        shown = app.table.run_ids
+        app.table.sort_by(None)
+        app.table.sort_by("vs_base", reverse=False)  # a sort made now, from the cells as they are
+        assert shown == app.table.run_ids and shown[0] == OTHER, (shown, app.table.run_ids)

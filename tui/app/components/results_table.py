@@ -97,6 +97,8 @@ class ResultsTable(BulkRowTable):
         self._layout: TableLayout | None = None
         self._vs_base: dict[str, Cell] | None = None
         """Each row's ``vs base`` cell while a baseline is marked (tui.app.baselines), else None: no column."""
+        self._sort_stale = False
+        """A rewrite changed cells of the sorted column since the last sort (:meth:`_keep_sorted`)."""
         self._compact: tuple[str, ...] = ()
         """The option columns the ``config`` cells fold now (none: no ``config`` column)."""
 
@@ -276,6 +278,7 @@ class ResultsTable(BulkRowTable):
                 added.append(run_id)
         self._apply_layout()
         if not added:
+            self._keep_sorted()
             return 0
         if not self._session:
             self._append_rows(added)
@@ -311,7 +314,7 @@ class ResultsTable(BulkRowTable):
                        members: Sequence[RunRecord] | None = None) -> int:
         """Rewrite the cells of this run's (or group's: ``members``, see :func:`row_cells`) row that changed.
 
-        Returns how many did. A change in the sorted column moves the row to its place.
+        Returns how many did. A change in the sorted column moves the row to its place (:meth:`_keep_sorted`).
         """
         run_id = record.run_id
         if run_id not in self._cells:
@@ -324,12 +327,12 @@ class ResultsTable(BulkRowTable):
             self._variety.add(old, history, sign=-1)  # a group's process count in its flags, a pooled run's GPU
             self._variety.add(self._cells[run_id], history)
             self._apply_layout()
-        column = self.sort_column
-        if changed and column is not None and old[column] != self._cells[run_id][column]:
-            self._apply_sort(self.selected_run_id)  # the sort stays true as runs end
+        self._keep_sorted()
         return changed
 
     def _rewrite(self, run_id: str, new: dict[str, Cell]) -> int:
+        """Write the cells of a shown row that changed; a change in the sorted column leaves the order to
+        :meth:`_keep_sorted`, which the caller runs once after its rewrites."""
         old = self._cells.get(run_id)
         if old is None:
             return 0
@@ -337,6 +340,7 @@ class ResultsTable(BulkRowTable):
         changed = 0
         for key in CELL_KEYS:
             if new[key] != old[key]:
+                self._sort_stale = self._sort_stale or key == self.sort_column
                 if key in shown:
                     try:
                         self.update_cell(run_id, key, new[key])
@@ -375,6 +379,13 @@ class ResultsTable(BulkRowTable):
                     rows[run_id] = new
                     self._stash = None  # a hidden row changed: showing the history rebuilds the rows
         self._apply_layout()
+        self._keep_sorted()
+
+    def _keep_sorted(self) -> None:
+        """Re-sort, once, after rewrites changed cells of the sorted column: the sort stays true as runs end and
+        as a new baseline changes the ``vs base`` cells (the cursor stays on its run)."""
+        if self._sort_stale:
+            self._apply_sort(self.selected_run_id)
 
     def cell_text(self, run_id: str, column: str) -> str:
         """The plain text of one cell, shown or not (for tests and the command line)."""
@@ -423,6 +434,7 @@ class ResultsTable(BulkRowTable):
         self._apply_sort(self.selected_run_id)
 
     def _apply_sort(self, selected: str | None) -> None:
+        self._sort_stale = False
         column = self.sort_column
         # DataTable.sort is stable over insertion (= queue) order, so ties keep queue order.
         if column is None:
