@@ -553,6 +553,20 @@ def test_the_cli_sweeps_on_the_cluster_and_each_row_names_its_node(ray_cluster, 
 
 
 @pytest.mark.slow
+@pytest.mark.torch  # in the node's interpreter: the probe imports it there, never here
+async def test_a_real_nodes_torch_answers_the_probe(ray_cluster):
+    """The tune's torch probe runs in a node's worker interpreter: the torch installed there answers."""
+    runner, _lanes = cluster.open_cluster("auto", "cpu")
+    try:
+        found = await runner.ask_torch(["freezing", "no_such_option_here"], "cpu")
+    finally:
+        await runner.aclose()
+    assert found.problem is None, found.problem
+    assert found.asked == f"node {socket.gethostname()}'s torch" and found.torch and "freezing" in found.defaults
+    assert found.missing == ("no_such_option_here",)
+
+
+@pytest.mark.slow
 @pytest.mark.torch
 def test_one_real_cpu_run_on_the_cluster(ray_cluster, tmp_path, compile_lab_home):
     out = tmp_path / "run.json"

@@ -11,9 +11,10 @@ import json
 
 import pytest
 from test_tune_driver import BASE, DEVICE_TIME, FREEZE, AUTOTUNE, Clock, Heard, TimedRunner, _key, _tune
-
+from test_cluster_torch_probe import HERE, ProbeTransport, node_answer
 from tui import cli
 from tui.engine import cluster
+from tui.engine.cluster.runner import ClusterRunner
 from tui.engine.run.session import CLUSTER_LANE, RunSession
 from tui.engine.tune import probe as probe_module
 from tui.engine.tune.answer import CONFIRMED
@@ -233,9 +234,10 @@ def test_a_pool_of_one_kind_runs_the_search_on_every_gpu(monkeypatch, tmp_path, 
     assert len({r["tune_id"] for r in runs}) == 1
 
 
-def test_cluster_deals_the_search_to_the_clusters_lanes(monkeypatch, capsys):
-    runner = LaneRunner(Clock(), {"freezing=True": 0.7}, seconds=0.0)
-    _cli_without_torch(monkeypatch, LaneRunner(Clock(), {}))  # the local runner: never asked
+def _on_fake_cluster(monkeypatch, runner, answer) -> list[tuple]:
+    """``--cluster`` connects to ``runner`` (3 lanes), whose node answers the torch probe with ``answer``
+    (:class:`~test_cluster_torch_probe.ProbeTransport`'s); the calls to ``open_cluster``."""
+    runner.ask_torch = ClusterRunner(ProbeTransport(answer), HERE).ask_torch
     calls = []
 
     def open_cluster(address, device, cpus=1.0, worker_argv=None, env=None):
@@ -243,16 +245,44 @@ def test_cluster_deals_the_search_to_the_clusters_lanes(monkeypatch, capsys):
         return runner, tuple(f"{CLUSTER_LANE}{i}" for i in range(3))
 
     monkeypatch.setattr(cluster, "open_cluster", open_cluster)
+    return calls
+
+
+def test_cluster_deals_the_search_to_the_clusters_lanes_with_a_nodes_torch_asked(monkeypatch, capsys):
+    runner = LaneRunner(Clock(), {"freezing=True": 0.7}, seconds=0.0)
+    _cli_without_torch(monkeypatch, LaneRunner(Clock(), {}))  # the local runner: never asked
+    here = []
+    monkeypatch.setattr(probe_module, "probe_torch", lambda keys, python=None, timeout=0: here.append(keys))
+    # the node's torch lacks freezing, this machine's (the fake probe's) has it: the node's catalog is the one raced
+    calls = _on_fake_cluster(monkeypatch, runner, node_answer({"torch": "2.99.0+node", "options": {},
+                                                               "missing": ["freezing"]}))
     assert cli.main([*TUNE, "--device", "cpu", "--cluster", "auto", "--cluster-cpus", "2"]) == 0
     captured = capsys.readouterr()
-    assert calls == [("auto", "cpu", 2.0)]
+    assert calls == [("auto", "cpu", 2.0)] and here == []  # this machine's torch was not asked
     assert "3 runs at once on the Ray cluster at auto" in captured.err
-    # the catalog came from this machine's torch, not the nodes': the progress says so
-    assert "note: the options tried are those this machine's torch (0.0.0+fake) has; the cluster's nodes run " \
-           "their own torch" in captured.err
-    assert captured.out.startswith("best: freezing=True, confirmed faster than the default compile")
+    assert "asking the worker's torch on a node of the cluster which options it has" in captured.err
+    assert "note: the options tried are those node n1's torch (2.99.0+node) has, asked on the cluster, where the " \
+           "runs run; a run whose option its node's torch lacks" in captured.err
+    assert "could not be asked" not in captured.err
+    assert "note: freezing: left out (this torch has no freezing)" in captured.err
+    assert runner.starts and not any("freezing" in key for _, _, key in runner.starts)
     assert runner.most >= 2  # candidates went out side by side, on the cluster's lanes
     assert all(device == "cpu" for _, device, _ in runner.starts)
+
+
+def test_a_cluster_whose_torch_cannot_be_asked_tunes_on_this_machines_catalog_and_says_why(monkeypatch, capsys):
+    from tui.engine.cluster.runner import TaskLost
+
+    runner = LaneRunner(Clock(), {"freezing=True": 0.7}, seconds=0.0)
+    _cli_without_torch(monkeypatch, LaneRunner(Clock(), {}))
+    _on_fake_cluster(monkeypatch, runner, TaskLost("RayTaskError: the node died"))
+    assert cli.main([*TUNE, "--device", "cpu", "--cluster", "auto"]) == 0
+    err = capsys.readouterr().err
+    assert "note: the cluster's torch could not be asked (the task was lost before it started on a node: " \
+           "RayTaskError: the node died); this machine's torch was asked instead\n" in err
+    assert "note: the options tried are those this machine's torch (0.0.0+fake) has, not a node's; the cluster's " \
+           "nodes run their own torch" in err
+    assert any("freezing" in key for _, _, key in runner.starts)  # this machine's catalog, on the cluster's lanes
 
 
 @pytest.mark.parametrize(("argv", "line"), [

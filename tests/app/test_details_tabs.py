@@ -10,6 +10,7 @@ import os
 import re
 from dataclasses import replace
 
+import pytest
 from rich.console import Console
 from textual.app import App
 from textual.widgets import Static, Tab
@@ -264,11 +265,45 @@ def test_the_title_names_the_tune_and_the_inductor_options_a_run_differs_by():
     record = full_record("20261201-101010-aaaaaa", failed=False)
     record.options = replace(record.options, inductor_options={"freezing": True, "cpp.simdlen": 256})
     text = _text(render_tab(record, "summary"))
-    assert "run 20261201-101010-aaaaaa  device cuda:0  tune 20261201-101000-70e001" in text
+    assert "run 20261201-101010-aaaaaa  device cuda:0\ntune 20261201-101000-70e001 (confirmation)\n" in text
     assert "inductor options  cpp.simdlen=256, freezing=True" in text
+    record.tune_stage = None  # a line written before runs said their stage
+    assert "tune 20261201-101000-70e001\n" in _text(render_tab(record, "summary"))
     record.tune_id, record.options = None, replace(record.options, inductor_options={})
     text = _text(render_tab(record, "summary"))
-    assert " tune " not in text.splitlines()[1] and "inductor options" not in text
+    assert "tune" not in "".join(text.splitlines()[1:3]) and "inductor options" not in text
+
+
+@pytest.mark.parametrize("stage", ["screening", "stage 2", "confirmation", None])
+async def test_at_80x24_a_tune_runs_details_say_its_tune_and_stage_on_one_line(make_app, stage):
+    """A candidate's screening run and its confirmation runs share their options: the details' head says which
+    part of the search ran the one shown, beside the tune's id, whole within 80 columns; a run outside a tune
+    shows no tune line."""
+    from terminal_model import TerminalModel
+    from textual.geometry import Region
+
+    from app_helpers import wait_until
+
+    record = full_record("20261201-101010-aaaaaa", failed=False)
+    record.tune_stage = stage
+    if stage is None:
+        record.tune_id = None
+    app = make_app(load_history=False)
+    async with app.run_test(size=(80, 24)) as pilot:
+        terminal = TerminalModel(app)
+        app.inject_record(record)
+        await wait_until(pilot, lambda: app.table.row_count == 1, what="the row")
+        app.table.focus()
+        await pilot.press("enter")
+        await wait_until(pilot, lambda: isinstance(app.screen, DetailsScreen), what="the details")
+        await pilot.pause()
+        head = [line.strip() for line in terminal.text(Region(0, 0, 80, 8)).splitlines()]
+    assert "run 20261201-101010-aaaaaa  device cuda:0" in head, head
+    tune_lines = [line for line in head if line.startswith("tune ")]
+    if stage is None:
+        assert tune_lines == [], head
+    else:
+        assert tune_lines == [f"tune 20261201-101000-70e001 ({stage})"], head
 
 
 def test_the_details_of_a_cancelled_run_say_cancelled_once():

@@ -29,8 +29,11 @@ from tui.engine.cluster.address import ClusterError
 from tui.engine.options import OptionsError, RunOptions
 from tui.engine.run.session import RunSession, SessionListener
 from tui.engine.tune.objective import DEVICE, OBJECTIVES, Objective
-from tui.engine.tune.request import BUDGET_MAX_S, check_request, nothing_to_try, parse_budget, plan_search
-from tui.engine.tune.space import SPACE_GROUPS
+from tui.engine.tune.probe import ask_torch
+from tui.engine.tune.request import (
+    BUDGET_MAX_S, SearchPlan, check_request, nothing_to_try, parse_budget, plan_search,
+)  # fmt: skip
+from tui.engine.tune.space import SPACE_GROUPS, option_keys
 
 __all__ = ["add_tune_parser", "cmd_tune", "parse_budget", "tune_settings", "BUDGET_MAX_S"]
 
@@ -109,14 +112,15 @@ async def _tune(args: argparse.Namespace, settings: tuple[RunOptions, Objective,
         return 2
     lines = TuneLines(err, quiet=args.quiet)
     lines.note(f"tune: {base.workload} on {base.device}, objective {objective.describe()}, budget {budget:g} s; "
-               "asking the worker's torch which options it has")
+               f"asking the worker's torch{' on a node of the cluster' if cluster else ''} which options it has")
     if lanes:
         lines.note(_lanes_text(lanes, args))
-    plan = await asyncio.to_thread(plan_search, base, knobs)
+    found = await ask_torch(option_keys(), base.python, cluster, base.device)  # where the runs run
+    plan = await asyncio.to_thread(plan_search, base, knobs, found)
     for note in plan.notes:
         lines.note(note)
     if cluster is not None:
-        lines.note(_cluster_probe_text(plan.torch))
+        lines.note(_cluster_probe_text(plan))
     empty = nothing_to_try(plan)
     if empty is not None:  # bad usage, found once torch has said which options it has: nothing ran
         err.print(f"{PROG}: error: space: {empty}", markup=False, highlight=False)
@@ -179,12 +183,22 @@ def _lanes_text(lanes: tuple[str, ...], args: argparse.Namespace) -> str:
             "runs the winner and the default compile in matched pairs, side by side")
 
 
-def _cluster_probe_text(torch: str | None) -> str:
-    """What ``--cluster`` means for the catalog: this machine's torch was asked, the nodes' torch runs the runs."""
-    asked = f"this machine's torch ({torch})" if torch else "this machine's torch"
-    return (f"the options tried are those {asked} has; the cluster's nodes run their own torch, whose options may "
-            "differ: a run whose option a node's torch lacks fails and is listed with its reason, and each run's "
-            "record names the torch it ran with (give the nodes this torch)")
+def _cluster_probe_text(plan: SearchPlan) -> str:
+    """What ``--cluster`` means for the catalog: which torch was asked (a node's, or this machine's when the cluster
+    could not be asked), and that a node whose torch differs fails the runs whose option it lacks."""
+    if plan.torch is None:
+        asked = f"{plan.asked} said nothing either, so the catalog is tried as it is" if plan.fallback else \
+            f"{plan.asked} said nothing, so the catalog is tried as it is"
+    elif plan.fallback:
+        asked = f"the options tried are those {plan.asked} ({plan.torch}) has, not a node's"
+    else:
+        asked = f"the options tried are those {plan.asked} ({plan.torch}) has, asked on the cluster, where the runs run"
+    if plan.fallback:
+        return (f"{asked}; the cluster's nodes run their own torch, whose options may differ: a run whose option "
+                "its node's torch lacks fails and is listed with its reason, and each run's record names the torch "
+                "it ran with (give the nodes this torch)")
+    return (f"{asked}; a run whose option its node's torch lacks (a node with another torch) fails and is listed "
+            "with its reason, and each run's record names the torch it ran with (give every node one torch)")
 
 
 def _no_run_text(budget: str, elapsed_s: float) -> str:

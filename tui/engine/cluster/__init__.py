@@ -9,7 +9,8 @@ worker process on its node, its events streamed back as they happen. The package
 * :mod:`.node` -- the task's body on the node (a local ``WorkerRunner``) and the kill task;
 * :mod:`.runner` -- :class:`~tui.engine.cluster.runner.ClusterRunner`, the session's runner of the
   cluster lanes (``cluster:0``, ...): items -> record, lost tasks, cancel;
-* :mod:`.ray_transport` -- Ray itself: connect, count the runs that fit, submit, cancel.
+* :mod:`.ray_transport` -- Ray itself: connect, count the runs that fit, submit, cancel;
+* :mod:`.torch_probe` -- a tune's torch probe on a node: which options the nodes' torch has.
 
 Ray is imported only inside the functions that ``--cluster`` calls (docs/CLUSTER.md).
 """

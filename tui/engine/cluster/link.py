@@ -57,3 +57,17 @@ class ClusterLink:
                 await runner.aclose()  # this process's Ray is the first runner's: one is enough
             self.slots[kind] = len(lanes)
         return tuple(f"{CLUSTER_LANE}{index}" for index in range(self.slots[kind]))
+
+    async def ask_torch(self, keys: Sequence[str], device: str) -> Any:
+        """What a node's torch says about ``keys`` (:meth:`~tui.engine.cluster.runner.ClusterRunner.ask_torch`): a
+        :class:`~tui.engine.tune.probe.TorchOptions`, its ``problem`` set when no node could be asked (the cluster
+        refused: connecting first when no lanes were asked for yet)."""
+        from tui.engine.cluster.address import ClusterError
+        from tui.engine.tune.probe import TorchOptions
+
+        if self.runner is None:
+            try:
+                await self.lanes([RunOptions(device=device)])
+            except ClusterError as exc:
+                return TorchOptions(problem=str(exc))
+        return await self.runner.ask_torch(keys, device)

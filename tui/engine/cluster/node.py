@@ -16,6 +16,10 @@ JSON-ready dicts, in this order:
                              warnings the runner added and the processes it killed that the run
                              left outside the worker's group; none of these is a worker event.
 
+:func:`probe_on_node` is the tune's torch probe on a node (a plain task): the node's hello, then,
+unless it refuses, what :func:`tui.engine.tune.probe.run_probe` left when it asked this node's
+worker interpreter, the very question a probe on the caller's machine asks.
+
 Nothing here imports Ray at module level: Ray imports this module on the node to run the task.
 """
 
@@ -36,9 +40,10 @@ from tui.engine.options import RunOptions
 from tui.engine.protocol import encode
 from tui.engine.store.results import RunRecord
 from tui.engine.runner.worker_runner import WorkerRunner
+from tui.engine.tune.probe import PROBE_TIMEOUT_S, run_probe
 from tui.logs import suppressed
 
-__all__ = ["run_on_node", "kill_group", "end_item", "HELLO", "WORKER", "EVENTS", "END"]
+__all__ = ["run_on_node", "probe_on_node", "kill_group", "end_item", "HELLO", "WORKER", "EVENTS", "END"]
 
 log = logging.getLogger(__name__)
 
@@ -55,6 +60,31 @@ def run_on_node(request: dict[str, Any]) -> Iterator[dict[str, Any]]:
     yield {"kind": HELLO, **hello.to_json()}
     if hello.refused is None:
         yield from _pump(request)
+
+
+def probe_on_node(request: dict[str, Any]) -> dict[str, Any]:
+    """Ask this node's torch which of ``request["keys"]`` it has: ``{"hello": ..., "output": ...}``.
+
+    ``hello``: a :class:`~tui.engine.cluster.handshake.Hello` (with ``refused`` set, nothing else
+    follows); ``output``: the :class:`~tui.engine.tune.probe.ProbeOutput` of the probe run in this
+    node's worker interpreter (the one :func:`run_on_node`'s worker runs in), within
+    ``request["timeout"]`` seconds. ``request["versions"]``: the caller's.
+    """
+    hello = _hello(Versions.from_json(request.get("versions")))
+    answer: dict[str, Any] = {"hello": hello.to_json()}
+    if hello.refused is not None:
+        return answer
+    keys = [key for key in request.get("keys") or () if isinstance(key, str)]
+    timeout = request.get("timeout")
+    if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or timeout <= 0:
+        timeout = PROBE_TIMEOUT_S
+    link_dir = _package_link_dir()  # the probe's interpreter imports the compile-lab that answered the hello
+    try:
+        path = os.pathsep.join(p for p in (link_dir, os.environ.get("PYTHONPATH")) if p)
+        answer["output"] = run_probe(keys, None, timeout, env={"PYTHONPATH": path}).to_json()
+    finally:
+        shutil.rmtree(link_dir, ignore_errors=True)
+    return answer
 
 
 def kill_group(pid: int) -> bool:

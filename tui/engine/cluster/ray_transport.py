@@ -31,7 +31,7 @@ from typing import Any
 from tui.engine.cluster.address import NEEDS_RAY, ClusterError, parse_address
 from tui.engine.cluster.handshake import local_versions
 from tui.engine.cluster.head import HeadWatch, keep_the_caller_alive
-from tui.engine.cluster.node import kill_group, run_on_node
+from tui.engine.cluster.node import kill_group, probe_on_node, run_on_node
 from tui.engine.cluster.probe import GcsProbeError, check_gcs
 from tui.engine.cluster.runner import ClusterRunner, TaskLost
 from tui.engine.run.session import CLUSTER_LANE
@@ -185,6 +185,7 @@ class RayTransport:
         self.watch = HeadWatch(address)
         self._run = ray.remote(num_returns="streaming", max_retries=0, max_calls=1)(run_on_node)
         self._kill = ray.remote(num_cpus=0, max_retries=0)(kill_group)
+        self._probe = ray.remote(max_retries=0)(probe_on_node)
         self._kills: list[Any] = []
 
     @property
@@ -201,6 +202,20 @@ class RayTransport:
         generator = self._run.options(num_cpus=num_cpus, num_gpus=num_gpus,
                                       name=f"compile-lab run {request.get('run_id')}").remote(request)
         return RayTask(self, generator)
+
+    async def probe(self, request: dict[str, Any], num_cpus: float, num_gpus: float) -> Any:
+        """Run the tune's torch probe as a task asking for a run's resources; the node's answer. TaskLost when
+        Ray lost it; cancelled, the task is cancelled too."""
+        ref = self._probe.options(num_cpus=num_cpus, num_gpus=num_gpus, name="compile-lab torch probe").remote(request)
+        try:
+            return await _future(ref)
+        except asyncio.CancelledError:
+            with suppressed(log, "cancelling the torch probe's task"):
+                self.ray.cancel(ref, force=True)
+            raise
+        except Exception as exc:  # Ray's errors (worker crashed, node died, the task's own)
+            log.info("the torch probe's task was lost", exc_info=True)
+            raise TaskLost(one_line(exc), printable(str(exc))) from None
 
     def kill(self, node_id: str, pid: int) -> Any:
         """Start the task that SIGKILLs process group ``pid`` on node ``node_id``; its ObjectRef."""

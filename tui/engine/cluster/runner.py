@@ -18,6 +18,9 @@ worker's events:
 * a lost head (the transport says so: :mod:`.head`) fails each run in flight (``crash``, the head and
   the node named) and cancels its task; a run that comes after it fails without being submitted;
 * a cancel kills the worker's process group on its node, then the task.
+
+Before a tune's runs, :meth:`ClusterRunner.ask_torch` asks a node's torch which options it has
+(:mod:`.torch_probe`).
 """
 
 from __future__ import annotations
@@ -25,7 +28,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import logging
-from collections.abc import AsyncIterator, Callable, Mapping
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -33,6 +36,7 @@ from tui.engine.cluster.handshake import DOC, Hello, Versions, mismatch
 from tui.engine.cluster.node import END, EVENTS, HELLO, WORKER
 from tui.engine.protocol import FAILURE_KINDS, Event, ProtocolError, WorkerWarning, decode
 from tui.engine.store.results import RunRecord
+from tui.engine.tune.probe import TorchOptions
 from tui.telemetry.model import RunTelemetry
 from tui.typed import printable
 from tui.engine.status import RunStatus
@@ -71,6 +75,12 @@ class Transport(Protocol):
 
     def submit(self, request: dict[str, Any], num_cpus: float, num_gpus: float) -> ClusterTask:
         """Start one run's task asking for these resources."""
+        ...
+
+    async def probe(self, request: dict[str, Any], num_cpus: float, num_gpus: float) -> Any:
+        """Run the tune's torch probe on a node with these resources free; the node's answer
+        (:func:`~tui.engine.cluster.node.probe_on_node`). :class:`TaskLost` when the cluster lost the task;
+        cancelling the call cancels the task."""
         ...
 
     async def aclose(self) -> None:
@@ -157,6 +167,13 @@ class ClusterRunner:
             self._tasks.pop(record.run_id, None)
             self.placements.pop(record.run_id, None)
         return record
+
+    async def ask_torch(self, keys: Sequence[str], device: str) -> TorchOptions:
+        """What the torch of a node that could run a run of ``device`` says about ``keys`` (the task asks for a
+        run's resources); ``problem`` set when no node could be asked (:mod:`.torch_probe`)."""
+        from tui.engine.cluster.torch_probe import ask_node
+
+        return await ask_node(self.transport, self.versions, keys, self.cpus, 1 if device.startswith("cuda") else 0)
 
     async def aclose(self) -> None:
         """Let the cluster go once (the session calls this for each lane this runner serves)."""

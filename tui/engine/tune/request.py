@@ -4,7 +4,8 @@
 space, the objective, the calls, the memory limit) into a :class:`TuneRequest`, or an
 :class:`~tui.engine.options.OptionsError` naming the field and what it allows (one line).
 :func:`plan_search` asks the worker's torch which catalog options it has (a subprocess: blocking,
-so a front end calls it off its event loop) and returns the candidates, the notes to show and the
+so a front end calls it off its event loop), or takes what a cluster's node said
+(:func:`tui.engine.tune.probe.ask_torch`), and returns the candidates, the notes to show and the
 modes' options, as :class:`SearchPlan`.
 """
 
@@ -89,17 +90,27 @@ class SearchPlan:
     modes: Mapping[str, Mapping[str, Any]] | None = None
     torch: str | None = None
     """The version of the torch that was asked (None when it could not be)."""
+    asked: str = probe_module.THIS_MACHINE
+    """Whose torch was asked, in words (:attr:`~tui.engine.tune.probe.TorchOptions.asked`)."""
+    fallback: bool = False
+    """The runs run on a cluster whose torch could not be asked: this machine's was (a note says why)."""
 
 
-def plan_search(base: RunOptions, knobs: tuple[str, ...]) -> SearchPlan:
-    """Ask the worker's torch about the catalog (blocking: a subprocess), then the distinct candidates on ``base``."""
-    found = probe_module.probe_torch(option_keys(), base.python)
+def plan_search(base: RunOptions, knobs: tuple[str, ...],
+                found: probe_module.TorchOptions | None = None) -> SearchPlan:
+    """The distinct candidates on ``base``, from what torch said about the catalog: ``found``, when it was asked
+    already (:func:`~tui.engine.tune.probe.ask_torch`: a cluster's node), else this machine's worker's torch is
+    asked here (blocking: a subprocess)."""
+    if found is None:
+        found = probe_module.probe_torch(option_keys(), base.python)
     cands, notes = candidates(knobs, base.device, base.train, found.defaults, found.missing)
     cands, same = distinct(cands, base, base.inductor_options, found.modes or None)
     notes = [*notes, *same]
     if found.problem:
         notes.insert(0, f"{found.problem}: the catalog is tried as it is")
-    return SearchPlan(tuple(cands), tuple(notes), found.modes or None, found.torch)
+    if found.fallback:
+        notes.insert(0, found.fallback)
+    return SearchPlan(tuple(cands), tuple(notes), found.modes or None, found.torch, found.asked, bool(found.fallback))
 
 
 def nothing_to_try(plan: SearchPlan) -> str | None:

@@ -62,7 +62,7 @@ MEMORY_FIELDS = (
 
 
 def title(record: RunRecord) -> list[RenderableType]:
-    """The run's workload, options and status; its id, device and tune; its inductor options, if any."""
+    """The run's workload, options and status; its id and device; its tune and stage; its inductor options, if any."""
     options, status = record.options, record.status
     text = Text()
     text.append(f"{workload_label(options)}  ", style="bold")
@@ -73,14 +73,27 @@ def title(record: RunRecord) -> list[RenderableType]:
     styles: dict[str, str] = {RunStatus.DONE: "bold green", RunStatus.FAILED: "bold red", RunStatus.CANCELLED: "dim"}
     status_style = styles.get(status, "bold yellow")
     text.append(f"  {STATUS_LABELS.get(status, status)}", style=status_style)
-    ids = Text(f"run {record.run_id}  device {options.device}", style="dim")
-    if record.tune_id:  # which search ran it: the tune's answer and compare name that id
-        ids.append(f"  tune {printable(record.tune_id)}")
-    lines: list[RenderableType] = [text, ids]
+    lines: list[RenderableType] = [text, Text(f"run {record.run_id}  device {options.device}", style="dim")]
+    tune = _tune_line(record)
+    if tune is not None:
+        lines.append(tune)
     if options.inductor_options:  # the label leaves them out; a tune's candidates differ by them alone
         pairs = ", ".join(f"{key}={value!r}" for key, value in sorted(options.inductor_options.items()))
         lines.append(Text(printable(f"inductor options  {pairs}"), style="dim"))
     return lines
+
+
+def _tune_line(record: RunRecord) -> Text | None:
+    """``tune ID (screening)``: which search ran the run (its answer and compare name that id) and which part of it
+    (a candidate's screening run and its confirmation runs share their options); None outside a tune.
+
+    A line of its own: beside the run's id and device it would pass 80 columns."""
+    if not record.tune_id:
+        return None
+    line = f"tune {record.tune_id}"
+    if record.tune_stage:
+        line += f" ({record.tune_stage})"
+    return Text(printable(line), style="dim")
 
 
 def error(record: RunRecord) -> list[RenderableType]:

@@ -1,0 +1,197 @@
+"""``tune --cluster`` asks the nodes' torch which options it has, not this machine's: the node's probe asks the
+question a local probe asks and its answer is read by the same code; a cluster that cannot be asked (no node in time,
+a lost task or head, a refused node, a node without torch) is one line, and this machine's torch is asked instead
+with a note saying why. Fakes of the cluster's transport (no Ray), as tests/test_cluster.py's (its real local Ray
+cluster runs the probe once: test_a_real_nodes_torch_answers_the_probe)."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import subprocess
+import sys
+
+import pytest
+
+from tui import __version__
+from tui.engine.cluster import node as node_module
+from tui.engine.cluster.handshake import Hello, Versions
+from tui.engine.cluster.runner import ClusterRunner, TaskLost
+from tui.engine.cluster.torch_probe import ask_node, read_answer
+from tui.engine.options import RunOptions
+from tui.engine.tune import probe as probe_module
+from tui.engine.tune.probe import PROBE_MODULE, THIS_MACHINE, ProbeOutput, TorchOptions, ask_torch, probe_torch
+from tui.engine.tune.request import plan_search
+
+HERE = Versions(compile_lab=__version__, ray="2.60.0", python=f"{sys.version_info[0]}.{sys.version_info[1]}")
+KEYS = ["freezing", "cpp.simdlen", "layout_optimization"]
+NODE_REPORT = {"torch": "2.99.0+node", "options": {"freezing": False, "layout_optimization": True},
+               "missing": ["cpp.simdlen"], "modes": {"max-autotune": {"max_autotune": True}}}
+
+
+def node_answer(report: dict | None = None, versions: Versions = HERE, returncode: int = 0,
+                stderr: str = "") -> dict:
+    """What :func:`probe_on_node` sends back from node ``n1`` whose probe printed ``report``."""
+    hello = Hello(versions=versions, node="n1", node_id="ab12", node_ip="10.0.0.1", pid=4242)
+    output = ProbeOutput(returncode=returncode, stdout=json.dumps(report or NODE_REPORT) + "\n", stderr=stderr)
+    return {"hello": hello.to_json(), "output": output.to_json()}
+
+
+class ProbeTransport:
+    """A cluster whose node answers the probe's task with ``answer`` (a dict), raises it (an exception), or never
+    answers (None); its head is lost when ``lose`` is called. ``asked``: (request, CPUs, GPUs) of each task."""
+
+    def __init__(self, answer: dict | BaseException | None) -> None:
+        self.answer = answer
+        self.asked: list[tuple[dict, float, float]] = []
+        self.cancelled = asyncio.Event()
+        self.head_lost: str | None = None
+        self._lost = asyncio.Event()
+
+    async def probe(self, request, num_cpus, num_gpus):
+        self.asked.append((request, num_cpus, num_gpus))
+        await asyncio.sleep(0)
+        if isinstance(self.answer, BaseException):
+            raise self.answer
+        if self.answer is None:
+            try:
+                await asyncio.Event().wait()
+            finally:
+                self.cancelled.set()
+        return json.loads(json.dumps(self.answer))  # what crosses the cluster is plain data
+
+    def lose(self, reason: str) -> None:
+        self.head_lost = reason
+        self._lost.set()
+
+    async def lost(self) -> str:
+        await self._lost.wait()
+        return self.head_lost
+
+    async def aclose(self) -> None:
+        pass
+
+
+class _Link:
+    """A ClusterLink connected to ``runner``."""
+
+    def __init__(self, runner) -> None:
+        self.runner = runner
+
+    async def ask_torch(self, keys, device):
+        return await self.runner.ask_torch(keys, device)
+
+
+def _fake_subprocess(monkeypatch, report: dict) -> list[list[str]]:
+    """``subprocess.run`` answers as a probe printing ``report``; the command lines it was given."""
+    argvs: list[list[str]] = []
+
+    def run(argv, **kwargs):
+        argvs.append(list(argv))
+        return subprocess.CompletedProcess(argv, 0, stdout=json.dumps(report) + "\n", stderr="")
+
+    monkeypatch.setattr(subprocess, "run", run)
+    return argvs
+
+
+def test_a_nodes_probe_asks_the_local_question_and_its_answer_is_read_as_a_local_one(monkeypatch):
+    argvs = _fake_subprocess(monkeypatch, NODE_REPORT)
+    hello = Hello(versions=HERE, node="n1", node_id="ab12", node_ip="10.0.0.1", pid=4242)
+    monkeypatch.setattr(node_module, "_hello", lambda caller: hello)
+    local = probe_torch(KEYS)
+    answer = node_module.probe_on_node({"keys": KEYS, "versions": HERE.to_json(), "timeout": 5})
+    assert argvs[0] == argvs[1] == [sys.executable, "-m", PROBE_MODULE, *KEYS]  # one question
+    from_node = read_answer(json.loads(json.dumps(answer)), HERE)
+    assert from_node.asked == "node n1's torch" and local.asked == THIS_MACHINE
+    assert from_node == TorchOptions(torch="2.99.0+node", defaults={"freezing": False, "layout_optimization": True},
+                                     missing=("cpp.simdlen",), modes={"max-autotune": {"max_autotune": True}},
+                                     asked="node n1's torch")
+    assert from_node.torch == local.torch and from_node.missing == local.missing and from_node.modes == local.modes
+
+
+def test_a_node_with_another_compile_lab_answers_its_refusal_and_runs_no_probe(monkeypatch):
+    argvs = _fake_subprocess(monkeypatch, NODE_REPORT)
+    other = Versions(compile_lab="9.9.9", ray=HERE.ray, python=HERE.python)
+    monkeypatch.setattr(node_module, "_hello", lambda caller: Hello(versions=other, node="n1", refused="refused"))
+    answer = node_module.probe_on_node({"keys": KEYS, "versions": HERE.to_json()})
+    assert argvs == [] and "output" not in answer
+
+
+@pytest.mark.parametrize("device, gpus", [("cuda", 1), ("cpu", 0)])
+async def test_the_cluster_runner_asks_a_node_that_could_run_a_run(device, gpus):
+    transport = ProbeTransport(node_answer())
+    found = await ClusterRunner(transport, HERE, cpus=2).ask_torch(KEYS, device)
+    assert found.problem is None and found.torch == "2.99.0+node" and found.missing == ("cpp.simdlen",)
+    assert found.asked == "node n1's torch"
+    ((request, cpus, asked_gpus),) = transport.asked
+    assert request["keys"] == KEYS and request["versions"] == HERE.to_json()
+    assert (cpus, asked_gpus) == (2, gpus)  # a run's resources: the probe lands where a run could
+
+
+@pytest.mark.parametrize("answer, problem", [
+    (node_answer(versions=Versions(compile_lab="9.9.9", ray=HERE.ray, python=HERE.python)),
+     f"node n1 was refused: compile-lab 9.9.9 there, {__version__} here"),
+    (node_answer(returncode=1, stderr="Traceback ...\nModuleNotFoundError: No module named 'torch'\n"),
+     "torch's options could not be read (exit code 1: ModuleNotFoundError: No module named 'torch')"),
+    (TaskLost("RayTaskError: the node died"), "the task was lost before it started on a node: RayTaskError: the "
+                                              "node died"),
+    (TaskLost("ModuleNotFoundError: No module named 'tui'"), "compile-lab could not be imported on the node"),
+    ({"hello": "garbage"}, "node unknown was refused"),
+])
+async def test_a_node_that_cannot_say_is_one_line(answer, problem):
+    found = await ClusterRunner(ProbeTransport(answer), HERE).ask_torch(KEYS, "cpu")
+    assert found.problem is not None and found.problem.startswith(problem), found.problem
+    assert "\n" not in found.problem and found.torch is None
+
+
+async def test_no_node_in_time_is_one_line_and_the_probes_task_is_cancelled():
+    transport = ProbeTransport(None)
+    found = await ask_node(transport, HERE, KEYS, 1, 0, timeout=0.05)
+    assert found.problem == "no node answered within 0.05 s"
+    await asyncio.wait_for(transport.cancelled.wait(), 5)
+
+
+async def test_a_head_lost_while_the_probe_waits_is_its_problem():
+    transport = ProbeTransport(None)
+    asking = asyncio.ensure_future(ask_node(transport, HERE, KEYS, 1, 0))
+    while not transport.asked:
+        await asyncio.sleep(0)
+    transport.lose("the Ray head at 10.0.0.1:6379 was lost (no answer for 10 s)")
+    found = await asyncio.wait_for(asking, 5)
+    assert found.problem == "the Ray head at 10.0.0.1:6379 was lost (no answer for 10 s)"
+    assert transport.cancelled.is_set()
+    transport.answer = node_answer()  # a head lost before asking: no task is sent
+    assert (await ask_node(transport, HERE, KEYS, 1, 0)).problem.startswith("the Ray head")
+    assert len(transport.asked) == 1
+
+
+def _local_probe(monkeypatch) -> list[list[str]]:
+    asked: list[list[str]] = []
+
+    def probe(keys, python=None, timeout=0):
+        asked.append(list(keys))
+        return TorchOptions(torch="0.0.0+here", defaults={}, missing=())
+
+    monkeypatch.setattr(probe_module, "probe_torch", probe)
+    return asked
+
+
+async def test_ask_torch_takes_the_nodes_answer_and_leaves_this_machines_torch_alone(monkeypatch):
+    here = _local_probe(monkeypatch)
+    found = await ask_torch(KEYS, None, _Link(ClusterRunner(ProbeTransport(node_answer()), HERE)), "cpu")
+    assert here == [] and found.torch == "2.99.0+node" and found.fallback is None
+    plan = plan_search(RunOptions(workload="pointwise", device="cpu").validated(), ("cpp.simdlen", "freezing"), found)
+    assert plan.asked == "node n1's torch" and plan.torch == "2.99.0+node" and not plan.fallback
+    assert "cpp.simdlen: left out (this torch has no cpp.simdlen)" in plan.notes  # the node's torch lacks it
+    assert [c.name for c in plan.candidates] == ["default", "freezing=True"]
+
+
+async def test_a_cluster_that_cannot_be_asked_falls_back_to_this_machines_torch_saying_why(monkeypatch):
+    here = _local_probe(monkeypatch)
+    link = _Link(ClusterRunner(ProbeTransport(TaskLost("RayTaskError: the node died")), HERE))
+    found = await ask_torch(KEYS, None, link, "cpu")
+    assert here == [KEYS] and found.torch == "0.0.0+here" and found.asked == THIS_MACHINE
+    assert found.fallback == ("the cluster's torch could not be asked (the task was lost before it started on a "
+                              "node: RayTaskError: the node died); this machine's torch was asked instead")
+    plan = plan_search(RunOptions(workload="pointwise", device="cpu").validated(), ("freezing",), found)
+    assert plan.notes[0] == found.fallback and plan.fallback
