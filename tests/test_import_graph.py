@@ -276,7 +276,7 @@ def test_the_worker_imports_only_the_vocabulary_measure_and_explain():
     modules = {name if name in graph else name.rpartition(".")[0] for name in imported}
     assert modules == {
         "tui.engine.catalog", "tui.engine.cpu_list", "tui.engine.options", "tui.engine.payloads", "tui.engine.prctl",
-        "tui.engine.protocol", "tui.engine.measure.clocks", "tui.engine.measure.stats", "tui.engine.measure.summary",
+        "tui.engine.protocol", "tui.engine.thresholds", "tui.engine.measure.clocks", "tui.engine.measure.stats",
         "tui.engine.explain.artifacts", "tui.engine.explain.chrome_trace", "tui.engine.explain.host_time",
         "tui.engine.explain.kernels", "tui.engine.explain.profile_types", "tui.logs", "tui.telemetry.model",
     }

@@ -40,7 +40,8 @@ from tui.engine.compare.matching import Pair, Unmatched
 from tui.engine.protocol import SIDES
 from tui.engine.store.results import RunRecord, SamplesUnavailable
 from tui.engine.measure.stats import summarize
-from tui.engine.measure.summary import BOOTSTRAP_RESAMPLES, SideStats, launch_bound_of
+from tui.engine.measure.stats import BOOTSTRAP_RESAMPLES
+from tui.engine.measure.summary import SideStats, launch_bound_of
 from tui.engine.thresholds import MIN_INTERVAL_BLOCKS
 from tui.engine.measure.verdict import (
     CONFIDENT, INCONCLUSIVE, NOISY, ONE_PROCESS_HOST, SLOWER, Assessment, Machine, SideSeries, VerdictPolicy, assess,

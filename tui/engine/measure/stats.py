@@ -35,7 +35,11 @@ from tui.typed import decode_fields
 __all__ = [
     "Stats", "Moments", "SampleAccumulator", "SpeedupCI", "percentile", "median", "summarize", "summarize_sorted",
     "bootstrap_speedup", "bootstrap_speedup_processes", "is_significant", "MAX_UNITS", "GRID_POINTS",
+    "BOOTSTRAP_RESAMPLES",
 ]  # fmt: skip
+
+BOOTSTRAP_RESAMPLES = 2000
+"""Rounds of the bootstrap behind every speedup interval: a run's, the worker's running one, compare's."""
 
 MAX_UNITS = 200
 """Most resampling units of :func:`bootstrap_speedup`; adjacent block pairs are merged above it."""
@@ -238,7 +242,7 @@ def _as_floats(block: Iterable[float]) -> list[float]:
 def bootstrap_speedup(
     eager_blocks: Sequence[Iterable[float]],
     compiled_blocks: Sequence[Iterable[float]],
-    resamples: int = 2000,
+    resamples: int = BOOTSTRAP_RESAMPLES,
     confidence: float = 0.95,
     seed: int = 0,
     *,
@@ -325,7 +329,7 @@ def _units(
 
 
 def bootstrap_speedup_processes(processes: Sequence[tuple[Sequence[Iterable[float]], Sequence[Iterable[float]]]],
-                                resamples: int = 2000, confidence: float = 0.95, seed: int = 0, *,
+                                resamples: int = BOOTSTRAP_RESAMPLES, confidence: float = 0.95, seed: int = 0, *,
                                 max_units: int = MAX_UNITS, grid_points: int = GRID_POINTS) -> SpeedupCI:
     """Speedup of every process's samples pooled, with a hierarchical bootstrap interval.
 

@@ -37,7 +37,9 @@ from typing import Any
 from tui.engine.measure.clocks import clock_info
 from tui.engine.protocol import SIDES
 from tui.engine.measure.samples import Samples, checked_ms
-from tui.engine.measure.stats import SampleAccumulator, SpeedupCI, Stats, bootstrap_speedup, is_significant
+from tui.engine.measure.stats import (
+    BOOTSTRAP_RESAMPLES, SampleAccumulator, SpeedupCI, Stats, bootstrap_speedup, is_significant,
+)
 from tui.engine.thresholds import LAUNCH_BOUND_RATIO, MIN_INTERVAL_BLOCKS, MIN_SAMPLES, VerdictPolicy
 from tui.engine.measure.verdict import Machine, Outliers, SideSeries, Verdict, spread_note, verdict_for
 from tui.typed import JsonRecord
@@ -57,7 +59,6 @@ __all__ = [
     "check_stored_times",
 ]
 
-BOOTSTRAP_RESAMPLES = 2000
 # The thresholds (MIN_SAMPLES, MIN_INTERVAL_BLOCKS, LAUNCH_BOUND_RATIO, the policy's) live in tui.engine.thresholds.
 
 

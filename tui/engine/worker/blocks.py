@@ -27,8 +27,8 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 
 from tui.engine.protocol import SIDES
-from tui.engine.measure.stats import SpeedupCI, bootstrap_speedup
-from tui.engine.measure.summary import BOOTSTRAP_RESAMPLES, MIN_INTERVAL_BLOCKS
+from tui.engine.measure.stats import BOOTSTRAP_RESAMPLES, SpeedupCI, bootstrap_speedup
+from tui.engine.thresholds import MIN_INTERVAL_BLOCKS
 
 __all__ = [
     "EAGER_SETUP_CALLS",
