@@ -25,7 +25,7 @@ from tui.engine.tune.search import Standing
 from tui.engine.tune.space import Candidate
 from tui.engine.runner import WorkerRunner
 from tui.engine.tune import probe as probe_module
-from tui.engine.tune.probe import TorchOptions, read_report
+from tui.engine.runner.torch_probe import TorchOptions, read_report
 
 FAKE_WORKER = [sys.executable, str(Path(__file__).resolve().parent / "fakes" / "fake_worker.py")]
 QUIET_MACHINE = ["--noise-limit", "max_other_cpu_cores=1000"]

@@ -32,7 +32,8 @@ from tui.engine import cluster
 from tui.engine.cluster.address import NEEDS_RAY, RAY_CLIENT_REFUSED
 from tui.engine.cluster.handshake import Hello, Versions
 from tui.engine.cluster.node import END, EVENTS, HELLO, WORKER
-from tui.engine.cluster.runner import ClusterRunner, TaskLost
+from tui.engine.cluster.runner import ClusterRunner
+from tui.engine.cluster.transport import TaskLost
 from tui.engine.store.history import History
 from tui.engine.options import RunOptions
 from tui.engine.protocol import BlockTimed, PhaseChanged, Started, encode

@@ -16,11 +16,13 @@ import pytest
 from tui import __version__
 from tui.engine.cluster import node as node_module
 from tui.engine.cluster.handshake import Hello, Versions
-from tui.engine.cluster.runner import ClusterRunner, TaskLost
+from tui.engine.cluster.runner import ClusterRunner
+from tui.engine.cluster.transport import TaskLost
 from tui.engine.cluster.torch_probe import ask_node, read_answer
 from tui.engine.options import RunOptions
 from tui.engine.tune import probe as probe_module
-from tui.engine.tune.probe import PROBE_MODULE, THIS_MACHINE, ProbeOutput, TorchOptions, ask_torch, probe_torch
+from tui.engine.runner.torch_probe import PROBE_MODULE, THIS_MACHINE, ProbeOutput, TorchOptions, probe_torch
+from tui.engine.tune.probe import ask_torch
 from tui.engine.tune.request import plan_search
 
 HERE = Versions(compile_lab=__version__, ray="2.60.0", python=f"{sys.version_info[0]}.{sys.version_info[1]}")

@@ -20,7 +20,7 @@ from tui.engine.tune import probe as probe_module
 from tui.engine.tune.answer import CONFIRMED
 from tui.engine.tune.driver import CLOSING_S, TuneDriver
 from tui.engine.tune.parallel import DEFAULT, WINNER, confirm_waves
-from tui.engine.tune.probe import TorchOptions
+from tui.engine.runner.torch_probe import TorchOptions
 from tui.engine.tune.space import Candidate
 from tui.telemetry.fake import FakeSource
 
@@ -271,7 +271,7 @@ def test_cluster_deals_the_search_to_the_clusters_lanes_with_a_nodes_torch_asked
 
 
 def test_a_cluster_whose_torch_cannot_be_asked_tunes_on_this_machines_catalog_and_says_why(monkeypatch, capsys):
-    from tui.engine.cluster.runner import TaskLost
+    from tui.engine.cluster.transport import TaskLost
 
     runner = LaneRunner(Clock(), {"freezing=True": 0.7}, seconds=0.0)
     _cli_without_torch(monkeypatch, LaneRunner(Clock(), {}))

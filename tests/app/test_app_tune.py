@@ -21,7 +21,7 @@ from tui.app.components.tune_dialog import TuneDialog
 from tui.app.components.tune_screen import TuneScreen
 from tui.app.tune_run import STOPPED, BoardKeeper
 from tui.engine.tune import probe as probe_module
-from tui.engine.tune.probe import TorchOptions
+from tui.engine.runner.torch_probe import TorchOptions
 
 SIZE = (80, 24)
 

@@ -20,7 +20,7 @@ from tui.engine.options import RunOptions
 from tui.engine.protocol import make_event
 from tui.engine.store.history import History
 from tui.engine.tune import probe as probe_module
-from tui.engine.tune.probe import TorchOptions
+from tui.engine.runner.torch_probe import TorchOptions
 from tui.engine.tune.request import check_request
 
 

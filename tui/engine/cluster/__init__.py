@@ -7,6 +7,7 @@ worker process on its node, its events streamed back as they happen. The package
 * :mod:`.address` -- what ``--cluster`` accepts, the one-line refusals (no Ray);
 * :mod:`.handshake` -- the versions a node must share with the caller, and the refusal's line;
 * :mod:`.node` -- the task's body on the node (a local ``WorkerRunner``) and the kill task;
+* :mod:`.transport` -- what the runner asks of a transport, and a lost task's one line;
 * :mod:`.runner` -- :class:`~tui.engine.cluster.runner.ClusterRunner`, the session's runner of the
   cluster lanes (``cluster:0``, ...): items -> record, lost tasks, cancel;
 * :mod:`.ray_transport` -- Ray itself: connect, count the runs that fit, submit, cancel;

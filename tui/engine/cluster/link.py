@@ -60,10 +60,10 @@ class ClusterLink:
 
     async def ask_torch(self, keys: Sequence[str], device: str) -> Any:
         """What a node's torch says about ``keys`` (:meth:`~tui.engine.cluster.runner.ClusterRunner.ask_torch`): a
-        :class:`~tui.engine.tune.probe.TorchOptions`, its ``problem`` set when no node could be asked (the cluster
+        :class:`~tui.engine.runner.torch_probe.TorchOptions`, its ``problem`` set when no node could be asked (the cluster
         refused: connecting first when no lanes were asked for yet)."""
         from tui.engine.cluster.address import ClusterError
-        from tui.engine.tune.probe import TorchOptions
+        from tui.engine.runner.torch_probe import TorchOptions
 
         if self.runner is None:
             try:

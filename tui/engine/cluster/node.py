@@ -17,7 +17,7 @@ JSON-ready dicts, in this order:
                              left outside the worker's group; none of these is a worker event.
 
 :func:`probe_on_node` is the tune's torch probe on a node (a plain task): the node's hello, then,
-unless it refuses, what :func:`tui.engine.tune.probe.run_probe` left when it asked this node's
+unless it refuses, what :func:`tui.engine.runner.torch_probe.run_probe` left when it asked this node's
 worker interpreter, the very question a probe on the caller's machine asks.
 
 Nothing here imports Ray at module level: Ray imports this module on the node to run the task.
@@ -40,7 +40,7 @@ from tui.engine.options import RunOptions
 from tui.engine.protocol import encode
 from tui.engine.store.results import RunRecord
 from tui.engine.runner.worker_runner import WorkerRunner
-from tui.engine.tune.probe import PROBE_TIMEOUT_S, run_probe
+from tui.engine.runner.torch_probe import PROBE_TIMEOUT_S, run_probe
 from tui.logs import suppressed
 
 __all__ = ["run_on_node", "probe_on_node", "kill_group", "end_item", "HELLO", "WORKER", "EVENTS", "END"]
@@ -66,7 +66,7 @@ def probe_on_node(request: dict[str, Any]) -> dict[str, Any]:
     """Ask this node's torch which of ``request["keys"]`` it has: ``{"hello": ..., "output": ...}``.
 
     ``hello``: a :class:`~tui.engine.cluster.handshake.Hello` (with ``refused`` set, nothing else
-    follows); ``output``: the :class:`~tui.engine.tune.probe.ProbeOutput` of the probe run in this
+    follows); ``output``: the :class:`~tui.engine.runner.torch_probe.ProbeOutput` of the probe run in this
     node's worker interpreter (the one :func:`run_on_node`'s worker runs in), within
     ``request["timeout"]`` seconds. ``request["versions"]``: the caller's.
     """

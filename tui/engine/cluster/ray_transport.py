@@ -33,7 +33,8 @@ from tui.engine.cluster.handshake import local_versions
 from tui.engine.cluster.head import HeadWatch, keep_the_caller_alive
 from tui.engine.cluster.node import kill_group, probe_on_node, run_on_node
 from tui.engine.cluster.probe import GcsProbeError, check_gcs
-from tui.engine.cluster.runner import ClusterRunner, TaskLost
+from tui.engine.cluster.runner import ClusterRunner
+from tui.engine.cluster.transport import TaskLost
 from tui.engine.run.session import CLUSTER_LANE
 from tui.logs import suppressed
 from tui.typed import printable

@@ -4,10 +4,10 @@
 read where the runs run: one task (:func:`tui.engine.cluster.node.probe_on_node`) asking for the
 resources a run of the search asks for, so it lands on a node that could run one, runs the probe
 there. Its answer is read here with the code that reads a probe run on this machine
-(:func:`tui.engine.tune.probe.read_output`), after the same version handshake a run passes.
+(:func:`tui.engine.runner.torch_probe.read_output`), after the same version handshake a run passes.
 
 Anything that keeps the node from answering is :attr:`TorchOptions.problem` (one line), never an
-exception: no node in time (:data:`~tui.engine.tune.probe.PROBE_TIMEOUT_S`), the task lost, the
+exception: no node in time (:data:`~tui.engine.runner.torch_probe.PROBE_TIMEOUT_S`), the task lost, the
 head lost, a node with another compile-lab, Ray or Python. The caller then asks this machine's
 torch and says why (:func:`tui.engine.tune.probe.ask_torch`).
 """
@@ -20,7 +20,8 @@ from collections.abc import Sequence
 from typing import Any
 
 from tui.engine.cluster.handshake import Hello, Versions, mismatch
-from tui.engine.tune.probe import PROBE_TIMEOUT_S, ProbeOutput, TorchOptions, read_output
+from tui.engine.cluster.transport import TaskLost, Transport, lost_message
+from tui.engine.runner.torch_probe import PROBE_TIMEOUT_S, ProbeOutput, TorchOptions, read_output
 from tui.typed import printable
 
 __all__ = ["ask_node", "read_answer", "node_torch"]
@@ -33,12 +34,10 @@ def node_torch(hello: Hello) -> str:
     return f"node {printable(hello.node or 'unknown')}'s torch"
 
 
-async def ask_node(transport: Any, versions: Versions, keys: Sequence[str], num_cpus: float, num_gpus: float,
+async def ask_node(transport: Transport, versions: Versions, keys: Sequence[str], num_cpus: float, num_gpus: float,
                    timeout: float = PROBE_TIMEOUT_S) -> TorchOptions:
     """Run the probe about ``keys`` on a node with ``num_cpus`` and ``num_gpus`` free (``transport``: a
-    :class:`~tui.engine.cluster.runner.Transport`), waiting up to ``timeout`` s; what its torch said, or why not."""
-    from tui.engine.cluster.runner import TaskLost, lost_message
-
+    :class:`~tui.engine.cluster.transport.Transport`), waiting up to ``timeout`` s; what its torch said, or why not."""
     lost = transport.head_lost
     if lost is not None:
         return TorchOptions(problem=lost)

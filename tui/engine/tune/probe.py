@@ -1,77 +1,27 @@
-"""Which of the catalog's inductor options the worker's torch has: asked in a subprocess, never imported here.
+"""Where the tuner asks which of the catalog's inductor options the runs' torch has.
 
-The question and its reading are one code for every place torch is asked: :func:`run_probe` runs
-``python -m tui.engine.worker.tune_probe KEY...`` (:func:`probe_argv`) in an interpreter and keeps
-what it left (:class:`ProbeOutput`), and :func:`read_output` turns that into a :class:`TorchOptions`.
-
-* Here (:func:`probe_torch`): in the interpreter the runs will use (``--python`` or this one).
-* On a Ray cluster (``--cluster``): a node that could run the search's runs runs the same
-  :func:`run_probe` in its worker interpreter (:func:`tui.engine.cluster.node.probe_on_node`) and
-  sends back the :class:`ProbeOutput`, which the caller reads with the same :func:`read_output`
-  (:mod:`tui.engine.cluster.torch_probe`).
-
-:func:`ask_torch` picks the place: the cluster's node when there is a cluster, else here. When the
-cluster cannot be asked (no node answers in time, Ray's error, a node refused), this machine's
-torch is asked instead, and the answer's :attr:`TorchOptions.fallback` says so and why (one line:
-the tuner shows it as a note, and it is logged). When no torch can be asked at all (no torch
-there, a timeout), the tuner goes on with the catalog as it is and a note: a run whose option
-torch lacks then fails, and is listed with its reason.
+:func:`ask_torch` picks the place: a node of the cluster when there is one (the runs run there),
+else this machine's worker interpreter (:mod:`tui.engine.runner.torch_probe`, which holds the
+question and its reading for both). When the cluster cannot be asked (no node answers in time,
+Ray's error, a node refused), this machine's torch is asked instead, and the answer's
+:attr:`TorchOptions.fallback` says so and why (one line: the tuner shows it as a note, and it is
+logged). When no torch can be asked at all, the tuner goes on with the catalog as it is and a
+note: a run whose option torch lacks then fails, and is listed with its reason.
 """
 
 from __future__ import annotations
 
 import asyncio
 import dataclasses
-import json
 import logging
-import os
-import subprocess
-import sys
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
-from typing import Any, Protocol
+from collections.abc import Sequence
+from typing import Protocol
 
-from tui.typed import JsonRecord
+from tui.engine.runner.torch_probe import THIS_MACHINE, TorchOptions, probe_torch
 
-__all__ = ["TorchOptions", "ProbeOutput", "TorchAsker", "probe_argv", "run_probe", "read_output", "read_report",
-           "probe_torch", "ask_torch", "PROBE_TIMEOUT_S", "PROBE_MODULE", "THIS_MACHINE", "STDERR_KEPT"]
+__all__ = ["TorchAsker", "ask_torch", "probe_torch", "TorchOptions", "THIS_MACHINE"]
 
 log = logging.getLogger(__name__)
-
-PROBE_TIMEOUT_S = 300
-"""Importing torch on a busy machine can take a minute; a probe that takes longer than this is given up."""
-PROBE_MODULE = "tui.engine.worker.tune_probe"
-THIS_MACHINE = "this machine's torch"
-""":attr:`TorchOptions.asked` of the probe run here."""
-STDERR_KEPT = 2000
-"""The characters of the probe's stderr kept (its end): a failed probe's last line is its reason."""
-
-
-@dataclass(frozen=True)
-class TorchOptions:
-    """What the worker's torch said: its version, each option's default, the options it lacks, its modes."""
-
-    torch: str | None = None
-    defaults: dict[str, Any] = field(default_factory=dict)
-    missing: tuple[str, ...] = ()
-    modes: dict[str, dict[str, Any]] = field(default_factory=dict)
-    problem: str | None = None
-    """Why torch could not be asked (None when it was)."""
-    asked: str = THIS_MACHINE
-    """Whose torch was asked, in words: ``this machine's torch``, ``node gpu-03's torch``."""
-    fallback: str | None = None
-    """Why the torch asked is this machine's though the runs run on a cluster (one line), else None."""
-
-
-@dataclass(frozen=True)
-class ProbeOutput(JsonRecord):
-    """What the probe's process left: its exit code, its stdout, its stderr's end; or why it never ended."""
-
-    returncode: int | None = None
-    stdout: str = ""
-    stderr: str = ""
-    problem: str | None = None
-    """Why the probe did not run to its end (a timeout, an interpreter that does not start), else None."""
 
 
 class TorchAsker(Protocol):
@@ -80,64 +30,6 @@ class TorchAsker(Protocol):
     async def ask_torch(self, keys: Sequence[str], device: str) -> TorchOptions:
         """The torch of a node that runs runs of ``device``, asked about ``keys``; ``problem`` set when it cannot."""
         ...
-
-
-def probe_argv(keys: Sequence[str], python: str | None = None) -> list[str]:
-    """The question: the probe's command line in ``python`` (default: this interpreter)."""
-    return [python or sys.executable, "-m", PROBE_MODULE, *keys]
-
-
-def run_probe(keys: Sequence[str], python: str | None = None, timeout: float = PROBE_TIMEOUT_S,
-              env: Mapping[str, str] | None = None) -> ProbeOutput:
-    """Ask ``python``'s torch about ``keys`` (a subprocess, blocking); ``env``: variables set besides this process's."""
-    from tui.engine.runner.launch import make_package_importable
-
-    argv = probe_argv(keys, python)
-    run_env = {**os.environ, **(env or {})}
-    make_package_importable(argv[0], run_env)
-    try:
-        done = subprocess.run(argv, stdin=subprocess.DEVNULL, capture_output=True, text=True, env=run_env,
-                              timeout=timeout, start_new_session=True, check=False)
-    except subprocess.TimeoutExpired:
-        return ProbeOutput(problem=f"torch's options could not be read within {timeout:g} s")
-    except OSError as exc:
-        return ProbeOutput(problem=f"{argv[0]} could not be started: {exc}")
-    return ProbeOutput(returncode=done.returncode, stdout=done.stdout, stderr=done.stderr[-STDERR_KEPT:])
-
-
-def read_output(output: ProbeOutput, asked: str = THIS_MACHINE) -> TorchOptions:
-    """The probe's output as :class:`TorchOptions` (``asked``: whose torch it was), a failed probe as its problem."""
-    if output.problem is not None:
-        return TorchOptions(problem=output.problem, asked=asked)
-    if output.returncode != 0:
-        tail = [line for line in output.stderr.splitlines() if line.strip()]
-        log.warning("the tune probe (%s) failed: %s", asked, output.stderr)
-        return TorchOptions(problem=f"torch's options could not be read (exit code {output.returncode}: "
-                                    f"{tail[-1] if tail else 'no output'})", asked=asked)
-    return dataclasses.replace(read_report(output.stdout), asked=asked)
-
-
-def read_report(text: str) -> TorchOptions:
-    """The probe's last stdout line as :class:`TorchOptions` (a field of the wrong type is left empty)."""
-    lines = [line for line in text.splitlines() if line.strip()]
-    try:
-        data = json.loads(lines[-1]) if lines else None
-    except ValueError:
-        data = None
-    if not isinstance(data, dict):
-        return TorchOptions(problem="the probe printed no report")
-    options = data.get("options")
-    defaults: dict[str, Any] = dict(options) if isinstance(options, dict) else {}
-    missing = tuple(str(k) for k in data.get("missing") or () if isinstance(k, str))
-    modes = {str(k): dict(v) for k, v in (data.get("modes") or {}).items() if isinstance(v, dict)} \
-        if isinstance(data.get("modes"), dict) else {}
-    torch = data.get("torch") if isinstance(data.get("torch"), str) else None
-    return TorchOptions(torch=torch, defaults=defaults, missing=missing, modes=modes)
-
-
-def probe_torch(keys: Sequence[str], python: str | None = None, timeout: float = PROBE_TIMEOUT_S) -> TorchOptions:
-    """Ask the worker's torch on this machine about ``keys`` (a subprocess; see the module docstring)."""
-    return read_output(run_probe(keys, python, timeout))
 
 
 async def ask_torch(keys: Sequence[str], python: str | None = None, cluster: TorchAsker | None = None,

@@ -91,7 +91,7 @@ class SearchPlan:
     torch: str | None = None
     """The version of the torch that was asked (None when it could not be)."""
     asked: str = probe_module.THIS_MACHINE
-    """Whose torch was asked, in words (:attr:`~tui.engine.tune.probe.TorchOptions.asked`)."""
+    """Whose torch was asked, in words (:attr:`~tui.engine.runner.torch_probe.TorchOptions.asked`)."""
     fallback: bool = False
     """The runs run on a cluster whose torch could not be asked: this machine's was (a note says why)."""
 

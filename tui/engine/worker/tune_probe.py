@@ -1,6 +1,6 @@
 """``python -m tui.engine.worker.tune_probe KEY...``: which inductor options this torch has, as one JSON line.
 
-The tuner's parent never imports torch (:mod:`tui.engine.tune.probe` starts this in the worker's
+The tuner's parent never imports torch (:mod:`tui.engine.runner.torch_probe` starts this in the worker's
 interpreter). The line: ``{"torch": version, "options": {key: default or null}, "missing": [keys],
 "modes": {mode: {option: value}}}``; a nested key (``triton.cudagraphs``) is looked up part by part in
 ``torch._inductor.config``; a default that JSON cannot hold is given as its ``repr``.
