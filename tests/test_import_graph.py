@@ -10,6 +10,8 @@ knows both front ends. The checker is itself tested on a synthetic tree, so a fo
 from __future__ import annotations
 
 import ast
+import functools
+from collections.abc import Mapping, Set as AbstractSet
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -59,11 +61,17 @@ def import_graph(root: Path, package: str = "tui") -> dict[str, set[str]]:
     return {module_name(path, root): imports_of(path, root) for path in sorted((root / package).rglob("*.py"))}
 
 
+@functools.cache
+def tui_graph() -> dict[str, frozenset[str]]:
+    """The package's own import graph, read once per test process (every test here only reads it)."""
+    return {module: frozenset(imported) for module, imported in import_graph(ROOT).items()}
+
+
 def _under(module: str, package: str) -> bool:
     return module == package or module.startswith(package + ".")
 
 
-def forbidden_edges(graph: dict[str, set[str]], rules=FORBIDDEN) -> list[str]:
+def forbidden_edges(graph: Mapping[str, AbstractSet[str]], rules=FORBIDDEN) -> list[str]:
     """``importer -> imported`` for each import that breaks a rule."""
     return sorted(
         f"{importer} -> {imported}"
@@ -75,12 +83,12 @@ def forbidden_edges(graph: dict[str, set[str]], rules=FORBIDDEN) -> list[str]:
 
 
 def test_the_front_ends_never_import_each_other():
-    assert forbidden_edges(import_graph(ROOT)) == []
+    assert forbidden_edges(tui_graph()) == []
 
 
 def test_the_entry_point_knows_both_front_ends():
     """``tui.launch`` hands the app's opener to the command line (so the rules above leave it out)."""
-    imported = import_graph(ROOT)["tui.launch"]
+    imported = tui_graph()["tui.launch"]
     assert any(_under(name, "tui.app") for name in imported)
     assert any(_under(name, "tui.cli") for name in imported)
 
@@ -133,7 +141,7 @@ def test_the_command_line_opens_the_app_through_the_opener_it_is_given(monkeypat
     assert "no app here" in capsys.readouterr().out
 
 
-def import_cycles(graph: dict[str, set[str]], package: str) -> list[list[str]]:
+def import_cycles(graph: Mapping[str, AbstractSet[str]], package: str) -> list[list[str]]:
     """The import circles among the modules under ``package`` (each a strongly connected set of two or more,
     sorted). Every import counts: at the top, inside a function, under ``TYPE_CHECKING``."""
     modules = sorted(name for name in graph if _under(name, package))
@@ -184,7 +192,7 @@ def import_cycles(graph: dict[str, set[str]], package: str) -> list[list[str]]:
 
 def test_no_import_circle_inside_the_app():
     """No module of ``tui.app`` imports one that imports it back (the App's parts type against the controller)."""
-    assert import_cycles(import_graph(ROOT), "tui.app") == []
+    assert import_cycles(tui_graph(), "tui.app") == []
 
 
 def test_the_cycle_finder_sees_a_circle_however_it_is_written(tmp_path):
@@ -219,7 +227,7 @@ def engine_part(module: str) -> str | None:
     return ".".join(parts[:3]) if parts[:2] == ["tui", "engine"] and len(parts) > 2 else None
 
 
-def part_graph(graph: dict[str, set[str]]) -> dict[str, set[str]]:
+def part_graph(graph: Mapping[str, AbstractSet[str]]) -> dict[str, set[str]]:
     """The import graph of the engine's parts (a subpackage or a top-level module), lazy imports included."""
     parts: dict[str, set[str]] = {}
     for importer, imported_set in graph.items():
@@ -243,7 +251,7 @@ def test_the_engines_top_level_is_its_vocabulary_and_each_part_says_its_job():
 def test_the_engines_parts_import_one_way():
     """The vocabulary imports no part but ``explain`` (events carry a Profile and GraphCode); a part imports
     only the vocabulary and the parts listed before it; so no two parts import each other, even lazily."""
-    graph = part_graph(import_graph(ROOT))
+    graph = part_graph(tui_graph())
     assert import_cycles(graph | {t: set() for ts in graph.values() for t in ts if t not in graph}, "tui.engine") == []
     for name in ENGINE_VOCABULARY:
         parts = {t for t in graph.get(f"tui.engine.{name}", set()) if t.rpartition(".")[2] in ENGINE_PARTS}
@@ -257,19 +265,19 @@ def test_the_engines_parts_import_one_way():
 def test_no_import_circle_inside_the_engine():
     """No module of ``tui.engine`` imports one that imports it back, however: at the top, inside a function (lazy)
     or under ``TYPE_CHECKING`` (the cycle finder counts them all: see its test above)."""
-    assert import_cycles(import_graph(ROOT), "tui.engine") == []
+    assert import_cycles(tui_graph(), "tui.engine") == []
 
 
 def test_no_import_circle_anywhere_in_the_package():
     """Nor anywhere else in ``tui``: the command line's parser sits above its subcommands, which read the
     parsed flags from ``tui.cli.parse`` below them."""
-    assert import_cycles(import_graph(ROOT), "tui") == []
+    assert import_cycles(tui_graph(), "tui") == []
 
 
 def test_the_worker_imports_only_the_vocabulary_measure_and_explain():
     """The worker process loads what it needs of the parent's side: the shared words, the statistics of its
     block plan (``measure``) and the profile's parsing (``explain``); never the store, the session or a runner."""
-    graph = import_graph(ROOT)
+    graph = tui_graph()
     imported = {name for module, names in graph.items() if _under(module, "tui.engine.worker") for name in names
                 if _under(name, "tui") and name != "tui" and not _under(name, "tui.engine.worker")
                 and (name in graph or name.rpartition(".")[0] in graph)}
