@@ -26,6 +26,7 @@ import time
 import pytest
 
 from fakes import fake_worker_argv
+from fakes.cluster import FakeHead
 from fakes.polling import poll_until
 from tui import __version__, cli
 from tui.engine import cluster
@@ -73,28 +74,17 @@ class FakeTask:
         self.cancelled.append((node_id, pid))
 
 
-class FakeTransport:
+class FakeTransport(FakeHead):
     """A cluster whose head answers, until ``lose(reason)`` is called."""
 
     def __init__(self, task: FakeTask) -> None:
+        super().__init__()
         self.task, self.submitted = task, []
-        self.head_lost: str | None = None
-        self._lost = asyncio.Event()
 
     def submit(self, request, num_cpus, num_gpus):
         self.submitted.append((request, num_cpus, num_gpus))
         return self.task
 
-    def lose(self, reason: str) -> None:
-        self.head_lost = reason
-        self._lost.set()
-
-    async def lost(self) -> str:
-        await self._lost.wait()
-        return self.head_lost
-
-    async def aclose(self) -> None:
-        pass
 
 
 class HungTask(FakeTask):
@@ -586,6 +576,7 @@ def test_one_real_cpu_run_on_the_cluster(ray_cluster, tmp_path, compile_lab_home
 CLI_ON_FAKE_NODES = """
 import functools, json, os, sys
 from fakes import fake_worker_argv
+from fakes.cluster import FakeHead
 from tui import cli
 from tui.engine import cluster
 cluster.open_cluster = functools.partial(cluster.open_cluster, worker_argv=fake_worker_argv(),

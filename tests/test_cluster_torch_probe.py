@@ -13,6 +13,7 @@ import sys
 
 import pytest
 
+from fakes.cluster import FakeHead
 from tui import __version__
 from tui.engine.cluster import node as node_module
 from tui.engine.cluster.handshake import Hello, Versions
@@ -39,16 +40,15 @@ def node_answer(report: dict | None = None, versions: Versions = HERE, returncod
     return {"hello": hello.to_json(), "output": output.to_json()}
 
 
-class ProbeTransport:
+class ProbeTransport(FakeHead):
     """A cluster whose node answers the probe's task with ``answer`` (a dict), raises it (an exception), or never
     answers (None); its head is lost when ``lose`` is called. ``asked``: (request, CPUs, GPUs) of each task."""
 
     def __init__(self, answer: dict | BaseException | None) -> None:
+        super().__init__()
         self.answer = answer
         self.asked: list[tuple[dict, float, float]] = []
         self.cancelled = asyncio.Event()
-        self.head_lost: str | None = None
-        self._lost = asyncio.Event()
 
     async def probe(self, request, num_cpus, num_gpus):
         self.asked.append((request, num_cpus, num_gpus))
@@ -62,16 +62,6 @@ class ProbeTransport:
                 self.cancelled.set()
         return json.loads(json.dumps(self.answer))  # what crosses the cluster is plain data
 
-    def lose(self, reason: str) -> None:
-        self.head_lost = reason
-        self._lost.set()
-
-    async def lost(self) -> str:
-        await self._lost.wait()
-        return self.head_lost
-
-    async def aclose(self) -> None:
-        pass
 
 
 class _Link:
