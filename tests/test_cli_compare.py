@@ -89,6 +89,29 @@ def test_markdown_is_one_valid_github_table(exports, capsys):
     assert "**gate: FAIL (2 rows)**" in out and "\n- 1 pointwise n=512" in out
 
 
+def test_a_pair_with_a_side_not_measured_has_its_processes_line_as_the_other_rows(tmp_path, capsys, monkeypatch):
+    """n=1024's NEW run failed: its row says NEW failed and, as every other row, how many processes each side
+    measured (1/0), in the table, the Markdown and the CSV."""
+    monkeypatch.setenv("COLUMNS", "100")
+    base, new = tmp_path / "base.json", tmp_path / "new.json"
+    write_json([timed_run("20261201-100000-aaaaaa", seed=1),
+                timed_run("20261201-100001-aaaaab", pointwise(params={"n": 1024}), seed=2),
+                timed_run("20261201-100002-aaaaac", pointwise(params={"n": 2048}), seed=3)], base)  # fmt: skip
+    write_json([timed_run("20261201-110000-bbbbbb", seed=4),
+                timed_run("20261201-110001-bbbbbc", pointwise(params={"n": 1024}), failed=True, seed=5)], new)
+    assert cli.main(["compare", str(base), str(new)]) == 0
+    rows = [row for row in re.split(r"\n(?= *\d+  )", capsys.readouterr().out) if re.match(r" *\d+  pointwise", row)]
+    assert len(rows) == 3 and "NEW failed" in rows[1] and "1/0 processes" in rows[1]
+    assert all(re.search(r"\n +\d/[\d–] processes", row) for row in rows)
+    csv = tmp_path / "c.csv"
+    assert cli.main(["compare", str(base), str(new), "--markdown", "--csv", str(csv)]) == 0
+    _header, *table = _markdown_table(capsys.readouterr().out)
+    assert [row[2] for row in table] == ["1/1", "1/0", "1/–"] and table[1][6] == "**NEW failed**"
+    line = [row for row in csv.read_text().splitlines() if "NEW failed" in row][0].split(",")
+    header = csv.read_text().splitlines()[0].split(",")
+    assert (line[header.index("base_processes")], line[header.index("new_processes")]) == ("1", "0")
+
+
 def test_csv_and_json_files(exports, tmp_path, capsys):
     argv = ["compare", str(exports["base"]), str(exports["eager"]), "--ignore", "backend", "--csv",
             str(tmp_path / "c.csv"), "--json", str(tmp_path / "c.json"), "--metric", "speedup", "--markdown"]

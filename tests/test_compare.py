@@ -152,6 +152,7 @@ def test_a_side_without_a_done_run_is_listed_as_failed():
     new = [timed_run("n1", failed=True)]
     [pair] = compare(base, new).pairs
     assert pair.status == "NEW failed" and pair.verdict is None and pair.changes == ()
+    assert (pair.base_processes, pair.new_processes) == (1, 0)  # measured, as a compared pair counts them
     assert compare(base, new).exit_code == 0 and compare(base, new, CompareSettings(strict=True)).exit_code == 1
 
 

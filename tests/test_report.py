@@ -22,6 +22,7 @@ from tui import cli, paths
 from tui.engine.store.export import write_json
 from tui.engine.store.history import History
 from tui.cli.report import load_runs
+from tui.engine.compare.matching import config_key
 from tui.engine.store.report_data import QUANTILES, gather_report
 from tui.engine.measure.verdict import VERDICTS
 
@@ -33,7 +34,8 @@ INSTALL = 'pip install "compile-lab[report]"'
 
 
 def _records() -> list:
-    """Five configurations: launch-bound, GPU-bound, a group of 3 processes (noisy), a failed run, a user file."""
+    """Five rows: launch-bound, GPU-bound, a group of 3 processes (noisy), a failed run, a user file; three
+    configurations (the first two runs are one, measured twice; the group's and the failed run's are one)."""
     user = cuda_run_record("20250101-000002-script")
     user.options = dataclasses.replace(user.options, workload=f"my{SCRIPT}.py", params={"tag": SCRIPT})
     return [cuda_run_record("20250101-000000-lbound"), cuda_run_record("20250101-000001-gpubnd", eager_host_ms=0.11),
@@ -66,10 +68,10 @@ def test_the_report_renders_one_forest_mark_per_configuration(export, tmp_path, 
     out = tmp_path / "report.html"
     code, err = _report([str(export), "-o", str(out)], capsys)
     assert code == 0, err
-    assert "wrote" in err and "5 configuration(s) from 7 run(s)" in err
+    assert "wrote" in err and "(3 configuration(s) in 5 rows from 7 run(s))" in err
     page = out.read_text(encoding="utf-8")
     forest = _forest(page)
-    rows = gather_report(load_runs([str(export)])[0]).rows
+    rows = gather_report(load_runs([str(export)])[0], configuration=config_key).rows
     assert len(rows) == 5 and [len(r.processes) for r in rows] == [1, 1, 3, 1, 1]
     marks = _marks(forest, "forest-row-")
     assert sorted(marks) == sorted(f"forest-row-{r.number}" for r in rows if r.speedup is not None)
@@ -205,7 +207,7 @@ def test_a_run_whose_samples_are_gone_keeps_its_row_and_its_boxes(tmp_path, caps
     os.unlink(history.samples_path(history.load()[0][0]))
     selection = "history:" + ",".join(r.run_id for r in records)
     stored, _ = load_runs([selection])
-    rows = gather_report(stored).rows
+    rows = gather_report(stored, configuration=config_key).rows
     assert rows[0].samples_note and "samples" in rows[0].samples_note and rows[0].speedup is not None
     assert rows[1].samples_note is None
     out = tmp_path / "p.html"
@@ -239,8 +241,28 @@ def test_a_file_that_cannot_be_written_exits_1_with_one_line(export, tmp_path, c
     assert code == 1 and err.count("\n") == 1 and "No space left on device" in err
 
 
+def test_a_configuration_counts_once_however_often_and_in_how_many_processes_it_ran(tmp_path, capsys):
+    """Three single runs of one configuration are one configuration in three rows; a --repeat group of three
+    processes is one configuration in one row; the header and the command's line say what the rows are."""
+    singles = [cuda_run_record(f"20250101-00000{i}-single") for i in range(3)]
+    group = full_group()
+    data = gather_report([*singles, *group], configuration=config_key)
+    assert (len(data.rows), data.configurations, data.runs) == (4, 2, 6)
+    assert data.counts == "2 configuration(s) in 4 rows from 6 run(s)"
+    alone = gather_report(singles[:1] + group, configuration=config_key)
+    assert (len(alone.rows), alone.configurations) == (2, 2)
+    assert alone.counts == "2 configuration(s) from 4 run(s)"
+    export = tmp_path / "runs.json"
+    write_json([*singles, *group], export)
+    out = tmp_path / "report.html"
+    code, err = _report([str(export), "-o", str(out)], capsys)
+    assert code == 0 and "(2 configuration(s) in 4 rows from 6 run(s))" in err
+    page = out.read_text(encoding="utf-8")
+    assert "2 configuration(s) in 4 rows from 6 run(s) (a row per run, or per <code>--repeat</code> group" in page
+
+
 def test_the_rows_gather_groups_verdicts_and_environments():
-    data = gather_report(_records(), sources=("x.json",))
+    data = gather_report(_records(), sources=("x.json",), configuration=config_key)
     assert [row.number for row in data.rows] == [1, 2, 3, 4, 5] and data.runs == 7
     launch_bound, gpu_bound, group, failed, _ = data.rows
     assert launch_bound.shows_host and launch_bound.host_speedup.point == pytest.approx(0.155 / 0.118, rel=1e-3)
@@ -313,7 +335,7 @@ def test_a_cancelled_runs_status_says_cancelled_once():
     cancelled.fail("cancelled", "cancelled")
     queued = full_record("20261201-101013-dddddd", failed=False)
     queued.fail("cancelled", "cancelled before it started")
-    data = gather_report([cancelled, queued], sources=("x.json",))
+    data = gather_report([cancelled, queued], sources=("x.json",), configuration=config_key)
     assert [row.error for row in data.rows] == [None, "cancelled before it started"]
     page = render_page(data, "<svg></svg>", {})
     assert "cancelled: cancelled" not in page.replace("cancelled: cancelled before", "")

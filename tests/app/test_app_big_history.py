@@ -24,6 +24,7 @@ from big_history import big_run_id, write_big_history
 from terminal_model import wait_quietly
 from tui import paths
 from tui.app.components.results_table import ResultsTable, history_cells
+from tui.app.components.table_rows import BulkRowTable
 from tui.app.messages import HistoryLoaded
 from tui.app.previous_runs import CHUNK, FIRST_CHUNK, _freeze
 from tui.engine.store.history import History
@@ -124,13 +125,21 @@ async def test_a_history_loads_in_chunks_off_the_ui_thread_without_long_stalls(m
 # ----- the table's rows, set at once, are what Textual's own add_row / remove_row make ------------
 
 
+class _UncutTable(ResultsTable):
+    """The results table drawn as DataTable draws it: a cell the pane's edge cuts shows its piece, as the
+    reference's does (the ellipsis there is the results table's own rule, tested in test_app_edge_cut)."""
+
+    def _render_line(self, y, x1, x2, base_style):  # type: ignore[no-untyped-def]
+        return BulkRowTable._render_line(self, y, x1, x2, base_style)
+
+
 class _Tables(App):
     """The results table and a plain DataTable fed through Textual's public row API, side by side."""
 
     CSS = "ResultsTable, DataTable { width: 100; height: 20; }"
 
     def compose(self) -> ComposeResult:
-        yield ResultsTable(id="results")
+        yield _UncutTable(id="results")
         yield DataTable(id="reference", cursor_type="row", zebra_stripes=True)
 
 

@@ -19,6 +19,8 @@ from fakes.records import cuda_run_record, full_record
 from fakes.timed import timed_run
 from tui.app.components.details import TABS, DetailsScreen, render_details, render_tab, tab_ids
 from tui.app.components.help import HelpScreen
+from tui.engine.explain.kernels import Profile, side_profile
+from tui.engine.explain.profile_types import RawEvent
 from tui.engine.payloads import Diagnostics, Env
 from tui.present.format import fmt_ms
 from tui.telemetry.model import RunTelemetry
@@ -322,3 +324,23 @@ def test_the_details_of_a_cancelled_run_say_cancelled_once():
         console.print(part)
     text = console.export_text()
     assert "cancelled: cancelled" not in text and "Cancelled" in text and "Error" not in text
+
+
+@pytest.mark.parametrize("cuda", [False, True], ids=["cpu-run", "cuda-run"])
+def test_the_kernels_tab_counts_a_kernel_per_call_not_over_the_profiled_calls(cuda):
+    """A kernel run 162 times a call, over 5 profiled calls (810 runs in the profile): the tab says 162 under
+    "per call", on the CPU and the GPU alike, and never the 810 of the profile."""
+    calls = 5
+    device = "cuda" if cuda else "cpu"
+    step = [RawEvent("aten::mul", device=device, self_us=1.0, total_us=1.0, top_op=not cuda)] * 162
+    step += [RawEvent("aten::sin", device=device, self_us=50.0, total_us=50.0, top_op=not cuda)]
+    side = side_profile(step * calls, calls, cuda=cuda)
+    record = cuda_run_record() if cuda else timed_run("cpu", jitter=0.05)
+    record.profile = Profile(available=True, activities=("cpu", "cuda") if cuda else ("cpu",), calls=calls,
+                             eager=side, compiled=side)
+    text = _text(render_tab(record, "kernels"), width=80)
+    assert re.search(r"^ *kernels +163\.0 +163\.0 ", text, re.M)
+    assert re.search(r"^ *kernel +per call +profiled ms", text, re.M)
+    assert re.search(r"^ *aten::mul +162 +0\.1620 +", text, re.M)
+    assert re.search(r"^ *aten::sin +1 +0\.0500 +", text, re.M)
+    assert "810" not in text and f"{calls} profiled calls" in " ".join(text.split())

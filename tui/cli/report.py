@@ -68,6 +68,7 @@ def cmd_report(args: argparse.Namespace) -> int:
 
     UsageError for bad usage (the caller prints it as one line and exits 2).
     """
+    from tui.engine.compare.matching import config_key
     from tui.engine.store.export import ExportError
     from tui.engine.store.report_data import gather_report
     from tui.report import require_matplotlib, write_report
@@ -81,13 +82,13 @@ def cmd_report(args: argparse.Namespace) -> int:
     records, problems = load_runs(args.runs)
     for line in problem_warnings(problems, "the runs (listed in the report)"):
         _say(line)
-    data = gather_report(records, sources=args.runs, problems=problems)
+    data = gather_report(records, sources=args.runs, problems=problems, configuration=config_key)
     try:
         path = write_report(data, args.output)
     except ExportError as exc:
         _say(f"{PROG}: error: -o: {exc}")
         return 1
-    _say(f"wrote {path} ({len(data.rows)} configuration(s) from {data.runs} run(s))")
+    _say(f"wrote {path} ({data.counts})")
     return 0
 
 

@@ -158,7 +158,7 @@ def print_comparison(comparison: Comparison, console: Any) -> None:
         for note in notes:
             verdict.append(f"\n{note}", style="bold red" if note.startswith("FAIL") else "dim")
         if isinstance(row, PairResult):
-            procs = f"{row.base_processes}/{row.new_processes}" if row.status == "compared" else ""
+            procs = f"{row.base_processes}/{row.new_processes}"
             cells = ["\n".join(change_text(row.change(m), _unit(comparison, m))) for m in shown]
         else:
             procs, cells = _unmatched_procs(row), ["" for _ in shown]
@@ -293,7 +293,7 @@ def markdown_lines(comparison: Comparison) -> list[str]:
         extra = row.differences if isinstance(row, PairResult) else ((row.hint,) if row.hint else ())
         what = "; ".join([_label(row, skip), *extra])
         if isinstance(row, PairResult):
-            procs = f"{row.base_processes}/{row.new_processes}" if row.status == "compared" else MISSING
+            procs = f"{row.base_processes}/{row.new_processes}"
             cells = [" ".join(change_text(row.change(m), _unit(comparison, m))) for m in shown]
         else:
             procs, cells = _unmatched_procs(row), ["" for _ in shown]

@@ -95,7 +95,7 @@ def _header(data: ReportData) -> str:
     if data.last_created is not None and _moment(data.last_created) != span:
         span += f" – {_moment(data.last_created)}"
     sources = ", ".join(f"<code>{e(s)}</code>" for s in data.sources) or MISSING
-    text = (f"<h1>compile-lab report</h1><p class=\"muted\">{len(data.rows)} configuration(s) from {data.runs} run(s), "
+    text = (f"<h1>compile-lab report</h1><p class=\"muted\">{e(data.counts)}{_rows_note(data)}, "
             f"queued {e(span)}; read from {sources}; made by compile-lab {e(__version__)}.</p>")
     if data.problems:
         items = "".join(f"<li>{e(p)}</li>" for p in data.problems)
@@ -103,6 +103,13 @@ def _header(data: ReportData) -> str:
             f"<details><summary>{len(data.problems)} problem(s) reading the runs</summary><ul>{items}</ul></details>"
         )
     return text
+
+
+def _rows_note(data: ReportData) -> str:
+    """Why there are more rows than configurations: a row per run, or per ``--repeat`` group (pooled)."""
+    if len(data.rows) == data.configurations:
+        return ""
+    return " (a row per run, or per <code>--repeat</code> group, its processes pooled)"
 
 
 def _summary_table(rows: Sequence[ReportRow], labels: Sequence[str]) -> str:

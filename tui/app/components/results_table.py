@@ -22,13 +22,16 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 
+from rich.style import Style
 from rich.text import Text
 from textual import on
 from textual.message import Message
 from textual.reactive import reactive
+from textual.strip import Strip
 from textual.widgets import DataTable
 from textual.widgets.data_table import CellDoesNotExist
 
+from tui.app.components.edge_cut import cut_at_edges
 from tui.app.components.result_cells import Cell, config_cell, history_cells, row_cells
 from tui.app.components.table_rows import BulkRowTable
 from tui.app.table_columns import (
@@ -407,6 +410,19 @@ class ResultsTable(BulkRowTable):
             self._apply_sort(selected)
         else:
             self._restore_cursor(selected)
+
+    # ----- drawing -----------------------------------------------------------------
+
+    def _render_line(self, y: int, x1: int, x2: int, base_style: Style) -> Strip:
+        """DataTable's line (``x1``: the sideways scroll), each cell the pane's edge cuts ending in ``…`` without
+        a piece of a number (tui.app.components.edge_cut): a piece of a number reads as another number."""
+        strip = super()._render_line(y, x1, x2, base_style)
+        try:
+            row_key, _ = self._get_offsets(y)
+        except LookupError:
+            return strip
+        cells = self._cells.get(row_key.value) if row_key is not self._header_row_key else None
+        return strip if cells is None else cut_at_edges(self, strip, cells, x1)
 
     # ----- sorting ----------------------------------------------------------------
 

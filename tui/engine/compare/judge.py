@@ -321,11 +321,14 @@ def fails(verdict: str | None, slowdown: float | None, settings: CompareSettings
     return settings.strict and (not compared or verdict not in CONFIDENT)
 
 
-def _not_compared(pair: Pair, settings: CompareSettings, label: str, status: str, notes: list[str]) -> PairResult:
+def _not_compared(pair: Pair, settings: CompareSettings, label: str, status: str, notes: list[str],
+                  measured: tuple[int, int]) -> PairResult:
+    """A pair a side of which measured nothing: its status says why; ``measured``: each side's measured processes,
+    counted as a compared pair's are (the side not measured has none)."""
     return PairResult(label=label, key=dict(pair.key.fields), differences=pair.differences,
                       base_runs=tuple(r.run_id for r in pair.base), new_runs=tuple(r.run_id for r in pair.new),
-                      status=status, metric=settings.metric, notes=tuple(notes),
-                      fails=fails(None, None, settings, compared=False))  # fmt: skip
+                      base_processes=measured[0], new_processes=measured[1], status=status, metric=settings.metric,
+                      notes=tuple(notes), fails=fails(None, None, settings, compared=False))  # fmt: skip
 
 
 def judge_pair(pair: Pair, settings: CompareSettings) -> PairResult:
@@ -337,7 +340,7 @@ def judge_pair(pair: Pair, settings: CompareSettings) -> PairResult:
     if missing:
         failed = any(r.status == RunStatus.FAILED for _, records in missing for r in records)
         status = " and ".join(name for name, _ in missing) + (" failed" if failed else " not measured")
-        return _not_compared(pair, settings, label, status, notes)
+        return _not_compared(pair, settings, label, status, notes, (len(base.processes), len(new.processes)))
     launch_bound = any(p.launch_bound for p in base.processes + new.processes)
     within = min(len(base.processes), len(new.processes)) < 2
     if within:

@@ -6,12 +6,15 @@ speedup and its interval with the verdict (the host-inclusive one too where the 
 launch-bound), each side's per-iteration statistics and a bounded set of quantiles for the
 distribution plot, each process's telemetry and environment, the options and the command that
 reproduces them, the noise reasons. Runs repeated across processes (``--repeat``) are one row,
-as in the CSV and the CLI's table (:func:`tui.engine.store.repeats.group_records`).
+as in the CSV and the CLI's table (:func:`tui.engine.store.repeats.group_records`); a configuration
+run again apart (another run, another ``--repeat`` group) has a row for each, so the rows are counted
+apart from the configurations, by the key the caller gives (compare's
+:func:`tui.engine.compare.matching.config_key`: the store part imports no later part of the engine).
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Hashable, Iterable, Sequence
 from dataclasses import dataclass
 
 from tui.engine.measure.clocks import clock_info
@@ -72,7 +75,7 @@ class ProcessData:
 
 @dataclass(frozen=True)
 class ReportRow:
-    """One configuration: numbered from 1 in the order of the runs read."""
+    """One run, or one ``--repeat`` group, of a configuration: numbered from 1 in the order of the runs read."""
 
     number: int
     options: RunOptions
@@ -129,6 +132,15 @@ class ReportData:
     runs: int = 0
     first_created: float | None = None
     last_created: float | None = None
+    configurations: int = 0
+    """How many configurations the rows measure (compare's key): fewer than the rows when one was run again apart."""
+
+    @property
+    def counts(self) -> str:
+        """What the report holds, as its header and the command's last line say it: ``3 configuration(s) in 5 rows
+        from 6 run(s)`` (the rows only when there are more of them than configurations)."""
+        rows = f" in {len(self.rows)} rows" if len(self.rows) != self.configurations else ""
+        return f"{self.configurations} configuration(s){rows} from {self.runs} run(s)"
 
     @property
     def noisy_rows(self) -> tuple[ReportRow, ...]:
@@ -236,17 +248,20 @@ def _environments(rows: Iterable[ReportRow]) -> tuple[EnvironmentRow, ...]:
     return tuple(EnvironmentRow(env, tuple(numbers)) for env, numbers in seen.values())
 
 
-def gather_report(records: Iterable[RunRecord], sources: Sequence[str] = (),
-                  problems: Sequence[str] = ()) -> ReportData:
-    """The report of ``records``: one row per configuration, in the order of their first run.
+def gather_report(records: Iterable[RunRecord], sources: Sequence[str] = (), problems: Sequence[str] = (), *,
+                  configuration: Callable[[RunRecord], Hashable]) -> ReportData:
+    """The report of ``records``: one row per run or ``--repeat`` group, in the order of their first run.
 
-    ``sources`` (what was read) and ``problems`` (met reading it) are shown on the page. A run whose
-    per-iteration samples are gone keeps its stored summary and says why it has no distribution.
+    ``configuration``: a run's configuration (runs with equal keys are one, counted once). ``sources``
+    (what was read) and ``problems`` (met reading it) are shown on the page. A run whose per-iteration
+    samples are gone keeps its stored summary and says why it has no distribution.
     """
     records = list(records)
-    rows = tuple(_row(number, members) for number, members in enumerate(_units(records), 1))
+    units = _units(records)
+    rows = tuple(_row(number, members) for number, members in enumerate(units, 1))
     created = [r.created for r in records]
     return ReportData(rows=rows, environments=_environments(rows), sources=tuple(sources), problems=tuple(problems),
                       runs=len(records), first_created=min(created, default=None),
-                      last_created=max(created, default=None))  # fmt: skip
+                      last_created=max(created, default=None),
+                      configurations=len({configuration(members[0]) for members in units}))  # fmt: skip
 
