@@ -59,9 +59,9 @@ class ClusterLink:
         return tuple(f"{CLUSTER_LANE}{index}" for index in range(self.slots[kind]))
 
     async def ask_torch(self, keys: Sequence[str], device: str) -> Any:
-        """What a node's torch says about ``keys`` (:meth:`~tui.engine.cluster.runner.ClusterRunner.ask_torch`): a
-        :class:`~tui.engine.runner.torch_probe.TorchOptions`, its ``problem`` set when no node could be asked (the cluster
-        refused: connecting first when no lanes were asked for yet)."""
+        """What a node's torch says about ``keys`` (:meth:`~tui.engine.cluster.runner.ClusterRunner.ask_torch`):
+        a :class:`~tui.engine.runner.torch_probe.TorchOptions`, its ``problem`` set when no node could be asked
+        (the cluster refused: connecting first when no lanes were asked for yet)."""
         from tui.engine.cluster.address import ClusterError
         from tui.engine.runner.torch_probe import TorchOptions
 
