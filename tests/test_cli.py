@@ -363,3 +363,19 @@ def test_every_help_fits_an_80_column_terminal(command, monkeypatch, capsys):
         cli.build_parser().parse_args([command, "--help"] if command else ["--help"])
     lines = capsys.readouterr().out.splitlines()
     assert lines and max(len(line) for line in lines) <= 80, [line for line in lines if len(line) > 80]
+
+
+def test_env_shows_an_interpreters_path_whole_at_80_columns():
+    """``python (CLI)``'s note is the interpreter's path: at 80 columns it folds, never ends in ``…``."""
+    import io
+
+    from tui.cli.info import _EnvTable
+
+    path = "/root/.pyenv/versions/3.11.7/envs/a-long-virtualenv-name/bin/python3.11"
+    env = _EnvTable()
+    env.row("python (CLI)", "3.11.7", path)
+    out = io.StringIO()
+    Console(file=out, width=80).print(env.table)
+    text = out.getvalue()
+    assert "…" not in text
+    assert path in "".join(line.split("│")[3].strip() for line in text.splitlines() if line.count("│") == 4), text
