@@ -133,3 +133,23 @@ def test_a_speedup_interval_with_a_large_end_fits_its_cell():
     assert [ratio(v) for v in (0.9712, 2.849, 9.996, 63.36, 150.2)] == ["0.97", "2.85", "10.0", "63.4", "150"]
     (column,) = [c for c in TABLE_COLUMNS if c.key == "speedup"]
     assert fmt_speedup(3.28, 2.85, 63.36) == "3.28× [2.85, 63.4]" and len("3.28× [2.85, 63.4]") <= column.width
+
+
+def test_a_long_warning_folds_under_its_own_text_at_80_columns():
+    import io
+
+    from rich.console import Console
+
+    from tui.cli.render import print_warnings
+    from tui.engine.options import RunOptions
+    from tui.engine.store.results import RunRecord
+
+    record = RunRecord.new(RunOptions(workload="pointwise", device="cpu"))
+    record.warnings.append("stall: one eager iteration took 3.068 ms, 106x its median (0.02895 ms): the worker was "
+                           "paused or the machine was busy; re-run")
+    out = io.StringIO()
+    print_warnings([record], Console(file=out, width=80))
+    lines = out.getvalue().splitlines()
+    assert lines[0] == "warnings:" and lines[1].startswith("  run 1: stall: one eager iteration took 3.068 ms")
+    assert len(lines) == 3 and lines[2].startswith("    ") and lines[2].strip().endswith("busy; re-run"), lines
+    assert max(len(line) for line in lines) <= 80

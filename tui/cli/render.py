@@ -199,8 +199,9 @@ def print_warnings(records: list[RunRecord], console: Any) -> None:
             lines.append(f"  run {number}: {warning}")
     if lines:
         console.print("warnings:", style="yellow")
-        for line in lines:
-            console.print(line, markup=False, highlight=False)
+        width = max(40, console.width)
+        for line in lines:  # a long warning's next lines indented under its text, not at the margin
+            console.print("\n".join(hanging_lines(line, width)), markup=False, highlight=False, soft_wrap=True)
 
 
 
