@@ -322,3 +322,12 @@ def test_the_details_of_a_cancelled_run_say_cancelled_once():
         console.print(part)
     text = console.export_text()
     assert "cancelled: cancelled" not in text and "Cancelled" in text and "Error" not in text
+
+
+def test_a_long_warning_folds_under_its_own_text_at_80_columns():
+    record = full_record("20261201-101010-aaaaaa", failed=False)
+    record.warnings[:] = ["stall: one eager iteration took 20.09 ms, 527x its median (0.03808 ms): the worker was "
+                          "paused or the machine was busy; re-run"]
+    lines = _text(render_tab(record, "summary")).splitlines()
+    at = next(i for i, line in enumerate(lines) if line.startswith("  ! stall:"))
+    assert lines[at + 1].startswith("    ") and lines[at + 1].strip().endswith("busy; re-run"), lines[at:at + 2]
