@@ -153,3 +153,17 @@ def test_a_long_warning_folds_under_its_own_text_at_80_columns():
     assert lines[0] == "warnings:" and lines[1].startswith("  run 1: stall: one eager iteration took 3.068 ms")
     assert len(lines) == 3 and lines[2].startswith("    ") and lines[2].strip().endswith("busy; re-run"), lines
     assert max(len(line) for line in lines) <= 80
+
+
+def test_a_user_file_with_the_default_factory_is_named_by_its_file_alone():
+    """``model.py:make_workload`` said the default in every row and cut the name in narrow columns."""
+    from tui.cli.run_lines import run_label
+    from tui.engine.options import RunOptions
+    from tui.present.format import workload_label, workload_name
+
+    assert workload_name("/home/me/models/model.py:make_workload") == "model.py"
+    assert workload_name("/home/me/models/model.py:build") == "model.py:build"
+    assert workload_name("pointwise") == "pointwise"
+    options = RunOptions(workload="/home/me/models/model.py", device="cpu").validated()
+    assert workload_label(options) == "model.py"
+    assert run_label(options).startswith("model.py inductor")
