@@ -167,3 +167,31 @@ def test_a_user_file_with_the_default_factory_is_named_by_its_file_alone():
     options = RunOptions(workload="/home/me/models/model.py", device="cpu").validated()
     assert workload_label(options) == "model.py"
     assert run_label(options).startswith("model.py inductor")
+
+
+def test_what_every_row_shares_is_said_once_in_the_title():
+    """One run at 80 columns read seven lines (mlp, batch=64, width=256, depth=3, inductor, dyn=auto fp32, cpu):
+    the options every row shares now go in the title, as the app's pane title says them."""
+    import io
+
+    from rich.console import Console
+
+    from tui.cli.render import print_table
+    from tui.engine.options import RunOptions
+    from tui.engine.store.results import RunRecord
+
+    def table(*options: RunOptions) -> list[str]:
+        out = io.StringIO()
+        records = [RunRecord.new(o.validated()) for o in options]
+        for record in records:
+            record.fail("compile_error", "x")
+        print_table(records, Console(file=out, width=80))
+        return out.getvalue().splitlines()
+
+    one = table(RunOptions(workload="mlp", device="cpu"))
+    assert one[0].rstrip() == "compile-lab results · inductor dyn=auto fp32 cpu"
+    rows = [line for line in one[4:] if line.strip() and not line.startswith("run 1:")]
+    assert rows[0].startswith(" 1 mlp batch=64") and not any("inductor" in row or "cpu" in row for row in rows), one
+    two = table(RunOptions(workload="mlp", device="cpu"), RunOptions(workload="mlp", device="cpu", dynamic=True))
+    assert two[0].rstrip() == "compile-lab results · inductor fp32 cpu"
+    assert [line.split()[0] for line in two if line.strip().startswith("dyn=")] == ["dyn=auto", "dyn=true"], two
