@@ -352,3 +352,30 @@ def test_a_group_row_shows_its_processes_and_their_spread():
     text = _table_text(group_rows(full_group(scales=(1.0, 1.06, 0.97))))
     assert "3 processes, spread 1.09x" in text and "(host 1.09x)" in text
     assert "[1.85, 2.02]" in text  # the interval across processes, under the pooled speedup
+
+
+@pytest.mark.parametrize("command", ["run", "sweep", "tune", "env", "workloads", "prune", "history", "compare",
+                                     "report", None])
+def test_every_help_fits_an_80_column_terminal(command, monkeypatch, capsys):
+    """argparse wraps to COLUMNS; a description written with its own line breaks must fit as well."""
+    monkeypatch.setenv("COLUMNS", "80")
+    with pytest.raises(SystemExit):
+        cli.build_parser().parse_args([command, "--help"] if command else ["--help"])
+    lines = capsys.readouterr().out.splitlines()
+    assert lines and max(len(line) for line in lines) <= 80, [line for line in lines if len(line) > 80]
+
+
+def test_env_shows_an_interpreters_path_whole_at_80_columns():
+    """``python (CLI)``'s note is the interpreter's path: at 80 columns it folds, never ends in ``…``."""
+    import io
+
+    from tui.cli.info import _EnvTable
+
+    path = "/root/.pyenv/versions/3.11.7/envs/a-long-virtualenv-name/bin/python3.11"
+    env = _EnvTable()
+    env.row("python (CLI)", "3.11.7", path)
+    out = io.StringIO()
+    Console(file=out, width=80).print(env.table)
+    text = out.getvalue()
+    assert "…" not in text
+    assert path in "".join(line.split("│")[3].strip() for line in text.splitlines() if line.count("│") == 4), text

@@ -133,3 +133,65 @@ def test_a_speedup_interval_with_a_large_end_fits_its_cell():
     assert [ratio(v) for v in (0.9712, 2.849, 9.996, 63.36, 150.2)] == ["0.97", "2.85", "10.0", "63.4", "150"]
     (column,) = [c for c in TABLE_COLUMNS if c.key == "speedup"]
     assert fmt_speedup(3.28, 2.85, 63.36) == "3.28× [2.85, 63.4]" and len("3.28× [2.85, 63.4]") <= column.width
+
+
+def test_a_long_warning_folds_under_its_own_text_at_80_columns():
+    import io
+
+    from rich.console import Console
+
+    from tui.cli.render import print_warnings
+    from tui.engine.options import RunOptions
+    from tui.engine.store.results import RunRecord
+
+    record = RunRecord.new(RunOptions(workload="pointwise", device="cpu"))
+    record.warnings.append("stall: one eager iteration took 3.068 ms, 106x its median (0.02895 ms): the worker was "
+                           "paused or the machine was busy; re-run")
+    out = io.StringIO()
+    print_warnings([record], Console(file=out, width=80))
+    lines = out.getvalue().splitlines()
+    assert lines[0] == "warnings:" and lines[1].startswith("  run 1: stall: one eager iteration took 3.068 ms")
+    assert len(lines) == 3 and lines[2].startswith("    ") and lines[2].strip().endswith("busy; re-run"), lines
+    assert max(len(line) for line in lines) <= 80
+
+
+def test_a_user_file_with_the_default_factory_is_named_by_its_file_alone():
+    """``model.py:make_workload`` said the default in every row and cut the name in narrow columns."""
+    from tui.cli.run_lines import run_label
+    from tui.engine.options import RunOptions
+    from tui.present.format import workload_label, workload_name
+
+    assert workload_name("/home/me/models/model.py:make_workload") == "model.py"
+    assert workload_name("/home/me/models/model.py:build") == "model.py:build"
+    assert workload_name("pointwise") == "pointwise"
+    options = RunOptions(workload="/home/me/models/model.py", device="cpu").validated()
+    assert workload_label(options) == "model.py"
+    assert run_label(options).startswith("model.py inductor")
+
+
+def test_what_every_row_shares_is_said_once_in_the_title():
+    """One run at 80 columns read seven lines (mlp, batch=64, width=256, depth=3, inductor, dyn=auto fp32, cpu):
+    the options every row shares now go in the title, as the app's pane title says them."""
+    import io
+
+    from rich.console import Console
+
+    from tui.cli.render import print_table
+    from tui.engine.options import RunOptions
+    from tui.engine.store.results import RunRecord
+
+    def table(*options: RunOptions) -> list[str]:
+        out = io.StringIO()
+        records = [RunRecord.new(o.validated()) for o in options]
+        for record in records:
+            record.fail("compile_error", "x")
+        print_table(records, Console(file=out, width=80))
+        return out.getvalue().splitlines()
+
+    one = table(RunOptions(workload="mlp", device="cpu"))
+    assert one[0].rstrip() == "compile-lab results · inductor dyn=auto fp32 cpu"
+    rows = [line for line in one[4:] if line.strip() and not line.startswith("run 1:")]
+    assert rows[0].startswith(" 1 mlp batch=64") and not any("inductor" in row or "cpu" in row for row in rows), one
+    two = table(RunOptions(workload="mlp", device="cpu"), RunOptions(workload="mlp", device="cpu", dynamic=True))
+    assert two[0].rstrip() == "compile-lab results · inductor fp32 cpu"
+    assert [line.split()[0] for line in two if line.strip().startswith("dyn=")] == ["dyn=auto", "dyn=true"], two

@@ -126,6 +126,21 @@ def test_nothing_beats_the_default_is_said_in_those_words(monkeypatch, capsys):
     assert "torch.compile(" not in out
 
 
+def test_a_search_whose_runs_all_fail_says_nothing_was_measured_and_exits_1(monkeypatch, capsys):
+    _use_fake_worker(monkeypatch, {})
+    monkeypatch.setenv("FAKE_WORKER_BEHAVIOUR", "fail")  # every run: the options they share are refused
+    monkeypatch.setenv("FAKE_WORKER_FAIL_KIND", "bad_options")
+    monkeypatch.setenv("FAKE_WORKER_FAIL_MESSAGE", "device: cuda is not available: no CUDA (allowed: cpu)")
+    code = cli.main(["tune", "--workload", "pointwise", "--device", "cpu", "--iters", "20", "--block-size", "5",
+                     "--space", "modes", "--budget", "2m", "--no-history", *QUIET_MACHINE])
+    captured = capsys.readouterr()
+    assert code == 1
+    assert captured.out.splitlines()[0].startswith("nothing was measured, so no configuration can be judged: the "
+                                                   "default compile's run failed: device: cuda is not available")
+    assert "beats the default" not in captured.out
+    assert "1 run(s)" in captured.out and "no other candidate was run" in captured.err
+
+
 BOTH = Candidate((("layout_optimization", False), ("coordinate_descent_tuning", True)))
 STANDINGS_80 = (Standing(Candidate(), Score(1.0, 0.98, 1.02, 2), stage=1),
                 Standing(BOTH, Score(0.99, 0.97, 1.01, 2), stage=1, screened=Score(1.0, 0.9, 1.1, 1)),

@@ -12,7 +12,7 @@ import pytest
 from tui.engine.options import RunOptions
 from tui.engine.protocol import make_event
 from tui.engine.run.session import RunSession
-from tui.engine.tune.answer import CONFIRMED, NOTHING_BEATS, UNCONFIRMED, nothing_beats_text
+from tui.engine.tune.answer import CONFIRMED, NOTHING_BEATS, NOTHING_MEASURED, UNCONFIRMED, nothing_beats_text
 from tui.engine.tune.driver import TuneDriver, TuneListener
 from tui.engine.tune.objective import Objective
 from tui.engine.tune.search import stage_name
@@ -60,6 +60,9 @@ class TimedRunner:
         compiled, compile_s = compiled if isinstance(compiled, tuple) else (compiled, 0.5)
         if compiled == "fail":
             record.fail("compile_error", "compile failed: fake inductor error")
+            return record
+        if compiled == "refused":  # the run options every candidate shares
+            record.fail("bad_options", "device: cuda is not available: no CUDA (allowed: cpu)")
             return record
         rng = random.Random(len(self.runs))
         record.apply(make_event("phase", 0.1, phase="measuring"))
@@ -204,6 +207,32 @@ def test_a_failing_or_recompiling_candidate_is_out_with_its_reason():
     gone = {s.name: s.gone for s in result.standings}
     assert gone["cpp_wrapper=True"] == "out: failed: compile failed: fake inductor error"
     assert gone["aggressive_fusion=True"] == "out: recompiled 2 time(s) while measuring"
+
+
+def test_when_every_run_fails_nothing_was_measured_and_nothing_is_said_to_beat_the_default():
+    """A search whose every run failed, the default compile's too, said "no configuration beats the default
+    compile by more than 2%": a claim about times that no run measured."""
+    from tui.present.tune_answer import headline
+
+    result, _, runner, *_ = _tune([Candidate(), FREEZE, AUTOTUNE],
+                                  {"default": "fail", "freezing=True": "fail", "max-autotune": "fail"})
+    assert len(runner.runs) == 3  # a compile error is the candidate's own: each ran
+    assert result.outcome == NOTHING_MEASURED and result.winner is None and result.confirmation is None
+    assert headline(result) == ("nothing was measured, so no configuration can be judged: the default compile's "
+                                "run failed: compile failed: fake inductor error")
+
+
+def test_a_default_compile_refused_its_shared_options_stops_the_search_after_one_run():
+    """``tune --device cuda`` on a CPU box ran all 14 candidates, each refused the same way."""
+    from tui.present.tune_answer import answer_text
+
+    result, _, runner, heard, _ = _tune([Candidate(), FREEZE, AUTOTUNE], {"default": "refused"})
+    assert len(runner.runs) == 1 and result.outcome == NOTHING_MEASURED
+    gone = {s.name: s.gone for s in result.standings}
+    assert gone["default"] == "out: failed: device: cuda is not available: no CUDA (allowed: cpu)"
+    assert gone["freezing=True"] == gone["max-autotune"] == "not run: it would fail as the default compile did"
+    assert any(event[0] == "note" and "no other candidate was run" in event[1] for event in heard.events)
+    assert "beats the default" not in answer_text(result)
 
 
 def test_nothing_beats_the_default_compile_once_its_best_challenger_is_confirmed_no_faster():

@@ -330,7 +330,7 @@ def test_compiler_failure_is_a_compile_error_with_its_first_line(worker_factory,
             "import torch\n\ndef boom(x):\n    raise ValueError('eager went wrong')\n\n"
             "def make_workload(device, dtype):\n    return boom, (torch.ones(2),)\n",
             "runtime_error",
-            "eager went wrong",
+            "user_workload.py:4 in boom: eager went wrong",  # where in the user's file, not only what
         ),
     ],
     ids=["bad-return", "raises-in-eager"],

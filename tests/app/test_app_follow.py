@@ -10,7 +10,7 @@ from app_helpers import fake_runner, wait_until
 from big_history import write_big_history
 from tui import paths
 from tui.app.components.chart import IterationChart
-from tui.app.components.picker import Picker
+from tui.app.components.picker import FILE_CHOICE, Picker
 from tui.app.components.results_table import ResultsTable
 
 HISTORY = 120  # far more rows than the table shows at 80x24
@@ -121,13 +121,55 @@ async def test_the_chart_of_a_failed_run_says_it_failed(make_app):
         app.table.focus()
         await pilot.press("r")
         await wait_until(pilot, lambda: app.table.row_count == 1 and app.settled, what="the run ended")
-        # At 80x24 the run moved the sidebar aside: the chart is wide enough for the error kind.
+        # At 80x24 the run moved the sidebar aside; the chart says why the run failed under the placeholder.
         await wait_until(
             pilot,
-            lambda: "run failed (" in _chart_text(chart) and "no timing blocks" in _chart_text(chart),
+            lambda: "run failed: no timing blocks" in _chart_text(chart)
+            and "compile_error: compile failed: fake inductor error" in _chart_text(chart),
             what="the failure in the chart",
         )
         assert "waiting" not in _chart_text(chart)
+
+
+async def test_at_80x24_a_failed_user_files_row_and_chart_say_which_file_and_why(make_app, tmp_path):
+    """The table has no room for the error at 80 columns and the notice goes in seconds: the chart under the
+    table keeps the reason, folded to its width, the sidebar beside it or not; the row names the file."""
+    model = tmp_path / "model.py"
+    model.write_text("def make_workload(device, dtype):\n    raise RuntimeError('no')\n")
+    message = f"the workload raised ValueError at {model}:4 in forward: expected 128 features, got 64"
+    app = make_app(runner=fake_runner("fail", FAKE_WORKER_FAIL_KIND="runtime_error",
+                                      FAKE_WORKER_FAIL_MESSAGE=message))
+    async with app.run_test(size=(80, 24)) as pilot:
+        chart = app.query_one(IterationChart)
+        picker = app.query_one(Picker)
+        picker.query_one("#workload").value = FILE_CHOICE
+        await wait_until(pilot, lambda: not picker.query_one("#user-path-row").has_class("-hidden"), what="path row")
+        picker.query_one("#user-path", Input).value = str(model)
+        app.table.focus()
+        await pilot.press("r")
+        await wait_until(pilot, lambda: app.table.row_count == 1 and app.settled, what="the run ended")
+        run_id = app.table.run_ids[0]
+        assert app.table.cell_text(run_id, "status") == "failed"
+        assert app.table.cell_text(run_id, "workload") == "model.py"  # not model.py:make_workload
+        assert chart.border_title.startswith("iterations · model.py inductor")
+        await wait_until(pilot, lambda: "runtime_error: the workload raised" in _chart_text(chart), what="the reason")
+        assert "run failed: no timing blocks" in _chart_text(chart)
+        if chart.size.width < 70:  # the options beside the chart: hide them
+            await pilot.press("b")
+            await wait_until(pilot, lambda: chart.size.width >= 70, what="the chart wide")
+        whole = "".join(f"runtime_error: {message}".split())
+        await wait_until(pilot, lambda: whole in _folded(chart), what="the whole reason")
+        assert "…" not in _chart_text(chart)
+        await pilot.press("b")  # the options back beside it: the reason folds to the narrower chart
+        await wait_until(pilot, lambda: chart.size.width < 50, what="the options beside the chart")
+        await wait_until(pilot, lambda: max(map(len, _chart_text(chart).split("\n"))) == chart.size.width
+                         and whole[:60] in _folded(chart), what="the reason at the narrow width")
+        assert "run failed: no timing blocks" in _chart_text(chart)
+
+
+def _folded(chart: IterationChart) -> str:
+    """The chart's text without its white space: a reason folded over lines (a long path cut) reads as one."""
+    return "".join(_chart_text(chart).split())
 
 
 def _chart_text(chart: IterationChart) -> str:

@@ -344,3 +344,12 @@ def test_the_kernels_tab_counts_a_kernel_per_call_not_over_the_profiled_calls(cu
     assert re.search(r"^ *aten::mul +162 +0\.1620 +", text, re.M)
     assert re.search(r"^ *aten::sin +1 +0\.0500 +", text, re.M)
     assert "810" not in text and f"{calls} profiled calls" in " ".join(text.split())
+
+
+def test_a_long_warning_folds_under_its_own_text_at_80_columns():
+    record = full_record("20261201-101010-aaaaaa", failed=False)
+    record.warnings[:] = ["stall: one eager iteration took 20.09 ms, 527x its median (0.03808 ms): the worker was "
+                          "paused or the machine was busy; re-run"]
+    lines = _text(render_tab(record, "summary")).splitlines()
+    at = next(i for i, line in enumerate(lines) if line.startswith("  ! stall:"))
+    assert lines[at + 1].startswith("    ") and lines[at + 1].strip().endswith("busy; re-run"), lines[at:at + 2]

@@ -93,6 +93,52 @@ def test_an_exit_the_workload_asked_for_is_said_in_its_own_words(exc, stage, mes
     assert "\n" not in failure.message
 
 
+def _raised_through(tmp_path, library_code: str, user_code: str) -> BaseException:
+    """The exception of ``model.forward`` in a user's file ``model.py`` that calls ``lib/helper.py``."""
+    lib = tmp_path / "lib"
+    lib.mkdir()
+    (lib / "helper.py").write_text(library_code)
+    (tmp_path / "model.py").write_text(user_code)
+    helper: dict = {}
+    exec(compile(library_code, str(lib / "helper.py"), "exec"), helper)
+    model: dict = {"check": helper["check"]}
+    exec(compile(user_code, str(tmp_path / "model.py"), "exec"), model)
+    try:
+        model["forward"](2)
+    except ValueError as exc:
+        return exc
+    raise AssertionError("forward did not raise")
+
+
+def test_an_error_in_the_workloads_eager_call_names_its_file_and_line(tmp_path):
+    """A forward that raises read 'the workload raised ValueError: ...', with no word of where."""
+    from tui.engine.worker.failures import _Libraries, workload_frame
+
+    library = "def check(x):\n    raise ValueError(f'bad width {x}')\n"
+    user = "def forward(x):\n    y = x + 1\n    return check(y)\n"
+    exc = _raised_through(tmp_path, library, user)
+    # the innermost frame is the library's; the one named is the workload's own, which called it
+    libraries = _Libraries(packages=(str((tmp_path / "lib").resolve()),), stdlib=(), site=())
+    assert workload_frame(exc, libraries) == f"{tmp_path / 'model.py'}:3 in forward"
+    failure = classify(exc, "eager")  # the library here is not one compile-lab knows: its frame is named
+    assert failure.kind == "runtime_error" and "\n" not in failure.message
+    assert failure.message == (f"the workload raised ValueError at {tmp_path / 'lib' / 'helper.py'}:2 in check: "
+                               "bad width 3")
+    assert classify(exc, "compiled").message == "the compiled code raised ValueError: bad width 3"
+
+
+def test_an_error_with_no_frame_of_the_workloads_own_says_no_place():
+    try:
+        int("x")  # raised inside the interpreter, called from this test's file, which is no library
+    except ValueError as exc:
+        raised = exc
+    from tui.engine.worker.failures import _Libraries, workload_frame
+
+    here = os.path.dirname(os.path.realpath(__file__))
+    assert workload_frame(raised, _Libraries(packages=(here,), stdlib=(), site=())) == ""
+    assert workload_frame(raised, _Libraries(packages=(), stdlib=(), site=())).startswith(f"{__file__}:")
+
+
 def test_a_bad_option_is_its_one_line_without_compile_labs_own_traceback():
     # run --device cuda on a CPU box: the worker's device check raises OptionsError; the details showed the
     # worker's own stack under the one line that says it all

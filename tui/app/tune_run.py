@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from tui.engine.options import RunOptions
 from tui.engine.store.results import new_run_id
-from tui.engine.tune.answer import NOTHING_BEATS, Progress, TuneResult
+from tui.engine.tune.answer import NOTHING_BEATS, NOTHING_MEASURED, Progress, TuneResult
 from tui.engine.tune.driver import TuneDriver, TuneListener
 from tui.engine.tune.request import TuneRequest, nothing_to_try, plan_search
 from tui.engine.tune.search import Standing, ranked, stage_name
@@ -245,7 +245,8 @@ class TuneRun:
 
     def _finish(self, result: TuneResult, modes: Any) -> None:
         self.result = result
-        stage = "nothing beats the default compile" if result.outcome == NOTHING_BEATS else f"ended: {result.outcome}"
+        stage = {NOTHING_BEATS: "nothing beats the default compile",
+                 NOTHING_MEASURED: "nothing measured: every run failed"}.get(result.outcome, f"ended: {result.outcome}")
         self.keeper.update(done=True, stopping=False, stage=stage, time_left_s=None, ends_at=None, runs=result.runs,
                            incumbent=result.winner, standings=result.standings,
                            headline=headline(result), answer=answer_text(result, modes))

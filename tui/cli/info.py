@@ -114,7 +114,7 @@ class _EnvTable:
         self.table = Table(title="compile-lab environment", title_justify="left", show_header=False)
         self.table.add_column("what", style="bold")
         self.table.add_column("value", overflow="fold")  # paths whole, never cut with …
-        self.table.add_column("note", style="dim")
+        self.table.add_column("note", style="dim", overflow="fold")  # an interpreter's path is the note: whole too
         self.hints: list[str] = []
 
     def row(self, what: str, value: Any, note: str = "", style: str = "") -> None:

@@ -9,7 +9,7 @@ from typing import Any
 from tui.present.format import (
     MISSING, VERDICT_STYLES, input_label, or_missing, ratio, significant, workload_name,
 )  # fmt: skip
-from tui.present.option_fields import differing, option_words
+from tui.present.option_fields import FIELDS_BY_KEY, differing, option_words
 from tui.engine.explain.host_time import HOST_LABELS, graph_break_rows
 from tui.engine.store.results import RunRecord
 from tui.engine.measure.summary import RunSummary
@@ -134,15 +134,8 @@ def print_table(records: list[RunRecord], console: Any) -> None:
 
     from tui.present.format import accuracy_style
 
-    table = Table(
-        title="compile-lab results", title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False, collapse_padding=True
-    )
-    # The options' words, those that tell the rows apart first; no word is ever cut (tui.present.option_fields).
-    differs = differing(record.options for record in records)
-    labels = [
-        " ".join(option_words(record.options, differs, skip=("workload", "params")) + where_words(record, records))
-        for record in records
-    ]
+    title, labels = _title_and_labels(records)
+    table = Table(title=title, title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False, collapse_padding=True)
     widest = max([len(word) for label in labels for word in label.split()], default=0)
     # A name wider than the column folds onto the next line rather than losing its end (a file's name).
     table.add_column("run", min_width=min(max(12, widest), RUN_MAX_WIDTH), ratio=1, overflow="fold")
@@ -158,7 +151,8 @@ def print_table(records: list[RunRecord], console: Any) -> None:
         params = " ".join(word for word in words if word)
         what = Text()
         what.append(f"{number} {workload_name(o.workload)}", style="bold")
-        what.append(printable(f" {params}\n{labels[number - 1]}".replace(" \n", "\n")))
+        label = labels[number - 1]
+        what.append(printable(f" {params}" + (f"\n{label}" if label else "")).rstrip())
         what.append(processes_text(record))
         compile_s = f"{record.compile_s:.3g} s" if record.compile_s is not None else MISSING
         accuracy = record.accuracy.verdict
@@ -182,6 +176,22 @@ def print_table(records: list[RunRecord], console: Any) -> None:
         console.print(Text(line, style="red"), soft_wrap=True)
 
 
+def _title_and_labels(records: list[RunRecord]) -> tuple[Any, list[str]]:
+    """The table's title, with what every row shares said once (as the app's pane title says it), and each row's
+    label: the words that tell it apart (its workload and parameters are written before it). No word is ever cut
+    (tui.present.option_fields)."""
+    from rich.text import Text
+
+    differs = differing(record.options for record in records)
+    said = ("workload", "params")
+    shared = " ".join(option_words(records[0].options, skip=(*said, *differs))) if records else ""
+    title = Text(printable("compile-lab results" + (f" · {shared}" if shared else "")), style="italic")
+    alike = tuple(key for key in FIELDS_BY_KEY if key not in differs)
+    labels = [" ".join(option_words(record.options, differs, skip=(*said, *alike)) + where_words(record, records))
+              for record in records]
+    return title, labels
+
+
 def print_warnings(records: list[RunRecord], console: Any) -> None:
     """Why a verdict is noisy (with the hint to re-run) or not decisive, first; then every warning, by run number."""
     from tui.engine.measure.verdict import NOISY, RERUN_HINT
@@ -199,8 +209,9 @@ def print_warnings(records: list[RunRecord], console: Any) -> None:
             lines.append(f"  run {number}: {warning}")
     if lines:
         console.print("warnings:", style="yellow")
-        for line in lines:
-            console.print(line, markup=False, highlight=False)
+        width = max(40, console.width)
+        for line in lines:  # a long warning's next lines indented under its text, not at the margin
+            console.print("\n".join(hanging_lines(line, width)), markup=False, highlight=False, soft_wrap=True)
 
 
 

@@ -26,11 +26,10 @@ def add_report_parser(sub: Any) -> None:
     """The ``report`` subcommand on ``sub`` (argparse subparsers)."""
     parser = sub.add_parser(
         "report", help="write runs as one HTML file to share (forest plot, distributions, telemetry)",
-        description="Write one self-contained HTML file (it opens offline): a forest plot of the speedups with\n"
-                    "their 95% intervals coloured by verdict, each side's per-iteration distribution, the GPU\n"
-                    "telemetry and environment of each run, the options, and why noisy runs are noisy.\n"
+        description="Write one self-contained HTML file (it opens offline): a forest plot of the speedups with "
+                    "their 95% intervals coloured by verdict, each side's per-iteration distribution, the GPU "
+                    "telemetry and environment of each run, the options, and why noisy runs are noisy. "
                     'Needs matplotlib: pip install "compile-lab[report]"',
-        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("runs", nargs="+", metavar="RUNS",
                         help=f"what to report: {SELECTION_HELP}; several add up (compare's selections)")

@@ -9,7 +9,8 @@ The search (:class:`tui.engine.tune.driver.TuneDriver`) runs through a
 :class:`~tui.engine.run.session.RunSession`, as ``run`` does: every run is in the history and the
 exports, tagged with the tune's id. Ctrl-C (or SIGTERM/SIGHUP) kills the worker and ends the search
 with the best so far, unconfirmed; the exit code is 128 + the signal. Otherwise 0, or 1 when an
-export could not be written; 2 on bad usage (one line), and when the budget held no run at all.
+export could not be written or nothing was measured (every run failed: the answer says why); 2 on bad
+usage (one line), and when the budget held no run at all.
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ from tui.cli.run_flags import add_cluster_flags, add_option_flags, add_output_fl
 from tui.engine.cluster.address import ClusterError
 from tui.engine.options import OptionsError, RunOptions
 from tui.engine.run.session import RunSession, SessionListener
+from tui.engine.tune.answer import NOTHING_MEASURED
 from tui.engine.tune.objective import DEVICE, OBJECTIVES, Objective
 from tui.engine.tune.probe import ask_torch
 from tui.engine.tune.request import (
@@ -155,7 +157,7 @@ async def _tune(args: argparse.Namespace, settings: tuple[RunOptions, Objective,
         stream.let_go()
     if stopped_by:
         return 128 + stopped_by[0]
-    return 1 if export_failed else 0
+    return 1 if export_failed or result.outcome == NOTHING_MEASURED else 0
 
 
 async def _lanes(args: argparse.Namespace, base: RunOptions, telemetry: Any) -> tuple[tuple[str, ...], Any]:

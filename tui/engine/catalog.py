@@ -25,6 +25,7 @@ __all__ = [
     "train_workloads",
     "is_user_workload",
     "split_user_workload",
+    "DEFAULT_FACTORY",
     "ParamError",
 ]
 
@@ -275,6 +276,8 @@ WORKLOADS: dict[str, WorkloadSpec] = {
 }
 
 USER_WORKLOAD_HELP = "a Python file: path/to/file.py or path/to/file.py:factory"
+#: The factory a user's file is asked for when its path names none.
+DEFAULT_FACTORY = "make_workload"
 
 
 def is_user_workload(name: str) -> bool:
@@ -287,8 +290,8 @@ def split_user_workload(name: str) -> tuple[str, str]:
     """Split ``file.py[:factory]`` into (path, factory name); the factory defaults to ``make_workload``."""
     if ":" in name and not name.endswith(".py"):
         path, factory = name.rsplit(":", 1)
-        return path, factory or "make_workload"
-    return name, "make_workload"
+        return path, factory or DEFAULT_FACTORY
+    return name, DEFAULT_FACTORY
 
 
 def train_workloads() -> tuple[str, ...]:

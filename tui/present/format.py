@@ -10,7 +10,7 @@ import math
 from datetime import datetime, timezone
 from typing import Any
 
-from tui.engine.catalog import is_user_workload
+from tui.engine.catalog import DEFAULT_FACTORY, is_user_workload, split_user_workload
 from tui.engine.options import RunOptions
 from tui.engine.store.results import ACTIVE_STATUSES, TERMINAL_STATUSES, RunRecord
 from tui.typed import printable
@@ -179,10 +179,13 @@ def input_label(record: RunRecord, summary: Any = None) -> str | None:
 
 
 def workload_name(workload: str) -> str:
-    """A built-in workload's name, or a user file's name without its folders (``model.py:make``): the part
-    that tells files apart, which a column cut from the right would lose first."""
-    if workload.endswith(".py") or ".py:" in workload:
-        return printable(workload.rsplit("/", 1)[-1])
+    """A built-in workload's name, or a user file's name without its folders (``model.py``), and its factory
+    where it is not the default one (``model.py:make``): the part that tells files apart, which a column cut
+    from the right would lose first."""
+    if is_user_workload(workload):
+        path, factory = split_user_workload(workload)
+        name = path.rsplit("/", 1)[-1]
+        return printable(name if factory == DEFAULT_FACTORY else f"{name}:{factory}")
     return printable(workload)
 
 
@@ -205,7 +208,7 @@ def fold_path(path: str, width: int) -> str:
 
 def workload_label(options: RunOptions) -> str:
     """``pointwise n=512`` (a user file shows its name only); control characters shown, not run."""
-    if options.workload.endswith(".py") or ".py:" in options.workload:
+    if is_user_workload(options.workload):
         return workload_name(options.workload)
     parts = [options.workload] + [f"{k}={v}" for k, v in options.params.items()]
     return printable(" ".join(parts))

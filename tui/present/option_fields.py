@@ -17,6 +17,7 @@ from collections.abc import Callable, Iterable
 from tui.engine.run.ab import interpreter_name
 from tui.engine.options import DEFAULT_MODE, DEFAULT_PRECISION, RunOptions, mode_applies
 from tui.present.format import MISSING
+from tui.present.format import workload_name as format_workload_name
 from tui.typed import printable
 
 __all__ = [
@@ -69,11 +70,9 @@ def short_device(device: str) -> str:
 
 
 def workload_name(options: RunOptions) -> str:
-    """The workload's name; a user's file by its file name (and factory), not its whole path."""
-    workload = options.workload
-    if workload.endswith(".py") or ".py:" in workload:
-        workload = workload.rsplit("/", 1)[-1]
-    return printable(workload)
+    """The workload's name; a user's file by its file name (and a factory other than the default), not its
+    whole path (:func:`tui.present.format.workload_name`)."""
+    return format_workload_name(options.workload)
 
 
 def params_text(options: RunOptions) -> str:

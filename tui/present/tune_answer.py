@@ -10,7 +10,8 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from tui.engine.tune.answer import (
-    BUDGET_RAN_OUT, CONFIRMED, NOTHING_BEATS, Against, TuneResult, no_more_than, nothing_beats_text,
+    BUDGET_RAN_OUT, CONFIRMED, NOTHING_BEATS, NOTHING_MEASURED, Against, TuneResult, no_more_than,
+    nothing_beats_text,
 )
 from tui.engine.tune.code import compile_call, config_form, config_settings
 from tui.engine.tune.search import Standing, ranked
@@ -70,6 +71,10 @@ def headline(result: TuneResult) -> str:
         return f"best: {name}, confirmed faster than the default compile in fresh processes"
     if result.outcome == NOTHING_BEATS:
         return nothing_beats_text(result.threshold)
+    if result.outcome == NOTHING_MEASURED:
+        default = next((s for s in result.standings if s.candidate.is_default), None)
+        why = default.score.out if default is not None and default.score.out else "every run failed"
+        return f"nothing was measured, so no configuration can be judged: the default compile's run {why}"
     verdict = result.confirmation.vs_default.verdict if result.confirmation else None
     subject = "" if result.confirmed is None or result.confirmed is result.winner else f" of {result.confirmed.name}"
     reasons = [result.stopped, f"the confirmation{subject} reads {verdict}" if verdict else None, result.incomplete]

@@ -47,12 +47,14 @@ from tui.app.components.chart_data import (
     TITLE,
     Bucket,
     RecordLike,
+    FAILED_PLACEHOLDER,
     Series,
     SeriesCache,
     chart_title,
     downsample,
     fit_legend,
     format_ms,
+    failure_lines,
     legend_parts,
     placeholder_text,
 )
@@ -251,12 +253,21 @@ class IterationChart(Widget):
         return [Strip(line).adjust_cell_length(width, base) for line in lines[:height]]
 
     def _placeholder(self, series: dict[str, Series], width: int, height: int) -> list[list[Segment]]:
-        """The legend and, mid-height, why there is no plot yet."""
-        message = self._note or placeholder_text(self._record, width)
+        """The legend and, mid-height, why there is no plot yet: a failed run's reason under it, as much as fits."""
+        reason = [] if self._note else failure_lines(self._record, width - 2)
+        message = self._note or (FAILED_PLACEHOLDER if reason else placeholder_text(self._record, width))
         lines: list[list[Segment]] = [self._legend(series, width) if series else []]
         lines.extend([] for _ in range(1, height))
         if height > 1:
-            lines[height // 2] = [Segment(message.center(width), self._style("chart--axis"))]
+            style = self._style("chart--axis")
+            first = max(1 if series else 0, min(height // 2, height - 1 - len(reason)))  # no legend: its line too
+            lines[first] = [Segment(message.center(width), style)]
+            shown = reason[: height - first - 1]
+            if len(shown) < len(reason):  # cut: the details (enter) have it whole
+                shown[-1] = shown[-1][: width - 3] + "…"
+            pad = " " * max(1, (width - max(map(len, shown), default=0)) // 2)
+            for offset, line in enumerate(shown, 1):
+                lines[first + offset] = [Segment(pad + line, style)]
         return lines
 
     def _plot(self, series: dict[str, Series], plot_w: int, plot_h: int) -> list[list[Segment]]:

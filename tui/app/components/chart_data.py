@@ -15,13 +15,15 @@ ever sees about two columns per terminal cell.
 from __future__ import annotations
 
 import math
+import textwrap
 from bisect import bisect_right
 from dataclasses import dataclass
 from typing import NamedTuple, Protocol
 from collections.abc import Mapping, Sequence
 
 from tui.engine.measure.stats import percentile
-from tui.engine.status import RunStatus
+from tui.engine.status import RunStatus, ended_reason
+from tui.typed import printable
 
 __all__ = [
     "SIDES",
@@ -38,6 +40,8 @@ __all__ = [
     "legend_parts",
     "fit_legend",
     "placeholder_text",
+    "FAILED_PLACEHOLDER",
+    "failure_lines",
     "chart_title",
 ]
 
@@ -314,6 +318,10 @@ def _width(parts: Sequence[LegendPart]) -> int:
     return sum(len(part.text) for part in parts)
 
 
+#: What the chart says of a failed run, its reason (:func:`failure_lines`) under it.
+FAILED_PLACEHOLDER = "run failed: no timing blocks"
+
+
 def placeholder_text(record: object | None, width: int = 80) -> str:
     """What the chart says where it has nothing to plot: why, read from the run's status.
 
@@ -326,7 +334,7 @@ def placeholder_text(record: object | None, width: int = 80) -> str:
     if status == RunStatus.FAILED:
         kind = getattr(record, "error_kind", None)
         text = f"run failed ({kind}): no timing blocks"
-        return text if kind and len(text) <= width else "run failed: no timing blocks"
+        return text if kind and len(text) <= width else FAILED_PLACEHOLDER
     if status == RunStatus.CANCELLED:
         return "cancelled before any timing block"
     if status == RunStatus.QUEUED:
@@ -334,6 +342,16 @@ def placeholder_text(record: object | None, width: int = 80) -> str:
     if status == RunStatus.DONE:
         return "no timing blocks to show"
     return "waiting for timing blocks…"
+
+
+def failure_lines(record: object | None, width: int) -> list[str]:
+    """A failed run's reason (``kind: message``) folded between words to ``width``, for the chart to show under
+    its placeholder: at 80 columns the table has no room for it, and the run's notice is gone in seconds.
+    Nothing for a run that did not fail or has no message (its kind alone fits in :func:`placeholder_text`)."""
+    if getattr(record, "status", None) != RunStatus.FAILED or not getattr(record, "error_message", None) or width < 1:
+        return []
+    reason = ended_reason(getattr(record, "error_kind", None), getattr(record, "error_message", None))
+    return textwrap.wrap(printable(" ".join(reason.split())), width=width, break_on_hyphens=False)
 
 
 TITLE = "iterations"

@@ -6,8 +6,9 @@ its text, and a piece of a number reads as another number (``0.00`` of ``0.00120
 ``LB 1.05×``, ``3.4`` of ``123.4``). The rule for a text too long for its own column (Rich's
 ``overflow="ellipsis"``, :class:`~tui.app.components.result_cells.Cell`) applies at the edge too: the
 part of the text that fits, in its place, and ``…`` at the edge where it goes on; the part is
-shortened to leave out any number it would cut (``redu…``, ``n= …``, ``LB  …``, ``   …``). A cell whose text is whole on screen, or none of it, is left as it is, and so are the
-headers: a word cut reads as no value.
+shortened to leave out any number it would cut (``redu…``, ``n= …``, ``LB  …``, ``   …``). A cell
+whose text is whole on screen, or none of it, is left as it is, and so are the headers: a word cut
+reads as no value.
 """
 
 from __future__ import annotations
@@ -112,5 +113,6 @@ def redrawn(strip: Strip, cut: EdgeCut) -> Strip:
     before, inside, after = strip.divide([cut.start, cut.end, strip.cell_length])
     segments = list(inside)
     pieces = Segment.divide([Segment(cut.text)], accumulate(segment.cell_length for segment in segments))
-    new = [Segment("".join(piece.text for piece in parts), segment.style) for segment, parts in zip(segments, pieces)]
+    new = [Segment("".join(piece.text for piece in parts), segment.style)
+           for segment, parts in zip(segments, pieces, strict=True)]
     return Strip([*before, *new, *after])

@@ -421,7 +421,9 @@ class ResultsTable(BulkRowTable):
             row_key, _ = self._get_offsets(y)
         except LookupError:
             return strip
-        cells = self._cells.get(row_key.value) if row_key is not self._header_row_key else None
+        if row_key is self._header_row_key or row_key.value is None:
+            return strip
+        cells = self._cells.get(row_key.value)
         return strip if cells is None else cut_at_edges(self, strip, cells, x1)
 
     # ----- sorting ----------------------------------------------------------------

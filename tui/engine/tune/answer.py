@@ -27,8 +27,8 @@ from tui.engine.tune.objective import DEVICE, Objective
 from tui.engine.tune.search import Standing
 
 __all__ = ["CONFIRM_REPEATS", "CONFIRM_MAX_REPEATS",
-           "CONFIRMED", "NOTHING_BEATS", "BUDGET_RAN_OUT", "UNCONFIRMED", "Against", "Confirmation", "Progress",
-           "TuneResult", "confirm", "outcome_of", "no_more_than", "nothing_beats_text"]
+           "CONFIRMED", "NOTHING_BEATS", "NOTHING_MEASURED", "BUDGET_RAN_OUT", "UNCONFIRMED", "Against",
+           "Confirmation", "Progress", "TuneResult", "confirm", "outcome_of", "no_more_than", "nothing_beats_text"]
 
 CONFIRM_REPEATS = 3
 """Fresh processes of the winner, and as many of the default compile, interleaved."""
@@ -37,6 +37,8 @@ CONFIRM_MAX_REPEATS = AUTO_MAX_PROCESSES
 on a pool: one a lane) up to this many a side, as ``--repeat auto`` grows a group."""
 
 CONFIRMED, NOTHING_BEATS, UNCONFIRMED = "confirmed", "nothing beats default", "unconfirmed"
+NOTHING_MEASURED = "nothing measured"
+"""No candidate has a time, the default compile included: every run failed, so nothing can be said of any."""
 BUDGET_RAN_OUT = "the budget ran out"
 """Why candidates still in the race did not run again when the budget ended the race."""
 
@@ -201,14 +203,18 @@ def _gain(change: Any, metric: str) -> Against:
 
 
 def outcome_of(best: Standing | None, confirmation: Confirmation | None, stopped: str | None,
-               incomplete: str | None = None, threshold: float = 0.02, challenger_left: bool = False) -> str:
+               incomplete: str | None = None, threshold: float = 0.02, challenger_left: bool = False,
+               measured: bool = True) -> str:
     """:data:`CONFIRMED` (the confirmation says faster: with ``--calls`` the compile time's charge keeps it
     ahead by more than ``threshold``); :data:`NOTHING_BEATS` (the confirmation of the best challenger says no
     change or slower, or is inconclusive with its interval's high end within ``1 + threshold``
     (:func:`no_more_than`), or no challenger is left in the race: every one failed or was clearly worse; and
     every candidate was screened: ``incomplete`` None); else :data:`UNCONFIRMED` (stopped, a candidate never
     screened, a confirmation noisy or inconclusive, or a challenger left that no confirmation judged:
-    ``challenger_left``, the default's lead in the race alone claims nothing)."""
+    ``challenger_left``, the default's lead in the race alone claims nothing); :data:`NOTHING_MEASURED` when no
+    candidate has a time (``measured`` False: every run failed) and nothing stopped the search."""
+    if not measured and stopped is None and confirmation is None:
+        return NOTHING_MEASURED
     if confirmation is not None:
         verdict = confirmation.vs_default.verdict
         amortized = confirmation.amortized_gain

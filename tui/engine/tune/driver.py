@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from tui.engine.options import RunOptions
-from tui.engine.status import RunStatus
+from tui.engine.status import RunStatus, ended_reason
 from tui.engine.store.results import RunRecord, new_run_id
 from tui.engine.measure.verdict import INCONCLUSIVE
 from tui.engine.tune.answer import (
@@ -54,6 +54,9 @@ CONFIRM_MARGIN = 1.2
 (the estimate is a mean) would otherwise leave the confirmation no room, and the budget's rest unused."""
 CLOSING_S = 3.0
 """Seconds of the budget kept for after the last run: closing the session, the exports, the answer."""
+SHARED_FAILURES = ("bad_options", "workload_error")
+"""Failure kinds of the default compile's run that every candidate would meet: the run options they all share
+were refused (a device this torch has not), or the workload could not be loaded. The search stops on them."""
 
 
 class TuneListener:
@@ -152,6 +155,8 @@ class TuneDriver:
         self._stopped: str | None = None
         self._incomplete: str | None = None
         self._cut_short: str | None = None
+        self._refused: str | None = None
+        """Why the default compile's run failed in a way every candidate would (:data:`SHARED_FAILURES`)."""
 
     # ----- time -------------------------------------------------------------------------------
 
@@ -189,6 +194,11 @@ class TuneDriver:
         return estimate + (self._confirm_cost() * CONFIRM_MARGIN if reserve else 0.0) <= self.time_left()
 
     # ----- running ------------------------------------------------------------------------------
+
+    @property
+    def _going_on(self) -> bool:
+        """Neither stopped nor ended by the default compile's failure that every candidate shares."""
+        return self._stopped is None and self._refused is None
 
     def stop(self, reason: str = "stopped") -> None:
         """End the search now: what runs is cancelled, the best so far is reported unconfirmed."""
@@ -231,7 +241,7 @@ class TuneDriver:
         """The race and the confirmation (see the module docstring); the result, whatever stopped it."""
         try:
             await self._race()
-            if self._stopped is None:
+            if self._going_on:
                 return await self._confirmation()
         except asyncio.CancelledError:
             self._stopped = self._stopped or CANCELLED
@@ -244,7 +254,8 @@ class TuneDriver:
         self._say_kinds()
         best = winner(self.standings, self.threshold)
         outcome = outcome_of(best, confirmation, self._stopped, self._incomplete, self.threshold,
-                             challenger_left=challenger(self.standings) is not None)
+                             challenger_left=challenger(self.standings) is not None,
+                             measured=any(s.score.value is not None for s in self.standings))
         if outcome == CONFIRMED and confirmed is not None:
             best = confirmed  # shown faster than the default compile in fresh processes, whoever led the race
         return TuneResult(tune_id=self.tune_id, outcome=outcome, winner=best,
@@ -325,7 +336,7 @@ class TuneDriver:
         going: dict[str, tuple[float, list[RunRecord]]] = {}
         out_of_time = False
         while waiting or going:
-            while waiting and len(going) < self.lanes and self._stopped is None and not out_of_time:
+            while waiting and len(going) < self.lanes and self._going_on and not out_of_time:
                 out_of_time = not self._fits(iters)
                 if not out_of_time:
                     name = waiting.pop(0)
@@ -340,9 +351,9 @@ class TuneDriver:
                 began, records = going.pop(name)
                 self._took(records, began)
                 self._scored(name, index, records)
-        if out_of_time and self._stopped is None:
+        if out_of_time and self._going_on:
             self._out_of_time(index, iters)
-        return self._stopped is None and not out_of_time
+        return self._going_on and not out_of_time
 
     def _scored(self, name: str, index: int, records: Sequence[RunRecord]) -> None:
         """A run of ``name`` in stage ``index`` ended: its score and standing (a run cancelled by a stop is not)."""
@@ -354,7 +365,22 @@ class TuneDriver:
         self.standings = [self._rescored(s, new, index) if s.name == name else s for s in self.standings]
         standing = next(s for s in self.standings if s.name == name)
         self.listener.candidate_scored(standing)
+        if standing.candidate.is_default and standing.score.value is None:
+            self._refuse(records)
         self._progress()
+
+    def _refuse(self, records: Sequence[RunRecord]) -> None:
+        """The default compile's run failed as every candidate's would (:data:`SHARED_FAILURES`): no more runs
+        start, the candidates not run say why, and a note says it; other failures leave the race to go on."""
+        failed = next((r for r in records if r.status == RunStatus.FAILED and r.error_kind in SHARED_FAILURES), None)
+        if failed is None:
+            return
+        self._refused = ended_reason(failed.error_kind, failed.error_message)
+        why = "not run: it would fail as the default compile did"
+        self.standings = judge_stage([dataclasses.replace(s, gone=why) if s.alive and s.stage < 0 else s
+                                      for s in self.standings], self.threshold)
+        self._say(f"the default compile's run failed ({self._refused}); every candidate shares its run options and "
+                  "workload, so no other candidate was run")
 
     @staticmethod
     def _rescored(standing: Standing, new: Any, index: int) -> Standing:

@@ -8,6 +8,7 @@ before anything is compiled, so an error on the first compiled call is the compi
 from __future__ import annotations
 
 import logging
+import os
 import re
 import traceback
 from dataclasses import dataclass
@@ -261,9 +262,62 @@ def _exit_requested(exc: BaseException, chain: list[BaseException], where: _Wher
     return None
 
 
+@dataclass(frozen=True)
+class _Libraries:
+    """Folders whose frames are not the workload's own code: compile-lab's and torch's packages, and the standard
+    library's apart from its site-packages (a model from an installed package is the workload's code)."""
+
+    packages: tuple[str, ...]
+    stdlib: tuple[str, ...]
+    site: tuple[str, ...]
+
+    @classmethod
+    def here(cls) -> _Libraries:
+        """This interpreter's folders (torch's when it is imported)."""
+        import sys
+        import sysconfig
+
+        packages = [os.path.dirname(os.path.dirname(os.path.dirname(os.path.realpath(__file__))))]  # tui/
+        torch_file = getattr(sys.modules.get("torch"), "__file__", None)
+        if torch_file:
+            packages.append(os.path.dirname(os.path.realpath(torch_file)))
+        paths = sysconfig.get_paths()
+        found = {key: os.path.realpath(paths[key]) for key in ("stdlib", "platstdlib", "purelib", "platlib")
+                 if paths.get(key)}
+        stdlib = tuple(found[key] for key in ("stdlib", "platstdlib") if key in found)
+        site = tuple(found[key] for key in ("purelib", "platlib") if key in found)
+        return cls(tuple(packages), stdlib, site)
+
+    def owns(self, path: str) -> bool:
+        """Whether the file at ``path`` (resolved) belongs to compile-lab, torch or the standard library."""
+        if any(_under(path, folder) for folder in self.packages):
+            return True
+        return any(_under(path, folder) for folder in self.stdlib) and not any(_under(path, f) for f in self.site)
+
+
+def _under(path: str, folder: str) -> bool:
+    return path == folder or path.startswith(folder.rstrip(os.sep) + os.sep)
+
+
+def workload_frame(exc: BaseException, libraries: _Libraries | None = None) -> str:
+    """``path:line in function`` of the innermost frame of the workload's own code that ``exc`` came through;
+    empty where every frame is compile-lab's, torch's or the standard library's (a built-in workload)."""
+    libraries = libraries or _Libraries.here()
+    for frame in reversed(traceback.extract_tb(exc.__traceback__)):
+        if frame.filename.startswith("<") or libraries.owns(os.path.realpath(frame.filename)):
+            continue  # <string>, <frozen ...>: no file to name
+        return f"{frame.filename}:{frame.lineno} in {frame.name}"
+    return ""
+
+
 def _runtime_error(exc: BaseException, where: _Where) -> tuple[str, str]:
-    """What every exception no rule claims is: the code that was running raised it."""
+    """What every exception no rule claims is: the code that was running raised it; in eager, where in the
+    workload's own code (its file and line), since its message alone rarely says."""
     what = {"compiled": "the compiled code", "eager": "the workload", "building": "building the workload"}
+    frame = workload_frame(exc) if where.stage == "eager" else ""
+    if frame:
+        text = one_line(str(exc), 300)
+        return "runtime_error", f"the workload raised {type(exc).__name__} at {frame}" + (f": {text}" if text else "")
     return "runtime_error", f"{what.get(where.stage, 'the worker')} raised {_describe(exc)}"
 
 

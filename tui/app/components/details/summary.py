@@ -262,6 +262,16 @@ def _payload(heading: str, data: object, fields: tuple[Field, ...]) -> list[Rend
     return [section(heading), kv_table(rows) if rows else Text("n/a", style="dim")]
 
 
+def _marked(mark: str, lines: Sequence[str], style: str) -> Table:
+    """One line per item after ``mark``; a long one folds under its own text, not under the mark."""
+    grid = Table.grid(padding=(0, 1))
+    grid.add_column(no_wrap=True)
+    grid.add_column()
+    for line in lines:
+        grid.add_row(Text(mark, style=style), Text(line, style=style))
+    return grid
+
+
 def command_of(record: RunRecord) -> str:
     """The ``compile-lab run ...`` line that measures this configuration again (a group: as many processes)."""
     group = getattr(record, "group", None)
@@ -279,12 +289,9 @@ def summary_tab(record: RunRecord, summary: RunSummary, host_line: str | None = 
     parts += _processes(record)
     parts += _timings(summary)
     parts.append(section("Warnings"))
-    if summary.warnings:
-        parts.append(Text("\n".join(f"  ! {w}" for w in summary.warnings), style="yellow"))
-    else:
-        parts.append(value_text(()))
+    parts.append(_marked("  !", summary.warnings, "yellow") if summary.warnings else value_text(()))
     if record.notes:  # what reading an older stored run changed in it
-        parts.append(Text("\n".join(f"  note: {note}" for note in record.notes), style="dim"))
+        parts.append(_marked("  note:", record.notes, "dim"))
     parts += _payload("Accuracy", record.accuracy, ACCURACY_FIELDS)
     parts += _payload("Memory", record.memory, MEMORY_FIELDS)
     parts += [section("Reproduce (y copies it)"), Text(command_of(record), style="cyan")]
