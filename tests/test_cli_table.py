@@ -164,7 +164,7 @@ def test_a_user_file_with_the_default_factory_is_named_by_its_file_alone():
     assert workload_name("/home/me/models/model.py:make_workload") == "model.py"
     assert workload_name("/home/me/models/model.py:build") == "model.py:build"
     assert workload_name("pointwise") == "pointwise"
-    options = RunOptions(workload="/home/me/models/model.py", device="cpu").validated()
+    options = RunOptions(workload="/home/me/models/model.py:make_workload", device="cpu")
     assert workload_label(options) == "model.py"
     assert run_label(options).startswith("model.py inductor")
 
