@@ -25,7 +25,7 @@ from typing import IO, Any, cast
 
 from tui.present.option_fields import differing, option_words
 from tui.cli.parse import PROG, UsageError
-from tui.cli.run_lines import RunLines
+from tui.cli.run_lines import RunLines, failed_lines
 from tui.engine.cluster.address import ClusterError
 from tui.engine.options import RunOptions
 from tui.engine.protocol import Event, WorkerWarning
@@ -309,10 +309,8 @@ def _report(records: list[RunRecord], ended: list[RunRecord], args: argparse.Nam
         print_host_time(rows, Console(file=out.as_io()))
         print_warnings(rows, Console(file=out.as_io()))
         print_ab_diff(ended, Console(file=out.as_io()))
-    for record in records:
-        if record.status == RunStatus.FAILED and args.quiet:
-            # one line, however long: a log keeps it whole
-            _say(err, f"{PROG}: {record.options.workload} {record.options.label()}: {record.error_message}")
+    for line in failed_lines(records) if args.quiet else []:
+        _say(err, f"{PROG}: {line}")  # one line, however long: a log keeps it whole
     if interrupted:
         signum = stopped_by[0] if stopped_by else signal.SIGINT
         reason = "Ctrl-C" if signum == signal.SIGINT else f"signal {signum}"

@@ -13,7 +13,8 @@ The fields that tell a sweep's runs apart come first, as in the results table
 from __future__ import annotations
 
 import time
-from collections.abc import Iterable
+from collections import Counter
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 from tui.present.format import ratio
@@ -23,7 +24,7 @@ from tui.engine.store.results import RunRecord
 from tui.engine.measure.summary import RunSummary
 from tui.engine.status import RunStatus, ended_reason
 
-__all__ = ["RunLines", "run_label", "ended_text"]
+__all__ = ["RunLines", "run_label", "ended_text", "failed_lines"]
 
 
 def run_label(options: RunOptions, differs: frozenset[str] = frozenset()) -> str:
@@ -55,6 +56,23 @@ def ended_text(record: RunRecord) -> str:
         return _done_text(record.summary())
     reason = ended_reason(record.error_kind, record.error_message, after=str(record.status))
     return f"{record.status}: {reason}" if reason else str(record.status)
+
+
+def failed_lines(records: Sequence[RunRecord]) -> list[str]:
+    """A line per failed run of ``records``, as its progress line ends: its configuration (the fields that tell the
+    runs apart first; ``process N`` of a group of several), then ``failed:``, the kind and the message. What
+    ``run --quiet`` says on stderr instead of the table."""
+    differs = differing(record.options for record in records)
+    groups = Counter(record.group_id for record in records if record.group_id is not None)
+    lines = []
+    for record in records:
+        if record.status != RunStatus.FAILED:
+            continue
+        label = run_label(record.options, differs)
+        if groups[record.group_id] > 1:
+            label += f" process {record.repeat + 1}"
+        lines.append(f"{label}: {ended_text(record)}")
+    return lines
 
 
 class RunLines:
