@@ -90,6 +90,59 @@ def test_a_user_files_name_is_what_the_run_column_shows():
     assert " acc" in text.splitlines()[2]  # the last header whole
 
 
+def test_files_of_one_name_are_told_apart_by_as_many_folders_as_it_takes():
+    from tui.present.format import ListingNames, workload_names
+
+    a, b = "/tmp/a/model.py:make_workload", "/tmp/b/model.py:make_workload"
+    assert workload_names([a, b, "pointwise", "/x/other.py:build"]) == {
+        a: "a/model.py", b: "b/model.py", "pointwise": "pointwise", "/x/other.py:build": "other.py:build"}
+    deeper = "/srv/a/model.py:make_workload"  # a/model.py twice: one more folder for those two, not for b
+    assert workload_names([a, b, deeper]) == {a: "tmp/a/model.py", b: "b/model.py", deeper: "srv/a/model.py"}
+    assert workload_names(["/a/m.py:build", "/b/a/m.py:build"]) == {"/a/m.py:build": "/a/m.py:build",
+                                                                    "/b/a/m.py:build": "b/a/m.py:build"}
+    # one file under two factories, or named twice: one name each, nothing to tell apart
+    assert workload_names([a, "/tmp/a/model.py:build", a]) == {a: "model.py", "/tmp/a/model.py:build": "model.py:build"}
+    listing = ListingNames()  # the app's table: a listing that grows
+    assert (listing.add(a), listing.name(a)) == ([], "model.py")
+    assert (listing.add(b), listing.name(a), listing.name(b)) == ([a], "a/model.py", "b/model.py")
+    assert listing.add(deeper) == [a] and listing.name(a) == "tmp/a/model.py" and listing.add(a) == []
+
+
+def test_the_table_the_lines_and_the_history_tell_two_model_files_apart(monkeypatch, capsys):
+    """``/tmp/a/model.py`` and ``/tmp/b/model.py`` both read ``model.py`` in the table, the progress lines and the
+    history."""
+    import io
+
+    from rich.console import Console
+
+    from tui.cli.history import _print_sessions, print_runs
+    from tui.cli.render import print_table
+    from tui.cli.run_lines import RunLines, failed_lines
+    from tui.engine.compare.selection import SessionRuns
+    from tui.engine.options import RunOptions
+    from tui.engine.store.results import RunRecord
+
+    records = [RunRecord.new(RunOptions(workload=f"/tmp/{folder}/model.py:make_workload")) for folder in "ab"]
+    for record in records:
+        record.fail("runtime_error", "no")
+    out = io.StringIO()
+    print_table(records, Console(file=out, width=80))
+    assert re.findall(r"^ (\d \S+)", out.getvalue(), flags=re.MULTILINE) == ["1 a/model.py", "2 b/model.py"]
+    assert failed_lines(records) == [f"{folder}/model.py inductor dyn=auto fp32 cpu: failed: runtime_error: no"
+                                     for folder in "ab"]
+    stream = io.StringIO()
+    lines = RunLines(stream, [record.options for record in records])
+    lines.started(records[1])
+    assert stream.getvalue().startswith("[1/0] b/model.py inductor")
+    out = io.StringIO()
+    print_runs(records, records, Console(file=out, width=80))
+    assert "a/model.py" in out.getvalue() and "b/model.py" in out.getvalue()
+    sessions = [SessionRuns(f"s{n}", 0.0, 0.0, 1, (record.options.workload,), ()) for n, record in enumerate(records)]
+    out = io.StringIO()
+    _print_sessions(sessions, 2, records, records, Console(file=out, width=80))
+    assert [line.split()[-1] for line in out.getvalue().splitlines()[:2]] == ["a/model.py", "b/model.py"]
+
+
 def test_one_spelling_for_a_missing_value_in_the_app_the_cli_and_compare():
     """The tester found ``-``, ``–`` and ``n/a`` for the same thing; format.MISSING is the one spelling."""
     from tui.app.components.result_cells import row_cells

@@ -7,7 +7,7 @@ import textwrap
 from typing import Any
 
 from tui.present.format import (
-    MISSING, VERDICT_STYLES, input_label, or_missing, ratio, significant, workload_name,
+    MISSING, VERDICT_STYLES, input_label, or_missing, ratio, significant, workload_names,
 )  # fmt: skip
 from tui.present.option_fields import FIELDS_BY_KEY, differing, option_words
 from tui.engine.explain.host_time import HOST_LABELS, graph_break_rows
@@ -144,13 +144,14 @@ def print_table(records: list[RunRecord], console: Any) -> None:
         table.add_column(name, justify="right", no_wrap=True)
     table.add_column("acc", no_wrap=True)
     errors = []
+    names = workload_names(record.options.workload for record in records)
     for number, record in enumerate(records, 1):
         summary = record.summary()
         o = record.options
         words = [f"{k}={v}" for k, v in (o.params or {}).items()] + [input_label(record, summary) or ""]
         params = " ".join(word for word in words if word)
         what = Text()
-        what.append(f"{number} {workload_name(o.workload)}", style="bold")
+        what.append(f"{number} {names[o.workload]}", style="bold")
         label = labels[number - 1]
         what.append(printable(f" {params}" + (f"\n{label}" if label else "")).rstrip())
         what.append(processes_text(record))
