@@ -85,9 +85,36 @@ def test_a_user_files_name_is_what_the_run_column_shows():
     print_table([record], Console(file=out, width=80))
     text = out.getvalue()
     column = "".join(line[1:21].strip() for line in text.splitlines()[4:7])  # the run column's first lines
-    assert column.startswith("1resnet_variant.py:make"), text  # whole, folded where it is wider than the column
+    assert column.startswith("1 resnet_variant.py:make"), text  # whole, folded where it is wider than the column
     assert "…" not in text and "a-long-folder-name" not in text
     assert " acc" in text.splitlines()[2]  # the last header whole
+
+
+def test_a_file_name_wider_than_the_run_column_folds_at_a_separator():
+    """At 80 columns the run column is 13 wide: ``example_workload.py`` read ``example_workl`` / ``oad.py``."""
+    import io
+
+    from rich.console import Console
+
+    from tui.cli.render import print_table
+    from tui.present.fold_text import separator_breaks
+
+    from fakes.timed import pointwise, timed_run
+
+    record = timed_run("r1", pointwise(workload="/home/me/example_workload.py:make_workload", params={}))
+    out = io.StringIO()
+    print_table([record], Console(file=out, width=80))
+    lines = out.getvalue().splitlines()
+    assert lines[2].index("verdict") == 15, out.getvalue()  # a run column of 13, as a done run's numbers leave it
+    assert [line[:14].strip() for line in lines[4:6]] == ["1 example_", "workload.py"], out.getvalue()
+
+    def parts(text: str, width: int) -> list[str]:
+        ends = [*separator_breaks(text, width), len(text)]
+        return [text[start:end] for start, end in zip([0, *ends], ends, strict=False)]
+
+    assert parts("1 a/very_long_name.py:build n=3", 10) == ["1 a/very_", "long_name.", "py:build ", "n=3"]
+    assert parts("abcdefghijklmnop.py", 10) == ["abcdefghij", "klmnop.py"]  # a piece wider than the column: letters
+    assert parts("dyn=auto fp32 cpu", 9) == ["dyn=auto ", "fp32 cpu"]  # words that fit: between words
 
 
 def test_files_of_one_name_are_told_apart_by_as_many_folders_as_it_takes():

@@ -185,14 +185,16 @@ def _label(record: RunRecord, differs: frozenset[str], processes: Counter[str], 
 
 
 def print_runs(records: list[RunRecord], history: list[RunRecord], console: Any) -> None:
-    """The runs as a table that fits 80 columns: run id over its time (UTC), configuration (folded between words),
-    status, speedup over its 95% interval, verdict; each session's runs under a row naming it (its id, its
-    ``session:last-N`` and its runs in ``history``, the whole history's runs)."""
+    """The runs as a table that fits 80 columns: run id over its time (UTC), configuration (folded between words, a
+    name too wide after a separator: tui.present.fold_text), status, speedup over its 95% interval, verdict; each
+    session's runs under a row naming it (its id, its ``session:last-N`` and its runs in ``history``, the whole
+    history's runs)."""
     from rich import box
     from rich.table import Table
     from rich.text import Text
 
     from tui.cli.render import NOT_SIGNIFICANT_LEGEND, not_significant, speedup_text
+    from tui.present.fold_text import SeparatorText
     from tui.present.format import MISSING, STATUS_LABELS, VERDICT_STYLES, fmt_when, workload_names
     from tui.present.option_fields import differing, option_words
 
@@ -220,7 +222,7 @@ def print_runs(records: list[RunRecord], history: list[RunRecord], console: Any)
         status, verdict = str(record.status), summary.verdict
         table.add_row(
             Text(printable(record.run_id)) + Text(f"\n{fmt_when(record.created)}", style="dim"),
-            Text(_label(record, differs, processes, bool(shared), names)),
+            SeparatorText(_label(record, differs, processes, bool(shared), names)),
             Text(STATUS_LABELS.get(status, status), style=status_styles.get(status, "")),
             speedup_text(summary),
             Text(verdict or MISSING, style=VERDICT_STYLES.get(verdict or "", "dim")),

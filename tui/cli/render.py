@@ -135,9 +135,12 @@ def print_table(records: list[RunRecord], console: Any) -> None:
     from tui.present.format import accuracy_style
 
     title, labels = _title_and_labels(records)
+    from tui.present.fold_text import SeparatorText
+
     table = Table(title=title, title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False, collapse_padding=True)
     widest = max([len(word) for label in labels for word in label.split()], default=0)
-    # A name wider than the column folds onto the next line rather than losing its end (a file's name).
+    # A name wider than the column folds onto the next line rather than losing its end (a file's name), after a
+    # separator (example_ / workload.py: SeparatorText), as the words of a label fold between words.
     table.add_column("run", min_width=min(max(12, widest), RUN_MAX_WIDTH), ratio=1, overflow="fold")
     table.add_column("verdict", no_wrap=True)
     for name in ("compile", "eager", "compiled", "speedup", "brk/rec"):
@@ -150,7 +153,7 @@ def print_table(records: list[RunRecord], console: Any) -> None:
         o = record.options
         words = [f"{k}={v}" for k, v in (o.params or {}).items()] + [input_label(record, summary) or ""]
         params = " ".join(word for word in words if word)
-        what = Text()
+        what = SeparatorText()
         what.append(f"{number} {names[o.workload]}", style="bold")
         label = labels[number - 1]
         what.append(printable(f" {params}" + (f"\n{label}" if label else "")).rstrip())
