@@ -287,7 +287,7 @@ def _example(order: list[str | None], run_id: str) -> str:
 def _print_sessions(shown: list[SessionRuns], total: int, records: list[RunRecord], history: list[RunRecord],
                     console: Any) -> None:
     """One line per session, newest last: id, first run's time (UTC), its ``session:last-N``, runs, workloads,
-    tunes; then how to select them."""
+    tunes (folded to the console's width, continued indented); then how to select them."""
     from tui.present.format import fmt_when, workload_names
 
     names = workload_names(workload for session in shown for workload in session.workloads)
@@ -300,7 +300,7 @@ def _print_sessions(shown: list[SessionRuns], total: int, records: list[RunRecor
                  ", ".join(names[w] for w in session.workloads)]
         if session.tune_ids:
             words.append(f"tune{'s' if len(session.tune_ids) > 1 else ''} {printable(', '.join(session.tune_ids))}")
-        console.print("  ".join(words), markup=False, highlight=False, soft_wrap=True)
+        _print_lines(["  ".join(words)], console)  # folded: the workloads and tunes go on under the line
     lines = []
     if total > len(shown):
         lines.append(f"the newest {len(shown)} of {total} sessions (--limit N lists more, --limit 0 all)")

@@ -14,6 +14,7 @@ from typing import Any
 
 from rich.cells import cell_len, chop_cells
 from rich.containers import Lines
+from rich.measure import Measurement
 from rich.text import Text
 
 __all__ = ["SeparatorText", "separator_breaks", "word_pieces", "SEPARATORS"]
@@ -74,6 +75,13 @@ def _fold_word(word: str, start: int, used: int, width: int, breaks: list[int]) 
 
 class SeparatorText(Text):
     """:class:`rich.text.Text` whose words too wide for the width they are drawn in fold at a separator."""
+
+    def __rich_measure__(self, console: Any, options: Any) -> Measurement:
+        """Rich's measure, the narrowest being the widest piece between separators, not the widest word."""
+        measured = super().__rich_measure__(console, options)
+        narrowest = max((cell_len(piece.rstrip()) for word in self.plain.split() for piece in word_pieces(word)),
+                        default=0)
+        return Measurement(min(narrowest, measured.maximum), measured.maximum)
 
     def wrap(self, console: Any, width: int, *, justify: Any = None, overflow: Any = None, tab_size: int = 8,
              no_wrap: bool | None = None) -> Lines:
