@@ -132,11 +132,10 @@ def print_table(records: list[RunRecord], console: Any) -> None:
     from rich.table import Table
     from rich.text import Text
 
+    from tui.present.fold_text import SeparatorText
     from tui.present.format import accuracy_style
 
     title, labels = _title_and_labels(records)
-    from tui.present.fold_text import SeparatorText
-
     table = Table(title=title, title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False, collapse_padding=True)
     widest = max([len(word) for label in labels for word in label.split()], default=0)
     # A name wider than the column folds onto the next line rather than losing its end (a file's name), after a
