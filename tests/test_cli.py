@@ -92,6 +92,19 @@ def test_usage_errors_exit_2_with_one_line(capsys, argv, field):
     assert lines[0].startswith(f"compile-lab: error: {field}")
 
 
+@pytest.mark.parametrize("command", ["run", "sweep", "tune"])
+def test_a_user_file_that_cannot_run_is_refused_before_a_worker_starts(monkeypatch, tmp_path, capsys, command):
+    """``run --workload /tmp/nope/model.py`` started a worker (2 s) that failed the run with exit 1."""
+    made = _use_fake_worker(monkeypatch)
+    (tmp_path / "dir.py").mkdir()
+    for path, problem in ((tmp_path / "nope" / "model.py", "no such file"),
+                          (tmp_path / "dir.py", "is a directory, not a Python file")):
+        assert cli.main([command, "--workload", f"{path}:build", "--no-history"]) == 2
+        assert _error_lines(capsys) == [f"compile-lab: error: workload: {path}: {problem} (allowed: a readable "
+                                        "Python file, path/to/file.py[:factory])"]
+    assert made == []
+
+
 def test_every_run_flag_reaches_its_option():
     args = cli.build_parser().parse_args(
         [

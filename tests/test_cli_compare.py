@@ -302,6 +302,35 @@ def test_real_cpu_workers_eager_backend_is_slower_than_inductor(tmp_path, capsys
     assert cli.main(["compare", "session:last-1", "session:last", "--ignore", "backend", *LOOSE]) == 1
 
 
+def test_user_files_fit_80_columns_by_their_names_and_json_keeps_the_paths(tmp_path, capsys, monkeypatch):
+    """compare with user files drew a 119-column table: it kept each path whole. The rows, and what an ignored
+    field was, name the files as a listing does (tui.present.format.workload_names), folded after a separator
+    where they are wider than the column; --json keeps the whole paths."""
+    monkeypatch.setenv("COLUMNS", "80")
+    folder = "/home/someone/projects/compile-lab-models/experiments"
+    files = {side: f"{folder}/{side}/example_workload.py:make_workload" for side in ("base", "new")}
+    for side, workload in files.items():
+        write_json([timed_run(f"20261201-10000{len(side)}-aaaaaa", pointwise(workload=workload, params={}), seed=1)],
+                   tmp_path / f"{side}.json")
+    base, new = str(tmp_path / "base.json"), str(tmp_path / "new.json")
+    assert cli.main(["compare", base, new, "--json", str(tmp_path / "c.json")]) == 0
+    out = capsys.readouterr().out
+    assert max(len(line) for line in out.split("every row:")[0].splitlines()) <= 80, out  # the title and the table
+    rows = re.findall(r"^ +\d +(\S+) .*\n +(\S+)", out, flags=re.MULTILINE)
+    assert rows == [("base/example_", "workload.py"), ("new/example_", "workload.py")], out
+    assert "NEW has it with workload new/ example_workload.py (--ignore workload)" in " ".join(out.split())
+    unmatched = json.loads((tmp_path / "c.json").read_text())["unmatched"]
+    assert [row["key"]["workload"] for row in unmatched] == list(files.values())
+    assert cli.main(["compare", base, new, "--ignore", "workload"]) == 0
+    out = capsys.readouterr().out
+    assert max(len(line) for line in out.split("1 proc/side:")[0].splitlines()) <= 80, out
+    column = "".join(line[4:20] for line in out.splitlines()).replace(" ", "")
+    assert "workload:base/example_workload.py->new/example_workload.py1/1processes" in column, out
+    assert cli.main(["compare", base, new, "--ignore", "workload", "--json", str(tmp_path / "c.json")]) == 0
+    (pair,) = json.loads((tmp_path / "c.json").read_text())["pairs"]
+    assert pair["differences"] == [f"workload: {files['base']} -> {files['new']}"]
+
+
 @pytest.mark.parametrize("width", [40, 60, 80, 100, 160])
 def test_no_header_title_or_verdict_loses_a_letter_at_any_width(exports, capsys, monkeypatch, width):
     """The tester read "fai" for "fail above" and "FAIL (--stric" at 80 columns: Rich squeezed them."""

@@ -90,7 +90,8 @@ def test_limit_lists_the_newest_runs_and_says_how_many_are_left(history, capsys,
     assert "of 7 runs" not in _listed(capsys, "--limit", "0") and "of 7 runs" in _listed(capsys, "--limit", "6")
 
 
-def test_sessions_one_line_each_with_when_runs_workloads_and_tunes(history, capsys):
+def test_sessions_one_line_each_with_when_runs_workloads_and_tunes(history, capsys, monkeypatch):
+    monkeypatch.setenv("COLUMNS", "160")  # a wide terminal: a session's line whole
     lines = _listed(capsys, "--sessions").splitlines()
     assert [line.split()[:6] for line in lines[:3]] == [
         [FIRST, "2026-12-01", "09:00", "session:last-2", "2", "runs"],
@@ -102,6 +103,18 @@ def test_sessions_one_line_each_with_when_runs_workloads_and_tunes(history, caps
     assert "session:ID or session:last[-N]" in " ".join(lines[3:])
     assert [line.split()[0] for line in _listed(capsys, "--sessions", "--limit", "1").splitlines()[:2]] == [
         SECOND, "the"]  # the newest, then "the newest 1 of 3 sessions"
+
+
+def test_sessions_fold_into_80_columns(history, capsys, monkeypatch):
+    """A session's line ran past 80 columns (its id, time, alias and runs take 66 before a workload is named)."""
+    monkeypatch.setenv("COLUMNS", "80")
+    lines = _listed(capsys, "--sessions").splitlines()
+    assert max(len(line) for line in lines) <= 80, lines
+    assert lines[:5] == [f"{FIRST}  2026-12-01 09:00  session:last-2    2 runs  pointwise",
+                         "20261201-101000-5e5510  2026-12-01 10:10  session:last-1    3 runs",
+                         f"  dynamic_shapes  tune {TUNE}",
+                         f"{SECOND}  2026-12-02 09:00  session:last      2 runs  pointwise,",
+                         "  resnet_variant.py:make"]
 
 
 def test_json_lists_runs_and_sessions_with_the_documented_keys(history, capsys):

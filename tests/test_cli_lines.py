@@ -109,6 +109,18 @@ def test_quiet_writes_no_run_lines(monkeypatch, compile_lab_home, capsys):
     assert capsys.readouterr().err == ""
 
 
+def test_quiet_says_a_failed_run_as_its_progress_line_ends(monkeypatch, compile_lab_home, capsys):
+    """``--quiet`` printed the raw workload and ``label()``: no parameters or device, a user file's whole path
+    with ``:make_workload``, and no error kind."""
+    monkeypatch.setattr(cli, "make_runner", lambda keep_spare, telemetry=None: WorkerRunner(
+        worker_argv=FAKE_WORKER, keep_spare=keep_spare, env={"FAKE_WORKER_BEHAVIOUR": "fail"}))
+    assert cli.main(["sweep", "--workload", "pointwise", "--param", "n=64,128", "--device", "cpu", "--iters", "10",
+                     "--block-size", "5", "--no-history", "--quiet"]) == 1
+    assert capsys.readouterr().err.splitlines() == [
+        f"compile-lab: pointwise n={n} inductor dyn=auto fp32 cpu: failed: compile_error: compile failed: fake "
+        "inductor error" for n in (64, 128)]
+
+
 def test_a_failed_and_a_cancelled_run_end_with_their_reason():
     stream = io.StringIO()
     options = RunOptions(workload="matmul", params={"n": 64}, backend="aot_eager")

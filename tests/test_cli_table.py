@@ -85,9 +85,89 @@ def test_a_user_files_name_is_what_the_run_column_shows():
     print_table([record], Console(file=out, width=80))
     text = out.getvalue()
     column = "".join(line[1:21].strip() for line in text.splitlines()[4:7])  # the run column's first lines
-    assert column.startswith("1resnet_variant.py:make"), text  # whole, folded where it is wider than the column
+    assert column.startswith("1 resnet_variant.py:make"), text  # whole, folded where it is wider than the column
     assert "…" not in text and "a-long-folder-name" not in text
     assert " acc" in text.splitlines()[2]  # the last header whole
+
+
+def test_a_file_name_wider_than_the_run_column_folds_at_a_separator():
+    """At 80 columns the run column is 13 wide: ``example_workload.py`` read ``example_workl`` / ``oad.py``."""
+    import io
+
+    from rich.console import Console
+
+    from tui.cli.render import print_table
+    from tui.present.fold_text import separator_breaks
+
+    from fakes.timed import pointwise, timed_run
+
+    record = timed_run("r1", pointwise(workload="/home/me/example_workload.py:make_workload", params={}))
+    out = io.StringIO()
+    print_table([record], Console(file=out, width=80))
+    lines = out.getvalue().splitlines()
+    assert lines[2].index("verdict") == 15, out.getvalue()  # a run column of 13, as a done run's numbers leave it
+    assert [line[:14].strip() for line in lines[4:6]] == ["1 example_", "workload.py"], out.getvalue()
+
+    def parts(text: str, width: int) -> list[str]:
+        ends = [*separator_breaks(text, width), len(text)]
+        return [text[start:end] for start, end in zip([0, *ends], ends, strict=False)]
+
+    assert parts("1 a/very_long_name.py:build n=3", 10) == ["1 a/very_", "long_name.", "py:build ", "n=3"]
+    assert parts("abcdefghijklmnop.py", 10) == ["abcdefghij", "klmnop.py"]  # a piece wider than the column: letters
+    assert parts("dyn=auto fp32 cpu", 9) == ["dyn=auto ", "fp32 cpu"]  # words that fit: between words
+
+
+def test_files_of_one_name_are_told_apart_by_as_many_folders_as_it_takes():
+    from tui.present.format import ListingNames, workload_names
+
+    a, b = "/tmp/a/model.py:make_workload", "/tmp/b/model.py:make_workload"
+    assert workload_names([a, b, "pointwise", "/x/other.py:build"]) == {
+        a: "a/model.py", b: "b/model.py", "pointwise": "pointwise", "/x/other.py:build": "other.py:build"}
+    deeper = "/srv/a/model.py:make_workload"  # a/model.py twice: one more folder for those two, not for b
+    assert workload_names([a, b, deeper]) == {a: "tmp/a/model.py", b: "b/model.py", deeper: "srv/a/model.py"}
+    assert workload_names(["/a/m.py:build", "/b/a/m.py:build"]) == {"/a/m.py:build": "/a/m.py:build",
+                                                                    "/b/a/m.py:build": "b/a/m.py:build"}
+    # one file under two factories, or named twice: one name each, nothing to tell apart
+    assert workload_names([a, "/tmp/a/model.py:build", a]) == {a: "model.py", "/tmp/a/model.py:build": "model.py:build"}
+    listing = ListingNames()  # the app's table: a listing that grows
+    assert (listing.add(a), listing.name(a)) == ([], "model.py")
+    assert (listing.add(b), listing.name(a), listing.name(b)) == ([a], "a/model.py", "b/model.py")
+    assert listing.add(deeper) == [a] and listing.name(a) == "tmp/a/model.py" and listing.add(a) == []
+
+
+def test_the_table_the_lines_and_the_history_tell_two_model_files_apart(monkeypatch, capsys):
+    """``/tmp/a/model.py`` and ``/tmp/b/model.py`` both read ``model.py`` in the table, the progress lines and the
+    history."""
+    import io
+
+    from rich.console import Console
+
+    from tui.cli.history import _print_sessions, print_runs
+    from tui.cli.render import print_table
+    from tui.cli.run_lines import RunLines, failed_lines
+    from tui.engine.compare.selection import SessionRuns
+    from tui.engine.options import RunOptions
+    from tui.engine.store.results import RunRecord
+
+    records = [RunRecord.new(RunOptions(workload=f"/tmp/{folder}/model.py:make_workload")) for folder in "ab"]
+    for record in records:
+        record.fail("runtime_error", "no")
+    out = io.StringIO()
+    print_table(records, Console(file=out, width=80))
+    assert re.findall(r"^ (\d \S+)", out.getvalue(), flags=re.MULTILINE) == ["1 a/model.py", "2 b/model.py"]
+    assert failed_lines(records) == [f"{folder}/model.py inductor dyn=auto fp32 cpu: failed: runtime_error: no"
+                                     for folder in "ab"]
+    stream = io.StringIO()
+    lines = RunLines(stream, [record.options for record in records])
+    lines.started(records[1])
+    assert stream.getvalue().startswith("[1/0] b/model.py inductor")
+    out = io.StringIO()
+    print_runs(records, records, Console(file=out, width=80))
+    assert "a/model.py" in out.getvalue() and "b/model.py" in out.getvalue()
+    sessions = [SessionRuns(f"s{n}", 0.0, 0.0, 1, (record.options.workload,), ()) for n, record in enumerate(records)]
+    out = io.StringIO()
+    _print_sessions(sessions, 2, records, records, Console(file=out, width=80))
+    assert [line.split()[-1] for line in out.getvalue().splitlines()[:2]] == ["a/model.py", "b/model.py"]
 
 
 def test_one_spelling_for_a_missing_value_in_the_app_the_cli_and_compare():
@@ -164,7 +244,7 @@ def test_a_user_file_with_the_default_factory_is_named_by_its_file_alone():
     assert workload_name("/home/me/models/model.py:make_workload") == "model.py"
     assert workload_name("/home/me/models/model.py:build") == "model.py:build"
     assert workload_name("pointwise") == "pointwise"
-    options = RunOptions(workload="/home/me/models/model.py", device="cpu").validated()
+    options = RunOptions(workload="/home/me/models/model.py:make_workload", device="cpu")
     assert workload_label(options) == "model.py"
     assert run_label(options).startswith("model.py inductor")
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 
 import pytest
 
@@ -120,13 +121,47 @@ def test_parse_key_values_types():
         parse_key_values(["nokey"], "option")
 
 
-def test_user_workload_paths():
+def test_user_workload_paths(tmp_path, monkeypatch):
     assert split_user_workload("m.py") == ("m.py", "make_workload")
     assert split_user_workload("dir/m.py:build") == ("dir/m.py", "build")
+    (tmp_path / "assets").mkdir()
+    (tmp_path / "assets" / "m.py").write_text("")
+    monkeypatch.chdir(tmp_path)
     resolved = RunOptions(workload="assets/m.py:build").validated().workload
-    assert resolved.endswith("/assets/m.py:build") and resolved.startswith("/")
+    assert resolved == f"{tmp_path}/assets/m.py:build"
     with pytest.raises(OptionsError, match="^workload: factory"):
         RunOptions(workload="m.py:not-a-name").validated()
+
+
+def test_a_user_file_that_cannot_run_is_refused_with_the_options(tmp_path):
+    """A missing file started a worker (2 s) only for it to fail the run; a directory, a pipe or an unreadable
+    file did the same. Each is refused with the options now, naming the field and what is allowed."""
+    folder = tmp_path / "folder.py"
+    folder.mkdir()
+    os.mkfifo(tmp_path / "pipe.py")
+    (tmp_path / "gone.py").symlink_to(tmp_path / "nowhere.py")
+    (tmp_path / "file").write_text("")
+    allowed = "(allowed: a readable Python file, path/to/file.py[:factory])"
+    cases = [(tmp_path / "missing.py", "no such file"), (tmp_path / "no" / "dir" / "m.py", "no such file"),
+             (tmp_path / "file" / "m.py", "no such file"), (tmp_path / "gone.py", "no such file"),
+             (folder, "is a directory, not a Python file"), (tmp_path / "pipe.py", "is not a regular file")]
+    for path, problem in cases:
+        for workload in (str(path), f"{path}:build"):
+            with pytest.raises(OptionsError) as refused:
+                RunOptions(workload=workload).validated()
+            assert refused.value.field == "workload"
+            assert str(refused.value) == f"workload: {path}: {problem} {allowed}"
+    (tmp_path / "ok.py").write_text("")
+    assert RunOptions(workload=str(tmp_path / "ok.py")).validated().workload == f"{tmp_path}/ok.py:make_workload"
+
+
+@pytest.mark.skipif(os.geteuid() == 0, reason="root reads every file")
+def test_a_user_file_this_user_cannot_read_is_refused_with_the_options(tmp_path):
+    secret = tmp_path / "secret.py"
+    secret.write_text("")
+    secret.chmod(0)
+    with pytest.raises(OptionsError, match=r"^workload: .*secret.py: cannot be read \(permission denied\)"):
+        RunOptions(workload=str(secret)).validated()
 
 
 def test_param_coercion_from_text():

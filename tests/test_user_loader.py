@@ -76,9 +76,12 @@ def test_dict_form_named_factory_label_and_seed(tmp_path):
 
 
 def test_missing_file(tmp_path):
+    """The options refuse a missing file; the loader says it too, for one that went after they were checked."""
     missing = tmp_path / "missing.py"
-    message = load_error(str(missing))
-    assert str(missing) in message and "no such file" in message
+    with pytest.raises(UserWorkloadError) as info:
+        build_workload(RunOptions(workload=str(missing)), CPU, torch.float32)
+    message = str(info.value)
+    assert message.startswith(f"{missing}: no such file (a user workload is path/to/file.py[:factory]; ")
 
 
 def test_syntax_error_names_file_and_line(tmp_path):

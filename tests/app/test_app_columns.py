@@ -11,6 +11,7 @@ from test_snapshots_table import SWEEP, sweep_record
 from tui import paths
 from tui.app.components.columns_dialog import ColumnsScreen
 from tui.app.palette import lab_commands
+from tui.engine.store.results import RunRecord
 
 
 async def _open_chooser(pilot) -> SelectionList:
@@ -134,3 +135,32 @@ async def test_at_80x24_every_row_of_a_sweep_after_a_run_shows_its_mode_and_full
         width = list(app.table.columns.values())[3].width
         await pilot.press("b")  # the sidebar back: the config cell narrows with the table
         await wait_until(pilot, lambda: list(app.table.columns.values())[3].width < width, what="a narrower cell")
+
+
+async def test_two_files_of_one_name_are_told_apart_by_their_folders(make_app):
+    """``/tmp/a/model.py`` and ``/tmp/b/model.py`` both read ``model.py``: one workload, said once in the title, for
+    two files. A file that shares a row's name renames both rows, a previous run's row included."""
+    import dataclasses
+
+    from tui.app.components.result_cells import history_cells
+
+    def file_record(index: int, folder: str) -> RunRecord:
+        options = dataclasses.replace(sweep_record(index, "default", None).options, workload=f"/tmp/{folder}/model.py",
+                                      params={})  # fmt: skip
+        return dataclasses.replace(sweep_record(index, "default", None), options=options)
+
+    app = make_app(load_history=False)
+    async with app.run_test(size=(160, 40)) as pilot:
+        first, second, earlier = file_record(0, "a"), file_record(1, "b"), file_record(2, "old/a")
+        app.inject_record(first)
+        await wait_until(pilot, lambda: app.table.row_count == 1, what="a row")
+        assert app.table.cell_text(first.run_id, "workload") == "model.py"
+        app.inject_record(second)
+        await wait_until(pilot, lambda: app.table.row_count == 2, what="two rows")
+        names = {run.run_id: app.table.cell_text(run.run_id, "workload") for run in (first, second)}
+        assert names == {first.run_id: "a/model.py", second.run_id: "b/model.py"}
+        assert "workload" in app.table.shown_columns and "model.py" not in app.table.border_title
+        app.main_screen.add_history_rows([(earlier.run_id, history_cells(earlier))])
+        await wait_until(pilot, lambda: app.table.row_count == 3, what="the previous run's row")
+        names = {run.run_id: app.table.cell_text(run.run_id, "workload") for run in (first, second, earlier)}
+        assert names == {first.run_id: "tmp/a/model.py", second.run_id: "b/model.py", earlier.run_id: "old/a/model.py"}

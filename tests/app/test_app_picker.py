@@ -86,6 +86,26 @@ async def test_python_file_choice_shows_a_path_input(make_app):
         assert options.params == {"size": 32, "scale": 0.5}
 
 
+async def test_a_missing_file_is_refused_at_the_path_field_before_a_worker_starts(make_app, tmp_path):
+    """The file was looked for only in the worker, which started (2 s) to fail the run."""
+    app = make_app()
+    async with app.run_test(size=(160, 48), notifications=True) as pilot:
+        picker = app.query_one(Picker)
+        picker.query_one("#workload", Select).value = FILE_CHOICE
+        await wait_until(pilot, lambda: not picker.query_one("#user-path-row").has_class("-hidden"), what="path row")
+        path = picker.query_one("#user-path", Input)
+        path.value = str(tmp_path / "nope" / "model.py")
+        await pilot.pause()
+        app.action_run()
+        await pilot.pause()
+        refusal = (f"workload: {tmp_path}/nope/model.py: no such file (allowed: a readable Python file, "
+                   "path/to/file.py[:factory])")
+        assert app.table.row_count == 0 and app.current is None and app.runner.last_pid is None
+        assert refusal in notifications(app)
+        assert str(picker.query_one("#picker-error").render()) == refusal
+        assert path.has_class("-refused") and app.focused is path
+
+
 async def test_invalid_iters_is_refused_with_a_notification_and_no_run(make_app):
     app = make_app()
     async with app.run_test(size=(160, 48), notifications=True) as pilot:

@@ -208,6 +208,16 @@ class TableLayout:
         """The keys of the columns shown, in order."""
         return tuple(column.key for column in self.columns)
 
+    def off_screen(self, visible: int, padding: int) -> list[str]:
+        """The headers of the columns telling rows apart that end past ``visible`` columns (``padding``: each
+        cell's, on either side)."""
+        end, cut = 0, []
+        for placed in self.columns:
+            end += placed.width + 2 * padding
+            if end > visible and placed.key in self.apart:
+                cut.append(placed.header)
+        return cut
+
 
 def _fitted(column: TableColumn, values: Iterable[str]) -> int:
     return min(column.width, max([cell_len(column.header), *(cell_len(value) for value in values)]))

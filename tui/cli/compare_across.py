@@ -12,8 +12,8 @@ from typing import Any
 
 from tui.present.format import MISSING, VERDICT_STYLES
 from tui.present.compare_render import (
-    MAX_REASONS, WITHIN, WITHIN_LEGEND, change_text, gate_verdict, markdown_cell, number_text, print_whole,
-    title_settings, whole_column,
+    MAX_REASONS, WITHIN, WITHIN_LEGEND, change_text, gate_verdict, key_label, key_names, markdown_cell, number_text,
+    print_whole, title_settings, whole_column,
 )  # fmt: skip
 from tui.engine.compare import METRICS, Across, AcrossRow, ConfigKey, KindCell
 from tui.engine.compare.across import ACROSS_FIELDS, COMPARED, NO_BASELINE, NOT_RUN
@@ -74,8 +74,9 @@ def _shared(across: Across) -> tuple[set[str], str]:
     return names, ConfigKey(tuple((n, v) for n, v in keys[0].fields if n in names)).label()
 
 
-def _label(row: AcrossRow, skip: set[str]) -> str:
-    return ConfigKey(tuple(row.key.items())).label(skip) or row.label
+def _label(row: AcrossRow, skip: set[str], across: Across) -> str:
+    """The row's configuration, its workload by its name among the rows (compare_render.key_names)."""
+    return key_label(row.key, skip, key_names(other.key for other in across.rows)) or row.label
 
 
 def _title(across: Across) -> str:
@@ -95,6 +96,8 @@ def print_across(across: Across, console: Any) -> None:
     from rich import box
     from rich.table import Table
     from rich.text import Text
+
+    from tui.present.fold_text import SeparatorText
 
     skip, shared = _shared(across)
     unit = _unit(across)
@@ -117,7 +120,7 @@ def print_across(across: Across, console: Any) -> None:
             for note in notes:
                 text.append(f"\n{note}", style="bold red" if note.startswith("FAIL") else "dim")
             cells.append(text)
-        table.add_row(str(number), Text(printable(_label(row, skip)), style="bold"), *cells,
+        table.add_row(str(number), SeparatorText(printable(_label(row, skip, across)), style="bold"), *cells,
                       end_section=number < len(across.rows))
     console.print(_title(across), markup=False, highlight=False)
     print_whole(table, console)
@@ -172,7 +175,7 @@ def across_gate_lines(across: Across) -> list[str]:
 
 
 def _markdown_row(number: int, row: AcrossRow, across: Across, unit: str, skip: set[str]) -> str:
-    cells = [str(number), _label(row, skip)]
+    cells = [str(number), _label(row, skip, across)]
     for cell in row.cells:
         value, *more = _value_parts(cell, across, unit)
         procs = more.pop() if more else ""

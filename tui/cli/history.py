@@ -167,38 +167,43 @@ def _say(line: str, stream: Any) -> None:
 # ----- the table ------------------------------------------------------------------------------------
 
 
-def _label(record: RunRecord, differs: frozenset[str], processes: Counter[str], shared: bool) -> str:
+def _label(record: RunRecord, differs: frozenset[str], processes: Counter[str], shared: bool,
+           names: dict[str, str]) -> str:
     """The configuration, the fields that tell the listed runs apart first (``shared``: those alone, the rest said
-    once above the table); ``process N`` for a --repeat's."""
+    once above the table); ``process N`` for a --repeat's. ``names``: the listed runs' workload names."""
     from tui.cli.run_lines import run_label
     from tui.present.option_fields import FIELDS_BY_KEY, option_words
 
     if shared:
         alike = tuple(key for key in FIELDS_BY_KEY if key not in differs)
-        label = " ".join(option_words(record.options, differs, skip=alike))
+        label = " ".join(option_words(record.options, differs, skip=alike, names=names))
     else:
-        label = run_label(record.options, differs)
+        label = run_label(record.options, differs, names)
     if record.group_id is not None and processes[record.group_id] > 1:
         label += f" process {record.repeat + 1}"
     return label
 
 
 def print_runs(records: list[RunRecord], history: list[RunRecord], console: Any) -> None:
-    """The runs as a table that fits 80 columns: run id over its time (UTC), configuration (folded between words),
-    status, speedup over its 95% interval, verdict; each session's runs under a row naming it (its id, its
-    ``session:last-N`` and its runs in ``history``, the whole history's runs)."""
+    """The runs as a table that fits 80 columns: run id over its time (UTC), configuration (folded between words, a
+    name too wide after a separator: tui.present.fold_text), status, speedup over its 95% interval, verdict; each
+    session's runs under a row naming it (its id, its ``session:last-N`` and its runs in ``history``, the whole
+    history's runs)."""
     from rich import box
     from rich.table import Table
     from rich.text import Text
 
     from tui.cli.render import NOT_SIGNIFICANT_LEGEND, not_significant, speedup_text
-    from tui.present.format import MISSING, STATUS_LABELS, VERDICT_STYLES, fmt_when
+    from tui.present.fold_text import SeparatorText
+    from tui.present.format import MISSING, STATUS_LABELS, VERDICT_STYLES, fmt_when, workload_names
     from tui.present.option_fields import differing, option_words
 
     table = Table(box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False, collapse_padding=True)
     differs = differing(record.options for record in records)
+    names = workload_names(record.options.workload for record in records)
     # What every listed run shares is said once, above the table: the rows keep what tells them apart.
-    shared = " ".join(option_words(records[0].options, skip=tuple(differs))) if differs and len(records) > 1 else ""
+    shared = (" ".join(option_words(records[0].options, skip=tuple(differs), names=names))
+              if differs and len(records) > 1 else "")
     if shared:
         _print_lines([f"every run listed: {shared}"], console, style="dim")
     processes = Counter(record.group_id for record in records if record.group_id is not None)
@@ -217,7 +222,7 @@ def print_runs(records: list[RunRecord], history: list[RunRecord], console: Any)
         status, verdict = str(record.status), summary.verdict
         table.add_row(
             Text(printable(record.run_id)) + Text(f"\n{fmt_when(record.created)}", style="dim"),
-            Text(_label(record, differs, processes, bool(shared))),
+            SeparatorText(_label(record, differs, processes, bool(shared), names)),
             Text(STATUS_LABELS.get(status, status), style=status_styles.get(status, "")),
             speedup_text(summary),
             Text(verdict or MISSING, style=VERDICT_STYLES.get(verdict or "", "dim")),
@@ -282,19 +287,20 @@ def _example(order: list[str | None], run_id: str) -> str:
 def _print_sessions(shown: list[SessionRuns], total: int, records: list[RunRecord], history: list[RunRecord],
                     console: Any) -> None:
     """One line per session, newest last: id, first run's time (UTC), its ``session:last-N``, runs, workloads,
-    tunes; then how to select them."""
-    from tui.present.format import fmt_when, workload_name
+    tunes (folded to the console's width, continued indented); then how to select them."""
+    from tui.present.format import fmt_when, workload_names
 
+    names = workload_names(workload for session in shown for workload in session.workloads)
     aliases = {session: alias for session, (alias, _) in _aliases(history).items()}
     width = max((len(aliases.get(session.session_id, "")) for session in shown), default=0)
     for session in shown:
         runs = f"{session.runs} run{'s' if session.runs != 1 else ''}"
         words = [printable(session.session_id), fmt_when(session.first),
                  aliases.get(session.session_id, "").ljust(width), f"{runs:>8}",
-                 ", ".join(workload_name(w) for w in session.workloads)]
+                 ", ".join(names[w] for w in session.workloads)]
         if session.tune_ids:
             words.append(f"tune{'s' if len(session.tune_ids) > 1 else ''} {printable(', '.join(session.tune_ids))}")
-        console.print("  ".join(words), markup=False, highlight=False, soft_wrap=True)
+        _print_lines(["  ".join(words)], console)  # folded: the workloads and tunes go on under the line
     lines = []
     if total > len(shown):
         lines.append(f"the newest {len(shown)} of {total} sessions (--limit N lists more, --limit 0 all)")

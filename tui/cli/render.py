@@ -7,7 +7,7 @@ import textwrap
 from typing import Any
 
 from tui.present.format import (
-    MISSING, VERDICT_STYLES, input_label, or_missing, ratio, significant, workload_name,
+    MISSING, VERDICT_STYLES, input_label, or_missing, ratio, significant, workload_names,
 )  # fmt: skip
 from tui.present.option_fields import FIELDS_BY_KEY, differing, option_words
 from tui.engine.explain.host_time import HOST_LABELS, graph_break_rows
@@ -132,25 +132,28 @@ def print_table(records: list[RunRecord], console: Any) -> None:
     from rich.table import Table
     from rich.text import Text
 
+    from tui.present.fold_text import SeparatorText
     from tui.present.format import accuracy_style
 
     title, labels = _title_and_labels(records)
     table = Table(title=title, title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False, collapse_padding=True)
     widest = max([len(word) for label in labels for word in label.split()], default=0)
-    # A name wider than the column folds onto the next line rather than losing its end (a file's name).
+    # A name wider than the column folds onto the next line rather than losing its end (a file's name), after a
+    # separator (example_ / workload.py: SeparatorText), as the words of a label fold between words.
     table.add_column("run", min_width=min(max(12, widest), RUN_MAX_WIDTH), ratio=1, overflow="fold")
     table.add_column("verdict", no_wrap=True)
     for name in ("compile", "eager", "compiled", "speedup", "brk/rec"):
         table.add_column(name, justify="right", no_wrap=True)
     table.add_column("acc", no_wrap=True)
     errors = []
+    names = workload_names(record.options.workload for record in records)
     for number, record in enumerate(records, 1):
         summary = record.summary()
         o = record.options
         words = [f"{k}={v}" for k, v in (o.params or {}).items()] + [input_label(record, summary) or ""]
         params = " ".join(word for word in words if word)
-        what = Text()
-        what.append(f"{number} {workload_name(o.workload)}", style="bold")
+        what = SeparatorText()
+        what.append(f"{number} {names[o.workload]}", style="bold")
         label = labels[number - 1]
         what.append(printable(f" {params}" + (f"\n{label}" if label else "")).rstrip())
         what.append(processes_text(record))

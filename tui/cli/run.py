@@ -23,9 +23,10 @@ import sys
 from collections.abc import Callable
 from typing import IO, Any, cast
 
+from tui.present.format import workload_names
 from tui.present.option_fields import differing, option_words
 from tui.cli.parse import PROG, UsageError
-from tui.cli.run_lines import RunLines
+from tui.cli.run_lines import RunLines, failed_lines
 from tui.engine.cluster.address import ClusterError
 from tui.engine.options import RunOptions
 from tui.engine.protocol import Event, WorkerWarning
@@ -75,7 +76,7 @@ async def run_configs(configs: list[RunOptions], args: argparse.Namespace,
     lines = None if args.quiet or err_file.isatty() else RunLines(err_file, configs, numbered=repeats != AUTO)
     progress = _Progress(err, len(configs) * per_config * len(pools), enabled=not args.quiet and lines is None,
                          lines=lines)
-    progress.differs = differing(configs)
+    progress.differs, progress.names = differing(configs), workload_names(o.workload for o in configs)
     progress.pooled = len(getattr(args, "device_pool", ()) or ()) > 1
     runner_for = await _runners(pool, make_runner, _keep_spare(configs, repeats), telemetry, cluster)
     session = RunSession(runner_for, history, progress, max_running=1 if getattr(args, "serial", False) else None)
@@ -309,10 +310,8 @@ def _report(records: list[RunRecord], ended: list[RunRecord], args: argparse.Nam
         print_host_time(rows, Console(file=out.as_io()))
         print_warnings(rows, Console(file=out.as_io()))
         print_ab_diff(ended, Console(file=out.as_io()))
-    for record in records:
-        if record.status == RunStatus.FAILED and args.quiet:
-            # one line, however long: a log keeps it whole
-            _say(err, f"{PROG}: {record.options.workload} {record.options.label()}: {record.error_message}")
+    for line in failed_lines(records) if args.quiet else []:
+        _say(err, f"{PROG}: {line}")  # one line, however long: a log keeps it whole
     if interrupted:
         signum = stopped_by[0] if stopped_by else signal.SIGINT
         reason = "Ctrl-C" if signum == signal.SIGINT else f"signal {signum}"
@@ -407,6 +406,8 @@ class _Progress(SessionListener):
         self.notes: dict[str, str] = {}
         self.differs: frozenset[str] = frozenset()
         """The option fields that differ among the runs (tui.present.option_fields.differing)."""
+        self.names: dict[str, str] = {}
+        """The runs' workload names (tui.present.format.workload_names: files of one name told apart)."""
         self.pooled = False
         """Runs are dealt to a pool of GPUs: each line names the GPU its run got."""
         self.unsaved: list[str] = []
@@ -458,7 +459,8 @@ class _Progress(SessionListener):
         if self.progress is None:
             return
         # what differs among the runs first: a narrow terminal cuts the description's end
-        label = f"[{self.started}/{self.total}] " + " ".join(option_words(record.options, self.differs))
+        label = f"[{self.started}/{self.total}] " + " ".join(option_words(record.options, self.differs,
+                                                                           names=self.names))
         if record.group_id is not None:
             label += f" process {record.repeat + 1}"
         if self.pooled:

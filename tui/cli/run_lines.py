@@ -13,22 +13,26 @@ The fields that tell a sweep's runs apart come first, as in the results table
 from __future__ import annotations
 
 import time
-from collections.abc import Iterable
+from collections import Counter
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from tui.present.format import ratio
+from tui.present.format import ratio, workload_names
 from tui.present.option_fields import differing, option_words, params_text, workload_name
 from tui.engine.options import RunOptions
 from tui.engine.store.results import RunRecord
 from tui.engine.measure.summary import RunSummary
 from tui.engine.status import RunStatus, ended_reason
 
-__all__ = ["RunLines", "run_label", "ended_text"]
+__all__ = ["RunLines", "run_label", "ended_text", "failed_lines"]
 
 
-def run_label(options: RunOptions, differs: frozenset[str] = frozenset()) -> str:
-    """``cnn batch=64 reduce-overhead dyn=true inductor fp32 cpu``: workload, parameters, then the options' words."""
-    words = [workload_name(options), params_text(options), *option_words(options, differs, skip=("workload", "params"))]
+def run_label(options: RunOptions, differs: frozenset[str] = frozenset(),
+              names: Mapping[str, str] | None = None) -> str:
+    """``cnn batch=64 reduce-overhead dyn=true inductor fp32 cpu``: workload, parameters, then the options' words
+    (``names``: the listing's workload names, :func:`tui.present.format.workload_names`)."""
+    words = [workload_name(options, names), params_text(options),
+             *option_words(options, differs, skip=("workload", "params"))]
     return " ".join(word for word in words if word)
 
 
@@ -57,6 +61,24 @@ def ended_text(record: RunRecord) -> str:
     return f"{record.status}: {reason}" if reason else str(record.status)
 
 
+def failed_lines(records: Sequence[RunRecord]) -> list[str]:
+    """A line per failed run of ``records``, as its progress line ends: its configuration (the fields that tell the
+    runs apart first; ``process N`` of a group of several), then ``failed:``, the kind and the message. What
+    ``run --quiet`` says on stderr instead of the table."""
+    differs = differing(record.options for record in records)
+    names = workload_names(record.options.workload for record in records)
+    groups = Counter(record.group_id for record in records)
+    lines = []
+    for record in records:
+        if record.status != RunStatus.FAILED:
+            continue
+        label = run_label(record.options, differs, names)
+        if record.group_id is not None and groups[record.group_id] > 1:
+            label += f" process {record.repeat + 1}"
+        lines.append(f"{label}: {ended_text(record)}")
+    return lines
+
+
 class RunLines:
     """Writes a run's start and end lines to ``stream`` (a log), each flushed at once.
 
@@ -70,7 +92,9 @@ class RunLines:
         self.numbered = numbered
         """Every process of a group says its number; False (``--repeat auto``): from the second on, so a
         configuration that one process settles reads as one run."""
+        configs = list(configs)
         self.differs = differing(configs)
+        self.names = workload_names(options.workload for options in configs)
         self.total = 0
         self._numbers: dict[str, int] = {}
         self._started_at: dict[str, float] = {}
@@ -104,7 +128,7 @@ class RunLines:
 
     def _write(self, record: RunRecord, what: str) -> None:
         number = self._numbers.get(record.run_id)
-        label = run_label(record.options, self.differs)
+        label = run_label(record.options, self.differs, self.names)
         if record.group_id is not None and (self.numbered or record.repeat > 0):
             label += f" process {record.repeat + 1}"
         line = f"[{number if number is not None else '-'}/{self.total}] {label}: {what}"

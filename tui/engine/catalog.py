@@ -8,7 +8,9 @@ validate input. The code that builds the tensors and models lives in
 from __future__ import annotations
 
 import math
+import os
 import re
+import stat
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -25,6 +27,7 @@ __all__ = [
     "train_workloads",
     "is_user_workload",
     "split_user_workload",
+    "user_file_problem",
     "DEFAULT_FACTORY",
     "ParamError",
 ]
@@ -292,6 +295,28 @@ def split_user_workload(name: str) -> tuple[str, str]:
         path, factory = name.rsplit(":", 1)
         return path, factory or DEFAULT_FACTORY
     return name, DEFAULT_FACTORY
+
+
+def user_file_problem(path: str) -> str | None:
+    """What keeps ``path`` (a user workload's file; ``~`` expanded) from being run, or None for a regular file this
+    user can read: ``no such file``, ``is a directory, not a Python file``, ``is not a regular file`` (a pipe, a
+    device), ``cannot be read (...)``. Asked when the options are checked and again by the worker's loader."""
+    target = os.path.expanduser(path)
+    try:
+        mode = os.stat(target).st_mode
+    except (FileNotFoundError, NotADirectoryError):
+        return "no such file"
+    except OSError as exc:
+        return f"cannot be read ({exc.strerror or type(exc).__name__})"
+    except ValueError:  # a NUL byte in the path
+        return "no such file"
+    if stat.S_ISDIR(mode):
+        return "is a directory, not a Python file"
+    if not stat.S_ISREG(mode):
+        return "is not a regular file"
+    if not os.access(target, os.R_OK):
+        return "cannot be read (permission denied)"
+    return None
 
 
 def train_workloads() -> tuple[str, ...]:

@@ -22,6 +22,7 @@ from tui.engine.catalog import (
     is_user_workload,
     split_user_workload,
     train_workloads,
+    user_file_problem,
 )
 from tui.engine.option_table import (
     INT_RANGES,
@@ -285,6 +286,11 @@ class RunOptions:
         if not factory.isidentifier():
             shown = echo(path, plain=True, limit=PATH_ECHO_CHARS)
             raise OptionsError("workload", f"factory {echo(factory)} is not a Python name ({shown}:factory)")
+        problem = user_file_problem(path)
+        if problem is not None:  # refused here, before a worker starts only to say so
+            shown = echo(path, plain=True, limit=PATH_ECHO_CHARS)
+            raise OptionsError("workload", f"{shown}: {problem} (allowed: a readable Python file, "
+                                           "path/to/file.py[:factory])")
         if self.train:
             allowed = ", ".join(train_workloads())
             raise OptionsError("train", f"a user workload defines its own step; train applies to {allowed}")

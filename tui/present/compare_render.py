@@ -7,17 +7,18 @@ its verdict is the row's. The fields every row shares are said once, above the t
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+import re
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from tui.present.format import MISSING, VERDICT_STYLES, ratio, significant
+from tui.present.format import MISSING, VERDICT_STYLES, ratio, significant, workload_names
 from tui.engine.compare import METRICS, Change, CompareSettings, Comparison, ConfigKey, PairResult, UnmatchedRow
 from tui.engine.measure.verdict import RERUN_HINT
 from tui.typed import printable
 
 __all__ = ["print_comparison", "markdown_lines", "gate_lines", "summary_line", "change_text", "columns", "number_text",
-           "markdown_cell", "title_settings", "whole_column", "print_whole", "WITHIN", "WITHIN_LEGEND",
-           "MAX_REASONS"]  # fmt: skip
+           "markdown_cell", "title_settings", "whole_column", "print_whole", "key_names", "key_label", "WITHIN",
+           "WITHIN_LEGEND", "MAX_REASONS"]  # fmt: skip
 
 WITHIN = "1 proc/side"
 """Beside a verdict whose interval holds only the noise within a process."""
@@ -116,8 +117,41 @@ def _rows(comparison: Comparison) -> Iterable[tuple[int, PairResult | UnmatchedR
     yield from enumerate((*comparison.pairs, *comparison.unmatched), 1)
 
 
-def _label(row: PairResult | UnmatchedRow, skip: set[str]) -> str:
-    return ConfigKey(tuple(row.key.items())).label(skip) or row.label
+def key_names(keys: Iterable[Mapping[str, str]]) -> dict[str, str]:
+    """The rows' workloads by their names in the table (tui.present.format.workload_names: a user file by its name,
+    files of one name told apart by their folders); ``--json`` and the CSV keep the whole paths."""
+    return workload_names(key["workload"] for key in keys if "workload" in key)
+
+
+def key_label(key: Mapping[str, str], skip: Iterable[str], names: Mapping[str, str]) -> str:
+    """A row's configuration (:meth:`ConfigKey.label`), its workload by its name in the table (:func:`key_names`)."""
+    return ConfigKey(tuple((name, names.get(value, value) if name == "workload" else value)
+                           for name, value in key.items())).label(skip)
+
+
+def _label(row: PairResult | UnmatchedRow, skip: set[str], names: Mapping[str, str]) -> str:
+    return key_label(row.key, skip, names) or row.label
+
+
+_FILE = re.compile(r"[^\s{},]+\.py(?::[A-Za-z_]\w*)?(?=$|[\s,}])")
+"""A user workload said in a row's extra line (``workload: A -> B``, ``NEW has it with workload A``)."""
+
+
+def _extra(row: PairResult | UnmatchedRow) -> tuple[str, ...]:
+    """The lines under a row's configuration: the ignored fields that differ, or where the other side has it."""
+    return row.differences if isinstance(row, PairResult) else ((row.hint,) if row.hint else ())
+
+
+def _names(comparison: Comparison) -> dict[str, str]:
+    """Every workload the table says (the rows' and those of their extra lines) by its name in the table."""
+    rows = [row for _, row in _rows(comparison)]
+    said = [file for row in rows for line in _extra(row) for file in _FILE.findall(line)]
+    return key_names([*(row.key for row in rows), *({"workload": file} for file in said)])
+
+
+def _extra_lines(row: PairResult | UnmatchedRow, names: Mapping[str, str]) -> list[str]:
+    """:func:`_extra`, each file named as the rows name it (``--json`` keeps the whole paths)."""
+    return [_FILE.sub(lambda found: names.get(found.group(), found.group()), line) for line in _extra(row)]
 
 
 def title_settings(settings: CompareSettings, ignore: Iterable[str] | None = None) -> str:
@@ -138,7 +172,10 @@ def print_comparison(comparison: Comparison, console: Any) -> None:
     from rich.table import Table
     from rich.text import Text
 
+    from tui.present.fold_text import SeparatorText
+
     skip, shared = shared_fields(comparison)
+    names = _names(comparison)
     # The title and caption are lines of their own, wrapped at words: as the table's title Rich cut them
     # ("fail above" read "fai" in a narrow terminal).
     table = Table(box=box.SIMPLE_HEAD, pad_edge=False, collapse_padding=True)
@@ -149,9 +186,9 @@ def print_comparison(comparison: Comparison, console: Any) -> None:
         whole_column(table, _header(comparison, metric), "right")
     whole_column(table, "verdict")
     for number, row in _rows(comparison):
-        what = Text(printable(_label(row, skip)), style="bold")
-        extra = row.differences if isinstance(row, PairResult) else ((row.hint,) if row.hint else ())
-        for line in extra:
+        # a path too wide for the column folds after a separator (tui.present.fold_text)
+        what = SeparatorText(printable(_label(row, skip, names)), style="bold")
+        for line in _extra_lines(row, names):
             what.append(f"\n{printable(line)}", style="dim")
         word, style, notes = _verdict_words(row)
         verdict = Text(word, style=style)
@@ -194,10 +231,17 @@ def whole_column(table: Any, header: str, justify: Any = "left") -> None:
 def print_whole(table: Any, console: Any) -> None:
     """Print ``table`` at the terminal's width, or where some word of it would not fit whole there, at the
     narrowest width that keeps every word of its headers and cells whole (the terminal wraps those long
-    lines): squeezed, Rich folds or cuts them ("fai" for "fail")."""
+    lines): squeezed, Rich folds or cuts them ("fai" for "fail").
+
+    A word with separators in a cell of :class:`~tui.present.fold_text.SeparatorText` (a path, a file's name)
+    folds after them: each piece between them is kept whole where the terminal's width allows it, and a piece
+    wider than its column (a long folder's name) folds by letters rather than widening the table past the
+    terminal (a path is what made compare 119 columns wide)."""
 
     width = console.width
-    needed = _whole_width(table, console, width)
+    needed = _whole_width(table, console, width, pieces=True)
+    if needed > width:
+        needed = _whole_width(table, console, width, pieces=False)
     if needed <= width:
         console.print(table)
         return
@@ -208,16 +252,26 @@ def print_whole(table: Any, console: Any) -> None:
         console.width = width
 
 
-def _whole_width(table: Any, console: Any, width: int) -> int:
-    """The narrowest width from ``width`` up at which every word of ``table`` is drawn whole."""
+def _whole_width(table: Any, console: Any, width: int, pieces: bool) -> int:
+    """The narrowest width from ``width`` up at which every word of ``table`` is drawn whole; in a cell of
+    :class:`~tui.present.fold_text.SeparatorText` a word with separators needs each piece whole (``pieces``) or
+    nothing."""
     from rich.measure import Measurement
 
-    words = {word for column in table.columns for cell in (column.header, *column.cells)
-             for word in _plain(cell).split()}
+    from tui.present.fold_text import SeparatorText, word_pieces
+
+    def needs(cell: Any, word: str) -> list[str]:
+        if not isinstance(cell, SeparatorText) or len(split := word_pieces(word)) == 1:
+            return [word]
+        return split if pieces else []
+
+    words = {piece for column in table.columns for cell in (column.header, *column.cells)
+             for word in _plain(cell).split() for piece in needs(cell, word)}
     measured = Measurement.get(console, console.options.update_width(10_000), table)
-    for candidate in range(max(width, measured.minimum), measured.maximum):
+    for candidate in range(max(width, measured.minimum if pieces else 0), measured.maximum):
         lines = console.render_lines(table, console.options.update_width(candidate), pad=False)
-        if words <= {word for line in lines for word in "".join(s.text for s in line).split()}:
+        drawn = {word for line in lines for word in "".join(s.text for s in line).split()}
+        if words <= drawn | {piece for word in drawn for piece in word_pieces(word)}:
             return candidate
     return max(width, measured.maximum)
 
@@ -280,6 +334,7 @@ def markdown_cell(text: str) -> str:
 def markdown_lines(comparison: Comparison) -> list[str]:
     """A GitHub Markdown table with a title line above it and the gate's lines below (a PR comment)."""
     skip, shared = shared_fields(comparison)
+    names = _names(comparison)
     shown = columns(comparison)
     header = ["#", "configuration", "procs", *(_header(comparison, m) for m in shown), "verdict"]
     lines = [f"**{markdown_cell(_title(comparison))}**", ""]
@@ -290,8 +345,7 @@ def markdown_lines(comparison: Comparison) -> list[str]:
     for number, row in _rows(comparison):
         word, _, notes = _verdict_words(row)
         verdict = f"**{word}**" + "".join(f" ({note})" for note in notes)
-        extra = row.differences if isinstance(row, PairResult) else ((row.hint,) if row.hint else ())
-        what = "; ".join([_label(row, skip), *extra])
+        what = "; ".join([_label(row, skip, names), *_extra_lines(row, names)])
         if isinstance(row, PairResult):
             procs = f"{row.base_processes}/{row.new_processes}"
             cells = [" ".join(change_text(row.change(m), _unit(comparison, m))) for m in shown]

@@ -7,6 +7,7 @@ view reads fields by name; what is here is how numbers and labels look on screen
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable
 from datetime import datetime, timezone
 from typing import Any
 
@@ -30,6 +31,8 @@ __all__ = [
     "fmt_when",
     "workload_label",
     "workload_name",
+    "workload_names",
+    "ListingNames",
     "fold_path",
     "input_label",
     "options_label",
@@ -187,6 +190,67 @@ def workload_name(workload: str) -> str:
         name = path.rsplit("/", 1)[-1]
         return printable(name if factory == DEFAULT_FACTORY else f"{name}:{factory}")
     return printable(workload)
+
+
+def workload_names(workloads: Iterable[str]) -> dict[str, str]:
+    """Each of ``workloads`` by its name in one listing (a table, a list of sessions): :func:`workload_name`, and
+    where user files of the listing share a name, as many of each one's last folders as tell it apart from the
+    others (``a/model.py``, ``b/model.py``; a path whole when all of it is needed). The one rule of every listing
+    of runs (the command line's table and lines, the history, the app's table, the report); the details, the
+    exports and ``compare --json`` keep the whole path."""
+    names = {workload: workload_name(workload) for workload in workloads}
+    alike: dict[str, dict[str, list[str]]] = {}  # a name -> each path of that name -> its workloads
+    for workload, name in names.items():
+        if is_user_workload(workload):
+            path = split_user_workload(workload)[0]
+            alike.setdefault(name, {}).setdefault(path, []).append(workload)
+    for name, paths in alike.items():
+        if len(paths) < 2:
+            continue
+        for path, same in paths.items():
+            folders = _folders_apart(path, [other for other in paths if other != path])
+            for workload in same:
+                names[workload] = printable(folders) + "/" + name if folders else name
+    return names
+
+
+class ListingNames:
+    """:func:`workload_names` of a listing that grows one workload at a time (the app's table): :meth:`add` says
+    whose names a new file changed, so only their rows are written again."""
+
+    def __init__(self) -> None:
+        self._names: dict[str, str] = {}
+        self._alike: dict[str, list[str]] = {}
+        """A file's name -> the user workloads of the listing with that name."""
+
+    def name(self, workload: str) -> str:
+        """The workload's name in the listing (its :func:`workload_name` until :meth:`add` takes it in)."""
+        return self._names.get(workload) or workload_name(workload)
+
+    def add(self, workload: str) -> list[str]:
+        """Take ``workload`` into the listing; the workloads already in it whose names this changed."""
+        if workload in self._names:
+            return []
+        name = workload_name(workload)
+        if not is_user_workload(workload):
+            self._names[workload] = name
+            return []
+        alike = self._alike.setdefault(name, [])
+        alike.append(workload)
+        names = workload_names(alike)
+        changed = [other for other in alike[:-1] if names[other] != self._names[other]]
+        self._names.update(names)
+        return changed
+
+
+def _folders_apart(path: str, others: list[str]) -> str:
+    """The fewest last folders of ``path`` that no path of ``others`` (files of the same name) ends with too."""
+    folders = path.split("/")[:-1]
+    for count in range(1, len(folders) + 1):
+        kept = folders[-count:]
+        if all(other.split("/")[:-1][-count:] != kept for other in others):
+            return "/".join(kept)
+    return "/".join(folders)
 
 
 def fold_path(path: str, width: int) -> str:

@@ -12,7 +12,7 @@ Imports no textual: the command line uses it.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 
 from tui.engine.run.ab import interpreter_name
 from tui.engine.options import DEFAULT_MODE, DEFAULT_PRECISION, RunOptions, mode_applies
@@ -69,9 +69,12 @@ def short_device(device: str) -> str:
     return device
 
 
-def workload_name(options: RunOptions) -> str:
+def workload_name(options: RunOptions, names: Mapping[str, str] | None = None) -> str:
     """The workload's name; a user's file by its file name (and a factory other than the default), not its
-    whole path (:func:`tui.present.format.workload_name`)."""
+    whole path (:func:`tui.present.format.workload_name`); ``names``: the listing's
+    (:func:`tui.present.format.workload_names`: files of one name told apart by their folders)."""
+    if names is not None and options.workload in names:
+        return names[options.workload]
     return format_workload_name(options.workload)
 
 
@@ -114,6 +117,8 @@ class OptionField:
     """Values that go unsaid in a label unless they tell rows apart (``dyn=`` is always said)."""
     word_of: Callable[[str], str] | None = None
     """How a value reads in a label when it is not the value itself (``dyn=auto``, ``fullgraph``)."""
+    identity: Callable[[RunOptions], str] | None = None
+    """What tells two runs' values apart where the short form may not (two files named ``model.py``)."""
 
     def word(self, value: str, differs: bool = False) -> str:
         """``value`` as a word of a label; empty when it goes unsaid (``differs``: it tells rows apart)."""
@@ -129,7 +134,8 @@ def _fullgraph_word(value: str) -> str:
 
 
 OPTION_FIELDS: tuple[OptionField, ...] = (
-    OptionField("workload", "workload", "the workload (a user's file by its name)", workload_name, 20),
+    OptionField("workload", "workload", "the workload (a user's file by its name)", workload_name, 20,
+                identity=lambda o: o.workload),
     OptionField("params", "params", "the workload's parameters (sizes)", params_text, 32),
     OptionField("backend", "backend", "torch.compile's backend", lambda o: printable(o.backend), 12),
     OptionField("mode", "mode",
@@ -158,18 +164,20 @@ def differing(options: Iterable[RunOptions]) -> frozenset[str]:
     seen: dict[str, set[str]] = {field.key: set() for field in OPTION_FIELDS}
     for one in options:
         for field in OPTION_FIELDS:
-            seen[field.key].add(field.value(one))
+            seen[field.key].add((field.identity or field.value)(one))
     return frozenset(key for key, values in seen.items() if len(values) > 1)
 
 
 def option_words(options: RunOptions, differs: frozenset[str] = frozenset(),
-                 skip: tuple[str, ...] = ()) -> list[str]:
+                 skip: tuple[str, ...] = (), names: Mapping[str, str] | None = None) -> list[str]:
     """The label of ``options`` as words, the fields in ``differs`` first (each said, and whole), then the rest.
 
-    ``skip``: fields said elsewhere (the command line writes the workload and its parameters first).
+    ``skip``: fields said elsewhere (the command line writes the workload and its parameters first);
+    ``names``: the listing's workload names (:func:`workload_name`).
     """
     fields = [field for field in OPTION_FIELDS if field.key not in skip]
     ordered = ([field for field in fields if field.key in differs]
                + [field for field in fields if field.key not in differs])
-    words = [field.word(field.value(options), field.key in differs) for field in ordered]
+    words = [field.word(workload_name(options, names) if field.key == "workload" else field.value(options),
+                        field.key in differs) for field in ordered]
     return [word for word in words if word]

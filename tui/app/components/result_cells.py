@@ -16,6 +16,7 @@ from rich.text import Text
 
 from tui.present.format import (
     ACTIVE_STATUSES,
+    ListingNames,
     MISSING,
     STATUS_LABELS,
     VERDICT_STYLES,
@@ -29,12 +30,13 @@ from tui.present.format import (
     or_missing,
 )
 from tui.present.option_fields import FIELDS_BY_KEY, OPTION_FIELDS
+from tui.engine.catalog import is_user_workload
 from tui.engine.store.results import RunRecord
 from tui.engine.measure.summary import RunSummary
 from tui.typed import printable
 from tui.engine.status import RunStatus
 
-__all__ = ["Cell", "config_cell", "row_cells", "history_cells"]
+__all__ = ["Cell", "FileCell", "FileNames", "config_cell", "row_cells", "history_cells"]
 
 _STATUS_STYLES: dict[str, str] = {
     RunStatus.QUEUED: "dim",
@@ -72,6 +74,45 @@ class Cell:
 
     def __repr__(self) -> str:
         return f"Cell({self.plain!r})"
+
+
+class FileCell(Cell):
+    """A user workload's cell, which knows the workload it names: the table names it by its listing's rule
+    (:class:`tui.present.format.ListingNames`: ``a/model.py`` beside ``b/model.py``)."""
+
+    __slots__ = ("workload",)
+
+    def __init__(self, plain: str, workload: str) -> None:
+        super().__init__(plain, sort_key=plain)
+        self.workload = workload
+
+    def named(self, plain: str) -> FileCell:
+        """This cell with the name ``plain``."""
+        return self if plain == self.plain else FileCell(plain, self.workload)
+
+
+class FileNames:
+    """The table's user files, named by the rule of their listing (every row, shown or not): files of one name
+    told apart by their folders (:class:`tui.present.format.ListingNames`)."""
+
+    def __init__(self) -> None:
+        self._names = ListingNames()
+
+    def name(self, cells: dict[str, Cell]) -> set[str]:
+        """Name the file of a new row's ``cells`` (in place); the workloads of other rows whose names this changed."""
+        cell = cells["workload"]
+        if not isinstance(cell, FileCell):
+            return set()
+        changed = set(self._names.add(cell.workload))
+        cells["workload"] = cell.named(self._names.name(cell.workload))
+        return changed
+
+    def renamed(self, cells: Mapping[str, Cell], workloads: set[str]) -> dict[str, Cell] | None:
+        """A row's cells with its file's new name when it is one of ``workloads``; else None (the row stays)."""
+        cell = cells["workload"]
+        if not isinstance(cell, FileCell) or cell.workload not in workloads:
+            return None
+        return {**cells, "workload": cell.named(self._names.name(cell.workload))}
 
 
 _NO_BASE = Cell("")
@@ -137,6 +178,8 @@ def _option_cells(record: RunRecord, members: Sequence[RunRecord] | None, summar
     workload's parameters with the name its factory gave its inputs (``"linear 256"``)."""
     options = record.options
     cells = {field.key: _text_cell(field.value(options)) for field in OPTION_FIELDS}
+    if is_user_workload(options.workload):
+        cells["workload"] = FileCell(cells["workload"].plain, options.workload)
     label = input_label(record, summary)
     if label:
         cells["params"] = _text_cell(f"{cells['params'].plain} {label}".strip())

@@ -20,7 +20,7 @@ whatever their number (:class:`~tui.app.components.table_rows.BulkRowTable`).
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 
 from rich.style import Style
 from rich.text import Text
@@ -32,7 +32,7 @@ from textual.widgets import DataTable
 from textual.widgets.data_table import CellDoesNotExist
 
 from tui.app.components.edge_cut import cut_at_edges
-from tui.app.components.result_cells import Cell, config_cell, history_cells, row_cells
+from tui.app.components.result_cells import Cell, FileNames, config_cell, history_cells, row_cells
 from tui.app.components.table_rows import BulkRowTable
 from tui.app.table_columns import (
     CELL_KEYS,
@@ -104,6 +104,8 @@ class ResultsTable(BulkRowTable):
         """A rewrite changed cells of the sorted column since the last sort (:meth:`_keep_sorted`)."""
         self._compact: tuple[str, ...] = ()
         """The option columns the ``config`` cells fold now (none: no ``config`` column)."""
+        self._names = FileNames()
+        """The workloads' names among every row, shown or not: files of one name told apart by their folders."""
 
     def on_mount(self) -> None:
         """Create the columns (unless rows added before made them)."""
@@ -204,7 +206,8 @@ class ResultsTable(BulkRowTable):
         """The pane's subtitle says how many previous runs are hidden (an empty table is not empty history),
         and which columns that tell the rows apart do not fit (the sidebar hidden or the pane zoomed widens it)."""
         hints = []
-        off_screen = self._apart_off_screen()
+        layout, width = self._layout, self.scrollable_content_region.width
+        off_screen = layout.off_screen(width, self.cell_padding) if layout is not None and self.size.width else []
         if off_screen:
             names = ", ".join(off_screen)
             if len(names) > self.size.width // 3:
@@ -214,18 +217,6 @@ class ResultsTable(BulkRowTable):
         if hidden:
             hints.append(f"{hidden} previous run{'s' if hidden != 1 else ''} hidden · h shows them")
         self.border_subtitle = " · ".join(hints)
-
-    def _apart_off_screen(self) -> list[str]:
-        """The headers of the columns telling rows apart that end past the table's width."""
-        layout = self._layout
-        if layout is None or not layout.apart or not self.size.width:
-            return []
-        visible, end, cut = self.scrollable_content_region.width, 0, []
-        for placed in layout.columns:
-            end += placed.width + 2 * self.cell_padding
-            if end > visible and placed.key in layout.apart:
-                cut.append(placed.header)
-        return cut
 
     def on_resize(self) -> None:
         """The columns that tell the rows apart may fit now (``b``, ``z``), or no longer."""
@@ -248,7 +239,7 @@ class ResultsTable(BulkRowTable):
             if run_id in self._session or run_id in self._history:
                 continue
             cells = self._session[run_id] = self._cells[run_id] = self._with_config(
-                self._with_base(run_id, row_cells(record)))
+                self._with_base(run_id, self._named(row_cells(record))))
             self._variety.add(cells, history=False)
             added.append(run_id)
         if added:
@@ -265,6 +256,7 @@ class ResultsTable(BulkRowTable):
         for run_id, cells in rows:
             if run_id in self._session:
                 continue
+            cells = self._named(cells)
             known = self._history.get(run_id)
             if known is not None:
                 self._variety.add(known, history=True, sign=-1)
@@ -324,7 +316,7 @@ class ResultsTable(BulkRowTable):
             return 0
         history = run_id in self._history
         old = self._cells[run_id]
-        cells = row_cells(record, summary, history=history, members=members)
+        cells = self._named(row_cells(record, summary, history=history, members=members))
         changed = self._rewrite(run_id, self._with_config(self._with_base(run_id, cells)))
         if changed and any(old[key] is not self._cells[run_id][key] for key in COUNTED_KEYS):
             self._variety.add(old, history, sign=-1)  # a group's process count in its flags, a pooled run's GPU
@@ -363,6 +355,10 @@ class ResultsTable(BulkRowTable):
             cells["vs_base"] = self._vs_base[run_id]
         return cells
 
+    def _rebased(self, run_id: str, old: dict[str, Cell]) -> dict[str, Cell] | None:
+        new = self._with_base(run_id, {**old, "vs_base": _NO_CELL})
+        return None if new["vs_base"] == old["vs_base"] else new
+
     @property
     def shows_baseline(self) -> bool:
         """Whether a baseline is marked (its column shows unless the user hid it)."""
@@ -371,18 +367,33 @@ class ResultsTable(BulkRowTable):
     def show_vs_base(self, cells: dict[str, Cell] | None) -> None:
         """Each row's ``vs base`` cell (rows left out show none); None: no baseline, no column."""
         self._vs_base = None if cells is None else dict(cells)
-        for rows in (self._history, self._session):
+        self._rewrite_rows(self._rebased)
+        self._apply_layout()
+        self._keep_sorted()
+
+    def _rewrite_rows(self, change: Callable[[str, dict[str, Cell]], dict[str, Cell] | None]) -> None:
+        """Every row, shown or hidden, whose cells ``change`` makes anew (None: it stays), counted again."""
+        for rows, history in ((self._history, True), (self._session, False)):
             for run_id, old in list(rows.items()):
-                new = self._with_base(run_id, {**old, "vs_base": _NO_CELL})
-                if new["vs_base"] == old["vs_base"]:
+                new = change(run_id, old)
+                if new is None:
                     continue
+                self._variety.add(old, history, sign=-1)
+                self._variety.add(new, history)
                 if run_id in self._cells:
                     self._rewrite(run_id, new)
                 else:
                     rows[run_id] = new
                     self._stash = None  # a hidden row changed: showing the history rebuilds the rows
-        self._apply_layout()
-        self._keep_sorted()
+
+    def _named(self, cells: dict[str, Cell]) -> dict[str, Cell]:
+        """``cells`` with a user's file named by the listing's rule; the rows of the files of its name that it
+        tells apart now (``model.py`` -> ``a/model.py``) are written again."""
+        changed = self._names.name(cells)
+        if changed:
+            self._rewrite_rows(lambda _, old: None if (new := self._names.renamed(old, changed)) is None
+                               else self._with_config(new))
+        return cells
 
     def _keep_sorted(self) -> None:
         """Re-sort, once, after rewrites changed cells of the sorted column: the sort stays true as runs end and

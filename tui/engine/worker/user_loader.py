@@ -42,7 +42,7 @@ from typing import Any
 
 import torch
 
-from tui.engine.catalog import split_user_workload
+from tui.engine.catalog import split_user_workload, user_file_problem
 from tui.engine.worker.failures import one_line
 from tui.engine.worker.built import BuiltWorkload, inference_workload
 
@@ -73,15 +73,6 @@ def _line_in(exc: BaseException, filename: str) -> int | None:
         if frame.filename == filename:
             line = frame.lineno
     return line
-
-
-def _not_a_file(path: Path) -> str:
-    """What ``path`` is instead of a Python file: missing, a directory, or another kind of file."""
-    if path.is_dir():
-        return "is a directory, not a Python file"
-    if path.exists():
-        return "is not a regular file"
-    return "no such file"
 
 
 def _describe_value(value: Any) -> str:
@@ -148,8 +139,9 @@ def load_user_workload(options: Any, device: torch.device, dtype: torch.dtype) -
     """
     shown, factory = split_user_workload(options.workload)
     path = Path(shown).expanduser().resolve()
-    if not path.is_file():
-        raise UserWorkloadError(f"{shown}: {_not_a_file(path)} (a user workload is path/to/file.py[:factory]; "
+    problem = user_file_problem(str(path))  # checked with the options too; a file may go in between
+    if problem is not None:
+        raise UserWorkloadError(f"{shown}: {problem} (a user workload is path/to/file.py[:factory]; "
                                 f"{CONTRACT})")
     module = _execute(path, shown)
     make = getattr(module, factory, None)
