@@ -303,8 +303,8 @@ async def test_at_80x24_the_sweep_preview_is_whole(make_app):
     async with app.run_test(size=(80, 24)) as pilot:
         terminal = TerminalModel(app)
         app.action_sweep()
-        await wait_until(pilot, lambda: isinstance(app.screen, SweepScreen) and bool(app.screen.query("#sweep-preview")),
-                         what="sweep dialog")
+        await wait_until(pilot, lambda: isinstance(app.screen, SweepScreen)
+                         and bool(app.screen.query("#sweep-preview")), what="sweep dialog")
         screen = app.screen
         preview = screen.query_one("#sweep-preview")
 

@@ -67,7 +67,8 @@ def _tf32(legacy: Callable[[], Any], *paths: tuple[str, ...]) -> bool | None:
 
 
 def read_flags() -> dict[str, Any]:
-    """The TF32 settings in effect now, by :data:`FLAG_NAMES` (each None where it cannot be read)."""
+    """The precision settings in effect now, by :data:`FLAG_NAMES` (each None where it cannot be read)."""
+    mkldnn: Any = getattr(torch.backends, "mkldnn", None)  # its matmul and conv settings: torch 2.9 on
     return {
         "tf32_matmul": _tf32(lambda: torch.backends.cuda.matmul.allow_tf32, ("cuda", "matmul"), ()),
         "tf32_cudnn": _tf32(lambda: torch.backends.cudnn.allow_tf32, ("cudnn", "conv"), ("cudnn",), ()),
@@ -75,8 +76,8 @@ def read_flags() -> dict[str, Any]:
         "fp32_precision_matmul": _read(lambda: str(torch.backends.cuda.matmul.fp32_precision)),
         "fp32_precision_cudnn": _read(lambda: str(torch.backends.cudnn.fp32_precision)),
         # torch 2.9's new API only (None before): ``none`` inherits, from ``mkldnn`` then the global setting
-        "fp32_precision_mkldnn_matmul": _read(lambda: str(torch.backends.mkldnn.matmul.fp32_precision)),
-        "fp32_precision_mkldnn_conv": _read(lambda: str(torch.backends.mkldnn.conv.fp32_precision)),
+        "fp32_precision_mkldnn_matmul": _read(lambda: str(mkldnn.matmul.fp32_precision)),
+        "fp32_precision_mkldnn_conv": _read(lambda: str(mkldnn.conv.fp32_precision)),
     }
 
 

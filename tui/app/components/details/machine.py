@@ -60,9 +60,9 @@ ENV_FIELDS = (
 """What every run shows (a field the worker did not record, a CPU run's GPU name, is left out)."""
 
 
-def _new_api(value: object) -> object:
+def _new_api(value: object) -> str | None:
     """torch's ``fp32_precision`` value in words: ``none`` means not set here (inherited)."""
-    return "not set" if value == "none" else value
+    return None if value is None else "not set" if value == "none" else str(value)
 
 
 CUDA_PRECISION_FIELDS = (
