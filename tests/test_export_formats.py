@@ -83,7 +83,9 @@ def test_the_apps_export_writes_every_default_format(formats, compile_lab_home, 
     defaults = LabController.write_export([record], None)
     assert len(defaults) == len(formats) and all(p.is_file() for p in defaults)
     assert all(p.name.endswith(fmt.suffix) for p, fmt in zip(defaults, formats, strict=True))
-    assert exported_message(1, str(written[0]), 0, 200).startswith(f"1 run(s) -> CSV and {len(formats) - 1} more")
+    message = exported_message(1, 1, [str(p) for p in written], 0, 200)
+    assert message.splitlines() == [f"1 run(s) -> {len(formats)} files in:", str(tmp_path),
+                                    ", ".join(p.name for p in written)]
 
 
 def test_a_format_not_written_by_default_is_the_clis_only(monkeypatch, compile_lab_home, tmp_path):

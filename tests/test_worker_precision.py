@@ -122,7 +122,8 @@ def _fake_torch(matmul: str, cudnn: str, conv: str, top: str = "none", **matmul_
         raise RuntimeError("you have used a mix of the legacy and new APIs")
 
     backends = SimpleNamespace(fp32_precision=top, cuda=SimpleNamespace(matmul=_backend(matmul, **matmul_fields)),
-                               cudnn=_backend(cudnn, conv=_backend(conv)))
+                               cudnn=_backend(cudnn, conv=_backend(conv)),
+                               mkldnn=_backend("none", matmul=_backend("bf16"), conv=_backend("none")))
     return SimpleNamespace(backends=backends, get_float32_matmul_precision=no_precision, __version__="9.9")
 
 
@@ -131,6 +132,7 @@ def test_an_old_flag_that_raises_is_read_from_the_new_api(monkeypatch):
     assert precision.read_flags() == {
         "tf32_matmul": True, "tf32_cudnn": False, "float32_matmul_precision": None,
         "fp32_precision_matmul": "tf32", "fp32_precision_cudnn": "none",
+        "fp32_precision_mkldnn_matmul": "bf16", "fp32_precision_mkldnn_conv": "none",  # the CPU's, as read
     }  # fmt: skip
 
 
@@ -151,6 +153,8 @@ def test_the_real_flags_read_as_torch_reports_them():
     assert flags["tf32_matmul"] == torch.backends.cuda.matmul.allow_tf32
     assert flags["tf32_cudnn"] == torch.backends.cudnn.allow_tf32
     assert flags["float32_matmul_precision"] == torch.get_float32_matmul_precision()
+    mkldnn = getattr(torch.backends.mkldnn, "matmul", None)  # torch 2.9's new API
+    assert flags["fp32_precision_mkldnn_matmul"] == (str(mkldnn.fp32_precision) if mkldnn is not None else None)
 
 
 def _recording(fake, sets: list) -> None:

@@ -205,3 +205,31 @@ async def test_a_table_sorted_by_vs_base_stays_sorted_when_another_baseline_is_m
         app.table.sort_by(None)
         app.table.sort_by("vs_base", reverse=False)  # a sort made now, from the cells as they are
         assert shown == app.table.run_ids and shown[0] == OTHER, (shown, app.table.run_ids)
+
+
+async def test_m_on_a_failed_row_is_refused_in_one_line_saying_why(make_app):
+    """A failed run has no times: as the baseline every ``vs base`` cell would be "–". m says so and marks nothing."""
+    from app_helpers import notifications
+    from tui.app.components.notice_line import NoticeLine
+
+    failed = timed_run(OTHER, failed=True)
+    app = make_app(load_history=False)
+    async with app.run_test(size=(80, 24), notifications=True) as pilot:
+        for record in (*_runs()[:2], failed):
+            app.inject_record(record)
+        await wait_until(pilot, lambda: app.table.row_count == 3, what="rows")
+        app.table.focus()
+        app.table.move_cursor(row=app.table.run_ids.index(OTHER))
+        await pilot.press("m")
+        await wait_until(pilot, lambda: any("no times" in n for n in notifications(app)), what="the refusal")
+        assert app.baseline_rows == ()
+        assert "vs_base" not in app.table.shown_columns
+        line = app.screen.query_one(NoticeLine)
+        await wait_until(pilot, lambda: line.display and line.size.height > 0, what="the notice line")
+        assert line.size.height == 1, line.render()  # one line at 80 columns
+        text = str(line.render())
+        assert "failed" in text and "done run" in text, text
+        # A done row is a baseline as before.
+        app.table.move_cursor(row=app.table.run_ids.index(BASE))
+        await pilot.press("m")
+        await wait_until(pilot, lambda: app.baseline_rows == (BASE,), what="the baseline")

@@ -1,8 +1,9 @@
 """Export to a directory that does not exist (issue 14 item 9) and the export toast's path (item 8).
 
 ``E`` to a missing directory asks before making it: no makes nothing, a link in the typed path is
-refused; the notice shows the CSV's path on one line, whole or with its folders folded: in a toast at
-160x48, on the notice line at 80x24 (tests/app/test_app_notices.py).
+refused; the notice counts what the files hold, shows their directory on a line of its own, whole or with
+its folders folded, and their names: in a toast at 160x48, on the notice line at 80x24
+(tests/app/test_app_notices.py).
 """
 
 from __future__ import annotations
@@ -77,12 +78,13 @@ async def test_the_toast_shows_the_path_on_one_line(make_app):
         await pilot.pause()
         (toast,) = app.screen.query("Toast")
         (note,) = [n for n in app._notifications if n.title == "Exported"]
-        csv_path = note.message.splitlines()[-1]
-        assert csv_path.endswith(".csv") and csv_path.startswith(("/", "…/"))
+        _, directory, names = note.message.splitlines()
+        assert directory.startswith(("/", "…/")) and names.split(", ")[0].endswith(".csv")
         # Every line of the text fits the toast as laid out, so the path is never broken across lines.
         width = toast.content_region.width
         assert all(len(line) <= width for line in note.message.splitlines()), (width, note.message)
-        assert any(line.strip("▌ ") == csv_path for line in _lines(toast)), _lines(toast)
+        drawn = [line.strip("▌ ") for line in _lines(toast)]
+        assert directory in drawn and names in drawn, drawn
 
 
 def _lines(toast) -> list[str]:
@@ -96,10 +98,18 @@ def test_a_path_keeps_its_file_name_and_folds_its_folders():
     assert fold_path(path, 60) == "…/share/compile-lab/exports/compile-lab-20261203-101010.csv"
     assert fold_path(path, 40) == "…/compile-lab-20261203-101010.csv"  # whole folders only
     assert fold_path(path, 10) == "…/compile-lab-20261203-101010.csv"  # the name is never cut
-    message = exported_message(2, path, 1, 36)  # a toast's text at 160 columns
-    more = len(default_formats()) - 1  # 2: the JSON and the raw CSV
-    assert message.splitlines() == [f"2 run(s) -> CSV and {more} more file(s) (1 unfinished row(s) skipped):",
-                                    "…/compile-lab-20261203-101010.csv"]
+    stem = path.removesuffix(".csv")
+    written = [stem + ".csv", stem + ".json", stem + "-raw.csv"]
+    message = exported_message(2, 2, written, 1, 36)  # a toast's text at 160 columns
+    assert message.splitlines() == ["2 run(s) -> 3 files (1 unfinished row(s) skipped) in:",
+                                    "…/.local/share/compile-lab/exports",  # its last folders, whole
+                                    "compile-lab-20261203-101010.csv, ….json, …-raw.csv"]  # the names they share: …
+    # Room enough: every name whole. A repeated configuration is one CSV row: both counts, the explanation
+    # dropped where the line has no room for it.
+    assert exported_message(3, 2, written, 0, 200).splitlines()[::2] == [
+        "3 run(s) -> 3 files (2 CSV row(s): one per configuration) in:", ", ".join(p.rsplit("/")[-1] for p in written)]
+    assert exported_message(3, 2, written, 1, 57).splitlines()[0] == \
+        "3 run(s) -> 3 files (2 CSV row(s); 1 unfinished row(s) skipped) in:"
 
 
 async def test_at_80x24_the_export_prompt_is_whole(make_app):
@@ -116,3 +126,48 @@ async def test_at_80x24_the_export_prompt_is_whole(make_app):
         await pilot.pause()
         shown = " ".join(terminal.text(Region(0, 0, *app.size)).replace("█", " ").split())  # the frame out
         assert "to a directory or a .csv path:" in shown, shown
+
+
+async def test_at_80x24_the_export_notice_counts_what_the_files_hold_and_says_where_they_went(make_app):
+    """Earlier sessions show a repeated configuration's processes as rows of their own; the CSV makes them one row.
+    The notice counts the runs (the JSON's) and the CSV's rows, names the directory and every file, whole."""
+    import csv
+    import json
+
+    from fakes.timed import timed_run
+    from terminal_model import TerminalModel
+    from tui import paths
+    from tui.app.components.notice_line import NoticeLine
+    from tui.engine.store.history import History
+
+    history = History()
+    for record in (timed_run("20261201-000001-aaaaaa", session_id="old", group_id="g", repeat=0, seed=1),
+                   timed_run("20261201-000002-bbbbbb", session_id="old", group_id="g", repeat=1, seed=2),
+                   timed_run("20261201-000003-cccccc", session_id="old", seed=3)):
+        history.append(record)
+    app = make_app()
+    async with app.run_test(size=(80, 24), notifications=True) as pilot:
+        await wait_until(pilot, lambda: app.table.row_count == 3, what="three history rows")
+        terminal = TerminalModel(app)
+        app.table.focus()
+        await pilot.press("e")
+        await wait_until(pilot, lambda: any(n.title == "Exported" for n in app._notifications), what="the export")
+        line = app.screen.query_one(NoticeLine)
+        await wait_until(pilot, lambda: line.display and line.size.height == 3, what="the notice, three lines")
+        await pilot.pause()
+        shown = terminal.text(line.region).splitlines()
+    written = sorted(paths.exports_dir().iterdir())
+    assert len(written) == len(default_formats())
+    csv_file = next(p for p in written if p.name.endswith(".csv") and not p.name.endswith("-raw.csv"))
+    with csv_file.open(newline="") as handle:
+        assert len(list(csv.DictReader(handle))) == 2  # the group's two processes are one row
+    json_file = next(p for p in written if p.suffix == ".json")
+    assert len(json.loads(json_file.read_text())["runs"]) == 3
+    assert shown[0].strip() == "Exported: 3 run(s) -> 3 files (2 CSV row(s): one per configuration) in:", shown
+    assert shown[1].strip() == fold_path(str(paths.exports_dir()), 78), shown  # folded from the left to fit
+    assert str(csv_file.parent).endswith(shown[1].strip().removeprefix("…"))
+    stem = csv_file.name.removesuffix(".csv")
+    names = [p.name for p in sorted(written, key=lambda p: [f.suffix for f in default_formats()].index(
+        p.name[len(stem):]))]
+    assert shown[2].strip() == ", ".join([names[0], *(f"…{n[len(stem):]}" for n in names[1:])]), shown
+    assert all(len(text.rstrip()) <= 80 for text in shown)

@@ -60,12 +60,14 @@ async def test_export_writes_csv_raw_csv_and_json_and_says_where(make_app):
         assert len(measured) == 2 * 2 * 40  # two runs x two sides x 40 iterations
         data = json.loads(json_path.read_text())
         assert [run["run_id"] for run in data["runs"]] == run_ids
-        # The toast names the place: the CSV's path on a line of its own, whole or shortened from the left.
-        messages = [m for m in notifications(app) if m.startswith("2 run(s) -> ")]
+        # The toast names the place: the directory on a line of its own, whole or shortened from the left, and
+        # the files' names (the first whole).
+        messages = [m for m in notifications(app) if m.startswith("2 run(s) -> 3 files in:")]
         assert len(messages) == 1, notifications(app)
-        shown = messages[0].splitlines()[-1]
-        assert shown == str(csv_path) or (shown.startswith("…") and str(csv_path).endswith(shown[1:]))
-        assert shown.endswith(csv_path.name)
+        directory, names = messages[0].splitlines()[1:]
+        folder = str(csv_path.parent)
+        assert directory == folder or (directory.startswith("…") and folder.endswith(directory[1:]))
+        assert names.startswith(csv_path.name + ", ")
 
 
 async def test_export_to_a_typed_directory(make_app, tmp_path):
@@ -90,7 +92,8 @@ async def test_export_to_a_typed_directory(make_app, tmp_path):
         await wait_until(pilot, lambda: any(n.title == "Exported" for n in app._notifications), what="toast")
         (note,) = [n for n in app._notifications if n.title == "Exported"]
         csv_path = next(p for p in target.iterdir() if p.name.endswith(".csv") and not p.name.endswith("-raw.csv"))
-        assert str(csv_path).endswith(note.message.splitlines()[-1].lstrip("…"))
+        directory, names = note.message.splitlines()[1:]
+        assert str(csv_path.parent).endswith(directory.lstrip("…")) and names.startswith(csv_path.name)
 
 
 async def test_export_to_a_typed_csv_path(make_app, tmp_path):

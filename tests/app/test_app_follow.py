@@ -1,9 +1,11 @@
-"""Following the run at 80x24 with a history: the running or just-finished row stays in view
-until the user moves the cursor; a new run queued by a key press, or the cursor put back on
-the last row, follows again. And the chart of a failed run says so."""
+"""Following the run at 80x24 with a history: the app opens at the newest stored run (in view, in
+the chart); the running or just-finished row stays in view until the user moves the cursor; a new
+run queued by a key press, or the cursor put back on the last row, follows again. And the chart of
+a failed run says so."""
 
 from __future__ import annotations
 
+import pytest
 from textual.widgets import Input
 
 from app_helpers import fake_runner, wait_until
@@ -12,6 +14,7 @@ from tui import paths
 from tui.app.components.chart import IterationChart
 from tui.app.components.picker import FILE_CHOICE, Picker
 from tui.app.components.results_table import ResultsTable
+from tui.present.format import workload_label
 
 HISTORY = 120  # far more rows than the table shows at 80x24
 
@@ -58,7 +61,7 @@ async def test_the_running_row_stays_in_view_until_the_user_moves_the_cursor(mak
     async with app.run_test(size=(80, 24)) as pilot:
         await start(app, pilot)
         table = app.table
-        assert HISTORY - 1 not in visible_rows(table)  # the newest history row is off-screen
+        await in_view(pilot, table, HISTORY - 1)  # the app opened at the newest stored run
         await pilot.press("r")
         await measuring(app, pilot, HISTORY)
         await in_view(pilot, table, HISTORY)  # the running row
@@ -86,6 +89,48 @@ async def test_the_running_row_stays_in_view_until_the_user_moves_the_cursor(mak
         await run_ended_row(app, pilot, HISTORY + 3)
         assert table.following
         await in_view(pilot, table, HISTORY + 2)
+
+
+@pytest.mark.parametrize("count", [10, HISTORY])  # one chunk of the loader; several (tui.app.previous_runs)
+async def test_a_restart_opens_at_the_newest_stored_run_with_the_chart_on_it(make_app, count):
+    """A user coming back sees their latest runs: more than the table shows at 80x24 are stored, and the
+    cursor, the view and the chart are on the newest (the oldest, row 0, is off-screen)."""
+    run_ids = write_big_history(paths.history_file(), count)
+    app = make_app()
+    async with app.run_test(size=(80, 24)) as pilot:
+        await wait_until(pilot, lambda: app.table.row_count == count, what="the history's rows")
+        table = app.table
+        await in_view(pilot, table, count - 1)
+        assert 0 not in visible_rows(table) and table.following
+        await wait_until(pilot, lambda: app.screen.chart_run is app.records[run_ids[-1]], what="the chart")
+        newest = app.records[run_ids[-1]]
+        title = app.query_one(IterationChart).border_title
+        assert title.startswith(f"iterations · {workload_label(newest.options)[:20]}"), title  # cut at 80 columns
+
+
+async def test_a_cursor_moved_while_the_history_loads_stays_where_the_user_put_it(make_app):
+    """Following the newest stored run stops once the user moves: a later chunk does not take the cursor away."""
+    from tui.app.components.results_table import history_cells
+    from tui.app.messages import HistoryLoaded
+    from tui.engine.store.history import History
+
+    write_big_history(paths.history_file(), 30)
+    records = History(paths.history_file()).load()[0]
+    app = make_app(load_history=False)
+    async with app.run_test(size=(80, 24)) as pilot:
+        table = app.table
+
+        async def chunk(part) -> None:
+            app.post_message(HistoryLoaded(part, [], [history_cells(r) for r in part], final=False))
+            await wait_until(pilot, lambda: table.row_count == records.index(part[-1]) + 1, what="a chunk")
+
+        await chunk(records[:20])
+        await in_view(pilot, table, 19)
+        table.focus()
+        await pilot.press("up")
+        assert not table.following
+        await chunk(records[20:])
+        assert table.cursor_row == 18 and table.selected_run_id == records[18].run_id
 
 
 async def test_putting_the_cursor_back_on_the_last_row_follows_again(make_app):

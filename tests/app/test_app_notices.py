@@ -23,8 +23,9 @@ CLEAN = RunOptions(workload="pointwise", iters=20, block_size=5).validated()
 
 
 def _exported(app) -> Path:
+    """The summary CSV the export notice names: its names' line starts with it."""
     (note,) = [n for n in app._notifications if n.title == "Exported"]
-    return Path(note.message.splitlines()[-1])
+    return Path(note.message.splitlines()[-1].split(", ")[0])
 
 
 async def test_at_80x24_a_run_and_an_export_leave_the_table_uncovered_and_name_the_file(make_app):

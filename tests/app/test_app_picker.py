@@ -243,3 +243,15 @@ async def test_a_config_with_a_wrong_type_keeps_the_rest_and_the_field_shows_its
         (warning,) = [n.message for n in app._notifications if n.title == "Config ignored"]
         assert warning.splitlines() == [f"config {path}: options.backend: expected a value, got null (default used)",
                                         f"config {path}: options.iters: expected int, got str (default used)"]
+
+
+async def test_at_80x24_the_file_fields_placeholder_is_whole(make_app):
+    """The narrow sidebar leaves the file field ~20 columns: its placeholder is not cut mid-word."""
+    app = make_app(load_history=False)
+    async with app.run_test(size=(80, 24)) as pilot:
+        picker = app.query_one(Picker)
+        picker.query_one("#workload", Select).value = FILE_CHOICE
+        await wait_until(pilot, lambda: not picker.query_one("#user-path-row").has_class("-hidden"), what="path row")
+        field = picker.query_one("#user-path", Input)
+        await wait_until(pilot, lambda: field.size.width > 0, what="the field laid out")
+        assert field.placeholder in field.render_line(0).text, field.render_line(0).text

@@ -292,3 +292,36 @@ async def test_a_sweep_over_precisions(make_app):
         assert [app.records[r].options.precision for r in app.table.run_ids] == ["ieee", "tf32"]
         assert app.config.sweep["precisions"] == ["ieee", "tf32"]
         await wait_until(pilot, lambda: app.settled, what="settled")
+
+
+async def test_at_80x24_the_sweep_preview_is_whole(make_app):
+    """The preview's last part ("... more where one does not settle it (auto)") was cut at 80x24: it has three lines
+    there, and a longer sweep names fewer configurations rather than lose its counts or its notes."""
+    from terminal_model import TerminalModel
+
+    app = make_app(load_history=False)
+    async with app.run_test(size=(80, 24)) as pilot:
+        terminal = TerminalModel(app)
+        app.action_sweep()
+        await wait_until(pilot, lambda: isinstance(app.screen, SweepScreen)
+                         and bool(app.screen.query("#sweep-preview")), what="sweep dialog")
+        screen = app.screen
+        preview = screen.query_one("#sweep-preview")
+
+        async def shown() -> str:
+            await pilot.pause()
+            await pilot.pause()
+            return " ".join(terminal.text(preview.region).split())
+
+        text = " ".join(str(preview.render()).split())
+        assert text.startswith("6 run(s): default no-fullgraph, default fullgraph,")
+        assert text.endswith("; 1 process each, more where one does not settle it (auto)")
+        assert await shown() == text
+        screen.query_one("#sweep-dynamics", SelectionList).select_all()
+        screen.query_one("#sweep-dtypes", SelectionList).select_all()
+        screen.query_one("#sweep-sizes", Input).value = "n=256,512,1024"
+        await pilot.pause()
+        text = " ".join(str(preview.render()).split())
+        assert text.startswith("162 run(s): ") and "+" in text and text.endswith("(auto)"), text
+        assert preview.size.height <= 3 and await shown() == text
+        assert preview.region.bottom <= screen.query_one("#sweep-queue").region.y  # the buttons below it

@@ -353,3 +353,31 @@ def test_a_long_warning_folds_under_its_own_text_at_80_columns():
     lines = _text(render_tab(record, "summary")).splitlines()
     at = next(i for i, line in enumerate(lines) if line.startswith("  ! stall:"))
     assert lines[at + 1].startswith("    ") and lines[at + 1].strip().endswith("busy; re-run"), lines[at:at + 2]
+
+
+_PRECISION = dict(tf32_matmul=False, tf32_cudnn=True, float32_matmul_precision="highest", fp32_precision_matmul="none",
+                  fp32_precision_cudnn="none", fp32_precision_mkldnn_matmul="bf16", fp32_precision_mkldnn_conv="none")
+
+
+@pytest.mark.parametrize("device", ["cpu", "cuda:0"])
+async def test_the_environment_tab_shows_the_precision_settings_of_the_runs_device(device):
+    """At 80x24: a CPU run shows the float32 matmul precision and oneDNN's settings, not TF32 or cuDNN (they change
+    nothing on a CPU); a CUDA run the TF32 and cuDNN ones, not oneDNN's. ``none`` of torch's new API reads "not set"."""
+    record = timed_run("20261201-101010-env" + device[:3])
+    record.env = replace(record.env, device=device, **_PRECISION)
+    app = _Host(record)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.pause()
+        app.screen.action_show_tab("environment")
+        tab = app.screen.query_one("#details-environment", Static)
+        await pilot.pause()
+        text = "\n".join(tab.render_line(y).text.rstrip() for y in range(tab.size.height))
+    assert re.search(r"^float32 matmul precision +highest$", text, re.M), text
+    cpu = (r"^oneDNN fp32, matmul +bf16$", r"^oneDNN fp32, conv +not set$")
+    cuda = (r"^TF32 matmuls +no$", r"^TF32 cuDNN +yes$", r"^fp32 precision, matmul +not set$",
+            r"^fp32 precision, cuDNN +not set$")
+    shown, hidden = (cpu, cuda) if device == "cpu" else (cuda, cpu)
+    for line in shown:
+        assert re.search(line, text, re.M), (line, text)
+    for line in hidden:
+        assert not re.search(line.split(" +")[0], text, re.M), (line, text)

@@ -23,7 +23,7 @@ from textual.containers import Vertical, VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import Static
 
-from tui.app.baselines import SETTINGS, baseline_summary, judge_all
+from tui.app.baselines import SETTINGS, baseline_summary, judge_all, not_a_baseline
 from tui.engine.compare import Comparison, PairResult
 
 if TYPE_CHECKING:
@@ -41,10 +41,15 @@ class BaselineActions:
         self.app, self.lab, self.screen = app, lab, screen
 
     def mark(self) -> None:
-        """The selected row becomes the baseline (pressed on the baseline alone, it clears it)."""
+        """The selected row becomes the baseline (pressed on the baseline alone, it clears it); a row that ended
+        without times (failed, cancelled) is refused, saying why."""
         row = self.screen().table.selected_run_id
         if row is None:
             self.app.notify("No row selected", title="Baseline", severity="warning")
+            return
+        refused = not_a_baseline(self.lab.group_members(row))
+        if refused is not None and self.lab.baseline.rows != (row,):
+            self.app.notify(refused, title="Baseline", severity="warning", markup=False)
             return
         self.set_baseline(() if self.lab.baseline.rows == (row,) else (row,))
 

@@ -31,7 +31,7 @@ from tui.engine.measure.verdict import FASTER, NO_CHANGE, SLOWER
 from tui.engine.status import RunStatus
 
 __all__ = ["SAME_FIELDS", "SETTINGS", "BASELINE_CELL", "PENDING_CELL", "baseline_pair", "judge_row", "vs_base_words",
-           "vs_base_cell", "summary_text", "BaselineState", "judge_all", "baseline_summary"]
+           "vs_base_cell", "summary_text", "BaselineState", "judge_all", "baseline_summary", "not_a_baseline"]
 
 SAME_FIELDS = ("workload", "params", "device")
 """The fields a row must share with a baseline run to be compared with it."""
@@ -42,6 +42,21 @@ BASELINE_CELL = Cell("◆ baseline", "bold", sort_key=0.0, justify="right")
 """The baseline's own rows say so in words (not by colour alone)."""
 PENDING_CELL = Cell("…", "dim", justify="right")
 NO_MATCH_CELL = Cell(MISSING, "dim", justify="right")
+
+
+def not_a_baseline(members: Sequence[RunRecord]) -> str | None:
+    """Why a row (``members``: its runs) cannot be the baseline, or None when it can.
+
+    A row whose runs all ended without one done has no times: as the baseline it would leave every
+    ``vs base`` cell "–". A row still queued or running can be marked (its times come when it is done).
+    One line, short enough for the notice line at 80 columns after its "Baseline: " title.
+    """
+    if not members or any(m.status == RunStatus.DONE for m in members):
+        return None
+    if not all(m.status in (RunStatus.FAILED, RunStatus.CANCELLED) for m in members):
+        return None
+    word = "failed" if any(m.status == RunStatus.FAILED for m in members) else "cancelled"
+    return f"a {word} run has no times to compare: mark a done run"
 
 
 def _distance(a: dict[str, str], b: dict[str, str]) -> int:

@@ -7,6 +7,7 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -14,7 +15,7 @@ from tui.app.layout import NOTICE_LINE_FRAME, notices_in_line
 from tui.present.format import fold_path
 
 __all__ = ["export_paths", "export_directory", "directory_to_make", "exported_message", "export_labels",
-           "notice_text_width"]
+           "notice_text_width", "EXPORTED_TITLE"]
 
 #: Columns of a toast's text: Textual's Toast is 60 wide, at most half of its rack (the screen
 #: less the rack's scroll bar), less its padding (1 each side) and its coloured left border.
@@ -109,12 +110,38 @@ def notice_text_width(width: int, height: int) -> int:
     return min(TOAST_WIDTH, int((width - TOAST_RACK_GUTTER) * TOAST_MAX_SHARE)) - TOAST_FRAME
 
 
-def exported_message(count: int, csv_path: str, skipped: int, text_width: int) -> str:
-    """The export notice's text: what was written (the CSV and how many files beside it), then the CSV's path
-    on a line of its own, its folders folded to fit ``text_width`` and its file name whole."""
-    from tui.engine.store.export import default_formats
+EXPORTED_TITLE = "Exported"
+"""The export notice's title (at narrow sizes the notice line puts it before the first line: ``Exported: ``)."""
 
-    first, *others = default_formats()
-    note = f" ({skipped} unfinished row(s) skipped)" if skipped else ""
-    files = f"{first.label} and {len(others)} more file(s)" if others else first.label  # short for any count
-    return f"{count} run(s) -> {files}{note}:\n{fold_path(csv_path, text_width)}"
+
+def exported_message(runs: int, csv_rows: int, written: Sequence[str], skipped: int, text_width: int) -> str:
+    """The export notice's text, each line within ``text_width``: what the files hold, where they went, their names.
+
+    ``runs``: the runs written (every process: the JSON's runs, the raw CSV's); ``csv_rows``: the summary CSV's
+    rows (a configuration repeated across processes is one, so fewer than the runs when rows of earlier sessions
+    show a group's processes apart); ``written``: the files' paths. Then the directory (its folders folded, its
+    own name whole) and the files' names: all of them where they fit, else the first and the others' endings
+    after ``…`` (the name they share).
+    """
+    names = [os.path.basename(path) for path in written]
+    count = f"{len(names)} files" if len(names) != 1 else "1 file"
+    room = text_width - len(EXPORTED_TITLE) - 2  # the notice line's title goes before the first line
+    first = f"{runs} run(s) -> {count}"
+    notes = [f"{csv_rows} CSV row(s): one per configuration"] if csv_rows != runs else []
+    if skipped:
+        notes.append(f"{skipped} unfinished row(s) skipped")
+    line = f"{first} ({'; '.join(notes)}) in:" if notes else f"{first} in:"
+    if len(line) > room and csv_rows != runs:  # the explanation goes first, the counts stay
+        notes[0] = f"{csv_rows} CSV row(s)"
+        line = f"{first} ({'; '.join(notes)}) in:"
+    directory = os.path.dirname(os.path.abspath(written[0])) if written else ""
+    return "\n".join([line, fold_path(directory, text_width), _names(names, text_width)])
+
+
+def _names(names: list[str], width: int) -> str:
+    """``a.csv, a.json, a-raw.csv`` when that fits ``width``, else ``a.csv, ….json, …-raw.csv``."""
+    whole = ", ".join(names)
+    if len(whole) <= width or len(names) < 2:
+        return whole
+    shared = os.path.commonprefix(names)
+    return ", ".join([names[0], *(f"…{name[len(shared):]}" if shared else name for name in names[1:])])

@@ -4,7 +4,8 @@
 directory; ``E`` asks for a directory or a ``.csv`` path first, and when that directory does not
 exist, whether to make it (:mod:`tui.engine.store.export_dir` makes only what was typed, never through
 a link). The three files (CSV, raw CSV, JSON) are written off the UI thread; the result is one
-notice, its path on a line of its own with its folders folded to fit the notice (its file name whole), and a
+notice (:func:`~tui.app.export_target.exported_message`: the runs written and the summary CSV's rows, the
+directory on a line of its own, its folders folded to fit, then the files' names) and a
 :class:`~tui.app.messages.RunsExported` message. :class:`ExportActions` is a part of the app; what is
 exported and the writing are the controller's (:meth:`~tui.app.controller.LabController.exportable_records`,
 :meth:`~tui.app.controller.LabController.write_export`).
@@ -17,7 +18,9 @@ from collections.abc import Callable
 
 from textual.app import App
 
-from tui.app.export_target import directory_to_make, export_directory, export_paths, exported_message, notice_text_width
+from tui.app.export_target import (
+    EXPORTED_TITLE, directory_to_make, export_directory, export_paths, exported_message, notice_text_width,
+)
 from tui.app.messages import RunsExported
 from tui.engine.store.export import anything_to_export
 
@@ -99,10 +102,13 @@ class ExportActions:
             message = " ".join(str(exc).split()) or type(exc).__name__
             app.call_from_thread(app.notify, message, title="Export failed", severity="error", markup=False)
             return
-        app.call_from_thread(app.post_message, RunsExported(written, len(records)))
-        app.call_from_thread(self._notify_exported, len(records), str(written[0]), skipped)
+        from tui.engine.store.repeats import group_records
 
-    def _notify_exported(self, count: int, csv_path: str, skipped: int) -> None:
+        csv_rows = len(group_records(records))  # what the summary CSV holds: a configuration's processes are one row
+        app.call_from_thread(app.post_message, RunsExported(written, len(records)))
+        app.call_from_thread(self._notify_exported, len(records), csv_rows, [str(p) for p in written], skipped)
+
+    def _notify_exported(self, runs: int, csv_rows: int, written: list[str], skipped: int) -> None:
         width = notice_text_width(*self.app.size)
-        self.app.notify(exported_message(count, csv_path, skipped, width), title="Exported",
+        self.app.notify(exported_message(runs, csv_rows, written, skipped, width), title=EXPORTED_TITLE,
                         markup=False, timeout=10)

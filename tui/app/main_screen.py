@@ -13,8 +13,9 @@ and owns the view of it:
   and :attr:`MainScreen.show_history` (whether previous sessions' rows are in the table);
 * the table's and the GPU pane's messages (a row highlighted or opened, GPUs polled) and the
   view actions: sort, zoom, the sidebar, focus, details;
-* following the run: the table's cursor goes to a run's row as it starts and ends, until the
-  user moves it (:meth:`MainScreen.follow_runs` follows again after a key press queued runs);
+* following the run: the table's cursor goes to the newest stored run as the history loads, and to
+  a run's row as it starts and ends, until the user moves it (:meth:`MainScreen.follow_runs` follows
+  again after a key press queued runs);
   a previous session's run's timing blocks are read for the chart off the UI thread.
 """
 
@@ -357,10 +358,17 @@ class MainScreen(Screen):
             self.table.update_hint()
 
     def add_history_rows(self, rows: Sequence[tuple[str, dict[str, Cell]]]) -> None:
-        """Previous runs' rows (a chunk from the history loader; cells made off the UI thread)."""
+        """Previous runs' rows (a chunk from the history loader; cells made off the UI thread).
+
+        The table follows the newest stored run (the chunk's last: the history is oldest first) until this
+        session has runs of its own or the user moves the cursor: a user coming back has their latest runs
+        in view and the newest in the chart, not the oldest at the top of the history.
+        """
         with self.app.batch_update():
             self.table.add_history(rows)
             self.table.update_hint()
+            if rows and len(self.lab.records) == len(self.lab.history_ids):
+                self.table.follow(rows[-1][0])
 
     # ----- details --------------------------------------------------------------------
 

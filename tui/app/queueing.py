@@ -30,6 +30,7 @@ from tui.present.option_fields import FIELDS_BY_KEY, differing, option_words
 
 if TYPE_CHECKING:
     from tui.app.components.picker import Picker
+    from tui.app.components.sweep_dialog import SweepPreview
     from tui.app.controller import LabController
     from tui.app.main_screen import MainScreen
     from tui.app.trust import TrustActions
@@ -183,28 +184,31 @@ class QueueActions:
         expanded = expand(self._sweep_base(base, choice)[0], **choice_to_expand_kwargs(choice))
         return [options.validated() for options in expanded]
 
-    def _sweep_preview(self, base: RunOptions, choice: dict[str, list[Any]]) -> tuple[int, str]:
+    def _sweep_preview(self, base: RunOptions, choice: dict[str, list[Any]]) -> SweepPreview:
+        from tui.app.components.sweep_dialog import SweepPreview
+
         try:
             options = self.sweep_options(base, choice)
             repeats = repeat_choice(choice)
             pool = self._sweep_base(base, choice)[1]
         except (OptionsError, ValueError) as exc:
-            return 0, f"refused: {exc}"
+            return SweepPreview(problem=f"refused: {exc}")
         if not options:
-            return 0, "no meaningful combination: check at least one value per axis"
-        # What tells the configurations apart comes first: at 80x24 the preview has two lines.
+            return SweepPreview(problem="no meaningful combination: check at least one value per axis")
+        # What tells the configurations apart comes first (four at most; the dialog names fewer where they do
+        # not fit its lines), then the processes and the GPUs.
         differs = differing(options)
         hidden = tuple(key for key in FIELDS_BY_KEY if key not in differs)
-        labels = ", ".join(" ".join(option_words(o, differs, skip=hidden)) if differs else o.label()
-                           for o in options[:4])
-        parts = [labels + (f", +{len(options) - 4} more" if len(options) > 4 else "")]
+        labels = tuple(" ".join(option_words(o, differs, skip=hidden)) if differs else o.label() for o in options[:4])
+        notes = []
         if repeats == "auto":
-            parts.append("1 process each, more where one does not settle it (auto)")
+            notes.append("1 process each, more where one does not settle it (auto)")
         elif repeats != 1:
-            parts.append(f"{len(options)} configurations, {repeats} processes each")
+            notes.append(f"{len(options)} configurations, {repeats} processes each")
         if pool:
-            parts.append(f"on {len(pool)} GPUs at once")
-        return len(options) * (1 if repeats == "auto" else int(repeats)), "; ".join(parts)
+            notes.append(f"on {len(pool)} GPUs at once")
+        runs = len(options) * (1 if repeats == "auto" else int(repeats))
+        return SweepPreview(runs, len(options), labels, tuple(notes))
 
     def _sweep_chosen(self, base: RunOptions, choice: dict[str, list[Any]] | None) -> None:
         if choice is None:

@@ -47,6 +47,10 @@ class Env(JsonRecord):
     """The host the worker ran on (its hostname): the machine of each row of a multi-node sweep."""
     cpu_affinity: str | None = None
     """The cores the worker could run on (``0-7``; Linux cpu-list), when it was pinned or restricted."""
+    fp32_precision_mkldnn_matmul: str | None = None
+    """oneDNN's (the CPU's) ``fp32_precision`` for matmuls (torch 2.9 on; ``none``: not set, inherited)."""
+    fp32_precision_mkldnn_conv: str | None = None
+    """oneDNN's ``fp32_precision`` for convolutions."""
 
 
 @dataclass(frozen=True)

@@ -151,9 +151,11 @@ class Picker(VerticalScroll):
             "file",
             Input(
                 opts.workload if user else "",
-                placeholder="path/to/file.py[:factory]",
+                placeholder="model.py[:factory]",  # whole in the 80-column sidebar; the tooltip has the rest
                 compact=True,
                 id="user-path",
+                tooltip="your Python file: path/to/file.py, or path/to/file.py:factory for another function than "
+                        "make_workload(device, dtype, **params), which returns the model and its inputs",
             ),
             row_id="user-path-row",
             classes="-hidden" if not user else "",

@@ -9,6 +9,8 @@ the combinations a backend ignores) and dismisses with the choice as keyword arg
 
 from __future__ import annotations
 
+import textwrap
+from dataclasses import dataclass
 from typing import Any
 from collections.abc import Callable, Sequence
 
@@ -24,7 +26,8 @@ from tui.app.components.marks import MarkedSelectionList
 from tui.app.components.picker import DYNAMIC_LABELS
 from tui.engine.options import BACKENDS, DTYPES, MODES, PRECISIONS
 
-__all__ = ["SweepScreen", "SweepChoice", "DEFAULT_SWEEP", "choice_to_expand_kwargs", "parse_sizes"]
+__all__ = ["SweepScreen", "SweepChoice", "SweepPreview", "DEFAULT_SWEEP", "PREVIEW_LINES", "choice_to_expand_kwargs",
+           "parse_sizes"]
 
 SweepChoice = dict[str, list[Any]]
 """``{"modes": [...], "fullgraphs": [...], "dynamics": [...], "backends": [...], "dtypes": [...],
@@ -44,6 +47,43 @@ DEFAULT_SWEEP: SweepChoice = {
 """What the dialog offers the first time (empty backends/dtypes/precisions/sizes: keep the picker's)."""
 
 _AXES = ("modes", "fullgraphs", "dynamics", "backends", "dtypes", "precisions")  # the selection lists, in order
+
+PREVIEW_LINES = 3
+"""The preview's lines (``#sweep-preview``'s max-height in compile_lab.tcss, at every size): its text is made to
+fit them whole, naming fewer configurations where it must (:meth:`SweepPreview.text`)."""
+
+
+@dataclass(frozen=True)
+class SweepPreview:
+    """What a sweep choice expands to, for the dialog's preview line; or why it is refused (``problem``)."""
+
+    runs: int = 0
+    """The runs it queues (every process of every configuration)."""
+    configurations: int = 0
+    labels: tuple[str, ...] = ()
+    """The first configurations' labels, in queue order (what tells them apart)."""
+    notes: tuple[str, ...] = ()
+    """After the labels: the processes per configuration, the GPUs."""
+    problem: str = ""
+    """Why nothing is queued (a refused value, no meaningful combination); shown instead."""
+
+    def text(self, width: int, lines: int = PREVIEW_LINES) -> str:
+        """The preview in at most ``lines`` lines of ``width`` columns: the counts and the notes whole, and as many
+        of the labels as leave room for them (``+N more`` for the rest)."""
+        if self.problem or not self.runs:
+            return self.problem
+        for shown in range(len(self.labels), -1, -1):
+            text = self._text(shown)
+            if len(textwrap.wrap(text, max(width, 1), break_on_hyphens=False)) <= lines:
+                return text
+        return text
+
+    def _text(self, shown: int) -> str:
+        named = list(self.labels[:shown])
+        rest = self.configurations - shown
+        if rest > 0:
+            named.append(f"+{rest} more" if shown else f"{rest} configuration(s)")
+        return f"{self.runs} run(s): " + "; ".join([", ".join(named), *self.notes])
 
 
 def parse_sizes(text: str) -> dict[str, list[str]]:
@@ -85,10 +125,10 @@ class SweepScreen(ModalScreen[SweepChoice | None]):
         Binding("ctrl+s", "queue", "Queue sweep", id="sweep.queue"),
     ]
 
-    def __init__(self, initial: SweepChoice | None, preview: Callable[[SweepChoice], tuple[int, str]],
+    def __init__(self, initial: SweepChoice | None, preview: Callable[[SweepChoice], SweepPreview],
                  repeat: int | str = 1, keeps: dict[str, str] | None = None,
                  gpus: Sequence[tuple[str, str]] = (), chosen_gpus: Sequence[str] = ()) -> None:
-        """``preview(choice)`` returns (number of runs, a line of text or an error) for the footer;
+        """``preview(choice)`` says what ``choice`` queues, for the preview under the lists;
         ``repeat`` fills the repeat field (processes per configuration, or auto); ``keeps``: the
         picker's value each list stands for while nothing in it is checked (``{"backends": "inductor"}``);
         ``gpus``: ``(label, "cuda:N")`` of each GPU to offer (a list only with two or more), ``chosen_gpus``
@@ -100,6 +140,7 @@ class SweepScreen(ModalScreen[SweepChoice | None]):
         self.gpus = list(gpus) if len(gpus) > 1 else []
         self.chosen_gpus = list(chosen_gpus)
         self.keeps = {key: value for key, value in (keeps or {}).items() if key != "gpus" or self.gpus}
+        self._preview = SweepPreview()
 
     def compose(self) -> ComposeResult:
         """Six selection lists (seven with the GPUs), a preview line and the buttons."""
@@ -179,8 +220,18 @@ class SweepScreen(ModalScreen[SweepChoice | None]):
         for key, value in self.keeps.items():  # an empty list means the picker's value: say so
             widget = self.query_one(f"#sweep-{key}", SelectionList)
             widget.border_subtitle = "" if widget.selected else f"none: {value}"
-        count, line = self.preview(self.choice())
-        self.query_one("#sweep-preview", Static).update(f"{count} run(s): {line}" if count else line)
+        self._preview = self.preview(self.choice())
+        self._show_preview()
+
+    def on_resize(self) -> None:
+        """The preview fits its width again."""
+        self._show_preview()
+
+    def _show_preview(self) -> None:
+        widget = self.query_one("#sweep-preview", Static)
+        # Before the first layout the preview has no width yet: the dialog's, less its border and padding.
+        width = widget.content_region.width or self.app.size.width - 4
+        widget.update(self._preview.text(width))
 
     @on(Button.Pressed, "#sweep-queue")
     def action_queue(self) -> None:

@@ -6,6 +6,9 @@ on, for matmuls and cuDNN alike, through the flags every torch 2.x has
 (``torch.backends.cuda.matmul.allow_tf32``, ``torch.backends.cudnn.allow_tf32``), before anything
 is built, so both sides run under the same flags.
 
+The CPU's counterpart is oneDNN's (``torch.backends.mkldnn``) ``fp32_precision``, read beside them
+(``float32_matmul_precision`` ``medium`` sets it to ``bf16`` for matmuls); the option does not set it.
+
 Reading is defensive: torch 2.9 added a second API (``torch.backends.*.fp32_precision``), and once
 a program mixed the two, reading an old flag can raise. Each value is read on its own; an old flag
 that cannot be read is taken from the new API where that says ``tf32`` or ``ieee`` outright, and
@@ -27,8 +30,11 @@ __all__ = ["apply", "read_flags", "tf32_in_effect", "FLAG_NAMES"]
 
 log = logging.getLogger(__name__)
 
-FLAG_NAMES = ("tf32_matmul", "tf32_cudnn", "float32_matmul_precision", "fp32_precision_matmul", "fp32_precision_cudnn")
-"""The fields of :class:`~tui.engine.payloads.Env` that :func:`read_flags` fills."""
+FLAG_NAMES = ("tf32_matmul", "tf32_cudnn", "float32_matmul_precision", "fp32_precision_matmul", "fp32_precision_cudnn",
+              "fp32_precision_mkldnn_matmul", "fp32_precision_mkldnn_conv")
+"""The fields of :class:`~tui.engine.payloads.Env` that :func:`read_flags` fills: CUDA's (TF32 for matmuls and
+cuDNN), the float32 matmul precision both devices read, and the CPU's (oneDNN, torch's ``mkldnn`` backend, which
+may compute fp32 matmuls and convolutions in bf16 or TF32 when its ``fp32_precision`` says so)."""
 
 
 def _read(read: Callable[[], Any]) -> Any:
@@ -61,13 +67,17 @@ def _tf32(legacy: Callable[[], Any], *paths: tuple[str, ...]) -> bool | None:
 
 
 def read_flags() -> dict[str, Any]:
-    """The TF32 settings in effect now, by :data:`FLAG_NAMES` (each None where it cannot be read)."""
+    """The precision settings in effect now, by :data:`FLAG_NAMES` (each None where it cannot be read)."""
+    mkldnn: Any = getattr(torch.backends, "mkldnn", None)  # its matmul and conv settings: torch 2.9 on
     return {
         "tf32_matmul": _tf32(lambda: torch.backends.cuda.matmul.allow_tf32, ("cuda", "matmul"), ()),
         "tf32_cudnn": _tf32(lambda: torch.backends.cudnn.allow_tf32, ("cudnn", "conv"), ("cudnn",), ()),
         "float32_matmul_precision": _read(torch.get_float32_matmul_precision),
         "fp32_precision_matmul": _read(lambda: str(torch.backends.cuda.matmul.fp32_precision)),
         "fp32_precision_cudnn": _read(lambda: str(torch.backends.cudnn.fp32_precision)),
+        # torch 2.9's new API only (None before): ``none`` inherits, from ``mkldnn`` then the global setting
+        "fp32_precision_mkldnn_matmul": _read(lambda: str(mkldnn.matmul.fp32_precision)),
+        "fp32_precision_mkldnn_conv": _read(lambda: str(mkldnn.conv.fp32_precision)),
     }
 
 

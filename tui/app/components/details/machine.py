@@ -10,7 +10,8 @@ from tui.app.components.details.fields import (
 )  # fmt: skip
 from tui.engine.store.results import RunRecord
 
-__all__ = ["telemetry_tab", "environment_tab", "TELEMETRY_FIELDS", "ENV_FIELDS"]
+__all__ = ["telemetry_tab", "environment_tab", "TELEMETRY_FIELDS", "ENV_FIELDS", "CUDA_PRECISION_FIELDS",
+           "CPU_PRECISION_FIELDS"]
 
 TELEMETRY_FIELDS = (
     Field("sm_clock_mean_mhz", "SM clock, mean", mhz),
@@ -55,12 +56,31 @@ ENV_FIELDS = (
     Field("gpu_memory_mb", "GPU memory", mib),
     Field("cuda_visible_devices", "CUDA_VISIBLE_DEVICES"),
     Field("cuda_device_order", "CUDA_DEVICE_ORDER"),
+)
+"""What every run shows (a field the worker did not record, a CPU run's GPU name, is left out)."""
+
+
+def _new_api(value: object) -> str | None:
+    """torch's ``fp32_precision`` value in words: ``none`` means not set here (inherited)."""
+    return None if value is None else "not set" if value == "none" else str(value)
+
+
+CUDA_PRECISION_FIELDS = (
     Field("tf32_matmul", "TF32 matmuls", yes_no),
     Field("tf32_cudnn", "TF32 cuDNN", yes_no),
     Field("float32_matmul_precision", "float32 matmul precision"),
-    Field("fp32_precision_matmul", "fp32 precision, matmul"),
-    Field("fp32_precision_cudnn", "fp32 precision, cuDNN"),
+    Field("fp32_precision_matmul", "fp32 precision, matmul", _new_api),
+    Field("fp32_precision_cudnn", "fp32 precision, cuDNN", _new_api),
 )
+"""A CUDA run's precision: TF32 for matmuls and cuDNN, the legacy and the new (torch 2.9) API."""
+
+CPU_PRECISION_FIELDS = (
+    Field("float32_matmul_precision", "float32 matmul precision"),
+    Field("fp32_precision_mkldnn_matmul", "oneDNN fp32, matmul", _new_api),
+    Field("fp32_precision_mkldnn_conv", "oneDNN fp32, conv", _new_api),
+)
+"""A CPU run's precision: TF32 and cuDNN change nothing there; the float32 matmul precision and oneDNN's
+``fp32_precision`` (bf16 or TF32 inside fp32 matmuls and convolutions) do."""
 
 
 def telemetry_tab(record: RunRecord) -> list[RenderableType]:
@@ -73,8 +93,11 @@ def telemetry_tab(record: RunRecord) -> list[RenderableType]:
 
 
 def environment_tab(record: RunRecord) -> list[RenderableType]:
-    """The worker's versions and device, and every option of the run (by the names the CLI and config use)."""
-    rows = field_rows(record.env, ENV_FIELDS)
+    """The worker's versions and device, its device's precision settings, and every option of the run (by the
+    names the CLI and config use)."""
+    device = record.env.device or record.options.device
+    precision = CUDA_PRECISION_FIELDS if device.startswith("cuda") else CPU_PRECISION_FIELDS
+    rows = field_rows(record.env, ENV_FIELDS + precision)
     parts: list[RenderableType] = [section("Environment"), kv_table(rows) if rows else Text("n/a", style="dim")]
     options = {**record.options.to_dict(), "dynamic": record.options.dynamic_label}  # None means auto here
     return parts + [section("Options"), kv_table(options.items())]
