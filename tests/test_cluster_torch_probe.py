@@ -49,9 +49,12 @@ class ProbeTransport(FakeHead):
         self.answer = answer
         self.asked: list[tuple[dict, float, float]] = []
         self.cancelled = asyncio.Event()
+        self.called = asyncio.Event()
+        """Set once a probe's task was sent."""
 
     async def probe(self, request, num_cpus, num_gpus):
         self.asked.append((request, num_cpus, num_gpus))
+        self.called.set()
         await asyncio.sleep(0)
         if isinstance(self.answer, BaseException):
             raise self.answer
@@ -146,8 +149,7 @@ async def test_no_node_in_time_is_one_line_and_the_probes_task_is_cancelled():
 async def test_a_head_lost_while_the_probe_waits_is_its_problem():
     transport = ProbeTransport(None)
     asking = asyncio.ensure_future(ask_node(transport, HERE, KEYS, 1, 0))
-    while not transport.asked:
-        await asyncio.sleep(0)
+    await asyncio.wait_for(transport.called.wait(), 5)
     transport.lose("the Ray head at 10.0.0.1:6379 was lost (no answer for 10 s)")
     found = await asyncio.wait_for(asking, 5)
     assert found.problem == "the Ray head at 10.0.0.1:6379 was lost (no answer for 10 s)"

@@ -18,11 +18,13 @@ from pathlib import Path
 
 import pytest
 from textual.app import App, ComposeResult
+from textual.strip import Strip
 from textual.widgets import DataTable
 
 from big_history import big_run_id, write_big_history
 from terminal_model import wait_quietly
 from tui import paths
+from tui.app.components.edge_cut import run_on_line
 from tui.app.components.results_table import ResultsTable, history_cells
 from tui.app.components.table_rows import BulkRowTable
 from tui.app.messages import HistoryLoaded
@@ -129,8 +131,8 @@ class _UncutTable(ResultsTable):
     """The results table drawn as DataTable draws it: a cell the pane's edge cuts shows its piece, as the
     reference's does (the ellipsis there is the results table's own rule, tested in test_app_edge_cut)."""
 
-    def _render_line(self, y, x1, x2, base_style):  # type: ignore[no-untyped-def]
-        return BulkRowTable._render_line(self, y, x1, x2, base_style)
+    def render_line(self, y: int) -> Strip:
+        return BulkRowTable.render_line(self, y)
 
 
 class _Tables(App):
@@ -152,6 +154,16 @@ def _reference_rows(reference: DataTable, rows: list[tuple[str, dict]], table: R
         reference.add_row(*(cells[key] for key in table.shown_columns), key=run_id)
 
 
+def _reference_run_on_line(reference: DataTable, y: int) -> str | None:
+    """The run whose row Textual's own DataTable draws on the widget's line ``y`` (its header's line below 1)."""
+    header = reference.header_height if reference.show_header else 0
+    try:
+        key, _ = reference._get_offsets(y if y < header else y + int(reference.scroll_y))
+    except LookupError:
+        return None
+    return None if y < header else key.value
+
+
 async def _same_table(pilot, table: ResultsTable, reference: DataTable) -> None:
     reference.move_cursor(row=table.cursor_row, animate=False)
     await pilot.pause()
@@ -167,6 +179,8 @@ async def _same_table(pilot, table: ResultsTable, reference: DataTable) -> None:
     assert [table._y_offsets[y] for y in range(len(table._y_offsets))] == list(reference._y_offsets)
     assert table.virtual_size.height == reference.virtual_size.height
     region = table.size.region  # drawn alike (the header, which shows the sort, aside)
+    shown = [_reference_run_on_line(reference, y) for y in range(1, region.height)]
+    assert [run_on_line(table, y) for y in range(1, region.height)] == shown  # the row each line's edge cut reads
     assert [strip.text for strip in table.render_lines(region)][1:] == [
         strip.text for strip in reference.render_lines(region)
     ][1:]

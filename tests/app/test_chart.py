@@ -469,3 +469,21 @@ async def test_a_quarter_of_slow_iterations_still_leaves_the_medians_readable():
         markers = [y for y, line in enumerate(lines[1:-1]) if "▶" in line[:8]]
         assert len(markers) == 2, lines  # each median on a row of its own: told apart
         assert "↑" in lines[1]
+
+
+class _TwoLineHost(ChartHost):
+    CSS = "IterationChart { height: 2; min-height: 2; }"
+
+
+async def test_a_failed_run_with_blocks_in_a_two_line_chart_shows_its_legend_and_why():
+    """Two lines leave no room to plot, nor for the failure's reason under the placeholder: the legend and the
+    placeholder are drawn, the reason (no line left for it) is not. The app's chart is taller (its min-height and
+    border), but the drawing takes any size its widget is given."""
+    record = make_record()
+    record.status, record.error_kind, record.error_message = "failed", "compile_error", "boom " * 30
+    app = _TwoLineHost(record)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.pause()
+        lines = app.lines()
+        assert app.chart.size.height == 2 and "eager" in lines[0]
+        assert lines[1].strip() == "run failed: no timing blocks"

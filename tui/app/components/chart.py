@@ -263,7 +263,7 @@ class IterationChart(Widget):
             first = max(1 if series else 0, min(height // 2, height - 1 - len(reason)))  # no legend: its line too
             lines[first] = [Segment(message.center(width), style)]
             shown = reason[: height - first - 1]
-            if len(shown) < len(reason):  # cut: the details (enter) have it whole
+            if shown and len(shown) < len(reason):  # cut: the details (enter) have it whole
                 shown[-1] = shown[-1][: width - 3] + "…"
             pad = " " * max(1, (width - max(map(len, shown), default=0)) // 2)
             for offset, line in enumerate(shown, 1):

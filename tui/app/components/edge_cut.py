@@ -23,7 +23,7 @@ from rich.segment import Segment
 from textual.strip import Strip
 from textual.widgets import DataTable
 
-__all__ = ["EdgeCut", "cut_at_edges", "drawn_text", "edge_cut", "redrawn"]
+__all__ = ["EdgeCut", "cut_at_edges", "drawn_text", "edge_cut", "redrawn", "run_on_line"]
 
 ELLIPSIS = "…"
 _NUMBER = frozenset("0123456789.")
@@ -59,6 +59,20 @@ def cut_at_edges(table: DataTable, strip: Strip, cells: Mapping[str, Any], scrol
         if cut is not None:
             strip = redrawn(strip, cut)
     return strip
+
+
+def run_on_line(table: DataTable, y: int) -> str | None:
+    """The key of the row that ``table``'s line ``y`` (of the widget, as ``render_line`` counts) shows; None on the
+    header and below the last row. The header and the fixed rows stay put and the others scroll, as DataTable
+    places them; every row is one line (:class:`~tui.app.components.table_rows.BulkRowTable`)."""
+    header = table.header_height if table.show_header else 0
+    if y < header:
+        return None
+    index = y - header
+    if index >= table.fixed_rows:
+        index += table.scroll_offset.y
+    rows = table.ordered_rows
+    return rows[index].key.value if index < len(rows) else None
 
 
 def drawn_text(plain: str, justify: str, width: int) -> tuple[int, str]:

@@ -22,7 +22,6 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
 
-from rich.style import Style
 from rich.text import Text
 from textual import on
 from textual.message import Message
@@ -31,7 +30,7 @@ from textual.strip import Strip
 from textual.widgets import DataTable
 from textual.widgets.data_table import CellDoesNotExist
 
-from tui.app.components.edge_cut import cut_at_edges
+from tui.app.components.edge_cut import cut_at_edges, run_on_line
 from tui.app.components.result_cells import Cell, FileNames, config_cell, history_cells, row_cells
 from tui.app.components.table_rows import BulkRowTable
 from tui.app.table_columns import (
@@ -424,18 +423,13 @@ class ResultsTable(BulkRowTable):
 
     # ----- drawing -----------------------------------------------------------------
 
-    def _render_line(self, y: int, x1: int, x2: int, base_style: Style) -> Strip:
-        """DataTable's line (``x1``: the sideways scroll), each cell the pane's edge cuts ending in ``…`` without
-        a piece of a number (tui.app.components.edge_cut): a piece of a number reads as another number."""
-        strip = super()._render_line(y, x1, x2, base_style)
-        try:
-            row_key, _ = self._get_offsets(y)
-        except LookupError:
-            return strip
-        if row_key is self._header_row_key or row_key.value is None:
-            return strip
-        cells = self._cells.get(row_key.value)
-        return strip if cells is None else cut_at_edges(self, strip, cells, x1)
+    def render_line(self, y: int) -> Strip:
+        """DataTable's line ``y`` of the widget, each cell the pane's edge cuts ending in ``…`` without a piece of a
+        number (tui.app.components.edge_cut): a piece of a number reads as another number."""
+        strip = super().render_line(y)
+        run_id = run_on_line(self, y)
+        cells = self._cells.get(run_id) if run_id is not None else None
+        return strip if cells is None else cut_at_edges(self, strip, cells, self.scroll_offset.x)
 
     # ----- sorting ----------------------------------------------------------------
 

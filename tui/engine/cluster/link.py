@@ -14,10 +14,13 @@ import asyncio
 import dataclasses
 import functools
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from collections.abc import Sequence
 
 from tui.engine.options import RunOptions
+
+if TYPE_CHECKING:
+    from tui.engine.runner.torch_probe import TorchOptions
 
 __all__ = ["ClusterLink", "on_cluster"]
 
@@ -58,7 +61,7 @@ class ClusterLink:
             self.slots[kind] = len(lanes)
         return tuple(f"{CLUSTER_LANE}{index}" for index in range(self.slots[kind]))
 
-    async def ask_torch(self, keys: Sequence[str], device: str) -> Any:
+    async def ask_torch(self, keys: Sequence[str], device: str) -> TorchOptions:
         """What a node's torch says about ``keys`` (:meth:`~tui.engine.cluster.runner.ClusterRunner.ask_torch`):
         a :class:`~tui.engine.runner.torch_probe.TorchOptions`, its ``problem`` set when no node could be asked
         (the cluster refused: connecting first when no lanes were asked for yet)."""
