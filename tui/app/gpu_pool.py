@@ -22,7 +22,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 from collections.abc import Sequence
 
-from tui.present.option_fields import FIELDS_BY_KEY, OPTION_FIELDS, differing, workload_name
+from tui.present.option_fields import FIELDS_BY_KEY, OPTION_FIELDS, differing, workload_word
 from tui.engine.run.placement import POOL_ALL, is_pool, parse_device_pool
 from tui.engine.runner import wiring
 from tui.telemetry.model import normalize_uuid
@@ -140,7 +140,7 @@ def run_labels(records: Sequence[RunRecord]) -> dict[str, str]:
         options = record.options
         words = [FIELDS_BY_KEY[field.key].word(field.value(options), True) for field in OPTION_FIELDS
                  if field.key in differs]
-        words = [word for word in words if word] or [workload_name(options)]
+        words = [word for word in words if word] or [workload_word(options)]
         if record.group_id is not None:
             words.append(f"#{record.repeat + 1}")
         labels[record.run_id] = " ".join(words)

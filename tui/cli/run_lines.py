@@ -18,7 +18,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from tui.present.format import ratio, workload_names
-from tui.present.option_fields import differing, option_words, params_text, workload_name
+from tui.present.option_fields import differing, option_words, params_text, workload_word
 from tui.engine.options import RunOptions
 from tui.engine.store.results import RunRecord
 from tui.engine.measure.summary import RunSummary
@@ -31,7 +31,7 @@ def run_label(options: RunOptions, differs: frozenset[str] = frozenset(),
               names: Mapping[str, str] | None = None) -> str:
     """``cnn batch=64 reduce-overhead dyn=true inductor fp32 cpu``: workload, parameters, then the options' words
     (``names``: the listing's workload names, :func:`tui.present.format.workload_names`)."""
-    words = [workload_name(options, names), params_text(options),
+    words = [workload_word(options, names), params_text(options),
              *option_words(options, differs, skip=("workload", "params"))]
     return " ".join(word for word in words if word)
 

@@ -17,7 +17,7 @@ from collections.abc import Callable, Iterable, Mapping
 from tui.engine.run.ab import interpreter_name
 from tui.engine.options import DEFAULT_MODE, DEFAULT_PRECISION, RunOptions, mode_applies
 from tui.present.format import MISSING
-from tui.present.format import workload_name as format_workload_name
+from tui.present.format import workload_name
 from tui.typed import printable
 
 __all__ = [
@@ -31,7 +31,7 @@ __all__ = [
     "short_mode",
     "short_dtype",
     "short_device",
-    "workload_name",
+    "workload_word",
     "params_text",
     "flags_text",
     "differing",
@@ -69,13 +69,13 @@ def short_device(device: str) -> str:
     return device
 
 
-def workload_name(options: RunOptions, names: Mapping[str, str] | None = None) -> str:
+def workload_word(options: RunOptions, names: Mapping[str, str] | None = None) -> str:
     """The workload's name; a user's file by its file name (and a factory other than the default), not its
     whole path (:func:`tui.present.format.workload_name`); ``names``: the listing's
     (:func:`tui.present.format.workload_names`: files of one name told apart by their folders)."""
     if names is not None and options.workload in names:
         return names[options.workload]
-    return format_workload_name(options.workload)
+    return workload_name(options.workload)
 
 
 def params_text(options: RunOptions) -> str:
@@ -134,7 +134,7 @@ def _fullgraph_word(value: str) -> str:
 
 
 OPTION_FIELDS: tuple[OptionField, ...] = (
-    OptionField("workload", "workload", "the workload (a user's file by its name)", workload_name, 20,
+    OptionField("workload", "workload", "the workload (a user's file by its name)", workload_word, 20,
                 identity=lambda o: o.workload),
     OptionField("params", "params", "the workload's parameters (sizes)", params_text, 32),
     OptionField("backend", "backend", "torch.compile's backend", lambda o: printable(o.backend), 12),
@@ -173,11 +173,11 @@ def option_words(options: RunOptions, differs: frozenset[str] = frozenset(),
     """The label of ``options`` as words, the fields in ``differs`` first (each said, and whole), then the rest.
 
     ``skip``: fields said elsewhere (the command line writes the workload and its parameters first);
-    ``names``: the listing's workload names (:func:`workload_name`).
+    ``names``: the listing's workload names (:func:`workload_word`).
     """
     fields = [field for field in OPTION_FIELDS if field.key not in skip]
     ordered = ([field for field in fields if field.key in differs]
                + [field for field in fields if field.key not in differs])
-    words = [field.word(workload_name(options, names) if field.key == "workload" else field.value(options),
+    words = [field.word(workload_word(options, names) if field.key == "workload" else field.value(options),
                         field.key in differs) for field in ordered]
     return [word for word in words if word]

@@ -15,7 +15,7 @@ from typing import Any
 
 from tui import __version__
 from tui.present.format import MISSING, fmt_ms, fmt_seconds, workload_names
-from tui.present.option_fields import differing, option_words, params_text, workload_name
+from tui.present.option_fields import differing, option_words, params_text, workload_word
 from tui.engine.options import RunOptions
 from tui.engine.store.report_data import ENV_FIELDS, ProcessData, ReportData, ReportRow
 from tui.engine.measure.verdict import RERUN_HINT
@@ -56,7 +56,7 @@ def row_labels(rows: Sequence[ReportRow]) -> list[str]:
     candidate's screening run and its confirmation have the same options."""
     differs = differing(row.options for row in rows)
     names = workload_names(row.options.workload for row in rows)
-    return [" ".join(part for part in (workload_name(row.options, names), params_text(row.options),
+    return [" ".join(part for part in (workload_word(row.options, names), params_text(row.options),
                                        " ".join(option_words(row.options, differs, skip=("workload", "params"))),
                                        f"(tune: {row.tune_stage})" if row.tune_stage else "")
                      if part)
