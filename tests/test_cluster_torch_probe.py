@@ -141,8 +141,9 @@ async def test_a_node_that_cannot_say_is_one_line(answer, problem):
 
 async def test_no_node_in_time_is_one_line_and_the_probes_task_is_cancelled():
     transport = ProbeTransport(None)
-    found = await ask_node(transport, HERE, KEYS, 1, 0, timeout=0.05)
-    assert found.problem == "no node answered within 0.05 s"
+    found = await ask_node(transport, HERE, KEYS, 1, 0, timeout=0.05, start_s=0.05)
+    assert found.problem == "no node answered within 0.1 s"
+    assert transport.asked[0][0]["timeout"] == 0.05  # the node's own limit ends before the caller's wait
     await asyncio.wait_for(transport.cancelled.wait(), 5)
 
 

@@ -7,7 +7,7 @@ there. Its answer is read here with the code that reads a probe run on this mach
 (:func:`tui.engine.runner.torch_probe.read_output`), after the same version handshake a run passes.
 
 Anything that keeps the node from answering is :attr:`TorchOptions.problem` (one line), never an
-exception: no node in time (:data:`~tui.engine.runner.torch_probe.PROBE_TIMEOUT_S`), the task lost, the
+exception: no node in time (the probe's limit and :data:`NODE_START_S`), the task lost, the
 head lost, a node with another compile-lab, Ray or Python. The caller then asks this machine's
 torch and says why (:func:`tui.engine.tune.probe.ask_torch`).
 """
@@ -24,9 +24,12 @@ from tui.engine.cluster.transport import TaskLost, Transport, lost_message
 from tui.engine.runner.torch_probe import PROBE_TIMEOUT_S, ProbeOutput, TorchOptions, read_output
 from tui.typed import printable
 
-__all__ = ["ask_node", "read_answer", "node_torch"]
+__all__ = ["ask_node", "read_answer", "node_torch", "NODE_START_S"]
 
 log = logging.getLogger(__name__)
+
+NODE_START_S = 60.0
+"""Seconds the caller waits beyond the node's own probe limit: Ray placing the task and the node starting it."""
 
 
 def node_torch(hello: Hello) -> str:
@@ -35,17 +38,21 @@ def node_torch(hello: Hello) -> str:
 
 
 async def ask_node(transport: Transport, versions: Versions, keys: Sequence[str], num_cpus: float, num_gpus: float,
-                   timeout: float = PROBE_TIMEOUT_S) -> TorchOptions:
+                   timeout: float = PROBE_TIMEOUT_S, start_s: float = NODE_START_S) -> TorchOptions:
     """Run the probe about ``keys`` on a node with ``num_cpus`` and ``num_gpus`` free (``transport``: a
-    :class:`~tui.engine.cluster.transport.Transport`), waiting up to ``timeout`` s; what its torch said, or why not."""
+    :class:`~tui.engine.cluster.transport.Transport`); what its torch said, or why not.
+
+    The node gives its probe ``timeout`` s; this side waits ``start_s`` more for the task to reach a node
+    and start, so a probe that runs out of time on the node says so itself."""
     lost = transport.head_lost
     if lost is not None:
         return TorchOptions(problem=lost)
     request = {"keys": list(keys), "versions": versions.to_json(), "timeout": timeout}
     probe = asyncio.ensure_future(transport.probe(request, num_cpus, num_gpus))
     head = asyncio.ensure_future(transport.lost())
+    wait = timeout + start_s
     try:
-        done, _ = await asyncio.wait({probe, head}, timeout=timeout, return_when=asyncio.FIRST_COMPLETED)
+        done, _ = await asyncio.wait({probe, head}, timeout=wait, return_when=asyncio.FIRST_COMPLETED)
     finally:
         for future in (probe, head):
             if not future.done():
@@ -59,7 +66,7 @@ async def ask_node(transport: Transport, versions: Versions, keys: Sequence[str]
             return TorchOptions(problem=lost_message(None, str(exc)))
     if head in done:
         return TorchOptions(problem=str(head.result()))
-    return TorchOptions(problem=f"no node answered within {timeout:g} s")
+    return TorchOptions(problem=f"no node answered within {wait:g} s")
 
 
 def read_answer(answer: Any, versions: Versions) -> TorchOptions:
