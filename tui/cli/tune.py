@@ -97,7 +97,7 @@ async def _tune(args: argparse.Namespace, settings: tuple[RunOptions, Objective,
                 make_runner: Callable[..., Any]) -> int:
     from rich.console import Console
 
-    from tui.cli.run import _export, _forget_cancel, _runners, _signals_stop, _TerminalFile
+    from tui.cli.run import _export, _runners, _TerminalFile
     from tui.cli.tune_render import TuneLines, print_answer
     from tui.engine.store.repeats import group_rows
     from tui.engine.tune.driver import TuneDriver
@@ -113,16 +113,7 @@ async def _tune(args: argparse.Namespace, settings: tuple[RunOptions, Objective,
         err.print(f"{PROG}: error: {exc}", markup=False, highlight=False)
         return 2
     lines = TuneLines(err, quiet=args.quiet)
-    lines.note(f"tune: {base.workload} on {base.device}, objective {objective.describe()}, budget {budget:g} s; "
-               f"asking the worker's torch{' on a node of the cluster' if cluster else ''} which options it has")
-    if lanes:
-        lines.note(_lanes_text(lanes, args))
-    found = await ask_torch(option_keys(), base.python, cluster, base.device)  # where the runs run
-    plan = await asyncio.to_thread(plan_search, base, knobs, found)
-    for note in plan.notes:
-        lines.note(note)
-    if cluster is not None:
-        lines.note(_cluster_probe_text(plan))
+    plan = await _plan(args, settings, lines, lanes, cluster)
     empty = nothing_to_try(plan)
     if empty is not None:  # bad usage, found once torch has said which options it has: nothing ran
         err.print(f"{PROG}: error: space: {empty}", markup=False, highlight=False)
@@ -137,16 +128,7 @@ async def _tune(args: argparse.Namespace, settings: tuple[RunOptions, Objective,
     driver = TuneDriver(session, base, plan.candidates, objective, budget, pinned=base.inductor_options,
                         modes=plan.modes, listener=lines, started=began, pool=lanes)
     driver.notes.extend(plan.notes)
-    stopped_by: list[int] = []
-    with _signals_stop(session, stopped_by):
-        try:
-            result = await driver.run()
-        except asyncio.CancelledError:
-            _forget_cancel()
-            driver.stop("Ctrl-C" if not stopped_by or stopped_by[0] == signal.SIGINT else f"signal {stopped_by[0]}")
-            result = driver.result()
-        finally:
-            await session.aclose(timeout=5.0)
+    result, stopped_by = await _search(session, driver)
     if result.runs == 0 and result.incomplete is not None and not stopped_by:  # the budget held no run: nothing ran
         err.print(f"{PROG}: error: budget: {_no_run_text(args.budget, result.elapsed_s)}", markup=False,
                   highlight=False)
@@ -158,6 +140,40 @@ async def _tune(args: argparse.Namespace, settings: tuple[RunOptions, Objective,
     if stopped_by:
         return 128 + stopped_by[0]
     return 1 if export_failed or result.outcome == NOTHING_MEASURED else 0
+
+
+async def _plan(args: argparse.Namespace, settings: tuple[RunOptions, Objective, tuple[str, ...], float],
+                lines: Any, lanes: tuple[str, ...], cluster: Any) -> SearchPlan:
+    """Ask the torch where the runs run which options it has, and say what the search will try (its notes)."""
+    base, objective, knobs, budget = settings
+    lines.note(f"tune: {base.workload} on {base.device}, objective {objective.describe()}, budget {budget:g} s; "
+               f"asking the worker's torch{' on a node of the cluster' if cluster else ''} which options it has")
+    if lanes:
+        lines.note(_lanes_text(lanes, args))
+    found = await ask_torch(option_keys(), base.python, cluster, base.device)  # where the runs run
+    plan = await asyncio.to_thread(plan_search, base, knobs, found)
+    for note in plan.notes:
+        lines.note(note)
+    if cluster is not None:
+        lines.note(_cluster_probe_text(plan))
+    return plan
+
+
+async def _search(session: RunSession, driver: Any) -> tuple[Any, list[int]]:
+    """The driver's result once it ends, or once a signal stops it (the ended runs kept); the signals that did."""
+    from tui.cli.run import _forget_cancel, _signals_stop
+
+    stopped_by: list[int] = []
+    with _signals_stop(session, stopped_by):
+        try:
+            result = await driver.run()
+        except asyncio.CancelledError:
+            _forget_cancel()
+            driver.stop("Ctrl-C" if not stopped_by or stopped_by[0] == signal.SIGINT else f"signal {stopped_by[0]}")
+            result = driver.result()
+        finally:
+            await session.aclose(timeout=5.0)
+    return result, stopped_by
 
 
 async def _lanes(args: argparse.Namespace, base: RunOptions, telemetry: Any) -> tuple[tuple[str, ...], Any]:
