@@ -123,6 +123,7 @@ class CompileLabApp(App[int]):
                     raise
                 self.theme = DEFAULT_THEME
         self.lab.current_theme = lambda: self.theme
+        self.lab.workload_names = lambda workload: self.table.names.listing_name(workload)
         screen = self._main
         self.trust = TrustActions(self, self.lab, screen)
         self.queueing = QueueActions(self, self.lab, screen, self.trust)
@@ -258,8 +259,8 @@ class CompileLabApp(App[int]):
             self.lab.injected = None
         self.main_screen.run_ended(record)
         if record.status == RunStatus.FAILED:
-            self.notify(f"{workload_label(record.options)} {options_label(record.options)}: "
-                        f"{record.error_kind}: {record.error_message}", title="Run failed", severity="error",
+            label = f"{workload_label(record.options, self.table.names.listing_name)} {options_label(record.options)}"
+            self.notify(f"{label}: {record.error_kind}: {record.error_message}", title="Run failed", severity="error",
                         markup=False)
 
     @on(Notify)
