@@ -400,7 +400,7 @@ class CompileLabApp(App[int]):
 
         if isinstance(self.screen, HelpScreen):
             return
-        help_screen = HelpScreen(help_keys(self), data_line=self.lab.data_usage_line)
+        help_screen = HelpScreen(help_keys(self, self.screen), data_line=self.lab.data_usage_line)
         self.push_screen(help_screen)
         self.run_worker(lambda: self._measure_data_dir(help_screen), thread=True, group="data-usage",
                         exit_on_error=False, description="measure the data dir")
