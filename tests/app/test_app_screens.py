@@ -309,6 +309,7 @@ async def test_the_help_opened_from_the_details_lists_the_details_keys_not_the_o
         keys = dict(app.screen.keys)
         assert keys["r"] == "Reload" and keys["y"] == "Copy command" and keys["esc, q"] == "Back", sorted(keys.items())
         assert "Run" not in keys.values() and "Quit" not in [keys.get("q")], keys
+        assert keys["←→"] == "Tab" and "→" not in keys, sorted(keys.items())  # one row for the pair
         assert keys["w"] == "Sweep"  # the app's keys that work there too are still listed
         await pilot.press("escape", "escape")
         await wait_until(pilot, lambda: not isinstance(app.screen, (HelpScreen, DetailsScreen)), what="the table")

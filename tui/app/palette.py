@@ -43,8 +43,11 @@ def _own_keys(app: App[Any], screen: object) -> list[Binding]:
 def help_keys(app: App[Any], screen: object = None) -> list[tuple[str, str]]:
     """(key, description) of every binding of the app, then ``EXTRA_KEYS``, for the help screen. ``screen``: the
     screen the help opens from: its own keys come first, and the app's keys it takes for itself are left out
-    (on the details ``r`` reloads and ``q`` goes back: the help must not say they run and quit)."""
+    (on the details ``r`` reloads and ``q`` goes back: the help must not say they run and quit). A key of the
+    screen's that repeats an earlier one's words is its pair, said by that one's key display (``←→ Tab``)."""
     own = _own_keys(app, screen)
+    own = [binding for number, binding in enumerate(own)
+           if binding.description not in {earlier.description for earlier in own[:number]}]
     taken = {key.strip() for binding in own for key in binding.key.split(",")}
     keys = []
     for binding in [*own, *app.BINDINGS]:
