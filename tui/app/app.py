@@ -409,7 +409,7 @@ class CompileLabApp(App[int]):
         """The data dir measured again (it grows with every run) for the help opened now (in a thread)."""
         from tui.app.previous_runs import measure_data_dir
 
-        measure_data_dir(self, self.lab)
+        measure_data_dir(self, self.lab, warn=False)
         with contextlib.suppress(RuntimeError):  # the app closed meanwhile
             self.call_from_thread(help_screen.show_data_line, self.lab.data_usage_line)
 

@@ -79,9 +79,10 @@ def _rows_of(records: list[RunRecord], problems: list[str], path: str) -> tuple[
     return shown, cells
 
 
-def measure_data_dir(app: App[Any], lab: LabController) -> None:
-    """The data dir's size for the help screen (in a thread: it walks the directory), and a notice when the runs
-    directory is near its cap; measured once the history loaded and again each time the help opens."""
+def measure_data_dir(app: App[Any], lab: LabController, warn: bool = True) -> None:
+    """The data dir's size for the help screen (in a thread: it walks the directory), and (``warn``) a notice when
+    the runs directory is near its cap; measured once the history loaded (with the notice) and again each time
+    the help opens (the help's line says it)."""
     from tui.engine.store.prune import data_usage
 
     try:
@@ -90,7 +91,7 @@ def measure_data_dir(app: App[Any], lab: LabController) -> None:
         logger.warning("the data dir could not be measured", exc_info=exc)
         return
     lab.data_usage_line = usage.line()
-    if usage.cap_bytes and usage.runs_bytes > 0.8 * usage.cap_bytes and app.is_running:
+    if warn and usage.cap_bytes and usage.runs_bytes > 0.8 * usage.cap_bytes and app.is_running:
         with contextlib.suppress(RuntimeError):  # the app closed meanwhile
             app.call_from_thread(app.notify, f"Data dir {usage.line()}", title="Data dir", severity="warning",
                                  markup=False, timeout=10)
