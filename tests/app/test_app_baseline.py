@@ -233,3 +233,35 @@ async def test_m_on_a_failed_row_is_refused_in_one_line_saying_why(make_app):
         app.table.move_cursor(row=app.table.run_ids.index(BASE))
         await pilot.press("m")
         await wait_until(pilot, lambda: app.baseline_rows == (BASE,), what="the baseline")
+
+
+async def test_M_refuses_a_session_with_no_done_run_and_leaves_failed_rows_out_as_m_does(make_app):
+    """``M`` agrees with ``m``: a session whose runs all failed has no times (refused in one line at 80 columns);
+    a session with a done run is the baseline without its failed rows."""
+    from app_helpers import notifications
+    from tui.app.components.notice_line import NoticeLine
+
+    old_failed = timed_run(BASE, failed=True, session_id="old")
+    History().append(old_failed)
+    done = timed_run(SLOWER, pointwise(mode="max-autotune"), compiled=1.1, seed=2)
+    failed = timed_run(OTHER, failed=True)
+    app = make_app()
+    async with app.run_test(size=(80, 24), notifications=True) as pilot:
+        await wait_until(pilot, lambda: app.table.is_history(BASE), what="the history row")
+        for record in (done, failed):
+            app.inject_record(record)
+        await wait_until(pilot, lambda: app.table.row_count == 3, what="rows")
+        app.table.focus()
+        app.table.move_cursor(row=app.table.run_ids.index(BASE))
+        await pilot.press("M")
+        await wait_until(pilot, lambda: any("no times" in n for n in notifications(app)), what="the refusal")
+        assert app.baseline_rows == ()
+        assert "vs_base" not in app.table.shown_columns
+        line = app.screen.query_one(NoticeLine)
+        await wait_until(pilot, lambda: line.display and line.size.height > 0, what="the notice line")
+        assert line.size.height == 1, line.render()
+        # This session has a done run and a failed one: the done one is the baseline, the failed one is not.
+        app.table.move_cursor(row=app.table.run_ids.index(OTHER))
+        await pilot.press("M")
+        await wait_until(pilot, lambda: app.baseline_rows != (), what="the baseline")
+        assert app.baseline_rows == (SLOWER,)

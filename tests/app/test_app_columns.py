@@ -164,3 +164,42 @@ async def test_two_files_of_one_name_are_told_apart_by_their_folders(make_app):
         await wait_until(pilot, lambda: app.table.row_count == 3, what="the previous run's row")
         names = {run.run_id: app.table.cell_text(run.run_id, "workload") for run in (first, second, earlier)}
         assert names == {first.run_id: "tmp/a/model.py", second.run_id: "b/model.py", earlier.run_id: "old/a/model.py"}
+
+
+async def test_the_queue_chart_title_and_notices_name_a_file_as_its_row_does(make_app):
+    """Outside the table, two files of one name read ``model.py`` alike: the queue's line, the chart's title, the
+    failed run's toast and the noisy notice name each file as its row does (``a/model.py``, ``b/model.py``)."""
+    import dataclasses
+
+    from tui.app.messages import RunFinished
+    from tui.engine.protocol import make_event
+
+    def file_record(index: int, folder: str) -> RunRecord:
+        done = sweep_record(index, "default", None)
+        options = dataclasses.replace(done.options, workload=f"/tmp/{folder}/model.py", params={})
+        return dataclasses.replace(done, options=options)
+
+    app = make_app(load_history=False)
+    async with app.run_test(size=(80, 24), notifications=True) as pilot:
+        first, second = file_record(0, "a"), file_record(1, "b")
+        for record in (first, second):
+            app.inject_record(record)
+        await wait_until(pilot, lambda: app.table.row_count == 2, what="two rows")
+        app.table.focus()
+        app.table.move_cursor(row=app.table.run_ids.index(second.run_id))
+        chart = app.main_screen.query_one("#chart")
+        await wait_until(pilot, lambda: chart.border_title.startswith("iterations · b/model.py"),
+                         what="the chart's title naming b/model.py")
+        running = RunRecord("20261201-000009-aaaaaa", first.options)
+        running.apply(make_event("started", 0.0, env={"torch": "2.13.0"}))
+        app.inject_record(running, current=True)
+        queue = app.main_screen.query_one("#queue")
+        await wait_until(pilot, lambda: "▶ a/model.py" in str(queue.render()), what="the queue naming a/model.py")
+        failed = file_record(2, "b")
+        failed.fail("compile_error", "fake")
+        app.post_message(RunFinished(failed))
+        await wait_until(pilot, lambda: any(n.startswith("b/model.py ") for n in notifications(app)),
+                         what="the failed run's toast naming b/model.py")
+        app.lab._noisy.saved(first, ("a stall",), queue_ended=True)
+        await wait_until(pilot, lambda: any(n.startswith("a/model.py ") for n in notifications(app)
+                                            if "a stall" in n), what="the noisy notice naming a/model.py")

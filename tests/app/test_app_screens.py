@@ -288,3 +288,32 @@ async def test_at_80x24_the_code_tabs_footer_keeps_every_key_whole(make_app):
         footer = terminal.text(Region(0, 23, 80, 1))
         assert "[ ] Graph" in footer and "x Cancel" in footer and "f1 Help" in footer, footer
         assert footer.rstrip().endswith("^p palette"), footer
+
+
+async def test_the_help_opened_from_the_details_lists_the_details_keys_not_the_ones_they_replace(make_app):
+    """On the details ``r`` reloads, ``y`` copies the command and ``q`` goes back; the help opened there (F1, at
+    80x24) said ``r  Run`` and ``q  Quit``. It lists the screen's own keys and leaves out the app's it takes."""
+    from fakes.timed import timed_run
+    from tui.app.components.details import DetailsScreen
+    from tui.app.components.help import HelpScreen
+
+    app = make_app(load_history=False)
+    async with app.run_test(size=(80, 24)) as pilot:
+        record = timed_run("20261201-000000-aaaaaa")
+        app.inject_record(record)
+        await wait_until(pilot, lambda: app.table.row_count == 1, what="a row")
+        app.action_details(record.run_id)
+        await wait_until(pilot, lambda: isinstance(app.screen, DetailsScreen), what="the details")
+        await pilot.press("f1")
+        await wait_until(pilot, lambda: isinstance(app.screen, HelpScreen), what="the help")
+        keys = dict(app.screen.keys)
+        assert keys["r"] == "Reload" and keys["y"] == "Copy command" and keys["esc, q"] == "Back", sorted(keys.items())
+        assert "Run" not in keys.values() and "Quit" not in [keys.get("q")], keys
+        assert keys["←→"] == "Tab" and "→" not in keys, sorted(keys.items())  # one row for the pair
+        assert keys["w"] == "Sweep"  # the app's keys that work there too are still listed
+        await pilot.press("escape", "escape")
+        await wait_until(pilot, lambda: not isinstance(app.screen, (HelpScreen, DetailsScreen)), what="the table")
+        await pilot.press("f1")  # from the main screen: the app's keys as before
+        await wait_until(pilot, lambda: isinstance(app.screen, HelpScreen), what="the help")
+        keys = dict(app.screen.keys)
+        assert keys["r"] == "Run" and keys["q"] == "Quit" and "y" not in keys, keys

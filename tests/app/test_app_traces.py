@@ -65,3 +65,23 @@ async def test_the_help_shows_the_data_dirs_size(make_app):
         console.print(app.screen.query_one("#help-content", Static).content)
         text = console.export_text()
         assert f"Data dir {paths.data_dir()}: " in text and "compile-lab prune" in text
+
+
+async def test_the_help_measures_the_data_dir_again_when_it_opens(make_app):
+    """The data dir grows with every run: the help measured it once at start and said "0 B" after a session's runs.
+    Opened at 80x24 after the data dir grew, it says the new size."""
+    app = make_app()
+    async with app.run_test(size=(80, 24)) as pilot:
+        await wait_until(pilot, lambda: bool(app.data_usage_line), what="the data dir measured")
+        runs = paths.data_dir() / "runs"
+        runs.mkdir(parents=True, exist_ok=True)
+        (runs / "20261201-000000-aaaaaa.json").write_bytes(b"x" * 3_000_000)
+        await pilot.press("f1")
+        await wait_until(pilot, lambda: isinstance(app.screen, HelpScreen), what="the help")
+
+        def shown() -> str:
+            console = Console(width=400, record=True, file=open(os.devnull, "w"))
+            console.print(app.screen.query_one("#help-content", Static).content)
+            return console.export_text()
+
+        await wait_until(pilot, lambda: "runs 3.0 MB" in shown(), what="the help saying the runs' new size")

@@ -62,6 +62,7 @@ from tui.present.format import options_label, workload_label
 from tui.engine.status import RunStatus
 
 if TYPE_CHECKING:  # imported where used: the engine's records are not needed for the first frame
+    from tui.app.components.help import HelpScreen
     from tui.engine.store.results import RunRecord
 
 __all__ = ["CompileLabApp", "run_app", "resolve_theme", "export_paths", "THEME_ALIASES", "REFRESH_HZ"]
@@ -123,6 +124,7 @@ class CompileLabApp(App[int]):
                     raise
                 self.theme = DEFAULT_THEME
         self.lab.current_theme = lambda: self.theme
+        self.lab.workload_names = lambda workload: self.table.names.listing_name(workload)
         screen = self._main
         self.trust = TrustActions(self, self.lab, screen)
         self.queueing = QueueActions(self, self.lab, screen, self.trust)
@@ -258,8 +260,8 @@ class CompileLabApp(App[int]):
             self.lab.injected = None
         self.main_screen.run_ended(record)
         if record.status == RunStatus.FAILED:
-            self.notify(f"{workload_label(record.options)} {options_label(record.options)}: "
-                        f"{record.error_kind}: {record.error_message}", title="Run failed", severity="error",
+            label = f"{workload_label(record.options, self.table.names.listing_name)} {options_label(record.options)}"
+            self.notify(f"{label}: {record.error_kind}: {record.error_message}", title="Run failed", severity="error",
                         markup=False)
 
     @on(Notify)
@@ -398,7 +400,18 @@ class CompileLabApp(App[int]):
 
         if isinstance(self.screen, HelpScreen):
             return
-        self.push_screen(HelpScreen(help_keys(self), data_line=self.lab.data_usage_line))
+        help_screen = HelpScreen(help_keys(self, self.screen), data_line=self.lab.data_usage_line)
+        self.push_screen(help_screen)
+        self.run_worker(lambda: self._measure_data_dir(help_screen), thread=True, group="data-usage",
+                        exit_on_error=False, description="measure the data dir")
+
+    def _measure_data_dir(self, help_screen: HelpScreen) -> None:
+        """The data dir measured again (it grows with every run) for the help opened now (in a thread)."""
+        from tui.app.previous_runs import measure_data_dir
+
+        measure_data_dir(self, self.lab, warn=False)
+        with contextlib.suppress(RuntimeError):  # the app closed meanwhile
+            self.call_from_thread(help_screen.show_data_line, self.lab.data_usage_line)
 
     def get_system_commands(self, screen: Screen) -> Iterable[SystemCommand]:
         """Command palette entries: Textual's own plus every compile-lab action."""

@@ -31,7 +31,10 @@ if TYPE_CHECKING:
     from tui.app.main_screen import MainScreen
     from tui.engine.store.results import RunRecord
 
-__all__ = ["BaselineActions", "BaselineCompareScreen", "baseline_summary"]
+__all__ = ["BaselineActions", "BaselineCompareScreen", "baseline_summary", "NO_TIMED_ROW"]
+
+NO_TIMED_ROW = "no run of this session is done: it has no times to compare"
+"""Why ``M`` refuses a session whose runs all failed or were cancelled (one line at 80 columns after its title)."""
 
 
 class BaselineActions:
@@ -54,7 +57,9 @@ class BaselineActions:
         self.set_baseline(() if self.lab.baseline.rows == (row,) else (row,))
 
     def mark_session(self) -> None:
-        """Every row of the selected row's session (this one's, or a previous one's) becomes the baseline."""
+        """Every row of the selected row's session (this one's, or a previous one's) becomes the baseline, but for
+        the rows that ended without times (:func:`~tui.app.baselines.not_a_baseline`, as ``m`` refuses them); a
+        session with none left is refused, saying why."""
         table, lab = self.screen().table, self.lab
         row = table.selected_run_id
         record = lab.row_record(row) if row is not None else None
@@ -62,9 +67,14 @@ class BaselineActions:
             self.app.notify("No row selected", title="Baseline", severity="warning")
             return
         history = table.is_history(row)
-        rows = [r for r in lab.all_rows() if table.has_run(r) or table.is_history(r)]
-        self.set_baseline(tuple(r for r in rows if table.is_history(r) == history
-                                and getattr(lab.row_record(r), "session_id", None) == record.session_id))
+        rows = [r for r in lab.all_rows() if (table.has_run(r) or table.is_history(r))
+                and table.is_history(r) == history
+                and getattr(lab.row_record(r), "session_id", None) == record.session_id]
+        timed = tuple(r for r in rows if not_a_baseline(lab.group_members(r)) is None)
+        if not timed:
+            self.app.notify(NO_TIMED_ROW, title="Baseline", severity="warning", markup=False)
+            return
+        self.set_baseline(timed)
 
     def set_baseline(self, rows: Sequence[str]) -> None:
         """Make ``rows`` the baseline (empty: none) and compare every other row with it."""

@@ -27,7 +27,7 @@ from tui.app.notices import NoisyNotices
 from tui.engine.options import RunOptions
 from tui.engine.run.session import SessionListener
 from tui.engine.store.stored_options import code_settings
-from tui.present.format import TERMINAL_STATUSES
+from tui.present.format import TERMINAL_STATUSES, workload_name
 
 if TYPE_CHECKING:
     from tui.app.tune_run import TuneRun
@@ -119,7 +119,9 @@ class LabController(SessionListener):
         self.shutting_down = False
         self.current_theme: Callable[[], str | None] = lambda: None
         """The theme shown now (the app sets it): saved with the config."""
-        self._noisy = NoisyNotices(self._notify)
+        self.workload_names: Callable[[str], str] = workload_name
+        """A user file's name in the view's listing (the app sets it: the table's), for the notices."""
+        self._noisy = NoisyNotices(self._notify, lambda workload: self.workload_names(workload))
         self.tune: TuneRun | None = None
         """The search the Tune action started (running or ended), else None."""
 

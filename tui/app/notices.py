@@ -20,8 +20,10 @@ __all__ = ["NoisyNotices"]
 class NoisyNotices:
     """Counts the noisy runs of a queue and notifies through ``notify`` (``App.notify``'s signature)."""
 
-    def __init__(self, notify: Callable[..., None]) -> None:
+    def __init__(self, notify: Callable[..., None], names: Callable[[str], str] | None = None) -> None:
         self._notify = notify
+        self._names = names
+        """A user file's name in the table (``a/model.py`` beside ``b/model.py``); None: its file name."""
         self._count = 0
         self._first = ""
 
@@ -33,7 +35,8 @@ class NoisyNotices:
             if self._count == 1:
                 more = f" (+{len(reasons) - 1} more in details)" if len(reasons) > 1 else ""
                 first = reasons[0] if reasons else "the measurement cannot support a number"
-                self._first = f"{workload_label(record.options)} {options_label(record.options)}: {first}{more}"
+                label = f"{workload_label(record.options, self._names)} {options_label(record.options)}"
+                self._first = f"{label}: {first}{more}"
         if not queue_ended:
             return
         if self._count == 1:

@@ -32,13 +32,30 @@ HELP_DESCRIPTIONS = {
 """What the help says for bindings whose footer word is too short to explain them (by binding id)."""
 
 
-def help_keys(app: App[Any]) -> list[tuple[str, str]]:
-    """(key, description) of every binding of the app, then ``EXTRA_KEYS``, for the help screen."""
+def _own_keys(app: App[Any], screen: object) -> list[Binding]:
+    """The bindings of ``screen`` (the details, the tune screen) that are its own: not the app's keys it binds off
+    its footer (:func:`tui.app.keys.off_footer`), which do there what they do on the main screen."""
+    actions = {f"app.{binding.action}" for binding in app.BINDINGS if isinstance(binding, Binding)}
+    return [binding for binding in vars(type(screen)).get("BINDINGS", ())
+            if isinstance(binding, Binding) and binding.action not in actions]
+
+
+def help_keys(app: App[Any], screen: object = None) -> list[tuple[str, str]]:
+    """(key, description) of every binding of the app, then ``EXTRA_KEYS``, for the help screen. ``screen``: the
+    screen the help opens from: its own keys come first, and the app's keys it takes for itself are left out
+    (on the details ``r`` reloads and ``q`` goes back: the help must not say they run and quit). A key of the
+    screen's that repeats an earlier one's words is its pair, said by that one's key display (``←→ Tab``)."""
+    own = _own_keys(app, screen)
+    own = [binding for number, binding in enumerate(own)
+           if binding.description not in {earlier.description for earlier in own[:number]}]
+    taken = {key.strip() for binding in own for key in binding.key.split(",")}
     keys = []
-    for binding in app.BINDINGS:
-        if isinstance(binding, Binding):
-            shown = ", ".join(app.get_key_display(Binding(k.strip(), "")) for k in binding.key.split(","))
-            keys.append((shown, HELP_DESCRIPTIONS.get(binding.id or "", binding.description)))
+    for binding in [*own, *app.BINDINGS]:
+        if not isinstance(binding, Binding) or (binding not in own and binding.key.split(",")[0].strip() in taken):
+            continue
+        names = [key.strip() for key in binding.key.split(",") if binding in own or key.strip() not in taken]
+        shown = binding.key_display or ", ".join(app.get_key_display(Binding(key, "")) for key in names)
+        keys.append((shown, HELP_DESCRIPTIONS.get(binding.id or "", binding.description)))
     return keys + EXTRA_KEYS
 
 

@@ -79,16 +79,19 @@ def _rows_of(records: list[RunRecord], problems: list[str], path: str) -> tuple[
     return shown, cells
 
 
-def _measure_data_dir(app: App[Any], lab: LabController) -> None:
-    """The data dir's size for the help screen, and a notice when the runs directory is near its cap."""
+def measure_data_dir(app: App[Any], lab: LabController, warn: bool = True) -> None:
+    """The data dir's size for the help screen (in a thread: it walks the directory), and (``warn``) a notice when
+    the runs directory is near its cap; measured once the history loaded (with the notice) and again each time
+    the help opens (the help's line says it)."""
     from tui.engine.store.prune import data_usage
 
     try:
         usage = data_usage()
-    except OSError:
+    except OSError as exc:
+        logger.warning("the data dir could not be measured", exc_info=exc)
         return
     lab.data_usage_line = usage.line()
-    if usage.cap_bytes and usage.runs_bytes > 0.8 * usage.cap_bytes and app.is_running:
+    if warn and usage.cap_bytes and usage.runs_bytes > 0.8 * usage.cap_bytes and app.is_running:
         with contextlib.suppress(RuntimeError):  # the app closed meanwhile
             app.call_from_thread(app.notify, f"Data dir {usage.line()}", title="Data dir", severity="warning",
                                  markup=False, timeout=10)
@@ -137,7 +140,7 @@ class PreviousRuns:
             logger.warning("the history could not be read", exc_info=exc)
             problems.append(f"history could not be read: {exc}")
         app.post_message(HistoryLoaded([], problems, final=True))
-        _measure_data_dir(app, self.lab)
+        measure_data_dir(app, self.lab)
 
     def loaded(self, message: HistoryLoaded) -> None:
         """A chunk of previous runs joins the model as final (runs this session knows stay as they are)."""

@@ -7,7 +7,7 @@ view reads fields by name; what is here is how numbers and labels look on screen
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from datetime import datetime, timezone
 from typing import Any
 
@@ -270,10 +270,12 @@ def fold_path(path: str, width: int) -> str:
     return "…/" + kept
 
 
-def workload_label(options: RunOptions) -> str:
-    """``pointwise n=512`` (a user file shows its name only); control characters shown, not run."""
+def workload_label(options: RunOptions, names: Callable[[str], str] | None = None) -> str:
+    """``pointwise n=512`` (a user file shows its name only); control characters shown, not run. ``names``: a user
+    file's name in the listing the label is read beside (the app's table: :class:`ListingNames`), so a file's
+    label names it as its row does (``a/model.py`` beside ``b/model.py``)."""
     if is_user_workload(options.workload):
-        return workload_name(options.workload)
+        return (names or workload_name)(options.workload)
     parts = [options.workload] + [f"{k}={v}" for k, v in options.params.items()]
     return printable(" ".join(parts))
 

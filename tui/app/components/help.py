@@ -70,21 +70,26 @@ class HelpScreen(ModalScreen[None]):
         self.keys = list(keys)
         self.data_line = data_line
 
-    def compose(self) -> ComposeResult:
-        """The text in a scrolling box."""
+    def _content(self) -> Group:
         table = Table(box=None, show_header=True, header_style="bold", pad_edge=False)
         table.add_column("key", style="bold cyan", no_wrap=True)
         table.add_column("action")
         for key, description in self.keys:
             table.add_row(key, description)
+        return Group(Text("compile-lab help", style="bold"), Text(_reflow(INTRO.format(details=tabs_help()))),
+                     Text(""), table, *([Text(f"\nData dir {self.data_line}")] if self.data_line else []),
+                     Text("\nEscape, q or F1 closes this help.", style="dim"))
+
+    def compose(self) -> ComposeResult:
+        """The text in a scrolling box."""
         with VerticalScroll(classes="dialog help-dialog"):
-            yield Static(
-                Group(Text("compile-lab help", style="bold"), Text(_reflow(INTRO.format(details=tabs_help()))),
-                      Text(""), table,
-                      *([Text(f"\nData dir {self.data_line}")] if self.data_line else []),
-                      Text("\nEscape, q or F1 closes this help.", style="dim")),
-                id="help-content",
-            )
+            yield Static(self._content(), id="help-content")
+
+    def show_data_line(self, line: str) -> None:
+        """The data dir's size measured again (it grows with every run) replaces the one shown."""
+        if line and line != self.data_line and self.is_attached:
+            self.data_line = line
+            self.query_one("#help-content", Static).update(self._content())
 
     def action_close(self) -> None:
         """Close the help."""

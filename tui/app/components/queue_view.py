@@ -3,7 +3,7 @@ for a worker, in order. A pooled run's line names the GPU it got."""
 
 from __future__ import annotations
 
-from collections.abc import Collection, Sequence
+from collections.abc import Callable, Collection, Sequence
 
 from rich.text import Text
 from textual.reactive import reactive
@@ -39,6 +39,8 @@ class QueueView(Static):
         self._waiting: list[RunRecord] = []
         self._pooled: Collection[str] = ()
         self._last: tuple | None = None
+        self.names: Callable[[str], str] | None = None
+        """A user file's name in the results table (the main screen sets it), so a line names it as its row does."""
 
     def show(self, running: RunRecord | Sequence[RunRecord] | None, waiting: Sequence[RunRecord],
              pooled: Collection[str] = ()) -> None:
@@ -69,13 +71,13 @@ class QueueView(Static):
             text.append("\n▶ " if number else "▶ ", style="bold yellow")
             if running.run_id in self._pooled:
                 text.append(f"{running.options.device} ", style="bold")
-            text.append(f"{workload_label(running.options)} {options_label(running.options)}")
+            text.append(f"{workload_label(running.options, self.names)} {options_label(running.options)}")
             text.append(f"  {STATUS_LABELS.get(status, status)} {pct:.0f}%", style="yellow")
         for index, record in enumerate(self._waiting[: self.max_lines], start=1):
             if text.plain:
                 text.append("\n")
             text.append(f"{index}. ", style="dim")
-            text.append(f"{workload_label(record.options)} {options_label(record.options)}")
+            text.append(f"{workload_label(record.options, self.names)} {options_label(record.options)}")
         extra = len(self._waiting) - self.max_lines
         if extra > 0:
             text.append(f"\n   +{extra} more", style="dim")

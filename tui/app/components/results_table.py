@@ -103,8 +103,8 @@ class ResultsTable(BulkRowTable):
         """A rewrite changed cells of the sorted column since the last sort (:meth:`_keep_sorted`)."""
         self._compact: tuple[str, ...] = ()
         """The option columns the ``config`` cells fold now (none: no ``config`` column)."""
-        self._names = FileNames()
-        """The workloads' names among every row, shown or not: files of one name told apart by their folders."""
+        self.names = FileNames()
+        """Every row's workload names (shown or not; the queue, chart and notices use them too): files told apart."""
 
     def on_mount(self) -> None:
         """Create the columns (unless rows added before made them)."""
@@ -388,9 +388,9 @@ class ResultsTable(BulkRowTable):
     def _named(self, cells: dict[str, Cell]) -> dict[str, Cell]:
         """``cells`` with a user's file named by the listing's rule; the rows of the files of its name that it
         tells apart now (``model.py`` -> ``a/model.py``) are written again."""
-        changed = self._names.name(cells)
+        changed = self.names.name(cells)
         if changed:
-            self._rewrite_rows(lambda _, old: None if (new := self._names.renamed(old, changed)) is None
+            self._rewrite_rows(lambda _, old: None if (new := self.names.renamed(old, changed)) is None
                                else self._with_config(new))
         return cells
 
