@@ -118,3 +118,26 @@ def test_nothing_faster_than_the_default_is_said_in_those_words():
         await lab.close()
 
     asyncio.run(scenario())
+
+
+class FailingRunner(InProcessRunner):
+    """Every run fails as a workload that raises does (``runtime_error``), before it measures anything."""
+
+    async def run(self, record: Any, on_event: Any = None) -> Any:
+        self.ran.append(record.run_id)
+        record.fail("runtime_error", "the workload raised RuntimeError: boom")
+        return record
+
+
+def test_a_search_that_measured_nothing_says_nothing_measured_and_why_once():
+    async def scenario() -> None:
+        lab, view = _lab(FailingRunner())
+        tune = lab.start_tune(BASE, check_request(space="freezing", budget="5m"))
+        assert tune is not None
+        await asyncio.wait_for(asyncio.gather(*view.tasks), 60)
+        assert tune.board.stage == "nothing measured"  # the reason is the headline's, said once
+        assert tune.board.headline.startswith("nothing was measured, so no configuration can be judged")
+        assert "boom" in tune.board.headline
+        await lab.close()
+
+    asyncio.run(scenario())

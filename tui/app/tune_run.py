@@ -246,7 +246,7 @@ class TuneRun:
     def _finish(self, result: TuneResult, modes: Any) -> None:
         self.result = result
         stage = {NOTHING_BEATS: "nothing beats the default compile",
-                 NOTHING_MEASURED: "nothing measured: every run failed"}.get(result.outcome, f"ended: {result.outcome}")
+                 NOTHING_MEASURED: "nothing measured"}.get(result.outcome, f"ended: {result.outcome}")
         self.keeper.update(done=True, stopping=False, stage=stage, time_left_s=None, ends_at=None, runs=result.runs,
                            incumbent=result.winner, standings=result.standings,
                            headline=headline(result), answer=answer_text(result, modes))
