@@ -207,10 +207,24 @@ async def test_a_table_sorted_by_vs_base_stays_sorted_when_another_baseline_is_m
         assert shown == app.table.run_ids and shown[0] == OTHER, (shown, app.table.run_ids)
 
 
-async def test_m_on_a_failed_row_is_refused_in_one_line_saying_why(make_app):
-    """A failed run has no times: as the baseline every ``vs base`` cell would be "–". m says so and marks nothing."""
+async def _refused_in_one_line(pilot, app, key: str) -> str:
+    """Press ``key`` on a row with no times: refused (no baseline, no ``vs base``) in one notice line at 80
+    columns; the line's text."""
     from app_helpers import notifications
     from tui.app.components.notice_line import NoticeLine
+
+    await pilot.press(key)
+    await wait_until(pilot, lambda: any("no times" in n for n in notifications(app)), what="the refusal")
+    assert app.baseline_rows == ()
+    assert "vs_base" not in app.table.shown_columns
+    line = app.screen.query_one(NoticeLine)
+    await wait_until(pilot, lambda: line.display and line.size.height > 0, what="the notice line")
+    assert line.size.height == 1, line.render()
+    return str(line.render())
+
+
+async def test_m_on_a_failed_row_is_refused_in_one_line_saying_why(make_app):
+    """A failed run has no times: as the baseline every ``vs base`` cell would be "–". m says so and marks nothing."""
 
     failed = timed_run(OTHER, failed=True)
     app = make_app(load_history=False)
@@ -220,14 +234,7 @@ async def test_m_on_a_failed_row_is_refused_in_one_line_saying_why(make_app):
         await wait_until(pilot, lambda: app.table.row_count == 3, what="rows")
         app.table.focus()
         app.table.move_cursor(row=app.table.run_ids.index(OTHER))
-        await pilot.press("m")
-        await wait_until(pilot, lambda: any("no times" in n for n in notifications(app)), what="the refusal")
-        assert app.baseline_rows == ()
-        assert "vs_base" not in app.table.shown_columns
-        line = app.screen.query_one(NoticeLine)
-        await wait_until(pilot, lambda: line.display and line.size.height > 0, what="the notice line")
-        assert line.size.height == 1, line.render()  # one line at 80 columns
-        text = str(line.render())
+        text = await _refused_in_one_line(pilot, app, "m")
         assert "failed" in text and "done run" in text, text
         # A done row is a baseline as before.
         app.table.move_cursor(row=app.table.run_ids.index(BASE))
@@ -238,8 +245,6 @@ async def test_m_on_a_failed_row_is_refused_in_one_line_saying_why(make_app):
 async def test_M_refuses_a_session_with_no_done_run_and_leaves_failed_rows_out_as_m_does(make_app):
     """``M`` agrees with ``m``: a session whose runs all failed has no times (refused in one line at 80 columns);
     a session with a done run is the baseline without its failed rows."""
-    from app_helpers import notifications
-    from tui.app.components.notice_line import NoticeLine
 
     old_failed = timed_run(BASE, failed=True, session_id="old")
     History().append(old_failed)
@@ -253,13 +258,7 @@ async def test_M_refuses_a_session_with_no_done_run_and_leaves_failed_rows_out_a
         await wait_until(pilot, lambda: app.table.row_count == 3, what="rows")
         app.table.focus()
         app.table.move_cursor(row=app.table.run_ids.index(BASE))
-        await pilot.press("M")
-        await wait_until(pilot, lambda: any("no times" in n for n in notifications(app)), what="the refusal")
-        assert app.baseline_rows == ()
-        assert "vs_base" not in app.table.shown_columns
-        line = app.screen.query_one(NoticeLine)
-        await wait_until(pilot, lambda: line.display and line.size.height > 0, what="the notice line")
-        assert line.size.height == 1, line.render()
+        await _refused_in_one_line(pilot, app, "M")
         # This session has a done run and a failed one: the done one is the baseline, the failed one is not.
         app.table.move_cursor(row=app.table.run_ids.index(OTHER))
         await pilot.press("M")
