@@ -27,6 +27,13 @@ def _runs():
     ]
 
 
+async def _show_runs(pilot, app) -> None:
+    """The four runs of :func:`_runs` as this session's rows."""
+    for record in _runs():
+        app.inject_record(record)
+    await wait_until(pilot, lambda: app.table.row_count == 4, what="rows")
+
+
 def _judged(app, *rows):
     return lambda: not app.baseline_busy and all(app.table.cell_text(r, "vs_base") not in ("", "…") for r in rows)
 
@@ -34,9 +41,7 @@ def _judged(app, *rows):
 async def test_a_baseline_shows_the_change_of_each_comparable_row_and_clearing_removes_the_column(make_app):
     app = make_app(load_history=False)
     async with app.run_test(size=SIZE) as pilot:
-        for record in _runs():
-            app.inject_record(record)
-        await wait_until(pilot, lambda: app.table.row_count == 4, what="rows")
+        await _show_runs(pilot, app)
         assert "vs_base" not in app.table.shown_columns
         app.table.focus()
         app.table.move_cursor(row=app.table.run_ids.index(BASE))
@@ -134,9 +139,7 @@ def test_snapshot_the_vs_base_column_at_120x40(snap_compare):
 
     async def run_before(pilot):
         app = pilot.app
-        for record in _runs():
-            app.inject_record(record)
-        await wait_until(pilot, lambda: app.table.row_count == 4, what="rows")
+        await _show_runs(pilot, app)
         app.set_baseline((BASE,))
         await wait_until(pilot, _judged(app, SLOWER, FASTER), what="the rows compared")
         app.clear_notifications()
@@ -186,9 +189,7 @@ async def test_a_table_sorted_by_vs_base_stays_sorted_when_another_baseline_is_m
     # the vs base cells change all at once: the rows take their places in one re-sort
     app = make_app(load_history=False)
     async with app.run_test(size=SIZE) as pilot:
-        for record in _runs():
-            app.inject_record(record)
-        await wait_until(pilot, lambda: app.table.row_count == 4, what="rows")
+        await _show_runs(pilot, app)
         app.table.focus()
         app.table.move_cursor(row=app.table.run_ids.index(BASE))
         await pilot.press("m")
