@@ -12,6 +12,7 @@ import re
 
 import pytest
 from rich.console import Console
+from textual.app import App
 from textual.widgets import Input, TextArea
 
 from app_helpers import fake_runner, notifications, wait_until
@@ -19,9 +20,12 @@ from tui.app.components.leaderboard import Leaderboard
 from tui.app.components.picker import Picker
 from tui.app.components.tune_dialog import TuneDialog
 from tui.app.components.tune_screen import TuneScreen
-from tui.app.tune_run import STOPPED, BoardKeeper
+from tui.app.tune_run import STOPPED, Board, BoardKeeper
 from tui.engine.tune import probe as probe_module
 from tui.engine.runner.torch_probe import TorchOptions
+from tui.engine.tune.objective import Score
+from tui.engine.tune.search import Standing
+from tui.engine.tune.space import Candidate
 
 SIZE = (80, 24)
 
@@ -177,3 +181,32 @@ async def test_at_80x24_the_tune_screens_footer_fits_whole(make_app):
         footer = await footer_whole(pilot, app)
         assert "y Copy answer" in footer and "x Stop" in footer  # the word of the pane's Stop button
         assert "Cancel" not in footer
+
+
+class _BoardApp(App):
+    """The tune screen of a fixed board (no search runs)."""
+
+    def __init__(self, board: Board) -> None:
+        super().__init__()
+        self.board = board
+
+    def on_mount(self) -> None:
+        self.push_screen(TuneScreen(self.board))
+
+
+def _screening_board(scored: int, candidates: int = 8) -> Board:
+    """A screening of ``candidates`` of which the first ``scored`` ran."""
+    standings = tuple(Standing(Candidate((("k", n),)), Score(1.0 + n / 100, 0.99, 1.2, 1), stage=0) if n < scored
+                      else Standing(Candidate((("k", n),))) for n in range(candidates))
+    return Board(tune_id="01JTUNE", what="pointwise on cpu", budget_s=300.0, stage="screening: 8 candidate(s)",
+                 standings=standings, left=candidates, time_left_s=250.0, runs=scored)
+
+
+async def test_at_80x24_the_leaderboard_says_how_many_are_in_the_race_and_how_many_have_yet_to_run():
+    # "8 candidate(s) left" after 2 of 8 ran read as "8 not yet run": the pane says each count
+    app = _BoardApp(_screening_board(2))
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.pause()
+        text = _text(app.screen.query_one(Leaderboard)._status)
+        assert re.search(r"progress\s+8 in the race, 6 not yet run · 2 run\(s\) · 250 s left of 300 s", text), text
+        assert "left  " not in text and "candidate(s) left" not in text

@@ -64,6 +64,9 @@ class Board:
     incumbent: Standing | None = None
     standings: tuple[Standing, ...] = ()
     left: int = 0
+    """The candidates still in the race (run or not)."""
+    stage_index: int = 0
+    """The stage running now (0: the screening); a candidate still in that last ran before it has yet to run in it."""
     time_left_s: float | None = None
     """The budget left for runs at the latest step (None once it ended)."""
     ends_at: float | None = None
@@ -82,6 +85,11 @@ class Board:
     def scored(self) -> list[Standing]:
         """The candidates still in the race that have a score, the best first (each listed as soon as it is scored)."""
         return [s for s in ranked(self.standings) if s.alive and not s.score.out and s.score.value is not None]
+
+    @property
+    def waiting(self) -> int:
+        """The candidates still in the race that have yet to run in the stage running now."""
+        return sum(1 for s in self.standings if s.alive and s.stage < self.stage_index)
 
     @property
     def out(self) -> list[tuple[str, str]]:
@@ -109,7 +117,7 @@ class BoardKeeper(TuneListener):
 
     def stage_started(self, index: int, names: Sequence[str], iters: int) -> None:
         self.update(stage=f"{stage_name(index)}: {len(names)} candidate(s), {iters} iterations per side",
-                    left=len(names))
+                    left=len(names), stage_index=index)
 
     def candidate_scored(self, standing: Standing) -> None:
         self.update()
