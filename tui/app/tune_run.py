@@ -27,7 +27,7 @@ from tui.engine.tune.answer import NOTHING_BEATS, NOTHING_MEASURED, Progress, Tu
 from tui.engine.tune.driver import TuneDriver, TuneListener
 from tui.engine.tune.request import TuneRequest, nothing_to_try, plan_search
 from tui.engine.tune.search import Standing, ranked, stage_name
-from tui.present.tune_answer import answer_text, headline
+from tui.present.tune_answer import answer_lines, headline
 
 if TYPE_CHECKING:
     from tui.engine.store.results import RunRecord
@@ -79,7 +79,10 @@ class Board:
     headline: str = ""
     """The answer's first line, once the search ended."""
     answer: str = ""
-    """The whole answer as text, once the search ended."""
+    """The whole answer as text, once the search ended (what ``y`` copies)."""
+    answer_lines: tuple[tuple[str, bool], ...] = ()
+    """The answer's lines, each with whether it is prose that may fold (:func:`~tui.present.tune_answer.answer_lines`):
+    the screen folds them to its width."""
 
     @property
     def scored(self) -> list[Standing]:
@@ -255,6 +258,8 @@ class TuneRun:
         self.result = result
         stage = {NOTHING_BEATS: "nothing beats the default compile",
                  NOTHING_MEASURED: "nothing measured"}.get(result.outcome, f"ended: {result.outcome}")
+        lines = answer_lines(result, modes)
         self.keeper.update(done=True, stopping=False, stage=stage, time_left_s=None, ends_at=None, runs=result.runs,
                            incumbent=result.winner, standings=result.standings,
-                           headline=headline(result), answer=answer_text(result, modes))
+                           headline=headline(result), answer="\n".join(line for line, _ in lines),
+                           answer_lines=tuple(lines))

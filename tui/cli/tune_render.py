@@ -25,7 +25,7 @@ def _say(console: Any, text: str) -> None:
 
 
 def _say_folded(console: Any, text: str) -> None:
-    """``text`` folded to the console's width with a hanging indent (:func:`~tui.cli.render.hanging_lines`)."""
+    """``text`` folded to the console's width with a hanging indent (:func:`~tui.present.format.hanging_lines`)."""
     from tui.cli.render import hanging_lines
 
     _say(console, "\n".join(hanging_lines(text, max(40, console.width))))

@@ -15,10 +15,11 @@ from tui.engine.tune.answer import (
 )
 from tui.engine.tune.code import compile_call, config_form, config_settings
 from tui.engine.tune.search import Standing, ranked
-from tui.present.format import fmt_mib, fmt_seconds, fmt_speedup
+from tui.present.format import fmt_mib, fmt_seconds, fmt_speedup, hanging_lines
 
 __all__ = ["against_text", "standing_rows", "cut_short", "BUDGET_RAN_OUT", "STANDING_COLUMNS", "headline",
-           "code_lines", "figure_lines", "closing_line", "answer_text", "unseparated_line"]
+           "code_lines", "figure_lines", "closing_line", "answer_text", "answer_lines",
+           "fold_answer", "unseparated_line"]
 
 STANDING_COLUMNS = ("candidate", "screened", "latest [95% interval]", "standing")
 """The columns of :func:`standing_rows`."""
@@ -175,14 +176,32 @@ def closing_line(result: TuneResult) -> str:
             f"tune:{result.tune_id} -o tune.html)")
 
 
-def answer_text(result: TuneResult, modes: Mapping[str, Mapping[str, Any]] | None = None) -> str:
-    """The whole answer as plain text (the candidates one per line, ``name: latest (screened ...): standing``)."""
+def answer_lines(result: TuneResult, modes: Mapping[str, Mapping[str, Any]] | None = None) -> list[tuple[str, bool]]:
+    """The answer's lines (see :func:`answer_text`), each with whether it is prose that may fold (code never does:
+    it is pasted as it is)."""
     close = unseparated_line(result)
-    lines = [headline(result), *([close] if close else []), *code_lines(result, modes), *figure_lines(result), "",
-             "candidates (speedup over eager in their own processes):"]
+    code = code_lines(result, modes)
+    lines = [(headline(result), True), *([(close, True)] if close else []), *[(line, False) for line in code],
+             *[(line, True) for line in figure_lines(result)],
+             ("", True), ("candidates (speedup over eager in their own processes):", True)]
     for name, screened, latest, standing in standing_rows(result.standings, cut_short(result)):
-        lines.append(f"  {name}: {latest}, screened {screened}: {standing}")
+        lines.append((f"  {name}: {latest}, screened {screened}: {standing}", True))
     notes = [*(result.confirmation.notes if result.confirmation else ()), *result.notes]
-    lines += [f"note: {note}" for note in notes]
-    lines.append(closing_line(result))
-    return "\n".join(lines)
+    lines += [(f"note: {note}", True) for note in notes]
+    lines.append((closing_line(result), True))
+    return lines
+
+
+def answer_text(result: TuneResult, modes: Mapping[str, Mapping[str, Any]] | None = None) -> str:
+    """The whole answer as plain text, unfolded (the candidates one per line, ``name: latest (screened ...):
+    standing``): what ``y`` copies in the app."""
+    return "\n".join(line for line, _ in answer_lines(result, modes))
+
+
+def fold_answer(lines: Sequence[tuple[str, bool]], width: int) -> str:
+    """:func:`answer_lines` as text, each prose line folded to ``width`` with a hanging indent (as the CLI prints
+    it); code lines as they are."""
+    folded: list[str] = []
+    for line, prose in lines:
+        folded.extend(hanging_lines(line, width) if prose and width > 0 else [line])
+    return "\n".join(folded)
