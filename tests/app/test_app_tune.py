@@ -6,22 +6,29 @@ The fake worker gives each configuration its own compiled time (``FAKE_WORKER_TI
 
 from __future__ import annotations
 
+import dataclasses
 import io
 import json
 import re
 
 import pytest
 from rich.console import Console
+from textual.app import App
 from textual.widgets import Input, TextArea
 
 from app_helpers import fake_runner, notifications, wait_until
 from tui.app.components.leaderboard import Leaderboard
 from tui.app.components.picker import Picker
 from tui.app.components.tune_dialog import TuneDialog
-from tui.app.components.tune_screen import TuneScreen
-from tui.app.tune_run import STOPPED, BoardKeeper
+from tui.app.components.tune_screen import AnswerArea, TuneScreen
+from tui.app.tune_run import STOPPED, Board, BoardKeeper
 from tui.engine.tune import probe as probe_module
 from tui.engine.runner.torch_probe import TorchOptions
+from tui.engine.tune.answer import TuneResult
+from tui.engine.tune.objective import Score
+from tui.engine.tune.search import Standing
+from tui.engine.tune.space import Candidate
+from tui.present.tune_answer import answer_lines, answer_text, headline
 
 SIZE = (80, 24)
 
@@ -114,7 +121,7 @@ async def test_a_tune_from_the_app_shows_the_leaderboard_then_the_answer(make_ap
         copied: list[str] = []
         app.copy_to_clipboard = copied.append  # type: ignore[method-assign]
         await pilot.press("y")
-        assert copied == [answer]
+        assert copied == [app.lab.tune.board.answer]  # unfolded, as the CLI's lines are before a terminal folds them
         await pilot.press("escape")
         assert app.screen is app.main_screen  # the table caught up while the tune screen was on top
         await wait_until(pilot, lambda: app.settled, what="settled")
@@ -177,3 +184,61 @@ async def test_at_80x24_the_tune_screens_footer_fits_whole(make_app):
         footer = await footer_whole(pilot, app)
         assert "y Copy answer" in footer and "x Stop" in footer  # the word of the pane's Stop button
         assert "Cancel" not in footer
+
+
+class _BoardApp(App):
+    """The tune screen of a fixed board (no search runs)."""
+
+    def __init__(self, board: Board) -> None:
+        super().__init__()
+        self.board = board
+
+    def on_mount(self) -> None:
+        self.push_screen(TuneScreen(self.board))
+
+
+def _screening_board(scored: int, candidates: int = 8) -> Board:
+    """A screening of ``candidates`` of which the first ``scored`` ran."""
+    standings = tuple(Standing(Candidate((("k", n),)), Score(1.0 + n / 100, 0.99, 1.2, 1), stage=0) if n < scored
+                      else Standing(Candidate((("k", n),))) for n in range(candidates))
+    return Board(tune_id="01JTUNE", what="pointwise on cpu", budget_s=300.0, stage="screening: 8 candidate(s)",
+                 standings=standings, left=candidates, time_left_s=250.0, runs=scored)
+
+
+async def test_at_80x24_the_leaderboard_says_how_many_are_in_the_race_and_how_many_have_yet_to_run():
+    # "8 candidate(s) left" after 2 of 8 ran read as "8 not yet run": the pane says each count
+    app = _BoardApp(_screening_board(2))
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.pause()
+        text = _text(app.screen.query_one(Leaderboard)._status)
+        assert re.search(r"progress\s+8 in the race, 6 not yet run · 2 run\(s\) · 250 s left of 300 s", text), text
+        assert "left  " not in text and "candidate(s) left" not in text
+
+
+_DEFAULT = Standing(Candidate(), Score(3.01, 2.95, 3.07, 1), stage=0, screened=Score(3.01, 2.95, 3.07, 1))
+_WRAPPER = Standing(Candidate((("cpp_wrapper", True),)), Score(3.04, 2.98, 3.10, 1), stage=0,
+                    screened=Score(3.04, 2.98, 3.10, 1))
+
+
+async def test_at_80x24_the_answer_folds_its_prose_under_its_text_and_copies_it_unfolded():
+    # the answer's wrapped lines started at column 0; they hang under their text now, as the CLI's do
+    result = TuneResult(tune_id="01JTUNE", outcome="unconfirmed", winner=_DEFAULT, winner_options=None,
+                        confirmation=None, standings=(_WRAPPER, _DEFAULT), stopped=STOPPED, runs=2, elapsed_s=9.0)
+    lines = tuple(answer_lines(result))
+    board = dataclasses.replace(_screening_board(0), done=True, stage="ended: unconfirmed", headline=headline(result),
+                                answer=answer_text(result), answer_lines=lines)
+    app = _BoardApp(board)
+    async with app.run_test(size=SIZE) as pilot:
+        area = app.screen.query_one("#tune-answer", AnswerArea)
+        await wait_until(pilot, lambda: area.text != board.answer, what="the answer folded")
+        shown = area.text.splitlines()
+        assert shown[0].startswith("best so far: default (unconfirmed: ")
+        assert shown[1].startswith("not told apart: cpp_wrapper=True 3.04×") and len(shown[1]) <= area.wrap_width
+        assert shown[2].startswith("  ") and shown[2].strip()  # its second line hangs under its text
+        row = next(n for n, line in enumerate(shown) if line.startswith("  cpp_wrapper=True: "))
+        assert shown[row + 1].startswith("    ") and shown[row + 1].strip()  # a candidate's: under its text
+        assert area.wrapped_document.height == len(shown)  # nothing left for the soft wrap to start at column 0
+        copied: list[str] = []
+        app.copy_to_clipboard = copied.append  # type: ignore[method-assign]
+        await pilot.press("y")
+        assert copied == [board.answer] and "\n  " not in board.answer.split("\n")[0]

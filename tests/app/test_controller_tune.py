@@ -141,3 +141,22 @@ def test_a_search_that_measured_nothing_says_nothing_measured_and_why_once():
         await lab.close()
 
     asyncio.run(scenario())
+
+
+def test_the_board_counts_the_candidates_in_the_race_and_those_yet_to_run_in_the_stage():
+    # "left" alone read as "not yet run": the board keeps the two counts apart, per stage
+    async def scenario() -> None:
+        lab, view = _lab(TunedRunner({"freezing": 0.6, "cpp_wrapper": 0.61}))  # two close: a second stage
+        boards: list[Board] = []
+        tune = lab.start_tune(BASE, check_request(space="freezing,cpp_wrapper", budget="5m"), boards.append)
+        assert tune is not None
+        await asyncio.wait_for(asyncio.gather(*view.tasks), 60)
+        screening = [(b.left, b.waiting, b.runs) for b in boards if b.stage.startswith("screening") and b.runs]
+        assert screening[0] == (3, 2, 1)  # one of three scored: three in the race, two yet to run
+        assert (3, 0, 3) in screening
+        second = [(b.left, b.waiting) for b in boards if b.stage.startswith("stage 2")]
+        assert second[0][0] == second[0][1] >= 2  # a new stage: each one still in has yet to run in it
+        assert second[-1][1] == 0
+        await lab.close()
+
+    asyncio.run(scenario())

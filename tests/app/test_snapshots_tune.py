@@ -18,7 +18,7 @@ from tui.engine.tune.answer import CONFIRMED, Against, Confirmation, TuneResult
 from tui.engine.tune.objective import Score
 from tui.engine.tune.search import Standing
 from tui.engine.tune.space import Candidate
-from tui.present.tune_answer import answer_text, headline
+from tui.present.tune_answer import answer_lines, answer_text, headline
 
 LAYOUT = Candidate((("layout_optimization", False),))
 STANDINGS = (
@@ -67,5 +67,6 @@ def test_snapshot_the_leaderboard_mid_race(snap_compare):
 def test_snapshot_the_answer(snap_compare):
     result = _result()
     done = dataclasses.replace(RACING, done=True, stage="ended: confirmed", time_left_s=None, runs=13, note="",
-                               headline=headline(result), answer=answer_text(result))
+                               headline=headline(result), answer=answer_text(result),
+                               answer_lines=tuple(answer_lines(result)))
     assert snap_compare(TuneSnapshotApp(done), terminal_size=(80, 24))

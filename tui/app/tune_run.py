@@ -27,7 +27,7 @@ from tui.engine.tune.answer import NOTHING_BEATS, NOTHING_MEASURED, Progress, Tu
 from tui.engine.tune.driver import TuneDriver, TuneListener
 from tui.engine.tune.request import TuneRequest, nothing_to_try, plan_search
 from tui.engine.tune.search import Standing, ranked, stage_name
-from tui.present.tune_answer import answer_text, headline
+from tui.present.tune_answer import answer_lines, headline
 
 if TYPE_CHECKING:
     from tui.engine.store.results import RunRecord
@@ -64,6 +64,9 @@ class Board:
     incumbent: Standing | None = None
     standings: tuple[Standing, ...] = ()
     left: int = 0
+    """The candidates still in the race (run or not)."""
+    stage_index: int = 0
+    """The stage running now (0: the screening); a candidate still in that last ran before it has yet to run in it."""
     time_left_s: float | None = None
     """The budget left for runs at the latest step (None once it ended)."""
     ends_at: float | None = None
@@ -76,12 +79,20 @@ class Board:
     headline: str = ""
     """The answer's first line, once the search ended."""
     answer: str = ""
-    """The whole answer as text, once the search ended."""
+    """The whole answer as text, once the search ended (what ``y`` copies)."""
+    answer_lines: tuple[tuple[str, bool], ...] = ()
+    """The answer's lines, each with whether it is prose that may fold (:func:`~tui.present.tune_answer.answer_lines`):
+    the screen folds them to its width."""
 
     @property
     def scored(self) -> list[Standing]:
         """The candidates still in the race that have a score, the best first (each listed as soon as it is scored)."""
         return [s for s in ranked(self.standings) if s.alive and not s.score.out and s.score.value is not None]
+
+    @property
+    def waiting(self) -> int:
+        """The candidates still in the race that have yet to run in the stage running now."""
+        return sum(1 for s in self.standings if s.alive and s.stage < self.stage_index)
 
     @property
     def out(self) -> list[tuple[str, str]]:
@@ -109,7 +120,7 @@ class BoardKeeper(TuneListener):
 
     def stage_started(self, index: int, names: Sequence[str], iters: int) -> None:
         self.update(stage=f"{stage_name(index)}: {len(names)} candidate(s), {iters} iterations per side",
-                    left=len(names))
+                    left=len(names), stage_index=index)
 
     def candidate_scored(self, standing: Standing) -> None:
         self.update()
@@ -247,6 +258,8 @@ class TuneRun:
         self.result = result
         stage = {NOTHING_BEATS: "nothing beats the default compile",
                  NOTHING_MEASURED: "nothing measured"}.get(result.outcome, f"ended: {result.outcome}")
+        lines = answer_lines(result, modes)
         self.keeper.update(done=True, stopping=False, stage=stage, time_left_s=None, ends_at=None, runs=result.runs,
                            incumbent=result.winner, standings=result.standings,
-                           headline=headline(result), answer=answer_text(result, modes))
+                           headline=headline(result), answer="\n".join(line for line, _ in lines),
+                           answer_lines=tuple(lines))

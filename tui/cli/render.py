@@ -3,11 +3,10 @@
 from __future__ import annotations
 
 import re
-import textwrap
 from typing import Any
 
 from tui.present.format import (
-    MISSING, VERDICT_STYLES, input_label, or_missing, ratio, significant, workload_names,
+    MISSING, VERDICT_STYLES, hanging_lines, input_label, or_missing, ratio, significant, workload_names,
 )  # fmt: skip
 from tui.present.option_fields import FIELDS_BY_KEY, differing, option_words
 from tui.engine.explain.host_time import HOST_LABELS, graph_break_rows
@@ -288,13 +287,6 @@ def _wrapped(line: str, width: int) -> list[str]:
         if all(len(part) <= width for part in out):
             return out
     return hanging_lines(line, width)
-
-
-def hanging_lines(line: str, width: int) -> list[str]:
-    """Prose ``line`` folded between words to ``width``, its continuation lines indented two more than its first
-    (a hanging indent: where each item starts stays plain); a name with hyphens stays whole."""
-    indent = " " * (len(line) - len(line.lstrip()) + 2)
-    return textwrap.wrap(line, width=width, subsequent_indent=indent, break_on_hyphens=False) or [line]
 
 
 def _why(kind: str | None, message: str | None) -> str:

@@ -14,6 +14,7 @@ from tui.engine.tune.search import Standing, stage_name
 from tui.present.format import fmt_speedup
 from tui.present.tune_answer import (
     STANDING_COLUMNS, against_text, closing_line, code_lines, cut_short, figure_lines, headline, standing_rows,
+    unseparated_line,
 )  # fmt: skip
 
 __all__ = ["TuneLines", "print_answer", "against_text", "standing_rows"]
@@ -24,7 +25,7 @@ def _say(console: Any, text: str) -> None:
 
 
 def _say_folded(console: Any, text: str) -> None:
-    """``text`` folded to the console's width with a hanging indent (:func:`~tui.cli.render.hanging_lines`)."""
+    """``text`` folded to the console's width with a hanging indent (:func:`~tui.present.format.hanging_lines`)."""
     from tui.cli.render import hanging_lines
 
     _say(console, "\n".join(hanging_lines(text, max(40, console.width))))
@@ -97,6 +98,9 @@ def print_answer(result: TuneResult, console: Any, modes: Mapping[str, Mapping[s
     from rich.table import Table
 
     _say_folded(console, headline(result))
+    close = unseparated_line(result)
+    if close:
+        _say_folded(console, close)
     for line in code_lines(result, modes):  # code is never folded: it is pasted as it is
         _say(console, line)
     for line in figure_lines(result):

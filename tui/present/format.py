@@ -7,6 +7,7 @@ view reads fields by name; what is here is how numbers and labels look on screen
 from __future__ import annotations
 
 import math
+import textwrap
 from collections.abc import Callable, Iterable
 from datetime import datetime, timezone
 from typing import Any
@@ -28,6 +29,7 @@ __all__ = [
     "fmt_seconds",
     "fmt_mib",
     "fmt_speedup",
+    "hanging_lines",
     "fmt_when",
     "workload_label",
     "workload_name",
@@ -309,3 +311,10 @@ def clock_label(record: RunRecord) -> tuple[str, str]:
     if telemetry.throttled:
         return f"{text} !", "bold yellow"
     return text, ""
+
+
+def hanging_lines(line: str, width: int) -> list[str]:
+    """Prose ``line`` folded between words to ``width``, its continuation lines indented two more than its first
+    (a hanging indent: where each item starts stays plain); a name with hyphens stays whole."""
+    indent = " " * (len(line) - len(line.lstrip()) + 2)
+    return textwrap.wrap(line, width=width, subsequent_indent=indent, break_on_hyphens=False) or [line]

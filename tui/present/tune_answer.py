@@ -15,10 +15,11 @@ from tui.engine.tune.answer import (
 )
 from tui.engine.tune.code import compile_call, config_form, config_settings
 from tui.engine.tune.search import Standing, ranked
-from tui.present.format import fmt_mib, fmt_seconds, fmt_speedup
+from tui.present.format import fmt_mib, fmt_seconds, fmt_speedup, hanging_lines
 
 __all__ = ["against_text", "standing_rows", "cut_short", "BUDGET_RAN_OUT", "STANDING_COLUMNS", "headline",
-           "code_lines", "figure_lines", "closing_line", "answer_text"]
+           "code_lines", "figure_lines", "closing_line", "answer_text", "answer_lines",
+           "fold_answer", "unseparated_line"]
 
 STANDING_COLUMNS = ("candidate", "screened", "latest [95% interval]", "standing")
 """The columns of :func:`standing_rows`."""
@@ -84,6 +85,48 @@ def headline(result: TuneResult) -> str:
     return f"best so far: {name} (unconfirmed: {why})"
 
 
+def _apart(standing: Standing, answer: Standing, threshold: float) -> bool:
+    """The race separated ``standing`` from ``answer``: its point estimate beyond the threshold and the two
+    intervals apart."""
+    mine, theirs = standing.score, answer.score
+    if mine.value is None or theirs.value is None or mine.value <= theirs.value * (1 + threshold):
+        return False
+    return mine.low is not None and theirs.high is not None and mine.low > theirs.high
+
+
+def _preferred(answer: Standing, ahead: Standing, confirmed: bool) -> str:
+    """Why the answer names ``answer`` over ``ahead`` (:func:`~tui.engine.tune.search.winner`'s order)."""
+    if confirmed:
+        return "the confirmation in fresh processes decides"
+    mine, theirs = answer.score.peak_mb, ahead.score.peak_mb
+    if mine is not None and theirs is not None and mine < theirs:
+        return "so the one with less peak memory is the answer"
+    if answer.candidate.is_default:
+        return "so the default compile stays the answer"
+    return "so the one with fewer settings is the answer"
+
+
+def unseparated_line(result: TuneResult) -> str | None:
+    """One line for the candidates listed above the answer (a better point estimate in the race) that the race
+    did not separate from it (within the threshold, or intervals that overlap), and why the answer is not
+    theirs; None when there are none."""
+    best = result.winner
+    if best is None or best.score.value is None or result.outcome in (NOTHING_BEATS, NOTHING_MEASURED):
+        return None
+    value = best.score.value
+    ahead = [s for s in ranked(result.standings) if s.alive and s.name != best.name and s.score.value is not None
+             and s.score.value > value and not _apart(s, best, result.threshold)]
+    if not ahead:
+        return None
+    names = ", ".join(f"{s.name} {fmt_speedup(s.score.value)}" for s in ahead[:2])
+    if len(ahead) > 2:
+        names += f" and {len(ahead) - 2} more"
+    top = ahead[0].score.value or 0.0
+    how = f"within {result.threshold * 100:g}%" if top <= value * (1 + result.threshold) else "intervals overlap"
+    why = _preferred(best, ahead[0], result.outcome == CONFIRMED)
+    return f"not told apart: {names} vs {best.name} {fmt_speedup(value)} ({how}), {why}"
+
+
 def code_lines(result: TuneResult, modes: Mapping[str, Mapping[str, Any]] | None = None) -> list[str]:
     """The winner as code to paste, both forms (a blank line first; the config form only when it sets something);
     none for the default compile or when nothing beats it."""
@@ -133,13 +176,32 @@ def closing_line(result: TuneResult) -> str:
             f"tune:{result.tune_id} -o tune.html)")
 
 
-def answer_text(result: TuneResult, modes: Mapping[str, Mapping[str, Any]] | None = None) -> str:
-    """The whole answer as plain text (the candidates one per line, ``name: latest (screened ...): standing``)."""
-    lines = [headline(result), *code_lines(result, modes), *figure_lines(result), "", "candidates (speedup over "
-             "eager in their own processes):"]
+def answer_lines(result: TuneResult, modes: Mapping[str, Mapping[str, Any]] | None = None) -> list[tuple[str, bool]]:
+    """The answer's lines (see :func:`answer_text`), each with whether it is prose that may fold (code never does:
+    it is pasted as it is)."""
+    close = unseparated_line(result)
+    code = code_lines(result, modes)
+    lines = [(headline(result), True), *([(close, True)] if close else []), *[(line, False) for line in code],
+             *[(line, True) for line in figure_lines(result)],
+             ("", True), ("candidates (speedup over eager in their own processes):", True)]
     for name, screened, latest, standing in standing_rows(result.standings, cut_short(result)):
-        lines.append(f"  {name}: {latest}, screened {screened}: {standing}")
+        lines.append((f"  {name}: {latest}, screened {screened}: {standing}", True))
     notes = [*(result.confirmation.notes if result.confirmation else ()), *result.notes]
-    lines += [f"note: {note}" for note in notes]
-    lines.append(closing_line(result))
-    return "\n".join(lines)
+    lines += [(f"note: {note}", True) for note in notes]
+    lines.append((closing_line(result), True))
+    return lines
+
+
+def answer_text(result: TuneResult, modes: Mapping[str, Mapping[str, Any]] | None = None) -> str:
+    """The whole answer as plain text, unfolded (the candidates one per line, ``name: latest (screened ...):
+    standing``): what ``y`` copies in the app."""
+    return "\n".join(line for line, _ in answer_lines(result, modes))
+
+
+def fold_answer(lines: Sequence[tuple[str, bool]], width: int) -> str:
+    """:func:`answer_lines` as text, each prose line folded to ``width`` with a hanging indent (as the CLI prints
+    it); code lines as they are."""
+    folded: list[str] = []
+    for line, prose in lines:
+        folded.extend(hanging_lines(line, width) if prose and width > 0 else [line])
+    return "\n".join(folded)

@@ -3,10 +3,11 @@
 Data flows down: the screen sets :attr:`Leaderboard.board` (a frozen snapshot, one per step of the
 search) and the pane redraws. Requests flow up: its Stop button posts :class:`Leaderboard.StopRequested`,
 which the app handles (the search stops; its ended runs stay). The pane shows the stage, the
-incumbent with its speedup over eager and interval, the candidates left, the runs and the time left
-of the budget, each candidate scored and still in the race with its speedup (listed as soon as its run
-ends), each candidate out of the race with its reason, and the latest note; once the search ended, its
-stage and runs (the answer below it lists every candidate).
+incumbent with its speedup over eager and interval, the candidates still in the race and how many of
+them have yet to run in this stage, the runs and the time left of the budget, each candidate scored
+and still in the race with its speedup (listed as soon as its run ends), each candidate out of the
+race with its reason, and the latest note; once the search ended, its stage and runs (the answer
+below it lists every candidate).
 """
 
 from __future__ import annotations
@@ -59,7 +60,10 @@ def _incumbent(board: Board) -> str:
 def _counts(board: Board, now: float | None) -> str:
     if board.done:
         return f"{board.runs} run(s) · budget {board.budget_s:g} s"
-    parts = [f"{board.left} candidate(s) left", f"{board.runs} run(s)"]
+    race = f"{board.left} in the race"
+    if board.waiting:  # "left" alone reads as "not yet run": the two counts say each
+        race += f", {board.waiting} not yet run" + (" in this stage" if board.stage_index else "")
+    parts = [race, f"{board.runs} run(s)"]
     left = board.ends_at - now if board.ends_at is not None and now is not None else board.time_left_s
     if left is not None:
         parts.append(f"{max(0.0, left):.0f} s left of {board.budget_s:g} s")
@@ -72,7 +76,7 @@ def board_rows(board: Board, now: float | None = None) -> list[tuple[str, str, s
     rows = [("stage", board.stage, "italic" if board.stopping else "")]
     if not board.done:
         rows.append(("incumbent", _incumbent(board), ""))
-    rows.append(("runs" if board.done else "left", _counts(board, now), ""))
+    rows.append(("runs" if board.done else "progress", _counts(board, now), ""))
     return rows
 
 

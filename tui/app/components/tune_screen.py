@@ -2,10 +2,11 @@
 
 The answer (:func:`tui.present.tune_answer.answer_text`: the headline, the winner as code in both
 forms, its speedups over the default compile and over eager with their verdicts, the candidates)
-is in a read-only text area once the search ended: ``y`` copies all of it, and a selection can be
-copied as in any text area. Escape goes back to the results table; the search goes on, and the
-Tune key (``u``) comes back here while it runs. ``x`` (the app's cancel key, named Stop here) or the
-pane's Stop button stops it.
+is in a read-only text area once the search ended, its prose folded to the area's width with a
+hanging indent as the CLI prints it (code stays whole, soft-wrapped): ``y`` copies all of it
+unfolded, and a selection can be copied as in any text area. Escape goes back to the results
+table; the search goes on, and the Tune key (``u``) comes back here while it runs. ``x`` (the app's
+cancel key, named Stop here) or the pane's Stop button stops it.
 """
 
 from __future__ import annotations
@@ -21,11 +22,44 @@ from tui.app.components.key_footer import KeyFooter
 from tui.app.keys import off_footer
 from tui.app.components.leaderboard import Leaderboard
 from tui.app.layout import NARROW_WIDTH
+from tui.present.tune_answer import fold_answer
 
 if TYPE_CHECKING:
     from tui.app.tune_run import Board
 
-__all__ = ["TuneScreen"]
+__all__ = ["TuneScreen", "AnswerArea"]
+
+
+class AnswerArea(TextArea):
+    """The answer, read only: prose lines folded to the area's width with a hanging indent (continuation lines
+    under their text, not at column 0), refolded when the width changes; code lines soft-wrap as they are."""
+
+    def __init__(self, *, id: str | None = None, classes: str | None = None) -> None:
+        super().__init__("", read_only=True, soft_wrap=True, id=id, classes=classes, show_line_numbers=False)
+        self._lines: tuple[tuple[str, bool], ...] = ()
+        self._folded_to = -1
+
+    def show_answer(self, text: str, lines: tuple[tuple[str, bool], ...]) -> None:
+        """Show ``lines`` folded (``text`` as it is where no lines are given, or before the width is known)."""
+        self._lines, self._folded_to = lines, -1
+        self.load_text(text)
+        self._fold()
+
+    def fold_width(self) -> int:
+        """The columns a line may take without soft wrapping, with room kept for a vertical scrollbar."""
+        scrollbar = 0 if self.show_vertical_scrollbar else self.styles.scrollbar_size_vertical
+        return self.wrap_width - scrollbar
+
+    def _fold(self) -> None:
+        width = self.fold_width()
+        if not self._lines or width <= 0 or width == self._folded_to:
+            return
+        self._folded_to = width
+        self.load_text(fold_answer(self._lines, width))
+
+    def on_resize(self) -> None:
+        """Refold to the new width (the area's first size comes once it is shown)."""
+        self._fold()
 
 
 class TuneScreen(Screen):
@@ -54,8 +88,7 @@ class TuneScreen(Screen):
         leaderboard = Leaderboard(id="leaderboard")
         leaderboard.set_reactive(Leaderboard.board, self._board)
         yield leaderboard
-        answer = TextArea("", read_only=True, soft_wrap=True, id="tune-answer", classes="-hidden",
-                          show_line_numbers=False)
+        answer = AnswerArea(id="tune-answer", classes="-hidden")
         answer.border_title = "Answer (y copies it)"
         yield answer
         yield KeyFooter()
@@ -84,9 +117,9 @@ class TuneScreen(Screen):
         if board is None or not self.query(Leaderboard):  # not composed yet: compose hands it down
             return
         self.query_one(Leaderboard).board = board
-        area = self.query_one("#tune-answer", TextArea)
+        area = self.query_one("#tune-answer", AnswerArea)
         if board.done and area.has_class("-hidden"):
-            area.load_text(board.answer)
+            area.show_answer(board.answer, board.answer_lines)
             area.remove_class("-hidden")
             area.focus()
             self.refresh_bindings()  # Stop: nothing to stop now

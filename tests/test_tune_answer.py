@@ -1,0 +1,61 @@
+"""The tune's answer as text (:mod:`tui.present.tune_answer`): what it says of candidates listed above it."""
+
+from __future__ import annotations
+
+import io
+
+from tui.engine.tune.answer import CONFIRMED, NOTHING_BEATS, TuneResult
+from tui.engine.tune.objective import Score
+from tui.engine.tune.search import Standing
+from tui.engine.tune.space import Candidate
+from tui.present.tune_answer import answer_text, headline, unseparated_line
+
+DEFAULT = Standing(Candidate(), Score(3.01, 2.95, 3.07, 1), stage=0, screened=Score(3.01, 2.95, 3.07, 1))
+WRAPPER = Candidate((("cpp_wrapper", True),))
+
+
+def _stopped(challenger: Score, outcome: str = "unconfirmed", winner: Standing = DEFAULT) -> TuneResult:
+    standings = (Standing(WRAPPER, challenger, stage=0, screened=challenger), DEFAULT)
+    return TuneResult(tune_id="01JTUNE", outcome=outcome, winner=winner, winner_options=None, confirmation=None,
+                      standings=standings, stopped="stopped by the user")
+
+
+def test_a_challenger_listed_above_the_default_answer_is_said_to_be_too_close_to_tell_apart():
+    result = _stopped(Score(3.04, 2.98, 3.10, 1))
+    lines = answer_text(result).splitlines()
+    assert lines[0].startswith("best so far: default")
+    assert lines[1] == ("not told apart: cpp_wrapper=True 3.04× vs default 3.01× (within 2%), so the default "
+                        "compile stays the answer")
+    assert lines.index(lines[1]) < next(n for n, line in enumerate(lines) if line.startswith("  cpp_wrapper"))
+
+
+def test_beyond_the_threshold_with_overlapping_intervals_it_says_so():
+    line = unseparated_line(_stopped(Score(3.20, 2.90, 3.50, 1)))
+    assert line is not None and "(intervals overlap)" in line
+
+
+def test_no_line_where_the_answer_leads_or_the_race_separated_them_or_the_headline_says_it():
+    assert unseparated_line(_stopped(Score(2.90, 2.85, 2.95, 1))) is None  # listed below the answer
+    assert unseparated_line(_stopped(Score(3.40, 3.30, 3.50, 1))) is None  # apart: the race told them apart
+    beats = _stopped(Score(3.04, 2.98, 3.10, 1), outcome=NOTHING_BEATS)
+    assert headline(beats).startswith("no configuration beats") and unseparated_line(beats) is None
+
+
+def test_a_confirmed_answer_says_the_confirmation_decides():
+    fused = Standing(Candidate((("freezing", True),)), Score(3.02, 2.96, 3.08, 1), stage=0)
+    result = _stopped(Score(3.04, 2.98, 3.10, 1), outcome=CONFIRMED, winner=fused)
+    result = TuneResult(**{**result.__dict__, "standings": (*result.standings, fused)})
+    line = unseparated_line(result)
+    assert line is not None and line.startswith("not told apart: cpp_wrapper=True 3.04× vs freezing=True 3.02×")
+    assert line.endswith("the confirmation in fresh processes decides")
+
+
+def test_the_cli_prints_the_line_under_its_headline_folded_with_a_hanging_indent():
+    from rich.console import Console
+
+    from tui.cli.tune_render import print_answer
+
+    console = Console(width=80, file=io.StringIO(), record=True)
+    print_answer(_stopped(Score(3.04, 2.98, 3.10, 1)), console, quiet=True)
+    lines = console.export_text().splitlines()
+    assert lines[1].startswith("not told apart: cpp_wrapper=True 3.04×") and lines[2].startswith("  ")
