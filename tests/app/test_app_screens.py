@@ -317,3 +317,26 @@ async def test_the_help_opened_from_the_details_lists_the_details_keys_not_the_o
         await wait_until(pilot, lambda: isinstance(app.screen, HelpScreen), what="the help")
         keys = dict(app.screen.keys)
         assert keys["r"] == "Run" and keys["q"] == "Quit" and "y" not in keys, keys
+
+
+async def test_under_a_dialog_the_last_line_shows_the_dialogs_keys_not_the_screens_beneath(make_app):
+    """The main screen's footer said ``r Run`` and ``q Quit`` under the help and the sweep dialog, where those
+    keys do nothing: each dialog shows its own keys on the terminal's last line (80x24)."""
+    from terminal_model import TerminalModel
+    from textual.geometry import Region
+    from tui.app.components.help import HelpScreen
+    from tui.app.components.sweep_dialog import SweepScreen
+
+    app = make_app(load_history=False)
+    async with app.run_test(size=(80, 24)) as pilot:
+        terminal = TerminalModel(app)
+        await pilot.press("f1")
+        await wait_until(pilot, lambda: isinstance(app.screen, HelpScreen), what="the help")
+        await pilot.pause()
+        footer = terminal.text(Region(0, 23, 80, 1))
+        assert "Close help" in footer and "Run" not in footer and "Quit" not in footer, footer
+        await pilot.press("escape", "w")
+        await wait_until(pilot, lambda: isinstance(app.screen, SweepScreen), what="the sweep dialog")
+        await pilot.pause()
+        footer = terminal.text(Region(0, 23, 80, 1))
+        assert "Queue sweep" in footer and "Run" not in footer, footer

@@ -25,6 +25,7 @@ from textual.widgets import Static
 
 from tui.app.baselines import SETTINGS, baseline_summary, judge_all, not_a_baseline
 from tui.engine.compare import Comparison, PairResult
+from tui.app.components.key_footer import KeyFooter
 
 if TYPE_CHECKING:
     from tui.app.controller import LabController
@@ -148,6 +149,7 @@ class BaselineCompareScreen(ModalScreen[None]):
             console.print("Some rows are still being compared; open this again in a moment.", style="dim")
         self.text = Text.from_ansi(buffer.getvalue())
         """What the view shows."""
+        yield KeyFooter()  # the dialog's own keys, over the screen's beneath it
         with Vertical(classes="dialog"):
             with VerticalScroll():
                 yield Static(self.text, id="baseline-compare")

@@ -20,6 +20,7 @@ from textual.widgets.selection_list import Selection
 
 from tui.app.components.marks import MarkedSelectionList
 from tui.app.table_columns import TABLE_COLUMNS, default_choice
+from tui.app.components.key_footer import KeyFooter
 
 __all__ = ["ColumnsScreen"]
 
@@ -55,6 +56,7 @@ class ColumnsScreen(ModalScreen[dict[str, bool] | None]):
 
     def compose(self) -> ComposeResult:
         """The hint, the list of columns and the buttons."""
+        yield KeyFooter()  # the dialog's own keys, over the screen's beneath it
         with Vertical(classes="dialog columns-dialog"):
             yield Static("Columns of the results table, in the order they take (the first stay on screen when it is "
                          "narrow). Space toggles, ctrl+s applies, d: the defaults, escape: cancel.", markup=False)

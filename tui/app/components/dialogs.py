@@ -10,6 +10,7 @@ from textual.screen import ModalScreen
 from textual.widgets import Button, Input, Static
 
 from tui.app.export_target import export_labels
+from tui.app.components.key_footer import KeyFooter
 
 __all__ = ["ConfirmScreen", "ExportScreen"]
 
@@ -44,6 +45,7 @@ class ConfirmScreen(ModalScreen[bool]):
 
     def compose(self) -> ComposeResult:
         """The question and two buttons."""
+        yield KeyFooter()  # the dialog's own keys, over the screen's beneath it
         with Vertical(classes="dialog") as dialog:
             if self.details:  # as tall as the screen allows; the details scroll, the buttons stay
                 dialog.styles.height = "90%"
@@ -79,6 +81,7 @@ class ExportScreen(ModalScreen[str | None]):
 
     def compose(self) -> ComposeResult:
         """The prompt and the path input."""
+        yield KeyFooter()  # the dialog's own keys, over the screen's beneath it
         with Vertical(classes="dialog"):
             # a Static wraps: a Label is one line, cut at 80 columns
             yield Static(f"Export all ended rows ({export_labels()}) to a directory or a .csv path:", markup=False,

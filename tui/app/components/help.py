@@ -14,6 +14,7 @@ from textual.screen import ModalScreen
 from textual.widgets import Static
 
 from tui.app.components.details import tabs_help
+from tui.app.components.key_footer import KeyFooter
 
 __all__ = ["HelpScreen"]
 
@@ -82,6 +83,7 @@ class HelpScreen(ModalScreen[None]):
 
     def compose(self) -> ComposeResult:
         """The text in a scrolling box."""
+        yield KeyFooter()  # the dialog's own keys, over the screen's beneath it
         with VerticalScroll(classes="dialog help-dialog"):
             yield Static(self._content(), id="help-content")
 

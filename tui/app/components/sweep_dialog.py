@@ -25,6 +25,7 @@ from textual.widgets.selection_list import Selection
 from tui.app.components.marks import MarkedSelectionList
 from tui.app.components.picker import DYNAMIC_LABELS
 from tui.engine.options import BACKENDS, DTYPES, MODES, PRECISIONS
+from tui.app.components.key_footer import KeyFooter
 
 __all__ = ["SweepScreen", "SweepChoice", "SweepPreview", "DEFAULT_SWEEP", "PREVIEW_LINES", "choice_to_expand_kwargs",
            "parse_sizes"]
@@ -145,6 +146,7 @@ class SweepScreen(ModalScreen[SweepChoice | None]):
     def compose(self) -> ComposeResult:
         """Six selection lists (seven with the GPUs), a preview line and the buttons."""
         init = self.initial
+        yield KeyFooter()  # the dialog's own keys, over the screen's beneath it
         with Vertical(classes="dialog sweep-dialog"):
             yield Static("Sweep: each meaningful combination of the checked values is queued. "
                          "Space toggles, tab moves.", markup=False)

@@ -22,6 +22,7 @@ from tui.engine.options import OptionsError
 from tui.engine.tune.objective import DEVICE, OBJECTIVES
 from tui.engine.tune.request import DEFAULT_BUDGET, TuneRequest, check_request
 from tui.engine.tune.space import SPACE_GROUPS
+from tui.app.components.key_footer import KeyFooter
 
 __all__ = ["TuneDialog", "OBJECTIVE_LABELS"]
 
@@ -62,6 +63,7 @@ class TuneDialog(ModalScreen[TuneRequest | None]):
     def compose(self) -> ComposeResult:
         """The configuration in words, four labelled fields, the error line and the buttons."""
         init = self.initial
+        yield KeyFooter()  # the dialog's own keys, over the screen's beneath it
         with Vertical(classes="dialog tune-dialog"):
             yield Static(f"Tune {self.what}: race torch.compile configurations in fresh processes and confirm "
                          "the fastest against the default compile and eager.", classes="dialog-question",
