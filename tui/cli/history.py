@@ -263,7 +263,7 @@ def _print_footer(shown: list[RunRecord], selected: int, console: Any) -> None:
 
 def _print_lines(lines: list[str], console: Any, style: str = "") -> None:
     """Prose lines folded between words to the console's width (continuations indented), never markup."""
-    from tui.cli.render import hanging_lines
+    from tui.present.format import hanging_lines
 
     for line in lines:
         console.print("\n".join(hanging_lines(line, max(40, console.width))), style=style, markup=False,

@@ -16,7 +16,7 @@ from tui.typed import printable
 from tui.engine.status import RunStatus, ended_reason
 
 __all__ = ["print_table", "print_host_time", "host_time_lines", "print_warnings", "processes_text", "speedup_text",
-           "verdict_text", "hanging_lines", "not_significant"]  # fmt: skip
+           "verdict_text", "not_significant"]  # fmt: skip
 #: The run column's widest: every mode's short form fits, a custom backend's long name may be cut.
 RUN_MAX_WIDTH = 24
 #: Under the table when a speedup cell says n.s.

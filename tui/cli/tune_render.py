@@ -11,7 +11,7 @@ from typing import Any
 from tui.engine.tune.answer import Progress, TuneResult
 from tui.engine.tune.driver import TuneListener
 from tui.engine.tune.search import Standing, stage_name
-from tui.present.format import fmt_speedup
+from tui.present.format import fmt_speedup, hanging_lines
 from tui.present.tune_answer import (
     STANDING_COLUMNS, against_text, closing_line, code_lines, cut_short, figure_lines, headline, standing_rows,
     unseparated_line,
@@ -26,8 +26,6 @@ def _say(console: Any, text: str) -> None:
 
 def _say_folded(console: Any, text: str) -> None:
     """``text`` folded to the console's width with a hanging indent (:func:`~tui.present.format.hanging_lines`)."""
-    from tui.cli.render import hanging_lines
-
     _say(console, "\n".join(hanging_lines(text, max(40, console.width))))
 
 
