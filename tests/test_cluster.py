@@ -157,6 +157,28 @@ async def test_the_nodes_end_brings_its_runners_verdict_telemetry_and_warnings()
     assert "the CPU use of other processes was not measured: psutil missing" in record.warnings
 
 
+async def test_a_node_that_cannot_link_compile_lab_for_its_worker_fails_the_row_with_the_reason(monkeypatch, tmp_path):
+    """The node's task links its compile-lab into a temp directory for the worker's import path; where that fails (a
+    full or read-only temp directory) the row says so, with the OS's reason, rather than a runner that broke or a
+    task that was lost, and no directory is left behind."""
+    from tui.engine.cluster import node as node_module
+
+    def no_space(*args, **kwargs):
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(node_module, "_hello", lambda caller: Hello.parse(_hello()))
+    monkeypatch.setattr(node_module.tempfile, "tempdir", str(tmp_path))
+    monkeypatch.setattr(os, "symlink", no_space)
+    request = {"run_id": "r", "options": RunOptions(device="cpu").to_dict(), "versions": HERE.to_json()}
+    items = await asyncio.to_thread(lambda: list(node_module.run_on_node(request)))  # its own loop: as on a node
+    items = json.loads(json.dumps(items, default=str))  # what crosses the cluster is plain data
+    record = await _run_fake(FakeTask(items))
+    assert (record.status, record.error_kind) == ("failed", "crash")
+    assert record.error_message == (f"node {node_module.hostname()} could not link compile-lab for the worker in "
+                                    f"{tmp_path}: OSError: [Errno 28] No space left on device")
+    assert list(tmp_path.iterdir()) == []
+
+
 async def test_a_task_lost_before_it_reached_a_node_without_compile_lab_says_how_to_install_it():
     record = await _run_fake(FakeTask([], TaskLost("ModuleNotFoundError: No module named 'tui'")))
     assert record.error_message.startswith("compile-lab could not be imported on the node (ModuleNotFoundError")

@@ -112,6 +112,25 @@ def test_a_node_with_another_compile_lab_answers_its_refusal_and_runs_no_probe(m
     assert argvs == [] and "output" not in answer
 
 
+def test_a_node_that_cannot_link_compile_lab_answers_why_and_runs_no_probe(monkeypatch, tmp_path):
+    """A temp directory the node cannot write made the probe's task raise, which the caller read as a lost task;
+    the answer says what the node could not do, and the tune says it."""
+    import os
+
+    def read_only(*args, **kwargs):
+        raise OSError(30, "Read-only file system")
+
+    argvs = _fake_subprocess(monkeypatch, NODE_REPORT)
+    monkeypatch.setattr(node_module, "_hello", lambda caller: Hello(versions=HERE, node="n1", node_id="ab12"))
+    monkeypatch.setattr(node_module.tempfile, "tempdir", str(tmp_path))
+    monkeypatch.setattr(os, "symlink", read_only)
+    answer = node_module.probe_on_node({"keys": KEYS, "versions": HERE.to_json(), "timeout": 5})
+    found = read_answer(json.loads(json.dumps(answer)), HERE)
+    assert argvs == [] and found.asked == "node n1's torch"
+    assert found.problem == (f"node {node_module.hostname()} could not link compile-lab for the worker in {tmp_path}: "
+                             "OSError: [Errno 30] Read-only file system")
+
+
 @pytest.mark.parametrize("device, gpus", [("cuda", 1), ("cpu", 0)])
 async def test_the_cluster_runner_asks_a_node_that_could_run_a_run(device, gpus):
     transport = ProbeTransport(node_answer())
