@@ -1,8 +1,8 @@
 """``tune --cluster`` asks the nodes' torch which options it has, not this machine's: the node's probe asks the
 question a local probe asks and its answer is read by the same code; a cluster that cannot be asked (no node in time,
 a lost task or head, a refused node, a node without torch) is one line, and this machine's torch is asked instead
-with a note saying why. Fakes of the cluster's transport (no Ray), as tests/test_cluster.py's (its real local Ray
-cluster runs the probe once: test_a_real_nodes_torch_answers_the_probe)."""
+with a note saying why. Fakes of the cluster's transport (no Ray), as tests/test_cluster.py's (the real local Ray
+cluster of tests/test_cluster_ray.py runs the probe once: test_a_real_nodes_torch_answers_the_probe)."""
 
 from __future__ import annotations
 
