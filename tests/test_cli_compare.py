@@ -342,3 +342,21 @@ def test_no_header_title_or_verdict_loses_a_letter_at_any_width(exports, capsys,
     assert {"configuration", "compiled", "(gated)", "eager", "speedup", "verdict", "(--strict)", "fail", "above",
             "processes", "slower", "NEW"} <= words
     assert not any("…" in word for word in words)
+
+
+def test_an_extra_line_names_every_file_the_workload_rule_calls_a_file(tmp_path, capsys, monkeypatch):
+    """The extra lines find the user files they say by tui.engine.catalog.is_user_workload, the rule every listing
+    uses, so a factory any Python name may be (a non-ASCII one, which a pattern of its own missed) reads as the
+    rows read it, not as its whole path."""
+    monkeypatch.setenv("COLUMNS", "160")
+    files = {side: f"/srv/models/{side}/model.py:сделать" for side in ("base", "new")}
+    for side, workload in files.items():
+        write_json([timed_run(f"20261201-10000{len(side)}-aaaaaa", pointwise(workload=workload, params={}), seed=1)],
+                   tmp_path / f"{side}.json")
+    base, new = str(tmp_path / "base.json"), str(tmp_path / "new.json")
+    assert cli.main(["compare", base, new]) == 0
+    out = " ".join(capsys.readouterr().out.split())
+    assert "NEW has it with workload new/model.py:сделать (--ignore workload)" in out, out
+    assert cli.main(["compare", base, new, "--ignore", "workload"]) == 0
+    out = " ".join(capsys.readouterr().out.split())
+    assert "workload: base/model.py:сделать -> new/model.py:сделать" in out and "/srv/" not in out, out

@@ -135,6 +135,27 @@ def test_files_of_one_name_are_told_apart_by_as_many_folders_as_it_takes():
     assert listing.add(deeper) == [a] and listing.name(a) == "tmp/a/model.py" and listing.add(a) == []
 
 
+def test_a_label_and_a_word_read_one_listing_of_names_alike():
+    """workload_label (the app's one-line labels) and workload_word (the command line's) took the listing's names
+    through two interfaces (a function, a mapping); both now read one mapping, the command line's
+    workload_names or the app table's growing ListingNames, and a label is the word and a built-in's sizes."""
+    from tui.engine.options import RunOptions
+    from tui.present.format import ListingNames, workload_label, workload_names, workload_word
+
+    a, b = "/tmp/a/model.py:make_workload", "/tmp/b/model.py:make_workload"
+    listing = ListingNames()
+    for workload in (a, b):
+        listing.add(workload)
+    assert dict(listing) == workload_names([a, b]) == {a: "a/model.py", b: "b/model.py"}
+    for names in (listing, workload_names([a, b])):
+        options = RunOptions(workload=b, device="cpu")
+        assert workload_label(options, names) == workload_word(options, names) == "b/model.py"
+        other = RunOptions(workload="/srv/other.py:build", device="cpu")  # not in the listing: its file name
+        assert workload_label(other, names) == workload_word(other, names) == "other.py:build"
+    builtin = RunOptions(workload="pointwise", params={"n": 512}, device="cpu")
+    assert (workload_word(builtin), workload_label(builtin, listing)) == ("pointwise", "pointwise n=512")
+
+
 def test_the_table_the_lines_and_the_history_tell_two_model_files_apart(monkeypatch, capsys):
     """``/tmp/a/model.py`` and ``/tmp/b/model.py`` both read ``model.py`` in the table, the progress lines and the
     history."""

@@ -1,8 +1,8 @@
 """``tune --cluster`` asks the nodes' torch which options it has, not this machine's: the node's probe asks the
 question a local probe asks and its answer is read by the same code; a cluster that cannot be asked (no node in time,
 a lost task or head, a refused node, a node without torch) is one line, and this machine's torch is asked instead
-with a note saying why. Fakes of the cluster's transport (no Ray), as tests/test_cluster.py's (its real local Ray
-cluster runs the probe once: test_a_real_nodes_torch_answers_the_probe)."""
+with a note saying why. Fakes of the cluster's transport (no Ray), as tests/test_cluster.py's (the real local Ray
+cluster of tests/test_cluster_ray.py runs the probe once: test_a_real_nodes_torch_answers_the_probe)."""
 
 from __future__ import annotations
 
@@ -110,6 +110,25 @@ def test_a_node_with_another_compile_lab_answers_its_refusal_and_runs_no_probe(m
     monkeypatch.setattr(node_module, "_hello", lambda caller: Hello(versions=other, node="n1", refused="refused"))
     answer = node_module.probe_on_node({"keys": KEYS, "versions": HERE.to_json()})
     assert argvs == [] and "output" not in answer
+
+
+def test_a_node_that_cannot_link_compile_lab_answers_why_and_runs_no_probe(monkeypatch, tmp_path):
+    """A temp directory the node cannot write made the probe's task raise, which the caller read as a lost task;
+    the answer says what the node could not do, and the tune says it."""
+    import os
+
+    def read_only(*args, **kwargs):
+        raise OSError(30, "Read-only file system")
+
+    argvs = _fake_subprocess(monkeypatch, NODE_REPORT)
+    monkeypatch.setattr(node_module, "_hello", lambda caller: Hello(versions=HERE, node="n1", node_id="ab12"))
+    monkeypatch.setattr(node_module.tempfile, "tempdir", str(tmp_path))
+    monkeypatch.setattr(os, "symlink", read_only)
+    answer = node_module.probe_on_node({"keys": KEYS, "versions": HERE.to_json(), "timeout": 5})
+    found = read_answer(json.loads(json.dumps(answer)), HERE)
+    assert argvs == [] and found.asked == "node n1's torch"
+    assert found.problem == (f"node {node_module.hostname()} could not link compile-lab for the worker in {tmp_path}: "
+                             "OSError: [Errno 30] Read-only file system")
 
 
 @pytest.mark.parametrize("device, gpus", [("cuda", 1), ("cpu", 0)])

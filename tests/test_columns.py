@@ -119,3 +119,16 @@ def test_the_mode_cell_is_empty_for_a_backend_that_ignores_the_mode(backend, mod
 
     row = csv_row(RunRecord.new(RunOptions(backend=backend, mode=mode)))
     assert row["mode"] == cell and bool(cell) is mode_applies(backend)  # the options' one rule, not a second
+
+
+def test_every_precision_flag_the_worker_reports_is_a_column_of_its_name():
+    from tui.engine.payloads import PRECISION_FLAGS, Env
+
+    record = full_record("20261201-101010-aaaaaa", failed=False)
+    row = csv_row(record)
+    missing = [name for name in PRECISION_FLAGS if name not in row]
+    assert missing == [], f"precision flags the CSV lacks: {missing}"
+    assert {name: row[name] for name in PRECISION_FLAGS} == {
+        name: format_value(getattr(record.env, name)) for name in PRECISION_FLAGS
+    }
+    assert set(PRECISION_FLAGS) <= {f.name for f in dataclasses.fields(Env)}

@@ -390,3 +390,26 @@ def test_a_stop_never_says_the_budget_ran_out_for_the_candidates_it_kept_from_ru
     many = [Candidate()] + [Candidate((("k", i),)) for i in range(5)]
     result, *_ = _tune(many, {f"k={i}": 1.5 for i in range(5)}, budget=45.0, seconds=10.0)
     assert cut_short(result) == "the budget ran out"
+
+
+def test_a_budget_too_short_to_screen_the_space_is_said_as_the_first_run_ends():
+    """A short budget said nothing until the race was cut; the first run's end is the first moment its cost is
+    known (no run, no pace), and one note then says the budget cannot screen the space, and what would."""
+    many = [Candidate()] + [Candidate((("k", i),)) for i in range(10)]
+    times = {f"k={i}": 0.9 - i / 100 for i in range(10)}
+    _, _, _, heard, _ = _tune(many, times, budget=90.0, seconds=10.0)
+    notes = [e[1] for e in heard.events if e[0] == "note"]
+    early = [n for n in notes if n.startswith("at the first run's pace")]
+    assert len(early) == 1 and notes.index(early[0]) == 0, notes  # the first note, before the race was cut
+    match = re.search(r"about 10 s a run\) the 90 s budget cannot screen all 11 candidates .* about (\d+) s "
+                      r"\(--budget (\d+)m\); the race will be cut short", early[0])
+    assert match, early[0]
+    assert 10 + 100 + 61 <= int(match[1]) <= 10 + 100 + 80 and int(match[2]) == -(-int(match[1]) // 60)
+    stages = [i for i, e in enumerate(heard.events) if e[0] == "stage"]
+    assert heard.events.index(("note", early[0])) > stages[0]  # said in the screening, after its first run
+
+
+def test_a_budget_that_screens_the_space_says_nothing_about_its_pace():
+    many = [Candidate()] + [Candidate((("k", i),)) for i in range(3)]
+    _, _, _, heard, _ = _tune(many, {}, budget=10_000.0, seconds=10.0)
+    assert not [e for e in heard.events if e[0] == "note" and "pace" in e[1]]

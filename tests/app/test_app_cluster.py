@@ -1,7 +1,7 @@
 """The app on a Ray cluster (``compile-lab --cluster ADDRESS``), with the cluster's connection faked.
 
 ``tui.engine.cluster.open_cluster`` is replaced by one that returns a runner whose runs are the fake
-worker's (tests/test_cluster.py runs the real Ray path): what is checked here is the app's side, that
+worker's (tests/test_cluster_ray.py runs the real Ray path): what is checked here is the app's side, that
 every run it queues goes to the cluster's lanes and runner, with the device a cluster gives.
 """
 

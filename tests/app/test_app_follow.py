@@ -176,6 +176,29 @@ async def test_the_chart_of_a_failed_run_says_it_failed(make_app):
         assert "waiting" not in _chart_text(chart)
 
 
+async def test_a_done_runs_chart_plots_at_80x24_and_says_no_room_where_the_pane_has_none(make_app):
+    """At 80x24 the done run's blocks are plotted, the options beside the chart or not. In a terminal so narrow that
+    the options leave the chart no room for a plot, it said "no timing blocks to show" of a run whose blocks were
+    there, cut mid-word ("no timin"); it says there is no room, and plots again when the room is back."""
+    app = make_app()
+    async with app.run_test(size=(80, 24)) as pilot:
+        chart = app.query_one(IterationChart)
+        app.table.focus()
+        await pilot.press("r")
+        await wait_until(pilot, lambda: app.table.row_count == 1 and app.settled, what="the run ended")
+        await wait_until(pilot, lambda: "iteration" in _chart_text(chart), what="the plot")
+        if chart.size.width >= 70:  # the run moved the options aside: bring them back beside the chart
+            await pilot.press("b")
+            await wait_until(pilot, lambda: chart.size.width < 70, what="the options beside the chart")
+        await wait_until(pilot, lambda: "iteration" in _chart_text(chart), what="the plot beside the options")
+        assert "no room" not in _chart_text(chart) and "timing" not in _chart_text(chart)
+        await pilot.resize_terminal(45, 20)
+        await wait_until(pilot, lambda: _folded(chart) == "━eagernoroomtoplot", what="no room, said whole")
+        assert "timing" not in _chart_text(chart)
+        await pilot.resize_terminal(80, 24)
+        await wait_until(pilot, lambda: "iteration" in _chart_text(chart), what="the plot again")
+
+
 async def test_at_80x24_a_failed_user_files_row_and_chart_say_which_file_and_why(make_app, tmp_path):
     """The table has no room for the error at 80 columns and the notice goes in seconds: the chart under the
     table keeps the reason, folded to its width, the sidebar beside it or not; the row names the file."""

@@ -18,6 +18,7 @@ from textual.widgets import Input, TextArea
 
 from app_helpers import fake_runner, notifications, wait_until
 from tui.app.components.leaderboard import Leaderboard
+from tui.app.components.notice_line import NoticeLine
 from tui.app.components.picker import Picker
 from tui.app.components.tune_dialog import TuneDialog
 from tui.app.components.tune_screen import AnswerArea, TuneScreen
@@ -242,3 +243,43 @@ async def test_at_80x24_the_answer_folds_its_prose_under_its_text_and_copies_it_
         app.copy_to_clipboard = copied.append  # type: ignore[method-assign]
         await pilot.press("y")
         assert copied == [board.answer] and "\n  " not in board.answer.split("\n")[0]
+
+
+async def test_at_80x24_u_after_a_restart_names_the_newest_stored_tune(make_app, compile_lab_home):
+    """The app's searches are gone with it: after a restart ``U`` said "No search yet" beside a history with a
+    tune's runs. It names the newest stored tune, its runs and where they are, and what makes its page."""
+    from big_history import write_big_history
+
+    from tui import paths
+
+    history = paths.history_file()
+    run_ids = write_big_history(history, 8)
+    lines = [json.loads(line) for line in history.read_text().splitlines()]
+    old, new = "20250101-000000-old111", "20250102-000000-new222"
+    for index, line in enumerate(lines):  # an older tune of two runs, then the newest of three
+        line["tune_id"] = old if index in (1, 2) else new if index >= 5 else None
+        line["created"] = 1735689600.0 + 60 * index
+    history.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    app = make_app()
+    async with app.run_test(size=SIZE, notifications=True) as pilot:
+        await wait_until(pilot, lambda: app.table.row_count == len(run_ids), what="the history's rows")
+        app.table.focus()
+        await pilot.press("U")
+        await wait_until(pilot, lambda: any("tune 20250102-000000-new222 (" in n for n in notifications(app)),
+                         what="the stored tune named")
+        said = next(n for n in notifications(app) if "new222" in n)
+        assert "No search yet" not in " ".join(notifications(app))
+        assert "(mlp, 3 run(s), 2025-01-01 00:05) is the newest stored: its runs are in the table" in said
+        assert "compile-lab report tune:20250102-000000-new222 makes its page" in said
+        line = app.screen.query_one(NoticeLine)  # below 120 columns: the notice line, whole in its three rows
+        await wait_until(pilot, lambda: "new222 makes its page" in " ".join(_shown(line).split()), what="all of it")
+        assert _shown(line).startswith("No search in this app yet: tune 20250102-000000-new222")
+        await pilot.press("h")  # the history hidden: the note says what shows it
+        await pilot.press("U")
+        await wait_until(pilot, lambda: any("in the history (h shows it)" in n for n in notifications(app)),
+                         what="h named")
+
+
+def _shown(line: NoticeLine) -> str:
+    """The notice line's rows as the screen shows them."""
+    return "\n".join(line.render_line(y).text for y in range(line.size.height))

@@ -477,7 +477,8 @@ class _TwoLineHost(ChartHost):
 
 async def test_a_failed_run_with_blocks_in_a_two_line_chart_shows_its_legend_and_why():
     """Two lines leave no room to plot, nor for the failure's reason under the placeholder: the legend and the
-    placeholder are drawn, the reason (no line left for it) is not. The app's chart is taller (its min-height and
+    placeholder are drawn, the reason (no line left for it) is not. The run has timing blocks, so the placeholder
+    says there is no room for them (it said "no timing blocks"). The app's chart is taller (its min-height and
     border), but the drawing takes any size its widget is given."""
     record = make_record()
     record.status, record.error_kind, record.error_message = "failed", "compile_error", "boom " * 30
@@ -486,4 +487,32 @@ async def test_a_failed_run_with_blocks_in_a_two_line_chart_shows_its_legend_and
         await pilot.pause()
         lines = app.lines()
         assert app.chart.size.height == 2 and "eager" in lines[0]
-        assert lines[1].strip() == "run failed: no timing blocks"
+        assert lines[1].strip() == "run failed: no room to plot"
+
+
+class _NarrowHost(ChartHost):
+    CSS = "IterationChart { width: 10; }"
+
+
+@pytest.mark.parametrize("status", ["done", "measuring"])
+async def test_a_run_with_blocks_in_a_pane_too_narrow_to_plot_says_there_is_no_room(status):
+    """A pane narrower than a plot said "no timing blocks to show" (or "waiting for timing blocks") of a run
+    whose blocks were there, cut mid-word at the pane's edge; it says there is no room, folded between words."""
+    record = make_record()
+    record.status = status
+    app = _NarrowHost(record)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.pause()
+        lines = [line.strip() for line in app.lines()]
+        assert app.chart.size.width == 10 and "eager" in lines[0]
+        assert [line for line in lines[1:] if line] == ["no room to", "plot"], lines
+        assert not any("timing" in line or "waiting" in line for line in lines)
+
+
+def test_the_placeholder_folds_between_words_and_drops_a_word_that_cannot_fit():
+    from tui.app.components.chart_data import fold_words
+
+    assert fold_words("no room to plot", 8) == ["no room", "to plot"]
+    assert fold_words("no room to plot", 3) == []  # "ro…" or "no" and "to" alone would say something else
+    assert placeholder_text(_Run("done"), blocks=True) == "no room to plot"
+    assert placeholder_text(_Run("failed", "compile_error"), blocks=True) == "run failed: no room to plot"

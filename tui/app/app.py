@@ -124,7 +124,6 @@ class CompileLabApp(App[int]):
                     raise
                 self.theme = DEFAULT_THEME
         self.lab.current_theme = lambda: self.theme
-        self.lab.workload_names = lambda workload: self.table.names.listing_name(workload)
         screen = self._main
         self.trust = TrustActions(self, self.lab, screen)
         self.queueing = QueueActions(self, self.lab, screen, self.trust)
@@ -260,7 +259,7 @@ class CompileLabApp(App[int]):
             self.lab.injected = None
         self.main_screen.run_ended(record)
         if record.status == RunStatus.FAILED:
-            label = f"{workload_label(record.options, self.table.names.listing_name)} {options_label(record.options)}"
+            label = f"{workload_label(record.options, self.table.names.listing)} {options_label(record.options)}"
             self.notify(f"{label}: {record.error_kind}: {record.error_message}", title="Run failed", severity="error",
                         markup=False)
 

@@ -17,7 +17,7 @@ import dataclasses
 import logging
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
-from collections.abc import Callable, Coroutine, Iterable, Sequence
+from collections.abc import Callable, Coroutine, Iterable, Mapping, Sequence
 
 from tui.app.lab_view import LabView
 from tui.app.baselines import BaselineState
@@ -27,7 +27,7 @@ from tui.app.notices import NoisyNotices
 from tui.engine.options import RunOptions
 from tui.engine.run.session import SessionListener
 from tui.engine.store.stored_options import code_settings
-from tui.present.format import TERMINAL_STATUSES, workload_name
+from tui.present.format import TERMINAL_STATUSES
 
 if TYPE_CHECKING:
     from tui.app.tune_run import TuneRun
@@ -119,11 +119,18 @@ class LabController(SessionListener):
         self.shutting_down = False
         self.current_theme: Callable[[], str | None] = lambda: None
         """The theme shown now (the app sets it): saved with the config."""
-        self.workload_names: Callable[[str], str] = workload_name
-        """A user file's name in the view's listing (the app sets it: the table's), for the notices."""
-        self._noisy = NoisyNotices(self._notify, lambda workload: self.workload_names(workload))
+        self._noisy = NoisyNotices(self._notify)
         self.tune: TuneRun | None = None
         """The search the Tune action started (running or ended), else None."""
+
+    @property
+    def workload_names(self) -> Mapping[str, str] | None:
+        """The user files' names in the view's listing (the app sets it: the table's), for the notices."""
+        return self._noisy.names
+
+    @workload_names.setter
+    def workload_names(self, names: Mapping[str, str] | None) -> None:
+        self._noisy.names = names
 
     def attach(self, view: LabView) -> None:
         """Tell ``view`` what happens from now on."""

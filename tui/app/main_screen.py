@@ -135,7 +135,7 @@ class MainScreen(Screen):
         self._chart = self.query_one("#chart", IterationChart)
         self._gpu = self.query_one("#gpu", GpuPane)
         self._queue = self.query_one("#queue", QueueView)
-        self._queue.names = self.table.names.listing_name
+        self._queue.names = self.lab.workload_names = self.table.names.listing  # the notices name files as rows do
         self._tick = self.set_interval(1 / REFRESH_HZ, self._refresh_live, pause=True, name="live-refresh")
         self._queue.show(None, [])
 
@@ -338,7 +338,7 @@ class MainScreen(Screen):
 
     def watch_chart_run(self, record: RunRecord | None) -> None:
         if self._chart is not None:
-            names = self.table.names.listing_name
+            names = self.table.names.listing
             label = (f"{workload_label(record.options, names)} {options_label(record.options)}"
                      if record is not None else None)
             note = None

@@ -8,7 +8,7 @@ machine, where every run can be noisy; the status column says ``noisy`` on each 
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 
 from tui.present.format import options_label, workload_label
 from tui.engine.store.results import RunRecord
@@ -20,10 +20,10 @@ __all__ = ["NoisyNotices"]
 class NoisyNotices:
     """Counts the noisy runs of a queue and notifies through ``notify`` (``App.notify``'s signature)."""
 
-    def __init__(self, notify: Callable[..., None], names: Callable[[str], str] | None = None) -> None:
+    def __init__(self, notify: Callable[..., None], names: Mapping[str, str] | None = None) -> None:
         self._notify = notify
-        self._names = names
-        """A user file's name in the table (``a/model.py`` beside ``b/model.py``); None: its file name."""
+        self.names = names
+        """The user files' names in the table (``a/model.py`` beside ``b/model.py``); None: each by its file name."""
         self._count = 0
         self._first = ""
 
@@ -35,7 +35,7 @@ class NoisyNotices:
             if self._count == 1:
                 more = f" (+{len(reasons) - 1} more in details)" if len(reasons) > 1 else ""
                 first = reasons[0] if reasons else "the measurement cannot support a number"
-                label = f"{workload_label(record.options, self._names)} {options_label(record.options)}"
+                label = f"{workload_label(record.options, self.names)} {options_label(record.options)}"
                 self._first = f"{label}: {first}{more}"
         if not queue_ended:
             return

@@ -5,7 +5,8 @@ and precision (and the rest of its run options; the search sets the backend, mod
 dynamic itself), asks the search's settings in the :class:`~tui.app.components.tune_dialog.TuneDialog`,
 and starts the search on the controller (:meth:`~tui.app.controller.LabController.start_tune`), which
 owns it. The :class:`~tui.app.components.tune_screen.TuneScreen` shows its leaderboard, then its
-answer. While a search runs, ``u`` shows it again (``U`` shows the latest search, ended or not), and
+answer. While a search runs, ``u`` shows it again (``U`` shows the latest search, ended or not; after a
+restart, whose searches are gone with the app, it names the newest stored tune and where its runs are), and
 the cancel keys (``x``, ``X``) or the pane's Stop button stop it: its ended runs stay in the table
 and the history, and the answer is the best so far, unconfirmed.
 """
@@ -13,24 +14,26 @@ and the history, and the answer is the best so far, unconfirmed.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any
 
 from textual.app import App
 
 from tui.engine.options import DEFAULT_MODE, OptionsError, RunOptions
-from tui.present.format import workload_label
+from tui.present.format import fmt_when, workload_label, workload_word
 
 if TYPE_CHECKING:
     from tui.app.controller import LabController
     from tui.app.main_screen import MainScreen
     from tui.app.queueing import QueueActions
     from tui.app.tune_run import Board
+    from tui.engine.store.results import RunRecord
     from tui.engine.tune.request import TuneRequest
 
-__all__ = ["TuneActions", "tune_base"]
+__all__ = ["TuneActions", "tune_base", "stored_tune_note"]
 
 REFUSED = "Tune refused"
+NO_SEARCH = "No search in this app yet"
 
 
 def tune_base(options: RunOptions) -> RunOptions:
@@ -38,6 +41,22 @@ def tune_base(options: RunOptions) -> RunOptions:
     no traces (``compile-lab tune`` takes no flag for them)."""
     return dataclasses.replace(options, backend="inductor", mode=DEFAULT_MODE, fullgraph=False, dynamic=None,
                                trace=False, torch_trace=False)
+
+
+def stored_tune_note(records: Iterable[RunRecord], history_shown: bool) -> str | None:
+    """What ``U`` says when this app ran no search: the newest tune among ``records`` (the history's runs loaded),
+    its workload, runs and when it ran, and what shows it (its leaderboard and answer are the search's, not
+    stored); None when no run of ``records`` belongs to a tune."""
+    tuned = [record for record in records if record.tune_id]
+    if not tuned:
+        return None
+    newest = max(tuned, key=lambda record: record.created)
+    runs = [record for record in tuned if record.tune_id == newest.tune_id]
+    first = min(runs, key=lambda record: record.created)
+    where = "in the table" if history_shown else "in the history (h shows it)"
+    return (f"tune {newest.tune_id} ({workload_word(first.options)}, {len(runs)} run(s), {fmt_when(first.created)}) "
+            f"is the newest stored: its runs are {where}, its answer is not kept; compile-lab report "
+            f"tune:{newest.tune_id} makes its page.")
 
 
 class TuneActions:
@@ -116,7 +135,11 @@ class TuneActions:
         from tui.app.components.tune_screen import TuneScreen
 
         if self.lab.tune is None:
-            self.app.notify("No search yet: u tunes the picker's configuration.", severity="information")
+            stored = stored_tune_note(self.lab.records.values(), self.screen().show_history)
+            if stored is None:
+                self.app.notify("No search yet: u tunes the picker's configuration.", severity="information")
+            else:
+                self.app.notify(stored, title=NO_SEARCH, severity="information", markup=False, timeout=15)
             return
         if not isinstance(self.app.screen, TuneScreen):
             self.app.push_screen(TuneScreen(self.lab.tune.board))

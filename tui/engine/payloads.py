@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 
 from tui.typed import JsonRecord
 
-__all__ = ["Env", "Diagnostics", "CompileTimes", "Accuracy", "Memory", "Explain"]
+__all__ = ["Env", "PRECISION_FLAGS", "Diagnostics", "CompileTimes", "Accuracy", "Memory", "Explain"]
 
 
 @dataclass(frozen=True)
@@ -51,6 +51,15 @@ class Env(JsonRecord):
     """oneDNN's (the CPU's) ``fp32_precision`` for matmuls (torch 2.9 on; ``none``: not set, inherited)."""
     fp32_precision_mkldnn_conv: str | None = None
     """oneDNN's ``fp32_precision`` for convolutions."""
+
+
+PRECISION_FLAGS: tuple[str, ...] = (
+    "tf32_matmul", "tf32_cudnn", "float32_matmul_precision", "fp32_precision_matmul", "fp32_precision_cudnn",
+    "fp32_precision_mkldnn_matmul", "fp32_precision_mkldnn_conv",
+)  # fmt: skip
+"""The fields of :class:`Env` that say torch's precision settings in effect: CUDA's (TF32 for matmuls and
+cuDNN, the legacy and the new API), the float32 matmul precision both devices read, and the CPU's (oneDNN,
+torch's ``mkldnn`` backend). The worker reads each (``tui.engine.worker.precision``), and each is a CSV column."""
 
 
 @dataclass(frozen=True)

@@ -12,6 +12,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from tui.present.format import MISSING, VERDICT_STYLES, ratio, significant, workload_names
+from tui.engine.catalog import is_user_workload
 from tui.engine.compare import METRICS, Change, CompareSettings, Comparison, ConfigKey, PairResult, UnmatchedRow
 from tui.engine.measure.verdict import RERUN_HINT
 from tui.typed import printable
@@ -133,8 +134,14 @@ def _label(row: PairResult | UnmatchedRow, skip: set[str], names: Mapping[str, s
     return key_label(row.key, skip, names) or row.label
 
 
-_FILE = re.compile(r"[^\s{},]+\.py(?::[A-Za-z_]\w*)?(?=$|[\s,}])")
-"""A user workload said in a row's extra line (``workload: A -> B``, ``NEW has it with workload A``)."""
+_VALUE_EDGES = re.compile(r"([\s{},]+)")
+"""What separates the values in a row's extra line (``workload: A -> B``, ``{A, B}``, ``NEW has it with workload A,
+mode x``): a piece between two is a value, a user's file when :func:`~tui.engine.catalog.is_user_workload` says so."""
+
+
+def _pieces(line: str) -> list[str]:
+    """``line`` cut at :data:`_VALUE_EDGES`, the edges kept (joined again, the pieces are the line)."""
+    return _VALUE_EDGES.split(line)
 
 
 def _extra(row: PairResult | UnmatchedRow) -> tuple[str, ...]:
@@ -145,13 +152,14 @@ def _extra(row: PairResult | UnmatchedRow) -> tuple[str, ...]:
 def _names(comparison: Comparison) -> dict[str, str]:
     """Every workload the table says (the rows' and those of their extra lines) by its name in the table."""
     rows = [row for _, row in _rows(comparison)]
-    said = [file for row in rows for line in _extra(row) for file in _FILE.findall(line)]
+    said = [piece for row in rows for line in _extra(row) for piece in _pieces(line) if is_user_workload(piece)]
     return key_names([*(row.key for row in rows), *({"workload": file} for file in said)])
 
 
 def _extra_lines(row: PairResult | UnmatchedRow, names: Mapping[str, str]) -> list[str]:
     """:func:`_extra`, each file named as the rows name it (``--json`` keeps the whole paths)."""
-    return [_FILE.sub(lambda found: names.get(found.group(), found.group()), line) for line in _extra(row)]
+    return ["".join(names.get(piece, piece) if is_user_workload(piece) else piece for piece in _pieces(line))
+            for line in _extra(row)]
 
 
 def title_settings(settings: CompareSettings, ignore: Iterable[str] | None = None) -> str:

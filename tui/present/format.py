@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import math
 import textwrap
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable, Iterator, Mapping
 from datetime import datetime, timezone
 from typing import Any
 
@@ -32,6 +32,7 @@ __all__ = [
     "hanging_lines",
     "fmt_when",
     "workload_label",
+    "workload_word",
     "workload_name",
     "workload_names",
     "ListingNames",
@@ -216,14 +217,24 @@ def workload_names(workloads: Iterable[str]) -> dict[str, str]:
     return names
 
 
-class ListingNames:
+class ListingNames(Mapping[str, str]):
     """:func:`workload_names` of a listing that grows one workload at a time (the app's table): :meth:`add` says
-    whose names a new file changed, so only their rows are written again."""
+    whose names a new file changed, so only their rows are written again. A mapping of the workloads taken in to
+    their names, as :func:`workload_names`'s, so a label reads either alike (:func:`workload_word`)."""
 
     def __init__(self) -> None:
         self._names: dict[str, str] = {}
         self._alike: dict[str, list[str]] = {}
         """A file's name -> the user workloads of the listing with that name."""
+
+    def __getitem__(self, workload: str) -> str:
+        return self._names[workload]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._names)
+
+    def __len__(self) -> int:
+        return len(self._names)
 
     def name(self, workload: str) -> str:
         """The workload's name in the listing (its :func:`workload_name` until :meth:`add` takes it in)."""
@@ -272,12 +283,22 @@ def fold_path(path: str, width: int) -> str:
     return "…/" + kept
 
 
-def workload_label(options: RunOptions, names: Callable[[str], str] | None = None) -> str:
-    """``pointwise n=512`` (a user file shows its name only); control characters shown, not run. ``names``: a user
-    file's name in the listing the label is read beside (the app's table: :class:`ListingNames`), so a file's
-    label names it as its row does (``a/model.py`` beside ``b/model.py``)."""
+def workload_word(options: RunOptions, names: Mapping[str, str] | None = None) -> str:
+    """The workload's name; a user's file by its file name (and a factory other than the default), not its
+    whole path (:func:`workload_name`). ``names``: the names of the listing the word is read in
+    (:func:`workload_names`, or the app table's growing :class:`ListingNames`: files of one name told apart by
+    their folders); a workload it lacks reads as its :func:`workload_name`."""
+    if names is not None and options.workload in names:
+        return names[options.workload]
+    return workload_name(options.workload)
+
+
+def workload_label(options: RunOptions, names: Mapping[str, str] | None = None) -> str:
+    """``pointwise n=512``: :func:`workload_word` and, for a built-in, its parameters (a user file shows its name
+    only); control characters shown, not run. ``names`` as :func:`workload_word`'s, so a file's label names it as
+    its row does (``a/model.py`` beside ``b/model.py``)."""
     if is_user_workload(options.workload):
-        return (names or workload_name)(options.workload)
+        return workload_word(options, names)
     parts = [options.workload] + [f"{k}={v}" for k, v in options.params.items()]
     return printable(" ".join(parts))
 

@@ -17,7 +17,7 @@ from collections.abc import Callable, Iterable, Mapping
 from tui.engine.run.ab import interpreter_name
 from tui.engine.options import DEFAULT_MODE, DEFAULT_PRECISION, RunOptions, mode_applies
 from tui.present.format import MISSING
-from tui.present.format import workload_name
+from tui.present.format import workload_word
 from tui.typed import printable
 
 __all__ = [
@@ -67,15 +67,6 @@ def short_device(device: str) -> str:
     if device.startswith("cuda:GPU-"):
         return device[len("cuda:"):][: len("GPU-") + _UUID_CHARS]
     return device
-
-
-def workload_word(options: RunOptions, names: Mapping[str, str] | None = None) -> str:
-    """The workload's name; a user's file by its file name (and a factory other than the default), not its
-    whole path (:func:`tui.present.format.workload_name`); ``names``: the listing's
-    (:func:`tui.present.format.workload_names`: files of one name told apart by their folders)."""
-    if names is not None and options.workload in names:
-        return names[options.workload]
-    return workload_name(options.workload)
 
 
 def params_text(options: RunOptions) -> str:

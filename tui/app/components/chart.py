@@ -20,7 +20,8 @@ The legend fits its width by dropping whole words by priority (``chart_data.fit_
 "median" first, then the off-scale time, then compile/warm-up, before any median value), never by
 cutting one. The pane's title is "iterations", with the run's label where it fits whole; without a
 plot the chart says why, from the run's status (``chart_data.placeholder_text``): no run selected,
-run failed, cancelled before any timing block, or waiting for timing blocks.
+run failed, cancelled before any timing block, waiting for timing blocks, or, for a run with blocks in a
+pane too small for a plot, no room to plot; folded between words, never a piece of one.
 
 Redraws are timer-driven: ``set_run(record)`` and ``mark_dirty()`` only flag the chart; a
 timer (``max_fps``, 10 Hz by default) redraws from the record when flagged, never more than
@@ -55,6 +56,7 @@ from tui.app.components.chart_data import (
     fit_legend,
     format_ms,
     failure_lines,
+    fold_words,
     legend_parts,
     placeholder_text,
 )
@@ -253,15 +255,22 @@ class IterationChart(Widget):
         return [Strip(line).adjust_cell_length(width, base) for line in lines[:height]]
 
     def _placeholder(self, series: dict[str, Series], width: int, height: int) -> list[list[Segment]]:
-        """The legend and, mid-height, why there is no plot yet: a failed run's reason under it, as much as fits."""
+        """The legend and, mid-height, why there is no plot (no blocks yet, or no room for them), folded between
+        words to the pane's width: a failed run's reason under it, as much as fits."""
         reason = [] if self._note else failure_lines(self._record, width - 2)
-        message = self._note or (FAILED_PLACEHOLDER if reason else placeholder_text(self._record, width))
+        text = self._note or (FAILED_PLACEHOLDER if reason and not series
+                              else placeholder_text(self._record, width, blocks=bool(series)))
+        message = fold_words(text, width)
         lines: list[list[Segment]] = [self._legend(series, width) if series else []]
         lines.extend([] for _ in range(1, height))
-        if height > 1:
+        top = 1 if series else 0  # no legend: its line too
+        if height > top and message:
             style = self._style("chart--axis")
-            first = max(1 if series else 0, min(height // 2, height - 1 - len(reason)))  # no legend: its line too
-            lines[first] = [Segment(message.center(width), style)]
+            message = message[: height - top]
+            first = max(top, min(height // 2, height - len(message) - len(reason)))
+            for offset, line in enumerate(message):
+                lines[first + offset] = [Segment(line.center(width), style)]
+            first += len(message) - 1
             shown = reason[: height - first - 1]
             if shown and len(shown) < len(reason):  # cut: the details (enter) have it whole
                 shown[-1] = shown[-1][: width - 3] + "…"

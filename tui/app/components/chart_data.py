@@ -320,17 +320,22 @@ def _width(parts: Sequence[LegendPart]) -> int:
 
 #: What the chart says of a failed run, its reason (:func:`failure_lines`) under it.
 FAILED_PLACEHOLDER = "run failed: no timing blocks"
+#: What the chart says of a run whose timing blocks it has no room to plot (a pane narrower or lower than a plot).
+NO_ROOM = "no room to plot"
 
 
-def placeholder_text(record: object | None, width: int = 80) -> str:
-    """What the chart says where it has nothing to plot: why, read from the run's status.
+def placeholder_text(record: object | None, width: int = 80, *, blocks: bool = False) -> str:
+    """What the chart says where it plots nothing: why, read from the run's status.
 
     ``record`` may be any object; one without a ``status`` (a test double) is taken as running.
-    A failed run's error kind is named where it fits in ``width``.
+    A failed run's error kind is named where it fits in ``width``. ``blocks``: the run has timing
+    blocks and the pane has no room for them, which is said rather than a missing block.
     """
     if record is None:
         return "no run selected"
     status = getattr(record, "status", None)
+    if blocks:
+        return f"run failed: {NO_ROOM}" if status == RunStatus.FAILED else NO_ROOM
     if status == RunStatus.FAILED:
         kind = getattr(record, "error_kind", None)
         text = f"run failed ({kind}): no timing blocks"
@@ -342,6 +347,14 @@ def placeholder_text(record: object | None, width: int = 80) -> str:
     if status == RunStatus.DONE:
         return "no timing blocks to show"
     return "waiting for timing blocks…"
+
+
+def fold_words(text: str, width: int) -> list[str]:
+    """``text`` folded between words to ``width`` cells; nothing where one of its words is wider than that (a
+    piece of a word, or the words that fit without it, would say something else)."""
+    if width < 1 or any(len(word) > width for word in text.split()):
+        return []
+    return textwrap.wrap(text, width=width, break_long_words=False, break_on_hyphens=False)
 
 
 def failure_lines(record: object | None, width: int) -> list[str]:

@@ -3,7 +3,7 @@ for a worker, in order. A pooled run's line names the GPU it got."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection, Sequence
+from collections.abc import Collection, Mapping, Sequence
 
 from rich.text import Text
 from textual.reactive import reactive
@@ -39,7 +39,7 @@ class QueueView(Static):
         self._waiting: list[RunRecord] = []
         self._pooled: Collection[str] = ()
         self._last: tuple | None = None
-        self.names: Callable[[str], str] | None = None
+        self.names: Mapping[str, str] | None = None
         """A user file's name in the results table (the main screen sets it), so a line names it as its row does."""
 
     def show(self, running: RunRecord | Sequence[RunRecord] | None, waiting: Sequence[RunRecord],

@@ -107,10 +107,12 @@ class FileNames:
         cells["workload"] = cell.named(self._names.name(cell.workload))
         return changed
 
-    def listing_name(self, workload: str) -> str:
-        """``workload``'s name as the table's rows name it, for the app's other lines (the queue, the chart's title,
-        the notices): a file told apart by its folders from the files of its name among every row."""
-        return self._names.name(workload)
+    @property
+    def listing(self) -> Mapping[str, str]:
+        """The workloads' names as the table's rows name them, for the app's other lines (the queue, the chart's
+        title, the notices; :func:`tui.present.format.workload_label` reads it): a file told apart by its folders
+        from the files of its name among every row. One mapping that grows with the table."""
+        return self._names
 
     def renamed(self, cells: Mapping[str, Cell], workloads: set[str]) -> dict[str, Cell] | None:
         """A row's cells with its file's new name when it is one of ``workloads``; else None (the row stays)."""

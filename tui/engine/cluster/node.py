@@ -40,10 +40,12 @@ from tui.engine.options import RunOptions
 from tui.engine.protocol import encode
 from tui.engine.store.results import RunRecord
 from tui.engine.runner.worker_runner import WorkerRunner
-from tui.engine.runner.torch_probe import PROBE_TIMEOUT_S, run_probe
+from tui.engine.runner.torch_probe import PROBE_TIMEOUT_S, ProbeOutput, run_probe
 from tui.logs import suppressed
 
-__all__ = ["run_on_node", "probe_on_node", "kill_group", "end_item", "HELLO", "WORKER", "EVENTS", "END"]
+__all__ = [
+    "run_on_node", "probe_on_node", "kill_group", "end_item", "NodeSetupError", "HELLO", "WORKER", "EVENTS", "END",
+]  # fmt: skip
 
 log = logging.getLogger(__name__)
 
@@ -78,7 +80,11 @@ def probe_on_node(request: dict[str, Any]) -> dict[str, Any]:
     timeout = request.get("timeout")
     if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or timeout <= 0:
         timeout = PROBE_TIMEOUT_S
-    link_dir = _package_link_dir()  # the probe's interpreter imports the compile-lab that answered the hello
+    try:
+        link_dir = _package_link_dir()  # the probe's interpreter imports the compile-lab that answered the hello
+    except NodeSetupError as exc:  # the tune's answer says why, rather than Ray's error reading as a lost task
+        answer["output"] = ProbeOutput(problem=str(exc)).to_json()
+        return answer
     try:
         path = os.pathsep.join(p for p in (link_dir, os.environ.get("PYTHONPATH")) if p)
         answer["output"] = run_probe(keys, None, timeout, env={"PYTHONPATH": path}).to_json()
@@ -169,6 +175,9 @@ async def _drive(request: dict[str, Any], out: asyncio.Queue) -> None:
             link_dir = _package_link_dir()
             env["PYTHONPATH"] = os.pathsep.join(p for p in (link_dir, os.environ.get("PYTHONPATH")) if p)
         await _run_locally(record, request.get("worker_argv"), env, out)
+    except NodeSetupError as exc:  # the row says what the node could not do, not that its runner broke
+        log.warning("run %s: %s", record.run_id, exc)
+        record.fail("crash", str(exc))
     except Exception as exc:  # the run must end with a row, whatever broke here
         log.exception("run %s: the runner on node %s failed", record.run_id, hostname())
         if not record.finished:
@@ -208,16 +217,29 @@ def end_item(record: RunRecord) -> dict[str, Any]:
             "leftover_processes": record.leftover_processes}
 
 
+class NodeSetupError(Exception):
+    """The node could not prepare a worker's start (one line: which node, what, and the OS's reason)."""
+
+
 def _package_link_dir() -> str:
     """A directory holding only a ``tui`` link to this node's compile-lab, for the worker's PYTHONPATH.
 
     Ray may have put compile-lab on the task's ``sys.path`` alone (a ``runtime_env``, the driver's
     directory); the worker process then finds the very compile-lab that answered the handshake.
+    :class:`NodeSetupError` when the directory or the link cannot be made (a full or read-only temp
+    directory); nothing is left behind then.
     """
     import tui
 
-    link_dir = tempfile.mkdtemp(prefix="compile-lab-pkg-")
-    os.symlink(os.path.dirname(os.path.abspath(tui.__file__)), os.path.join(link_dir, "tui"))
+    link_dir = None
+    try:
+        link_dir = tempfile.mkdtemp(prefix="compile-lab-pkg-")
+        os.symlink(os.path.dirname(os.path.abspath(tui.__file__)), os.path.join(link_dir, "tui"))
+    except OSError as exc:
+        if link_dir is not None:
+            shutil.rmtree(link_dir, ignore_errors=True)
+        raise NodeSetupError(f"node {hostname()} could not link compile-lab for the worker in "
+                             f"{tempfile.gettempdir()}: {type(exc).__name__}: {exc}") from exc
     return link_dir
 
 

@@ -265,6 +265,14 @@ COLUMNS: tuple[Column, ...] = (
     Column("tune_id", lambda r, s: r.tune_id, "id shared by the runs of one compile-lab tune search (empty: none)"),
     Column("tune_stage", lambda r, s: r.tune_stage,
            "the part of its tune that ran it: screening, stage N (the race's later stages) or confirmation"),
+    Column("fp32_precision_matmul", lambda r, s: r.env.fp32_precision_matmul,
+           "torch.backends.cuda.matmul.fp32_precision (torch 2.9 on): ieee, tf32 or none (not set: inherited)"),
+    Column("fp32_precision_cudnn", lambda r, s: r.env.fp32_precision_cudnn,
+           "torch.backends.cudnn.fp32_precision (torch 2.9 on): ieee, tf32 or none"),
+    Column("fp32_precision_mkldnn_matmul", lambda r, s: r.env.fp32_precision_mkldnn_matmul,
+           "oneDNN's (the CPU's) fp32_precision for matmuls (torch 2.9 on): ieee, bf16, tf32 or none"),
+    Column("fp32_precision_mkldnn_conv", lambda r, s: r.env.fp32_precision_mkldnn_conv,
+           "oneDNN's fp32_precision for convolutions (torch 2.9 on): ieee, bf16, tf32 or none"),
     *_option_columns(),  # last: the run options with a column in the option table
 )  # fmt: skip
 

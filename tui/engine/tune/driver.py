@@ -157,6 +157,8 @@ class TuneDriver:
         self._cut_short: str | None = None
         self._refused: str | None = None
         """Why the default compile's run failed in a way every candidate would (:data:`SHARED_FAILURES`)."""
+        self._paced = False
+        """Whether the budget was checked against the screening at the first run's pace (:meth:`_say_pace`)."""
 
     # ----- time -------------------------------------------------------------------------------
 
@@ -304,16 +306,34 @@ class TuneDriver:
         if index == 0 and unrun:
             self._say_budget_needed(len(unrun), iters)
 
-    def _say_budget_needed(self, unrun: int, iters: int) -> None:
-        """Say what budget would have screened the ``unrun`` candidates too and kept the confirmation's room, at
-        the pace the runs so far set (later stages are not counted: it is the least such a search needs)."""
+    def _needed_s(self, unrun: int, iters: int) -> float | None:
+        """The budget that screens the ``unrun`` candidates too and keeps the confirmation's room, at the pace the
+        runs so far set (later stages are not counted: it is the least such a search needs); None before a run."""
         run = self.durations.estimate(iters)
         if run is None:
-            return
+            return None
         spent = self.clock() - self._started
-        needed = spent + math.ceil(unrun / self.lanes) * run + self._confirm_cost() * CONFIRM_MARGIN + CLOSING_S
-        self._say(f"to screen every candidate and keep room for the confirmation, this search needs at least "
-                  f"about {needed:.0f} s (--budget {math.ceil(needed / 60)}m) at this pace")
+        return spent + math.ceil(unrun / self.lanes) * run + self._confirm_cost() * CONFIRM_MARGIN + CLOSING_S
+
+    def _say_budget_needed(self, unrun: int, iters: int) -> None:
+        """Say what budget would have screened the ``unrun`` candidates too (:meth:`_needed_s`)."""
+        needed = self._needed_s(unrun, iters)
+        if needed is not None:
+            self._say(f"to screen every candidate and keep room for the confirmation, this search needs at least "
+                      f"about {needed:.0f} s (--budget {math.ceil(needed / 60)}m) at this pace")
+
+    def _say_pace(self, unrun: int, iters: int) -> None:
+        """Once, as the first run ends (the first the budget's cost can be told from): say when the budget cannot
+        screen the ``unrun`` candidates left and keep the confirmation's room, so a short budget is known early."""
+        if self._paced or not self.durations.seen or not self._going_on:
+            return
+        self._paced = True
+        needed, run = self._needed_s(unrun, iters), self.durations.estimate(iters)
+        if needed is None or run is None or needed <= self.budget_s:
+            return
+        self._say(f"at the first run's pace (about {run:.0f} s a run) the {self.budget_s:g} s budget cannot screen "
+                  f"all {len(self.standings)} candidates and keep room for the confirmation: that needs at least "
+                  f"about {needed:.0f} s (--budget {math.ceil(needed / 60)}m); the race will be cut short")
 
     def _out_of_time_text(self, index: int, iters: int) -> str:
         """Why the race ends at stage ``index``: the next run of ``iters`` (and the confirmation kept for after it,
@@ -351,6 +371,8 @@ class TuneDriver:
                 began, records = going.pop(name)
                 self._took(records, began)
                 self._scored(name, index, records)
+                if index == 0:
+                    self._say_pace(len(waiting) + len(going), iters)
         if out_of_time and self._going_on:
             self._out_of_time(index, iters)
         return self._going_on and not out_of_time

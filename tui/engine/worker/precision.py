@@ -25,13 +25,13 @@ from typing import Any
 import torch
 
 from tui.engine.options import OptionsError
+from tui.engine.payloads import PRECISION_FLAGS
 
 __all__ = ["apply", "read_flags", "tf32_in_effect", "FLAG_NAMES"]
 
 log = logging.getLogger(__name__)
 
-FLAG_NAMES = ("tf32_matmul", "tf32_cudnn", "float32_matmul_precision", "fp32_precision_matmul", "fp32_precision_cudnn",
-              "fp32_precision_mkldnn_matmul", "fp32_precision_mkldnn_conv")
+FLAG_NAMES = PRECISION_FLAGS
 """The fields of :class:`~tui.engine.payloads.Env` that :func:`read_flags` fills: CUDA's (TF32 for matmuls and
 cuDNN), the float32 matmul precision both devices read, and the CPU's (oneDNN, torch's ``mkldnn`` backend, which
 may compute fp32 matmuls and convolutions in bf16 or TF32 when its ``fp32_precision`` says so)."""
