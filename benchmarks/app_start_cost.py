@@ -6,6 +6,7 @@ Run from the repository root::
     python benchmarks/app_start_cost.py -n 30 --size 80x24
     python benchmarks/app_start_cost.py --profile          # plus a cProfile top-20 per size
     python benchmarks/app_start_cost.py --bare             # a bare Textual app, for comparison
+    python benchmarks/app_start_cost.py --own-css          # each app parses its CSS, as a user's does
 
 Each start is ``CompileLabApp.run_test(size=...)`` wired as ``tests/app/conftest.py`` wires it (the
 fake worker's runner, a telemetry source that reports no GPU) with a history and a config in a
@@ -13,7 +14,8 @@ temporary directory and no history loaded, then one ``pilot.pause()`` (the first
 and the exit. The figure is this process's CPU time (``time.process_time``) around the whole
 start-to-exit, median and spread over ``-n`` starts after one warm-up start (the first start of
 a process also imports and parses the stylesheet). The garbage collector runs at the suite's
-thresholds (``tests/conftest.py``) unless ``--python-gc``: the interpreter's own, what a user runs.
+thresholds (``tests/conftest.py``) unless ``--python-gc``: the interpreter's own, what a user runs. The
+apps share their CSS parses (``tests/css_cache.py``), as the tests' apps do, unless ``--own-css``.
 """
 
 from __future__ import annotations
@@ -121,6 +123,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--profile", action="store_true", help="print a cProfile top-20 (cumulative, own time)")
     parser.add_argument("--bare", action="store_true", help="a bare Textual app instead of compile-lab")
     parser.add_argument("--python-gc", action="store_true", help="the interpreter's GC thresholds, not the suite's")
+    parser.add_argument("--own-css", action="store_true",
+                        help="each app parses its CSS (Textual's cache per app), not the tests' shared parses")
     args = parser.parse_args(argv)
     if args.n < 1:
         parser.error("-n: at least 1")
@@ -128,9 +132,15 @@ def main(argv: list[str] | None = None) -> int:
         gc.set_threshold(*SUITE_GC_THRESHOLDS)
     factory = make_bare_app if args.bare else make_app
     import textual
+    import textual.css.stylesheet  # noqa: F401  (loaded for css_cache, as the tests' collection loads it)
+
+    if not args.own_css:
+        import css_cache
+
+        css_cache.install_if_loaded()
 
     print(f"python {sys.version.split()[0]}, textual {textual.__version__}, gc {gc.get_threshold()}, "
-          f"{'bare app' if args.bare else 'CompileLabApp'}")
+          f"{'bare app' if args.bare else 'CompileLabApp'}, {'own' if args.own_css else 'shared'} CSS parses")
     for size in args.size or [(80, 24), (160, 48)]:
         times, report = measure(factory, size, args.n, args.profile)
         print(f"{size[0]}x{size[1]}: median {statistics.median(times):.3f} CPU-s per start "

@@ -27,6 +27,7 @@ import types
 
 import pytest
 
+import css_cache
 from tui import logs
 
 
@@ -116,6 +117,11 @@ def _names_files(config: pytest.Config) -> bool:
 def timed(request) -> bool:
     """True in the ``perf`` copy of a test: assert its time bound there, its behaviour in both."""
     return request.param
+
+
+def pytest_runtest_setup(item):
+    """Share Textual's CSS parses between the apps of this process (:mod:`css_cache`), once it is loaded."""
+    css_cache.install_if_loaded()
 
 
 @pytest.fixture(autouse=True)

@@ -161,7 +161,7 @@ async def test_runs_side_by_side_are_never_each_others_other_processes(monkeypat
         return runners.setdefault(lane, WorkerRunner(fake_worker_argv(), keep_spare=False, telemetry=telemetry))
 
     session = RunSession(runner_for)
-    configs = [RunOptions(workload="pointwise", device="cuda:0", iters=48, block_size=4, warmup=1, seed=n)
+    configs = [RunOptions(workload="pointwise", device="cuda:0", iters=16, block_size=4, warmup=1, seed=n)
                for n in range(2)]
     records = session.submit(configs, pool=("cuda:0", "cuda:1"))
     await session.wait_settled()
