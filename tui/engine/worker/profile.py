@@ -62,14 +62,28 @@ def _inductor_patch(cuda: bool) -> dict[str, Any]:
     patch: dict[str, Any] = {}
     if provenance_supported() is None:
         patch["trace.provenance_tracking_level"] = 1
-        # A cache hit skips the lowering that emits the provenance mapping, and the level is not in
-        # every torch's cache key: a re-compile that hits the caches leaves the kernel diff empty.
-        # The profile pass compiles afresh; its cost is compile_s.
-        if hasattr(config, "force_disable_caches"):
-            patch["force_disable_caches"] = True
+        patch.update(_lowering_caches_off(config))
     if not cuda and hasattr(config, "cpp") and hasattr(config.cpp, "enable_kernel_profile"):
         patch["cpp.enable_kernel_profile"] = True
     return patch
+
+
+def _lowering_caches_off(config: Any) -> dict[str, Any]:
+    """The inductor settings that make the profile pass lower its graph afresh.
+
+    A cache hit skips the lowering that emits the provenance mapping, and the level is not in every
+    torch's cache key: a re-compile that hits the FX graph cache (or the AOTAutograd cache, which
+    bypasses itself when the FX graph cache is off) leaves the kernel diff empty. The autotuning
+    caches stay on: they hold which kernel configuration won, not the lowering, so max-autotune's
+    benchmarks of the timed compile are not run a second time. A torch without the FX graph cache
+    switch gets every cache off.
+    """
+    if hasattr(config, "fx_graph_cache"):
+        patch = {"fx_graph_cache": False}
+        if hasattr(config, "fx_graph_remote_cache"):
+            patch["fx_graph_remote_cache"] = False
+        return patch
+    return {"force_disable_caches": True} if hasattr(config, "force_disable_caches") else {}
 
 
 class _ArtifactCatcher(logging.Handler):
