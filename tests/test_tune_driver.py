@@ -332,11 +332,19 @@ def test_a_stop_keeps_the_finished_runs_and_reports_the_best_so_far_unconfirmed(
 
 def test_a_budget_that_leaves_candidates_unscreened_never_says_nothing_beats_the_default():
     many = [Candidate()] + [Candidate((("k", i),)) for i in range(5)]
-    result, _, runner, _, clock = _tune(many, {f"k={i}": 1.5 for i in range(5)}, budget=45.0, seconds=10.0)
-    # once a challenger is in the race its confirmation is reserved for, so the screening stops early
-    assert len(runner.runs) == 2 and clock.now <= 45.0
-    assert result.outcome == UNCONFIRMED
-    assert result.incomplete == "the budget ran out before 4 candidate(s) were screened"
+    result, _, runner, heard, clock = _tune(many, {f"k={i}": 1.5 for i in range(5)}, budget=45.0, seconds=10.0)
+    # after two runs a challenger is in the race, but its confirmation (six runs) no longer fits in the 22 s left:
+    # the race screens on with the time left rather than ending with it unspent, and never overruns the budget
+    assert len(runner.runs) == 4 and clock.now <= 45.0
+    assert result.outcome == UNCONFIRMED and result.confirmation is None
+    assert result.incomplete == "the budget ran out before 2 candidate(s) were screened"
+    notes = [e[1] for e in heard.events if e[0] == "note"]
+    said = [n for n in notes if "no longer fits" in n]
+    assert len(said) == 1 and re.fullmatch(r"the confirmation \(about \d+ s\) no longer fits in the 2\d s left of "
+                                           r"the budget: the race goes on with the time left, and its answer will "
+                                           r"be unconfirmed", said[0]), notes
+    # the race's end names the run alone: no confirmation is kept for
+    assert any(n.startswith("stage 1: the next run (about 10 s) does not fit in the") for n in notes), notes
 
 
 def test_calls_charge_the_compile_time_and_a_slow_compile_loses_a_short_job():

@@ -7,7 +7,7 @@ import pytest
 from tui.engine.options import RunOptions
 from tui.engine.tune.answer import CONFIRMED, NOTHING_BEATS, UNCONFIRMED, Against, Confirmation, outcome_of
 from tui.engine.tune.code import compile_call, config_form
-from tui.engine.tune.driver import DurationModel
+from tui.engine.tune.durations import DurationModel
 from tui.engine.tune.objective import Score, amortized
 from tui.engine.tune.search import (
     Standing, ahead_of_default, clearly_worse, halve, judge_stage, leader, stage_plan, winner,

@@ -36,6 +36,7 @@ from tui.engine.tune.answer import (
     BUDGET_RAN_OUT, CONFIRM_MAX_REPEATS, CONFIRM_REPEATS, CONFIRMED, Progress, TuneResult, confirm, no_more_than,
     outcome_of,
 )  # fmt: skip
+from tui.engine.tune.durations import DurationModel, measured_seconds
 from tui.engine.tune.objective import Objective, score
 from tui.engine.tune.parallel import DEFAULT, WINNER, confirm_waves
 from tui.engine.tune.search import (
@@ -44,7 +45,7 @@ from tui.engine.tune.search import (
 )  # fmt: skip
 from tui.engine.tune.space import Candidate, combine
 
-__all__ = ["TuneDriver", "TuneListener", "DurationModel", "measured_seconds", "gpu_kinds"]
+__all__ = ["TuneDriver", "TuneListener", "gpu_kinds"]
 
 
 CANCELLED = "cancelled"
@@ -76,37 +77,6 @@ class TuneListener:
 
     def note(self, text: str) -> None:
         """Something the user should know (a stage skipped for the budget, a combination added)."""
-
-
-class DurationModel:
-    """How long a run of ``iters`` iterations takes, from the runs so far.
-
-    A run's wall time is its fixed part (start-up, building, compile, warm-up, the profile pass) and
-    its measuring, which grows with the iterations: each run seen says both (``measured_s``: the
-    time its measured blocks took, both sides), and a run of ``iters`` is estimated as the mean of
-    each seen run's fixed part plus its measuring scaled to ``iters``. The largest of those rather than the
-    mean would stop more often than need be; the mean of a few runs, with a run's own noise, is
-    what the budget check uses. None before any run.
-    """
-
-    def __init__(self) -> None:
-        self.seen: list[tuple[int, float, float]] = []
-
-    def add(self, iters: int, seconds: float, measured_s: float = 0.0) -> None:
-        self.seen.append((iters, seconds, min(max(0.0, measured_s), seconds)))
-
-    def estimate(self, iters: int) -> float | None:
-        if not self.seen:
-            return None
-        scaled = [seconds - measured + measured * iters / max(1, seen) for seen, seconds, measured in self.seen]
-        return sum(scaled) / len(scaled)
-
-
-def measured_seconds(record: RunRecord) -> float:
-    """The time a run's measured blocks took, both sides (a GPU block runs its calls twice: host and device loop)."""
-    total = sum(sum(block.ms) for blocks in record.samples.values() for block in blocks if block.stage == "measure")
-    loops = 2 if record.options.device.startswith("cuda") else 1
-    return total * loops / 1000
 
 
 def gpu_kinds(records: Sequence[RunRecord]) -> list[str]:
@@ -158,6 +128,8 @@ class TuneDriver:
         self._refused: str | None = None
         """Why the default compile's run failed in a way every candidate would (:data:`SHARED_FAILURES`)."""
         self._paced = False
+        self._unconfirmable = False
+        """Whether the race said that the confirmation no longer fits (:meth:`_say_unconfirmable`)."""
         """Whether the budget was checked against the screening at the first run's pace (:meth:`_say_pace`)."""
 
     # ----- time -------------------------------------------------------------------------------
@@ -192,8 +164,25 @@ class TuneDriver:
         estimate = self.durations.estimate(iters)
         if estimate is None:
             return self.time_left() > 0
-        reserve = challenger(self.standings) is not None
+        reserve = self._keeps_confirmation()
         return estimate + (self._confirm_cost() * CONFIRM_MARGIN if reserve else 0.0) <= self.time_left()
+
+    def _keeps_confirmation(self) -> bool:
+        """Whether the race keeps the confirmation's room: while a challenger of the default compile is in the race
+        and the confirmation still fits in the time left. Once it fits no more, the answer is unconfirmed whatever
+        the race does, so the race goes on with the time left (each candidate screened more is known more) rather
+        than ending with the budget unspent; it keeps the room again if a cheaper estimate makes it fit."""
+        return challenger(self.standings) is not None and self._confirm_cost() <= self.time_left()
+
+    def _say_unconfirmable(self) -> None:
+        """Say once that the confirmation no longer fits while a challenger races (:meth:`_keeps_confirmation`)."""
+        if self._unconfirmable or not self.durations.seen or challenger(self.standings) is None \
+                or self._keeps_confirmation():
+            return
+        self._unconfirmable = True
+        self._say(f"the confirmation (about {self._confirm_cost():.0f} s) no longer fits in the "
+                  f"{max(0.0, self.time_left()):.0f} s left of the budget: the race goes on with the time left, and "
+                  "its answer will be unconfirmed")
 
     # ----- running ------------------------------------------------------------------------------
 
@@ -343,7 +332,7 @@ class TuneDriver:
         if run is None:
             return f"stage {index + 1}: no time left for a run ({left}); the race ends here"
         what = f"the next run (about {run:.0f} s) does not fit"
-        if challenger(self.standings) is not None:
+        if self._keeps_confirmation():
             what = (f"the next run (about {run:.0f} s) and the confirmation after it (about "
                     f"{self._confirm_cost():.0f} s, kept as {self._confirm_cost() * CONFIRM_MARGIN:.0f} s with its "
                     "margin) do not fit")
@@ -357,6 +346,7 @@ class TuneDriver:
         out_of_time = False
         while waiting or going:
             while waiting and len(going) < self.lanes and self._going_on and not out_of_time:
+                self._say_unconfirmable()
                 out_of_time = not self._fits(iters)
                 if not out_of_time:
                     name = waiting.pop(0)

@@ -1,0 +1,38 @@
+"""How long a tune's runs take: the estimate the driver's budget checks use."""
+
+from __future__ import annotations
+
+from tui.engine.store.results import RunRecord
+
+__all__ = ["DurationModel", "measured_seconds"]
+
+
+class DurationModel:
+    """How long a run of ``iters`` iterations takes, from the runs so far.
+
+    A run's wall time is its fixed part (start-up, building, compile, warm-up, the profile pass) and
+    its measuring, which grows with the iterations: each run seen says both (``measured_s``: the
+    time its measured blocks took, both sides), and a run of ``iters`` is estimated as the mean of
+    each seen run's fixed part plus its measuring scaled to ``iters``. The largest of those rather than the
+    mean would stop more often than need be; the mean of a few runs, with a run's own noise, is
+    what the budget check uses. None before any run.
+    """
+
+    def __init__(self) -> None:
+        self.seen: list[tuple[int, float, float]] = []
+
+    def add(self, iters: int, seconds: float, measured_s: float = 0.0) -> None:
+        self.seen.append((iters, seconds, min(max(0.0, measured_s), seconds)))
+
+    def estimate(self, iters: int) -> float | None:
+        if not self.seen:
+            return None
+        scaled = [seconds - measured + measured * iters / max(1, seen) for seen, seconds, measured in self.seen]
+        return sum(scaled) / len(scaled)
+
+
+def measured_seconds(record: RunRecord) -> float:
+    """The time a run's measured blocks took, both sides (a GPU block runs its calls twice: host and device loop)."""
+    total = sum(sum(block.ms) for blocks in record.samples.values() for block in blocks if block.stage == "measure")
+    loops = 2 if record.options.device.startswith("cuda") else 1
+    return total * loops / 1000
