@@ -39,6 +39,8 @@
 #   bash benchmarks/gpu_run.sh tune       # issue 27: compile-lab tune, TUNE_CASES="cnn-ieee cnn-default block gemm"
 #                                         # (default cnn-ieee), each search held to TUNE_BUDGET s (500): one case a call;
 #                                         # TUNE_DEVICE=cuda:all tunes on every GPU (default cuda)
+#   bash benchmarks/gpu_run.sh profile_cache  # the profile pass keeps the autotune caches: its compile time and
+#                                             # kernel diff, max-autotune GEMM 8192 and CNN b64 (~2 min)
 #   bash benchmarks/gpu_run.sh tune_pool  # issue 27 on a pool: the same search (TUNE_CASES, default cnn-ieee) on
 #                                         # cuda:0 and on cuda:all, TUNE_BUDGET s each (240): answers, runs, walls
 # Several stages in one call: bash benchmarks/gpu_run.sh seed extra
@@ -372,6 +374,26 @@ stage_tune() {
     timeout $((budget + 60)) python3 -m tui tune --device "${TUNE_DEVICE:-cuda}" --budget "${budget}s" "${args[@]}" \
       --json "$OUT/tune-$case.json" > "$OUT/tune-$case.txt" 2> "$OUT/tune-$case.log"
     echo "tune exit $? after ${SECONDS}s"; cat "$OUT/tune-$case.txt"; tail -20 "$OUT/tune-$case.log"
+  done
+}
+
+stage_profile_cache() {
+  # The profile pass's re-compile keeps the autotuning caches: its compile_s against the timed compile's, and
+  # the kernel diff still found (provenance needs a fresh lowering), for a max-autotune GEMM and the CNN.
+  local case
+  for case in "matmul --param n=8192 --mode max-autotune-no-cudagraphs" "cnn --param batch=64 --mode default"; do
+    step "profile pass of $case"
+    timeout 240 python3 -m tui run --device cuda --no-history --quiet --repeat 1 --workload $case \
+      --json "$OUT/profile-cache-${case%% *}.json" > "$OUT/profile-cache-${case%% *}.txt" 2>&1
+    echo "run exit $? after ${SECONDS}s"
+    python3 - "$OUT/profile-cache-${case%% *}.json" <<'PY'
+import json, sys
+for run in json.load(open(sys.argv[1]))["runs"]:
+    p = run.get("profile") or {}
+    print(f"{run['options']['workload']} {run['options']['mode']}: compile_s {run['compile_s']:.1f}, profile compile_s "
+          f"{p.get('compile_s') or 0:.1f}, profile_s {p.get('profile_s') or 0:.1f}, diff groups {len(p.get('diff') or [])}, "
+          f"why {p.get('diff_why')}, speedup {run['summary']['speedup']:.3f}")
+PY
   done
 }
 
