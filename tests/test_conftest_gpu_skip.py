@@ -8,7 +8,10 @@ pytest_plugins = ["pytester"]
 
 
 def test_a_gpu_test_missing_a_fixture_errors_without_a_gpu_and_a_sound_one_is_skipped(pytester):
-    pytester.makeconftest(Path(__file__).with_name("conftest.py").read_text(encoding="utf-8"))
+    here = Path(__file__).parent
+    pytester.makeconftest((here / "conftest.py").read_text(encoding="utf-8"))
+    # the conftest imports its sibling module
+    pytester.makepyfile(css_cache=(here / "css_cache.py").read_text(encoding="utf-8"))
     pytester.makeini("[pytest]\nasyncio_default_fixture_loop_scope = function\nmarkers =\n    gpu: needs a CUDA GPU\n"
                      "    torch: needs torch\n")
     pytester.makepyfile(
