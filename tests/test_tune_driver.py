@@ -13,7 +13,8 @@ from tui.engine.options import RunOptions
 from tui.engine.protocol import make_event
 from tui.engine.run.session import RunSession
 from tui.engine.tune.answer import CONFIRMED, NOTHING_BEATS, NOTHING_MEASURED, UNCONFIRMED, nothing_beats_text
-from tui.engine.tune.driver import TuneDriver, TuneListener
+from tui.engine.tune.driver import TuneDriver
+from tui.engine.tune.listener import TuneListener
 from tui.engine.tune.objective import Objective
 from tui.engine.tune.search import stage_name
 from tui.engine.tune.space import Candidate
@@ -345,6 +346,30 @@ def test_a_budget_that_leaves_candidates_unscreened_never_says_nothing_beats_the
                                            r"be unconfirmed", said[0]), notes
     # the race's end names the run alone: no confirmation is kept for
     assert any(n.startswith("stage 1: the next run (about 10 s) does not fit in the") for n in notes), notes
+
+
+class SlowAutotune(TimedRunner):
+    """max-autotune's runs take 40 s more than the others' (its autotuning)."""
+
+    async def run(self, record, on_event=None):
+        if _key(record.options) == "max-autotune":
+            self.clock.now += 40.0
+        return await super().run(record, on_event)
+
+
+def test_a_known_candidates_next_run_and_the_confirmation_are_estimated_from_its_own_runs():
+    # default, freezing and cpp_wrapper take 10 s a run, max-autotune (the winner) 50 s: every run's mean (20 s)
+    # would let stage 2's max-autotune run start in the 17 s left and end 33 s past the budget, and would put the
+    # confirmation's 3 + 3 runs at 120 s where they take 3 x 50 + 3 x 10 = 180 s
+    times = {"max-autotune": 0.5, "freezing=True": 0.9, "cpp_wrapper=True": 0.95}
+    result, _, runner, heard, clock = _tune([Candidate(), AUTOTUNE, FREEZE, WRAPPER], times, budget=100.0,
+                                            seconds=10.0, runner_type=SlowAutotune)
+    assert clock.now <= 100.0 and len(runner.runs) == 4
+    notes = [e[1] for e in heard.events if e[0] == "note"]
+    assert "stage 2: the next run (about 50 s) does not fit in the 17 s left of the budget; the race ends here" in notes
+    found = re.fullmatch(r"the confirmation \(about (\d+) s\) does not fit in the \d+ s left of the budget",
+                         result.stopped or "")
+    assert found and 175 <= int(found[1]) <= 190, result.stopped
 
 
 def test_calls_charge_the_compile_time_and_a_slow_compile_loses_a_short_job():

@@ -213,6 +213,16 @@ def test_the_duration_model_scales_only_the_measuring_with_the_iterations():
     assert model.estimate(100) == pytest.approx(24.0)
 
 
+def test_the_duration_model_reads_a_candidates_own_runs_and_every_run_for_one_not_run_yet():
+    model = DurationModel()
+    model.add(50, 10.0, name="default")
+    model.add(50, 50.0, name="max-autotune")
+    assert model.estimate(50, "max-autotune") == pytest.approx(50.0)
+    assert model.estimate(50, "default") == pytest.approx(10.0)
+    assert model.estimate(50, "freezing=True") == pytest.approx(30.0)  # not run yet: every run's mean
+    assert model.estimate(50) == pytest.approx(30.0)
+
+
 # ----- the tune id in a stored run ------------------------------------------------------------
 
 

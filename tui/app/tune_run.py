@@ -24,7 +24,8 @@ from typing import TYPE_CHECKING, Any, Protocol
 from tui.engine.options import RunOptions
 from tui.engine.store.results import new_run_id
 from tui.engine.tune.answer import NOTHING_BEATS, NOTHING_MEASURED, Progress, TuneResult
-from tui.engine.tune.driver import TuneDriver, TuneListener
+from tui.engine.tune.driver import TuneDriver
+from tui.engine.tune.listener import TuneListener
 from tui.engine.tune.request import TuneRequest, nothing_to_try, plan_search
 from tui.engine.tune.search import Standing, ranked, stage_name
 from tui.present.tune_answer import answer_lines, headline

@@ -9,7 +9,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from tui.engine.tune.answer import Progress, TuneResult
-from tui.engine.tune.driver import TuneListener
+from tui.engine.tune.listener import TuneListener
 from tui.engine.tune.search import Standing, stage_name
 from tui.present.format import fmt_speedup, hanging_lines
 from tui.present.tune_answer import (

@@ -37,6 +37,7 @@ from tui.engine.tune.answer import (
     outcome_of,
 )  # fmt: skip
 from tui.engine.tune.durations import DurationModel, measured_seconds
+from tui.engine.tune.listener import TuneListener
 from tui.engine.tune.objective import Objective, score
 from tui.engine.tune.parallel import DEFAULT, WINNER, confirm_waves
 from tui.engine.tune.search import (
@@ -58,25 +59,6 @@ CLOSING_S = 3.0
 SHARED_FAILURES = ("bad_options", "workload_error")
 """Failure kinds of the default compile's run that every candidate would meet: the run options they all share
 were refused (a device this torch has not), or the workload could not be loaded. The search stops on them."""
-
-
-class TuneListener:
-    """What a front end hears from a tune (all on the event loop's thread)."""
-
-    def stage_started(self, index: int, names: Sequence[str], iters: int) -> None:
-        """A stage begins: the candidates it runs, and their iterations per side."""
-
-    def candidate_scored(self, standing: Standing) -> None:
-        """A candidate's run ended and its score (and standing) is known."""
-
-    def progress(self, progress: Progress) -> None:
-        """After every run: the incumbent, the candidates left, the time left."""
-
-    def confirming(self, standing: Standing, repeats: int) -> None:
-        """The confirmation begins: ``repeats`` processes of the winner and of the default compile."""
-
-    def note(self, text: str) -> None:
-        """Something the user should know (a stage skipped for the budget, a combination added)."""
 
 
 def gpu_kinds(records: Sequence[RunRecord]) -> list[str]:
@@ -148,20 +130,37 @@ class TuneDriver:
 
     def _waves_cost(self, repeats: int, first: int = 0) -> float | None:
         """The estimated wall time of the confirmation's repeats ``first`` to ``repeats - 1``: their waves
-        (:func:`confirm_waves`) of one run's length each; None before any run ended."""
-        one = self.durations.estimate(self._confirm_iters())
-        return None if one is None else one * len(confirm_waves(repeats, self.lanes, first=first))
+        (:func:`confirm_waves`), each as long as its longest run, the winner's and the default compile's each
+        estimated from that candidate's own runs (:class:`DurationModel`); None before any run ended."""
+        best = self._to_confirm()
+        names = {WINNER: None if best is None else best.name, DEFAULT: self._default.name}
+        lengths = {side: self.durations.estimate(self._confirm_iters(), name) for side, name in names.items()}
+        if None in lengths.values():
+            return None
+        return sum(max(lengths[side] or 0.0 for _, side in wave)
+                   for wave in confirm_waves(repeats, self.lanes, first=first))
+
+    def _to_confirm(self) -> Standing | None:
+        """What the confirmation judges against the default compile: the race's winner, or the best challenger
+        where the default leads ("nothing beats the default" is confirmed too); None while there is neither."""
+        best = winner(self.standings, self.threshold)
+        return challenger(self.standings) if best is not None and best.candidate.is_default else best
+
+    @property
+    def _default(self) -> Candidate:
+        return next(e.candidate for e in self.entries.values() if e.candidate.is_default)
 
     def _confirm_cost(self) -> float:
         """The confirmation's estimated wall time (0 before any run ended)."""
         return self._waves_cost(self.confirm_repeats) or 0.0
 
-    def _fits(self, iters: int) -> bool:
-        """Whether a run of ``iters`` fits in the time left, and the confirmation after it while a challenger of
-        the default compile is in the race (the confirmation judges the race's winner, or the best challenger
-        where the default leads). On a pool the run goes to a free lane: it ends after the runs already going,
-        which started before it, so its own length and the confirmation's are what must fit."""
-        estimate = self.durations.estimate(iters)
+    def _fits(self, iters: int, name: str | None = None) -> bool:
+        """Whether a run of ``iters`` (of candidate ``name``: its own runs so far estimate it) fits in the time
+        left, and the confirmation after it while a challenger of the default compile is in the race (the
+        confirmation judges the race's winner, or the best challenger where the default leads). On a pool the
+        run goes to a free lane: it ends after the runs already going, which started before it, so its own length
+        and the confirmation's are what must fit."""
+        estimate = self.durations.estimate(iters, name)
         if estimate is None:
             return self.time_left() > 0
         reserve = self._keeps_confirmation()
@@ -221,12 +220,13 @@ class TuneDriver:
         self.records.extend(records)
         return records
 
-    def _took(self, records: Sequence[RunRecord], began: float) -> None:
-        """``records`` (submitted at ``began``) ended: their wall time goes into the duration model."""
+    def _took(self, records: Sequence[RunRecord], began: float, name: str) -> None:
+        """``records`` of candidate ``name`` (submitted at ``began``) ended: their wall time goes into the duration
+        model."""
         took = (self.clock() - began) / max(1, len(records))
         for record in records:
             if record.finished and record.status != RunStatus.CANCELLED:
-                self.durations.add(record.options.iters, took, measured_seconds(record))
+                self.durations.add(record.options.iters, took, measured_seconds(record), name)
 
     async def run(self) -> TuneResult:
         """The race and the confirmation (see the module docstring); the result, whatever stopped it."""
@@ -282,8 +282,8 @@ class TuneDriver:
             if index == 0:
                 self._add_combination(ahead)
 
-    def _out_of_time(self, index: int, iters: int) -> None:
-        note = self._out_of_time_text(index, iters)  # as _fits saw it: before the stage is judged
+    def _out_of_time(self, index: int, iters: int, name: str) -> None:
+        note = self._out_of_time_text(index, iters, name)  # as _fits saw it: before the stage is judged
         self._cut_short = BUDGET_RAN_OUT
         unrun = [s for s in self.standings if s.alive and s.stage < index]
         if index == 0:
@@ -324,11 +324,12 @@ class TuneDriver:
                   f"all {len(self.standings)} candidates and keep room for the confirmation: that needs at least "
                   f"about {needed:.0f} s (--budget {math.ceil(needed / 60)}m); the race will be cut short")
 
-    def _out_of_time_text(self, index: int, iters: int) -> str:
-        """Why the race ends at stage ``index``: the next run of ``iters`` (and the confirmation kept for after it,
-        while a challenger of the default compile is in the race) against the time left, as :meth:`_fits` saw it."""
+    def _out_of_time_text(self, index: int, iters: int, name: str) -> str:
+        """Why the race ends at stage ``index``: the next run of ``iters``, of ``name`` (and the confirmation kept for
+        after it, while a challenger of the default compile is in the race) against the time left, as :meth:`_fits`
+        saw it."""
         left = f"{max(0.0, self.time_left()):.0f} s left of the budget"
-        run = self.durations.estimate(iters)
+        run = self.durations.estimate(iters, name)
         if run is None:
             return f"stage {index + 1}: no time left for a run ({left}); the race ends here"
         what = f"the next run (about {run:.0f} s) does not fit"
@@ -343,29 +344,35 @@ class TuneDriver:
         early: a stop, or the budget (said by :meth:`_out_of_time` once the runs going have ended)."""
         waiting = list(names)
         going: dict[str, tuple[float, list[RunRecord]]] = {}
-        out_of_time = False
+        out_of_time: str | None = None  # the candidate whose run did not fit
         while waiting or going:
-            while waiting and len(going) < self.lanes and self._going_on and not out_of_time:
-                self._say_unconfirmable()
-                out_of_time = not self._fits(iters)
-                if not out_of_time:
-                    name = waiting.pop(0)
-                    entry = self.entries[name]
-                    options = self.options_of(entry.candidate, iters, timed=True, first=not entry.records)
-                    going[name] = (self.clock(), self._submit([options], stage_name(index)))
+            while waiting and len(going) < self.lanes and self._going_on and out_of_time is None:
+                out_of_time = self._start(waiting, going, index, iters)
             if not going:
                 break
             ended = {r.run_id for r in await self.session.wait_ended(
                 [r for _, records in going.values() for r in records], every=False)}
             for name in [n for n, (_, records) in going.items() if all(r.run_id in ended for r in records)]:
                 began, records = going.pop(name)
-                self._took(records, began)
+                self._took(records, began, name)
                 self._scored(name, index, records)
                 if index == 0:
                     self._say_pace(len(waiting) + len(going), iters)
-        if out_of_time and self._going_on:
-            self._out_of_time(index, iters)
-        return self._going_on and not out_of_time
+        if out_of_time is not None and self._going_on:
+            self._out_of_time(index, iters, out_of_time)
+        return self._going_on and out_of_time is None
+
+    def _start(self, waiting: list[str], going: dict[str, tuple[float, list[RunRecord]]], index: int,
+               iters: int) -> str | None:
+        """Start the run of ``waiting``'s first candidate into ``going`` if it fits; else its name (out of time)."""
+        self._say_unconfirmable()
+        if not self._fits(iters, waiting[0]):
+            return waiting[0]
+        name = waiting.pop(0)
+        entry = self.entries[name]
+        options = self.options_of(entry.candidate, iters, timed=True, first=not entry.records)
+        going[name] = (self.clock(), self._submit([options], stage_name(index)))
+        return None
 
     def _scored(self, name: str, index: int, records: Sequence[RunRecord]) -> None:
         """A run of ``name`` in stage ``index`` ended: its score and standing (a run cancelled by a stop is not)."""
@@ -420,12 +427,10 @@ class TuneDriver:
         self.listener.note(text)
 
     async def _confirmation(self) -> TuneResult:
-        best = winner(self.standings, self.threshold)
-        if best is not None and best.candidate.is_default:
-            best = challenger(self.standings)  # "nothing beats the default" is confirmed too
+        best = self._to_confirm()
         if best is None:
             return self.result()
-        default = next(e.candidate for e in self.entries.values() if e.candidate.is_default)
+        default = self._default
         if self._confirm_cost() > self.time_left():
             self._stopped = (f"the confirmation (about {self._confirm_cost():.0f} s) does not fit in the "
                              f"{max(0.0, self.time_left()):.0f} s left of the budget")
@@ -475,8 +480,8 @@ class TuneDriver:
                 submitted.append(self._submit([options], CONFIRMATION, group=(group or "", repeat)))
                 runs[side] += submitted[-1]
             await self.session.wait_ended([r for records in submitted for r in records])
-            for records in submitted:
-                self._took(records, began)
+            for (_, side), records in zip(wave, submitted, strict=True):
+                self._took(records, began, sides[side].name)
         kinds = gpu_kinds(runs[WINNER] + runs[DEFAULT])
         if len(kinds) > 1 and self._stopped is None:  # the winner's gain would mix in the hardware's
             self._stopped = f"the confirmation's runs ran on GPUs of several kinds ({', '.join(kinds)})"

@@ -16,18 +16,24 @@ class DurationModel:
     each seen run's fixed part plus its measuring scaled to ``iters``. The largest of those rather than the
     mean would stop more often than need be; the mean of a few runs, with a run's own noise, is
     what the budget check uses. None before any run.
+
+    Candidates differ: a max-autotune run can take several times the default compile's. A run is
+    seen with its candidate's name, and :meth:`estimate` of a ``name`` reads that candidate's own
+    runs where it has any (the confirmation runs two known candidates); the next screening run,
+    of a candidate not run yet, reads every run.
     """
 
     def __init__(self) -> None:
-        self.seen: list[tuple[int, float, float]] = []
+        self.seen: list[tuple[int, float, float, str]] = []
 
-    def add(self, iters: int, seconds: float, measured_s: float = 0.0) -> None:
-        self.seen.append((iters, seconds, min(max(0.0, measured_s), seconds)))
+    def add(self, iters: int, seconds: float, measured_s: float = 0.0, name: str = "") -> None:
+        self.seen.append((iters, seconds, min(max(0.0, measured_s), seconds), name))
 
-    def estimate(self, iters: int) -> float | None:
-        if not self.seen:
+    def estimate(self, iters: int, name: str | None = None) -> float | None:
+        runs = [run for run in self.seen if name is not None and run[3] == name] or self.seen
+        if not runs:
             return None
-        scaled = [seconds - measured + measured * iters / max(1, seen) for seen, seconds, measured in self.seen]
+        scaled = [seconds - measured + measured * iters / max(1, seen) for seen, seconds, measured, _ in runs]
         return sum(scaled) / len(scaled)
 
 
