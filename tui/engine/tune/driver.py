@@ -110,9 +110,9 @@ class TuneDriver:
         self._refused: str | None = None
         """Why the default compile's run failed in a way every candidate would (:data:`SHARED_FAILURES`)."""
         self._paced = False
+        """Whether the budget was checked against the screening at the first run's pace (:meth:`_say_pace`)."""
         self._unconfirmable = False
         """Whether the race said that the confirmation no longer fits (:meth:`_say_unconfirmable`)."""
-        """Whether the budget was checked against the screening at the first run's pace (:meth:`_say_pace`)."""
 
     # ----- time -------------------------------------------------------------------------------
 
@@ -174,14 +174,15 @@ class TuneDriver:
         return challenger(self.standings) is not None and self._confirm_cost() <= self.time_left()
 
     def _say_unconfirmable(self) -> None:
-        """Say once that the confirmation no longer fits while a challenger races (:meth:`_keeps_confirmation`)."""
+        """Say once, as a run starts without the confirmation's room, that the confirmation no longer fits while a
+        challenger races (:meth:`_keeps_confirmation`); a run that does not fit ends the race with its own note."""
         if self._unconfirmable or not self.durations.seen or challenger(self.standings) is None \
                 or self._keeps_confirmation():
             return
         self._unconfirmable = True
         self._say(f"the confirmation (about {self._confirm_cost():.0f} s) no longer fits in the "
                   f"{max(0.0, self.time_left()):.0f} s left of the budget: the race goes on with the time left, and "
-                  "its answer will be unconfirmed")
+                  "its answer will be unconfirmed unless a shorter estimate (another winner) makes it fit again")
 
     # ----- running ------------------------------------------------------------------------------
 
@@ -365,9 +366,9 @@ class TuneDriver:
     def _start(self, waiting: list[str], going: dict[str, tuple[float, list[RunRecord]]], index: int,
                iters: int) -> str | None:
         """Start the run of ``waiting``'s first candidate into ``going`` if it fits; else its name (out of time)."""
-        self._say_unconfirmable()
         if not self._fits(iters, waiting[0]):
             return waiting[0]
+        self._say_unconfirmable()
         name = waiting.pop(0)
         entry = self.entries[name]
         options = self.options_of(entry.candidate, iters, timed=True, first=not entry.records)
