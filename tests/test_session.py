@@ -170,6 +170,29 @@ async def test_parallel_lanes_run_gpus_at_once_and_cpu_runs_alone():
     assert all(r.status == "done" for r in (gpu0, gpu1, cpu, gpu0_again))
 
 
+async def test_a_wait_for_one_of_the_runs_hears_the_end_of_one_queued_just_before_it():
+    """The tuner on a pool queues a run for a free lane while another goes, then waits for either to end: the wait
+    watched only the runs already started, so the new run's end went unheard until the other one ended."""
+    runner = ScriptedRunner()
+    session = RunSession(lambda lane: runner, parallel=True)
+    [long] = session.submit([_options("cuda:0")])
+    await _until(lambda: long.run_id in runner.started)
+
+    async def release_short() -> None:
+        await _until(lambda: short.run_id in runner.started)
+        runner.gate(short).set()
+
+    [short] = session.submit([_options("cuda:1")])
+    releasing = asyncio.ensure_future(release_short())
+    watchdog = asyncio.get_running_loop().call_later(5.0, runner.gate(long).set)  # without the fix: ends the wait
+    ended = await session.wait_ended([long, short], every=False)
+    watchdog.cancel()
+    assert ended == [short] and not long.finished
+    runner.gate(long).set()
+    await releasing
+    await session.wait_settled()
+
+
 async def test_cancel_keeps_the_cancelled_runs_in_the_history_and_the_exports():
     runner, history = ScriptedRunner(), MemoryHistory()
     session = RunSession(lambda lane: runner, history)

@@ -343,7 +343,8 @@ def test_a_budget_that_leaves_candidates_unscreened_never_says_nothing_beats_the
     said = [n for n in notes if "no longer fits" in n]
     assert len(said) == 1 and re.fullmatch(r"the confirmation \(about \d+ s\) no longer fits in the 2\d s left of "
                                            r"the budget: the race goes on with the time left, and its answer will "
-                                           r"be unconfirmed", said[0]), notes
+                                           r"be unconfirmed unless a shorter estimate \(another winner\) makes it "
+                                           r"fit again", said[0]), notes
     # the race's end names the run alone: no confirmation is kept for
     assert any(n.startswith("stage 1: the next run (about 10 s) does not fit in the") for n in notes), notes
 
@@ -370,6 +371,31 @@ def test_a_known_candidates_next_run_and_the_confirmation_are_estimated_from_its
     found = re.fullmatch(r"the confirmation \(about (\d+) s\) does not fit in the \d+ s left of the budget",
                          result.stopped or "")
     assert found and 175 <= int(found[1]) <= 190, result.stopped
+
+
+def test_the_race_never_says_it_goes_on_without_the_confirmations_room_when_its_next_run_does_not_fit():
+    # after two runs (20 s) 9 s are left: the confirmation (61 s) no longer fits, nor does the next run (10 s). The
+    # race ends there, with the note that says so, and no note that it goes on
+    many = [Candidate()] + [Candidate((("k", i),)) for i in range(5)]
+    result, _, runner, heard, _ = _tune(many, {f"k={i}": 0.9 for i in range(5)}, budget=32.0, seconds=10.0)
+    notes = [e[1] for e in heard.events if e[0] == "note"]
+    assert len(runner.runs) == 2 and result.outcome == UNCONFIRMED
+    assert "stage 1: the next run (about 10 s) does not fit in the 9 s left of the budget; the race ends here" in notes
+    assert not [n for n in notes if "goes on" in n], notes
+
+
+def test_the_note_that_drops_the_confirmations_room_promises_nothing_a_cheaper_winner_undoes():
+    # max-autotune (50 s a run) leads the screening: its confirmation (3 x 50 + 3 x 10 s) no longer fits, and the
+    # race screens on. Its next run is slower: a combination with 10 s runs wins, whose confirmation fits and runs
+    times = {"max-autotune": lambda n: 0.5 if n == 1 else 1.6, "freezing=True": 0.7}
+    result, _, runner, heard, clock = _tune([Candidate(), AUTOTUNE, FREEZE], times, budget=210.0, seconds=10.0,
+                                            runner_type=SlowAutotune)
+    notes = [e[1] for e in heard.events if e[0] == "note"]
+    said = [n for n in notes if "no longer fits" in n]
+    assert said == ["the confirmation (about 181 s) no longer fits in the 147 s left of the budget: the race goes on "
+                    "with the time left, and its answer will be unconfirmed unless a shorter estimate (another "
+                    "winner) makes it fit again"], notes
+    assert result.confirmation is not None and result.confirmation.processes == (3, 3) and clock.now <= 210.0
 
 
 def test_calls_charge_the_compile_time_and_a_slow_compile_loses_a_short_job():

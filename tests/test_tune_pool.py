@@ -8,6 +8,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import json
+import re
 
 import pytest
 from test_tune_driver import BASE, DEVICE_TIME, FREEZE, AUTOTUNE, Clock, Heard, TimedRunner, _key, _tune
@@ -139,6 +140,53 @@ def test_the_budget_counts_the_lanes_and_no_run_starts_that_would_not_fit():
     assert any(e[0] == "note" and "budget" in e[1] for e in heard.events)
     for (start, *_), options in zip(runner.starts, runner.runs, strict=True):  # each timeout within the time left
         assert options.timeout_s <= budget - CLOSING_S - start
+
+
+class GatedRunner(LaneRunner):
+    """LaneRunner whose ``k=1`` runs take 40 s and end only once ``gate`` is set (the others end first)."""
+
+    def __init__(self, clock: Clock, times: dict, seconds: float = 10.0, before=None) -> None:
+        super().__init__(clock, times, seconds, before)
+        self.gate = asyncio.Event()
+
+    async def run(self, record, on_event=None):
+        if _key(record.options) != "k=1":
+            return await super().run(record, on_event)
+        start = self.wall.now
+        await self.gate.wait()
+        try:
+            return await TimedRunner.run(self, record, on_event)
+        finally:
+            self.wall.now = max(self.wall.now, start + 40.0)
+
+
+def test_the_note_that_ends_the_race_on_a_pool_says_what_the_budget_check_saw():
+    """The note was made once the runs still going had ended: by then the time left and the estimates had moved, and
+    it named figures the check never weighed (a 20 s run against 17 s left, where a 10 s run and the confirmation's
+    room did not fit in 37 s)."""
+    made = {}
+
+    def runner_type(*args):
+        made["runner"] = GatedRunner(*args)
+        return made["runner"]
+
+    class Releasing(TimedHeard):  # k=1's 40 s run ends once k=0 is scored (and the race has decided on k=2)
+        def candidate_scored(self, standing):
+            if standing.name == "k=0":
+                made["runner"].gate.set()
+
+    # two lanes: the default (10 s) and k=1 (40 s) start at 0; k=0 runs from 10 to 20; at 20 s, k=2 (10 s) and the
+    # confirmation's three waves of 10 s, kept as 36 s, do not fit in the 37 s left; k=1 ends at 40
+    four = [Candidate(), Candidate((("k", 1),)), Candidate((("k", 0),)), Candidate((("k", 2),))]
+    result, _, runner, heard, clock = _tune(four, {"k=0": 0.8, "k=1": 0.9, "k=2": 0.9}, budget=60.0, base=ON_GPU,
+                                            pool=POOL[:2], runner_type=runner_type, heard_type=Releasing)
+    assert clock.now == 40.0 and len(runner.runs) == 3
+    ends = [e[1] for e in heard.events if e[0] == "note" and e[1].endswith("the race ends here")]
+    assert len(ends) == 1
+    found = re.fullmatch(r"stage 1: the next run \(about 10 s\) and the confirmation after it \(about (\d+) s, kept as "
+                         r"(\d+) s with its margin\) do not fit in the 37 s left of the budget; the race ends here",
+                         ends[0])
+    assert found and 30 <= int(found[1]) <= 31 and 10 + int(found[2]) > 37, ends
 
 
 def test_a_stop_on_a_pool_cancels_the_runs_going_and_keeps_the_finished_ones():

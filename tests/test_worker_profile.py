@@ -174,3 +174,35 @@ def test_warm_up_calls_are_dropped_and_change_nothing_in_the_profile():
 def test_the_warm_up_lasts_half_a_second_on_a_gpu(call_s, cuda, expected):
     assert profile_module.PROFILE_WARM_S == 0.5
     assert profile_module.warm_calls(call_s, cuda) == expected
+
+
+# the profile pass's patch, applied, and whether inductor would then use its FX-graph cache (compile_fx's own test)
+_CACHE_STATE = """
+import json
+import torch._inductor.config as config
+from tui.engine.worker.profile import _inductor_patch
+patch = _inductor_patch(cuda=False)
+with config.patch(patch):
+    fx_cache = not config.force_disable_caches and bool(config.fx_graph_cache or config.fx_graph_remote_cache)
+print(json.dumps({"patch": sorted(patch), "fx_cache": fx_cache}))
+"""
+
+
+@pytest.mark.parametrize("forced", [None, "1"])
+def test_the_profile_pass_lowers_afresh_even_where_the_environment_forces_the_fx_graph_cache_on(forced):
+    """``TORCHINDUCTOR_FX_GRAPH_CACHE=1`` (a worker inherits it) overrides a patch of ``fx_graph_cache``: the patch
+    then turns every cache off, as without the switch; otherwise the autotuning caches stay on."""
+    import os
+    import subprocess
+    import sys
+
+    env = {k: v for k, v in os.environ.items() if k != "TORCHINDUCTOR_FX_GRAPH_CACHE"}
+    if forced is not None:
+        env["TORCHINDUCTOR_FX_GRAPH_CACHE"] = forced
+    done = subprocess.run([sys.executable, "-c", _CACHE_STATE], env=env, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    state = json.loads(done.stdout.strip().splitlines()[-1])
+    assert state["fx_cache"] is False, state
+    if profile_module.provenance_supported() is None:
+        expected = "force_disable_caches" if forced else "fx_graph_cache"
+        assert expected in state["patch"] and ("force_disable_caches" in state["patch"]) == bool(forced), state

@@ -445,6 +445,7 @@ class RunSession:
 
     async def _next_change(self) -> None:
         """Until a run or the saver ends (one turn of the loop when none is going: one is about to be created)."""
+        await asyncio.sleep(0)  # a run queued just before starts from the loop: so it is one of those waited for
         waiting = [t for t in (*self._tasks.values(), self._saver) if t is not None and not t.done()]
         await (asyncio.wait(waiting, return_when=asyncio.FIRST_COMPLETED) if waiting else asyncio.sleep(0))
 

@@ -110,9 +110,9 @@ class TuneDriver:
         self._refused: str | None = None
         """Why the default compile's run failed in a way every candidate would (:data:`SHARED_FAILURES`)."""
         self._paced = False
+        """Whether the budget was checked against the screening at the first run's pace (:meth:`_say_pace`)."""
         self._unconfirmable = False
         """Whether the race said that the confirmation no longer fits (:meth:`_say_unconfirmable`)."""
-        """Whether the budget was checked against the screening at the first run's pace (:meth:`_say_pace`)."""
 
     # ----- time -------------------------------------------------------------------------------
 
@@ -158,8 +158,8 @@ class TuneDriver:
         """Whether a run of ``iters`` (of candidate ``name``: its own runs so far estimate it) fits in the time
         left, and the confirmation after it while a challenger of the default compile is in the race (the
         confirmation judges the race's winner, or the best challenger where the default leads). On a pool the
-        run goes to a free lane: it ends after the runs already going, which started before it, so its own length
-        and the confirmation's are what must fit."""
+        confirmation waits for every run going, but each of those passed this check as it started (a longer one
+        may end after the new run), so the new run's own length and the confirmation's are what is left to fit."""
         estimate = self.durations.estimate(iters, name)
         if estimate is None:
             return self.time_left() > 0
@@ -174,14 +174,15 @@ class TuneDriver:
         return challenger(self.standings) is not None and self._confirm_cost() <= self.time_left()
 
     def _say_unconfirmable(self) -> None:
-        """Say once that the confirmation no longer fits while a challenger races (:meth:`_keeps_confirmation`)."""
+        """Say once, as a run starts without the confirmation's room, that the confirmation no longer fits while a
+        challenger races (:meth:`_keeps_confirmation`); a run that does not fit ends the race with its own note."""
         if self._unconfirmable or not self.durations.seen or challenger(self.standings) is None \
                 or self._keeps_confirmation():
             return
         self._unconfirmable = True
         self._say(f"the confirmation (about {self._confirm_cost():.0f} s) no longer fits in the "
                   f"{max(0.0, self.time_left()):.0f} s left of the budget: the race goes on with the time left, and "
-                  "its answer will be unconfirmed")
+                  "its answer will be unconfirmed unless a shorter estimate (another winner) makes it fit again")
 
     # ----- running ------------------------------------------------------------------------------
 
@@ -282,8 +283,8 @@ class TuneDriver:
             if index == 0:
                 self._add_combination(ahead)
 
-    def _out_of_time(self, index: int, iters: int, name: str) -> None:
-        note = self._out_of_time_text(index, iters, name)  # as _fits saw it: before the stage is judged
+    def _out_of_time(self, index: int, iters: int, note: str) -> None:
+        """The race ends at stage ``index`` for the budget: ``note`` says why, as :meth:`_fits` saw it."""
         self._cut_short = BUDGET_RAN_OUT
         unrun = [s for s in self.standings if s.alive and s.stage < index]
         if index == 0:
@@ -344,7 +345,7 @@ class TuneDriver:
         early: a stop, or the budget (said by :meth:`_out_of_time` once the runs going have ended)."""
         waiting = list(names)
         going: dict[str, tuple[float, list[RunRecord]]] = {}
-        out_of_time: str | None = None  # the candidate whose run did not fit
+        out_of_time: str | None = None  # why the next run did not start (the note, as _fits saw it)
         while waiting or going:
             while waiting and len(going) < self.lanes and self._going_on and out_of_time is None:
                 out_of_time = self._start(waiting, going, index, iters)
@@ -364,10 +365,11 @@ class TuneDriver:
 
     def _start(self, waiting: list[str], going: dict[str, tuple[float, list[RunRecord]]], index: int,
                iters: int) -> str | None:
-        """Start the run of ``waiting``'s first candidate into ``going`` if it fits; else its name (out of time)."""
-        self._say_unconfirmable()
+        """Start the run of ``waiting``'s first candidate into ``going`` if it fits; else why not (the note that ends
+        the race, made now: on a pool the runs still going end first, and the time left and the estimates move)."""
         if not self._fits(iters, waiting[0]):
-            return waiting[0]
+            return self._out_of_time_text(index, iters, waiting[0])
+        self._say_unconfirmable()
         name = waiting.pop(0)
         entry = self.entries[name]
         options = self.options_of(entry.candidate, iters, timed=True, first=not entry.records)

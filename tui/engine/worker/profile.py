@@ -3,9 +3,9 @@
 It never touches the timings: it runs once measuring has ended, on its own compiled function.
 Inductor compiles once more for it, with provenance tracking on (which eager ops went into which
 kernel) and, on the CPU, ``cpp.enable_kernel_profile`` (without it inductor's C++ kernels are
-invisible to the profiler); both change the FX-graph cache key, so that compile is timed apart.
-The mapping is read from inductor's structured-trace artifact
-``inductor_provenance_tracking_node_mappings``, which it emits on FX-graph cache hits too.
+invisible to the profiler), and without its FX-graph cache (:func:`_lowering_caches_off`), so it
+lowers the graph afresh; that compile is timed apart. The mapping is read from inductor's
+structured-trace artifact ``inductor_provenance_tracking_node_mappings``.
 
 A profiler that raises leaves a :class:`~tui.engine.explain.kernels.Profile` with ``available`` False
 and why; the run still finishes. The counting itself is :mod:`tui.engine.explain.kernels` (no torch).
@@ -76,13 +76,17 @@ def _lowering_caches_off(config: Any) -> dict[str, Any]:
     bypasses itself when the FX graph cache is off) leaves the kernel diff empty. The autotuning
     caches stay on: they hold which kernel configuration won, not the lowering, so max-autotune's
     benchmarks of the timed compile are not run a second time. A torch without the FX graph cache
-    switch gets every cache off.
+    switch gets every cache off, and so does one whose FX graph cache stays on under the patch:
+    ``TORCHINDUCTOR_FX_GRAPH_CACHE=1`` in the environment (which workers inherit) overrides any patch.
     """
     if hasattr(config, "fx_graph_cache"):
         patch = {"fx_graph_cache": False}
         if hasattr(config, "fx_graph_remote_cache"):
             patch["fx_graph_remote_cache"] = False
-        return patch
+        with config.patch(patch):
+            honoured = not config.fx_graph_cache
+        if honoured:
+            return patch
     return {"force_disable_caches": True} if hasattr(config, "force_disable_caches") else {}
 
 
