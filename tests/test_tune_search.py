@@ -58,6 +58,14 @@ def test_halving_keeps_the_better_half_and_at_least_two():
     assert len(two) == 2
 
 
+def test_a_cut_after_the_screening_names_it_as_the_progress_lines_do():
+    # the progress says "screening:", then "stage 2:": a cut after the screening read "after stage 1", a stage
+    # the output never names
+    field = [_s(_c(("k", i)), 1.0 + i / 10, 0.5, 3.0) for i in range(5)]
+    cut = [s.gone for s in halve(field, 0) if not s.alive]
+    assert cut == ["cut: ranked 5 of 5 after the screening", "cut: ranked 4 of 5 after the screening"]
+
+
 def test_each_stage_doubles_the_iterations():
     assert [stage_plan(i, 50).iters for i in range(3)] == [50, 100, 200]
 
