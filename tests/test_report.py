@@ -339,3 +339,26 @@ def test_a_cancelled_runs_status_says_cancelled_once():
     assert [row.error for row in data.rows] == [None, "cancelled before it started"]
     page = render_page(data, "<svg></svg>", {})
     assert "cancelled: cancelled" not in page.replace("cancelled: cancelled before", "")
+
+
+def test_a_tunes_candidates_are_named_by_their_inductor_options_not_counted():
+    """A tune's report named four candidates alike, "... 1 opt inductor fp32 cpu (tune: screening)": the count
+    of inductor options could not tell freezing from cpp_wrapper."""
+    from types import SimpleNamespace
+
+    from tui.engine.options import RunOptions
+    from tui.report.page import row_labels
+
+    def row(options: dict, train: bool = False) -> SimpleNamespace:
+        return SimpleNamespace(options=RunOptions(workload="mlp", device="cpu", inductor_options=options,
+                                                  train=train), tune_stage="screening")
+
+    labels = row_labels([row({}), row({"freezing": True}), row({"cpp_wrapper": True}, train=True),
+                         row({"cpp_wrapper": True, "max_autotune": True})])
+    assert len(set(labels)) == 4, labels
+    assert labels[1].endswith(" freezing=True (tune: screening)") and " opt" not in labels[1]
+    assert " train " in labels[2] and labels[2].endswith(" cpp_wrapper=True (tune: screening)")
+    assert labels[3].endswith(" cpp_wrapper=True max_autotune=True (tune: screening)")
+    # runs that share their options still count them: the label stays short
+    (same,) = set(row_labels([row({"freezing": True}), row({"freezing": True})]))
+    assert " 1 opt " in same

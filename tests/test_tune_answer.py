@@ -12,6 +12,7 @@ from tui.present.tune_answer import answer_text, headline, unseparated_line
 
 DEFAULT = Standing(Candidate(), Score(3.01, 2.95, 3.07, 1), stage=0, screened=Score(3.01, 2.95, 3.07, 1))
 WRAPPER = Candidate((("cpp_wrapper", True),))
+AUTOTUNE = Candidate((("mode", "max-autotune-no-cudagraphs"),))
 
 
 def _stopped(challenger: Score, outcome: str = "unconfirmed", winner: Standing = DEFAULT) -> TuneResult:
@@ -59,3 +60,19 @@ def test_the_cli_prints_the_line_under_its_headline_folded_with_a_hanging_indent
     print_answer(_stopped(Score(3.04, 2.98, 3.10, 1)), console, quiet=True)
     lines = console.export_text().splitlines()
     assert lines[1].startswith("not told apart: cpp_wrapper=True 3.04×") and lines[2].startswith("  ")
+
+
+def test_a_fold_keeps_a_number_with_its_unit():
+    """The headline of a budget too short for the confirmation folded at 80 columns as "(about 35" / "s) does
+    not fit": a fold between a number and its unit."""
+    from tui.present.format import hanging_lines
+
+    result = TuneResult(**{**_stopped(Score(3.04, 2.98, 3.10, 1)).__dict__, "winner": Standing(AUTOTUNE),
+                           "stopped": "the confirmation (about 35 s) does not fit in the 3 s left of the budget",
+                           "incomplete": "the budget ran out before 6 candidate(s) were screened"})
+    text = headline(result)
+    lines = hanging_lines(text, 80)
+    assert all(len(line) <= 80 for line in lines)
+    assert not [line for line in lines if line.rstrip().endswith((" 35", " 3"))], lines
+    assert " ".join(line.strip() for line in lines) == text  # the spaces come back as spaces
+    assert hanging_lines("  about 35 MiB, 3 stages", 11) == ["  about", "    35 MiB,", "    3", "    stages"]

@@ -284,13 +284,14 @@ def test_the_budget_is_kept_and_no_run_starts_that_would_not_fit():
     assert any(e[0] == "note" and "budget" in e[1] for e in heard.events)
 
 
-def test_a_budget_that_cut_the_screening_says_what_budget_would_have_done():
+def test_a_budget_that_cut_the_screening_says_what_budget_would_have_done_once():
     # 4 of 11 candidates unscreened at 10 s a run: the note adds their 40 s and the confirmation's margin to
-    # the time spent, and rounds up to a whole minute for --budget
+    # the time spent, and rounds up to a whole minute for --budget; the first run's pace said the same budget
+    # already, so the race's end does not say it again
     many = [Candidate()] + [Candidate((("k", i),)) for i in range(10)]
     times = {f"k={i}": 0.9 - i / 100 for i in range(10)}
     _, _, _, heard, _ = _tune(many, times, budget=150.0, seconds=10.0)
-    (note,) = [e[1] for e in heard.events if e[0] == "note" and "screen every candidate" in e[1]]
+    (note,) = [e[1] for e in heard.events if e[0] == "note" and "--budget" in e[1]]
     match = re.search(r"about (\d+) s \(--budget (\d+)m\)", note)
     assert match, note
     needed, minutes = int(match[1]), int(match[2])
@@ -346,7 +347,20 @@ def test_a_budget_that_leaves_candidates_unscreened_never_says_nothing_beats_the
                                            r"be unconfirmed unless a shorter estimate \(another winner\) makes it "
                                            r"fit again", said[0]), notes
     # the race's end names the run alone: no confirmation is kept for
-    assert any(n.startswith("stage 1: the next run (about 10 s) does not fit in the") for n in notes), notes
+    assert any(n.startswith("screening: the next run (about 10 s) does not fit in the") for n in notes), notes
+
+
+def test_a_confirmation_that_no_longer_fits_is_not_said_to_go_on_when_the_next_run_does_not_fit_either():
+    # after two runs (20 s) 2 s are left: the confirmation does not fit, and neither does the next run, so the race
+    # ends; "the race goes on with the time left" would be untrue, and the note that ends the race says why
+    many = [Candidate()] + [Candidate((("k", i),)) for i in range(5)]
+    result, _, runner, heard, _ = _tune(many, {f"k={i}": 0.7 for i in range(5)}, budget=25.0, seconds=10.0)
+    assert len(runner.runs) == 2 and result.confirmation is None
+    notes = [e[1] for e in heard.events if e[0] == "note"]
+    assert not [n for n in notes if "no longer fits" in n], notes
+    assert "screening: the next run (about 10 s) does not fit in the 2 s left of the budget; the race ends here" \
+        in notes
+    assert re.fullmatch(r"the confirmation \(about \d+ s\) does not fit in the 2 s left of the budget", result.stopped)
 
 
 class SlowAutotune(TimedRunner):
@@ -423,14 +437,14 @@ def test_the_note_that_ends_the_race_never_shows_negative_seconds_and_names_what
     result, _, runner, heard, _ = _tune([Candidate(), FREEZE], {}, budget=2.0)
     notes = [e[1] for e in heard.events if e[0] == "note"]
     assert runner.runs == []
-    assert notes == ["stage 1: no time left for a run (0 s left of the budget); the race ends here"]
+    assert notes == ["screening: no time left for a run (0 s left of the budget); the race ends here"]
     # with a challenger in the race, the note names the run and the confirmation kept for after it, as _fits
     # weighed them (the old note spoke of "a candidate other than the default" leading, whoever led)
     many = [Candidate()] + [Candidate((("k", i),)) for i in range(10)]
     _, _, _, heard, _ = _tune(many, {f"k={i}": 0.9 - i / 100 for i in range(10)}, budget=150.0, seconds=10.0)
     ends = [e[1] for e in heard.events if e[0] == "note" and e[1].endswith("the race ends here")]
     assert len(ends) == 1
-    found = re.fullmatch(r"stage 1: the next run \(about 10 s\) and the confirmation after it \(about (\d+) s, "
+    found = re.fullmatch(r"screening: the next run \(about 10 s\) and the confirmation after it \(about (\d+) s, "
                          r"kept as (\d+) s with its margin\) do not fit in the (\d+) s left of the budget; the race "
                          r"ends here", ends[0])
     assert found, ends

@@ -58,6 +58,14 @@ def test_halving_keeps_the_better_half_and_at_least_two():
     assert len(two) == 2
 
 
+def test_a_cut_after_the_screening_names_it_as_the_progress_lines_do():
+    # the progress says "screening:", then "stage 2:": a cut after the screening read "after stage 1", a stage
+    # the output never names
+    field = [_s(_c(("k", i)), 1.0 + i / 10, 0.5, 3.0) for i in range(5)]
+    cut = [s.gone for s in halve(field, 0) if not s.alive]
+    assert cut == ["cut: ranked 5 of 5 after the screening", "cut: ranked 4 of 5 after the screening"]
+
+
 def test_each_stage_doubles_the_iterations():
     assert [stage_plan(i, 50).iters for i in range(3)] == [50, 100, 200]
 
@@ -253,3 +261,19 @@ def test_the_answer_leaves_out_a_config_form_that_would_only_repeat_the_call():
     spelled = lines(_c(("freezing", True)))
     assert "# or as torch._inductor.config settings:" in spelled
     assert "torch._inductor.config.freezing = True" in spelled
+
+
+def test_the_plan_says_which_options_every_candidate_has_pinned():
+    """``--option cpp_wrapper=true`` put it in every run, the default compile's too, and nothing said so: the
+    answer's "the default compile" read as plain torch.compile."""
+    from tui.engine.options import RunOptions
+    from tui.engine.runner.torch_probe import TorchOptions
+    from tui.engine.tune.request import plan_search
+
+    base = RunOptions(workload="pointwise", device="cpu", inductor_options={"cpp_wrapper": True}).validated()
+    plan = plan_search(base, ("mode", "freezing"), TorchOptions(torch="2.13.0"))
+    assert plan.notes[-1] == ("pinned in every candidate, the default compile's included: cpp_wrapper=True; \"the "
+                              "default compile\" below is torch.compile with them")
+    plain = plan_search(RunOptions(workload="pointwise", device="cpu").validated(), ("freezing",),
+                        TorchOptions(torch="2.13.0"))
+    assert not [n for n in plain.notes if "pinned" in n]

@@ -7,6 +7,7 @@ view reads fields by name; what is here is how numbers and labels look on screen
 from __future__ import annotations
 
 import math
+import re
 import textwrap
 from collections.abc import Iterable, Iterator, Mapping
 from datetime import datetime, timezone
@@ -334,8 +335,17 @@ def clock_label(record: RunRecord) -> tuple[str, str]:
     return text, ""
 
 
+_GLUE = "\ue000"
+"""Stands for the space between a number and its unit while a line is folded (a private-use character)."""
+_NUMBER_UNIT = re.compile(r"(?<=\d) (?=(?:s|ms|µs|ns|min|h|KiB|MiB|GiB|MB|GB|%)(?!\w))")
+"""The space between a number and its unit (``35 s``, ``48 MiB``), which a fold keeps."""
+
+
 def hanging_lines(line: str, width: int) -> list[str]:
     """Prose ``line`` folded between words to ``width``, its continuation lines indented two more than its first
-    (a hanging indent: where each item starts stays plain); a name with hyphens stays whole."""
+    (a hanging indent: where each item starts stays plain); a name with hyphens stays whole, and so does a number
+    with its unit (``35 s``: never ``35`` at a line's end and ``s)`` on the next)."""
     indent = " " * (len(line) - len(line.lstrip()) + 2)
-    return textwrap.wrap(line, width=width, subsequent_indent=indent, break_on_hyphens=False) or [line]
+    glued = _NUMBER_UNIT.sub(_GLUE, line.replace(_GLUE, " "))
+    lines = textwrap.wrap(glued, width=width, subsequent_indent=indent, break_on_hyphens=False)
+    return [part.replace(_GLUE, " ") for part in lines] or [line]

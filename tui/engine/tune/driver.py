@@ -111,6 +111,8 @@ class TuneDriver:
         """Why the default compile's run failed in a way every candidate would (:data:`SHARED_FAILURES`)."""
         self._paced = False
         """Whether the budget was checked against the screening at the first run's pace (:meth:`_say_pace`)."""
+        self._needed_said: int | None = None
+        """The ``--budget`` minutes a note already said the screening needs (:meth:`_say_pace`)."""
         self._unconfirmable = False
         """Whether the race said that the confirmation no longer fits (:meth:`_say_unconfirmable`)."""
 
@@ -308,7 +310,7 @@ class TuneDriver:
     def _say_budget_needed(self, unrun: int, iters: int) -> None:
         """Say what budget would have screened the ``unrun`` candidates too (:meth:`_needed_s`)."""
         needed = self._needed_s(unrun, iters)
-        if needed is not None:
+        if needed is not None and math.ceil(needed / 60) != self._needed_said:  # the first run's note said it
             self._say(f"to screen every candidate and keep room for the confirmation, this search needs at least "
                       f"about {needed:.0f} s (--budget {math.ceil(needed / 60)}m) at this pace")
 
@@ -321,6 +323,7 @@ class TuneDriver:
         needed, run = self._needed_s(unrun, iters), self.durations.estimate(iters)
         if needed is None or run is None or needed <= self.budget_s:
             return
+        self._needed_said = math.ceil(needed / 60)
         self._say(f"at the first run's pace (about {run:.0f} s a run) the {self.budget_s:g} s budget cannot screen "
                   f"all {len(self.standings)} candidates and keep room for the confirmation: that needs at least "
                   f"about {needed:.0f} s (--budget {math.ceil(needed / 60)}m); the race will be cut short")
@@ -332,13 +335,13 @@ class TuneDriver:
         left = f"{max(0.0, self.time_left()):.0f} s left of the budget"
         run = self.durations.estimate(iters, name)
         if run is None:
-            return f"stage {index + 1}: no time left for a run ({left}); the race ends here"
+            return f"{stage_name(index)}: no time left for a run ({left}); the race ends here"
         what = f"the next run (about {run:.0f} s) does not fit"
         if self._keeps_confirmation():
             what = (f"the next run (about {run:.0f} s) and the confirmation after it (about "
                     f"{self._confirm_cost():.0f} s, kept as {self._confirm_cost() * CONFIRM_MARGIN:.0f} s with its "
                     "margin) do not fit")
-        return f"stage {index + 1}: {what} in the {left}; the race ends here"
+        return f"{stage_name(index)}: {what} in the {left}; the race ends here"
 
     async def _run_stage(self, names: Sequence[str], index: int, iters: int) -> bool:
         """Run each of ``names`` once, one run per lane at once, each scored as it ends; False when the stage ended

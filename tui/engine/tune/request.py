@@ -22,7 +22,7 @@ from tui.engine.tune.objective import OBJECTIVES, Objective
 from tui.engine.tune.space import Candidate, SpaceError, candidates, distinct, option_keys, parse_space
 
 __all__ = ["BUDGET_MAX_S", "CALLS_MAX", "MEMORY_MAX_GB", "DEFAULT_BUDGET", "TuneRequest", "SearchPlan",
-           "parse_budget", "parse_calls", "check_request", "plan_search", "nothing_to_try"]
+           "parse_budget", "parse_calls", "check_request", "plan_search", "nothing_to_try", "pinned_note"]
 
 BUDGET_MAX_S = 86_400.0
 DEFAULT_BUDGET = "10m"
@@ -106,11 +106,24 @@ def plan_search(base: RunOptions, knobs: tuple[str, ...],
     cands, notes = candidates(knobs, base.device, base.train, found.defaults, found.missing)
     cands, same = distinct(cands, base, base.inductor_options, found.modes or None)
     notes = [*notes, *same]
+    pinned = pinned_note(base.inductor_options)
+    if pinned:
+        notes.append(pinned)
     if found.problem:
         notes.insert(0, f"{found.problem}: the catalog is tried as it is")
     if found.fallback:
         notes.insert(0, found.fallback)
     return SearchPlan(tuple(cands), tuple(notes), found.modes or None, found.torch, found.asked, bool(found.fallback))
+
+
+def pinned_note(pinned: Mapping[str, Any]) -> str | None:
+    """What the pinned options (``--option``; the app: the picker's) mean for the answer: every candidate has them,
+    the default compile too, so "the default compile" in the answer is torch.compile with them; None when none is."""
+    if not pinned:
+        return None
+    settings = ", ".join(f"{key}={value}" for key, value in sorted(pinned.items()))
+    return (f"pinned in every candidate, the default compile's included: {settings}; \"the default compile\" below "
+            "is torch.compile with them")
 
 
 def nothing_to_try(plan: SearchPlan) -> str | None:

@@ -112,7 +112,8 @@ def halve(standings: Sequence[Standing], stage: int) -> list[Standing]:
     alive = [s for s in ranked(standings) if s.alive]
     keep = max(min(KEEP_AT_LEAST, len(alive)), math.ceil(len(alive) / 2))
     cut = {id(s): rank for rank, s in enumerate(alive, 1) if rank > keep}
-    return [dataclasses.replace(s, gone=f"cut: ranked {cut[id(s)]} of {len(alive)} after stage {stage + 1}")
+    after = "the screening" if stage == 0 else stage_name(stage)  # the names the progress lines use
+    return [dataclasses.replace(s, gone=f"cut: ranked {cut[id(s)]} of {len(alive)} after {after}")
             if id(s) in cut else s for s in standings]
 
 
