@@ -394,7 +394,7 @@ def test_the_race_never_says_it_goes_on_without_the_confirmations_room_when_its_
     result, _, runner, heard, _ = _tune(many, {f"k={i}": 0.9 for i in range(5)}, budget=32.0, seconds=10.0)
     notes = [e[1] for e in heard.events if e[0] == "note"]
     assert len(runner.runs) == 2 and result.outcome == UNCONFIRMED
-    assert "stage 1: the next run (about 10 s) does not fit in the 9 s left of the budget; the race ends here" in notes
+    assert "screening: the next run (about 10 s) does not fit in the 9 s left of the budget; the race ends here" in notes
     assert not [n for n in notes if "goes on" in n], notes
 
 

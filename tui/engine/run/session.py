@@ -52,7 +52,7 @@ from tui.engine.explain.artifacts import run_folder
 from tui.engine.options import RunOptions
 from tui.engine.protocol import Event, Started
 from tui.engine.store.prune import CapKeeper, PruneResult
-from tui.engine.store.repeats import AUTO, another_process_wanted, group_records, parse_repeat
+from tui.engine.store.repeats import AUTO, auto_round, later_repeat, parse_repeat
 from tui.engine.run.lanes import (CLUSTER_LANE, RETIRE_AFTER, SHARED_LANE, LaneHealth, RunUnit, is_local, lane_of,
                                   options_in)
 from tui.engine.store.results import RunRecord, new_run_id
@@ -166,7 +166,7 @@ class RunSession:
         auto = count == AUTO
         rounds = 1 if auto else int(count)
         first = [RunRecord.new(options) for options in options_list]
-        later = [_later_repeat(options) for options in options_list]
+        later = [later_repeat(options) for options in options_list]
         records = [*first, *(RunRecord.new(options) for _ in range(1, rounds) for options in later)]
         grouped = [rounds > 1 or auto for _ in options_list]
         for number, record in enumerate(records):
@@ -362,7 +362,7 @@ class RunSession:
         if any(not r.finished or (r.run_id in self._unsaved and r is not record) for r in members):
             return []
         self._auto.remove(batch)
-        more = await asyncio.to_thread(_auto_round, batch, members)
+        more = await asyncio.to_thread(auto_round, batch, members)
         if more:
             self._auto.append(batch)
         return more
@@ -444,9 +444,11 @@ class RunSession:
         return done
 
     async def _next_change(self) -> None:
-        """Until a run or the saver ends (one turn of the loop when none is going: one is about to be created)."""
-        await asyncio.sleep(0)  # a run queued just before starts from the loop: so it is one of those waited for
-        waiting = [t for t in (*self._tasks.values(), self._saver) if t is not None and not t.done()]
+        """Until a run or the saver ends (one turn of the loop when none is going: one is about to be created).
+        A run queued just before starts from the loop, so one turn goes first; what ended in it is a change too."""
+        going = [t for t in (*self._tasks.values(), self._saver) if t is not None and not t.done()]
+        await asyncio.sleep(0)
+        waiting = {*going, *(t for t in (*self._tasks.values(), self._saver) if t is not None and not t.done())}
         await (asyncio.wait(waiting, return_when=asyncio.FIRST_COMPLETED) if waiting else asyncio.sleep(0))
 
     async def aclose(self, timeout: float = 3.0) -> None:
@@ -476,25 +478,3 @@ class RunSession:
         with suppressed(log, "killing a runner's workers"):
             runner.kill_all()
 
-
-def _later_repeat(options: RunOptions) -> RunOptions:
-    """A configuration's second and later processes: the profile pass and the traces run once per
-    configuration (repeat 0)."""
-    if options.profile or options.trace or options.torch_trace:
-        return dataclasses.replace(options, profile=False, trace=False, torch_trace=False)
-    return options
-
-
-def _auto_round(batch: list[str], members: list[RunRecord]) -> list[RunRecord]:
-    """One more queued record for each group of ``batch`` that wants another process, in batch order."""
-    groups = {group[0].group_id: group for group in group_records(members)}
-    more = []
-    for group_id in batch:
-        group = groups.get(group_id)
-        if not group:
-            continue
-        if another_process_wanted(group):
-            record = RunRecord.new(_later_repeat(group[0].options))
-            record.group_id, record.repeat = group_id, max(r.repeat for r in group) + 1
-            more.append(record)
-    return more

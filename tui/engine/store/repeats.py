@@ -38,6 +38,7 @@ import dataclasses
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 
+from tui.engine.options import RunOptions
 from tui.engine.protocol import SIDES
 from tui.engine.store.results import TERMINAL_STATUSES, RunRecord
 from tui.engine.measure.stats import SpeedupCI, Stats, bootstrap_speedup_processes, is_significant
@@ -51,6 +52,7 @@ from tui.typed import JsonRecord
 from tui.engine.status import RunStatus
 
 __all__ = [
+    "later_repeat", "auto_round",
     "AUTO", "AUTO_MAX_PROCESSES", "DEFAULT_TARGET", "MAX_REPEATS", "GroupSummary", "GroupRecord",
     "group_records", "group_rows", "members_of", "summarize_group", "wants_another_process", "parse_repeat",
     "relative_width", "DEFAULT_REPEAT", "AUTO_CPU_MAX_PROCESSES", "keeps_spare", "another_process_wanted",
@@ -406,3 +408,26 @@ def _pooled_summary(row: GroupRecord) -> RunSummary:
         verdict=group.verdict, noise_reasons=group.noise_reasons, host_verdict=group.host_verdict,
         host_noise_reasons=group.host_noise_reasons,
     )  # fmt: skip
+
+
+def later_repeat(options: RunOptions) -> RunOptions:
+    """A configuration's second and later processes: the profile pass and the traces run once per
+    configuration (repeat 0)."""
+    if options.profile or options.trace or options.torch_trace:
+        return dataclasses.replace(options, profile=False, trace=False, torch_trace=False)
+    return options
+
+
+def auto_round(batch: list[str], members: list[RunRecord]) -> list[RunRecord]:
+    """One more queued record for each group of ``batch`` that wants another process, in batch order."""
+    groups = {group[0].group_id: group for group in group_records(members)}
+    more = []
+    for group_id in batch:
+        group = groups.get(group_id)
+        if not group:
+            continue
+        if another_process_wanted(group):
+            record = RunRecord.new(later_repeat(group[0].options))
+            record.group_id, record.repeat = group_id, max(r.repeat for r in group) + 1
+            more.append(record)
+    return more
