@@ -14,6 +14,7 @@ from tui.engine.protocol import make_event
 from tui.engine.run.session import RunSession
 from tui.engine.tune.answer import CONFIRMED, NOTHING_BEATS, NOTHING_MEASURED, UNCONFIRMED, nothing_beats_text
 from tui.engine.tune.driver import TuneDriver
+from tui.engine.tune.durations import seconds_apart
 from tui.engine.tune.listener import TuneListener
 from tui.engine.tune.objective import Objective
 from tui.engine.tune.search import stage_name
@@ -486,3 +487,18 @@ def test_a_budget_that_screens_the_space_says_nothing_about_its_pace():
     many = [Candidate()] + [Candidate((("k", i),)) for i in range(3)]
     _, _, _, heard, _ = _tune(many, {}, budget=10_000.0, seconds=10.0)
     assert not [e for e in heard.events if e[0] == "note" and "pace" in e[1]]
+
+
+def test_a_note_shows_a_decimal_where_the_figures_it_compares_round_to_the_same_second():
+    # after two runs of 7.4 s, 6.6 s are left: "the next run (about 7 s) does not fit in the 7 s left" read as a
+    # contradiction; the figures that round alike are shown to a tenth
+    many = [Candidate()] + [Candidate((("k", i),)) for i in range(5)]
+    _, _, runner, heard, _ = _tune(many, {f"k={i}": 0.9 for i in range(5)}, budget=3.0 + 2 * 7.4 + 6.6, seconds=7.4)
+    notes = [e[1] for e in heard.events if e[0] == "note"]
+    assert len(runner.runs) == 2
+    assert "screening: the next run (about 7.4 s) does not fit in the 6.6 s left of the budget; the race ends here" \
+        in notes, notes
+    # figures that round apart stay whole seconds (the other notes above)
+    assert seconds_apart((7.4,), 6.6) == 1 and seconds_apart((9.6,), 6.6) == 0
+    # a sum, as a reader adds the figures shown: 3 s + 6 s "do not fit" in 9 s reads wrong; 3.4 + 5.6 = 9.0 > 8.6
+    assert seconds_apart((3.4, 5.6), 8.6) == 1 and seconds_apart((7.44,), 7.41) == 2

@@ -36,7 +36,7 @@ from tui.engine.tune.answer import (
     BUDGET_RAN_OUT, CONFIRM_MAX_REPEATS, CONFIRM_REPEATS, CONFIRMED, Progress, TuneResult, confirm, no_more_than,
     outcome_of,
 )  # fmt: skip
-from tui.engine.tune.durations import DurationModel, measured_seconds
+from tui.engine.tune.durations import DurationModel, measured_seconds, seconds_apart
 from tui.engine.tune.listener import TuneListener
 from tui.engine.tune.objective import Objective, score
 from tui.engine.tune.parallel import DEFAULT, WINNER, confirm_waves
@@ -182,9 +182,15 @@ class TuneDriver:
                 or self._keeps_confirmation():
             return
         self._unconfirmable = True
-        self._say(f"the confirmation (about {self._confirm_cost():.0f} s) no longer fits in the "
-                  f"{max(0.0, self.time_left()):.0f} s left of the budget: the race goes on with the time left, and "
-                  "its answer will be unconfirmed unless a shorter estimate (another winner) makes it fit again")
+        self._say(f"{self._confirmation_against_left('no longer fits')}: the race goes on with the time left, and its "
+                  "answer will be unconfirmed unless a shorter estimate (another winner) makes it fit again")
+
+    def _confirmation_against_left(self, verb: str) -> str:
+        """"the confirmation (about N s) ``verb`` in the M s left of the budget", in whole seconds unless N and M
+        round to the same figure (:func:`seconds_apart`)."""
+        cost, left = self._confirm_cost(), max(0.0, self.time_left())
+        places = seconds_apart((cost,), left)
+        return f"the confirmation (about {cost:.{places}f} s) {verb} in the {left:.{places}f} s left of the budget"
 
     # ----- running ------------------------------------------------------------------------------
 
@@ -324,24 +330,26 @@ class TuneDriver:
         if needed is None or run is None or needed <= self.budget_s:
             return
         self._needed_said = math.ceil(needed / 60)
+        places = seconds_apart((needed,), self.budget_s)
         self._say(f"at the first run's pace (about {run:.0f} s a run) the {self.budget_s:g} s budget cannot screen "
                   f"all {len(self.standings)} candidates and keep room for the confirmation: that needs at least "
-                  f"about {needed:.0f} s (--budget {math.ceil(needed / 60)}m); the race will be cut short")
+                  f"about {needed:.{places}f} s (--budget {math.ceil(needed / 60)}m); the race will be cut short")
 
     def _out_of_time_text(self, index: int, iters: int, name: str) -> str:
         """Why the race ends at stage ``index``: the next run of ``iters``, of ``name`` (and the confirmation kept for
         after it, while a challenger of the default compile is in the race) against the time left, as :meth:`_fits`
         saw it."""
-        left = f"{max(0.0, self.time_left()):.0f} s left of the budget"
-        run = self.durations.estimate(iters, name)
+        run, left = self.durations.estimate(iters, name), max(0.0, self.time_left())
         if run is None:
-            return f"{stage_name(index)}: no time left for a run ({left}); the race ends here"
-        what = f"the next run (about {run:.0f} s) does not fit"
+            return f"{stage_name(index)}: no time left for a run ({left:.0f} s left of the budget); the race ends here"
+        places = seconds_apart((run,), left)
+        what = f"the next run (about {run:.{places}f} s) does not fit"
         if self._keeps_confirmation():
-            what = (f"the next run (about {run:.0f} s) and the confirmation after it (about "
-                    f"{self._confirm_cost():.0f} s, kept as {self._confirm_cost() * CONFIRM_MARGIN:.0f} s with its "
-                    "margin) do not fit")
-        return f"{stage_name(index)}: {what} in the {left}; the race ends here"
+            cost, kept = self._confirm_cost(), self._confirm_cost() * CONFIRM_MARGIN
+            places = seconds_apart((run, kept), left)
+            what = (f"the next run (about {run:.{places}f} s) and the confirmation after it (about "
+                    f"{cost:.{places}f} s, kept as {kept:.{places}f} s with its margin) do not fit")
+        return f"{stage_name(index)}: {what} in the {left:.{places}f} s left of the budget; the race ends here"
 
     async def _run_stage(self, names: Sequence[str], index: int, iters: int) -> bool:
         """Run each of ``names`` once, one run per lane at once, each scored as it ends; False when the stage ended
@@ -437,8 +445,7 @@ class TuneDriver:
             return self.result()
         default = self._default
         if self._confirm_cost() > self.time_left():
-            self._stopped = (f"the confirmation (about {self._confirm_cost():.0f} s) does not fit in the "
-                             f"{max(0.0, self.time_left()):.0f} s left of the budget")
+            self._stopped = self._confirmation_against_left("does not fit")
             return self.result()
         self.listener.confirming(best, self.confirm_repeats)
         runs: dict[str, list[RunRecord]] = {WINNER: [], DEFAULT: []}
