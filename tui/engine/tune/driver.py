@@ -46,7 +46,7 @@ from tui.engine.tune.search import (
 )  # fmt: skip
 from tui.engine.tune.space import Candidate, combine
 
-__all__ = ["TuneDriver", "TuneListener", "gpu_kinds"]
+__all__ = ["TuneDriver", "TuneListener", "gpu_kinds", "stopped_run_text"]
 
 
 CANCELLED = "cancelled"
@@ -59,6 +59,12 @@ CLOSING_S = 3.0
 SHARED_FAILURES = ("bad_options", "workload_error")
 """Failure kinds of the default compile's run that every candidate would meet: the run options they all share
 were refused (a device this torch has not), or the workload could not be loaded. The search stops on them."""
+
+
+def stopped_run_text(reason: str) -> str:
+    """What a run cancelled by a stop says ended it (its error message: ``cancelled: the tune was stopped
+    (Ctrl-C)``), rather than the worker's last stderr lines."""
+    return "the tune was stopped" + ("" if reason in ("stopped", CANCELLED) else f" ({reason})")
 
 
 def gpu_kinds(records: Sequence[RunRecord]) -> list[str]:
@@ -203,7 +209,7 @@ class TuneDriver:
         """End the search now: what runs is cancelled, the best so far is reported unconfirmed."""
         if self._stopped in (None, CANCELLED):
             self._stopped = reason
-        self.session.cancel_all()
+        self.session.cancel_all(stopped_run_text(reason))
 
     def options_of(self, candidate: Candidate, iters: int, timed: bool = False, first: bool = True) -> RunOptions:
         """``candidate``'s run options with ``iters``; ``timed``: its timeout within the budget left, in whole seconds
