@@ -283,3 +283,25 @@ async def test_at_80x24_u_after_a_restart_names_the_newest_stored_tune(make_app,
 def _shown(line: NoticeLine) -> str:
     """The notice line's rows as the screen shows them."""
     return "\n".join(line.render_line(y).text for y in range(line.size.height))
+
+
+async def test_at_80x24_a_stopped_search_counts_its_runs_as_the_cli_does_and_names_the_run_it_stopped():
+    """After ``x`` the pane counted the cancelled run among the runs (the CLI did not), and the answer said its
+    candidate was "in the race, never run": both front ends count the runs one way and say the run was stopped."""
+    stopped = Standing(Candidate((("mode", "max-autotune"),)), stopped="screening")
+    result = TuneResult(tune_id="01JTUNE", outcome="unconfirmed", winner=_DEFAULT, winner_options=None,
+                        confirmation=None, standings=(_DEFAULT, stopped), stopped=STOPPED, cut_short=STOPPED, runs=1,
+                        stopped_runs=1, elapsed_s=9.0)
+    lines = tuple(answer_lines(result))
+    board = dataclasses.replace(_screening_board(0), done=True, stage="ended: unconfirmed", headline=headline(result),
+                                answer=answer_text(result), answer_lines=lines, runs=result.runs,
+                                stopped_runs=result.stopped_runs)
+    app = _BoardApp(board)
+    async with app.run_test(size=SIZE) as pilot:
+        area = app.screen.query_one("#tune-answer", AnswerArea)
+        await wait_until(pilot, lambda: area.text != board.answer, what="the answer folded")
+        status = _text(app.screen.query_one(Leaderboard)._status)
+        assert re.search(r"runs\s+1 run\(s\) ended on their own, 1 stopped · budget 300 s", status), status
+        shown = " ".join(line.strip() for line in area.text.splitlines())
+        assert f"in the race, its screening run was {STOPPED}" in shown, shown
+        assert "never run" not in shown and "1 run(s) ended on their own, 1 stopped in " in shown

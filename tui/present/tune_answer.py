@@ -14,10 +14,11 @@ from tui.engine.tune.answer import (
     nothing_beats_text,
 )
 from tui.engine.tune.code import compile_call, config_form, config_settings
+from tui.engine.tune.runs import was_stopped
 from tui.engine.tune.search import Standing, ranked
 from tui.present.format import fmt_mib, fmt_seconds, fmt_speedup, hanging_lines
 
-__all__ = ["against_text", "standing_rows", "cut_short", "BUDGET_RAN_OUT", "STANDING_COLUMNS", "headline",
+__all__ = ["against_text", "standing_rows", "runs_text", "cut_short", "BUDGET_RAN_OUT", "STANDING_COLUMNS", "headline",
            "code_lines", "figure_lines", "closing_line", "answer_text", "answer_lines",
            "fold_answer", "unseparated_line"]
 
@@ -38,14 +39,22 @@ def cut_short(result: TuneResult) -> str:
 
 
 def _standing_text(standing: Standing, last_stage: int, why: str) -> str:
-    """Why it left the race; for one still in, whether it ran in the last stage (``why``: what kept it out)."""
+    """Why it left the race; for one still in, whether it ran in the last stage (``why``: what kept it out), and
+    whether a stop cancelled its run as it ran (that candidate was not "never run": its run was stopped)."""
     if standing.gone:
         return standing.gone
+    stopped = was_stopped(f"its {standing.stopped} run", why) if standing.stopped else ""
     if standing.stage < 0:
-        return f"in the race, never run ({why})"
+        return f"in the race, {stopped or f'never run ({why})'}"
     if standing.stage < last_stage:
-        return f"in the race, last run in stage {standing.stage + 1} ({why})"
-    return "in the race to the end"
+        return f"in the race, last run in stage {standing.stage + 1}" + (f"; {stopped}" if stopped else f" ({why})")
+    return "in the race to the end" + (f"; {stopped}" if stopped else "")
+
+
+def runs_text(runs: int, stopped: int = 0) -> str:
+    """``12 run(s)``; after a stop that cancelled runs as they ran, ``12 run(s) ended on their own, 1 stopped``:
+    every front end counts the runs so (:attr:`~tui.engine.tune.answer.TuneResult.runs`)."""
+    return f"{runs} run(s) ended on their own, {stopped} stopped" if stopped else f"{runs} run(s)"
 
 
 def standing_rows(standings: Sequence[Standing], why: str = BUDGET_RAN_OUT) -> list[tuple[str, str, str, str]]:
@@ -171,7 +180,8 @@ def figure_lines(result: TuneResult) -> list[str]:
 
 def closing_line(result: TuneResult) -> str:
     """How many runs, how long, and how ``compare`` and ``report`` select them from the history."""
-    return (f"tune id {result.tune_id}: {result.runs} run(s) in {fmt_seconds(result.elapsed_s)} s; compare and "
+    return (f"tune id {result.tune_id}: {runs_text(result.runs, result.stopped_runs)} in "
+            f"{fmt_seconds(result.elapsed_s)} s; compare and "
             f"report select them from the history as tune:{result.tune_id} (compile-lab report "
             f"tune:{result.tune_id} -o tune.html)")
 

@@ -40,17 +40,15 @@ from tui.engine.tune.durations import DurationModel, measured_seconds, seconds_a
 from tui.engine.tune.listener import TuneListener
 from tui.engine.tune.objective import Objective, score
 from tui.engine.tune.parallel import DEFAULT, WINNER, confirm_waves
+from tui.engine.tune.runs import CANCELLED, gpu_kinds, mark_stopped, ran_count, stopped_run_text, stopped_runs
 from tui.engine.tune.search import (
     CONFIRMATION, MAX_STAGES, Standing, ahead_of_default, challenger, halve, judge_stage, leader, stage_name,
     stage_plan, winner,
 )  # fmt: skip
 from tui.engine.tune.space import Candidate, combine
 
-__all__ = ["TuneDriver", "TuneListener", "gpu_kinds", "stopped_run_text"]
+__all__ = ["TuneDriver", "TuneListener", "gpu_kinds"]
 
-
-CANCELLED = "cancelled"
-"""Why the search stopped when its task was cancelled; a later :meth:`TuneDriver.stop` names the reason instead."""
 CONFIRM_MARGIN = 1.2
 """The race keeps this many times the confirmation's estimate for it: a run that takes longer than its estimate
 (the estimate is a mean) would otherwise leave the confirmation no room, and the budget's rest unused."""
@@ -59,17 +57,6 @@ CLOSING_S = 3.0
 SHARED_FAILURES = ("bad_options", "workload_error")
 """Failure kinds of the default compile's run that every candidate would meet: the run options they all share
 were refused (a device this torch has not), or the workload could not be loaded. The search stops on them."""
-
-
-def stopped_run_text(reason: str) -> str:
-    """What a run cancelled by a stop says ended it (its error message: ``cancelled: the tune was stopped
-    (Ctrl-C)``), rather than the worker's last stderr lines."""
-    return "the tune was stopped" + ("" if reason in ("stopped", CANCELLED) else f" ({reason})")
-
-
-def gpu_kinds(records: Sequence[RunRecord]) -> list[str]:
-    """The GPU kinds (product names) the done ones of ``records`` ran on, sorted."""
-    return sorted({r.env.gpu_name for r in records if r.status == RunStatus.DONE and r.env.gpu_name})
 
 
 @dataclass
@@ -108,6 +95,8 @@ class TuneDriver:
         self.entries = {c.name: _Entry(c) for c in candidates}
         self.standings = [Standing(c) for c in candidates]
         self.records: list[RunRecord] = []
+        self._names: dict[str, str] = {}
+        """Run id -> the name of the candidate it ran."""
         self.notes: list[str] = []
         self._started = clock() if started is None else started
         self._stopped: str | None = None
@@ -223,13 +212,14 @@ class TuneDriver:
             options = dataclasses.replace(options, timeout_s=float(max(1, within)))
         return options
 
-    def _submit(self, options_list: Sequence[RunOptions], stage: str,
+    def _submit(self, options_list: Sequence[RunOptions], stage: str, name: str,
                 group: tuple[str, int] | None = None) -> list[RunRecord]:
-        """Queue ``options_list`` (on the pool's free lanes, if any) as runs of ``stage`` (their ``tune_stage``);
-        ``group``: (group id, repeat) of the one run."""
+        """Queue ``options_list`` (on the pool's free lanes, if any) as runs of ``stage`` (their ``tune_stage``) of
+        candidate ``name``; ``group``: (group id, repeat) of the one run."""
         records = self.session.submit(list(options_list), pool=self.pool or None)
         for record in records:  # before the run starts: the session starts it from the event loop
             record.tune_id, record.tune_stage = self.tune_id, stage
+            self._names[record.run_id] = name
             if group is not None:
                 record.group_id, record.repeat = group[0] or record.run_id, group[1]
         self.records.extend(records)
@@ -258,6 +248,9 @@ class TuneDriver:
         """The result as it stands (unconfirmed unless ``confirmation``, of ``confirmed`` against the default
         compile, is given)."""
         self._say_kinds()
+        stopped = stopped_runs(self.records) if self._stopped is not None else []
+        if stopped:
+            self.standings = mark_stopped(self.standings, stopped, self._names)
         best = winner(self.standings, self.threshold)
         outcome = outcome_of(best, confirmation, self._stopped, self._incomplete, self.threshold,
                              challenger_left=challenger(self.standings) is not None,
@@ -270,7 +263,7 @@ class TuneDriver:
                           standings=tuple(self.standings), notes=tuple(self.notes),
                           stopped=self._stopped, incomplete=self._incomplete,
                           cut_short=self._cut_short or self._stopped, elapsed_s=self.clock() - self._started,
-                          runs=sum(r.finished for r in self.records), threshold=self.threshold,
+                          runs=ran_count(self.records), stopped_runs=len(stopped), threshold=self.threshold,
                           objective=self.objective)
 
     def _say_kinds(self) -> None:
@@ -390,7 +383,7 @@ class TuneDriver:
         name = waiting.pop(0)
         entry = self.entries[name]
         options = self.options_of(entry.candidate, iters, timed=True, first=not entry.records)
-        going[name] = (self.clock(), self._submit([options], stage_name(index)))
+        going[name] = (self.clock(), self._submit([options], stage_name(index), name))
         return None
 
     def _scored(self, name: str, index: int, records: Sequence[RunRecord]) -> None:
@@ -439,7 +432,7 @@ class TuneDriver:
     def _progress(self) -> None:
         best = leader(self.standings)
         self.listener.progress(Progress(incumbent=best, left=sum(s.alive for s in self.standings),
-                                        time_left_s=self.time_left(), runs=sum(r.finished for r in self.records)))
+                                        time_left_s=self.time_left(), runs=ran_count(self.records)))
 
     def _say(self, text: str) -> None:
         self.notes.append(text)
@@ -495,7 +488,7 @@ class TuneDriver:
             for repeat, side in wave:
                 group = runs[side][0].group_id if runs[side] else ""
                 options = self.options_of(sides[side], iters, timed=True, first=repeat == 0)
-                submitted.append(self._submit([options], CONFIRMATION, group=(group or "", repeat)))
+                submitted.append(self._submit([options], CONFIRMATION, sides[side].name, group=(group or "", repeat)))
                 runs[side] += submitted[-1]
             await self.session.wait_ended([r for records in submitted for r in records])
             for (_, side), records in zip(wave, submitted, strict=True):
