@@ -223,8 +223,11 @@ _WRAPPER = Standing(Candidate((("cpp_wrapper", True),)), Score(3.04, 2.98, 3.10,
 
 async def test_at_80x24_the_answer_folds_its_prose_under_its_text_and_copies_it_unfolded():
     # the answer's wrapped lines started at column 0; they hang under their text now, as the CLI's do
+    dropped = Standing(Candidate((("mode", "max-autotune-no-cudagraphs"),)), Score(2.50, 2.40, 2.60, 1), stage=0,
+                       screened=Score(2.50, 2.40, 2.60, 1), gone="dropped: below default (≤ 2.600x vs ≥ 2.950x)")
     result = TuneResult(tune_id="01JTUNE", outcome="unconfirmed", winner=_DEFAULT, winner_options=None,
-                        confirmation=None, standings=(_WRAPPER, _DEFAULT), stopped=STOPPED, runs=2, elapsed_s=9.0)
+                        confirmation=None, standings=(_WRAPPER, _DEFAULT, dropped), stopped=STOPPED, runs=3,
+                        elapsed_s=9.0)
     lines = tuple(answer_lines(result))
     board = dataclasses.replace(_screening_board(0), done=True, stage="ended: unconfirmed", headline=headline(result),
                                 answer=answer_text(result), answer_lines=lines)
@@ -236,8 +239,10 @@ async def test_at_80x24_the_answer_folds_its_prose_under_its_text_and_copies_it_
         assert shown[0].startswith("best so far: default (unconfirmed: ")
         assert shown[1].startswith("not told apart: cpp_wrapper=True 3.04×") and len(shown[1]) <= area.wrap_width
         assert shown[2].startswith("  ") and shown[2].strip()  # its second line hangs under its text
-        row = next(n for n, line in enumerate(shown) if line.startswith("  cpp_wrapper=True: "))
+        row = next(n for n, line in enumerate(shown) if line.startswith("  max-autotune-no-cudagraphs: "))
         assert shown[row + 1].startswith("    ") and shown[row + 1].strip()  # a candidate's: under its text
+        # the race ended after its screening: no candidate says its screened figure (its latest one), as in the CLI
+        assert not [line for line in shown if "screened" in line], shown
         assert area.wrapped_document.height == len(shown)  # nothing left for the soft wrap to start at column 0
         copied: list[str] = []
         app.copy_to_clipboard = copied.append  # type: ignore[method-assign]

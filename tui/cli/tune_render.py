@@ -13,8 +13,8 @@ from tui.engine.tune.listener import TuneListener
 from tui.engine.tune.search import Standing, stage_name
 from tui.present.format import fmt_speedup, hanging_lines
 from tui.present.tune_answer import (
-    STANDING_COLUMNS, against_text, closing_line, code_lines, cut_short, figure_lines, headline, standing_rows,
-    unseparated_line,
+    STANDING_COLUMNS, against_text, closing_line, code_lines, cut_short, figure_lines, headline, shows_screened,
+    standing_rows, unseparated_line,
 )  # fmt: skip
 
 __all__ = ["TuneLines", "print_answer", "against_text", "standing_rows"]
@@ -109,7 +109,7 @@ def print_answer(result: TuneResult, console: Any, modes: Mapping[str, Mapping[s
     rows = standing_rows(result.standings, cut_short(result))
     # Where the race ended after its screening, the screened figure is the latest one's: one column says it,
     # and the standing's prose gets the room.
-    screened = any(s.stage > 0 for s in result.standings)
+    screened = shows_screened(result.standings)
     width = _name_width([row[0] for row in rows], console.width)
     table.add_column(STANDING_COLUMNS[0], width=width, overflow="fold")
     if screened:

@@ -18,7 +18,8 @@ from tui.engine.tune.runs import was_stopped
 from tui.engine.tune.search import Standing, ranked
 from tui.present.format import fmt_mib, fmt_seconds, fmt_speedup, hanging_lines
 
-__all__ = ["against_text", "standing_rows", "runs_text", "cut_short", "BUDGET_RAN_OUT", "STANDING_COLUMNS", "headline",
+__all__ = ["against_text", "standing_rows", "runs_text", "shows_screened",
+           "cut_short", "BUDGET_RAN_OUT", "STANDING_COLUMNS", "headline",
            "code_lines", "figure_lines", "closing_line", "answer_text", "answer_lines",
            "fold_answer", "unseparated_line"]
 
@@ -49,6 +50,18 @@ def _standing_text(standing: Standing, last_stage: int, why: str) -> str:
     if standing.stage < last_stage:
         return f"in the race, last run in stage {standing.stage + 1}" + (f"; {stopped}" if stopped else f" ({why})")
     return "in the race to the end" + (f"; {stopped}" if stopped else "")
+
+
+def shows_screened(standings: Sequence[Standing]) -> bool:
+    """Whether the answer shows the screened figures: only where a candidate ran past the screening (else each
+    candidate's screened figure is its latest one, and saying it twice tells nothing)."""
+    return any(s.stage > 0 for s in standings)
+
+
+def _screened_part(screened: str, latest: str, shown: bool) -> str:
+    """``, screened 1.21×`` in a candidate's line, where :func:`shows_screened` and the figure adds something: not
+    ``–`` (it was not screened) nor the latest figure again."""
+    return f", screened {screened}" if shown and screened != "–" and latest.split(" ", 1)[0] != screened else ""
 
 
 def runs_text(runs: int, stopped: int = 0) -> str:
@@ -194,8 +207,9 @@ def answer_lines(result: TuneResult, modes: Mapping[str, Mapping[str, Any]] | No
     lines = [(headline(result), True), *([(close, True)] if close else []), *[(line, False) for line in code],
              *[(line, True) for line in figure_lines(result)],
              ("", True), ("candidates (speedup over eager in their own processes):", True)]
+    shown = shows_screened(result.standings)
     for name, screened, latest, standing in standing_rows(result.standings, cut_short(result)):
-        lines.append((f"  {name}: {latest}, screened {screened}: {standing}", True))
+        lines.append((f"  {name}: {latest}{_screened_part(screened, latest, shown)}: {standing}", True))
     notes = [*(result.confirmation.notes if result.confirmation else ()), *result.notes]
     lines += [(f"note: {note}", True) for note in notes]
     lines.append((closing_line(result), True))
@@ -203,8 +217,8 @@ def answer_lines(result: TuneResult, modes: Mapping[str, Mapping[str, Any]] | No
 
 
 def answer_text(result: TuneResult, modes: Mapping[str, Mapping[str, Any]] | None = None) -> str:
-    """The whole answer as plain text, unfolded (the candidates one per line, ``name: latest (screened ...):
-    standing``): what ``y`` copies in the app."""
+    """The whole answer as plain text, unfolded (the candidates one per line, ``name: latest, screened X:
+    standing``, the screened figure where it adds something): what ``y`` copies in the app."""
     return "\n".join(line for line, _ in answer_lines(result, modes))
 
 
