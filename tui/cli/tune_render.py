@@ -95,6 +95,8 @@ def print_answer(result: TuneResult, console: Any, modes: Mapping[str, Mapping[s
     """The answer: the outcome, the code, the figures, the runner-up table and the notes."""
     from rich.table import Table
 
+    from tui.present.fold_text import WholeWordText
+
     _say_folded(console, headline(result))
     close = unseparated_line(result)
     if close:
@@ -116,8 +118,8 @@ def print_answer(result: TuneResult, console: Any, modes: Mapping[str, Mapping[s
         table.add_column(STANDING_COLUMNS[1], no_wrap=True)
     for column in STANDING_COLUMNS[2:]:  # they share the rest, folding where they must
         table.add_column(column, overflow="fold", ratio=1)
-    for name, first, *rest in rows:
-        table.add_row(_name_cell(name, width), *([first] if screened else []), *rest)
+    for name, first, latest, standing in rows:  # a name in a standing folds at its separators, not mid-word
+        table.add_row(_name_cell(name, width), *([first] if screened else []), latest, WholeWordText(standing))
     console.print(table)
     for note in result.confirmation.notes if result.confirmation else ():
         _say_folded(console, f"note: {note}")
