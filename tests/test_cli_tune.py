@@ -176,8 +176,12 @@ def test_a_race_that_ended_after_its_screening_shows_one_figure_column():
     header = [line for line in lines if line.startswith("┃")]
     assert header and not any("screened" in line for line in header)  # the screened figure is the latest one
     assert max(len(line) for line in lines if line.startswith("│")) <= 80
-    # the standing's prose keeps the room the second figure column took: its reason reaches the figures' line
-    assert any("(≤ 0.861x" in line for line in lines), lines
+    # the standing's prose keeps the room the second figure column took (24 cells of text), and the name in it
+    # folds at a separator where even that is too narrow
+    rows = [line.split("│") for line in lines if line.startswith("│")]
+    assert len(rows[0][3]) >= 24 + 2, lines
+    assert [row[3].strip() for row in rows[1:3]] == ["dropped: below layout_", "optimization=False (≤"], lines
+    assert "(≤ 0.861x vs ≥ 1.189x)" in " ".join(row[3].strip() for row in rows[1:]), lines
     two_stages = TuneResult(tune_id="t-1", outcome=NOTHING_BEATS, winner=STANDINGS_80[0], winner_options=None,
                             confirmation=None, standings=STANDINGS_80)
     assert any("screened" in line for line in _answer_at_80(two_stages))
@@ -291,3 +295,22 @@ def test_a_space_with_nothing_left_to_race_is_refused_before_any_run(argv, monke
         "compile-lab: error: space: nothing to race against the default compile: every knob of the space was left "
         "out (the notes say why); widen the space or pin fewer options")
     assert not (compile_lab_home / "data" / "history.jsonl").exists()
+
+
+def test_at_80_columns_a_name_in_a_standing_folds_at_its_separators_never_mid_word():
+    """``dropped: below max-autotune-no-cudagraphs`` folded as ``max-autotune-no-cudagra`` / ``phs``."""
+    autotune = Candidate((("mode", "max-autotune-no-cudagraphs"),))
+    leader = Standing(autotune, Score(1.19, 1.17, 1.21, 2), stage=1, screened=Score(1.18, 1.12, 1.25, 1))
+    default = Standing(Candidate(), Score(0.86, 0.84, 0.88, 2), stage=1, screened=Score(0.85, 0.80, 0.90, 1))
+    dropped = Standing(Candidate((("cpp.simdlen", 256),)), Score(0.77, 0.71, 0.83, 1), stage=0,
+                       screened=Score(0.77, 0.71, 0.83, 1),
+                       gone="dropped: below max-autotune-no-cudagraphs (≤ 0.825x vs ≥ 0.845x)")
+    result = TuneResult(tune_id="t-1", outcome=UNCONFIRMED, winner=leader, winner_options=None, confirmation=None,
+                        standings=(leader, default, dropped))
+    lines = [line for line in _answer_at_80(result) if line.startswith("│")]
+    assert max(len(line) for line in lines) <= 80
+    standing = " ".join(line.split("│")[4].strip() for line in lines[4:])  # the dropped candidate's rows
+    pieces = [line.split("│")[4].strip() for line in lines[4:]]
+    assert any(piece.endswith("-") and "max-autotune" in piece for piece in pieces), pieces  # after a separator
+    assert any(piece.startswith("cudagraphs") or "no-cudagraphs" in piece for piece in pieces), pieces
+    assert standing.replace("- ", "-").startswith("dropped: below max-autotune-no-cudagraphs"), standing

@@ -176,6 +176,9 @@ async def test_cancelling_a_hanging_run_kills_the_whole_group_within_two_seconds
     if timed:
         assert time.monotonic() - start < 2.0
     assert (record.status, record.error_kind) == ("cancelled", "cancelled")
+    # the worker did not end the run: its stderr (a profiler's log line here) is not the cancelled run's detail
+    assert record.error_message == "cancelled" and not record.error_detail
+    assert "profiler_start" in runner.last_stderr
     assert await _group_gone(pgid)
     await runner.aclose()
 
@@ -343,3 +346,11 @@ async def test_a_busy_gpu_lock_makes_the_run_wait_and_say_so(compile_lab_home):
 def test_a_timeout_says_which_phase_it_cut_short(status, phase_words):
     assert timeout_message(5.0, status) == f"timed out after 5 s (timeout_s) while {phase_words}"
     assert timeout_message(0.25, status).startswith("timed out after 0.25 s (timeout_s) while ")
+
+
+def test_a_crash_message_never_quotes_a_profilers_log_line():
+    from tui.engine.runner.process import _last_meaningful_line
+
+    tail = ("RuntimeError: CUDA error: an illegal memory access\n"
+            "USDT:2026-12-04 17:48:54 5711:5711 SyncActivityProfilerHandler.cpp:52] profiler_start\n")
+    assert _last_meaningful_line(tail) == "RuntimeError: CUDA error: an illegal memory access"

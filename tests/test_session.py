@@ -11,6 +11,7 @@ from tui.engine.options import RunOptions
 from tui.engine.protocol import make_event
 from tui.engine.store.results import RunRecord
 from tui.engine.run.session import SHARED_LANE, RunSession, SessionListener, lane_of
+from tui.engine.status import ended_reason
 
 
 class ScriptedRunner:
@@ -343,3 +344,17 @@ async def test_cluster_runs_on_one_node_count_each_other_and_other_nodes_do_not(
         runner.gate(record).set()
     await session.wait_settled()
     assert (a.env.node, c.env.node) == ("node-1", "node-2")
+
+
+async def test_a_cancel_says_what_cancelled_the_run():
+    """A tune's stop cancels its runs with its reason: the record says it was cancelled and by what, not the
+    runner's bare "cancelled" (a later close, which cancels again, keeps the first reason)."""
+    runner = ScriptedRunner()
+    session = RunSession(lambda lane: runner)
+    running, waiting = session.submit([_options(), _options()])
+    await _until(lambda: bool(runner.started))
+    session.cancel_all("the tune was stopped (Ctrl-C)")
+    await session.aclose(timeout=2.0)
+    assert running.status == "cancelled" and running.error_message == "the tune was stopped (Ctrl-C)"
+    assert ended_reason(running.error_kind, running.error_message) == "cancelled: the tune was stopped (Ctrl-C)"
+    assert waiting.error_message == "cancelled before it started"

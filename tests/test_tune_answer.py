@@ -8,7 +8,7 @@ from tui.engine.tune.answer import CONFIRMED, NOTHING_BEATS, TuneResult
 from tui.engine.tune.objective import Score
 from tui.engine.tune.search import Standing
 from tui.engine.tune.space import Candidate
-from tui.present.tune_answer import answer_text, headline, unseparated_line
+from tui.present.tune_answer import answer_text, headline, shows_screened, unseparated_line
 
 DEFAULT = Standing(Candidate(), Score(3.01, 2.95, 3.07, 1), stage=0, screened=Score(3.01, 2.95, 3.07, 1))
 WRAPPER = Candidate((("cpp_wrapper", True),))
@@ -76,3 +76,22 @@ def test_a_fold_keeps_a_number_with_its_unit():
     assert not [line for line in lines if line.rstrip().endswith((" 35", " 3"))], lines
     assert " ".join(line.strip() for line in lines) == text  # the spaces come back as spaces
     assert hanging_lines("  about 35 MiB, 3 stages", 11) == ["  about", "    35 MiB,", "    3", "    stages"]
+
+
+def test_a_candidates_line_shows_its_screened_figure_only_where_the_cli_shows_the_column_and_it_adds_something():
+    """The app's answer said ``screened 3.01×`` beside a latest 3.01× and ``screened –``; the CLI leaves its column
+    out when no candidate ran past the screening. One rule (shows_screened) for both, and the line leaves out a
+    figure that says nothing more."""
+    only_screening = _stopped(Score(3.04, 2.98, 3.10, 1))
+    text = answer_text(only_screening)
+    assert "screened" not in text.split("candidates (")[1], text
+    assert not shows_screened(only_screening.standings)
+    raced = Standing(WRAPPER, Score(3.10, 3.05, 3.15, 2), stage=1, screened=Score(3.04, 2.98, 3.10, 1))
+    late = Standing(AUTOTUNE, Score(2.50, 2.40, 2.60, 1), stage=1)  # the combination: never in the screening
+    result = TuneResult(tune_id="01JTUNE", outcome="unconfirmed", winner=raced, winner_options=None,
+                        confirmation=None, standings=(raced, DEFAULT, late), stopped="stopped by the user")
+    lines = {line.split(":")[0].strip(): line for line in answer_text(result).splitlines() if line.startswith("  ")}
+    assert shows_screened(result.standings)
+    assert lines["cpp_wrapper=True"].startswith("  cpp_wrapper=True: 3.10× [3.05, 3.15] (2 proc.), screened 3.04×: ")
+    assert "screened" not in lines["default"]  # screened 3.01×, its latest figure again
+    assert "screened" not in lines["max-autotune-no-cudagraphs"]  # never screened: no "screened –"

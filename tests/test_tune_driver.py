@@ -14,6 +14,7 @@ from tui.engine.protocol import make_event
 from tui.engine.run.session import RunSession
 from tui.engine.tune.answer import CONFIRMED, NOTHING_BEATS, NOTHING_MEASURED, UNCONFIRMED, nothing_beats_text
 from tui.engine.tune.driver import TuneDriver
+from tui.engine.tune.durations import seconds_apart
 from tui.engine.tune.listener import TuneListener
 from tui.engine.tune.objective import Objective
 from tui.engine.tune.search import stage_name
@@ -394,7 +395,8 @@ def test_the_race_never_says_it_goes_on_without_the_confirmations_room_when_its_
     result, _, runner, heard, _ = _tune(many, {f"k={i}": 0.9 for i in range(5)}, budget=32.0, seconds=10.0)
     notes = [e[1] for e in heard.events if e[0] == "note"]
     assert len(runner.runs) == 2 and result.outcome == UNCONFIRMED
-    assert "screening: the next run (about 10 s) does not fit in the 9 s left of the budget; the race ends here" in notes
+    assert "screening: the next run (about 10 s) does not fit in the 9 s left of the budget; the race ends here" \
+        in notes
     assert not [n for n in notes if "goes on" in n], notes
 
 
@@ -486,3 +488,80 @@ def test_a_budget_that_screens_the_space_says_nothing_about_its_pace():
     many = [Candidate()] + [Candidate((("k", i),)) for i in range(3)]
     _, _, _, heard, _ = _tune(many, {}, budget=10_000.0, seconds=10.0)
     assert not [e for e in heard.events if e[0] == "note" and "pace" in e[1]]
+
+
+def test_a_note_shows_a_decimal_where_the_figures_it_compares_round_to_the_same_second():
+    # after two runs of 7.4 s, 6.6 s are left: "the next run (about 7 s) does not fit in the 7 s left" read as a
+    # contradiction; the figures that round alike are shown to a tenth
+    many = [Candidate()] + [Candidate((("k", i),)) for i in range(5)]
+    _, _, runner, heard, _ = _tune(many, {f"k={i}": 0.9 for i in range(5)}, budget=3.0 + 2 * 7.4 + 6.6, seconds=7.4)
+    notes = [e[1] for e in heard.events if e[0] == "note"]
+    assert len(runner.runs) == 2
+    assert "screening: the next run (about 7.4 s) does not fit in the 6.6 s left of the budget; the race ends here" \
+        in notes, notes
+    # figures that round apart stay whole seconds (the other notes above)
+    assert seconds_apart((7.4,), 6.6) == 1 and seconds_apart((9.6,), 6.6) == 0
+    # a sum, as a reader adds the figures shown: 3 s + 6 s "do not fit" in 9 s reads wrong; 3.4 + 5.6 = 9.0 > 8.6
+    assert seconds_apart((3.4, 5.6), 8.6) == 1 and seconds_apart((7.44,), 7.41) == 2
+
+
+class HangsAtThird(TimedRunner):
+    """The third run hangs (as a long compile would) until it is cancelled."""
+
+    async def run(self, record, on_event=None):
+        if len(self.runs) == 2:
+            self.runs.append(record.options)
+            record.apply(make_event("started", 0.0, env={"torch": "2.13.0"}))
+            if self.before is not None:
+                self.before(len(self.runs))
+            await asyncio.Event().wait()
+        return await super().run(record, on_event)
+
+
+def _stopped_rows(result):
+    from tui.present.tune_answer import closing_line, cut_short, standing_rows
+
+    rows = {name: standing for name, _, _, standing in standing_rows(result.standings, cut_short(result))}
+    return rows, closing_line(result)
+
+
+def test_a_candidate_whose_run_a_stop_cancelled_reads_stopped_and_is_counted_apart():
+    """The app's way: the stop lands in the third run (max-autotune's screening), the driver's run ends once the
+    cancel has: that candidate's run was stopped, not "never run", and the count says so."""
+    result, session, *_ = _tune([Candidate(), FREEZE, AUTOTUNE, FUSION], {"freezing=True": 0.7}, stop_at=3,
+                                runner_type=HangsAtThird)
+    rows, closing = _stopped_rows(result)
+    assert rows["max-autotune"] == "in the race, its screening run was stopped (Ctrl-C)", rows
+    assert rows["aggressive_fusion=True"] == "in the race, never run (Ctrl-C)"
+    assert (result.runs, result.stopped_runs) == (2, 1)
+    assert ": 2 run(s) ended on their own, 1 stopped in " in closing
+    cancelled = next(r for r in session.records if r.options.mode == "max-autotune")
+    assert (cancelled.status, cancelled.error_message) == ("cancelled", "the tune was stopped (Ctrl-C)")
+
+
+def test_the_cli_reads_a_stopped_search_as_the_app_does_before_the_cancel_lands():
+    """The CLI's way (tui.cli.tune._search): Ctrl-C cancels the driver's task, the driver is stopped and its result
+    read at once, while the cancelled run has not ended yet: the same rows and the same count."""
+    clock, heard = Clock(), Heard()
+    runner = HangsAtThird(clock, {"freezing=True": 0.7})
+
+    async def go():
+        session = RunSession(lambda lane: runner, None)
+        driver = TuneDriver(session, BASE, [Candidate(), FREEZE, AUTOTUNE, FUSION], DEVICE_TIME, 10_000.0,
+                            listener=heard, clock=clock, tune_id="tune-1")
+        task = asyncio.create_task(driver.run())
+        while len(runner.runs) < 3:
+            await asyncio.sleep(0)
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+        driver.stop("Ctrl-C")
+        result = driver.result()
+        await session.aclose()
+        return result
+
+    result = asyncio.run(go())
+    rows, closing = _stopped_rows(result)
+    assert rows["max-autotune"] == "in the race, its screening run was stopped (Ctrl-C)", rows
+    assert (result.runs, result.stopped_runs) == (2, 1)
+    assert ": 2 run(s) ended on their own, 1 stopped in " in closing

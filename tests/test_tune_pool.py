@@ -183,8 +183,9 @@ def test_the_note_that_ends_the_race_on_a_pool_says_what_the_budget_check_saw():
     assert clock.now == 40.0 and len(runner.runs) == 3
     ends = [e[1] for e in heard.events if e[0] == "note" and e[1].endswith("the race ends here")]
     assert len(ends) == 1
-    found = re.fullmatch(r"screening: the next run \(about 10 s\) and the confirmation after it \(about (\d+) s, kept as "
-                         r"(\d+) s with its margin\) do not fit in the 37 s left of the budget; the race ends here",
+    found = re.fullmatch(r"screening: the next run \(about 10 s\) and the confirmation after it \(about (\d+) s, "
+                         r"kept as (\d+) s with its margin\) do not fit in the 37 s left of the budget; "
+                         r"the race ends here",
                          ends[0])
     assert found and 30 <= int(found[1]) <= 31 and 10 + int(found[2]) > 37, ends
 

@@ -14,9 +14,11 @@ import re
 import pytest
 from rich.console import Console
 from textual.app import App
+from textual.geometry import Region
 from textual.widgets import Input, TextArea
 
 from app_helpers import fake_runner, notifications, wait_until
+from terminal_model import TerminalModel
 from tui.app.components.leaderboard import Leaderboard
 from tui.app.components.notice_line import NoticeLine
 from tui.app.components.picker import Picker
@@ -144,7 +146,7 @@ async def test_the_cancel_key_stops_the_search_and_keeps_the_ended_runs(make_app
         assert tune.board.headline.startswith("best so far: ") and f"(unconfirmed: {STOPPED}" in tune.board.headline
         assert any("The search stops" in n for n in notifications(app))
         assert "unconfirmed" in app.screen.query_one("#tune-answer", TextArea).text
-        assert app.screen.check_action("stop", ()) is None  # its footer's Stop is shown disabled: nothing to stop
+        assert app.screen.check_action("stop", ()) is False  # its footer shows no Stop: nothing to stop
         await pilot.press("escape")
         await wait_until(pilot, lambda: app.settled, what="settled")
         ended = [app.records[run_id] for run_id in tune.own]
@@ -172,19 +174,36 @@ async def test_a_space_with_nothing_left_to_race_runs_nothing_and_says_why(make_
     assert not (compile_lab_home / "data" / "history.jsonl").exists()
 
 
-async def test_at_80x24_the_tune_screens_footer_fits_whole(make_app):
-    """The tune screen's keys beside the app's overflowed 80 columns ("a Re-ru▏^p paletteh")."""
+async def test_at_80x24_the_tune_screens_footer_fits_whole_and_shows_a_key_only_while_it_does_something(make_app):
+    """The tune screen's keys beside the app's overflowed 80 columns ("a Re-ru▏^p paletteh"). ``x Stop`` stayed
+    after the search ended and ``y Copy answer`` showed before there was an answer: each shows only while it
+    does something, and ``x`` after the end stops nothing (never the app's Cancel of a table row)."""
     from app_helpers import footer_whole
 
     app = _tuned_app(make_app, {})
-    async with app.run_test(size=SIZE) as pilot:
+    async with app.run_test(size=SIZE, notifications=True) as pilot:
         await _open_dialog(app, pilot)
         await pilot.press("escape")
-        app.push_screen(TuneScreen())
+        running = _screening_board(2)
+        app.push_screen(TuneScreen(running))
         await wait_until(pilot, lambda: isinstance(app.screen, TuneScreen), what="the tune screen")
         footer = await footer_whole(pilot, app)
-        assert "y Copy answer" in footer and "x Stop" in footer  # the word of the pane's Stop button
+        assert "x Stop" in footer and "Copy answer" not in footer  # the word of the pane's Stop button
         assert "Cancel" not in footer
+        result = TuneResult(tune_id="01JTUNE", outcome="unconfirmed", winner=_DEFAULT, winner_options=None,
+                            confirmation=None, standings=(_DEFAULT,), stopped=STOPPED, runs=1, elapsed_s=9.0)
+        app.screen.show(dataclasses.replace(running, done=True, stage="ended: unconfirmed", headline=headline(result),
+                                            answer=answer_text(result), answer_lines=tuple(answer_lines(result))))
+        terminal = TerminalModel(app)
+        await wait_until(pilot, lambda: "Copy answer" in terminal.text(Region(0, SIZE[1] - 1, SIZE[0], 1)),
+                         what="the footer's Copy answer")
+        footer = terminal.text(Region(0, SIZE[1] - 1, SIZE[0], 1)).rstrip()
+        assert footer.endswith("^p palette") and "y Copy answer" in footer, footer  # whole, at 80 columns
+        assert "Stop" not in footer and "Cancel" not in footer, footer
+        cancelled: list[str] = []
+        app.action_cancel_current = lambda: cancelled.append("x")  # type: ignore[method-assign]
+        await pilot.press("x")
+        assert cancelled == [] and any("nothing to stop" in n for n in notifications(app))
 
 
 class _BoardApp(App):
@@ -223,8 +242,11 @@ _WRAPPER = Standing(Candidate((("cpp_wrapper", True),)), Score(3.04, 2.98, 3.10,
 
 async def test_at_80x24_the_answer_folds_its_prose_under_its_text_and_copies_it_unfolded():
     # the answer's wrapped lines started at column 0; they hang under their text now, as the CLI's do
+    dropped = Standing(Candidate((("mode", "max-autotune-no-cudagraphs"),)), Score(2.50, 2.40, 2.60, 1), stage=0,
+                       screened=Score(2.50, 2.40, 2.60, 1), gone="dropped: below default (≤ 2.600x vs ≥ 2.950x)")
     result = TuneResult(tune_id="01JTUNE", outcome="unconfirmed", winner=_DEFAULT, winner_options=None,
-                        confirmation=None, standings=(_WRAPPER, _DEFAULT), stopped=STOPPED, runs=2, elapsed_s=9.0)
+                        confirmation=None, standings=(_WRAPPER, _DEFAULT, dropped), stopped=STOPPED, runs=3,
+                        elapsed_s=9.0)
     lines = tuple(answer_lines(result))
     board = dataclasses.replace(_screening_board(0), done=True, stage="ended: unconfirmed", headline=headline(result),
                                 answer=answer_text(result), answer_lines=lines)
@@ -236,8 +258,10 @@ async def test_at_80x24_the_answer_folds_its_prose_under_its_text_and_copies_it_
         assert shown[0].startswith("best so far: default (unconfirmed: ")
         assert shown[1].startswith("not told apart: cpp_wrapper=True 3.04×") and len(shown[1]) <= area.wrap_width
         assert shown[2].startswith("  ") and shown[2].strip()  # its second line hangs under its text
-        row = next(n for n, line in enumerate(shown) if line.startswith("  cpp_wrapper=True: "))
+        row = next(n for n, line in enumerate(shown) if line.startswith("  max-autotune-no-cudagraphs: "))
         assert shown[row + 1].startswith("    ") and shown[row + 1].strip()  # a candidate's: under its text
+        # the race ended after its screening: no candidate says its screened figure (its latest one), as in the CLI
+        assert not [line for line in shown if "screened" in line], shown
         assert area.wrapped_document.height == len(shown)  # nothing left for the soft wrap to start at column 0
         copied: list[str] = []
         app.copy_to_clipboard = copied.append  # type: ignore[method-assign]
@@ -283,3 +307,25 @@ async def test_at_80x24_u_after_a_restart_names_the_newest_stored_tune(make_app,
 def _shown(line: NoticeLine) -> str:
     """The notice line's rows as the screen shows them."""
     return "\n".join(line.render_line(y).text for y in range(line.size.height))
+
+
+async def test_at_80x24_a_stopped_search_counts_its_runs_as_the_cli_does_and_names_the_run_it_stopped():
+    """After ``x`` the pane counted the cancelled run among the runs (the CLI did not), and the answer said its
+    candidate was "in the race, never run": both front ends count the runs one way and say the run was stopped."""
+    stopped = Standing(Candidate((("mode", "max-autotune"),)), stopped="screening")
+    result = TuneResult(tune_id="01JTUNE", outcome="unconfirmed", winner=_DEFAULT, winner_options=None,
+                        confirmation=None, standings=(_DEFAULT, stopped), stopped=STOPPED, cut_short=STOPPED, runs=1,
+                        stopped_runs=1, elapsed_s=9.0)
+    lines = tuple(answer_lines(result))
+    board = dataclasses.replace(_screening_board(0), done=True, stage="ended: unconfirmed", headline=headline(result),
+                                answer=answer_text(result), answer_lines=lines, runs=result.runs,
+                                stopped_runs=result.stopped_runs)
+    app = _BoardApp(board)
+    async with app.run_test(size=SIZE) as pilot:
+        area = app.screen.query_one("#tune-answer", AnswerArea)
+        await wait_until(pilot, lambda: area.text != board.answer, what="the answer folded")
+        status = _text(app.screen.query_one(Leaderboard)._status)
+        assert re.search(r"runs\s+1 run\(s\) ended on their own, 1 stopped · budget 300 s", status), status
+        shown = " ".join(line.strip() for line in area.text.splitlines())
+        assert f"in the race, its screening run was {STOPPED}" in shown, shown
+        assert "never run" not in shown and "1 run(s) ended on their own, 1 stopped in " in shown

@@ -73,6 +73,9 @@ class Board:
     ends_at: float | None = None
     """When the budget for runs ends, on the search's clock (``time.monotonic``): the pane counts down to it."""
     runs: int = 0
+    """The runs that ended on their own (:attr:`TuneResult.runs`)."""
+    stopped_runs: int = 0
+    """The runs a stop cancelled as they ran (:attr:`TuneResult.stopped_runs`)."""
     note: str = ""
     """The latest note (a stage skipped for the budget, a combination added)."""
     done: bool = False
@@ -168,12 +171,13 @@ class _TuneLane:
                 return done
             await self.tune.saved_event.wait()
 
-    def cancel_all(self) -> None:
+    def cancel_all(self, reason: str = "cancelled") -> None:
+        """Drop the tune's queued runs and cancel its running ones with ``reason`` (the user's own runs stay)."""
         session = self.tune.lab.session
         session.drop_queued(self.tune.own)
         for lane, unit in list(session.running.items()):
             if unit.record.run_id in self.tune.own:
-                session.cancel_running(lane)
+                session.cancel_running(lane, reason)
 
 
 class TuneRun:
@@ -261,6 +265,7 @@ class TuneRun:
                  NOTHING_MEASURED: "nothing measured"}.get(result.outcome, f"ended: {result.outcome}")
         lines = answer_lines(result, modes)
         self.keeper.update(done=True, stopping=False, stage=stage, time_left_s=None, ends_at=None, runs=result.runs,
+                           stopped_runs=result.stopped_runs,
                            incumbent=result.winner, standings=result.standings,
                            headline=headline(result), answer="\n".join(line for line, _ in lines),
                            answer_lines=tuple(lines))

@@ -13,8 +13,8 @@ from tui.engine.tune.listener import TuneListener
 from tui.engine.tune.search import Standing, stage_name
 from tui.present.format import fmt_speedup, hanging_lines
 from tui.present.tune_answer import (
-    STANDING_COLUMNS, against_text, closing_line, code_lines, cut_short, figure_lines, headline, standing_rows,
-    unseparated_line,
+    STANDING_COLUMNS, against_text, closing_line, code_lines, cut_short, figure_lines, headline, shows_screened,
+    standing_rows, unseparated_line,
 )  # fmt: skip
 
 __all__ = ["TuneLines", "print_answer", "against_text", "standing_rows"]
@@ -95,6 +95,8 @@ def print_answer(result: TuneResult, console: Any, modes: Mapping[str, Mapping[s
     """The answer: the outcome, the code, the figures, the runner-up table and the notes."""
     from rich.table import Table
 
+    from tui.present.fold_text import WholeWordText
+
     _say_folded(console, headline(result))
     close = unseparated_line(result)
     if close:
@@ -109,15 +111,15 @@ def print_answer(result: TuneResult, console: Any, modes: Mapping[str, Mapping[s
     rows = standing_rows(result.standings, cut_short(result))
     # Where the race ended after its screening, the screened figure is the latest one's: one column says it,
     # and the standing's prose gets the room.
-    screened = any(s.stage > 0 for s in result.standings)
+    screened = shows_screened(result.standings)
     width = _name_width([row[0] for row in rows], console.width)
     table.add_column(STANDING_COLUMNS[0], width=width, overflow="fold")
     if screened:
         table.add_column(STANDING_COLUMNS[1], no_wrap=True)
     for column in STANDING_COLUMNS[2:]:  # they share the rest, folding where they must
         table.add_column(column, overflow="fold", ratio=1)
-    for name, first, *rest in rows:
-        table.add_row(_name_cell(name, width), *([first] if screened else []), *rest)
+    for name, first, latest, standing in rows:  # a name in a standing folds at its separators, not mid-word
+        table.add_row(_name_cell(name, width), *([first] if screened else []), latest, WholeWordText(standing))
     console.print(table)
     for note in result.confirmation.notes if result.confirmation else ():
         _say_folded(console, f"note: {note}")

@@ -1,10 +1,10 @@
 """Rich text that folds a word too wide for its column at a separator, not at whatever letter the width falls on.
 
 A table cell narrower than a file's name folded it by letters: ``example_workload.py`` read ``example_workl`` /
-``oad.py`` in a 13-column run column. :class:`SeparatorText` folds such a word after a ``_``, ``.`` or ``/``
-(``example_`` / ``workload.py``), and by letters only where a piece between separators is itself wider than the
-column; words that fit are wrapped between words as Rich wraps them. What is measured and drawn otherwise is
-Rich's own :class:`rich.text.Text`.
+``oad.py`` in a 13-column run column. :class:`SeparatorText` folds such a word after a ``_``, ``.``, ``/`` or ``-``
+(``example_`` / ``workload.py``, ``max-autotune-`` / ``no-cudagraphs``), and by letters only where a piece between
+separators is itself wider than the column; words that fit are wrapped between words as Rich wraps them. What is
+measured and drawn otherwise is Rich's own :class:`rich.text.Text`.
 """
 
 from __future__ import annotations
@@ -17,9 +17,9 @@ from rich.containers import Lines
 from rich.measure import Measurement
 from rich.text import Text
 
-__all__ = ["SeparatorText", "separator_breaks", "word_pieces", "SEPARATORS"]
+__all__ = ["SeparatorText", "WholeWordText", "separator_breaks", "word_pieces", "SEPARATORS"]
 
-SEPARATORS = "_./"
+SEPARATORS = "_./-"
 """Where a word too wide for its column may break: after any of these."""
 _WORD = re.compile(r"\s*\S+\s*")
 _PIECE = re.compile(rf"[^{re.escape(SEPARATORS)}]*[{re.escape(SEPARATORS)}]+|[^{re.escape(SEPARATORS)}]+")
@@ -102,3 +102,11 @@ class SeparatorText(Text):
                 part.truncate(width, overflow="fold")
             lines.extend(parts)
         return lines
+
+
+class WholeWordText(SeparatorText):
+    """:class:`SeparatorText` measured as Rich measures text (its widest word whole): a table gives it the room for
+    its words where it has the room, and where it has not, a word too wide folds at a separator, not mid-word."""
+
+    def __rich_measure__(self, console: Any, options: Any) -> Measurement:
+        return Text.__rich_measure__(self, console, options)

@@ -14,10 +14,12 @@ from tui.engine.tune.answer import (
     nothing_beats_text,
 )
 from tui.engine.tune.code import compile_call, config_form, config_settings
+from tui.engine.tune.runs import was_stopped
 from tui.engine.tune.search import Standing, ranked
 from tui.present.format import fmt_mib, fmt_seconds, fmt_speedup, hanging_lines
 
-__all__ = ["against_text", "standing_rows", "cut_short", "BUDGET_RAN_OUT", "STANDING_COLUMNS", "headline",
+__all__ = ["against_text", "standing_rows", "runs_text", "shows_screened",
+           "cut_short", "BUDGET_RAN_OUT", "STANDING_COLUMNS", "headline",
            "code_lines", "figure_lines", "closing_line", "answer_text", "answer_lines",
            "fold_answer", "unseparated_line"]
 
@@ -38,14 +40,34 @@ def cut_short(result: TuneResult) -> str:
 
 
 def _standing_text(standing: Standing, last_stage: int, why: str) -> str:
-    """Why it left the race; for one still in, whether it ran in the last stage (``why``: what kept it out)."""
+    """Why it left the race; for one still in, whether it ran in the last stage (``why``: what kept it out), and
+    whether a stop cancelled its run as it ran (that candidate was not "never run": its run was stopped)."""
     if standing.gone:
         return standing.gone
+    stopped = was_stopped(f"its {standing.stopped} run", why) if standing.stopped else ""
     if standing.stage < 0:
-        return f"in the race, never run ({why})"
+        return f"in the race, {stopped or f'never run ({why})'}"
     if standing.stage < last_stage:
-        return f"in the race, last run in stage {standing.stage + 1} ({why})"
-    return "in the race to the end"
+        return f"in the race, last run in stage {standing.stage + 1}" + (f"; {stopped}" if stopped else f" ({why})")
+    return "in the race to the end" + (f"; {stopped}" if stopped else "")
+
+
+def shows_screened(standings: Sequence[Standing]) -> bool:
+    """Whether the answer shows the screened figures: only where a candidate ran past the screening (else each
+    candidate's screened figure is its latest one, and saying it twice tells nothing)."""
+    return any(s.stage > 0 for s in standings)
+
+
+def _screened_part(screened: str, latest: str, shown: bool) -> str:
+    """``, screened 1.21×`` in a candidate's line, where :func:`shows_screened` and the figure adds something: not
+    ``–`` (it was not screened) nor the latest figure again."""
+    return f", screened {screened}" if shown and screened != "–" and latest.split(" ", 1)[0] != screened else ""
+
+
+def runs_text(runs: int, stopped: int = 0) -> str:
+    """``12 run(s)``; after a stop that cancelled runs as they ran, ``12 run(s) ended on their own, 1 stopped``:
+    every front end counts the runs so (:attr:`~tui.engine.tune.answer.TuneResult.runs`)."""
+    return f"{runs} run(s) ended on their own, {stopped} stopped" if stopped else f"{runs} run(s)"
 
 
 def standing_rows(standings: Sequence[Standing], why: str = BUDGET_RAN_OUT) -> list[tuple[str, str, str, str]]:
@@ -171,7 +193,8 @@ def figure_lines(result: TuneResult) -> list[str]:
 
 def closing_line(result: TuneResult) -> str:
     """How many runs, how long, and how ``compare`` and ``report`` select them from the history."""
-    return (f"tune id {result.tune_id}: {result.runs} run(s) in {fmt_seconds(result.elapsed_s)} s; compare and "
+    return (f"tune id {result.tune_id}: {runs_text(result.runs, result.stopped_runs)} in "
+            f"{fmt_seconds(result.elapsed_s)} s; compare and "
             f"report select them from the history as tune:{result.tune_id} (compile-lab report "
             f"tune:{result.tune_id} -o tune.html)")
 
@@ -184,8 +207,9 @@ def answer_lines(result: TuneResult, modes: Mapping[str, Mapping[str, Any]] | No
     lines = [(headline(result), True), *([(close, True)] if close else []), *[(line, False) for line in code],
              *[(line, True) for line in figure_lines(result)],
              ("", True), ("candidates (speedup over eager in their own processes):", True)]
+    shown = shows_screened(result.standings)
     for name, screened, latest, standing in standing_rows(result.standings, cut_short(result)):
-        lines.append((f"  {name}: {latest}, screened {screened}: {standing}", True))
+        lines.append((f"  {name}: {latest}{_screened_part(screened, latest, shown)}: {standing}", True))
     notes = [*(result.confirmation.notes if result.confirmation else ()), *result.notes]
     lines += [(f"note: {note}", True) for note in notes]
     lines.append((closing_line(result), True))
@@ -193,8 +217,8 @@ def answer_lines(result: TuneResult, modes: Mapping[str, Mapping[str, Any]] | No
 
 
 def answer_text(result: TuneResult, modes: Mapping[str, Mapping[str, Any]] | None = None) -> str:
-    """The whole answer as plain text, unfolded (the candidates one per line, ``name: latest (screened ...):
-    standing``): what ``y`` copies in the app."""
+    """The whole answer as plain text, unfolded (the candidates one per line, ``name: latest, screened X:
+    standing``, the screened figure where it adds something): what ``y`` copies in the app."""
     return "\n".join(line for line, _ in answer_lines(result, modes))
 
 

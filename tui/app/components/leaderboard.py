@@ -25,6 +25,7 @@ from textual.reactive import var
 from textual.widgets import Button, Static
 
 from tui.present.format import fmt_speedup
+from tui.present.tune_answer import runs_text
 
 if TYPE_CHECKING:
     from tui.app.tune_run import Board
@@ -59,7 +60,7 @@ def _incumbent(board: Board) -> str:
 
 def _counts(board: Board, now: float | None) -> str:
     if board.done:
-        return f"{board.runs} run(s) · budget {board.budget_s:g} s"
+        return f"{runs_text(board.runs, board.stopped_runs)} · budget {board.budget_s:g} s"
     race = f"{board.left} in the race"
     if board.waiting:  # "left" alone reads as "not yet run": the two counts say each
         race += f", {board.waiting} not yet run" + (" in this stage" if board.stage_index else "")

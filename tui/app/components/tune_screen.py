@@ -75,6 +75,8 @@ class TuneScreen(Screen):
         Binding("y", "copy_answer", "Copy answer", id="tune.copy"),
         # the app's cancel key, named as the pane's Stop button is: here it is that button
         Binding("x", "stop", "Stop", id="tune.stop"),
+        # once the search ended: x (off the footer) stops nothing, and never reaches the app's Cancel of a table row
+        Binding("x", "stop_ended", "Stop", show=False),
         *off_footer("sweep", "rerun", "export", "toggle_history", "sort"),  # the footer fits 80 columns whole
     ]
 
@@ -122,17 +124,27 @@ class TuneScreen(Screen):
             area.show_answer(board.answer, board.answer_lines)
             area.remove_class("-hidden")
             area.focus()
-            self.refresh_bindings()  # Stop: nothing to stop now
+            self.refresh_bindings()  # the footer: Stop goes, Copy answer comes
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
-        """Stop is shown disabled once the search ended (the key does nothing then)."""
-        if action == "stop" and self._board is not None and self._board.done:
-            return None
+        """A key is in the footer only while it does something: Stop while the search runs, Copy answer once there
+        is an answer (False hides a key; :meth:`show` refreshes the footer as the search ends)."""
+        running = self._board is not None and not self._board.done
+        if action == "stop":
+            return running
+        if action == "stop_ended":
+            return not running
+        if action == "copy_answer":
+            return bool(self.answer)
         return True
 
     def action_stop(self) -> None:
         """Stop the search, as the pane's Stop button does (the app stops it)."""
         self.post_message(Leaderboard.StopRequested())
+
+    def action_stop_ended(self) -> None:
+        """``x`` while no search runs here: nothing to stop (a notice says so)."""
+        self.notify("The search has ended: there is nothing to stop.", severity="information")
 
     def action_copy_answer(self) -> None:
         """Copy the whole answer (OSC 52: most terminals, over SSH too)."""

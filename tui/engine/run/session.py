@@ -137,6 +137,8 @@ class RunSession:
         self.running: dict[str, RunUnit] = {}
         """The unit each busy lane runs."""
         self._tasks: dict[str, asyncio.Task] = {}
+        self._cancel_reasons: dict[str, str] = {}
+        """Lane -> what cancelled its running unit (:meth:`cancel_running`), until that unit ends."""
         self._to_save: asyncio.Queue[RunRecord] | None = None
         self._saver: asyncio.Task | None = None
         self._unsaved: set[str] = set()
@@ -289,8 +291,8 @@ class RunSession:
         try:
             await runner.run(record, on_event=lambda event: self._heard(unit.lane, record, event))
         except asyncio.CancelledError:
-            if not record.finished:
-                record.fail("cancelled", "cancelled")
+            if not record.finished or record.status == RunStatus.CANCELLED:  # the runner's "cancelled", or none
+                record.fail("cancelled", self._cancel_reasons.get(unit.lane, "cancelled"))
         except Exception as exc:  # a runner bug must not lose the run or stop the queue
             log.exception("run %s: the run task failed", record.run_id)
             record.fail("crash", f"the run task failed: {type(exc).__name__}: {exc}")
@@ -306,8 +308,9 @@ class RunSession:
     def _lane_done(self, unit: RunUnit) -> None:
         """The run of ``unit`` ended (or was cancelled before it began): end it, free its lane, start the next."""
         record = unit.record
+        reason = self._cancel_reasons.pop(unit.lane, "cancelled")
         if not record.finished:
-            record.fail("cancelled", "cancelled")
+            record.fail("cancelled", reason)
         self.running.pop(unit.lane, None)
         self._tasks.pop(unit.lane, None)
         if unit.pool and is_local(unit.lane):  # a cluster's lane is a slot, not a GPU
@@ -387,10 +390,12 @@ class RunSession:
 
     # ----- cancelling -------------------------------------------------------------------------
 
-    def cancel_running(self, lane: str | None = None) -> bool:
-        """Cancel the running unit of ``lane`` (every lane when None); False when none runs."""
-        tasks = [task for key, task in self._tasks.items() if lane is None or key == lane]
-        for task in tasks:
+    def cancel_running(self, lane: str | None = None, reason: str = "cancelled") -> bool:
+        """Cancel the running unit of ``lane`` (every lane when None); False when none runs. ``reason``: what
+        cancelled it, the message of each record it ends (``cancelled: the tune was stopped (Ctrl-C)``)."""
+        tasks = {key: task for key, task in self._tasks.items() if lane is None or key == lane}
+        for key, task in tasks.items():
+            self._cancel_reasons.setdefault(key, reason)
             task.cancel()
         return bool(tasks)
 
@@ -404,10 +409,11 @@ class RunSession:
             self._ended(unit.record)
         return dropped
 
-    def cancel_all(self) -> tuple[int, bool]:
-        """Drop the queue and cancel what runs: (queued runs dropped, whether a run was cancelled)."""
+    def cancel_all(self, reason: str = "cancelled") -> tuple[int, bool]:
+        """Drop the queue and cancel what runs (``reason``: :meth:`cancel_running`'s): (queued runs dropped,
+        whether a run was cancelled)."""
         dropped = self.drop_queued()
-        return len(dropped), self.cancel_running()
+        return len(dropped), self.cancel_running(reason=reason)
 
     # ----- state ---------------------------------------------------------------------------------
 

@@ -59,10 +59,11 @@ def become_subreaper() -> bool:
 
 
 def _last_meaningful_line(text: str) -> str:
-    """The last stderr line worth showing: not blank, not a traceback header or frame, not markers."""
+    """The last stderr line worth showing: not blank, not a traceback header or frame, not markers, not a
+    profiler's trace-point log (kineto's ``USDT:... profiler_start`` says nothing of a crash)."""
     for raw in reversed(text.splitlines()):
         line = raw.strip()
-        if not line or line.startswith(("File ", "Traceback (most recent call last)")):
+        if not line or line.startswith(("File ", "Traceback (most recent call last)", "USDT:")):
             continue
         if set(line) <= set("^~-=*_ "):
             continue

@@ -169,8 +169,9 @@ class WorkerRunner:
         ``source="runner"``. Failures end up in ``record.fail``: ``timeout`` (options.timeout_s),
         ``crash`` (the worker died without finished/failed; stderr's tail is the detail),
         ``cancelled`` (the task was cancelled: the worker's process group is killed and
-        CancelledError re-raised). A CUDA run first takes the GPU's lock, waiting (with a
-        warning event to ``on_event``) while it is busy.
+        CancelledError re-raised; no detail: the worker's stderr says nothing about why). A CUDA
+        run first takes the GPU's lock, waiting (with a warning event to ``on_event``) while it is
+        busy.
         """
         if self._closed:
             raise RuntimeError("the runner was closed")
@@ -321,7 +322,9 @@ class WorkerRunner:
                 await state.worker.stop()
         finally:
             if not state.terminal:
-                self._fail(state, "cancelled", "cancelled")
+                # No stderr detail: the worker did not end the run, so its last lines (a profiler's log, say) would
+                # stand where the reason goes; they are in the log (_copy_worker_log).
+                state.record.fail("cancelled", "cancelled")
 
     async def _on_runner_error(self, state: _RunState, exc: BaseException) -> None:
         if state.worker is not None:

@@ -93,6 +93,7 @@ class Progress:
     left: int
     time_left_s: float
     runs: int
+    """The runs that ended on their own (:attr:`TuneResult.runs`)."""
 
 
 @dataclass(frozen=True)
@@ -117,6 +118,9 @@ class TuneResult:
     the race, else the stop that ended it (Ctrl-C, the app's Stop); None when the race ran to its end."""
     elapsed_s: float = 0.0
     runs: int = 0
+    """The runs that ended on their own (done or failed); a run a stop cancelled is in :attr:`stopped_runs`."""
+    stopped_runs: int = 0
+    """The runs a stop cancelled as they ran (the queued ones it dropped never ran, and are in neither count)."""
     threshold: float = 0.02
     objective: Objective = field(default_factory=Objective)
 

@@ -36,10 +36,11 @@ from tui.engine.tune.answer import (
     BUDGET_RAN_OUT, CONFIRM_MAX_REPEATS, CONFIRM_REPEATS, CONFIRMED, Progress, TuneResult, confirm, no_more_than,
     outcome_of,
 )  # fmt: skip
-from tui.engine.tune.durations import DurationModel, measured_seconds
+from tui.engine.tune.durations import DurationModel, measured_seconds, seconds_apart
 from tui.engine.tune.listener import TuneListener
 from tui.engine.tune.objective import Objective, score
 from tui.engine.tune.parallel import DEFAULT, WINNER, confirm_waves
+from tui.engine.tune.runs import CANCELLED, gpu_kinds, mark_stopped, ran_count, stopped_run_text, stopped_runs
 from tui.engine.tune.search import (
     CONFIRMATION, MAX_STAGES, Standing, ahead_of_default, challenger, halve, judge_stage, leader, stage_name,
     stage_plan, winner,
@@ -48,9 +49,6 @@ from tui.engine.tune.space import Candidate, combine
 
 __all__ = ["TuneDriver", "TuneListener", "gpu_kinds"]
 
-
-CANCELLED = "cancelled"
-"""Why the search stopped when its task was cancelled; a later :meth:`TuneDriver.stop` names the reason instead."""
 CONFIRM_MARGIN = 1.2
 """The race keeps this many times the confirmation's estimate for it: a run that takes longer than its estimate
 (the estimate is a mean) would otherwise leave the confirmation no room, and the budget's rest unused."""
@@ -59,11 +57,6 @@ CLOSING_S = 3.0
 SHARED_FAILURES = ("bad_options", "workload_error")
 """Failure kinds of the default compile's run that every candidate would meet: the run options they all share
 were refused (a device this torch has not), or the workload could not be loaded. The search stops on them."""
-
-
-def gpu_kinds(records: Sequence[RunRecord]) -> list[str]:
-    """The GPU kinds (product names) the done ones of ``records`` ran on, sorted."""
-    return sorted({r.env.gpu_name for r in records if r.status == RunStatus.DONE and r.env.gpu_name})
 
 
 @dataclass
@@ -102,6 +95,8 @@ class TuneDriver:
         self.entries = {c.name: _Entry(c) for c in candidates}
         self.standings = [Standing(c) for c in candidates]
         self.records: list[RunRecord] = []
+        self._names: dict[str, str] = {}
+        """Run id -> the name of the candidate it ran."""
         self.notes: list[str] = []
         self._started = clock() if started is None else started
         self._stopped: str | None = None
@@ -182,9 +177,15 @@ class TuneDriver:
                 or self._keeps_confirmation():
             return
         self._unconfirmable = True
-        self._say(f"the confirmation (about {self._confirm_cost():.0f} s) no longer fits in the "
-                  f"{max(0.0, self.time_left()):.0f} s left of the budget: the race goes on with the time left, and "
-                  "its answer will be unconfirmed unless a shorter estimate (another winner) makes it fit again")
+        self._say(f"{self._confirmation_against_left('no longer fits')}: the race goes on with the time left, and its "
+                  "answer will be unconfirmed unless a shorter estimate (another winner) makes it fit again")
+
+    def _confirmation_against_left(self, verb: str) -> str:
+        """"the confirmation (about N s) ``verb`` in the M s left of the budget", in whole seconds unless N and M
+        round to the same figure (:func:`seconds_apart`)."""
+        cost, left = self._confirm_cost(), max(0.0, self.time_left())
+        places = seconds_apart((cost,), left)
+        return f"the confirmation (about {cost:.{places}f} s) {verb} in the {left:.{places}f} s left of the budget"
 
     # ----- running ------------------------------------------------------------------------------
 
@@ -197,7 +198,7 @@ class TuneDriver:
         """End the search now: what runs is cancelled, the best so far is reported unconfirmed."""
         if self._stopped in (None, CANCELLED):
             self._stopped = reason
-        self.session.cancel_all()
+        self.session.cancel_all(stopped_run_text(reason))
 
     def options_of(self, candidate: Candidate, iters: int, timed: bool = False, first: bool = True) -> RunOptions:
         """``candidate``'s run options with ``iters``; ``timed``: its timeout within the budget left, in whole seconds
@@ -211,13 +212,14 @@ class TuneDriver:
             options = dataclasses.replace(options, timeout_s=float(max(1, within)))
         return options
 
-    def _submit(self, options_list: Sequence[RunOptions], stage: str,
+    def _submit(self, options_list: Sequence[RunOptions], stage: str, name: str,
                 group: tuple[str, int] | None = None) -> list[RunRecord]:
-        """Queue ``options_list`` (on the pool's free lanes, if any) as runs of ``stage`` (their ``tune_stage``);
-        ``group``: (group id, repeat) of the one run."""
+        """Queue ``options_list`` (on the pool's free lanes, if any) as runs of ``stage`` (their ``tune_stage``) of
+        candidate ``name``; ``group``: (group id, repeat) of the one run."""
         records = self.session.submit(list(options_list), pool=self.pool or None)
         for record in records:  # before the run starts: the session starts it from the event loop
             record.tune_id, record.tune_stage = self.tune_id, stage
+            self._names[record.run_id] = name
             if group is not None:
                 record.group_id, record.repeat = group[0] or record.run_id, group[1]
         self.records.extend(records)
@@ -246,6 +248,9 @@ class TuneDriver:
         """The result as it stands (unconfirmed unless ``confirmation``, of ``confirmed`` against the default
         compile, is given)."""
         self._say_kinds()
+        stopped = stopped_runs(self.records) if self._stopped is not None else []
+        if stopped:
+            self.standings = mark_stopped(self.standings, stopped, self._names)
         best = winner(self.standings, self.threshold)
         outcome = outcome_of(best, confirmation, self._stopped, self._incomplete, self.threshold,
                              challenger_left=challenger(self.standings) is not None,
@@ -258,7 +263,7 @@ class TuneDriver:
                           standings=tuple(self.standings), notes=tuple(self.notes),
                           stopped=self._stopped, incomplete=self._incomplete,
                           cut_short=self._cut_short or self._stopped, elapsed_s=self.clock() - self._started,
-                          runs=sum(r.finished for r in self.records), threshold=self.threshold,
+                          runs=ran_count(self.records), stopped_runs=len(stopped), threshold=self.threshold,
                           objective=self.objective)
 
     def _say_kinds(self) -> None:
@@ -324,24 +329,26 @@ class TuneDriver:
         if needed is None or run is None or needed <= self.budget_s:
             return
         self._needed_said = math.ceil(needed / 60)
+        places = seconds_apart((needed,), self.budget_s)
         self._say(f"at the first run's pace (about {run:.0f} s a run) the {self.budget_s:g} s budget cannot screen "
                   f"all {len(self.standings)} candidates and keep room for the confirmation: that needs at least "
-                  f"about {needed:.0f} s (--budget {math.ceil(needed / 60)}m); the race will be cut short")
+                  f"about {needed:.{places}f} s (--budget {math.ceil(needed / 60)}m); the race will be cut short")
 
     def _out_of_time_text(self, index: int, iters: int, name: str) -> str:
         """Why the race ends at stage ``index``: the next run of ``iters``, of ``name`` (and the confirmation kept for
         after it, while a challenger of the default compile is in the race) against the time left, as :meth:`_fits`
         saw it."""
-        left = f"{max(0.0, self.time_left()):.0f} s left of the budget"
-        run = self.durations.estimate(iters, name)
+        run, left = self.durations.estimate(iters, name), max(0.0, self.time_left())
         if run is None:
-            return f"{stage_name(index)}: no time left for a run ({left}); the race ends here"
-        what = f"the next run (about {run:.0f} s) does not fit"
+            return f"{stage_name(index)}: no time left for a run ({left:.0f} s left of the budget); the race ends here"
+        places = seconds_apart((run,), left)
+        what = f"the next run (about {run:.{places}f} s) does not fit"
         if self._keeps_confirmation():
-            what = (f"the next run (about {run:.0f} s) and the confirmation after it (about "
-                    f"{self._confirm_cost():.0f} s, kept as {self._confirm_cost() * CONFIRM_MARGIN:.0f} s with its "
-                    "margin) do not fit")
-        return f"{stage_name(index)}: {what} in the {left}; the race ends here"
+            cost, kept = self._confirm_cost(), self._confirm_cost() * CONFIRM_MARGIN
+            places = seconds_apart((run, kept), left)
+            what = (f"the next run (about {run:.{places}f} s) and the confirmation after it (about "
+                    f"{cost:.{places}f} s, kept as {kept:.{places}f} s with its margin) do not fit")
+        return f"{stage_name(index)}: {what} in the {left:.{places}f} s left of the budget; the race ends here"
 
     async def _run_stage(self, names: Sequence[str], index: int, iters: int) -> bool:
         """Run each of ``names`` once, one run per lane at once, each scored as it ends; False when the stage ended
@@ -376,7 +383,7 @@ class TuneDriver:
         name = waiting.pop(0)
         entry = self.entries[name]
         options = self.options_of(entry.candidate, iters, timed=True, first=not entry.records)
-        going[name] = (self.clock(), self._submit([options], stage_name(index)))
+        going[name] = (self.clock(), self._submit([options], stage_name(index), name))
         return None
 
     def _scored(self, name: str, index: int, records: Sequence[RunRecord]) -> None:
@@ -425,7 +432,7 @@ class TuneDriver:
     def _progress(self) -> None:
         best = leader(self.standings)
         self.listener.progress(Progress(incumbent=best, left=sum(s.alive for s in self.standings),
-                                        time_left_s=self.time_left(), runs=sum(r.finished for r in self.records)))
+                                        time_left_s=self.time_left(), runs=ran_count(self.records)))
 
     def _say(self, text: str) -> None:
         self.notes.append(text)
@@ -437,8 +444,7 @@ class TuneDriver:
             return self.result()
         default = self._default
         if self._confirm_cost() > self.time_left():
-            self._stopped = (f"the confirmation (about {self._confirm_cost():.0f} s) does not fit in the "
-                             f"{max(0.0, self.time_left()):.0f} s left of the budget")
+            self._stopped = self._confirmation_against_left("does not fit")
             return self.result()
         self.listener.confirming(best, self.confirm_repeats)
         runs: dict[str, list[RunRecord]] = {WINNER: [], DEFAULT: []}
@@ -482,7 +488,7 @@ class TuneDriver:
             for repeat, side in wave:
                 group = runs[side][0].group_id if runs[side] else ""
                 options = self.options_of(sides[side], iters, timed=True, first=repeat == 0)
-                submitted.append(self._submit([options], CONFIRMATION, group=(group or "", repeat)))
+                submitted.append(self._submit([options], CONFIRMATION, sides[side].name, group=(group or "", repeat)))
                 runs[side] += submitted[-1]
             await self.session.wait_ended([r for records in submitted for r in records])
             for (_, side), records in zip(wave, submitted, strict=True):

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from tui.engine.store.results import RunRecord
 
-__all__ = ["DurationModel", "measured_seconds"]
+__all__ = ["DurationModel", "measured_seconds", "seconds_apart"]
 
 
 class DurationModel:
@@ -42,3 +44,13 @@ def measured_seconds(record: RunRecord) -> float:
     total = sum(sum(block.ms) for blocks in record.samples.values() for block in blocks if block.stage == "measure")
     loops = 2 if record.options.device.startswith("cuda") else 1
     return total * loops / 1000
+
+
+def seconds_apart(parts: Sequence[float], other: float) -> int:
+    """The decimals (0, else 1, else 2) at which a note's figures read as far apart as they are: the sum of ``parts``
+    (each shown rounded, as a reader adds them) against ``other``. Whole seconds unless both round to the same
+    figure, where "about 7 s does not fit in the 7 s left" would read as a contradiction (7.4 s against 6.6 s)."""
+    for places in range(2):
+        if round(sum(round(p, places) for p in parts), places) != round(other, places):
+            return places
+    return 2

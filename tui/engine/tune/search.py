@@ -51,6 +51,9 @@ class Standing:
     """The last stage it ran in (-1: never ran)."""
     screened: Score | None = None
     """Its score after the screening (stage 0)."""
+    stopped: str | None = None
+    """The part of the search (``screening``, ``stage 2``, ``confirmation``) whose run of it a stop cancelled as it
+    ran (None: none): such a candidate was not "never run", its run was stopped."""
 
     @property
     def alive(self) -> bool:
