@@ -29,8 +29,8 @@ Behaviours:
              ("Fatal Python error: Segmentation fault (fake)"), then SIGKILL of itself.
 ``exit``     started, then "RuntimeError: fake worker gave up" on stderr and exit code 3
              without a finished/failed event.
-``hang``     started, phase measuring, one block, a profiler's log line on stderr (as kineto writes
-             ``USDT:... profiler_start``), then it starts a grandchild in its own
+``hang``     started, phase measuring, a profiler's log line on stderr (as kineto writes
+             ``USDT:... profiler_start``), one block, then it starts a grandchild in its own
              process group (a sleeping Python) and sleeps forever (SIGTERM ends it).
 ``stubborn`` like ``hang`` but it ignores SIGTERM (only SIGKILL ends it).
 ``spam``     writes ~4 MiB to stderr and ~4 MiB through fd 1 (which is stderr), interleaved
@@ -400,14 +400,16 @@ class FakeRun:
     def _die(self) -> None:
         """``crash``, ``hang``, ``stubborn``: one measured block, then never a finished event."""
         self.phase("measuring")
+        if self.behaviour != "crash":  # before the block: a parent that has seen the block has this line in the pipe
+            sys.stderr.write(f"USDT:fake {os.getpid()}:{os.getpid()} SyncActivityProfilerHandler.cpp:52] "
+                             "profiler_start\n")
+            sys.stderr.flush()
         self.block("eager", "measure", 5)
         _wait_for_gate()
         if self.behaviour == "crash":
             sys.stderr.write("some noise\nFatal Python error: Segmentation fault (fake)\n\n")
             sys.stderr.flush()
             os.kill(os.getpid(), signal.SIGKILL)
-        sys.stderr.write(f"USDT:fake {os.getpid()}:{os.getpid()} SyncActivityProfilerHandler.cpp:52] profiler_start\n")
-        sys.stderr.flush()
         _hang(stubborn=self.behaviour == "stubborn")
 
 
