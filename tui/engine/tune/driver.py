@@ -165,9 +165,9 @@ class TuneDriver:
 
     def _keeps_confirmation(self) -> bool:
         """Whether the race keeps the confirmation's room: while a challenger of the default compile is in the race
-        and the confirmation still fits in the time left. Once it fits no more, the answer is unconfirmed whatever
-        the race does, so the race goes on with the time left (each candidate screened more is known more) rather
-        than ending with the budget unspent; it keeps the room again if a cheaper estimate makes it fit."""
+        and the confirmation still fits in the time left. Once it fits no more, keeping its room serves nothing, so
+        the race goes on with the time left (each candidate screened more is known more) rather than ending with
+        the budget unspent; it keeps the room again if a cheaper estimate (another winner) makes it fit."""
         return challenger(self.standings) is not None and self._confirm_cost() <= self.time_left()
 
     def _say_unconfirmable(self) -> None:
