@@ -169,6 +169,9 @@ async def test_cancelling_a_hanging_run_kills_the_whole_group_within_two_seconds
     await asyncio.wait_for(collector.seen.wait(), 10)
     pgid = collector.pid()
     assert _group_alive(pgid)
+    # the parent's stderr reader has the worker's profiler line before the cancel (it runs beside the events' reader)
+    (worker,) = runner._running
+    assert await poll_until(lambda: "profiler_start" in worker.stderr_text(), 10.0)
     start = time.monotonic()
     task.cancel()
     with pytest.raises(asyncio.CancelledError):
