@@ -225,13 +225,13 @@ class TuneDriver:
         self.records.extend(records)
         return records
 
-    def _took(self, records: Sequence[RunRecord], began: float, name: str) -> None:
-        """``records`` of candidate ``name`` (submitted at ``began``) ended: their wall time goes into the duration
-        model."""
+    def _took(self, records: Sequence[RunRecord], began: float) -> None:
+        """``records`` (submitted at ``began``) ended: their wall time goes into the duration model, under the
+        candidate each ran (``_names``)."""
         took = (self.clock() - began) / max(1, len(records))
         for record in records:
             if record.finished and record.status != RunStatus.CANCELLED:
-                self.durations.add(record.options.iters, took, measured_seconds(record), name)
+                self.durations.add(record.options.iters, took, measured_seconds(record), self._names[record.run_id])
 
     async def run(self) -> TuneResult:
         """The race and the confirmation (see the module docstring); the result, whatever stopped it."""
@@ -365,7 +365,7 @@ class TuneDriver:
                 [r for _, records in going.values() for r in records], every=False)}
             for name in [n for n, (_, records) in going.items() if all(r.run_id in ended for r in records)]:
                 began, records = going.pop(name)
-                self._took(records, began, name)
+                self._took(records, began)
                 self._scored(name, index, records)
                 if index == 0:
                     self._say_pace(len(waiting) + len(going), iters)
@@ -491,8 +491,8 @@ class TuneDriver:
                 submitted.append(self._submit([options], CONFIRMATION, sides[side].name, group=(group or "", repeat)))
                 runs[side] += submitted[-1]
             await self.session.wait_ended([r for records in submitted for r in records])
-            for (_, side), records in zip(wave, submitted, strict=True):
-                self._took(records, began, sides[side].name)
+            for records in submitted:
+                self._took(records, began)
         kinds = gpu_kinds(runs[WINNER] + runs[DEFAULT])
         if len(kinds) > 1 and self._stopped is None:  # the winner's gain would mix in the hardware's
             self._stopped = f"the confirmation's runs ran on GPUs of several kinds ({', '.join(kinds)})"
