@@ -374,6 +374,7 @@ stage_tune() {
     timeout $((budget + 60)) python3 -m tui tune --device "${TUNE_DEVICE:-cuda}" --budget "${budget}s" "${args[@]}" \
       --json "$OUT/tune-$case.json" > "$OUT/tune-$case.txt" 2> "$OUT/tune-$case.log"
     echo "tune exit $? after ${SECONDS}s"; cat "$OUT/tune-$case.txt"; tail -20 "$OUT/tune-$case.log"
+    python3 benchmarks/wall_parts.py "$OUT/tune-$case.json"
   done
 }
 
@@ -394,6 +395,7 @@ for run in json.load(open(sys.argv[1]))["runs"]:
           f"{p.get('compile_s') or 0:.1f}, profile_s {p.get('profile_s') or 0:.1f}, diff groups {len(p.get('diff') or [])}, "
           f"why {p.get('diff_why')}, speedup {run['summary']['speedup']:.3f}")
 PY
+    python3 benchmarks/wall_parts.py "$OUT/profile-cache-${case%% *}.json"
   done
 }
 

@@ -115,6 +115,7 @@ def test_a_file_name_wider_than_the_run_column_folds_at_a_separator():
     assert parts("1 a/very_long_name.py:build n=3", 10) == ["1 a/very_", "long_name.", "py:build ", "n=3"]
     assert parts("abcdefghijklmnop.py", 10) == ["abcdefghij", "klmnop.py"]  # a piece wider than the column: letters
     assert parts("dyn=auto fp32 cpu", 9) == ["dyn=auto ", "fp32 cpu"]  # words that fit: between words
+    assert parts("ab cd\xa0ef", 6) == ["ab ", "cd\xa0ef"]  # a no-break space joins its words
 
 
 def test_files_of_one_name_are_told_apart_by_as_many_folders_as_it_takes():

@@ -159,7 +159,6 @@ def test_a_wrong_typed_field_is_a_problem_naming_file_line_and_field(tmp_path):
     # still usable by the app and the exports
     row = edited.to_row()
     assert row["params"] == "" and row["graph_breaks"] == "" and row["energy_j"] == "" and row["speedup"] != ""
-    assert "speedup" in edited.summary_line()
     edited.ensure_samples()
     assert edited.summary().speedup is not None
     write_csv(records, tmp_path / "out.csv")

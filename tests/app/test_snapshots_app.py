@@ -18,6 +18,7 @@ from tui.app.components.details import DetailsScreen
 from tui.engine.options import RunOptions
 from tui.engine.protocol import make_event
 from tui.engine.store.results import RunRecord
+from tui.engine.store.wall_time import WallTime
 from tui.telemetry.fake import FakeSource
 
 SIZES = [(80, 24), (160, 48)]
@@ -94,6 +95,7 @@ def failed_record() -> RunRecord:
                 "torch._dynamo.exc.Unsupported: Data-dependent branching\n"
                 "  from user code: graph_break.py:12 in forward: if x.sum() > 0:\n"),
     ))
+    record.wall_time = WallTime(starting_s=5.25, building_s=0.12, compiling_s=1.5, ending_s=0.31)  # not the clock's
     return record
 
 

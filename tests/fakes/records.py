@@ -27,6 +27,7 @@ from tui.engine.protocol import (
     WorkerWarning,
     make_event,
 )
+from tui.engine.store.wall_time import WallTime
 from tui.engine.store.results import RunRecord
 from tui.telemetry.model import RunTelemetry
 
@@ -183,6 +184,8 @@ def full_record(run_id: str, *, failed: bool, group_id: str | None = None, repea
         record.apply(Finished(t=9.0, compile_s=2.25, diagnostics=full_instance(Diagnostics, 60), accuracy=accuracy,
                               memory=memory, flops_per_call=2.5e9, bytes_per_call=4.0e6,
                               warnings=("a finished warning",), iters={"eager": 30, "compiled": 30}))  # fmt: skip
+    record.stop_clock()
+    record.wall_time = full_instance(WallTime, 90)  # each part set, whatever the test's own clock read
     return record
 
 

@@ -21,7 +21,8 @@ __all__ = ["SeparatorText", "WholeWordText", "separator_breaks", "word_pieces", 
 
 SEPARATORS = "_./-"
 """Where a word too wide for its column may break: after any of these."""
-_WORD = re.compile(r"\s*\S+\s*")
+_WORD = re.compile(r"[^\S\xa0]*(?:\S|\xa0)+[^\S\xa0]*")
+"""A word and the spaces around it; a no-break space (U+00A0) joins, as its name says (Rich breaks at it)."""
 _PIECE = re.compile(rf"[^{re.escape(SEPARATORS)}]*[{re.escape(SEPARATORS)}]+|[^{re.escape(SEPARATORS)}]+")
 
 

@@ -15,6 +15,7 @@ from typing import Any
 
 from tui.engine.catalog import DEFAULT_FACTORY, is_user_workload, split_user_workload
 from tui.engine.options import RunOptions
+from tui.engine.store.wall_time import WallTime
 from tui.engine.store.results import ACTIVE_STATUSES, TERMINAL_STATUSES, RunRecord
 from tui.typed import printable
 from tui.engine.status import RunStatus
@@ -138,6 +139,17 @@ def fmt_seconds(value: Any) -> str:
     if seconds < 100:
         return f"{seconds:.1f}"
     return f"{seconds:.0f}"
+
+
+def wall_time_text(wall: WallTime) -> str | None:
+    """``31.2 s: starting 6.05 · compiling 4.00 · ... · ending 0.31``: a run's wall time and its parts, in
+    seconds (None: no part timed). No-break spaces keep a part's name, its number and the dot after it on one
+    line where the text folds."""
+    total = wall.total_s
+    if total is None:
+        return None
+    parts = "\u00a0· ".join(f"{part.replace('_', ' ')}\u00a0{fmt_seconds(value)}" for part, value in wall.parts())
+    return f"{fmt_seconds(total)} s: {parts}"
 
 
 def fmt_mib(value: Any) -> str:

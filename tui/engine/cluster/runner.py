@@ -113,6 +113,7 @@ class ClusterRunner:
                 record.fail("cancelled", "cancelled")
             raise
         finally:
+            record.stop_clock()  # the task ended: the run's ``ending`` ends
             placement.ended = True
             self._tasks.pop(record.run_id, None)
             self.placements.pop(record.run_id, None)

@@ -335,6 +335,7 @@ class WorkerRunner:
             self._fail(state, "crash", f"the runner failed: {type(exc).__name__}: {exc}")
 
     def _release(self, state: _RunState) -> None:
+        state.record.stop_clock()  # the worker was reaped (or never started): the run's ``ending`` ends
         if state.record.options.torch_trace and state.worker is not None:
             _note_torch_trace(state.record)
         worker = state.worker

@@ -26,6 +26,7 @@ from tui.engine.option_table import OPTIONS
 from tui.engine.options import RunOptions, mode_applies
 from tui.engine.payloads import Accuracy, Diagnostics, Env, Memory
 from tui.engine.protocol import SIDES
+from tui.engine.store.wall_time import WallTime
 from tui.telemetry.model import RunTelemetry
 
 __all__ = [
@@ -58,6 +59,7 @@ class RowSource(Protocol):
     concurrent_runs: int
     notes: tuple[str, ...]
     leftover_processes: int
+    wall_time: WallTime
 
     @property
     def timestamp(self) -> str: ...
@@ -273,6 +275,8 @@ COLUMNS: tuple[Column, ...] = (
            "oneDNN's (the CPU's) fp32_precision for matmuls (torch 2.9 on): ieee, bf16, tf32 or none"),
     Column("fp32_precision_mkldnn_conv", lambda r, s: r.env.fp32_precision_mkldnn_conv,
            "oneDNN's fp32_precision for convolutions (torch 2.9 on): ieee, bf16, tf32 or none"),
+    Column("wall_s", lambda r, s: r.wall_time.total_s,
+           "the run's wall time from the command to the worker's exit, seconds (each part in the JSON's wall_time)"),
     *_option_columns(),  # last: the run options with a column in the option table
 )  # fmt: skip
 

@@ -341,7 +341,7 @@ class GroupRecord(RunRecord):
                   accuracy=next((m.accuracy for m in done if m.accuracy.passed is False), first.accuracy),
                   memory=first.memory, flops_per_call=first.flops_per_call, bytes_per_call=first.bytes_per_call,
                   telemetry=first.telemetry, group_id=group.group_id, session_id=first.session_id,
-                  tune_id=first.tune_id, tune_stage=first.tune_stage,
+                  tune_id=first.tune_id, tune_stage=first.tune_stage, wall_time=first.wall_time,
                   notes=tuple(dict.fromkeys(note for m in members for note in m.notes)),
                   profile=next((m.profile for m in done if m.profile and m.profile.available),
                                first.profile))  # fmt: skip

@@ -32,6 +32,7 @@ from tui.engine.measure.samples import (
 )  # fmt: skip
 from tui.engine.store.columns import csv_row, raw_rows
 from tui.engine.store.stored_run import StoredRun, stored_options
+from tui.engine.store.wall_time import PartClock, WallTime
 from tui.engine.measure.summary import LiveStats, RunSummary, SummaryInputs, build_summary
 from tui.engine.measure.verdict import Machine, VerdictPolicy
 from tui.telemetry.model import RunTelemetry
@@ -112,6 +113,8 @@ class RunRecord:
     leftover_processes: int = 0
     """Processes its workload started outside the worker's process group (a daemon) that were still running
     when the run ended; the runner killed them (tui.engine.runner.leftovers)."""
+    wall_time: WallTime = field(default_factory=WallTime)
+    """Wall seconds in each part of the run, from the command to the worker's exit (tui.engine.store.wall_time)."""
 
     def __post_init__(self) -> None:
         self._version = 0
@@ -125,6 +128,7 @@ class RunRecord:
         self._samples_loader: Callable[[RunRecord], Samples] | None = None
         self._samples_lock = threading.RLock()  # the app loads and releases while exports read
         self.data_dir: Path | None = None  # the run's data folder, when known (tui.engine.explain.artifacts)
+        self._clock = PartClock()
 
     @classmethod
     def new(cls, options: RunOptions, run_id: str | None = None) -> RunRecord:
@@ -143,7 +147,19 @@ class RunRecord:
         if status not in STATUSES:
             raise ValueError(f"status {status!r} is not one of {', '.join(STATUSES)}")
         self.status = status
+        if status == RunStatus.STARTING:
+            self._enter(status)
         self._version += 1
+
+    def _enter(self, part: str | None) -> None:
+        self._clock.enter(part)
+        self.wall_time = self._clock.times
+
+    def stop_clock(self) -> None:
+        """The worker exited and was reaped (the runner): the run's last part, ``ending``, ends."""
+        if self._clock.running:
+            self._enter(None)
+            self._version += 1
 
     def apply(self, event: Event) -> None:
         """Update the record from one typed event, in place (ignored once the record ended)."""
@@ -158,14 +174,17 @@ class RunRecord:
     def _on_ready(self, event: Ready) -> None:
         if self.status == RunStatus.QUEUED:
             self.status = RunStatus.STARTING
+            self._enter(RunStatus.STARTING)
 
     def _on_started(self, event: Started) -> None:
         self.env = event.env
         if self.status == RunStatus.QUEUED:
             self.status = RunStatus.STARTING
+            self._enter(RunStatus.STARTING)
 
     def _on_phase(self, event: PhaseChanged) -> None:
         self.status = event.phase
+        self._enter(event.phase)
 
     def _on_warning(self, event: WorkerWarning) -> None:
         if event.message:
@@ -209,6 +228,7 @@ class RunRecord:
         for message in event.warnings:
             self._warn(" ".join(message.split()))
         self.status = RunStatus.DONE
+        self._enter("ending")
 
     def _on_failed(self, event: Failed) -> None:
         self.fail(event.kind, event.message, event.detail)
@@ -227,6 +247,8 @@ class RunRecord:
         self.error_message = printable(" ".join(message.split())) or kind.replace("_", " ")
         self.error_detail = printable(detail)  # a worker's stderr: shown, never run by the terminal
         self.status = RunStatus.CANCELLED if kind == "cancelled" else RunStatus.FAILED
+        if self._clock.running:
+            self._enter("ending")
         self._version += 1
 
     def set_telemetry(self, telemetry: RunTelemetry) -> None:
@@ -308,17 +330,8 @@ class RunRecord:
 
     def _fingerprint(self) -> tuple:
         # Direct attribute assignment (not through a method) still invalidates the cache.
-        return (
-            self._version,
-            self.status,
-            self.compile_s,
-            len(self.warnings),
-            id(self.telemetry),
-            self.flops_per_call,
-            self.bytes_per_call,
-            self.concurrent_runs,
-            tuple(len(self.samples.get(side, ())) for side in SIDES),
-        )
+        return (self._version, self.status, self.compile_s, len(self.warnings), id(self.telemetry), self.flops_per_call,
+                self.bytes_per_call, self.concurrent_runs, tuple(len(self.samples.get(side, ())) for side in SIDES))
 
     def summary(self) -> RunSummary:
         """The run's results (:class:`~tui.engine.measure.summary.RunSummary`); cached until the record changes."""
@@ -371,29 +384,6 @@ class RunRecord:
         """One formatted row (:data:`tui.engine.store.columns.RAW_COLUMNS`) per timed iteration of every block."""
         return raw_rows(self)
 
-    def summary_line(self) -> str:
-        """One line for logs: configuration, status and the headline numbers."""
-        head = f"{self.run_id} {self.options.workload} {self.options.label()} on {self.options.device}: {self.status}"
-        if self.status in (RunStatus.FAILED, RunStatus.CANCELLED):
-            head += f" ({self.error_kind}: {self.error_message})"
-        s = self.summary()
-        parts = [head]
-        for side in SIDES:
-            stats = s.side(side).iter
-            if stats is not None:
-                parts.append(f"{side} {stats.median:.4g} ms (n={stats.n})")
-        if s.speedup is not None:
-            text = f"speedup {s.speedup:.3g}x"
-            if s.speedup_ci_low is not None and s.speedup_ci_high is not None:
-                text += f" [{s.speedup_ci_low:.3g}, {s.speedup_ci_high:.3g}]"
-                text += "" if s.significant else " not significant"
-            parts.append(text)
-        if self.compile_s is not None:
-            parts.append(f"compile {self.compile_s:.3g} s")
-        if s.warnings:
-            parts.append(f"{len(s.warnings)} warning(s)")
-        return ", ".join(parts)
-
     # ----- JSON -------------------------------------------------------------------
 
     def to_json(self, samples: bool = True) -> dict[str, Any]:
@@ -427,6 +417,7 @@ class RunRecord:
             "concurrent_runs": self.concurrent_runs,
             "notes": list(self.notes),
             "leftover_processes": self.leftover_processes,
+            "wall_time": self.wall_time.to_json(),
             "summary": self.summary().to_json(),
         }
         if samples:

@@ -14,6 +14,7 @@ from tui.engine.explain.kernels import Profile
 from tui.engine.options import RunOptions
 from tui.engine.payloads import Accuracy, Diagnostics, Env, Memory
 from tui.engine.store.stored_options import decode_options
+from tui.engine.store.wall_time import WallTime
 from tui.engine.measure.summary import RunSummary
 from tui.telemetry.model import RunTelemetry
 from tui.engine.status import RunStatus
@@ -51,6 +52,7 @@ class StoredRun:
     concurrent_runs: int = 0
     notes: tuple[str, ...] = ()
     leftover_processes: int = 0
+    wall_time: WallTime = field(default_factory=WallTime)
     summary: RunSummary | None = None
     samples: dict[str, Any] | None = None
 

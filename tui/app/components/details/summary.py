@@ -11,12 +11,14 @@ from rich.console import RenderableType
 from rich.table import Table
 from rich.text import Text
 
+from tui.present.fold_text import WholeWordText
 from tui.present.format import MISSING
 from tui.app.components.details.fields import (
     Field, count, field_rows, kv_table, mib, section, seconds, value_text, yes_no,
 )  # fmt: skip
 from tui.present.format import (
-    STATUS_LABELS, VERDICT_STYLES, fmt_ms, fmt_seconds, fmt_speedup, input_label, options_label, workload_label,
+    STATUS_LABELS, VERDICT_STYLES, fmt_ms, fmt_seconds, fmt_speedup, input_label, options_label, wall_time_text,
+    workload_label,
 )  # fmt: skip
 from tui.engine.store.reproduce import reproduce_command
 from tui.engine.store.results import RunRecord
@@ -164,6 +166,7 @@ def _headline(record: RunRecord, summary: RunSummary, host_line: str | None) -> 
         ("speedup", speedup_text),
         ("host-inclusive speedup", _host_speedup_text(summary, host_line)),
         ("compile", f"{seconds(compile_s)} (first compiled call)" if compile_s is not None else None),
+        ("wall time", _wall_time(record)),
         ("break-even", f"{summary.break_even_calls:,} calls" if summary.break_even_calls is not None else None),
         ("launch-bound", summary.launch_bound),
         ("beside", _beside(record)),
@@ -171,6 +174,12 @@ def _headline(record: RunRecord, summary: RunSummary, host_line: str | None) -> 
         ("compiled bandwidth", f"{summary.gbps:.4g} GB/s" if summary.gbps is not None else None),
     ]
     return kv_table([(name, value) for name, value in rows if value is not None or name == "speedup"])
+
+
+def _wall_time(record: RunRecord) -> Text | None:
+    """The run's wall time and its parts, folding between parts, never inside one."""
+    text = wall_time_text(record.wall_time)
+    return None if text is None else WholeWordText(text)
 
 
 def _beside(record: RunRecord) -> str | None:

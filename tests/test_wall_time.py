@@ -1,0 +1,94 @@
+"""A run's wall time by part (tui.engine.store.wall_time): the clock, the record's events, the runner's end."""
+
+from __future__ import annotations
+
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from tui.engine.options import RunOptions
+from tui.engine.protocol import make_event
+from tui.engine.runner import WorkerRunner
+from tui.engine.store import wall_time
+from tui.engine.store.results import RunRecord
+from tui.engine.store.wall_time import PARTS, PartClock, WallTime
+from tui.present.format import wall_time_text
+
+FAKE_WORKER = [sys.executable, str(Path(__file__).resolve().parent / "fakes" / "fake_worker.py")]
+
+
+@pytest.fixture
+def clock(monkeypatch: pytest.MonkeyPatch) -> list[float]:
+    """The parts' clock reads the list's first value; a test sets it before each change."""
+    now = [100.0]
+    monkeypatch.setattr(wall_time, "monotonic", lambda: now[0])
+    return now
+
+
+def test_each_change_adds_the_time_since_the_last_to_the_part_left(clock):
+    parts = PartClock()
+    assert not parts.running and parts.times.total_s is None
+    for at, part in ((100.0, "starting"), (106.0, "building"), (106.5, "compiling"), (110.0, "compiling"),
+                     (111.0, "measuring"), (120.0, "ending"), (120.25, None)):
+        clock[0] = at
+        parts.enter(part)
+    assert not parts.running
+    assert list(parts.times.parts()) == [("starting", 6.0), ("building", 0.5), ("compiling", 4.5),
+                                         ("measuring", 9.0), ("ending", 0.25)]
+    assert parts.times.total_s == 20.25
+    assert parts.times.warming_up_s is None  # never reached: not a zero
+
+
+def test_the_parts_are_the_workers_phases_between_starting_and_ending():
+    assert PARTS[0] == "starting" and PARTS[-1] == "ending"
+    assert [f"{part}_s" for part in PARTS] == [f.name for f in WallTime.__dataclass_fields__.values()]
+
+
+def test_a_record_times_its_parts_from_its_events_and_the_runners_end(clock):
+    record = RunRecord.new(RunOptions(workload="pointwise"))
+    record.set_status("starting")
+    clock[0] = 103.0
+    record.apply(make_event("phase", 0.0, phase="compiling"))
+    clock[0] = 104.5
+    record.apply(make_event("failed", 0.0, kind="compile_error", message="inductor raised"))
+    clock[0] = 105.0
+    record.stop_clock()
+    assert record.wall_time == WallTime(starting_s=3.0, compiling_s=1.5, ending_s=0.5)
+    assert RunRecord.from_json(record.to_json()).wall_time == record.wall_time
+    assert record.to_row()["wall_s"] == "5"
+
+
+def test_a_run_that_never_started_has_no_wall_time(clock):
+    record = RunRecord.new(RunOptions(workload="pointwise"))
+    record.fail("cancelled", "cancelled before it started")
+    clock[0] = 200.0
+    record.stop_clock()
+    assert record.wall_time == WallTime() and record.to_row()["wall_s"] == ""
+
+
+def test_the_text_keeps_each_part_with_its_number():
+    text = wall_time_text(WallTime(starting_s=5.25, compiling_s=12.0, ending_s=0.31))
+    assert text == "17.6 s: starting\xa05.25\xa0· compiling\xa012.0\xa0· ending\xa00.31"
+    assert wall_time_text(WallTime()) is None
+
+
+async def test_a_real_run_accounts_for_its_wall_time_part_by_part():
+    runner = WorkerRunner(worker_argv=FAKE_WORKER, env={"FAKE_WORKER_DELAY": "0.02"})
+    record = RunRecord.new(RunOptions(workload="pointwise", iters=20, block_size=5,
+                                      params={"fake_behaviour": "slow"}))
+    arrived: list[float] = []
+    began = time.monotonic()
+    try:
+        await runner.run(record, lambda event: arrived.append(time.monotonic()))
+        took = time.monotonic() - began
+    finally:
+        await runner.aclose()
+    assert record.status == "done"
+    named = dict(record.wall_time.parts())
+    assert list(named) == list(PARTS)  # every part reached, in order
+    assert all(seconds > 0 for seconds in named.values())
+    total = record.wall_time.total_s
+    # The clock runs from before the worker's first event to after its last, and within the call.
+    assert total is not None and arrived[-1] - arrived[0] <= total <= took
