@@ -111,6 +111,8 @@ class TuneDriver:
         """The ``--budget`` minutes a note already said the screening needs (:meth:`_say_pace`)."""
         self._unconfirmable = False
         """Whether the race said that the confirmation no longer fits (:meth:`_say_unconfirmable`)."""
+        self._going: dict[str, tuple[float, list[RunRecord]]] = {}
+        """The stage's runs going: candidate name -> (when its run was submitted, its records)."""
 
     # ----- time -------------------------------------------------------------------------------
 
@@ -154,10 +156,9 @@ class TuneDriver:
 
     def _fits(self, iters: int, name: str | None = None) -> bool:
         """Whether a run of ``iters`` (of candidate ``name``: its own runs so far estimate it) fits in the time
-        left, and the confirmation after it while a challenger of the default compile is in the race (the
-        confirmation judges the race's winner, or the best challenger where the default leads). On a pool the
-        confirmation waits for every run going, but each of those passed this check as it started (a longer one
-        may end after the new run), so the new run's own length and the confirmation's are what is left to fit."""
+        left, and the confirmation after it while the race keeps its room (:meth:`_keeps_confirmation`). On a pool
+        the confirmation also waits for the runs still going: the room is kept only while it fits after them, so
+        the new run's own length and the confirmation's are what is left to fit."""
         estimate = self.durations.estimate(iters, name)
         if estimate is None:
             return self.time_left() > 0
@@ -166,10 +167,19 @@ class TuneDriver:
 
     def _keeps_confirmation(self) -> bool:
         """Whether the race keeps the confirmation's room: while a challenger of the default compile is in the race
-        and the confirmation still fits in the time left. Once it fits no more, keeping its room serves nothing, so
-        the race goes on with the time left (each candidate screened more is known more) rather than ending with
-        the budget unspent; it keeps the room again if a cheaper estimate (another winner) makes it fit."""
-        return challenger(self.standings) is not None and self._confirm_cost() <= self.time_left()
+        (the confirmation judges the race's winner, or the best challenger where the default leads) and the
+        confirmation still fits in the time left, after the runs still going (on a pool it starts once they have
+        ended: :meth:`_going_needs`). Once it fits no more, keeping its room serves nothing, so the race goes on with
+        the time left (each candidate screened more is known more) rather than ending with the budget unspent; it
+        keeps the room again if a cheaper estimate (another winner) makes it fit."""
+        return challenger(self.standings) is not None and \
+            self._going_needs() + self._confirm_cost() <= self.time_left()
+
+    def _going_needs(self) -> float:
+        """How much longer the stage's runs still going need, by their estimates (the longest of them)."""
+        now = self.clock()
+        return self.durations.still_needed([(r.options.iters, name, now - began)
+                                            for name, (began, records) in self._going.items() for r in records])
 
     def _say_unconfirmable(self) -> None:
         """Say once, as a run starts without the confirmation's room, that the confirmation no longer fits while a
@@ -178,7 +188,7 @@ class TuneDriver:
                 or self._keeps_confirmation():
             return
         self._unconfirmable = True
-        self._say(notes.unconfirmable(self._confirm_cost(), self.time_left()))
+        self._say(notes.unconfirmable(self._confirm_cost(), self.time_left(), self._going_needs()))
 
     # ----- running ------------------------------------------------------------------------------
 
@@ -329,7 +339,7 @@ class TuneDriver:
         """Run each of ``names`` once, one run per lane at once, each scored as it ends; False when the stage ended
         early: a stop, or the budget (said by :meth:`_out_of_time` once the runs going have ended)."""
         waiting = list(names)
-        going: dict[str, tuple[float, list[RunRecord]]] = {}
+        going = self._going = {}
         out_of_time: str | None = None  # why the next run did not start (the note, as _fits saw it)
         while waiting or going:
             while waiting and len(going) < self.lanes and self._going_on and out_of_time is None:

@@ -56,17 +56,21 @@ def _left(left: float) -> float:
     return max(0.0, left)
 
 
-def confirmation_against_left(cost: float, left: float, verb: str) -> str:
-    """"the confirmation (about N s) ``verb`` in the M s left of the budget"."""
+def confirmation_against_left(cost: float, left: float, verb: str, going: float = 0.0) -> str:
+    """"the confirmation (about N s) ``verb`` in the M s left of the budget"; with runs still ``going`` (the seconds
+    they still need: the confirmation starts after them), "the confirmation (about N s), after the runs still going
+    (about G s more), ``verb`` ..."."""
     left = _left(left)
-    places = seconds_apart((cost,), left)
-    return f"the confirmation (about {cost:.{places}f} s) {verb} in the {left:.{places}f} s left of the budget"
+    places = seconds_apart((going, cost), left)
+    after = f", after the runs still going (about {going:.{places}f} s more)," if round(going, places) > 0 else ""
+    return f"the confirmation (about {cost:.{places}f} s){after} {verb} in the {left:.{places}f} s left of the budget"
 
 
-def unconfirmable(cost: float, left: float) -> str:
-    """The note that the race goes on without the confirmation's room, which no longer fits."""
-    return (f"{confirmation_against_left(cost, left, 'no longer fits')}: the race goes on with the time left, and "
-            "its answer will be unconfirmed unless a shorter estimate (another winner) makes it fit again")
+def unconfirmable(cost: float, left: float, going: float = 0.0) -> str:
+    """The note that the race goes on without the confirmation's room, which no longer fits (after the runs still
+    ``going``: :func:`confirmation_against_left`)."""
+    return (f"{confirmation_against_left(cost, left, 'no longer fits', going)}: the race goes on with the time left, "
+            "and its answer will be unconfirmed unless a shorter estimate (another winner) makes it fit again")
 
 
 def budget_minutes(seconds: float) -> int:
