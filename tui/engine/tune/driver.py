@@ -448,7 +448,8 @@ class TuneDriver:
         """The processes a side the confirmation grows to: ``repeats`` (no more) unless it is inconclusive and its
         interval still allows a gain of more than the threshold (:func:`~tui.engine.tune.answer.no_more_than`), under
         :data:`CONFIRM_MAX_REPEATS`, and the added waves fit in the time left (a process a side; on a pool, a
-        matched pair for every two lanes)."""
+        matched pair for every two lanes). A noisy one does not grow: its noisy process stays in it, and keeps it
+        noisy whatever is added."""
         settled = judged.vs_default.verdict != INCONCLUSIVE or no_more_than(judged.vs_default, self.threshold)
         if settled or repeats >= self.max_confirm_repeats:
             return repeats
