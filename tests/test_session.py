@@ -10,6 +10,7 @@ from tui import logs
 from tui.engine.options import RunOptions
 from tui.engine.protocol import make_event
 from tui.engine.store.results import RunRecord
+from tui.engine.run.cancel import CANCELLED_BEFORE_START, cancel
 from tui.engine.run.session import SHARED_LANE, RunSession, SessionListener, lane_of
 from tui.engine.status import ended_reason
 
@@ -358,3 +359,23 @@ async def test_a_cancel_says_what_cancelled_the_run():
     assert running.status == "cancelled" and running.error_message == "the tune was stopped (Ctrl-C)"
     assert ended_reason(running.error_kind, running.error_message) == "cancelled: the tune was stopped (Ctrl-C)"
     assert waiting.error_message == "cancelled before it started"
+
+
+def test_one_rule_says_what_a_cancelled_run_says():
+    """The runner whose task is cancelled ends the record, the session knows why, a close cancels again: the runner's
+    plain "cancelled" gives way to the session's reason, a later plain cancel keeps that reason, and a run that
+    ended on its own keeps its end."""
+    record = RunRecord.new(_options())
+    cancel(record)  # the runner: it does not know why
+    assert (record.status, record.error_kind, record.error_message) == ("cancelled", "cancelled", "cancelled")
+    assert ended_reason(record.error_kind, record.error_message) == "cancelled"
+    cancel(record, "the tune was stopped (Ctrl-C)")  # the session: what cancelled it
+    cancel(record)  # a close
+    assert ended_reason(record.error_kind, record.error_message) == "cancelled: the tune was stopped (Ctrl-C)"
+    failed = RunRecord.new(_options())
+    failed.fail("compile_error", "compile failed")
+    cancel(failed, "the tune was stopped (Ctrl-C)")
+    assert (failed.status, failed.error_message) == ("failed", "compile failed")
+    dropped = RunRecord.new(_options())
+    cancel(dropped, CANCELLED_BEFORE_START)
+    assert ended_reason(dropped.error_kind, dropped.error_message) == "cancelled: cancelled before it started"

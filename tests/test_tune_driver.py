@@ -4,6 +4,7 @@ confirmation in fresh processes, failures with their reasons, the budget, a stop
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import random
 import re
 
@@ -201,6 +202,29 @@ def test_an_inconclusive_confirmation_grows_only_while_the_budget_fits_it():
     result, _, runner, _, clock = _tune([Candidate(), FREEZE], EDGE, budget=100.0)
     assert len(runner.runs) == 2 + 6 and clock.now <= 100.0
     assert result.confirmation.processes == (3, 3) and result.outcome == UNCONFIRMED
+
+
+class BusyDefault(TimedRunner):
+    """The default compile's first confirmation process (the fourth run) measures beside 3 busy cores."""
+
+    async def run(self, record, on_event=None):
+        await super().run(record, on_event)
+        if len(self.runs) == 4:
+            record.telemetry = dataclasses.replace(record.telemetry, other_cpu_cores=3.0)
+        return record
+
+
+def test_a_noisy_confirmation_does_not_grow_since_its_noisy_process_stays_in_it():
+    # EDGE's confirmation grows while inconclusive (above); here a process of it measured beside a busy machine.
+    # Noise is each process's own (compare's rule): a side with a noisy process reads noisy whatever is added, so
+    # more processes a side would spend the budget and settle nothing
+    result, _, runner, heard, _ = _tune([Candidate(), FREEZE], EDGE, runner_type=BusyDefault)
+    against = result.confirmation.vs_default
+    assert against.verdict == "noisy" and against.reasons == (
+        "default compile process 1 of 3: other processes used 3.0 CPU cores while measuring",)
+    assert len(runner.runs) == 2 + 6 and result.confirmation.processes == (3, 3)
+    assert not [e for e in heard.events if e[0] == "note" and "more a side" in e[1]]
+    assert result.outcome == UNCONFIRMED
 
 
 def test_a_failing_or_recompiling_candidate_is_out_with_its_reason():

@@ -190,6 +190,94 @@ def test_the_note_that_ends_the_race_on_a_pool_says_what_the_budget_check_saw():
     assert found and 30 <= int(found[1]) <= 31 and 10 + int(found[2]) > 37, ends
 
 
+class SimRunner(TimedRunner):
+    """Runs on a simulated clock: a run of configuration ``key`` takes ``durations[key]`` (else ``seconds``) of the
+    shared fake clock from its start, and the runs end one at a time in the order of their ends on it: the one going
+    that ends first ends when its session is waited on (:class:`SimSession`), once the runs waited for have started.
+    ``starts``: (fake time, device, configuration) of each run."""
+
+    def __init__(self, clock: Clock, times: dict, durations: dict, seconds: float = 10.0) -> None:
+        super().__init__(Clock(), times, seconds)  # TimedRunner moves its own clock on: a scratch one here
+        self.wall, self.durations = clock, durations
+        self.starts: list[tuple[float, str, str]] = []
+        self.going: dict[str, tuple[float, object, asyncio.Future]] = {}
+        self.changed: asyncio.Event | None = None
+
+    def _changed(self) -> asyncio.Event:
+        if self.changed is None:  # made in the session's event loop
+            self.changed = asyncio.Event()
+        return self.changed
+
+    async def run(self, record, on_event=None):
+        key = _key(record.options)
+        self.starts.append((self.wall.now, record.options.device, key))
+        turn = asyncio.get_running_loop().create_future()
+        self.going[record.run_id] = (self.wall.now + self.durations.get(key, self.seconds), record, turn)
+        self._changed().set()
+        try:
+            await turn
+        finally:
+            end, *_ = self.going.pop(record.run_id)
+        self.wall.now = max(self.wall.now, end)
+        return await super().run(record, on_event)
+
+    async def end_next(self, records):
+        """Once every one of ``records`` not ended has started, end the run going that ends first; its record."""
+        changed = self._changed()
+        while any(not r.finished and r.run_id not in self.going for r in records):
+            changed.clear()
+            await changed.wait()
+        _, record, turn = min(self.going.values(), key=lambda going: going[0])
+        turn.set_result(None)
+        return record
+
+
+class SimSession(RunSession):
+    """A RunSession whose waits end its :class:`SimRunner`'s runs, one at a time, in the order of their ends."""
+
+    def __init__(self, runner: SimRunner) -> None:
+        super().__init__(lambda lane: runner, None)
+        self.sim = runner
+
+    async def wait_ended(self, records, *, every=True):
+        while len([r for r in records if r.finished]) < (len(records) if every else min(1, len(records))):
+            await super().wait_ended([await self.sim.end_next(records)])
+        return await super().wait_ended(records, every=every)
+
+
+def test_the_race_keeps_the_confirmations_room_only_while_it_fits_after_the_runs_still_going():
+    """The race kept the confirmation's room while the confirmation fitted in the time left, counting none of the
+    time the runs still going on other lanes need first: it ended with the budget unspent and candidates unscreened,
+    and the confirmation it kept the room for did not fit once those runs had ended."""
+    # two lanes. k=9 fails (20 s) and k=0 (15 s) is the first challenger: at 25 s, k=1 (started at 20 without the
+    # room: no challenger had a score then) still needs about 10 s by its estimate (the runs' mean, 15 s); the
+    # confirmation (about 46 s) fits in the 50 s left, but not after k=1's 10 s. So the room is not kept, and k=2
+    # starts: a run of 15 s fits
+    six = [Candidate(), *(Candidate((("k", i),)) for i in (9, 0, 1, 2, 3))]
+    clock, heard = Clock(), Heard()
+    runner = SimRunner(clock, {"k=9": "fail", "k=0": 0.8, "k=1": 0.9, "k=2": 0.9, "k=3": 0.9},
+                       {"default": 10.0, "k=9": 20.0, "k=0": 15.0, "k=1": 15.0})
+
+    async def go():
+        session = SimSession(runner)
+        driver = TuneDriver(session, ON_GPU, six, DEVICE_TIME, 78.0, listener=heard, clock=clock, pool=POOL[:2])
+        try:
+            return await driver.run()
+        finally:
+            await session.aclose()
+
+    result = asyncio.run(go())
+    assert [(start, key) for start, _, key in runner.starts] == [
+        (0.0, "default"), (0.0, "k=9"), (10.0, "k=0"), (20.0, "k=1"), (25.0, "k=2"), (35.0, "k=3")]
+    notes = [e[1] for e in heard.events if e[0] == "note"]
+    assert not [n for n in notes if n.endswith("the race ends here")], notes
+    said = [n for n in notes if "no longer fits" in n]
+    assert len(said) == 1 and re.fullmatch(r"the confirmation \(about 4\d s\), after the runs still going \(about 10 s "
+                                           r"more\), no longer fits in the 50 s left of the budget: the race goes on "
+                                           r"with the time left, .*", said[0]), notes
+    assert result.incomplete is None and result.confirmation is None and clock.now <= 78.0
+
+
 def test_a_stop_on_a_pool_cancels_the_runs_going_and_keeps_the_finished_ones():
     five = [Candidate()] + [Candidate((("k", i),)) for i in range(4)]
     result, session, runner, *_ = _tune_on(POOL, five, {"k=0": 0.7}, stop_at=5)  # as the 2nd wave's run starts

@@ -36,6 +36,7 @@ from tui.engine.cluster.handshake import Hello, Versions, mismatch
 from tui.engine.cluster.node import END, EVENTS, HELLO, WORKER
 from tui.engine.cluster.transport import ClusterTask, TaskLost, Transport, lost_message
 from tui.engine.protocol import FAILURE_KINDS, Event, ProtocolError, WorkerWarning, decode
+from tui.engine.run.cancel import cancel
 from tui.engine.store.results import RunRecord
 from tui.engine.runner.torch_probe import TorchOptions
 from tui.telemetry.model import RunTelemetry
@@ -109,8 +110,7 @@ class ClusterRunner:
             await self._follow(record, task, placement, on_event)
         except asyncio.CancelledError:
             await self._cancel(task, placement)
-            if not record.finished:
-                record.fail("cancelled", "cancelled")
+            cancel(record)
             raise
         finally:
             record.stop_clock()  # the task ended: the run's ``ending`` ends

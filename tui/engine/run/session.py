@@ -51,6 +51,7 @@ from typing import Any, Protocol
 from tui.engine.explain.artifacts import run_folder
 from tui.engine.options import RunOptions
 from tui.engine.protocol import Event, Started
+from tui.engine.run.cancel import CANCELLED_BEFORE_START, cancel
 from tui.engine.store.prune import CapKeeper, PruneResult
 from tui.engine.store.repeats import AUTO, auto_round, later_repeat, parse_repeat
 from tui.engine.run.lanes import (CLUSTER_LANE, RETIRE_AFTER, SHARED_LANE, LaneHealth, RunUnit, is_local, lane_of,
@@ -64,7 +65,7 @@ __all__ = ["RunSession", "RunUnit", "SessionListener", "Runner", "lane_of", "is_
 
 log = logging.getLogger(__name__)
 
-CANCELLED_BEFORE_START = "cancelled before it started"
+
 class Runner(Protocol):
     """What a session needs from a runner (:class:`tui.engine.runner.WorkerRunner` is one)."""
 
@@ -137,7 +138,7 @@ class RunSession:
         self.running: dict[str, RunUnit] = {}
         """The unit each busy lane runs."""
         self._tasks: dict[str, asyncio.Task] = {}
-        self._cancel_reasons: dict[str, str] = {}
+        self._cancel_reasons: dict[str, str | None] = {}
         """Lane -> what cancelled its running unit (:meth:`cancel_running`), until that unit ends."""
         self._to_save: asyncio.Queue[RunRecord] | None = None
         self._saver: asyncio.Task | None = None
@@ -291,8 +292,7 @@ class RunSession:
         try:
             await runner.run(record, on_event=lambda event: self._heard(unit.lane, record, event))
         except asyncio.CancelledError:
-            if not record.finished or record.status == RunStatus.CANCELLED:  # the runner's "cancelled", or none
-                record.fail("cancelled", self._cancel_reasons.get(unit.lane, "cancelled"))
+            cancel(record, self._cancel_reasons.get(unit.lane))  # the runner's plain "cancelled" takes the reason
         except Exception as exc:  # a runner bug must not lose the run or stop the queue
             log.exception("run %s: the run task failed", record.run_id)
             record.fail("crash", f"the run task failed: {type(exc).__name__}: {exc}")
@@ -308,9 +308,9 @@ class RunSession:
     def _lane_done(self, unit: RunUnit) -> None:
         """The run of ``unit`` ended (or was cancelled before it began): end it, free its lane, start the next."""
         record = unit.record
-        reason = self._cancel_reasons.pop(unit.lane, "cancelled")
+        reason = self._cancel_reasons.pop(unit.lane, None)
         if not record.finished:
-            record.fail("cancelled", reason)
+            cancel(record, reason)
         self.running.pop(unit.lane, None)
         self._tasks.pop(unit.lane, None)
         if unit.pool and is_local(unit.lane):  # a cluster's lane is a slot, not a GPU
@@ -390,9 +390,10 @@ class RunSession:
 
     # ----- cancelling -------------------------------------------------------------------------
 
-    def cancel_running(self, lane: str | None = None, reason: str = "cancelled") -> bool:
+    def cancel_running(self, lane: str | None = None, reason: str | None = None) -> bool:
         """Cancel the running unit of ``lane`` (every lane when None); False when none runs. ``reason``: what
-        cancelled it, the message of each record it ends (``cancelled: the tune was stopped (Ctrl-C)``)."""
+        cancelled it, the message of each record it ends (``cancelled: the tune was stopped (Ctrl-C)``; none:
+        ``cancelled``, :func:`~tui.engine.run.cancel.cancel`)."""
         tasks = {key: task for key, task in self._tasks.items() if lane is None or key == lane}
         for key, task in tasks.items():
             self._cancel_reasons.setdefault(key, reason)
@@ -404,12 +405,12 @@ class RunSession:
         dropped = []
         for unit in [u for u in self.queue if only is None or u.record.run_id in only]:
             self.queue.remove(unit)
-            unit.record.fail("cancelled", CANCELLED_BEFORE_START)
+            cancel(unit.record, CANCELLED_BEFORE_START)
             dropped.append(unit.record)
             self._ended(unit.record)
         return dropped
 
-    def cancel_all(self, reason: str = "cancelled") -> tuple[int, bool]:
+    def cancel_all(self, reason: str | None = None) -> tuple[int, bool]:
         """Drop the queue and cancel what runs (``reason``: :meth:`cancel_running`'s): (queued runs dropped,
         whether a run was cancelled)."""
         dropped = self.drop_queued()

@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING, Any
 from tui.engine.explain.artifacts import TORCH_TRACE_DIR, run_folder
 from tui.logs import WORKER_MARK
 from tui.engine.protocol import Event, Failed, Finished, PhaseChanged, Started, WorkerWarning
+from tui.engine.run.cancel import cancel
 from tui.engine.runner.gpu_lock import GpuResolver, acquire_gpu_lock, release_gpu_lock
 from tui.engine.runner.launch import Launch, launch_for
 from tui.engine.runner.leftovers import leftover_warning
@@ -324,7 +325,7 @@ class WorkerRunner:
             if not state.terminal:
                 # No stderr detail: the worker did not end the run, so its last lines (a profiler's log, say) would
                 # stand where the reason goes; they are in the log (_copy_worker_log).
-                state.record.fail("cancelled", "cancelled")
+                cancel(state.record)
 
     async def _on_runner_error(self, state: _RunState, exc: BaseException) -> None:
         if state.worker is not None:

@@ -32,11 +32,12 @@ from tui.engine.options import RunOptions
 from tui.engine.status import RunStatus, ended_reason
 from tui.engine.store.results import RunRecord, new_run_id
 from tui.engine.measure.verdict import INCONCLUSIVE
+from tui.engine.tune import notes
 from tui.engine.tune.answer import (
     BUDGET_RAN_OUT, CONFIRM_MAX_REPEATS, CONFIRM_REPEATS, CONFIRMED, Progress, TuneResult, confirm, no_more_than,
     outcome_of,
 )  # fmt: skip
-from tui.engine.tune.durations import DurationModel, measured_seconds, seconds_apart
+from tui.engine.tune.durations import DurationModel, measured_seconds
 from tui.engine.tune.listener import TuneListener
 from tui.engine.tune.objective import Objective, score
 from tui.engine.tune.parallel import DEFAULT, WINNER, confirm_waves
@@ -110,6 +111,8 @@ class TuneDriver:
         """The ``--budget`` minutes a note already said the screening needs (:meth:`_say_pace`)."""
         self._unconfirmable = False
         """Whether the race said that the confirmation no longer fits (:meth:`_say_unconfirmable`)."""
+        self._going: dict[str, tuple[float, list[RunRecord]]] = {}
+        """The stage's runs going: candidate name -> (when its run was submitted, its records)."""
 
     # ----- time -------------------------------------------------------------------------------
 
@@ -153,10 +156,9 @@ class TuneDriver:
 
     def _fits(self, iters: int, name: str | None = None) -> bool:
         """Whether a run of ``iters`` (of candidate ``name``: its own runs so far estimate it) fits in the time
-        left, and the confirmation after it while a challenger of the default compile is in the race (the
-        confirmation judges the race's winner, or the best challenger where the default leads). On a pool the
-        confirmation waits for every run going, but each of those passed this check as it started (a longer one
-        may end after the new run), so the new run's own length and the confirmation's are what is left to fit."""
+        left, and the confirmation after it while the race keeps its room (:meth:`_keeps_confirmation`). On a pool
+        the confirmation also waits for the runs still going: the room is kept only while it fits after them, so
+        the new run's own length and the confirmation's are what is left to fit."""
         estimate = self.durations.estimate(iters, name)
         if estimate is None:
             return self.time_left() > 0
@@ -165,10 +167,19 @@ class TuneDriver:
 
     def _keeps_confirmation(self) -> bool:
         """Whether the race keeps the confirmation's room: while a challenger of the default compile is in the race
-        and the confirmation still fits in the time left. Once it fits no more, keeping its room serves nothing, so
-        the race goes on with the time left (each candidate screened more is known more) rather than ending with
-        the budget unspent; it keeps the room again if a cheaper estimate (another winner) makes it fit."""
-        return challenger(self.standings) is not None and self._confirm_cost() <= self.time_left()
+        (the confirmation judges the race's winner, or the best challenger where the default leads) and the
+        confirmation still fits in the time left, after the runs still going (on a pool it starts once they have
+        ended: :meth:`_going_needs`). Once it fits no more, keeping its room serves nothing, so the race goes on with
+        the time left (each candidate screened more is known more) rather than ending with the budget unspent; it
+        keeps the room again if a cheaper estimate (another winner) makes it fit."""
+        return challenger(self.standings) is not None and \
+            self._going_needs() + self._confirm_cost() <= self.time_left()
+
+    def _going_needs(self) -> float:
+        """How much longer the stage's runs still going need, by their estimates (the longest of them)."""
+        now = self.clock()
+        return self.durations.still_needed([(r.options.iters, name, now - began)
+                                            for name, (began, records) in self._going.items() for r in records])
 
     def _say_unconfirmable(self) -> None:
         """Say once, as a run starts without the confirmation's room, that the confirmation no longer fits while a
@@ -177,15 +188,7 @@ class TuneDriver:
                 or self._keeps_confirmation():
             return
         self._unconfirmable = True
-        self._say(f"{self._confirmation_against_left('no longer fits')}: the race goes on with the time left, and its "
-                  "answer will be unconfirmed unless a shorter estimate (another winner) makes it fit again")
-
-    def _confirmation_against_left(self, verb: str) -> str:
-        """"the confirmation (about N s) ``verb`` in the M s left of the budget", in whole seconds unless N and M
-        round to the same figure (:func:`seconds_apart`)."""
-        cost, left = self._confirm_cost(), max(0.0, self.time_left())
-        places = seconds_apart((cost,), left)
-        return f"the confirmation (about {cost:.{places}f} s) {verb} in the {left:.{places}f} s left of the budget"
+        self._say(notes.unconfirmable(self._confirm_cost(), self.time_left(), self._going_needs()))
 
     # ----- running ------------------------------------------------------------------------------
 
@@ -269,8 +272,7 @@ class TuneDriver:
     def _say_kinds(self) -> None:
         """Say once when the runs that ended ran on GPUs of several kinds (a cluster's nodes: Ray picks the GPU)."""
         kinds = gpu_kinds(self.records)
-        note = (f"the runs ran on GPUs of several kinds ({', '.join(kinds)}), so candidates were compared across "
-                "hardware: tune on GPUs of one kind")
+        note = notes.several_kinds(kinds)
         if len(kinds) > 1 and note not in self.notes:
             self._say(note)
 
@@ -295,29 +297,25 @@ class TuneDriver:
         self._cut_short = BUDGET_RAN_OUT
         unrun = [s for s in self.standings if s.alive and s.stage < index]
         if index == 0:
-            self.standings = [dataclasses.replace(s, gone=f"cut: not screened ({BUDGET_RAN_OUT})")
-                              if s in unrun else s for s in self.standings]
-            self._incomplete = f"{BUDGET_RAN_OUT} before {len(unrun)} candidate(s) were screened"
+            self.standings = [dataclasses.replace(s, gone=notes.NOT_SCREENED) if s in unrun else s
+                              for s in self.standings]
+            self._incomplete = notes.unscreened(len(unrun))
         self.standings = judge_stage(self.standings, self.threshold)
         self._say(note)
         if index == 0 and unrun:
             self._say_budget_needed(len(unrun), iters)
 
-    def _needed_s(self, unrun: int, iters: int) -> float | None:
-        """The budget that screens the ``unrun`` candidates too and keeps the confirmation's room, at the pace the
-        runs so far set (later stages are not counted: it is the least such a search needs); None before a run."""
+    def _pace(self, iters: int) -> notes.Pace | None:
+        """The figures of the budget notes at the runs' pace so far, for runs of ``iters`` (None before a run)."""
         run = self.durations.estimate(iters)
-        if run is None:
-            return None
-        spent = self.clock() - self._started
-        return spent + math.ceil(unrun / self.lanes) * run + self._confirm_cost() * CONFIRM_MARGIN + CLOSING_S
+        return None if run is None else notes.Pace(self.clock() - self._started, run, self.lanes,
+                                                   self._confirm_cost() * CONFIRM_MARGIN + CLOSING_S)
 
     def _say_budget_needed(self, unrun: int, iters: int) -> None:
-        """Say what budget would have screened the ``unrun`` candidates too (:meth:`_needed_s`)."""
-        needed = self._needed_s(unrun, iters)
-        if needed is not None and math.ceil(needed / 60) != self._needed_said:  # the first run's note said it
-            self._say(f"to screen every candidate and keep room for the confirmation, this search needs at least "
-                      f"about {needed:.0f} s (--budget {math.ceil(needed / 60)}m) at this pace")
+        """Say what budget would have screened the ``unrun`` candidates too, unless the first run's note said it."""
+        pace = self._pace(iters)
+        if pace is not None and notes.budget_minutes(pace.needed_s(unrun)) != self._needed_said:
+            self._say(notes.budget_needed(pace.needed_s(unrun)))
 
     def _say_pace(self, unrun: int, iters: int) -> None:
         """Once, as the first run ends (the first the budget's cost can be told from): say when the budget cannot
@@ -325,36 +323,23 @@ class TuneDriver:
         if self._paced or not self.durations.seen or not self._going_on:
             return
         self._paced = True
-        needed, run = self._needed_s(unrun, iters), self.durations.estimate(iters)
-        if needed is None or run is None or needed <= self.budget_s:
-            return
-        self._needed_said = math.ceil(needed / 60)
-        places = seconds_apart((needed,), self.budget_s)
-        self._say(f"at the first run's pace (about {run:.0f} s a run) the {self.budget_s:g} s budget cannot screen "
-                  f"all {len(self.standings)} candidates and keep room for the confirmation: that needs at least "
-                  f"about {needed:.{places}f} s (--budget {math.ceil(needed / 60)}m); the race will be cut short")
+        pace = self._pace(iters)
+        if pace is not None and pace.needed_s(unrun) > self.budget_s:
+            self._needed_said = notes.budget_minutes(pace.needed_s(unrun))
+            self._say(notes.pace(pace, unrun, self.budget_s, len(self.standings)))
 
     def _out_of_time_text(self, index: int, iters: int, name: str) -> str:
         """Why the race ends at stage ``index``: the next run of ``iters``, of ``name`` (and the confirmation kept for
-        after it, while a challenger of the default compile is in the race) against the time left, as :meth:`_fits`
-        saw it."""
-        run, left = self.durations.estimate(iters, name), max(0.0, self.time_left())
-        if run is None:
-            return f"{stage_name(index)}: no time left for a run ({left:.0f} s left of the budget); the race ends here"
-        places = seconds_apart((run,), left)
-        what = f"the next run (about {run:.{places}f} s) does not fit"
-        if self._keeps_confirmation():
-            cost, kept = self._confirm_cost(), self._confirm_cost() * CONFIRM_MARGIN
-            places = seconds_apart((run, kept), left)
-            what = (f"the next run (about {run:.{places}f} s) and the confirmation after it (about "
-                    f"{cost:.{places}f} s, kept as {kept:.{places}f} s with its margin) do not fit")
-        return f"{stage_name(index)}: {what} in the {left:.{places}f} s left of the budget; the race ends here"
+        after it, while :meth:`_keeps_confirmation`) against the time left, as :meth:`_fits` saw it."""
+        cost = self._confirm_cost()
+        room = notes.Room(cost, cost * CONFIRM_MARGIN) if self._keeps_confirmation() else None
+        return notes.out_of_time(stage_name(index), self.time_left(), self.durations.estimate(iters, name), room)
 
     async def _run_stage(self, names: Sequence[str], index: int, iters: int) -> bool:
         """Run each of ``names`` once, one run per lane at once, each scored as it ends; False when the stage ended
         early: a stop, or the budget (said by :meth:`_out_of_time` once the runs going have ended)."""
         waiting = list(names)
-        going: dict[str, tuple[float, list[RunRecord]]] = {}
+        going = self._going = {}
         out_of_time: str | None = None  # why the next run did not start (the note, as _fits saw it)
         while waiting or going:
             while waiting and len(going) < self.lanes and self._going_on and out_of_time is None:
@@ -407,11 +392,9 @@ class TuneDriver:
         if failed is None:
             return
         self._refused = ended_reason(failed.error_kind, failed.error_message)
-        why = "not run: it would fail as the default compile did"
-        self.standings = judge_stage([dataclasses.replace(s, gone=why) if s.alive and s.stage < 0 else s
+        self.standings = judge_stage([dataclasses.replace(s, gone=notes.NOT_RUN) if s.alive and s.stage < 0 else s
                                       for s in self.standings], self.threshold)
-        self._say(f"the default compile's run failed ({self._refused}); every candidate shares its run options and "
-                  "workload, so no other candidate was run")
+        self._say(notes.refused(self._refused))
 
     @staticmethod
     def _rescored(standing: Standing, new: Any, index: int) -> Standing:
@@ -427,7 +410,7 @@ class TuneDriver:
             return
         self.entries[combined.name] = _Entry(combined)
         self.standings.append(Standing(combined))
-        self._say(f"added {combined.name}: the {len(ahead)} settings that each beat the default compile, together")
+        self._say(notes.combined(combined.name, len(ahead)))
 
     def _progress(self) -> None:
         best = leader(self.standings)
@@ -444,7 +427,7 @@ class TuneDriver:
             return self.result()
         default = self._default
         if self._confirm_cost() > self.time_left():
-            self._stopped = self._confirmation_against_left("does not fit")
+            self._stopped = notes.confirmation_against_left(self._confirm_cost(), self.time_left(), "does not fit")
             return self.result()
         self.listener.confirming(best, self.confirm_repeats)
         runs: dict[str, list[RunRecord]] = {WINNER: [], DEFAULT: []}
@@ -454,8 +437,7 @@ class TuneDriver:
             return self.result()
         judged = confirm(runs[WINNER], runs[DEFAULT], self.objective, self.threshold)
         while (more := self._more_repeats(judged, repeats)) > repeats:
-            self._say(f"the confirmation is inconclusive after {repeats} + {repeats} processes: "
-                      f"{more - repeats} more a side")
+            self._say(notes.grows(repeats, more))
             if not await self._confirm_waves(confirm_waves(more, self.lanes, first=repeats), sides, runs):
                 return self.result()
             repeats = more
@@ -466,7 +448,8 @@ class TuneDriver:
         """The processes a side the confirmation grows to: ``repeats`` (no more) unless it is inconclusive and its
         interval still allows a gain of more than the threshold (:func:`~tui.engine.tune.answer.no_more_than`), under
         :data:`CONFIRM_MAX_REPEATS`, and the added waves fit in the time left (a process a side; on a pool, a
-        matched pair for every two lanes)."""
+        matched pair for every two lanes). A noisy one does not grow: its noisy process stays in it, and keeps it
+        noisy whatever is added."""
         settled = judged.vs_default.verdict != INCONCLUSIVE or no_more_than(judged.vs_default, self.threshold)
         if settled or repeats >= self.max_confirm_repeats:
             return repeats
@@ -482,7 +465,7 @@ class TuneDriver:
             if self._stopped is not None:
                 return False
             if self.time_left() <= 0:
-                self._stopped = f"{BUDGET_RAN_OUT} during the confirmation"
+                self._stopped = notes.RAN_OUT_CONFIRMING
                 return False
             began, submitted = self.clock(), []
             for repeat, side in wave:
@@ -495,5 +478,5 @@ class TuneDriver:
                 self._took(records, began)
         kinds = gpu_kinds(runs[WINNER] + runs[DEFAULT])
         if len(kinds) > 1 and self._stopped is None:  # the winner's gain would mix in the hardware's
-            self._stopped = f"the confirmation's runs ran on GPUs of several kinds ({', '.join(kinds)})"
+            self._stopped = notes.confirmed_on_several_kinds(kinds)
         return self._stopped is None

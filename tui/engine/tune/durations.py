@@ -38,6 +38,12 @@ class DurationModel:
         scaled = [seconds - measured + measured * iters / max(1, seen) for seen, seconds, measured, _ in runs]
         return sum(scaled) / len(scaled)
 
+    def still_needed(self, going: Sequence[tuple[int, str, float]]) -> float:
+        """How much longer runs going side by side still need: the longest of their estimates less the time each
+        has run (``going``: the iterations, the candidate's name and the seconds run of each); 0 with none going,
+        and for a run past its estimate."""
+        return max((max(0.0, (self.estimate(iters, name) or 0.0) - ran) for iters, name, ran in going), default=0.0)
+
 
 def measured_seconds(record: RunRecord) -> float:
     """The time a run's measured blocks took, both sides (a GPU block runs its calls twice: host and device loop)."""

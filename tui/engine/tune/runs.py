@@ -11,7 +11,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Mapping, Sequence
 
-from tui.engine.run.session import CANCELLED_BEFORE_START
+from tui.engine.run.cancel import CANCELLED_BEFORE_START
 from tui.engine.status import RunStatus
 from tui.engine.store.results import RunRecord
 from tui.engine.tune.search import Standing

@@ -1,0 +1,141 @@
+"""The words of a tune's notes: what the driver says about its budget, its progress and why it stopped.
+
+:class:`~tui.engine.tune.driver.TuneDriver` decides (whether a run fits, when the race ends, whether the
+confirmation grows); these functions word what it decided, from the figures it weighed, so that a note always
+names the same figures as the check that made it. Seconds are whole unless two figures a note compares round to
+the same one (:func:`~tui.engine.tune.durations.seconds_apart`), and the time left never reads below 0 s.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from tui.engine.tune.answer import BUDGET_RAN_OUT
+from tui.engine.tune.durations import seconds_apart
+
+__all__ = ["Room", "Pace", "NOT_SCREENED", "NOT_RUN", "RAN_OUT_CONFIRMING", "confirmation_against_left",
+           "unconfirmable", "budget_minutes", "budget_needed", "pace", "out_of_time", "unscreened", "refused",
+           "combined", "several_kinds", "confirmed_on_several_kinds", "grows"]
+
+NOT_SCREENED = f"cut: not screened ({BUDGET_RAN_OUT})"
+"""Why a candidate the budget left unscreened is out of the race."""
+NOT_RUN = "not run: it would fail as the default compile did"
+"""Why a candidate is out once the default compile's run failed as every candidate's would."""
+RAN_OUT_CONFIRMING = f"{BUDGET_RAN_OUT} during the confirmation"
+"""Why the search stopped when the budget ended before a wave of the confirmation."""
+
+
+@dataclass(frozen=True)
+class Room:
+    """The confirmation's room as a budget check weighed it: its estimate and what the race keeps for it (the
+    estimate with the race's margin)."""
+
+    cost: float
+    kept: float
+
+
+@dataclass(frozen=True)
+class Pace:
+    """The figures the budget notes weigh at a stage's iterations: the seconds spent so far, a run's estimate, the
+    lanes, and the seconds the budget keeps after the race (the confirmation's room with its margin, the closing)."""
+
+    spent: float
+    run: float
+    lanes: int
+    after: float
+
+    def needed_s(self, unrun: int) -> float:
+        """The budget that screens ``unrun`` candidates more (a wave of runs per ``lanes`` of them) and keeps the room
+        after the race, at this pace (later stages are not counted: it is the least such a search needs)."""
+        return self.spent + math.ceil(unrun / self.lanes) * self.run + self.after
+
+
+def _left(left: float) -> float:
+    return max(0.0, left)
+
+
+def confirmation_against_left(cost: float, left: float, verb: str, going: float = 0.0) -> str:
+    """"the confirmation (about N s) ``verb`` in the M s left of the budget"; with runs still ``going`` (the seconds
+    they still need: the confirmation starts after them), "the confirmation (about N s), after the runs still going
+    (about G s more), ``verb`` ..."."""
+    left = _left(left)
+    places = seconds_apart((going, cost), left)
+    after = f", after the runs still going (about {going:.{places}f} s more)," if round(going, places) > 0 else ""
+    return f"the confirmation (about {cost:.{places}f} s){after} {verb} in the {left:.{places}f} s left of the budget"
+
+
+def unconfirmable(cost: float, left: float, going: float = 0.0) -> str:
+    """The note that the race goes on without the confirmation's room, which no longer fits (after the runs still
+    ``going``: :func:`confirmation_against_left`)."""
+    return (f"{confirmation_against_left(cost, left, 'no longer fits', going)}: the race goes on with the time left, "
+            "and its answer will be unconfirmed unless a shorter estimate (another winner) makes it fit again")
+
+
+def budget_minutes(seconds: float) -> int:
+    """``seconds`` as the whole minutes ``--budget`` would be given (rounded up)."""
+    return math.ceil(seconds / 60)
+
+
+def budget_needed(needed: float) -> str:
+    """The note on the budget that would have screened every candidate and kept the confirmation's room."""
+    return (f"to screen every candidate and keep room for the confirmation, this search needs at least about "
+            f"{needed:.0f} s (--budget {budget_minutes(needed)}m) at this pace")
+
+
+def pace(at: Pace, unrun: int, budget_s: float, candidates: int) -> str:
+    """The note, as the first run ends, that ``budget_s`` cannot screen the ``candidates`` (``unrun`` of them left)
+    at this pace and keep the confirmation's room: the budget that would (:meth:`Pace.needed_s`)."""
+    needed = at.needed_s(unrun)
+    places = seconds_apart((needed,), budget_s)
+    return (f"at the first run's pace (about {at.run:.0f} s a run) the {budget_s:g} s budget cannot screen all "
+            f"{candidates} candidates and keep room for the confirmation: that needs at least about "
+            f"{needed:.{places}f} s (--budget {budget_minutes(needed)}m); the race will be cut short")
+
+
+def out_of_time(stage: str, left: float, run: float | None, room: Room | None = None) -> str:
+    """Why the race ends in ``stage``: no estimate yet (``run`` None) and no time left, or the next run (and the
+    confirmation's ``room`` kept for after it, where the race keeps it) against the time left."""
+    left = _left(left)
+    if run is None:
+        return f"{stage}: no time left for a run ({left:.0f} s left of the budget); the race ends here"
+    places = seconds_apart((run,), left)
+    what = f"the next run (about {run:.{places}f} s) does not fit"
+    if room is not None:
+        places = seconds_apart((run, room.kept), left)
+        what = (f"the next run (about {run:.{places}f} s) and the confirmation after it (about "
+                f"{room.cost:.{places}f} s, kept as {room.kept:.{places}f} s with its margin) do not fit")
+    return f"{stage}: {what} in the {left:.{places}f} s left of the budget; the race ends here"
+
+
+def unscreened(count: int) -> str:
+    """Why the search is incomplete: ``count`` candidates were never screened."""
+    return f"{BUDGET_RAN_OUT} before {count} candidate(s) were screened"
+
+
+def refused(reason: str) -> str:
+    """The note that the default compile's run failed for ``reason`` as every candidate's would."""
+    return (f"the default compile's run failed ({reason}); every candidate shares its run options and workload, so "
+            "no other candidate was run")
+
+
+def combined(name: str, count: int) -> str:
+    """The note that the ``count`` settings that each beat the default compile join the race together as ``name``."""
+    return f"added {name}: the {count} settings that each beat the default compile, together"
+
+
+def several_kinds(kinds: Sequence[str]) -> str:
+    """The note that the runs ran on GPUs of several ``kinds``."""
+    return (f"the runs ran on GPUs of several kinds ({', '.join(kinds)}), so candidates were compared across "
+            "hardware: tune on GPUs of one kind")
+
+
+def confirmed_on_several_kinds(kinds: Sequence[str]) -> str:
+    """Why the search stopped when the confirmation's runs ran on GPUs of several ``kinds``."""
+    return f"the confirmation's runs ran on GPUs of several kinds ({', '.join(kinds)})"
+
+
+def grows(repeats: int, more: int) -> str:
+    """The note that the confirmation, inconclusive after ``repeats`` processes a side, grows to ``more``."""
+    return f"the confirmation is inconclusive after {repeats} + {repeats} processes: {more - repeats} more a side"
