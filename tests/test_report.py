@@ -362,3 +362,41 @@ def test_a_tunes_candidates_are_named_by_their_inductor_options_not_counted():
     # runs that share their options still count them: the label stays short
     (same,) = set(row_labels([row({"freezing": True}), row({"freezing": True})]))
     assert " 1 opt " in same
+
+
+def _label_lines(forest: str) -> list[tuple[float, str]]:
+    """The forest plot's y-axis label lines (one ``<text>`` each, placed by ``translate``) as (y, text), top first."""
+    found = re.findall(r'<text style="[^"]*" transform="translate\([\d.]+ ([\d.]+)\)">([^<]*)</text>', forest)
+    return sorted((float(y), text) for y, text in found)
+
+
+def test_a_tune_candidates_long_label_is_whole_in_the_forest_plot(tmp_path, capsys):
+    """A candidate with a mode's options and three inductor options lost its end: ``max_autotune=True (…``."""
+    from fakes.timed import pointwise, timed_run
+
+    settings = [{}, {"max_autotune": True, "layout_optimization": False, "epilogue_fusion": False,
+                     "coordinate_descent_tuning": True}, {"freezing": True}]
+    records = []
+    for i, options in enumerate(settings):
+        record = timed_run(f"20261201-10000{i}-aaaaa{i}", pointwise(workload="cnn", params={"batch": 64},
+                                                                    inductor_options=options), seed=i)
+        record.tune_id, record.tune_stage = "20261201-100000-70e001", "stage 2"
+        records.append(record)
+    export, out = tmp_path / "runs.json", tmp_path / "report.html"
+    write_json(records, export)
+    code, err = _report([str(export), "-o", str(out)], capsys)
+    assert code == 0, err
+    forest = re.search(r'<svg id="forest-plot".*?</svg>', out.read_text(encoding="utf-8"), re.DOTALL)
+    assert forest
+    lines = _label_lines(forest.group(0))
+    text = " ".join(line for _, line in lines)
+    assert "…" not in text
+    for word in ("max_autotune=True", "layout_optimization=False", "epilogue_fusion=False",
+                 "coordinate_descent_tuning=True", "freezing=True"):
+        assert word in text.split(), word
+    # The stage in parentheses stays on one line, at the end of its label.
+    assert text.count("(tune: stage 2)") == 3
+    assert all(line.endswith("(tune: stage 2)") for _, line in lines if "(tune:" in line)
+    # Each row is as tall as its label: no two lines overlap (9 px type), nor two rows' labels.
+    gaps = [later - earlier for (earlier, _), (later, _) in zip(lines, lines[1:], strict=False)]
+    assert min(gaps) >= 9, gaps

@@ -118,11 +118,10 @@ async def test_at_80x24_every_row_of_a_sweep_after_a_run_shows_its_mode_and_full
         assert ends <= app.table.scrollable_content_region.width  # status, speedup and config all on screen
         width = list(app.table.columns.values())[2].width
         seen = [app.table.cell_text(record.run_id, "config")[:width] for record in records]
-        assert seen[0].startswith("pointwise default no-fullgraph")
-        assert [" ".join(text.split()[:3]) for text in seen[1:]] == [
-            "mlp default no-fullgraph", "mlp default fullgraph",
-            "mlp reduce-overhead no-fullgraph", "mlp reduce-overhead fullgraph",
-        ]
+        # A field at its default goes unsaid (the default mode, no fullgraph), as in a label: what is said differs.
+        starts = ["pointwise n=512", "mlp batch=64", "mlp fullgraph batch=64", "mlp reduce-overhead batch=64",
+                  "mlp reduce-overhead fullgraph"]
+        assert all(text.startswith(start) for text, start in zip(seen, starts, strict=True)), seen
         assert "off screen" not in str(app.table.border_subtitle)
         app.table.move_cursor(row=1)
         await pilot.press("m")  # a baseline: its mark and every row's change against it on screen
@@ -135,6 +134,47 @@ async def test_at_80x24_every_row_of_a_sweep_after_a_run_shows_its_mode_and_full
         width = list(app.table.columns.values())[3].width
         await pilot.press("b")  # the sidebar back: the config cell narrows with the table
         await wait_until(pilot, lambda: list(app.table.columns.values())[3].width < width, what="a narrower cell")
+
+
+TUNE_CANDIDATES = [{}, {"mode": "max-autotune-no-cudagraphs"}, {"fullgraph": True}, {"dynamic": False},
+                   *({"inductor_options": options} for options in (
+                       {"freezing": True}, {"cpp_wrapper": True}, {"cpp.simdlen": 256}, {"aggressive_fusion": True},
+                       {"cpp_wrapper": True, "freezing": True}))]
+"""A CPU tune's candidates: the default compile, a mode, each axis, and inductor options (one, then two combined)."""
+
+
+async def test_at_80x24_a_tunes_candidates_that_differ_by_an_inductor_option_read_apart(make_app):
+    """A tune's rows read alike at 80 columns: four candidates of one inductor option each showed ``1 opt``, and the
+    config cell said ``default no-fullgraph dyn=auto`` before the options, which the pane's edge then cut."""
+    import dataclasses
+
+    from test_app_edge_cut import _column_on_screen
+
+    app = make_app(load_history=False)
+    async with app.run_test(size=(80, 24)) as pilot:
+        records = []
+        for index, change in enumerate(TUNE_CANDIDATES):
+            record = sweep_record(index, "default", None)
+            record.options = dataclasses.replace(record.options, **change)
+            records.append(record)
+            app.inject_record(record)
+        await wait_until(pilot, lambda: app.table.row_count == len(records), what="rows")
+        app.table.focus()
+        narrow = app.table.scrollable_content_region.width
+        await pilot.press("b")  # the sidebar hidden, as queueing a tune by its key does below 120 columns
+        await wait_until(pilot, lambda: app.table.scrollable_content_region.width > narrow, what="a wider table")
+        await pilot.pause()
+        table = app.table
+        fixed = sum(column.get_render_width(table) for column in table.ordered_columns[:table.fixed_columns])
+        lines = [table.render_line(table.header_height + table.get_row_index(r.run_id)).text for r in records]
+        options = [line[fixed:].strip() for line in lines]  # what the row shows right of status and speedup
+        assert len(set(options)) == len(records), options
+        assert table.shown_columns[:3] == ("status", "speedup", "config")
+        shown = [_column_on_screen(table, record.run_id, "config") for record in records]
+        assert not any(text.endswith("…") for text in shown[:-1]), shown  # whole on screen but the combination
+        assert shown[4] == "dyn=auto freezing=True" and shown[0] == "dyn=auto"
+        assert shown[-1].startswith("dyn=auto cpp_wrapper=True fr")
+        assert app.table.cell_text(records[8].run_id, "flags") == "cpp_wrapper=True freezing=True"
 
 
 async def test_two_files_of_one_name_are_told_apart_by_their_folders(make_app):

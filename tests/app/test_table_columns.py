@@ -216,4 +216,5 @@ def test_a_config_cell_names_the_workload_and_options_before_the_parameters():
     keys = ("workload", "params", "mode", "fullgraph")
     assert config_cell(cells, keys).plain == "mlp reduce-overhead fullgraph batch=64 width=256 depth=3"
     plain = RunRecord("20250101-000000-cfg002", RunOptions(workload="mlp", params=MLP).validated())
-    assert config_cell(row_cells(plain), keys).plain == "mlp default no-fullgraph batch=64 width=256 depth=3"
+    assert config_cell(row_cells(plain), keys).plain == "mlp batch=64 width=256 depth=3"  # defaults unsaid
+    assert config_cell(row_cells(plain), ("mode", "fullgraph")).plain == "default no-fullgraph"  # nothing else

@@ -33,6 +33,7 @@ __all__ = [
     "short_device",
     "workload_word",
     "params_text",
+    "inductor_text",
     "flags_text",
     "differing",
     "option_words",
@@ -74,9 +75,18 @@ def params_text(options: RunOptions) -> str:
     return printable(" ".join(f"{key}={value}" for key, value in options.params.items()))
 
 
-def flags_text(options: RunOptions) -> str:
+def inductor_text(options: RunOptions) -> str:
+    """``cpp_wrapper=True freezing=True``: the inductor options as ``key=value``, by key (empty without any)."""
+    return printable(" ".join(f"{key}={value}" for key, value in sorted(options.inductor_options.items())))
+
+
+def flags_text(options: RunOptions, spell: bool = False) -> str:
     """What else changes the numbers: ``train`` (``train+opt`` with a compiled optimizer), ``cold``
-    (cold compile), ``l2-flush``, ``2 opts`` (inductor options; the details list them)."""
+    (cold compile), ``l2-flush``, ``2 opts`` (inductor options; the details list them).
+
+    ``spell``: the inductor options as :func:`inductor_text` says them instead of their count, where rows
+    that differ by one option alone (a tune's candidates) must read apart.
+    """
     flags = []
     if options.train:
         flags.append("train+opt" if options.compile_optimizer else "train")
@@ -84,7 +94,9 @@ def flags_text(options: RunOptions) -> str:
         flags.append("cold")
     if options.l2_flush:
         flags.append("l2-flush")
-    if options.inductor_options:
+    if options.inductor_options and spell:
+        flags.append(inductor_text(options))
+    elif options.inductor_options:
         count = len(options.inductor_options)
         flags.append(f"{count} opt{'s' if count != 1 else ''}")
     return " ".join(flags)
@@ -140,8 +152,8 @@ OPTION_FIELDS: tuple[OptionField, ...] = (
                 "no TF32 (the precision option; none said: torch's defaults)", short_dtype, 9),
     OptionField("device", "device", "cpu, cuda, cuda:N, or a GPU by its uuid's first digits",
                 lambda o: short_device(o.device), 12),
-    OptionField("flags", "flags", "train (+opt), cold compile, l2-flush, inductor options; ×3: 3 processes, "
-                "#2: a previous session's second process", flags_text, 16, omit=("",)),
+    OptionField("flags", "flags", "train (+opt), cold compile, l2-flush, the inductor options (key=value); ×3: 3 "
+                "processes, #2: a previous session's second process", flags_text, 32, omit=("",)),
     OptionField("python", "python", "the worker's interpreter (--python; an A/B sweep's side): its venv's directory",
                 lambda o: printable(interpreter_name(o.python)), 16, omit=("",)),
 )

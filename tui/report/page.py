@@ -16,7 +16,8 @@ from typing import Any
 
 from tui import __version__
 from tui.present.format import MISSING, fmt_ms, fmt_seconds, workload_names
-from tui.present.option_fields import differing, flags_text, option_words, params_text, workload_word
+from tui.present.option_fields import (differing, flags_text, inductor_text, option_words, params_text,
+                                      workload_word)
 from tui.engine.options import RunOptions
 from tui.engine.store.report_data import ENV_FIELDS, ProcessData, ReportData, ReportRow
 from tui.engine.measure.verdict import RERUN_HINT
@@ -73,8 +74,7 @@ def _option_words(options: RunOptions, differs: frozenset[str], spell: bool) -> 
     if not spell or not options.inductor_options:
         return words
     counted, bare = flags_text(options), flags_text(dataclasses.replace(options, inductor_options={}))
-    settings = " ".join(f"{key}={value}" for key, value in sorted(options.inductor_options.items()))
-    return [word for word in (bare if word == counted else word for word in words) if word] + [settings]
+    return [word for word in (bare if word == counted else word for word in words) if word] + [inductor_text(options)]
 
 
 def _verdict(verdict: str | None) -> str:

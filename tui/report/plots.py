@@ -43,14 +43,16 @@ _RC = {
 }
 _NO_METADATA = {"Date": None, "Creator": None, "Format": None, "Type": None}
 _AUTO_ID = re.compile(r' id="[A-Za-z][\w.]*_\d+"')
+_PARENTHESES, _NBSP = re.compile(r"\([^()]*\)"), "\u00a0"
 _TICKS = (1.0, 2.0, 0.5, 10.0, 0.1, 5.0, 0.2, 1.5, 0.67, 100.0, 0.01, 1.25, 0.8, 3.0, 20.0, 0.05, 50.0, 0.02, 4.0,
           0.25, 1.1, 0.9)
 """The speedup axis's tick values, the roundest first: the first ones with room for their labels are drawn."""
 _TICK_CHAR_POINTS, _TICK_GAP_POINTS = 0.62 * 9, 9.0
 """The width of a tick label's character at font size 9, and the least space between two labels, in points."""
-_LABEL_CHARS, _LABEL_LINES = 46, 4
-"""A configuration's label wraps at words to lines this long, at most this many (the rest cut with ``…``)."""
+_LABEL_CHARS = 56
+"""A configuration's label wraps at words to lines this long (a longer word keeps a line of its own), never cut."""
 _ROW_INCHES, _LINE_INCHES, _WIDTH_INCHES = 0.34, 0.15, 12.0
+"""A one-line row's height, each further label line's, and the figure's width (inches)."""
 
 
 class MatplotlibMissing(ImportError):
@@ -101,15 +103,24 @@ def _svg(fig: Any, salt: str, svg_id: str, label: str) -> str:
 
 
 def _wrapped(text: str) -> str:
-    """``text`` on lines of at most ``_LABEL_CHARS`` characters, broken at spaces: whole, unless it takes more
-    than ``_LABEL_LINES`` lines (the last one then ends in ``…``)."""
+    """``text`` whole, on lines of at most ``_LABEL_CHARS`` characters broken at spaces: a word is never split
+    (``layout_optimization=False``, a path), nor a part in parentheses (``(tune: stage 2)``), and however many
+    lines a label takes, none is cut."""
     import textwrap
 
-    lines = textwrap.wrap(text, _LABEL_CHARS, break_on_hyphens=False) or [""]
-    if len(lines) > _LABEL_LINES:
-        last = " ".join(lines[_LABEL_LINES - 1:])
-        lines = [*lines[:_LABEL_LINES - 1], last[:_LABEL_CHARS - 1] + "…"]
-    return "\n".join(lines)
+    kept = _PARENTHESES.sub(lambda part: part.group(0).replace(" ", _NBSP), text)
+    lines = textwrap.wrap(kept, _LABEL_CHARS, break_on_hyphens=False, break_long_words=False) or [""]
+    return "\n".join(lines).replace(_NBSP, " ")
+
+
+def _slots(names: Sequence[str]) -> tuple[list[float], float]:
+    """Each row's centre on the y axis (inches from the top) and the rows' height: a row is as tall as its label."""
+    centres, top = [], 0.0
+    for name in names:
+        height = _ROW_INCHES + _LINE_INCHES * name.count("\n")
+        centres.append(top + height / 2)
+        top += height
+    return centres, top
 
 
 def speedup_words(interval: Interval | None) -> str:
@@ -207,21 +218,22 @@ def forest_svg(rows: Sequence[ReportRow], labels: Sequence[str]) -> str:
     speedup is drawn below its own, dashed with a hollow marker; a row without a speedup says why.
     """
     names = [_wrapped(f"#{row.number} {label}") for row, label in zip(rows, labels, strict=True)]
-    extra_lines = max((name.count("\n") for name in names), default=0)
-    fig = _figure(1.2 + (_ROW_INCHES + _LINE_INCHES * extra_lines) * max(len(rows), 1))
+    positions, height = _slots(names)
+    fig = _figure(1.2 + max(height, _ROW_INCHES))
     ax = fig.add_subplot()
     low, high = _limits(rows)
     band = _band(rows)
     if band is not None:
         ax.axvspan(1 - band, 1 + band, color=BAND, zorder=0, lw=0)
     ax.axvline(1.0, color=UNITY, lw=1, zorder=1)
-    for y, row in enumerate(rows):
+    for y, row in zip(positions, rows, strict=True):
         if row.speedup is None:
             ax.text(1.0, y, f"  {_right_label(row)}", va="center", ha="left", color=NO_VERDICT, style="italic")
             continue
         _mark(ax, row.speedup, y, verdict_colour(row.verdict), f"forest-row-{row.number}", host=False)
         if row.shows_host and row.host_speedup is not None:
-            _mark(ax, row.host_speedup, y + 0.3, verdict_colour(row.host_verdict), f"forest-host-{row.number}", True)
+            host_y = y + 0.3 * _ROW_INCHES
+            _mark(ax, row.host_speedup, host_y, verdict_colour(row.host_verdict), f"forest-host-{row.number}", True)
     ax.set_xscale("log")
     ax.set_xlim(low, high)
     from matplotlib.ticker import FixedLocator, FuncFormatter, NullLocator
@@ -229,8 +241,7 @@ def forest_svg(rows: Sequence[ReportRow], labels: Sequence[str]) -> str:
     ax.xaxis.set_minor_locator(NullLocator())
     ax.xaxis.set_major_formatter(FuncFormatter(lambda value, _: f"{value:g}×"))
     ax.set_xlabel("speedup: eager median / compiled median (log scale; right of 1: compiled is faster)")
-    positions = list(range(len(rows)))
-    ax.set_ylim(len(rows) - 0.4, -0.6)
+    ax.set_ylim(height + 0.1 * _ROW_INCHES, -0.1 * _ROW_INCHES)
     ax.set_yticks(positions, labels=names)
     ax.tick_params(axis="y", length=0)
     ax.grid(axis="x", color="#d0d7de", lw=0.6, zorder=0)

@@ -29,7 +29,7 @@ from tui.present.format import (
     input_label,
     or_missing,
 )
-from tui.present.option_fields import FIELDS_BY_KEY, OPTION_FIELDS
+from tui.present.option_fields import FIELDS_BY_KEY, OPTION_FIELDS, flags_text
 from tui.engine.catalog import is_user_workload
 from tui.engine.store.results import RunRecord
 from tui.engine.measure.summary import RunSummary
@@ -181,10 +181,12 @@ def history_cells(record: RunRecord) -> dict[str, Cell]:
 
 
 def _option_cells(record: RunRecord, members: Sequence[RunRecord] | None, summary: RunSummary) -> dict[str, Cell]:
-    """A cell per option field (tui.present.option_fields); the flags end with the processes mark, and a user
-    workload's parameters with the name its factory gave its inputs (``"linear 256"``)."""
+    """A cell per option field (tui.present.option_fields); the flags spell the inductor options (a tune's
+    candidates differ by one option alone, and ``1 opt`` reads alike for each) and end with the processes mark,
+    and a user workload's parameters with the name its factory gave its inputs (``"linear 256"``)."""
     options = record.options
     cells = {field.key: _text_cell(field.value(options)) for field in OPTION_FIELDS}
+    cells["flags"] = _text_cell(flags_text(options, spell=True))
     if is_user_workload(options.workload):
         cells["workload"] = FileCell(cells["workload"].plain, options.workload)
     label = input_label(record, summary)
@@ -271,8 +273,12 @@ def config_cell(cells: Mapping[str, Cell], keys: Sequence[str]) -> Cell:
     """The compact configuration of a row: the words of its option cells ``keys`` (those that tell the rows
     apart), in their short forms (tui.present.option_fields), the parameters last."""
     # The parameters last: long, and mostly what the workload already says; the options after the workload tell
-    # one workload's rows apart, so they come before what a narrow cell cuts.
+    # one workload's rows apart, so they come before what a narrow cell cuts. A field at the value a label leaves
+    # unsaid (the default mode, no fullgraph, no flags) goes unsaid here too, so the words that tell a row apart
+    # (``freezing=True``) come before the cell's edge; a row with nothing else to say says those values.
     ordered = sorted((key for key in keys if key in cells), key=lambda key: key == "params")
-    words = [FIELDS_BY_KEY[key].word(cells[key].plain, differs=True) for key in ordered]
+    words = [FIELDS_BY_KEY[key].word(cells[key].plain) for key in ordered]
+    if not any(words):
+        words = [FIELDS_BY_KEY[key].word(cells[key].plain, differs=True) for key in ordered]
     text = " ".join(word for word in words if word)
     return _text_cell(text or MISSING)
