@@ -314,3 +314,22 @@ def test_at_80_columns_a_name_in_a_standing_folds_at_its_separators_never_mid_wo
     assert any(piece.endswith("-") and "max-autotune" in piece for piece in pieces), pieces  # after a separator
     assert any(piece.startswith("cudagraphs") or "no-cudagraphs" in piece for piece in pieces), pieces
     assert standing.replace("- ", "-").startswith("dropped: below max-autotune-no-cudagraphs"), standing
+
+
+def test_a_search_keeps_a_warm_worker_for_each_next_run(monkeypatch, capsys, compile_lab_home):
+    _use_fake_worker(monkeypatch, {"mode=reduce-overhead": 1.3})
+    spares: list[bool] = []
+
+    class Counting(WorkerRunner):
+        async def run(self, record, on_event=None):
+            done = await super().run(record, on_event)
+            spares.append(self.last_from_spare)
+            return done
+
+    monkeypatch.setattr(cli, "make_runner", lambda keep_spare, telemetry=None, env=None:
+                        Counting(worker_argv=FAKE_WORKER, keep_spare=keep_spare))
+    code = cli.main(["tune", "--workload", "pointwise", "--device", "cpu", "--iters", "20", "--block-size", "5",
+                     "--space", "modes", "--budget", "2m", "--no-history", *QUIET_MACHINE])
+    assert code == 0, capsys.readouterr().err
+    # The first run starts its worker; every later one takes the spare started while the one before ran.
+    assert len(spares) >= 4 and spares[0] is False and all(spares[1:]), spares

@@ -124,7 +124,9 @@ async def _tune(args: argparse.Namespace, settings: tuple[RunOptions, Objective,
 
         history = History()
     runner_for = await _runners(tuple(args.device_pool), make_runner, True, telemetry, cluster)
-    session = RunSession(runner_for, history, _Saved(lines))
+    # A search decides its next run only when a run ends, so nothing is queued when one starts: "runner" keeps the
+    # runners' warm spare all the same, and the next candidate skips importing torch (what the app does too).
+    session = RunSession(runner_for, history, _Saved(lines), spare="runner")
     driver = TuneDriver(session, base, plan.candidates, objective, budget, pinned=base.inductor_options,
                         modes=plan.modes, listener=lines, started=began, pool=lanes)
     driver.notes.extend(plan.notes)
