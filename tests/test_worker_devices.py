@@ -8,7 +8,7 @@ from tui.engine.options import OptionsError
 
 torch = pytest.importorskip("torch")
 
-from tui.engine.worker import envinfo, main  # noqa: E402  (needs torch)
+from tui.engine.worker import envinfo, setup  # noqa: E402  (needs torch)
 
 UUIDS = ["GPU-0a1b2c3d-0000-4000-8000-000000000001", "0A1B2C3D-0000-4000-8000-000000000002"]
 
@@ -25,13 +25,13 @@ def two_gpus(monkeypatch):
 
 
 def test_a_uuid_device_finds_its_gpu_whatever_the_spelling(two_gpus):
-    assert main.resolve_device("cuda:GPU-0a1b2c3d-0000-4000-8000-000000000002") == torch.device("cuda", 1)
-    assert main.resolve_device("cuda:GPU-0A1B2C3D-0000-4000-8000-000000000001") == torch.device("cuda", 0)
+    assert setup.resolve_device("cuda:GPU-0a1b2c3d-0000-4000-8000-000000000002") == torch.device("cuda", 1)
+    assert setup.resolve_device("cuda:GPU-0A1B2C3D-0000-4000-8000-000000000001") == torch.device("cuda", 0)
     assert two_gpus == [1, 0]
 
 
 def test_an_unknown_uuid_names_the_visible_gpus(two_gpus):
     with pytest.raises(OptionsError, match="not among the visible GPUs") as info:
-        main.resolve_device("cuda:GPU-ffffffff-0000-4000-8000-000000000000")
+        setup.resolve_device("cuda:GPU-ffffffff-0000-4000-8000-000000000000")
     assert UUIDS[0] in str(info.value)
     assert two_gpus == []

@@ -211,7 +211,7 @@ def test_out_of_memory_errors_are_classified_as_out_of_memory():
 def test_a_limit_below_what_the_worker_already_uses_is_refused():
     """A limit the worker is already over would break everything after it: refused as bad options."""
     from tui.engine.options import OptionsError
-    from tui.engine.worker.main import apply_memory_limit
+    from tui.engine.worker.setup import apply_memory_limit
 
     if not Path("/proc/self/status").exists():  # without it the limit would be set on this process
         pytest.skip("needs /proc/self/status")
@@ -276,7 +276,7 @@ def test_the_dtype_probe_turns_a_device_that_cannot_compute_into_bad_options():
     import torch
 
     from tui.engine.options import OptionsError
-    from tui.engine.worker.main import check_dtype
+    from tui.engine.worker.setup import check_dtype
 
     for dtype in (torch.float32, torch.bfloat16, torch.float16):
         check_dtype(str(dtype), dtype, torch.device("cpu"))  # no refusal on the CPU
