@@ -20,7 +20,7 @@ from tui.engine.options import RunOptions
 from tui.engine.store.report_data import ENV_FIELDS, ProcessData, ReportData, ReportRow
 from tui.engine.measure.verdict import RERUN_HINT
 from tui.report.colors import NO_VERDICT, VERDICT_COLOURS, verdict_class
-from tui.report.plots import speedup_words
+from tui.report.plots import speedup_words, whole_parentheses
 
 __all__ = ["row_labels", "render_page", "e"]
 
@@ -246,7 +246,8 @@ def _options(rows: Sequence[ReportRow], labels: Mapping[int, str]) -> str:
 def render_page(data: ReportData, forest: str, distributions: Mapping[int, str | None]) -> str:
     """The whole page: header, forest plot and summary, noisy runs' reasons, distributions, telemetry,
     environment, options. ``forest`` and ``distributions`` (by row number) are SVG elements."""
-    labels = dict(zip((row.number for row in data.rows), row_labels(data.rows), strict=True))
+    # A label's part in parentheses, ``(tune: screening)``, is never broken across lines, as in the forest plot.
+    labels = dict(zip((row.number for row in data.rows), map(whole_parentheses, row_labels(data.rows)), strict=True))
     ordered = [labels[row.number] for row in data.rows]
     sections = [
         _header(data),
