@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import shutil
 from datetime import datetime, timezone
 from pathlib import Path
@@ -241,3 +242,21 @@ def test_problems_reading_runs_warn_five_then_say_how_many_more():
     assert lines[:5] == [f"compile-lab: warning: line {n}: bad" for n in range(5)]
     assert lines[5:] == ["compile-lab: warning: and 2 more problems reading the history"]
     assert problem_warnings(["one"]) == ["compile-lab: warning: one"]
+
+
+def test_a_tunes_candidates_that_differ_by_one_inductor_option_read_apart(capsys, monkeypatch):
+    """The listing named each candidate ``1 opt``: a tune's screening runs read alike."""
+    from test_cli_table import tune_runs
+
+    history = History()
+    for record in tune_runs():
+        history.append(record)
+    monkeypatch.setenv("COLUMNS", "80")
+    out = _listed(capsys)
+    assert max(len(line) for line in out.splitlines()) <= 80, out
+    assert not re.search(r"\d opts?\b", out), out  # no count of options
+    lines = out.splitlines()
+    labels = [" ".join((line[24:51] + lines[number + 1][24:51]).split())  # a row's two lines, the configuration
+              for number, line in enumerate(lines) if line.startswith("20261201-10000")]
+    assert labels == ["", "freezing=True", "cpp_wrapper=True", "aggressive_fusion=True",
+                      "freezing=True layout_optimization=False"], out

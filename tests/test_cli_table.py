@@ -297,3 +297,41 @@ def test_what_every_row_shares_is_said_once_in_the_title():
     two = table(RunOptions(workload="mlp", device="cpu"), RunOptions(workload="mlp", device="cpu", dynamic=True))
     assert two[0].rstrip() == "compile-lab results · inductor fp32 cpu"
     assert [line.split()[0] for line in two if line.strip().startswith("dyn=")] == ["dyn=auto", "dyn=true"], two
+
+
+TUNE_CANDIDATES = ({}, {"freezing": True}, {"cpp_wrapper": True}, {"aggressive_fusion": True},
+                   {"freezing": True, "layout_optimization": False})
+"""A CPU tune's screening: the default compile and candidates of one inductor option each, then two combined."""
+
+
+def tune_runs() -> list:
+    from fakes.timed import pointwise, timed_run
+
+    runs = []
+    for number, options in enumerate(TUNE_CANDIDATES):
+        record = timed_run(f"20261201-10000{number}-aaaaa{number}", pointwise(inductor_options=options),
+                           created=1764583810.0 + number, seed=number)
+        record.tune_id, record.tune_stage = "20261201-100000-70e001", "screening"
+        runs.append(record)
+    return runs
+
+
+def test_a_tunes_candidates_that_differ_by_one_inductor_option_read_apart_at_80_columns():
+    """Each candidate's row said ``1 opt``: freezing, cpp_wrapper and aggressive_fusion read alike."""
+    import io
+
+    from rich.console import Console
+
+    from tui.cli.render import print_table
+
+    out = io.StringIO()
+    print_table(tune_runs(), Console(file=out, width=80))
+    text = out.getvalue()
+    assert max(len(line) for line in text.splitlines()) <= 80 and " acc" in text.splitlines()[2], text
+    assert not re.search(r"\d opts?\b", text), text  # no count of options
+    column = "\n".join(line[:15].strip() for line in text.splitlines()[4:])  # the run column
+    rows = re.split(r"^\d pointwise\nn=512\n", column, flags=re.MULTILINE)[1:]
+    named = [row.replace("\n", "") for row in rows]  # a word wider than the column folds at a separator
+    assert named == ["", "freezing=True", "cpp_wrapper=True", "aggressive_fusion=True",
+                     "freezing=Truelayout_optimization=False"], text
+    assert "freezing=True" in column.splitlines()  # a word that fits the run column is whole on its line

@@ -364,6 +364,28 @@ def test_a_tunes_candidates_are_named_by_their_inductor_options_not_counted():
     assert " 1 opt " in same
 
 
+def test_a_tune_stage_is_never_broken_across_lines_in_the_page(tmp_path, capsys):
+    """The table under the forest plot broke ``(tune: screening)`` after ``(tune:`` (chromium at 1280 columns):
+    the stage's words are joined by a no-break space in every cell and heading that names a configuration."""
+    from fakes.timed import pointwise, timed_run
+
+    records = []
+    for i, options in enumerate(({}, {"freezing": True, "layout_optimization": False, "epilogue_fusion": False})):
+        record = timed_run(f"20261201-10000{i}-aaaaa{i}", pointwise(workload="cnn", params={"batch": 64},
+                                                                    inductor_options=options), seed=i)
+        record.tune_id, record.tune_stage = "20261201-100000-70e001", "stage 2"
+        records.append(record)
+    export, out = tmp_path / "runs.json", tmp_path / "report.html"
+    write_json(records, export)
+    code, err = _report([str(export), "-o", str(out)], capsys)
+    assert code == 0, err
+    page = re.sub(r"<svg.*?</svg>", "", out.read_text(encoding="utf-8"), flags=re.DOTALL)  # the plots' own text
+    cells = re.findall(r"<td>([^<]*\(tune:[^<]*)</td>", page)
+    assert len(cells) == 2 and all(cell.endswith(" (tune:\u00a0stage\u00a02)") for cell in cells), cells
+    # Each label thrice: the table's cell, the distribution's heading, the options' summary.
+    assert "(tune: " not in page and page.count("(tune:\u00a0stage\u00a02)") == 2 * 3, page
+
+
 def _label_lines(forest: str) -> list[tuple[float, str]]:
     """The forest plot's y-axis label lines (one ``<text>`` each, placed by ``translate``) as (y, text), top first."""
     found = re.findall(r'<text style="[^"]*" transform="translate\([\d.]+ ([\d.]+)\)">([^<]*)</text>', forest)

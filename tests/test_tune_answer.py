@@ -95,3 +95,27 @@ def test_a_candidates_line_shows_its_screened_figure_only_where_the_cli_shows_th
     assert lines["cpp_wrapper=True"].startswith("  cpp_wrapper=True: 3.10× [3.05, 3.15] (2 proc.), screened 3.04×: ")
     assert "screened" not in lines["default"]  # screened 3.01×, its latest figure again
     assert "screened" not in lines["max-autotune-no-cudagraphs"]  # never screened: no "screened –"
+
+
+def test_every_figure_of_the_answer_has_one_sign():
+    """The compile time's charge read ``1.00x the default compile`` and a dropped candidate ``(≤ 0.861x vs ≥
+    1.189x)`` where the rest of the answer writes ``×``."""
+    import re
+
+    from tui.engine.tune.answer import Against, Confirmation
+    from tui.engine.tune.objective import Objective
+    from tui.engine.tune.search import judge_stage
+
+    fused = Standing(Candidate((("freezing", True),)), Score(3.60, 3.55, 3.65, 2), stage=1)
+    slow = Standing(AUTOTUNE, Score(2.50, 2.40, 2.60, 1), stage=0)
+    standings = tuple(judge_stage([fused, DEFAULT, slow]))
+    confirmation = Confirmation(vs_default=Against(1.19, 1.17, 1.21, "faster"), vs_eager=Against(3.6, 3.5, 3.7),
+                                default_vs_eager=Against(3.0, 2.9, 3.1), processes=(3, 3), compile_s=(9.0, 8.5),
+                                amortized_gain=1.004)
+    result = TuneResult(tune_id="01JTUNE", outcome=CONFIRMED, winner=fused, winner_options=None,
+                        confirmation=confirmation, standings=standings, confirmed=fused,
+                        objective=Objective(calls=100_000))
+    text = answer_text(result)
+    assert "  with the compile time over 100000 calls: 1.00× the default compile (point estimate" in text, text
+    assert "dropped: below freezing=True (≤ 2.600× vs ≥ 3.550×)" in text, text
+    assert not re.search(r"\dx\b", text), text  # no figure signed with a letter x

@@ -22,7 +22,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 from collections.abc import Sequence
 
-from tui.present.option_fields import FIELDS_BY_KEY, OPTION_FIELDS, differing, workload_word
+from tui.present.option_fields import FIELDS_BY_KEY, differing, option_words, workload_word
 from tui.engine.run.placement import POOL_ALL, is_pool, parse_device_pool
 from tui.engine.runner import wiring
 from tui.telemetry.model import normalize_uuid
@@ -133,14 +133,14 @@ def pool_names(pool: Sequence[str], snapshots: Sequence[GpuSnapshot]) -> dict[st
 
 def run_labels(records: Sequence[RunRecord]) -> dict[str, str]:
     """What the GPU pane calls each of the runs running now, by run id: the option fields that tell
-    them apart (``reduce-overhead fullgraph``), else the workload, and ``#2`` for a group's second process."""
+    them apart (``reduce-overhead fullgraph``, a tune's candidates by their inductor options), else the workload, and
+    ``#2`` for a group's second process."""
     differs = differing(record.options for record in records) - {"device"}
+    alike = tuple(key for key in FIELDS_BY_KEY if key not in differs)
     labels = {}
     for record in records:
         options = record.options
-        words = [FIELDS_BY_KEY[field.key].word(field.value(options), True) for field in OPTION_FIELDS
-                 if field.key in differs]
-        words = [word for word in words if word] or [workload_word(options)]
+        words = option_words(options, differs, skip=alike) or [workload_word(options)]
         if record.group_id is not None:
             words.append(f"#{record.repeat + 1}")
         labels[record.run_id] = " ".join(words)

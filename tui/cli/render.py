@@ -136,10 +136,9 @@ def print_table(records: list[RunRecord], console: Any) -> None:
 
     title, labels = _title_and_labels(records)
     table = Table(title=title, title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False, collapse_padding=True)
-    widest = max([len(word) for label in labels for word in label.split()], default=0)
     # A name wider than the column folds onto the next line rather than losing its end (a file's name), after a
     # separator (example_ / workload.py: SeparatorText), as the words of a label fold between words.
-    table.add_column("run", min_width=min(max(12, widest), RUN_MAX_WIDTH), ratio=1, overflow="fold")
+    table.add_column("run", min_width=_run_width(records, labels), ratio=1, overflow="fold")
     table.add_column("verdict", no_wrap=True)
     for name in ("compile", "eager", "compiled", "speedup", "brk/rec"):
         table.add_column(name, justify="right", no_wrap=True)
@@ -176,6 +175,18 @@ def print_table(records: list[RunRecord], console: Any) -> None:
         console.print(NOT_SIGNIFICANT_LEGEND, style="dim", markup=False, highlight=False)
     for line in errors:
         console.print(Text(line, style="red"), soft_wrap=True)
+
+
+def _run_width(records: list[RunRecord], labels: list[str]) -> int:
+    """The run column's least width: its labels' widest word, kept whole (a mode's short form), between 12 and
+    RUN_MAX_WIDTH. An inductor option a label names (a tune's candidates: ``layout_optimization=False``) counts
+    its widest piece only: it folds at its separators rather than widen the table past 80 columns."""
+    from tui.present.fold_text import word_pieces
+
+    named = {f"{key}={value}" for record in records for key, value in record.options.inductor_options.items()}
+    widest = max([len(piece) for label in labels for word in label.split()
+                  for piece in (word_pieces(word) if word in named else [word])], default=0)
+    return min(max(12, widest), RUN_MAX_WIDTH)
 
 
 def _title_and_labels(records: list[RunRecord]) -> tuple[Any, list[str]]:

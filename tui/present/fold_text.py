@@ -1,8 +1,9 @@
 """Rich text that folds a word too wide for its column at a separator, not at whatever letter the width falls on.
 
 A table cell narrower than a file's name folded it by letters: ``example_workload.py`` read ``example_workl`` /
-``oad.py`` in a 13-column run column. :class:`SeparatorText` folds such a word after a ``_``, ``.``, ``/`` or ``-``
-(``example_`` / ``workload.py``, ``max-autotune-`` / ``no-cudagraphs``), and by letters only where a piece between
+``oad.py`` in a 13-column run column. :class:`SeparatorText` folds such a word after a ``_``, ``.``, ``/``, ``-``
+or ``=`` (``example_`` / ``workload.py``, ``max-autotune-`` / ``no-cudagraphs``, ``optimization=`` / ``False`` of an
+inductor option a label names), and by letters only where a piece between
 separators is itself wider than the column; words that fit are wrapped between words as Rich wraps them. What is
 measured and drawn otherwise is Rich's own :class:`rich.text.Text`.
 """
@@ -19,7 +20,7 @@ from rich.text import Text
 
 __all__ = ["SeparatorText", "WholeWordText", "separator_breaks", "word_pieces", "SEPARATORS"]
 
-SEPARATORS = "_./-"
+SEPARATORS = "_./-="
 """Where a word too wide for its column may break: after any of these."""
 _WORD = re.compile(r"[^\S\xa0]*(?:\S|\xa0)+[^\S\xa0]*")
 """A word and the spaces around it; a no-break space (U+00A0) joins, as its name says (Rich breaks at it)."""

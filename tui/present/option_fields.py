@@ -80,13 +80,8 @@ def inductor_text(options: RunOptions) -> str:
     return printable(" ".join(f"{key}={value}" for key, value in sorted(options.inductor_options.items())))
 
 
-def flags_text(options: RunOptions, spell: bool = False) -> str:
-    """What else changes the numbers: ``train`` (``train+opt`` with a compiled optimizer), ``cold``
-    (cold compile), ``l2-flush``, ``2 opts`` (inductor options; the details list them).
-
-    ``spell``: the inductor options as :func:`inductor_text` says them instead of their count, where rows
-    that differ by one option alone (a tune's candidates) must read apart.
-    """
+def _plain_flags(options: RunOptions) -> list[str]:
+    """The flags but the inductor options: ``train`` (``train+opt``), ``cold``, ``l2-flush``."""
     flags = []
     if options.train:
         flags.append("train+opt" if options.compile_optimizer else "train")
@@ -94,12 +89,27 @@ def flags_text(options: RunOptions, spell: bool = False) -> str:
         flags.append("cold")
     if options.l2_flush:
         flags.append("l2-flush")
+    return flags
+
+
+def flags_text(options: RunOptions, spell: bool = False) -> str:
+    """What else changes the numbers: ``train`` (``train+opt`` with a compiled optimizer), ``cold``
+    (cold compile), ``l2-flush``, ``2 opts`` (inductor options; the details list them).
+
+    ``spell``: the inductor options as :func:`inductor_text` says them instead of their count, where rows
+    that differ by one option alone (a tune's candidates) must read apart.
+    """
+    flags = _plain_flags(options)
     if options.inductor_options and spell:
         flags.append(inductor_text(options))
     elif options.inductor_options:
         count = len(options.inductor_options)
         flags.append(f"{count} opt{'s' if count != 1 else ''}")
     return " ".join(flags)
+
+
+def _spelled_flags(options: RunOptions) -> str:
+    return flags_text(options, spell=True)
 
 
 @dataclass(frozen=True)
@@ -121,7 +131,8 @@ class OptionField:
     word_of: Callable[[str], str] | None = None
     """How a value reads in a label when it is not the value itself (``dyn=auto``, ``fullgraph``)."""
     identity: Callable[[RunOptions], str] | None = None
-    """What tells two runs' values apart where the short form may not (two files named ``model.py``)."""
+    """What tells two runs' values apart where the short form may not (two files named ``model.py``, two runs of
+    one inductor option each, ``1 opt``)."""
 
     def word(self, value: str, differs: bool = False) -> str:
         """``value`` as a word of a label; empty when it goes unsaid (``differs``: it tells rows apart)."""
@@ -153,7 +164,8 @@ OPTION_FIELDS: tuple[OptionField, ...] = (
     OptionField("device", "device", "cpu, cuda, cuda:N, or a GPU by its uuid's first digits",
                 lambda o: short_device(o.device), 12),
     OptionField("flags", "flags", "train (+opt), cold compile, l2-flush, the inductor options (key=value); ×3: 3 "
-                "processes, #2: a previous session's second process", flags_text, 32, omit=("",)),
+                "processes, #2: a previous session's second process", flags_text, 32, omit=("",),
+                identity=_spelled_flags),
     OptionField("python", "python", "the worker's interpreter (--python; an A/B sweep's side): its venv's directory",
                 lambda o: printable(interpreter_name(o.python)), 16, omit=("",)),
 )
@@ -175,12 +187,24 @@ def option_words(options: RunOptions, differs: frozenset[str] = frozenset(),
                  skip: tuple[str, ...] = (), names: Mapping[str, str] | None = None) -> list[str]:
     """The label of ``options`` as words, the fields in ``differs`` first (each said, and whole), then the rest.
 
+    Where the flags tell the runs apart, the inductor options are named (``freezing=True``), last, instead of
+    counted: a tune's candidates differ by one option alone, and ``1 opt`` reads alike for each.
     ``skip``: fields said elsewhere (the command line writes the workload and its parameters first);
     ``names``: the listing's workload names (:func:`workload_word`).
     """
     fields = [field for field in OPTION_FIELDS if field.key not in skip]
     ordered = ([field for field in fields if field.key in differs]
                + [field for field in fields if field.key not in differs])
-    words = [field.word(workload_word(options, names) if field.key == "workload" else field.value(options),
-                        field.key in differs) for field in ordered]
-    return [word for word in words if word]
+    spell = "flags" in differs and any(field.key == "flags" for field in fields) and bool(options.inductor_options)
+    words = [field.word(_label_value(field, options, names, spell), field.key in differs) for field in ordered]
+    return [word for word in words if word] + ([inductor_text(options)] if spell else [])
+
+
+def _label_value(field: OptionField, options: RunOptions, names: Mapping[str, str] | None, spell: bool) -> str:
+    """``field``'s value in a label: the workload by the listing's name; the flags less the inductor options where
+    ``spell`` names those at the label's end."""
+    if field.key == "workload":
+        return workload_word(options, names)
+    if field.key == "flags" and spell:
+        return " ".join(_plain_flags(options))
+    return field.value(options)

@@ -186,8 +186,8 @@ def figure_lines(result: TuneResult) -> list[str]:
         lines.append(f"  peak memory: {fmt_mib(peak_w)} (default compile {fmt_mib(peak_d)})")
     if confirmation.amortized_gain is not None and result.objective.calls:
         lines.append(f"  with the compile time over {result.objective.calls} calls: "
-                     f"{confirmation.amortized_gain:.2f}x the default compile (point estimate; compile time has no "
-                     "interval)")
+                     f"{fmt_speedup(confirmation.amortized_gain)} the default compile (point estimate; compile time "
+                     "has no interval)")
     return lines
 
 

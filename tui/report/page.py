@@ -7,7 +7,6 @@ escaped from matplotlib. Numbers are written as the app and the CLI write them (
 
 from __future__ import annotations
 
-import dataclasses
 import json
 from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime, timezone
@@ -16,13 +15,12 @@ from typing import Any
 
 from tui import __version__
 from tui.present.format import MISSING, fmt_ms, fmt_seconds, workload_names
-from tui.present.option_fields import (differing, flags_text, inductor_text, option_words, params_text,
-                                      workload_word)
+from tui.present.option_fields import differing, option_words, params_text, workload_word
 from tui.engine.options import RunOptions
 from tui.engine.store.report_data import ENV_FIELDS, ProcessData, ReportData, ReportRow
 from tui.engine.measure.verdict import RERUN_HINT
 from tui.report.colors import NO_VERDICT, VERDICT_COLOURS, verdict_class
-from tui.report.plots import speedup_words
+from tui.report.plots import speedup_words, whole_parentheses
 
 __all__ = ["row_labels", "render_page", "e"]
 
@@ -56,25 +54,15 @@ def row_labels(rows: Sequence[ReportRow]) -> list[str]:
     """How each configuration is named: workload, parameters, then its options, those that differ first; a tune's
     run then says which part of the tune ran it (``(tune: screening)``, ``(tune: confirmation)``), since a
     candidate's screening run and its confirmation have the same options. Where the rows' inductor options differ
-    (a tune's candidates), each row names its own (``freezing=True``) instead of counting them (``1 opt``)."""
+    (a tune's candidates), each row names its own (``freezing=True``) instead of counting them (``1 opt``), as every
+    label does (:func:`option_words`)."""
     differs = differing(row.options for row in rows)
     names = workload_names(row.options.workload for row in rows)
-    spell = len({json.dumps(row.options.inductor_options, sort_keys=True, default=str) for row in rows}) > 1
     return [" ".join(part for part in (workload_word(row.options, names), params_text(row.options),
-                                       " ".join(_option_words(row.options, differs, spell)),
+                                       " ".join(option_words(row.options, differs, skip=("workload", "params"))),
                                        f"(tune: {row.tune_stage})" if row.tune_stage else "")
                      if part)
             for row in rows]  # fmt: skip
-
-
-def _option_words(options: RunOptions, differs: frozenset[str], spell: bool) -> list[str]:
-    """:func:`option_words` after the workload and parameters; ``spell``: the inductor options as ``key=value``
-    where the label would count them."""
-    words = option_words(options, differs, skip=("workload", "params"))
-    if not spell or not options.inductor_options:
-        return words
-    counted, bare = flags_text(options), flags_text(dataclasses.replace(options, inductor_options={}))
-    return [word for word in (bare if word == counted else word for word in words) if word] + [inductor_text(options)]
 
 
 def _verdict(verdict: str | None) -> str:
@@ -258,7 +246,8 @@ def _options(rows: Sequence[ReportRow], labels: Mapping[int, str]) -> str:
 def render_page(data: ReportData, forest: str, distributions: Mapping[int, str | None]) -> str:
     """The whole page: header, forest plot and summary, noisy runs' reasons, distributions, telemetry,
     environment, options. ``forest`` and ``distributions`` (by row number) are SVG elements."""
-    labels = dict(zip((row.number for row in data.rows), row_labels(data.rows), strict=True))
+    # A label's part in parentheses, ``(tune: screening)``, is never broken across lines, as in the forest plot.
+    labels = dict(zip((row.number for row in data.rows), map(whole_parentheses, row_labels(data.rows)), strict=True))
     ordered = [labels[row.number] for row in data.rows]
     sections = [
         _header(data),

@@ -27,7 +27,7 @@ from tui.report.colors import BAND, NO_VERDICT, SIDE_COLOURS, UNITY, VERDICT_COL
 from tui.engine.status import RunStatus
 
 __all__ = ["MatplotlibMissing", "INSTALL_HINT", "load_matplotlib", "forest_svg", "distribution_svg",
-           "speedup_words", "FOREST_ID"]
+           "speedup_words", "whole_parentheses", "FOREST_ID"]
 
 INSTALL_HINT = 'pip install "compile-lab[report]"'
 FOREST_ID = "forest-plot"
@@ -102,13 +102,19 @@ def _svg(fig: Any, salt: str, svg_id: str, label: str) -> str:
     return text.replace("<svg ", attributes, 1).strip()
 
 
+def whole_parentheses(text: str) -> str:
+    """``text`` with the spaces of each part in parentheses made no-break spaces, so that no line breaks it:
+    ``(tune: stage 2)`` stays whole in the forest plot's labels and in the page's cells and headings."""
+    return _PARENTHESES.sub(lambda part: part.group(0).replace(" ", _NBSP), text)
+
+
 def _wrapped(text: str) -> str:
     """``text`` whole, on lines of at most ``_LABEL_CHARS`` characters broken at spaces: a word is never split
     (``layout_optimization=False``, a path), nor a part in parentheses (``(tune: stage 2)``), and however many
     lines a label takes, none is cut."""
     import textwrap
 
-    kept = _PARENTHESES.sub(lambda part: part.group(0).replace(" ", _NBSP), text)
+    kept = whole_parentheses(text)
     lines = textwrap.wrap(kept, _LABEL_CHARS, break_on_hyphens=False, break_long_words=False) or [""]
     return "\n".join(lines).replace(_NBSP, " ")
 

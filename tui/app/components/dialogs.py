@@ -11,6 +11,7 @@ from textual.widgets import Button, Input, Static
 
 from tui.app.export_target import export_labels
 from tui.app.components.key_footer import KeyFooter
+from tui.app.components.ordered_input import OrderedInput
 
 __all__ = ["ConfirmScreen", "ExportScreen"]
 
@@ -86,7 +87,7 @@ class ExportScreen(ModalScreen[str | None]):
             # a Static wraps: a Label is one line, cut at 80 columns
             yield Static(f"Export all ended rows ({export_labels()}) to a directory or a .csv path:", markup=False,
                          id="export-question")
-            yield Input(placeholder=self.default_dir, id="export-path")
+            yield OrderedInput(placeholder=self.default_dir, id="export-path")
             yield Static("Enter: export   Escape: cancel   (empty = the default above; a directory that does not "
                          "exist is made only after you say yes)", classes="dim-hint")
 

@@ -23,6 +23,7 @@ from textual.validation import Integer
 from textual.widget import Widget
 from textual.widgets import Checkbox, Input, Select, Static
 
+from tui.app.components.ordered_input import OrderedInput
 from tui.app.components.marks import MarkedCheckbox
 from tui.app.components.picker_fields import LABEL_WIDTH, Cycler, OptionValidator, field_row
 from tui.app.components.picker_params import FILE_CHOICE, ParamRows
@@ -149,7 +150,7 @@ class Picker(VerticalScroll):
         )
         yield field_row(
             "file",
-            Input(
+            OrderedInput(
                 opts.workload if user else "",
                 placeholder="model.py[:factory]",  # whole in the 80-column sidebar; the tooltip has the rest
                 compact=True,
@@ -183,17 +184,17 @@ class Picker(VerticalScroll):
         )
         yield field_row(
             "warm-up",
-            Input(str(opts.warmup), type="integer", compact=True, id="warmup",
+            OrderedInput(str(opts.warmup), type="integer", compact=True, id="warmup",
                   validators=[_in_range("warmup")], placeholder="calls"),
         )
         yield field_row(
             "iters",
-            Input(str(opts.iters), type="integer", compact=True, id="iters",
+            OrderedInput(str(opts.iters), type="integer", compact=True, id="iters",
                   validators=[_in_range("iters")], placeholder="per side"),
         )
         yield field_row(
             "repeat",
-            Input(str(self._initial_repeat), compact=True, id="repeat", placeholder="1, K or auto",
+            OrderedInput(str(self._initial_repeat), compact=True, id="repeat", placeholder="1, K or auto",
                   tooltip="worker processes per configuration (interleaved; one row, an interval across "
                           "processes); auto: more on a GPU for launch-bound ones (up to 5), on the CPU while "
                           "inconclusive (up to 3)"),
@@ -206,7 +207,7 @@ class Picker(VerticalScroll):
         # The measurement's limits: decided last, and least often.
         for name, (label, widget_id, unit, placeholder, tooltip) in _LIMIT_FIELDS.items():
             parse = parse_int_option if name in INT_RANGES else parse_number_option
-            yield field_row(label, Input(_number_text(getattr(opts, name)), compact=True, id=widget_id,
+            yield field_row(label, OrderedInput(_number_text(getattr(opts, name)), compact=True, id=widget_id,
                                          placeholder=placeholder, tooltip=tooltip,
                                          validators=[OptionValidator(name, parse)]), unit=unit)
         yield also_line(opts)  # the options without a field here, where they are not their defaults

@@ -14,6 +14,7 @@ from textual.containers import Horizontal, Vertical
 from textual.widget import Widget
 from textual.widgets import Input
 
+from tui.app.components.ordered_input import OrderedInput
 from tui.app.components.picker_fields import KeyValuesValidator, ParamValidator, field_row
 from tui.engine.catalog import WORKLOADS, ParamError
 from tui.engine.options import OptionsError, parse_key_values
@@ -53,7 +54,7 @@ class ParamRows(Vertical):
             return [
                 field_row(
                     "params",
-                    Input(initial, placeholder="key=value,...", compact=True, id="param-kv",
+                    OrderedInput(initial, placeholder="key=value,...", compact=True, id="param-kv",
                           classes="param-input", validators=[KeyValuesValidator()]),
                 )
             ]
@@ -63,7 +64,7 @@ class ParamRows(Vertical):
             rows.append(
                 field_row(
                     param.name,
-                    Input(
+                    OrderedInput(
                         "" if value in ("", None) else str(value),
                         placeholder=str(param.default_for(self._device)),
                         compact=True,

@@ -26,6 +26,7 @@ from tui.app.components.marks import MarkedSelectionList
 from tui.app.components.picker import DYNAMIC_LABELS
 from tui.engine.options import BACKENDS, DTYPES, MODES, PRECISIONS
 from tui.app.components.key_footer import KeyFooter
+from tui.app.components.ordered_input import OrderedInput
 
 __all__ = ["SweepScreen", "SweepChoice", "SweepPreview", "DEFAULT_SWEEP", "PREVIEW_LINES", "choice_to_expand_kwargs",
            "parse_sizes"]
@@ -160,16 +161,16 @@ class SweepScreen(ModalScreen[SweepChoice | None]):
                 if self.gpus:
                     yield self._list("gpus", "GPUs", self.gpus, self.chosen_gpus)
             with Horizontal(id="sweep-inputs"):
-                yield Input(" ".join(str(v) for v in init.get("sizes") or []), id="sweep-sizes", compact=True,
+                yield OrderedInput(" ".join(str(v) for v in init.get("sizes") or []), id="sweep-sizes", compact=True,
                             placeholder="sizes, e.g. n=256,512",  # whole at 80 columns; the tooltip has the rest
                             tooltip="optional sizes to sweep: name=v1,v2,... (e.g. n=256,512,1024 or "
                                     "batch=16,64; width=256,512: each combination is queued)")
                 # Never kept in the config: an interpreter is code (queueing it asks to confirm: tui.app.trust).
-                yield Input("", id="sweep-pythons", compact=True,
+                yield OrderedInput("", id="sweep-pythons", compact=True,
                             placeholder="A/B pythons: PATH,PATH (optional), e.g. /venvA/bin/python,/venvB/bin/python",
                             tooltip="interpreters to run every configuration in, interleaved (an A/B of torch builds)")
                 yield Static("repeat", id="sweep-repeat-label", markup=False)  # its value alone ("1") says nothing
-                yield Input(str(self.repeat), id="sweep-repeat", compact=True, placeholder="1, K or auto",
+                yield OrderedInput(str(self.repeat), id="sweep-repeat", compact=True, placeholder="1, K or auto",
                             tooltip="worker processes per configuration, interleaved "
                                     "(auto: more where one process does not settle it)")
             yield Static("", id="sweep-preview", markup=False)

@@ -23,6 +23,7 @@ from tui.engine.tune.objective import DEVICE, OBJECTIVES
 from tui.engine.tune.request import DEFAULT_BUDGET, TuneRequest, check_request
 from tui.engine.tune.space import SPACE_GROUPS
 from tui.app.components.key_footer import KeyFooter
+from tui.app.components.ordered_input import OrderedInput
 
 __all__ = ["TuneDialog", "OBJECTIVE_LABELS"]
 
@@ -70,11 +71,11 @@ class TuneDialog(ModalScreen[TuneRequest | None]):
                          markup=False)
             with Horizontal(classes="tune-field"):
                 yield Label("budget", id="tune-budget-label")
-                yield Input(init["budget"], id="tune-budget", compact=True, placeholder="90s, 10m, 1h",
+                yield OrderedInput(init["budget"], id="tune-budget", compact=True, placeholder="90s, 10m, 1h",
                             tooltip="the whole search's wall-clock time; no run starts that would not fit")
             with Horizontal(classes="tune-field"):
                 yield Label("space", id="tune-space-label")
-                yield Input(init["space"], id="tune-space", compact=True,
+                yield OrderedInput(init["space"], id="tune-space", compact=True,
                             placeholder=f"{', '.join(SPACE_GROUPS)} or knob names, comma-separated")
             with Horizontal(classes="tune-field"):
                 yield Label("objective", id="tune-objective-label")
@@ -82,7 +83,7 @@ class TuneDialog(ModalScreen[TuneRequest | None]):
                              allow_blank=False, id="tune-objective", compact=True)
             with Horizontal(classes="tune-field"):
                 yield Label("calls", id="tune-calls-label")
-                yield Input(init["calls"], id="tune-calls", compact=True, placeholder="optional, e.g. 100000",
+                yield OrderedInput(init["calls"], id="tune-calls", compact=True, placeholder="optional, e.g. 100000",
                             tooltip="a job's calls: each candidate's compile time is charged over them")
             yield Static("", id="tune-error", markup=False)
             with Horizontal(classes="dialog-buttons"):

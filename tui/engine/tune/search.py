@@ -97,7 +97,7 @@ def judge_stage(standings: Sequence[Standing], threshold: float = 0.02) -> list[
     result = []
     for standing in judged:
         if standing.alive and standing is not best and clearly_worse(standing.score, best.score, threshold):
-            why = f"dropped: below {best.name} (≤ {standing.score.high:.3f}x vs ≥ {best.score.low:.3f}x)"
+            why = f"dropped: below {best.name} (≤ {standing.score.high:.3f}× vs ≥ {best.score.low:.3f}×)"
             standing = dataclasses.replace(standing, gone=why)
         result.append(standing)
     return result
