@@ -3,9 +3,9 @@
     python3 benchmarks/wall_parts.py tune.json
 
 Columns: the run's tune stage (or its mode), each part of ``wall_time`` (tui.engine.store.wall_time) and its
-total, and ``gap``: seconds from the previous run's end (its ``created`` plus its total) to this run's
-``created``, the time the session spent between runs (queueing, saving). A run stored without a wall time shows
-dashes.
+total; ``compile_s``, the profile pass's re-compile (``p.compile``) and its kernel-diff groups (``diffs``);
+``gap``: seconds from the previous run's end (its ``created`` plus its total) to this run's ``created``, the
+time the session spent between runs (queueing, saving). A field a run lacks shows a dash.
 """
 
 from __future__ import annotations
@@ -34,7 +34,8 @@ def main(argv: list[str]) -> int:
         print(__doc__.strip().splitlines()[2].strip(), file=sys.stderr)
         return 2
     runs = sorted(_load(Path(argv[0])), key=lambda run: run.get("created") or 0)
-    print(f"{'run':<24} {'stage':<14} " + " ".join(f"{name:>8}" for name in (*SHORT, "total", "gap")))
+    names = (*SHORT, "total", "compile_s", "p.compile", "diffs", "gap")
+    print(f"{'run':<24} {'stage':<14} " + " ".join(f"{name:>9}" for name in names))
     previous_end = None
     for run in runs:
         wall = run.get("wall_time") or {}
@@ -44,7 +45,11 @@ def main(argv: list[str]) -> int:
         gap = created - previous_end if previous_end is not None and created is not None else None
         previous_end = created + total if created is not None and total is not None else None
         stage = run.get("tune_stage") or (run.get("options") or {}).get("mode") or ""
-        cells = " ".join(f"{_cell(v):>8}" for v in (*values, total, gap))
+        profile = run.get("profile") or {}
+        diffs = profile.get("diff")
+        figures = (*values, total, run.get("compile_s"), profile.get("compile_s"))
+        cells = " ".join(f"{_cell(v):>9}" for v in figures)
+        cells += f" {'-' if diffs is None else len(diffs):>9} {_cell(gap):>9}"
         print(f"{run.get('run_id', '?'):<24} {stage[:14]:<14} {cells}")
     return 0
 
