@@ -271,6 +271,39 @@ async def test_a_spare_still_importing_is_paused_while_a_run_measures(tmp_path):
         await runner.aclose()
 
 
+async def test_a_spare_still_importing_is_paused_while_a_run_compiles(tmp_path):
+    runner = _runner(keep_spare=True, FAKE_WORKER_READY_DELAY="0,5", FAKE_WORKER_COMPILE_S="1.0")
+    states: list[str] = []
+
+    async def watch(spare_pid: int) -> None:
+        while True:
+            states.append(_proc_state(spare_pid))
+            await asyncio.sleep(0.02)
+
+    seen = asyncio.Event()
+    watching: list[asyncio.Task] = []
+
+    def on_event(event: Event) -> None:
+        if isinstance(event, PhaseChanged) and event.phase == "compiling" and runner.spare_pid is not None:
+            watching.append(asyncio.get_running_loop().create_task(watch(runner.spare_pid)))
+        elif isinstance(event, PhaseChanged) and event.phase == "warming_up":
+            seen.set()
+            for task in watching:
+                task.cancel()
+
+    try:
+        options = _options()
+        await runner.prestart(options, wait=True)  # start 0: ready at once
+        await runner.run(_record(options), on_event)
+        assert seen.is_set() and watching
+        # The next spare (start 1, "importing" for 5 s) was stopped for the second the run compiled
+        # (SIGSTOP takes effect asynchronously, so the first looks may still see it running) ...
+        assert states.count("T") >= len(states) // 2 and set(states) <= {"R", "S", "T"}, states
+        assert _proc_state(runner.spare_pid) != "T"  # ... and goes on once the run is past it
+    finally:
+        await runner.aclose()
+
+
 async def test_aclose_and_kill_all_leave_no_process():
     runner = _runner(keep_spare=True)
     await runner.run(_record(_options()))

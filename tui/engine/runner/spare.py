@@ -2,8 +2,10 @@
 
 Right after a run is handed to its worker, the runner starts a spare for the same interpreter
 and environment (the same *key*). It imports torch, emits ``ready`` and waits for its command,
-so the next run with that key starts at once. While a run measures, a spare that is still
-importing is paused (SIGSTOP) so it does not compete for the CPU, and resumed afterwards. One
+so the next run with that key starts at once. While a run compiles or measures, a spare that is
+still importing is paused (SIGSTOP) so it does not compete for the CPU (on a small host it lengthened
+the compile by about half), and resumed afterwards: it imports while the run builds, warms up, checks
+accuracy and runs its profile pass. One
 fresh process per configuration all the same: a spare runs exactly one run.
 """
 
@@ -72,7 +74,7 @@ class SparePool:
             self._spare = await self._spawn(argv, env, key)
 
     def pause(self) -> None:
-        """Pause a spare that is still importing (a run is measuring: it would steal CPU)."""
+        """Pause a spare that is still importing (a run is compiling or measuring: it would steal CPU)."""
         spare = self._spare
         if spare is not None and spare.alive and not spare.ready.is_set():
             spare.pause()

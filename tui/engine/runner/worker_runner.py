@@ -382,7 +382,8 @@ class WorkerRunner:
                 return
 
     async def _react(self, worker: WorkerProcess, state: _RunState, event: Event) -> None:
-        """What the runner itself does on an event: the spare paused and the GPU sampled while measuring."""
+        """What the runner itself does on an event: the spare paused while compiling and measuring, the GPU sampled
+        while measuring."""
         if isinstance(event, PhaseChanged):
             worker.note_descendants()  # a daemon started in the phase before is in the worker's tree now
         if isinstance(event, Started):
@@ -390,11 +391,12 @@ class WorkerRunner:
         elif isinstance(event, PhaseChanged) and event.phase == RunStatus.MEASURING:
             self._spares.pause()
             await state.sampling.start(worker.pid, (state.gpu_uuid or state.gpu) if state.gpu is not None else None)
+        elif isinstance(event, PhaseChanged) and event.phase == RunStatus.COMPILING:
+            self._spares.pause()  # compile_s is a number the user's own process sees: no import beside it either
+            state.sampling.lead_in(worker.pid)
         elif isinstance(event, (PhaseChanged, Finished, Failed)):
             self._spares.resume()
-            if isinstance(event, PhaseChanged) and event.phase == RunStatus.COMPILING:
-                state.sampling.lead_in(worker.pid)
-            elif state.sampling.measuring or not isinstance(event, PhaseChanged):
+            if state.sampling.measuring or not isinstance(event, PhaseChanged):
                 await state.sampling.stop()
 
     # ----- workers ----------------------------------------------------------------------------
