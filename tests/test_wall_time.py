@@ -92,3 +92,21 @@ async def test_a_real_run_accounts_for_its_wall_time_part_by_part():
     total = record.wall_time.total_s
     # The clock runs from before the worker's first event to after its last, and within the call.
     assert total is not None and arrived[-1] - arrived[0] <= total <= took
+
+
+def test_a_group_rows_wall_time_is_every_process_summed_part_by_part():
+    from fakes.records import full_group
+    from tui.engine.store.repeats import GroupRecord
+
+    members = full_group(scales=(1.0, 1.1))
+    members[0].wall_time = WallTime(starting_s=4.0, compiling_s=10.0, measuring_s=5.0, ending_s=0.5)
+    members[1].wall_time = WallTime(starting_s=0.25, compiling_s=12.0, measuring_s=6.0, ending_s=0.25)
+    failed = RunRecord.new(members[0].options)
+    failed.group_id, failed.repeat = members[0].group_id, 2
+    failed.fail("timeout", "timed out after 30 s (timeout_s) while compiling")
+    failed.wall_time = WallTime(starting_s=0.5, compiling_s=30.0, ending_s=0.25)
+    row = GroupRecord.of([*members, failed])
+    # What the configuration cost: each process's parts added up (the failed one's too), not the first one's alone.
+    assert row.wall_time == WallTime(starting_s=4.75, compiling_s=52.0, measuring_s=11.0, ending_s=1.0)
+    assert row.to_row()["wall_s"] == "68.75"
+    assert wall_time_text(row.wall_time, processes=3).startswith("68.8 s over 3 processes: starting\xa04.75")

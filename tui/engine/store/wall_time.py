@@ -8,7 +8,7 @@ parts are the ones a search's budget pays for, so the record keeps each one's wa
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, fields, replace
 from time import monotonic
 
@@ -47,6 +47,16 @@ class WallTime(JsonRecord):
             value = getattr(self, item.name)
             if value is not None:
                 yield item.name.removesuffix("_s"), value
+
+    @classmethod
+    def summed(cls, times: Iterable[WallTime]) -> WallTime:
+        """Each part added up over ``times`` (a group row's processes: what the configuration cost); None where
+        none of them reached it."""
+        total = cls()
+        for one in times:
+            for part, seconds in one.parts():
+                total = total.plus(part, seconds)
+        return total
 
     @property
     def total_s(self) -> float | None:
