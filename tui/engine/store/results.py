@@ -114,7 +114,7 @@ class RunRecord:
     """Processes its workload started outside the worker's process group (a daemon) that were still running
     when the run ended; the runner killed them (tui.engine.runner.leftovers)."""
     wall_time: WallTime = field(default_factory=WallTime)
-    """Wall seconds in each part of the run, from the command to the worker's exit (tui.engine.store.wall_time)."""
+    """Wall seconds in each part of the run, from its start to the worker's exit (tui.engine.store.wall_time)."""
 
     def __post_init__(self) -> None:
         self._version = 0
@@ -154,6 +154,12 @@ class RunRecord:
     def _enter(self, part: str | None) -> None:
         self._clock.enter(part)
         self.wall_time = self._clock.times
+
+    def wait_for_gpu(self) -> None:
+        """The runner waits for the run's GPU, whose lock another run holds: the wall time's ``waiting`` part, not
+        ``starting``, until the runner sets ``starting`` again (:meth:`set_status`)."""
+        self._enter("waiting")
+        self._version += 1
 
     def stop_clock(self) -> None:
         """The worker exited and was reaped (the runner): the run's last part, ``ending``, ends."""
