@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
+import signal
 import sys
 import time
 from pathlib import Path
 
 import pytest
+from fakes.polling import poll_until
 
 from tui.engine.options import RunOptions
 from tui.engine.protocol import make_event
@@ -139,3 +143,39 @@ async def test_a_wait_for_the_gpus_lock_is_a_part_of_its_own_not_starting(clock,
     assert record.status == "done"
     assert record.wall_time.waiting_s == 30.0 and record.wall_time.starting_s == 0.0
     assert record.wall_time.total_s == 30.0
+
+
+def _ignores_sigterm(pid: int | None) -> bool:
+    try:
+        status = Path(f"/proc/{pid}/status").read_text()
+    except OSError:
+        return False
+    ignored = next(line.split()[1] for line in status.splitlines() if line.startswith("SigIgn:"))
+    return bool(int(ignored, 16) & (1 << (signal.SIGTERM - 1)))
+
+
+@pytest.mark.parametrize("end", ["timeout", "cancel"])
+async def test_stopping_a_worker_the_runner_ends_is_the_runs_ending_not_its_phase(end):
+    from tui.engine.runner.process import KILL_GRACE_S
+
+    runner = WorkerRunner(worker_argv=FAKE_WORKER, keep_spare=False)
+    stubborn = {"fake_behaviour": "stubborn"}  # SIGTERM does not end it
+    record = RunRecord.new(RunOptions(workload="pointwise", iters=20, block_size=5, params=stubborn,
+                                      timeout_s=60.0 if end == "cancel" else 1.0))
+    measuring = asyncio.Event()
+    task = asyncio.create_task(runner.run(record, lambda event: getattr(event, "stage", None) == "measure"
+                                          and measuring.set()))
+    try:
+        if end == "cancel":
+            await asyncio.wait_for(measuring.wait(), 10)
+            assert await poll_until(lambda: _ignores_sigterm(runner.last_pid), 10.0)  # it hangs, as stubborn
+            task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await task
+    finally:
+        await runner.aclose()
+    assert record.status == ("cancelled" if end == "cancel" else "failed")
+    # The kill (SIGTERM, KILL_GRACE_S for the worker to go, SIGKILL, reaping) comes after the run's end was decided.
+    assert record.wall_time.ending_s >= KILL_GRACE_S
+    if end == "timeout":
+        assert record.wall_time.total_s - record.wall_time.ending_s <= 1.0 + 0.5  # the timeout, give or take a beat

@@ -304,6 +304,7 @@ class WorkerRunner:
             await asyncio.wait_for(self._stream_to_exit(worker, state), timeout_s)
         except asyncio.TimeoutError:
             phase = record.status  # the phase the limit cut short, before stopping changes anything
+            record.end_clock()  # stopping the worker is the run's ending, not that phase
             await state.sampling.stop()
             await worker.stop()
             if not state.terminal:  # one that finished and then lingered keeps its results
@@ -323,6 +324,7 @@ class WorkerRunner:
             await asyncio.wait_for(worker.process.wait(), EXIT_GRACE_S)
 
     async def _on_cancel(self, state: _RunState) -> None:
+        state.record.end_clock()  # stopping the worker is the run's ending, not the phase it was in
         try:
             if state.worker is not None:
                 await state.sampling.stop(quick=True)
@@ -373,6 +375,7 @@ class WorkerRunner:
         while True:
             kind, payload = await worker.queue.get()
             if kind == "eof":
+                state.record.end_clock()  # the worker closed its events (it ended, or died): its ending
                 return
             if kind == "bad":
                 message = f"the worker wrote a line that is not an event ({payload})"

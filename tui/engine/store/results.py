@@ -156,9 +156,14 @@ class RunRecord:
         self.wall_time = self._clock.times
 
     def wait_for_gpu(self) -> None:
-        """The runner waits for the run's GPU, whose lock another run holds: the wall time's ``waiting`` part, not
-        ``starting``, until the runner sets ``starting`` again (:meth:`set_status`)."""
+        """The runner waits for the GPU's lock (another run holds it): ``waiting``, until it sets ``starting`` again."""
         self._enter("waiting")
+        self._version += 1
+
+    def end_clock(self) -> None:
+        """The run's end is decided (its last event, the runner's timeout or cancel): its ``ending`` part begins."""
+        self._clock.end()
+        self.wall_time = self._clock.times
         self._version += 1
 
     def stop_clock(self) -> None:
@@ -234,7 +239,7 @@ class RunRecord:
         for message in event.warnings:
             self._warn(" ".join(message.split()))
         self.status = RunStatus.DONE
-        self._enter("ending")
+        self.end_clock()
 
     def _on_failed(self, event: Failed) -> None:
         self.fail(event.kind, event.message, event.detail)
@@ -253,8 +258,7 @@ class RunRecord:
         self.error_message = printable(" ".join(message.split())) or kind.replace("_", " ")
         self.error_detail = printable(detail)  # a worker's stderr: shown, never run by the terminal
         self.status = RunStatus.CANCELLED if kind == "cancelled" else RunStatus.FAILED
-        if self._clock.running:
-            self._enter("ending")
+        self.end_clock()
         self._version += 1
 
     def set_telemetry(self, telemetry: RunTelemetry) -> None:

@@ -21,7 +21,8 @@ PARTS = ("waiting", "starting", *PHASES, "ending")
 """A run's parts in order: ``waiting`` (for its GPU, whose lock another run held: another compile-lab's, or
 another session's), ``starting`` (from the run's start, handed to its runner, to the worker's first phase: getting
 a worker and sending it the command, the worker importing torch and initialising the device, unless a spare worker
-had imported it), the worker's phases, and ``ending`` (from its last event until it exited and was reaped)."""
+had imported it), the worker's phases, and ``ending`` (from the run's end, its last event or the runner's timeout
+or cancel, until the worker exited and was reaped)."""
 
 
 @dataclass(frozen=True)
@@ -79,6 +80,11 @@ class PartClock:
     def running(self) -> bool:
         """Whether the clock is in a part (entered, and not stopped)."""
         return self._part is not None
+
+    def end(self) -> None:
+        """The run's end is decided: its ``ending`` part from now (a clock stopped, or never started, stays so)."""
+        if self.running:
+            self.enter("ending")
 
     def enter(self, part: str | None) -> None:
         """The run is now in ``part`` (None: its clock stops); entering the part it is in changes nothing."""
