@@ -15,8 +15,12 @@ import json
 import sys
 from pathlib import Path
 
-PARTS = ("starting", "building", "compiling", "warming_up", "checking_accuracy", "measuring", "diagnosing", "ending")
-SHORT = ("start", "build", "compile", "warm", "accuracy", "measure", "diagnose", "end")
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from tui.engine.store.wall_time import PARTS  # noqa: E402
+
+SHORT = ("wait", "start", "build", "compile", "warm", "accuracy", "measure", "diagnose", "end")
+"""Each of PARTS as a column's heading."""
 
 
 def _load(path: Path) -> list[dict]:

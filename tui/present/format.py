@@ -141,15 +141,16 @@ def fmt_seconds(value: Any) -> str:
     return f"{seconds:.0f}"
 
 
-def wall_time_text(wall: WallTime) -> str | None:
+def wall_time_text(wall: WallTime, processes: int = 1) -> str | None:
     """``31.2 s: starting 6.05 · compiling 4.00 · ... · ending 0.31``: a run's wall time and its parts, in
-    seconds (None: no part timed). No-break spaces keep a part's name, its number and the dot after it on one
-    line where the text folds."""
+    seconds (None: no part timed); a group row's, its ``processes`` added up: ``93.6 s over 3 processes: ...``.
+    No-break spaces keep a part's name, its number and the dot after it on one line where the text folds."""
     total = wall.total_s
     if total is None:
         return None
     parts = "\u00a0· ".join(f"{part.replace('_', ' ')}\u00a0{fmt_seconds(value)}" for part, value in wall.parts())
-    return f"{fmt_seconds(total)} s: {parts}"
+    over = f" over {processes} processes" if processes > 1 else ""
+    return f"{fmt_seconds(total)} s{over}: {parts}"
 
 
 def fmt_mib(value: Any) -> str:

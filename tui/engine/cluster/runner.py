@@ -109,6 +109,7 @@ class ClusterRunner:
         try:
             await self._follow(record, task, placement, on_event)
         except asyncio.CancelledError:
+            record.end_clock()  # killing the run on its node is its ending
             await self._cancel(task, placement)
             cancel(record)
             raise

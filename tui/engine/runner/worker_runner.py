@@ -111,6 +111,8 @@ class _RunState:
     lock_fd: int | None = None
     terminal: bool = False
     last_t: float = 0.0
+    waited: bool = False
+    """Whether the run waited for its GPU's lock (another run held it)."""
 
 
 class WorkerRunner:
@@ -171,8 +173,8 @@ class WorkerRunner:
         ``crash`` (the worker died without finished/failed; stderr's tail is the detail),
         ``cancelled`` (the task was cancelled: the worker's process group is killed and
         CancelledError re-raised; no detail: the worker's stderr says nothing about why). A CUDA
-        run first takes the GPU's lock, waiting (with a warning event to ``on_event``) while it is
-        busy.
+        run first takes the GPU's lock, waiting (with a warning event to ``on_event``; the wall time's
+        ``waiting`` part) while it is busy.
         """
         if self._closed:
             raise RuntimeError("the runner was closed")
@@ -253,6 +255,8 @@ class WorkerRunner:
         folder = _data_folder(record) if options.trace or options.torch_trace else None
         if state.gpu is not None:
             state.lock_fd = await acquire_gpu_lock(state.gpu, lambda: self._gpu_busy(state))
+            if state.waited:
+                record.set_status(RunStatus.STARTING)  # the wait is its own part of the wall time: starting again
         try:
             self.last_from_spare = False
             if options.torch_trace:
@@ -285,6 +289,8 @@ class WorkerRunner:
         return self._launch(upcoming, gpu)
 
     async def _gpu_busy(self, state: _RunState) -> None:
+        state.waited = True
+        state.record.wait_for_gpu()
         if state.on_event is not None:
             message = f"GPU {state.gpu} was busy with another compile-lab run; the run waited for it"
             await _maybe_await(state.on_event(WorkerWarning(message=message, source="runner")))
@@ -298,6 +304,7 @@ class WorkerRunner:
             await asyncio.wait_for(self._stream_to_exit(worker, state), timeout_s)
         except asyncio.TimeoutError:
             phase = record.status  # the phase the limit cut short, before stopping changes anything
+            record.end_clock()  # stopping the worker is the run's ending, not that phase
             await state.sampling.stop()
             await worker.stop()
             if not state.terminal:  # one that finished and then lingered keeps its results
@@ -317,6 +324,7 @@ class WorkerRunner:
             await asyncio.wait_for(worker.process.wait(), EXIT_GRACE_S)
 
     async def _on_cancel(self, state: _RunState) -> None:
+        state.record.end_clock()  # stopping the worker is the run's ending, not the phase it was in
         try:
             if state.worker is not None:
                 await state.sampling.stop(quick=True)
@@ -367,6 +375,7 @@ class WorkerRunner:
         while True:
             kind, payload = await worker.queue.get()
             if kind == "eof":
+                state.record.end_clock()  # the worker closed its events (it ended, or died): its ending
                 return
             if kind == "bad":
                 message = f"the worker wrote a line that is not an event ({payload})"

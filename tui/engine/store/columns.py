@@ -276,7 +276,8 @@ COLUMNS: tuple[Column, ...] = (
     Column("fp32_precision_mkldnn_conv", lambda r, s: r.env.fp32_precision_mkldnn_conv,
            "oneDNN's fp32_precision for convolutions (torch 2.9 on): ieee, bf16, tf32 or none"),
     Column("wall_s", lambda r, s: r.wall_time.total_s,
-           "the run's wall time from the command to the worker's exit, seconds (each part in the JSON's wall_time)"),
+           "the run's wall time from its start to the worker's exit, seconds (each part in the JSON's wall_time; "
+           "a row of several processes: theirs added up)"),
     *_option_columns(),  # last: the run options with a column in the option table
 )  # fmt: skip
 

@@ -11,8 +11,9 @@ to the group is computed here, from the runs' measured blocks:
 * :class:`GroupRecord`: the row of a group, for the CSV, the CLI's table and the app. It reads
   like one run: its statistics pool every done process's blocks, its interval, significance
   and verdict are the group's (across processes), its payloads (environment, diagnostics,
-  memory, telemetry, compile time) are those of its first done process; the per-process
-  records stay as they are (history, JSON, raw CSV).
+  memory, telemetry, compile time) are those of its first done process, and its wall time is every
+  process's added up, part by part (what the configuration cost); the per-process records stay as
+  they are (history, JSON, raw CSV).
 
 The group's verdict follows :mod:`tui.engine.measure.verdict` with the across-process interval:
 ``noisy`` when a process's own measurement was (a stall that moved its median, its speedup's
@@ -41,6 +42,7 @@ from dataclasses import dataclass
 from tui.engine.options import RunOptions
 from tui.engine.protocol import SIDES
 from tui.engine.store.results import TERMINAL_STATUSES, RunRecord
+from tui.engine.store.wall_time import WallTime
 from tui.engine.measure.stats import SpeedupCI, Stats, bootstrap_speedup_processes, is_significant
 from tui.engine.measure.summary import (
     BOOTSTRAP_RESAMPLES, MIN_INTERVAL_BLOCKS, LiveStats, RunSummary, SideStats, SummaryInputs, build_summary,
@@ -341,7 +343,8 @@ class GroupRecord(RunRecord):
                   accuracy=next((m.accuracy for m in done if m.accuracy.passed is False), first.accuracy),
                   memory=first.memory, flops_per_call=first.flops_per_call, bytes_per_call=first.bytes_per_call,
                   telemetry=first.telemetry, group_id=group.group_id, session_id=first.session_id,
-                  tune_id=first.tune_id, tune_stage=first.tune_stage, wall_time=first.wall_time,
+                  tune_id=first.tune_id, tune_stage=first.tune_stage,
+                  wall_time=WallTime.summed(m.wall_time for m in members),
                   notes=tuple(dict.fromkeys(note for m in members for note in m.notes)),
                   profile=next((m.profile for m in done if m.profile and m.profile.available),
                                first.profile))  # fmt: skip

@@ -114,7 +114,7 @@ class RunRecord:
     """Processes its workload started outside the worker's process group (a daemon) that were still running
     when the run ended; the runner killed them (tui.engine.runner.leftovers)."""
     wall_time: WallTime = field(default_factory=WallTime)
-    """Wall seconds in each part of the run, from the command to the worker's exit (tui.engine.store.wall_time)."""
+    """Wall seconds in each part of the run, from its start to the worker's exit (tui.engine.store.wall_time)."""
 
     def __post_init__(self) -> None:
         self._version = 0
@@ -154,6 +154,17 @@ class RunRecord:
     def _enter(self, part: str | None) -> None:
         self._clock.enter(part)
         self.wall_time = self._clock.times
+
+    def wait_for_gpu(self) -> None:
+        """The runner waits for the GPU's lock (another run holds it): ``waiting``, until it sets ``starting`` again."""
+        self._enter("waiting")
+        self._version += 1
+
+    def end_clock(self) -> None:
+        """The run's end is decided (its last event, the runner's timeout or cancel): its ``ending`` part begins."""
+        self._clock.end()
+        self.wall_time = self._clock.times
+        self._version += 1
 
     def stop_clock(self) -> None:
         """The worker exited and was reaped (the runner): the run's last part, ``ending``, ends."""
@@ -228,7 +239,7 @@ class RunRecord:
         for message in event.warnings:
             self._warn(" ".join(message.split()))
         self.status = RunStatus.DONE
-        self._enter("ending")
+        self.end_clock()
 
     def _on_failed(self, event: Failed) -> None:
         self.fail(event.kind, event.message, event.detail)
@@ -247,8 +258,7 @@ class RunRecord:
         self.error_message = printable(" ".join(message.split())) or kind.replace("_", " ")
         self.error_detail = printable(detail)  # a worker's stderr: shown, never run by the terminal
         self.status = RunStatus.CANCELLED if kind == "cancelled" else RunStatus.FAILED
-        if self._clock.running:
-            self._enter("ending")
+        self.end_clock()
         self._version += 1
 
     def set_telemetry(self, telemetry: RunTelemetry) -> None:

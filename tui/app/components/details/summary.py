@@ -177,8 +177,9 @@ def _headline(record: RunRecord, summary: RunSummary, host_line: str | None) -> 
 
 
 def _wall_time(record: RunRecord) -> Text | None:
-    """The run's wall time and its parts, folding between parts, never inside one."""
-    text = wall_time_text(record.wall_time)
+    """The run's wall time and its parts (a group: its processes' added up), folding between parts, never inside
+    one."""
+    text = wall_time_text(record.wall_time, len(getattr(record, "members", None) or [record]))
     return None if text is None else WholeWordText(text)
 
 
