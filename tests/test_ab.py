@@ -26,9 +26,9 @@ from tui.engine.runner import WorkerRunner
 from tui.engine.run.session import RunSession, SessionListener
 from tui.engine.run.sweep import expand
 
-from tests.fakes import stand_in_python
+from tests.fakes import fake_worker_argv, stand_in_python
 
-FAKE_WORKER = [sys.executable, str(Path(__file__).resolve().parent / "fakes" / "fake_worker.py")]
+FAKE_WORKER = fake_worker_argv()
 
 
 

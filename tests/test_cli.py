@@ -7,11 +7,11 @@ import json
 import os
 import signal
 import sys
-from pathlib import Path
 
 import pytest
 
 from fakes.records import cuda_run_record
+from fakes import fake_worker_argv
 from rich.console import Console
 
 from tui import cli
@@ -20,7 +20,7 @@ from tui.engine.catalog import WORKLOADS
 from tui.engine.protocol import BlockTimed, Ready
 from tui.engine.runner import WorkerRunner
 
-FAKE_WORKER = [sys.executable, str(Path(__file__).resolve().parent / "fakes" / "fake_worker.py")]
+FAKE_WORKER = fake_worker_argv()
 
 
 def _error_lines(capsys) -> list[str]:

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from fakes import fake_worker_argv
 from fakes.gpus import A100, H100, H200, kind_runs, sweep
 from fakes.timed import pointwise, timed_run
 from tui import cli
@@ -144,11 +145,9 @@ def test_history_selections_and_session_ids(capsys):
 
 def test_each_cli_start_gives_its_runs_one_session_id(monkeypatch, tmp_path, capsys):
     """Through the real CLI and runner (the fake worker): a --repeat 2 run is one session, the next start another."""
-    import sys
-
     from tui.engine.runner import WorkerRunner
 
-    fake = [sys.executable, str(Path(__file__).resolve().parent / "fakes" / "fake_worker.py")]
+    fake = fake_worker_argv()
     monkeypatch.setattr(cli, "make_runner", lambda keep_spare, telemetry=None: WorkerRunner(
         worker_argv=fake, keep_spare=keep_spare, env={"FAKE_WORKER_BEHAVIOUR": "ok"}))
     for extra in (["--repeat", "2"], []):

@@ -16,9 +16,9 @@ import re
 import select
 import sys
 import threading
-from pathlib import Path
 
 from fakes.records import cuda_run_record
+from fakes import fake_worker_argv
 from rich.console import Console
 from tui import cli
 from tui.cli.render import NOT_SIGNIFICANT_LEGEND, print_table
@@ -27,7 +27,7 @@ from tui.engine.options import RunOptions
 from tui.engine.store.results import RunRecord
 from tui.engine.runner import WorkerRunner
 
-FAKE_WORKER = [sys.executable, str(Path(__file__).resolve().parent / "fakes" / "fake_worker.py")]
+FAKE_WORKER = fake_worker_argv()
 WAIT_S = 60.0
 """The longest a read of the pipe waits for a line (a hung sweep fails the test instead of hanging it)."""
 

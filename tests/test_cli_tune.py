@@ -8,14 +8,13 @@ import dataclasses
 import io
 import json
 import re
-import sys
 import time
-from pathlib import Path
 
 import pytest
 
 from rich.console import Console
 
+from fakes import fake_worker_argv
 from tui import cli
 from tui.cli.tune_render import print_answer
 from tui.engine.options import RunOptions
@@ -27,7 +26,7 @@ from tui.engine.runner import WorkerRunner
 from tui.engine.tune import probe as probe_module
 from tui.engine.runner.torch_probe import TorchOptions, read_report
 
-FAKE_WORKER = [sys.executable, str(Path(__file__).resolve().parent / "fakes" / "fake_worker.py")]
+FAKE_WORKER = fake_worker_argv()
 QUIET_MACHINE = ["--noise-limit", "max_other_cpu_cores=1000"]
 """The fake worker's runs on a busy test machine: the machine check would make every verdict noisy."""
 

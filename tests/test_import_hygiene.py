@@ -12,6 +12,8 @@ import sys
 
 import pytest
 
+from fakes import fake_worker_argv
+
 PROBE = """
 import json, sys, importlib
 for name in {modules!r}:
@@ -96,7 +98,7 @@ import tui.cli
 from tui.engine.runner import WorkerRunner
 
 def make_runner(keep_spare, telemetry=None, env=None):
-    return WorkerRunner(worker_argv=[sys.executable, {fake!r}], keep_spare=keep_spare, env=env, sample_host=False)
+    return WorkerRunner(worker_argv={fake!r}, keep_spare=keep_spare, env=env, sample_host=False)
 
 tui.cli.make_runner = make_runner
 code = tui.cli.main(["sweep", "--param", "n=64,128", "--iters", "20", "--no-history", "--quiet"])
@@ -115,11 +117,8 @@ def test_ray_loads_only_when_a_cluster_is_used():
 
 def test_a_local_sweep_through_the_cli_never_imports_ray():
     """A whole ``compile-lab sweep`` without ``--cluster`` (the fake worker, two runs) leaves Ray alone."""
-    from pathlib import Path
-
-    fake = str(Path(__file__).resolve().parent / "fakes" / "fake_worker.py")
-    out = subprocess.run([sys.executable, "-c", LOCAL_SWEEP.format(fake=fake)], check=True, capture_output=True,
-                         text=True, timeout=120).stdout
+    out = subprocess.run([sys.executable, "-c", LOCAL_SWEEP.format(fake=fake_worker_argv())], check=True,
+                         capture_output=True, text=True, timeout=120).stdout
     code, imported = json.loads(out.strip().splitlines()[-1])
     assert code == 0
     assert imported == []

@@ -8,10 +8,10 @@ from __future__ import annotations
 
 import os
 import sys
-from pathlib import Path
 
 import pytest
 
+from fakes import fake_worker_argv
 from tui.engine.options import RunOptions
 from tui.engine.protocol import BlockTimed, Event, Started
 from tui.engine.store.results import RunRecord
@@ -23,7 +23,7 @@ from tui.telemetry.fake import FakeSource
 from tui.telemetry.model import MIN_CLOCK_SAMPLES, GpuProcess, RunTelemetry
 from tui.telemetry.sampler import CLOCK_FIELDS, FIELDS, FIELDS_BETWEEN, RunSampler, clock_per_side
 
-FAKE_WORKER = [sys.executable, str(Path(__file__).resolve().parent / "fakes" / "fake_worker.py")]
+FAKE_WORKER = fake_worker_argv()
 
 
 # -- clock_per_side ------------------------------------------------------------------------

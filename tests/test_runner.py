@@ -8,12 +8,12 @@ from __future__ import annotations
 
 import asyncio
 import os
-import sys
 import time
 from pathlib import Path
 
 import pytest
 from fakes.polling import poll_until
+from fakes import fake_worker_argv
 
 from tui.engine.options import RunOptions
 from tui.engine.protocol import BlockTimed, Event, PhaseChanged, Ready, Started, WorkerWarning
@@ -23,7 +23,7 @@ from tui.engine.runner.worker_runner import timeout_message
 from tui.telemetry.fake import FakeSource
 from tui.telemetry.model import GpuProcess
 
-FAKE_WORKER = [sys.executable, str(Path(__file__).resolve().parent / "fakes" / "fake_worker.py")]
+FAKE_WORKER = fake_worker_argv()
 
 
 def _options(behaviour: str = "ok", **fields) -> RunOptions:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import sys
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -11,13 +10,14 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from fakes.polling import poll_until
+from fakes import fake_worker_argv
 from tui.engine.runner import WorkerRunner
 from tui.telemetry.fake import FakeSource
 
 if TYPE_CHECKING:
     from tui.app.app import CompileLabApp
 
-FAKE_WORKER = [sys.executable, str(Path(__file__).resolve().parents[1] / "fakes" / "fake_worker.py")]
+FAKE_WORKER = fake_worker_argv()
 
 
 def fake_runner(behaviour: str = "ok", delay: float | None = None, **env: str) -> WorkerRunner:

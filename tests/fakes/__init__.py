@@ -17,8 +17,15 @@ FAKE_WORKER = Path(__file__).resolve().with_name("fake_worker.py")
 
 
 def fake_worker_argv() -> list[str]:
-    """The command line that starts the fake worker with this interpreter."""
-    return [sys.executable, str(FAKE_WORKER)]
+    """The command line that starts the fake worker with this interpreter, without ``site`` (``-S``).
+
+    The fake imports the standard library and ``tui`` (from the path it puts first) and nothing
+    installed, so the ``.pth`` files ``site`` runs at every start (an editable install's import
+    finder, and whatever else the environment put there) are a cost without a use; the inner loop
+    starts hundreds of fake workers. The real worker (``python -m tui.engine.worker``) keeps ``site``:
+    it needs torch.
+    """
+    return [sys.executable, "-S", str(FAKE_WORKER)]
 
 
 def stand_in_python(root: Path, name: str) -> str:

@@ -1,6 +1,6 @@
 """A torch-free stand-in for ``python -m tui.engine.worker`` that sends what a real run sends.
 
-Start it with ``[sys.executable, str(FAKE_WORKER)]`` (see :func:`tests.fakes.fake_worker_argv`).
+Start it with :func:`tests.fakes.fake_worker_argv` (``[sys.executable, "-S", str(FAKE_WORKER)]``).
 It uses the real worker's event channel (:mod:`tui.engine.worker.channel`: events on a private
 duplicate of fd 1, fd 1 pointed at stderr, the parent-death signal, the child subreaper, the unbuffered command
 read, the stdin watch that ends it when the parent goes) and the real block plan
@@ -85,7 +85,6 @@ from __future__ import annotations
 import json
 import os
 import signal
-import socket
 import sys
 import time
 from pathlib import Path
@@ -279,12 +278,13 @@ class FakeRun:
         """The ``started`` event, with the environment the runner set."""
         # torch's defaults (cuDNN TF32 on, matmul TF32 off) unless the precision option set both
         matmul, cudnn = {"ieee": (False, False), "tf32": (True, True)}.get(self.options.precision, (False, True))
+        # os.uname().nodename is what socket.gethostname() reads, without importing socket at every start
         env = Env(torch="0.0.0+fake", python=sys.version.split()[0], python_executable=sys.executable,
                   cpu="fake cpu", device=self.options.device, gpu_name=os.environ.get("FAKE_WORKER_GPU_NAME"),
                   gpu_uuid=os.environ.get("FAKE_WORKER_GPU_UUID"), tf32_matmul=matmul, tf32_cudnn=cudnn,
                   float32_matmul_precision="high" if matmul else "highest",
                   cuda_visible_devices=os.environ.get("CUDA_VISIBLE_DEVICES"),
-                  cuda_device_order=os.environ.get("CUDA_DEVICE_ORDER"), node=socket.gethostname(),
+                  cuda_device_order=os.environ.get("CUDA_DEVICE_ORDER"), node=os.uname().nodename,
                   cpu_affinity=cpu_list_text(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else None,
                   num_threads=int(os.environ.get("OMP_NUM_THREADS", "0")) or None)
         self.channel.emit(Started(run_id=self.run_id, env=env, options=self.options.to_dict()))

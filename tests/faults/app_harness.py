@@ -24,6 +24,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO))
 
+from tests.fakes import fake_worker_argv  # noqa: E402
 from tui.app.app import CompileLabApp  # noqa: E402  (needs the path above)
 from tui.engine.store.history import History  # noqa: E402
 from tui.engine.options import RunOptions  # noqa: E402
@@ -31,7 +32,7 @@ from tui.engine.protocol import BlockTimed  # noqa: E402
 from tui.engine.runner import WorkerRunner  # noqa: E402
 from tui.telemetry.fake import FakeSource  # noqa: E402
 
-FAKE_WORKER = [sys.executable, str(REPO / "tests" / "fakes" / "fake_worker.py")]
+FAKE_WORKER = fake_worker_argv()
 
 
 def main() -> int:

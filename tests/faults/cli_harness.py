@@ -20,10 +20,11 @@ from typing import Any
 REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO))
 
+from tests.fakes import fake_worker_argv  # noqa: E402
 from tui import cli  # noqa: E402  (needs the path above)
 from tui.engine.runner import WorkerRunner  # noqa: E402
 
-FAKE_WORKER = [sys.executable, str(REPO / "tests" / "fakes" / "fake_worker.py")]
+FAKE_WORKER = fake_worker_argv()
 
 
 def make_runner(keep_spare: bool, telemetry: Any = None) -> WorkerRunner:

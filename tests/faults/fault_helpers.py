@@ -12,7 +12,6 @@ import asyncio
 import csv
 import json
 import os
-import sys
 import textwrap
 import threading
 import time
@@ -22,6 +21,7 @@ from typing import Any
 
 import pytest
 
+from fakes import fake_worker_argv
 from fakes.polling import poll_until
 from tui import paths
 from tui.engine.options import RunOptions
@@ -29,8 +29,7 @@ from tui.engine.protocol import make_event
 from tui.engine.store.results import RunRecord
 
 REPO = Path(__file__).resolve().parents[2]
-FAKE_WORKER_PATH = REPO / "tests" / "fakes" / "fake_worker.py"
-FAKE_WORKER = [sys.executable, str(FAKE_WORKER_PATH)]
+FAKE_WORKER = fake_worker_argv()
 
 #: How long a killed process may take to leave the process table (the matrix says 2 s).
 GONE_WITHIN_S = 2.0

@@ -22,12 +22,11 @@ budget measures on towards :data:`CPU_DEFAULT_TARGET` for at most :data:`CPU_DEF
 from __future__ import annotations
 
 import math
-import statistics
 import time
 from collections.abc import Callable, Mapping, Sequence
 
 from tui.engine.protocol import SIDES
-from tui.engine.measure.stats import BOOTSTRAP_RESAMPLES, SpeedupCI, bootstrap_speedup
+from tui.engine.measure.stats import BOOTSTRAP_RESAMPLES, SpeedupCI, bootstrap_speedup, median, summarize
 from tui.engine.thresholds import MIN_INTERVAL_BLOCKS
 
 __all__ = [
@@ -245,11 +244,11 @@ class IntervalTarget:
 
 
 def relative_iqr(ms: list[float]) -> float:
-    """Interquartile range / median of one block's times (0 for fewer than 3 calls)."""
+    """Interquartile range / median of one block's times, as :class:`~tui.engine.measure.stats.Stats` has it
+    (0 for fewer than 3 calls, or a median of 0)."""
     if len(ms) < 3:
         return 0.0
-    q1, median, q3 = statistics.quantiles(ms, n=4, method="inclusive")
-    return (q3 - q1) / median if median > 0 else 0.0
+    return summarize(ms).relative_iqr or 0.0
 
 
 class Settler:
@@ -273,7 +272,7 @@ class Settler:
         previous_ms, self.previous = self.previous, ms
         if not previous_ms:
             return False
-        previous, current = statistics.median(previous_ms), statistics.median(ms)
+        previous, current = median(previous_ms), median(ms)
         if abs(current - previous) <= SETTLED_ABS_MS:
             return True
         self.change = abs(current - previous) / previous if previous > 0 else float("inf")
