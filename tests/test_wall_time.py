@@ -5,11 +5,11 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import signal
-import sys
 import time
 from pathlib import Path
 
 import pytest
+from fakes import fake_worker_argv
 from fakes.polling import poll_until
 
 from tui.engine.options import RunOptions
@@ -20,7 +20,7 @@ from tui.engine.store.results import RunRecord
 from tui.engine.store.wall_time import PARTS, PartClock, WallTime
 from tui.present.format import wall_time_text
 
-FAKE_WORKER = [sys.executable, str(Path(__file__).resolve().parent / "fakes" / "fake_worker.py")]
+FAKE_WORKER = fake_worker_argv()
 
 
 @pytest.fixture
