@@ -366,3 +366,18 @@ def test_inductor_on_the_cpu_compiles_measures_and_matches_eager(worker_factory)
     assert any("CUDA graphs were skipped" in w for w in finished.warnings)
     assert tuple(e.message for e in events if e.NAME == "warning") == finished.warnings
     assert finished.flops_per_call is None and finished.bytes_per_call == 2 * 32 * 32 * 4
+
+
+def test_the_worker_exits_at_once_after_its_run_without_the_interpreters_teardown(worker_factory, tmp_path):
+    """What the interpreter's shutdown would run (here a workload's 60 s atexit handler; on a GPU, the CUDA
+    context's and the compile workers' teardown) is not waited for: the runner would pay it before the next run."""
+    path = tmp_path / "slow_exit.py"
+    path.write_text("import atexit, time\nimport torch\n\natexit.register(time.sleep, 60)\n\n"
+                    "def make_workload(device, dtype):\n    return torch.relu, (torch.ones(8),)\n")
+    worker = worker_factory()
+    worker.send(RunOptions(workload=str(path), backend="eager", iters=2, block_size=1))
+    events = worker.events_until_end()
+    assert isinstance(events[-1], Finished), events[-1]
+    began = time.monotonic()
+    assert worker.finish(timeout=30) == 0
+    assert time.monotonic() - began < 10
