@@ -64,6 +64,9 @@ class TimedRunner:
         if compiled == "fail":
             record.fail("compile_error", "compile failed: fake inductor error")
             return record
+        if compiled == "timeout":  # a run that outlasts its limit (the budget's end, or its own --timeout)
+            record.fail("timeout", f"timed out after {record.options.timeout_s:g} s (timeout_s) while diagnosing")
+            return record
         if compiled == "refused":  # the run options every candidate shares
             record.fail("bad_options", "device: cuda is not available: no CUDA (allowed: cpu)")
             return record
@@ -589,3 +592,17 @@ def test_the_cli_reads_a_stopped_search_as_the_app_does_before_the_cancel_lands(
     assert rows["max-autotune"] == "in the race, its screening run was stopped (Ctrl-C)", rows
     assert (result.runs, result.stopped_runs) == (2, 1)
     assert ": 2 run(s) ended on their own, 1 stopped in " in closing
+
+
+def test_a_run_cut_by_the_budgets_end_is_not_a_failure_and_leaves_the_screening_incomplete():
+    # Its timeout was the budget's time left (300 s, below --timeout 600): the budget ran out, the candidate
+    # did not fail, and it was not screened.
+    result, _, runner, _, _ = _tune([Candidate(), FREEZE, WRAPPER], {"cpp_wrapper=True": "timeout"}, budget=300.0)
+    gone = {s.name: s.gone for s in result.standings}
+    assert gone["cpp_wrapper=True"] == "cut: its screening run reached the budget's end (the budget ran out)"
+    assert result.outcome == UNCONFIRMED and "before 1 candidate(s) were screened" in (result.incomplete or "")
+    # At its own --timeout (the budget far from its end) a timeout is the candidate's failure, as before.
+    result, *_ = _tune([Candidate(), FREEZE, WRAPPER], {"cpp_wrapper=True": "timeout"},
+                       base=dataclasses.replace(BASE, timeout_s=60.0))
+    gone = {s.name: s.gone for s in result.standings}
+    assert gone["cpp_wrapper=True"].startswith("out: failed: timed out after 60 s")

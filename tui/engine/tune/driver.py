@@ -104,6 +104,8 @@ class TuneDriver:
         self._incomplete: str | None = None
         self._cut_short: str | None = None
         self._refused: str | None = None
+        self._ran_out: list[str] = []
+        """Candidates whose screening run the budget's end cut (its timeout was the time left): not screened."""
         """Why the default compile's run failed in a way every candidate would (:data:`SHARED_FAILURES`)."""
         self._paced = False
         """Whether the budget was checked against the screening at the first run's pace (:meth:`_say_pace`)."""
@@ -285,6 +287,8 @@ class TuneDriver:
             self.listener.stage_started(index, [s.name for s in running], plan.iters)
             if not await self._run_stage([s.name for s in running], index, plan.iters):
                 return
+            if index == 0 and self._ran_out:
+                self._incomplete = notes.unscreened(len(self._ran_out))
             ahead = ahead_of_default(self.standings, self.threshold)
             self.standings = judge_stage(self.standings, self.threshold)
             if index < self.max_stages - 1:
@@ -299,7 +303,7 @@ class TuneDriver:
         if index == 0:
             self.standings = [dataclasses.replace(s, gone=notes.NOT_SCREENED) if s in unrun else s
                               for s in self.standings]
-            self._incomplete = notes.unscreened(len(unrun))
+            self._incomplete = notes.unscreened(len(unrun) + len(self._ran_out))
         self.standings = judge_stage(self.standings, self.threshold)
         self._say(note)
         if index == 0 and unrun:
@@ -378,12 +382,25 @@ class TuneDriver:
         if all(r.status == RunStatus.CANCELLED for r in records) and self._stopped is not None:
             return
         new = score(entry.records, self.objective)
+        if new.processes == 0 and self._timed_out_at_the_end(records):
+            if index == 0:
+                self._ran_out.append(name)
+            self._cut_short = BUDGET_RAN_OUT
+            self.standings = [dataclasses.replace(s, gone=notes.ran_out_in(stage_name(index)), stage=index)
+                              if s.name == name else s for s in self.standings]
+            self._progress()
+            return
         self.standings = [self._rescored(s, new, index) if s.name == name else s for s in self.standings]
         standing = next(s for s in self.standings if s.name == name)
         self.listener.candidate_scored(standing)
         if standing.candidate.is_default and standing.score.value is None:
             self._refuse(records)
         self._progress()
+
+    def _timed_out_at_the_end(self, records: Sequence[RunRecord]) -> bool:
+        """Whether the run timed out at a limit the budget's end set (below the run options' own ``--timeout``):
+        the candidate did not fail, the budget ran out while it ran."""
+        return any(r.error_kind == "timeout" and r.options.timeout_s < self.base.timeout_s for r in records)
 
     def _refuse(self, records: Sequence[RunRecord]) -> None:
         """The default compile's run failed as every candidate's would (:data:`SHARED_FAILURES`): no more runs

@@ -16,8 +16,8 @@ from tui.engine.tune.answer import BUDGET_RAN_OUT
 from tui.engine.tune.durations import seconds_apart
 
 __all__ = ["Room", "Pace", "NOT_SCREENED", "NOT_RUN", "RAN_OUT_CONFIRMING", "confirmation_against_left",
-           "unconfirmable", "budget_minutes", "budget_needed", "pace", "out_of_time", "unscreened", "refused",
-           "combined", "several_kinds", "confirmed_on_several_kinds", "grows"]
+           "unconfirmable", "budget_minutes", "budget_needed", "pace", "out_of_time", "ran_out_in", "unscreened",
+           "refused", "combined", "several_kinds", "confirmed_on_several_kinds", "grows"]
 
 NOT_SCREENED = f"cut: not screened ({BUDGET_RAN_OUT})"
 """Why a candidate the budget left unscreened is out of the race."""
@@ -107,6 +107,11 @@ def out_of_time(stage: str, left: float, run: float | None, room: Room | None = 
         what = (f"the next run (about {run:.{places}f} s) and the confirmation after it (about "
                 f"{room.cost:.{places}f} s, kept as {room.kept:.{places}f} s with its margin) do not fit")
     return f"{stage}: {what} in the {left:.{places}f} s left of the budget; the race ends here"
+
+
+def ran_out_in(stage: str) -> str:
+    """Why a candidate whose ``stage`` run the budget's end cut is out: it timed out at the time left."""
+    return f"cut: its {stage} run reached the budget's end ({BUDGET_RAN_OUT})"
 
 
 def unscreened(count: int) -> str:
