@@ -364,13 +364,12 @@ def test_a_tunes_candidates_are_named_by_their_inductor_options_not_counted():
     assert " 1 opt " in same
 
 
-def test_a_tune_stage_is_never_broken_across_lines_in_the_page(tmp_path, capsys):
-    """The table under the forest plot broke ``(tune: screening)`` after ``(tune:`` (chromium at 1280 columns):
-    the stage's words are joined by a no-break space in every cell and heading that names a configuration."""
+def _tune_report(tmp_path, capsys, settings: list[dict]) -> Path:
+    """The report of one stage-2 tune run of the CNN per inductor-options dict in ``settings``: its path."""
     from fakes.timed import pointwise, timed_run
 
     records = []
-    for i, options in enumerate(({}, {"freezing": True, "layout_optimization": False, "epilogue_fusion": False})):
+    for i, options in enumerate(settings):
         record = timed_run(f"20261201-10000{i}-aaaaa{i}", pointwise(workload="cnn", params={"batch": 64},
                                                                     inductor_options=options), seed=i)
         record.tune_id, record.tune_stage = "20261201-100000-70e001", "stage 2"
@@ -379,6 +378,14 @@ def test_a_tune_stage_is_never_broken_across_lines_in_the_page(tmp_path, capsys)
     write_json(records, export)
     code, err = _report([str(export), "-o", str(out)], capsys)
     assert code == 0, err
+    return out
+
+
+def test_a_tune_stage_is_never_broken_across_lines_in_the_page(tmp_path, capsys):
+    """The table under the forest plot broke ``(tune: screening)`` after ``(tune:`` (chromium at 1280 columns):
+    the stage's words are joined by a no-break space in every cell and heading that names a configuration."""
+    out = _tune_report(tmp_path, capsys, [{}, {"freezing": True, "layout_optimization": False,
+                                                "epilogue_fusion": False}])
     page = re.sub(r"<svg.*?</svg>", "", out.read_text(encoding="utf-8"), flags=re.DOTALL)  # the plots' own text
     cells = re.findall(r"<td>([^<]*\(tune:[^<]*)</td>", page)
     assert len(cells) == 2 and all(cell.endswith(" (tune:\u00a0stage\u00a02)") for cell in cells), cells
@@ -394,20 +401,9 @@ def _label_lines(forest: str) -> list[tuple[float, str]]:
 
 def test_a_tune_candidates_long_label_is_whole_in_the_forest_plot(tmp_path, capsys):
     """A candidate with a mode's options and three inductor options lost its end: ``max_autotune=True (…``."""
-    from fakes.timed import pointwise, timed_run
-
     settings = [{}, {"max_autotune": True, "layout_optimization": False, "epilogue_fusion": False,
                      "coordinate_descent_tuning": True}, {"freezing": True}]
-    records = []
-    for i, options in enumerate(settings):
-        record = timed_run(f"20261201-10000{i}-aaaaa{i}", pointwise(workload="cnn", params={"batch": 64},
-                                                                    inductor_options=options), seed=i)
-        record.tune_id, record.tune_stage = "20261201-100000-70e001", "stage 2"
-        records.append(record)
-    export, out = tmp_path / "runs.json", tmp_path / "report.html"
-    write_json(records, export)
-    code, err = _report([str(export), "-o", str(out)], capsys)
-    assert code == 0, err
+    out = _tune_report(tmp_path, capsys, settings)
     forest = re.search(r'<svg id="forest-plot".*?</svg>', out.read_text(encoding="utf-8"), re.DOTALL)
     assert forest
     lines = _label_lines(forest.group(0))
