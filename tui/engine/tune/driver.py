@@ -400,7 +400,8 @@ class TuneDriver:
     def _timed_out_at_the_end(self, records: Sequence[RunRecord]) -> bool:
         """Whether the run timed out at a limit the budget's end set (below the run options' own ``--timeout``):
         the candidate did not fail, the budget ran out while it ran."""
-        return any(r.error_kind == "timeout" and r.options.timeout_s < self.base.timeout_s for r in records)
+        own = max(1, math.floor(self.base.timeout_s))  # what options_of gives a run the budget does not limit
+        return any(r.error_kind == "timeout" and r.options.timeout_s < own for r in records)
 
     def _refuse(self, records: Sequence[RunRecord]) -> None:
         """The default compile's run failed as every candidate's would (:data:`SHARED_FAILURES`): no more runs
