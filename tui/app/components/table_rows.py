@@ -28,15 +28,20 @@ from collections.abc import Iterable, Sequence
 
 from textual import events
 from rich.cells import cell_len
+from rich.segment import Segment
+from rich.style import Style
 from rich.text import Text
 from textual._two_way_dict import TwoWayDict
 from textual.geometry import Size
 from textual.widgets import DataTable
 from textual.widgets.data_table import CellDoesNotExist, Column, ColumnKey, Row, RowKey
 
+from tui.app.components.one_line_cell import OneLineCells
+
 __all__ = ["BulkRowTable"]
 
 _Parts = tuple[RowKey, Row, dict[ColumnKey, Any]]
+SegmentLines = list[list[Segment]]
 
 
 class _RowLines:
@@ -74,6 +79,8 @@ class BulkRowTable(DataTable):
     _ordered: tuple[TwoWayDict[RowKey, int], list[Row]] | None = None
     """:attr:`ordered_rows` and the row map it was made from (a class default: DataTable's
     ``__init__`` already reads it)."""
+    _one_line: OneLineCells | None = None
+    """Draws the body's one-line cells (made with the app's console on the first draw)."""
 
     def __init__(self, **kwargs: Any) -> None:
         super().__init__(**kwargs)
@@ -310,6 +317,39 @@ class BulkRowTable(DataTable):
             self._highlight_cursor()  # the same place shows another row: say so
 
     # ----- DataTable's per-change work, for one-line rows of fixed-width columns ----
+
+    def _render_cell(self, row_index: int, column_index: int, base_style: Style, width: int,
+                     cursor: bool = False, hover: bool = False) -> SegmentLines:
+        """A body cell of one line drawn straight to segments (:class:`OneLineCells`), cached under
+        DataTable's own key; the header, the labels and anything else as DataTable draws them."""
+        if row_index < 0 or column_index < 0:  # the header's row, the labels' column
+            return super()._render_cell(row_index, column_index, base_style, width, cursor, hover)
+        row_key = self._row_locations.get_key(row_index)
+        column_key = self._column_locations.get_key(column_index)
+        row = self.rows.get(row_key) if row_key is not None else None
+        if row_key is None or column_key is None or row is None or row.height != 1:
+            return super()._render_cell(row_index, column_index, base_style, width, cursor, hover)
+        key = (row_key, column_key, base_style, cursor, hover, self._show_hover_cursor, self._update_count,
+               self._pseudo_class_state)
+        lines = self._cell_render_cache.get(key)
+        if lines is not None:
+            return lines
+        cells = self._get_row_renderables(row_index).cells
+        if column_index >= len(cells):
+            return super()._render_cell(row_index, column_index, base_style, width, cursor, hover)
+        fixed = row_index < self.fixed_rows or column_index < self.fixed_columns
+        component_style, post_style = self._get_styles_to_render_cell(
+            False, False, fixed, hover, cursor, self.show_cursor, self._show_hover_cursor,
+            self.cursor_foreground_priority == "css", self.cursor_background_priority == "css",
+        )
+        pre_style = base_style + Style.from_meta({"row": row_index, "column": column_index}) + component_style
+        if self._one_line is None or self._one_line.console is not self.app.console:
+            self._one_line = OneLineCells(self.app.console)
+        lines = self._one_line.draw(cells[column_index], width, self.cell_padding, pre_style, post_style)
+        if lines is None:
+            return super()._render_cell(row_index, column_index, base_style, width, cursor, hover)
+        self._cell_render_cache[key] = lines
+        return lines
 
     @property
     def ordered_rows(self) -> list[Row]:
