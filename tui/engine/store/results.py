@@ -37,17 +37,10 @@ from tui.engine.measure.summary import LiveStats, RunSummary, SummaryInputs, bui
 from tui.engine.measure.verdict import Machine, VerdictPolicy
 from tui.telemetry.model import RunTelemetry
 from tui.typed import decode_fields, finite, printable
-from tui.engine.status import RunStatus
+from tui.engine.status import ACTIVE_STATUSES, STATUSES, TERMINAL_STATUSES, RunStatus
 
 __all__ = ["RunRecord", "Block", "iso_utc", "SamplesUnavailable", "SamplesPruned", "SamplesInvalid", "STATUSES",
            "TERMINAL_STATUSES", "ACTIVE_STATUSES", "SIDES", "new_run_id", "samples_to_json", "samples_from_json"]
-
-TERMINAL_STATUSES = frozenset({RunStatus.DONE, RunStatus.FAILED, RunStatus.CANCELLED})
-"""A record in one of these will not change any more."""
-STATUSES = tuple(status.value for status in RunStatus)
-ACTIVE_STATUSES = frozenset(RunStatus) - TERMINAL_STATUSES - {RunStatus.QUEUED}
-"""A record in one of these has a live worker."""
-
 
 def new_run_id(now: float | None = None) -> str:
     """A sortable, file-name-safe id: ``YYYYmmdd-HHMMSS-xxxxxx`` (UTC, 6 random hex digits)."""
