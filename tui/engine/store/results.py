@@ -197,7 +197,7 @@ class RunRecord:
     def _on_compiled(self, event: Compiled) -> None:
         if event.compile_s is not None:
             self.compile_s = event.compile_s
-        self.diagnostics = _merged(self.diagnostics, event.diagnostics)
+        self.diagnostics = self.diagnostics.merged(event.diagnostics)
 
     def _on_block(self, event: BlockTimed) -> None:
         block = Block.from_event(event, self._intern)
@@ -220,7 +220,7 @@ class RunRecord:
             self.artifacts = dataclasses.replace(self.artifacts, torch_trace_dir=event.name)
 
     def _on_finished(self, event: Finished) -> None:
-        self.diagnostics = _merged(self.diagnostics, event.diagnostics)
+        self.diagnostics = self.diagnostics.merged(event.diagnostics)
         if self.compile_s is None:
             self.compile_s = event.compile_s
         self.accuracy = event.accuracy
@@ -479,14 +479,3 @@ _HANDLERS: dict[type, Callable[[RunRecord, Any], None]] = {
     Failed: RunRecord._on_failed,
 }
 
-
-def _merged(old: Diagnostics, new: Diagnostics) -> Diagnostics:
-    """``new`` over ``old``: a field ``new`` leaves at its default keeps ``old``'s value.
-
-    The ``finished`` event's diagnostics add to those of ``compiled`` (a count reported only
-    at compile time is kept), as the dict update of protocol 1 did.
-    """
-    default = Diagnostics()
-    changes = {f.name: getattr(new, f.name) for f in dataclasses.fields(Diagnostics)
-               if getattr(new, f.name) != getattr(default, f.name)}  # fmt: skip
-    return dataclasses.replace(old, **changes) if changes else old
