@@ -78,8 +78,9 @@ class TimedRunner:
                 record.apply(make_event("block", 1.0 + index, side=side, stage="measure", index=index,
                                         clock="perf_counter", ms=values, host_ms_per_call=sum(values) / 10))
         diagnostics = {"recompiles_during_measure": 2} if compiled == "recompile" else {}
-        record.apply(make_event("finished", 9.0, compile_s=compile_s, diagnostics=diagnostics,
+        record.apply(make_event("measured", 9.0, compile_s=compile_s, diagnostics=diagnostics,
                                 accuracy={"passed": True}, memory={}, warnings=[]))
+        record.apply(make_event("finished", 9.0))
         return record
 
     async def aclose(self) -> None:

@@ -117,7 +117,7 @@ class Diagnostics(JsonRecord):
     def merged(self, new: Diagnostics) -> Diagnostics:
         """``new`` over these: a field ``new`` leaves at its default keeps this one's value.
 
-        The ``finished`` event's diagnostics add to those of ``compiled`` (a count reported only at compile
+        The ``measured`` event's diagnostics add to those of ``compiled`` (a count reported only at compile
         time is kept), as the dict update of protocol 1 did.
         """
         default = Diagnostics()

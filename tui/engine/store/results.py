@@ -24,8 +24,8 @@ from tui.engine.explain.kernels import Profile
 from tui.engine.options import RunOptions
 from tui.engine.payloads import Accuracy, Diagnostics, Env, Memory
 from tui.engine.protocol import (
-    SIDES, ArtifactWritten, BlockTimed, Compiled, Event, Failed, Finished, GraphCoded, Profiled, PhaseChanged, Ready,
-    Started, WorkerWarning,
+    SIDES, ArtifactWritten, BlockTimed, Compiled, Event, Failed, Finished, GraphCoded, Measured, Profiled, PhaseChanged,
+    Ready, Started, WorkerWarning,
 )  # fmt: skip
 from tui.engine.measure.samples import (
     Block, Samples, SamplesInvalid, SamplesPruned, SamplesUnavailable, new_samples, samples_from_json, samples_to_json,
@@ -41,6 +41,7 @@ from tui.engine.status import ACTIVE_STATUSES, STATUSES, TERMINAL_STATUSES, RunS
 
 __all__ = ["RunRecord", "Block", "iso_utc", "SamplesUnavailable", "SamplesPruned", "SamplesInvalid", "STATUSES",
            "TERMINAL_STATUSES", "ACTIVE_STATUSES", "SIDES", "new_run_id", "samples_to_json", "samples_from_json"]
+
 
 def new_run_id(now: float | None = None) -> str:
     """A sortable, file-name-safe id: ``YYYYmmdd-HHMMSS-xxxxxx`` (UTC, 6 random hex digits)."""
@@ -219,7 +220,7 @@ class RunRecord:
         else:
             self.artifacts = dataclasses.replace(self.artifacts, torch_trace_dir=event.name)
 
-    def _on_finished(self, event: Finished) -> None:
+    def _on_measured(self, event: Measured) -> None:
         self.diagnostics = self.diagnostics.merged(event.diagnostics)
         if self.compile_s is None:
             self.compile_s = event.compile_s
@@ -231,6 +232,8 @@ class RunRecord:
             self.bytes_per_call = event.bytes_per_call
         for message in event.warnings:
             self._warn(" ".join(message.split()))
+
+    def _on_finished(self, event: Finished) -> None:
         self.status = RunStatus.DONE
         self.end_clock()
 
@@ -475,6 +478,7 @@ _HANDLERS: dict[type, Callable[[RunRecord, Any], None]] = {
     Profiled: RunRecord._on_profiled,
     GraphCoded: RunRecord._on_code,
     ArtifactWritten: RunRecord._on_artifact,
+    Measured: RunRecord._on_measured,
     Finished: RunRecord._on_finished,
     Failed: RunRecord._on_failed,
 }
