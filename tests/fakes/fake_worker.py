@@ -34,6 +34,11 @@ Behaviours:
              ``USDT:... profiler_start``), one block, then it starts a grandchild in its own
              process group (a sleeping Python) and sleeps forever (SIGTERM ends it).
 ``stubborn`` like ``hang`` but it ignores SIGTERM (only SIGKILL ends it).
+``hang_diagnosing`` like ``ok`` up to phase diagnosing, then, before ``measured``, it hangs as ``hang``
+             does after its block (a grandchild in its group, then sleep).
+``hang_profiling``  like ``ok`` up to ``measured``, then its profile pass hangs so (a max-autotune
+             re-compile that outlasts the run's timeout); with ``profile`` false there is no profile
+             pass, and it finishes like ``ok``.
 ``spam``     writes ~4 MiB to stderr and ~4 MiB through fd 1 (which is stderr), interleaved
              with its events, ends stderr with the line "spam done", then finishes like ``ok``.
 ``garbage``  writes a non-JSON line and a JSON non-event line on the event channel, then
@@ -112,7 +117,8 @@ from tui.engine.worker.channel import (  # noqa: E402
     watch_stdin,
 )
 
-BEHAVIOURS = ("ok", "slow", "fail", "crash", "exit", "hang", "stubborn", "spam", "garbage")
+BEHAVIOURS = ("ok", "slow", "fail", "crash", "exit", "hang", "stubborn", "hang_diagnosing", "hang_profiling", "spam",
+              "garbage")
 COMPILE_S = 0.25
 
 
@@ -339,8 +345,10 @@ class FakeRun:
 
     def finish(self) -> None:
         """``diagnosing``, the code when asked for, ``measured`` with typed payloads, the trace when asked for, then
-        ``finished``."""
+        ``finished`` (``hang_diagnosing`` hangs before ``measured``, ``hang_profiling`` after it)."""
         self.phase("diagnosing")
+        if self.behaviour == "hang_diagnosing":
+            _hang(stubborn=False)
         if os.environ.get("FAKE_WORKER_CODE") == "1":
             self.channel.emit(GraphCoded(graph=capped_code(0, "0/0", FAKE_CODE, len(FAKE_CODE))))
         if self.options.torch_trace and os.environ.get("TORCH_TRACE"):
@@ -354,6 +362,8 @@ class FakeRun:
             memory=Memory(),
             iters=dict(self.measured),
         ))
+        if self.behaviour == "hang_profiling" and self.options.profile:
+            _hang(stubborn=False)
         if self.options.trace and self.artifacts_dir:
             target = os.path.join(self.artifacts_dir, "trace.json")
             with open(target, "w") as stream:

@@ -19,7 +19,8 @@ started, ...fields}``, the fields being those of the event's dataclass below
 (:mod:`tui.engine.explain.artifacts`).
 
 A run that ends well sends ``measured`` (everything measured) before its profile pass, which re-compiles and can
-take minutes, and ``finished`` (no fields: the worker ended well) after it.
+take minutes, and ``finished`` (no fields: the worker ended well) after it; a run stopped between the two keeps
+its measurement (:mod:`tui.engine.run.kept`).
 
 Version 2 renamed a block's ``wall_ms_per_call`` to ``host_ms_per_call`` (one name for the
 host-inclusive time per call, from the worker to the CSV) and typed every payload. Version 3 moved the
@@ -186,7 +187,8 @@ class BlockTimed(Event):
 
 @dataclass(frozen=True)
 class Profiled(Event):
-    """The profile pass ran after ``measured`` (or was skipped, or failed: ``profile.why``)."""
+    """The profile pass ran after ``measured`` (or was skipped, or failed: ``profile.why``; or the run's timeout or a
+    cancel stopped it, and the runner says so with this event)."""
 
     NAME: ClassVar[str] = "profiled"
     profile: Profile = field(default_factory=Profile)
@@ -221,7 +223,11 @@ class ArtifactWritten(Event):
 @dataclass(frozen=True)
 class Measured(Event):
     """The measurement is complete: what the run measured besides its timing blocks, sent before the profile pass
-    (which re-compiles, and can take minutes with max-autotune)."""
+    (which re-compiles, and can take minutes with max-autotune).
+
+    From here the run's results are whole: a run stopped later (its timeout, a cancel, in the profile pass)
+    keeps them (:mod:`tui.engine.run.kept`).
+    """
 
     NAME: ClassVar[str] = "measured"
     compile_s: float | None = None

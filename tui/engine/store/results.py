@@ -123,6 +123,7 @@ class RunRecord:
         self._samples_lock = threading.RLock()  # the app loads and releases while exports read
         self.data_dir: Path | None = None  # the run's data folder, when known (tui.engine.explain.artifacts)
         self._clock = PartClock()
+        self.measured = False  # a ``measured`` event arrived: the run's measurement is complete
 
     @classmethod
     def new(cls, options: RunOptions, run_id: str | None = None) -> RunRecord:
@@ -221,6 +222,7 @@ class RunRecord:
             self.artifacts = dataclasses.replace(self.artifacts, torch_trace_dir=event.name)
 
     def _on_measured(self, event: Measured) -> None:
+        self.measured = True
         self.diagnostics = self.diagnostics.merged(event.diagnostics)
         if self.compile_s is None:
             self.compile_s = event.compile_s
@@ -236,6 +238,15 @@ class RunRecord:
     def _on_finished(self, event: Finished) -> None:
         self.status = RunStatus.DONE
         self.end_clock()
+
+    def end_measured(self) -> bool:
+        """End the run as done on its measurement (a ``measured`` event) though its worker did not finish: the runner
+        stopped it after that event (:mod:`tui.engine.run.kept`); False, and nothing changes, without one."""
+        if self.finished or not self.measured:
+            return False
+        self.status = RunStatus.DONE
+        self.end_clock()  # a new version
+        return True
 
     def _on_failed(self, event: Failed) -> None:
         self.fail(event.kind, event.message, event.detail)

@@ -6,7 +6,7 @@ line ``{"command": "run", "run_id", "options"}`` from stdin (EOF first: exit 0 q
 a spare that was not needed), and drives the phases: building, compiling, warming_up,
 checking_accuracy, measuring, diagnosing. It ends with ``finished`` (exit 0) or
 ``failed`` (exit 1); a traceback only ever reaches stderr, and ``failed.detail``. What it measured
-goes out in ``measured`` before the profile pass.
+goes out in ``measured`` before the profile pass, so a run stopped in that pass keeps it.
 
 By hand: ``python -m tui.engine.worker < command.json`` (a regular file; a pipe that
 closes right after the command ends the run, since EOF on stdin means the parent left).
