@@ -60,7 +60,8 @@ def _record(run_id: str = "20261203-120000-abcdef", graphs: int = 2) -> RunRecor
     for index in range(graphs):
         code = CODE.replace("0_inference", f"{index}_inference")
         record.apply(GraphCoded(graph=capped_code(index, f"{index}/0", code, 10**6)))
-    record.apply(make_event("finished", 0.3, warnings=[]))
+    record.apply(make_event("measured", 0.3, warnings=[]))
+    record.apply(make_event("finished", 0.3))
     return record
 
 

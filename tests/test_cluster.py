@@ -1,5 +1,6 @@
 """A sweep on a Ray cluster (``--cluster``), the caller's side against a fake node (no Ray): the handshake, a task
-lost on the way, the node's end, a node that cannot prepare its worker, a lost head.
+lost on the way, the node's end, a node that cannot prepare its worker, a lost head, a run stopped after its
+measurement.
 
 The other subjects: what a cluster run refuses and how an address is checked before Ray is asked
 (tests/test_cluster_connect.py), and the runs on a real local Ray cluster (tests/test_cluster_ray.py).
@@ -12,7 +13,8 @@ import json
 import os
 import sys
 
-
+import pytest
+from fakes import fake_worker_argv
 from fakes.cluster import FakeHead
 from fakes.polling import poll_until
 from tui import __version__
@@ -21,8 +23,8 @@ from tui.engine.cluster.node import END, EVENTS, HELLO, WORKER
 from tui.engine.cluster.runner import ClusterRunner
 from tui.engine.cluster.transport import TaskLost
 from tui.engine.options import RunOptions
-from tui.engine.protocol import BlockTimed, PhaseChanged, Started, encode
-from tui.engine.payloads import Env
+from tui.engine.protocol import BlockTimed, Event, Measured, PhaseChanged, Started, encode
+from tui.engine.payloads import Accuracy, Env
 from tui.engine.store.results import RunRecord
 from tui.telemetry.model import RunTelemetry
 
@@ -224,3 +226,56 @@ def test_the_caller_raises_rays_gcs_reconnect_timeout_so_a_lost_head_cannot_end_
     monkeypatch.setenv(RECONNECT_ENV, str(CALLER_RECONNECT_S * 2))  # a larger one is kept
     keep_the_caller_alive()
     assert os.environ[RECONNECT_ENV] == str(CALLER_RECONNECT_S * 2)
+
+
+async def test_a_nodes_run_its_timeout_stopped_in_the_profile_pass_is_kept_on_the_caller_too(monkeypatch):
+    """The node's runner keeps the measurement (tui.engine.run.kept) and says why in events; the caller's record
+    ends done from them and the node's end, as the local one would."""
+    from tui.engine.cluster import node as node_module
+
+    monkeypatch.setattr(node_module, "_hello", lambda caller: Hello.parse(_hello()))
+    options = RunOptions(workload="pointwise", params={"fake_behaviour": "hang_profiling"}, iters=20, block_size=5,
+                         timeout_s=1.5)
+    request = {"run_id": "r", "options": options.to_dict(), "versions": HERE.to_json(),
+               "worker_argv": fake_worker_argv()}
+    items = await asyncio.to_thread(lambda: list(node_module.run_on_node(request)))  # its own loop: as on a node
+    items = json.loads(json.dumps(items))  # what crosses the cluster is plain data
+    assert items[-1]["kind"] == END and items[-1]["status"] == "done"
+    record = await _run_fake(FakeTask(items))
+    why = "the profile pass did not end within the run's timeout (1.5 s)"
+    assert (record.status, record.error_kind) == ("done", None)
+    assert record.profile is not None and (record.profile.available, record.profile.why) == (False, why)
+    assert record.warnings.count(f"profile unavailable: {why}") == 1  # the event's and the end's, once
+    assert len([b for b in record.samples["compiled"] if b.stage == "measure"]) == 4
+
+
+MEASURED = Measured(compile_s=0.25, accuracy=Accuracy(passed=True))
+
+
+async def test_a_run_cancelled_in_its_profile_pass_on_a_node_keeps_its_measurement():
+    task = HungTask([_hello(), {"kind": WORKER, "pid": 99},
+                     _events(STARTED, PhaseChanged(phase="measuring"), BLOCK, PhaseChanged(phase="diagnosing"),
+                             MEASURED)])
+    record = RunRecord.new(RunOptions(device="cuda"))
+    measured = asyncio.Event()
+
+    def heard(event: Event) -> None:
+        if isinstance(event, Measured):
+            measured.set()
+
+    run = asyncio.ensure_future(ClusterRunner(FakeTransport(task), HERE).run(record, heard))
+    await asyncio.wait_for(measured.wait(), 5)
+    run.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await run
+    assert task.cancelled == [("ab12", 99)]  # its worker was killed on its node all the same
+    assert (record.status, record.compile_s, record.accuracy.passed) == ("done", 0.25, True)
+    assert record.profile is not None and record.profile.why == "the profile pass was stopped by a cancel"
+    assert "profile unavailable: the profile pass was stopped by a cancel" in record.warnings
+
+
+async def test_a_node_that_says_done_without_the_measurement_is_still_a_crash():
+    end = {"kind": END, "status": "done", "warnings": [], "telemetry": {}}
+    record = await _run_fake(FakeTask([_hello(), _events(STARTED, PhaseChanged(phase="measuring"), BLOCK), end]))
+    assert (record.status, record.error_kind) == ("failed", "crash")
+    assert record.error_message == "the run on node n1 ended 'done' without its last event"

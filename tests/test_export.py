@@ -31,7 +31,8 @@ def _record(eager=(2.0, 2.5, 1.5), compiled=(1.0, 1.25, 0.75), blocks=3, fail: s
     if fail:
         record.fail(fail, "it broke, badly", "detail")
     else:
-        record.apply(make_event("finished", 3, warnings=["a, \"quoted\" warning"]))
+        record.apply(make_event("measured", 3, warnings=["a, \"quoted\" warning"]))
+        record.apply(make_event("finished", 3))
     return record
 
 

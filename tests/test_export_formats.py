@@ -33,7 +33,8 @@ def _record() -> RunRecord:
     for side, ms in (("eager", [2.0, 2.5, 1.5]), ("compiled", [1.0, 1.25, 0.75])):
         record.apply(make_event("block", 2, side=side, stage="measure", index=0, clock="perf_counter", ms=ms,
                                 host_ms_per_call=1.0))
-    record.apply(make_event("finished", 3, warnings=[]))
+    record.apply(make_event("measured", 3, warnings=[]))
+    record.apply(make_event("finished", 3))
     return record
 
 

@@ -28,7 +28,8 @@ def _record(speed: float = 2.0, fail: str | None = None, blocks: int = 3) -> Run
     if fail:
         record.fail(fail, f"{fail} happened")
     else:
-        record.apply(make_event("finished", 2, warnings=[]))
+        record.apply(make_event("measured", 2, warnings=[]))
+        record.apply(make_event("finished", 2))
     return record
 
 

@@ -1,4 +1,4 @@
-"""tui.engine.protocol v2: one frozen dataclass per event, checked once where a line is decoded."""
+"""tui.engine.protocol v3: one frozen dataclass per event, checked once where a line is decoded."""
 
 from __future__ import annotations
 
@@ -99,8 +99,8 @@ def test_a_field_of_the_wrong_type_is_a_protocol_error_naming_it(cls, name):
 def test_a_wrong_field_inside_a_payload_is_named_by_its_path():
     with pytest.raises(ProtocolError, match=r"bad started event: started\.env\.gpu_memory_mb: expected int, got str"):
         make_event("started", 0.0, env={"torch": "2.13.0", "gpu_memory_mb": "lots"})
-    line = json.dumps({"v": PROTOCOL_VERSION, "event": "finished", "t": 1.0, "diagnostics": {"graph_breaks": "x"}})
-    with pytest.raises(ProtocolError, match=r"finished\.diagnostics\.graph_breaks: expected int, got str"):
+    line = json.dumps({"v": PROTOCOL_VERSION, "event": "measured", "t": 1.0, "diagnostics": {"graph_breaks": "x"}})
+    with pytest.raises(ProtocolError, match=r"measured\.diagnostics\.graph_breaks: expected int, got str"):
         decode(line)
     with pytest.raises(ProtocolError, match=r"compiled\.diagnostics\.compile_times_s\.inductor: expected float"):
         make_event("compiled", 0.0, diagnostics={"compile_times_s": {"inductor": [1]}})
@@ -131,7 +131,7 @@ def test_a_value_outside_the_protocol_is_a_protocol_error_naming_the_field(event
         decode(json.dumps({"v": PROTOCOL_VERSION, "event": event, "t": 0.0, **fields}))
 
 
-@pytest.mark.parametrize("version", [1, 3, None, "2"])
+@pytest.mark.parametrize("version", [2, 4, None, "3"])
 def test_a_wrong_protocol_version_is_a_protocol_error(version):
     data = {"event": "phase", "t": 0.0, "phase": "measuring"}
     if version is not None:

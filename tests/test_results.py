@@ -12,7 +12,7 @@ import pytest
 
 from tui.engine.options import RunOptions
 from tui.engine.payloads import Accuracy, Diagnostics, Env, Memory
-from tui.engine.protocol import BlockTimed, Event, ProtocolError, decode, make_event
+from tui.engine.protocol import PROTOCOL_VERSION, BlockTimed, Event, ProtocolError, decode, make_event
 from tui.engine.store.columns import CSV_COLUMNS, RAW_COLUMNS, format_value
 from tui.engine.store.results import STATUSES, RunRecord
 from tui.telemetry.model import RunTelemetry
@@ -51,7 +51,7 @@ def _script(blocks: int = 4, clock: str = "perf_counter", eager_wall: float = 2.
             events.append(make_event("block", 2.0 + i, **fields))
     events.append(
         make_event(
-            "finished",
+            "measured",
             10.0,
             **(
                 finished
@@ -67,6 +67,7 @@ def _script(blocks: int = 4, clock: str = "perf_counter", eager_wall: float = 2.
             ),
         )
     )
+    events.append(make_event("finished", 10.5))
     return events
 
 
@@ -137,7 +138,7 @@ def test_summary_of_a_finished_cpu_run():
 
 def test_live_summary_has_no_interval_yet():
     record = RunRecord.new(_options())
-    for event in _script()[:-2]:
+    for event in _script()[:-3]:
         record.apply(event)
     s = record.summary()
     assert s.live is True and s.speedup == 2.0
@@ -188,7 +189,7 @@ def test_the_host_speedup_has_its_own_interval_over_block_pairs():
 
 def test_a_live_run_has_no_host_interval_yet():
     record = RunRecord.new(_options())
-    for event in _script(clock="cuda_event")[:-2]:
+    for event in _script(clock="cuda_event")[:-3]:
         record.apply(event)
     assert record.summary().host_speedup is not None and record.summary().host_speedup_ci_low is None
 
@@ -339,13 +340,14 @@ def test_failed_run():
     row = record.to_row()
     assert row["status"] == "failed" and row["error_kind"] == "compile_error"
     assert row["eager_n"] == "" and row["speedup"] == ""
-    record.apply(make_event("finished", 4.0, warnings=["late"]))
+    record.apply(make_event("measured", 4.0, warnings=["late"]))
+    record.apply(make_event("finished", 4.0))
     assert record.status == "failed" and "late" not in record.warnings  # nothing changes after the end
 
 
 def test_cancelled_run_keeps_its_partial_data():
     record = RunRecord.new(_options())
-    for event in _script(blocks=5)[:-2]:  # the last compiled block never came: 4 pairs
+    for event in _script(blocks=5)[:-3]:  # the last compiled block never came: 4 pairs
         record.apply(event)
     record.fail("cancelled", "cancelled by the user")
     assert record.status == "cancelled" and record.error_kind == "cancelled"
@@ -359,7 +361,7 @@ def test_unknown_and_malformed_events_are_refused_before_they_reach_a_record():
     # Malformed events are refused where they are decoded, naming what is wrong; the record
     # only ever sees typed events, and ignores anything else.
     with pytest.raises(ProtocolError, match="not an event"):
-        decode(json.dumps({"v": 2, "event": "mystery", "t": 0}))
+        decode(json.dumps({"v": PROTOCOL_VERSION, "event": "mystery", "t": 0}))
     with pytest.raises(ProtocolError, match="unknown event 'mystery'"):
         make_event("mystery", 0)
     with pytest.raises(ProtocolError, match="phase: 'levitating' is not one of"):
@@ -372,14 +374,14 @@ def test_unknown_and_malformed_events_are_refused_before_they_reach_a_record():
     record.apply(make_event("block", 0, side="eager", stage="measure", index=1, clock="x", ms=[1.0, None, 2.0]))
     record.apply("not an event")  # type: ignore[arg-type]
     # A dict is not an event (any more): the record ignores it.
-    record.apply({"v": 2, "event": "phase", "t": 0, "phase": "measuring"})  # type: ignore[arg-type]
+    record.apply({"v": PROTOCOL_VERSION, "event": "phase", "t": 0, "phase": "measuring"})  # type: ignore[arg-type]
     assert record.status == "queued"
     assert [list(b.ms) for b in record.samples["eager"]] == [[1.0, 2.0]]  # a null time is dropped
     assert record.warnings == []
 
 
 def test_summary_is_cached_and_invalidated():
-    record = _run(_script(blocks=2)[:-2])
+    record = _run(_script(blocks=2)[:-3])
     first = record.summary()
     assert record.summary() is first
     record.apply(make_event("block", 5, side="eager", stage="measure", index=9, clock="perf_counter", ms=[10.0] * 50))

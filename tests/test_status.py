@@ -43,7 +43,8 @@ def _ended(fail: bool) -> RunRecord:
         for side in ("eager", "compiled"):
             record.apply(make_event("block", 2, side=side, stage="measure", index=0, clock="perf_counter",
                                     ms=[1.0, 1.1, 0.9], host_ms_per_call=1.0))
-        record.apply(make_event("finished", 3, warnings=[]))
+        record.apply(make_event("measured", 3, warnings=[]))
+        record.apply(make_event("finished", 3))
     return record
 
 

@@ -41,7 +41,8 @@ def _cpu_run(run_id: str, stalled: tuple[int, ...] = STALLED, blocks: int = 5, s
                 values[3] = STALL_MS
             record.apply(make_event("block", 1.0 + index, side=side, stage="measure", index=index, clock=clock,
                                     ms=values, host_ms_per_call=sum(values) / size))  # fmt: skip
-    record.apply(make_event("finished", 9.0, diagnostics={}, accuracy={"passed": True}, memory={}, warnings=[]))
+    record.apply(make_event("measured", 9.0, diagnostics={}, accuracy={"passed": True}, memory={}, warnings=[]))
+    record.apply(make_event("finished", 9.0))
     return record
 
 

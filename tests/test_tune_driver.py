@@ -9,12 +9,14 @@ import random
 import re
 
 import pytest
+from fakes import fake_worker_argv
 
 from tui.engine.options import RunOptions
 from tui.engine.protocol import make_event
 from tui.engine.run.session import RunSession
 from tui.engine.tune.answer import CONFIRMED, NOTHING_BEATS, NOTHING_MEASURED, UNCONFIRMED, nothing_beats_text
-from tui.engine.tune.driver import TuneDriver
+from tui.engine.runner import WorkerRunner
+from tui.engine.tune.driver import CLOSING_S, TuneDriver
 from tui.engine.tune.durations import seconds_apart
 from tui.engine.tune.listener import TuneListener
 from tui.engine.tune.objective import Objective
@@ -78,8 +80,9 @@ class TimedRunner:
                 record.apply(make_event("block", 1.0 + index, side=side, stage="measure", index=index,
                                         clock="perf_counter", ms=values, host_ms_per_call=sum(values) / 10))
         diagnostics = {"recompiles_during_measure": 2} if compiled == "recompile" else {}
-        record.apply(make_event("finished", 9.0, compile_s=compile_s, diagnostics=diagnostics,
+        record.apply(make_event("measured", 9.0, compile_s=compile_s, diagnostics=diagnostics,
                                 accuracy={"passed": True}, memory={}, warnings=[]))
+        record.apply(make_event("finished", 9.0))
         return record
 
     async def aclose(self) -> None:
@@ -606,3 +609,35 @@ def test_a_run_cut_by_the_budgets_end_is_not_a_failure_and_leaves_the_screening_
                        base=dataclasses.replace(BASE, timeout_s=60.0))
     gone = {s.name: s.gone for s in result.standings}
     assert gone["cpp_wrapper=True"].startswith("out: failed: timed out after 60 s")
+
+
+class FakeWorkers(WorkerRunner):
+    """The real runner on the fake worker whose profile pass never ends (``hang_profiling``); ``before`` as the
+    TimedRunner's. The clock stays: every run's timeout is the budget's time left, in whole seconds."""
+
+    def __init__(self, clock: Clock, times: dict, seconds: float, before=None) -> None:
+        super().__init__(worker_argv=fake_worker_argv(), keep_spare=False, sample_host=False,
+                         env={"FAKE_WORKER_BEHAVIOUR": "hang_profiling"})
+        self.before, self.runs = before, []
+
+    async def run(self, record, on_event=None):
+        self.runs.append(record.options)
+        if self.before is not None:
+            self.before(len(self.runs))
+        return await super().run(record, on_event)
+
+
+def test_a_screening_run_the_budgets_end_cut_in_its_profile_pass_is_measured_and_screened():
+    # 1 s of the budget left for runs: each screening run (a candidate's first: it has the profile pass) gets a 1 s
+    # timeout, below --timeout 600, and its profile pass outlasts it. Its measurement came before: the candidate is
+    # screened, not "cut" (the stop as the confirmation starts keeps the test short).
+    base = dataclasses.replace(BASE, iters=20, block_size=5, profile=True)
+    result, session, runner, _, _ = _tune([Candidate(), FREEZE], {}, budget=CLOSING_S + 1.5, base=base, stop_at=3,
+                                          runner_type=FakeWorkers)
+    assert [(s.gone, s.screened and s.screened.processes) for s in result.standings] == [(None, 1)] * 2
+    assert result.incomplete is None and not any("budget" in note for note in result.notes), result.notes
+    assert result.runs == 2
+    screening = [r for r in session.records if r.tune_stage == "screening"]
+    assert [r.options.timeout_s for r in screening] == [1.0, 1.0]
+    assert [(r.status, r.profile and r.profile.why) for r in screening] == [
+        ("done", "the profile pass did not end within the run's timeout (1 s)")] * 2

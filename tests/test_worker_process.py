@@ -19,7 +19,9 @@ import pytest
 from tui.engine.options import RunOptions
 from tui.engine.payloads import Memory
 from tui.engine.measure.clocks import PERF_COUNTER
-from tui.engine.protocol import FAILURE_KINDS, PROTOCOL_VERSION, BlockTimed, Compiled, Event, Failed, Finished, decode
+from tui.engine.protocol import (
+    FAILURE_KINDS, PROTOCOL_VERSION, BlockTimed, Compiled, Event, Failed, Finished, Measured, decode,
+)
 
 pytest.importorskip("torch")
 pytestmark = [pytest.mark.slow, pytest.mark.torch]  # every test starts a real worker process
@@ -249,12 +251,13 @@ def test_eager_run_streams_blocks_in_order_and_survives_stdout_noise(worker_fact
     assert sum(len(e.ms) for e in measured if e.side == "compiled") == 20
     assert all(e.clock == PERF_COUNTER.name and e.host_ms_per_call > 0 for e in measured)
     assert [e.index for e in measured if e.side == "eager"] == [0, 1, 2, 3]
-    finished = events[-1]
-    assert isinstance(finished, Finished)
-    assert finished.accuracy.passed is True
-    assert finished.diagnostics.graph_breaks >= 1  # the disabled helper splits the graph
-    assert finished.memory == Memory()  # no CUDA: no peaks, no flush buffer
-    assert finished.iters == {"eager": 20, "compiled": 20}
+    assert isinstance(events[-1], Finished)
+    assert kinds.index("measured") < kinds.index("profiled") < kinds.index("finished")  # measured before the profile
+    measured = next(e for e in events if isinstance(e, Measured))
+    assert measured.accuracy.passed is True
+    assert measured.diagnostics.graph_breaks >= 1  # the disabled helper splits the graph
+    assert measured.memory == Memory()  # no CUDA: no peaks, no flush buffer
+    assert measured.iters == {"eager": 20, "compiled": 20}
     # the noise went somewhere: stderr, not the event channel
     stderr = worker.stderr()
     assert "python print noise" in stderr and "fd 1 noise" in stderr and "c stdio printf noise" in stderr
@@ -355,17 +358,18 @@ def test_inductor_on_the_cpu_compiles_measures_and_matches_eager(worker_factory)
                            params={"n": 32}, warmup=1, iters=4, block_size=2))
     events = worker.events_until_end(timeout=300)
     assert worker.finish() == 0, worker.stderr()[-3000:]
-    finished = events[-1]
-    assert isinstance(finished, Finished), events[-1]
+    assert isinstance(events[-1], Finished), events[-1]
+    measured = next(e for e in events if isinstance(e, Measured))
     compiled = next(e for e in events if isinstance(e, Compiled))
-    assert compiled.compile_s > 0 and finished.compile_s == compiled.compile_s
-    assert finished.accuracy.passed is True and finished.accuracy.max_abs_err < 1e-4
-    assert finished.accuracy.reference == "fp64" and finished.accuracy.compiled_rmse_fp64 < 1e-6
-    assert finished.diagnostics.graph_breaks == 0 and finished.diagnostics.unique_graphs == 1
-    assert finished.diagnostics.cudagraph_skips >= 1
-    assert any("CUDA graphs were skipped" in w for w in finished.warnings)
-    assert tuple(e.message for e in events if e.NAME == "warning") == finished.warnings
-    assert finished.flops_per_call is None and finished.bytes_per_call == 2 * 32 * 32 * 4
+    assert compiled.compile_s > 0 and measured.compile_s == compiled.compile_s
+    assert measured.accuracy.passed is True and measured.accuracy.max_abs_err < 1e-4
+    assert measured.accuracy.reference == "fp64" and measured.accuracy.compiled_rmse_fp64 < 1e-6
+    assert measured.diagnostics.graph_breaks == 0 and measured.diagnostics.unique_graphs == 1
+    assert measured.diagnostics.cudagraph_skips >= 1
+    assert any("CUDA graphs were skipped" in w for w in measured.warnings)
+    before = events[:events.index(measured)]  # the profile pass's own warnings come after it
+    assert tuple(e.message for e in before if e.NAME == "warning") == measured.warnings
+    assert measured.flops_per_call is None and measured.bytes_per_call == 2 * 32 * 32 * 4
 
 
 def test_the_worker_exits_at_once_after_its_run_without_the_interpreters_teardown(worker_factory, tmp_path):

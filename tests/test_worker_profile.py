@@ -15,7 +15,7 @@ torch = pytest.importorskip("torch")
 from tui.engine.store.columns import csv_row  # noqa: E402
 from tui.engine.explain.host_time import graph_break_rows  # noqa: E402
 from tui.engine.options import RunOptions  # noqa: E402
-from tui.engine.protocol import BlockTimed, Finished, PhaseChanged, Profiled  # noqa: E402
+from tui.engine.protocol import BlockTimed, Finished, Measured, PhaseChanged, Profiled  # noqa: E402
 from tui.engine.store.results import RunRecord  # noqa: E402
 from tui.engine.worker import profile as profile_module  # noqa: E402
 from tui.engine.worker.main import WorkerRun  # noqa: E402
@@ -51,7 +51,7 @@ def test_pointwise_profile_three_eager_ops_one_fused_kernel_after_the_last_timin
     profiled = kinds.index(Profiled)
     last_block = max(i for i, e in enumerate(events) if isinstance(e, BlockTimed))
     last_phase = max(i for i, e in enumerate(events) if isinstance(e, PhaseChanged))
-    assert last_block < last_phase < profiled < kinds.index(Finished) == len(events) - 1
+    assert last_block < last_phase < kinds.index(Measured) < profiled < kinds.index(Finished) == len(events) - 1
     assert events[last_phase].phase == "diagnosing"
 
     profile = record.profile

@@ -31,8 +31,9 @@ def _record(index: int, eager: float, compiled: float) -> RunRecord:
             ms = [base * (1 + 0.001 * math.sin((block * 10 + j) / 3.0)) for j in range(10)]
             record.apply(make_event("block", 0.0, side=side, stage="measure", index=block, clock="perf_counter",
                                     ms=ms, host_ms_per_call=base * 1.1))
-    record.apply(make_event("finished", 0.0, diagnostics={"graph_breaks": 0, "recompiles": 0},
+    record.apply(make_event("measured", 0.0, diagnostics={"graph_breaks": 0, "recompiles": 0},
                             accuracy={"passed": True, "max_abs_err": 0.0}, memory={}, warnings=[]))
+    record.apply(make_event("finished", 0.0))
     return record
 
 

@@ -39,8 +39,9 @@ def sweep_record(index: int, mode: str, dynamic: bool | None) -> RunRecord:
             ms = [round(base + 0.01 * math.sin((block * 10 + j) / 3.0), 4) for j in range(10)]
             record.apply(make_event("block", 0.0, side=side, stage="measure", index=block, clock="perf_counter", ms=ms,
                                     host_ms_per_call=round(base * 1.1, 4)))
-    record.apply(make_event("finished", 0.0, diagnostics={"graph_breaks": 0, "recompiles": index % 2},
+    record.apply(make_event("measured", 0.0, diagnostics={"graph_breaks": 0, "recompiles": index % 2},
                             accuracy={"passed": True, "max_abs_err": 0.0}, memory={}, warnings=[]))
+    record.apply(make_event("finished", 0.0))
     return record
 
 

@@ -48,7 +48,7 @@ record.telemetry = {"sm_clock_mean_mhz": 1980.0, "sm_clock_min_mhz": 1755.0, "te
                     "power_mean_w": 512.5, "energy_j": 1234.5, "energy_from": "counter",
                     "throttle_reasons": ["sw power cap"], "samples": 40, "errors": 0, "last_error": None,
                     "gpu_lost": False}
-record.apply(make_event("finished", 9.0, compile_s=2.25, diagnostics={
+record.apply(make_event("measured", 9.0, compile_s=2.25, diagnostics={
     "graph_breaks": 1, "graph_break_reasons": ["Data-dependent branching at x.py:3"], "unique_graphs": 2,
     "recompiles": 1, "recompile_reasons": ["size mismatch at index 0"], "cudagraph_skips": 0,
     "fxgraph_cache_hit": 0, "fxgraph_cache_miss": 2, "recompiles_during_measure": 0},
@@ -56,6 +56,7 @@ record.apply(make_event("finished", 9.0, compile_s=2.25, diagnostics={
               "compared": 2048, "worst": "output", "problem": None, "reference": "eager"},
     memory={"eager_peak_mb": 120.5, "compiled_peak_mb": 98.25, "l2_flush_buffer_mb": 256},
     flops_per_call=2.5e9, bytes_per_call=4.0e6, warnings=["a worker warning"]))
+record.apply(make_event("finished", 9.0))
 history.append(record)
 
 # 2. a launch-bound run from the shared fixture

@@ -6,7 +6,8 @@ duplicate of fd 1, fd 1 pointed at stderr, the parent-death signal, the child su
 read, the stdin watch that ends it when the parent goes) and the real block plan
 (:mod:`tui.engine.worker.blocks`): the eager set-up block, the compile block, the fixed
 warm-up blocks and the extra ones until the times settle, alternating measured blocks with a
-short last one, the ``diagnosing`` phase, and a typed ``Finished``. Only the times are made
+short last one, the ``diagnosing`` phase, a typed ``Measured`` and ``Finished`` (no profile pass: nothing
+between them but the trace when asked for, no ``Profiled``). Only the times are made
 up (deterministic: eager about 2.0 ms, compiled about 1.0 ms, a tiny seeded wobble) and it
 starts in well under 0.2 s.
 
@@ -33,6 +34,11 @@ Behaviours:
              ``USDT:... profiler_start``), one block, then it starts a grandchild in its own
              process group (a sleeping Python) and sleeps forever (SIGTERM ends it).
 ``stubborn`` like ``hang`` but it ignores SIGTERM (only SIGKILL ends it).
+``hang_diagnosing`` like ``ok`` up to phase diagnosing, then, before ``measured``, it hangs as ``hang``
+             does after its block (a grandchild in its group, then sleep).
+``hang_profiling``  like ``ok`` up to ``measured``, then its profile pass hangs so (a max-autotune
+             re-compile that outlasts the run's timeout); with ``profile`` false there is no profile
+             pass, and it finishes like ``ok``.
 ``spam``     writes ~4 MiB to stderr and ~4 MiB through fd 1 (which is stderr), interleaved
              with its events, ends stderr with the line "spam done", then finishes like ``ok``.
 ``garbage``  writes a non-JSON line and a JSON non-event line on the event channel, then
@@ -97,7 +103,7 @@ from tui.engine.payloads import Accuracy, Diagnostics, Env, Memory  # noqa: E402
 from tui.engine.explain.artifacts import capped_code  # noqa: E402
 from tui.engine.explain.chrome_trace import merge_traces  # noqa: E402
 from tui.engine.protocol import (  # noqa: E402
-    ArtifactWritten, BlockTimed, Compiled, Failed, Finished, GraphCoded, PhaseChanged, Ready, Started,
+    ArtifactWritten, BlockTimed, Compiled, Failed, Finished, GraphCoded, Measured, PhaseChanged, Ready, Started,
 )
 from tui.engine.cpu_list import cpu_list_text  # noqa: E402
 from tui.engine.worker import blocks  # noqa: E402
@@ -111,7 +117,8 @@ from tui.engine.worker.channel import (  # noqa: E402
     watch_stdin,
 )
 
-BEHAVIOURS = ("ok", "slow", "fail", "crash", "exit", "hang", "stubborn", "spam", "garbage")
+BEHAVIOURS = ("ok", "slow", "fail", "crash", "exit", "hang", "stubborn", "hang_diagnosing", "hang_profiling", "spam",
+              "garbage")
 COMPILE_S = 0.25
 
 
@@ -337,19 +344,17 @@ class FakeRun:
         return Diagnostics(graph_breaks=0, unique_graphs=1, recompiles=0, frames_total=1, frames_ok=1)
 
     def finish(self) -> None:
-        """``diagnosing``, the code and the trace when asked for, then ``finished`` with typed payloads."""
+        """``diagnosing``, the code when asked for, ``measured`` with typed payloads, the trace when asked for, then
+        ``finished`` (``hang_diagnosing`` hangs before ``measured``, ``hang_profiling`` after it)."""
         self.phase("diagnosing")
+        if self.behaviour == "hang_diagnosing":
+            _hang(stubborn=False)
         if os.environ.get("FAKE_WORKER_CODE") == "1":
             self.channel.emit(GraphCoded(graph=capped_code(0, "0/0", FAKE_CODE, len(FAKE_CODE))))
         if self.options.torch_trace and os.environ.get("TORCH_TRACE"):
             self.channel.emit(ArtifactWritten(kind="torch_trace", name=os.path.basename(os.environ["TORCH_TRACE"]),
                                               size_bytes=1))
-        if self.options.trace and self.artifacts_dir:
-            target = os.path.join(self.artifacts_dir, "trace.json")
-            with open(target, "w") as stream:
-                json.dump(merge_traces({side: _fake_side_trace(side) for side in ("eager", "compiled")}), stream)
-            self.channel.emit(ArtifactWritten(kind="trace", name="trace.json", size_bytes=os.path.getsize(target)))
-        self.channel.emit(Finished(
+        self.channel.emit(Measured(
             compile_s=COMPILE_S,
             diagnostics=self.diagnostics(),
             accuracy=Accuracy(max_abs_err=0.0, max_rel_err=0.0, atol=1e-5, rtol=1e-5, passed=True, compared=1,
@@ -357,6 +362,14 @@ class FakeRun:
             memory=Memory(),
             iters=dict(self.measured),
         ))
+        if self.behaviour == "hang_profiling" and self.options.profile:
+            _hang(stubborn=False)
+        if self.options.trace and self.artifacts_dir:
+            target = os.path.join(self.artifacts_dir, "trace.json")
+            with open(target, "w") as stream:
+                json.dump(merge_traces({side: _fake_side_trace(side) for side in ("eager", "compiled")}), stream)
+            self.channel.emit(ArtifactWritten(kind="trace", name="trace.json", size_bytes=os.path.getsize(target)))
+        self.channel.emit(Finished())
 
     def failure(self, what: str) -> str | None:
         """``fail``'s kind or message: the run's ``fake_fail_<what>`` parameter, else ``FAKE_WORKER_FAIL_<WHAT>``."""

@@ -21,6 +21,7 @@ from tui.engine.protocol import (
     Compiled,
     Finished,
     GraphCoded,
+    Measured,
     PhaseChanged,
     Profiled,
     Started,
@@ -121,8 +122,9 @@ def cuda_run_record(run_id: str = "20250101-000000-lbound", eager_host_ms: float
                                ("compiled", [0.115, 0.116, 0.117, 0.116, 0.116], 0.118)):  # fmt: skip
             record.apply(make_event("block", 1.0 + index, side=side, stage="measure", index=index, clock="cuda_event",
                                     ms=ms, host_ms_per_call=host))  # fmt: skip
-    record.apply(make_event("finished", 9.0, diagnostics={"graph_breaks": 0, "recompiles": 0},
+    record.apply(make_event("measured", 9.0, diagnostics={"graph_breaks": 0, "recompiles": 0},
                             accuracy={"passed": True, "max_abs_err": 0.0}, memory={}, warnings=[]))  # fmt: skip
+    record.apply(make_event("finished", 9.0))
     return record
 
 
@@ -181,9 +183,10 @@ def full_record(run_id: str, *, failed: bool, group_id: str | None = None, repea
         record.flops_per_call, record.bytes_per_call = 2.5e9, 4.0e6
         record.fail("runtime_error", "the workload raised\nat the end", "Traceback (most recent call last):\n  ...\n")
     else:
-        record.apply(Finished(t=9.0, compile_s=2.25, diagnostics=full_instance(Diagnostics, 60), accuracy=accuracy,
+        record.apply(Measured(t=9.0, compile_s=2.25, diagnostics=full_instance(Diagnostics, 60), accuracy=accuracy,
                               memory=memory, flops_per_call=2.5e9, bytes_per_call=4.0e6,
                               warnings=("a finished warning",), iters={"eager": 30, "compiled": 30}))  # fmt: skip
+        record.apply(Finished(t=9.0))
     record.stop_clock()
     record.wall_time = full_instance(WallTime, 90)  # each part set, whatever the test's own clock read
     return record

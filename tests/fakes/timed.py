@@ -54,5 +54,6 @@ def timed_run(run_id: str, options: RunOptions | None = None, *, eager: float = 
                                     ms=values, host_ms_per_call=per_call))  # fmt: skip
     if other_cpu_cores is not None:
         record.set_telemetry(RunTelemetry(other_cpu_cores=other_cpu_cores))
-    record.apply(make_event("finished", 9.0, diagnostics={}, accuracy={"passed": True}, memory={}, warnings=[]))
+    record.apply(make_event("measured", 9.0, diagnostics={}, accuracy={"passed": True}, memory={}, warnings=[]))
+    record.apply(make_event("finished", 9.0))
     return record

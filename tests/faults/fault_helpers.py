@@ -251,7 +251,8 @@ def ended_record(eager_ms: float = 2.0) -> RunRecord:
     for side, ms in (("eager", eager_ms), ("compiled", eager_ms / 2)):
         record.apply(make_event("block", 0.1, side=side, stage="measure", index=0, clock="perf_counter",
                                 ms=[ms] * 5, host_ms_per_call=ms))
-    record.apply(make_event("finished", 0.2, warnings=[]))
+    record.apply(make_event("measured", 0.2, warnings=[]))
+    record.apply(make_event("finished", 0.2))
     return record
 
 

@@ -18,7 +18,7 @@ from tui.app.components.details import render_details
 from tui.present.format import workload_label
 from tui.engine.store.history import History
 from tui.engine.options import RunOptions
-from tui.engine.protocol import ProtocolError, decode, make_event
+from tui.engine.protocol import PROTOCOL_VERSION, ProtocolError, decode, make_event
 from tui.engine.store.results import RunRecord
 from tui.typed import printable
 
@@ -33,12 +33,12 @@ def test_printable_shows_every_control_character_and_keeps_newlines_and_tabs():
 
 
 def test_a_worker_event_is_decoded_into_plain_text():
-    line = json.dumps({"v": 2, "event": "failed", "t": 1.0, "kind": "runtime_error",
+    line = json.dumps({"v": PROTOCOL_VERSION, "event": "failed", "t": 1.0, "kind": "runtime_error",
                        "message": f"boom{CLEAR}", "detail": f"Traceback\n{CLEAR}end"})
     event = decode(line)
     assert event.message == f"boom{SHOWN}" and event.detail == f"Traceback\n{SHOWN}end"
-    with pytest.raises(ProtocolError):
-        decode(json.dumps({"v": 2, "event": "failed", "t": 1.0, "kind": f"crash{CLEAR}"}))  # not a failure kind
+    with pytest.raises(ProtocolError, match="is not one of"):  # not a failure kind
+        decode(json.dumps({"v": PROTOCOL_VERSION, "event": "failed", "t": 1.0, "kind": f"crash{CLEAR}"}))
 
 
 def test_a_failure_the_runner_reports_with_the_workers_stderr_is_plain_text():

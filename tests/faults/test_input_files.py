@@ -44,7 +44,8 @@ def _ended_record(ms: float = 2.0) -> RunRecord:
         for index in range(4):
             record.apply(make_event("block", 0.1, side=side, stage="measure", index=index, clock="perf_counter",
                                     ms=[side_ms * (1 + 0.01 * i) for i in range(5)], host_ms_per_call=side_ms))
-    record.apply(make_event("finished", 0.2, warnings=[]))
+    record.apply(make_event("measured", 0.2, warnings=[]))
+    record.apply(make_event("finished", 0.2))
     return record
 
 

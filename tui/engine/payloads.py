@@ -8,6 +8,7 @@ type becomes its default and a warning, never a surprise downstream.
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
 
 from tui.typed import JsonRecord
@@ -112,6 +113,17 @@ class Diagnostics(JsonRecord):
     compilations: int | None = None
     compile_times_s: CompileTimes = field(default_factory=CompileTimes)
     explain: Explain | None = None
+
+    def merged(self, new: Diagnostics) -> Diagnostics:
+        """``new`` over these: a field ``new`` leaves at its default keeps this one's value.
+
+        The ``measured`` event's diagnostics add to those of ``compiled`` (a count reported only at compile
+        time is kept), as the dict update of protocol 1 did.
+        """
+        default = Diagnostics()
+        changes = {f.name: getattr(new, f.name) for f in dataclasses.fields(Diagnostics)
+                   if getattr(new, f.name) != getattr(default, f.name)}  # fmt: skip
+        return dataclasses.replace(self, **changes) if changes else self
 
 
 @dataclass(frozen=True)

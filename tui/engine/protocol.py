@@ -13,12 +13,18 @@ Parent -> worker (one line on the worker's stdin)::
 Worker -> parent: ``{"v": PROTOCOL_VERSION, "event": NAME, "t": seconds since the worker
 started, ...fields}``, the fields being those of the event's dataclass below
 (:class:`Ready`, :class:`Started`, :class:`PhaseChanged`, :class:`WorkerWarning`,
-:class:`Compiled`, :class:`BlockTimed`, :class:`Profiled`, :class:`GraphCoded`, :class:`ArtifactWritten`,
-:class:`Finished`, :class:`Failed`). A run with ``options.trace`` gets ``"artifacts_dir"`` in its command too:
-the run's data folder, where the worker writes the Chrome trace (:mod:`tui.engine.explain.artifacts`).
+:class:`Compiled`, :class:`BlockTimed`, :class:`GraphCoded`, :class:`Measured`, :class:`Profiled`,
+:class:`ArtifactWritten`, :class:`Finished`, :class:`Failed`). A run with ``options.trace`` gets
+``"artifacts_dir"`` in its command too: the run's data folder, where the worker writes the Chrome trace
+(:mod:`tui.engine.explain.artifacts`).
+
+A run that ends well sends ``measured`` (everything measured) before its profile pass, which re-compiles and can
+take minutes, and ``finished`` (no fields: the worker ended well) after it; a run stopped between the two keeps
+its measurement (:mod:`tui.engine.run.kept`).
 
 Version 2 renamed a block's ``wall_ms_per_call`` to ``host_ms_per_call`` (one name for the
-host-inclusive time per call, from the worker to the CSV) and typed every payload.
+host-inclusive time per call, from the worker to the CSV) and typed every payload. Version 3 moved the
+results that ``finished`` carried into ``measured``, sent before the profile pass.
 """
 
 from __future__ import annotations
@@ -50,6 +56,7 @@ __all__ = [
     "GraphCoded",
     "ArtifactWritten",
     "ARTIFACT_KINDS",
+    "Measured",
     "Finished",
     "Failed",
     "ProtocolError",
@@ -58,7 +65,7 @@ __all__ = [
     "make_event",
 ]
 
-PROTOCOL_VERSION = 2
+PROTOCOL_VERSION = 3
 
 PHASES = ("building", "compiling", "warming_up", "checking_accuracy", "measuring", "diagnosing")
 """The worker's phases, in the order it runs them."""
@@ -180,7 +187,8 @@ class BlockTimed(Event):
 
 @dataclass(frozen=True)
 class Profiled(Event):
-    """The profile pass ran after the last timing block (or was skipped, or failed: ``profile.why``)."""
+    """The profile pass ran after ``measured`` (or was skipped, or failed: ``profile.why``; or the run's timeout or a
+    cancel stopped it, and the runner says so with this event)."""
 
     NAME: ClassVar[str] = "profiled"
     profile: Profile = field(default_factory=Profile)
@@ -213,10 +221,15 @@ class ArtifactWritten(Event):
 
 
 @dataclass(frozen=True)
-class Finished(Event):
-    """The run ended well: everything measured after the timing blocks."""
+class Measured(Event):
+    """The measurement is complete: what the run measured besides its timing blocks, sent before the profile pass
+    (which re-compiles, and can take minutes with max-autotune).
 
-    NAME: ClassVar[str] = "finished"
+    From here the run's results are whole: a run stopped later (its timeout, a cancel, in the profile pass)
+    keeps them (:mod:`tui.engine.run.kept`).
+    """
+
+    NAME: ClassVar[str] = "measured"
     compile_s: float | None = None
     diagnostics: Diagnostics = field(default_factory=Diagnostics)
     accuracy: Accuracy = field(default_factory=Accuracy)
@@ -225,6 +238,13 @@ class Finished(Event):
     bytes_per_call: float | None = None
     warnings: tuple[str, ...] = ()
     iters: dict[str, int] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Finished(Event):
+    """The worker ended well: after ``measured``, its profile pass (``profiled``) and what it wrote were sent."""
+
+    NAME: ClassVar[str] = "finished"
 
 
 @dataclass(frozen=True)
@@ -242,7 +262,7 @@ class Failed(Event):
 
 _EVENT_TYPES: dict[str, type[Event]] = {
     cls.NAME: cls for cls in (Ready, Started, PhaseChanged, WorkerWarning, Compiled, BlockTimed, Profiled, GraphCoded,
-                              ArtifactWritten, Finished, Failed)
+                              ArtifactWritten, Measured, Finished, Failed)
 }
 EVENTS = tuple(_EVENT_TYPES)
 _FIELDS = {cls: {f.name for f in fields(cls)} for cls in _EVENT_TYPES.values()}

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from enum import Enum
 
-__all__ = ["RunStatus", "ended_reason"]
+__all__ = ["RunStatus", "STATUSES", "TERMINAL_STATUSES", "ACTIVE_STATUSES", "ended_reason"]
 
 
 class RunStatus(str, Enum):
@@ -36,6 +36,13 @@ class RunStatus(str, Enum):
     def __format__(self, format_spec: str) -> str:
         """The value, formatted as a string (``f"{status:>9}"``), on every Python from 3.10."""
         return str.__format__(str(self), format_spec)
+
+
+STATUSES = tuple(status.value for status in RunStatus)
+TERMINAL_STATUSES = frozenset({RunStatus.DONE, RunStatus.FAILED, RunStatus.CANCELLED})
+"""A record in one of these will not change any more."""
+ACTIVE_STATUSES = frozenset(RunStatus) - TERMINAL_STATUSES - {RunStatus.QUEUED}
+"""A record in one of these has a live worker."""
 
 
 def ended_reason(kind: str | None, message: str | None, after: str = "") -> str:

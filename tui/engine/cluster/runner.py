@@ -12,12 +12,14 @@ worker's events:
 * the worker's events, decoded and checked here (:func:`tui.engine.protocol.decode`), applied to
   the record, then passed to ``on_event``, as they come;
 * the node's end: the telemetry sampled there, the warnings its runner added, and how its runner
-  judged a run that sent no ``finished``/``failed`` (a timeout, a worker that died);
+  judged a run that sent no ``finished``/``failed`` (a timeout, a worker that died; ``done`` for one its timeout
+  stopped after its measurement, whose runner's events said so: :mod:`tui.engine.run.kept`);
 * a task lost on the way (its node or its process died, Ray gave up) is a failed row (``crash``)
   naming the node and Ray's error in one line; what the record holds already stays;
 * a lost head (the transport says so: :mod:`.head`) fails each run in flight (``crash``, the head and
   the node named) and cancels its task; a run that comes after it fails without being submitted;
-* a cancel kills the worker's process group on its node, then the task.
+* a cancel kills the worker's process group on its node, then the task; a run cancelled after its measurement
+  keeps it, as a local one does (:mod:`tui.engine.run.kept`).
 
 Before a tune's runs, :meth:`ClusterRunner.ask_torch` asks a node's torch which options it has
 (:mod:`.torch_probe`).
@@ -37,6 +39,7 @@ from tui.engine.cluster.node import END, EVENTS, HELLO, WORKER
 from tui.engine.cluster.transport import ClusterTask, TaskLost, Transport, lost_message
 from tui.engine.protocol import FAILURE_KINDS, Event, ProtocolError, WorkerWarning, decode
 from tui.engine.run.cancel import cancel
+from tui.engine.run.kept import CANCELLED_THEN, kept_events
 from tui.engine.store.results import RunRecord
 from tui.engine.runner.torch_probe import TorchOptions
 from tui.telemetry.model import RunTelemetry
@@ -111,7 +114,10 @@ class ClusterRunner:
         except asyncio.CancelledError:
             record.end_clock()  # killing the run on its node is its ending
             await self._cancel(task, placement)
-            cancel(record)
+            for event in kept_events(record, CANCELLED_THEN):
+                await self._apply(record, event, on_event)
+            if not record.end_measured():
+                cancel(record)
             raise
         finally:
             record.stop_clock()  # the task ended: the run's ``ending`` ends
@@ -231,6 +237,10 @@ class ClusterRunner:
         except ProtocolError as exc:
             event = WorkerWarning(message=f"node {placement.node or 'unknown'} sent a line that is not an event "
                                           f"({exc})", source="runner")
+        await self._apply(record, event, on_event)
+
+    @staticmethod
+    async def _apply(record: RunRecord, event: Event, on_event: Callable[[Event], Any] | None) -> None:
         record.apply(event)
         if on_event is not None:
             await _maybe_await(on_event(event))
@@ -275,5 +285,5 @@ def _end(record: RunRecord, item: dict[str, Any], node: str | None) -> None:
     status, kind = item.get("status"), item.get("error_kind")
     if status in (RunStatus.FAILED, RunStatus.CANCELLED) and kind in FAILURE_KINDS:
         record.fail(kind, str(item.get("error_message") or kind), str(item.get("error_detail") or ""))
-    else:
+    elif not (status == RunStatus.DONE and record.end_measured()):  # done: its runner kept the measurement
         record.fail("crash", f"the run on node {node or 'unknown'} ended {status!r} without its last event")

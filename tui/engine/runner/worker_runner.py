@@ -30,6 +30,7 @@ from tui.engine.explain.artifacts import TORCH_TRACE_DIR, run_folder
 from tui.logs import WORKER_MARK
 from tui.engine.protocol import Event, Failed, Finished, PhaseChanged, Started, WorkerWarning
 from tui.engine.run.cancel import cancel
+from tui.engine.run.kept import CANCELLED_THEN, kept_events, timed_out
 from tui.engine.runner.gpu_lock import GpuResolver, acquire_gpu_lock, release_gpu_lock
 from tui.engine.runner.launch import Launch, launch_for
 from tui.engine.runner.leftovers import leftover_warning
@@ -172,7 +173,8 @@ class WorkerRunner:
         ``source="runner"``. Failures end up in ``record.fail``: ``timeout`` (options.timeout_s),
         ``crash`` (the worker died without finished/failed; stderr's tail is the detail),
         ``cancelled`` (the task was cancelled: the worker's process group is killed and
-        CancelledError re-raised; no detail: the worker's stderr says nothing about why). A CUDA
+        CancelledError re-raised; no detail: the worker's stderr says nothing about why). A run its timeout or a
+        cancel stops after the worker's ``measured`` event ends done instead (:mod:`tui.engine.run.kept`). A CUDA
         run first takes the GPU's lock, waiting (with a warning event to ``on_event``; the wall time's
         ``waiting`` part) while it is busy.
         """
@@ -307,7 +309,8 @@ class WorkerRunner:
             record.end_clock()  # stopping the worker is the run's ending, not that phase
             await state.sampling.stop()
             await worker.stop()
-            if not state.terminal:  # one that finished and then lingered keeps its results
+            # one that finished and then lingered keeps its results, and so does one stopped after its measurement
+            if not state.terminal and not await self._keep_measured(state, timed_out(timeout_s)):
                 record.fail("timeout", timeout_message(timeout_s, phase), worker.stderr_text())
             return
         exited = not worker.alive
@@ -330,10 +333,17 @@ class WorkerRunner:
                 await state.sampling.stop(quick=True)
                 await state.worker.stop()
         finally:
-            if not state.terminal:
+            if not state.terminal and not await self._keep_measured(state, CANCELLED_THEN):
                 # No stderr detail: the worker did not end the run, so its last lines (a profiler's log, say) would
                 # stand where the reason goes; they are in the log (_copy_worker_log).
                 cancel(state.record)
+
+    async def _keep_measured(self, state: _RunState, stopped: str) -> bool:
+        """End a run that ``stopped`` after its measurement as done, with the events that say why it lacks the rest
+        (:mod:`tui.engine.run.kept`); False, and nothing changes, before its measurement."""
+        for event in kept_events(state.record, stopped, state.last_t):
+            await self._emit(state, event)
+        return state.record.end_measured()
 
     async def _on_runner_error(self, state: _RunState, exc: BaseException) -> None:
         if state.worker is not None:

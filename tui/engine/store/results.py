@@ -24,8 +24,8 @@ from tui.engine.explain.kernels import Profile
 from tui.engine.options import RunOptions
 from tui.engine.payloads import Accuracy, Diagnostics, Env, Memory
 from tui.engine.protocol import (
-    SIDES, ArtifactWritten, BlockTimed, Compiled, Event, Failed, Finished, GraphCoded, Profiled, PhaseChanged, Ready,
-    Started, WorkerWarning,
+    SIDES, ArtifactWritten, BlockTimed, Compiled, Event, Failed, Finished, GraphCoded, Measured, Profiled, PhaseChanged,
+    Ready, Started, WorkerWarning,
 )  # fmt: skip
 from tui.engine.measure.samples import (
     Block, Samples, SamplesInvalid, SamplesPruned, SamplesUnavailable, new_samples, samples_from_json, samples_to_json,
@@ -37,16 +37,10 @@ from tui.engine.measure.summary import LiveStats, RunSummary, SummaryInputs, bui
 from tui.engine.measure.verdict import Machine, VerdictPolicy
 from tui.telemetry.model import RunTelemetry
 from tui.typed import decode_fields, finite, printable
-from tui.engine.status import RunStatus
+from tui.engine.status import ACTIVE_STATUSES, STATUSES, TERMINAL_STATUSES, RunStatus
 
 __all__ = ["RunRecord", "Block", "iso_utc", "SamplesUnavailable", "SamplesPruned", "SamplesInvalid", "STATUSES",
            "TERMINAL_STATUSES", "ACTIVE_STATUSES", "SIDES", "new_run_id", "samples_to_json", "samples_from_json"]
-
-TERMINAL_STATUSES = frozenset({RunStatus.DONE, RunStatus.FAILED, RunStatus.CANCELLED})
-"""A record in one of these will not change any more."""
-STATUSES = tuple(status.value for status in RunStatus)
-ACTIVE_STATUSES = frozenset(RunStatus) - TERMINAL_STATUSES - {RunStatus.QUEUED}
-"""A record in one of these has a live worker."""
 
 
 def new_run_id(now: float | None = None) -> str:
@@ -129,6 +123,7 @@ class RunRecord:
         self._samples_lock = threading.RLock()  # the app loads and releases while exports read
         self.data_dir: Path | None = None  # the run's data folder, when known (tui.engine.explain.artifacts)
         self._clock = PartClock()
+        self.measured = False  # a ``measured`` event arrived: the run's measurement is complete
 
     @classmethod
     def new(cls, options: RunOptions, run_id: str | None = None) -> RunRecord:
@@ -204,7 +199,7 @@ class RunRecord:
     def _on_compiled(self, event: Compiled) -> None:
         if event.compile_s is not None:
             self.compile_s = event.compile_s
-        self.diagnostics = _merged(self.diagnostics, event.diagnostics)
+        self.diagnostics = self.diagnostics.merged(event.diagnostics)
 
     def _on_block(self, event: BlockTimed) -> None:
         block = Block.from_event(event, self._intern)
@@ -226,8 +221,9 @@ class RunRecord:
         else:
             self.artifacts = dataclasses.replace(self.artifacts, torch_trace_dir=event.name)
 
-    def _on_finished(self, event: Finished) -> None:
-        self.diagnostics = _merged(self.diagnostics, event.diagnostics)
+    def _on_measured(self, event: Measured) -> None:
+        self.measured = True
+        self.diagnostics = self.diagnostics.merged(event.diagnostics)
         if self.compile_s is None:
             self.compile_s = event.compile_s
         self.accuracy = event.accuracy
@@ -238,8 +234,19 @@ class RunRecord:
             self.bytes_per_call = event.bytes_per_call
         for message in event.warnings:
             self._warn(" ".join(message.split()))
+
+    def _on_finished(self, event: Finished) -> None:
         self.status = RunStatus.DONE
         self.end_clock()
+
+    def end_measured(self) -> bool:
+        """End the run as done on its measurement (a ``measured`` event) though its worker did not finish: the runner
+        stopped it after that event (:mod:`tui.engine.run.kept`); False, and nothing changes, without one."""
+        if self.finished or not self.measured:
+            return False
+        self.status = RunStatus.DONE
+        self.end_clock()  # a new version
+        return True
 
     def _on_failed(self, event: Failed) -> None:
         self.fail(event.kind, event.message, event.detail)
@@ -482,18 +489,8 @@ _HANDLERS: dict[type, Callable[[RunRecord, Any], None]] = {
     Profiled: RunRecord._on_profiled,
     GraphCoded: RunRecord._on_code,
     ArtifactWritten: RunRecord._on_artifact,
+    Measured: RunRecord._on_measured,
     Finished: RunRecord._on_finished,
     Failed: RunRecord._on_failed,
 }
 
-
-def _merged(old: Diagnostics, new: Diagnostics) -> Diagnostics:
-    """``new`` over ``old``: a field ``new`` leaves at its default keeps ``old``'s value.
-
-    The ``finished`` event's diagnostics add to those of ``compiled`` (a count reported only
-    at compile time is kept), as the dict update of protocol 1 did.
-    """
-    default = Diagnostics()
-    changes = {f.name: getattr(new, f.name) for f in dataclasses.fields(Diagnostics)
-               if getattr(new, f.name) != getattr(default, f.name)}  # fmt: skip
-    return dataclasses.replace(old, **changes) if changes else old

@@ -105,7 +105,7 @@ class TuneDriver:
         self._cut_short: str | None = None
         self._refused: str | None = None
         self._ran_out: list[str] = []
-        """Candidates whose screening run the budget's end cut (its timeout was the time left): not screened."""
+        """Candidates whose screening run the budget's end cut before its measurement (its timeout: the time left)."""
         """Why the default compile's run failed in a way every candidate would (:data:`SHARED_FAILURES`)."""
         self._paced = False
         """Whether the budget was checked against the screening at the first run's pace (:meth:`_say_pace`)."""
@@ -398,8 +398,8 @@ class TuneDriver:
         self._progress()
 
     def _timed_out_at_the_end(self, records: Sequence[RunRecord]) -> bool:
-        """Whether the run timed out at a limit the budget's end set (below the run options' own ``--timeout``):
-        the candidate did not fail, the budget ran out while it ran."""
+        """Whether the run timed out at a limit the budget's end set (below the run options' own ``--timeout``): the
+        candidate did not fail, the budget ran out while it ran (one cut after its measurement is done: run.kept)."""
         own = max(1, math.floor(self.base.timeout_s))  # what options_of gives a run the budget does not limit
         return any(r.error_kind == "timeout" and r.options.timeout_s < own for r in records)
 

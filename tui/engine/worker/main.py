@@ -5,12 +5,13 @@ module imports torch, then calls :func:`main`. The worker emits ``ready``, reads
 line ``{"command": "run", "run_id", "options"}`` from stdin (EOF first: exit 0 quietly,
 a spare that was not needed), and drives the phases: building, compiling, warming_up,
 checking_accuracy, measuring, diagnosing. It ends with ``finished`` (exit 0) or
-``failed`` (exit 1); a traceback only ever reaches stderr, and ``failed.detail``.
+``failed`` (exit 1); a traceback only ever reaches stderr, and ``failed.detail``. What it measured
+goes out in ``measured`` before the profile pass, so a run stopped in that pass keeps it.
 
 By hand: ``python -m tui.engine.worker < command.json`` (a regular file; a pipe that
 closes right after the command ends the run, since EOF on stdin means the parent left).
 Set ``COMPILE_LAB_EXPLAIN=1`` for a separate ``torch._dynamo.explain`` pass after measuring.
-Unless ``profile`` is false, a profile pass (:mod:`.profile`) follows: event ``profiled``.
+Unless ``profile`` is false, a profile pass (:mod:`.profile`) follows ``measured``: event ``profiled``.
 Inductor's output code of every graph compiled from the measured compile to the end of measuring is
 sent after measuring, one ``code`` event per graph (:mod:`.artifacts`); with ``trace`` the profile
 pass is written as a Chrome trace into the command's ``artifacts_dir`` (event ``artifact``).
@@ -41,6 +42,7 @@ from tui.engine.protocol import (
     Failed,
     Finished,
     GraphCoded,
+    Measured,
     PhaseChanged,
     Profiled,
     Ready,
@@ -123,7 +125,7 @@ class WorkerRun:
         self.channel.emit(event)
 
     def warn(self, message: str) -> None:
-        """Send a one-line warning (once) and keep it for ``finished``."""
+        """Send a one-line warning (once) and keep it for ``measured``."""
         message = one_line(message)
         if message not in self.warnings:
             self.warnings.append(message)
@@ -248,8 +250,7 @@ class WorkerRun:
         if os.environ.get(EXPLAIN_ENV) == "1" and not built.train:
             report = dataclasses.replace(
                 report, explain=diagnostics.explain_pass(built.eager_step, (built.input_sets[0],)))
-        self.emit(Profiled(profile=self._profile(bench, options, built)))
-        self.emit(Finished(
+        self.emit(Measured(
             compile_s=compile_s,
             diagnostics=report,
             accuracy=accuracy,
@@ -260,6 +261,8 @@ class WorkerRun:
             warnings=tuple(self.warnings),
             iters={"eager": bench.measured["eager"], "compiled": bench.measured["compiled"]},
         ))
+        self.emit(Profiled(profile=self._profile(bench, options, built)))  # re-compiles: minutes with max-autotune
+        self.emit(Finished())
 
     # ----- pieces --------------------------------------------------------
 
