@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from textual.geometry import Region
 
-from app_helpers import wait_until
+from app_helpers import raised_notices, wait_until
 from tui.app.components.dialogs import ConfirmScreen
 from tui.app.exporting import exported_message
 from tui.present.format import fold_path
@@ -35,7 +35,7 @@ async def test_no_makes_nothing_and_exports_nothing(make_app, tmp_path):
         await wait_until(pilot, lambda: not isinstance(app.screen, ConfirmScreen), what="the answer")
         await pilot.pause()
         assert not (tmp_path / "new").exists()
-        assert not any(n.title in ("Exported", "Export failed") for n in app._notifications)
+        assert not any(n.title in ("Exported", "Export failed") for n in raised_notices(app))
 
 
 async def test_a_typed_csv_path_in_a_missing_directory_is_offered_too(make_app, tmp_path):
@@ -63,8 +63,8 @@ async def test_a_link_in_the_typed_path_is_refused_after_the_yes_and_nothing_is_
         app._export(str(tmp_path / "link" / "reports"))
         await wait_until(pilot, lambda: isinstance(app.screen, ConfirmScreen), what="the question")
         await pilot.press("y")
-        await wait_until(pilot, lambda: any(n.title == "Export failed" for n in app._notifications), what="error")
-        (error,) = [n for n in app._notifications if n.title == "Export failed"]
+        await wait_until(pilot, lambda: any(n.title == "Export failed" for n in raised_notices(app)), what="error")
+        (error,) = [n for n in raised_notices(app) if n.title == "Export failed"]
     assert error.message.startswith(f"{tmp_path / 'link' / 'reports'}: {tmp_path / 'link'} is a symbolic link")
     assert "\n" not in error.message and list(elsewhere.iterdir()) == []
 
@@ -77,7 +77,7 @@ async def test_the_toast_shows_the_path_on_one_line(make_app):
         await wait_until(pilot, lambda: bool(app.screen.query("Toast")), what="the toast")
         await pilot.pause()
         (toast,) = app.screen.query("Toast")
-        (note,) = [n for n in app._notifications if n.title == "Exported"]
+        (note,) = [n for n in raised_notices(app) if n.title == "Exported"]
         _, directory, names = note.message.splitlines()
         assert directory.startswith(("/", "…/")) and names.split(", ")[0].endswith(".csv")
         # Every line of the text fits the toast as laid out, so the path is never broken across lines.
@@ -151,7 +151,7 @@ async def test_at_80x24_the_export_notice_counts_what_the_files_hold_and_says_wh
         terminal = TerminalModel(app)
         app.table.focus()
         await pilot.press("e")
-        await wait_until(pilot, lambda: any(n.title == "Exported" for n in app._notifications), what="the export")
+        await wait_until(pilot, lambda: any(n.title == "Exported" for n in raised_notices(app)), what="the export")
         line = app.screen.query_one(NoticeLine)
         await wait_until(pilot, lambda: line.display and line.size.height == 3, what="the notice, three lines")
         await pilot.pause()

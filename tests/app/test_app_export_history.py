@@ -9,7 +9,7 @@ from pathlib import Path
 
 from textual.widgets import Input
 
-from app_helpers import notifications, wait_until
+from app_helpers import notifications, raised_notices, wait_until
 from tui import paths
 from tui.app.components.dialogs import ConfirmScreen, ExportScreen
 from tui.app.components.picker import Picker
@@ -89,8 +89,8 @@ async def test_export_to_a_typed_directory(make_app, tmp_path):
         await wait_until(pilot, lambda: target.exists() and len(list(target.glob("*"))) == count, what="the files")
         stem = next(p.name for p in target.iterdir() if p.name.endswith("-raw.csv")).removesuffix("-raw.csv")
         assert sorted(p.name for p in target.iterdir()) == sorted(stem + f.suffix for f in default_formats())
-        await wait_until(pilot, lambda: any(n.title == "Exported" for n in app._notifications), what="toast")
-        (note,) = [n for n in app._notifications if n.title == "Exported"]
+        await wait_until(pilot, lambda: any(n.title == "Exported" for n in raised_notices(app)), what="toast")
+        (note,) = [n for n in raised_notices(app) if n.title == "Exported"]
         csv_path = next(p for p in target.iterdir() if p.name.endswith(".csv") and not p.name.endswith("-raw.csv"))
         directory, names = note.message.splitlines()[1:]
         assert str(csv_path.parent).endswith(directory.lstrip("…")) and names.startswith(csv_path.name)
@@ -115,8 +115,8 @@ async def test_an_export_that_cannot_be_written_is_one_error_line(make_app, tmp_
     async with app.run_test(size=(160, 48), notifications=True) as pilot:
         await _two_runs(app, pilot)
         app._export(str(blocker / "report.csv"))
-        await wait_until(pilot, lambda: any(n.severity == "error" for n in app._notifications), what="error toast")
-        error = next(n for n in app._notifications if n.severity == "error")
+        await wait_until(pilot, lambda: any(n.severity == "error" for n in raised_notices(app)), what="error toast")
+        error = next(n for n in raised_notices(app) if n.severity == "error")
         assert "\n" not in error.message and str(blocker) in error.message
         assert error.title == "Export failed"
 
@@ -167,8 +167,8 @@ async def test_a_damaged_history_line_is_a_warning_not_a_crash(make_app):
     second = make_app()
     async with second.run_test(size=(160, 48), notifications=True) as pilot:
         await wait_until(pilot, lambda: second.table.row_count == 2, what="history rows")
-        await wait_until(pilot, lambda: any(n.title == "History" for n in second._notifications), what="warning")
-        warning = next(n for n in second._notifications if n.title == "History")
+        await wait_until(pilot, lambda: any(n.title == "History" for n in raised_notices(second)), what="warning")
+        warning = next(n for n in raised_notices(second) if n.title == "History")
         assert warning.severity == "warning" and "not valid JSON" in warning.message
 
 
@@ -217,8 +217,8 @@ async def test_a_fast_sweep_reaches_the_history_in_run_order(make_app):
 
 
 async def _error_toast(app, pilot) -> str:
-    await wait_until(pilot, lambda: any(n.severity == "error" for n in app._notifications), what="error toast")
-    error = next(n for n in app._notifications if n.severity == "error")
+    await wait_until(pilot, lambda: any(n.severity == "error" for n in raised_notices(app)), what="error toast")
+    error = next(n for n in raised_notices(app) if n.severity == "error")
     assert error.title == "Export failed" and "\n" not in error.message
     return error.message
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from app_helpers import notifications, wait_until
+from app_helpers import notifications, raised_notices, wait_until
 from terminal_model import TerminalModel
 from textual.geometry import Region
 from tui.app.components.notice_line import NoticeLine
@@ -24,7 +24,7 @@ CLEAN = RunOptions(workload="pointwise", iters=20, block_size=5).validated()
 
 def _exported(app) -> Path:
     """The summary CSV the export notice names: its names' line starts with it."""
-    (note,) = [n for n in app._notifications if n.title == "Exported"]
+    (note,) = [n for n in raised_notices(app) if n.title == "Exported"]
     return Path(note.message.splitlines()[-1].split(", ")[0])
 
 
@@ -37,10 +37,10 @@ async def test_at_80x24_a_run_and_an_export_leave_the_table_uncovered_and_name_t
         await wait_until(pilot, lambda: app.settled and app.table.row_count == 1
                          and all(r.finished for r in app.session.records), what="the run")
         app.enqueue([NOISY])  # a noisy run: its notice
-        await wait_until(pilot, lambda: app.settled and any("Noisy" in n.title for n in app._notifications),
+        await wait_until(pilot, lambda: app.settled and any("Noisy" in n.title for n in raised_notices(app)),
                          what="the noisy notice")
         app.action_export()
-        await wait_until(pilot, lambda: any(n.title == "Exported" for n in app._notifications), what="the export")
+        await wait_until(pilot, lambda: any(n.title == "Exported" for n in raised_notices(app)), what="the export")
         await pilot.pause()
         await pilot.pause()
         assert any("Run options hidden" in m for m in notifications(app))
@@ -78,8 +78,8 @@ async def test_a_queue_is_told_about_its_noisy_runs_once_and_the_next_queue_coun
         app.enqueue([NOISY, NOISY, CLEAN])
         await wait_until(pilot, lambda: app.settled and len(app.session.records) == 3
                          and all(r.finished for r in app.session.records), what="the first queue")
-        await wait_until(pilot, lambda: any("Noisy" in n.title for n in app._notifications), what="its notice")
-        told = [n.message for n in app._notifications if "Noisy" in n.title]
+        await wait_until(pilot, lambda: any("Noisy" in n.title for n in raised_notices(app)), what="its notice")
+        told = [n.message for n in raised_notices(app) if "Noisy" in n.title]
         assert len(told) == 1 and told[0].startswith("2 runs of this queue were noisy") and "a stall" in told[0]
         app.enqueue([NOISY])
         await wait_until(pilot, lambda: app.settled and len(app.session.records) == 4

@@ -6,7 +6,7 @@ import json
 
 from textual.widgets import Checkbox, Input, Select
 
-from app_helpers import notifications, wait_until
+from app_helpers import notifications, raised_notices, wait_until
 from tui import paths
 from tui.app.components.picker import FILE_CHOICE, Cycler, Picker, device_choices
 from tui.engine.options import RunOptions
@@ -211,7 +211,7 @@ async def test_a_corrupt_config_gives_defaults_and_a_warning(make_app):
         await pilot.pause()
         picker = app.query_one(Picker)
         assert picker.current_options() == RunOptions()
-        warnings = [n for n in app._notifications if n.severity == "warning"]
+        warnings = [n for n in raised_notices(app) if n.severity == "warning"]
         assert warnings and "is corrupt" in warnings[0].message and "using defaults" in warnings[0].message
 
 
@@ -240,7 +240,7 @@ async def test_a_config_with_a_wrong_type_keeps_the_rest_and_the_field_shows_its
         # the old TF32 switch of an older config: true is the tf32 precision, with no problem said
         assert picker.query_one("#precision", Cycler).value == "tf32"
         assert picker.current_options() == RunOptions(workload="matmul", params={}, precision="tf32")
-        (warning,) = [n.message for n in app._notifications if n.title == "Config ignored"]
+        (warning,) = [n.message for n in raised_notices(app) if n.title == "Config ignored"]
         assert warning.splitlines() == [f"config {path}: options.backend: expected a value, got null (default used)",
                                         f"config {path}: options.iters: expected int, got str (default used)"]
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from textual.widgets import Input, Select, Static
 
-from app_helpers import wait_until
+from app_helpers import raised_notices, wait_until
 from tui.app.components.picker import Picker
 from tui.engine.options import RunOptions
 from tui.telemetry.fake import FakeSource
@@ -63,14 +63,14 @@ async def test_a_bad_limit_is_refused_naming_its_field_and_the_field_is_marked(m
         picker = app.query_one(Picker)
         for widget, value, refusal in BAD_LIMITS:
             field = picker.query_one(f"#{widget}", Input)
-            seen = {n.identity for n in app._notifications}
+            seen = {n.identity for n in raised_notices(app)}
             field.value = value
             await pilot.pause()
             assert field.has_class("-invalid"), widget  # tinted while typing, by the engine's own rule
             app.action_run()
             await pilot.pause()
             assert app.table.row_count == 0 and app.runner.last_pid is None
-            refused = [n.message for n in app._notifications if n.title == "Run refused" and n.identity not in seen]
+            refused = [n.message for n in raised_notices(app) if n.title == "Run refused" and n.identity not in seen]
             assert refused == [refusal]
             assert str(picker.query_one("#picker-error", Static).render()) == refusal
             assert field.parent.has_class("-refused") and app.focused is field, widget
@@ -96,7 +96,7 @@ async def test_the_memory_limit_is_for_cpu_runs_only(make_app):
         select.value = "cpu"
         await wait_until(pilot, lambda: not memory.disabled, what="the memory field enabled")
         assert picker.current_options().memory_limit_gb == 4.0
-        assert "Run refused" not in [n.title for n in app._notifications]
+        assert "Run refused" not in [n.title for n in raised_notices(app)]
 
 
 async def test_a_saved_config_fills_the_fields(make_app):

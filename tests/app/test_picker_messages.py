@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from textual.widgets import Input, Select, Static
 
-from app_helpers import wait_until
+from app_helpers import raised_notices, wait_until
 from tui.app.components.picker import FILE_CHOICE, Picker
 
 SIZE = (160, 48)
@@ -31,12 +31,12 @@ async def test_a_pasted_huge_number_is_refused_with_a_short_message(make_app):
         picker = app.query_one(Picker)
         for field, value, refusal in PASTED:
             widget = picker.query_one(f"#{field}", Input)
-            before, seen = widget.value, {n.identity for n in app._notifications}
+            before, seen = widget.value, {n.identity for n in raised_notices(app)}
             widget.value = value
             await pilot.pause()
             app.action_run()
             await pilot.pause()
-            refused = [n.message for n in app._notifications if n.title == "Run refused" and n.identity not in seen]
+            refused = [n.message for n in raised_notices(app) if n.title == "Run refused" and n.identity not in seen]
             assert refused == [refusal]
             assert str(picker.query_one("#picker-error", Static).render()) == refusal
             assert app.table.row_count == 0 and app.runner.last_pid is None
@@ -65,6 +65,6 @@ async def test_a_long_file_name_that_is_not_python_is_shortened(make_app):
         await pilot.pause()
         app.action_run()
         await pilot.pause()
-        refused = [n.message for n in app._notifications if n.title == "Run refused"]
+        refused = [n.message for n in raised_notices(app) if n.title == "Run refused"]
         assert refused == [f"workload: {'/tmp/' + 'm' * 195!r}… (10005 characters) is not a .py file "
                            "(path/to/file.py[:factory])"]

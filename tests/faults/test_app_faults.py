@@ -15,7 +15,7 @@ from __future__ import annotations
 import pytest
 from textual.widgets import Input
 
-from app_helpers import fake_runner, fake_worker_children, wait_until
+from app_helpers import fake_runner, fake_worker_children, raised_notices, wait_until
 from fault_helpers import csv_rows, history_lines
 from tui import paths
 from tui.app.components.picker import Picker
@@ -76,7 +76,7 @@ async def test_a_fault_is_a_failed_row_and_the_runs_around_it_are_kept(make_app,
         before, *middle, after = app.enqueue([_options("ok"), *made, _options("ok")])
         await wait_until(pilot, lambda: after.finished and app.settled, what="every run ended")
         assert (before.status, after.status) == ("done", "done")
-        failed = [n for n in app._notifications if n.title == "Run failed"]
+        failed = [n for n in raised_notices(app) if n.title == "Run failed"]
         assert len(failed) == sum(kind is not None for _, _, kind, _ in faults)
         for fault, (_, _, kind, message) in zip(middle, faults, strict=True):
             if kind is None:
@@ -117,7 +117,7 @@ async def test_an_invalid_field_is_refused_before_any_worker_starts(make_app, fi
         await pilot.pause()
         assert app.table.row_count == 0 and app.current is None and not app.queue
         assert app.runner.last_pid is None and fake_worker_children() == []
-        refused = [n for n in app._notifications if n.title == "Run refused"]
+        refused = [n for n in raised_notices(app) if n.title == "Run refused"]
         assert len(refused) == 1 and refused[0].message.startswith(refusal), refused[0].message
         picker.query_one(f"#{field}", Input).value = ""  # back to the default
         await pilot.pause()
@@ -166,11 +166,11 @@ async def test_an_unreadable_config_gives_defaults_a_warning_and_runs_still_run(
     async with app.run_test(size=SIZE, notifications=True) as pilot:
         await pilot.pause()
         assert app.query_one(Picker).current_options() == RunOptions()
-        (warning,) = [n for n in app._notifications if n.title == "Config ignored"]
+        (warning,) = [n for n in raised_notices(app) if n.title == "Config ignored"]
         assert warning.message == (f"config {paths.config_file()} is a directory (allowed: a regular file of at most "
                                    "1 MiB); using defaults (it is left as it is and not saved over)")
         app.action_run()  # saves the options first: that fails, and the run goes on
         await wait_until(pilot, lambda: app.table.row_count == 1 and app.settled, what="a run")
         assert app.records[app.table.run_ids[0]].status == "done"
-        assert any(n.message.startswith("config not saved: ") for n in app._notifications)
+        assert any(n.message.startswith("config not saved: ") for n in raised_notices(app))
     assert paths.config_file().is_dir()

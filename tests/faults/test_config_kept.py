@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from app_helpers import fake_runner, no_gpu_source, wait_until
+from app_helpers import fake_runner, no_gpu_source, raised_notices, wait_until
 from tui import paths
 from tui.app import config as config_module
 from tui.app.config import AppConfig, load_config, save_config
@@ -55,7 +55,7 @@ async def _start_and_quit(app) -> list[str]:
     """Start the app, read its notices, quit with ``q``; the notices' texts."""
     async with app.run_test(size=SIZE, notifications=True) as pilot:
         await pilot.pause()
-        notices = [n.message for n in app._notifications]
+        notices = [n.message for n in raised_notices(app)]
         app.table.focus()
         await pilot.press("q")
         await wait_until(pilot, lambda: not app.is_running, what="the app to exit")
@@ -130,7 +130,7 @@ async def test_a_config_changed_by_hand_into_garbage_is_kept_aside_at_the_next_s
         await pilot.pause()
         [kept] = _kept(path)
         assert kept.read_bytes() == b'{"theme": "textual-light",'
-        assert any(f"kept as {kept}" in n.message for n in app._notifications if n.title == "Config")
+        assert any(f"kept as {kept}" in n.message for n in raised_notices(app) if n.title == "Config")
     assert json.loads(path.read_text())["theme"] == "textual-light"
 
 

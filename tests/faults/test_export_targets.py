@@ -278,7 +278,7 @@ def test_the_history_still_writes_its_own_runs_files(compile_lab_home):
 
 async def test_the_app_shows_the_same_refusal_and_keeps_the_link(make_app, tmp_path):
     """The app writes through the same functions: a linked target is one "Export failed" line."""
-    from app_helpers import wait_until
+    from app_helpers import raised_notices, wait_until
 
     (tmp_path / "real.csv").write_bytes(OLD)
     link = tmp_path / "report.csv"
@@ -288,8 +288,8 @@ async def test_the_app_shows_the_same_refusal_and_keeps_the_link(make_app, tmp_p
         (run,) = app.enqueue([RunOptions(iters=10, block_size=5)])
         await wait_until(pilot, lambda: run.finished and app.settled, what="the run")
         app._export(str(link))
-        await wait_until(pilot, lambda: any(n.title == "Export failed" for n in app._notifications), what="error")
-        (error,) = [n for n in app._notifications if n.title == "Export failed"]
+        await wait_until(pilot, lambda: any(n.title == "Export failed" for n in raised_notices(app)), what="error")
+        (error,) = [n for n in raised_notices(app) if n.title == "Export failed"]
     assert error.message == f"{link} is a symbolic link {ALLOWED}"
     assert os.readlink(link) == str(tmp_path / "real.csv") and (tmp_path / "real.csv").read_bytes() == OLD
 

@@ -18,7 +18,7 @@ from typing import Any
 
 import pytest
 
-from app_helpers import wait_until
+from app_helpers import raised_notices, wait_until
 from tui import cli, paths
 from tui.engine.options import RunOptions
 
@@ -98,8 +98,8 @@ async def test_the_apps_export_prompt_refuses_a_directory_it_cannot_write(make_a
         (run,) = app.enqueue([RunOptions(iters=10, block_size=5)])
         await wait_until(pilot, lambda: run.finished and app.settled, what="a run")
         app._export(str(read_only))
-        await wait_until(pilot, lambda: any(n.title.startswith("Export") for n in app._notifications), what="export")
-        [notice] = [n for n in app._notifications if n.title.startswith("Export")]
+        await wait_until(pilot, lambda: any(n.title.startswith("Export") for n in raised_notices(app)), what="export")
+        [notice] = [n for n in raised_notices(app) if n.title.startswith("Export")]
     assert notice.title == "Export failed" and "\n" not in notice.message
     assert notice.message.endswith(f"is in {read_only}, which this user cannot write (allowed: a file in a "
                                    "directory you can write)")

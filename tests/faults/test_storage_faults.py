@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from app_helpers import wait_until
+from app_helpers import raised_notices, wait_until
 from fault_helpers import FAKE_WORKER, csv_rows, ended_record, files_in, history_lines
 from tui import cli, paths
 from tui.app.components.dialogs import ConfirmScreen
@@ -62,7 +62,7 @@ def test_a_target_that_cannot_be_written_leaves_the_old_file(tmp_path, monkeypat
 
 def _new(app, seen: set[str]) -> list:
     """The app's notifications that are not among ``seen`` (identities)."""
-    return [n for n in app._notifications if n.identity not in seen]
+    return [n for n in raised_notices(app) if n.identity not in seen]
 
 
 async def test_a_refused_export_in_the_app_is_one_error_line_and_nothing_is_lost(make_app, tmp_path, monkeypatch):
@@ -83,7 +83,7 @@ async def test_a_refused_export_in_the_app_is_one_error_line_and_nothing_is_lost
             ("tempfile", errno.EROFS, f"cannot write {target}: Read-only file system"),
             ("write", errno.ENOSPC, f"cannot write {target}: No space left on device"),
         ):
-            seen = {n.identity for n in app._notifications}
+            seen = {n.identity for n in raised_notices(app)}
             with monkeypatch.context() as patch:
                 if refusal == "tempfile":
                     patch.setattr(atomic, "tempfile", types.SimpleNamespace(mkstemp=_refusing(errno_)))
@@ -96,7 +96,7 @@ async def test_a_refused_export_in_the_app_is_one_error_line_and_nothing_is_lost
             assert error.severity == "error" and error.message == message
             assert target.read_bytes() == OLD_EXPORT and files_in(reports) == ["report.csv"]
         # a directory that does not exist: the app asks to make it (issue 14 item 9); No leaves everything as it was
-        seen = {n.identity for n in app._notifications}
+        seen = {n.identity for n in raised_notices(app)}
         app._export(str(missing / "report.csv"))
         await wait_until(pilot, lambda: isinstance(app.screen, ConfirmScreen), what="the question")
         await pilot.press("n")
@@ -107,7 +107,7 @@ async def test_a_refused_export_in_the_app_is_one_error_line_and_nothing_is_lost
         await wait_until(pilot, lambda: second.finished and app.settled, what="the next run")
         missing.mkdir()
         for directory in (reports, missing):
-            seen = {n.identity for n in app._notifications}
+            seen = {n.identity for n in raised_notices(app)}
             app._export(str(directory / "report.csv"))
             await wait_until(pilot, lambda seen=seen: any(n.title == "Exported" for n in _new(app, seen)),
                              what="the export")
@@ -168,8 +168,8 @@ async def test_a_damaged_history_loads_what_it_can_says_the_rest_and_is_never_re
     async with app.run_test(size=SIZE, notifications=True) as pilot:
         await wait_until(pilot, lambda: app.table.row_count == 3, what="the readable runs")
         assert app.table.run_ids == readable
-        await wait_until(pilot, lambda: any(n.title == "History" for n in app._notifications), what="the warning")
-        (warning,) = [n for n in app._notifications if n.title == "History"]
+        await wait_until(pilot, lambda: any(n.title == "History" for n in raised_notices(app)), what="the warning")
+        (warning,) = [n for n in raised_notices(app) if n.title == "History"]
         assert warning.severity == "warning"
         assert warning.message == f"{paths.history_file()} line 2: not valid JSON, skipped (+2 more)"
         assert paths.history_file().read_bytes() == before  # reading changed nothing
@@ -208,14 +208,14 @@ async def test_an_unreadable_history_is_a_warning_and_the_app_goes_on(make_app, 
         cause = "Is a directory"
     app = make_app(history=history)
     async with app.run_test(size=SIZE, notifications=True) as pilot:
-        await wait_until(pilot, lambda: any(n.title == "History" for n in app._notifications), what="the warning")
-        assert [n.message for n in app._notifications if n.title == "History"] == [
+        await wait_until(pilot, lambda: any(n.title == "History" for n in raised_notices(app)), what="the warning")
+        assert [n.message for n in raised_notices(app) if n.title == "History"] == [
             f"cannot read {history.path}: {cause}"
         ]
         (run,) = app.enqueue([RunOptions(iters=10, block_size=5)])
         await wait_until(pilot, lambda: run.finished and app.settled, what="a run")
         assert run.status == "done" and app.table.run_ids == [run.run_id]
-        saved = [n.message for n in app._notifications if n.title == "History" and "not saved" in n.message]
+        saved = [n.message for n in raised_notices(app) if n.title == "History" and "not saved" in n.message]
     if case == "no-permission":
         assert not saved
         after = Path(history.path).read_bytes()

@@ -28,7 +28,7 @@ import pytest
 from rich.console import Console
 from textual.widgets import Input, SelectionList, Static
 
-from app_helpers import fake_runner, no_gpu_source, notifications, wait_until
+from app_helpers import fake_runner, no_gpu_source, notifications, raised_notices, wait_until
 from tui import paths
 from tui.app.components import picker as picker_module
 from tui.app.components.details import render_details
@@ -289,8 +289,8 @@ async def test_a_history_line_with_wrong_types_is_a_named_warning_and_the_app_go
     app = make_app()
     async with app.run_test(size=SIZE, notifications=True) as pilot:
         await wait_until(pilot, lambda: app.table.row_count == 3, what="three history rows")
-        await wait_until(pilot, lambda: any(n.title == "History" for n in app._notifications), what="the warning")
-        warning = next(n for n in app._notifications if n.title == "History")
+        await wait_until(pilot, lambda: any(n.title == "History" for n in raised_notices(app)), what="the warning")
+        warning = next(n for n in raised_notices(app) if n.title == "History")
         assert warning.message.startswith(f"{path} line 2: record.options.params: expected an object, got str")
         assert app.records[bad.run_id].options == RunOptions(workload="matmul")
         app.action_details(worse.run_id)  # the details of the worst row open
@@ -370,7 +370,7 @@ async def test_the_app_names_a_bad_config_in_a_notice_and_runs_still_run(make_ap
     app = make_app()
     async with app.run_test(size=SIZE, notifications=True) as pilot:
         await pilot.pause()
-        (warning,) = [n for n in app._notifications if n.title == "Config ignored"]
+        (warning,) = [n for n in raised_notices(app) if n.title == "Config ignored"]
         assert warning.message.startswith(f"config {path}") and expected in warning.message, warning.message
         app.query_one(Picker).query_one("#iters", Input).value = "10"
         await pilot.pause()
