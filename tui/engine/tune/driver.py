@@ -104,9 +104,9 @@ class TuneDriver:
         self._incomplete: str | None = None
         self._cut_short: str | None = None
         self._refused: str | None = None
+        """Why the default compile's run failed in a way every candidate would (:data:`SHARED_FAILURES`)."""
         self._ran_out: list[str] = []
         """Candidates whose screening run the budget's end cut before its measurement (its timeout: the time left)."""
-        """Why the default compile's run failed in a way every candidate would (:data:`SHARED_FAILURES`)."""
         self._paced = False
         """Whether the budget was checked against the screening at the first run's pace (:meth:`_say_pace`)."""
         self._needed_said: int | None = None
