@@ -556,8 +556,9 @@ def _stopped_rows(result):
 
 
 def test_a_candidate_whose_run_a_stop_cancelled_reads_stopped_and_is_counted_apart():
-    """The app's way: the stop lands in the third run (max-autotune's screening), the driver's run ends once the
-    cancel has: that candidate's run was stopped, not "never run", and the count says so."""
+    """Both front ends' way (the app's, the CLI's after Ctrl-C): the stop lands in the third run (max-autotune's
+    screening), the driver's run ends once the cancel has: that candidate's run was stopped, not "never run", and
+    the count says so."""
     result, session, *_ = _tune([Candidate(), FREEZE, AUTOTUNE, FUSION], {"freezing=True": 0.7}, stop_at=3,
                                 runner_type=HangsAtThird)
     rows, closing = _stopped_rows(result)
@@ -569,9 +570,10 @@ def test_a_candidate_whose_run_a_stop_cancelled_reads_stopped_and_is_counted_apa
     assert (cancelled.status, cancelled.error_message) == ("cancelled", "the tune was stopped (Ctrl-C)")
 
 
-def test_the_cli_reads_a_stopped_search_as_the_app_does_before_the_cancel_lands():
-    """The CLI's way (tui.cli.tune._search): Ctrl-C cancels the driver's task, the driver is stopped and its result
-    read at once, while the cancelled run has not ended yet: the same rows and the same count."""
+def test_a_stopped_search_read_before_the_cancel_lands_reads_as_after_it():
+    """A result read while the cancelled run has not ended yet (the CLI's once its wait for the stopped runs ran
+    out, tui.cli.tune._search; the app's as it closes): the driver's task cancelled, the driver stopped and its
+    result read at once: the same rows and the same count."""
     clock, heard = Clock(), Heard()
     runner = HangsAtThird(clock, {"freezing=True": 0.7})
 
