@@ -13,6 +13,7 @@ from fakes import fake_worker_argv
 
 from tui.engine.options import RunOptions
 from tui.engine.protocol import make_event
+from tui.engine.run.kept import CANCELLED_THEN, kept_events
 from tui.engine.run.session import RunSession
 from tui.engine.tune.answer import CONFIRMED, NOTHING_BEATS, NOTHING_MEASURED, UNCONFIRMED, nothing_beats_text
 from tui.engine.runner import WorkerRunner
@@ -82,8 +83,12 @@ class TimedRunner:
         diagnostics = {"recompiles_during_measure": 2} if compiled == "recompile" else {}
         record.apply(make_event("measured", 9.0, compile_s=compile_s, diagnostics=diagnostics,
                                 accuracy={"passed": True}, memory={}, warnings=[]))
-        record.apply(make_event("finished", 9.0))
+        await self.after_measured(record)
         return record
+
+    async def after_measured(self, record) -> None:
+        """What the worker does after its measurement: the profile pass, then ``finished``."""
+        record.apply(make_event("finished", 9.0))
 
     async def aclose(self) -> None:
         pass
@@ -643,3 +648,57 @@ def test_a_screening_run_the_budgets_end_cut_in_its_profile_pass_is_measured_and
     assert [r.options.timeout_s for r in screening] == [1.0, 1.0]
     assert [(r.status, r.profile and r.profile.why) for r in screening] == [
         ("done", "the profile pass did not end within the run's timeout (1 s)")] * 2
+
+
+class StoppedInItsProfilePass(TimedRunner):
+    """freezing=True's worker hangs in its profile pass, after its measurement: the driver is stopped then, ``cut``
+    seconds into the run (where the others take ``seconds``), and the cancel ends it as the runner's keep does
+    (tui.engine.run.kept): done on its measurement."""
+
+    cut = 2.0
+
+    def __init__(self, clock: Clock, times: dict, seconds: float = 10.0, stop=None) -> None:
+        super().__init__(clock, times, seconds)
+        self.stop = stop
+
+    async def after_measured(self, record) -> None:
+        if _key(record.options) != "freezing=True":
+            return await super().after_measured(record)
+        self.clock.now += self.cut - self.seconds
+        self.stop()
+        try:
+            await asyncio.Event().wait()
+        except asyncio.CancelledError:
+            for event in kept_events(record, CANCELLED_THEN):
+                record.apply(event)
+            assert record.end_measured()
+            raise
+
+
+def test_a_run_stopped_after_its_measurement_is_scored_and_counts_as_at_least_its_estimate():
+    # The default compile takes 10 s; freezing=True's screening run is stopped 2 s in, in its profile pass. It ends
+    # done on its measurement: the driver scores it (the answer reads it as the history does), and the duration
+    # model takes it as a run that would have gone on: at least the 10 s its estimate said, not a 2 s run (its
+    # candidate's own estimate would then read 2 s).
+    clock, made = Clock(), {}
+    runner = StoppedInItsProfilePass(clock, {"freezing=True": 0.7}, stop=lambda: made["driver"].stop("Ctrl-C"))
+
+    async def go():
+        session = RunSession(lambda lane: runner, None)
+        driver = made["driver"] = TuneDriver(session, BASE, [Candidate(), FREEZE, AUTOTUNE], DEVICE_TIME, 10_000.0,
+                                             clock=clock, tune_id="tune-1")
+        try:
+            return await driver.run(), session
+        finally:
+            await session.aclose()
+
+    result, session = asyncio.run(go())
+    assert [(r.status, r.kept) for r in session.records] == [("done", False), ("done", True)]
+    assert (result.runs, result.stopped_runs, result.stopped) == (2, 0, "Ctrl-C")
+    assert result.winner is not None and result.winner.name == "freezing=True"
+    assert [(s.name, s.score.processes) for s in result.standings if s.score.value is not None] == [
+        ("default", 1), ("freezing=True", 1)]
+    assert clock.now == pytest.approx(12.0)
+    durations = made["driver"].durations
+    assert durations.estimate(BASE.iters, "default") == pytest.approx(10.0)
+    assert durations.estimate(BASE.iters, "freezing=True") == pytest.approx(10.0)
