@@ -278,6 +278,55 @@ def test_ctrl_c_ends_the_search_with_the_best_so_far_unconfirmed_and_keeps_the_r
     assert [r["status"] for r in csv.DictReader(out_csv.open())] == ["done", "done", "cancelled"]
 
 
+def test_ctrl_c_in_a_runs_profile_pass_keeps_its_measurement_in_the_answer_as_in_the_history(
+        monkeypatch, tmp_path, capsys, compile_lab_home):
+    # The answer used to be read before the cancel landed: freezing=True's run read "stopped (Ctrl-C)" there and
+    # the default compile was the best so far, while the history and the CSV had that run done and faster.
+    import os
+    import signal
+
+    from tui.engine.protocol import Measured
+    from tui.engine.runner.launch import launch_for
+
+    _use_fake_worker(monkeypatch, {"freezing=true": 0.7})
+    hung: list[str] = []
+
+    class ProfilePassHangs(WorkerRunner):
+        """freezing=True's worker hangs in its profile pass (``hang_profiling``): Ctrl-C once its measurement is in."""
+
+        def _launch(self, options, gpu):
+            freezing = options.inductor_options.get("freezing") is True
+            return launch_for(options, gpu, self.worker_argv,
+                              {**self.env, "FAKE_WORKER_BEHAVIOUR": "hang_profiling"} if freezing else self.env)
+
+        async def run(self, record, on_event=None):
+            def forward(event):
+                if on_event is not None:
+                    on_event(event)
+                if isinstance(event, Measured) and record.options.inductor_options.get("freezing") is True:
+                    hung.append(record.run_id)
+                    os.kill(os.getpid(), signal.SIGINT)  # Ctrl-C as its profile pass starts
+
+            return await super().run(record, forward)
+
+    monkeypatch.setattr(cli, "make_runner", lambda keep_spare, telemetry=None, env=None:
+                        ProfilePassHangs(worker_argv=FAKE_WORKER, keep_spare=keep_spare))
+    out_csv = tmp_path / "t.csv"
+    code = cli.main(["tune", "--workload", "pointwise", "--device", "cpu", "--iters", "20", "--block-size", "5",
+                     "--space", "freezing,cpp_wrapper", "--budget", "5m", "--csv", str(out_csv), *QUIET_MACHINE])
+    out = capsys.readouterr().out
+    assert code == 128 + signal.SIGINT and len(hung) == 1
+    history = [json.loads(line) for line in (compile_lab_home / "data" / "history.jsonl").read_text().splitlines()]
+    assert [(h["options"]["inductor_options"], h["status"]) for h in history] == [({}, "done"),
+                                                                                ({"freezing": True}, "done")]
+    assert history[1]["profile"]["why"] == "the profile pass was stopped by a cancel"
+    assert [r["status"] for r in csv.DictReader(out_csv.open())] == ["done", "done"]
+    # the answer reads the run as the history does: done, scored, the leader; no run stopped
+    assert out.splitlines()[0] == "best so far: freezing=True (unconfirmed: Ctrl-C)", out
+    assert "stopped (Ctrl-C)" not in out.replace("unconfirmed: Ctrl-C", "")
+    assert re.search(r"tune id \S+: 2 run\(s\) in ", out), out
+
+
 @pytest.mark.parametrize("argv", [
     ["--space", "cpp.simdlen"],  # the worker's torch lacks it
     ["--space", "layout_optimization"],  # it applies to cuda only

@@ -13,6 +13,7 @@ from fakes import fake_worker_argv
 
 from tui.engine.options import RunOptions
 from tui.engine.protocol import make_event
+from tui.engine.run.kept import CANCELLED_THEN, kept_events
 from tui.engine.run.session import RunSession
 from tui.engine.tune.answer import CONFIRMED, NOTHING_BEATS, NOTHING_MEASURED, UNCONFIRMED, nothing_beats_text
 from tui.engine.runner import WorkerRunner
@@ -82,8 +83,12 @@ class TimedRunner:
         diagnostics = {"recompiles_during_measure": 2} if compiled == "recompile" else {}
         record.apply(make_event("measured", 9.0, compile_s=compile_s, diagnostics=diagnostics,
                                 accuracy={"passed": True}, memory={}, warnings=[]))
-        record.apply(make_event("finished", 9.0))
+        await self.after_measured(record)
         return record
+
+    async def after_measured(self, record) -> None:
+        """What the worker does after its measurement: the profile pass, then ``finished``."""
+        record.apply(make_event("finished", 9.0))
 
     async def aclose(self) -> None:
         pass
@@ -556,8 +561,9 @@ def _stopped_rows(result):
 
 
 def test_a_candidate_whose_run_a_stop_cancelled_reads_stopped_and_is_counted_apart():
-    """The app's way: the stop lands in the third run (max-autotune's screening), the driver's run ends once the
-    cancel has: that candidate's run was stopped, not "never run", and the count says so."""
+    """Both front ends' way (the app's, the CLI's after Ctrl-C): the stop lands in the third run (max-autotune's
+    screening), the driver's run ends once the cancel has: that candidate's run was stopped, not "never run", and
+    the count says so."""
     result, session, *_ = _tune([Candidate(), FREEZE, AUTOTUNE, FUSION], {"freezing=True": 0.7}, stop_at=3,
                                 runner_type=HangsAtThird)
     rows, closing = _stopped_rows(result)
@@ -569,9 +575,10 @@ def test_a_candidate_whose_run_a_stop_cancelled_reads_stopped_and_is_counted_apa
     assert (cancelled.status, cancelled.error_message) == ("cancelled", "the tune was stopped (Ctrl-C)")
 
 
-def test_the_cli_reads_a_stopped_search_as_the_app_does_before_the_cancel_lands():
-    """The CLI's way (tui.cli.tune._search): Ctrl-C cancels the driver's task, the driver is stopped and its result
-    read at once, while the cancelled run has not ended yet: the same rows and the same count."""
+def test_a_stopped_search_read_before_the_cancel_lands_reads_as_after_it():
+    """A result read while the cancelled run has not ended yet (the CLI's once its wait for the stopped runs ran
+    out, tui.cli.tune._search; the app's as it closes): the driver's task cancelled, the driver stopped and its
+    result read at once: the same rows and the same count."""
     clock, heard = Clock(), Heard()
     runner = HangsAtThird(clock, {"freezing=True": 0.7})
 
@@ -641,3 +648,57 @@ def test_a_screening_run_the_budgets_end_cut_in_its_profile_pass_is_measured_and
     assert [r.options.timeout_s for r in screening] == [1.0, 1.0]
     assert [(r.status, r.profile and r.profile.why) for r in screening] == [
         ("done", "the profile pass did not end within the run's timeout (1 s)")] * 2
+
+
+class StoppedInItsProfilePass(TimedRunner):
+    """freezing=True's worker hangs in its profile pass, after its measurement: the driver is stopped then, ``cut``
+    seconds into the run (where the others take ``seconds``), and the cancel ends it as the runner's keep does
+    (tui.engine.run.kept): done on its measurement."""
+
+    cut = 2.0
+
+    def __init__(self, clock: Clock, times: dict, seconds: float = 10.0, stop=None) -> None:
+        super().__init__(clock, times, seconds)
+        self.stop = stop
+
+    async def after_measured(self, record) -> None:
+        if _key(record.options) != "freezing=True":
+            return await super().after_measured(record)
+        self.clock.now += self.cut - self.seconds
+        self.stop()
+        try:
+            await asyncio.Event().wait()
+        except asyncio.CancelledError:
+            for event in kept_events(record, CANCELLED_THEN):
+                record.apply(event)
+            assert record.end_measured()
+            raise
+
+
+def test_a_run_stopped_after_its_measurement_is_scored_and_counts_as_at_least_its_estimate():
+    # The default compile takes 10 s; freezing=True's screening run is stopped 2 s in, in its profile pass. It ends
+    # done on its measurement: the driver scores it (the answer reads it as the history does), and the duration
+    # model takes it as a run that would have gone on: at least the 10 s its estimate said, not a 2 s run (its
+    # candidate's own estimate would then read 2 s).
+    clock, made = Clock(), {}
+    runner = StoppedInItsProfilePass(clock, {"freezing=True": 0.7}, stop=lambda: made["driver"].stop("Ctrl-C"))
+
+    async def go():
+        session = RunSession(lambda lane: runner, None)
+        driver = made["driver"] = TuneDriver(session, BASE, [Candidate(), FREEZE, AUTOTUNE], DEVICE_TIME, 10_000.0,
+                                             clock=clock, tune_id="tune-1")
+        try:
+            return await driver.run(), session
+        finally:
+            await session.aclose()
+
+    result, session = asyncio.run(go())
+    assert [(r.status, r.kept) for r in session.records] == [("done", False), ("done", True)]
+    assert (result.runs, result.stopped_runs, result.stopped) == (2, 0, "Ctrl-C")
+    assert result.winner is not None and result.winner.name == "freezing=True"
+    assert [(s.name, s.score.processes) for s in result.standings if s.score.value is not None] == [
+        ("default", 1), ("freezing=True", 1)]
+    assert clock.now == pytest.approx(12.0)
+    durations = made["driver"].durations
+    assert durations.estimate(BASE.iters, "default") == pytest.approx(10.0)
+    assert durations.estimate(BASE.iters, "freezing=True") == pytest.approx(10.0)

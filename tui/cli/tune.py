@@ -8,9 +8,10 @@ run (the traces), then the search's own: ``--budget``, ``--space``, ``--objectiv
 The search (:class:`tui.engine.tune.driver.TuneDriver`) runs through a
 :class:`~tui.engine.run.session.RunSession`, as ``run`` does: every run is in the history and the
 exports, tagged with the tune's id. Ctrl-C (or SIGTERM/SIGHUP) kills the worker and ends the search
-with the best so far, unconfirmed; the exit code is 128 + the signal. Otherwise 0, or 1 when an
-export could not be written or nothing was measured (every run failed: the answer says why); 2 on bad
-usage (one line), and when the budget held no run at all.
+with the best so far, unconfirmed, once the cancelled runs have ended (a run stopped in its profile
+pass keeps its measurement and is scored, as in the history); the exit code is 128 + the signal.
+Otherwise 0, or 1 when an export could not be written or nothing was measured (every run failed: the
+answer says why); 2 on bad usage (one line), and when the budget held no run at all.
 """
 
 from __future__ import annotations
@@ -43,6 +44,8 @@ log = logging.getLogger(__name__)
 
 SEARCHED = ("backend", "mode", "fullgraph", "dynamic", "trace", "torch_trace")
 """Run options ``tune`` takes no flag for: it searches them (inductor's), or runs no trace per candidate."""
+STOPPING_S = 5.0
+"""How long a stopped search waits for the runs it cancelled to end before it answers, and for the session to close."""
 
 
 def add_tune_parser(sub: Any) -> None:
@@ -162,19 +165,31 @@ async def _plan(args: argparse.Namespace, settings: tuple[RunOptions, Objective,
 
 
 async def _search(session: RunSession, driver: Any) -> tuple[Any, list[int]]:
-    """The driver's result once it ends, or once a signal stops it (the ended runs kept); the signals that did."""
+    """The driver's result once it ends; the signals that stopped it.
+
+    A signal stops the driver, which then ends as the app's does, once the runs it cancelled have ended (within
+    :data:`STOPPING_S`): a run stopped after its measurement ends done (:mod:`tui.engine.run.kept`) and is scored,
+    so the answer reads it as the history and the exports do (:mod:`tui.engine.tune.runs`). A run still stopping
+    after that is read as stopped."""
     from tui.cli.run import _forget_cancel, _signals_stop
 
     stopped_by: list[int] = []
     with _signals_stop(session, stopped_by):
+        search = asyncio.ensure_future(driver.run())
         try:
-            result = await driver.run()
-        except asyncio.CancelledError:
-            _forget_cancel()
-            driver.stop("Ctrl-C" if not stopped_by or stopped_by[0] == signal.SIGINT else f"signal {stopped_by[0]}")
-            result = driver.result()
+            try:
+                await asyncio.wait({search})  # a signal cancels this task, not the search's
+            except asyncio.CancelledError:
+                _forget_cancel()
+                driver.stop("Ctrl-C" if not stopped_by or stopped_by[0] == signal.SIGINT
+                            else f"signal {stopped_by[0]}")
+                await asyncio.wait({search}, timeout=STOPPING_S)
+            if not search.done():
+                search.cancel()
+                await asyncio.wait({search})
+            result = driver.result() if search.cancelled() else search.result()
         finally:
-            await session.aclose(timeout=5.0)
+            await session.aclose(timeout=STOPPING_S)
     return result, stopped_by
 
 

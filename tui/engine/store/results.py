@@ -124,6 +124,7 @@ class RunRecord:
         self.data_dir: Path | None = None  # the run's data folder, when known (tui.engine.explain.artifacts)
         self._clock = PartClock()
         self.measured = False  # a ``measured`` event arrived: the run's measurement is complete
+        self.kept = False  # end_measured ended it: stopped after its measurement, its wall time cut short
 
     @classmethod
     def new(cls, options: RunOptions, run_id: str | None = None) -> RunRecord:
@@ -244,7 +245,7 @@ class RunRecord:
         stopped it after that event (:mod:`tui.engine.run.kept`); False, and nothing changes, without one."""
         if self.finished or not self.measured:
             return False
-        self.status = RunStatus.DONE
+        self.status, self.kept = RunStatus.DONE, True
         self.end_clock()  # a new version
         return True
 

@@ -37,7 +37,7 @@ from tui.engine.tune.answer import (
     BUDGET_RAN_OUT, CONFIRM_MAX_REPEATS, CONFIRM_REPEATS, CONFIRMED, Progress, TuneResult, confirm, no_more_than,
     outcome_of,
 )  # fmt: skip
-from tui.engine.tune.durations import DurationModel, measured_seconds
+from tui.engine.tune.durations import DurationModel
 from tui.engine.tune.listener import TuneListener
 from tui.engine.tune.objective import Objective, score
 from tui.engine.tune.parallel import DEFAULT, WINNER, confirm_waves
@@ -104,9 +104,9 @@ class TuneDriver:
         self._incomplete: str | None = None
         self._cut_short: str | None = None
         self._refused: str | None = None
+        """Why the default compile's run failed in a way every candidate would (:data:`SHARED_FAILURES`)."""
         self._ran_out: list[str] = []
         """Candidates whose screening run the budget's end cut before its measurement (its timeout: the time left)."""
-        """Why the default compile's run failed in a way every candidate would (:data:`SHARED_FAILURES`)."""
         self._paced = False
         """Whether the budget was checked against the screening at the first run's pace (:meth:`_say_pace`)."""
         self._needed_said: int | None = None
@@ -232,11 +232,8 @@ class TuneDriver:
 
     def _took(self, records: Sequence[RunRecord], began: float) -> None:
         """``records`` (submitted at ``began``) ended: their wall time goes into the duration model, under the
-        candidate each ran (``_names``)."""
-        took = (self.clock() - began) / max(1, len(records))
-        for record in records:
-            if record.finished and record.status != RunStatus.CANCELLED:
-                self.durations.add(record.options.iters, took, measured_seconds(record), self._names[record.run_id])
+        candidate each ran (``_names``; :meth:`DurationModel.ended` says which count, and how)."""
+        self.durations.ended(records, (self.clock() - began) / max(1, len(records)), self._names)
 
     async def run(self) -> TuneResult:
         """The race and the confirmation (see the module docstring); the result, whatever stopped it."""

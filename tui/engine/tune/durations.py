@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
+from tui.engine.status import RunStatus
 from tui.engine.store.results import RunRecord
 
 __all__ = ["DurationModel", "measured_seconds", "seconds_apart"]
@@ -23,13 +24,32 @@ class DurationModel:
     seen with its candidate's name, and :meth:`estimate` of a ``name`` reads that candidate's own
     runs where it has any (the confirmation runs two known candidates); the next screening run,
     of a candidate not run yet, reads every run.
+
+    A run its timeout or a cancel stopped after its measurement (:mod:`tui.engine.run.kept`: done, its profile
+    pass cut) would have run longer than it did, by how much nobody knows: it counts as at least its cut time,
+    and at least what the runs before it estimate of it, so a cut never makes a candidate look quicker than its
+    runs so far say (``cut`` of :meth:`add`). Left out, it would leave the candidate to every run's mean, which
+    can be well below the time it had already taken.
     """
 
     def __init__(self) -> None:
         self.seen: list[tuple[int, float, float, str]] = []
 
-    def add(self, iters: int, seconds: float, measured_s: float = 0.0, name: str = "") -> None:
+    def add(self, iters: int, seconds: float, measured_s: float = 0.0, name: str = "", cut: bool = False) -> None:
+        """A run of ``name`` with ``iters`` took ``seconds``, ``measured_s`` of them measuring; ``cut``: it was
+        stopped after its measurement, and counts as the longer of ``seconds`` and its estimate before it."""
+        if cut:
+            seconds = max(seconds, self.estimate(iters, name) or 0.0)
         self.seen.append((iters, seconds, min(max(0.0, measured_s), seconds), name))
+
+    def ended(self, records: Sequence[RunRecord], seconds: float, names: Mapping[str, str]) -> None:
+        """``records`` ended, each in ``seconds`` of wall time, under the candidate each ran (``names``: run id ->
+        name): each done or failed one is seen (a cancelled one ran for as long as the stop let it), a run stopped
+        after its measurement (:attr:`RunRecord.kept`) as cut."""
+        for record in records:
+            if record.finished and record.status != RunStatus.CANCELLED:
+                self.add(record.options.iters, seconds, measured_seconds(record), names[record.run_id],
+                         cut=record.kept)
 
     def estimate(self, iters: int, name: str | None = None) -> float | None:
         runs = [run for run in self.seen if name is not None and run[3] == name] or self.seen

@@ -1,9 +1,11 @@
 """A tune's runs as counted and told after a stop: which ended on their own, which a stop cancelled as they ran,
 what those say ended them, and which GPU kinds the runs ran on.
 
-One rule for every front end: the CLI reads the driver's result as soon as Ctrl-C stops it (the cancelled run's
-cancel has not landed yet), the app once the cancelled runs ended; both count a run a stop cancelled apart from
-the runs that ended on their own, and name its candidate's run as stopped rather than "never run".
+One rule for every front end: after a stop, the CLI (Ctrl-C) and the app both read the driver's result once the
+runs the stop cancelled have ended, so a run the stop reached after its measurement ends done and is scored
+(:mod:`tui.engine.run.kept`) in the answer as in the history and the exports. Both count a run a stop cancelled
+apart from the runs that ended on their own, and name its candidate's run as stopped rather than "never run",
+its cancel landed or not (a CLI whose wait for it ran out, an app that closes).
 """
 
 from __future__ import annotations
