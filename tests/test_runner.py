@@ -7,12 +7,11 @@ process group: ``os.killpg(pgid, 0)`` must raise ProcessLookupError once a worke
 from __future__ import annotations
 
 import asyncio
-import os
 import time
 from pathlib import Path
 
 import pytest
-from fakes.polling import poll_until
+from fakes.polling import group_alive, poll_until
 from fakes import fake_worker_argv
 
 from tui.engine.options import RunOptions
@@ -40,17 +39,9 @@ def _runner(keep_spare: bool = False, **env: str) -> WorkerRunner:
     return WorkerRunner(worker_argv=FAKE_WORKER, keep_spare=keep_spare, env=env)
 
 
-def _group_alive(pgid: int) -> bool:
-    try:
-        os.killpg(pgid, 0)
-    except ProcessLookupError:
-        return False
-    return True
-
-
 async def _group_gone(pgid: int, within: float = 1.0) -> bool:
     """Whether the group is gone within ``within`` seconds (killed members may take a moment to be reaped)."""
-    return await poll_until(lambda: not _group_alive(pgid), within)
+    return await poll_until(lambda: not group_alive(pgid), within)
 
 
 def _proc_state(pid: int) -> str:
@@ -168,7 +159,7 @@ async def test_cancelling_a_hanging_run_kills_the_whole_group_within_two_seconds
     task = asyncio.create_task(runner.run(record, collector))
     await asyncio.wait_for(collector.seen.wait(), 10)
     pgid = collector.pid()
-    assert _group_alive(pgid)
+    assert group_alive(pgid)
     # the parent's stderr reader has the worker's profiler line before the cancel (it runs beside the events' reader)
     (worker,) = runner._running
     assert await poll_until(lambda: "profiler_start" in worker.stderr_text(), 10.0)
@@ -308,7 +299,7 @@ async def test_aclose_and_kill_all_leave_no_process():
     runner = _runner(keep_spare=True)
     await runner.run(_record(_options()))
     spare = runner.spare_pid
-    assert spare is not None and _group_alive(spare)
+    assert spare is not None and group_alive(spare)
     runner.kill_all()
     runner.kill_all()  # twice is fine
     assert await _group_gone(spare)

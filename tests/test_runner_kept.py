@@ -8,11 +8,10 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
 
 import pytest
 from fakes import fake_worker_argv
-from fakes.polling import poll_until
+from fakes.polling import group_alive, poll_until
 
 from tui.engine.options import RunOptions
 from tui.engine.protocol import Event, Measured, Profiled, WorkerWarning, make_event
@@ -39,14 +38,6 @@ async def _run(record: RunRecord, heard: list[Event] | None = None) -> WorkerRun
     return runner
 
 
-def _group_gone(pgid: int) -> bool:
-    try:
-        os.killpg(pgid, 0)
-    except ProcessLookupError:
-        return True
-    return False
-
-
 async def test_a_timeout_in_the_profile_pass_keeps_the_measurement_and_says_why_the_profile_is_missing():
     heard: list[Event] = []
     record = _record("hang_profiling", timeout_s=1.5)
@@ -61,7 +52,7 @@ async def test_a_timeout_in_the_profile_pass_keeps_the_measurement_and_says_why_
     # the runner's events went to its listener too: a cluster node forwards them to the caller's record
     assert isinstance(heard[-2], Profiled) and heard[-2].profile == record.profile
     assert isinstance(heard[-1], WorkerWarning) and heard[-1].source == "runner"
-    assert await poll_until(lambda: _group_gone(runner.last_pid), 1.0)  # the hung profile pass was killed
+    assert await poll_until(lambda: not group_alive(runner.last_pid), 1.0)  # the hung profile pass was killed
     # a measured run wherever it is read: the CSV row and the history's JSON
     assert csv_row(record)["status"] == "done" and csv_row(record)["speedup"] != ""
     back = RunRecord.from_json(json.loads(json.dumps(record.to_json())))

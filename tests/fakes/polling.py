@@ -7,6 +7,7 @@ Import as ``from fakes.polling import poll_until`` (pytest puts ``tests/`` on sy
 from __future__ import annotations
 
 import asyncio
+import os
 import time
 from collections.abc import Callable
 from typing import Any
@@ -20,3 +21,12 @@ async def poll_until(predicate: Callable[[], Any], within: float, interval: floa
         if value or time.monotonic() > deadline:
             return value
         await asyncio.sleep(interval)
+
+
+def group_alive(pgid: int) -> bool:
+    """Whether a process group ``pgid`` still has a process (a zombie counts until it is reaped)."""
+    try:
+        os.killpg(pgid, 0)
+    except ProcessLookupError:
+        return False
+    return True
