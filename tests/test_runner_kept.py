@@ -14,7 +14,7 @@ from fakes import fake_worker_argv
 from fakes.polling import group_alive, poll_until
 
 from tui.engine.options import RunOptions
-from tui.engine.protocol import Event, Measured, Profiled, WorkerWarning, make_event
+from tui.engine.protocol import Event, Measured, PhaseChanged, Profiled, WorkerWarning, make_event
 from tui.engine.run.cancel import cancel
 from tui.engine.run.kept import CANCELLED_THEN, kept_events, timed_out
 from tui.engine.runner import WorkerRunner
@@ -96,6 +96,33 @@ async def test_a_cancel_in_the_profile_pass_keeps_the_measurement():
     assert "profile unavailable: the profile pass was stopped by a cancel" in record.warnings
     cancel(record, "the tune was stopped (Ctrl-C)")  # the session's reason comes after: a done run keeps its end
     assert record.status == "done"
+
+
+@pytest.mark.parametrize(("behaviour", "event", "ended"), [
+    ("hang_profiling", Measured, ("done", None)),  # in its profile pass: the measurement stays
+    ("hang", PhaseChanged, ("cancelled", "cancelled")),  # before it: a stop, as a cancel says it
+])
+async def test_a_worker_its_runner_killed_ends_as_a_stop_never_a_crash(behaviour, event, ended):
+    """``kill_all`` (a signal's handler, the app closing) kills the workers at once, and the run's events may end
+    before the cancel that follows reaches the run: the runner reads that end as the stop it was."""
+    seen = asyncio.Event()
+
+    def listen(heard: Event) -> None:
+        if isinstance(heard, event):
+            seen.set()
+
+    record = _record(behaviour, timeout_s=60.0)
+    runner = WorkerRunner(worker_argv=fake_worker_argv(), keep_spare=False)
+    try:
+        task = asyncio.create_task(runner.run(record, listen))
+        await asyncio.wait_for(seen.wait(), 30)
+        runner.kill_all()  # no cancel of the task: the worker's end comes first
+        await asyncio.wait_for(task, 30)
+    finally:
+        await runner.aclose()
+    assert (record.status, record.error_kind) == ended, record.error_message
+    if behaviour == "hang_profiling":
+        assert record.profile is not None and record.profile.why == "the profile pass was stopped by a cancel"
 
 
 async def test_a_run_without_a_profile_pass_finishes_as_before():

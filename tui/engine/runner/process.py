@@ -89,6 +89,8 @@ class WorkerProcess:
     tasks: list[asyncio.Task] = field(default_factory=list)
     leftovers: Leftovers | None = None
     """What its run starts outside its process group (:mod:`.leftovers`), killed when it is stopped."""
+    killed: bool = False
+    """Whether its runner killed it (``kill_all``: a signal, the app closing): its end is a stop, not a crash."""
 
     @classmethod
     async def spawn(cls, argv: list[str], env: dict[str, str], key: tuple) -> WorkerProcess:

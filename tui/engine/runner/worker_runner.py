@@ -233,6 +233,7 @@ class WorkerRunner:
         """
         spare = self._spares.worker
         for worker in [*self._running, *([spare] if spare is not None else [])]:
+            worker.killed = True
             worker.kill_leftovers()
         for pgid in list(self._pgids):
             try:
@@ -316,8 +317,13 @@ class WorkerRunner:
         exited = not worker.alive
         await worker.stop()  # reaps, and sweeps what the worker left in its group
         await state.sampling.stop()
-        if not state.terminal:
-            record.fail("crash", worker.crash_message(exited), worker.stderr_text())
+        if state.terminal:
+            return
+        if worker.killed:  # kill_all ended it (its events may end before the cancel that follows comes)
+            if not await self._keep_measured(state, CANCELLED_THEN):
+                cancel(record)
+            return
+        record.fail("crash", worker.crash_message(exited), worker.stderr_text())
 
     async def _stream_to_exit(self, worker: WorkerProcess, state: _RunState) -> None:
         await self._stream(worker, state)
