@@ -320,15 +320,24 @@ class BulkRowTable(DataTable):
 
     def _render_cell(self, row_index: int, column_index: int, base_style: Style, width: int,
                      cursor: bool = False, hover: bool = False) -> SegmentLines:
-        """A body cell of one line drawn straight to segments (:class:`OneLineCells`), cached under
-        DataTable's own key; the header, the labels and anything else as DataTable draws them."""
-        if row_index < 0 or column_index < 0:  # the header's row, the labels' column
+        """A body cell of one line drawn straight to segments (:meth:`_one_line_cell`); the header, the labels and
+        anything else as DataTable draws them."""
+        lines = self._one_line_cell(row_index, column_index, base_style, width, cursor, hover)
+        if lines is None:
             return super()._render_cell(row_index, column_index, base_style, width, cursor, hover)
+        return lines
+
+    def _one_line_cell(self, row_index: int, column_index: int, base_style: Style, width: int, cursor: bool,
+                       hover: bool) -> SegmentLines | None:
+        """A body cell of a one-line row drawn by :class:`OneLineCells`, cached under DataTable's own key; None for
+        the header's row, the labels' column and a cell that is not one line of text."""
+        if row_index < 0 or column_index < 0:
+            return None
         row_key = self._row_locations.get_key(row_index)
         column_key = self._column_locations.get_key(column_index)
         row = self.rows.get(row_key) if row_key is not None else None
         if row_key is None or column_key is None or row is None or row.height != 1:
-            return super()._render_cell(row_index, column_index, base_style, width, cursor, hover)
+            return None
         key = (row_key, column_key, base_style, cursor, hover, self._show_hover_cursor, self._update_count,
                self._pseudo_class_state)
         lines = self._cell_render_cache.get(key)
@@ -336,7 +345,7 @@ class BulkRowTable(DataTable):
             return lines
         cells = self._get_row_renderables(row_index).cells
         if column_index >= len(cells):
-            return super()._render_cell(row_index, column_index, base_style, width, cursor, hover)
+            return None
         fixed = row_index < self.fixed_rows or column_index < self.fixed_columns
         component_style, post_style = self._get_styles_to_render_cell(
             False, False, fixed, hover, cursor, self.show_cursor, self._show_hover_cursor,
@@ -346,9 +355,8 @@ class BulkRowTable(DataTable):
         if self._one_line is None or self._one_line.console is not self.app.console:
             self._one_line = OneLineCells(self.app.console)
         lines = self._one_line.draw(cells[column_index], width, self.cell_padding, pre_style, post_style)
-        if lines is None:
-            return super()._render_cell(row_index, column_index, base_style, width, cursor, hover)
-        self._cell_render_cache[key] = lines
+        if lines is not None:
+            self._cell_render_cache[key] = lines
         return lines
 
     @property

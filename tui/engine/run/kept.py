@@ -35,8 +35,8 @@ def timed_out(timeout_s: float) -> str:
 def kept_events(record: RunRecord, stopped: str, t: float = 0.0) -> tuple[Event, ...]:
     """The events that say why a run stopped after its measurement lacks the rest (``stopped``: :func:`timed_out`,
     :data:`CANCELLED_THEN`; ``t``: the worker's last time): its profile unavailable, why, and a runner's warning
-    saying the same; the warning alone when no profile pass was to come or its profile arrived. None for a record
-    without its measurement, or ended."""
+    saying the same; the warning alone when no profile pass was to come or its profile arrived. Nothing for a
+    record without its measurement, or ended."""
     if record.finished or not record.measured:
         return ()
     if record.profile is None and record.options.profile:

@@ -320,8 +320,7 @@ class WorkerRunner:
         if state.terminal:
             return
         if worker.killed:  # kill_all ended it (its events may end before the cancel that follows comes)
-            if not await self._keep_measured(state, CANCELLED_THEN):
-                cancel(record)
+            await self._end_stopped(state)
             return
         record.fail("crash", worker.crash_message(exited), worker.stderr_text())
 
@@ -339,10 +338,16 @@ class WorkerRunner:
                 await state.sampling.stop(quick=True)
                 await state.worker.stop()
         finally:
-            if not state.terminal and not await self._keep_measured(state, CANCELLED_THEN):
-                # No stderr detail: the worker did not end the run, so its last lines (a profiler's log, say) would
-                # stand where the reason goes; they are in the log (_copy_worker_log).
-                cancel(state.record)
+            if not state.terminal:
+                await self._end_stopped(state)
+
+    async def _end_stopped(self, state: _RunState) -> None:
+        """A run a cancel or ``kill_all`` stopped: done with its measurement after ``measured``, else cancelled.
+
+        No stderr detail: the worker did not end the run, so its last lines (a profiler's log, say) would stand
+        where the reason goes; they are in the log (_copy_worker_log)."""
+        if not await self._keep_measured(state, CANCELLED_THEN):
+            cancel(state.record)
 
     async def _keep_measured(self, state: _RunState, stopped: str) -> bool:
         """End a run that ``stopped`` after its measurement as done, with the events that say why it lacks the rest
