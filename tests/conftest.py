@@ -15,6 +15,11 @@ The suite runs in parallel (``-n auto --dist worksteal``, pytest-xdist) unless t
 says ``-n`` or ``--dist``, names test files, or pytest-xdist is not loaded (``-p no:xdist``, or not
 installed); ``-n 0`` runs it serially. Work stealing keeps both workers busy to the end: xdist's
 default ``load`` schedule left one worker idle for the last ~50 s of the inner loop.
+
+Every test has a home of its own, but the workers' inductor caches are shared by the whole suite: the suite
+points ``TORCHINDUCTOR_CACHE_DIR`` at one folder of its own (unless the caller set one), so a test's compile is
+warm when an earlier test compiled the same graph, as it was before the workers kept their caches under
+compile-lab's home, and the user's own inductor cache is left alone.
 """
 
 from __future__ import annotations
@@ -23,12 +28,16 @@ import gc
 import importlib.util
 import os
 import sys
+import tempfile
 import types
 
 import pytest
 
 import css_cache
 from tui import logs
+
+os.environ.setdefault("TORCHINDUCTOR_CACHE_DIR",
+                      os.path.join(tempfile.gettempdir(), f"compile-lab-tests-inductor-{os.getuid()}"))
 
 
 def _has_cuda() -> bool:

@@ -286,7 +286,8 @@ def test_the_worker_imports_only_the_vocabulary_measure_and_explain():
         "tui.engine.catalog", "tui.engine.cpu_list", "tui.engine.options", "tui.engine.payloads", "tui.engine.prctl",
         "tui.engine.protocol", "tui.engine.thresholds", "tui.engine.measure.clocks", "tui.engine.measure.stats",
         "tui.engine.explain.artifacts", "tui.engine.explain.chrome_trace", "tui.engine.explain.host_time",
-        "tui.engine.explain.kernels", "tui.engine.explain.profile_types", "tui.logs", "tui.telemetry.model",
+        "tui.engine.explain.kernels", "tui.engine.explain.profile_types", "tui.logs", "tui.paths",
+        "tui.telemetry.model",
     }
 
 

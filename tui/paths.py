@@ -9,7 +9,8 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-__all__ = ["config_dir", "data_dir", "config_file", "history_file", "runs_dir", "exports_dir", "locks_dir"]
+__all__ = ["config_dir", "data_dir", "cache_dir", "config_file", "history_file", "runs_dir", "exports_dir",
+           "locks_dir", "compile_cache_dir"]
 
 APP_NAME = "compile-lab"
 
@@ -39,6 +40,16 @@ def data_dir() -> Path:
     return user_data_path(APP_NAME)
 
 
+def cache_dir() -> Path:
+    """The directory of what compile-lab can always make again (inductor's caches for its runs)."""
+    home = _home()
+    if home is not None:
+        return home / "cache"
+    from platformdirs import user_cache_path
+
+    return user_cache_path(APP_NAME)
+
+
 def config_file() -> Path:
     """The app's config file (last used options, theme)."""
     return config_dir() / "config.json"
@@ -62,3 +73,13 @@ def exports_dir() -> Path:
 def locks_dir() -> Path:
     """Per-GPU lock files, so two compile-lab processes never measure on one GPU at once."""
     return data_dir() / "locks"
+
+
+def compile_cache_dir() -> Path:
+    """Where the workers' inductor caches live: under ``TORCHINDUCTOR_CACHE_DIR`` when the user set one (the disk
+    they chose for compile caches), else under :func:`cache_dir`. The worker keeps one folder per set of precision
+    flags beneath it (:mod:`tui.engine.worker.compile_cache`)."""
+    chosen = os.environ.get("TORCHINDUCTOR_CACHE_DIR")
+    if chosen:
+        return Path(chosen).expanduser() / APP_NAME
+    return cache_dir() / "inductor"

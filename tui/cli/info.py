@@ -12,6 +12,7 @@ from typing import Any
 from tui import __version__
 from tui.engine.catalog import WORKLOADS
 from tui.logs import log_file
+from tui.paths import compile_cache_dir
 from tui.present.format import or_missing
 
 __all__ = ["cmd_workloads", "cmd_env"]
@@ -219,6 +220,8 @@ def cmd_env(args: argparse.Namespace) -> int:
     env.nvml()
     env.data_dir()
     env.row("log file", str(log_file()), "compile-lab --debug also logs to stderr")
+    env.row("compile cache", str(compile_cache_dir()), "the runs' inductor caches, one folder per set of "
+                                                       "precision flags; safe to delete")
     console.print(env.table)
     for hint in env.hints:
         console.print(f"hint: {hint}", markup=False, highlight=False)

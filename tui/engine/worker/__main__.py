@@ -19,6 +19,9 @@ def _run() -> int:
 
     # Before torch: its thread pool and inductor's compile workers size themselves from the mask.
     problem = pin_to_lane_cpus()
+    from tui.engine.worker import compile_cache
+
+    compile_cache.root()  # before torch: inductor fills TORCHINDUCTOR_CACHE_DIR in when it first looks
     from tui.engine.worker.main import main
 
     return main(channel, problem)

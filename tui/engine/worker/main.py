@@ -49,7 +49,7 @@ from tui.engine.protocol import (
     Started,
     WorkerWarning,
 )
-from tui.engine.worker import diagnostics, envinfo, precision
+from tui.engine.worker import compile_cache, diagnostics, envinfo, precision
 from tui.engine.worker.accuracy import judge, tolerances
 from tui.engine.worker.artifacts import ChromeTraceWriter, CodeCapture
 from tui.engine.worker.channel import (
@@ -218,6 +218,8 @@ class WorkerRun:
         if is_user_workload(options.workload):
             check_backend(options.backend)
         self._flags_kept(env)
+        if not options.cold_compile:  # after building: a user's file may have set flags of its own
+            compile_cache.use(precision.read_flags())
         bench = Benchmark(built, options, device, self.emit, self.warn)
         self.bench, self.stage = bench, "bench"
         bench.eager_setup()

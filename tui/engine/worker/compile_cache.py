@@ -1,0 +1,57 @@
+"""The inductor cache a run compiles with: compile-lab's own, one folder per set of precision flags.
+
+Inductor's autotuning cache (max-autotune's benchmark of each kernel choice, kept on disk) keys a choice's
+timing by ``torch.get_float32_matmul_precision()`` alone, which reads ``highest`` both under PyTorch's defaults
+(cuDNN convolutions may use TF32) and under ``ieee`` (they may not); the FX-graph cache keys the matmul settings
+but not cuDNN's. So choices benchmarked under one precision are served to a run under the other, which then
+measures kernels picked for flags it does not have, and the order of a sweep's runs decides its numbers
+(docs/BENCHMARKS.md §19 measures it on the seed CNN with max-autotune).
+
+The worker therefore points ``TORCHINDUCTOR_CACHE_DIR`` (and with it triton's default cache) at a folder named by a hash
+of every precision flag in effect, right before it compiles: runs under the same flags share their warm cache, as a
+user's repeated runs do, and no run reads what another precision wrote. The folders live under
+:func:`tui.paths.compile_cache_dir`, never among the user's own inductor caches, which compile-lab neither reads nor
+deletes. ``cold_compile`` keeps its fresh temporary folder instead.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import os
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from tui import paths
+
+__all__ = ["root", "folder_for", "use"]
+
+log = logging.getLogger(__name__)
+
+_root: Path | None = None
+
+
+def root() -> Path:
+    """The folder above the per-flags folders, read once: the worker calls it before torch is imported, since
+    inductor writes its default into ``TORCHINDUCTOR_CACHE_DIR`` the first time it looks for a cache."""
+    global _root
+    if _root is None:
+        _root = paths.compile_cache_dir()
+    return _root
+
+
+def folder_for(flags: Mapping[str, Any], under: Path) -> Path:
+    """The folder for runs under ``flags`` (:func:`tui.engine.worker.precision.read_flags`): the same flags give the
+    same folder, any flag that differs gives another."""
+    text = json.dumps(sorted((str(name), repr(value)) for name, value in flags.items()))
+    return under / f"flags-{hashlib.sha256(text.encode()).hexdigest()[:12]}"
+
+
+def use(flags: Mapping[str, Any]) -> Path:
+    """Point inductor's cache at the folder for ``flags`` and return it."""
+    folder = folder_for(flags, root())
+    os.environ["TORCHINDUCTOR_CACHE_DIR"] = str(folder)
+    log.debug("inductor cache for this run's precision flags: %s", folder)
+    return folder
