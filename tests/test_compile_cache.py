@@ -2,13 +2,18 @@
 
 Inductor's autotuning cache keys a choice's timing by the float32 matmul precision alone, which reads the same
 under PyTorch's defaults and under ``ieee``, so max-autotune's choices for one precision were served to runs under
-the other (docs/BENCHMARKS.md §19). The last test runs real workers on the CPU: runs under other flags compile in
-folders of their own, runs under the same flags share one, and nothing lands beside the user's own caches."""
+the other (docs/BENCHMARKS.md §19). The CPU cannot autotune a convolution, so one test asks inductor's autotuning
+cache directly, in fresh interpreters set up as the worker sets itself up; the last runs real workers: runs under
+other flags compile in folders of their own, runs under the same flags share one, and nothing lands beside the
+user's own caches."""
 
 from __future__ import annotations
 
 import asyncio
+import json
 import os
+import subprocess
+import sys
 
 import pytest
 
@@ -49,6 +54,66 @@ def test_the_root_is_read_once_so_inductors_own_default_cannot_move_it(monkeypat
     folder = compile_cache.use(PYTORCH_FLAGS)
     assert folder.parent == tmp_path / "chosen" / "compile-lab"
     assert os.environ["TORCHINDUCTOR_CACHE_DIR"] == str(folder)
+
+
+def test_a_run_leaves_the_cache_variables_as_it_found_them(monkeypatch, tmp_path):
+    """A worker run inside another process (a test's) must not hand its folder to that process's later runs."""
+    monkeypatch.setattr(compile_cache, "_root", tmp_path)
+    monkeypatch.setenv("TORCHINDUCTOR_CACHE_DIR", "/somewhere/the/user/chose")
+    monkeypatch.delenv("TRITON_CACHE_DIR", raising=False)
+    saved = compile_cache.saved_env()
+    compile_cache.use(PYTORCH_FLAGS)
+    os.environ["TRITON_CACHE_DIR"] = str(tmp_path / "cold" / "triton")  # what cold_compile sets
+    compile_cache.restore_env(saved)
+    assert os.environ["TORCHINDUCTOR_CACHE_DIR"] == "/somewhere/the/user/chose"
+    assert "TRITON_CACHE_DIR" not in os.environ
+
+
+AUTOTUNE_LOOKUP = """
+import json, sys
+from torch._inductor.codecache import PersistentCache
+from tui.engine.worker import compile_cache, precision
+
+class Choice:
+    def __init__(self, name):
+        self.name = name
+
+    def hash_key(self):
+        return self.name
+
+precision.apply(sys.argv[1])
+if sys.argv[2] == "per-flags":
+    compile_cache.use(precision.read_flags())
+benchmarked = []
+
+def benchmark(choices):
+    benchmarked.append(len(choices))
+    return {choice: 1.0 for choice in choices}
+
+PersistentCache().lookup([Choice("aten"), Choice("triton")], "convolution", "inputs", benchmark)
+print(json.dumps(bool(benchmarked)))
+"""
+
+
+def _benchmarked(precision: str, folders: str, cache_dir: str) -> bool:
+    """Whether a fresh interpreter under ``precision`` benchmarked the choices (False: the cache answered)."""
+    env = {**os.environ, "TORCHINDUCTOR_CACHE_DIR": cache_dir}
+    done = subprocess.run([sys.executable, "-c", AUTOTUNE_LOOKUP, precision, folders], env=env, capture_output=True,
+                          text=True, timeout=180)
+    assert done.returncode == 0, done.stderr
+    return bool(json.loads(done.stdout.strip().splitlines()[-1]))
+
+
+@pytest.mark.slow
+@pytest.mark.torch
+def test_autotuning_under_ieee_never_reads_the_choices_timed_under_pytorchs_flags(tmp_path):
+    pytest.importorskip("torch")
+    shared, split = str(tmp_path / "shared"), str(tmp_path / "split")
+    # one folder for every precision, as inductor has it: the ieee run is served the default run's timings
+    assert [_benchmarked(p, "shared", shared) for p in ("default", "ieee")] == [True, False], (
+        "inductor's autotuning cache now tells the precisions apart: compile_cache may no longer be needed")
+    # a folder per set of flags: ieee times its own choices, and a second default run reads the first one's
+    assert [_benchmarked(p, "per-flags", split) for p in ("default", "ieee", "default")] == [True, True, False]
 
 
 async def _runs(env: dict[str, str], *precisions: str) -> list[RunRecord]:

@@ -6,6 +6,7 @@ Two real runs with inductor (the second hits the FX-graph cache): kept small, ma
 from __future__ import annotations
 
 import json
+import os
 import re
 
 import pytest
@@ -17,7 +18,7 @@ from tui.engine.explain.host_time import graph_break_rows  # noqa: E402
 from tui.engine.options import RunOptions  # noqa: E402
 from tui.engine.protocol import BlockTimed, Finished, Measured, PhaseChanged, Profiled  # noqa: E402
 from tui.engine.store.results import RunRecord  # noqa: E402
-from tui.engine.worker import profile as profile_module  # noqa: E402
+from tui.engine.worker import compile_cache, profile as profile_module  # noqa: E402
 from tui.engine.worker.main import WorkerRun  # noqa: E402
 
 pytestmark = [pytest.mark.slow, pytest.mark.torch]
@@ -38,7 +39,9 @@ class Recorder:
 def _run(options: RunOptions) -> tuple[list, RunRecord]:
     recorder = Recorder()
     line = json.dumps({"command": "run", "run_id": "profile-test", "options": options.to_dict()}).encode()
+    cache_env = {name: os.environ.get(name) for name in compile_cache.ENV_NAMES}
     assert WorkerRun(recorder).execute(line) == 0
+    assert {name: os.environ.get(name) for name in compile_cache.ENV_NAMES} == cache_env  # this process's next run
     record = RunRecord("profile-test", options.validated())
     for event in recorder.events:
         record.apply(event)
@@ -179,6 +182,7 @@ def test_the_warm_up_lasts_half_a_second_on_a_gpu(call_s, cuda, expected):
 # the profile pass's patch, applied, and whether inductor would then use its FX-graph cache (compile_fx's own test)
 _CACHE_STATE = """
 import json
+import os
 import torch._inductor.config as config
 from tui.engine.worker.profile import _inductor_patch
 patch = _inductor_patch(cuda=False)

@@ -10,8 +10,11 @@ measures kernels picked for flags it does not have, and the order of a sweep's r
 The worker therefore points ``TORCHINDUCTOR_CACHE_DIR`` (and with it triton's default cache) at a folder named by a hash
 of every precision flag in effect, right before it compiles: runs under the same flags share their warm cache, as a
 user's repeated runs do, and no run reads what another precision wrote. The folders live under
-:func:`tui.paths.compile_cache_dir`, never among the user's own inductor caches, which compile-lab neither reads nor
-deletes. ``cold_compile`` keeps its fresh temporary folder instead.
+:func:`tui.paths.compile_cache_dir`, apart from the user's own compiled graphs and autotuning results, which
+compile-lab neither reads nor deletes. Two caches stay where the user has them, since no precision flag changes what
+they hold: triton's when ``TRITON_CACHE_DIR`` is set (its kernels are keyed by their source), and inductor's
+precompiled C++ headers (fixed to inductor's default folder when it is imported). ``cold_compile`` keeps its fresh
+temporary folder instead.
 """
 
 from __future__ import annotations
@@ -26,11 +29,14 @@ from typing import Any
 
 from tui import paths
 
-__all__ = ["root", "folder_for", "use"]
+__all__ = ["root", "folder_for", "use", "ENV_NAMES", "saved_env", "restore_env"]
 
 log = logging.getLogger(__name__)
 
 _root: Path | None = None
+
+ENV_NAMES = ("TORCHINDUCTOR_CACHE_DIR", "TRITON_CACHE_DIR")
+"""The variables a run points at its caches (:func:`use`, and ``cold_compile``'s fresh folder)."""
 
 
 def root() -> Path:
@@ -55,3 +61,18 @@ def use(flags: Mapping[str, Any]) -> Path:
     os.environ["TORCHINDUCTOR_CACHE_DIR"] = str(folder)
     log.debug("inductor cache for this run's precision flags: %s", folder)
     return folder
+
+
+def saved_env() -> dict[str, str | None]:
+    """The cache variables as they are now, for :func:`restore_env` once the run ends."""
+    return {name: os.environ.get(name) for name in ENV_NAMES}
+
+
+def restore_env(saved: dict[str, str | None]) -> None:
+    """Put the cache variables back as :func:`saved_env` found them: a worker run inside another process (a test's,
+    say) leaves no later run of that process a folder meant for this one's flags, or a cold folder since removed."""
+    for name, value in saved.items():
+        if value is None:
+            os.environ.pop(name, None)
+        else:
+            os.environ[name] = value

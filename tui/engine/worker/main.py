@@ -139,6 +139,7 @@ class WorkerRun:
 
     def execute(self, line: bytes) -> int:
         """Run the command in ``line``; returns the exit code."""
+        cache_env = compile_cache.saved_env()
         try:
             self._run(line)
         # every failure is reported as an event, never as a traceback on stdout; a workload that calls
@@ -157,6 +158,7 @@ class WorkerRun:
             self.capture.remove()
             if self._cold_dir:
                 shutil.rmtree(self._cold_dir, ignore_errors=True)
+            compile_cache.restore_env(cache_env)
         return 0
 
     def _fail(self, failure: Failure) -> None:
