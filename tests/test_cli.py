@@ -241,17 +241,17 @@ def _table_text(records) -> str:
 
 def test_a_launch_bound_run_shows_its_host_speedup_under_the_speedup():
     text = _table_text([cuda_run_record()])
-    lines = [line for line in text.splitlines() if "0.86x" in line or "launch-bound" in line or "host 1." in line]
+    lines = [line for line in text.splitlines() if "0.86×" in line or "launch-bound" in line or "host 1." in line]
     assert len(lines) == 3, text
     # the device-time headline, the mark, then the host-inclusive figure, in that order
-    assert "0.86x" in lines[0] and "launch-bound" in lines[1] and "host 1.31x" in lines[2]
+    assert "0.86×" in lines[0] and "launch-bound" in lines[1] and "host 1.31×" in lines[2]
 
 
 def test_a_run_that_is_not_launch_bound_shows_no_host_figure():
     record = cuda_run_record(eager_host_ms=0.11)
     assert record.summary().launch_bound is False and record.summary().host_speedup is not None
     text = _table_text([record])
-    assert "0.86x" in text
+    assert "0.86×" in text
     assert "launch-bound" not in text and "host" not in text
 
 
@@ -335,7 +335,7 @@ def test_repeat_runs_each_configuration_in_fresh_processes_interleaved_one_row_e
     measured = [r for r in csv.DictReader(raw.open()) if r["stage"] == "measure"]
     assert len({r["run_id"] for r in measured}) == 6 and len(measured) == 6 * 2 * 20
     out = capsys.readouterr().out
-    assert out.count("3 processes") == 2 and "spread 1.00x" in out
+    assert out.count("3 processes") == 2 and "spread 1.00×" in out
 
 
 def test_repeat_auto_keeps_one_process_where_the_first_is_decisive(monkeypatch, tmp_path, compile_lab_home):
@@ -363,7 +363,7 @@ def test_a_group_row_shows_its_processes_and_their_spread():
     from tui.engine.store.repeats import group_rows
 
     text = _table_text(group_rows(full_group(scales=(1.0, 1.06, 0.97))))
-    assert "3 processes, spread 1.09x" in text and "(host 1.09x)" in text
+    assert "3 processes, spread 1.09×" in text and "(host 1.09×)" in text
     assert "[1.85, 2.02]" in text  # the interval across processes, under the pooled speedup
 
 

@@ -85,7 +85,7 @@ def test_a_sweep_to_a_pipe_says_each_run_as_it_starts_and_ends(monkeypatch, comp
         assert lines.next_line() == "[1/2] pointwise n=64 inductor dyn=auto fp32 cpu: started"
         done = lines.until(r"^\[1/2\] ")
         assert sweep.is_alive() and not gate.is_set()  # read while the sweep still runs
-        assert re.fullmatch(r"\[1/2\] pointwise n=64 inductor dyn=auto fp32 cpu: done \d+\.\d\dx "
+        assert re.fullmatch(r"\[1/2\] pointwise n=64 inductor dyn=auto fp32 cpu: done \d+\.\d\d× "
                             r"\[\d+\.\d\d, \d+\.\d\d\] (faster|slower|no change|inconclusive|noisy) \(\d+\.\d s\)",
                             done), done
     finally:
@@ -179,8 +179,8 @@ def test_a_launch_bound_run_ends_with_its_host_speedup_too():
     summary = record.summary()
     assert summary.launch_bound
     text = ended_text(record)
-    assert text.startswith(f"done {summary.speedup:.2f}x [{summary.speedup_ci_low:.2f}, {summary.speedup_ci_high:.2f}] "
-                           f"{summary.verdict}, launch-bound: host {summary.host_speedup:.2f}x")
+    assert text.startswith(f"done {summary.speedup:.2f}× [{summary.speedup_ci_low:.2f}, {summary.speedup_ci_high:.2f}] "
+                           f"{summary.verdict}, launch-bound: host {summary.host_speedup:.2f}×")
 
 
 def test_the_label_says_the_swept_fields_first():
@@ -209,4 +209,4 @@ def test_n_s_in_the_table_is_explained_under_it():
     table = _table(significant, unclear)
     assert "n.s." in table.split(NOT_SIGNIFICANT_LEGEND)[0]  # in a cell, then explained below the table
     assert table.count(NOT_SIGNIFICANT_LEGEND) == 1
-    assert NOT_SIGNIFICANT_LEGEND.startswith("n.s.: not significant: the speedup's 95% interval includes 1x")
+    assert NOT_SIGNIFICANT_LEGEND.startswith("n.s.: not significant: the speedup's 95% interval includes 1×")

@@ -6,7 +6,7 @@ import re
 from typing import Any
 
 from tui.present.format import (
-    MISSING, VERDICT_STYLES, hanging_lines, input_label, or_missing, ratio, significant, workload_names,
+    MISSING, VERDICT_STYLES, hanging_lines, input_label, or_missing, ratio, significant, TIMES, times, workload_names,
 )  # fmt: skip
 from tui.present.option_fields import FIELDS_BY_KEY, differing, option_words
 from tui.engine.explain.host_time import HOST_LABELS, graph_break_rows
@@ -20,7 +20,7 @@ __all__ = ["print_table", "print_host_time", "host_time_lines", "print_warnings"
 #: The run column's widest: every mode's short form fits, a custom backend's long name may be cut.
 RUN_MAX_WIDTH = 24
 #: Under the table when a speedup cell says n.s.
-NOT_SIGNIFICANT_LEGEND = "n.s.: not significant: the speedup's 95% interval includes 1x, so no difference was shown"
+NOT_SIGNIFICANT_LEGEND = "n.s.: not significant: the speedup's 95% interval includes 1×, so no difference was shown"
 #: Graph-break reasons shown per run (the JSON and the app have all of them).
 MAX_REASONS = 3
 #: Host-time categories under this share of the call are left off the line (the JSON has them).
@@ -47,7 +47,7 @@ def not_significant(summary: RunSummary) -> bool:
 def speedup_text(summary: RunSummary) -> Any:
     """``1.23x`` over ``[1.10, 1.35]``: green/red when significant, dim (``n.s.``) when not.
 
-    A launch-bound run is marked, with its host-inclusive speedup (``host 1.31x``) under it:
+    A launch-bound run is marked, with its host-inclusive speedup (``host 1.31×``) under it:
     the headline is device time, the host figure is what a loop that never synchronises pays.
     """
     from rich.text import Text
@@ -60,7 +60,7 @@ def speedup_text(summary: RunSummary) -> Any:
     style = ("bold green" if speedup > 1 else "bold red") if significant else "dim"
     if summary.verdict == "noisy":
         style = "dim strike" if summary.speedup_ci_low is None else "dim"
-    text = Text(f"{ratio(speedup)}x", style=style)
+    text = Text(times(speedup), style=style)
     if low is not None and high is not None:
         text.append(f"\n[{ratio(low)}, {ratio(high)}]", style=style)
         if not_significant(summary):
@@ -69,7 +69,7 @@ def speedup_text(summary: RunSummary) -> Any:
         text.append("\nlaunch-bound", style="yellow")
         host = summary.host_speedup
         if host is not None:
-            text.append(f"\nhost {ratio(host)}x", style="dim" if summary.host_verdict == "noisy" else "bold yellow")
+            text.append(f"\nhost {times(host)}", style="dim" if summary.host_verdict == "noisy" else "bold yellow")
             host_low, host_high = summary.host_speedup_ci_low, summary.host_speedup_ci_high
             if host_low is not None and host_high is not None:
                 text.append(f"\n[{ratio(host_low)}, {ratio(host_high)}]", style="yellow")
@@ -92,7 +92,7 @@ def verdict_text(record: RunRecord) -> Any:
 
 
 def processes_text(record: RunRecord) -> Any:
-    """A configuration run in several processes: ``3 processes, spread 1.06x (host 1.41x)``; else nothing.
+    """A configuration run in several processes: ``3 processes, spread 1.06× (host 1.41×)``; else nothing.
 
     Its speedup cell then holds the interval across processes (tui.engine.store.repeats).
     """
@@ -104,7 +104,7 @@ def processes_text(record: RunRecord) -> Any:
     text = f"\n{group.processes} processes"
     if group.done != group.processes:
         text += f" ({group.done} done)"
-    spreads = [f"{what}{value:.2f}x" for what, value in (("", group.speedup_process_spread),
+    spreads = [f"{what}{value:.2f}{TIMES}" for what, value in (("", group.speedup_process_spread),
                                                           ("host ", group.host_speedup_process_spread))
                if value is not None and (what == "" or record.summary().launch_bound)]  # fmt: skip
     if spreads:

@@ -4,7 +4,7 @@ When stderr is not a terminal (a log file, CI) a live progress bar is only drawn
 long sweep would say nothing for minutes. :class:`RunLines` writes instead::
 
     [3/16] cnn batch=64 reduce-overhead dyn=true inductor fp32 cpu: started
-    [3/16] cnn batch=64 reduce-overhead dyn=true inductor fp32 cpu: done 1.31x [1.28, 1.35] faster (12.4 s)
+    [3/16] cnn batch=64 reduce-overhead dyn=true inductor fp32 cpu: done 1.31× [1.28, 1.35] faster (12.4 s)
 
 The fields that tell a sweep's runs apart come first, as in the results table
 (:mod:`tui.present.option_fields`).
@@ -17,7 +17,7 @@ from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from tui.present.format import ratio, workload_names
+from tui.present.format import fmt_speedup, workload_names
 from tui.present.option_fields import differing, option_words, params_text, workload_word
 from tui.engine.options import RunOptions
 from tui.engine.store.results import RunRecord
@@ -39,12 +39,11 @@ def run_label(options: RunOptions, differs: frozenset[str] = frozenset(),
 def _interval(speedup: float | None, low: float | None, high: float | None) -> str:
     if speedup is None:
         return ""
-    text = f"{ratio(speedup)}x"
-    return text + (f" [{ratio(low)}, {ratio(high)}]" if low is not None and high is not None else "")
+    return fmt_speedup(speedup, low, high)
 
 
 def _done_text(summary: RunSummary) -> str:
-    """``done 1.31x [1.28, 1.35] faster``; a launch-bound run adds its host-inclusive speedup."""
+    """``done 1.31× [1.28, 1.35] faster``; a launch-bound run adds its host-inclusive speedup."""
     parts = ["done", _interval(summary.speedup, summary.speedup_ci_low, summary.speedup_ci_high), summary.verdict or ""]
     text = " ".join(part for part in parts if part)
     if summary.launch_bound and summary.host_speedup is not None:
@@ -54,7 +53,7 @@ def _done_text(summary: RunSummary) -> str:
 
 
 def ended_text(record: RunRecord) -> str:
-    """What a run ended with: ``done 1.31x [1.28, 1.35] faster``, ``failed: compile_error: ...``, ``cancelled``."""
+    """What a run ended with: ``done 1.31× [1.28, 1.35] faster``, ``failed: compile_error: ...``, ``cancelled``."""
     if record.status == RunStatus.DONE:
         return _done_text(record.summary())
     reason = ended_reason(record.error_kind, record.error_message, after=str(record.status))

@@ -27,6 +27,8 @@ __all__ = [
     "to_float",
     "significant",
     "ratio",
+    "TIMES",
+    "times",
     "fmt_ms",
     "fmt_seconds",
     "fmt_mib",
@@ -108,6 +110,15 @@ def ratio(value: float) -> str:
     return f"{value:.2f}" if abs(value) < 9.995 else significant(value, 3)
 
 
+TIMES = "×"
+"""The sign after a speedup or any other multiple, in every front end: ``1.31×``."""
+
+
+def times(value: float) -> str:
+    """A speedup or multiple with its sign: ``1.31×``, ``63.4×``."""
+    return f"{ratio(value)}{TIMES}"
+
+
 def fmt_ms(value: float | None) -> str:
     """Milliseconds with 3-4 significant digits: ``0.0123``, ``1.234``, ``12.34``, ``1234``; the decimals are
     those of the value rounded (0.99996 is ``1.000``, not ``1.0000``)."""
@@ -169,7 +180,7 @@ def fmt_speedup(point: float | None, low: float | None = None, high: float | Non
     """``1.83× [1.79, 1.88]`` (the interval only when known; the CLI writes it the same way)."""
     if point is None:
         return MISSING
-    text = f"{ratio(point)}×"
+    text = times(point)
     if low is not None and high is not None:
         text += f" [{ratio(low)}, {ratio(high)}]"
     return text

@@ -12,7 +12,7 @@ from rich.table import Table
 from rich.text import Text
 
 from tui.present.fold_text import WholeWordText
-from tui.present.format import MISSING
+from tui.present.format import MISSING, TIMES
 from tui.app.components.details.fields import (
     Field, count, field_rows, kv_table, mib, section, seconds, value_text, yes_no,
 )  # fmt: skip
@@ -258,7 +258,7 @@ def _processes(record: RunRecord) -> list[RenderableType]:
                       fmt_speedup(summary.speedup, summary.speedup_ci_low, summary.speedup_ci_high),
                       fmt_speedup(summary.host_speedup),
                       fmt_seconds(member.compile_s) if member.compile_s is not None else MISSING)
-    spreads = [f"{what} {value:.2f}x" for what, value in (("speedup", group.speedup_process_spread),
+    spreads = [f"{what} {value:.2f}{TIMES}" for what, value in (("speedup", group.speedup_process_spread),
                                                           ("host speedup", group.host_speedup_process_spread))
                if value is not None]  # fmt: skip
     note = (f"{group.processes} worker processes, {group.done} done; the result above pools their samples, its"
