@@ -269,8 +269,10 @@ def test_two_exports_of_two_kinds_pair_with_ignore_gpu_name(tmp_path, capsys, mo
     write_json(kind_runs("a", H200), tmp_path / "h200.json")
     write_json(kind_runs("b", H100, compiled=1.2), tmp_path / "h100.json")
     argv = ["compare", str(tmp_path / "h200.json"), str(tmp_path / "h100.json")]
-    assert cli.main(argv) == 0
-    assert "(--ignore gpu_name)" in capsys.readouterr().out
+    assert cli.main(argv) == 1  # no configuration on both sides: a gate that compared nothing fails
+    out = capsys.readouterr().out
+    assert "(--ignore gpu_name)" in out
+    assert "gate: FAIL (1 row)\n  nothing was compared: no configuration is on both sides" in out, out
     assert cli.main([*argv, "--ignore", "gpu_name"]) == 1
     out = capsys.readouterr().out
     assert f"gpu_name: {H200} -> {H100}" in out and "3/3 processes" in out
@@ -312,7 +314,7 @@ def test_user_files_fit_80_columns_by_their_names_and_json_keeps_the_paths(tmp_p
         write_json([timed_run(f"20261201-10000{len(side)}-aaaaaa", pointwise(workload=workload, params={}), seed=1)],
                    tmp_path / f"{side}.json")
     base, new = str(tmp_path / "base.json"), str(tmp_path / "new.json")
-    assert cli.main(["compare", base, new, "--json", str(tmp_path / "c.json")]) == 0
+    assert cli.main(["compare", base, new, "--json", str(tmp_path / "c.json")]) == 1  # nothing compared
     out = capsys.readouterr().out
     assert max(len(line) for line in out.split("every row:")[0].splitlines()) <= 80, out  # the title and the table
     rows = re.findall(r"^ +\d +(\S+) .*\n +(\S+)", out, flags=re.MULTILINE)
@@ -353,7 +355,7 @@ def test_an_extra_line_names_every_file_the_workload_rule_calls_a_file(tmp_path,
         write_json([timed_run(f"20261201-10000{len(side)}-aaaaaa", pointwise(workload=workload, params={}), seed=1)],
                    tmp_path / f"{side}.json")
     base, new = str(tmp_path / "base.json"), str(tmp_path / "new.json")
-    assert cli.main(["compare", base, new]) == 0
+    assert cli.main(["compare", base, new]) == 1  # nothing compared
     out = " ".join(capsys.readouterr().out.split())
     assert "NEW has it with workload new/model.py:сделать (--ignore workload)" in out, out
     assert cli.main(["compare", base, new, "--ignore", "workload"]) == 0

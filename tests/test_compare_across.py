@@ -7,9 +7,10 @@ import json
 import pytest
 
 from fakes.gpus import A100, H100, H200, kind_runs, on_gpu, sweep
-from fakes.timed import timed_run
+from fakes.timed import pointwise, timed_run
 from tui.engine.compare import AcrossError, CompareSettings, compare, compare_across, pair_up
 from tui.engine.compare.across import pick_baseline, split
+from tui.engine.compare.comparison import NOTHING_COMPARED
 from tui.engine.compare.matching import config_key
 from tui.engine.compare.output import ACROSS_CSV_COLUMNS, across_csv_rows, write_compare_csv, write_compare_json
 
@@ -62,6 +63,17 @@ def test_kinds_side_by_side_against_the_first_kind():
     assert across.exit_code == 1
     strict = compare_across(sweep(), "gpu_name", CompareSettings(strict=True, fail_above=50))
     assert strict.failures() == (f"2 {small.label} on {A100}: not run (--strict)",)
+
+
+def test_a_gate_that_compared_nothing_fails_in_both_comparisons():
+    """A wrong file or a selection of other configurations must not pass a CI job: no pair, or no cell, fails."""
+    base, new = kind_runs("b", H200, 1), kind_runs("n", H100, 1)
+    assert compare(base, new).failures() == (NOTHING_COMPARED,) and compare(base, new).exit_code == 1
+    other = [timed_run(f"o{i}", pointwise(params={"n": 4096}), seed=i) for i in range(2)]
+    across = compare_across([*kind_runs("b", H200, 1), *(on_gpu(run, H100) for run in other)], "gpu_name")
+    assert [cell.result for row in across.rows for cell in row.cells[1:]] == [None, None], across.rows
+    assert across.failures() == (NOTHING_COMPARED,) and across.exit_code == 1
+    assert compare_across(sweep(), "gpu_name").failures() != (NOTHING_COMPARED,)
 
 
 def test_the_baseline_can_be_named_by_a_part_of_it():

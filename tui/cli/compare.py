@@ -1,8 +1,8 @@
 """``compile-lab compare BASE NEW``: its flags, the one-line refusals, and the run of a comparison.
 
-Exit codes: 0 when the gate passes, 1 when a matched pair is ``slower`` by more than ``--fail-above``
-percent (with ``--strict`` also a ``noisy`` or ``inconclusive`` pair, a side with no done run, or a
-row on one side only), 2 on bad usage (one line naming the argument and what is allowed).
+Exit codes: 0 when the gate passes, 1 when nothing was compared or a matched pair is ``slower`` by more
+than ``--fail-above`` percent (with ``--strict`` also a ``noisy`` or ``inconclusive`` pair, a side with no done
+run, or a row on one side only), 2 on bad usage (one line naming the argument and what is allowed).
 
 ``compare SELECTION --across gpu_name|node [--across-base VALUE]`` takes one selection instead of
 BASE and NEW and sets its GPU kinds (or nodes) side by side (:mod:`tui.engine.compare.across`):

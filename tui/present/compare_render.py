@@ -318,13 +318,7 @@ def summary_line(comparison: Comparison) -> str:
 
 def gate_lines(comparison: Comparison) -> list[str]:
     """The summary, then ``gate: pass`` or ``gate: FAIL`` with a line per failing row."""
-    failures = comparison.failures()
-    lines = [summary_line(comparison)]
-    if not comparison.pairs:
-        lines.append(
-            "no configuration is on both sides: nothing was compared (--ignore leaves fields out of the match)"
-        )
-    return lines + gate_verdict(failures)
+    return [summary_line(comparison), *gate_verdict(comparison.failures())]
 
 
 def gate_verdict(failures: Sequence[str]) -> list[str]:

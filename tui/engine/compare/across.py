@@ -20,7 +20,7 @@ import dataclasses
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
-from tui.engine.compare.comparison import EXIT_FAIL, EXIT_PASS, failure_line
+from tui.engine.compare.comparison import EXIT_FAIL, EXIT_PASS, NOTHING_COMPARED, failure_line
 from tui.engine.compare.judge import CompareSettings, PairResult, judge_pair, side_values
 from tui.engine.compare.matching import MATCH_FIELDS, ConfigKey, config_key, pair_up
 from tui.engine.store.results import RunRecord
@@ -138,7 +138,10 @@ class Across(JsonRecord):
     problems: tuple[str, ...] = ()
 
     def failures(self) -> tuple[str, ...]:
-        """Why the gate fails, one line per cell, named by row number, configuration and kind (empty: it passes)."""
+        """Why the gate fails, one line per cell, named by row number, configuration and kind (empty: it passes); a
+        comparison in which no cell was compared fails, as :meth:`Comparison.failures` says why."""
+        if not any(cell.result is not None for row in self.rows for cell in row.cells[1:]):
+            return (NOTHING_COMPARED,)
         lines = []
         for number, row in enumerate(self.rows, 1):
             for cell in row.cells[1:]:

@@ -11,7 +11,7 @@ from tui.engine.store.results import RunRecord
 from tui.engine.measure.verdict import VERDICTS
 from tui.typed import JsonRecord
 
-__all__ = ["Comparison", "compare", "failure_line", "EXIT_PASS", "EXIT_FAIL"]
+__all__ = ["Comparison", "compare", "failure_line", "EXIT_PASS", "EXIT_FAIL", "NOTHING_COMPARED"]
 
 EXIT_PASS, EXIT_FAIL = 0, 1
 
@@ -28,6 +28,10 @@ def failure_line(name: str, pair: PairResult, settings: CompareSettings) -> str 
     return f"{name}: {pair.verdict} (--strict)"
 
 
+NOTHING_COMPARED = "nothing was compared: no configuration is on both sides (--ignore leaves fields out of the match)"
+"""The gate's failure when BASE and NEW share no configuration (the comparisons across kinds: no cell compared)."""
+
+
 @dataclass(frozen=True)
 class Comparison(JsonRecord):
     """BASE against NEW: one :class:`PairResult` per matched configuration and the rows on one side only."""
@@ -42,7 +46,10 @@ class Comparison(JsonRecord):
     """What loading the runs reported (a field that took its default, ...)."""
 
     def failures(self) -> tuple[str, ...]:
-        """Why the gate fails, one line per pair or row (empty: it passes)."""
+        """Why the gate fails, one line per pair or row (empty: it passes). A comparison with no pair fails: a gate
+        that compared nothing (BASE and NEW of other configurations, a wrong file) must not pass a CI job."""
+        if not self.pairs:
+            return (NOTHING_COMPARED,)
         lines = [line for number, pair in enumerate(self.pairs, 1)
                  if (line := failure_line(f"{number} {pair.label}", pair, self.settings)) is not None]
         for number, row in enumerate(self.unmatched, len(self.pairs) + 1):

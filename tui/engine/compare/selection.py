@@ -181,7 +181,7 @@ def _from_file(selection: Selection) -> tuple[list[RunRecord], list[str]]:
         raise SelectionError(f"{where}: cannot read it: {exc.strerror or exc} {allowed}") from None
     except JSONError as exc:  # a syntax error, not UTF-8, nested too deeply
         raise SelectionError(f"{where}: not JSON ({exc}; allowed: a JSON export of compile-lab run/sweep --json or the "
-                             "app's e; a history selection)") from None
+                             "app's export (e); a history selection)") from None
     if not isinstance(data, dict) or not isinstance(data.get("runs"), list):
         raise SelectionError(f"{where}: not a compile-lab JSON export (no \"runs\" list; allowed: the file of "
                              "--json or the app's export)")
