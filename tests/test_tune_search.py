@@ -207,7 +207,10 @@ def test_the_printed_code_is_valid_python_in_both_forms(candidate):
 
 def test_the_config_form_spells_out_a_mode():
     options = _c(("mode", "reduce-overhead")).apply(RunOptions(device="cuda"))
-    assert "torch._inductor.config.triton.cudagraphs = True" in config_form(options)
+    config = config_form(options).splitlines()
+    assert config[2:] == ["# the settings of mode 'reduce-overhead' (torch's own list for it), then the options",
+                          "torch._inductor.config.triton.cudagraphs = True", "compiled = torch.compile(model)"]
+    compile("\n".join(config), "<config form>", "exec")  # the comment keeps it valid Python
 
 
 # ----- the budget's estimate ------------------------------------------------------------------
