@@ -333,9 +333,11 @@ def _launch_bound_warning(sides: dict[str, SideStats], host_speedup: float, low:
     interval = f" [{low:.2f}, {high:.2f}]" if low is not None and high is not None else ""
     eager, compiled = sides["eager"].host, sides["compiled"].host
     assert eager is not None and compiled is not None
+    # "x", not the front ends' "×": the warning is stored in the history, and a run recomputed from its samples
+    # must read as it was stored
     return (
         f"launch-bound: the host needs more time per call than the GPU; host-inclusive "
-        f"speedup {host_speedup:.2f}×{interval} (eager {eager.median:.4g} ms, "
+        f"speedup {host_speedup:.2f}x{interval} (eager {eager.median:.4g} ms, "
         f"compiled {compiled.median:.4g} ms per call) is what a serving loop sees"
     )
 
@@ -353,7 +355,7 @@ def _stall_warning(side: str, stats: Stats | None, what: str, policy: VerdictPol
     if stats is None or stats.median <= 0 or stats.max < policy.stall_factor * stats.median:
         return []
     return [
-        f"stall: one {side} {what} took {stats.max:.4g} ms, {stats.max / stats.median:.0f}× its median"
+        f"stall: one {side} {what} took {stats.max:.4g} ms, {stats.max / stats.median:.0f}x its median"
         f" ({stats.median:.4g} ms): the worker was paused or the machine was busy; re-run"
     ]
 

@@ -236,7 +236,7 @@ def _stall(side: SideSeries, policy: VerdictPolicy, what: str) -> Assessment:
     """A stall: a reason when leaving its samples out moves the side's median by more than t/2, else a note."""
     if side.median <= 0 or side.max < policy.stall_factor * side.median:
         return Assessment()
-    stall = f"{side.name} {what}: a stall ({side.max:.4g} ms, {side.max / side.median:.0f}× the median)"
+    stall = f"{side.name} {what}: a stall ({side.max:.4g} ms, {side.max / side.median:.0f}x the median)"
     without = side.median_without_stalls(policy.stall_factor)
     shift = abs(without / side.median - 1) if without else 1.0
     if shift > STALL_SHIFT_SHARE * policy.threshold:
