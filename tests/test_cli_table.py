@@ -17,8 +17,9 @@ def test_a_sweeps_table_shows_every_mode_whole_at_80_columns(monkeypatch, compil
     assert code == 0
     out = capsys.readouterr().out
     assert max(len(line) for line in out.splitlines()) <= 80
+    assert next(line for line in out.splitlines() if " verdict " in line).split()[-1] == "acc", out  # uncut
     # Each row: "N pointwise n=64", then the fields that differ (mode, then dyn) first, each word whole.
-    runs = re.findall(r"^ (\d) pointwise n=64 .*\n (\S+) +.*\n (\S+) ", out, flags=re.MULTILINE)
+    runs = re.findall(r"^ ?(\d) pointwise n=64 .*\n ?(\S+) +.*\n ?(\S+) ", out, flags=re.MULTILINE)
     assert [(mode, dynamic) for _, mode, dynamic in runs] == [
         (mode, f"dyn={dynamic}")
         for mode in ("reduce-overhead", "max-autotune-no-cg")
@@ -335,3 +336,29 @@ def test_a_tunes_candidates_that_differ_by_one_inductor_option_read_apart_at_80_
     assert named == ["", "freezing=True", "cpp_wrapper=True", "aggressive_fusion=True",
                      "freezing=Truelayout_optimization=False"], text
     assert "freezing=True" in column.splitlines()  # a word that fits the run column is whole on its line
+
+
+def test_the_table_keeps_its_right_columns_at_80_columns_when_a_verdict_is_long():
+    """A launch-bound ``inconclusive`` beside a ``reduce-overhead`` label made the table 91 columns wide, and Rich
+    cut it at 80: ``brk/rec`` read ``brk/re`` and ``acc`` was gone. The table then drops to one space between its
+    columns and folds ``host inconclusive`` between its words."""
+    import dataclasses
+    import io
+
+    from rich.console import Console
+
+    from fakes.records import cuda_run_record
+    from tui.cli.render import print_table
+
+    first, second = cuda_run_record("20250101-000000-aaaaaa"), cuda_run_record("20250101-000000-bbbbbb")
+    second.options = dataclasses.replace(second.options, mode="default")
+    assert first.summary().host_verdict is not None
+    out = io.StringIO()
+    print_table([first, second], Console(file=out, width=80))
+    lines = out.getvalue().splitlines()
+    assert max(len(line) for line in lines) <= 80, out.getvalue()
+    header = next(line for line in lines if " verdict " in line)
+    assert header.split()[-2:] == ["brk/rec", "acc"], out.getvalue()  # the header whole, to its last column
+    rows = [line for line in lines if "0/0" in line]
+    assert len(rows) == 2 and all(line.rstrip().endswith("pass") for line in rows), out.getvalue()
+    assert "reduce-overhead" in out.getvalue() and "inconclusive" in out.getvalue()

@@ -127,23 +127,13 @@ def print_table(records: list[RunRecord], console: Any) -> None:
 
     Pass :func:`tui.engine.store.repeats.group_rows` of the records for one row per configuration.
     """
-    from rich import box
-    from rich.table import Table
     from rich.text import Text
 
     from tui.present.fold_text import SeparatorText
     from tui.present.format import accuracy_style
 
     title, labels = _title_and_labels(records)
-    table = Table(title=title, title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False, collapse_padding=True)
-    # A name wider than the column folds onto the next line rather than losing its end (a file's name), after a
-    # separator (example_ / workload.py: SeparatorText), as the words of a label fold between words.
-    table.add_column("run", min_width=_run_width(records, labels), ratio=1, overflow="fold")
-    table.add_column("verdict", no_wrap=True)
-    for name in ("compile", "eager", "compiled", "speedup", "brk/rec"):
-        table.add_column(name, justify="right", no_wrap=True)
-    table.add_column("acc", no_wrap=True)
-    errors = []
+    errors, rows = [], []
     names = workload_names(record.options.workload for record in records)
     for number, record in enumerate(records, 1):
         summary = record.summary()
@@ -159,7 +149,7 @@ def print_table(records: list[RunRecord], console: Any) -> None:
         accuracy = record.accuracy.verdict
         if record.status in (RunStatus.FAILED, RunStatus.CANCELLED):
             errors.append(f"run {number}: {_why(record.error_kind, record.error_message)}")
-        table.add_row(
+        rows.append((
             what,
             verdict_text(record),
             compile_s,
@@ -168,13 +158,49 @@ def print_table(records: list[RunRecord], console: Any) -> None:
             speedup_text(summary),
             f"{_count(record.diagnostics.graph_breaks)}/{_count(record.diagnostics.recompiles)}",
             Text(accuracy, style=accuracy_style(accuracy)),
-            end_section=number < len(records),  # a blank line between runs
-        )
+        ))  # fmt: skip
+    run_width = _run_width(records, labels)
+    compact = _least_width(run_width, rows) > console.width
+    table = _filled_table(title, run_width, rows, padding=0 if compact else 1)
     console.print(table)
     if any(not_significant(record.summary()) for record in records):
         console.print(NOT_SIGNIFICANT_LEGEND, style="dim", markup=False, highlight=False)
     for line in errors:
         console.print(Text(line, style="red"), soft_wrap=True)
+
+
+def _least_width(run_width: int, rows: list[tuple[Any, ...]]) -> int:
+    """How wide the table is drawn with its run column at its least width (its labels fold) and two spaces between
+    columns: drawn, not measured, since Rich measured such a table as fitting 80 columns and drew it at 82."""
+    import io
+
+    from rich.console import Console
+
+    probe = Console(file=io.StringIO(), width=10_000, color_system=None)
+    probe.print(_filled_table(None, run_width, [("", *row[1:]) for row in rows], padding=1))
+    drawn = probe.file.getvalue() if isinstance(probe.file, io.StringIO) else ""
+    return max((len(line.rstrip()) for line in drawn.splitlines()), default=0)  # a cut edge space is no loss
+
+
+def _filled_table(title: Any, run_width: int, rows: list[tuple[Any, ...]], padding: int) -> Any:
+    """The results table with ``rows``, a blank line between them. ``padding`` 0 (a space between columns, not two,
+    and none at the edges) where the table would otherwise not fit the terminal: Rich cuts a table wider than it,
+    and the columns on the right went first."""
+    from rich import box
+    from rich.table import Table
+
+    table = Table(title=title, title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False, collapse_padding=True,
+                  padding=(0, padding), show_edge=padding > 0)
+    # A name wider than the column folds onto the next line rather than losing its end (a file's name), after a
+    # separator (example_ / workload.py: SeparatorText), as the words of a label fold between words.
+    table.add_column("run", min_width=run_width, ratio=1, overflow="fold")
+    table.add_column("verdict")  # ``host inconclusive`` folds between its words where room is short
+    for name in ("compile", "eager", "compiled", "speedup", "brk/rec"):
+        table.add_column(name, justify="right", no_wrap=True)
+    table.add_column("acc", no_wrap=True)
+    for number, row in enumerate(rows, 1):
+        table.add_row(*row, end_section=number < len(rows))
+    return table
 
 
 def _run_width(records: list[RunRecord], labels: list[str]) -> int:
