@@ -145,7 +145,7 @@ def _host_speedup_text(summary: RunSummary, host_line: str | None) -> str | None
         return None
     text = fmt_speedup(host, summary.host_speedup_ci_low, summary.host_speedup_ci_high)
     if summary.one_clock:
-        text += "  the speedup's: on the CPU one loop times both"
+        text += "  the same as the speedup: on the CPU one loop times both clocks"
     if summary.launch_bound:
         text += "  launch-bound: what a loop that never synchronises pays"
         if host_line:
