@@ -127,3 +127,15 @@ async def test_a_run_that_ends_while_the_app_closes_is_no_error(make_app, monkey
     async with app.run_test(size=(80, 24)) as pilot:
         await pilot.pause()
     assert app.return_code in (0, None)
+
+
+async def test_enter_on_the_empty_table_of_a_first_start_goes_to_the_run_options(make_app):
+    """The table has the focus at start, and Enter on it opened nothing: a newcomer's Enter now reaches the options
+    (as ``o`` does); on a row it still opens the run's details."""
+    app = make_app()
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.pause()
+        assert app.focused is app.table and app.table.row_count == 0
+        await pilot.press("enter")
+        await pilot.pause()
+        assert app.focused is not None and app.focused.id == "workload", app.focused

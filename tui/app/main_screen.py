@@ -375,6 +375,10 @@ class MainScreen(Screen):
 
     # ----- details --------------------------------------------------------------------
 
+    @on(ResultsTable.OptionsRequested)
+    def _options_requested(self) -> None:
+        self.action_focus_picker()
+
     @on(ResultsTable.DetailsRequested)
     def _details_requested(self, message: ResultsTable.DetailsRequested) -> None:
         self.action_details(message.run_id)

@@ -81,6 +81,9 @@ class ResultsTable(BulkRowTable):
             self.run_id = run_id
             """The run whose details to show."""
 
+    class OptionsRequested(Message):
+        """The user pressed Enter on a table with no rows: there is nothing to open, so the options are wanted."""
+
     def __init__(self, *, id: str | None = None, columns: Mapping[str, bool] | None = None) -> None:
         super().__init__(id=id, cursor_type="row", zebra_stripes=True)
         self.fixed_columns = 2  # status and speedup stay on screen while the rest scrolls sideways
@@ -477,6 +480,13 @@ class ResultsTable(BulkRowTable):
         event.stop()
         if event.row_key.value is not None:
             self.post_message(self.RunHighlighted(event.row_key.value))
+
+    def action_select_cursor(self) -> None:
+        """Enter on a row opens its details; on an empty table (a first start) it goes to the run options."""
+        if self.row_count == 0:
+            self.post_message(self.OptionsRequested())
+            return
+        super().action_select_cursor()
 
     @on(DataTable.RowSelected)
     def _row_selected(self, event: DataTable.RowSelected) -> None:
