@@ -98,6 +98,17 @@ def test_the_report_renders_one_forest_mark_per_configuration(export, tmp_path, 
         assert words in page, words
 
 
+def test_a_speedup_and_its_interval_stay_on_one_line_in_the_summary_table(export, tmp_path, capsys):
+    """``0.88× [0.87, / 0.89]``: the summary table broke an interval across lines in a narrow column."""
+    out = tmp_path / "report.html"
+    assert _report([str(export), "-o", str(out)], capsys)[0] == 0
+    page = out.read_text(encoding="utf-8")
+    assert re.search(r"td\.n\{[^}]*white-space:nowrap", page), "numeric cells may wrap"
+    assert re.search(r'<td class="n">\d\.\d\d× \[\d\.\d\d, \d\.\d\d\]</td>', page)  # the speedup cell is one
+    host = re.search(r'<td><span class="nw">(\d\.\d\d× \[[^<]*\])</span> <span class="verdict', page)
+    assert host, "the host-inclusive figure may wrap inside its interval"
+
+
 def test_every_string_users_wrote_is_escaped(export, tmp_path, capsys):
     out = tmp_path / "report.html"
     assert _report([str(export), "-o", str(out)], capsys)[0] == 0

@@ -37,7 +37,8 @@ max-width:1100px;padding:0 1em}
 h1{font-size:1.6em;margin-bottom:.2em}h2{margin-top:2em;border-bottom:1px solid #d0d7de;padding-bottom:.2em}
 h3{font-size:1em;margin:1.4em 0 .3em}
 table{border-collapse:collapse;margin:.6em 0;font-size:.92em}th,td{border:1px solid #d0d7de;padding:.25em .5em;
-text-align:left;vertical-align:top}th{background:#f6f8fa}td.n{text-align:right;font-variant-numeric:tabular-nums}
+text-align:left;vertical-align:top}th{background:#f6f8fa}td.n{text-align:right;font-variant-numeric:tabular-nums;
+white-space:nowrap}.nw{white-space:nowrap}
 svg.plot{max-width:100%;height:auto;display:block}code,pre{font:12px ui-monospace,"DejaVu Sans Mono",monospace}
 pre{background:#f6f8fa;padding:.6em;overflow-x:auto;white-space:pre-wrap;word-break:break-all}
 .muted{color:#656d76}.verdict{font-weight:600}details{margin:.4em 0}summary{cursor:pointer}
@@ -118,7 +119,8 @@ def _rows_note(data: ReportData) -> str:
 def _summary_table(rows: Sequence[ReportRow], labels: Sequence[str]) -> str:
     cells = []
     for row, label in zip(rows, labels, strict=True):
-        host = f"{e(speedup_words(row.host_speedup))} {_verdict(row.host_verdict)}" if row.shows_host else MISSING
+        host = (f'<span class="nw">{e(speedup_words(row.host_speedup))}</span> {_verdict(row.host_verdict)}'
+                if row.shows_host else MISSING)  # a figure and its interval on one line, its word after it
         status = e(row.status) if row.error is None else f"{e(row.status)}: {e(row.error)}"
         cells.append([str(row.number), e(label), status, _verdict(row.verdict), e(speedup_words(row.speedup)), host,
                       e(fmt_ms(row.eager.stats.median if row.eager.stats else None)),
