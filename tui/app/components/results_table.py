@@ -65,21 +65,19 @@ class ResultsTable(BulkRowTable):
     sort_reverse: reactive[bool] = reactive(False, init=False)
     """Descending order when True."""
 
-    class RunHighlighted(Message):
+    class RunMessage(Message):
+        """A message about one run's row."""
+
+        def __init__(self, run_id: str) -> None:
+            super().__init__()
+            self.run_id = run_id
+            """The run under the cursor, or whose details to show."""
+
+    class RunHighlighted(RunMessage):
         """The cursor moved to a run's row."""
 
-        def __init__(self, run_id: str) -> None:
-            super().__init__()
-            self.run_id = run_id
-            """The run under the cursor."""
-
-    class DetailsRequested(Message):
+    class DetailsRequested(RunMessage):
         """The user pressed Enter (or clicked) on a run's row."""
-
-        def __init__(self, run_id: str) -> None:
-            super().__init__()
-            self.run_id = run_id
-            """The run whose details to show."""
 
     class OptionsRequested(Message):
         """The user pressed Enter on a table with no rows: there is nothing to open, so the options are wanted."""
@@ -198,11 +196,6 @@ class ResultsTable(BulkRowTable):
     def accepts_updates(self) -> bool:
         """Whether rows may be rewritten now: attached to a running app and not being removed."""
         return self.is_attached and not (self._closing or self._closed)
-
-    @property
-    def history_shown(self) -> bool:
-        """Whether previous runs are rows (see :meth:`show_history`)."""
-        return self._history_shown
 
     def update_hint(self) -> None:
         """The pane's subtitle says how many previous runs are hidden (an empty table is not empty history),
@@ -360,11 +353,6 @@ class ResultsTable(BulkRowTable):
     def _rebased(self, run_id: str, old: dict[str, Cell]) -> dict[str, Cell] | None:
         new = self._with_base(run_id, {**old, "vs_base": _NO_CELL})
         return None if new["vs_base"] == old["vs_base"] else new
-
-    @property
-    def shows_baseline(self) -> bool:
-        """Whether a baseline is marked (its column shows unless the user hid it)."""
-        return self._vs_base is not None
 
     def show_vs_base(self, cells: dict[str, Cell] | None) -> None:
         """Each row's ``vs base`` cell (rows left out show none); None: no baseline, no column."""
