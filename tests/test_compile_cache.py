@@ -144,3 +144,22 @@ async def test_a_run_never_reads_a_graph_another_precision_compiled(tmp_path):
     assert [p.name for p in chosen.iterdir()] == ["compile-lab"]  # nothing of ours beside the user's caches
     folders = sorted(p for p in (chosen / "compile-lab").iterdir())
     assert len(folders) == 2 and all((folder / "fxgraph").is_dir() for folder in folders), folders
+
+
+def test_env_says_where_the_compile_cache_is_and_how_big(monkeypatch, tmp_path):
+    """Nothing prunes the workers' inductor caches, so ``compile-lab env`` shows their folder and its size."""
+    import io
+
+    from rich.console import Console
+
+    from tui.cli.info import _EnvTable
+
+    monkeypatch.setenv("TORCHINDUCTOR_CACHE_DIR", str(tmp_path / "chosen"))
+    folder = tmp_path / "chosen" / "compile-lab" / "flags-0123456789ab" / "fxgraph"
+    folder.mkdir(parents=True)
+    (folder / "graph").write_bytes(b"x" * 3000)
+    env = _EnvTable()
+    env.compile_cache()
+    out = io.StringIO()
+    Console(file=out, width=200).print(env.table)
+    assert str(tmp_path / "chosen" / "compile-lab") in out.getvalue() and "3.0 kB" in out.getvalue(), out.getvalue()

@@ -185,6 +185,15 @@ class _EnvTable:
                                          f"{cap}, history {format_bytes(usage.history_bytes)}, exports "
                                          f"{format_bytes(usage.exports_bytes)}; compile-lab prune frees space")
 
+    def compile_cache(self) -> None:
+        """Where the workers' inductor caches are and how big (nothing prunes them: they can always be deleted)."""
+        from tui.engine.explain.artifacts import format_bytes
+        from tui.engine.store.prune import tree_bytes
+
+        folder = compile_cache_dir()
+        self.row("compile cache", str(folder), f"{format_bytes(tree_bytes(folder))}: the runs' inductor caches, one "
+                                               "folder per set of precision flags; safe to delete")
+
     def nvml(self) -> None:
         """What NVML sees (the GPU pane's source), or why it is unavailable."""
         from tui.telemetry.nvml import NvmlSource
@@ -220,8 +229,7 @@ def cmd_env(args: argparse.Namespace) -> int:
     env.nvml()
     env.data_dir()
     env.row("log file", str(log_file()), "compile-lab --debug also logs to stderr")
-    env.row("compile cache", str(compile_cache_dir()), "the runs' inductor caches, one folder per set of "
-                                                       "precision flags; safe to delete")
+    env.compile_cache()
     console.print(env.table)
     for hint in env.hints:
         console.print(f"hint: {hint}", markup=False, highlight=False)

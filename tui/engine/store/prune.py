@@ -40,7 +40,7 @@ from tui.typed import printable
 __all__ = [
     "RunFiles", "PrunePlan", "PruneResult", "DataUsage", "DATA_CAP_GB", "DATA_CAP_ENV", "ORPHAN_GRACE_S", "data_cap",
     "data_cap_bytes", "data_usage", "scan_runs", "plan_prune", "apply_prune", "enforce_cap", "describe", "CapKeeper",
-    "delete_own_file", "NotOwnFile",
+    "delete_own_file", "NotOwnFile", "tree_bytes",
 ]
 
 DATA_CAP_GB = 5.0
@@ -140,7 +140,8 @@ class DataUsage:
                 "compile-lab prune frees space")
 
 
-def _tree_bytes(path: Path) -> int:
+def tree_bytes(path: Path) -> int:
+    """The bytes of the files under ``path`` (links counted as links, never followed); 0 where it cannot be read."""
     try:
         info = path.lstat()
     except OSError:
@@ -167,7 +168,7 @@ def data_usage(data_dir: str | os.PathLike[str] | None = None) -> DataUsage:
     except OSError:
         entries = []
     for entry in entries:
-        size = _tree_bytes(entry)
+        size = tree_bytes(entry)
         if entry.name in sizes:
             sizes[entry.name] = size
         else:
@@ -421,7 +422,7 @@ def enforce_cap(history: Any = None) -> PruneResult | None:
     nothing had to go. ``history``: a :class:`~tui.engine.store.history.History` (its files), or the defaults."""
     cap = data_cap_bytes()
     runs_dir = Path(getattr(history, "runs_dir", None) or paths.runs_dir())
-    if cap is None or _tree_bytes(runs_dir) <= cap:
+    if cap is None or tree_bytes(runs_dir) <= cap:
         return None
     runs = scan_runs(getattr(history, "path", None), runs_dir)
     plan = plan_prune(runs, max_bytes=int(cap * _CAP_TARGET))
@@ -457,13 +458,13 @@ class CapKeeper:
             return None
         runs_dir = Path(getattr(self.history, "runs_dir", None) or paths.runs_dir())
         if self._size is None:
-            self._size = _tree_bytes(runs_dir)
+            self._size = tree_bytes(runs_dir)
         else:
             self._size += _run_bytes(_run_paths_of(runs_dir, run_id))[0]
         if self._size <= cap:
             return None
         result = enforce_cap(self.history)
-        self._size = _tree_bytes(runs_dir)
+        self._size = tree_bytes(runs_dir)
         return result
 
 
