@@ -161,5 +161,5 @@ def test_env_says_where_the_compile_cache_is_and_how_big(monkeypatch, tmp_path):
     env = _EnvTable()
     env.compile_cache()
     out = io.StringIO()
-    Console(file=out, width=200).print(env.table)
+    Console(file=out, width=1000).print(env.table)  # a long temporary path stays on one line
     assert str(tmp_path / "chosen" / "compile-lab") in out.getvalue() and "3.0 kB" in out.getvalue(), out.getvalue()
