@@ -176,10 +176,10 @@ def _least_width(run_width: int, rows: list[tuple[Any, ...]]) -> int:
 
     from rich.console import Console
 
-    probe = Console(file=io.StringIO(), width=10_000, color_system=None)
-    probe.print(_filled_table(None, run_width, [("", *row[1:]) for row in rows], padding=1))
-    drawn = probe.file.getvalue() if isinstance(probe.file, io.StringIO) else ""
-    return max((len(line.rstrip()) for line in drawn.splitlines()), default=0)  # a cut edge space is no loss
+    drawn = io.StringIO()
+    Console(file=drawn, width=10_000, color_system=None).print(
+        _filled_table(None, run_width, [("", *row[1:]) for row in rows], padding=1))
+    return max((len(line.rstrip()) for line in drawn.getvalue().splitlines()), default=0)  # a cut edge space is no loss
 
 
 def _filled_table(title: Any, run_width: int, rows: list[tuple[Any, ...]], padding: int) -> Any:

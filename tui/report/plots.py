@@ -21,7 +21,7 @@ from collections.abc import Callable, Sequence
 from html import escape
 from typing import Any, ParamSpec, TypeVar
 
-from tui.present.format import MISSING, ratio
+from tui.present.format import MISSING, fmt_speedup
 from tui.engine.store.report_data import Interval, ReportRow, SideData
 from tui.report.colors import BAND, NO_VERDICT, SIDE_COLOURS, UNITY, VERDICT_COLOURS, verdict_colour
 from tui.engine.status import RunStatus
@@ -131,11 +131,7 @@ def _slots(names: Sequence[str]) -> tuple[list[float], float]:
 
 def speedup_words(interval: Interval | None) -> str:
     """``1.28× [1.23, 1.33]``, ``1.28×`` without an interval, ``–`` without a speedup."""
-    if interval is None:
-        return MISSING
-    if interval.low is None or interval.high is None:
-        return f"{ratio(interval.point)}×"
-    return f"{ratio(interval.point)}× [{ratio(interval.low)}, {ratio(interval.high)}]"
+    return MISSING if interval is None else fmt_speedup(interval.point, interval.low, interval.high)
 
 
 def _right_label(row: ReportRow) -> str:
