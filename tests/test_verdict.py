@@ -138,11 +138,24 @@ def ramp(top: float, name: str = "compiled", base: float = 1.0, blocks: int = 8)
     return series(name, [[base * (1.0 + (top - 1.0) * i / (blocks - 1))] * 10 for i in range(blocks)])
 
 
-def test_the_speedups_drift_makes_a_run_noisy():
-    # First quarter (pairs 0-1) speedup 2/1.01, last quarter (6-7) 2/1.13: -11%.
-    reasons = reasons_of(QUIET_EAGER, ramp(1.14))
-    assert reasons == ("the time speedup drifted -11% from the first quarter of block pairs to the last (> 10%)",)
-    assert reasons_of(QUIET_EAGER, ramp(1.10)) == ()  # -8%
+def test_a_drift_that_changes_the_word_makes_a_run_noisy():
+    # Compiled climbs from 0.95 to 1.10 against a steady eager 1.0: the first quarter (pairs 0-1) reads
+    # 1.041x, faster; the last (pairs 6-7) 0.917x, slower. Stopped early or started late, the run says another word.
+    reasons = reasons_of(steady("eager", 1.0), ramp(1.16, base=0.95), low=0.95, high=1.0)
+    assert reasons == ("the time speedup drifted -12% from the first quarter of block pairs to the last (> 10%):"
+                       " 1.041x (faster) to 0.917x (slower)",)
+
+
+def test_a_drift_that_keeps_the_word_is_a_note():
+    # First quarter (pairs 0-1) speedup 2/1.01, last quarter (6-7) 2/1.13: -11%, faster at both ends.
+    verdict = verdict_for(QUIET_EAGER, ramp(1.14), 1.8, 1.95)
+    assert (verdict.word, verdict.reasons) == (FASTER, ())
+    assert verdict.notes == ("the time speedup drifted -11% from the first quarter of block pairs to the last"
+                             " (> 10%): 1.980x to 1.770x, faster at both ends; the number is imprecise",)
+    assert verdict_for(QUIET_EAGER, ramp(1.10), 1.8, 1.95).notes == ()  # -8%: within the limit
+    # A tighter limit keeps the rule: the same drift is still a note while both ends say faster.
+    tight = verdict_for(QUIET_EAGER, ramp(1.10), 1.8, 1.95, policy=VerdictPolicy(max_drift=0.05))
+    assert (tight.word, len(tight.notes)) == (FASTER, 1)
 
 
 def test_both_sides_drifting_alike_leave_the_speedup_be():
@@ -152,13 +165,14 @@ def test_both_sides_drifting_alike_leave_the_speedup_be():
 
 def test_drift_needs_a_trend_not_just_quarters_apart():
     # Block pairs that scatter: the last quarter's speedup lies 20% below the first's, but the blocks go
-    # up and down: the interval carries that scatter, it is no drift.
-    levels = [1.0, 1.0, 1.25, 0.95, 1.2, 0.97, 1.2, 1.25]
+    # up and down: the interval carries that scatter, it is no drift, though the two quarters read
+    # faster (1.11x) and slower (0.90x).
+    levels = [0.9, 0.9, 1.125, 0.855, 1.08, 0.873, 1.08, 1.125]
     scatter = series("compiled", [[level] * 10 for level in levels])
-    assert reasons_of(QUIET_EAGER, scatter) == ()
+    assert reasons_of(steady("eager", 1.0), scatter, low=0.9, high=1.1) == ()
     # With five block pairs (the default 50 iterations) no order is a trend, not even a steady ramp.
-    assert reasons_of(steady("eager", 2.0, blocks=5), ramp(1.5, blocks=5)) == ()
-    assert len(reasons_of(steady("eager", 2.0, blocks=6), ramp(1.5, blocks=6))) == 1
+    assert reasons_of(steady("eager", 1.0, blocks=5), ramp(1.35, base=0.9, blocks=5), low=0.8, high=1.1) == ()
+    assert len(reasons_of(steady("eager", 1.0, blocks=6), ramp(1.35, base=0.9, blocks=6), low=0.8, high=1.1)) == 1
 
 
 def test_a_single_series_drifts_on_its_own():

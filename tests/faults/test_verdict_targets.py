@@ -51,7 +51,7 @@ def quiet(tmp_path_factory) -> list[dict[str, str]]:
 
 
 def test_quiet_pointwise_runs_say_faster(quiet):
-    # Compiled pointwise is 2-3x faster on this CPU: a confident slower or no change would be wrong.
+    # Compiled pointwise is 1.5-3x faster on these CPUs: a confident slower or no change would be wrong.
     assert all(row["verdict"] in ("faster", "noisy") for row in quiet), [(r["verdict"], r["speedup"]) for r in quiet]
     calm = [row for row in quiet if not _busy_machine(row)]
     if len(calm) < 4:

@@ -25,8 +25,9 @@ class VerdictPolicy(JsonRecord):
     """The thresholds a user may change (:mod:`tui.engine.measure.verdict` says what each one decides).
 
     ``threshold``: t, the smallest change the words claim. Make a run ``noisy``:
-    ``max_drift`` (the speedup's drift across the run), ``stall_factor`` (a sample this many times
-    its side's median is a stall; it makes a run noisy only when it moves the median),
+    ``max_drift`` (the speedup's drift across the run, when its ends read different words),
+    ``stall_factor`` (a sample this many times its side's median is a stall; it makes a run noisy
+    only when it moves the median),
     ``max_other_cpu_cores`` (other processes' CPU use while measuring). Give a note only:
     ``max_relative_iqr`` (a side's IQR/median), ``max_severe_outlier_share`` (a side's samples
     beyond the 3-IQR fence), ``max_interval_ratio`` (the interval's hi/lo).

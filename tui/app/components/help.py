@@ -25,9 +25,9 @@ compiled are then measured in alternating blocks. The speedup is the ratio of me
 95% bootstrap interval. The status column gives the verdict: faster or slower (the interval
 clears the threshold), no change, inconclusive (the interval is too wide to say; a launch-bound
 run's host time from one process, which swings between processes) or noisy (the machine was busy,
-the speedup drifted or stalls moved the median: re-run). LB marks a launch-bound
-run (host time per call well above the GPU time), followed by its host-inclusive speedup:
-what a loop that never synchronises pays.
+the speedup drifted from one word to another, or stalls moved the median: re-run). LB marks a
+launch-bound run (host time per call well above the GPU time), followed by its host-inclusive
+speedup: what a loop that never synchronises pays.
 
 Pick a workload and options on the left, press r to run (ctrl+r works inside a text field),
 w to sweep modes x fullgraph x dynamic. In the picker, Left/Right (or a click on ◂ ▸) step

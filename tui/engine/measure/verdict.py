@@ -7,9 +7,11 @@ With the noise threshold ``t`` (``RunOptions.noise_threshold``, default 2%) and 
 ``noisy``
     something threatened the conclusion, checked first, and any one reason is enough
     (:func:`assess`): other processes busy on the machine while measuring (more than half a core;
-    on a GPU run, another process on the GPU); the speedup drifting across the run (the block
-    pairs' ratios trend one way, and the last quarter's median lies beyond 10% of the first's); a
-    stall (a sample 100x its side's median) that moves its side's median by more than t/2.
+    on a GPU run, another process on the GPU); the speedup drifting across the run far enough to
+    change the word (the block pairs' ratios trend one way, the last quarter's median lies beyond
+    10% of the first's, and the two quarters fall on different sides of the band: a drift that says
+    the same word at both ends is a note); a stall (a sample 100x its side's median) that moves its
+    side's median by more than t/2.
 ``faster``
     lo > 1 + t.
 ``slower``
@@ -49,7 +51,8 @@ __all__ = [
     "FASTER", "SLOWER", "NO_CHANGE", "INCONCLUSIVE", "NOISY", "VERDICTS", "CONFIDENT",
     "VerdictPolicy", "LIMIT_NAMES", "Outliers", "SideSeries", "Machine", "Verdict", "Assessment",
     "classify_outliers", "judge_interval", "assess", "noise_reasons", "interval_notes", "verdict_for", "RERUN_HINT",
-    "series_checks", "machine_reasons", "speedup_drift", "spread_note", "ONE_PROCESS_HOST",
+    "series_checks", "machine_reasons", "speedup_drift", "spread_note", "ONE_PROCESS_HOST", "Drift", "drift_check",
+    "point_word",
 ]  # fmt: skip
 
 FASTER, SLOWER, NO_CHANGE, INCONCLUSIVE, NOISY = "faster", "slower", "no change", "inconclusive", "noisy"
@@ -224,9 +227,9 @@ def series_checks(side: SideSeries, policy: VerdictPolicy, what: str = "time", d
                      f" > {policy.max_severe_outlier_share:.0%})")
     checks = Assessment(notes=tuple(notes)) + _stall(side, policy, what)
     if drift:
-        change = _drift([median(b) for b in side.blocks if b])
-        if change is not None and abs(change) > policy.max_drift:
-            shown = _past(change, policy.max_drift, "+.0%")
+        trend = _drift([median(b) for b in side.blocks if b])
+        if trend is not None and abs(trend.change) > policy.max_drift:
+            shown = _past(trend.change, policy.max_drift, "+.0%")
             checks += Assessment((f"{side.name} {what} drifted {shown} from the first quarter of blocks to the"
                                   f" last (> {policy.max_drift:.0%})",))
     return checks
@@ -244,8 +247,21 @@ def _stall(side: SideSeries, policy: VerdictPolicy, what: str) -> Assessment:
     return Assessment(notes=(f"{stall}; the median moved {shift:.1%}",))
 
 
-def _drift(values: Sequence[float]) -> float | None:
-    """Median of the last quarter of ``values`` (block medians, in order) / the first quarter's - 1.
+@dataclass(frozen=True)
+class Drift:
+    """A trend across a run: the median of its first quarter of blocks (or block pairs) and of its last."""
+
+    first: float
+    last: float
+
+    @property
+    def change(self) -> float:
+        """The last quarter's median over the first's, less one (+0.12: 12% higher at the end)."""
+        return self.last / self.first - 1
+
+
+def _drift(values: Sequence[float]) -> Drift | None:
+    """The first and the last quarter's medians of ``values`` (block medians, in order).
 
     None unless the values also trend one way (Kendall's S beyond :data:`DRIFT_TREND_Z` standard
     deviations): quarters that differ only by the blocks' scatter are not drift, and with five
@@ -263,11 +279,11 @@ def _drift(values: Sequence[float]) -> float | None:
     if abs(score) < DRIFT_TREND_Z * math.sqrt(n * (n - 1) * (2 * n + 5) / 18):
         return None
     base = median(values[:quarter])
-    return median(values[-quarter:]) / base - 1 if base > 0 else None
+    return Drift(base, median(values[-quarter:])) if base > 0 else None
 
 
-def speedup_drift(eager: SideSeries, compiled: SideSeries) -> float | None:
-    """How far the speedup of the last quarter of block pairs lies from the first quarter's (None: no trend).
+def speedup_drift(eager: SideSeries, compiled: SideSeries) -> Drift | None:
+    """The speedup of the first and the last quarter of block pairs, when it trends (None: no trend).
 
     Per pair, eager's block median over compiled's: a change of the machine that slows both sides
     alike (the blocks are interleaved) leaves it be; what moves the speedup itself moves it.
@@ -279,6 +295,28 @@ def speedup_drift(eager: SideSeries, compiled: SideSeries) -> float | None:
             if e and c and median(c) > 0
         ]
     )
+
+
+def point_word(speedup: float, threshold: float) -> str:
+    """The word one speedup reads against the band [1 - t, 1 + t]: an interval of a single point."""
+    return judge_interval(speedup, speedup, threshold)
+
+
+def drift_check(drift: Drift, policy: VerdictPolicy, what: str = "time") -> Assessment:
+    """A speedup's drift past ``max_drift``: a reason when its first and last quarters read different words.
+
+    A speedup that climbs from 1.6x to 1.8x reads ``faster`` at either end: the word holds wherever
+    in the run one looks, only the number is imprecise, so that drift is a note. One that moves from
+    0.99x to 1.10x would have said ``no change`` had the run stopped early and ``faster`` had it
+    started late: that drift threatens the word itself.
+    """
+    first, last = point_word(drift.first, policy.threshold), point_word(drift.last, policy.threshold)
+    said = (f"the {what} speedup drifted {_past(drift.change, policy.max_drift, '+.0%')} from the first quarter"
+            f" of block pairs to the last (> {policy.max_drift:.0%})")
+    if first != last:
+        return Assessment((f"{said}: {drift.first:.3f}x ({first}) to {drift.last:.3f}x ({last})",))
+    return Assessment(notes=(f"{said}: {drift.first:.3f}x to {drift.last:.3f}x, {first} at both ends;"
+                             " the number is imprecise",))
 
 
 def machine_reasons(machine: Machine, policy: VerdictPolicy, host: bool) -> list[str]:
@@ -309,10 +347,8 @@ def assess(eager: SideSeries, compiled: SideSeries, low: float | None, high: flo
     """Every check of one speedup: the reasons it is noisy (empty: not) and the notes."""
     checks = series_checks(eager, policy, what, drift=False) + series_checks(compiled, policy, what, drift=False)
     drift = speedup_drift(eager, compiled)
-    if drift is not None and abs(drift) > policy.max_drift:
-        shown = _past(drift, policy.max_drift, "+.0%")
-        checks += Assessment((f"the {what} speedup drifted {shown} from the first quarter of block pairs to"
-                              f" the last (> {policy.max_drift:.0%})",))
+    if drift is not None and abs(drift.change) > policy.max_drift:
+        checks += drift_check(drift, policy, what)
     checks += Assessment(tuple(machine_reasons(machine, policy, host)), tuple(interval_notes(low, high, policy, what)))
     return checks
 
