@@ -11,10 +11,16 @@ loaded machine or parallel workers cannot fail the other runs. A test whose boun
 behaviour that the inner loop must still check takes the ``timed`` fixture: it runs once
 untimed, and once timed as a ``perf`` test.
 
-The suite runs in parallel (``-n auto --dist worksteal``, pytest-xdist) unless the command line
-says ``-n`` or ``--dist``, names test files, or pytest-xdist is not loaded (``-p no:xdist``, or not
-installed); ``-n 0`` runs it serially. Work stealing keeps both workers busy to the end: xdist's
-default ``load`` schedule left one worker idle for the last ~50 s of the inner loop.
+The suite runs in parallel (one xdist worker per CPU and one more, ``--dist worksteal``: :func:`auto_workers`)
+unless the command line says ``-n`` or ``--dist``, names test files, or pytest-xdist is not loaded
+(``-p no:xdist``, or not installed); ``-n 0`` runs it serially. Work stealing keeps every worker busy to
+the end: xdist's default ``load`` schedule left one worker idle for the last ~50 s of the inner loop.
+
+The tests' apps run without Textual's animations (``TEXTUAL_ANIMATIONS=none``, unless the caller set
+it): a tab's sliding underline or a smooth scroll costs an app test its frames and the pilot's wait for
+them, a third of the app tests' CPU time and most of their idle time, and decides nothing a test asserts.
+Tests marked ``animated``, and the ``perf`` tests, which time what a user's app does, run with the
+animations a user sees (:func:`_animations_where_asked`).
 
 Every test has a home of its own, but the workers' inductor caches are shared by the whole suite: the suite
 points ``TORCHINDUCTOR_CACHE_DIR`` at one folder of its own (unless the caller set one), so a test's compile is
@@ -68,8 +74,25 @@ def _collect_garbage_less_often() -> None:
     gc.set_threshold(*GC_THRESHOLDS)
 
 
+ANIMATIONS = os.environ.get("TEXTUAL_ANIMATIONS") or "none"
+"""The tests' animation level: ``none``, or the one the caller set."""
+
+
+def _animations_off() -> None:
+    """:data:`ANIMATIONS` for the apps of this process and of the processes it starts.
+
+    Textual read the variable when it was imported, before this conftest (a plugin imports it),
+    so its constant is set too; ``App()`` reads the constant when an app is made.
+    """
+    from textual import constants
+
+    os.environ["TEXTUAL_ANIMATIONS"] = ANIMATIONS
+    constants.TEXTUAL_ANIMATIONS = ANIMATIONS
+
+
 def pytest_configure(config):
-    """Collect garbage less often (:func:`_collect_garbage_less_often`). Where bytecode is not
+    """Collect garbage less often (:func:`_collect_garbage_less_often`); apps without animations
+    (:func:`_animations_off`). Where bytecode is not
     written (``PYTHONDONTWRITEBYTECODE``, ``-B``), write it under ``.pytest_cache/pycache``
     instead (``PYTHONPYCACHEPREFIX``), for this process and its children.
 
@@ -78,6 +101,7 @@ def pytest_configure(config):
     ``__pycache__``, which is what the setting asks for. A prefix the user chose is kept.
     """
     _collect_garbage_less_often()
+    _animations_off()
     if not sys.dont_write_bytecode or os.environ.get("PYTHONPYCACHEPREFIX"):
         return
     prefix = str(config.rootpath / ".pytest_cache" / "pycache")
@@ -88,14 +112,28 @@ def pytest_configure(config):
 
 
 # Each xdist worker imports torch and textual while it collects (0.2 GB for torch alone), and the
-# slow tests start real workers beside it: ``-n auto`` on a machine of
-# many cores stops here unless ``--maxprocesses`` says otherwise.
+# slow tests start real workers beside it: on a machine of many cores the suite's own count of
+# workers stops here unless ``--maxprocesses`` says otherwise.
 MAX_AUTO_WORKERS = 8
+
+
+def auto_workers(cap: int = MAX_AUTO_WORKERS) -> int:
+    """One xdist worker per CPU this process may run on, and one more (at most ``cap``).
+
+    A good part of a test's wall time is waiting, not computing: for a fake worker's process to
+    start or end, for a timeout to pass, for a pipe. With one worker per CPU those waits leave a
+    CPU idle; the one more worker fills them (docs/BENCHMARKS.md §12 measures both counts).
+    """
+    try:
+        cpus = len(os.sched_getaffinity(0))
+    except AttributeError:  # not on Linux
+        cpus = os.cpu_count() or 1
+    return min(cpus + 1, cap)
 
 
 @pytest.hookimpl(tryfirst=True)  # before pytest-xdist reads -n
 def pytest_cmdline_main(config):
-    """``-n auto --dist worksteal`` for the suite or a folder of it, when the command line gives no ``-n``.
+    """``-n`` :func:`auto_workers` ``--dist worksteal`` for the suite or a folder, when the command line has no ``-n``.
 
     A conftest rather than ``addopts``: ``addopts = "-n auto"`` makes pytest refuse its own
     command line wherever pytest-xdist is not loaded (``-p no:xdist``, or not installed). Test
@@ -109,9 +147,8 @@ def pytest_cmdline_main(config):
     if ("perf" in markexpr and "not perf" not in markexpr) or _names_files(config):
         return
     if config.option.numprocesses is None and config.option.dist == "no" and not config.option.collectonly:
-        config.option.numprocesses = "auto"
+        config.option.numprocesses = auto_workers(config.option.maxprocesses or MAX_AUTO_WORKERS)
         config.option.dist = "worksteal"
-        config.option.maxprocesses = config.option.maxprocesses or MAX_AUTO_WORKERS
 
 
 def _names_files(config: pytest.Config) -> bool:
@@ -162,6 +199,17 @@ def _perf_tests_under_python_gc(request):
         gc.collect()
         request.getfixturevalue("python_gc")
     yield
+
+
+@pytest.fixture(autouse=True)
+def _animations_where_asked(request, monkeypatch):
+    """Textual's full animations for an ``animated`` or a ``perf`` test: its apps and the app processes it starts."""
+    if request.node.get_closest_marker("animated") is None and request.node.get_closest_marker("perf") is None:
+        return
+    from textual import constants
+
+    monkeypatch.setattr(constants, "TEXTUAL_ANIMATIONS", "full")  # App() reads it when it is made
+    monkeypatch.setenv("TEXTUAL_ANIMATIONS", "full")
 
 
 def _module_imported_torch(item: pytest.Item) -> bool:

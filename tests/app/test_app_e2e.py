@@ -16,6 +16,7 @@ from tui.engine.runner import WorkerRunner
 
 @pytest.mark.slow
 @pytest.mark.torch
+@pytest.mark.animated  # the user's path as the user sees it
 async def test_real_worker_from_key_press_to_a_finished_row_and_a_csv():
     runner = WorkerRunner(keep_spare=False)  # python -m tui.engine.worker (imports torch there, not here)
     app = CompileLabApp(runner=runner, telemetry=no_gpu_source(), gpu_interval=3600.0)
