@@ -25,7 +25,7 @@ class VerdictPolicy(JsonRecord):
     """The thresholds a user may change (:mod:`tui.engine.measure.verdict` says what each one decides).
 
     ``threshold``: t, the smallest change the words claim. Make a run ``noisy``:
-    ``max_drift`` (the speedup's drift across the run, when its ends read different words),
+    ``max_drift`` (the speedup's drift across the run, when its ends read different words; in ``compare``, any),
     ``stall_factor`` (a sample this many times its side's median is a stall; it makes a run noisy
     only when it moves the median),
     ``max_other_cpu_cores`` (other processes' CPU use while measuring). Give a note only:

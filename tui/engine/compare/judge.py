@@ -270,13 +270,14 @@ def _noise(side: _Side, metric: Metric, policy: VerdictPolicy) -> list[str]:
 def _checks(process: _Process, metric: Metric, policy: VerdictPolicy) -> Assessment:
     """A process's own checks of ``metric``, as a run's verdict makes them (the machine's apart).
 
-    The speedup's series are checked as a run's speedup is (its drift is the paired one); a time
-    as one series, with its own drift.
+    The speedup's series are checked as a run's speedup is (its drift is the paired one, a reason past
+    ``max_drift`` whatever words its ends read: compare's word is NEW against BASE); a time as one series, with
+    its own drift.
     """
     series = [process.series[key] for key in metric.series]
     what = "time" if metric.series[0][1] == "iter" else "host time"
     if len(series) == 2 and series[0] is not None and series[1] is not None:
-        return assess(series[0], series[1], None, None, Machine(), policy, what)
+        return assess(series[0], series[1], None, None, Machine(), policy, what, own_word=False)
     checks = Assessment()
     for one in series:
         if one is not None:

@@ -9,8 +9,8 @@ With the noise threshold ``t`` (``RunOptions.noise_threshold``, default 2%) and 
     (:func:`assess`): other processes busy on the machine while measuring (more than half a core;
     on a GPU run, another process on the GPU); the speedup drifting across the run far enough to
     change the word (the block pairs' ratios trend one way, the last quarter's median lies beyond
-    10% of the first's, and the two quarters fall on different sides of the band: a drift that says
-    the same word at both ends is a note); a stall (a sample 100x its side's median) that moves its
+    10% of the first's, and the two quarters read different words against the band: a drift that
+    says the same word at both ends is a note); a stall (a sample 100x its side's median) that moves its
     side's median by more than t/2.
 ``faster``
     lo > 1 + t.
@@ -52,7 +52,7 @@ __all__ = [
     "VerdictPolicy", "LIMIT_NAMES", "Outliers", "SideSeries", "Machine", "Verdict", "Assessment",
     "classify_outliers", "judge_interval", "assess", "noise_reasons", "interval_notes", "verdict_for", "RERUN_HINT",
     "series_checks", "machine_reasons", "speedup_drift", "spread_note", "ONE_PROCESS_HOST", "Drift", "drift_check",
-    "point_word",
+    "drift_text", "point_word",
 ]  # fmt: skip
 
 FASTER, SLOWER, NO_CHANGE, INCONCLUSIVE, NOISY = "faster", "slower", "no change", "inconclusive", "noisy"
@@ -302,6 +302,12 @@ def point_word(speedup: float, threshold: float) -> str:
     return judge_interval(speedup, speedup, threshold)
 
 
+def drift_text(drift: Drift, policy: VerdictPolicy, what: str = "time") -> str:
+    """How far a speedup drifted across the run, past ``max_drift``."""
+    return (f"the {what} speedup drifted {_past(drift.change, policy.max_drift, '+.0%')} from the first quarter"
+            f" of block pairs to the last (> {policy.max_drift:.0%})")
+
+
 def drift_check(drift: Drift, policy: VerdictPolicy, what: str = "time") -> Assessment:
     """A speedup's drift past ``max_drift``: a reason when its first and last quarters read different words.
 
@@ -311,8 +317,7 @@ def drift_check(drift: Drift, policy: VerdictPolicy, what: str = "time") -> Asse
     started late: that drift threatens the word itself.
     """
     first, last = point_word(drift.first, policy.threshold), point_word(drift.last, policy.threshold)
-    said = (f"the {what} speedup drifted {_past(drift.change, policy.max_drift, '+.0%')} from the first quarter"
-            f" of block pairs to the last (> {policy.max_drift:.0%})")
+    said = drift_text(drift, policy, what)
     if first != last:
         return Assessment((f"{said}: {drift.first:.3f}x ({first}) to {drift.last:.3f}x ({last})",))
     return Assessment(notes=(f"{said}: {drift.first:.3f}x to {drift.last:.3f}x, {first} at both ends;"
@@ -343,12 +348,16 @@ def interval_notes(low: float | None, high: float | None, policy: VerdictPolicy,
 
 
 def assess(eager: SideSeries, compiled: SideSeries, low: float | None, high: float | None, machine: Machine,
-           policy: VerdictPolicy, what: str = "time", host: bool = False) -> Assessment:
-    """Every check of one speedup: the reasons it is noisy (empty: not) and the notes."""
+           policy: VerdictPolicy, what: str = "time", host: bool = False, own_word: bool = True) -> Assessment:
+    """Every check of one speedup: the reasons it is noisy (empty: not) and the notes.
+
+    ``own_word`` False: the speedup is one side of a comparison (``compare``'s speedup metric, NEW against
+    BASE), whose word the band around 1 does not decide, so any drift past ``max_drift`` is a reason.
+    """
     checks = series_checks(eager, policy, what, drift=False) + series_checks(compiled, policy, what, drift=False)
     drift = speedup_drift(eager, compiled)
     if drift is not None and abs(drift.change) > policy.max_drift:
-        checks += drift_check(drift, policy, what)
+        checks += drift_check(drift, policy, what) if own_word else Assessment((drift_text(drift, policy, what),))
     checks += Assessment(tuple(machine_reasons(machine, policy, host)), tuple(interval_notes(low, high, policy, what)))
     return checks
 
