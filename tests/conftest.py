@@ -11,10 +11,11 @@ loaded machine or parallel workers cannot fail the other runs. A test whose boun
 behaviour that the inner loop must still check takes the ``timed`` fixture: it runs once
 untimed, and once timed as a ``perf`` test.
 
-The suite runs in parallel (one xdist worker per CPU and one more, ``--dist worksteal``: :func:`auto_workers`)
-unless the command line says ``-n`` or ``--dist``, names test files, or pytest-xdist is not loaded
-(``-p no:xdist``, or not installed); ``-n 0`` runs it serially. Work stealing keeps every worker busy to
-the end: xdist's default ``load`` schedule left one worker idle for the last ~50 s of the inner loop.
+The suite runs in parallel (``-n auto --dist worksteal``, pytest-xdist, with one worker per core and one more:
+:func:`pytest_xdist_auto_num_workers`) unless the command line says ``-n`` or ``--dist``, names test files,
+or pytest-xdist is not loaded (``-p no:xdist``, or not installed); ``-n 0`` runs it serially. Work stealing
+keeps every worker busy to the end: xdist's default ``load`` schedule left one worker idle for the last
+~50 s of the inner loop.
 
 The tests' apps run without Textual's animations (``TEXTUAL_ANIMATIONS=none``, unless the caller set
 it): a tab's sliding underline or a smooth scroll costs an app test its frames and the pilot's wait for
@@ -117,23 +118,25 @@ def pytest_configure(config):
 MAX_AUTO_WORKERS = 8
 
 
-def auto_workers(cap: int = MAX_AUTO_WORKERS) -> int:
-    """One xdist worker per CPU this process may run on, and one more (at most ``cap``).
+@pytest.hookimpl(optionalhook=True, tryfirst=True)
+def pytest_xdist_auto_num_workers(config):
+    """``-n auto``: one xdist worker per core, as xdist counts them, and one more (``PYTEST_XDIST_AUTO_NUM_WORKERS``,
+    when set, is xdist's to read).
 
     A good part of a test's wall time is waiting, not computing: for a fake worker's process to
-    start or end, for a timeout to pass, for a pipe. With one worker per CPU those waits leave a
-    CPU idle; the one more worker fills them (docs/BENCHMARKS.md §12 measures both counts).
+    start or end, for a timeout to pass, for a pipe. With one worker per core those waits leave a
+    core idle; the one more worker fills them (docs/BENCHMARKS.md §12 measures both counts).
     """
-    try:
-        cpus = len(os.sched_getaffinity(0))
-    except AttributeError:  # not on Linux
-        cpus = os.cpu_count() or 1
-    return min(cpus + 1, cap)
+    if os.environ.get("PYTEST_XDIST_AUTO_NUM_WORKERS"):
+        return None
+    from xdist.plugin import pytest_xdist_auto_num_workers as per_core
+
+    return per_core(config) + 1
 
 
 @pytest.hookimpl(tryfirst=True)  # before pytest-xdist reads -n
 def pytest_cmdline_main(config):
-    """``-n`` :func:`auto_workers` ``--dist worksteal`` for the suite or a folder, when the command line has no ``-n``.
+    """``-n auto --dist worksteal`` for the suite or a folder of it, when the command line gives no ``-n``.
 
     A conftest rather than ``addopts``: ``addopts = "-n auto"`` makes pytest refuse its own
     command line wherever pytest-xdist is not loaded (``-p no:xdist``, or not installed). Test
@@ -147,8 +150,9 @@ def pytest_cmdline_main(config):
     if ("perf" in markexpr and "not perf" not in markexpr) or _names_files(config):
         return
     if config.option.numprocesses is None and config.option.dist == "no" and not config.option.collectonly:
-        config.option.numprocesses = auto_workers(config.option.maxprocesses or MAX_AUTO_WORKERS)
+        config.option.numprocesses = "auto"
         config.option.dist = "worksteal"
+        config.option.maxprocesses = config.option.maxprocesses or MAX_AUTO_WORKERS
 
 
 def _names_files(config: pytest.Config) -> bool:
