@@ -322,7 +322,7 @@ def test_the_budget_is_kept_and_no_run_starts_that_would_not_fit():
 
 def test_a_budget_that_cut_the_screening_says_what_budget_would_have_done_once():
     # 4 of 11 candidates unscreened at 10 s a run: the note adds their 40 s and the confirmation's margin to
-    # the time spent, and rounds up to a whole minute for --budget; the first run's pace said the same budget
+    # the time spent, and rounds up to a whole minute for --budget; the runs' pace said the same budget
     # already, so the race's end does not say it again
     many = [Candidate()] + [Candidate((("k", i),)) for i in range(10)]
     times = {f"k={i}": 0.9 - i / 100 for i in range(10)}
@@ -502,21 +502,23 @@ def test_a_stop_never_says_the_budget_ran_out_for_the_candidates_it_kept_from_ru
     assert cut_short(result) == "the budget ran out"
 
 
-def test_a_budget_too_short_to_screen_the_space_is_said_as_the_first_run_ends():
-    """A short budget said nothing until the race was cut; the first run's end is the first moment its cost is
-    known (no run, no pace), and one note then says the budget cannot screen the space, and what would."""
+def test_a_budget_too_short_to_screen_the_space_is_said_as_the_second_run_ends():
+    """A short budget said nothing until the race was cut; the second run's end is the first moment its cost is
+    known (the first run pays once for a cold start), and one note then says the budget cannot screen the space,
+    and what would."""
     many = [Candidate()] + [Candidate((("k", i),)) for i in range(10)]
     times = {f"k={i}": 0.9 - i / 100 for i in range(10)}
     _, _, _, heard, _ = _tune(many, times, budget=90.0, seconds=10.0)
     notes = [e[1] for e in heard.events if e[0] == "note"]
-    early = [n for n in notes if n.startswith("at the first run's pace")]
+    early = [n for n in notes if n.startswith("at the runs' pace")]
     assert len(early) == 1 and notes.index(early[0]) == 0, notes  # the first note, before the race was cut
     match = re.search(r"about 10 s a run\) the 90 s budget cannot screen all 11 candidates .* about (\d+) s "
                       r"\(--budget (\d+)m\); the race will be cut short", early[0])
     assert match, early[0]
     assert 10 + 100 + 61 <= int(match[1]) <= 10 + 100 + 80 and int(match[2]) == -(-int(match[1]) // 60)
     stages = [i for i, e in enumerate(heard.events) if e[0] == "stage"]
-    assert heard.events.index(("note", early[0])) > stages[0]  # said in the screening, after its first run
+    # said in the screening, after its second run
+    assert heard.events.index(("note", early[0])) > stages[0], heard.events
 
 
 def test_a_budget_that_screens_the_space_says_nothing_about_its_pace():

@@ -234,6 +234,20 @@ def test_the_duration_model_reads_a_candidates_own_runs_and_every_run_for_one_no
     assert model.estimate(50) == pytest.approx(30.0)
 
 
+def test_the_first_runs_one_time_costs_do_not_price_its_candidate_once_later_runs_are_quicker():
+    # The default compile ran first, cold (a worker without a spare, an empty compile cache): 20 s; the later
+    # candidates took 6-8 s. The confirmation's default runs are warm: they count at the later runs' mean.
+    model = DurationModel()
+    model.add(50, 20.0, name="default")
+    assert model.estimate(50, "default") == pytest.approx(20.0)  # nothing else known yet
+    model.add(50, 6.0, name="freezing=True")
+    model.add(50, 8.0, name="cpp_wrapper=True")
+    assert model.estimate(50, "default") == pytest.approx(7.0)
+    assert model.estimate(50, "cpp_wrapper=True") == pytest.approx(8.0)  # its own run, as before
+    model.add(50, 9.0, name="default")  # once the default ran again, its later runs say it
+    assert model.estimate(50, "default") == pytest.approx(9.0)
+
+
 # ----- the tune id in a stored run ------------------------------------------------------------
 
 

@@ -108,7 +108,7 @@ class TuneDriver:
         self._ran_out: list[str] = []
         """Candidates whose screening run the budget's end cut before its measurement (its timeout: the time left)."""
         self._paced = False
-        """Whether the budget was checked against the screening at the first run's pace (:meth:`_say_pace`)."""
+        """Whether the budget was checked against the screening at the runs' pace (:meth:`_say_pace`)."""
         self._needed_said: int | None = None
         """The ``--budget`` minutes a note already said the screening needs (:meth:`_say_pace`)."""
         self._unconfirmable = False
@@ -319,9 +319,10 @@ class TuneDriver:
             self._say(notes.budget_needed(pace.needed_s(unrun)))
 
     def _say_pace(self, unrun: int, iters: int) -> None:
-        """Once, as the first run ends (the first the budget's cost can be told from): say when the budget cannot
+        """Once, as the second run ends (the first the budget's cost can be told from: the first run also paid once
+        for a worker without a spare and a cold compile cache, :class:`DurationModel`): say when the budget cannot
         screen the ``unrun`` candidates left and keep the confirmation's room, so a short budget is known early."""
-        if self._paced or not self.durations.seen or not self._going_on:
+        if self._paced or len(self.durations.seen) < 2 or not self._going_on:
             return
         self._paced = True
         pace = self._pace(iters)

@@ -25,6 +25,14 @@ class DurationModel:
     runs where it has any (the confirmation runs two known candidates); the next screening run,
     of a candidate not run yet, reads every run.
 
+    The search's first run pays once for what the later runs find ready: a worker without a spare that had
+    imported torch, and a compile cache that nothing had warmed (the first compile builds what every later one
+    reuses). So the first run's candidate (the default compile, screened first) is read from its later runs once
+    it has any; while that first run is its only one, it is estimated as the lower of that run and the later
+    runs' mean: the later runs' when they are the quicker, its own when the later ones are slower candidates (a
+    max-autotune's). Read from the first run, the confirmation's default compile would count at its cold cost
+    on every repeat.
+
     A run its timeout or a cancel stopped after its measurement (:mod:`tui.engine.run.kept`: done, its profile
     pass cut) would have run longer than it did, by how much nobody knows: it counts as at least its cut time,
     and at least what the runs before it estimate of it, so a cut never makes a candidate look quicker than its
@@ -52,17 +60,25 @@ class DurationModel:
                          cut=record.kept)
 
     def estimate(self, iters: int, name: str | None = None) -> float | None:
-        runs = [run for run in self.seen if name is not None and run[3] == name] or self.seen
-        if not runs:
-            return None
-        scaled = [seconds - measured + measured * iters / max(1, seen) for seen, seconds, measured, _ in runs]
-        return sum(scaled) / len(scaled)
+        """The wall time of a run of ``iters`` of candidate ``name`` (None: any candidate); None before any run."""
+        own = [run for run in self.seen if name is not None and run[3] == name]
+        if own and own[0] is self.seen[0] and len(self.seen) > 1:  # the search's first run is this candidate's
+            if len(own) > 1:
+                return _mean_scaled(own[1:], iters)
+            return min(_mean_scaled(own, iters), _mean_scaled(self.seen[1:], iters))
+        runs = own or self.seen
+        return _mean_scaled(runs, iters) if runs else None
 
     def still_needed(self, going: Sequence[tuple[int, str, float]]) -> float:
         """How much longer runs going side by side still need: the longest of their estimates less the time each
         has run (``going``: the iterations, the candidate's name and the seconds run of each); 0 with none going,
         and for a run past its estimate."""
         return max((max(0.0, (self.estimate(iters, name) or 0.0) - ran) for iters, name, ran in going), default=0.0)
+
+
+def _mean_scaled(runs: Sequence[tuple[int, float, float, str]], iters: int) -> float:
+    """The mean of ``runs``' wall times, each with its measuring scaled to ``iters``."""
+    return sum(seconds - measured + measured * iters / max(1, seen) for seen, seconds, measured, _ in runs) / len(runs)
 
 
 def measured_seconds(record: RunRecord) -> float:

@@ -85,11 +85,11 @@ def budget_needed(needed: float) -> str:
 
 
 def pace(at: Pace, unrun: int, budget_s: float, candidates: int) -> str:
-    """The note, as the first run ends, that ``budget_s`` cannot screen the ``candidates`` (``unrun`` of them left)
+    """The note, as the second run ends, that ``budget_s`` cannot screen the ``candidates`` (``unrun`` of them left)
     at this pace and keep the confirmation's room: the budget that would (:meth:`Pace.needed_s`)."""
     needed = at.needed_s(unrun)
     places = seconds_apart((needed,), budget_s)
-    return (f"at the first run's pace (about {at.run:.0f} s a run) the {budget_s:g} s budget cannot screen all "
+    return (f"at the runs' pace (about {at.run:.0f} s a run) the {budget_s:g} s budget cannot screen all "
             f"{candidates} candidates and keep room for the confirmation: that needs at least about "
             f"{needed:.{places}f} s (--budget {budget_minutes(needed)}m); the race will be cut short")
 
