@@ -108,7 +108,8 @@ def test_the_kinds_agree():
         if spec.cli == NEGATED:
             assert default is True and spec.flag and spec.flag.startswith("--no-"), spec.name
         if spec.int_range is not None:
-            assert spec.parse is int and spec.int_range[0] <= default <= spec.int_range[1], spec.name
+            assert spec.parse is int, spec.name
+            assert default is None or spec.int_range[0] <= default <= spec.int_range[1], spec.name
         if spec.sweep:
             assert spec.cli in (CUSTOM, "pairs"), spec.name
         assert (spec.picker == LIMIT) == (spec.limit is not None), spec.name
@@ -116,6 +117,17 @@ def test_the_kinds_agree():
             assert spec.widget is not None, spec.name
         assert spec.label is None or spec.label in FIELDS_BY_KEY, spec.name
         assert spec.csv is None or CSV_COLUMNS.count(spec.name) == 1, spec.name
+
+
+def test_an_integer_option_that_defaults_to_unset_may_stay_unset_and_is_checked_when_set(monkeypatch):
+    # No integer option defaults to None yet: give a None-default field (time_budget_s) an integer range.
+    monkeypatch.setitem(options_module.INT_RANGES, "time_budget_s", (1, 256))
+    options_module.check_range("time_budget_s", None)
+    options_module.check_range("time_budget_s", 256)
+    with pytest.raises(options_module.OptionsError, match="time_budget_s: 0 is not allowed .*from 1 to 256"):
+        options_module.check_range("time_budget_s", 0)
+    with pytest.raises(options_module.OptionsError, match="iters: None is not allowed"):
+        options_module.check_range("iters", None)
 
 
 def test_a_spec_with_a_csv_help_gets_a_column_of_its_value(monkeypatch):

@@ -17,8 +17,9 @@ the order a reader decides them. The readers are generic over :data:`OPTIONS`:
 - validation (``RunOptions.validated``): the integer options' ranges (:data:`INT_RANGES`) and the number
   options' (:data:`NUMBER_RANGES`), one checker for both (``tui.engine.options.check_range``).
 
-Adding a run option is then a field of ``RunOptions`` and a spec here. Imports nothing from
-``tui``: ``tui.engine.options`` reads its ranges.
+Adding a run option is then a field of ``RunOptions`` and a spec here (an integer one may default to
+None, unset), and where the worker acts on it, the line in ``tui.engine.worker`` that does. Imports
+nothing from ``tui``: ``tui.engine.options`` reads its ranges.
 """
 
 from __future__ import annotations
