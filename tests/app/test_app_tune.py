@@ -222,7 +222,7 @@ def _screening_board(scored: int, candidates: int = 8) -> Board:
     standings = tuple(Standing(Candidate((("k", n),)), Score(1.0 + n / 100, 0.99, 1.2, 1), stage=0) if n < scored
                       else Standing(Candidate((("k", n),))) for n in range(candidates))
     return Board(tune_id="01JTUNE", what="pointwise on cpu", budget_s=300.0, stage="screening: 8 candidate(s)",
-                 standings=standings, left=candidates, time_left_s=250.0, runs=scored)
+                 standings=standings, time_left_s=250.0, runs=scored)
 
 
 async def test_at_80x24_the_leaderboard_says_how_many_are_in_the_race_and_how_many_have_yet_to_run():
@@ -233,6 +233,18 @@ async def test_at_80x24_the_leaderboard_says_how_many_are_in_the_race_and_how_ma
         text = _text(app.screen.query_one(Leaderboard)._status)
         assert re.search(r"progress\s+8 in the race, 6 not yet run · 2 run\(s\) · 250 s left of 300 s", text), text
         assert "left  " not in text and "candidate(s) left" not in text
+
+
+def test_the_count_in_the_race_follows_the_drops_and_cuts_a_stage_makes_between_progress_steps():
+    # the pane said "8 in the race" while confirming, with 3 dropped and 3 cut listed under it: the count came
+    # from the last progress step, before the screening's judgement
+    standings = list(_screening_board(8).standings)
+    keeper = BoardKeeper(Board(tune_id="01JTUNE", what="pointwise on cpu", budget_s=90.0), standings=lambda: standings)
+    keeper.stage_started(0, [s.name for s in standings], 50)
+    assert keeper.board.left == 8
+    standings[2:] = [dataclasses.replace(s, gone="dropped: below default") for s in standings[2:]]
+    keeper.confirming(standings[1], 3)
+    assert keeper.board.left == 2 and len(keeper.board.out) == 6
 
 
 _DEFAULT = Standing(Candidate(), Score(3.01, 2.95, 3.07, 1), stage=0, screened=Score(3.01, 2.95, 3.07, 1))

@@ -64,8 +64,6 @@ class Board:
     stage: str = "asking torch which options it has"
     incumbent: Standing | None = None
     standings: tuple[Standing, ...] = ()
-    left: int = 0
-    """The candidates still in the race (run or not)."""
     stage_index: int = 0
     """The stage running now (0: the screening); a candidate still in that last ran before it has yet to run in it."""
     time_left_s: float | None = None
@@ -92,6 +90,12 @@ class Board:
     def scored(self) -> list[Standing]:
         """The candidates still in the race that have a score, the best first (each listed as soon as it is scored)."""
         return [s for s in ranked(self.standings) if s.alive and not s.score.out and s.score.value is not None]
+
+    @property
+    def left(self) -> int:
+        """The candidates still in the race (run or not), read from the standings: a stage's drops and cuts show at
+        the next step whichever listener call brings it."""
+        return sum(1 for s in self.standings if s.alive)
 
     @property
     def waiting(self) -> int:
@@ -124,14 +128,13 @@ class BoardKeeper(TuneListener):
 
     def stage_started(self, index: int, names: Sequence[str], iters: int) -> None:
         self.update(stage=f"{stage_name(index)}: {len(names)} candidate(s), {iters} iterations per side",
-                    left=len(names), stage_index=index)
+                    stage_index=index)
 
     def candidate_scored(self, standing: Standing) -> None:
         self.update()
 
     def progress(self, progress: Progress) -> None:
-        self.update(incumbent=progress.incumbent, left=progress.left, time_left_s=progress.time_left_s,
-                    runs=progress.runs)
+        self.update(incumbent=progress.incumbent, time_left_s=progress.time_left_s, runs=progress.runs)
 
     def confirming(self, standing: Standing, repeats: int) -> None:
         self.update(incumbent=standing, stage=f"confirming {standing.name}: {repeats} fresh processes of it and "
