@@ -127,6 +127,7 @@ async def test_a_tune_from_the_app_shows_the_leaderboard_then_the_answer(make_ap
         assert copied == [app.lab.tune.board.answer]  # unfolded, as the CLI's lines are before a terminal folds them
         await pilot.press("escape")
         assert app.screen is app.main_screen  # the table caught up while the tune screen was on top
+        assert not app.query_one("#left").display  # at 80x24 the options stepped aside for the candidates' rows
         await wait_until(pilot, lambda: app.settled, what="settled")
         tune_id = app.lab.tune.tune_id
         assert app.table.row_count >= 3 + 2  # the screening's three, and a row per side of the confirmation

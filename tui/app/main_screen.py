@@ -194,11 +194,12 @@ class MainScreen(Screen):
         target = self.lab.current or (records[0] if records else None)
         if target is not None:
             table.follow(self.lab.row_of(target))
-        self._make_room_for_results()
+        self.make_room_for_results()
 
-    def _make_room_for_results(self) -> None:
+    def make_room_for_results(self) -> None:
         """Below 120 columns the picker leaves the table about 40 columns, too few for the fields that tell
-        rows apart: once runs are queued the sidebar steps aside (``b`` or ``o`` brings it back)."""
+        rows apart: once runs are queued (by a key, or by a search started from the app) the sidebar steps
+        aside (``b`` or ``o`` brings it back)."""
         left = self.query_one("#left")
         if self.size.width >= NARROW_WIDTH or not left.display:
             return

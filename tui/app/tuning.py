@@ -119,6 +119,7 @@ class TuneActions:
             self.app.notify("A search runs already: u shows it.", title=REFUSED, severity="warning", markup=False)
             return
         self.last_values = typed
+        self.screen().make_room_for_results()  # its rows tell candidates apart by their options
         self.show()
 
     def _changed(self, board: Board) -> None:
