@@ -51,8 +51,7 @@ __all__ = [
     "FASTER", "SLOWER", "NO_CHANGE", "INCONCLUSIVE", "NOISY", "VERDICTS", "CONFIDENT",
     "VerdictPolicy", "LIMIT_NAMES", "Outliers", "SideSeries", "Machine", "Verdict", "Assessment",
     "classify_outliers", "judge_interval", "assess", "noise_reasons", "interval_notes", "verdict_for", "RERUN_HINT",
-    "series_checks", "machine_reasons", "speedup_drift", "spread_note", "ONE_PROCESS_HOST", "Drift", "drift_check",
-    "drift_text", "point_word",
+    "series_checks", "machine_reasons", "speedup_drift", "spread_note", "ONE_PROCESS_HOST", "Drift",
 ]  # fmt: skip
 
 FASTER, SLOWER, NO_CHANGE, INCONCLUSIVE, NOISY = "faster", "slower", "no change", "inconclusive", "noisy"
