@@ -15,7 +15,7 @@ from rich.console import Console
 from textual.app import App
 from textual.widgets import Static, Tab
 
-from fakes.records import cuda_run_record, full_record
+from fakes.records import cuda_run_record, full_group, full_record
 from fakes.timed import timed_run
 from tui.app.components.details import TABS, DetailsScreen, render_details, render_tab, tab_ids
 from tui.app.components.help import HelpScreen
@@ -43,6 +43,20 @@ class _Host(App):
 
     def on_mount(self) -> None:
         self.push_screen(DetailsScreen(self.record))
+
+
+def test_the_processes_table_keeps_each_process_on_one_line_at_80_columns():
+    # the run ids came second and took the width: every speedup interval wrapped onto a second line, and every
+    # run id read "20261205-2336…", the same for all
+    from tui.engine.store.repeats import group_rows
+
+    [row] = group_rows(full_group(scales=(1.0, 1.06, 0.97)))
+    lines = _text(render_tab(row, "summary"), width=76).splitlines()
+    start = next(i for i, line in enumerate(lines) if line.startswith("#  status"))
+    rows = lines[start + 1:start + 4]
+    assert [line.split()[0] for line in rows] == ["1", "2", "3"]
+    assert all(re.search(r"\d\.\d\d× \[\d\.\d\d, \d\.\d\d\]", line) for line in rows), rows
+    assert len({line.split()[-1] for line in rows}) == 3  # each run id tells its process apart
 
 
 def test_every_tab_shows_labels_not_internal_names():

@@ -247,22 +247,25 @@ def _processes(record: RunRecord) -> list[RenderableType]:
     group, members = getattr(record, "group", None), getattr(record, "members", None)
     if group is None or not members:
         return []
+    # At 80 columns every cell stays on one line: short headings, the figures first, the run id last (whole
+    # where the width allows it, else cut at its end).
     table = Table(box=None, pad_edge=False, show_edge=False, header_style="bold")
-    right = ("speedup [95% CI]", "host speedup", "compile s")
-    for heading in ("process", "run", "status", *right):
-        table.add_column(heading, justify="right" if heading in right else "left")
+    right = ("speedup [95% CI]", "host", "compile s")
+    for heading in ("#", "status", *right):
+        table.add_column(heading, justify="right" if heading in right else "left", no_wrap=True)
+    table.add_column("run", no_wrap=True, overflow="ellipsis")
     for number, member in enumerate(members, 1):
         summary = member.summary()
         word = summary.verdict or STATUS_LABELS.get(member.status, member.status)
-        table.add_row(str(number), member.run_id, Text(word, style=VERDICT_STYLES.get(word, "")),
+        table.add_row(str(number), Text(word, style=VERDICT_STYLES.get(word, "")),
                       fmt_speedup(summary.speedup, summary.speedup_ci_low, summary.speedup_ci_high),
                       fmt_speedup(summary.host_speedup),
-                      fmt_seconds(member.compile_s) if member.compile_s is not None else MISSING)
+                      fmt_seconds(member.compile_s) if member.compile_s is not None else MISSING, member.run_id)
     spreads = [f"{what} {value:.2f}{TIMES}" for what, value in (("speedup", group.speedup_process_spread),
                                                           ("host speedup", group.host_speedup_process_spread))
                if value is not None]  # fmt: skip
     note = (f"{group.processes} worker processes, {group.done} done; the result above pools their samples, its"
-            " interval is across processes"
+            " interval is across processes; host: the host-inclusive speedup"
             + (f"; spread (largest / smallest): {', '.join(spreads)}" if spreads else ""))
     return [section("Processes"), Text(note, style="dim"), table]
 
