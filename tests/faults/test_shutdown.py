@@ -42,6 +42,8 @@ from tui.app.components.dialogs import ConfirmScreen
 from tui.engine.options import RunOptions
 
 HARNESS = Path(__file__).with_name("app_harness.py")
+POOL_GONE_WITHIN_S = 10.0
+"""How soon inductor's compile pool ends after its worker was killed: inductor's own shutdown, not compile-lab's."""
 
 
 def _output(tmp_path: Path) -> str:
@@ -157,7 +159,13 @@ POOLED = """
 @pytest.mark.torch
 async def test_sigkill_to_the_app_ends_a_real_worker_and_inductors_compile_pool(tmp_path, compile_lab_home,
                                                                               monkeypatch):
-    """The app is SIGKILLed while a real worker holds inductor's compile pool: all of it is gone 2 s later."""
+    """The app is SIGKILLed while a real worker holds inductor's compile pool: the worker (the process that holds
+    the device) is gone 2 s later, and the pool follows on inductor's own way out.
+
+    Nothing of the app runs after a SIGKILL: the worker goes by its parent-death signal, at once. Inductor's
+    sidecar then reads the end of its pipe from the worker and shuts its pool down, which took 0.5-0.6 s here
+    beside three busy loops on two cores and more than 2 s once in the full suite on this box: a bound of
+    :data:`POOL_GONE_WITHIN_S` for that part."""
     monkeypatch.setenv("TORCHINDUCTOR_COMPILE_THREADS", "2")
     path = write_workload(tmp_path, "pooled.py", POOLED)
     async with _app_in_its_own_process(tmp_path, "real", str(path)) as (app, status):
@@ -165,7 +173,12 @@ async def test_sigkill_to_the_app_ends_a_real_worker_and_inductors_compile_pool(
         worker = (await status.json_until(lambda item: "measuring" in item, timeout=120))["pid"]
         # the sidecar and its two compile workers
         tree = await until(lambda: len(descendants(worker)) >= 3 and descendants(worker), 60, "the compile pool")
-        code = await _signal_and_see_the_tree_gone(app, signal.SIGKILL, compile_lab_home, [worker, *tree])
+        app.send_signal(signal.SIGKILL)
+        start = time.monotonic()
+        code = await asyncio.to_thread(app.wait, 10)
+        await none_left(pids=[worker], within=GONE_WITHIN_S - (time.monotonic() - start))
+        await none_left(pids=tree, env=("COMPILE_LAB_HOME", str(compile_lab_home)),
+                        within=POOL_GONE_WITHIN_S - (time.monotonic() - start))
     assert code == -signal.SIGKILL
     assert appended["status"] == "done"
     assert [line["run_id"] for line in history_lines() if line["status"] == "done"] == [appended["appended"]]
