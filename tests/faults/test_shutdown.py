@@ -163,9 +163,8 @@ async def test_sigkill_to_the_app_ends_a_real_worker_and_inductors_compile_pool(
     the device) is gone 2 s later, and the pool follows on inductor's own way out.
 
     Nothing of the app runs after a SIGKILL: the worker goes by its parent-death signal, at once. Inductor's
-    sidecar then reads the end of its pipe from the worker and shuts its pool down, which took 0.5-0.6 s here
-    beside three busy loops on two cores and more than 2 s once in the full suite on this box: a bound of
-    :data:`POOL_GONE_WITHIN_S` for that part."""
+    sidecar then reads the end of its pipe from the worker and shuts its pool down, which on a loaded machine
+    can take seconds (docs/BENCHMARKS.md §12, session 21): a bound of :data:`POOL_GONE_WITHIN_S` for that part."""
     monkeypatch.setenv("TORCHINDUCTOR_COMPILE_THREADS", "2")
     path = write_workload(tmp_path, "pooled.py", POOLED)
     async with _app_in_its_own_process(tmp_path, "real", str(path)) as (app, status):
