@@ -17,8 +17,8 @@ the order a reader decides them. The readers are generic over :data:`OPTIONS`:
 - validation (``RunOptions.validated``): the integer options' ranges (:data:`INT_RANGES`) and the number
   options' (:data:`NUMBER_RANGES`), one checker for both (``tui.engine.options.check_range``).
 
-Adding a run option is then a field of ``RunOptions`` and a spec here (an integer one may default to
-None, unset), and where the worker acts on it, the line in ``tui.engine.worker`` that does. Imports
+Adding a run option is then a field of ``RunOptions`` and a spec here (one whose default is None may be
+left unset), and where the worker acts on it, the line in ``tui.engine.worker`` that does. Imports
 nothing from ``tui``: ``tui.engine.options`` reads its ranges.
 """
 
@@ -73,7 +73,7 @@ NOISE_LIMIT_MAX = 1000.0
 
 @dataclass(frozen=True)
 class NumberRange:
-    """A number option's allowed values: above 0 and at most ``high``, or unset (None) where ``optional``.
+    """A number option's allowed values: above 0 and at most ``high`` (or unset, None, where its default is None).
 
     ``allowed`` is what a refusal states (``timeout_s: 0 is not allowed (allowed: ...)``). For a PAIRS
     option (``noise_limits``) the range is each value's.
@@ -81,7 +81,6 @@ class NumberRange:
 
     high: float
     allowed: str
-    optional: bool = False
 
 
 @dataclass(frozen=True)
@@ -188,7 +187,7 @@ OPTIONS: tuple[OptionSpec, ...] = (
     OptionSpec("time_budget_s", "--time-budget", VALUE, "timing", "stop measuring after S seconds", metavar="S",
                parse=float, picker=LIMIT, widget="time-budget",
                number_range=NumberRange(TIME_BUDGET_MAX_S, "a number of seconds above 0 and at most "
-                                        f"{TIME_BUDGET_MAX_S} (1 day), or unset for no budget", optional=True),
+                                        f"{TIME_BUDGET_MAX_S} (1 day), or unset for no budget"),
                limit=PickerLimit("budget", "s", "none",
                                  "stop measuring after this many seconds; empty: no budget ({flag})")),
     OptionSpec("l2_flush", "--l2-flush", SWITCH, "timing", "flush the L2 cache between iterations (GPU)",
@@ -203,7 +202,7 @@ OPTIONS: tuple[OptionSpec, ...] = (
                "out_of_memory instead of waking the system's OOM killer (default: no limit)", metavar="GB",
                parse=float, picker=LIMIT, widget="memory-limit",
                number_range=NumberRange(MEMORY_LIMIT_MAX_GB, "a number of GB above 0 and at most "
-                                        f"{MEMORY_LIMIT_MAX_GB}, or unset for no limit", optional=True),
+                                        f"{MEMORY_LIMIT_MAX_GB}, or unset for no limit"),
                limit=PickerLimit("memory", "GB", "no limit", "CPU runs only: cap the worker's address space; a "
                                  "bigger allocation fails the run as out_of_memory ({flag}); empty: no limit")),
     OptionSpec("target_ci", "--target-ci", VALUE, "timing",
@@ -211,7 +210,7 @@ OPTIONS: tuple[OptionSpec, ...] = (
                "relative to it, e.g. 0.02 (a CPU run without --time-budget: 0.05 within 1 s of measuring)",
                metavar="F", parse=float,
                number_range=NumberRange(TARGET_CI_MAX, f"a fraction above 0 and at most {TARGET_CI_MAX} (0.02 = an "
-                                                       "interval 2% wide), or unset", optional=True)),
+                                                       "interval 2% wide), or unset")),
     OptionSpec("noise_threshold", "--noise-threshold", VALUE, "verdict",
                "faster when the interval's low end exceeds 1 + T (default {default})", metavar="T", parse=float,
                number_range=NumberRange(NOISE_THRESHOLD_MAX, f"a fraction above 0 and at most {NOISE_THRESHOLD_MAX} "

@@ -388,27 +388,24 @@ def parse_number_option(name: str, text: str) -> float:
         raise OptionsError(name, f"{echo(text.strip())} is not a number") from None
 
 
-def _unset_by_default(name: str) -> bool:
-    """Whether the RunOptions field ``name`` defaults to None, i.e. may be left unset."""
-    return any(f.name == name and f.default is None for f in dataclasses.fields(RunOptions))
+_UNSET_BY_DEFAULT = frozenset(f.name for f in dataclasses.fields(RunOptions) if f.default is None)
+"""The options that may be left unset (None): those whose default is unset."""
 
 
 def check_range(name: str, value: Any, field_name: str | None = None) -> None:
     """``value`` of the option ``name`` in its range in the option table (:data:`INT_RANGES`, an integer's;
     :data:`NUMBER_RANGES`, a number's: above 0, NaN, inf and text refused alike), else OptionsError naming
-    ``field_name`` (default: ``name``) and what is allowed. An integer option whose default is None (unset:
-    the library's own choice) may be None; a number option may where its range says ``optional``."""
+    ``field_name`` (default: ``name``) and what is allowed. An option whose default is None (unset: no limit,
+    or the library's own choice) may be None."""
+    if value is None and name in _UNSET_BY_DEFAULT:
+        return
     shown = field_name or name
     if name in INT_RANGES:
-        if value is None and _unset_by_default(name):
-            return
         low, high = INT_RANGES[name]
         if isinstance(value, bool) or not isinstance(value, int) or not (low <= value <= high):
             raise OptionsError(shown, f"{echo(value)} is not allowed (allowed: an integer from {low} to {high})")
         return
     rule = NUMBER_RANGES[name]
-    if value is None and rule.optional:
-        return
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not (0 < value <= rule.high):
         raise OptionsError(shown, f"{echo(value)} is not allowed (allowed: {rule.allowed})")
 
