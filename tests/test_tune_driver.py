@@ -704,3 +704,15 @@ def test_a_run_stopped_after_its_measurement_is_scored_and_counts_as_at_least_it
     durations = made["driver"].durations
     assert durations.estimate(BASE.iters, "default") == pytest.approx(10.0)
     assert durations.estimate(BASE.iters, "freezing=True") == pytest.approx(10.0)
+
+
+def test_the_combination_joins_the_race_with_a_note_naming_the_candidates_it_combines():
+    # a mode brings settings of its own (max-autotune: coordinate_descent_tuning, ...): the note names the two
+    # candidates that beat the default compile, not their settings, which need not have beaten it alone
+    result, _, runner, heard, _ = _tune([Candidate(), FREEZE, AUTOTUNE], {"freezing=True": 0.8, "max-autotune": 0.8})
+    notes = [e[1] for e in heard.events if e[0] == "note" and e[1].startswith("added ")]
+    combined = [s.name for s in result.standings if s.name not in ("default", "freezing=True", "max-autotune")]
+    assert combined == ["max-autotune freezing=True"]
+    assert notes == ["added max-autotune freezing=True: freezing=True + max-autotune, the 2 candidates that each beat "
+                     "the default compile, combined"], notes
+    assert any(o.inductor_options.get("freezing") and o.inductor_options.get("max_autotune") for o in runner.runs)

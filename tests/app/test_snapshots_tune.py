@@ -34,8 +34,8 @@ STANDINGS = (
 RACING = Board(tune_id="01JTUNE0000000000000000000", what="cnn batch=64 on cuda, objective device time",
                budget_s=600.0, stage="stage 2: 2 candidate(s), 100 iterations per side", incumbent=STANDINGS[0],
                standings=STANDINGS, time_left_s=412.0, runs=7,
-               note="added layout_optimization=False freezing=True: the 2 settings that each beat the default "
-                    "compile, together")
+               note="added layout_optimization=False freezing=True: layout_optimization=False + freezing=True, "
+                    "the 2 candidates that each beat the default compile, combined")
 
 
 def _result() -> TuneResult:

@@ -426,7 +426,7 @@ class TuneDriver:
             return
         self.entries[combined.name] = _Entry(combined)
         self.standings.append(Standing(combined))
-        self._say(notes.combined(combined.name, len(ahead)))
+        self._say(notes.combined(combined.name, [s.candidate.name for s in ahead]))
 
     def _progress(self) -> None:
         best = leader(self.standings)

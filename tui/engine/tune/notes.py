@@ -125,9 +125,14 @@ def refused(reason: str) -> str:
             "no other candidate was run")
 
 
-def combined(name: str, count: int) -> str:
-    """The note that the ``count`` settings that each beat the default compile join the race together as ``name``."""
-    return f"added {name}: the {count} settings that each beat the default compile, together"
+def combined(name: str, parts: Sequence[str]) -> str:
+    """The note that the candidates ``parts``, which each beat the default compile, join the race combined as ``name``.
+
+    It names the candidates, not their settings: a mode's settings come with it, and need not have beaten the default
+    compile alone.
+    """
+    joined = " + ".join(parts)
+    return f"added {name}: {joined}, the {len(parts)} candidates that each beat the default compile, combined"
 
 
 def several_kinds(kinds: Sequence[str]) -> str:
