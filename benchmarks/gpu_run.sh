@@ -43,6 +43,9 @@
 #                                             # kernel diff, max-autotune GEMM 8192 and CNN b64 (~2 min)
 #   bash benchmarks/gpu_run.sh tune_pool  # issue 27 on a pool: the same search (TUNE_CASES, default cnn-ieee) on
 #                                         # cuda:0 and on cuda:all, TUNE_BUDGET s each (240): answers, runs, walls
+#   bash benchmarks/gpu_run.sh spare_beside  # a run's compile and times alone and beside a spare's torch import,
+#                                            # interleaved, SPARE_ROUNDS rounds (3), SPARE_ARGS (the CNN on cuda), SPARE_CPUS (every core):
+#                                            # does pausing the spare pay on a host of this many cores
 # Several stages in one call: bash benchmarks/gpu_run.sh seed extra
 # On the device machine the missing wheels come from .whl (../shared/device/wheels.sh).
 set -uo pipefail
@@ -415,6 +418,40 @@ print(f"{sys.argv[1]}: {len(runs)} runs; by GPU {dict(collections.Counter(r['opt
       f"most beside one run {max((r.get('concurrent_runs') or 0 for r in runs), default=0)}")
 PY
   done
+}
+
+stage_spare_beside() {
+  # What the warm spare's import costs a run beside it on this host: the CNN b64 (default, max-autotune-no-cudagraphs),
+  # each compile cold, alone and beside a loop that imports torch and dynamo as a spare does, interleaved,
+  # SPARE_ROUNDS rounds (3). The runner pauses its spare while a run compiles and measures; this says whether
+  # that pause buys anything on a host of this many cores.
+  local rounds=${SPARE_ROUNDS:-3} i side pid
+  local what=${SPARE_ARGS:---device cuda --workload cnn --param batch=64}
+  local pin=${SPARE_CPUS:+taskset -c $SPARE_CPUS}  # SPARE_CPUS: both sides on these cores (0: one core)
+  local run="$pin python3 -m tui sweep $what --no-history --quiet --repeat 1 --mode default,max-autotune-no-cudagraphs --iters 200 --cold-compile --no-profile"
+  for i in $(seq "$rounds"); do
+    for side in alone beside; do
+      step "spare beside: round $i, $side"
+      pid=
+      if [ "$side" = beside ]; then
+        $pin bash -c 'while true; do python3 -c "import torch, torch._dynamo, torch._inductor.compile_fx"; done' & pid=$!
+      fi
+      timeout 200 $run --json "$OUT/spare-$side-$i.json" > /dev/null 2>&1; echo "exit $?"
+      if [ -n "$pid" ]; then kill "$pid"; wait "$pid" 2>/dev/null; pkill -f "import torch, torch._dynamo" ; fi
+    done
+  done
+  python3 - "$OUT"/spare-*.json <<'PY' | tee "$OUT/spare_beside.md"
+import json, sys
+print("| side | round | mode | compile_s | speedup | host speedup | eager ms | compiled ms |")
+print("|---|---|---|---|---|---|---|---|")
+for path in sorted(sys.argv[1:]):
+    side, rnd = path.rsplit("/", 1)[-1][6:-5].rsplit("-", 1)
+    for run in json.load(open(path))["runs"]:
+        s = run.get("summary") or {}
+        it = {k: (s.get(k) or {}).get("iter", {}).get("median") for k in ("eager", "compiled")}
+        print(f"| {side} | {rnd} | {run['options']['mode']} | {run.get('compile_s') or 0:.2f} | {s.get('speedup') or 0:.3f} | "
+              f"{s.get('host_speedup') or 0:.3f} | {it['eager'] or 0:.4f} | {it['compiled'] or 0:.4f} |")
+PY
 }
 
 for stage in "${@:-tests}"; do "stage_$stage"; done

@@ -2,24 +2,44 @@
 
 Right after a run is handed to its worker, the runner starts a spare for the same interpreter
 and environment (the same *key*). It imports torch, emits ``ready`` and waits for its command,
-so the next run with that key starts at once. While a run compiles or measures, a spare that is
-still importing is paused (SIGSTOP) so it does not compete for the CPU (on a small host it lengthened
-the compile by about half), and resumed afterwards: it imports while the run builds, warms up, checks
-accuracy and runs its profile pass. One
-fresh process per configuration all the same: a spare runs exactly one run.
+so the next run with that key starts at once. While a run measures, a spare that is still importing
+is paused (SIGSTOP) so it does not compete for the CPU, and resumed afterwards. While a run compiles,
+it is paused only where the run may use fewer than :data:`SHARES_A_COMPILE_FROM_CORES` cores: on one
+core a spare importing beside the compile doubled ``compile_s``, on two it made no difference that
+could be measured (docs/BENCHMARKS.md, section 21), and a spare held back until the run measures is
+often not ready for the next run. One fresh process per configuration all the same: a spare runs
+exactly one run.
 """
 
 from __future__ import annotations
 
 import contextlib
+import logging
+import os
 from collections.abc import Awaitable, Callable
 
 from tui.engine.runner.process import WorkerProcess
 
-__all__ = ["SparePool", "SPARE_STOP_GRACE_S"]
+__all__ = ["SparePool", "SPARE_STOP_GRACE_S", "SHARES_A_COMPILE_FROM_CORES", "cores_of"]
 
 SPARE_STOP_GRACE_S = 0.2
 """Seconds a spare that is no longer wanted gets between SIGTERM and SIGKILL."""
+
+SHARES_A_COMPILE_FROM_CORES = 2
+"""A spare still importing goes on beside a compiling run that may use this many cores or more."""
+
+log = logging.getLogger(__name__)
+
+
+def cores_of(pid: int) -> int:
+    """How many CPU cores the process ``pid`` may run on: its affinity mask, or the machine's count where the OS
+    has none (or the process is gone)."""
+    if hasattr(os, "sched_getaffinity"):
+        try:
+            return len(os.sched_getaffinity(pid))
+        except OSError as exc:
+            log.debug("the cores of process %d could not be read: %s", pid, exc)
+    return os.cpu_count() or 1
 
 Spawn = Callable[[list, dict, tuple], Awaitable[WorkerProcess]]
 
@@ -74,10 +94,16 @@ class SparePool:
             self._spare = await self._spawn(argv, env, key)
 
     def pause(self) -> None:
-        """Pause a spare that is still importing (a run is compiling or measuring: it would steal CPU)."""
+        """Pause a spare that is still importing (a run is measuring: it would steal CPU)."""
         spare = self._spare
         if spare is not None and spare.alive and not spare.ready.is_set():
             spare.pause()
+
+    def pause_for_compile(self, worker_pid: int) -> None:
+        """Pause a spare still importing while the worker ``worker_pid`` compiles, where that worker may use fewer
+        than :data:`SHARES_A_COMPILE_FROM_CORES` cores."""
+        if cores_of(worker_pid) < SHARES_A_COMPILE_FROM_CORES:
+            self.pause()
 
     def resume(self) -> None:
         """Resume a paused spare."""

@@ -412,8 +412,8 @@ class WorkerRunner:
                 return
 
     async def _react(self, worker: WorkerProcess, state: _RunState, event: Event) -> None:
-        """What the runner itself does on an event: the spare paused while compiling and measuring, the GPU sampled
-        while measuring."""
+        """What the runner itself does on an event: the spare paused while measuring (and while compiling on a host
+        too small to share, :meth:`SparePool.pause_for_compile`), the GPU sampled while measuring."""
         if isinstance(event, PhaseChanged):
             worker.note_descendants()  # a daemon started in the phase before is in the worker's tree now
         if isinstance(event, Started):
@@ -422,7 +422,7 @@ class WorkerRunner:
             self._spares.pause()
             await state.sampling.start(worker.pid, (state.gpu_uuid or state.gpu) if state.gpu is not None else None)
         elif isinstance(event, PhaseChanged) and event.phase == RunStatus.COMPILING:
-            self._spares.pause()  # compile_s is a number the user's own process sees: no import beside it either
+            self._spares.pause_for_compile(worker.pid)
             state.sampling.lead_in(worker.pid)
         elif isinstance(event, (PhaseChanged, Finished, Failed)):
             self._spares.resume()
