@@ -132,3 +132,14 @@ def test_every_precision_flag_the_worker_reports_is_a_column_of_its_name():
         name: format_value(getattr(record.env, name)) for name in PRECISION_FLAGS
     }
     assert set(PRECISION_FLAGS) <= {f.name for f in dataclasses.fields(Env)}
+
+
+def test_rows_that_differ_only_in_their_inductor_options_or_interpreter_differ_in_the_csv():
+    # a tune's candidates and an A/B sweep's sides: without these cells two such rows read alike but for their numbers
+    plain = RunRecord("20261206-010101-aaaaaa")
+    tuned = RunRecord("20261206-010102-bbbbbb", dataclasses.replace(
+        plain.options, inductor_options={"freezing": True, "triton.cudagraphs": False}, python="/venvs/b/bin/python"))
+    plain_row, tuned_row = csv_row(plain), csv_row(tuned)
+    assert (plain_row["inductor_options"], plain_row["python"]) == ("{}", "")
+    assert tuned_row["inductor_options"] == '{"freezing": true, "triton.cudagraphs": false}'
+    assert tuned_row["python"] == "/venvs/b/bin/python"
