@@ -119,3 +119,19 @@ def test_every_figure_of_the_answer_has_one_sign():
     assert "  with the compile time over 100000 calls: 1.00× the default compile (point estimate" in text, text
     assert "dropped: below freezing=True (≤ 2.600× vs ≥ 3.550×)" in text, text
     assert not re.search(r"\dx\b", text), text  # no figure signed with a letter x
+
+
+def test_a_run_the_user_stopped_says_so_after_the_budget_ended_the_screening():
+    # the budget ended the screening (two candidates never ran), then the user stopped the confirmation: its run
+    # was stopped by the user, not by the budget; the unscreened ones still name the budget
+    from tui.engine.tune.notes import NOT_SCREENED
+
+    raced = Standing(WRAPPER, Score(3.30, 3.20, 3.40, 1), stage=0, screened=Score(3.30, 3.20, 3.40, 1),
+                     stopped="confirmation")
+    unscreened = Standing(AUTOTUNE, Score(), stage=-1, gone=NOT_SCREENED)
+    result = TuneResult(tune_id="01JTUNE", outcome="unconfirmed", winner=raced, winner_options=None,
+                        confirmation=None, standings=(raced, DEFAULT, unscreened), stopped="stopped from the app",
+                        cut_short="the budget ran out")
+    lines = {line.split(":")[0].strip(): line for line in answer_text(result).splitlines() if line.startswith("  ")}
+    assert lines["cpp_wrapper=True"].endswith("in the race to the end; its confirmation run was stopped from the app")
+    assert lines["max-autotune-no-cudagraphs"].endswith("cut: not screened (the budget ran out)")

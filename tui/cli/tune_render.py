@@ -108,7 +108,7 @@ def print_answer(result: TuneResult, console: Any, modes: Mapping[str, Mapping[s
     if quiet:
         return
     table = Table(title="Candidates (speedup over eager in their own processes)", title_justify="left")
-    rows = standing_rows(result.standings, cut_short(result))
+    rows = standing_rows(result.standings, cut_short(result), result.stopped)
     # Where the race ended after its screening, the screened figure is the latest one's: one column says it,
     # and the standing's prose gets the room.
     screened = shows_screened(result.standings)

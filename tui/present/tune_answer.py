@@ -39,12 +39,13 @@ def cut_short(result: TuneResult) -> str:
     return result.cut_short or BUDGET_RAN_OUT
 
 
-def _standing_text(standing: Standing, last_stage: int, why: str) -> str:
+def _standing_text(standing: Standing, last_stage: int, why: str, stop: str) -> str:
     """Why it left the race; for one still in, whether it ran in the last stage (``why``: what kept it out), and
-    whether a stop cancelled its run as it ran (that candidate was not "never run": its run was stopped)."""
+    whether a stop cancelled its run as it ran (that candidate was not "never run": its run was stopped, for
+    ``stop``, whatever ended the race before)."""
     if standing.gone:
         return standing.gone
-    stopped = was_stopped(f"its {standing.stopped} run", why) if standing.stopped else ""
+    stopped = was_stopped(f"its {standing.stopped} run", stop) if standing.stopped else ""
     if standing.stage < 0:
         return f"in the race, {stopped or f'never run ({why})'}"
     if standing.stage < last_stage:
@@ -70,9 +71,11 @@ def runs_text(runs: int, stopped: int = 0) -> str:
     return f"{runs} run(s) ended on their own, {stopped} stopped" if stopped else f"{runs} run(s)"
 
 
-def standing_rows(standings: Sequence[Standing], why: str = BUDGET_RAN_OUT) -> list[tuple[str, str, str, str]]:
+def standing_rows(standings: Sequence[Standing], why: str = BUDGET_RAN_OUT,
+                  stop: str | None = None) -> list[tuple[str, str, str, str]]:
     """(candidate, screened, latest with interval and processes, standing) per candidate, the race's order;
-    ``why``: what kept a candidate still in the race from its last stage (:func:`cut_short`)."""
+    ``why``: what kept a candidate still in the race from its last stage (:func:`cut_short`); ``stop``: what
+    stopped the runs a stop cancelled (:attr:`TuneResult.stopped`; None: ``why``)."""
     last_stage = max((s.stage for s in standings), default=0)
     rows = []
     for standing in ranked(standings):
@@ -82,7 +85,7 @@ def standing_rows(standings: Sequence[Standing], why: str = BUDGET_RAN_OUT) -> l
         latest = fmt_speedup(score.value, score.low, score.high)
         if score.processes > 1:
             latest += f" ({score.processes} proc.)"
-        rows.append((standing.name, first, latest, _standing_text(standing, last_stage, why)))
+        rows.append((standing.name, first, latest, _standing_text(standing, last_stage, why, stop or why)))
     return rows
 
 
@@ -208,7 +211,7 @@ def answer_lines(result: TuneResult, modes: Mapping[str, Mapping[str, Any]] | No
              *[(line, True) for line in figure_lines(result)],
              ("", True), ("candidates (speedup over eager in their own processes):", True)]
     shown = shows_screened(result.standings)
-    for name, screened, latest, standing in standing_rows(result.standings, cut_short(result)):
+    for name, screened, latest, standing in standing_rows(result.standings, cut_short(result), result.stopped):
         lines.append((f"  {name}: {latest}{_screened_part(screened, latest, shown)}: {standing}", True))
     notes = [*(result.confirmation.notes if result.confirmation else ()), *result.notes]
     lines += [(f"note: {note}", True) for note in notes]
