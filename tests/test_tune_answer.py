@@ -135,3 +135,37 @@ def test_a_run_the_user_stopped_says_so_after_the_budget_ended_the_screening():
     lines = {line.split(":")[0].strip(): line for line in answer_text(result).splitlines() if line.startswith("  ")}
     assert lines["cpp_wrapper=True"].endswith("in the race to the end; its confirmation run was stopped from the app")
     assert lines["max-autotune-no-cudagraphs"].endswith("cut: not screened (the budget ran out)")
+
+
+def test_the_answer_says_where_no_configuration_was_faster_than_eager():
+    # the mlp on a CPU: the default compile stays the answer, and every candidate reads below eager or within the
+    # band; "stays the answer" alone hides that compiling did not pay off
+    slow_default = Standing(Candidate(), Score(0.96, 0.95, 0.983, 1), stage=0, screened=Score(0.96, 0.95, 0.983, 1))
+    freeze = Standing(Candidate((("freezing", True),)), Score(0.97, 0.96, 0.99, 2), stage=1)
+    result = TuneResult(tune_id="01JTUNE", outcome="unconfirmed", winner=slow_default, winner_options=None,
+                        confirmation=None, standings=(freeze, slow_default), stopped="stopped by the user")
+    lines = answer_text(result).splitlines()
+    assert lines[1].startswith("not told apart: freezing=True 0.97× vs default 0.96× (within 2%)")
+    assert lines[2] == ("no configuration measured was faster than eager: the best, freezing=True, reads 0.97× "
+                        "[0.96, 0.99] over eager, so torch.compile did not pay off for this workload here")
+    # one candidate faster than eager past the threshold, and the line is not there
+    faster = Standing(WRAPPER, Score(1.05, 1.03, 1.07, 1), stage=0)
+    result = TuneResult(tune_id="01JTUNE", outcome="unconfirmed", winner=slow_default, winner_options=None,
+                        confirmation=None, standings=(faster, freeze, slow_default), stopped="stopped by the user")
+    assert "faster than eager" not in answer_text(result)
+    assert "faster than eager" not in answer_text(_stopped(Score(3.04, 2.98, 3.10, 1)))
+
+
+def test_the_cli_prints_the_eager_line_under_the_headline():
+    from rich.console import Console
+
+    from tui.cli.tune_render import print_answer
+
+    slow = Standing(Candidate(), Score(0.90, 0.88, 0.92, 1), stage=0)
+    result = TuneResult(tune_id="01JTUNE", outcome="unconfirmed", winner=slow, winner_options=None,
+                        confirmation=None, standings=(slow,), stopped="stopped by the user")
+    console = Console(width=200, file=io.StringIO(), record=True)
+    print_answer(result, console, quiet=True)
+    lines = console.export_text().splitlines()
+    assert lines[1] == ("no configuration measured was faster than eager: the best, default, reads 0.90× [0.88, "
+                        "0.92] over eager, so torch.compile did not pay off for this workload here")

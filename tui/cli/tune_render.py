@@ -14,7 +14,7 @@ from tui.engine.tune.search import Standing, stage_name
 from tui.present.format import fmt_speedup, hanging_lines
 from tui.present.tune_answer import (
     STANDING_COLUMNS, against_text, closing_line, code_lines, cut_short, figure_lines, headline, shows_screened,
-    standing_rows, unseparated_line,
+    eager_line, standing_rows, unseparated_line,
 )  # fmt: skip
 
 __all__ = ["TuneLines", "print_answer", "against_text", "standing_rows"]
@@ -98,9 +98,9 @@ def print_answer(result: TuneResult, console: Any, modes: Mapping[str, Mapping[s
     from tui.present.fold_text import WholeWordText
 
     _say_folded(console, headline(result))
-    close = unseparated_line(result)
-    if close:
-        _say_folded(console, close)
+    for line in (unseparated_line(result), eager_line(result)):
+        if line:
+            _say_folded(console, line)
     for line in code_lines(result, modes):  # code is never folded: it is pasted as it is
         _say(console, line)
     for line in figure_lines(result):

@@ -13,6 +13,7 @@ from tui.engine.tune.answer import (
     BUDGET_RAN_OUT, CONFIRMED, NOTHING_BEATS, NOTHING_MEASURED, Against, TuneResult, no_more_than,
     nothing_beats_text,
 )
+from tui.engine.measure.verdict import FASTER, judge_interval
 from tui.engine.tune.code import compile_call, config_form, config_settings
 from tui.engine.tune.runs import was_stopped
 from tui.engine.tune.search import Standing, ranked
@@ -21,7 +22,7 @@ from tui.present.format import fmt_mib, fmt_seconds, fmt_speedup, hanging_lines
 __all__ = ["against_text", "standing_rows", "runs_text", "shows_screened",
            "cut_short", "BUDGET_RAN_OUT", "STANDING_COLUMNS", "headline",
            "code_lines", "figure_lines", "closing_line", "answer_text", "answer_lines",
-           "fold_answer", "unseparated_line"]
+           "fold_answer", "unseparated_line", "eager_line"]
 
 STANDING_COLUMNS = ("candidate", "screened", "latest [95% interval]", "standing")
 """The columns of :func:`standing_rows`."""
@@ -152,6 +153,19 @@ def unseparated_line(result: TuneResult) -> str | None:
     return f"not told apart: {names} vs {best.name} {fmt_speedup(value)} ({how}), {why}"
 
 
+def eager_line(result: TuneResult) -> str | None:
+    """Where no configuration measured read faster than eager (none's interval lies past the threshold above 1),
+    the line that says so, with the best: the search ranks compile configurations against each other, and the
+    default compile staying the answer does not say that compiling pays off at all."""
+    measured = [s for s in result.standings if s.score.value is not None]
+    if not measured or any(judge_interval(s.score.low, s.score.high, result.threshold) == FASTER for s in measured):
+        return None
+    best = max(measured, key=lambda s: s.score.value or 0.0)
+    figure = fmt_speedup(best.score.value, best.score.low, best.score.high)
+    return (f"no configuration measured was faster than eager: the best, {best.name}, reads {figure} over eager, so "
+            "torch.compile did not pay off for this workload here")
+
+
 def code_lines(result: TuneResult, modes: Mapping[str, Mapping[str, Any]] | None = None) -> list[str]:
     """The winner as code to paste, both forms (a blank line first; the config form only when it sets something);
     none for the default compile or when nothing beats it."""
@@ -206,8 +220,10 @@ def answer_lines(result: TuneResult, modes: Mapping[str, Mapping[str, Any]] | No
     """The answer's lines (see :func:`answer_text`), each with whether it is prose that may fold (code never does:
     it is pasted as it is)."""
     close = unseparated_line(result)
+    eager = eager_line(result)
     code = code_lines(result, modes)
-    lines = [(headline(result), True), *([(close, True)] if close else []), *[(line, False) for line in code],
+    lines = [(headline(result), True), *([(close, True)] if close else []), *([(eager, True)] if eager else []),
+             *[(line, False) for line in code],
              *[(line, True) for line in figure_lines(result)],
              ("", True), ("candidates (speedup over eager in their own processes):", True)]
     shown = shows_screened(result.standings)
