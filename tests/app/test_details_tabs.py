@@ -395,3 +395,20 @@ async def test_the_environment_tab_shows_the_precision_settings_of_the_runs_devi
         assert re.search(line, text, re.M), (line, text)
     for line in hidden:
         assert not re.search(line.split(" +")[0], text, re.M), (line, text)
+
+
+def test_the_speedup_line_agrees_with_an_inconclusive_or_no_change_verdict():
+    # 0.96x [0.95, 0.983]: the interval excludes 1 but its high end lies in the 2% band, so the verdict reads
+    # inconclusive; the line beside the speedup read "significant: compiled is slower" under it
+    from tui.app.components.details.summary import _significance
+    from tui.engine.measure.summary import RunSummary
+
+    def line(verdict: str, low: float, high: float) -> str:
+        return _significance(RunSummary(speedup=0.96, speedup_ci_low=low, speedup_ci_high=high, significant=True,
+                                        verdict=verdict), 0.02)
+
+    assert line("inconclusive", 0.95, 0.983) == ("the interval excludes 1 but reaches into the ±2% band: not shown "
+                                                 "slower by more than 2%")
+    assert line("no change", 0.985, 0.995) == "the interval excludes 1 but lies inside the ±2% band: not slower by " \
+                                              "more than 2%"
+    assert line("slower", 0.94, 0.97) == "significant: compiled is slower"

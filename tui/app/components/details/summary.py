@@ -24,7 +24,7 @@ from tui.engine.store.reproduce import reproduce_command
 from tui.engine.store.results import RunRecord
 from tui.engine.measure.stats import Stats
 from tui.engine.measure.summary import RunSummary
-from tui.engine.measure.verdict import RERUN_HINT
+from tui.engine.measure.verdict import INCONCLUSIVE, NO_CHANGE, NOISY, RERUN_HINT
 from tui.engine.status import RunStatus, ended_reason
 from tui.typed import printable
 
@@ -115,17 +115,25 @@ def error(record: RunRecord) -> list[RenderableType]:
     return parts
 
 
-def _significance(summary: RunSummary) -> str:
+def _significance(summary: RunSummary, threshold: float) -> str:
+    """What the interval says beside the speedup, in the verdict's terms: an interval that excludes 1 but reaches
+    into the ``threshold`` band around it is no ``faster`` or ``slower`` (the verdict above says which word)."""
     speedup, significant = summary.speedup, summary.significant
     if speedup is None:
         return "n/a"
-    if summary.verdict == "noisy":
+    if summary.verdict == NOISY:
         return "noisy: the measurement cannot support this number (see verdict)"
     if significant is None:
         return "interval pending" if summary.live else "no interval"
-    if significant:
-        return "significant: compiled is faster" if speedup >= 1 else "significant: compiled is slower"
-    return "not significant (the interval includes 1)"
+    if not significant:
+        return "not significant (the interval includes 1)"
+    direction = "faster" if speedup >= 1 else "slower"
+    band = f"{threshold * 100:g}%"
+    if summary.verdict == NO_CHANGE:
+        return f"the interval excludes 1 but lies inside the ±{band} band: not {direction} by more than {band}"
+    if summary.verdict == INCONCLUSIVE:
+        return f"the interval excludes 1 but reaches into the ±{band} band: not shown {direction} by more than {band}"
+    return f"significant: compiled is {direction}"
 
 
 def _verdict_text(word: str | None, reasons: tuple[str, ...]) -> Text | None:
@@ -157,7 +165,7 @@ def _headline(record: RunRecord, summary: RunSummary, host_line: str | None) -> 
     speedup_text = None
     if summary.speedup is not None:
         speedup_text = fmt_speedup(summary.speedup, summary.speedup_ci_low, summary.speedup_ci_high)
-        speedup_text += f"  {_significance(summary)}"
+        speedup_text += f"  {_significance(summary, record.options.noise_threshold)}"
     compile_s = record.compile_s
     verdicts = [("verdict", _verdict_text(summary.verdict, summary.noise_reasons)),
                 ("host verdict", _verdict_text(summary.host_verdict, summary.host_noise_reasons))]
