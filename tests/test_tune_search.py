@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 
 from tui.engine.options import RunOptions
@@ -10,7 +12,7 @@ from tui.engine.tune.code import compile_call, config_form
 from tui.engine.tune.durations import DurationModel
 from tui.engine.tune.objective import Score, amortized
 from tui.engine.tune.search import (
-    Standing, ahead_of_default, clearly_worse, halve, judge_stage, leader, stage_plan, winner,
+    Standing, ahead_of_default, clearly_worse, halve, judge_stage, leader, ranked, stage_plan, winner,
 )  # fmt: skip
 from tui.engine.tune.space import KNOBS, Candidate, SpaceError, candidates, combine, option_keys, parse_space
 
@@ -294,3 +296,31 @@ def test_the_plan_says_which_options_every_candidate_has_pinned():
     plain = plan_search(RunOptions(workload="pointwise", device="cpu").validated(), ("freezing",),
                         TorchOptions(torch="2.13.0"))
     assert not [n for n in plain.notes if "pinned" in n]
+
+
+def test_ranked_lists_the_live_by_figure_then_the_gone_by_how_far_they_got_then_by_figure():
+    # a new user read a CLI answer whose dropped candidates came in the race's order (freezing 1.48x after
+    # dynamic=False 1.26x): the gone ones are ordered too, those that ran furthest first
+    live = [_s(_c(("k", 1)), 1.70), _s(DEFAULT, 1.73)]
+    dropped = [dataclasses.replace(_s(_c(("k", 2)), 1.26), gone="dropped"),
+               dataclasses.replace(_s(_c(("k", 3)), 1.48), gone="dropped"),
+               dataclasses.replace(_s(_c(("k", 4)), None, out="failed"), gone="out: failed")]
+    cut_later = dataclasses.replace(_s(_c(("k", 5)), 1.60), gone="cut: ranked 3 of 3 after stage 2", stage=1)
+    order = [s.name for s in ranked([*dropped, live[0], cut_later, live[1]])]
+    assert order == ["default", "k=1", "k=5", "k=3", "k=2", "k=4"]
+
+
+def test_the_cli_progress_line_says_process_or_processes():
+    import io
+
+    from rich.console import Console
+
+    from tui.cli.tune_render import TuneLines
+
+    console = Console(width=200, file=io.StringIO(), record=True)
+    lines = TuneLines(console)
+    lines.candidate_scored(_s(DEFAULT, 1.73, 1.70, 1.75))
+    lines.candidate_scored(dataclasses.replace(_s(DEFAULT, 1.73, 1.70, 1.75),
+                                               score=Score(1.73, 1.70, 1.75, processes=2)))
+    assert console.export_text().splitlines() == ["  default: 1.73× [1.70, 1.75] over eager (1 process)",
+                                                  "  default: 1.73× [1.70, 1.75] over eager (2 processes)"]

@@ -57,7 +57,7 @@ class TuneLines(TuneListener):
             self._line(f"  {standing.name}: out: {score.out}")
             return
         self._line(f"  {standing.name}: {fmt_speedup(score.value, score.low, score.high)} over eager "
-                   f"({score.processes} process(es)){state}")
+                   f"({score.processes} {'process' if score.processes == 1 else 'processes'}){state}")
 
     def progress(self, progress: Progress) -> None:
         leader = progress.incumbent.name if progress.incumbent is not None else "none yet"

@@ -104,10 +104,12 @@ def judge_stage(standings: Sequence[Standing], threshold: float = 0.02) -> list[
 
 
 def ranked(standings: Iterable[Standing]) -> list[Standing]:
-    """Live candidates first, best point estimate first; then the gone ones in the order given."""
+    """Live candidates first, best point estimate first; then the gone ones, the furthest in the race first and
+    within a stage the best first (a failed or never-run candidate, without a figure, after those with one)."""
     items = list(standings)
     alive = sorted((s for s in items if s.alive), key=lambda s: -(s.score.value or 0.0))
-    return alive + [s for s in items if not s.alive]
+    gone = sorted((s for s in items if not s.alive), key=lambda s: (-s.stage, -(s.score.value or 0.0)))
+    return alive + gone
 
 
 def halve(standings: Sequence[Standing], stage: int) -> list[Standing]:
