@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 
 from textual.widgets import Input, SelectionList
 
@@ -325,3 +326,28 @@ async def test_at_80x24_the_sweep_preview_is_whole(make_app):
         assert text.startswith("162 run(s): ") and "+" in text and text.endswith("(auto)"), text
         assert preview.size.height <= 3 and await shown() == text
         assert preview.region.bottom <= screen.query_one("#sweep-queue").region.y  # the buttons below it
+
+
+async def test_a_compiling_run_counts_its_seconds_in_the_row_and_the_queue(make_app):
+    # before it measures nothing moves a run's measured share: a long compile read "compiling   0%" and looked stuck
+    app = make_app(runner=fake_runner(FAKE_WORKER_COMPILE_S="2.5"))
+    async with app.run_test(size=(160, 48)) as pilot:
+        app.action_run()
+        await wait_until(pilot, lambda: app.table.row_count == 1, what="a row")
+        run_id = app.table.run_ids[0]
+        await wait_until(pilot, lambda: re.fullmatch(r"compiling [12] s", app.table.cell_text(run_id, "status"))
+                         is not None, what="compiling 1 s")
+        assert re.search(r"compiling [12] s", str(app.query_one(QueueView).render()))
+        await wait_until(pilot, lambda: app.settled, what="settled")
+        assert app.table.cell_text(run_id, "status") == "faster"
+
+
+def test_a_running_status_shows_seconds_before_it_measures_and_a_share_after():
+    from tui.present.format import active_status_text
+
+    assert active_status_text("compiling", 0.0, 12.4) == "compiling 12 s"
+    assert active_status_text("warming_up", 0.0, 0.2) == "warming up 0 s"
+    assert active_status_text("compiling", 0.0, None) == "compiling"
+    assert active_status_text("measuring", 0.0, 3.0) == "measuring   0%"
+    assert active_status_text("measuring", 0.4, 3.0) == "measuring  40%"
+    assert active_status_text("measuring", 0.4, 3.0, aligned=False) == "measuring 40%"

@@ -44,7 +44,7 @@ from tui.app.components.results_table import Cell, ResultsTable
 from tui.app.controller import LabController
 from tui.app.gpu_pool import run_gpu, run_labels
 from tui.app.layout import NARROW_WIDTH, breakpoint_classes
-from tui.present.format import options_label, workload_label
+from tui.present.format import counts_seconds, options_label, workload_label
 from tui.engine.protocol import Event, Started
 from tui.telemetry.model import normalize_uuid
 
@@ -80,6 +80,8 @@ class MainScreen(Screen):
     def __init__(self, *, id: str | None = "main-screen") -> None:
         super().__init__(id=id)
         self._dirty: set[str] = set()
+        self._seconds_shown: dict[str, int] = {}
+        """Each running run's second of its phase as its row last showed it (:meth:`_ticking_rows`)."""
         self._no_samples: set[str] = set()
         """Previous runs whose stored timing blocks could not be read."""
         self._chart_loaded: RunRecord | None = None
@@ -279,6 +281,7 @@ class MainScreen(Screen):
         if table is None or not table.accepts_updates or not self.app.is_running:
             return
         dirty, self._dirty = self._dirty, set()
+        dirty |= self._ticking_rows()
         with self.app.batch_update():
             for run_id in dirty:
                 record = lab.records.get(run_id)
@@ -297,6 +300,16 @@ class MainScreen(Screen):
                 self._queue.show(lab.running, lab.queue, pooled=lab.pooled)
         if not self._dirty and lab.current is None and self._tick is not None:
             self._tick.pause()
+
+    def _ticking_rows(self) -> set[str]:
+        """The running runs whose status counts the seconds of their phase (``compiling 12 s``) and whose shown
+        second changed since the last tick: no event comes while a run compiles, so the tick redraws them."""
+        shown, self._seconds_shown = self._seconds_shown, {}
+        for record in self.lab.running:
+            elapsed = record.part_elapsed_s()
+            if elapsed is not None and counts_seconds(record.status, record.progress()):
+                self._seconds_shown[record.run_id] = int(elapsed)
+        return {run_id for run_id, second in self._seconds_shown.items() if shown.get(run_id) != second}
 
     # ----- the chart ------------------------------------------------------------------
 

@@ -21,6 +21,8 @@ from tui.typed import printable
 from tui.engine.status import RunStatus
 
 __all__ = [
+    "active_status_text",
+    "counts_seconds",
     "STATUS_LABELS",
     "TERMINAL_STATUSES",
     "ACTIVE_STATUSES",
@@ -69,6 +71,23 @@ STATUS_LABELS: dict[str, str] = {
     RunStatus.CANCELLED: "cancelled",
 }
 """Status -> the short word shown in the table."""
+
+_PERCENT_STATUSES = frozenset({RunStatus.MEASURING, RunStatus.DIAGNOSING})
+
+
+def counts_seconds(status: str, progress: float) -> bool:
+    """Whether a running run's status shows the seconds in its phase rather than a percentage: before it measures
+    (starting, building, compiling, ...) nothing moves the measured share off 0%, and a long compile looked stuck."""
+    return status not in _PERCENT_STATUSES and progress <= 0
+
+
+def active_status_text(status: str, progress: float, elapsed_s: float | None, aligned: bool = True) -> str:
+    """A running run's status: ``compiling 12 s`` before it measures (:func:`counts_seconds`), ``measuring  40%``
+    after (``aligned``: the share padded to three digits, as a table column keeps it; else ``measuring 40%``)."""
+    label = STATUS_LABELS.get(status, status)
+    if counts_seconds(status, progress):
+        return label if elapsed_s is None else f"{label} {elapsed_s:.0f} s"
+    return f"{label} {progress * 100:{3 if aligned else ''}.0f}%"
 
 
 MISSING = "–"

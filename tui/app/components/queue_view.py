@@ -9,7 +9,7 @@ from rich.text import Text
 from textual.reactive import reactive
 from textual.widgets import Static
 
-from tui.present.format import STATUS_LABELS, options_label, workload_label
+from tui.present.format import active_status_text, counts_seconds, options_label, workload_label
 from tui.engine.store.results import RunRecord
 
 __all__ = ["QueueView"]
@@ -50,7 +50,8 @@ class QueueView(Static):
         self._waiting = list(waiting)
         self._pooled = pooled
         signature = (
-            tuple((r.run_id, r.status, round(r.progress() * 100), r.options.device) for r in self._active),
+            tuple((r.run_id, r.status, round(r.progress() * 100), r.options.device, self._seconds(r))
+                  for r in self._active),
             tuple(r.run_id for r in self._waiting),
             self.max_lines,
         )
@@ -60,6 +61,12 @@ class QueueView(Static):
         self.border_title = f"Queue ({len(self._waiting)} waiting)"
         self.update(self._render_queue())
 
+    @staticmethod
+    def _seconds(record: RunRecord) -> int | None:
+        """The whole seconds a running run's line shows (a repaint when they change), where it shows them."""
+        elapsed = record.part_elapsed_s()
+        return None if elapsed is None or not counts_seconds(record.status, record.progress()) else int(elapsed)
+
     def _render_queue(self) -> Text:
         text = Text(no_wrap=True, overflow="ellipsis")
         if not self._active and not self._waiting:
@@ -67,12 +74,12 @@ class QueueView(Static):
             return text
         for number, running in enumerate(self._active):
             status = running.status
-            pct = running.progress() * 100
             text.append("\n▶ " if number else "▶ ", style="bold yellow")
             if running.run_id in self._pooled:
                 text.append(f"{running.options.device} ", style="bold")
             text.append(f"{workload_label(running.options, self.names)} {options_label(running.options)}")
-            text.append(f"  {STATUS_LABELS.get(status, status)} {pct:.0f}%", style="yellow")
+            text.append(f"  {active_status_text(status, running.progress(), running.part_elapsed_s(), aligned=False)}",
+                        style="yellow")
         for index, record in enumerate(self._waiting[: self.max_lines], start=1):
             if text.plain:
                 text.append("\n")

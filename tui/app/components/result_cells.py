@@ -21,6 +21,7 @@ from tui.present.format import (
     STATUS_LABELS,
     VERDICT_STYLES,
     accuracy_label,
+    active_status_text,
     clock_label,
     fmt_mib,
     fmt_ms,
@@ -210,8 +211,9 @@ def _status_cell(record: RunRecord, history: bool) -> Cell:
     status = record.status
     label = STATUS_LABELS.get(status, status)
     if status in ACTIVE_STATUSES:
-        pct = record.progress() * 100
-        return Cell(f"{label} {pct:3.0f}%", "bold yellow", sort_key=(1, pct))
+        progress = record.progress()
+        return Cell(active_status_text(status, progress, record.part_elapsed_s()), "bold yellow",
+                    sort_key=(1, progress * 100))
     orders: dict[str, int] = {RunStatus.QUEUED: 0, RunStatus.DONE: 3, RunStatus.FAILED: 4, RunStatus.CANCELLED: 5}
     order = orders.get(status, 2)
     style = _STATUS_STYLES.get(status, "")

@@ -151,6 +151,10 @@ class RunRecord:
         self._clock.enter(part)
         self.wall_time = self._clock.times
 
+    def part_elapsed_s(self) -> float | None:
+        """Seconds the run has been in its current part (compiling, say); None while its clock is stopped."""
+        return self._clock.elapsed()
+
     def wait_for_gpu(self) -> None:
         """The runner waits for the GPU's lock (another run holds it): ``waiting``, until it sets ``starting`` again."""
         self._enter("waiting")

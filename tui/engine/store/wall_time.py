@@ -81,6 +81,10 @@ class PartClock:
         """Whether the clock is in a part (entered, and not stopped)."""
         return self._part is not None
 
+    def elapsed(self) -> float | None:
+        """Seconds since the run entered the part it is in (None while the clock is stopped)."""
+        return monotonic() - self._since if self._part is not None else None
+
     def end(self) -> None:
         """The run's end is decided: its ``ending`` part from now (a clock stopped, or never started, stays so)."""
         if self.running:
