@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
 from tui.engine.options import RunOptions
-from tui.engine.store.results import new_run_id
+from tui.engine.store.run_ids import new_run_id
 from tui.engine.tune.answer import NOTHING_BEATS, NOTHING_MEASURED, Progress, TuneResult
 from tui.engine.tune.driver import TuneDriver
 from tui.engine.tune.listener import TuneListener

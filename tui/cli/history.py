@@ -66,7 +66,7 @@ def add_history_parser(sub: Any) -> None:
 
 def _iso(seconds: float) -> str | None:
     """The CSV's ``timestamp`` form of a moment; None where no date can show it (a damaged history line)."""
-    from tui.engine.store.results import iso_utc
+    from tui.engine.store.run_ids import iso_utc
 
     try:
         return iso_utc(seconds)

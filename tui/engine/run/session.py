@@ -56,7 +56,8 @@ from tui.engine.store.prune import CapKeeper, PruneResult
 from tui.engine.store.repeats import AUTO, auto_round, later_repeat, parse_repeat
 from tui.engine.run.lanes import (CLUSTER_LANE, RETIRE_AFTER, SHARED_LANE, LaneHealth, RunUnit, is_local, lane_of,
                                   options_in)
-from tui.engine.store.results import RunRecord, new_run_id
+from tui.engine.store.results import RunRecord
+from tui.engine.store.run_ids import new_run_id
 from tui.logs import suppressed
 from tui.engine.status import RunStatus
 

@@ -10,12 +10,10 @@ The runner feeds every typed event of a run (:mod:`tui.engine.protocol`) to
 from __future__ import annotations
 
 import dataclasses
-import secrets
 import threading
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
@@ -31,6 +29,7 @@ from tui.engine.measure.samples import (
     Block, Samples, SamplesInvalid, SamplesPruned, SamplesUnavailable, new_samples, samples_from_json, samples_to_json,
 )  # fmt: skip
 from tui.engine.store.columns import csv_row, raw_rows
+from tui.engine.store.run_ids import iso_utc, new_run_id
 from tui.engine.store.stored_run import StoredRun, stored_options
 from tui.engine.store.wall_time import PartClock, WallTime
 from tui.engine.measure.summary import LiveStats, RunSummary, SummaryInputs, build_summary
@@ -39,20 +38,8 @@ from tui.telemetry.model import RunTelemetry
 from tui.typed import decode_fields, finite, printable
 from tui.engine.status import ACTIVE_STATUSES, STATUSES, TERMINAL_STATUSES, RunStatus
 
-__all__ = ["RunRecord", "Block", "iso_utc", "SamplesUnavailable", "SamplesPruned", "SamplesInvalid", "STATUSES",
-           "TERMINAL_STATUSES", "ACTIVE_STATUSES", "SIDES", "new_run_id", "samples_to_json", "samples_from_json"]
-
-
-def new_run_id(now: float | None = None) -> str:
-    """A sortable, file-name-safe id: ``YYYYmmdd-HHMMSS-xxxxxx`` (UTC, 6 random hex digits)."""
-    stamp = time.strftime("%Y%m%d-%H%M%S", time.gmtime(time.time() if now is None else now))
-    return f"{stamp}-{secrets.token_hex(3)}"
-
-
-def iso_utc(seconds: float) -> str:
-    """A moment (seconds since the epoch) as ISO 8601 UTC with a ``Z``, to the second: the CSV's ``timestamp``.
-    OverflowError, OSError or ValueError where no date can show it."""
-    return datetime.fromtimestamp(seconds, tz=timezone.utc).isoformat(timespec="seconds").replace("+00:00", "Z")
+__all__ = ["RunRecord", "Block", "SamplesUnavailable", "SamplesPruned", "SamplesInvalid", "STATUSES",
+           "TERMINAL_STATUSES", "ACTIVE_STATUSES", "SIDES", "samples_to_json", "samples_from_json"]
 
 
 @dataclass(eq=False)

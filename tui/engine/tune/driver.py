@@ -30,7 +30,8 @@ from typing import Any
 
 from tui.engine.options import RunOptions
 from tui.engine.status import RunStatus, ended_reason
-from tui.engine.store.results import RunRecord, new_run_id
+from tui.engine.store.results import RunRecord
+from tui.engine.store.run_ids import new_run_id
 from tui.engine.measure.verdict import INCONCLUSIVE
 from tui.engine.tune import notes
 from tui.engine.tune.answer import (
