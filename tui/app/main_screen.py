@@ -44,7 +44,7 @@ from tui.app.components.results_table import Cell, ResultsTable
 from tui.app.controller import LabController
 from tui.app.gpu_pool import run_gpu, run_labels
 from tui.app.layout import NARROW_WIDTH, breakpoint_classes
-from tui.present.format import counts_seconds, options_label, workload_label
+from tui.present.format import options_label, phase_seconds, workload_label
 from tui.engine.protocol import Event, Started
 from tui.telemetry.model import normalize_uuid
 
@@ -306,9 +306,9 @@ class MainScreen(Screen):
         second changed since the last tick: no event comes while a run compiles, so the tick redraws them."""
         shown, self._seconds_shown = self._seconds_shown, {}
         for record in self.lab.running:
-            elapsed = record.part_elapsed_s()
-            if elapsed is not None and counts_seconds(record.status, record.progress()):
-                self._seconds_shown[record.run_id] = int(elapsed)
+            second = phase_seconds(record)
+            if second is not None:
+                self._seconds_shown[record.run_id] = second
         return {run_id for run_id, second in self._seconds_shown.items() if shown.get(run_id) != second}
 
     # ----- the chart ------------------------------------------------------------------

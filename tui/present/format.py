@@ -23,6 +23,7 @@ from tui.engine.status import RunStatus
 __all__ = [
     "active_status_text",
     "counts_seconds",
+    "phase_seconds",
     "STATUS_LABELS",
     "TERMINAL_STATUSES",
     "ACTIVE_STATUSES",
@@ -82,12 +83,20 @@ def counts_seconds(status: str, progress: float) -> bool:
 
 
 def active_status_text(status: str, progress: float, elapsed_s: float | None, aligned: bool = True) -> str:
-    """A running run's status: ``compiling 12 s`` before it measures (:func:`counts_seconds`), ``measuring  40%``
-    after (``aligned``: the share padded to three digits, as a table column keeps it; else ``measuring 40%``)."""
+    """A running run's status: ``compiling 12 s`` before it measures (:func:`counts_seconds`; the whole seconds
+    elapsed, as :func:`phase_seconds` counts them), ``measuring  40%`` after (``aligned``: the share padded to three
+    digits, as a table column keeps it; else ``measuring 40%``)."""
     label = STATUS_LABELS.get(status, status)
     if counts_seconds(status, progress):
-        return label if elapsed_s is None else f"{label} {elapsed_s:.0f} s"
+        return label if elapsed_s is None else f"{label} {int(elapsed_s)} s"
     return f"{label} {progress * 100:{3 if aligned else ''}.0f}%"
+
+
+def phase_seconds(record: RunRecord) -> int | None:
+    """The whole seconds a running run's status shows (:func:`active_status_text`), None where it shows none: a
+    view redraws the status when they change, since no event comes while a run compiles."""
+    elapsed = record.part_elapsed_s()
+    return None if elapsed is None or not counts_seconds(record.status, record.progress()) else int(elapsed)
 
 
 MISSING = "–"

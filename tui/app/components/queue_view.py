@@ -9,7 +9,7 @@ from rich.text import Text
 from textual.reactive import reactive
 from textual.widgets import Static
 
-from tui.present.format import active_status_text, counts_seconds, options_label, workload_label
+from tui.present.format import active_status_text, options_label, phase_seconds, workload_label
 from tui.engine.store.results import RunRecord
 
 __all__ = ["QueueView"]
@@ -50,7 +50,7 @@ class QueueView(Static):
         self._waiting = list(waiting)
         self._pooled = pooled
         signature = (
-            tuple((r.run_id, r.status, round(r.progress() * 100), r.options.device, self._seconds(r))
+            tuple((r.run_id, r.status, round(r.progress() * 100), r.options.device, phase_seconds(r))
                   for r in self._active),
             tuple(r.run_id for r in self._waiting),
             self.max_lines,
@@ -60,12 +60,6 @@ class QueueView(Static):
         self._last = signature
         self.border_title = f"Queue ({len(self._waiting)} waiting)"
         self.update(self._render_queue())
-
-    @staticmethod
-    def _seconds(record: RunRecord) -> int | None:
-        """The whole seconds a running run's line shows (a repaint when they change), where it shows them."""
-        elapsed = record.part_elapsed_s()
-        return None if elapsed is None or not counts_seconds(record.status, record.progress()) else int(elapsed)
 
     def _render_queue(self) -> Text:
         text = Text(no_wrap=True, overflow="ellipsis")
