@@ -104,10 +104,11 @@ def repeats_for_kinds(kinds: Sequence[tuple[str, Sequence[str]]], repeats: int |
     return 1 if repeats == "auto" and len(kinds) > 1 else repeats
 
 
-def allowed_cpus() -> tuple[int, ...]:
-    """The CPU cores this process may run on (its affinity mask where the OS has one)."""
+def allowed_cpus(pid: int = 0) -> tuple[int, ...]:
+    """The CPU cores the process ``pid`` (0: this one) may run on: its affinity mask where the OS has one, else
+    every core. OSError where ``pid`` is gone."""
     if hasattr(os, "sched_getaffinity"):
-        return tuple(sorted(os.sched_getaffinity(0)))
+        return tuple(sorted(os.sched_getaffinity(pid)))
     return tuple(range(os.cpu_count() or 1))
 
 

@@ -18,6 +18,7 @@ import logging
 import os
 from collections.abc import Awaitable, Callable
 
+from tui.engine.run.placement import allowed_cpus
 from tui.engine.runner.process import WorkerProcess
 
 __all__ = ["SparePool", "SPARE_STOP_GRACE_S", "SHARES_A_COMPILE_FROM_CORES", "cores_of"]
@@ -32,14 +33,13 @@ log = logging.getLogger(__name__)
 
 
 def cores_of(pid: int) -> int:
-    """How many CPU cores the process ``pid`` may run on: its affinity mask, or the machine's count where the OS
-    has none (or the process is gone)."""
-    if hasattr(os, "sched_getaffinity"):
-        try:
-            return len(os.sched_getaffinity(pid))
-        except OSError as exc:
-            log.debug("the cores of process %d could not be read: %s", pid, exc)
-    return os.cpu_count() or 1
+    """How many CPU cores the process ``pid`` may run on (:func:`~tui.engine.run.placement.allowed_cpus`), or the
+    machine's count where the process is gone."""
+    try:
+        return len(allowed_cpus(pid))
+    except OSError as exc:
+        log.debug("the cores of process %d could not be read: %s", pid, exc)
+        return os.cpu_count() or 1
 
 Spawn = Callable[[list, dict, tuple], Awaitable[WorkerProcess]]
 
