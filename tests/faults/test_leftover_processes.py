@@ -19,6 +19,7 @@ import os
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -29,6 +30,8 @@ from fakes.polling import poll_until
 from fault_helpers import REPO, alive, csv_rows, write_workload
 from tui.app.components.dialogs import ConfirmScreen
 from tui.engine.options import RunOptions
+from tui.engine.protocol import Event, PhaseChanged
+from tui.engine.status import RunStatus
 from tui.engine.store.results import RunRecord
 from tui.engine.runner import EXIT_GRACE_S, WorkerRunner
 from tui.engine.runner.leftovers import leftover_warning
@@ -54,13 +57,20 @@ def _daemon(pid_file: Path) -> int:
     return int(pid_file.read_text())
 
 
-async def _run(env: dict[str, str], **fields) -> tuple[RunRecord, float, WorkerRunner]:
+async def _run(env: dict[str, str], on_event: Callable[[Event], None] | None = None,
+               **fields) -> tuple[RunRecord, float, WorkerRunner]:
     """One run through a runner with a spare: the record, seconds from its last event to run() returning."""
     runner = WorkerRunner(worker_argv=fake_worker_argv(), keep_spare=True, env=env, sample_host=False)
     record = RunRecord.new(_options(**fields))
     last: list[float] = []
+
+    def seen(event: Event) -> None:
+        last.append(time.monotonic())
+        if on_event is not None:
+            on_event(event)
+
     try:
-        await asyncio.wait_for(runner.run(record, lambda event: last.append(time.monotonic())), 60)
+        await asyncio.wait_for(runner.run(record, seen), 60)
         returned = time.monotonic()
     except BaseException:
         await runner.aclose()
@@ -91,9 +101,21 @@ async def test_a_daemon_that_holds_the_pipes_is_killed_counted_reaped_and_costs_
 
 
 async def test_a_daemon_that_empties_its_environment_is_found_in_the_workers_tree(tmp_path):
-    """No token to read: the worker, a child subreaper, kept the daemon in its tree, where a phase change noted it."""
-    pid_file = tmp_path / "daemon.pid"
-    record, _after, runner = await _run({"FAKE_WORKER_DAEMON": str(pid_file), "FAKE_WORKER_DAEMON_ENV": "empty"})
+    """No token to read: the worker, a child subreaper, kept the daemon in its tree, where a phase change noted it.
+
+    The fake worker waits at a gate after its first measured round until the runner has handled the
+    phase change after ``building`` (the daemon's start): a fake run is over in milliseconds, and a
+    worker that exits before the runner notes its tree hands the daemon on (the limit
+    :mod:`tui.engine.runner.leftovers` states), which a real run's compile and measuring never do.
+    """
+    pid_file, gate = tmp_path / "daemon.pid", tmp_path / "gate"
+
+    def open_gate_after_building(event: Event) -> None:
+        if isinstance(event, PhaseChanged) and event.phase != RunStatus.BUILDING:
+            gate.touch()  # the runner noted the worker's tree before it handed this event on
+
+    record, _after, runner = await _run({"FAKE_WORKER_DAEMON": str(pid_file), "FAKE_WORKER_DAEMON_ENV": "empty",
+                                         "FAKE_WORKER_GATE": str(gate)}, open_gate_after_building)
     await runner.aclose()
     daemon = _daemon(pid_file)
     assert (record.status, record.leftover_processes) == ("done", 1)

@@ -11,7 +11,9 @@ three ways, each covering what another may miss:
   whose environment carries it belongs to that worker's run wherever it was re-parented to;
 * the **tree**: the worker's descendants, noted at each phase change and at the run's end. The
   worker makes itself a child subreaper (:func:`tui.engine.worker.channel.become_subreaper`), so a
-  double-forked daemon stays in its tree while it lives, even one that emptied its environment;
+  double-forked daemon stays in its tree while it lives, even one that emptied its environment.
+  The tree is read while the worker lives: a daemon that emptied its environment and whose worker
+  exited before the runner handled the next event is handed on, out of reach of this way;
 * the **session**: a process whose session is the worker's (it left the group only).
 
 Each one outside the worker's group is SIGKILLed (with what it started) and counted; the record says
