@@ -243,3 +243,25 @@ async def test_the_queue_chart_title_and_notices_name_a_file_as_its_row_does(mak
         app.lab._noisy.saved(first, ("a stall",), queue_ended=True)
         await wait_until(pilot, lambda: any(n.startswith("a/model.py ") for n in notifications(app)
                                             if "a stall" in n), what="the noisy notice naming a/model.py")
+
+
+async def test_at_80_columns_the_highlighted_columns_meaning_is_shown_whole(make_app):
+    """The list cuts a long meaning at 80 columns; the line under it says the highlighted one in full."""
+    from textual.geometry import Region
+
+    from terminal_model import TerminalModel
+    from tui.app.table_columns import TABLE_COLUMNS
+
+    app = make_app(load_history=False)
+    async with app.run_test(size=(80, 24)) as pilot:
+        listed = await _open_chooser(pilot)
+        longest = max((c for c in TABLE_COLUMNS if c.available and not c.required), key=lambda c: len(c.meaning))
+        assert len(longest.meaning) > 80  # cut in the list's line at this width
+        listed.highlighted = listed.get_option_index(longest.key)
+        terminal = TerminalModel(app)
+
+        def screen() -> str:
+            return " ".join(terminal.text(Region(0, 0, 80, 24)).split())
+
+        await wait_until(pilot, lambda: longest.meaning in screen(), what="the highlighted column's meaning, whole")
+        assert f"{longest.header}: {longest.meaning}" in screen()

@@ -1,7 +1,8 @@
 """The column chooser: which of the results table's columns show (``c``, or "Columns" in the palette).
 
 It lists every available column of :data:`tui.app.table_columns.TABLE_COLUMNS` by priority (the
-order they take on screen), ``✓`` for shown, and dismisses with the whole choice (column key ->
+order they take on screen), ``✓`` for shown, with the highlighted column's meaning in full under the
+list (a narrow terminal cuts it in the list's line), and dismisses with the whole choice (column key ->
 shown) or None when cancelled. The app applies it to the table and keeps it in the config.
 """
 
@@ -24,6 +25,8 @@ from tui.app.components.key_footer import KeyFooter
 
 __all__ = ["ColumnsScreen"]
 
+COLUMNS_BY_KEY = {column.key: column for column in TABLE_COLUMNS}
+
 _HEADER_WIDTH = 17
 """Wide enough for the longest header (``speedup [95% CI]``), so the meanings line up."""
 
@@ -40,6 +43,10 @@ class ColumnsScreen(ModalScreen[dict[str, bool] | None]):
         height: 1fr;
         border: round $primary 50%;
         padding: 0;
+    }
+    ColumnsScreen #columns-meaning {
+        height: 2;
+        color: $text-muted;
     }
     """
 
@@ -70,6 +77,7 @@ class ColumnsScreen(ModalScreen[dict[str, bool] | None]):
                 for column in TABLE_COLUMNS if column.available
             ]
             yield MarkedSelectionList(*selections, id="columns-list", compact=True)
+            yield Static(id="columns-meaning", markup=False)  # the highlighted column's meaning, whole
             with Horizontal(classes="dialog-buttons"):
                 yield Button("Apply (ctrl+s)", variant="primary", id="columns-apply", compact=True)
                 yield Button("Defaults (d)", id="columns-defaults", compact=True)
@@ -78,6 +86,13 @@ class ColumnsScreen(ModalScreen[dict[str, bool] | None]):
     def on_mount(self) -> None:
         """Focus the list."""
         self.query_one("#columns-list", SelectionList).focus()
+
+    @on(SelectionList.SelectionHighlighted, "#columns-list")
+    def _show_meaning(self, event: SelectionList.SelectionHighlighted[str]) -> None:
+        """Say the highlighted column's meaning in full: a narrow dialog cuts it in the list."""
+        column = COLUMNS_BY_KEY[event.selection.value]
+        required = "always shown: " if column.required else ""
+        self.query_one("#columns-meaning", Static).update(f"{column.header}: {required}{column.meaning}")
 
     def choice(self) -> dict[str, bool]:
         """Every available column -> checked now (a column that cannot be hidden is always True)."""
