@@ -516,3 +516,14 @@ def test_the_placeholder_folds_between_words_and_drops_a_word_that_cannot_fit():
     assert fold_words("no room to plot", 3) == []  # "ro…" or "no" and "to" alone would say something else
     assert placeholder_text(_Run("done"), blocks=True) == "no room to plot"
     assert placeholder_text(_Run("failed", "compile_error"), blocks=True) == "run failed: no room to plot"
+
+
+def test_the_help_explains_every_mark_the_chart_draws():
+    """The chart's marks are not self-evident (a user asked what ``↑9`` and ``▶`` mean): the help says."""
+    from tui.app.components.chart_data import CLIPPED_MARK, MEDIAN_MARK
+    from tui.app.components.help import INTRO
+
+    chart = next(paragraph for paragraph in INTRO.split("\n\n") if "iterations pane" in paragraph)
+    assert f"{MEDIAN_MARK} on the axis" in chart and "median" in chart
+    assert f"show {CLIPPED_MARK} on the top row" in chart and f"({CLIPPED_MARK}21)" in chart
+    assert "grey" in chart and "dotted line" in chart  # compile and warm-up, as drawn

@@ -45,6 +45,8 @@ from tui.engine.thresholds import MIN_IQR_SHARE
 from tui.engine.measure.verdict import severe_fences
 
 from tui.app.components.chart_data import (
+    CLIPPED_MARK,
+    MEDIAN_MARK,
     TITLE,
     Bucket,
     RecordLike,
@@ -324,7 +326,7 @@ class IterationChart(Widget):
             label = format_ms(labelled[cy]).rjust(_GUTTER) if cy in labelled else " " * _GUTTER
             segments = [Segment(label, axis)]
             if cy in markers:
-                segments.append(Segment("▶", self._style(markers[cy])))
+                segments.append(Segment(MEDIAN_MARK, self._style(markers[cy])))
             else:
                 segments.append(Segment("┤" if cy in labelled else "│", axis))
             run_text: list[str] = []
@@ -338,7 +340,7 @@ class IterationChart(Widget):
                         mask |= masks[i]
                         top = layer
                 if cy == 0 and cx in canvas.clipped:
-                    char, style = "↑", styles[canvas.clipped[cx]]
+                    char, style = CLIPPED_MARK, styles[canvas.clipped[cx]]
                 else:
                     char, style = (chr(0x2800 + mask), styles[top]) if mask else (" ", base)
                 if style is not run_style and run_text:

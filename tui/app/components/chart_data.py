@@ -48,6 +48,12 @@ __all__ = [
 SIDES = ("eager", "compiled")
 STAGE_ORDER = {"compile": 0, "warmup": 1, "measure": 2}
 
+CLIPPED_MARK = "↑"
+"""Over a chart column on the top row: steady-state iterations slower than the plot's range (the help says so)."""
+
+MEDIAN_MARK = "▶"
+"""On the y axis, in a side's colour: the row of that side's median (the help says so)."""
+
 
 class BlockLike(Protocol):
     """One streamed block of per-iteration times (read only, so a frozen Block qualifies)."""
@@ -287,12 +293,12 @@ def legend_parts(series: Mapping[str, Series], off_scale: float | None = None,
             parts.append(LegendPart(" median", "chart--axis", 2))
             parts.append(LegendPart(f" {format_ms(s.median)}", "chart--axis", 6))
         if clipped and clipped.get(side):
-            parts.append(LegendPart(f" ↑{clipped[side]}", f"chart--{side}", 5))
+            parts.append(LegendPart(f" {CLIPPED_MARK}{clipped[side]}", f"chart--{side}", 5))
     parts.append(LegendPart("  " if parts else "", "chart--axis", 4))
     parts.append(LegendPart("⠒ ", "chart--warmup", 4))
     parts.append(LegendPart("compile/warm-up", "chart--axis", 4))
     if off_scale is not None:
-        parts.append(LegendPart(f" ({format_ms(off_scale)}↑)", "chart--axis", 3))
+        parts.append(LegendPart(f" ({format_ms(off_scale)}{CLIPPED_MARK})", "chart--axis", 3))
     return [part for part in parts if part.text]
 
 

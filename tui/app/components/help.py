@@ -34,6 +34,12 @@ w to sweep modes x fullgraph x dynamic. In the picker, Left/Right (or a click on
 through a field's choices and Space toggles a check box (✓ on, blank off). Rows update live;
 rows marked ↺ come from the history (previous sessions; h shows or hides them).
 
+The iterations pane plots the selected run's time per iteration: compile and warm-up in grey left
+of the dotted line, then eager and compiled in their colours, each chart column's spread dark and its
+median bright. A dashed line and a ▶ on the axis mark each side's median, given in the legend. The
+plot's range is steady state's: slower iterations show ↑ on the top row, counted per side in the
+legend (↑21), and (10.6s↑) gives the slowest compile or warm-up call.
+
 With two GPUs or more, the device field's cuda:all (or the GPUs checked in the sweep dialog) runs
 one configuration per GPU at once: the GPU pane marks each busy GPU ▶ with its run, a row's
 device column names the GPU it got, and x cancels the selected row's run (else every running one).
