@@ -215,6 +215,24 @@ def test_a_budget_that_fits_no_run_ends_with_one_line_naming_it_and_exit_2(monke
     assert not (compile_lab_home / "data" / "history.jsonl").exists() and not (tmp_path / "t.json").exists()
 
 
+def test_a_budget_that_ends_the_first_run_before_it_measured_is_one_line_naming_it_and_exit_2(
+        monkeypatch, capsys, compile_lab_home, tmp_path):
+    """The run started and the budget's end cut it: the answer read "the default compile's run every run failed",
+    exit 1, though nothing had failed."""
+    _use_fake_worker(monkeypatch, {})
+    monkeypatch.setenv("FAKE_WORKER_COMPILE_S", "30")  # longer than the 2 s the budget leaves the run
+    code = cli.main(["tune", "--workload", "pointwise", "--device", "cpu", "--iters", "20", "--budget", "5s",
+                     "--json", str(tmp_path / "t.json")])
+    captured = capsys.readouterr()
+    assert code == 2 and captured.out == ""
+    last = captured.err.splitlines()[-1]
+    assert last == ("compile-lab: error: budget: --budget 5s ran out before any run was measured (the run it started "
+                    "reached the budget's end), so nothing can be judged: give room for several runs of this "
+                    "workload (the default is 10m)"), last
+    (run,) = json.loads((tmp_path / "t.json").read_text())["runs"]  # the run is kept, with why it ended
+    assert (run["status"], run["error_kind"]) == ("failed", "timeout")
+
+
 def test_the_probes_report_is_read_field_by_field():
     report = read_report('noise\n{"torch": "2.13.0", "options": {"freezing": false}, "missing": ["x.y"], '
                          '"modes": {"reduce-overhead": {"triton.cudagraphs": true}}}\n')

@@ -259,6 +259,23 @@ def test_when_every_run_fails_nothing_was_measured_and_nothing_is_said_to_beat_t
                                 "run failed: compile failed: fake inductor error")
 
 
+def test_a_search_whose_runs_the_budget_cut_says_so_not_that_they_failed():
+    """A budget that ended the default compile's first run before it measured read "the default compile's run every
+    run failed"."""
+    from tui.engine.tune.answer import BUDGET_RAN_OUT, TuneResult
+    from tui.engine.tune.search import Standing
+    from tui.present.tune_answer import headline
+
+    cut = Standing(Candidate(), gone="cut: its screening run reached the budget's end (the budget ran out)", stage=0)
+    result = TuneResult(tune_id="t", outcome=NOTHING_MEASURED, winner=None, winner_options=None, confirmation=None,
+                        standings=(cut,), cut_short=BUDGET_RAN_OUT, runs=1)
+    assert headline(result) == ("nothing was measured before the budget ran out (its runs reached the budget's end), "
+                                "so no configuration can be judged")
+    failed = dataclasses.replace(result, cut_short=None, standings=(dataclasses.replace(cut, gone=None),))
+    assert headline(failed) == ("nothing was measured, so no configuration can be judged: the default compile's "
+                                "run failed")
+
+
 def test_a_default_compile_refused_its_shared_options_stops_the_search_after_one_run():
     """``tune --device cuda`` on a CPU box ran all 14 candidates, each refused the same way."""
     from tui.present.tune_answer import answer_text

@@ -11,7 +11,8 @@ exports, tagged with the tune's id. Ctrl-C (or SIGTERM/SIGHUP) kills the worker 
 with the best so far, unconfirmed, once the cancelled runs have ended (a run stopped in its profile
 pass keeps its measurement and is scored, as in the history); the exit code is 128 + the signal.
 Otherwise 0, or 1 when an export could not be written or nothing was measured (every run failed: the
-answer says why); 2 on bad usage (one line), and when the budget held no run at all.
+answer says why); 2 on bad usage (one line), and when the budget held no run at all or ended every run it started
+before one was measured (one line naming ``--budget``; the runs are in the history and the exports).
 """
 
 from __future__ import annotations
@@ -30,7 +31,7 @@ from tui.cli.run_flags import add_cluster_flags, add_option_flags, add_output_fl
 from tui.engine.cluster.address import ClusterError
 from tui.engine.options import OptionsError, RunOptions
 from tui.engine.run.session import RunSession, SessionListener
-from tui.engine.tune.answer import NOTHING_MEASURED
+from tui.engine.tune.answer import BUDGET_RAN_OUT, NOTHING_MEASURED
 from tui.engine.tune.objective import DEVICE, OBJECTIVES, Objective
 from tui.engine.tune.probe import ask_torch
 from tui.engine.tune.request import (
@@ -139,6 +140,9 @@ async def _tune(args: argparse.Namespace, settings: tuple[RunOptions, Objective,
                   highlight=False)
         return 2
     export_failed = _export(group_rows(session.ended()), args, err)
+    if result.outcome == NOTHING_MEASURED and result.cut_short == BUDGET_RAN_OUT and not stopped_by:
+        err.print(f"{PROG}: error: budget: {_cut_text(args.budget)}", markup=False, highlight=False)
+        return 2
     print_answer(result, Console(file=out.as_io(), soft_wrap=True), plan.modes, quiet=args.quiet)
     for stream in (out, err_file):
         stream.let_go()
@@ -246,6 +250,12 @@ def _no_run_text(budget: str, elapsed_s: float) -> str:
     return (f"--budget {budget} ran out before the first run could start ({elapsed_s:.0f} s went to asking torch "
             f"which options it has, {CLOSING_S:g} s are kept to close), so nothing ran; how long a run takes is known "
             "only once one has run: give room for several runs of this workload (the default is 10m)")
+
+
+def _cut_text(budget: str) -> str:
+    """Why a search whose budget ended every run it started before one was measured ended, and what to give."""
+    return (f"--budget {budget} ran out before any run was measured (the run it started reached the budget's end), "
+            "so nothing can be judged: give room for several runs of this workload (the default is 10m)")
 
 
 def _telemetry(base: RunOptions) -> Any:

@@ -99,9 +99,7 @@ def headline(result: TuneResult) -> str:
     if result.outcome == NOTHING_BEATS:
         return nothing_beats_text(result.threshold)
     if result.outcome == NOTHING_MEASURED:
-        default = next((s for s in result.standings if s.candidate.is_default), None)
-        why = default.score.out if default is not None and default.score.out else "every run failed"
-        return f"nothing was measured, so no configuration can be judged: the default compile's run {why}"
+        return nothing_measured_text(result)
     verdict = result.confirmation.vs_default.verdict if result.confirmation else None
     subject = "" if result.confirmed is None or result.confirmed is result.winner else f" of {result.confirmed.name}"
     reasons = [result.stopped, f"the confirmation{subject} reads {verdict}" if verdict else None, result.incomplete]
@@ -109,6 +107,17 @@ def headline(result: TuneResult) -> str:
         reasons.append("the default compile led the race, but no confirmation judged its challenger")
     why = "; ".join(r for r in reasons if r) or "not confirmed"
     return f"best so far: {name} (unconfirmed: {why})"
+
+
+def nothing_measured_text(result: TuneResult) -> str:
+    """Why a search measured nothing: the budget ended its only runs, or the default compile's run failed (every
+    candidate shares its workload and run options)."""
+    if result.cut_short == BUDGET_RAN_OUT:
+        return ("nothing was measured before the budget ran out (its runs reached the budget's end), so no "
+                "configuration can be judged")
+    default = next((s for s in result.standings if s.candidate.is_default), None)
+    why = default.score.out if default is not None and default.score.out else "failed"
+    return f"nothing was measured, so no configuration can be judged: the default compile's run {why}"
 
 
 def _apart(standing: Standing, answer: Standing, threshold: float) -> bool:
