@@ -210,9 +210,12 @@ def test_the_printed_code_is_valid_python_in_both_forms(candidate):
 def test_the_config_form_spells_out_a_mode():
     options = _c(("mode", "reduce-overhead")).apply(RunOptions(device="cuda"))
     config = config_form(options).splitlines()
-    assert config[2:] == ["# the settings of mode 'reduce-overhead' (torch's own list for it), then the options",
+    assert config[2:] == ["# the settings of mode 'reduce-overhead' (torch's own list for it)",
                           "torch._inductor.config.triton.cudagraphs = True", "compiled = torch.compile(model)"]
     compile("\n".join(config), "<config form>", "exec")  # the comment keeps it valid Python
+    with_options = RunOptions(device="cuda", mode="reduce-overhead", inductor_options={"freezing": True})
+    assert config_form(with_options).splitlines()[2] == ("# the settings of mode 'reduce-overhead' (torch's own list "
+                                                         "for it), then the options")
 
 
 # ----- the budget's estimate ------------------------------------------------------------------

@@ -17,6 +17,7 @@ from tui.engine.measure.verdict import FASTER, judge_interval
 from tui.engine.tune.code import compile_call, config_form, config_settings
 from tui.engine.tune.runs import was_stopped
 from tui.engine.tune.search import Standing, ranked
+from tui.present.code_fold import fold_code
 from tui.present.format import fmt_mib, fmt_seconds, fmt_speedup, hanging_lines
 
 __all__ = ["against_text", "standing_rows", "runs_text", "shows_screened",
@@ -252,8 +253,12 @@ def answer_text(result: TuneResult, modes: Mapping[str, Mapping[str, Any]] | Non
 
 def fold_answer(lines: Sequence[tuple[str, bool]], width: int) -> str:
     """:func:`answer_lines` as text, each prose line folded to ``width`` with a hanging indent (as the CLI prints
-    it); code lines as they are."""
+    it), each code line folded where it stays Python (:func:`~tui.present.code_fold.fold_code`: a screen's rows are
+    what a terminal's selection copies)."""
     folded: list[str] = []
     for line, prose in lines:
-        folded.extend(hanging_lines(line, width) if prose and width > 0 else [line])
+        if width <= 0:
+            folded.append(line)
+        else:
+            folded.extend(hanging_lines(line, width) if prose else fold_code(line, width))
     return "\n".join(folded)

@@ -3,8 +3,9 @@
 The answer (:func:`tui.present.tune_answer.answer_text`: the headline, the winner as code in both
 forms, its speedups over the default compile and over eager with their verdicts, the candidates)
 is in a read-only text area once the search ended, its prose folded to the area's width with a
-hanging indent as the CLI prints it (code stays whole, soft-wrapped): ``y`` copies all of it
-unfolded, and a selection can be copied as in any text area. Escape goes back to the results
+hanging indent as the CLI prints it, its code folded where it stays Python (a comment into comment
+lines, a call after a comma inside its brackets), so rows a terminal's own selection copies still run:
+``y`` copies all of it unfolded, and a selection can be copied as in any text area. Escape goes back to the results
 table; the search goes on, and the Tune key (``u``) comes back here while it runs. ``x`` (the app's
 cancel key, named Stop here) or the pane's Stop button stops it.
 """

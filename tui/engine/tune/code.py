@@ -52,7 +52,8 @@ def config_form(options: RunOptions, modes: Mapping[str, Mapping[str, Any]] | No
     settings = config_settings(options, modes)
     lines = ["import torch", "import torch._inductor.config"]
     if options.mode != DEFAULT_MODE and set(settings) - set(options.inductor_options):
-        lines.append(f"# the settings of mode {options.mode!r} (torch's own list for it), then the options")
+        then = ", then the options" if options.inductor_options else ""
+        lines.append(f"# the settings of mode {options.mode!r} (torch's own list for it){then}")
     lines += [f"torch._inductor.config.{key} = {value!r}" for key, value in sorted(settings.items())]
     lines.append(f"compiled = torch.compile({', '.join(_arguments(options, with_mode=False))})")
     return "\n".join(lines)
