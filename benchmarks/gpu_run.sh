@@ -46,6 +46,8 @@
 #   bash benchmarks/gpu_run.sh spare_beside  # a run's compile and times alone and beside a spare's torch import,
 #                                            # interleaved, SPARE_ROUNDS rounds (3), SPARE_ARGS (the CNN on cuda), SPARE_CPUS (every core):
 #                                            # does pausing the spare pay on a host of this many cores
+#   bash benchmarks/gpu_run.sh autotune_draws  # AUTOTUNE_DRAWS (6) cold-cache runs of the CNN b64 in AUTOTUNE_MODE
+#                                              # (max-autotune-no-cudagraphs): does each process's autotuning pick alike
 # Several stages in one call: bash benchmarks/gpu_run.sh seed extra
 # On the device machine the missing wheels come from .whl (../shared/device/wheels.sh).
 set -uo pipefail
@@ -451,6 +453,28 @@ for path in sorted(sys.argv[1:]):
         it = {k: (s.get(k) or {}).get("iter", {}).get("median") for k in ("eager", "compiled")}
         print(f"| {side} | {rnd} | {run['options']['mode']} | {run.get('compile_s') or 0:.2f} | {s.get('speedup') or 0:.3f} | "
               f"{s.get('host_speedup') or 0:.3f} | {it['eager'] or 0:.4f} | {it['compiled'] or 0:.4f} |")
+PY
+}
+
+stage_autotune_draws() {
+  # Does max-autotune pick the same kernels in every fresh process? AUTOTUNE_DRAWS (6) runs of the CNN b64 under
+  # precision default, each with a cold compile cache (its own autotuning), AUTOTUNE_MODE (max-autotune-no-cudagraphs);
+  # per run: the speedup, compile_s, the compiled side's kernel time and whether its convolutions are Triton templates.
+  local draws=${AUTOTUNE_DRAWS:-6} mode=${AUTOTUNE_MODE:-max-autotune-no-cudagraphs}
+  step "autotune draws: $draws cold runs of the CNN b64, $mode, precision default"
+  sweep 500 --workload cnn --param batch=64 --mode "$mode" --precision default --cold-compile --iters 200 \
+    --repeat "$draws" --json "$OUT/autotune-draws.json"
+  python3 - "$OUT/autotune-draws.json" <<'PY' | tee "$OUT/autotune_draws.md"
+import json, sys
+print("| run | speedup | compile_s | compiled kernel ms/call | template convs | top compiled kernel |")
+print("|---|---|---|---|---|---|")
+for run in json.load(open(sys.argv[1]))["runs"]:
+    compiled = ((run.get("profile") or {}).get("compiled") or {})
+    kernels = compiled.get("kernels") or []
+    templates = sum(1 for k in kernels if k["name"].startswith("triton_tem"))
+    top = kernels[0]["name"][:60] if kernels else "-"
+    print(f"| {run['run_id'][-6:]} | {(run.get('summary') or {}).get('speedup') or 0:.3f} | {run.get('compile_s') or 0:.1f} | "
+          f"{compiled.get('kernel_ms_per_call') or 0:.4f} | {templates} | {top} |")
 PY
 }
 

@@ -327,3 +327,19 @@ def test_the_cli_progress_line_says_process_or_processes():
                                                score=Score(1.73, 1.70, 1.75, processes=2)))
     assert console.export_text().splitlines() == ["  default: 1.73× [1.70, 1.75] over eager (1 process)",
                                                   "  default: 1.73× [1.70, 1.75] over eager (2 processes)"]
+
+
+def test_a_candidate_that_autotunes_runs_with_a_cold_compile_cache_and_no_other_does():
+    """Each fresh autotuning picks its own kernels (BENCHMARKS §22): a warm cache would hand every process of the
+    search the first one's picks, and its compile time would be a cache hit's."""
+    base = RunOptions(device="cuda")
+    for candidate in (_c(("mode", "max-autotune")), _c(("mode", "max-autotune-no-cudagraphs")),
+                      _c(("max_autotune_gemm_backends", "ATEN,TRITON")),
+                      _c(("mode", "reduce-overhead"), ("max_autotune_gemm_backends", "ATEN,TRITON"))):
+        assert candidate.apply(base).cold_compile, candidate.name
+    for candidate in (_c(), _c(("mode", "reduce-overhead")), _c(("freezing", True)),
+                      _c(("coordinate_descent_tuning", True)), _c(("layout_optimization", False))):
+        assert not candidate.apply(base).cold_compile, candidate.name
+    probed = {"max-autotune": {"triton.cudagraphs": True}}  # a torch whose mode sets no autotuning
+    assert not _c(("mode", "max-autotune")).apply(base, modes=probed).cold_compile
+    assert _c().apply(base, pinned={"max_autotune": True}).cold_compile  # --option max_autotune=True

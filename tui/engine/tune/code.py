@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from tui.engine.options import DEFAULT_MODE, RunOptions
-from tui.engine.tune.space import MODE_OPTIONS
+from tui.engine.tune.space import config_settings
 
 __all__ = ["compile_call", "config_form", "config_settings"]
 
@@ -37,14 +37,6 @@ def compile_call(options: RunOptions) -> str:
         pairs = ", ".join(f"{key!r}: {value!r}" for key, value in sorted(options.inductor_options.items()))
         args.append(f"options={{{pairs}}}")
     return f"compiled = torch.compile({', '.join(args)})"
-
-
-def config_settings(options: RunOptions, modes: Mapping[str, Mapping[str, Any]] | None = None) -> dict[str, Any]:
-    """The ``torch._inductor.config`` settings of ``options``: its mode's options, then its own (empty: none, and
-    the config form would only repeat the call)."""
-    settings = dict((modes or MODE_OPTIONS).get(options.mode, MODE_OPTIONS.get(options.mode, {})))
-    settings.update(options.inductor_options)
-    return settings
 
 
 def config_form(options: RunOptions, modes: Mapping[str, Mapping[str, Any]] | None = None) -> str:

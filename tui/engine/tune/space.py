@@ -21,7 +21,7 @@ from typing import Any
 from tui.engine.options import DEFAULT_MODE, MODES, RunOptions
 
 __all__ = ["Knob", "Candidate", "CATALOG", "KNOBS", "SPACE_GROUPS", "MODE_OPTIONS", "SpaceError", "option_keys",
-           "parse_space", "candidates", "combine", "distinct", "DEFAULT"]
+           "parse_space", "candidates", "combine", "distinct", "DEFAULT", "AUTOTUNING", "autotunes", "config_settings"]
 
 MODE, AXIS, OPTION = "mode", "axis", "option"
 """What a knob sets: ``torch.compile``'s ``mode``, one of its other arguments, or an inductor option."""
@@ -163,7 +163,32 @@ class Candidate:
         if options and mode != DEFAULT_MODE:
             options = {**(modes or MODE_OPTIONS).get(mode, MODE_OPTIONS.get(mode, {})), **options}
             mode = DEFAULT_MODE
-        return dataclasses.replace(base, mode=mode, inductor_options=options, **changes)
+        applied = dataclasses.replace(base, mode=mode, inductor_options=options, **changes)
+        return dataclasses.replace(applied, cold_compile=True) if autotunes(applied, modes) else applied
+
+
+def config_settings(options: RunOptions, modes: Mapping[str, Mapping[str, Any]] | None = None) -> dict[str, Any]:
+    """The ``torch._inductor.config`` settings of ``options``: its mode's options, then its own (empty: none, and
+    the config form would only repeat the call)."""
+    settings = dict((modes or MODE_OPTIONS).get(options.mode, MODE_OPTIONS.get(options.mode, {})))
+    settings.update(options.inductor_options)
+    return settings
+
+
+AUTOTUNING = ("max_autotune", "max_autotune_gemm", "max_autotune_pointwise")
+"""The inductor options under which a compile benchmarks kernel choices and keeps its picks in the compile cache."""
+
+
+def autotunes(options: RunOptions, modes: Mapping[str, Mapping[str, Any]] | None = None) -> bool:
+    """Whether a compile of ``options`` autotunes (a max-autotune mode, or one of :data:`AUTOTUNING` set).
+
+    Such a candidate runs with a cold compile cache (``cold_compile``) in the search: its picks differ from one
+    fresh autotuning to the next (the seed CNN on an H100: 0.78x to 1.11x over eager in six cold processes,
+    docs/BENCHMARKS.md §22), and a warm cache would serve every process of the search the first one's picks, so
+    neither the race nor the confirmation would see what another machine's first compile may pick, nor pay its
+    compile time."""
+    settings = config_settings(options, modes)
+    return any(bool(settings.get(key)) for key in AUTOTUNING)
 
 
 DEFAULT = "default"
