@@ -78,6 +78,27 @@ def test_the_winner_breaks_a_near_tie_by_memory_then_by_fewer_settings():
     assert winner([_s(a, 2.00), _s(b, 2.01)], 0.02).name == a.name  # then the simpler
     assert winner([_s(a, 2.00), _s(b, 2.20)], 0.02).name == b.name  # beyond the threshold: the faster
     assert winner([_s(a, None, out="x")], 0.02) is None
+    # Peaks within 1 MiB and 1%: equal memory, so the simpler wins (a kilobyte picked the winner before)
+    assert winner([_s(a, 2.00, peak=47.976), _s(b, 2.01, peak=47.975)], 0.02).name == a.name
+    assert winner([_s(a, 2.00, peak=100.0), _s(b, 2.01, peak=101.9)], 0.02).name == a.name
+    assert winner([_s(a, 2.00, peak=42.702), _s(b, 2.01, peak=34.479)], 0.02).name == b.name
+    assert winner([_s(DEFAULT, 1.24, peak=42.7), _s(_c(("mode", "reduce-overhead")), 1.26, peak=34.5)],
+                  0.02).name == "reduce-overhead"
+
+
+def test_the_tunes_memory_is_the_compiled_sides_peak():
+    """The run's peak is the larger side's, eager's for the seed CNN (47.98 MiB in every candidate's run)."""
+    from tui.engine.payloads import Memory
+    from tui.engine.status import RunStatus
+    from tui.engine.store.results import RunRecord
+    from tui.engine.tune.objective import Objective, score
+
+    records = []
+    for eager, compiled in ((47.976, 34.479), (47.977, 35.0)):
+        record = RunRecord.new(RunOptions(device="cuda"))
+        record.status, record.memory = RunStatus.DONE, Memory(eager_peak_mb=eager, compiled_peak_mb=compiled)
+        records.append(record)
+    assert score(records, Objective()).peak_mb == 35.0
 
 
 def test_ahead_of_default_needs_more_than_the_threshold():

@@ -16,7 +16,7 @@ from tui.engine.tune.answer import (
 from tui.engine.measure.verdict import FASTER, judge_interval
 from tui.engine.tune.code import compile_call, config_form, config_settings
 from tui.engine.tune.runs import was_stopped
-from tui.engine.tune.search import Standing, ranked
+from tui.engine.tune.search import Standing, less_memory, ranked
 from tui.present.code_fold import fold_code
 from tui.present.format import fmt_mib, fmt_seconds, fmt_speedup, hanging_lines
 
@@ -134,8 +134,7 @@ def _preferred(answer: Standing, ahead: Standing, confirmed: bool) -> str:
     """Why the answer names ``answer`` over ``ahead`` (:func:`~tui.engine.tune.search.winner`'s order)."""
     if confirmed:
         return "the confirmation in fresh processes decides"
-    mine, theirs = answer.score.peak_mb, ahead.score.peak_mb
-    if mine is not None and theirs is not None and mine < theirs:
+    if less_memory(answer, ahead):
         return "so the one with less peak memory is the answer"
     if answer.candidate.is_default:
         return "so the default compile stays the answer"

@@ -80,6 +80,7 @@ class Confirmation:
     compile_s: tuple[float | None, float | None] = (None, None)
     """Mean compile time: the winner's, the default compile's."""
     peak_mb: tuple[float | None, float | None] = (None, None)
+    """Mean compiled peak memory: the winner's, the default compile's."""
     amortized_gain: float | None = None
     """With ``--calls``: default's (per-call time + compile / calls) over the winner's; no interval."""
     notes: tuple[str, ...] = ()
@@ -190,7 +191,8 @@ def confirm(winner_runs: Sequence[RunRecord], default_runs: Sequence[RunRecord],
         winner_runs=tuple(r.run_id for r in winner_runs), default_runs=tuple(r.run_id for r in default_runs),
         processes=(len(done_w), len(done_d)),
         compile_s=(_mean([r.compile_s for r in done_w]), _mean([r.compile_s for r in done_d])),
-        peak_mb=(_mean([r.memory.peak_mb for r in done_w]), _mean([r.memory.peak_mb for r in done_d])),
+        peak_mb=(_mean([r.memory.compiled_peak_mb for r in done_w]),
+                 _mean([r.memory.compiled_peak_mb for r in done_d])),
         amortized_gain=_amortized(done_w, done_d, objective), notes=tuple(notes))
 
 

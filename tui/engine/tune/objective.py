@@ -11,7 +11,7 @@ run's own (block pairs); with two or more it is across processes
 
 ``calls`` charges the compile time over a job of that many calls: the speedup becomes
 ``eager / (compiled + compile_s / calls)`` (its interval's ends mapped the same way; the compile
-time itself has no interval). ``max_memory_gb`` puts out a candidate whose peak memory (CUDA) is above it.
+time itself has no interval). ``max_memory_gb`` puts out a candidate whose compiled peak memory (CUDA) is above it.
 A candidate is out, with the reason, when none of its runs is done, when one recompiled while
 measuring, or when one failed the accuracy check.
 """
@@ -62,7 +62,8 @@ class Score:
     compile_s: float | None = None
     """The mean compile time of its done runs."""
     peak_mb: float | None = None
-    """The largest peak memory of its done runs (CUDA; None on the CPU)."""
+    """The largest peak memory of its done runs' compiled side (CUDA; None on the CPU): the candidate's own, where the
+    run's peak would be eager's, the same for every candidate."""
     out: str | None = None
     """Why it is out of the race (failed, recompiled, inaccurate, over the memory limit); None when it is in."""
 
@@ -90,9 +91,9 @@ def _out(records: Sequence[RunRecord], objective: Objective) -> str | None:
         if record.accuracy.passed is False:
             worst = f" ({record.accuracy.worst})" if record.accuracy.worst else ""
             return f"failed the accuracy check{worst}"
-        peak = record.memory.peak_mb
+        peak = record.memory.compiled_peak_mb
         if objective.max_memory_gb and peak is not None and peak > objective.max_memory_gb * 1024:
-            return f"peak memory {peak / 1024:.2f} GB is above --max-memory {objective.max_memory_gb:g} GB"
+            return f"compiled peak memory {peak / 1024:.2f} GB is above --max-memory {objective.max_memory_gb:g} GB"
     return None
 
 
@@ -110,7 +111,7 @@ def score(records: Sequence[RunRecord], objective: Objective) -> Score:
     """The :class:`Score` of a candidate's runs (any stage's: every done one is pooled)."""
     done = [r for r in records if r.status == RunStatus.DONE]
     compiles = [r.compile_s for r in done if r.compile_s is not None]
-    peaks = [r.memory.peak_mb for r in done if r.memory.peak_mb is not None]
+    peaks = [r.memory.compiled_peak_mb for r in done if r.memory.compiled_peak_mb is not None]
     base = Score(processes=len(done), compile_s=statistics.fmean(compiles) if compiles else None,
                  peak_mb=max(peaks) if peaks else None, out=_out(records, objective))
     if base.out is not None:

@@ -153,16 +153,27 @@ def challenger(standings: Sequence[Standing]) -> Standing | None:
 
 
 def winner(standings: Sequence[Standing], threshold: float) -> Standing | None:
-    """The race's winner: among live candidates within ``threshold`` of the best point estimate, the smallest
-    peak memory (where measured), then the fewest settings, then the best point estimate."""
+    """The race's winner: among live candidates within ``threshold`` of the best point estimate, those with the
+    least compiled peak memory (where measured; :func:`less_memory`), then the fewest settings, then the best point
+    estimate."""
     best = leader(standings)
     if best is None or best.score.value is None:
         return None
     bar = best.score.value / (1 + threshold)
     close = [s for s in standings if s.alive and s.score.value is not None and s.score.value >= bar]
+    lean = [s for s in close if not any(less_memory(other, s) for other in close)]
+    return min(lean, key=lambda s: (len(s.candidate.settings), -(s.score.value or 0.0)))
 
-    def key(s: Standing) -> tuple[float, int, float]:
-        memory = s.score.peak_mb if s.score.peak_mb is not None else 0.0
-        return memory, len(s.candidate.settings), -(s.score.value or 0.0)
 
-    return min(close, key=key)
+MEMORY_SLACK = (1.0, 0.01)
+"""Peaks this close (1 MiB and 1% above the smaller) count as equal memory: the tie-break weighs real differences,
+not a kilobyte of allocator noise."""
+
+
+def less_memory(one: Standing, other: Standing) -> bool:
+    """Whether ``one``'s compiled peak memory is below ``other``'s by more than :data:`MEMORY_SLACK` (both measured)."""
+    mine, theirs = one.score.peak_mb, other.score.peak_mb
+    if mine is None or theirs is None:
+        return False
+    slack_mb, slack_share = MEMORY_SLACK
+    return theirs > mine * (1 + slack_share) + slack_mb
