@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import dataclasses
 import io
 
+from tui.engine.options import RunOptions
 from tui.engine.tune.answer import CONFIRMED, NOTHING_BEATS, TuneResult
 from tui.engine.tune.objective import Score
 from tui.engine.tune.search import Standing
@@ -154,6 +156,33 @@ def test_the_answer_says_where_no_configuration_was_faster_than_eager():
                         confirmation=None, standings=(faster, freeze, slow_default), stopped="stopped by the user")
     assert "faster than eager" not in answer_text(result)
     assert "faster than eager" not in answer_text(_stopped(Score(3.04, 2.98, 3.10, 1)))
+
+
+def test_the_eager_line_reads_the_confirmation_and_an_unconfirmed_winner_slower_than_eager_gets_no_code():
+    """The mlp's 90 s search: its race read cpp_wrapper 1.00× [0.98, 1.01] over eager, its confirmation 0.98×
+    [0.96, 1.00]. The line quoted the race, and code to paste came first under "best so far"."""
+    from tui.engine.tune.answer import Against, Confirmation
+
+    wrapper = Standing(WRAPPER, Score(1.00, 0.98, 1.01, 2), stage=1)
+    default = Standing(Candidate(), Score(0.97, 0.95, 0.99, 2), stage=1)
+    confirmation = Confirmation(vs_default=Against(1.01, 0.97, 1.06, "noisy",
+                                                   ("default compile process 2 of 3: the time speedup drifted +14%",)),
+                                vs_eager=Against(0.98, 0.96, 1.00, "inconclusive"),
+                                default_vs_eager=Against(0.97, 0.95, 0.98, "slower"), processes=(3, 3))
+    options = WRAPPER.apply(RunOptions(workload="mlp", device="cpu"))
+    result = TuneResult(tune_id="01JTUNE", outcome="unconfirmed", winner=wrapper, winner_options=options,
+                        confirmation=confirmation, confirmed=wrapper, standings=(wrapper, default))
+    lines = answer_text(result).splitlines()
+    assert lines[1] == ("no configuration measured was faster than eager: the best, cpp_wrapper=True, reads 0.98× "
+                        "[0.96, 1.00] over eager, so torch.compile did not pay off for this workload here")
+    assert not any("torch.compile(" in line for line in lines)  # no code to paste for it
+    noisy = lines.index("  cpp_wrapper=True vs default compile: 1.01× [0.97, 1.06] noisy")
+    assert lines[noisy + 1] == "    noisy: default compile process 2 of 3: the time speedup drifted +14%"
+    # faster than eager in its confirmation: the code comes, marked unconfirmed
+    quick = dataclasses.replace(confirmation, vs_eager=Against(1.10, 1.05, 1.12, "faster"))
+    lines = answer_text(dataclasses.replace(result, confirmation=quick)).splitlines()
+    assert "# unconfirmed: the race's leader, not shown faster in fresh processes" in lines
+    assert any(line.startswith("compiled = torch.compile(") for line in lines)
 
 
 def test_the_cli_prints_the_eager_line_under_the_headline():

@@ -13,10 +13,11 @@ from tui.engine.tune.answer import (
     BUDGET_RAN_OUT, CONFIRMED, NOTHING_BEATS, NOTHING_MEASURED, Against, TuneResult, no_more_than,
     nothing_beats_text,
 )
-from tui.engine.measure.verdict import FASTER, judge_interval
+from tui.engine.measure.verdict import FASTER, NOISY, judge_interval
 from tui.engine.tune.code import compile_call, config_form, config_settings
 from tui.engine.tune.runs import was_stopped
 from tui.engine.tune.search import Standing, less_memory, ranked
+from tui.engine.tune.space import DEFAULT
 from tui.present.code_fold import fold_code
 from tui.present.format import fmt_mib, fmt_seconds, fmt_speedup, hanging_lines
 
@@ -162,16 +163,33 @@ def unseparated_line(result: TuneResult) -> str | None:
     return f"not told apart: {names} vs {best.name} {fmt_speedup(value)} ({how}), {why}"
 
 
+def over_eager(result: TuneResult) -> dict[str, Against]:
+    """Each measured candidate's speedup over eager: the confirmation's for the two it ran (fresh processes that
+    picked nothing), the race's for the rest."""
+    figures = {s.name: Against(s.score.value, s.score.low, s.score.high) for s in result.standings
+               if s.score.value is not None}
+    confirmation = result.confirmation
+    if confirmation is not None and result.confirmed is not None:
+        figures[result.confirmed.name] = confirmation.vs_eager
+        figures[DEFAULT] = confirmation.default_vs_eager
+    return {name: against for name, against in figures.items() if against.gain is not None}
+
+
+def pays_off(against: Against, threshold: float) -> bool:
+    """Whether ``against`` (a speedup over eager) reads faster: its interval past the threshold above 1."""
+    return judge_interval(against.low, against.high, threshold) == FASTER
+
+
 def eager_line(result: TuneResult) -> str | None:
-    """Where no configuration measured read faster than eager (none's interval lies past the threshold above 1),
-    the line that says so, with the best: the search ranks compile configurations against each other, and the
-    default compile staying the answer does not say that compiling pays off at all."""
-    measured = [s for s in result.standings if s.score.value is not None]
-    if not measured or any(judge_interval(s.score.low, s.score.high, result.threshold) == FASTER for s in measured):
+    """Where no configuration measured read faster than eager (none's interval lies past the threshold above 1,
+    :func:`over_eager`'s figures), the line that says so, with the best: the search ranks compile configurations
+    against each other, and the default compile staying the answer does not say that compiling pays off at all."""
+    figures = over_eager(result)
+    if not figures or any(pays_off(against, result.threshold) for against in figures.values()):
         return None
-    best = max(measured, key=lambda s: s.score.value or 0.0)
-    figure = fmt_speedup(best.score.value, best.score.low, best.score.high)
-    return (f"no configuration measured was faster than eager: the best, {best.name}, reads {figure} over eager, so "
+    name, best = max(figures.items(), key=lambda item: item[1].gain or 0.0)
+    figure = fmt_speedup(best.gain, best.low, best.high)
+    return (f"no configuration measured was faster than eager: the best, {name}, reads {figure} over eager, so "
             "torch.compile did not pay off for this workload here")
 
 
@@ -181,6 +199,8 @@ def code_lines(result: TuneResult, modes: Mapping[str, Mapping[str, Any]] | None
     if result.winner is None or result.winner_options is None or result.outcome == NOTHING_BEATS \
             or result.winner.candidate.is_default:
         return []
+    if result.outcome != CONFIRMED and eager_line(result) is not None:
+        return []  # nothing was faster than eager: no code to paste, the line above says so
     lines = [""]
     if result.outcome != CONFIRMED:
         lines.append(UNCONFIRMED_CODE)
@@ -203,8 +223,11 @@ def figure_lines(result: TuneResult) -> list[str]:
              f"  {name} vs default compile: {against_text(confirmation.vs_default)}"
              + (f", so not more than {result.threshold * 100:g}% faster"
                 if no_more_than(confirmation.vs_default, result.threshold) else ""),
+             *_noise_lines(confirmation.vs_default),
              f"  {name} vs eager: {against_text(confirmation.vs_eager)}",
-             f"  default compile vs eager: {against_text(confirmation.default_vs_eager)}"]
+             *_noise_lines(confirmation.vs_eager),
+             f"  default compile vs eager: {against_text(confirmation.default_vs_eager)}",
+             *_noise_lines(confirmation.default_vs_eager)]
     compile_w, compile_d = confirmation.compile_s
     lines.append(f"  compile time: {fmt_seconds(compile_w)} s (default compile {fmt_seconds(compile_d)} s)")
     peak_w, peak_d = confirmation.peak_mb
@@ -215,6 +238,13 @@ def figure_lines(result: TuneResult) -> list[str]:
                      f"{fmt_speedup(confirmation.amortized_gain)} the default compile (point estimate; compile time "
                      "has no interval)")
     return lines
+
+
+def _noise_lines(against: Against) -> list[str]:
+    """Why a reading is noisy, one line a reason (compare's reasons: which side's process, what moved it)."""
+    if against.verdict != NOISY:
+        return []
+    return [f"    noisy: {reason}" for reason in against.reasons] or ["    noisy: no reason was given"]
 
 
 def closing_line(result: TuneResult) -> str:
