@@ -99,6 +99,17 @@ def test_a_search_through_the_fake_worker_confirms_the_winner_and_prints_valid_c
     assert any(r["repeats"] == "3" for r in rows)  # the confirmation's processes make one row a side
     data = json.loads(out_json.read_text())
     assert {r["tune_id"] for r in data["runs"]} == tune_ids
+    # the answer as data, for a script: what the search concluded, in the printed answer's words and code
+    answer = data["tune"]
+    assert (answer["tune_id"], answer["outcome"]) == (*tune_ids, "confirmed")
+    assert answer["headline"] == out.splitlines()[0]
+    assert answer["winner"]["name"] == "freezing=True" and answer["winner"]["code"]["call"] == call
+    assert answer["winner"]["options"]["inductor_options"] == {"freezing": True}
+    vs_default = answer["confirmation"]["vs_default"]
+    assert vs_default["verdict"] == "faster" and vs_default["low"] > 1.02
+    assert answer["confirmation"]["processes"] == [3, 3]
+    standings = {c["name"]: c["standing"] for c in answer["candidates"]}
+    assert standings["cpp_wrapper=True"].startswith("out: failed: compile failed")
     # the closing line names the selector, and compare and report take it
     (tune_id,) = tune_ids
     assert out.splitlines()[-1].endswith(f"as tune:{tune_id} (compile-lab report tune:{tune_id} -o tune.html)")
@@ -107,6 +118,7 @@ def test_a_search_through_the_fake_worker_confirms_the_winner_and_prints_valid_c
     compared = list(csv.DictReader((tmp_path / "c.csv").open()))
     assert sum(int(r["base_processes"]) for r in compared) == sum(h["status"] == "done" for h in history)
     assert cli.main(["report", f"tune:{tune_id}", "-o", str(tmp_path / "tune.html")]) == 0
+    assert cli.main(["report", str(out_json), "-o", str(tmp_path / "j.html")]) == 0  # read past the answer's key
     # each run says which part of the tune ran it, and the report's labels tell them apart
     stages = [(h["options"]["inductor_options"], h["tune_stage"]) for h in history]
     assert [stage for options, stage in stages if options == {"freezing": True}] == ["screening"] + 3 * ["confirmation"]

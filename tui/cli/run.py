@@ -20,7 +20,7 @@ import logging
 import os
 import signal
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import IO, Any, cast
 
 from tui.present.format import workload_names
@@ -344,8 +344,10 @@ def _say(console: Any, text: str) -> None:
     console.print(text, markup=False, highlight=False, soft_wrap=True)
 
 
-def _export(records: list[RunRecord], args: argparse.Namespace, err: Any) -> bool:
+def _export(records: list[RunRecord], args: argparse.Namespace, err: Any,
+            json_extra: Mapping[str, Any] | None = None) -> bool:
     """Write the requested exports of ``records`` (rows: a group stands for its runs); True when one failed.
+    ``json_extra``: top-level keys the JSON export adds (``tune``'s answer).
 
     Only when a run was done or failed: stopped before that (nothing, or cancelled runs only),
     no file is touched, an existing one stays as it was, and stderr says so.
@@ -359,7 +361,7 @@ def _export(records: list[RunRecord], args: argparse.Namespace, err: Any) -> boo
         _say(err, f"{PROG}: no run ended, so no export was written ({names}); an existing file is left as it was")
         return False
     failed = False
-    for outcome in export.export_records(records, targets):
+    for outcome in export.export_records(records, targets, json_extra=json_extra):
         if isinstance(outcome.result, export.ExportError):
             failed = True
             _say(err, f"{PROG}: error: {outcome.result}")

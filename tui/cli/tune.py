@@ -139,7 +139,9 @@ async def _tune(args: argparse.Namespace, settings: tuple[RunOptions, Objective,
         err.print(f"{PROG}: error: budget: {_no_run_text(args.budget, result.elapsed_s)}", markup=False,
                   highlight=False)
         return 2
-    export_failed = _export(group_rows(session.ended()), args, err)
+    from tui.present.tune_json import answer_json
+
+    export_failed = _export(group_rows(session.ended()), args, err, {"tune": answer_json(result, plan.modes)})
     if result.outcome == NOTHING_MEASURED and result.cut_short == BUDGET_RAN_OUT and not stopped_by:
         err.print(f"{PROG}: error: budget: {_cut_text(args.budget)}", markup=False, highlight=False)
         return 2

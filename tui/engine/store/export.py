@@ -31,7 +31,7 @@ from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import IO
+from typing import IO, Any
 
 from tui import paths
 from tui.engine.store.columns import CSV_COLUMNS, RAW_COLUMNS
@@ -204,8 +204,12 @@ def _write_rows(path: str | os.PathLike[str], columns: Sequence[str], rows: Iter
     return Path(path)
 
 
-def write_json(records: Iterable[RunRecord], path: str | os.PathLike[str]) -> Path:
+def write_json(records: Iterable[RunRecord], path: str | os.PathLike[str],
+               extra: Mapping[str, Any] | None = None) -> Path:
     """``{"schema", "exported", "runs": [record.to_json() ...], "groups": [...]}`` with per-iteration times.
+
+    ``extra``: more top-level keys, written after ``exported`` (``tune``: a search's answer); readers of the
+    runs ignore them.
 
     Each run also has ``command``: the ``compile-lab run ...`` line that reproduces its options
     (:func:`tui.engine.store.reproduce.reproduce_command`).
@@ -219,7 +223,10 @@ def write_json(records: Iterable[RunRecord], path: str | os.PathLike[str]) -> Pa
     path = check_target(path)
     with atomic_writer(path, newline=None) as stream:
         rows = group_rows(records)  # inside: stored samples that are gone make an ExportError
-        stream.write(f'{{"schema": {EXPORT_SCHEMA:d}, "exported": {json.dumps(_now_iso())}, "runs": [')
+        stream.write(f'{{"schema": {EXPORT_SCHEMA:d}, "exported": {json.dumps(_now_iso())}, ')
+        for key, value in (extra or {}).items():
+            stream.write(f"{json.dumps(key)}: {json.dumps(finite(value), allow_nan=False)}, ")
+        stream.write('"runs": [')
         for i, record in enumerate(members_of(rows)):
             stream.write(",\n" if i else "\n")
             data = record.to_json(samples=True)
@@ -332,11 +339,12 @@ def anything_to_export(records: Iterable[RunRecord]) -> bool:
 
 
 def export_records(records: Sequence[RunRecord], targets: Mapping[str, str | os.PathLike[str]], *,
-                   keep_going: bool = True) -> list[Exported]:
+                   keep_going: bool = True, json_extra: Mapping[str, Any] | None = None) -> list[Exported]:
     """Write ``records`` in each format ``targets`` names (format name -> path), in :data:`EXPORT_FORMATS`' order.
 
     Returns each format's outcome; a failure (ExportError) is an outcome, and the formats after it are
-    still written unless ``keep_going`` is False (then the failure is the last outcome).
+    still written unless ``keep_going`` is False (then the failure is the last outcome). ``json_extra``: top-level
+    keys the JSON export adds (:func:`write_json`).
     """
     outcomes = []
     for fmt in EXPORT_FORMATS:
@@ -344,7 +352,10 @@ def export_records(records: Sequence[RunRecord], targets: Mapping[str, str | os.
             continue
         target = targets[fmt.name]
         try:
-            result: Path | ExportError = fmt.writer(records, target)
+            if fmt.writer is write_json and json_extra:
+                result: Path | ExportError = write_json(records, target, json_extra)
+            else:
+                result = fmt.writer(records, target)
         except ExportError as exc:
             result = exc
         outcomes.append(Exported(fmt, target, result))

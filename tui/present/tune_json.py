@@ -1,0 +1,70 @@
+"""A tune's answer as data: the ``tune`` object of ``compile-lab tune --json``, for scripts and CI.
+
+The runs of the export say what each process measured; this says what the search concluded from them,
+in the same words and figures the answer prints (:mod:`tui.present.tune_answer`): the outcome, the
+headline, the winner with its code, the confirmation's readings, and every candidate's standing.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from tui.engine.tune.answer import Against, TuneResult
+from tui.engine.tune.code import compile_call, config_form
+from tui.engine.tune.search import ranked
+from tui.present.tune_answer import code_lines, cut_short, eager_line, headline, standing_rows, unseparated_line
+
+__all__ = ["answer_json"]
+
+
+def _against(against: Against) -> dict[str, Any]:
+    return {"gain": against.gain, "low": against.low, "high": against.high, "verdict": against.verdict,
+            "reasons": list(against.reasons)}
+
+
+def answer_json(result: TuneResult, modes: Mapping[str, Mapping[str, Any]] | None = None) -> dict[str, Any]:
+    """The answer of ``result`` as JSON-ready data (see the module docstring).
+
+    ``winner.code`` is null where the answer prints no code (the default compile, nothing beats it, or an
+    unconfirmed winner that nothing showed faster than eager)."""
+    winner = None
+    if result.winner is not None:
+        options = result.winner_options
+        shown = bool(code_lines(result, modes))
+        winner = {
+            "name": result.winner.name,
+            "options": options.to_dict() if options is not None else None,
+            "code": {"call": compile_call(options), "config": config_form(options, modes)}
+            if shown and options is not None else None,
+        }
+    confirmation = None
+    if result.confirmation is not None:
+        c = result.confirmation
+        confirmation = {
+            "candidate": result.confirmed.name if result.confirmed is not None else None,
+            "processes": list(c.processes),
+            "vs_default": _against(c.vs_default), "vs_eager": _against(c.vs_eager),
+            "default_vs_eager": _against(c.default_vs_eager),
+            "compile_s": list(c.compile_s), "compiled_peak_mb": list(c.peak_mb),
+            "notes": list(c.notes),
+        }
+    rows = standing_rows(result.standings, cut_short(result), result.stopped)
+    candidates = [{"name": standing.name, "speedup": standing.score.value, "low": standing.score.low,
+                   "high": standing.score.high, "processes": standing.score.processes, "standing": row[3]}
+                  for standing, row in zip(ranked(result.standings), rows, strict=True)]
+    return {
+        "tune_id": result.tune_id,
+        "outcome": result.outcome,
+        "headline": headline(result),
+        "lines": [line for line in (unseparated_line(result), eager_line(result)) if line],
+        "winner": winner,
+        "confirmation": confirmation,
+        "candidates": candidates,
+        "notes": list(result.notes),
+        "threshold": result.threshold,
+        "objective": result.objective.describe(),
+        "runs": result.runs,
+        "stopped_runs": result.stopped_runs,
+        "elapsed_s": result.elapsed_s,
+    }
