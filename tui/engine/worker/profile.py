@@ -41,6 +41,11 @@ PROFILE_CALLS = 5
 PROFILE_WARM_S = 0.5
 #: At most this many warm-up calls (a launch-bound call of microseconds barely loads the card).
 PROFILE_WARM_MAX_CALLS = 500
+#: On the CPU, each side's profiled calls follow this long of the profiler's warm-up steps, and at least
+#: PROFILE_WARM_CPU_MIN of them: the first traced calls of a process carry the profiler's own start-up, which
+#: fell on eager, profiled first (docs/BENCHMARKS.md §23).
+PROFILE_WARM_CPU_S = 0.05
+PROFILE_WARM_CPU_MIN = 3
 _MAPPING_ARTIFACT = "inductor_provenance_tracking_node_mappings"
 
 
@@ -176,9 +181,10 @@ class _Side:
 
 
 def warm_calls(call_s: float, cuda: bool) -> int:
-    """How many warm-up calls keep the card busy for :data:`PROFILE_WARM_S` (none on the CPU)."""
+    """How many warm-up calls keep the card busy for :data:`PROFILE_WARM_S`; on the CPU, the calls of
+    :data:`PROFILE_WARM_CPU_S` (at least :data:`PROFILE_WARM_CPU_MIN`)."""
     if not cuda:
-        return 0
+        return max(PROFILE_WARM_CPU_MIN, min(PROFILE_WARM_MAX_CALLS, math.ceil(PROFILE_WARM_CPU_S / max(call_s, 1e-6))))
     return max(1, min(PROFILE_WARM_MAX_CALLS, math.ceil(PROFILE_WARM_S / max(call_s, 1e-6))))
 
 
