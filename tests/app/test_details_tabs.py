@@ -109,6 +109,23 @@ def test_the_kernels_tab_says_the_profiler_s_overhead_and_shows_the_measured_med
     assert f"{factor:.3g}× eager" in text
 
 
+def test_the_kernels_tab_does_not_advise_comparing_sides_the_profiler_weighed_unequally():
+    """A new user's trial: 13.9× eager, 2× compiled, and the tab said "compare the sides with each other"."""
+    from tui.app.components.details.why import UNEVEN_OVERHEAD
+
+    record = full_record("20261201-101010-aaaaaa", failed=False)
+    summary, profile = record.summary(), record.profile
+    eager, compiled = summary.eager.iter.median, summary.compiled.iter.median
+    for eager_factor, advice in ((1.5, "compare the sides with each other"),
+                                 (13.9, "the profiler weighed the sides unequally, so compare each side's shares")):
+        sides = {"eager": replace(profile.eager, wall_ms_per_call=eager * eager_factor),
+                 "compiled": replace(profile.compiled, wall_ms_per_call=compiled * 2.0)}
+        record.profile = replace(profile, **sides)
+        text = " ".join(_text(render_tab(record, "kernels"), width=80).split())
+        assert f"(profiled wall time / measured median: {eager_factor:.3g}× eager, 2× compiled): {advice}" in text
+        assert (eager_factor / 2.0 > UNEVEN_OVERHEAD) == ("unequally" in text)
+
+
 def test_a_cpu_run_s_summary_says_its_host_speedup_once():
     """On the CPU one loop times both clocks: no host columns that repeat the per-call ones."""
     text = _text(render_tab(timed_run("cpu", jitter=0.05), "summary"), width=100)

@@ -94,17 +94,27 @@ def _sides_table(profile: Profile, summary: RunSummary) -> Table:
     return table
 
 
+UNEVEN_OVERHEAD = 2.0
+"""Profiled/measured factors of the two sides further apart than this: the profiler weighed the sides unequally,
+and their profiled times do not compare (quiet CPU runs: at most 1.51 apart, docs/BENCHMARKS.md §23)."""
+
+
 def _overhead(profile: Profile, summary: RunSummary) -> Text:
-    """The note under the table: the profiled times carry the profiler's overhead, by how much against the medians."""
-    factors = []
+    """The note under the table: the profiled times carry the profiler's overhead, by how much against the medians,
+    and whether the sides' profiled times compare (they do not where the overhead weighed them unequally)."""
+    factors: dict[str, float] = {}
     for side, median in zip(("eager", "compiled"), _measured(summary), strict=True):
         wall = profile.side(side).wall_ms_per_call
         if wall is not None and median:
-            factors.append(f"{wall / median:.3g}× {side}")
-    against = f" (profiled wall time / measured median: {', '.join(factors)})" if factors else ""
+            factors[side] = wall / median
+    shown = ", ".join(f"{factor:.3g}× {side}" for side, factor in factors.items())
+    against = f" (profiled wall time / measured median: {shown})" if factors else ""
+    uneven = len(factors) == 2 and max(factors.values()) > UNEVEN_OVERHEAD * min(factors.values())
+    advice = ("the profiler weighed the sides unequally, so compare each side's shares, not the sides' profiled "
+              "times" if uneven else "compare the sides with each other")
     return Text(f"profiled: the profiler's overhead is in these times, and whatever else ran during the "
-                f"{profile.calls} profiled calls{against}: compare the sides with each other; the measured medians "
-                "are the run's timing", style="dim")
+                f"{profile.calls} profiled calls{against}: {advice}; the measured medians are the run's timing",
+                style="dim")
 
 
 def _top_kernels(side: SideProfile) -> Table:
