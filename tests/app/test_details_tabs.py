@@ -95,6 +95,9 @@ def test_the_kernels_tab_shows_both_sides_and_the_diff():
     assert profile.compiled.kernels[0].name in text and profile.diff[0].kernel in text
     record.profile = replace(profile, available=False, why="skipped (profile: false)")
     assert "no profile: skipped (profile: false)" in _text(render_tab(record, "kernels"))
+    # the Host time tab says the same, not that the profile pass recorded no host split
+    host = " ".join(_text(render_tab(record, "host"), width=100).split())
+    assert "not known: no profile: skipped (profile: false)" in host and "recorded no host split" not in host
 
 
 def test_the_kernels_tab_says_the_profiler_s_overhead_and_shows_the_measured_medians():

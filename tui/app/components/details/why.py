@@ -215,7 +215,13 @@ def host_tab(record: RunRecord, summary: RunSummary) -> list[RenderableType]:
     parts.append(section("Where the compiled call's host time goes (profile pass)"))
     split = _split(record)
     if split is None or not split.rows:
-        why = "no profile of this run" if record.profile is None else "the profile pass recorded no host split"
+        profile = record.profile
+        if profile is None:
+            why = "no profile of this run"
+        elif not profile.available:
+            why = f"no profile: {profile.why or 'not recorded'}"  # as the Kernels tab says it
+        else:
+            why = "the profile pass recorded no host split"
         return parts + [Text(f"not known: {why}", style="dim")]
     parts.append(_split_table(split))
     parts.append(Text("exclusive times per call in the profiled calls, profiler overhead included: read the shares",
