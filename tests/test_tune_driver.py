@@ -589,7 +589,7 @@ def test_a_candidate_whose_run_a_stop_cancelled_reads_stopped_and_is_counted_apa
     assert rows["max-autotune"] == "in the race, its screening run was stopped (Ctrl-C)", rows
     assert rows["aggressive_fusion=True"] == "in the race, never run (Ctrl-C)"
     assert (result.runs, result.stopped_runs) == (2, 1)
-    assert ": 2 run(s) ended on their own, 1 stopped in " in closing
+    assert ": 2 run(s) ended on their own, 1 stopped, " in closing and " s in all; " in closing
     cancelled = next(r for r in session.records if r.options.mode == "max-autotune")
     assert (cancelled.status, cancelled.error_message) == ("cancelled", "the tune was stopped (Ctrl-C)")
 
@@ -620,7 +620,7 @@ def test_a_stopped_search_read_before_the_cancel_lands_reads_as_after_it():
     rows, closing = _stopped_rows(result)
     assert rows["max-autotune"] == "in the race, its screening run was stopped (Ctrl-C)", rows
     assert (result.runs, result.stopped_runs) == (2, 1)
-    assert ": 2 run(s) ended on their own, 1 stopped in " in closing
+    assert ": 2 run(s) ended on their own, 1 stopped, " in closing and " s in all; " in closing
 
 
 def test_a_run_cut_by_the_budgets_end_is_not_a_failure_and_leaves_the_screening_incomplete():

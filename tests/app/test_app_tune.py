@@ -341,4 +341,4 @@ async def test_at_80x24_a_stopped_search_counts_its_runs_as_the_cli_does_and_nam
         assert re.search(r"runs\s+1 run\(s\) ended on their own, 1 stopped · budget 300 s", status), status
         shown = " ".join(line.strip() for line in area.text.splitlines())
         assert f"in the race, its screening run was {STOPPED}" in shown, shown
-        assert "never run" not in shown and "1 run(s) ended on their own, 1 stopped in " in shown
+        assert "never run" not in shown and "1 run(s) ended on their own, 1 stopped, " in shown

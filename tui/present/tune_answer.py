@@ -249,8 +249,9 @@ def _noise_lines(against: Against) -> list[str]:
 
 def closing_line(result: TuneResult) -> str:
     """How many runs, how long, and how ``compare`` and ``report`` select them from the history."""
-    return (f"tune id {result.tune_id}: {runs_text(result.runs, result.stopped_runs)} in "
-            f"{fmt_seconds(result.elapsed_s)} s; compare and "
+    took = f" in {fmt_seconds(result.elapsed_s)} s" if not result.stopped_runs else \
+        f", {fmt_seconds(result.elapsed_s)} s in all"  # after "1 stopped", "in 19.8 s" read as that run's time
+    return (f"tune id {result.tune_id}: {runs_text(result.runs, result.stopped_runs)}{took}; compare and "
             f"report select them from the history as tune:{result.tune_id} (compile-lab report "
             f"tune:{result.tune_id} -o tune.html)")
 
