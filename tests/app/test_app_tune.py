@@ -236,6 +236,30 @@ async def test_at_80x24_the_leaderboard_says_how_many_are_in_the_race_and_how_ma
         assert "left  " not in text and "candidate(s) left" not in text
 
 
+async def test_at_80x24_a_title_too_wide_ends_in_an_ellipsis_and_names_a_file_by_its_name():
+    """The title was cut without a mark ("... on cpu, objective device") and named a user's file by its whole path."""
+    from tui.app.tune_run import TuneRun
+    from tui.engine.options import RunOptions
+    from tui.engine.tune.objective import Objective
+    from tui.engine.tune.request import TuneRequest
+
+    base = RunOptions(workload="/tmp/some/deep/folder/of/models/syntax_checked_model.py", device="cpu")
+    run = TuneRun(None, base, TuneRequest(budget_s=300.0, objective=Objective(calls=1000)))
+    what = run.keeper.board.what
+    assert what.startswith("syntax_checked_model.py on cpu, objective") and "/tmp/" not in what
+    app = _BoardApp(dataclasses.replace(_screening_board(2), what=what))
+    async with app.run_test(size=SIZE) as pilot:
+        terminal = TerminalModel(app)  # before the first frame: it records what the app writes from now on
+        await wait_until(pilot, lambda: bool(app.screen.query("#lb-title")), what="the leaderboard")
+        title = app.screen.query_one(Leaderboard).query_one("#lb-title")
+
+        def row() -> str:
+            return terminal.text(Region(title.region.x, title.region.y, title.region.width, 1)).rstrip()
+
+        await wait_until(pilot, lambda: row().startswith("Tune syntax_checked_model.py"), what="the title")
+        assert len(f"Tune {what}") > title.region.width and row().endswith("…"), row()
+
+
 def test_the_count_in_the_race_follows_the_drops_and_cuts_a_stage_makes_between_progress_steps():
     # the pane said "8 in the race" while confirming, with 3 dropped and 3 cut listed under it: the count came
     # from the last progress step, before the screening's judgement

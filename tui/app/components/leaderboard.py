@@ -98,7 +98,7 @@ class Leaderboard(Vertical):
     Leaderboard { height: auto; max-height: 100%; border: round $primary; padding: 0 1; }
     Leaderboard.-done { max-height: 60%; }
     Leaderboard #lb-head { height: 1; }
-    Leaderboard #lb-title { width: 1fr; text-style: bold; }
+    Leaderboard #lb-title { width: 1fr; text-style: bold; text-wrap: nowrap; text-overflow: ellipsis; }
     Leaderboard #lb-stop { width: auto; min-width: 10; }
     Leaderboard #lb-status { height: auto; }
     Leaderboard #lb-out { height: auto; max-height: 1fr; }
