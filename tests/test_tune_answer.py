@@ -178,6 +178,10 @@ def test_the_eager_line_reads_the_confirmation_and_an_unconfirmed_winner_slower_
     assert not any("torch.compile(" in line for line in lines)  # no code to paste for it
     noisy = lines.index("  cpp_wrapper=True vs default compile: 1.01× [0.97, 1.06] noisy")
     assert lines[noisy + 1] == "    noisy: default compile process 2 of 3: the time speedup drifted +14%"
+    # an interval that reaches past the threshold: not shown to pay off, which is not "did not"
+    unsure = dataclasses.replace(confirmation, vs_eager=Against(1.02, 1.00, 1.04, "inconclusive"))
+    assert answer_text(dataclasses.replace(result, confirmation=unsure)).splitlines()[1].endswith(
+        "reads 1.02× [1.00, 1.04] over eager, so torch.compile was not shown to pay off for this workload here")
     # faster than eager in its confirmation: the code comes, marked unconfirmed
     quick = dataclasses.replace(confirmation, vs_eager=Against(1.10, 1.05, 1.12, "faster"))
     lines = answer_text(dataclasses.replace(result, confirmation=quick)).splitlines()
