@@ -197,17 +197,35 @@ def test_history_selections_pick_runs_and_groups(export, tmp_path, capsys):
     records = _records()
     for record in records:
         history.append(record)
-    picked, problems = load_runs(["history:20261201-101010-aaaaaa,20250101-000000-lbound"])
+    picked, problems, _ = load_runs(["history:20261201-101010-aaaaaa,20250101-000000-lbound"])
     assert len(picked) == 4 and problems == []  # a group id names all three processes
-    picked, _ = load_runs(["session:last"])  # the fakes' full records share one session
+    picked, _, _ = load_runs(["session:last"])  # the fakes' full records share one session
     assert sorted(r.run_id for r in picked) == sorted(r.run_id for r in records if r.session_id)
-    picked, problems = load_runs([str(export), "history:20250101-000000-lbound"])
+    picked, problems, origins = load_runs([str(export), "history:20250101-000000-lbound"])
     assert len(picked) == 7 and any("more than once" in p for p in problems)
+    assert set(origins.values()) == {str(export)}  # each run is its first argument's: the second added none
     out = tmp_path / "h.html"
     ids = ",".join(r.run_id for r in records)
     code, err = _report([f"history:{ids}", "-o", str(out)], capsys)
     assert code == 0, err
     assert len(_marks(_forest(out.read_text(encoding="utf-8")), "forest-row-")) == 5
+
+
+def test_two_files_of_one_configuration_name_their_file_in_each_row(tmp_path, capsys):
+    """A new user reported base.json and new.json: rows #1 and #3 read alike, nothing said which was which."""
+    from tui.report.page import row_labels
+
+    base, new = tmp_path / "base.json", tmp_path / "new.json"
+    records = _records()[:1]
+    write_json(records, base)
+    again = [dataclasses.replace(r, run_id="20261202-101010-bbbbbb") for r in records]
+    write_json(again, new)
+    picked, _, origins = load_runs([str(base), str(new)])
+    rows = gather_report(picked, configuration=config_key, origins=origins).rows
+    labels = row_labels(rows)
+    assert labels[0].endswith(f"(from {base})") and labels[1].endswith(f"(from {new})"), labels
+    one = gather_report(*load_runs([str(base)])[:1], configuration=config_key, origins=load_runs([str(base)])[2])
+    assert not row_labels(one.rows)[0].endswith(")")  # one source: nothing to tell apart
 
 
 def test_a_run_whose_samples_are_gone_keeps_its_row_and_its_boxes(tmp_path, capsys):
@@ -217,7 +235,7 @@ def test_a_run_whose_samples_are_gone_keeps_its_row_and_its_boxes(tmp_path, caps
         history.append(record)
     os.unlink(history.samples_path(history.load()[0][0]))
     selection = "history:" + ",".join(r.run_id for r in records)
-    stored, _ = load_runs([selection])
+    stored, _, _ = load_runs([selection])
     rows = gather_report(stored, configuration=config_key).rows
     assert rows[0].samples_note and "samples" in rows[0].samples_note and rows[0].speedup is not None
     assert rows[1].samples_note is None
@@ -362,7 +380,7 @@ def test_a_tunes_candidates_are_named_by_their_inductor_options_not_counted():
 
     def row(options: dict, train: bool = False) -> SimpleNamespace:
         return SimpleNamespace(options=RunOptions(workload="mlp", device="cpu", inductor_options=options,
-                                                  train=train), tune_stage="screening")
+                                                  train=train), tune_stage="screening", source=None)
 
     labels = row_labels([row({}), row({"freezing": True}), row({"cpp_wrapper": True}, train=True),
                          row({"cpp_wrapper": True, "max_autotune": True})])

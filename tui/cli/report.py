@@ -43,13 +43,15 @@ def _check_output(args: argparse.Namespace) -> None:
     check_outputs(args, (("-o", "output"),), selection_inputs(("one of the RUNS", text) for text in args.runs))
 
 
-def load_runs(texts: Sequence[str]) -> tuple[list[RunRecord], list[str]]:
+def load_runs(texts: Sequence[str]) -> tuple[list[RunRecord], list[str], dict[str, str]]:
     """The runs of every RUNS argument (``compile-lab compare``'s selections), in order, each run once;
-    and the problems met reading them. UsageError (one line) for an argument that cannot be read."""
+    the problems met reading them; and each run's argument (run id -> the text that selected it first).
+    UsageError (one line) for an argument that cannot be read."""
     from tui.engine.compare.selection import SelectionError, each_run_once, load_selection, parse_selection
 
     records: list[RunRecord] = []
     problems: list[str] = []
+    origins: dict[str, str] = {}
     seen: set[str] = set()
     for text in texts:
         try:
@@ -58,8 +60,9 @@ def load_runs(texts: Sequence[str]) -> tuple[list[RunRecord], list[str]]:
             raise UsageError(f"RUNS: {exc}") from None
         found, repeated = each_run_once(found, seen)
         records += found
+        origins.update((record.run_id, text) for record in found)
         problems += found_problems + repeated
-    return records, list(dict.fromkeys(problems))
+    return records, list(dict.fromkeys(problems)), origins
 
 
 def cmd_report(args: argparse.Namespace) -> int:
@@ -78,10 +81,10 @@ def cmd_report(args: argparse.Namespace) -> int:
         require_matplotlib()
     except MatplotlibMissing as exc:
         raise UsageError(str(exc)) from None
-    records, problems = load_runs(args.runs)
+    records, problems, origins = load_runs(args.runs)
     for line in problem_warnings(problems, "the runs (listed in the report)"):
         _say(line)
-    data = gather_report(records, sources=args.runs, problems=problems, configuration=config_key)
+    data = gather_report(records, sources=args.runs, problems=problems, configuration=config_key, origins=origins)
     try:
         path = write_report(data, args.output)
     except ExportError as exc:

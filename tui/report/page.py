@@ -56,12 +56,14 @@ def row_labels(rows: Sequence[ReportRow]) -> list[str]:
     run then says which part of the tune ran it (``(tune: screening)``, ``(tune: confirmation)``), since a
     candidate's screening run and its confirmation have the same options. Where the rows' inductor options differ
     (a tune's candidates), each row names its own (``freezing=True``) instead of counting them (``1 opt``), as every
-    label does (:func:`option_words`)."""
+    label does (:func:`option_words`). Where the report read several RUNS arguments, each row ends with the one it
+    came from (``(from base.json)``)."""
     differs = differing(row.options for row in rows)
     names = workload_names(row.options.workload for row in rows)
     return [" ".join(part for part in (workload_word(row.options, names), params_text(row.options),
                                        " ".join(option_words(row.options, differs, skip=("workload", "params"))),
-                                       f"(tune: {row.tune_stage})" if row.tune_stage else "")
+                                       f"(tune: {row.tune_stage})" if row.tune_stage else "",
+                                       f"(from {row.source})" if row.source else "")
                      if part)
             for row in rows]  # fmt: skip
 

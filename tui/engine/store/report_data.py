@@ -14,7 +14,7 @@ apart from the configurations, by the key the caller gives (compare's
 
 from __future__ import annotations
 
-from collections.abc import Callable, Hashable, Iterable, Sequence
+from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 from tui.engine.measure.clocks import clock_info
@@ -101,6 +101,9 @@ class ReportRow:
     """Why the distributions are missing (samples pruned or not stored); None when they are there."""
     tune_stage: str | None = None
     """The part of a ``compile-lab tune`` that ran it (``screening``, ``stage N``, ``confirmation``); None: no tune."""
+    source: str | None = None
+    """The RUNS argument it was read from, where the report read several (``base.json``, ``session:last``); None
+    where it read one: two files of one configuration are then told apart."""
 
     @property
     def noisy(self) -> bool:
@@ -195,7 +198,7 @@ def _error(record: RunRecord) -> str | None:
     return ended_reason(record.error_kind, record.error_message, after=str(record.status)) or None
 
 
-def _row(number: int, members: Sequence[RunRecord]) -> ReportRow:
+def _row(number: int, members: Sequence[RunRecord], source: str | None = None) -> ReportRow:
     from tui.engine.store.repeats import GroupRecord
 
     note = _samples_note(members)
@@ -215,7 +218,7 @@ def _row(number: int, members: Sequence[RunRecord]) -> ReportRow:
         eager=_side("eager", record, summary, note is None), compiled=_side("compiled", record, summary, note is None),
         compile_s=record.compile_s, processes=tuple(_process(m) for m in members),
         command=reproduce_command(record.options, repeat), warnings=tuple(summary.warnings), error=error,
-        samples_note=note, tune_stage=record.tune_stage,
+        samples_note=note, tune_stage=record.tune_stage, source=source,
     )  # fmt: skip
 
 
@@ -249,16 +252,20 @@ def _environments(rows: Iterable[ReportRow]) -> tuple[EnvironmentRow, ...]:
 
 
 def gather_report(records: Iterable[RunRecord], sources: Sequence[str] = (), problems: Sequence[str] = (), *,
-                  configuration: Callable[[RunRecord], Hashable]) -> ReportData:
+                  configuration: Callable[[RunRecord], Hashable],
+                  origins: Mapping[str, str] | None = None) -> ReportData:
     """The report of ``records``: one row per run or ``--repeat`` group, in the order of their first run.
 
     ``configuration``: a run's configuration (runs with equal keys are one, counted once). ``sources``
-    (what was read) and ``problems`` (met reading it) are shown on the page. A run whose per-iteration
+    (what was read) and ``problems`` (met reading it) are shown on the page. ``origins`` (run id -> the RUNS
+    argument it came from): where they name more than one, each row says its own. A run whose per-iteration
     samples are gone keeps its stored summary and says why it has no distribution.
     """
     records = list(records)
     units = _units(records)
-    rows = tuple(_row(number, members) for number, members in enumerate(units, 1))
+    several = origins is not None and len(set(origins.values())) > 1
+    rows = tuple(_row(number, members, origins.get(members[0].run_id) if several and origins else None)
+                 for number, members in enumerate(units, 1))
     created = [r.created for r in records]
     return ReportData(rows=rows, environments=_environments(rows), sources=tuple(sources), problems=tuple(problems),
                       runs=len(records), first_created=min(created, default=None),
