@@ -234,13 +234,14 @@ def test_a_budget_that_ends_the_first_run_before_it_measured_is_one_line_naming_
     """The run started and the budget's end cut it: the answer read "the default compile's run every run failed",
     exit 1, though nothing had failed."""
     _use_fake_worker(monkeypatch, {})
-    monkeypatch.setenv("FAKE_WORKER_COMPILE_S", "30")  # longer than the 2 s the budget leaves the run
-    code = cli.main(["tune", "--workload", "pointwise", "--device", "cpu", "--iters", "20", "--budget", "5s",
+    monkeypatch.setenv("FAKE_WORKER_COMPILE_S", "30")  # longer than the 4 s or less the budget leaves the run
+    # 7 s: room for the first run to start on a slow machine (3 s are kept to close), none to finish compiling
+    code = cli.main(["tune", "--workload", "pointwise", "--device", "cpu", "--iters", "20", "--budget", "7s",
                      "--json", str(tmp_path / "t.json")])
     captured = capsys.readouterr()
     assert code == 2 and captured.out == ""
     last = captured.err.splitlines()[-1]
-    assert last == ("compile-lab: error: budget: --budget 5s ran out before any run was measured (the run it started "
+    assert last == ("compile-lab: error: budget: --budget 7s ran out before any run was measured (the run it started "
                     "reached the budget's end), so nothing can be judged: give room for several runs of this "
                     "workload (the default is 10m)"), last
     (run,) = json.loads((tmp_path / "t.json").read_text())["runs"]  # the run is kept, with why it ended

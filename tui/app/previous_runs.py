@@ -105,6 +105,9 @@ class PreviousRuns:
         self.app, self.lab, self.screen, self._refresh_baseline = app, lab, screen, refresh_baseline
         self.frozen = False
         """Whether the loader froze objects out of the collector (given back at exit: :meth:`unfreeze`)."""
+        self._gc_lock = threading.Lock()
+        self._closed = False
+        """Set at exit (:meth:`unfreeze`): the loader freezes nothing after it."""
 
     def load(self) -> None:
         """Read previous runs off the UI thread and post them chunk by chunk, then the problems."""
@@ -132,10 +135,8 @@ class PreviousRuns:
                         break
                     if worker.is_cancelled or not app.is_running:
                         return  # the app is closing
-                if worker.is_cancelled:
+                if worker.is_cancelled or not self._freeze_unless_closed():
                     return
-                _freeze()
-                self.frozen = True
         except Exception as exc:  # iter_load is tolerant; this is the last guard: a named problem
             logger.warning("the history could not be read", exc_info=exc)
             problems.append(f"history could not be read: {exc}")
@@ -162,10 +163,23 @@ class PreviousRuns:
             more = f" (+{len(message.problems) - 1} more)" if len(message.problems) > 1 else ""
             self.app.notify(first + more, title="History", severity="warning", markup=False, timeout=8)
 
+    def _freeze_unless_closed(self) -> bool:
+        """Freeze (:func:`_freeze`) unless the app is closing; whether it did. Under the lock :meth:`unfreeze` takes:
+        a loader between two chunks when the app quit froze the objects after the exit had unfrozen them."""
+        with self._gc_lock:
+            if self._closed:
+                return False
+            _freeze()
+            self.frozen = True
+            return True
+
     def unfreeze(self) -> None:
-        """Give the frozen objects back to the collector (at exit)."""
-        if self.frozen:
-            gc.unfreeze()
+        """Give the frozen objects back to the collector (at exit); the loader freezes nothing after this."""
+        with self._gc_lock:
+            self._closed = True
+            if self.frozen:
+                gc.unfreeze()
+                self.frozen = False
 
     def toggle(self) -> None:
         """Show or hide previous sessions' runs."""
