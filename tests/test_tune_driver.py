@@ -49,6 +49,8 @@ class TimedRunner:
     moves the clock on by ``seconds`` (``before``: a hook called as each run starts)."""
 
     keep_spare = False
+    drifts: dict[int, float] = {}
+    """Run number (1: the first) -> how much its compiled time grows from its first block to its last."""
 
     def __init__(self, clock: Clock, times: dict, seconds: float = 10.0, before=None) -> None:
         self.clock, self.times, self.seconds, self.before = clock, times, seconds, before
@@ -75,8 +77,10 @@ class TimedRunner:
             return record
         rng = random.Random(len(self.runs))
         record.apply(make_event("phase", 0.1, phase="measuring"))
+        grows = self.drifts.get(len(self.runs), 0.0)
         for index in range(8):
-            for side, ms in (("eager", 2.0), ("compiled", 1.0 if compiled == "recompile" else compiled)):
+            drifted = (1.0 if compiled == "recompile" else compiled) * (1 + grows * index / 7)
+            for side, ms in (("eager", 2.0), ("compiled", drifted)):
                 values = [ms * (1 + rng.uniform(-0.01, 0.01)) for _ in range(10)]
                 record.apply(make_event("block", 1.0 + index, side=side, stage="measure", index=index,
                                         clock="perf_counter", ms=values, host_ms_per_call=sum(values) / 10))
@@ -236,6 +240,24 @@ def test_a_noisy_confirmation_does_not_grow_since_its_noisy_process_stays_in_it(
     assert len(runner.runs) == 2 + 6 and result.confirmation.processes == (3, 3)
     assert not [e for e in heard.events if e[0] == "note" and "more a side" in e[1]]
     assert result.outcome == UNCONFIRMED
+
+
+class DriftingWinner(TimedRunner):
+    """The winner's first confirmation process (the third run) slows 30% across its run: its speedup drifts."""
+
+    drifts = {3: 0.3}
+
+
+def test_a_confirmation_inconclusive_for_a_drift_names_it_and_does_not_grow():
+    # A process whose speedup drifted past max_drift caps compare's word at inconclusive (BENCHMARKS §24): it is
+    # not noise, and more processes would not take it out of the reading
+    result, _, runner, heard, _ = _tune([Candidate(), FREEZE], EDGE, runner_type=DriftingWinner)
+    against = result.confirmation.vs_default
+    assert against.verdict == "inconclusive" and len(against.reasons) == 1, against
+    assert against.reasons[0].startswith("winner process 1 of 3: the time speedup drifted -")
+    assert len(runner.runs) == 2 + 6 and result.confirmation.processes == (3, 3)
+    assert not [e for e in heard.events if e[0] == "note" and "more a side" in e[1]]
+    assert result.outcome == UNCONFIRMED  # no claim, "nothing beats the default" included
 
 
 def test_a_failing_or_recompiling_candidate_is_out_with_its_reason():

@@ -8,13 +8,13 @@ verdict in :mod:`tui.engine.measure.verdict`'s words, judged on how much faster 
 time, NEW / BASE for the speedup) with threshold t:
 
 * ``noisy`` first: a process of either side whose own series of this metric is noisy by the
-  run's rules (a stall that moved its median, drift: :func:`~tui.engine.measure.verdict.series_checks`,
-  the speedup's paired drift: :func:`~tui.engine.measure.verdict.assess`), or a busy machine while it
-  measured (:func:`~tui.engine.measure.verdict.machine_reasons`). The distribution's shape and a wide
-  interval are not noise, as for a run. A noisy pair is never faster or slower.
+  run's rules (a stall that moved its median, a time's drift: :func:`~tui.engine.measure.verdict.series_checks`),
+  or a busy machine while it measured (:func:`~tui.engine.measure.verdict.machine_reasons`). The distribution's
+  shape and a wide interval are not noise, as for a run. A noisy pair is never faster or slower.
 * else ``faster`` / ``slower`` / ``no change`` / ``inconclusive`` from the interval
   (:func:`~tui.engine.measure.verdict.judge_interval`); ``inconclusive`` without an interval (a side with
-  fewer than 4 block pairs, or samples that were pruned).
+  fewer than 4 block pairs, or samples that were pruned), and, with the drift named, where a process's speedup
+  drifted past ``max_drift`` across its run (:func:`_drifts`).
 
 With two or more processes on each side the interval is across processes; with one on a side it
 holds only the noise within a process, and the pair says so (``within_process``). A launch-bound
@@ -45,7 +45,7 @@ from tui.engine.measure.summary import SideStats, launch_bound_of
 from tui.engine.thresholds import MIN_INTERVAL_BLOCKS
 from tui.engine.measure.verdict import (
     CONFIDENT, INCONCLUSIVE, NOISY, ONE_PROCESS_HOST, SLOWER, Assessment, Machine, SideSeries, VerdictPolicy, assess,
-    judge_interval, machine_reasons, series_checks,
+    judge_interval, machine_reasons, past_drift, series_checks,
 )  # fmt: skip
 from tui.typed import JsonRecord
 from tui.engine.status import RunStatus
@@ -252,6 +252,15 @@ def _side(name: str, records: Sequence[RunRecord], settings: CompareSettings) ->
     return _Side(name, processes, draws, notes)
 
 
+def _said(side: _Side, by_reason: dict[str, list[str]]) -> list[str]:
+    """Each reason once, with the processes of ``side`` it concerns."""
+    count = len(side.processes)
+    if count == 1:
+        return [f"{side.name}: {reason}" for reason in by_reason]
+    return [f"{side.name} process{'es' if len(n) > 1 else ''} {', '.join(n)} of {count}: {reason}"
+            for reason, n in by_reason.items()]
+
+
 def _noise(side: _Side, metric: Metric, policy: VerdictPolicy) -> list[str]:
     """Each process's noise reasons for ``metric``, a reason said once with the processes it concerns."""
     by_reason: dict[str, list[str]] = {}
@@ -260,24 +269,38 @@ def _noise(side: _Side, metric: Metric, policy: VerdictPolicy) -> list[str]:
         reasons += machine_reasons(process.record.machine(), policy, metric.host)
         for reason in reasons:
             by_reason.setdefault(reason, []).append(str(number))
-    count = len(side.processes)
-    if count == 1:
-        return [f"{side.name}: {reason}" for reason in by_reason]
-    return [f"{side.name} process{'es' if len(n) > 1 else ''} {', '.join(n)} of {count}: {reason}"
-            for reason, n in by_reason.items()]
+    return _said(side, by_reason)
+
+
+def _drifts(side: _Side, metric: Metric, policy: VerdictPolicy) -> list[str]:
+    """The speedup's drift past ``max_drift`` in each process of ``side`` (a speedup metric; none for a time): it
+    caps the pair's word at ``inconclusive``.
+
+    A process whose speedup moved more than ``max_drift`` across its run holds no one value at the threshold's
+    resolution, so the pair cannot be decided; it is no sign of a busy machine, which ``noisy`` says. Counted as
+    noise, it called 25 of 40 quiet pairs of one configuration against itself noisy (docs/BENCHMARKS.md §24)."""
+    if len(metric.series) != 2:
+        return []
+    what = "time" if metric.series[0][1] == "iter" else "host time"
+    by_reason: dict[str, list[str]] = {}
+    for number, process in enumerate(side.processes, 1):
+        eager, compiled = (process.series[key] for key in metric.series)
+        said = past_drift(eager, compiled, policy, what) if eager is not None and compiled is not None else None
+        if said is not None:
+            by_reason.setdefault(said, []).append(str(number))
+    return _said(side, by_reason)
 
 
 def _checks(process: _Process, metric: Metric, policy: VerdictPolicy) -> Assessment:
     """A process's own checks of ``metric``, as a run's verdict makes them (the machine's apart).
 
-    The speedup's series are checked as a run's speedup is (its drift is the paired one, a reason past
-    ``max_drift`` whatever words its ends read: compare's word is NEW against BASE); a time as one series, with
-    its own drift.
+    The speedup's series are checked as a run's speedup is, its paired drift apart (:func:`_drifts`: compare's
+    word is NEW against BASE, which the drift's own words do not decide); a time as one series, with its own drift.
     """
     series = [process.series[key] for key in metric.series]
     what = "time" if metric.series[0][1] == "iter" else "host time"
     if len(series) == 2 and series[0] is not None and series[1] is not None:
-        return assess(series[0], series[1], None, None, Machine(), policy, what, own_word=False)
+        return assess(series[0], series[1], None, None, Machine(), policy, what, paired_drift=False)
     checks = Assessment()
     for one in series:
         if one is not None:
@@ -311,6 +334,9 @@ def _change(metric: Metric, base: _Side, new: _Side, settings: CompareSettings, 
         return dataclasses.replace(values, verdict=INCONCLUSIVE)
     if one_process_host:
         return dataclasses.replace(values, verdict=INCONCLUSIVE, reasons=(ONE_PROCESS_HOST,))
+    drifts = _drifts(base, metric, policy) + _drifts(new, metric, policy)
+    if drifts:
+        return dataclasses.replace(values, verdict=INCONCLUSIVE, reasons=tuple(drifts))
     gain = (1 / high, 1 / low) if metric.time else (low, high)
     return dataclasses.replace(values, verdict=judge_interval(*gain, threshold))
 

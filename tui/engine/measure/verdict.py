@@ -51,7 +51,7 @@ __all__ = [
     "FASTER", "SLOWER", "NO_CHANGE", "INCONCLUSIVE", "NOISY", "VERDICTS", "CONFIDENT",
     "VerdictPolicy", "LIMIT_NAMES", "Outliers", "SideSeries", "Machine", "Verdict", "Assessment",
     "classify_outliers", "judge_interval", "assess", "noise_reasons", "interval_notes", "verdict_for", "RERUN_HINT",
-    "series_checks", "machine_reasons", "speedup_drift", "spread_note", "ONE_PROCESS_HOST", "Drift",
+    "series_checks", "machine_reasons", "speedup_drift", "past_drift", "spread_note", "ONE_PROCESS_HOST", "Drift",
 ]  # fmt: skip
 
 FASTER, SLOWER, NO_CHANGE, INCONCLUSIVE, NOISY = "faster", "slower", "no change", "inconclusive", "noisy"
@@ -347,18 +347,26 @@ def interval_notes(low: float | None, high: float | None, policy: VerdictPolicy,
 
 
 def assess(eager: SideSeries, compiled: SideSeries, low: float | None, high: float | None, machine: Machine,
-           policy: VerdictPolicy, what: str = "time", host: bool = False, own_word: bool = True) -> Assessment:
+           policy: VerdictPolicy, what: str = "time", host: bool = False, paired_drift: bool = True) -> Assessment:
     """Every check of one speedup: the reasons it is noisy (empty: not) and the notes.
 
-    ``own_word`` False: the speedup is one side of a comparison (``compare``'s speedup metric, NEW against
-    BASE), whose word the band around 1 does not decide, so any drift past ``max_drift`` is a reason.
+    ``paired_drift`` False: the speedup's drift is left to the caller (``compare``, where it is one side of a
+    comparison whose word the band around 1 does not decide: :func:`past_drift`).
     """
     checks = series_checks(eager, policy, what, drift=False) + series_checks(compiled, policy, what, drift=False)
-    drift = speedup_drift(eager, compiled)
+    drift = speedup_drift(eager, compiled) if paired_drift else None
     if drift is not None and abs(drift.change) > policy.max_drift:
-        checks += drift_check(drift, policy, what) if own_word else Assessment((drift_text(drift, policy, what),))
+        checks += drift_check(drift, policy, what)
     checks += Assessment(tuple(machine_reasons(machine, policy, host)), tuple(interval_notes(low, high, policy, what)))
     return checks
+
+
+def past_drift(eager: SideSeries, compiled: SideSeries, policy: VerdictPolicy, what: str = "time") -> str | None:
+    """The speedup's drift past ``max_drift``, said (:func:`drift_text`); None within it."""
+    drift = speedup_drift(eager, compiled)
+    if drift is None or abs(drift.change) <= policy.max_drift:
+        return None
+    return drift_text(drift, policy, what)
 
 
 def noise_reasons(eager: SideSeries, compiled: SideSeries, low: float | None, high: float | None,

@@ -46,8 +46,10 @@ BUDGET_RAN_OUT = "the budget ran out"
 def no_more_than(against: Against, threshold: float) -> bool:
     """Whether an ``inconclusive`` reading still rules out a gain of more than ``threshold``: its interval's high
     end is within ``1 + threshold``. The verdict's word is two-sided (``no change`` needs both ends inside the
-    band); "nothing beats the default by more than t" is a claim about the high end alone."""
-    return against.verdict == INCONCLUSIVE and against.high is not None and against.high <= 1 + threshold
+    band); "nothing beats the default by more than t" is a claim about the high end alone. A reading made
+    inconclusive for a reason (a process's speedup that drifted: compare's rule) claims nothing."""
+    return (against.verdict == INCONCLUSIVE and not against.reasons and against.high is not None
+            and against.high <= 1 + threshold)
 
 
 def nothing_beats_text(threshold: float) -> str:

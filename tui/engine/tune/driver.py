@@ -465,9 +465,10 @@ class TuneDriver:
         """The processes a side the confirmation grows to: ``repeats`` (no more) unless it is inconclusive and its
         interval still allows a gain of more than the threshold (:func:`~tui.engine.tune.answer.no_more_than`), under
         :data:`CONFIRM_MAX_REPEATS`, and the added waves fit in the time left (a process a side; on a pool, a
-        matched pair for every two lanes). A noisy one does not grow: its noisy process stays in it, and keeps it
-        noisy whatever is added."""
-        settled = judged.vs_default.verdict != INCONCLUSIVE or no_more_than(judged.vs_default, self.threshold)
+        matched pair for every two lanes). A noisy one does not grow, nor one inconclusive for a reason (a drift):
+        the process stays in it, and keeps it so whatever is added."""
+        reading = judged.vs_default
+        settled = reading.verdict != INCONCLUSIVE or bool(reading.reasons) or no_more_than(reading, self.threshold)
         if settled or repeats >= self.max_confirm_repeats:
             return repeats
         more = min(self.max_confirm_repeats, repeats + max(1, self.lanes // 2))
