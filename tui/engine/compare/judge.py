@@ -277,8 +277,8 @@ def _drifts(side: _Side, metric: Metric, policy: VerdictPolicy) -> list[str]:
     caps the pair's word at ``inconclusive``.
 
     A process whose speedup moved more than ``max_drift`` across its run holds no one value at the threshold's
-    resolution, so the pair cannot be decided; it is no sign of a busy machine, which ``noisy`` says. Counted as
-    noise, it called 25 of 40 quiet pairs of one configuration against itself noisy (docs/BENCHMARKS.md §24)."""
+    resolution, so the pair cannot be decided; it is no sign of a busy machine, which ``noisy`` says, and counted
+    as noise it called quiet pairs of one configuration against itself noisy (docs/BENCHMARKS.md §24)."""
     if len(metric.series) != 2:
         return []
     what = "time" if metric.series[0][1] == "iter" else "host time"

@@ -183,10 +183,9 @@ def autotunes(options: RunOptions, modes: Mapping[str, Mapping[str, Any]] | None
     """Whether a compile of ``options`` autotunes (a max-autotune mode, or one of :data:`AUTOTUNING` set).
 
     Such a candidate runs with a cold compile cache (``cold_compile``) in the search: its picks differ from one
-    fresh autotuning to the next (the seed CNN on an H100: 0.78x to 1.11x over eager in six cold processes,
-    docs/BENCHMARKS.md §22), and a warm cache would serve every process of the search the first one's picks, so
-    neither the race nor the confirmation would see what another machine's first compile may pick, nor pay its
-    compile time."""
+    fresh autotuning to the next (docs/BENCHMARKS.md §22), and a warm cache would serve every process of the search
+    the first one's picks, so neither the race nor the confirmation would see what another machine's first compile
+    may pick, nor pay its compile time."""
     settings = config_settings(options, modes)
     return any(bool(settings.get(key)) for key in AUTOTUNING)
 

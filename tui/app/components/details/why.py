@@ -96,7 +96,7 @@ def _sides_table(profile: Profile, summary: RunSummary) -> Table:
 
 UNEVEN_OVERHEAD = 2.0
 """Profiled/measured factors of the two sides further apart than this: the profiler weighed the sides unequally,
-and their profiled times do not compare (quiet CPU runs: at most 1.51 apart, docs/BENCHMARKS.md §23)."""
+and their profiled times do not compare (above what quiet runs showed: docs/BENCHMARKS.md §23)."""
 
 
 def _overhead(profile: Profile, summary: RunSummary) -> Text:
