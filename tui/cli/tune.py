@@ -31,7 +31,7 @@ from tui.cli.run_flags import add_cluster_flags, add_option_flags, add_output_fl
 from tui.engine.cluster.address import ClusterError
 from tui.engine.options import OptionsError, RunOptions
 from tui.engine.run.session import RunSession, SessionListener
-from tui.engine.tune.answer import BUDGET_RAN_OUT, NOTHING_MEASURED
+from tui.engine.tune.answer import NOTHING_MEASURED
 from tui.engine.tune.objective import DEVICE, OBJECTIVES, Objective
 from tui.engine.tune.probe import ask_torch
 from tui.engine.tune.request import (
@@ -139,10 +139,13 @@ async def _tune(args: argparse.Namespace, settings: tuple[RunOptions, Objective,
         err.print(f"{PROG}: error: budget: {_no_run_text(args.budget, result.elapsed_s)}", markup=False,
                   highlight=False)
         return 2
-    from tui.present.tune_json import answer_json
+    json_extra = None
+    if args.json:  # the answer as data goes into the JSON export alone
+        from tui.present.tune_json import answer_json
 
-    export_failed = _export(group_rows(session.ended()), args, err, {"tune": answer_json(result, plan.modes)})
-    if result.outcome == NOTHING_MEASURED and result.cut_short == BUDGET_RAN_OUT and not stopped_by:
+        json_extra = {"tune": answer_json(result, plan.modes)}
+    export_failed = _export(group_rows(session.ended()), args, err, json_extra)
+    if result.cut_before_measuring and not stopped_by:
         err.print(f"{PROG}: error: budget: {_cut_text(args.budget)}", markup=False, highlight=False)
         return 2
     print_answer(result, Console(file=out.as_io(), soft_wrap=True), plan.modes, quiet=args.quiet)

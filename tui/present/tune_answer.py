@@ -114,7 +114,7 @@ def headline(result: TuneResult) -> str:
 def nothing_measured_text(result: TuneResult) -> str:
     """Why a search measured nothing: the budget ended its only runs, or the default compile's run failed (every
     candidate shares its workload and run options)."""
-    if result.cut_short == BUDGET_RAN_OUT:
+    if result.cut_before_measuring:
         return ("nothing was measured before the budget ran out (its runs reached the budget's end), so no "
                 "configuration can be judged")
     default = next((s for s in result.standings if s.candidate.is_default), None)

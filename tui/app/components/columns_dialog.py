@@ -20,12 +20,10 @@ from textual.widgets import Button, SelectionList, Static
 from textual.widgets.selection_list import Selection
 
 from tui.app.components.marks import MarkedSelectionList
-from tui.app.table_columns import TABLE_COLUMNS, default_choice
+from tui.app.table_columns import COLUMNS_BY_KEY, TABLE_COLUMNS, default_choice
 from tui.app.components.key_footer import KeyFooter
 
 __all__ = ["ColumnsScreen"]
-
-COLUMNS_BY_KEY = {column.key: column for column in TABLE_COLUMNS}
 
 _HEADER_WIDTH = 17
 """Wide enough for the longest header (``speedup [95% CI]``), so the meanings line up."""

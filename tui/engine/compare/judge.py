@@ -77,6 +77,11 @@ class Metric:
         """Host-inclusive time: a busy CPU counts against it on a GPU run too."""
         return any(which == "host" for _, which in self.series)
 
+    @property
+    def what(self) -> str:
+        """How its reasons name the clock: ``time`` (the per-iteration one) or ``host time``."""
+        return "time" if self.series[0][1] == "iter" else "host time"
+
 
 METRICS: dict[str, Metric] = {
     "compiled": Metric("compiled", "compiled time", True, lambda m: m[_COMPILED], (("compiled", "iter"),)),
@@ -281,11 +286,10 @@ def _drifts(side: _Side, metric: Metric, policy: VerdictPolicy) -> list[str]:
     as noise it called quiet pairs of one configuration against itself noisy (docs/BENCHMARKS.md §24)."""
     if len(metric.series) != 2:
         return []
-    what = "time" if metric.series[0][1] == "iter" else "host time"
     by_reason: dict[str, list[str]] = {}
     for number, process in enumerate(side.processes, 1):
         eager, compiled = (process.series[key] for key in metric.series)
-        said = past_drift(eager, compiled, policy, what) if eager is not None and compiled is not None else None
+        said = past_drift(eager, compiled, policy, metric.what) if eager is not None and compiled is not None else None
         if said is not None:
             by_reason.setdefault(said, []).append(str(number))
     return _said(side, by_reason)
@@ -298,13 +302,12 @@ def _checks(process: _Process, metric: Metric, policy: VerdictPolicy) -> Assessm
     word is NEW against BASE, which the drift's own words do not decide); a time as one series, with its own drift.
     """
     series = [process.series[key] for key in metric.series]
-    what = "time" if metric.series[0][1] == "iter" else "host time"
     if len(series) == 2 and series[0] is not None and series[1] is not None:
-        return assess(series[0], series[1], None, None, Machine(), policy, what, paired_drift=False)
+        return assess(series[0], series[1], None, None, Machine(), policy, metric.what, paired_drift=False)
     checks = Assessment()
     for one in series:
         if one is not None:
-            checks += series_checks(one, policy, what)
+            checks += series_checks(one, policy, metric.what)
     return checks
 
 

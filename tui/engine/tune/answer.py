@@ -127,6 +127,11 @@ class TuneResult:
     threshold: float = 0.02
     objective: Objective = field(default_factory=Objective)
 
+    @property
+    def cut_before_measuring(self) -> bool:
+        """Nothing was measured because the budget's end cut every run it started (not because they failed)."""
+        return self.outcome == NOTHING_MEASURED and self.cut_short == BUDGET_RAN_OUT
+
 
 def _mean(values: Sequence[float | None]) -> float | None:
     found = [v for v in values if v is not None]
