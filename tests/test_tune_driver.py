@@ -15,7 +15,9 @@ from tui.engine.options import RunOptions
 from tui.engine.protocol import make_event
 from tui.engine.run.kept import CANCELLED_THEN, kept_events
 from tui.engine.run.session import RunSession
-from tui.engine.tune.answer import CONFIRMED, NOTHING_BEATS, NOTHING_MEASURED, UNCONFIRMED, nothing_beats_text
+from tui.engine.tune.answer import (
+    CONFIRM_MAX_REPEATS, CONFIRMED, NOTHING_BEATS, NOTHING_MEASURED, UNCONFIRMED, nothing_beats_text,
+)
 from tui.engine.runner import WorkerRunner
 from tui.engine.tune.driver import CLOSING_S, TuneDriver
 from tui.engine.tune.durations import seconds_apart
@@ -182,14 +184,14 @@ def test_each_run_says_which_part_of_the_tune_ran_it():
 EDGE = {"freezing=True": lambda n: 0.97 if n % 2 else 1.0}
 
 
-def test_an_inconclusive_confirmation_grows_a_process_a_side_up_to_five():
+def test_an_inconclusive_confirmation_grows_a_process_a_side_up_to_its_cap():
     result, session, runner, heard, _ = _tune([Candidate(), FREEZE], EDGE)
     keys = [_key(o) for o in runner.runs]
-    assert keys[2:] == ["freezing=True", "default"] * 5  # 3 + 3, then one more a side, twice
+    assert CONFIRM_MAX_REPEATS == 12
+    assert keys[2:] == ["freezing=True", "default"] * 12  # 3 + 3, then one more a side, nine times
     notes = [e[1] for e in heard.events if e[0] == "note" and "inconclusive" in e[1]]
-    assert notes == ["the confirmation is inconclusive after 3 + 3 processes: 1 more a side",
-                     "the confirmation is inconclusive after 4 + 4 processes: 1 more a side"]
-    assert result.confirmation.processes == (5, 5)
+    assert notes == [f"the confirmation is inconclusive after {n} + {n} processes: 1 more a side" for n in range(3, 12)]
+    assert result.confirmation.processes == (12, 12)
     assert result.confirmation.vs_default.verdict == "inconclusive" and result.outcome == UNCONFIRMED
     grown = session.records[2:]
     assert len({r.group_id for r in grown}) == 2  # the added processes join their side's group

@@ -21,7 +21,7 @@ from tui.engine.compare.matching import Pair, config_key
 from tui.engine.measure.verdict import FASTER, INCONCLUSIVE, NO_CHANGE, SLOWER
 from tui.engine.options import RunOptions
 from tui.engine.status import RunStatus
-from tui.engine.store.repeats import AUTO_MAX_PROCESSES, summarize_group
+from tui.engine.store.repeats import summarize_group
 from tui.engine.store.results import RunRecord
 from tui.engine.tune.objective import DEVICE, Objective
 from tui.engine.tune.search import Standing
@@ -32,9 +32,13 @@ __all__ = ["CONFIRM_REPEATS", "CONFIRM_MAX_REPEATS",
 
 CONFIRM_REPEATS = 3
 """Fresh processes of the winner, and as many of the default compile, interleaved."""
-CONFIRM_MAX_REPEATS = AUTO_MAX_PROCESSES
+CONFIRM_MAX_REPEATS = 12
 """While the confirmation is inconclusive and the budget fits more, it adds a process a side (a matched pair
-on a pool: one a lane) up to this many a side, as ``--repeat auto`` grows a group."""
+on a pool: one a lane) up to this many a side. More than ``--repeat auto``'s cap
+(:data:`~tui.engine.store.repeats.AUTO_MAX_PROCESSES`): a tune's question sits on the threshold's edge, where
+five a side rarely settle it, and the budget bounds the cost. The figure's grounds (the processes a ±2%
+interval needs, and the rates of each answer by cap: ``benchmarks/confirm_looks.py``) are in
+docs/BENCHMARKS.md, "Tune on the CPU"."""
 
 CONFIRMED, NOTHING_BEATS, UNCONFIRMED = "confirmed", "nothing beats default", "unconfirmed"
 NOTHING_MEASURED = "nothing measured"
