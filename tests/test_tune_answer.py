@@ -202,3 +202,27 @@ def test_the_cli_prints_the_eager_line_under_the_headline():
     lines = console.export_text().splitlines()
     assert lines[1] == ("no configuration measured was faster than eager: the best, default, reads 0.90× [0.88, "
                         "0.92] over eager, so torch.compile did not pay off for this workload here")
+
+
+def test_a_confirmation_above_1_but_not_past_the_threshold_says_faster_by_less_than_it_can_show():
+    """The mlp's tenth CPU search: 12 + 12 processes read cpp_wrapper against the default compile 1.03× [1.01,
+    1.04], inconclusive at 2%. "reads inconclusive" alone hid that the interval lies above 1."""
+    from tui.engine.tune.answer import Against, Confirmation
+
+    wrapper = Standing(WRAPPER, Score(0.98, 0.97, 1.00, 2), stage=1)
+    default = Standing(Candidate(), Score(0.96, 0.95, 0.98, 2), stage=1)
+    confirmation = Confirmation(vs_default=Against(1.03, 1.01, 1.04, "inconclusive"),
+                                vs_eager=Against(0.97, 0.96, 0.98, "slower"),
+                                default_vs_eager=Against(0.94, 0.94, 0.95, "slower"), processes=(12, 12))
+    result = TuneResult(tune_id="01JTUNE", outcome="unconfirmed", winner=wrapper, winner_options=None,
+                        confirmation=confirmation, confirmed=wrapper, standings=(wrapper, default))
+    assert headline(result) == ("best so far: cpp_wrapper=True (unconfirmed: the confirmation reads faster, but "
+                                "not shown more than 2% faster)")
+    assert ("  cpp_wrapper=True vs default compile: 1.03× [1.01, 1.04] inconclusive: faster (the interval lies "
+            "above 1), but not shown more than 2% faster") in answer_text(result).splitlines()
+    # an interval that reaches 1 says only its word; one inconclusive for a drift claims nothing either
+    for against in (Against(1.02, 1.00, 1.05, "inconclusive"),
+                    Against(1.03, 1.01, 1.04, "inconclusive", ("winner process 2 of 5: drifted +9%",))):
+        plain = dataclasses.replace(result, confirmation=dataclasses.replace(confirmation, vs_default=against))
+        assert headline(plain) == "best so far: cpp_wrapper=True (unconfirmed: the confirmation reads inconclusive)"
+        assert "lies above 1" not in answer_text(plain)

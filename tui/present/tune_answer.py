@@ -10,7 +10,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from tui.engine.tune.answer import (
-    BUDGET_RAN_OUT, CONFIRMED, NOTHING_BEATS, NOTHING_MEASURED, Against, TuneResult, no_more_than,
+    BUDGET_RAN_OUT, CONFIRMED, NOTHING_BEATS, NOTHING_MEASURED, Against, TuneResult, faster_within, no_more_than,
     nothing_beats_text,
 )
 from tui.engine.measure.verdict import FASTER, NOISY, judge_interval
@@ -104,7 +104,10 @@ def headline(result: TuneResult) -> str:
         return nothing_measured_text(result)
     verdict = result.confirmation.vs_default.verdict if result.confirmation else None
     subject = "" if result.confirmed is None or result.confirmed is result.winner else f" of {result.confirmed.name}"
-    reasons = [result.stopped, f"the confirmation{subject} reads {verdict}" if verdict else None, result.incomplete]
+    read = f"the confirmation{subject} reads {verdict}" if verdict else None
+    if result.confirmation is not None and faster_within(result.confirmation.vs_default, result.threshold):
+        read = f"the confirmation{subject} reads faster, but not shown more than {result.threshold * 100:g}% faster"
+    reasons = [result.stopped, read, result.incomplete]
     if not any(reasons) and result.winner is not None and result.winner.candidate.is_default:
         reasons.append("the default compile led the race, but no confirmation judged its challenger")
     why = "; ".join(r for r in reasons if r) or "not confirmed"
@@ -224,8 +227,7 @@ def figure_lines(result: TuneResult) -> list[str]:
     processes = confirmation.processes
     lines = ["", f"confirmation ({processes[0]} + {processes[1]} fresh processes, 95% intervals across processes):",
              f"  {name} vs default compile: {against_text(confirmation.vs_default)}"
-             + (f", so not more than {result.threshold * 100:g}% faster"
-                if no_more_than(confirmation.vs_default, result.threshold) else ""),
+             + _reading_suffix(confirmation.vs_default, result.threshold),
              *_noise_lines(confirmation.vs_default),
              f"  {name} vs eager: {against_text(confirmation.vs_eager)}",
              *_noise_lines(confirmation.vs_eager),
@@ -241,6 +243,17 @@ def figure_lines(result: TuneResult) -> list[str]:
                      f"{fmt_speedup(confirmation.amortized_gain)} the default compile (point estimate; compile time "
                      "has no interval)")
     return lines
+
+
+def _reading_suffix(against: Against, threshold: float) -> str:
+    """What an ``inconclusive`` reading against the default compile still says: no more than the threshold
+    faster, or faster by an amount it cannot show is past the threshold."""
+    band = f"{threshold * 100:g}%"
+    if no_more_than(against, threshold):
+        return f", so not more than {band} faster"
+    if faster_within(against, threshold):
+        return f": faster (the interval lies above 1), but not shown more than {band} faster"
+    return ""
 
 
 def _noise_lines(against: Against) -> list[str]:

@@ -28,7 +28,8 @@ from tui.engine.tune.search import Standing
 
 __all__ = ["CONFIRM_REPEATS", "CONFIRM_MAX_REPEATS",
            "CONFIRMED", "NOTHING_BEATS", "NOTHING_MEASURED", "BUDGET_RAN_OUT", "UNCONFIRMED", "Against",
-           "Confirmation", "Progress", "TuneResult", "confirm", "outcome_of", "no_more_than", "nothing_beats_text"]
+           "Confirmation", "Progress", "TuneResult", "confirm", "outcome_of", "no_more_than", "faster_within",
+           "nothing_beats_text"]
 
 CONFIRM_REPEATS = 3
 """Fresh processes of the winner, and as many of the default compile, interleaved."""
@@ -54,6 +55,14 @@ def no_more_than(against: Against, threshold: float) -> bool:
     inconclusive for a reason (a process's speedup that drifted: compare's rule) claims nothing."""
     return (against.verdict == INCONCLUSIVE and not against.reasons and against.high is not None
             and against.high <= 1 + threshold)
+
+
+def faster_within(against: Against, threshold: float) -> bool:
+    """Whether an ``inconclusive`` reading is faster all the same, by less than it can show: its interval lies above
+    1 (low end above 1) and reaches past ``1 + threshold``, so it is neither ``faster`` (the low end past
+    ``1 + threshold``) nor within the band. A reading inconclusive for a reason (a drift) claims nothing."""
+    return (against.verdict == INCONCLUSIVE and not against.reasons and against.low is not None
+            and against.high is not None and against.low > 1 and against.high > 1 + threshold)
 
 
 def nothing_beats_text(threshold: float) -> str:
