@@ -48,6 +48,8 @@
 #                                            # does pausing the spare pay on a host of this many cores
 #   bash benchmarks/gpu_run.sh autotune_draws  # AUTOTUNE_DRAWS (6) cold-cache runs of the CNN b64 in AUTOTUNE_MODE
 #                                              # (max-autotune-no-cudagraphs): does each process's autotuning pick alike
+#   bash benchmarks/gpu_run.sh autotune_choices  # the autotuner's own timings of each convolution's choices against
+#                                                # the compiled model's time, AUTOTUNE_DRAWS (3) cold processes
 # Several stages in one call: bash benchmarks/gpu_run.sh seed extra
 # On the device machine the missing wheels come from .whl (../shared/device/wheels.sh).
 set -uo pipefail
@@ -462,20 +464,33 @@ stage_autotune_draws() {
   # per run: the speedup, compile_s, the compiled side's kernel time and whether its convolutions are Triton templates.
   local draws=${AUTOTUNE_DRAWS:-6} mode=${AUTOTUNE_MODE:-max-autotune-no-cudagraphs}
   step "autotune draws: $draws cold runs of the CNN b64, $mode, precision default"
-  sweep 500 --workload cnn --param batch=64 --mode "$mode" --precision default --cold-compile --iters 200 \
-    --repeat "$draws" --json "$OUT/autotune-draws.json"
-  python3 - "$OUT/autotune-draws.json" <<'PY' | tee "$OUT/autotune_draws.md"
+  local i
+  for i in $(seq "$draws"); do  # one sweep a draw: a group's profile pass runs in its first process only
+    sweep 120 --workload cnn --param batch=64 --mode "$mode" --precision default --cold-compile --iters 200 \
+      --repeat 1 --json "$OUT/autotune-draw-$i.json"
+  done
+  python3 - "$OUT"/autotune-draw-*.json <<'PY' | tee "$OUT/autotune_draws.md"
 import json, sys
 print("| run | speedup | compile_s | compiled kernel ms/call | template convs | top compiled kernel |")
 print("|---|---|---|---|---|---|")
-for run in json.load(open(sys.argv[1]))["runs"]:
-    compiled = ((run.get("profile") or {}).get("compiled") or {})
-    kernels = compiled.get("kernels") or []
-    templates = sum(1 for k in kernels if k["name"].startswith("triton_tem"))
-    top = kernels[0]["name"][:60] if kernels else "-"
-    print(f"| {run['run_id'][-6:]} | {(run.get('summary') or {}).get('speedup') or 0:.3f} | {run.get('compile_s') or 0:.1f} | "
-          f"{compiled.get('kernel_ms_per_call') or 0:.4f} | {templates} | {top} |")
+for path in sys.argv[1:]:
+    for run in json.load(open(path))["runs"]:
+        profile = run.get("profile") or {}
+        compiled = profile.get("compiled") or {}
+        kernels = compiled.get("kernels") or []
+        templates = sum(1 for k in kernels if k["name"].startswith("triton_tem")) if profile.get("available") else "-"
+        top = kernels[0]["name"][:60] if kernels else "-"
+        print(f"| {run['run_id'][-6:]} | {(run.get('summary') or {}).get('speedup') or 0:.3f} | "
+              f"{run.get('compile_s') or 0:.1f} | {compiled.get('kernel_ms_per_call') or 0:.4f} | {templates} | {top} |")
 PY
+}
+
+stage_autotune_choices() {
+  # What max-autotune's own benchmark timed for each convolution of the CNN b64, against the compiled model's time:
+  # AUTOTUNE_DRAWS (3) fresh processes with empty caches (benchmarks/autotune_choices.py).
+  step "autotune choices: ${AUTOTUNE_DRAWS:-3} draws"
+  timeout 400 python3 benchmarks/autotune_choices.py --draws "${AUTOTUNE_DRAWS:-3}" --out "$OUT/autotune-choices" \
+    | tee "$OUT/autotune_choices.md"
 }
 
 for stage in "${@:-tests}"; do "stage_$stage"; done
