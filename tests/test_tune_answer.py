@@ -226,3 +226,22 @@ def test_a_confirmation_above_1_but_not_past_the_threshold_says_faster_by_less_t
         plain = dataclasses.replace(result, confirmation=dataclasses.replace(confirmation, vs_default=against))
         assert headline(plain) == "best so far: cpp_wrapper=True (unconfirmed: the confirmation reads inconclusive)"
         assert "lies above 1" not in answer_text(plain)
+
+
+def test_the_code_of_a_winner_that_autotunes_says_a_first_compile_draws_again():
+    from tui.engine.tune.answer import Against, Confirmation
+    from tui.present.tune_answer import AUTOTUNES_CODE
+
+    confirmation = Confirmation(vs_default=Against(1.33, 1.32, 1.33, "faster"),
+                                vs_eager=Against(1.68, 1.67, 1.68, "faster"),
+                                default_vs_eager=Against(1.26, 1.26, 1.27, "faster"), processes=(3, 3))
+    base = RunOptions(workload="cnn", device="cuda")
+    for candidate, shown in ((AUTOTUNE, True), (Candidate((("max_autotune_gemm", True),)), True), (WRAPPER, False)):
+        winner = Standing(candidate, Score(1.6, 1.59, 1.61, 3), stage=2)
+        result = TuneResult(tune_id="01JTUNE", outcome=CONFIRMED, winner=winner,
+                            winner_options=candidate.apply(base), confirmation=confirmation, confirmed=winner,
+                            standings=(winner, DEFAULT))
+        lines = answer_text(result).splitlines()
+        assert (AUTOTUNES_CODE in lines) is shown, candidate
+        if shown:  # right above the code it is about
+            assert lines[lines.index(AUTOTUNES_CODE) + 1] == "# as torch.compile's arguments:"

@@ -17,7 +17,7 @@ from tui.engine.measure.verdict import FASTER, NOISY, judge_interval
 from tui.engine.tune.code import compile_call, config_form, config_settings
 from tui.engine.tune.runs import was_stopped
 from tui.engine.tune.search import Standing, less_memory, ranked
-from tui.engine.tune.space import DEFAULT
+from tui.engine.tune.space import DEFAULT, autotunes
 from tui.present.code_fold import fold_code
 from tui.present.format import fmt_mib, fmt_seconds, fmt_speedup, hanging_lines
 
@@ -29,6 +29,9 @@ __all__ = ["against_text", "standing_rows", "runs_text", "shows_screened",
 STANDING_COLUMNS = ("candidate", "screened", "latest [95% interval]", "standing")
 """The columns of :func:`standing_rows`."""
 UNCONFIRMED_CODE = "# unconfirmed: the race's leader, not shown faster in fresh processes"
+AUTOTUNES_CODE = "# autotunes: each cold compile picks its kernels anew, so yours may read otherwise"
+"""Above the code of a winner that autotunes: its figures hold for the kernels each confirmation process picked
+on this machine, and another machine's first compile draws again (docs/BENCHMARKS.md §25)."""
 
 
 def against_text(against: Against) -> str:
@@ -210,6 +213,8 @@ def code_lines(result: TuneResult, modes: Mapping[str, Mapping[str, Any]] | None
     lines = [""]
     if result.outcome != CONFIRMED:
         lines.append(UNCONFIRMED_CODE)
+    if autotunes(result.winner_options, modes):
+        lines.append(AUTOTUNES_CODE)
     lines += ["# as torch.compile's arguments:", compile_call(result.winner_options)]
     if config_settings(result.winner_options, modes):  # without settings the config form is the call again
         lines += ["", "# or as torch._inductor.config settings:",
