@@ -86,12 +86,14 @@ def budget_needed(needed: float) -> str:
 
 def pace(at: Pace, unrun: int, budget_s: float, candidates: int) -> str:
     """The note, as the second run ends, that ``budget_s`` cannot screen the ``candidates`` (``unrun`` of them left)
-    at this pace and keep the confirmation's room: the budget that would (:meth:`Pace.needed_s`)."""
+    at this pace and keep the confirmation's room: the budget that would (:meth:`Pace.needed_s`). A forecast, said
+    as one ("may"): the first runs are often the slowest (a candidate's first compile fills its cache), and searches
+    forecast a few percent over their budget have screened every candidate (docs/BENCHMARKS.md §13)."""
     needed = at.needed_s(unrun)
     places = seconds_apart((needed,), budget_s)
     return (f"at the runs' pace (about {at.run:.0f} s a run) the {budget_s:g} s budget cannot screen all "
-            f"{candidates} candidates and keep room for the confirmation: that needs at least about "
-            f"{needed:.{places}f} s (--budget {budget_minutes(needed)}m); the race will be cut short")
+            f"{candidates} candidates and keep room for the confirmation: at this pace that needs about "
+            f"{needed:.{places}f} s (--budget {budget_minutes(needed)}m); the race may be cut short")
 
 
 def out_of_time(stage: str, left: float, run: float | None, room: Room | None = None) -> str:
