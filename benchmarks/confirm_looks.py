@@ -13,7 +13,7 @@ is Student's t on the difference of the two sides' mean log speedups (equal size
 engine's bootstrap interval is a different estimator, so the figures are the rule's shape, not the engine's
 exact rates.
 
-    python benchmarks/confirm_looks.py [--trials 20000] [--seed 1]
+    python benchmarks/confirm_looks.py [--trials 20000] [--seed 1]   # needs numpy and scipy
 
 Prints, for each spread, true gain and cap, the share of confirmations that end confirmed, the share that end
 "nothing beats", and the mean processes a side they used.
