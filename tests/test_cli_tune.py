@@ -104,6 +104,7 @@ def test_a_search_through_the_fake_worker_confirms_the_winner_and_prints_valid_c
     assert (answer["tune_id"], answer["outcome"]) == (*tune_ids, "confirmed")
     assert answer["headline"] == out.splitlines()[0]
     assert answer["winner"]["name"] == "freezing=True" and answer["winner"]["code"]["call"] == call
+    assert answer["winner"]["code"]["autotunes"] is False
     assert answer["winner"]["options"]["inductor_options"] == {"freezing": True}
     vs_default = answer["confirmation"]["vs_default"]
     assert vs_default["verdict"] == "faster" and vs_default["low"] > 1.02

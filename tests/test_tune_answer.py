@@ -216,8 +216,8 @@ def test_a_confirmation_above_1_but_not_past_the_threshold_says_faster_by_less_t
                                 default_vs_eager=Against(0.94, 0.94, 0.95, "slower"), processes=(12, 12))
     result = TuneResult(tune_id="01JTUNE", outcome="unconfirmed", winner=wrapper, winner_options=None,
                         confirmation=confirmation, confirmed=wrapper, standings=(wrapper, default))
-    assert headline(result) == ("best so far: cpp_wrapper=True (unconfirmed: the confirmation reads faster, but "
-                                "not shown more than 2% faster)")
+    assert headline(result) == ("best so far: cpp_wrapper=True (unconfirmed: the confirmation reads inconclusive: "
+                                "faster than the default compile, but not shown more than 2% faster)")
     assert ("  cpp_wrapper=True vs default compile: 1.03× [1.01, 1.04] inconclusive: faster (the interval lies "
             "above 1), but not shown more than 2% faster") in answer_text(result).splitlines()
     # an interval that reaches 1 says only its word; one inconclusive for a drift claims nothing either
@@ -226,11 +226,21 @@ def test_a_confirmation_above_1_but_not_past_the_threshold_says_faster_by_less_t
         plain = dataclasses.replace(result, confirmation=dataclasses.replace(confirmation, vs_default=against))
         assert headline(plain) == "best so far: cpp_wrapper=True (unconfirmed: the confirmation reads inconclusive)"
         assert "lies above 1" not in answer_text(plain)
+    # where the default compile led, the challenger its confirmation ran is named
+    led = dataclasses.replace(result, winner=default)
+    assert headline(led) == ("best so far: default (unconfirmed: the confirmation of cpp_wrapper=True reads "
+                             "inconclusive: faster than the default compile, but not shown more than 2% faster)")
+    # a faster reading is confirmed: neither the headline nor the figure adds the inconclusive wording
+    quick = dataclasses.replace(result, outcome=CONFIRMED, confirmation=dataclasses.replace(
+        confirmation, vs_default=Against(1.05, 1.03, 1.07, "faster")))
+    assert headline(quick) == "best: cpp_wrapper=True, confirmed faster than the default compile in fresh processes"
+    assert "  cpp_wrapper=True vs default compile: 1.05× [1.03, 1.07] faster" in answer_text(quick).splitlines()
 
 
 def test_the_code_of_a_winner_that_autotunes_says_a_first_compile_draws_again():
     from tui.engine.tune.answer import Against, Confirmation
     from tui.present.tune_answer import AUTOTUNES_CODE
+    from tui.present.tune_json import answer_json
 
     confirmation = Confirmation(vs_default=Against(1.33, 1.32, 1.33, "faster"),
                                 vs_eager=Against(1.68, 1.67, 1.68, "faster"),
@@ -243,5 +253,6 @@ def test_the_code_of_a_winner_that_autotunes_says_a_first_compile_draws_again():
                             standings=(winner, DEFAULT))
         lines = answer_text(result).splitlines()
         assert (AUTOTUNES_CODE in lines) is shown, candidate
+        assert answer_json(result)["winner"]["code"]["autotunes"] is shown  # and the JSON says it too
         if shown:  # right above the code it is about
             assert lines[lines.index(AUTOTUNES_CODE) + 1] == "# as torch.compile's arguments:"

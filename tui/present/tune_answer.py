@@ -109,7 +109,8 @@ def headline(result: TuneResult) -> str:
     subject = "" if result.confirmed is None or result.confirmed is result.winner else f" of {result.confirmed.name}"
     read = f"the confirmation{subject} reads {verdict}" if verdict else None
     if result.confirmation is not None and faster_within(result.confirmation.vs_default, result.threshold):
-        read = f"the confirmation{subject} reads faster, but not shown more than {result.threshold * 100:g}% faster"
+        read = (f"the confirmation{subject} reads inconclusive: faster than the default compile, but not shown "
+                f"more than {result.threshold * 100:g}% faster")
     reasons = [result.stopped, read, result.incomplete]
     if not any(reasons) and result.winner is not None and result.winner.candidate.is_default:
         reasons.append("the default compile led the race, but no confirmation judged its challenger")

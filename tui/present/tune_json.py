@@ -12,6 +12,7 @@ from typing import Any
 
 from tui.engine.tune.answer import Against, TuneResult
 from tui.engine.tune.code import compile_call, config_form
+from tui.engine.tune.space import autotunes
 from tui.engine.tune.search import ranked
 from tui.present.tune_answer import code_lines, cut_short, eager_line, headline, standing_rows, unseparated_line
 
@@ -27,7 +28,8 @@ def answer_json(result: TuneResult, modes: Mapping[str, Mapping[str, Any]] | Non
     """The answer of ``result`` as JSON-ready data (see the module docstring).
 
     ``winner.code`` is null where the answer prints no code (the default compile, nothing beats it, or an
-    unconfirmed winner that nothing showed faster than eager)."""
+    unconfirmed winner that nothing showed faster than eager); its ``autotunes`` is true where each cold compile of
+    the code picks its kernels anew (the answer's comment above the code says so)."""
     winner = None
     if result.winner is not None:
         options = result.winner_options
@@ -35,7 +37,8 @@ def answer_json(result: TuneResult, modes: Mapping[str, Mapping[str, Any]] | Non
         winner = {
             "name": result.winner.name,
             "options": options.to_dict() if options is not None else None,
-            "code": {"call": compile_call(options), "config": config_form(options, modes)}
+            "code": {"call": compile_call(options), "config": config_form(options, modes),
+                     "autotunes": autotunes(options, modes)}
             if shown and options is not None else None,
         }
     confirmation = None

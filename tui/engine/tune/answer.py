@@ -58,9 +58,10 @@ def no_more_than(against: Against, threshold: float) -> bool:
 
 
 def faster_within(against: Against, threshold: float) -> bool:
-    """Whether an ``inconclusive`` reading is faster all the same, by less than it can show: its interval lies above
-    1 (low end above 1) and reaches past ``1 + threshold``, so it is neither ``faster`` (the low end past
-    ``1 + threshold``) nor within the band. A reading inconclusive for a reason (a drift) claims nothing."""
+    """Whether an ``inconclusive`` reading is faster all the same, though not shown to be more than ``threshold``
+    faster: its interval lies above 1 (low end above 1) and reaches past ``1 + threshold``, so it is neither
+    ``faster`` (the low end past ``1 + threshold``) nor within the band. A reading inconclusive for a reason (a
+    drift) claims nothing."""
     return (against.verdict == INCONCLUSIVE and not against.reasons and against.low is not None
             and against.high is not None and against.low > 1 and against.high > 1 + threshold)
 

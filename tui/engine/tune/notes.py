@@ -91,9 +91,9 @@ def pace(at: Pace, unrun: int, budget_s: float, candidates: int) -> str:
     forecast a few percent over their budget have screened every candidate (docs/BENCHMARKS.md §13)."""
     needed = at.needed_s(unrun)
     places = seconds_apart((needed,), budget_s)
-    return (f"at the runs' pace (about {at.run:.0f} s a run) the {budget_s:g} s budget cannot screen all "
-            f"{candidates} candidates and keep room for the confirmation: at this pace that needs about "
-            f"{needed:.{places}f} s (--budget {budget_minutes(needed)}m); the race may be cut short")
+    return (f"at the runs' pace (about {at.run:.0f} s a run) the {budget_s:g} s budget may not screen all "
+            f"{candidates} candidates and keep room for the confirmation: that needs about "
+            f"{needed:.{places}f} s (--budget {budget_minutes(needed)}m), so the race may be cut short")
 
 
 def out_of_time(stage: str, left: float, run: float | None, room: Room | None = None) -> str:
