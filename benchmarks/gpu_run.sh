@@ -469,7 +469,10 @@ stage_autotune_draws() {
     sweep 120 --workload cnn --param batch=64 --mode "$mode" --precision default --cold-compile --iters 200 \
       --repeat 1 --json "$OUT/autotune-draw-$i.json"
   done
-  python3 - "$OUT"/autotune-draw-*.json <<'PY' | tee "$OUT/autotune_draws.md"
+  local files=()
+  for i in $(seq "$draws"); do [ -f "$OUT/autotune-draw-$i.json" ] && files+=("$OUT/autotune-draw-$i.json"); done
+  [ ${#files[@]} -gt 0 ] || { echo "autotune draws: no sweep wrote its JSON"; return; }
+  python3 - "${files[@]}" <<'PY' | tee "$OUT/autotune_draws.md"
 import json, sys
 print("| run | speedup | compile_s | compiled kernel ms/call | template convs | top compiled kernel |")
 print("|---|---|---|---|---|---|")
