@@ -218,8 +218,12 @@ def test_a_confirmation_above_1_but_not_past_the_threshold_says_faster_by_less_t
                         confirmation=confirmation, confirmed=wrapper, standings=(wrapper, default))
     assert headline(result) == ("best so far: cpp_wrapper=True (unconfirmed: the confirmation reads inconclusive: "
                                 "faster than the default compile, but not shown more than 2% faster)")
-    assert ("  cpp_wrapper=True vs default compile: 1.03× [1.01, 1.04] inconclusive: faster (the interval lies "
-            "above 1), but not shown more than 2% faster") in answer_text(result).splitlines()
+    assert ("  cpp_wrapper=True vs default compile: 1.03× [1.01, 1.04] inconclusive: faster (its low end, 1.010, "
+            "lies above 1), but not shown more than 2% faster") in answer_text(result).splitlines()
+    # the twelfth search's low end, 1.004, shows as 1.00 in the interval: the suffix gives it to three places
+    near = dataclasses.replace(result, confirmation=dataclasses.replace(
+        confirmation, vs_default=Against(1.019, 1.00397, 1.0318, "inconclusive")))
+    assert "[1.00, 1.03] inconclusive: faster (its low end, 1.004, lies above 1)" in answer_text(near)
     # an interval that reaches 1 says only its word; one inconclusive for a drift claims nothing either
     for against in (Against(1.02, 1.00, 1.05, "inconclusive"),
                     Against(1.03, 1.01, 1.04, "inconclusive", ("winner process 2 of 5: drifted +9%",))):

@@ -258,7 +258,8 @@ def _reading_suffix(against: Against, threshold: float) -> str:
     if no_more_than(against, threshold):
         return f", so not more than {band} faster"
     if faster_within(against, threshold):
-        return f": faster (the interval lies above 1), but not shown more than {band} faster"
+        # the low end to three places: shown to two, 1.004 would read as the 1.00 it is not
+        return f": faster (its low end, {against.low:.3f}, lies above 1), but not shown more than {band} faster"
     return ""
 
 
