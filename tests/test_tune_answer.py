@@ -147,9 +147,11 @@ def test_the_answer_says_where_no_configuration_was_faster_than_eager():
     result = TuneResult(tune_id="01JTUNE", outcome="unconfirmed", winner=slow_default, winner_options=None,
                         confirmation=None, standings=(freeze, slow_default), stopped="stopped by the user")
     lines = answer_text(result).splitlines()
-    assert lines[1].startswith("not told apart: freezing=True 0.97× vs default 0.96× (within 2%)")
-    assert lines[2] == ("no configuration measured was faster than eager: the best, freezing=True, reads 0.97× "
-                        "[0.96, 0.99] over eager, so torch.compile did not pay off for this workload here")
+    # what to do comes first: the headline names the best compile configuration, which is no reason to compile
+    assert lines[0] == ("torch.compile did not pay off for this workload here: no configuration measured was faster "
+                        "than eager (the best, freezing=True, reads 0.97× [0.96, 0.99] over eager)")
+    assert lines[1] == headline(result) and lines[1].startswith("best so far: default")
+    assert lines[2].startswith("not told apart: freezing=True 0.97× vs default 0.96× (within 2%)")
     # one candidate faster than eager past the threshold, and the line is not there
     faster = Standing(WRAPPER, Score(1.05, 1.03, 1.07, 1), stage=0)
     result = TuneResult(tune_id="01JTUNE", outcome="unconfirmed", winner=slow_default, winner_options=None,
@@ -173,15 +175,16 @@ def test_the_eager_line_reads_the_confirmation_and_an_unconfirmed_winner_slower_
     result = TuneResult(tune_id="01JTUNE", outcome="unconfirmed", winner=wrapper, winner_options=options,
                         confirmation=confirmation, confirmed=wrapper, standings=(wrapper, default))
     lines = answer_text(result).splitlines()
-    assert lines[1] == ("no configuration measured was faster than eager: the best, cpp_wrapper=True, reads 0.98× "
-                        "[0.96, 1.00] over eager, so torch.compile did not pay off for this workload here")
+    assert lines[0] == ("torch.compile did not pay off for this workload here: no configuration measured was faster "
+                        "than eager (the best, cpp_wrapper=True, reads 0.98× [0.96, 1.00] over eager)")
     assert not any("torch.compile(" in line for line in lines)  # no code to paste for it
     noisy = lines.index("  cpp_wrapper=True vs default compile: 1.01× [0.97, 1.06] noisy")
     assert lines[noisy + 1] == "    noisy: default compile process 2 of 3: the time speedup drifted +14%"
     # an interval that reaches past the threshold: not shown to pay off, which is not "did not"
     unsure = dataclasses.replace(confirmation, vs_eager=Against(1.02, 1.00, 1.04, "inconclusive"))
-    assert answer_text(dataclasses.replace(result, confirmation=unsure)).splitlines()[1].endswith(
-        "reads 1.02× [1.00, 1.04] over eager, so torch.compile was not shown to pay off for this workload here")
+    assert answer_text(dataclasses.replace(result, confirmation=unsure)).splitlines()[0] == (
+        "torch.compile was not shown to pay off for this workload here: no configuration measured was faster than "
+        "eager (the best, cpp_wrapper=True, reads 1.02× [1.00, 1.04] over eager)")
     # faster than eager in its confirmation: the code comes, marked unconfirmed
     quick = dataclasses.replace(confirmation, vs_eager=Against(1.10, 1.05, 1.12, "faster"))
     lines = answer_text(dataclasses.replace(result, confirmation=quick)).splitlines()
@@ -189,7 +192,7 @@ def test_the_eager_line_reads_the_confirmation_and_an_unconfirmed_winner_slower_
     assert any(line.startswith("compiled = torch.compile(") for line in lines)
 
 
-def test_the_cli_prints_the_eager_line_under_the_headline():
+def test_the_cli_prints_the_eager_line_above_the_headline():
     from rich.console import Console
 
     from tui.cli.tune_render import print_answer
@@ -200,8 +203,9 @@ def test_the_cli_prints_the_eager_line_under_the_headline():
     console = Console(width=200, file=io.StringIO(), record=True)
     print_answer(result, console, quiet=True)
     lines = console.export_text().splitlines()
-    assert lines[1] == ("no configuration measured was faster than eager: the best, default, reads 0.90× [0.88, "
-                        "0.92] over eager, so torch.compile did not pay off for this workload here")
+    assert lines[0] == ("torch.compile did not pay off for this workload here: no configuration measured was faster "
+                        "than eager (the best, default, reads 0.90× [0.88, 0.92] over eager)")
+    assert lines[1] == headline(result)
 
 
 def test_a_confirmation_above_1_but_not_past_the_threshold_says_faster_by_less_than_it_can_show():
@@ -220,6 +224,15 @@ def test_a_confirmation_above_1_but_not_past_the_threshold_says_faster_by_less_t
                                 "faster than the default compile, but not shown more than 2% faster)")
     assert ("  cpp_wrapper=True vs default compile: 1.03× [1.01, 1.04] inconclusive: faster (its low end, 1.010, "
             "lies above 1), but not shown more than 2% faster") in answer_text(result).splitlines()
+    # the mirror, against eager: an interval below 1 that reaches past 0.98 is slower, not shown more than 2% so
+    under = dataclasses.replace(result, confirmation=dataclasses.replace(
+        confirmation, vs_eager=Against(0.97, 0.96, 0.9809, "inconclusive")))
+    assert ("  cpp_wrapper=True vs eager: 0.97× [0.96, 0.98] inconclusive: slower (its high end, 0.981, lies below "
+            "1), but not shown more than 2% slower") in answer_text(under).splitlines()
+    # "not more than 2% faster" is a claim against the default compile only: an eager line never says it
+    level = dataclasses.replace(result, confirmation=dataclasses.replace(
+        confirmation, vs_eager=Against(1.0, 0.97, 1.01, "inconclusive")))
+    assert "  cpp_wrapper=True vs eager: 1.00× [0.97, 1.01] inconclusive" in answer_text(level).splitlines()
     # the twelfth search's low end, 1.004, shows as 1.00 in the interval: the suffix gives it to three places
     near = dataclasses.replace(result, confirmation=dataclasses.replace(
         confirmation, vs_default=Against(1.019, 1.00397, 1.0318, "inconclusive")))
@@ -230,6 +243,11 @@ def test_a_confirmation_above_1_but_not_past_the_threshold_says_faster_by_less_t
         plain = dataclasses.replace(result, confirmation=dataclasses.replace(confirmation, vs_default=against))
         assert headline(plain) == "best so far: cpp_wrapper=True (unconfirmed: the confirmation reads inconclusive)"
         assert "lies above 1" not in answer_text(plain)
+    # the default compile's row in the candidates says it was the confirmation's baseline (a cut from the race
+    # would otherwise read as out of the answer); without a confirmation it does not
+    rows = [line for line in answer_text(result).splitlines() if line.startswith("  default:")]
+    assert len(rows) == 1 and rows[0].endswith("in the race to the end; then the confirmation's baseline"), rows
+    assert "baseline" not in answer_text(dataclasses.replace(result, confirmation=None))
     # where the default compile led, the challenger its confirmation ran is named
     led = dataclasses.replace(result, winner=default)
     assert headline(led) == ("best so far: default (unconfirmed: the confirmation of cpp_wrapper=True reads "

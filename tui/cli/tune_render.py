@@ -13,8 +13,8 @@ from tui.engine.tune.listener import TuneListener
 from tui.engine.tune.search import Standing, stage_name
 from tui.present.format import fmt_speedup, hanging_lines
 from tui.present.tune_answer import (
-    STANDING_COLUMNS, against_text, closing_line, code_lines, cut_short, figure_lines, headline, shows_screened,
-    eager_line, standing_rows, unseparated_line,
+    STANDING_COLUMNS, against_text, closing_line, code_lines, cut_short, figure_lines, lead_lines, shows_screened,
+    standing_rows,
 )  # fmt: skip
 
 __all__ = ["TuneLines", "print_answer", "against_text", "standing_rows"]
@@ -97,10 +97,8 @@ def print_answer(result: TuneResult, console: Any, modes: Mapping[str, Mapping[s
 
     from tui.present.fold_text import WholeWordText
 
-    _say_folded(console, headline(result))
-    for line in (unseparated_line(result), eager_line(result)):
-        if line:
-            _say_folded(console, line)
+    for line in lead_lines(result):
+        _say_folded(console, line)
     for line in code_lines(result, modes):  # code is never folded: it is pasted as it is
         _say(console, line)
     for line in figure_lines(result):
@@ -108,7 +106,7 @@ def print_answer(result: TuneResult, console: Any, modes: Mapping[str, Mapping[s
     if quiet:
         return
     table = Table(title="Candidates (speedup over eager in their own processes)", title_justify="left")
-    rows = standing_rows(result.standings, cut_short(result), result.stopped)
+    rows = standing_rows(result.standings, cut_short(result), result.stopped, result.confirmation is not None)
     # Where the race ended after its screening, the screened figure is the latest one's: one column says it,
     # and the standing's prose gets the room.
     screened = shows_screened(result.standings)

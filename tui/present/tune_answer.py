@@ -11,7 +11,7 @@ from typing import Any
 
 from tui.engine.tune.answer import (
     BUDGET_RAN_OUT, CONFIRMED, NOTHING_BEATS, NOTHING_MEASURED, Against, TuneResult, faster_within, no_more_than,
-    nothing_beats_text,
+    nothing_beats_text, slower_within,
 )
 from tui.engine.measure.verdict import FASTER, NOISY, judge_interval
 from tui.engine.tune.code import compile_call, config_form, config_settings
@@ -24,7 +24,7 @@ from tui.present.format import fmt_mib, fmt_seconds, fmt_speedup, hanging_lines
 __all__ = ["against_text", "standing_rows", "runs_text", "shows_screened",
            "cut_short", "BUDGET_RAN_OUT", "STANDING_COLUMNS", "headline",
            "code_lines", "figure_lines", "closing_line", "answer_text", "answer_lines",
-           "fold_answer", "unseparated_line", "eager_line"]
+           "fold_answer", "unseparated_line", "eager_line", "lead_lines"]
 
 STANDING_COLUMNS = ("candidate", "screened", "latest [95% interval]", "standing")
 """The columns of :func:`standing_rows`."""
@@ -78,10 +78,12 @@ def runs_text(runs: int, stopped: int = 0) -> str:
 
 
 def standing_rows(standings: Sequence[Standing], why: str = BUDGET_RAN_OUT,
-                  stop: str | None = None) -> list[tuple[str, str, str, str]]:
+                  stop: str | None = None, confirmed: bool = False) -> list[tuple[str, str, str, str]]:
     """(candidate, screened, latest with interval and processes, standing) per candidate, the race's order;
     ``why``: what kept a candidate still in the race from its last stage (:func:`cut_short`); ``stop``: what
-    stopped the runs a stop cancelled (:attr:`TuneResult.stopped`; None: ``why``)."""
+    stopped the runs a stop cancelled (:attr:`TuneResult.stopped`; None: ``why``); ``confirmed``: a confirmation
+    ran, so the default compile's row says it was its baseline (its race figures are not the confirmation's, and
+    a default compile cut from the race would otherwise read as out of the answer)."""
     last_stage = max((s.stage for s in standings), default=0)
     rows = []
     for standing in ranked(standings):
@@ -91,7 +93,10 @@ def standing_rows(standings: Sequence[Standing], why: str = BUDGET_RAN_OUT,
         latest = fmt_speedup(score.value, score.low, score.high)
         if score.processes > 1:
             latest += f" ({score.processes} proc.)"
-        rows.append((standing.name, first, latest, _standing_text(standing, last_stage, why, stop or why)))
+        text = _standing_text(standing, last_stage, why, stop or why)
+        if confirmed and standing.candidate.is_default:
+            text += "; then the confirmation's baseline"
+        rows.append((standing.name, first, latest, text))
     return rows
 
 
@@ -199,8 +204,16 @@ def eager_line(result: TuneResult) -> str | None:
     # one-sided, as "nothing beats the default": an interval whose high end is within the threshold rules a gain out
     ruled_out = best.high is not None and best.high <= 1 + result.threshold
     verdict = "did not pay off" if ruled_out else "was not shown to pay off"
-    return (f"no configuration measured was faster than eager: the best, {name}, reads {figure} over eager, so "
-            f"torch.compile {verdict} for this workload here")
+    return (f"torch.compile {verdict} for this workload here: no configuration measured was faster than eager (the "
+            f"best, {name}, reads {figure} over eager)")
+
+
+def lead_lines(result: TuneResult) -> list[str]:
+    """The answer's first lines, what to do first: where no configuration measured was faster than eager, that
+    line (:func:`eager_line`: the search ranks compile configurations against each other, and its headline names
+    the best of them), then the headline, then the candidates the race did not separate from the answer."""
+    eager = eager_line(result)
+    return [line for line in (eager, headline(result), unseparated_line(result)) if line]
 
 
 def code_lines(result: TuneResult, modes: Mapping[str, Mapping[str, Any]] | None = None) -> list[str]:
@@ -233,11 +246,13 @@ def figure_lines(result: TuneResult) -> list[str]:
     processes = confirmation.processes
     lines = ["", f"confirmation ({processes[0]} + {processes[1]} fresh processes, 95% intervals across processes):",
              f"  {name} vs default compile: {against_text(confirmation.vs_default)}"
-             + _reading_suffix(confirmation.vs_default, result.threshold),
+             + _reading_suffix(confirmation.vs_default, result.threshold, over_default=True),
              *_noise_lines(confirmation.vs_default),
-             f"  {name} vs eager: {against_text(confirmation.vs_eager)}",
+             f"  {name} vs eager: {against_text(confirmation.vs_eager)}"
+             + _reading_suffix(confirmation.vs_eager, result.threshold),
              *_noise_lines(confirmation.vs_eager),
-             f"  default compile vs eager: {against_text(confirmation.default_vs_eager)}",
+             f"  default compile vs eager: {against_text(confirmation.default_vs_eager)}"
+             + _reading_suffix(confirmation.default_vs_eager, result.threshold),
              *_noise_lines(confirmation.default_vs_eager)]
     compile_w, compile_d = confirmation.compile_s
     lines.append(f"  compile time: {fmt_seconds(compile_w)} s (default compile {fmt_seconds(compile_d)} s)")
@@ -251,15 +266,17 @@ def figure_lines(result: TuneResult) -> list[str]:
     return lines
 
 
-def _reading_suffix(against: Against, threshold: float) -> str:
-    """What an ``inconclusive`` reading against the default compile still says: no more than the threshold
-    faster, or faster by an amount it cannot show is past the threshold."""
+def _reading_suffix(against: Against, threshold: float, over_default: bool = False) -> str:
+    """What an ``inconclusive`` reading still says: (``over_default``) no more than the threshold faster; or faster,
+    or slower, by an amount it cannot show is past the threshold (its interval lies on one side of 1). The near end
+    to three places: shown to two, 1.004 would read as the 1.00 it is not."""
     band = f"{threshold * 100:g}%"
-    if no_more_than(against, threshold):
+    if over_default and no_more_than(against, threshold):
         return f", so not more than {band} faster"
     if faster_within(against, threshold):
-        # the low end to three places: shown to two, 1.004 would read as the 1.00 it is not
         return f": faster (its low end, {against.low:.3f}, lies above 1), but not shown more than {band} faster"
+    if slower_within(against, threshold):
+        return f": slower (its high end, {against.high:.3f}, lies below 1), but not shown more than {band} slower"
     return ""
 
 
@@ -282,15 +299,14 @@ def closing_line(result: TuneResult) -> str:
 def answer_lines(result: TuneResult, modes: Mapping[str, Mapping[str, Any]] | None = None) -> list[tuple[str, bool]]:
     """The answer's lines (see :func:`answer_text`), each with whether it is prose that may fold (code never does:
     it is pasted as it is)."""
-    close = unseparated_line(result)
-    eager = eager_line(result)
     code = code_lines(result, modes)
-    lines = [(headline(result), True), *([(close, True)] if close else []), *([(eager, True)] if eager else []),
+    lines = [*[(line, True) for line in lead_lines(result)],
              *[(line, False) for line in code],
              *[(line, True) for line in figure_lines(result)],
              ("", True), ("candidates (speedup over eager in their own processes):", True)]
     shown = shows_screened(result.standings)
-    for name, screened, latest, standing in standing_rows(result.standings, cut_short(result), result.stopped):
+    rows = standing_rows(result.standings, cut_short(result), result.stopped, result.confirmation is not None)
+    for name, screened, latest, standing in rows:
         lines.append((f"  {name}: {latest}{_screened_part(screened, latest, shown)}: {standing}", True))
     notes = [*(result.confirmation.notes if result.confirmation else ()), *result.notes]
     lines += [(f"note: {note}", True) for note in notes]

@@ -29,7 +29,7 @@ from tui.engine.tune.search import Standing
 __all__ = ["CONFIRM_REPEATS", "CONFIRM_MAX_REPEATS",
            "CONFIRMED", "NOTHING_BEATS", "NOTHING_MEASURED", "BUDGET_RAN_OUT", "UNCONFIRMED", "Against",
            "Confirmation", "Progress", "TuneResult", "confirm", "outcome_of", "no_more_than", "faster_within",
-           "nothing_beats_text"]
+           "slower_within", "nothing_beats_text"]
 
 CONFIRM_REPEATS = 3
 """Fresh processes of the winner, and as many of the default compile, interleaved."""
@@ -64,6 +64,13 @@ def faster_within(against: Against, threshold: float) -> bool:
     drift) claims nothing."""
     return (against.verdict == INCONCLUSIVE and not against.reasons and against.low is not None
             and against.high is not None and against.low > 1 and against.high > 1 + threshold)
+
+
+def slower_within(against: Against, threshold: float) -> bool:
+    """:func:`faster_within`'s mirror: an ``inconclusive`` reading whose interval lies below 1 (high end below 1) and
+    reaches past ``1 - threshold``, so slower all the same, though not shown to be more than ``threshold`` slower."""
+    return (against.verdict == INCONCLUSIVE and not against.reasons and against.low is not None
+            and against.high is not None and against.high < 1 and against.low < 1 - threshold)
 
 
 def nothing_beats_text(threshold: float) -> str:
