@@ -254,7 +254,25 @@ def test_the_probes_report_is_read_field_by_field():
                          '"modes": {"reduce-overhead": {"triton.cudagraphs": true}}}\n')
     assert (report.torch, report.defaults, report.missing) == ("2.13.0", {"freezing": False}, ("x.y",))
     assert report.modes == {"reduce-overhead": {"triton.cudagraphs": True}} and report.problem is None
+    assert report.cuda is None  # it did not say
+    assert read_report('{"torch": "2.13.0+cpu", "cuda": false}').cuda is False
+    assert read_report('{"torch": "2.11.0+cu130", "cuda": true}').cuda is True
+    assert read_report('{"torch": "2.13.0", "cuda": "no"}').cuda is None  # a field of the wrong type is left empty
     assert read_report("not json").problem == "the probe printed no report"
+
+
+def test_a_cuda_search_on_a_torch_without_cuda_is_one_line_before_any_run(monkeypatch, capsys, tmp_path):
+    """A CPU build of torch asked to tune ``--device cuda``: every run would fail as the default compile's did (a
+    table of failed rows, exit 1); the probe already knows, so it is one line, exit 2, and nothing runs."""
+    started: list[object] = []
+    monkeypatch.setattr(cli, "make_runner", lambda keep_spare, telemetry=None, env=None: started.append(1))
+    monkeypatch.setattr(probe_module, "probe_torch", lambda keys, python=None, timeout=0: TorchOptions(
+        torch="2.13.0+cpu", defaults={}, missing=(), cuda=False))
+    code = cli.main(["tune", "--workload", "pointwise", "--device", "cuda", "--json", str(tmp_path / "t.json")])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert code == 2 and not started and not (tmp_path / "t.json").exists()
+    assert err[-1] == ("compile-lab: error: device: cuda is not allowed: this machine's torch (2.13.0+cpu) cannot "
+                       "use CUDA (allowed: cpu)"), err
 
 
 @pytest.mark.slow
@@ -415,3 +433,13 @@ def test_a_search_keeps_a_warm_worker_for_each_next_run(monkeypatch, capsys, com
     assert code == 0, capsys.readouterr().err
     # The first run starts its worker; every later one takes the spare started while the one before ran.
     assert len(spares) >= 4 and spares[0] is False and all(spares[1:]), spares
+
+
+def test_only_a_cuda_device_on_a_torch_that_says_it_has_no_cuda_is_refused():
+    from tui.engine.tune.request import SearchPlan, device_refused
+
+    plan = SearchPlan(candidates=(), torch="2.13.0+cpu", cuda=False)
+    assert device_refused(plan, "cuda:0").startswith("device: cuda:0 is not allowed")
+    assert device_refused(plan, "cpu") is None
+    assert device_refused(SearchPlan(candidates=(), cuda=None), "cuda") is None  # the probe could not say
+    assert device_refused(SearchPlan(candidates=(), cuda=True), "cuda") is None

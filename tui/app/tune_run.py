@@ -26,7 +26,7 @@ from tui.engine.store.run_ids import new_run_id
 from tui.engine.tune.answer import NOTHING_BEATS, NOTHING_MEASURED, Progress, TuneResult
 from tui.engine.tune.driver import TuneDriver
 from tui.engine.tune.listener import TuneListener
-from tui.engine.tune.request import TuneRequest, nothing_to_try, plan_search
+from tui.engine.tune.request import TuneRequest, device_refused, nothing_to_try, plan_search
 from tui.engine.tune.search import Standing, ranked, stage_name
 from tui.present.format import workload_name
 from tui.present.tune_answer import answer_lines, headline
@@ -247,7 +247,7 @@ class TuneRun:
         self.keeper.standings = lambda: driver.standings
         if plan.notes:
             self.keeper.note(plan.notes[-1])
-        empty = nothing_to_try(plan)
+        empty = device_refused(plan, self.base.device) or nothing_to_try(plan)
         if self._stop is not None or empty is not None:  # nothing to try: no run, the answer says why
             driver.stop(self._stop or empty or "")
         try:

@@ -35,7 +35,7 @@ from tui.engine.tune.answer import NOTHING_MEASURED
 from tui.engine.tune.objective import DEVICE, OBJECTIVES, Objective
 from tui.engine.tune.probe import ask_torch
 from tui.engine.tune.request import (
-    BUDGET_MAX_S, SearchPlan, check_request, nothing_to_try, parse_budget, plan_search,
+    BUDGET_MAX_S, SearchPlan, check_request, device_refused, nothing_to_try, parse_budget, plan_search,
 )  # fmt: skip
 from tui.engine.tune.space import SPACE_GROUPS, option_keys
 
@@ -118,6 +118,10 @@ async def _tune(args: argparse.Namespace, settings: tuple[RunOptions, Objective,
         return 2
     lines = TuneLines(err, quiet=args.quiet)
     plan = await _plan(args, settings, lines, lanes, cluster)
+    refused = device_refused(plan, base.device)
+    if refused is not None:  # every run would fail as the default compile's: nothing ran
+        err.print(f"{PROG}: error: {refused}", markup=False, highlight=False)
+        return 2
     empty = nothing_to_try(plan)
     if empty is not None:  # bad usage, found once torch has said which options it has: nothing ran
         err.print(f"{PROG}: error: space: {empty}", markup=False, highlight=False)

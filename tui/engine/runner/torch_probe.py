@@ -55,6 +55,8 @@ class TorchOptions:
     """Whose torch was asked, in words: ``this machine's torch``, ``node gpu-03's torch``."""
     fallback: str | None = None
     """Why the torch asked is this machine's though the runs run on a cluster (one line), else None."""
+    cuda: bool | None = None
+    """Whether that torch can use a CUDA device (``torch.cuda.is_available()``); None when it did not say."""
 
 
 @dataclass(frozen=True)
@@ -118,7 +120,8 @@ def read_report(text: str) -> TorchOptions:
     modes = {str(k): dict(v) for k, v in (data.get("modes") or {}).items() if isinstance(v, dict)} \
         if isinstance(data.get("modes"), dict) else {}
     torch = data.get("torch") if isinstance(data.get("torch"), str) else None
-    return TorchOptions(torch=torch, defaults=defaults, missing=missing, modes=modes)
+    cuda = data.get("cuda") if isinstance(data.get("cuda"), bool) else None
+    return TorchOptions(torch=torch, defaults=defaults, missing=missing, modes=modes, cuda=cuda)
 
 
 def probe_torch(keys: Sequence[str], python: str | None = None, timeout: float = PROBE_TIMEOUT_S) -> TorchOptions:

@@ -22,7 +22,8 @@ from tui.engine.tune.objective import OBJECTIVES, Objective
 from tui.engine.tune.space import Candidate, SpaceError, candidates, distinct, option_keys, parse_space
 
 __all__ = ["BUDGET_MAX_S", "CALLS_MAX", "MEMORY_MAX_GB", "DEFAULT_BUDGET", "TuneRequest", "SearchPlan",
-           "parse_budget", "parse_calls", "check_request", "plan_search", "nothing_to_try", "pinned_note"]
+           "parse_budget", "parse_calls", "check_request", "plan_search", "nothing_to_try", "device_refused",
+           "pinned_note"]
 
 BUDGET_MAX_S = 86_400.0
 DEFAULT_BUDGET = "10m"
@@ -94,6 +95,8 @@ class SearchPlan:
     """Whose torch was asked, in words (:attr:`~tui.engine.runner.torch_probe.TorchOptions.asked`)."""
     fallback: bool = False
     """The runs run on a cluster whose torch could not be asked: this machine's was (a note says why)."""
+    cuda: bool | None = None
+    """Whether the torch asked can use a CUDA device (None: it did not say)."""
 
 
 def plan_search(base: RunOptions, knobs: tuple[str, ...],
@@ -113,7 +116,8 @@ def plan_search(base: RunOptions, knobs: tuple[str, ...],
         notes.insert(0, f"{found.problem}: the catalog is tried as it is")
     if found.fallback:
         notes.insert(0, found.fallback)
-    return SearchPlan(tuple(cands), tuple(notes), found.modes or None, found.torch, found.asked, bool(found.fallback))
+    return SearchPlan(tuple(cands), tuple(notes), found.modes or None, found.torch, found.asked, bool(found.fallback),
+                      found.cuda)
 
 
 def pinned_note(pinned: Mapping[str, Any]) -> str | None:
@@ -124,6 +128,16 @@ def pinned_note(pinned: Mapping[str, Any]) -> str | None:
     settings = ", ".join(f"{key}={value}" for key, value in sorted(pinned.items()))
     return (f"pinned in every candidate, the default compile's included: {settings}; \"the default compile\" below "
             "is torch.compile with them")
+
+
+def device_refused(plan: SearchPlan, device: str) -> str | None:
+    """Why the runs' torch cannot run ``device`` (a ``cuda`` device where that torch has no CUDA: a CPU build),
+    as the one line ``device: ...``; else None. Every candidate's run would fail as the default compile's does,
+    so the search is refused before it starts any."""
+    if not device.startswith("cuda") or plan.cuda is not False:
+        return None
+    return (f"device: {device} is not allowed: {plan.asked} ({plan.torch or 'torch'}) cannot use CUDA "
+            "(allowed: cpu)")
 
 
 def nothing_to_try(plan: SearchPlan) -> str | None:

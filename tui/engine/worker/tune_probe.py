@@ -47,7 +47,9 @@ def probe(keys: list[str]) -> dict[str, Any]:
     lister = getattr(inductor, "list_mode_options", None)
     if lister is not None:
         modes = {mode: {k: _plain(v) for k, v in options.items()} for mode, options in lister().items()}
-    return {"torch": torch.__version__, "options": found, "missing": missing, "modes": modes}
+    # whether this torch can run a CUDA device at all (a CPU build cannot): the tuner refuses such a search up front
+    return {"torch": torch.__version__, "options": found, "missing": missing, "modes": modes,
+            "cuda": bool(torch.cuda.is_available())}
 
 
 def main(argv: list[str] | None = None) -> int:
