@@ -13,7 +13,7 @@ from tui.engine.tune.listener import TuneListener
 from tui.engine.tune.search import Standing, stage_name
 from tui.present.format import fmt_speedup, hanging_lines
 from tui.present.tune_answer import (
-    STANDING_COLUMNS, against_text, closing_line, code_lines, cut_short, figure_lines, lead_lines, shows_screened,
+    STANDING_COLUMNS, against_text, closing_line, code_lines, figure_lines, lead_lines, result_rows, shows_screened,
     standing_rows,
 )  # fmt: skip
 
@@ -106,7 +106,7 @@ def print_answer(result: TuneResult, console: Any, modes: Mapping[str, Mapping[s
     if quiet:
         return
     table = Table(title="Candidates (speedup over eager in their own processes)", title_justify="left")
-    rows = standing_rows(result.standings, cut_short(result), result.stopped, result.confirmation is not None)
+    rows = result_rows(result)
     # Where the race ended after its screening, the screened figure is the latest one's: one column says it,
     # and the standing's prose gets the room.
     screened = shows_screened(result.standings)

@@ -24,7 +24,7 @@ from tui.present.format import fmt_mib, fmt_seconds, fmt_speedup, hanging_lines
 __all__ = ["against_text", "standing_rows", "runs_text", "shows_screened",
            "cut_short", "BUDGET_RAN_OUT", "STANDING_COLUMNS", "headline",
            "code_lines", "figure_lines", "closing_line", "answer_text", "answer_lines",
-           "fold_answer", "unseparated_line", "eager_line", "lead_lines"]
+           "fold_answer", "unseparated_line", "eager_line", "lead_lines", "result_rows"]
 
 STANDING_COLUMNS = ("candidate", "screened", "latest [95% interval]", "standing")
 """The columns of :func:`standing_rows`."""
@@ -98,6 +98,11 @@ def standing_rows(standings: Sequence[Standing], why: str = BUDGET_RAN_OUT,
             text += "; then the confirmation's baseline"
         rows.append((standing.name, first, latest, text))
     return rows
+
+
+def result_rows(result: TuneResult) -> list[tuple[str, str, str, str]]:
+    """:func:`standing_rows` of ``result``'s candidates, as every front end shows them."""
+    return standing_rows(result.standings, cut_short(result), result.stopped, result.confirmation is not None)
 
 
 def headline(result: TuneResult) -> str:
@@ -305,8 +310,7 @@ def answer_lines(result: TuneResult, modes: Mapping[str, Mapping[str, Any]] | No
              *[(line, True) for line in figure_lines(result)],
              ("", True), ("candidates (speedup over eager in their own processes):", True)]
     shown = shows_screened(result.standings)
-    rows = standing_rows(result.standings, cut_short(result), result.stopped, result.confirmation is not None)
-    for name, screened, latest, standing in rows:
+    for name, screened, latest, standing in result_rows(result):
         lines.append((f"  {name}: {latest}{_screened_part(screened, latest, shown)}: {standing}", True))
     notes = [*(result.confirmation.notes if result.confirmation else ()), *result.notes]
     lines += [(f"note: {note}", True) for note in notes]

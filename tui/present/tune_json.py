@@ -14,7 +14,7 @@ from tui.engine.tune.answer import Against, TuneResult
 from tui.engine.tune.code import compile_call, config_form
 from tui.engine.tune.space import autotunes
 from tui.engine.tune.search import ranked
-from tui.present.tune_answer import code_lines, cut_short, headline, lead_lines, standing_rows
+from tui.present.tune_answer import code_lines, headline, lead_lines, result_rows
 
 __all__ = ["answer_json"]
 
@@ -52,15 +52,16 @@ def answer_json(result: TuneResult, modes: Mapping[str, Mapping[str, Any]] | Non
             "compile_s": list(c.compile_s), "compiled_peak_mb": list(c.peak_mb),
             "notes": list(c.notes),
         }
-    rows = standing_rows(result.standings, cut_short(result), result.stopped, result.confirmation is not None)
+    rows = result_rows(result)
+    head = headline(result)
     candidates = [{"name": standing.name, "speedup": standing.score.value, "low": standing.score.low,
                    "high": standing.score.high, "processes": standing.score.processes, "standing": row[3]}
                   for standing, row in zip(ranked(result.standings), rows, strict=True)]
     return {
         "tune_id": result.tune_id,
         "outcome": result.outcome,
-        "headline": headline(result),
-        "lines": [line for line in lead_lines(result) if line != headline(result)],
+        "headline": head,
+        "lines": [line for line in lead_lines(result) if line != head],
         "winner": winner,
         "confirmation": confirmation,
         "candidates": candidates,

@@ -48,13 +48,17 @@ BUDGET_RAN_OUT = "the budget ran out"
 """Why candidates still in the race did not run again when the budget ended the race."""
 
 
+def _plainly_inconclusive(against: Against) -> bool:
+    """``inconclusive`` by its interval alone: one made so for a reason (a drift: compare's rule) claims nothing."""
+    return against.verdict == INCONCLUSIVE and not against.reasons
+
+
 def no_more_than(against: Against, threshold: float) -> bool:
     """Whether an ``inconclusive`` reading still rules out a gain of more than ``threshold``: its interval's high
     end is within ``1 + threshold``. The verdict's word is two-sided (``no change`` needs both ends inside the
     band); "nothing beats the default by more than t" is a claim about the high end alone. A reading made
     inconclusive for a reason (a process's speedup that drifted: compare's rule) claims nothing."""
-    return (against.verdict == INCONCLUSIVE and not against.reasons and against.high is not None
-            and against.high <= 1 + threshold)
+    return _plainly_inconclusive(against) and against.high is not None and against.high <= 1 + threshold
 
 
 def faster_within(against: Against, threshold: float) -> bool:
@@ -62,15 +66,15 @@ def faster_within(against: Against, threshold: float) -> bool:
     faster: its interval lies above 1 (low end above 1) and reaches past ``1 + threshold``, so it is neither
     ``faster`` (the low end past ``1 + threshold``) nor within the band. A reading inconclusive for a reason (a
     drift) claims nothing."""
-    return (against.verdict == INCONCLUSIVE and not against.reasons and against.low is not None
-            and against.high is not None and against.low > 1 and against.high > 1 + threshold)
+    return (_plainly_inconclusive(against) and against.low is not None and against.high is not None
+            and against.low > 1 and against.high > 1 + threshold)
 
 
 def slower_within(against: Against, threshold: float) -> bool:
     """:func:`faster_within`'s mirror: an ``inconclusive`` reading whose interval lies below 1 (high end below 1) and
     reaches past ``1 - threshold``, so slower all the same, though not shown to be more than ``threshold`` slower."""
-    return (against.verdict == INCONCLUSIVE and not against.reasons and against.low is not None
-            and against.high is not None and against.high < 1 and against.low < 1 - threshold)
+    return (_plainly_inconclusive(against) and against.low is not None and against.high is not None
+            and against.high < 1 and against.low < 1 - threshold)
 
 
 def nothing_beats_text(threshold: float) -> str:
