@@ -100,14 +100,17 @@ def test_a_pair_with_a_side_not_measured_has_its_processes_line_as_the_other_row
                 timed_run("20261201-100002-aaaaac", pointwise(params={"n": 2048}), seed=3)], base)  # fmt: skip
     write_json([timed_run("20261201-110000-bbbbbb", seed=4),
                 timed_run("20261201-110001-bbbbbc", pointwise(params={"n": 1024}), failed=True, seed=5)], new)
-    assert cli.main(["compare", str(base), str(new)]) == 0
-    rows = [row for row in re.split(r"\n(?= *\d+  )", capsys.readouterr().out) if re.match(r" *\d+  pointwise", row)]
+    assert cli.main(["compare", str(base), str(new)]) == 1  # n=1024 ran in BASE and fails in NEW: the gate fails
+    out = capsys.readouterr().out
+    rows = [row for row in re.split(r"\n(?= *\d+  )", out) if re.match(r" *\d+  pointwise", row)]
     assert len(rows) == 3 and "NEW failed" in rows[1] and "1/0 processes" in rows[1]
+    assert "FAIL" in rows[1] and "(--strict)" not in rows[1]
+    assert "NEW failed where the baseline measured (a configuration that stopped working)" in out
     assert all(re.search(r"\n +\d/[\d–] processes", row) for row in rows)
     csv = tmp_path / "c.csv"
-    assert cli.main(["compare", str(base), str(new), "--markdown", "--csv", str(csv)]) == 0
+    assert cli.main(["compare", str(base), str(new), "--markdown", "--csv", str(csv)]) == 1
     _header, *table = _markdown_table(capsys.readouterr().out)
-    assert [row[2] for row in table] == ["1/1", "1/0", "1/–"] and table[1][6] == "**NEW failed**"
+    assert [row[2] for row in table] == ["1/1", "1/0", "1/–"] and table[1][6] == "**NEW failed** (FAIL)"
     line = [row for row in csv.read_text().splitlines() if "NEW failed" in row][0].split(",")
     header = csv.read_text().splitlines()[0].split(",")
     assert (line[header.index("base_processes")], line[header.index("new_processes")]) == ("1", "0")

@@ -171,7 +171,20 @@ def test_a_side_without_a_done_run_is_listed_as_failed():
     [pair] = compare(base, new).pairs
     assert pair.status == "NEW failed" and pair.verdict is None and pair.changes == ()
     assert (pair.base_processes, pair.new_processes) == (1, 0)  # measured, as a compared pair counts them
-    assert compare(base, new).exit_code == 0 and compare(base, new, CompareSettings(strict=True)).exit_code == 1
+    assert pair.broke and pair.fails  # it ran in BASE and fails in NEW: a regression, without --strict
+    assert compare(base, new).failures() == ("1 pointwise n=512 inductor dyn=auto fp32 cpu torch 2.13.0: NEW failed "
+                                             "where the baseline measured (a configuration that stopped working)",)
+    assert compare(base, new).exit_code == 1
+
+
+def test_a_base_that_failed_or_a_new_not_measured_fails_only_under_strict():
+    base_failed = compare([timed_run("b1", failed=True)], [timed_run("n1")])
+    [pair] = base_failed.pairs
+    assert pair.status == "BASE failed" and not pair.broke
+    assert base_failed.exit_code == 0
+    assert compare([timed_run("b1", failed=True)], [timed_run("n1")], CompareSettings(strict=True)).exit_code == 1
+    both = compare([timed_run("b1", failed=True)], [timed_run("n1", failed=True)])
+    assert both.pairs[0].status == "BASE and NEW failed" and both.exit_code == 0
 
 
 def test_runs_whose_samples_are_gone_are_left_out_and_said(tmp_path):

@@ -1,8 +1,9 @@
 """``compile-lab compare BASE NEW``: its flags, the one-line refusals, and the run of a comparison.
 
-Exit codes: 0 when the gate passes, 1 when nothing was compared or a matched pair is ``slower`` by more
-than ``--fail-above`` percent (with ``--strict`` also a ``noisy`` or ``inconclusive`` pair, a side with no done
-run, or a row on one side only), 2 on bad usage (one line naming the argument and what is allowed).
+Exit codes: 0 when the gate passes, 1 when nothing was compared, a matched pair is ``slower`` by more
+than ``--fail-above`` percent, or NEW failed where BASE measured (with ``--strict`` also a ``noisy`` or
+``inconclusive`` pair, a side with no done run, or a row on one side only), 2 on bad usage (one line naming
+the argument and what is allowed).
 
 ``compare SELECTION --across gpu_name|node [--across-base VALUE]`` takes one selection instead of
 BASE and NEW and sets its GPU kinds (or nodes) side by side (:mod:`tui.engine.compare.across`):
@@ -36,7 +37,8 @@ def add_compare_parser(sub: Any) -> None:
         "compare", help="compare two sets of runs and gate on a regression (for CI)",
         description="Compare NEW against BASE, configuration by configuration: the change of the compiled time (and "
                     "the eager time, the speedup, the host time) with a bootstrap interval and a verdict. Exit code 1 "
-                    "when a pair is slower by more than --fail-above percent, 2 on bad usage. "
+                    "when a pair is slower by more than --fail-above percent or NEW failed where BASE measured, 2 on "
+                    "bad usage. "
                     f"BASE and NEW: {SELECTION_HELP}. With --across, one selection's GPU kinds (or nodes) side by "
                     "side instead, each judged against the first (or --across-base).",
     )

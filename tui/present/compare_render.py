@@ -102,7 +102,7 @@ def _verdict_words(row: PairResult | UnmatchedRow) -> tuple[str, str, list[str]]
     if isinstance(row, UnmatchedRow):
         return f"only in {row.side.upper()}", "yellow", ["FAIL (--strict)"] if row.fails else []
     if row.status != "compared":
-        return row.status, "bold red", ["FAIL (--strict)"] if row.fails else []
+        return row.status, "bold red", ["FAIL" if row.broke else "FAIL (--strict)"] if row.fails else []
     word = row.verdict or MISSING
     notes = [WITHIN] if row.within_process else []
     if row.fails:

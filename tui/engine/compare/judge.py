@@ -23,8 +23,9 @@ process is (:data:`~tui.engine.measure.verdict.ONE_PROCESS_HOST`): identical lau
 to 1.8x in host time from one process to the next.
 
 The gate (:func:`fails`): a pair fails when the gated metric's verdict is ``slower`` and NEW is
-slower by more than ``fail_above`` percent (the point estimate); with ``strict`` also when its
-verdict is ``noisy`` or ``inconclusive``, when a side has no done run, and for an unmatched row.
+slower by more than ``fail_above`` percent (the point estimate), and when NEW failed where BASE
+measured (a configuration that stopped working: :attr:`PairResult.broke`); with ``strict`` also when
+its verdict is ``noisy`` or ``inconclusive``, when a side has no done run, and for an unmatched row.
 """
 
 from __future__ import annotations
@@ -162,6 +163,9 @@ class PairResult(JsonRecord):
     """The gated metric's verdict (None when not compared)."""
     slowdown: float | None = None
     fails: bool = False
+    broke: bool = False
+    """NEW has no done run and a failed one where BASE measured: a configuration that stopped working, which
+    fails the gate without ``--strict``."""
     notes: tuple[str, ...] = ()
 
     def change(self, metric: str) -> Change | None:
@@ -352,13 +356,14 @@ def fails(verdict: str | None, slowdown: float | None, settings: CompareSettings
 
 
 def _not_compared(pair: Pair, settings: CompareSettings, label: str, status: str, notes: list[str],
-                  measured: tuple[int, int]) -> PairResult:
+                  measured: tuple[int, int], broke: bool) -> PairResult:
     """A pair a side of which measured nothing: its status says why; ``measured``: each side's measured processes,
-    counted as a compared pair's are (the side not measured has none)."""
+    counted as a compared pair's are (the side not measured has none); ``broke``: see :attr:`PairResult.broke`."""
     return PairResult(label=label, key=dict(pair.key.fields), differences=pair.differences,
                       base_runs=tuple(r.run_id for r in pair.base), new_runs=tuple(r.run_id for r in pair.new),
                       base_processes=measured[0], new_processes=measured[1], status=status, metric=settings.metric,
-                      notes=tuple(notes), fails=fails(None, None, settings, compared=False))  # fmt: skip
+                      notes=tuple(notes), broke=broke,
+                      fails=broke or fails(None, None, settings, compared=False))  # fmt: skip
 
 
 def judge_pair(pair: Pair, settings: CompareSettings) -> PairResult:
@@ -370,7 +375,8 @@ def judge_pair(pair: Pair, settings: CompareSettings) -> PairResult:
     if missing:
         failed = any(r.status == RunStatus.FAILED for _, records in missing for r in records)
         status = " and ".join(name for name, _ in missing) + (" failed" if failed else " not measured")
-        return _not_compared(pair, settings, label, status, notes, (len(base.processes), len(new.processes)))
+        broke = failed and bool(base.processes)  # only NEW is missing, and it failed
+        return _not_compared(pair, settings, label, status, notes, (len(base.processes), len(new.processes)), broke)
     launch_bound = any(p.launch_bound for p in base.processes + new.processes)
     within = min(len(base.processes), len(new.processes)) < 2
     if within:
