@@ -15,7 +15,7 @@ import pytest
 from rich.console import Console
 from textual.app import App
 from textual.geometry import Region
-from textual.widgets import Input, TextArea
+from textual.widgets import Input, Select, TextArea
 
 from app_helpers import fake_runner, notifications, wait_until
 from terminal_model import TerminalModel
@@ -32,6 +32,7 @@ from tui.engine.tune.objective import Score
 from tui.engine.tune.search import Standing
 from tui.engine.tune.space import Candidate
 from tui.present.tune_answer import answer_lines, answer_text, headline
+from tui.telemetry.fake import FakeSource
 
 SIZE = (80, 24)
 
@@ -168,9 +169,32 @@ async def test_a_space_with_nothing_left_to_race_runs_nothing_and_says_why(make_
     async with app.run_test(size=SIZE, notifications=True) as pilot:
         tune = await _start_tune(app, pilot, "layout_optimization", key="ctrl+s")
         await wait_until(pilot, lambda: tune.board.done, timeout=30, what="the answer")
-        assert "nothing to race against the default compile" in tune.board.headline
+        assert tune.board.headline.startswith("nothing ran: nothing to race against the default compile")
         assert "no configuration beats" not in tune.board.answer
         assert "left out on cpu" in tune.board.answer  # the note that says why
+        assert tune.own == set() and tune.board.runs == 0
+    assert not (compile_lab_home / "data" / "history.jsonl").exists()
+
+
+async def test_a_cuda_device_on_a_torch_without_cuda_runs_nothing_and_says_why_in_one_line(
+        make_app, compile_lab_home, monkeypatch):
+    # NVML sees a GPU (the device field offers cuda) but the worker's torch is a CPU build: every run would fail
+    monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
+    monkeypatch.setattr(probe_module, "probe_torch", lambda keys, python=None, timeout=0: TorchOptions(
+        torch="2.13.0+cpu", defaults={"aggressive_fusion": False}, cuda=False))
+    app = make_app(telemetry=FakeSource(gpus=1, vary=False), runner=fake_runner("ok"), load_history=False)
+    async with app.run_test(size=SIZE, notifications=True) as pilot:
+        device = app.query_one(Picker).query_one("#device", Select)
+
+        def gpu() -> str | None:
+            return next((v for _, v in device._options if isinstance(v, str) and v.startswith("cuda:")), None)
+
+        await wait_until(pilot, lambda: gpu() is not None, what="the GPU offered")
+        device.value = gpu()
+        tune = await _start_tune(app, pilot, "modes,freezing")
+        await wait_until(pilot, lambda: tune.board.done, timeout=30, what="the answer")
+        assert tune.board.headline == (f"nothing ran: device: {gpu()} is not allowed: this machine's torch "
+                                       "(2.13.0+cpu) cannot use CUDA (allowed: cpu)"), tune.board.headline
         assert tune.own == set() and tune.board.runs == 0
     assert not (compile_lab_home / "data" / "history.jsonl").exists()
 

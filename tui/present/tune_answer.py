@@ -106,8 +106,8 @@ def result_rows(result: TuneResult) -> list[tuple[str, str, str, str]]:
 
 
 def headline(result: TuneResult) -> str:
-    """The answer's first line: the confirmed winner, the words for "nothing beats the default", or unconfirmed
-    with why."""
+    """The answer's first line: the confirmed winner, the words for "nothing beats the default", why nothing ran, or
+    unconfirmed with why."""
     name = result.winner.name if result.winner is not None else "none"
     if result.outcome == CONFIRMED:
         return f"best: {name}, confirmed faster than the default compile in fresh processes"
@@ -115,6 +115,13 @@ def headline(result: TuneResult) -> str:
         return nothing_beats_text(result.threshold)
     if result.outcome == NOTHING_MEASURED:
         return nothing_measured_text(result)
+    if result.stopped and result.winner is None and not (result.runs or result.stopped_runs):
+        return f"nothing ran: {result.stopped}"  # refused or stopped before its first run: no "best so far"
+    return f"best so far: {name} (unconfirmed: {_unconfirmed_why(result)})"
+
+
+def _unconfirmed_why(result: TuneResult) -> str:
+    """Why the best so far is unconfirmed: the stop, the confirmation's reading, what was left undone."""
     verdict = result.confirmation.vs_default.verdict if result.confirmation else None
     subject = "" if result.confirmed is None or result.confirmed is result.winner else f" of {result.confirmed.name}"
     read = f"the confirmation{subject} reads {verdict}" if verdict else None
@@ -124,8 +131,7 @@ def headline(result: TuneResult) -> str:
     reasons = [result.stopped, read, result.incomplete]
     if not any(reasons) and result.winner is not None and result.winner.candidate.is_default:
         reasons.append("the default compile led the race, but no confirmation judged its challenger")
-    why = "; ".join(r for r in reasons if r) or "not confirmed"
-    return f"best so far: {name} (unconfirmed: {why})"
+    return "; ".join(r for r in reasons if r) or "not confirmed"
 
 
 def nothing_measured_text(result: TuneResult) -> str:
