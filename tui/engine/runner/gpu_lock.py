@@ -10,10 +10,13 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import errno
 import fcntl
 import logging
 import os
+import stat
 from collections.abc import Awaitable, Callable, Sequence
+from pathlib import Path
 from typing import Any
 
 from tui import paths
@@ -189,9 +192,7 @@ async def acquire_gpu_lock(gpu: str, on_busy: Callable[[], Awaitable[None]]) -> 
     ``on_busy()`` is awaited once, the first time the lock is found taken. The file then
     holds the holder's pid (for a person wondering who holds it).
     """
-    directory = paths.locks_dir()
-    directory.mkdir(parents=True, exist_ok=True)
-    fd = os.open(directory / lock_name(gpu), os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+    fd = _open_lock(paths.locks_dir() / lock_name(gpu))
     told = False
     try:
         while True:
@@ -209,6 +210,22 @@ async def acquire_gpu_lock(gpu: str, on_busy: Callable[[], Awaitable[None]]) -> 
     with contextlib.suppress(OSError):
         os.ftruncate(fd, 0)
         os.write(fd, f"{os.getpid()}\n".encode())
+    return fd
+
+
+def _open_lock(path: Path) -> int:
+    """The lock file's descriptor, created if need be. A link there is not followed and anything but a regular
+    file is refused (OSError naming it): the pid written into the lock must never land in a file of the user's."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC | os.O_NOFOLLOW | os.O_NONBLOCK, 0o644)
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            raise OSError(exc.errno, f"{path} is a link: compile-lab leaves it alone; remove it") from None
+        raise
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        os.close(fd)
+        raise OSError(errno.EINVAL, f"{path} is not a regular file: compile-lab leaves it alone; remove it")
     return fd
 
 

@@ -257,7 +257,11 @@ class WorkerRunner:
         argv, env, key = self._launch(options, state.gpu)
         folder = _data_folder(record) if options.trace or options.torch_trace else None
         if state.gpu is not None:
-            state.lock_fd = await acquire_gpu_lock(state.gpu, lambda: self._gpu_busy(state))
+            try:
+                state.lock_fd = await acquire_gpu_lock(state.gpu, lambda: self._gpu_busy(state))
+            except OSError as exc:  # a lock file that is a link or no regular file, a locks dir not writable
+                record.fail("crash", f"the GPU's lock could not be taken: {exc.strerror or exc}")
+                return False
             if state.waited:
                 record.set_status(RunStatus.STARTING)  # the wait is its own part of the wall time: starting again
         try:
