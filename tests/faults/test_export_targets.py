@@ -210,6 +210,27 @@ def test_what_appears_at_the_target_while_writing_is_never_replaced(tmp_path, ex
     assert sorted(os.listdir(tmp_path)) == ["out.csv", "victim.txt"]  # no temporary file left
 
 
+@pytest.mark.parametrize("links", [True, False], ids=["hard-link", "no-hard-links"])
+def test_a_file_that_appears_at_a_new_target_while_writing_is_the_users_and_is_kept(tmp_path, monkeypatch, links):
+    """Nothing was there when the export began; a regular file made meanwhile is someone's: refused, not replaced."""
+    target = tmp_path / "out.csv"
+    if not links:
+        monkeypatch.setattr(export.os, "link", lambda *a, **k: (_ for _ in ()).throw(PermissionError(1, "no")))
+    real_check = atomic.existing_regular
+
+    def then_a_file(path):
+        result = real_check(path)
+        if result is None and not Path(path).exists():  # the first check: nothing there; then someone's file is
+            Path(path).write_bytes(OLD)
+        return result
+
+    monkeypatch.setattr(atomic, "existing_regular", then_a_file)
+    with pytest.raises(ExportTargetError, match=f"^{target} is a file that appeared while this one was written"):
+        write_csv([ended_record()], target)
+    assert target.read_bytes() == OLD
+    assert os.listdir(tmp_path) == ["out.csv"]  # no temporary file left
+
+
 def test_a_new_target_is_created_without_replacing_what_appeared_after_the_last_check(tmp_path, monkeypatch):
     """Between the last check and the move, a link appears: creating by hard link fails, and it is refused."""
     target = tmp_path / "out.csv"

@@ -114,7 +114,7 @@ def atomic_writer(path: str | os.PathLike[str], *, newline: str | None = "",
         stream.flush()
         os.fsync(fd)
         stream.close()
-        _put_in_place(temp_name, target)
+        _put_in_place(temp_name, target, existed=existing is not None)
     except BaseException as exc:
         try:
             stream.close()
@@ -131,11 +131,13 @@ def atomic_writer(path: str | os.PathLike[str], *, newline: str | None = "",
         os.close(fd)
 
 
-def _put_in_place(temp_name: str, target: Path) -> None:
-    """Move the finished temporary file to ``target``, replacing only a regular file.
+def _put_in_place(temp_name: str, target: Path, existed: bool) -> None:
+    """Move the finished temporary file to ``target``, replacing only a regular file that was there when the write
+    began (``existed``).
 
     Checked again right before: a link, pipe, device or directory that appeared while the
-    file was written is refused. Where nothing is there, a hard link creates the target
+    file was written is refused, and so is a file that appeared where there was none (someone
+    else's: :class:`ExportTargetError`). Where nothing is there, a hard link creates the target
     without replacing anything (it fails if something appeared after the check); a file
     system without hard links gets the rename.
     """
@@ -143,7 +145,7 @@ def _put_in_place(temp_name: str, target: Path) -> None:
         try:
             os.link(temp_name, target, follow_symlinks=False)
         except FileExistsError:
-            existing_regular(target)  # something appeared: refuse it unless it is a regular file
+            _appeared(target)
         except OSError:
             pass  # no hard links here (EPERM, ENOTSUP...): the rename below
         else:
@@ -152,4 +154,14 @@ def _put_in_place(temp_name: str, target: Path) -> None:
             except OSError:
                 pass  # the export is in place; a stray hidden temporary name is all that is left
             return
+    elif not existed:
+        _appeared(target)
     os.replace(temp_name, target)
+
+
+def _appeared(target: Path) -> None:
+    """Refuse ``target``, which appeared while the file was written: anything but a regular file by its kind, a
+    regular file because it is not ours to replace."""
+    existing_regular(target)
+    raise ExportTargetError(target, "a file that appeared while this one was written, left alone",
+                            "a file that is there when the write begins, or a new file")
