@@ -118,9 +118,10 @@ def test_prune_deletes_the_runs_own_files_and_nothing_a_link_leads_to(tmp_path, 
 def test_a_runs_directory_that_links_out_of_the_data_dir_gets_nothing_deleted(tmp_path, capsys):
     outside = _outside(tmp_path)
     elsewhere = tmp_path / "elsewhere"
-    _stored_run(1)
+    record = _stored_run(1)
     paths.runs_dir().rename(elsewhere)
     paths.runs_dir().symlink_to(elsewhere)
+    (elsewhere / record.run_id / "empty" / "nested").mkdir(parents=True)  # folders of the user's there: kept too
     before = _snapshot(elsewhere) | {f"outside/{k}": v for k, v in _snapshot(outside).items()}
 
     code = cli.main(["prune", "--keep-last", "0"])

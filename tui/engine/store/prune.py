@@ -357,9 +357,14 @@ def delete_own_file(path: str | os.PathLike[str], runs_dir: str | os.PathLike[st
     os.unlink(path)
 
 
-def _remove_empty_dirs(folder: Path) -> None:
-    """Remove the directories under a run's folder that deleting left empty (bottom up, no link followed)."""
+def _remove_empty_dirs(folder: Path, runs_dir: Path) -> None:
+    """Remove the directories under a run's folder that deleting left empty (bottom up, no link followed), only
+    where the folder's real path is inside the runs directory (a ``runs`` that is a link leads elsewhere: left
+    alone, as :func:`delete_own_file` leaves its files)."""
     if not _is_dir(folder):
+        return
+    root, real = _own_root(runs_dir), os.path.realpath(folder)
+    if os.path.commonpath([real, root]) != root:
         return
     for root, dirs, _files in os.walk(folder, topdown=False, followlinks=False):
         for name in dirs:
@@ -389,7 +394,7 @@ def apply_prune(plan: PrunePlan, runs_dir: str | os.PathLike[str] | None = None)
                 errors.append(f"{path}: {exc.strerror or exc}")
                 continue
             removed.append(_what(path, runs_dir))
-        _remove_empty_dirs(runs_dir / run.run_id)
+        _remove_empty_dirs(runs_dir / run.run_id, runs_dir)
         if removed and run.in_history:
             _leave_note(runs_dir, run.run_id, (stamp, run.size_bytes, removed), errors)
         freed += run.size_bytes if removed else 0
