@@ -301,6 +301,17 @@ def test_strict_exits_3_on_a_noisy_verdict_and_says_why(monkeypatch, tmp_path, c
     assert cli.main(noisy) == 0
 
 
+def test_strict_exits_3_on_a_compiled_output_that_failed_the_accuracy_check(monkeypatch, tmp_path,
+                                                                            compile_lab_home, capsys):
+    _use_fake_worker(monkeypatch)
+    monkeypatch.setenv("FAKE_WORKER_ACCURACY", "fail")
+    argv = ["run", "--device", "cpu", "--iters", "40", "--block-size", "5", "--noise-limit",
+            "max_other_cpu_cores=1000"]
+    assert cli.main([*argv, "--strict"]) == 3
+    assert "--strict: run 1: accuracy fail" in capsys.readouterr().err
+    assert cli.main(argv) == 0  # the run itself succeeded: its accuracy column and warning say the rest
+
+
 def test_a_bad_noise_limit_is_one_line_naming_the_allowed_names(capsys):
     assert cli.main(["run", "--noise-limit", "max_fun=2"]) == 2
     err = capsys.readouterr().err.strip().splitlines()

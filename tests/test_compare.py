@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import csv
 import dataclasses
 import json
 import shutil
@@ -175,6 +176,24 @@ def test_a_side_without_a_done_run_is_listed_as_failed():
     assert compare(base, new).failures() == ("1 pointwise n=512 inductor dyn=auto fp32 cpu torch 2.13.0: NEW failed "
                                              "where the baseline measured (a configuration that stopped working)",)
     assert compare(base, new).exit_code == 1
+
+
+def test_a_compiled_output_that_turned_wrong_fails_the_gate_and_says_so(tmp_path):
+    base = [timed_run("b1"), timed_run("b2", seed=1)]
+    new = [timed_run("n1", compiled=0.5, accurate=False), timed_run("n2", compiled=0.5, seed=1)]  # faster, wrong
+    result = compare(base, new)
+    [pair] = result.pairs
+    assert (pair.base_accuracy, pair.new_accuracy, pair.verdict) == ("pass", "fail", "faster")
+    assert pair.accuracy_broke and pair.fails and result.exit_code == 1
+    assert result.failures() == ("1 pointwise n=512 inductor dyn=auto fp32 cpu torch 2.13.0: the compiled output "
+                                 "failed the accuracy check, where the baseline's passed",)
+    write_compare_csv(result, tmp_path / "c.csv")
+    [row] = list(csv.DictReader((tmp_path / "c.csv").open()))
+    assert (row["base_accuracy"], row["new_accuracy"], row["fails"]) == ("pass", "fail", "true")
+    # a check that was already failing, or one not made on a side, is no regression of this change
+    assert compare(new, new).exit_code == 0 and compare(new, new).pairs[0].new_accuracy == "fail"
+    unchecked = [timed_run("u1", accurate=None), timed_run("u2", accurate=None, seed=1)]
+    assert compare(unchecked, new).pairs[0].base_accuracy == "n/a" and compare(unchecked, new).exit_code == 0
 
 
 def test_a_base_that_failed_or_a_new_not_measured_fails_only_under_strict():

@@ -73,6 +73,7 @@ Other knobs (environment):
                              ``"fail"`` (the run fails as ``fail`` does). Keys: ``mode=<mode>``, ``fullgraph=true``,
                              ``dynamic=false``, ``<inductor option>=<value>`` (values as JSON writes them: ``true``,
                              ``256``, ``"ATEN"`` without quotes); the first key the run's options match wins.
+``FAKE_WORKER_ACCURACY``     ``fail``: the accuracy check fails (``passed`` false, compiled 1.0 off eager).
 ``FAKE_WORKER_CODE``         ``1``: send one ``code`` event (a tiny inductor-like graph, :data:`FAKE_CODE`)
                              after measuring.
 ``FAKE_WORKER_DAEMON``       a path: while building, start a daemon as a workload may (a double fork into
@@ -182,6 +183,13 @@ def _start_daemon(pid_file: str) -> None:
     os.waitpid(child, 0)
     while not os.path.exists(pid_file):
         time.sleep(0.01)
+
+
+def _accuracy(passed: bool) -> Accuracy:
+    """The accuracy check's result: compiled equal to eager, or 1.0 off it (a miscompile)."""
+    err = 0.0 if passed else 1.0
+    return Accuracy(max_abs_err=err, max_rel_err=err, atol=1e-5, rtol=1e-5, passed=passed, compared=1,
+                    reference="eager")
 
 
 def _hang(stubborn: bool) -> None:
@@ -357,8 +365,7 @@ class FakeRun:
         self.channel.emit(Measured(
             compile_s=COMPILE_S,
             diagnostics=self.diagnostics(),
-            accuracy=Accuracy(max_abs_err=0.0, max_rel_err=0.0, atol=1e-5, rtol=1e-5, passed=True, compared=1,
-                              reference="eager"),
+            accuracy=_accuracy(os.environ.get("FAKE_WORKER_ACCURACY") != "fail"),
             memory=Memory(),
             iters=dict(self.measured),
         ))

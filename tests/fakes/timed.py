@@ -27,13 +27,14 @@ def timed_run(run_id: str, options: RunOptions | None = None, *, eager: float = 
               blocks: int = 8, size: int = 10, jitter: float = 0.005, seed: int = 0, torch: str = "2.13.0",
               host: tuple[float, float] | None = None, other_cpu_cores: float | None = None,
               created: float = 1764583810.0, session_id: str | None = None, group_id: str | None = None,
-              repeat: int = 0, failed: bool = False, drift: float = 0.0) -> RunRecord:
+              repeat: int = 0, failed: bool = False, drift: float = 0.0, accurate: bool | None = True) -> RunRecord:
     """A done run: ``blocks`` interleaved blocks of ``size`` times per side around ``eager`` / ``compiled`` ms.
 
     Each time is its median times ``1 + uniform(-jitter, jitter)`` (seeded). ``host``: each side's
     host-inclusive ms per call (the device clock, CUDA events, is used then); else the CPU clock, its
     host time the block's mean. ``other_cpu_cores``: what other processes used while it measured.
     ``drift``: the compiled side's times grow evenly by this share from the first block to the last.
+    ``accurate``: the accuracy check's ``passed`` (None: not checked).
     """
     options = options or pointwise()
     rng = random.Random(seed)
@@ -54,6 +55,6 @@ def timed_run(run_id: str, options: RunOptions | None = None, *, eager: float = 
                                     ms=values, host_ms_per_call=per_call))  # fmt: skip
     if other_cpu_cores is not None:
         record.set_telemetry(RunTelemetry(other_cpu_cores=other_cpu_cores))
-    record.apply(make_event("measured", 9.0, diagnostics={}, accuracy={"passed": True}, memory={}, warnings=[]))
+    record.apply(make_event("measured", 9.0, diagnostics={}, accuracy={"passed": accurate}, memory={}, warnings=[]))
     record.apply(make_event("finished", 9.0))
     return record

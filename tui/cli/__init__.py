@@ -16,7 +16,8 @@ Modules: :mod:`~tui.cli.parse` (flags -> run options), :mod:`~tui.cli.run` (the 
 one HTML file to share; matplotlib is imported only then).
 
 Exit codes: 0 when every run succeeded, 1 when one failed, 3 with ``--strict`` when every run
-succeeded but one's verdict (or host verdict) is ``noisy`` or ``inconclusive``, 4 where it would be 0
+succeeded but one's verdict (or host verdict) is ``noisy`` or ``inconclusive`` or its compiled output
+failed the accuracy check, 4 where it would be 0
 or 3 but a run's history line could not be written (stderr names the file and why, as it happens;
 the exports are written), 2 on bad usage (one line
 ``compile-lab: error: <field>: <what is allowed>`` on stderr; an output path no export may

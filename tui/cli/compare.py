@@ -1,7 +1,8 @@
 """``compile-lab compare BASE NEW``: its flags, the one-line refusals, and the run of a comparison.
 
 Exit codes: 0 when the gate passes, 1 when nothing was compared, a matched pair is ``slower`` by more
-than ``--fail-above`` percent, or NEW failed where BASE measured (with ``--strict`` also a ``noisy`` or
+than ``--fail-above`` percent, NEW failed where BASE measured, or NEW's compiled output failed the accuracy
+check where BASE's passed (with ``--strict`` also a ``noisy`` or
 ``inconclusive`` pair, a side with no done run, or a row on one side only), 2 on bad usage (one line naming
 the argument and what is allowed).
 
@@ -37,8 +38,8 @@ def add_compare_parser(sub: Any) -> None:
         "compare", help="compare two sets of runs and gate on a regression (for CI)",
         description="Compare NEW against BASE, configuration by configuration: the change of the compiled time (and "
                     "the eager time, the speedup, the host time) with a bootstrap interval and a verdict. Exit code 1 "
-                    "when a pair is slower by more than --fail-above percent or NEW failed where BASE measured, 2 on "
-                    "bad usage. "
+                    "when a pair is slower by more than --fail-above percent, NEW failed where BASE measured, or NEW's "
+                    "compiled output failed the accuracy check where BASE's passed; 2 on bad usage. "
                     f"BASE and NEW: {SELECTION_HELP}. With --across, one selection's GPU kinds (or nodes) side by "
                     "side instead, each judged against the first (or --across-base).",
     )

@@ -327,7 +327,8 @@ def _report(records: list[RunRecord], ended: list[RunRecord], args: argparse.Nam
 
 
 def _unconfident(records: list[RunRecord]) -> str:
-    """``run 2: noisy, run 3: inconclusive`` for the runs whose verdict states no number ('' if none)."""
+    """``run 2: noisy, run 3: inconclusive, run 4: accuracy fail`` for the rows whose verdict states no number or
+    whose compiled output failed the accuracy check ('' if none): what ``--strict`` exits 3 on."""
     from tui.engine.measure.verdict import CONFIDENT
 
     found = []
@@ -336,6 +337,8 @@ def _unconfident(records: list[RunRecord]) -> str:
         for what, word in (("", summary.verdict), ("host ", summary.host_verdict)):
             if word is not None and word not in CONFIDENT:
                 found.append(f"run {number}: {what}{word}")
+        if record.accuracy.verdict == "fail":
+            found.append(f"run {number}: accuracy fail")
     return ", ".join(found)
 
 

@@ -194,7 +194,8 @@ def _add_command_flags(groups: _Groups) -> None:
                              "one, and more on a GPU (up to 5) for launch-bound ones until that interval is within "
                              "--target-ci (else 2%%), on the CPU (up to 3) while the verdict is inconclusive")
     groups["verdict"].add_argument("--strict", action="store_true",
-                                   help="exit 3 when a run's verdict is noisy or inconclusive (for CI)")
+                                   help="exit 3 when a run's verdict is noisy or inconclusive, or its compiled "
+                                        "output failed the accuracy check (for CI)")
     add_output_flags(out)
     out.add_argument("--tlparse", action="store_true",
                      help="with --torch-trace (implied): run tlparse, if it is on PATH, on each run's logs afterwards "

@@ -105,7 +105,9 @@ def _verdict_words(row: PairResult | UnmatchedRow) -> tuple[str, str, list[str]]
         return row.status, "bold red", ["FAIL" if row.broke else "FAIL (--strict)"] if row.fails else []
     word = row.verdict or MISSING
     notes = [WITHIN] if row.within_process else []
-    if row.fails:
+    if row.accuracy_broke:
+        notes.append("FAIL: accuracy")
+    elif row.fails:
         notes.append("FAIL")
     return word, VERDICT_STYLES.get(word, ""), notes
 

@@ -23,6 +23,8 @@ def failure_line(name: str, pair: PairResult, settings: CompareSettings) -> str 
     gated = pair.change(pair.metric)
     if pair.broke:
         return f"{name}: {pair.status} where the baseline measured (a configuration that stopped working)"
+    if pair.accuracy_broke:
+        return f"{name}: the compiled output failed the accuracy check, where the baseline's passed"
     if pair.status != "compared":
         return f"{name}: {pair.status} (--strict)"
     if pair.verdict == "slower" and gated is not None and gated.slowdown is not None:  # the only slower that fails

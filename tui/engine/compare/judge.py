@@ -24,7 +24,8 @@ to 1.8x in host time from one process to the next.
 
 The gate (:func:`fails`): a pair fails when the gated metric's verdict is ``slower`` and NEW is
 slower by more than ``fail_above`` percent (the point estimate), and when NEW failed where BASE
-measured (a configuration that stopped working: :attr:`PairResult.broke`); with ``strict`` also when
+measured (a configuration that stopped working: :attr:`PairResult.broke`), and when NEW's compiled output failed
+the accuracy check where BASE's passed (:attr:`PairResult.accuracy_broke`); with ``strict`` also when
 its verdict is ``noisy`` or ``inconclusive``, when a side has no done run, and for an unmatched row.
 """
 
@@ -53,7 +54,7 @@ from tui.engine.status import RunStatus
 
 __all__ = [
     "Metric", "METRICS", "METRIC_NAMES", "CompareSettings", "Change", "PairResult", "UnmatchedRow",
-    "judge_pair", "unmatched_row", "side_values", "fails",
+    "judge_pair", "unmatched_row", "side_values", "fails", "side_accuracy",
 ]  # fmt: skip
 
 # A unit's channels: an interleaved block pair's eager and compiled times, and each side's host time per call.
@@ -166,11 +167,29 @@ class PairResult(JsonRecord):
     broke: bool = False
     """NEW has no done run and a failed one where BASE measured: a configuration that stopped working, which
     fails the gate without ``--strict``."""
+    base_accuracy: str = "n/a"
+    """The side's accuracy check over its done runs (:func:`side_accuracy`): pass, fail or n/a."""
+    new_accuracy: str = "n/a"
     notes: tuple[str, ...] = ()
 
     def change(self, metric: str) -> Change | None:
         """The :class:`Change` of ``metric`` (None when not compared)."""
         return next((c for c in self.changes if c.metric == metric), None)
+
+    @property
+    def accuracy_broke(self) -> bool:
+        """NEW's compiled output failed the accuracy check where BASE's passed: wrong numbers, which fail the gate
+        without ``--strict`` (a faster wrong answer is no gain)."""
+        return self.base_accuracy == "pass" and self.new_accuracy == "fail"
+
+
+def side_accuracy(records: Sequence[RunRecord]) -> str:
+    """A side's accuracy over its done runs: ``fail`` when one failed the check, ``pass`` when each passed, else
+    ``n/a`` (not checked, or no done run)."""
+    verdicts = [r.accuracy.verdict for r in records if r.status == RunStatus.DONE]
+    if "fail" in verdicts:
+        return "fail"
+    return "pass" if verdicts and all(v == "pass" for v in verdicts) else "n/a"
 
 
 @dataclass(frozen=True)
@@ -386,12 +405,14 @@ def judge_pair(pair: Pair, settings: CompareSettings) -> PairResult:
         _change(metric, base, new, settings, metric.host and launch_bound and within) for metric in METRICS.values()
     ]
     gated = next(c for c in changes if c.metric == settings.metric)
-    return PairResult(label=label, key=dict(pair.key.fields), differences=pair.differences,
-                      base_runs=tuple(r.run_id for r in pair.base), new_runs=tuple(r.run_id for r in pair.new),
-                      base_processes=len(base.processes), new_processes=len(new.processes), launch_bound=launch_bound,
-                      within_process=within, metric=settings.metric, changes=tuple(changes), verdict=gated.verdict,
-                      slowdown=gated.slowdown, fails=fails(gated.verdict, gated.slowdown, settings),
-                      notes=tuple(notes))  # fmt: skip
+    result = PairResult(label=label, key=dict(pair.key.fields), differences=pair.differences,
+                        base_runs=tuple(r.run_id for r in pair.base), new_runs=tuple(r.run_id for r in pair.new),
+                        base_processes=len(base.processes), new_processes=len(new.processes),
+                        launch_bound=launch_bound, within_process=within, metric=settings.metric,
+                        changes=tuple(changes), verdict=gated.verdict, slowdown=gated.slowdown,
+                        base_accuracy=side_accuracy(pair.base), new_accuracy=side_accuracy(pair.new),
+                        notes=tuple(notes))  # fmt: skip
+    return dataclasses.replace(result, fails=result.accuracy_broke or fails(gated.verdict, gated.slowdown, settings))
 
 
 def unmatched_row(row: Unmatched, settings: CompareSettings) -> UnmatchedRow:

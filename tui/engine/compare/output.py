@@ -32,7 +32,8 @@ COMPARE_SCHEMA = 1
 _PER_METRIC = ("base", "new", "ratio", "ratio_low", "ratio_high", "verdict")
 CSV_COLUMNS = (
     "row", "configuration", "status", "metric", "verdict", "slowdown", "fails", "base_processes", "new_processes",
-    "within_process", "launch_bound", *(f"{m}_{what}" for m in METRIC_NAMES for what in _PER_METRIC),
+    "within_process", "launch_bound", "base_accuracy", "new_accuracy",
+    *(f"{m}_{what}" for m in METRIC_NAMES for what in _PER_METRIC),
     "differences", "noise_reasons", "notes", "base_runs", "new_runs",
 )  # fmt: skip
 """The CSV's columns: per metric BASE's and NEW's value (ms; x for the speedup), NEW / BASE and its
@@ -49,6 +50,7 @@ def _pair_row(number: int, pair: PairResult) -> dict[str, str]:
            "verdict": pair.verdict or "", "slowdown": _number(pair.slowdown), "fails": str(pair.fails).lower(),
            "base_processes": str(pair.base_processes), "new_processes": str(pair.new_processes),
            "within_process": str(pair.within_process).lower(), "launch_bound": str(pair.launch_bound).lower(),
+           "base_accuracy": pair.base_accuracy, "new_accuracy": pair.new_accuracy,
            "differences": " | ".join(pair.differences), "noise_reasons": " | ".join(gated.reasons if gated else ()),
            "notes": " | ".join(pair.notes), "base_runs": " ".join(pair.base_runs), "new_runs": " ".join(pair.new_runs)}
     for metric in METRIC_NAMES:
