@@ -147,6 +147,16 @@ def _tune(candidates, times, budget=10_000.0, seconds=10.0, stop_at=None, object
     return result, session, runner, heard, clock
 
 
+def test_the_answer_says_how_many_runs_read_noisy_and_why_the_first_did():
+    quiet, *_ = _tune([Candidate(), FREEZE], {"freezing=True": 0.7})
+    assert not any("noisy" in note for note in quiet.notes)
+    stalls = dataclasses.replace(BASE, noise_limits={"stall_factor": 0.000001})  # every sample a "stall"
+    busy, _session, runner, *_ = _tune([Candidate(), FREEZE], {"freezing=True": 0.7}, base=stalls)
+    [note] = [note for note in busy.notes if "noisy" in note]
+    assert note.startswith(f"{len(runner.runs)} of the {busy.runs} runs read noisy (the first: eager time: a stall")
+    assert note.endswith("so the race's order may be the noise's; tune on a quiet machine")
+
+
 def test_a_clearly_worse_candidate_is_dropped_after_screening_and_the_winner_confirmed_in_fresh_processes():
     result, session, runner, heard, _ = _tune([Candidate(), FREEZE, AUTOTUNE], {"freezing=True": 0.7,
                                                                                 "max-autotune": 1.6})

@@ -263,7 +263,7 @@ class TuneDriver:
         return TuneResult(tune_id=self.tune_id, outcome=outcome, winner=best,
                           winner_options=None if best is None else self.options_of(best.candidate, self.base.iters),
                           confirmation=confirmation, confirmed=confirmed if confirmation is not None else None,
-                          standings=tuple(self.standings), notes=tuple(self.notes),
+                          standings=tuple(self.standings), notes=(*self.notes, *notes.noisy(self.records)),
                           stopped=self._stopped, incomplete=self._incomplete,
                           cut_short=self._cut_short or self._stopped, elapsed_s=self.clock() - self._started,
                           runs=ran_count(self.records), stopped_runs=len(stopped), threshold=self.threshold,
@@ -271,9 +271,7 @@ class TuneDriver:
 
     def _say_kinds(self) -> None:
         """Say once when the runs that ended ran on GPUs of several kinds (a cluster's nodes: Ray picks the GPU)."""
-        kinds = gpu_kinds(self.records)
-        note = notes.several_kinds(kinds)
-        if len(kinds) > 1 and note not in self.notes:
+        if len(kinds := gpu_kinds(self.records)) > 1 and (note := notes.several_kinds(kinds)) not in self.notes:
             self._say(note)
 
     async def _race(self) -> None:

@@ -12,12 +12,14 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from tui.engine.store.results import RunRecord
 from tui.engine.tune.answer import BUDGET_RAN_OUT
 from tui.engine.tune.durations import seconds_apart
+from tui.engine.tune.runs import noisy_runs, ran_count
 
 __all__ = ["Room", "Pace", "NOT_SCREENED", "NOT_RUN", "RAN_OUT_CONFIRMING", "confirmation_against_left",
            "unconfirmable", "budget_minutes", "budget_needed", "pace", "out_of_time", "ran_out_in", "unscreened",
-           "refused", "combined", "several_kinds", "confirmed_on_several_kinds", "grows"]
+           "refused", "combined", "several_kinds", "confirmed_on_several_kinds", "grows", "noisy"]
 
 NOT_SCREENED = f"cut: not screened ({BUDGET_RAN_OUT})"
 """Why a candidate the budget left unscreened is out of the race."""
@@ -141,6 +143,19 @@ def several_kinds(kinds: Sequence[str]) -> str:
     """The note that the runs ran on GPUs of several ``kinds``."""
     return (f"the runs ran on GPUs of several kinds ({', '.join(kinds)}), so candidates were compared across "
             "hardware: tune on GPUs of one kind")
+
+
+def noisy(records: Sequence[RunRecord]) -> tuple[str, ...]:
+    """The note that some of the runs that ended read noisy, with the first one's first reason; none when none did.
+    The race ranks their figures as any other's, so the answer's order may be the machine's as much as the
+    candidates'."""
+    found, ran = noisy_runs(records), ran_count(records)
+    if not found:
+        return ()
+    reasons = found[0].summary().noise_reasons
+    why = f" (the first: {reasons[0]})" if reasons else ""
+    return (f"{len(found)} of the {ran} runs read noisy{why}: their figures carry the machine's noise as well as the "
+            "candidates' differences, so the race's order may be the noise's; tune on a quiet machine",)
 
 
 def confirmed_on_several_kinds(kinds: Sequence[str]) -> str:

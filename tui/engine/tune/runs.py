@@ -13,12 +13,14 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Mapping, Sequence
 
+from tui.engine.measure.verdict import NOISY
 from tui.engine.run.cancel import CANCELLED_BEFORE_START
 from tui.engine.status import RunStatus
 from tui.engine.store.results import RunRecord
 from tui.engine.tune.search import Standing
 
-__all__ = ["CANCELLED", "was_stopped", "stopped_run_text", "ran_count", "stopped_runs", "mark_stopped", "gpu_kinds"]
+__all__ = ["CANCELLED", "was_stopped", "stopped_run_text", "ran_count", "stopped_runs", "mark_stopped", "gpu_kinds",
+           "noisy_runs"]
 
 CANCELLED = "cancelled"
 """Why the search stopped when its task was cancelled; a later :meth:`TuneDriver.stop` names the reason instead."""
@@ -61,3 +63,8 @@ def mark_stopped(standings: Sequence[Standing], stopped: Sequence[RunRecord],
 def gpu_kinds(records: Sequence[RunRecord]) -> list[str]:
     """The GPU kinds (product names) the done ones of ``records`` ran on, sorted."""
     return sorted({r.env.gpu_name for r in records if r.status == RunStatus.DONE and r.env.gpu_name})
+
+
+def noisy_runs(records: Sequence[RunRecord]) -> list[RunRecord]:
+    """The done ones of ``records`` whose own measurement read ``noisy`` (another process on the cores, a stall)."""
+    return [r for r in records if r.status == RunStatus.DONE and r.summary().verdict == NOISY]
