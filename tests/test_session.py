@@ -252,6 +252,45 @@ async def test_aclose_cancels_drops_saves_and_closes_the_runners():
         session.submit([_options()])
 
 
+class GatedHistory(MemoryHistory):
+    """A history whose append waits (in the saving thread) until the test opens its gate: a slow disk."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        import threading
+
+        self.gate, self.entered = threading.Event(), threading.Event()
+
+    def append(self, record: RunRecord) -> None:
+        self.entered.set()
+        assert self.gate.wait(30)
+        super().append(record)
+
+
+async def test_a_run_whose_save_outlasts_the_close_is_still_exported_and_said():
+    """Closing (a Ctrl-C) while a save is slow left the run out of ended(), and the CLI wrote no export of it."""
+    import io
+
+    from rich.console import Console
+
+    from tui.cli.run import exported
+
+    runner, history = ScriptedRunner(), GatedHistory()
+    session = RunSession(lambda lane: runner, history)
+    (record,) = session.submit([_options()])
+    await _until(lambda: bool(runner.started))
+    runner.gate(record).set()
+    await asyncio.to_thread(history.entered.wait, 30)  # it ended; its save has begun and waits
+    await session.aclose(timeout=0.05)
+    assert session.ended() == [] and session.still_saving() == [record]
+    err = io.StringIO()
+    assert exported(session, Console(file=err, width=300)) == [record]
+    assert f"run {record.run_id} ended, but its save to the history had not finished" in err.getvalue()
+    history.gate.set()
+    await _until(lambda: session.settled)
+    assert history.lines == [(record.run_id, "done")] and session.still_saving() == []
+
+
 def _failing_pool(count: int, pool: tuple[str, ...]) -> tuple[RunSession, list[RunRecord], dict[str, ScriptedRunner]]:
     """A session whose runners fail every run at once (the runner raises: a crash before the worker said
     anything), ``count`` runs submitted over ``pool``; its runners by lane."""

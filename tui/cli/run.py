@@ -6,7 +6,7 @@ history and in the exports, and the exit code says what stopped it (130, 128 + N
 before any run was done or failed, nothing is exported: an existing file stays as it was.
 
 No write to the terminal can stop the exports: every one goes through a
-:class:`_TerminalFile`, which drops what it cannot write once the terminal is gone (closed:
+:class:`~tui.cli.terminal.TerminalFile`, which drops what it cannot write once the terminal is gone (closed:
 EIO; a reader that left: EPIPE), so a SIGHUP mid-sweep still ends with the exports written,
 the history appended and exit code 129.
 """
@@ -17,16 +17,16 @@ import argparse
 import asyncio
 import contextlib
 import logging
-import os
 import signal
 import sys
 from collections.abc import Callable, Mapping
-from typing import IO, Any, cast
+from typing import Any
 
 from tui.present.format import workload_names
 from tui.present.option_fields import differing, option_words
 from tui.cli.parse import PROG, UsageError
 from tui.cli.run_lines import RunLines, failed_lines
+from tui.cli.terminal import TerminalFile, forget_cancel, signals_stop
 from tui.engine.cluster.address import ClusterError
 from tui.engine.options import RunOptions
 from tui.engine.protocol import Event, WorkerWarning
@@ -50,7 +50,7 @@ async def run_configs(configs: list[RunOptions], args: argparse.Namespace,
     """Run every configuration in turn; returns the exit code (see ``tui.cli``)."""
     from rich.console import Console
 
-    out, err_file = _TerminalFile(sys.stdout), _TerminalFile(sys.stderr)
+    out, err_file = TerminalFile(sys.stdout), TerminalFile(sys.stderr)
     err = Console(file=err_file.as_io())
     cluster = _cluster(args)
     try:
@@ -81,17 +81,26 @@ async def run_configs(configs: list[RunOptions], args: argparse.Namespace,
     runner_for = await _runners(pool, make_runner, _keep_spare(configs, repeats), telemetry, cluster)
     session = RunSession(runner_for, history, progress, max_running=1 if getattr(args, "serial", False) else None)
     stopped_by: list[int] = []
-    with _signals_stop(session, stopped_by):
+    with signals_stop(session, stopped_by):
         interrupted = await _run_all(session, configs, progress, repeats, pools)
     interrupted = interrupted or bool(stopped_by)  # a signal while closing counts too
     if telemetry is not None:
         with suppressed(log, "closing the GPU telemetry"):
             telemetry.close()
-    code = _report(session.records, session.ended(), args, (out, err), interrupted, stopped_by)
+    code = _report(session.records, exported(session, err), args, (out, err), interrupted, stopped_by)
     code = _history_code(code, progress.unsaved)
     for stream in (out, err_file):
         stream.let_go()
     return code
+
+
+def exported(session: RunSession, err: Any) -> list[RunRecord]:
+    """What the exports hold: every run that ended, in order, those whose save to the history outlasted the close's
+    wait included (a line on stderr names each: its history line may still follow as the process exits)."""
+    for record in session.still_saving():
+        _say(err, f"{PROG}: run {record.run_id} ended, but its save to the history had not finished when the runs "
+                  "closed; the exports hold it")
+    return [r for r in session.records if r.finished]
 
 
 def _history_code(code: int, unsaved: list[str]) -> int:
@@ -187,109 +196,14 @@ async def _run_all(session: RunSession, configs: list[RunOptions], progress: _Pr
             await session.wait_settled()
         except asyncio.CancelledError:
             interrupted = True
-            _forget_cancel()
+            forget_cancel()
         finally:
             await session.aclose(timeout=5.0)
     return interrupted
 
 
-class _TerminalFile:
-    """A terminal stream (stdout or stderr) whose writes never raise.
-
-    Once a write or flush fails with OSError (the terminal was closed: EIO; the reader of a
-    pipe left: EPIPE), ``gone`` is set and everything after is dropped. Anything else is
-    the wrapped stream's (rich asks ``isatty``, ``encoding``, ``fileno``).
-    """
-
-    def __init__(self, stream: Any) -> None:
-        self.stream = getattr(stream, "rich_proxied_file", stream)  # never a rich Live's proxy
-        self.gone = False
-
-    def write(self, text: str) -> int:
-        if not self.gone:
-            try:
-                self.stream.write(text)
-            except (OSError, ValueError):  # ValueError: the stream was closed
-                self.gone = True
-        return len(text)
-
-    def flush(self) -> None:
-        if not self.gone:
-            try:
-                self.stream.flush()
-            except (OSError, ValueError):
-                self.gone = True
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self.stream, name)
-
-    def as_io(self) -> IO[str]:
-        """This file where a text stream is asked for (rich's Console): it is one by its methods and delegation."""
-        return cast(IO[str], self)
-
-    def let_go(self) -> None:
-        """When the terminal is gone, point its file descriptor at /dev/null.
-
-        What the stream still buffers would fail again when the interpreter flushes it at exit,
-        and turn exit code 129 into 1 (the way Python's documentation suggests for EPIPE).
-        """
-        if not self.gone:
-            return
-        try:
-            fd = self.stream.fileno()
-            devnull = os.open(os.devnull, os.O_WRONLY)
-        except (OSError, ValueError, AttributeError):
-            return  # not a real file descriptor (a test's capture): nothing will flush it at exit
-        try:
-            os.dup2(devnull, fd)
-        finally:
-            os.close(devnull)
-        with contextlib.suppress(OSError, ValueError):
-            self.stream.flush()
-
-
-def _forget_cancel() -> None:
-    """Let this task await again after its cancellation was handled (Python 3.11+ counts them)."""
-    task = asyncio.current_task()
-    uncancel = getattr(task, "uncancel", None)
-    if uncancel is not None:
-        while uncancel() > 0:
-            pass
-
-
-@contextlib.contextmanager
-def _signals_stop(session: RunSession, stopped_by: list[int]) -> Any:
-    """Ctrl-C (SIGINT), SIGTERM and SIGHUP kill the workers and cancel the run loop."""
-    loop = asyncio.get_running_loop()
-    main_task = asyncio.current_task()
-
-    def on_signal(signum: int) -> None:
-        session.kill_all()
-        stopped_by.append(signum)
-        # Once: a second signal (a closed terminal sends SIGHUP, then the shell's own) must not
-        # cancel the closing and exporting that the first one started.
-        if main_task is not None and len(stopped_by) == 1:
-            main_task.cancel()
-
-    installed: list[tuple[int, Any]] = []
-    for signum in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
-        try:
-            previous = signal.getsignal(signum)
-            loop.add_signal_handler(signum, on_signal, signum)
-            installed.append((signum, previous))
-        except (NotImplementedError, RuntimeError, ValueError):
-            pass
-    try:
-        yield
-    finally:
-        for number, previous in installed:
-            loop.remove_signal_handler(number)
-            with contextlib.suppress(TypeError, ValueError, OSError):
-                signal.signal(number, previous if previous is not None else signal.SIG_DFL)
-
-
 def _report(records: list[RunRecord], ended: list[RunRecord], args: argparse.Namespace,
-            terminal: tuple[_TerminalFile, Any], interrupted: bool, stopped_by: list[int]) -> int:
+            terminal: tuple[TerminalFile, Any], interrupted: bool, stopped_by: list[int]) -> int:
     """Exports first, then the table; the exit code. No terminal write here can raise."""
     from rich.console import Console
 

@@ -101,14 +101,15 @@ async def _tune(args: argparse.Namespace, settings: tuple[RunOptions, Objective,
                 make_runner: Callable[..., Any]) -> int:
     from rich.console import Console
 
-    from tui.cli.run import _export, _runners, _TerminalFile
+    from tui.cli.run import _export, _runners, exported
+    from tui.cli.terminal import TerminalFile
     from tui.cli.tune_render import TuneLines, print_answer
     from tui.engine.store.repeats import group_rows
     from tui.engine.tune.driver import TuneDriver
 
     base, objective, knobs, budget = settings
     began = time.monotonic()  # the probe is part of the budget
-    out, err_file = _TerminalFile(sys.stdout), _TerminalFile(sys.stderr)
+    out, err_file = TerminalFile(sys.stdout), TerminalFile(sys.stderr)
     err = Console(file=err_file.as_io(), soft_wrap=True)
     telemetry = None if args.cluster else _telemetry(base)
     try:
@@ -148,7 +149,7 @@ async def _tune(args: argparse.Namespace, settings: tuple[RunOptions, Objective,
         from tui.present.tune_json import answer_json
 
         json_extra = {"tune": answer_json(result, plan.modes)}
-    export_failed = _export(group_rows(session.ended()), args, err, json_extra)
+    export_failed = _export(group_rows(exported(session, err)), args, err, json_extra)
     if result.cut_before_measuring and not stopped_by:
         err.print(f"{PROG}: error: budget: {_cut_text(args.budget)}", markup=False, highlight=False)
         return 2
@@ -184,16 +185,16 @@ async def _search(session: RunSession, driver: Any) -> tuple[Any, list[int]]:
     :data:`STOPPING_S`): a run stopped after its measurement ends done (:mod:`tui.engine.run.kept`) and is scored,
     so the answer reads it as the history and the exports do (:mod:`tui.engine.tune.runs`). A run still stopping
     after that is read as stopped."""
-    from tui.cli.run import _forget_cancel, _signals_stop
+    from tui.cli.terminal import forget_cancel, signals_stop
 
     stopped_by: list[int] = []
-    with _signals_stop(session, stopped_by):
+    with signals_stop(session, stopped_by):
         search = asyncio.ensure_future(driver.run())
         try:
             try:
                 await asyncio.wait({search})  # a signal cancels this task, not the search's
             except asyncio.CancelledError:
-                _forget_cancel()
+                forget_cancel()
                 driver.stop("Ctrl-C" if not stopped_by or stopped_by[0] == signal.SIGINT
                             else f"signal {stopped_by[0]}")
                 await asyncio.wait({search}, timeout=STOPPING_S)

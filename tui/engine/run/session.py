@@ -438,6 +438,12 @@ class RunSession:
         """Every record that ended and was saved, in submission order (what an export writes)."""
         return [r for r in self.records if r.finished and r.run_id not in self._unsaved]
 
+    def still_saving(self) -> list[RunRecord]:
+        """The records that ended but whose save had not finished (after :meth:`aclose`: one that outlasted its
+        wait). An export writes them too, with :meth:`ended`: the saver only writes them out, and a record's code
+        moves to disk after its folder is recorded, so it reads whole at either moment."""
+        return [r for r in self.records if r.finished and r.run_id in self._unsaved]
+
     async def wait_settled(self) -> None:
         """Wait until every unit ran and every ended record was saved."""
         while not self.settled:

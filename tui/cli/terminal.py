@@ -1,0 +1,112 @@
+"""A CLI run's terminal and signals: the terminal's streams whose writes never raise, and the signals that stop
+the run (Ctrl-C, SIGTERM, SIGHUP: the workers killed at once, the run loop cancelled, the exports still written).
+
+Used by ``run``/``sweep`` (:mod:`tui.cli.run`) and ``tune`` (:mod:`tui.cli.tune`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import signal
+from typing import IO, Any, cast
+
+from tui.engine.run.session import RunSession
+
+__all__ = ["TerminalFile", "forget_cancel", "signals_stop"]
+
+
+class TerminalFile:
+    """A terminal stream (stdout or stderr) whose writes never raise.
+
+    Once a write or flush fails with OSError (the terminal was closed: EIO; the reader of a
+    pipe left: EPIPE), ``gone`` is set and everything after is dropped. Anything else is
+    the wrapped stream's (rich asks ``isatty``, ``encoding``, ``fileno``).
+    """
+
+    def __init__(self, stream: Any) -> None:
+        self.stream = getattr(stream, "rich_proxied_file", stream)  # never a rich Live's proxy
+        self.gone = False
+
+    def write(self, text: str) -> int:
+        if not self.gone:
+            try:
+                self.stream.write(text)
+            except (OSError, ValueError):  # ValueError: the stream was closed
+                self.gone = True
+        return len(text)
+
+    def flush(self) -> None:
+        if not self.gone:
+            try:
+                self.stream.flush()
+            except (OSError, ValueError):
+                self.gone = True
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.stream, name)
+
+    def as_io(self) -> IO[str]:
+        """This file where a text stream is asked for (rich's Console): it is one by its methods and delegation."""
+        return cast(IO[str], self)
+
+    def let_go(self) -> None:
+        """When the terminal is gone, point its file descriptor at /dev/null.
+
+        What the stream still buffers would fail again when the interpreter flushes it at exit,
+        and turn exit code 129 into 1 (the way Python's documentation suggests for EPIPE).
+        """
+        if not self.gone:
+            return
+        try:
+            fd = self.stream.fileno()
+            devnull = os.open(os.devnull, os.O_WRONLY)
+        except (OSError, ValueError, AttributeError):
+            return  # not a real file descriptor (a test's capture): nothing will flush it at exit
+        try:
+            os.dup2(devnull, fd)
+        finally:
+            os.close(devnull)
+        with contextlib.suppress(OSError, ValueError):
+            self.stream.flush()
+
+
+def forget_cancel() -> None:
+    """Let this task await again after its cancellation was handled (Python 3.11+ counts them)."""
+    task = asyncio.current_task()
+    uncancel = getattr(task, "uncancel", None)
+    if uncancel is not None:
+        while uncancel() > 0:
+            pass
+
+
+@contextlib.contextmanager
+def signals_stop(session: RunSession, stopped_by: list[int]) -> Any:
+    """Ctrl-C (SIGINT), SIGTERM and SIGHUP kill the workers and cancel the run loop."""
+    loop = asyncio.get_running_loop()
+    main_task = asyncio.current_task()
+
+    def on_signal(signum: int) -> None:
+        session.kill_all()
+        stopped_by.append(signum)
+        # Once: a second signal (a closed terminal sends SIGHUP, then the shell's own) must not
+        # cancel the closing and exporting that the first one started.
+        if main_task is not None and len(stopped_by) == 1:
+            main_task.cancel()
+
+    installed: list[tuple[int, Any]] = []
+    for signum in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+        try:
+            previous = signal.getsignal(signum)
+            loop.add_signal_handler(signum, on_signal, signum)
+            installed.append((signum, previous))
+        except (NotImplementedError, RuntimeError, ValueError):
+            pass
+    try:
+        yield
+    finally:
+        for number, previous in installed:
+            loop.remove_signal_handler(number)
+            with contextlib.suppress(TypeError, ValueError, OSError):
+                signal.signal(number, previous if previous is not None else signal.SIG_DFL)
