@@ -171,6 +171,21 @@ def test_the_size_cap_prunes_the_oldest_runs_after_a_save(stored, monkeypatch):
     assert data_cap_bytes() == 5 * 10**9  # a malformed setting: the default
 
 
+def test_the_size_cap_spares_the_running_sessions_own_runs_whose_exports_still_read_them(stored, monkeypatch):
+    """A session over the cap pruned its own first runs (the oldest): its JSON export then lacked their code."""
+    total = sum(r.size_bytes for r in scan_runs())
+    monkeypatch.setenv(DATA_CAP_ENV, str(total / 1e9))
+    keeper = CapKeeper(History())
+    assert keeper.after_save(stored[0].run_id) is None  # this session saved the oldest run
+    History().append(_run(5, 0.5, code_bytes=5000))
+    result = keeper.after_save("20261201-000005-aaaaa5")
+    assert result is not None and result.runs >= 1
+    left = {r.run_id for r in scan_runs()}
+    assert {stored[0].run_id, "20261201-000005-aaaaa5"} <= left  # the session's own: kept
+    assert stored[1].run_id not in left  # the oldest of the others went instead
+    assert any((run_folder(stored[0].run_id) / "code").iterdir())  # its code is still there to export
+
+
 @pytest.mark.parametrize("text, cap", [("", 5 * 10**9), ("2", 2 * 10**9), ("0", None), ("inf", None),
                                        ("1e400", None)])
 def test_the_cap_setting_is_gigabytes_and_0_or_inf_turn_it_off(monkeypatch, text, cap):
