@@ -20,7 +20,7 @@ from tui.cli.outputs import export_flags
 from tui.cli.parser import build_parser
 from tui.cli.run import _export
 from tui.engine.store import export
-from tui.engine.store.export import EXPORT_FORMATS, ExportFormat, default_export_paths
+from tui.engine.store.export import EXPORT_FORMATS, ExportFormat, default_export_paths, default_formats
 from tui.engine.options import RunOptions
 from tui.engine.protocol import make_event
 from tui.engine.store.results import RunRecord
@@ -106,3 +106,29 @@ async def test_the_apps_export_dialog_names_every_default_format(formats):
         await pilot.pause()
         prompt = str(app.screen.query_one("#export-question", Static).content)
     assert all(fmt.label in prompt for fmt in formats), prompt
+
+
+def test_beside_a_typed_csv_only_compile_labs_own_exports_are_replaced(tmp_path, compile_lab_home):
+    """The user names ``report.csv``; a ``report.json`` of theirs beside it is not the app's to replace."""
+    from tui.engine.atomic import ExportTargetError
+
+    theirs = tmp_path / "report.json"
+    theirs.write_text("my notes\n")
+    with pytest.raises(ExportTargetError, match=r"report\.json is a file beside report\.csv that is not a "
+                                                r"compile-lab JSON export, left alone"):
+        export_paths(str(tmp_path / "report.csv"), default_export_paths)
+    assert theirs.read_text() == "my notes\n"
+    records = [_record()]
+    for fmt in default_formats():  # an export of the app's there before: a re-export replaces it
+        fmt.writer(records, tmp_path / f"report{fmt.suffix}")
+    assert set(export_paths(str(tmp_path / "report.csv"), default_export_paths).values()) == {
+        tmp_path / f"report{fmt.suffix}" for fmt in default_formats()}
+
+
+def test_two_exports_to_one_typed_directory_in_one_second_get_names_of_their_own(tmp_path, compile_lab_home):
+    first = export_paths(str(tmp_path), default_export_paths)
+    for fmt in default_formats():
+        first[fmt.name].write_text(fmt.head)
+    second = export_paths(str(tmp_path), default_export_paths)
+    assert not set(first.values()) & set(second.values())
+    assert all(path.parent == tmp_path for path in second.values())

@@ -77,10 +77,11 @@ def export_paths(target: str | None, defaults: Any, *, make_directory: bool = Fa
     inside compile-lab's data is refused before it is made. A missing typed directory is made only
     with ``make_directory`` (the user said yes), else ExportError names it.
     """
-    from tui.engine.store.export import ExportError, check_output, default_formats, export_files
+    from tui.engine.store.export import (
+        ExportError, check_output, default_export_paths, default_formats, export_files,
+    )
     from tui.engine.store.export_dir import create_directory
 
-    base = defaults()
     missing = directory_to_make(target)
     if missing is not None:
         if not make_directory:
@@ -88,18 +89,33 @@ def export_paths(target: str | None, defaults: Any, *, make_directory: bool = Fa
                               "E offers to make it)")
         create_directory(export_directory(target) or "")
     if not target:
-        destinations = base
+        destinations = defaults()
     elif _is_csv(target):
         path = Path(target).expanduser()
         first = default_formats()[0]
         destinations = export_files(path.with_name(path.name[: -len(first.suffix)]))
         destinations[first.name] = path  # as typed (``Report.CSV`` stays so)
     else:
-        path = Path(target).expanduser()
-        destinations = {key: path / value.name for key, value in base.items()}
+        destinations = default_export_paths(directory=Path(target).expanduser())  # names new in that directory
     for destination in destinations.values():
         check_output(destination)
+    if target and _is_csv(target):
+        _keep_what_is_not_ours(destinations, default_formats()[0].name)
     return destinations
+
+
+def _keep_what_is_not_ours(destinations: dict[str, Path], typed: str) -> None:
+    """Refuse a file beside the typed one that is not an export of its format (ExportTargetError): the user named
+    the ``.csv``, not the ``.json`` or ``-raw.csv`` next to it, so only compile-lab's own export there is replaced."""
+    from tui.engine.atomic import ExportTargetError
+    from tui.engine.store.export import default_formats, ours
+
+    for fmt in default_formats():
+        path = destinations[fmt.name]
+        if fmt.name != typed and not ours(fmt, path):
+            raise ExportTargetError(path, f"a file beside {destinations[typed].name} that is not a compile-lab "
+                                          f"{fmt.label} export, left alone", "another name, whose neighbours are free "
+                                          "or compile-lab's exports")
 
 
 def notice_text_width(width: int, height: int) -> int:

@@ -56,6 +56,7 @@ __all__ = [
     "write_raw_csv",
     "default_export_paths",
     "export_files",
+    "ours",
     "ExportFormat",
     "EXPORT_FORMATS",
     "default_formats",
@@ -262,6 +263,9 @@ class ExportFormat:
     contents: str
     """What it holds, for the CLI flag's help (``write <contents>``)."""
     writer: Writer
+    head: str = ""
+    """How a file it wrote begins: a file beside a typed name is replaced only when it begins so (:func:`ours`;
+    empty: never, only a free name is written there)."""
     default: bool = True
     """Written by the app's export (``e``, ``E``); the CLI writes a format only when its flag is given."""
 
@@ -272,12 +276,27 @@ class ExportFormat:
 
 
 EXPORT_FORMATS: tuple[ExportFormat, ...] = (
-    ExportFormat("csv", ".csv", "CSV", "the summary CSV", write_csv),
-    ExportFormat("json", ".json", "JSON", "every run as JSON (with per-iteration times)", write_json),
-    ExportFormat("raw_csv", "-raw.csv", "raw per-iteration CSV", "one CSV row per timed iteration", write_raw_csv),
+    ExportFormat("csv", ".csv", "CSV", "the summary CSV", write_csv, "run_id,timestamp,"),
+    ExportFormat("json", ".json", "JSON", "every run as JSON (with per-iteration times)", write_json, '{"schema": '),
+    ExportFormat("raw_csv", "-raw.csv", "raw per-iteration CSV", "one CSV row per timed iteration", write_raw_csv,
+                 "run_id,side,stage,"),
 )
 """Every export format, in the order the CLI lists and writes them; the first is the one a typed
 ``.csv`` path names in the app (the others are written beside it)."""
+
+
+def ours(fmt: ExportFormat, path: Path) -> bool:
+    """Whether ``path`` is free, or a regular file that begins as ``fmt``'s exports do (compile-lab's, to replace);
+    a link is not followed, a pipe not waited on."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+    except FileNotFoundError:
+        return True
+    except OSError:
+        return False
+    with os.fdopen(fd, "rb") as stream:
+        head = fmt.head.encode()
+        return stat.S_ISREG(os.fstat(fd).st_mode) and bool(head) and stream.read(len(head)) == head
 
 
 def default_formats() -> tuple[ExportFormat, ...]:
@@ -290,11 +309,10 @@ def export_files(stem: Path) -> dict[str, Path]:
     return {f.name: stem.with_name(stem.name + f.suffix) for f in default_formats()}
 
 
-def default_export_paths(now: datetime | float | None = None) -> dict[str, Path]:
-    """Each default format's path (:func:`export_files`) under ``paths.exports_dir()``, named by a UTC timestamp.
-
-    Creates the exports directory (ExportError if it cannot). When files of that second
-    already exist, a ``-2``, ``-3``... suffix keeps every name new.
+def default_export_paths(now: datetime | float | None = None, directory: Path | None = None) -> dict[str, Path]:
+    """Each default format's path (:func:`export_files`) under ``directory`` (default ``paths.exports_dir()``, made
+    if missing: ExportError if it cannot), named by a UTC timestamp. When files of that second already exist
+    there, a ``-2``, ``-3``... suffix keeps every name new.
     """
     if now is None:
         moment = datetime.now(timezone.utc)
@@ -302,11 +320,12 @@ def default_export_paths(now: datetime | float | None = None) -> dict[str, Path]
         moment = now if now.tzinfo else now.replace(tzinfo=timezone.utc)
     else:
         moment = datetime.fromtimestamp(float(now), tz=timezone.utc)
-    directory = paths.exports_dir()
-    try:
-        directory.mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        raise ExportError(f"cannot create {directory}: {cause(exc)}") from exc
+    if directory is None:
+        directory = paths.exports_dir()
+        try:
+            directory.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise ExportError(f"cannot create {directory}: {cause(exc)}") from exc
     stem = "compile-lab-" + moment.astimezone(timezone.utc).strftime("%Y%m%d-%H%M%S")
     suffix = ""
     for attempt in range(1, 1000):
