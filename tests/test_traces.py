@@ -210,3 +210,15 @@ def test_without_tlparse_the_logs_path_is_given_and_a_failing_tlparse_says_why(t
     assert "run 1: no tlparse report: tlparse exited with code 3: error: fake tlparse failed" in _err_lines(capsys)
     assert cli.main([*RUN, "--torch-trace"]) == 0
     assert any(x.startswith("run 1: TORCH_TRACE logs in ") for x in _err_lines(capsys))
+
+
+def test_a_runs_rows_after_the_first_trace_to_numbered_paths_beside_the_one_given(tmp_path):
+    """``run --each-gpu-kind --trace t.json`` has a row a kind: each row's trace replaced the one before."""
+    import argparse
+
+    from tui.cli.artifacts import trace_target
+
+    args = argparse.Namespace(command="run", trace=str(tmp_path / "t.json"))
+    row = RunRecord.new(RunOptions().validated())
+    assert [trace_target(row, n, args) for n in (1, 2, 3)] == [tmp_path / "t.json", tmp_path / "t-2.json",
+                                                               tmp_path / "t-3.json"]

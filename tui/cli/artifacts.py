@@ -37,9 +37,12 @@ def _slug(text: str) -> str:
 
 
 def trace_target(row: RunRecord, number: int, args: argparse.Namespace) -> Path:
-    """Where row ``number``'s trace goes: PATH for ``run``, ``PATH/NN-<workload>-<options>.json`` for ``sweep``."""
+    """Where row ``number``'s trace goes: PATH for ``run`` (``PATH-N.json`` for its Nth row from the second on: a
+    run on each GPU kind has a row a kind, and one trace must not replace another),
+    ``PATH/NN-<workload>-<options>.json`` for ``sweep``."""
     if args.command != "sweep":
-        return Path(args.trace)
+        path = Path(args.trace)
+        return path if number == 1 else path.with_name(f"{path.stem}-{number}{path.suffix}")
     options = row.options
     workload = Path(options.workload.partition(":")[0]).stem if ":" in options.workload else options.workload
     params = "-".join(f"{k}={v}" for k, v in sorted(options.params.items()))
