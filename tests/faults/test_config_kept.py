@@ -158,3 +158,22 @@ def test_saving_keeps_the_mode_of_the_config_it_replaces():
     path.unlink()
     save_config(AppConfig())
     assert stat.S_IMODE(path.stat().st_mode) == 0o600  # a new one: only its user reads it (it names programs)
+
+
+def test_a_config_that_is_a_link_is_saved_where_it_leads_and_the_link_is_kept(tmp_path):
+    """A config kept in a dotfiles repository and linked in: saving replaced the link with a plain file."""
+    dotfile = tmp_path / "dotfiles" / "compile-lab.json"
+    dotfile.parent.mkdir()
+    dotfile.write_text(json.dumps({"theme": "textual-light"}))
+    path = paths.config_file()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.symlink_to(dotfile)
+    config, warning = load_config()
+    assert warning is None and config.theme == "textual-light"
+    save_config(AppConfig(theme="nord"))
+    assert path.is_symlink() and os.readlink(path) == str(dotfile)
+    assert json.loads(dotfile.read_text())["theme"] == "nord"
+    dotfile.unlink()  # a link that leads nowhere: not saved, and nothing made where it points
+    with pytest.raises(OSError, match="is a link to .*, which does not exist; not saved"):
+        save_config(AppConfig(theme="nord"))
+    assert path.is_symlink() and not dotfile.exists()

@@ -270,11 +270,23 @@ def _prepare_to_replace(path: Path) -> tuple[int, Path | None]:
     return os.stat(path).st_mode & 0o777, None
 
 
+def _through_link(path: Path) -> Path:
+    """Where the config is saved: ``path``, or where it leads when it is a link (a config kept in a dotfiles
+    repository: the file there is replaced, the link kept); OSError for a link that leads nowhere."""
+    if not path.is_symlink():
+        return path
+    real = Path(os.path.realpath(path))
+    if not real.exists():
+        raise OSError(f"config {path} is a link to {real}, which does not exist; not saved")
+    return real
+
+
 def save_config(config: AppConfig, path: Path | None = None) -> Path | None:
     """Write the config atomically, keeping the mode of the one it replaces; OSError propagates to the caller
     (the app shows it). A file there that is no usable config is never replaced: it is kept aside (its new
-    path is returned, for the caller to say) or, when it is no regular file, refused."""
-    path = path or paths.config_file()
+    path is returned, for the caller to say) or, when it is no regular file, refused. A config that is a link is
+    saved where it leads (:func:`_through_link`)."""
+    path = _through_link(path or paths.config_file())
     path.parent.mkdir(parents=True, exist_ok=True)
     payload = json.dumps(config.to_dict(), indent=2, sort_keys=True)
     mode, aside = _prepare_to_replace(path)
