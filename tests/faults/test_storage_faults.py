@@ -137,7 +137,7 @@ def test_a_refused_export_in_the_cli_is_one_error_line_exit_1_and_the_run_is_kep
         cli.main(["run", "--device", "cpu", "--iters", "10", "--block-size", "5", "--csv", str(target), "--quiet"]) == 1
     )
     errors = [line for line in capsys.readouterr().err.splitlines() if line.strip()]
-    assert errors == [f"compile-lab: error: cannot write {target}: {os.strerror(errno.ENOSPC)}"]
+    assert errors == [f"compile-lab: error: --csv: cannot write {target}: {os.strerror(errno.ENOSPC)}"]
     assert [line["status"] for line in history_lines()] == ["done"] and not target.exists()
 
 

@@ -281,7 +281,7 @@ def _export(records: list[RunRecord], args: argparse.Namespace, err: Any,
     for outcome in export.export_records(records, targets, json_extra=json_extra):
         if isinstance(outcome.result, export.ExportError):
             failed = True
-            _say(err, f"{PROG}: error: {outcome.result}")
+            _say(err, f"{PROG}: error: {outcome.fmt.flag}: {outcome.result}")
         elif not args.quiet:
             _say(err, f"wrote {outcome.target}")
     return failed
