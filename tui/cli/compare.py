@@ -67,7 +67,7 @@ def add_compare_parser(sub: Any) -> None:
                         help=f"leave fields out of the match, e.g. backend, torch_version, gpu_name (of: "
                              f"{', '.join(MATCH_FIELDS)})")
     parser.add_argument("--noise-limit", action="append", metavar="NAME=VALUE",
-                        help="change one limit of the noisy check, e.g. max_relative_iqr=0.2 (repeatable)")
+                        help="change one limit of the noisy check, e.g. max_other_cpu_cores=1.5 (repeatable)")
     parser.add_argument("--strict", action="store_true",
                         help="exit 1 also on a noisy or inconclusive pair, a side that failed, or an unmatched row")
     parser.add_argument("--markdown", action="store_true", help="print a GitHub Markdown table (for a PR comment)")

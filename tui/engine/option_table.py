@@ -218,7 +218,7 @@ OPTIONS: tuple[OptionSpec, ...] = (
                number_range=NumberRange(NOISE_THRESHOLD_MAX, f"a fraction above 0 and at most {NOISE_THRESHOLD_MAX} "
                                                              "(0.02 = 2%)")),
     OptionSpec("noise_limits", "--noise-limit", PAIRS, "verdict",
-               "change one limit of the noisy check, e.g. max_relative_iqr=0.2 (repeatable)", metavar="NAME=VALUE",
+               "change one limit of the noisy check, e.g. max_other_cpu_cores=1.5 (repeatable)", metavar="NAME=VALUE",
                number_range=NumberRange(NOISE_LIMIT_MAX, f"a number above 0 and at most {NOISE_LIMIT_MAX:g}")),
     OptionSpec("profile", "--no-profile", NEGATED, "timing",
                "skip the profile pass after measuring (kernels per call, the kernel diff; never part of the timings)"),
