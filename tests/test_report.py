@@ -447,3 +447,18 @@ def test_a_tune_candidates_long_label_is_whole_in_the_forest_plot(tmp_path, caps
     # Each row is as tall as its label: no two lines overlap (9 px type), nor two rows' labels.
     gaps = [later - earlier for (earlier, _), (later, _) in zip(lines, lines[1:], strict=False)]
     assert min(gaps) >= 9, gaps
+
+
+def test_a_compiled_output_that_failed_the_accuracy_check_says_fail_in_the_summary_table(tmp_path, capsys):
+    """A wrong compiled output showed only as one warning further down, beside a speedup that read as a gain."""
+    wrong = cuda_run_record("20250101-000003-wrongs", eager_host_ms=0.11)
+    wrong.accuracy = dataclasses.replace(wrong.accuracy, passed=False)
+    runs, out = tmp_path / "runs.json", tmp_path / "report.html"
+    write_json([cuda_run_record("20250101-000000-lbound"), wrong], runs)
+    assert _report([str(runs), "-o", str(out)], capsys)[0] == 0
+    page = out.read_text(encoding="utf-8")
+    header = re.search(r"<tr>(<th[^>]*>.*?</th>)+</tr>", page).group(0)
+    assert re.findall(r"<th[^>]*>([^<]*)</th>", header)[6] == "accuracy"
+    cells = [re.findall(r"<td[^>]*>(.*?)</td>", row) for row in re.findall(r"<tr><td.*?</tr>", page)[:2]]
+    assert [row[6] for row in cells] == [cells[0][6], '<strong class="verdict v-slower">FAIL</strong>']
+    assert cells[0][6] in ("pass", "n/a")

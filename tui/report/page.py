@@ -18,7 +18,7 @@ from tui.present.format import MISSING, fmt_ms, fmt_seconds, workload_names
 from tui.present.option_fields import differing, option_words, params_text, workload_word
 from tui.engine.options import RunOptions
 from tui.engine.store.report_data import ENV_FIELDS, ProcessData, ReportData, ReportRow
-from tui.engine.measure.verdict import RERUN_HINT
+from tui.engine.measure.verdict import RERUN_HINT, SLOWER
 from tui.report.colors import NO_VERDICT, VERDICT_COLOURS, verdict_class
 from tui.report.plots import speedup_words, whole_parentheses
 
@@ -125,12 +125,20 @@ def _summary_table(rows: Sequence[ReportRow], labels: Sequence[str]) -> str:
                 if row.shows_host else MISSING)  # a figure and its interval on one line, its word after it
         status = e(row.status) if row.error is None else f"{e(row.status)}: {e(row.error)}"
         cells.append([str(row.number), e(label), status, _verdict(row.verdict), e(speedup_words(row.speedup)), host,
-                      e(fmt_ms(row.eager.stats.median if row.eager.stats else None)),
+                      _accuracy(row.accuracy), e(fmt_ms(row.eager.stats.median if row.eager.stats else None)),
                       e(fmt_ms(row.compiled.stats.median if row.compiled.stats else None)),
                       e(fmt_seconds(row.compile_s)), str(len(row.processes))])  # fmt: skip
     headers = ("#", "configuration", "status", "verdict", "speedup [95% CI]", "host-inclusive (launch-bound)",
-               "eager median (ms)", "compiled median (ms)", "compile (s)", "processes")
-    return _table(headers, cells, numeric=(0, 4, 6, 7, 8, 9))
+               "accuracy", "eager median (ms)", "compiled median (ms)", "compile (s)", "processes")
+    return _table(headers, cells, numeric=(0, 4, 7, 8, 9, 10))
+
+
+def _accuracy(verdict: str) -> str:
+    """The accuracy cell: a failed check stands out in the slower verdict's colour (a speedup of wrong numbers is
+    none)."""
+    if verdict == "fail":
+        return f'<strong class="verdict {verdict_class(SLOWER)}">FAIL</strong>'
+    return e(verdict)
 
 
 def _noisy(data: ReportData, labels: Mapping[int, str]) -> str:
