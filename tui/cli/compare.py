@@ -109,9 +109,9 @@ def settings_from_args(args: argparse.Namespace) -> CompareSettings:
     metric = args.metric.strip().lower()
     if metric not in METRIC_NAMES:
         raise UsageError(f"--metric: {args.metric[:40]!r} is not allowed (allowed: {', '.join(METRIC_NAMES)})")
-    threshold = _number(args.threshold, "--threshold", f"a fraction above 0 and at most {MAX_THRESHOLD} (0.02), "
-                        "or a percentage (2%)", 0, MAX_THRESHOLD, fraction=True, above_low=True)
-    fail_above = _number(args.fail_above, "--fail-above", "a percentage from 0 to 1000 (5)", 0, 1000)
+    threshold = _number(args.threshold, "--threshold", f"a fraction above 0 and at most {MAX_THRESHOLD} (default "
+                        "0.02), or a percentage (2%)", 0, MAX_THRESHOLD, fraction=True, above_low=True)
+    fail_above = _number(args.fail_above, "--fail-above", "a percentage from 0 to 1000 (default 5)", 0, 1000)
     try:
         ignore = check_ignore(part for item in args.ignore or () for part in item.split(","))
     except ValueError as exc:

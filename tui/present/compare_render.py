@@ -14,6 +14,7 @@ from typing import Any
 from tui.present.format import MISSING, VERDICT_STYLES, ratio, significant, workload_names
 from tui.engine.catalog import is_user_workload
 from tui.engine.compare import METRICS, Change, CompareSettings, Comparison, ConfigKey, PairResult, UnmatchedRow
+from tui.engine.compare.comparison import NOTHING_COMPARED
 from tui.engine.measure.verdict import RERUN_HINT
 from tui.typed import printable
 
@@ -300,7 +301,8 @@ def detail_lines(comparison: Comparison) -> list[str]:
         reasons = gated.reasons if gated else ()
         lines += [f"  {number}: {gated.verdict if gated else ''}: {reason}" for reason in reasons[:MAX_REASONS]]
         if len(reasons) > MAX_REASONS:
-            lines.append(f"  {number}: and {len(reasons) - MAX_REASONS} more reasons (--json has them all)")
+            more = len(reasons) - MAX_REASONS
+            lines.append(f"  {number}: {more} more reason{'s' if more != 1 else ''} (--json has them all)")
         for note in row.notes:
             if not note.startswith("one process on a side"):  # said once by the legend
                 lines.append(f"  {number}: {note}")
@@ -327,6 +329,8 @@ def gate_verdict(failures: Sequence[str]) -> list[str]:
     """``gate: pass``, or ``gate: FAIL (N rows)`` and a line per failing row."""
     if not failures:
         return ["gate: pass"]
+    if list(failures) == [NOTHING_COMPARED]:
+        return ["gate: FAIL", f"  {NOTHING_COMPARED}"]  # no row failed: there was none to compare
     return [f"gate: FAIL ({len(failures)} row{'s' if len(failures) != 1 else ''})", *(f"  {line}" for line in failures)]
 
 
