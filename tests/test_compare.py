@@ -194,16 +194,34 @@ def test_a_compiled_output_that_turned_wrong_fails_the_gate_and_says_so(tmp_path
     assert compare(new, new).exit_code == 0 and compare(new, new).pairs[0].new_accuracy == "fail"
     unchecked = [timed_run("u1", accurate=None), timed_run("u2", accurate=None, seed=1)]
     assert compare(unchecked, new).pairs[0].base_accuracy == "n/a" and compare(unchecked, new).exit_code == 0
+    half = [timed_run("h1"), timed_run("h2", accurate=None, seed=1)]  # one checked and passed: the side passed
+    assert compare(half, new).pairs[0].base_accuracy == "pass" and compare(half, new).exit_code == 1
+    gone = compare(base, [timed_run("f1", failed=True)]).pairs[0]  # not compared: each side's check still said
+    assert (gone.status, gone.base_accuracy, gone.new_accuracy) == ("NEW failed", "pass", "n/a")
 
 
-def test_a_base_that_failed_or_a_new_not_measured_fails_only_under_strict():
+def test_a_base_that_failed_or_both_sides_failing_fails_only_under_strict():
+    strict = CompareSettings(strict=True)
     base_failed = compare([timed_run("b1", failed=True)], [timed_run("n1")])
     [pair] = base_failed.pairs
     assert pair.status == "BASE failed" and not pair.broke
     assert base_failed.exit_code == 0
-    assert compare([timed_run("b1", failed=True)], [timed_run("n1")], CompareSettings(strict=True)).exit_code == 1
+    assert compare([timed_run("b1", failed=True)], [timed_run("n1")], strict).exit_code == 1
     both = compare([timed_run("b1", failed=True)], [timed_run("n1", failed=True)])
-    assert both.pairs[0].status == "BASE and NEW failed" and both.exit_code == 0
+    assert both.pairs[0].status == "BASE and NEW failed" and not both.pairs[0].broke and both.exit_code == 0
+    assert compare([timed_run("b1", failed=True)], [timed_run("n1", failed=True)], strict).exit_code == 1
+
+
+def test_some_of_news_processes_failing_where_none_of_bases_did_fails_the_gate():
+    base = [timed_run(f"b{i}", seed=i) for i in range(3)]
+    new = [timed_run("n0"), timed_run("n1", failed=True), timed_run("n2", failed=True)]
+    result = compare(base, new)
+    [pair] = result.pairs
+    assert (pair.status, pair.broke, pair.new_failed, pair.fails) == ("compared", True, 2, True)
+    assert result.failures() == ("1 pointwise n=512 inductor dyn=auto fp32 cpu torch 2.13.0: 2 of NEW's 3 processes "
+                                 "failed, where none of the baseline's did",)
+    flaky_before = [*base[:2], timed_run("b2", failed=True)]  # BASE failed too: no change of this one
+    assert not compare(flaky_before, new).pairs[0].broke and compare(flaky_before, new).exit_code == 0
 
 
 def test_runs_whose_samples_are_gone_are_left_out_and_said(tmp_path):

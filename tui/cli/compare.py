@@ -1,10 +1,9 @@
 """``compile-lab compare BASE NEW``: its flags, the one-line refusals, and the run of a comparison.
 
 Exit codes: 0 when the gate passes, 1 when nothing was compared, a matched pair is ``slower`` by more
-than ``--fail-above`` percent, NEW failed where BASE measured, or NEW's compiled output failed the accuracy
-check where BASE's passed (with ``--strict`` also a ``noisy`` or
-``inconclusive`` pair, a side with no done run, or a row on one side only), 2 on bad usage (one line naming
-the argument and what is allowed).
+than ``--fail-above`` percent, NEW's runs failed where BASE's did not, or NEW's compiled output failed the
+accuracy check where BASE's passed (with ``--strict`` also a ``noisy`` or ``inconclusive`` pair, a side with no
+done run, or a row on one side only), 2 on bad usage (one line naming the argument and what is allowed).
 
 ``compare SELECTION --across gpu_name|node [--across-base VALUE]`` takes one selection instead of
 BASE and NEW and sets its GPU kinds (or nodes) side by side (:mod:`tui.engine.compare.across`):
@@ -38,8 +37,8 @@ def add_compare_parser(sub: Any) -> None:
         "compare", help="compare two sets of runs and gate on a regression (for CI)",
         description="Compare NEW against BASE, configuration by configuration: the change of the compiled time (and "
                     "the eager time, the speedup, the host time) with a bootstrap interval and a verdict. Exit code 1 "
-                    "when a pair is slower by more than --fail-above percent, NEW failed where BASE measured, or NEW's "
-                    "compiled output failed the accuracy check where BASE's passed; 2 on bad usage. "
+                    "when a pair is slower by more than --fail-above percent, NEW's runs failed where BASE's did not, "
+                    "or NEW's compiled output failed the accuracy check where BASE's passed; 2 on bad usage. "
                     f"BASE and NEW: {SELECTION_HELP}. With --across, one selection's GPU kinds (or nodes) side by "
                     "side instead, each judged against the first (or --across-base).",
     )
@@ -69,7 +68,8 @@ def add_compare_parser(sub: Any) -> None:
     parser.add_argument("--noise-limit", action="append", metavar="NAME=VALUE",
                         help="change one limit of the noisy check, e.g. max_other_cpu_cores=1.5 (repeatable)")
     parser.add_argument("--strict", action="store_true",
-                        help="exit 1 also on a noisy or inconclusive pair, a side that failed, or an unmatched row")
+                        help="exit 1 also on a noisy or inconclusive pair, a side with no done run, or an unmatched "
+                             "row")
     parser.add_argument("--markdown", action="store_true", help="print a GitHub Markdown table (for a PR comment)")
     parser.add_argument("--csv", metavar="PATH", help="write one row per pair (and unmatched row)")
     parser.add_argument("--json", metavar="PATH", help="write the whole comparison")

@@ -108,6 +108,8 @@ def _verdict_words(row: PairResult | UnmatchedRow) -> tuple[str, str, list[str]]
     notes = [WITHIN] if row.within_process else []
     if row.accuracy_broke:
         notes.append("FAIL: accuracy")
+    elif row.broke:
+        notes.append(f"FAIL: {row.new_failed} failed")
     elif row.fails:
         notes.append("FAIL")
     return word, VERDICT_STYLES.get(word, ""), notes

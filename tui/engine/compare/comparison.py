@@ -21,8 +21,11 @@ def failure_line(name: str, pair: PairResult, settings: CompareSettings) -> str 
     if not pair.fails:
         return None
     gated = pair.change(pair.metric)
-    if pair.broke:
+    if pair.broke and pair.status != "compared":
         return f"{name}: {pair.status} where the baseline measured (a configuration that stopped working)"
+    if pair.broke:
+        total = pair.new_failed + pair.new_processes
+        return f"{name}: {pair.new_failed} of NEW's {total} processes failed, where none of the baseline's did"
     if pair.accuracy_broke:
         return f"{name}: the compiled output failed the accuracy check, where the baseline's passed"
     if pair.status != "compared":

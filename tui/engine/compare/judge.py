@@ -23,8 +23,8 @@ process is (:data:`~tui.engine.measure.verdict.ONE_PROCESS_HOST`): identical lau
 to 1.8x in host time from one process to the next.
 
 The gate (:func:`fails`): a pair fails when the gated metric's verdict is ``slower`` and NEW is
-slower by more than ``fail_above`` percent (the point estimate), and when NEW failed where BASE
-measured (a configuration that stopped working: :attr:`PairResult.broke`), and when NEW's compiled output failed
+slower by more than ``fail_above`` percent (the point estimate), and when NEW's runs failed where BASE's
+did not (a configuration that stopped working: :attr:`PairResult.broke`), and when NEW's compiled output failed
 the accuracy check where BASE's passed (:attr:`PairResult.accuracy_broke`); with ``strict`` also when
 its verdict is ``noisy`` or ``inconclusive``, when a side has no done run, and for an unmatched row.
 """
@@ -40,6 +40,7 @@ from typing import Any
 from tui.engine.measure.change_stats import Medians, SideDraws, change_interval, ratio_of, resample_side
 from tui.engine.compare.matching import Pair, Unmatched
 from tui.engine.protocol import SIDES
+from tui.engine.store.repeats import accuracy_of
 from tui.engine.store.results import RunRecord, SamplesUnavailable
 from tui.engine.measure.stats import summarize
 from tui.engine.measure.stats import BOOTSTRAP_RESAMPLES
@@ -165,8 +166,10 @@ class PairResult(JsonRecord):
     slowdown: float | None = None
     fails: bool = False
     broke: bool = False
-    """NEW has no done run and a failed one where BASE measured: a configuration that stopped working, which
-    fails the gate without ``--strict``."""
+    """NEW has failed runs where BASE measured and had none (no done run left: ``NEW failed``; or some of its
+    processes): a configuration that stopped working, which fails the gate without ``--strict``."""
+    new_failed: int = 0
+    """NEW's runs that failed."""
     base_accuracy: str = "n/a"
     """The side's accuracy check over its done runs (:func:`side_accuracy`): pass, fail or n/a."""
     new_accuracy: str = "n/a"
@@ -184,12 +187,8 @@ class PairResult(JsonRecord):
 
 
 def side_accuracy(records: Sequence[RunRecord]) -> str:
-    """A side's accuracy over its done runs: ``fail`` when one failed the check, ``pass`` when each passed, else
-    ``n/a`` (not checked, or no done run)."""
-    verdicts = [r.accuracy.verdict for r in records if r.status == RunStatus.DONE]
-    if "fail" in verdicts:
-        return "fail"
-    return "pass" if verdicts and all(v == "pass" for v in verdicts) else "n/a"
+    """A side's accuracy over its done runs (:func:`~tui.engine.store.repeats.accuracy_of`): pass, fail or n/a."""
+    return accuracy_of(records)
 
 
 @dataclass(frozen=True)
@@ -374,6 +373,10 @@ def fails(verdict: str | None, slowdown: float | None, settings: CompareSettings
     return settings.strict and (not compared or verdict not in CONFIDENT)
 
 
+def _failed(records: Sequence[RunRecord]) -> int:
+    return sum(r.status == RunStatus.FAILED for r in records)
+
+
 def _not_compared(pair: Pair, settings: CompareSettings, label: str, status: str, notes: list[str],
                   measured: tuple[int, int], broke: bool) -> PairResult:
     """A pair a side of which measured nothing: its status says why; ``measured``: each side's measured processes,
@@ -381,7 +384,8 @@ def _not_compared(pair: Pair, settings: CompareSettings, label: str, status: str
     return PairResult(label=label, key=dict(pair.key.fields), differences=pair.differences,
                       base_runs=tuple(r.run_id for r in pair.base), new_runs=tuple(r.run_id for r in pair.new),
                       base_processes=measured[0], new_processes=measured[1], status=status, metric=settings.metric,
-                      notes=tuple(notes), broke=broke,
+                      base_accuracy=side_accuracy(pair.base), new_accuracy=side_accuracy(pair.new),
+                      notes=tuple(notes), broke=broke, new_failed=_failed(pair.new),
                       fails=broke or fails(None, None, settings, compared=False))  # fmt: skip
 
 
@@ -411,8 +415,10 @@ def judge_pair(pair: Pair, settings: CompareSettings) -> PairResult:
                         launch_bound=launch_bound, within_process=within, metric=settings.metric,
                         changes=tuple(changes), verdict=gated.verdict, slowdown=gated.slowdown,
                         base_accuracy=side_accuracy(pair.base), new_accuracy=side_accuracy(pair.new),
+                        broke=_failed(pair.new) > 0 and _failed(pair.base) == 0, new_failed=_failed(pair.new),
                         notes=tuple(notes))  # fmt: skip
-    return dataclasses.replace(result, fails=result.accuracy_broke or fails(gated.verdict, gated.slowdown, settings))
+    regression = result.broke or result.accuracy_broke
+    return dataclasses.replace(result, fails=regression or fails(gated.verdict, gated.slowdown, settings))
 
 
 def unmatched_row(row: Unmatched, settings: CompareSettings) -> UnmatchedRow:

@@ -54,7 +54,7 @@ from tui.typed import JsonRecord
 from tui.engine.status import RunStatus
 
 __all__ = [
-    "later_repeat", "auto_round",
+    "later_repeat", "auto_round", "accuracy_of",
     "AUTO", "AUTO_MAX_PROCESSES", "DEFAULT_TARGET", "MAX_REPEATS", "GroupSummary", "GroupRecord",
     "group_records", "group_rows", "members_of", "summarize_group", "wants_another_process", "parse_repeat",
     "relative_width", "DEFAULT_REPEAT", "AUTO_CPU_MAX_PROCESSES", "keeps_spare", "another_process_wanted",
@@ -157,6 +157,15 @@ def _rows(records: Iterable[RunRecord]) -> Iterator[RunRecord]:
 def members_of(rows: Iterable[RunRecord]) -> list[RunRecord]:
     """The per-process records behind rows (a :class:`GroupRecord` stands for its members)."""
     return [member for row in rows for member in (row.members if isinstance(row, GroupRecord) else [row])]
+
+
+def accuracy_of(records: Sequence[RunRecord]) -> str:
+    """The accuracy check over the done ones of ``records`` (a configuration's processes, a side of a comparison):
+    ``fail`` when one failed it, ``pass`` when one passed and none failed, else ``n/a`` (not checked, or none done)."""
+    verdicts = [r.accuracy.verdict for r in records if r.status == RunStatus.DONE]
+    if "fail" in verdicts:
+        return "fail"
+    return "pass" if "pass" in verdicts else "n/a"
 
 
 def group_status(members: Sequence[RunRecord]) -> str:

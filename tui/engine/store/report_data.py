@@ -100,7 +100,8 @@ class ReportRow:
     samples_note: str | None = None
     """Why the distributions are missing (samples pruned or not stored); None when they are there."""
     accuracy: str = "n/a"
-    """The accuracy check of the compiled output: ``pass``, ``fail`` (one process's failed) or ``n/a``."""
+    """The accuracy check of the compiled output over the processes (:func:`~tui.engine.store.repeats.accuracy_of`):
+    ``pass``, ``fail`` (one process's failed) or ``n/a``."""
     tune_stage: str | None = None
     """The part of a ``compile-lab tune`` that ran it (``screening``, ``stage N``, ``confirmation``); None: no tune."""
     source: str | None = None
@@ -201,7 +202,7 @@ def _error(record: RunRecord) -> str | None:
 
 
 def _row(number: int, members: Sequence[RunRecord], source: str | None = None) -> ReportRow:
-    from tui.engine.store.repeats import GroupRecord
+    from tui.engine.store.repeats import GroupRecord, accuracy_of
 
     note = _samples_note(members)
     # A group pools its members' samples; without them each member's stored summary stands alone.
@@ -220,7 +221,7 @@ def _row(number: int, members: Sequence[RunRecord], source: str | None = None) -
         eager=_side("eager", record, summary, note is None), compiled=_side("compiled", record, summary, note is None),
         compile_s=record.compile_s, processes=tuple(_process(m) for m in members),
         command=reproduce_command(record.options, repeat), warnings=tuple(summary.warnings), error=error,
-        samples_note=note, accuracy=record.accuracy.verdict, tune_stage=record.tune_stage, source=source,
+        samples_note=note, accuracy=accuracy_of(members), tune_stage=record.tune_stage, source=source,
     )  # fmt: skip
 
 
