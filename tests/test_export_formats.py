@@ -113,11 +113,11 @@ def test_beside_a_typed_csv_only_compile_labs_own_exports_are_replaced(tmp_path,
     from tui.engine.atomic import ExportTargetError
 
     theirs = tmp_path / "report.json"
-    theirs.write_text("my notes\n")
+    theirs.write_text('{"schema": 1, "notes": "mine"}\n')  # JSON of the user's, even one with a "schema" key
     with pytest.raises(ExportTargetError, match=r"report\.json is a file beside report\.csv that is not a "
                                                 r"compile-lab JSON export, left alone"):
         export_paths(str(tmp_path / "report.csv"), default_export_paths)
-    assert theirs.read_text() == "my notes\n"
+    assert theirs.read_text() == '{"schema": 1, "notes": "mine"}\n'
     records = [_record()]
     for fmt in default_formats():  # an export of the app's there before: a re-export replaces it
         fmt.writer(records, tmp_path / f"report{fmt.suffix}")

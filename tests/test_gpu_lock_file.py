@@ -61,3 +61,17 @@ async def test_a_cuda_run_whose_lock_is_a_link_is_a_failed_row_naming_it(compile
     assert record.error_message == f"the GPU's lock could not be taken: {lock} is a link: compile-lab leaves it " \
                                    "alone; remove it"
     assert victim.read_text() == "the user's notes"
+
+
+async def test_a_locks_dir_that_cannot_be_made_is_a_failed_row_naming_the_path(compile_lab_home, monkeypatch):
+    monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
+    telemetry = FakeSource(gpus=1, vary=False)
+    paths.locks_dir().parent.mkdir(parents=True, exist_ok=True)
+    paths.locks_dir().write_text("a file where the locks' folder goes")
+    session = RunSession(lambda lane: WorkerRunner(fake_worker_argv(), keep_spare=False, telemetry=telemetry,
+                                                   sample_host=False))
+    (record,) = session.submit([RunOptions(workload="pointwise", device="cuda:0", iters=8, block_size=4)])
+    await session.wait_settled()
+    await session.aclose()
+    assert record.status == "failed"
+    assert record.error_message == f"the GPU's lock could not be taken: File exists ({paths.locks_dir()})"

@@ -171,8 +171,8 @@ def test_the_size_cap_prunes_the_oldest_runs_after_a_save(stored, monkeypatch):
     assert data_cap_bytes() == 5 * 10**9  # a malformed setting: the default
 
 
-def test_the_size_cap_spares_the_running_sessions_own_runs_whose_exports_still_read_them(stored, monkeypatch):
-    """A session over the cap pruned its own first runs (the oldest): its JSON export then lacked their code."""
+def test_the_size_cap_prunes_the_running_sessions_own_runs_last_and_still_keeps_to_the_cap(stored, monkeypatch):
+    """The session's own runs (its exports read their code) go only once every other run's files have."""
     total = sum(r.size_bytes for r in scan_runs())
     monkeypatch.setenv(DATA_CAP_ENV, str(total / 1e9))
     keeper = CapKeeper(History())
@@ -184,6 +184,12 @@ def test_the_size_cap_spares_the_running_sessions_own_runs_whose_exports_still_r
     assert {stored[0].run_id, "20261201-000005-aaaaa5"} <= left  # the session's own: kept
     assert stored[1].run_id not in left  # the oldest of the others went instead
     assert any((run_folder(stored[0].run_id) / "code").iterdir())  # its code is still there to export
+    own = sum(r.size_bytes for r in scan_runs() if r.run_id in {stored[0].run_id, "20261201-000005-aaaaa5"})
+    monkeypatch.setenv(DATA_CAP_ENV, str(own / 2 / 1e9))  # the session's own runs alone outgrow the cap
+    History().append(_run(6, 0.2, code_bytes=5000))
+    keeper.after_save("20261201-000006-aaaaa6")
+    assert stored[0].run_id not in {r.run_id for r in scan_runs()}  # the cap holds: its own oldest went too
+    assert sum(r.size_bytes for r in scan_runs()) <= 0.9 * own / 2
 
 
 @pytest.mark.parametrize("text, cap", [("", 5 * 10**9), ("2", 2 * 10**9), ("0", None), ("inf", None),

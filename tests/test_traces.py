@@ -212,13 +212,13 @@ def test_without_tlparse_the_logs_path_is_given_and_a_failing_tlparse_says_why(t
     assert any(x.startswith("run 1: TORCH_TRACE logs in ") for x in _err_lines(capsys))
 
 
-def test_a_runs_rows_after_the_first_trace_to_numbered_paths_beside_the_one_given(tmp_path):
-    """``run --each-gpu-kind --trace t.json`` has a row a kind: each row's trace replaced the one before."""
+def test_a_runs_first_row_traces_to_the_path_given_and_a_later_row_to_no_file_it_was_not_given(tmp_path):
+    """``run --each-gpu-kind --trace t.json`` has a row a kind: only the first row's trace goes to t.json (a later
+    row's stays in its run folder, and the CLI says where), so no trace replaces another or a file not named."""
     import argparse
 
     from tui.cli.artifacts import trace_target
 
     args = argparse.Namespace(command="run", trace=str(tmp_path / "t.json"))
     row = RunRecord.new(RunOptions().validated())
-    assert [trace_target(row, n, args) for n in (1, 2, 3)] == [tmp_path / "t.json", tmp_path / "t-2.json",
-                                                               tmp_path / "t-3.json"]
+    assert [trace_target(row, n, args) for n in (1, 2, 3)] == [tmp_path / "t.json", None, None]

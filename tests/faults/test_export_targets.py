@@ -210,13 +210,17 @@ def test_what_appears_at_the_target_while_writing_is_never_replaced(tmp_path, ex
     assert sorted(os.listdir(tmp_path)) == ["out.csv", "victim.txt"]  # no temporary file left
 
 
-@pytest.mark.parametrize("links", [True, False], ids=["hard-link", "no-hard-links"])
-def test_a_file_that_appears_at_a_new_target_while_writing_is_the_users_and_is_kept(tmp_path, monkeypatch, links):
-    """Nothing was there when the export began; a regular file made meanwhile is someone's: refused, not replaced."""
+@pytest.mark.parametrize("when", ["as-it-is-linked", "before-the-last-check", "without-hard-links"])
+def test_a_file_that_appears_at_a_new_target_while_writing_is_the_users_and_is_kept(tmp_path, monkeypatch, when):
+    """Nothing was there when the export began; a regular file made meanwhile is someone's: refused, not replaced.
+    It appears between the last check and the hard link (the link fails), before the last check, or on a file
+    system without hard links (the rename's own check)."""
     target = tmp_path / "out.csv"
-    if not links:
-        monkeypatch.setattr(export.os, "link", lambda *a, **k: (_ for _ in ()).throw(PermissionError(1, "no")))
-    real_check = atomic.existing_regular
+    real_link, real_check = os.link, atomic.existing_regular
+
+    def appear_then_link(src, dst, **kwargs):
+        Path(dst).write_bytes(OLD)
+        return real_link(src, dst, **kwargs)
 
     def then_a_file(path):
         result = real_check(path)
@@ -224,7 +228,12 @@ def test_a_file_that_appears_at_a_new_target_while_writing_is_the_users_and_is_k
             Path(path).write_bytes(OLD)
         return result
 
-    monkeypatch.setattr(atomic, "existing_regular", then_a_file)
+    if when == "as-it-is-linked":
+        monkeypatch.setattr(atomic.os, "link", appear_then_link)
+    else:
+        monkeypatch.setattr(atomic, "existing_regular", then_a_file)
+    if when == "without-hard-links":
+        monkeypatch.setattr(atomic.os, "link", lambda *a, **k: (_ for _ in ()).throw(PermissionError(1, "no")))
     with pytest.raises(ExportTargetError, match=f"^{target} is a file that appeared while this one was written"):
         write_csv([ended_record()], target)
     assert target.read_bytes() == OLD

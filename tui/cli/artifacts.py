@@ -3,7 +3,8 @@
 After the runs (:func:`report_artifacts`, called by :mod:`tui.cli.run` after the exports):
 
 * ``--trace PATH``: each traced run wrote ``trace.json`` into its data folder (the worker, from the
-  profile pass); it is copied to PATH for ``run`` (a file), or into the directory PATH for ``sweep``
+  profile pass); it is copied to PATH for ``run`` (a file: its first row's; a later row, one GPU kind's
+  of ``--each-gpu-kind``, says where its own is kept), or into the directory PATH for ``sweep``
   as ``NN-<workload>-<options>.json``, NN the configuration's row in the results table. Written like
   the exports (a temporary file renamed; never through a link, onto a device or into compile-lab's
   data). A traced run that ended without a trace is an error (exit 1) and says why.
@@ -36,13 +37,12 @@ def _slug(text: str) -> str:
     return re.sub(r"[^A-Za-z0-9.=_-]+", "-", text).strip("-")[:80] or "run"
 
 
-def trace_target(row: RunRecord, number: int, args: argparse.Namespace) -> Path:
-    """Where row ``number``'s trace goes: PATH for ``run`` (``PATH-N.json`` for its Nth row from the second on: a
-    run on each GPU kind has a row a kind, and one trace must not replace another),
-    ``PATH/NN-<workload>-<options>.json`` for ``sweep``."""
+def trace_target(row: RunRecord, number: int, args: argparse.Namespace) -> Path | None:
+    """Where row ``number``'s trace goes: PATH for ``run``'s first row (None for a later one, such as a row of
+    ``--each-gpu-kind``'s: PATH names one file, and no other name was given to write), ``PATH/NN-<workload>-
+    <options>.json`` for ``sweep``."""
     if args.command != "sweep":
-        path = Path(args.trace)
-        return path if number == 1 else path.with_name(f"{path.stem}-{number}{path.suffix}")
+        return Path(args.trace) if number == 1 else None
     options = row.options
     workload = Path(options.workload.partition(":")[0]).stem if ":" in options.workload else options.workload
     params = "-".join(f"{k}={v}" for k, v in sorted(options.params.items()))
@@ -82,6 +82,9 @@ def _traces(rows: list[RunRecord], args: argparse.Namespace, err: Any) -> bool:
             failed = True
             continue
         target = trace_target(row, number, args)
+        if target is None:
+            _say(err, f"run {number}: its trace is kept in {found.trace} (--trace {args.trace} holds run 1's)")
+            continue
         try:
             _copy(found.trace, target)
         except (ExportError, OSError) as exc:

@@ -87,19 +87,23 @@ async def run_configs(configs: list[RunOptions], args: argparse.Namespace,
     if telemetry is not None:
         with suppressed(log, "closing the GPU telemetry"):
             telemetry.close()
-    code = _report(session.records, exported(session, err), args, (out, err), interrupted, stopped_by)
+    code = _report(session.records, exported(session, args, err), args, (out, err), interrupted, stopped_by)
     code = _history_code(code, progress.unsaved)
     for stream in (out, err_file):
         stream.let_go()
     return code
 
 
-def exported(session: RunSession, err: Any) -> list[RunRecord]:
+def exported(session: RunSession, args: argparse.Namespace, err: Any) -> list[RunRecord]:
     """What the exports hold: every run that ended, in order, those whose save to the history outlasted the close's
-    wait included (a line on stderr names each: its history line may still follow as the process exits)."""
-    for record in session.still_saving():
-        _say(err, f"{PROG}: run {record.run_id} ended, but its save to the history had not finished when the runs "
-                  "closed; the exports hold it")
+    wait included (where an export was asked for, a line on stderr names each: its history line may still follow as
+    the process exits)."""
+    from tui.engine.store.export import EXPORT_FORMATS
+
+    if any(getattr(args, fmt.name, None) for fmt in EXPORT_FORMATS):
+        for record in session.still_saving():
+            _say(err, f"{PROG}: run {record.run_id} ended, but its save to the history had not finished when the "
+                      "runs closed; the exports hold it")
     return [r for r in session.records if r.finished]
 
 

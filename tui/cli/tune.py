@@ -149,7 +149,7 @@ async def _tune(args: argparse.Namespace, settings: tuple[RunOptions, Objective,
         from tui.present.tune_json import answer_json
 
         json_extra = {"tune": answer_json(result, plan.modes)}
-    export_failed = _export(group_rows(exported(session, err)), args, err, json_extra)
+    export_failed = _export(group_rows(exported(session, args, err)), args, err, json_extra)
     if result.cut_before_measuring and not stopped_by:
         err.print(f"{PROG}: error: budget: {_cut_text(args.budget)}", markup=False, highlight=False)
         return 2

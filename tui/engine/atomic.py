@@ -164,4 +164,4 @@ def _appeared(target: Path) -> None:
     regular file because it is not ours to replace."""
     existing_regular(target)
     raise ExportTargetError(target, "a file that appeared while this one was written, left alone",
-                            "a file that is there when the write begins, or a new file")
+                            "a path left as it is while compile-lab writes it")

@@ -260,7 +260,9 @@ class WorkerRunner:
             try:
                 state.lock_fd = await acquire_gpu_lock(state.gpu, lambda: self._gpu_busy(state))
             except OSError as exc:  # a lock file that is a link or no regular file, a locks dir not writable
-                record.fail("crash", f"the GPU's lock could not be taken: {exc.strerror or exc}")
+                why = exc.strerror or str(exc)
+                record.fail("crash", f"the GPU's lock could not be taken: {why}" + (
+                    f" ({exc.filename})" if exc.filename else ""))
                 return False
             if state.waited:
                 record.set_status(RunStatus.STARTING)  # the wait is its own part of the wall time: starting again

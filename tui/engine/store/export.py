@@ -25,6 +25,7 @@ from __future__ import annotations
 import csv
 import json
 import os
+import re
 import stat
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from contextlib import AbstractContextManager
@@ -264,8 +265,8 @@ class ExportFormat:
     """What it holds, for the CLI flag's help (``write <contents>``)."""
     writer: Writer
     head: str = ""
-    """How a file it wrote begins: a file beside a typed name is replaced only when it begins so (:func:`ours`;
-    empty: never, only a free name is written there)."""
+    """How a file it wrote begins, a regular expression matched at its start: a file beside a typed name is
+    replaced only when it begins so (:func:`ours`; empty: never, only a free name is written there)."""
     default: bool = True
     """Written by the app's export (``e``, ``E``); the CLI writes a format only when its flag is given."""
 
@@ -277,7 +278,8 @@ class ExportFormat:
 
 EXPORT_FORMATS: tuple[ExportFormat, ...] = (
     ExportFormat("csv", ".csv", "CSV", "the summary CSV", write_csv, "run_id,timestamp,"),
-    ExportFormat("json", ".json", "JSON", "every run as JSON (with per-iteration times)", write_json, '{"schema": '),
+    ExportFormat("json", ".json", "JSON", "every run as JSON (with per-iteration times)", write_json,
+                 r'\{"schema": \d+, "exported": "'),
     ExportFormat("raw_csv", "-raw.csv", "raw per-iteration CSV", "one CSV row per timed iteration", write_raw_csv,
                  "run_id,side,stage,"),
 )
@@ -295,8 +297,13 @@ def ours(fmt: ExportFormat, path: Path) -> bool:
     except OSError:
         return False
     with os.fdopen(fd, "rb") as stream:
-        head = fmt.head.encode()
-        return stat.S_ISREG(os.fstat(fd).st_mode) and bool(head) and stream.read(len(head)) == head
+        if not (fmt.head and stat.S_ISREG(os.fstat(fd).st_mode)):
+            return False
+        return re.match(fmt.head, stream.read(_HEAD_BYTES).decode("utf-8", "replace")) is not None
+
+
+_HEAD_BYTES = 256
+"""How much of a file :func:`ours` reads to tell an export of a format by its head."""
 
 
 def default_formats() -> tuple[ExportFormat, ...]:

@@ -300,23 +300,23 @@ def _mtime(path: Path) -> float:
 
 
 def plan_prune(runs: list[RunFiles], *, keep_last: int | None = None, older_than_days: float | None = None,
-               max_bytes: int | None = None, now: float | None = None, spare: Collection[str] = ()) -> PrunePlan:
+               max_bytes: int | None = None, now: float | None = None, last: Collection[str] = ()) -> PrunePlan:
     """Which runs' files go: all but the newest ``keep_last``, those older than ``older_than_days``, and
-    the oldest until the rest fit in ``max_bytes`` (each given rule adds runs; oldest first). The runs
-    named in ``spare`` never go (the running session's own: its exports read them at its end)."""
+    the oldest until the rest fit in ``max_bytes`` (each given rule adds runs; oldest first). For
+    ``max_bytes`` the runs named in ``last`` go only once every other has and the rest still does not fit
+    (the running session's own: its exports read them, so they go last, but the cap still holds)."""
     now = time.time() if now is None else now
     chosen: set[str] = set()
     if keep_last is not None:
         chosen.update(run.run_id for run in runs[: max(0, len(runs) - keep_last)])
     if older_than_days is not None:
         chosen.update(run.run_id for run in runs if now - run.created > older_than_days * 86_400)
-    chosen.difference_update(spare)
     if max_bytes is not None:
         left = sum(run.size_bytes for run in runs if run.run_id not in chosen)
-        for run in runs:
+        for run in [*(r for r in runs if r.run_id not in last), *(r for r in runs if r.run_id in last)]:
             if left <= max_bytes:
                 break
-            if run.run_id not in chosen and run.run_id not in spare:
+            if run.run_id not in chosen:
                 chosen.add(run.run_id)
                 left -= run.size_bytes
     pruned = tuple(run for run in runs if run.run_id in chosen)
@@ -424,16 +424,16 @@ def _leave_note(runs_dir: Path, run_id: str, what: tuple[str, int, list[str]], e
         errors.append(f"{folder / PRUNED_FILE}: {exc.strerror or exc}")
 
 
-def enforce_cap(history: Any = None, spare: Collection[str] = ()) -> PruneResult | None:
-    """Prune the oldest runs' files while the runs directory is over the cap (to 90% of it), never those of the
-    runs in ``spare``; None when nothing had to go. ``history``: a :class:`~tui.engine.store.history.History`
-    (its files), or the defaults."""
+def enforce_cap(history: Any = None, last: Collection[str] = ()) -> PruneResult | None:
+    """Prune the oldest runs' files while the runs directory is over the cap (to 90% of it), those of the runs in
+    ``last`` only once no other is left; None when nothing had to go. ``history``: a
+    :class:`~tui.engine.store.history.History` (its files), or the defaults."""
     cap = data_cap_bytes()
     runs_dir = Path(getattr(history, "runs_dir", None) or paths.runs_dir())
     if cap is None or tree_bytes(runs_dir) <= cap:
         return None
     runs = scan_runs(getattr(history, "path", None), runs_dir)
-    plan = plan_prune(runs, max_bytes=int(cap * _CAP_TARGET), spare=spare)
+    plan = plan_prune(runs, max_bytes=int(cap * _CAP_TARGET), last=last)
     return apply_prune(plan, runs_dir) if plan.runs else None
 
 
@@ -442,8 +442,8 @@ class CapKeeper:
 
     The directory is measured once; then each saved run's own files are added, and only an estimate
     over the cap walks it again (:func:`enforce_cap`). One per session; called from its saving thread. The
-    session's own runs are spared: its exports read their files (the generated code, a trace) at its end, and
-    a later session's cap prunes them once they are the oldest.
+    session's own runs go last: its exports read their files (the generated code, a trace), so every other
+    run's go first; a session that alone outgrows the cap loses its oldest runs' files too (the cap holds).
     """
 
     def __init__(self, history: Any = None) -> None:
@@ -475,7 +475,7 @@ class CapKeeper:
             self._size += _run_bytes(_run_paths_of(runs_dir, run_id))[0]
         if self._size <= cap:
             return None
-        result = enforce_cap(self.history, spare=self._own)
+        result = enforce_cap(self.history, last=self._own)
         self._size = tree_bytes(runs_dir)
         return result
 
