@@ -450,7 +450,7 @@ def test_a_tune_candidates_long_label_is_whole_in_the_forest_plot(tmp_path, caps
 
 
 def test_a_compiled_output_that_failed_the_accuracy_check_says_fail_in_the_summary_table(tmp_path, capsys):
-    """A wrong compiled output showed only as one warning further down, beside a speedup that read as a gain."""
+    """A wrong compiled output says FAIL in the summary table, beside its speedup, not only in the warnings."""
     wrong = cuda_run_record("20250101-000003-wrongs", eager_host_ms=0.11)
     wrong.accuracy = dataclasses.replace(wrong.accuracy, passed=False)
     runs, out = tmp_path / "runs.json", tmp_path / "report.html"

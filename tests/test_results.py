@@ -505,6 +505,8 @@ def test_a_stalled_iteration_is_a_warning_naming_the_side_and_the_factor():
     stalled = _with_one_slow_iteration(30_007.0)  # the worker was stopped for 30 s (SIGSTOP)
     [warning] = [w for w in stalled.summary().warnings if w.startswith("stall:")]
     assert "eager iteration took 3.001e+04 ms" in warning and "x its median" in warning
+    assert warning.endswith("(the verdict counts it as noise only where leaving it out moves the median by more "
+                            "than 1.0%)")  # the verdict's rule (half the 2% threshold), no advice of its own
     assert not any(w.startswith("stall:") for w in _with_one_slow_iteration(150.0).summary().warnings)  # 75x
 
 

@@ -161,7 +161,7 @@ def test_saving_keeps_the_mode_of_the_config_it_replaces():
 
 
 def test_a_config_that_is_a_link_is_saved_where_it_leads_and_the_link_is_kept(tmp_path):
-    """A config kept in a dotfiles repository and linked in: saving replaced the link with a plain file."""
+    """A config kept in a dotfiles repository and linked in: saving writes the file it leads to, the link stays."""
     dotfile = tmp_path / "dotfiles" / "compile-lab.json"
     dotfile.parent.mkdir()
     dotfile.write_text(json.dumps({"theme": "textual-light"}))

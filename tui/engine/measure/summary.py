@@ -40,7 +40,7 @@ from tui.engine.measure.samples import Samples, checked_ms
 from tui.engine.measure.stats import (
     BOOTSTRAP_RESAMPLES, SampleAccumulator, SpeedupCI, Stats, bootstrap_speedup, is_significant,
 )
-from tui.engine.thresholds import LAUNCH_BOUND_RATIO, MIN_INTERVAL_BLOCKS, MIN_SAMPLES, VerdictPolicy
+from tui.engine.thresholds import LAUNCH_BOUND_RATIO, MIN_INTERVAL_BLOCKS, MIN_SAMPLES, STALL_SHIFT_SHARE, VerdictPolicy
 from tui.engine.measure.verdict import Machine, Outliers, SideSeries, Verdict, spread_note, verdict_for
 from tui.typed import JsonRecord
 
@@ -357,7 +357,7 @@ def _stall_warning(side: str, stats: Stats | None, what: str, policy: VerdictPol
     return [
         f"stall: one {side} {what} took {stats.max:.4g} ms, {stats.max / stats.median:.0f}x its median"
         f" ({stats.median:.4g} ms): the worker was paused or the machine was busy (the verdict counts it as noise"
-        " only where leaving it out moves the median)"
+        f" only where leaving it out moves the median by more than {STALL_SHIFT_SHARE * policy.threshold:.1%})"
     ]
 
 
