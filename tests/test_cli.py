@@ -312,6 +312,32 @@ def test_strict_exits_3_on_a_compiled_output_that_failed_the_accuracy_check(monk
     assert cli.main(argv) == 0  # the run itself succeeded: its accuracy column and warning say the rest
 
 
+def test_a_ctrl_c_while_the_exports_are_written_waits_until_they_are_whole(monkeypatch, tmp_path, compile_lab_home,
+                                                                           capsys):
+    import os
+    import signal
+
+    from tui.cli import run as cli_run
+
+    _use_fake_worker(monkeypatch)
+    real_export = cli_run._export
+
+    def export_then_interrupted(*args, **kwargs):
+        os.kill(os.getpid(), signal.SIGINT)  # Ctrl-C as the exports begin: it used to cut them short
+        return real_export(*args, **kwargs)
+
+    monkeypatch.setattr(cli_run, "_export", export_then_interrupted)
+    (tmp_path / "out").mkdir()
+    out_csv, out_json = tmp_path / "out" / "r.csv", tmp_path / "out" / "r.json"
+    code = cli.main(["run", "--device", "cpu", "--iters", "20", "--block-size", "5", "--csv", str(out_csv),
+                     "--json", str(out_json), "--quiet"])
+    assert code == 128 + signal.SIGINT
+    assert "signal 2 came while the results were written; they were written whole" in capsys.readouterr().err
+    assert len(list(csv.DictReader(out_csv.open()))) == 1 and json.loads(out_json.read_text())["runs"]
+    assert sorted(p.name for p in (tmp_path / "out").iterdir()) == ["r.csv", "r.json"]  # no temporary file left
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler  # put back
+
+
 def test_a_bad_noise_limit_is_one_line_naming_the_allowed_names(capsys):
     assert cli.main(["run", "--noise-limit", "max_fun=2"]) == 2
     err = capsys.readouterr().err.strip().splitlines()

@@ -26,7 +26,7 @@ from tui.present.format import workload_names
 from tui.present.option_fields import differing, option_words
 from tui.cli.parse import PROG, UsageError
 from tui.cli.run_lines import RunLines, failed_lines
-from tui.cli.terminal import TerminalFile, forget_cancel, signals_stop
+from tui.cli.terminal import TerminalFile, forget_cancel, signals_deferred, signals_stop
 from tui.engine.cluster.address import ClusterError
 from tui.engine.options import RunOptions
 from tui.engine.protocol import Event, WorkerWarning
@@ -87,8 +87,14 @@ async def run_configs(configs: list[RunOptions], args: argparse.Namespace,
     if telemetry is not None:
         with suppressed(log, "closing the GPU telemetry"):
             telemetry.close()
-    code = _report(session.records, exported(session, args, err), args, (out, err), interrupted, stopped_by)
+    stopped_before = len(stopped_by)
+    with signals_deferred(stopped_by):  # a signal now waits until the results are written whole
+        code = _report(session.records, exported(session, args, err), args, (out, err), interrupted, stopped_by)
     code = _history_code(code, progress.unsaved)
+    if not interrupted and len(stopped_by) > stopped_before:
+        _say(err, f"{PROG}: signal {stopped_by[stopped_before]} came while the results were written; they were "
+                  "written whole")
+        code = 128 + stopped_by[stopped_before]
     for stream in (out, err_file):
         stream.let_go()
     return code

@@ -10,11 +10,15 @@ import asyncio
 import contextlib
 import os
 import signal
+from collections.abc import Iterator
 from typing import IO, Any, cast
 
 from tui.engine.run.session import RunSession
 
-__all__ = ["TerminalFile", "forget_cancel", "signals_stop"]
+__all__ = ["TerminalFile", "forget_cancel", "signals_stop", "signals_deferred", "STOP_SIGNALS"]
+
+STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+"""The signals that stop a CLI run: Ctrl-C, a kill, a closed terminal."""
 
 
 class TerminalFile:
@@ -96,7 +100,7 @@ def signals_stop(session: RunSession, stopped_by: list[int]) -> Any:
             main_task.cancel()
 
     installed: list[tuple[int, Any]] = []
-    for signum in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+    for signum in STOP_SIGNALS:
         try:
             previous = signal.getsignal(signum)
             loop.add_signal_handler(signum, on_signal, signum)
@@ -110,3 +114,26 @@ def signals_stop(session: RunSession, stopped_by: list[int]) -> Any:
             loop.remove_signal_handler(number)
             with contextlib.suppress(TypeError, ValueError, OSError):
                 signal.signal(number, previous if previous is not None else signal.SIG_DFL)
+
+
+@contextlib.contextmanager
+def signals_deferred(stopped_by: list[int]) -> Iterator[None]:
+    """While the results are written (the exports, the table): a stop signal is noted in ``stopped_by``, not acted
+    on, so no export is cut short and no temporary file is left in the user's directory; the caller's exit code
+    says it came. Outside the main thread (nothing to install) it does nothing."""
+    previous: list[tuple[int, Any]] = []
+
+    def note(signum: int, _frame: Any) -> None:
+        stopped_by.append(signum)
+
+    for signum in STOP_SIGNALS:
+        try:
+            previous.append((signum, signal.signal(signum, note)))
+        except (ValueError, OSError):
+            break  # not the main thread: the default handlers stay
+    try:
+        yield
+    finally:
+        for number, handler in previous:
+            with contextlib.suppress(TypeError, ValueError, OSError):
+                signal.signal(number, handler if handler is not None else signal.SIG_DFL)

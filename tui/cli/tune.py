@@ -102,7 +102,7 @@ async def _tune(args: argparse.Namespace, settings: tuple[RunOptions, Objective,
     from rich.console import Console
 
     from tui.cli.run import _export, _runners, exported
-    from tui.cli.terminal import TerminalFile
+    from tui.cli.terminal import TerminalFile, signals_deferred
     from tui.cli.tune_render import TuneLines, print_answer
     from tui.engine.store.repeats import group_rows
     from tui.engine.tune.driver import TuneDriver
@@ -149,11 +149,13 @@ async def _tune(args: argparse.Namespace, settings: tuple[RunOptions, Objective,
         from tui.present.tune_json import answer_json
 
         json_extra = {"tune": answer_json(result, plan.modes)}
-    export_failed = _export(group_rows(exported(session, args, err)), args, err, json_extra)
-    if result.cut_before_measuring and not stopped_by:
-        err.print(f"{PROG}: error: budget: {_cut_text(args.budget)}", markup=False, highlight=False)
-        return 2
-    print_answer(result, Console(file=out.as_io(), soft_wrap=True), plan.modes, quiet=args.quiet)
+    stopped_before = len(stopped_by)
+    with signals_deferred(stopped_by):  # a signal now waits until the exports and the answer are written whole
+        export_failed = _export(group_rows(exported(session, args, err)), args, err, json_extra)
+        if result.cut_before_measuring and not stopped_before:
+            err.print(f"{PROG}: error: budget: {_cut_text(args.budget)}", markup=False, highlight=False)
+            return 2
+        print_answer(result, Console(file=out.as_io(), soft_wrap=True), plan.modes, quiet=args.quiet)
     for stream in (out, err_file):
         stream.let_go()
     if stopped_by:

@@ -415,10 +415,18 @@ def judge_pair(pair: Pair, settings: CompareSettings) -> PairResult:
                         launch_bound=launch_bound, within_process=within, metric=settings.metric,
                         changes=tuple(changes), verdict=gated.verdict, slowdown=gated.slowdown,
                         base_accuracy=side_accuracy(pair.base), new_accuracy=side_accuracy(pair.new),
-                        broke=_failed(pair.new) > 0 and _failed(pair.base) == 0, new_failed=_failed(pair.new),
-                        notes=tuple(notes))  # fmt: skip
-    regression = result.broke or result.accuracy_broke
-    return dataclasses.replace(result, fails=regression or fails(gated.verdict, gated.slowdown, settings))
+                        broke=_newly_failing(pair), new_failed=_failed(pair.new), notes=tuple(notes))  # fmt: skip
+    return dataclasses.replace(result, fails=_regressed(result) or fails(gated.verdict, gated.slowdown, settings))
+
+
+def _newly_failing(pair: Pair) -> bool:
+    """NEW has failed runs where BASE has none."""
+    return _failed(pair.new) > 0 and _failed(pair.base) == 0
+
+
+def _regressed(result: PairResult) -> bool:
+    """A compared pair that fails the gate whatever its verdict: runs that fail now, or wrong numbers now."""
+    return result.broke or result.accuracy_broke
 
 
 def unmatched_row(row: Unmatched, settings: CompareSettings) -> UnmatchedRow:

@@ -313,7 +313,7 @@ def plan_prune(runs: list[RunFiles], *, keep_last: int | None = None, older_than
         chosen.update(run.run_id for run in runs if now - run.created > older_than_days * 86_400)
     if max_bytes is not None:
         left = sum(run.size_bytes for run in runs if run.run_id not in chosen)
-        for run in [*(r for r in runs if r.run_id not in last), *(r for r in runs if r.run_id in last)]:
+        for run in _last_ones_last(runs, last):
             if left <= max_bytes:
                 break
             if run.run_id not in chosen:
@@ -321,6 +321,11 @@ def plan_prune(runs: list[RunFiles], *, keep_last: int | None = None, older_than
                 left -= run.size_bytes
     pruned = tuple(run for run in runs if run.run_id in chosen)
     return PrunePlan(runs=pruned, kept_bytes=sum(run.size_bytes for run in runs if run.run_id not in chosen))
+
+
+def _last_ones_last(runs: list[RunFiles], last: Collection[str]) -> list[RunFiles]:
+    """``runs`` in their order (oldest first), those named in ``last`` moved after all the others."""
+    return [*(r for r in runs if r.run_id not in last), *(r for r in runs if r.run_id in last)]
 
 
 def _what(path: str, runs_dir: Path) -> str:
