@@ -26,7 +26,7 @@ SIZE = (160, 48)
 
 #: (fake behaviour, extra options, the worker's failure kind and message) of each matrix line.
 SIGNAL = ("crash", {}, "crash", "worker crashed (signal 9): Fatal Python error: Segmentation fault (fake)")
-HANG = ("hang", {"timeout_s": 0.5}, "timeout", "timed out after 0.5 s (timeout_s) while measuring")
+HANG = ("hang", {"timeout_s": 2.0}, "timeout", "timed out after 2 s (timeout_s) while measuring")  # room to start
 EXIT = ("exit", {}, "crash", "worker exited with code 3: RuntimeError: fake worker gave up")
 MEGABYTES = ("spam", {}, None, None)
 #: The faults the worker reports itself (a ``failed`` event with its kind and message): one path through the app,
