@@ -301,3 +301,28 @@ def test_stored_samples_can_be_released_and_loaded_again_with_the_same_summary(t
     stored.release_samples()
     assert [b.ms for b in again["compiled"]] == [b.ms for b in live.samples["compiled"]]
     assert len(list(stored.raw_rows())) == len(list(live.raw_rows()))
+
+
+def test_a_run_whose_code_cannot_be_written_keeps_its_line_and_says_so(tmp_path, monkeypatch):
+    """The history's line is the run: a code file that cannot be written costs the code, not the line."""
+    from tui.engine.explain.artifacts import capped_code
+    from tui.engine.protocol import GraphCoded
+    from tui.engine.store import history as history_module
+
+    def no_room(folder, graphs):
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(history_module, "store_code", no_room)
+    record = RunRecord.new(RunOptions(workload="pointwise", params={"n": 32}).validated())
+    record.apply(make_event("started", 0, env={"torch": "2.13.0"}))
+    record.apply(GraphCoded(graph=capped_code(0, "0/0", "# AOT ID: ['0_inference']\n", 10**7)))
+    record.apply(make_event("measured", 2, warnings=[]))
+    record.apply(make_event("finished", 2))
+    history = _history(tmp_path)
+    history.append(record)
+    (stored,), problems = history.load()
+    assert not problems and stored.run_id == record.run_id
+    warning = "code: the generated code was not kept (cannot write to "
+    assert any(w.startswith(warning) and w.endswith("No space left on device); the history has the run without it")
+               for w in stored.warnings), stored.warnings
+    assert record.artifacts.graphs[0].code is not None  # still in memory: this process's exports have it

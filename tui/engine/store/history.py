@@ -20,6 +20,7 @@ files of an older schema are upgraded as they are read (:mod:`tui.engine.store.m
 from __future__ import annotations
 
 import json
+import logging
 import os
 import time
 from collections.abc import Iterator
@@ -35,6 +36,8 @@ from tui.engine.store.results import (
     Block, RunRecord, SamplesInvalid, SamplesPruned, SamplesUnavailable, samples_to_json,
 )
 from tui.engine.measure.samples import Samples, TimingError
+
+log = logging.getLogger(__name__)
 
 __all__ = ["History", "HistoryError", "SCHEMA"]
 
@@ -76,22 +79,27 @@ class History:
             samples_file = f"{_safe_name(record.run_id)}.json"
             self._write_samples(record.run_id, samples, self.runs_dir / samples_file)
         folder = record.data_dir or run_folder(record.run_id, self.runs_dir)
-        self._write_code(record, folder)
+        code_kept = self._write_code(record, folder)
         line = {"schema": SCHEMA, **record.to_json(samples=False), "samples_file": samples_file}
         data = json.dumps(line, separators=(",", ":"), allow_nan=False).encode() + b"\n"
         self._append_bytes(data)
         record.samples_file = samples_file
         record.data_dir = folder
-        record.artifacts = record.artifacts.without_code()  # on disk now: read back on demand
+        if code_kept:
+            record.artifacts = record.artifacts.without_code()  # on disk now: read back on demand
 
     @staticmethod
-    def _write_code(record: RunRecord, folder: Path) -> None:
+    def _write_code(record: RunRecord, folder: Path) -> bool:
+        """Write the run's generated code to its folder; False (a warning on the run, the traceback logged) when it
+        cannot be: the run's line is still written, and the code stays in this process's memory for its exports."""
         try:
             store_code(folder, record.artifacts.graphs)
-        except ExportError as exc:
-            raise HistoryError(str(exc)) from exc
-        except OSError as exc:
-            raise HistoryError(f"cannot write the code of run {record.run_id} to {folder}: {_cause(exc)}") from exc
+            return True
+        except (ExportError, OSError) as exc:
+            why = str(exc) if isinstance(exc, ExportError) else f"cannot write to {folder}: {_cause(exc)}"
+            log.warning("run %s: its generated code was not kept", record.run_id, exc_info=True)
+            record.warn(f"code: the generated code was not kept ({why}); the history has the run without it")
+            return False
 
     def _write_samples(self, run_id: str, samples: Samples, target: Path) -> None:
         try:

@@ -243,6 +243,10 @@ class RunRecord:
     def _on_failed(self, event: Failed) -> None:
         self.fail(event.kind, event.message, event.detail)
 
+    def warn(self, message: str) -> None:
+        """Add a warning of the parent's (the store's, the runner's) to the run, once."""
+        self._warn(message)
+
     def _warn(self, message: str) -> None:
         message = printable(message)
         if message not in self.warnings:
