@@ -28,6 +28,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from tui.engine.thresholds import MIN_INTERVAL_BLOCKS
+
 __all__ = ["OptionSpec", "PickerLimit", "NumberRange", "OPTIONS", "SPECS", "INT_RANGES", "NUMBER_RANGES", "TRACE_FILE",
            "TIMEOUT_MAX_S", "TIME_BUDGET_MAX_S", "MEMORY_LIMIT_MAX_GB", "TARGET_CI_MAX", "NOISE_THRESHOLD_MAX",
            "VALUE", "SWITCH", "NEGATED", "PAIRS", "CUSTOM", "FIELD", "DYNAMIC", "PARAMS", "LIMIT", "WIDGET",
@@ -180,8 +182,10 @@ OPTIONS: tuple[OptionSpec, ...] = (
                "need (default {default})", metavar="N", parse=int, int_range=(0, 100_000), picker=WIDGET,
                widget="warmup"),
     OptionSpec("iters", "--iters", VALUE, "timing",
-               "measured iterations per side, at least (default {default}; a CPU run without --time-budget "
-               "goes on towards a 5%% interval for up to 1 s)", metavar="N",
+               "measured iterations per side, at least (default {default}; an interval needs "
+               f"{MIN_INTERVAL_BLOCKS} blocks of --block-size; a CPU run without --time-budget goes on towards a "
+               "5%% interval for up to 1 s)",
+               metavar="N",
                parse=int, int_range=(1, 10_000_000), picker=WIDGET, widget="iters"),
     OptionSpec("block_size", "--block-size", VALUE, "timing", "iterations per interleaved block (default {default})",
                metavar="N", parse=int, int_range=(1, 100_000), picker=LIMIT, widget="block-size",
