@@ -166,8 +166,8 @@ class PairResult(JsonRecord):
     slowdown: float | None = None
     fails: bool = False
     broke: bool = False
-    """NEW has failed runs where BASE measured and had none (no done run left: ``NEW failed``; or some of its
-    processes): a configuration that stopped working, which fails the gate without ``--strict``."""
+    """NEW failed entirely where BASE measured (``NEW failed``), or some of NEW's processes failed where none of
+    BASE's did: a configuration that stopped working, which fails the gate without ``--strict``."""
     new_failed: int = 0
     """NEW's runs that failed."""
     base_accuracy: str = "n/a"
