@@ -88,9 +88,10 @@ def export_paths(target: str | None, defaults: Any, *, make_directory: bool = Fa
             raise ExportError(f"{export_directory(target)}: no such directory (allowed: an existing directory; "
                               "E offers to make it)")
         create_directory(export_directory(target) or "")
+    typed_csv = target is not None and _is_csv(target)  # "" names nothing: the defaults
     if not target:
         destinations = defaults()
-    elif _is_csv(target):
+    elif typed_csv:
         path = Path(target).expanduser()
         first = default_formats()[0]
         destinations = export_files(path.with_name(path.name[: -len(first.suffix)]))
@@ -99,7 +100,7 @@ def export_paths(target: str | None, defaults: Any, *, make_directory: bool = Fa
         destinations = default_export_paths(directory=Path(target).expanduser())  # names new in that directory
     for destination in destinations.values():
         check_output(destination)
-    if target and _is_csv(target):
+    if typed_csv:
         _keep_what_is_not_ours(destinations, default_formats()[0].name)
     return destinations
 

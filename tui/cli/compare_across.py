@@ -57,7 +57,7 @@ def _verdict(cell: KindCell) -> tuple[str, str, list[str]]:
     if result is not None and result.status == COMPARED and result.within_process:
         notes.append(WITHIN)
     if result is not None and result.fails:
-        regression = result.broke or result.accuracy_broke or (result.status == COMPARED and result.verdict == "slower")
+        regression = result.regressed or (result.status == COMPARED and result.verdict == "slower")
         notes.append("FAIL: accuracy" if result.accuracy_broke else "FAIL" if regression else "FAIL (--strict)")
     elif cell.fails:
         notes.append("FAIL (--strict)")

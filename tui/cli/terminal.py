@@ -110,10 +110,9 @@ def signals_stop(session: RunSession, stopped_by: list[int]) -> Any:
     try:
         yield
     finally:
-        for number, previous in installed:
+        for number, _previous in installed:
             loop.remove_signal_handler(number)
-            with contextlib.suppress(TypeError, ValueError, OSError):
-                signal.signal(number, previous if previous is not None else signal.SIG_DFL)
+        _put_back(installed)
 
 
 @contextlib.contextmanager
@@ -134,6 +133,11 @@ def signals_deferred(stopped_by: list[int]) -> Iterator[None]:
     try:
         yield
     finally:
-        for number, handler in previous:
-            with contextlib.suppress(TypeError, ValueError, OSError):
-                signal.signal(number, handler if handler is not None else signal.SIG_DFL)
+        _put_back(previous)
+
+
+def _put_back(handlers: list[tuple[int, Any]]) -> None:
+    """Install each signal's handler as it was before (the default where it was none set from Python)."""
+    for number, handler in handlers:
+        with contextlib.suppress(TypeError, ValueError, OSError):
+            signal.signal(number, handler if handler is not None else signal.SIG_DFL)

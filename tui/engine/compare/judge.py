@@ -55,7 +55,7 @@ from tui.engine.status import RunStatus
 
 __all__ = [
     "Metric", "METRICS", "METRIC_NAMES", "CompareSettings", "Change", "PairResult", "UnmatchedRow",
-    "judge_pair", "unmatched_row", "side_values", "fails", "side_accuracy",
+    "judge_pair", "unmatched_row", "side_values", "fails",
 ]  # fmt: skip
 
 # A unit's channels: an interleaved block pair's eager and compiled times, and each side's host time per call.
@@ -171,7 +171,8 @@ class PairResult(JsonRecord):
     new_failed: int = 0
     """NEW's runs that failed."""
     base_accuracy: str = "n/a"
-    """The side's accuracy check over its done runs (:func:`side_accuracy`): pass, fail or n/a."""
+    """The side's accuracy check over its done runs (:func:`~tui.engine.store.repeats.accuracy_of`): pass, fail or
+    n/a."""
     new_accuracy: str = "n/a"
     notes: tuple[str, ...] = ()
 
@@ -185,10 +186,11 @@ class PairResult(JsonRecord):
         without ``--strict`` (a faster wrong answer is no gain)."""
         return self.base_accuracy == "pass" and self.new_accuracy == "fail"
 
-
-def side_accuracy(records: Sequence[RunRecord]) -> str:
-    """A side's accuracy over its done runs (:func:`~tui.engine.store.repeats.accuracy_of`): pass, fail or n/a."""
-    return accuracy_of(records)
+    @property
+    def regressed(self) -> bool:
+        """A pair that fails the gate whatever its verdict and ``--strict``: runs that fail now (:attr:`broke`), or
+        wrong numbers now (:attr:`accuracy_broke`)."""
+        return self.broke or self.accuracy_broke
 
 
 @dataclass(frozen=True)
@@ -384,7 +386,7 @@ def _not_compared(pair: Pair, settings: CompareSettings, label: str, status: str
     return PairResult(label=label, key=dict(pair.key.fields), differences=pair.differences,
                       base_runs=tuple(r.run_id for r in pair.base), new_runs=tuple(r.run_id for r in pair.new),
                       base_processes=measured[0], new_processes=measured[1], status=status, metric=settings.metric,
-                      base_accuracy=side_accuracy(pair.base), new_accuracy=side_accuracy(pair.new),
+                      base_accuracy=accuracy_of(pair.base), new_accuracy=accuracy_of(pair.new),
                       notes=tuple(notes), broke=broke, new_failed=_failed(pair.new),
                       fails=broke or fails(None, None, settings, compared=False))  # fmt: skip
 
@@ -414,19 +416,14 @@ def judge_pair(pair: Pair, settings: CompareSettings) -> PairResult:
                         base_processes=len(base.processes), new_processes=len(new.processes),
                         launch_bound=launch_bound, within_process=within, metric=settings.metric,
                         changes=tuple(changes), verdict=gated.verdict, slowdown=gated.slowdown,
-                        base_accuracy=side_accuracy(pair.base), new_accuracy=side_accuracy(pair.new),
+                        base_accuracy=accuracy_of(pair.base), new_accuracy=accuracy_of(pair.new),
                         broke=_newly_failing(pair), new_failed=_failed(pair.new), notes=tuple(notes))  # fmt: skip
-    return dataclasses.replace(result, fails=_regressed(result) or fails(gated.verdict, gated.slowdown, settings))
+    return dataclasses.replace(result, fails=result.regressed or fails(gated.verdict, gated.slowdown, settings))
 
 
 def _newly_failing(pair: Pair) -> bool:
     """NEW has failed runs where BASE has none."""
     return _failed(pair.new) > 0 and _failed(pair.base) == 0
-
-
-def _regressed(result: PairResult) -> bool:
-    """A compared pair that fails the gate whatever its verdict: runs that fail now, or wrong numbers now."""
-    return result.broke or result.accuracy_broke
 
 
 def unmatched_row(row: Unmatched, settings: CompareSettings) -> UnmatchedRow:
