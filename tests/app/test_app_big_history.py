@@ -18,6 +18,7 @@ from pathlib import Path
 
 import pytest
 from textual.app import App, ComposeResult
+from textual.coordinate import Coordinate
 from textual.strip import Strip
 from textual.widgets import DataTable
 
@@ -178,6 +179,10 @@ async def _same_table(pilot, table: ResultsTable, reference: DataTable) -> None:
     assert [table.get_row_index(key) for key in keys] == list(range(len(keys)))
     assert [table._y_offsets[y] for y in range(len(table._y_offsets))] == list(reference._y_offsets)
     assert table.virtual_size.height == reference.virtual_size.height
+    rows = [0, 1, table.row_count // 2, table.row_count - 1, table.row_count]  # the last: no such row
+    assert [table._get_row_region(i) for i in rows] == [reference._get_row_region(i) for i in rows]
+    cells = [Coordinate(i, j) for i in rows for j in (0, 3, len(table.columns) - 1, len(table.columns))]
+    assert [table._get_cell_region(c) for c in cells] == [reference._get_cell_region(c) for c in cells]
     region = table.size.region  # drawn alike (the header, which shows the sort, aside)
     shown = [_reference_run_on_line(reference, y) for y in range(1, region.height)]
     assert [run_on_line(table, y) for y in range(1, region.height)] == shown  # the row each line's edge cut reads
@@ -235,6 +240,24 @@ async def test_rows_set_at_once_match_textuals_own_row_api():
         await pilot.pause()
         await _same_table(pilot, table, reference)
         assert table.selected_run_id == "session-0"
+
+
+async def test_a_rows_place_is_found_without_walking_the_rows_above_it(monkeypatch):
+    """DataTable sums the heights of every row above a row to place it, on each cursor move and row refresh: with
+    one-line rows the place is the index (a history's load moved the cursor 50 times over 20,000 rows)."""
+    app = _Tables()
+    async with app.run_test(size=(200, 30)) as pilot:
+        table = app.query_one(ResultsTable)
+        table.add_history(_history_rows(500))
+        await pilot.pause()
+        header = table.header_height
+
+        def walked(_):
+            raise AssertionError("the rows in order were read")
+
+        monkeypatch.setattr(ResultsTable, "ordered_rows", property(walked))
+        assert table._get_row_region(499).y == 499 + header
+        assert table._get_cell_region(Coordinate(499, 2)).y == 499 + header
 
 
 # ----- h with 20,000 rows -------------------------------------------------------------------------

@@ -32,7 +32,8 @@ from rich.segment import Segment
 from rich.style import Style
 from rich.text import Text
 from textual._two_way_dict import TwoWayDict
-from textual.geometry import Size
+from textual.coordinate import Coordinate
+from textual.geometry import Region, Size
 from textual.widgets import DataTable
 from textual.widgets.data_table import CellDoesNotExist, Column, ColumnKey, Row, RowKey
 
@@ -376,6 +377,26 @@ class BulkRowTable(DataTable):
     def _y_offsets(self) -> _RowLines:  # type: ignore[override]
         """Which row each line shows: with one-line rows, read from the row map (no list of every line)."""
         return _RowLines(self._row_locations, len(self.rows))
+
+    def _get_row_region(self, row_index: int) -> Region:
+        """The region of row ``row_index``: with one-line rows its top is its index (DataTable sums the heights of
+        every row above it, O(rows) on each cursor move and row refresh)."""
+        if not self.is_valid_row_index(row_index):
+            return Region(0, 0, 0, 0)
+        width = sum(column.get_render_width(self) for column in self.columns.values()) + self._row_label_column_width
+        return Region(0, self._row_top(row_index), max(self.size.width, width), 1)
+
+    def _get_cell_region(self, coordinate: Coordinate) -> Region:
+        """The region of the cell at ``coordinate``, its top found as :meth:`_get_row_region` finds it."""
+        if not self.is_valid_coordinate(coordinate):
+            return Region(0, 0, 0, 0)
+        row_index, column_index = coordinate
+        columns = self.ordered_columns
+        x = sum(column.get_render_width(self) for column in columns[:column_index]) + self._row_label_column_width
+        return Region(x, self._row_top(row_index), columns[column_index].get_render_width(self), 1)
+
+    def _row_top(self, row_index: int) -> int:
+        return row_index + (self.header_height if self.show_header else 0)
 
     def _update_dimensions(self, new_rows: Iterable[RowKey]) -> None:
         """The scrollable size; nothing to measure with fixed-width columns and one-line rows."""
