@@ -286,9 +286,12 @@ def test_a_real_cpu_search_ends_within_its_budget_with_an_answer(capsys, tmp_pat
     out = capsys.readouterr().out
     assert code == 0
     assert took <= 60 + 15  # the budget, and closing and exporting after the last run
-    first = out.splitlines()[0]
-    assert first.startswith(("best: ", "best so far: ")) or first == \
-        "no configuration beats the default compile by more than 2%"
+    lines = out.splitlines()
+    if lines[0].startswith("torch.compile "):  # compiling did not read faster than eager here: said first
+        assert " pay off for this workload here: no configuration measured was faster than eager" in lines[0]
+        lines = lines[1:]
+    assert lines[0].startswith(("best: ", "best so far: ")) or lines[0] == \
+        "no configuration beats the default compile by more than 2%", out
     assert json.loads((tmp_path / "t.json").read_text())["runs"]
 
 

@@ -27,7 +27,7 @@ from tui.engine.protocol import Measured, PhaseChanged
 pytestmark = [pytest.mark.slow, pytest.mark.torch]
 
 RUN = ["run", "--workload", "pointwise", "--param", "n=512", "--device", "cpu", "--iters", "1000", "--block-size", "20",
-       "--no-history", "--quiet"]  # fmt: skip
+       "--no-history", "--quiet", "--no-profile"]  # fmt: skip
 
 
 def _run(tmp_path: Path, name: str) -> dict[str, str]:
@@ -61,12 +61,9 @@ class _Hogs:
 
 @pytest.fixture(scope="module")
 def quiet(tmp_path_factory) -> dict[str, str]:
-    # A noisy run says so and asks for a re-run; the reference takes that advice, three times at most.
-    path = tmp_path_factory.mktemp("quiet")
-    for attempt in range(3):
-        row = _run(path, f"quiet{attempt}")
-        if row["verdict"] != "noisy":
-            break
+    # One run: inside the parallel suite the machine is never quiet, and re-runs (three took 84 s of a worker's
+    # time there) came back noisy alike. A noisy reference still bounds the busy run's speedup below.
+    row = _run(tmp_path_factory.mktemp("quiet"), "quiet")
     # Compiled pointwise is about 1.5-2x faster on the CPU: a confident "slower" or "no change" would
     # be a wrong number. "noisy" is allowed: on a shared 2-core box the per-call spread of a 0.4 ms
     # call alone reached IQR/median 21-24% (2026-12-03), and then the run rightly says so.
