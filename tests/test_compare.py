@@ -14,13 +14,15 @@ import pytest
 
 from fakes.timed import pointwise, timed_run
 from tui.engine.compare import (
-    MATCH_FIELDS, CompareSettings, SelectionError, check_ignore, compare, load_selection, pair_up, parse_selection,
+    MATCH_FIELDS, CompareSettings, PairResult, SelectionError, check_ignore, compare, load_selection, pair_up,
+    parse_selection,
 )  # fmt: skip
 from tui.engine.compare.output import CSV_COLUMNS, csv_rows, write_compare_csv, write_compare_json
 from tui.engine.store.export import write_json
 from tui.engine.store.history import History
 from tui.engine.store.results import RunRecord
 from tui.engine.measure.verdict import ONE_PROCESS_HOST
+from tui.present.compare_render import fail_note
 
 FIXTURE = Path(__file__).resolve().parent / "data" / "history_schema1"
 
@@ -198,6 +200,22 @@ def test_a_compiled_output_that_turned_wrong_fails_the_gate_and_says_so(tmp_path
     assert compare(half, new).pairs[0].base_accuracy == "pass" and compare(half, new).exit_code == 1
     gone = compare(base, [timed_run("f1", failed=True)]).pairs[0]  # not compared: each side's check still said
     assert (gone.status, gone.base_accuracy, gone.new_accuracy) == ("NEW failed", "pass", "n/a")
+    unmeasured = compare(base, [timed_run("w1", blocks=0, accurate=False)])  # no timings, and wrong numbers
+    assert unmeasured.pairs[0].status == "NEW not measured" and unmeasured.pairs[0].accuracy_broke
+    assert unmeasured.pairs[0].fails and unmeasured.exit_code == 1  # the gate's rule, compared or not
+
+
+def test_each_reason_to_fail_the_gate_has_its_own_note():
+    def pair(**fields) -> PairResult:
+        return PairResult(fails=True, **fields)
+
+    assert fail_note(PairResult(verdict="slower")) is None  # within --fail-above: passes
+    assert fail_note(pair(verdict="faster", base_accuracy="pass", new_accuracy="fail")) == "FAIL: accuracy"
+    assert fail_note(pair(verdict="faster", broke=True, new_failed=2)) == "FAIL: 2 failed"
+    assert fail_note(pair(status="NEW failed", broke=True, new_failed=1)) == "FAIL"
+    assert fail_note(pair(verdict="slower", slowdown=0.08)) == "FAIL"  # past --fail-above
+    assert fail_note(pair(verdict="inconclusive")) == "FAIL (--strict)"
+    assert fail_note(pair(status="BASE failed")) == "FAIL (--strict)"
 
 
 def test_a_base_that_failed_or_both_sides_failing_fails_only_under_strict():

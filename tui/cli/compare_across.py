@@ -12,8 +12,8 @@ from typing import Any
 
 from tui.present.format import MISSING, VERDICT_STYLES
 from tui.present.compare_render import (
-    MAX_REASONS, WITHIN, WITHIN_LEGEND, change_text, gate_verdict, key_label, key_names, markdown_cell, number_text,
-    print_whole, title_settings, whole_column,
+    MAX_REASONS, WITHIN, WITHIN_LEGEND, change_text, fail_note, gate_verdict, key_label, key_names, markdown_cell,
+    number_text, print_whole, title_settings, whole_column,
 )  # fmt: skip
 from tui.engine.compare import METRICS, Across, AcrossRow, ConfigKey, KindCell
 from tui.engine.compare.across import ACROSS_FIELDS, COMPARED, NO_BASELINE, NOT_RUN
@@ -56,9 +56,9 @@ def _verdict(cell: KindCell) -> tuple[str, str, list[str]]:
     result = cell.result
     if result is not None and result.status == COMPARED and result.within_process:
         notes.append(WITHIN)
-    if result is not None and result.fails:
-        regression = result.regressed or (result.status == COMPARED and result.verdict == "slower")
-        notes.append("FAIL: accuracy" if result.accuracy_broke else "FAIL" if regression else "FAIL (--strict)")
+    note = fail_note(result) if result is not None else None
+    if note:
+        notes.append(note)
     elif cell.fails:
         notes.append("FAIL (--strict)")
     style = VERDICT_STYLES.get(word, _STYLES.get(word, "bold red" if result is not None else ""))

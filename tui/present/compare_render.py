@@ -15,12 +15,13 @@ from tui.present.format import MISSING, VERDICT_STYLES, ratio, significant, work
 from tui.engine.catalog import is_user_workload
 from tui.engine.compare import METRICS, Change, CompareSettings, Comparison, ConfigKey, PairResult, UnmatchedRow
 from tui.engine.compare.comparison import NOTHING_COMPARED
-from tui.engine.measure.verdict import RERUN_HINT
+from tui.engine.compare.judge import COMPARED
+from tui.engine.measure.verdict import RERUN_HINT, SLOWER
 from tui.typed import printable
 
 __all__ = ["print_comparison", "markdown_lines", "gate_lines", "summary_line", "change_text", "columns", "number_text",
            "markdown_cell", "title_settings", "whole_column", "print_whole", "key_names", "key_label", "WITHIN",
-           "WITHIN_LEGEND", "MAX_REASONS"]  # fmt: skip
+           "WITHIN_LEGEND", "MAX_REASONS", "fail_note"]  # fmt: skip
 
 WITHIN = "1 proc/side"
 """Beside a verdict whose interval holds only the noise within a process."""
@@ -98,21 +99,30 @@ def shared_fields(comparison: Comparison) -> tuple[set[str], str]:
     return names, shared.label()
 
 
+def fail_note(row: PairResult) -> str | None:
+    """Why a pair fails the gate, in the table's words; None when it passes. Wrong numbers and runs that fail now
+    say so; a slowdown past ``--fail-above`` is a plain FAIL; what fails only because of ``--strict`` says that."""
+    if not row.fails:
+        return None
+    if row.accuracy_broke:
+        return "FAIL: accuracy"
+    if row.broke:
+        return f"FAIL: {row.new_failed} failed" if row.status == COMPARED else "FAIL"
+    if row.status == COMPARED and row.verdict == SLOWER:
+        return "FAIL"
+    return "FAIL (--strict)"
+
+
 def _verdict_words(row: PairResult | UnmatchedRow) -> tuple[str, str, list[str]]:
     """(word, its style, the notes under it)."""
     if isinstance(row, UnmatchedRow):
         return f"only in {row.side.upper()}", "yellow", ["FAIL (--strict)"] if row.fails else []
-    if row.status != "compared":
-        return row.status, "bold red", ["FAIL" if row.broke else "FAIL (--strict)"] if row.fails else []
+    note = fail_note(row)
+    if row.status != COMPARED:
+        return row.status, "bold red", [note] if note else []
     word = row.verdict or MISSING
     notes = [WITHIN] if row.within_process else []
-    if row.accuracy_broke:
-        notes.append("FAIL: accuracy")
-    elif row.broke:
-        notes.append(f"FAIL: {row.new_failed} failed")
-    elif row.fails:
-        notes.append("FAIL")
-    return word, VERDICT_STYLES.get(word, ""), notes
+    return word, VERDICT_STYLES.get(word, ""), notes + ([note] if note else [])
 
 
 def _unmatched_procs(row: UnmatchedRow) -> str:

@@ -55,8 +55,11 @@ from tui.engine.status import RunStatus
 
 __all__ = [
     "Metric", "METRICS", "METRIC_NAMES", "CompareSettings", "Change", "PairResult", "UnmatchedRow",
-    "judge_pair", "unmatched_row", "side_values", "fails",
+    "judge_pair", "unmatched_row", "side_values", "fails", "COMPARED",
 ]  # fmt: skip
+
+COMPARED = "compared"
+"""A :class:`PairResult`'s status when both sides measured (any other status says why not)."""
 
 # A unit's channels: an interleaved block pair's eager and compiled times, and each side's host time per call.
 _EAGER, _COMPILED, _EAGER_HOST, _COMPILED_HOST = range(4)
@@ -154,7 +157,7 @@ class PairResult(JsonRecord):
     base_processes: int = 0
     """Done processes with samples (those measured)."""
     new_processes: int = 0
-    status: str = "compared"
+    status: str = COMPARED
     """compared; or why not: ``BASE failed``, ``NEW failed`` (no done run on that side)."""
     launch_bound: bool = False
     within_process: bool = False
@@ -383,12 +386,12 @@ def _not_compared(pair: Pair, settings: CompareSettings, label: str, status: str
                   measured: tuple[int, int], broke: bool) -> PairResult:
     """A pair a side of which measured nothing: its status says why; ``measured``: each side's measured processes,
     counted as a compared pair's are (the side not measured has none); ``broke``: see :attr:`PairResult.broke`."""
-    return PairResult(label=label, key=dict(pair.key.fields), differences=pair.differences,
-                      base_runs=tuple(r.run_id for r in pair.base), new_runs=tuple(r.run_id for r in pair.new),
-                      base_processes=measured[0], new_processes=measured[1], status=status, metric=settings.metric,
-                      base_accuracy=accuracy_of(pair.base), new_accuracy=accuracy_of(pair.new),
-                      notes=tuple(notes), broke=broke, new_failed=_failed(pair.new),
-                      fails=broke or fails(None, None, settings, compared=False))  # fmt: skip
+    result = PairResult(label=label, key=dict(pair.key.fields), differences=pair.differences,
+                        base_runs=tuple(r.run_id for r in pair.base), new_runs=tuple(r.run_id for r in pair.new),
+                        base_processes=measured[0], new_processes=measured[1], status=status, metric=settings.metric,
+                        base_accuracy=accuracy_of(pair.base), new_accuracy=accuracy_of(pair.new),
+                        notes=tuple(notes), broke=broke, new_failed=_failed(pair.new))  # fmt: skip
+    return dataclasses.replace(result, fails=result.regressed or fails(None, None, settings, compared=False))
 
 
 def judge_pair(pair: Pair, settings: CompareSettings) -> PairResult:
