@@ -73,6 +73,7 @@ STAGES = ("compile", "warmup", "measure")
 SIDES = ("eager", "compiled")
 FAILURE_KINDS = (
     "bad_options",  # refused before or right after start (unknown backend, dtype the device cannot run)
+    "setup_error",  # this machine could not host the run (the GPU's lock file cannot be taken)
     "workload_error",  # a user workload file that cannot be loaded or returns the wrong thing
     "compile_error",  # torch.compile / inductor raised
     "graph_break",  # fullgraph=True and the workload breaks the graph

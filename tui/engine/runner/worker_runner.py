@@ -261,7 +261,7 @@ class WorkerRunner:
                 state.lock_fd = await acquire_gpu_lock(state.gpu, lambda: self._gpu_busy(state))
             except OSError as exc:  # a lock file that is a link or no regular file, a locks dir not writable
                 why = exc.strerror or str(exc)
-                record.fail("crash", f"the GPU's lock could not be taken: {why}" + (
+                record.fail("setup_error", f"the GPU's lock could not be taken: {why}" + (
                     f" ({exc.filename})" if exc.filename else ""))
                 return False
             if state.waited:

@@ -56,9 +56,10 @@ CONFIRM_MARGIN = 1.2
 (the estimate is a mean) would otherwise leave the confirmation no room, and the budget's rest unused."""
 CLOSING_S = 3.0
 """Seconds of the budget kept for after the last run: closing the session, the exports, the answer."""
-SHARED_FAILURES = ("bad_options", "workload_error")
+SHARED_FAILURES = ("bad_options", "setup_error", "workload_error")
 """Failure kinds of the default compile's run that every candidate would meet: the run options they all share
-were refused (a device this torch has not), or the workload could not be loaded. The search stops on them."""
+were refused (a device this torch has not), the machine could not host a run (the GPU's lock), or the workload
+could not be loaded. The search stops on them."""
 
 
 @dataclass
