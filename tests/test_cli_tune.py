@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import csv
 import dataclasses
+import html
 import io
 import json
 import re
@@ -126,6 +127,13 @@ def test_a_search_through_the_fake_worker_confirms_the_winner_and_prints_valid_c
     assert {stage for options, stage in stages if options == {"cpp_wrapper": True}} == {"screening"}
     page = (tmp_path / "tune.html").read_text()
     assert "(tune: screening)" in page and "(tune: confirmation)" in page
+    assert f"<h2>The search's answer (tune:{tune_id})</h2>" in page  # where its answer is kept
+    # the export's answer heads its report, as the CLI printed it: the code pasteable as it is
+    shown = html.unescape((tmp_path / "j.html").read_text())
+    assert f"The search's answer (tune {tune_id})" in shown and answer["text"] in shown
+    assert out.splitlines()[0] == answer["text"].splitlines()[0] and call in answer["text"]
+    assert [c["screened"] is not None for c in answer["candidates"]] == [c["speedup"] is not None
+                                                                        for c in answer["candidates"]]  # measured
 
 
 def test_nothing_beats_the_default_is_said_in_those_words(monkeypatch, capsys):

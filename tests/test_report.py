@@ -262,7 +262,7 @@ def test_a_file_that_cannot_be_written_exits_1_with_one_line(export, tmp_path, c
     import tui.report
     from tui.engine.store.export import ExportError
 
-    def fail(data, path):
+    def fail(data, path, answers=()):
         raise ExportError(f"cannot write {path}: No space left on device")
 
     monkeypatch.setattr(tui.report, "write_report", fail)

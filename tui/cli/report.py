@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Sequence
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from tui.cli.outputs import check_outputs, selection_inputs
@@ -18,8 +19,9 @@ from tui.engine.compare.selection import SELECTION_HELP
 
 if TYPE_CHECKING:
     from tui.engine.store.results import RunRecord
+    from tui.present.tune_json import StoredAnswer
 
-__all__ = ["add_report_parser", "cmd_report", "load_runs"]
+__all__ = ["add_report_parser", "cmd_report", "load_runs", "tune_answers"]
 
 
 def add_report_parser(sub: Any) -> None:
@@ -65,6 +67,32 @@ def load_runs(texts: Sequence[str]) -> tuple[list[RunRecord], list[str], dict[st
     return records, list(dict.fromkeys(problems)), origins
 
 
+def tune_answers(texts: Sequence[str]) -> tuple[list[StoredAnswer | str], list[str]]:
+    """The searches' answers among the RUNS (the ``tune`` object of a ``tune --json`` export) and, for each
+    ``tune:`` selection, its text (the history keeps a search's runs, not its answer); and the problems: a file
+    whose answer cannot be read (each file was read once already, by :func:`load_runs`)."""
+    from tui.engine.compare.selection import parse_selection
+    from tui.engine.input_file import InputFileError, JSONError, load_json, read_regular
+    from tui.present.tune_json import stored_answer
+
+    answers: list[StoredAnswer | str] = []
+    problems: list[str] = []
+    for text in texts:
+        selection = parse_selection(text)
+        if selection.kind == "tune":
+            answers.append(text)
+        if selection.kind != "file":
+            continue
+        try:
+            answer = stored_answer(load_json(read_regular(Path(selection.path))), text)
+        except (OSError, InputFileError, JSONError, ValueError) as exc:
+            problems.append(f"{text}: the search's answer cannot be read ({exc})")
+            continue
+        if answer is not None:
+            answers.append(answer)
+    return answers, problems
+
+
 def cmd_report(args: argparse.Namespace) -> int:
     """Run ``report``: check ``-o``, check matplotlib, read the runs, write the page; the exit code.
 
@@ -82,11 +110,13 @@ def cmd_report(args: argparse.Namespace) -> int:
     except MatplotlibMissing as exc:
         raise UsageError(str(exc)) from None
     records, problems, origins = load_runs(args.runs)
+    answers, found = tune_answers(args.runs)
+    problems += found
     for line in problem_warnings(problems, "the runs (listed in the report)"):
         _say(line)
     data = gather_report(records, sources=args.runs, problems=problems, configuration=config_key, origins=origins)
     try:
-        path = write_report(data, args.output)
+        path = write_report(data, args.output, answers)
     except ExportError as exc:
         _say(f"{PROG}: error: -o: {exc}")
         return 1

@@ -8,15 +8,16 @@ headline, the winner with its code, the confirmation's readings, and every candi
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
 from tui.engine.tune.answer import Against, TuneResult
 from tui.engine.tune.code import compile_call, config_form
 from tui.engine.tune.space import autotunes
 from tui.engine.tune.search import ranked
-from tui.present.tune_answer import code_lines, headline, lead_lines, result_rows
+from tui.present.tune_answer import answer_text, code_lines, headline, lead_lines, result_rows
 
-__all__ = ["answer_json"]
+__all__ = ["answer_json", "StoredAnswer", "stored_answer"]
 
 
 def _against(against: Against) -> dict[str, Any]:
@@ -55,7 +56,8 @@ def answer_json(result: TuneResult, modes: Mapping[str, Mapping[str, Any]] | Non
     rows = result_rows(result)
     head = headline(result)
     candidates = [{"name": standing.name, "speedup": standing.score.value, "low": standing.score.low,
-                   "high": standing.score.high, "processes": standing.score.processes, "standing": row[3]}
+                   "high": standing.score.high, "processes": standing.score.processes, "standing": row[3],
+                   "screened": standing.screened.value if standing.screened is not None else None}
                   for standing, row in zip(ranked(result.standings), rows, strict=True)]
     return {
         "tune_id": result.tune_id,
@@ -71,4 +73,31 @@ def answer_json(result: TuneResult, modes: Mapping[str, Mapping[str, Any]] | Non
         "runs": result.runs,
         "stopped_runs": result.stopped_runs,
         "elapsed_s": result.elapsed_s,
+        "text": answer_text(result, modes),
     }
+
+
+@dataclass(frozen=True)
+class StoredAnswer:
+    """A search's answer read back from its ``--json`` export (``source``): its id and the answer as printed."""
+
+    source: str
+    tune_id: str
+    text: str
+
+
+def stored_answer(data: Any, source: str) -> StoredAnswer | None:
+    """The ``tune`` object of a JSON export (:func:`answer_json`'s), or None where the export has none (a run or
+    sweep's). ValueError (one line) for one that is not an answer. An export written before the answer's ``text``
+    was kept gives its headline and lines."""
+    if not isinstance(data, dict) or "tune" not in data:
+        return None
+    tune = data["tune"]
+    tune_id = tune.get("tune_id") if isinstance(tune, dict) else None
+    if not isinstance(tune_id, str):
+        raise ValueError('"tune" is not a search\'s answer (no "tune_id")')
+    text = tune.get("text")
+    if not isinstance(text, str):
+        lines = [tune.get("headline"), *(tune.get("lines") or [])]
+        text = "\n".join(line for line in lines if isinstance(line, str))
+    return StoredAnswer(source, tune_id, text)

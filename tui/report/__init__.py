@@ -9,9 +9,14 @@ colours, as the app's). Importing this package loads neither matplotlib nor text
 from __future__ import annotations
 
 import os
+from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from tui.engine.store.report_data import ReportData
+
+if TYPE_CHECKING:
+    from tui.present.tune_json import StoredAnswer
 
 __all__ = ["render_report", "write_report", "require_matplotlib"]
 
@@ -23,22 +28,23 @@ def require_matplotlib() -> None:
     load_matplotlib()
 
 
-def render_report(data: ReportData) -> str:
-    """The report of ``data`` as one HTML document (MatplotlibMissing without matplotlib)."""
+def render_report(data: ReportData, answers: Sequence[StoredAnswer | str] = ()) -> str:
+    """The report of ``data`` (and the ``answers`` of searches among its runs; a ``tune:`` selection's text where
+    the history kept no answer) as one HTML document (MatplotlibMissing without matplotlib)."""
     from tui.report.page import render_page, row_labels
     from tui.report.plots import distribution_svg, forest_svg
 
     forest = forest_svg(data.rows, row_labels(data.rows)) if data.rows else ""
     distributions = {row.number: distribution_svg(row) for row in data.rows}
-    return render_page(data, forest, distributions)
+    return render_page(data, forest, distributions, answers)
 
 
-def write_report(data: ReportData, path: str | os.PathLike[str]) -> Path:
+def write_report(data: ReportData, path: str | os.PathLike[str], answers: Sequence[StoredAnswer | str] = ()) -> Path:
     """Render and write atomically to ``path`` (the export rules: ExportTargetError, ExportError)."""
     from tui.engine.store.export import atomic_writer, check_target
 
     target = check_target(path)
-    page = render_report(data)
+    page = render_report(data, answers)
     with atomic_writer(target, newline=None) as stream:
         stream.write(page)
     return target

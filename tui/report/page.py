@@ -16,6 +16,7 @@ from typing import Any
 from tui import __version__
 from tui.present.format import MISSING, fmt_ms, fmt_seconds, workload_names
 from tui.present.option_fields import differing, option_words, params_text, workload_word
+from tui.present.tune_json import StoredAnswer
 from tui.engine.options import RunOptions
 from tui.engine.store.report_data import ENV_FIELDS, ProcessData, ReportData, ReportRow
 from tui.engine.measure.verdict import RERUN_HINT, SLOWER
@@ -42,7 +43,7 @@ white-space:nowrap}.nw{white-space:nowrap}
 svg.plot{max-width:100%;height:auto;display:block}code,pre{font:12px ui-monospace,"DejaVu Sans Mono",monospace}
 pre{background:#f6f8fa;padding:.6em;overflow-x:auto;white-space:pre-wrap;word-break:break-all}
 .muted{color:#656d76}.verdict{font-weight:600}details{margin:.4em 0}summary{cursor:pointer}
-ul.reasons{margin:.2em 0 .8em}
+ul.reasons{margin:.2em 0 .8em}pre.answer{word-break:normal;overflow-wrap:break-word}
 """
 
 
@@ -255,14 +256,33 @@ def _options(rows: Sequence[ReportRow], labels: Mapping[int, str]) -> str:
     return "<p class=\"muted\">* differs from the default.</p>" + "".join(parts)
 
 
-def render_page(data: ReportData, forest: str, distributions: Mapping[int, str | None]) -> str:
-    """The whole page: header, forest plot and summary, noisy runs' reasons, distributions, telemetry,
-    environment, options. ``forest`` and ``distributions`` (by row number) are SVG elements."""
+def _answers(answers: Sequence[StoredAnswer | str]) -> str:
+    """Each search's answer as the CLI printed it (its code pasteable as it is), under a heading naming the search;
+    for a ``tune:`` selection (a text), where its answer is kept."""
+    parts = []
+    for answer in answers:
+        if isinstance(answer, str):
+            parts.append(f"<h2>The search's answer ({e(answer)})</h2><p class=\"muted\">The history keeps a search's "
+                         "runs (in the rows below), not its answer: <code>compile-lab tune --json FILE</code> keeps "
+                         "both, and <code>compile-lab report FILE</code> shows the answer here.</p>")
+            continue
+        parts.append(f"<h2 id=\"tune-{e(answer.tune_id)}\">The search's answer (tune {e(answer.tune_id)})</h2>"
+                     f"<p class=\"muted\">As <code>compile-lab tune</code> printed it, read from "
+                     f"<code>{e(answer.source)}</code>; its runs are in the rows below.</p>"
+                     f"<pre class=\"answer\">{e(answer.text)}</pre>")
+    return "\n".join(parts)
+
+
+def render_page(data: ReportData, forest: str, distributions: Mapping[int, str | None],
+                answers: Sequence[StoredAnswer | str] = ()) -> str:
+    """The whole page: header, the searches' answers, forest plot and summary, noisy runs' reasons, distributions,
+    telemetry, environment, options. ``forest`` and ``distributions`` (by row number) are SVG elements."""
     # A label's part in parentheses, ``(tune: screening)``, is never broken across lines, as in the forest plot.
     labels = dict(zip((row.number for row in data.rows), map(whole_parentheses, row_labels(data.rows)), strict=True))
     ordered = [labels[row.number] for row in data.rows]
     sections = [
         _header(data),
+        _answers(answers),
         "<h2 id=\"speedups\">Speedups</h2><p class=\"muted\">Each line: the speedup (eager median / compiled median) "
         "and its 95% bootstrap interval, coloured by its verdict; a launch-bound run's host-inclusive speedup is the "
         "dashed line below it.</p>",
