@@ -355,7 +355,7 @@ def test_inductor_on_the_cpu_compiles_measures_and_matches_eager(worker_factory)
     """One real inductor compile (tiny pointwise), in reduce-overhead mode: CUDA graphs skipped, with a warning."""
     worker = worker_factory()
     worker.send(RunOptions(workload="pointwise", backend="inductor", mode="reduce-overhead",
-                           params={"n": 32}, warmup=1, iters=4, block_size=2))
+                           params={"n": 32}, warmup=1, iters=4, block_size=2, profile=False))
     events = worker.events_until_end(timeout=300)
     assert worker.finish() == 0, worker.stderr()[-3000:]
     assert isinstance(events[-1], Finished), events[-1]
@@ -379,7 +379,7 @@ def test_the_worker_exits_at_once_after_its_run_without_the_interpreters_teardow
     path.write_text("import atexit, time\nimport torch\n\natexit.register(time.sleep, 60)\n\n"
                     "def make_workload(device, dtype):\n    return torch.relu, (torch.ones(8),)\n")
     worker = worker_factory()
-    worker.send(RunOptions(workload=str(path), backend="eager", iters=2, block_size=1))
+    worker.send(RunOptions(workload=str(path), backend="eager", iters=2, block_size=1, profile=False))
     events = worker.events_until_end()
     assert isinstance(events[-1], Finished), events[-1]
     began = time.monotonic()

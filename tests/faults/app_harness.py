@@ -64,7 +64,7 @@ def main() -> int:
             super().on_ready()
             if behaviour == "real":
                 runs = [
-                    RunOptions(backend="eager", warmup=1, iters=4, block_size=2).validated(),
+                    RunOptions(backend="eager", warmup=1, iters=4, block_size=2, profile=False).validated(),
                     RunOptions(
                         workload=sys.argv[3], backend="eager", warmup=1, iters=100_000, block_size=5
                     ).validated(),

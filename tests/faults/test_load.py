@@ -93,7 +93,7 @@ def test_a_real_sweep_of_4_through_the_cli(tmp_path, compile_lab_home):
     code = cli.main(
         ["sweep", "--workload", "pointwise", "--param", "n=16", "--backend", "eager,aot_eager",
          "--dynamic", "auto,false", "--device", "cpu", "--warmup", "1", "--iters", "4", "--block-size", "2",
-         "--csv", str(out), "--quiet"]
+         "--no-profile", "--csv", str(out), "--quiet"]
     )  # fmt: skip
     rows = csv_rows(out)
     assert code == 0, [(r["status"], r["error"]) for r in rows]

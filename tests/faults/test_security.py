@@ -123,7 +123,7 @@ def test_a_user_workload_runs_only_in_the_worker(tmp_path, monkeypatch):
     marker = tmp_path / "importers.txt"
     monkeypatch.setenv("PROBE_MARKER", str(marker))
     code = cli.main(["run", "--workload", str(path), "--backend", "eager", "--warmup", "0", "--iters", "2",
-                     "--block-size", "1", "--no-history", "--quiet"])
+                     "--block-size", "1", "--no-profile", "--no-history", "--quiet"])
     assert code == 0
     importers = [int(line) for line in marker.read_text().split()]
     assert len(importers) == 1 and importers[0] != os.getpid()

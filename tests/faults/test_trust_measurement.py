@@ -26,7 +26,7 @@ pytest.importorskip("torch")
 pytestmark = [pytest.mark.slow, pytest.mark.torch]  # every test starts a real worker and compiles
 
 #: Small enough that a run takes about a second once torch is imported.
-TINY = dict(backend="eager", warmup=1, iters=4, block_size=2)
+TINY = dict(backend="eager", warmup=1, iters=4, block_size=2, profile=False)
 RUN_LIMIT_S = 180.0
 
 DROPOUT = """
