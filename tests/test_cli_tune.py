@@ -58,6 +58,9 @@ def _use_fake_worker(monkeypatch, times: dict) -> list[str]:
     (["--objective", "gpu"], "compile-lab: error: objective: 'gpu' is not allowed (allowed: device, host)"),
     (["--calls", "0"], "compile-lab: error: calls: 0 is not allowed"),
     (["--max-memory", "-1"], "compile-lab: error: max_memory: -1 is not allowed"),
+    (["--calls", "abc"], "compile-lab: error: calls: abc is not allowed (allowed: an integer from 1"),  # not argparse's
+    (["--max-memory", "x"], "compile-lab: error: max_memory: x is not allowed (allowed: a number of GB above 0"),
+    (["--max-memory", "nan"], "compile-lab: error: max_memory: nan is not allowed"),
     (["--mode", "max-autotune"], "compile-lab: error: unrecognized arguments: --mode max-autotune"),
     (["--iters", "0"], "compile-lab: error: iters: 0 is not allowed"),
 ])

@@ -67,9 +67,9 @@ def add_tune_parser(sub: Any) -> None:
     search.add_argument("--objective", metavar="WHICH", default=DEVICE,
                         help=f"{', '.join(OBJECTIVES)}: device time per iteration (on the CPU the one clock), or the "
                              "host-inclusive time per call (launch-bound serving) (default device)")
-    search.add_argument("--calls", type=int, metavar="N",
+    search.add_argument("--calls", metavar="N",
                         help="charge the compile time over a job of N calls (per-call time + compile time / N)")
-    search.add_argument("--max-memory", type=float, metavar="GB",
+    search.add_argument("--max-memory", metavar="GB",
                         help="leave out candidates whose peak memory (CUDA) is above GB; lower memory breaks ties")
     add_output_flags(groups["output"])
 

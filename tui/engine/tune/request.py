@@ -11,6 +11,8 @@ modes' options, as :class:`SearchPlan`.
 
 from __future__ import annotations
 
+import math
+
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -22,8 +24,8 @@ from tui.engine.tune.objective import OBJECTIVES, Objective
 from tui.engine.tune.space import Candidate, SpaceError, candidates, distinct, option_keys, parse_space
 
 __all__ = ["BUDGET_MAX_S", "CALLS_MAX", "MEMORY_MAX_GB", "DEFAULT_BUDGET", "TuneRequest", "SearchPlan",
-           "parse_budget", "parse_calls", "check_request", "plan_search", "nothing_to_try", "device_refused",
-           "pinned_note"]
+           "parse_budget", "parse_calls", "parse_memory", "check_request", "plan_search", "nothing_to_try",
+           "device_refused", "pinned_note"]
 
 BUDGET_MAX_S = 86_400.0
 DEFAULT_BUDGET = "10m"
@@ -57,6 +59,21 @@ def parse_calls(value: int | str | None) -> int | None:
     return calls
 
 
+def parse_memory(value: float | str | None) -> float | None:
+    """A peak-memory limit in GB (a number above 0 and at most :data:`MEMORY_MAX_GB`; empty text: None);
+    OptionsError otherwise."""
+    if value is None or (isinstance(value, str) and not value.strip()):
+        return None
+    try:
+        gb = float(str(value).strip()) if isinstance(value, str) else float(value)
+    except ValueError:
+        gb = math.nan
+    if not 0 < gb <= MEMORY_MAX_GB:  # NaN fails both
+        raise OptionsError("max_memory", f"{str(value).strip()} is not allowed (allowed: a number of GB above 0 and "
+                                         f"at most {MEMORY_MAX_GB:g})")
+    return gb
+
+
 @dataclass(frozen=True)
 class TuneRequest:
     """The search's own settings, checked: the objective, the knobs tried and the budget in seconds."""
@@ -66,20 +83,19 @@ class TuneRequest:
     budget_s: float = 600.0
 
 
-def check_request(objective: str = "device", calls: int | str | None = None, max_memory: float | None = None,
-                  space: str | None = None, budget: str = DEFAULT_BUDGET) -> TuneRequest:
+def check_request(objective: str = "device", calls: int | str | None = None,
+                  max_memory: float | str | None = None, space: str | None = None,
+                  budget: str = DEFAULT_BUDGET) -> TuneRequest:
     """The settings as typed, checked in this order (the first bad field is the OptionsError's)."""
     if objective not in OBJECTIVES:
         raise OptionsError("objective", f"{objective!r} is not allowed (allowed: {', '.join(OBJECTIVES)})")
     count = parse_calls(calls)
-    if max_memory is not None and not 0 < max_memory <= MEMORY_MAX_GB:
-        raise OptionsError("max_memory", f"{max_memory:g} is not allowed (allowed: a number of GB above 0 and at "
-                                         f"most {MEMORY_MAX_GB:g})")
+    memory = parse_memory(max_memory)
     try:
         knobs = parse_space(space)
     except SpaceError as exc:
         raise OptionsError("space", str(exc)) from None
-    return TuneRequest(Objective(objective, count, max_memory), knobs, parse_budget(budget))
+    return TuneRequest(Objective(objective, count, memory), knobs, parse_budget(budget))
 
 
 @dataclass(frozen=True)
