@@ -202,6 +202,9 @@ def test_an_inconclusive_confirmation_grows_a_process_a_side_up_to_its_cap():
     notes = [e[1] for e in heard.events if e[0] == "note" and "inconclusive" in e[1]]
     assert notes == [f"the confirmation is inconclusive after {n} + {n} processes: 1 more a side" for n in range(3, 12)]
     assert result.confirmation.processes == (12, 12)
+    grew = [note for note in result.notes if "inconclusive" in note]  # the answer's: one for all the growth
+    assert grew == ["the confirmation was inconclusive after 3 + 3 processes and grew to 12 + 12, one wave at a time, "
+                    "while its interval still allowed a gain past the threshold"]
     assert result.confirmation.vs_default.verdict == "inconclusive" and result.outcome == UNCONFIRMED
     grown = session.records[2:]
     assert len({r.group_id for r in grown}) == 2  # the added processes join their side's group

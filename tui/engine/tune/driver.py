@@ -452,12 +452,16 @@ class TuneDriver:
         if not await self._confirm_waves(confirm_waves(repeats, self.lanes), sides, runs):
             return self.result()
         judged = confirm(runs[WINNER], runs[DEFAULT], self.objective, self.threshold)
+        first = repeats
         while (more := self._more_repeats(judged, repeats)) > repeats:
-            self._say(notes.grows(repeats, more))
+            self.listener.note(notes.grows(repeats, more))  # live; the answer keeps one note for all the growth
             if not await self._confirm_waves(confirm_waves(more, self.lanes, first=repeats), sides, runs):
+                self.notes.append(notes.grew(first, repeats))
                 return self.result()
             repeats = more
             judged = confirm(runs[WINNER], runs[DEFAULT], self.objective, self.threshold)
+        if repeats > first:
+            self.notes.append(notes.grew(first, repeats))
         return self.result(judged, best)
 
     def _more_repeats(self, judged: Any, repeats: int) -> int:

@@ -19,7 +19,7 @@ from tui.engine.tune.runs import noisy_runs, ran_count
 
 __all__ = ["Room", "Pace", "NOT_SCREENED", "NOT_RUN", "RAN_OUT_CONFIRMING", "confirmation_against_left",
            "unconfirmable", "budget_minutes", "budget_needed", "pace", "out_of_time", "ran_out_in", "unscreened",
-           "refused", "combined", "several_kinds", "confirmed_on_several_kinds", "grows", "noisy"]
+           "refused", "combined", "several_kinds", "confirmed_on_several_kinds", "grows", "grew", "noisy"]
 
 NOT_SCREENED = f"cut: not screened ({BUDGET_RAN_OUT})"
 """Why a candidate the budget left unscreened is out of the race."""
@@ -166,3 +166,9 @@ def confirmed_on_several_kinds(kinds: Sequence[str]) -> str:
 def grows(repeats: int, more: int) -> str:
     """The note that the confirmation, inconclusive after ``repeats`` processes a side, grows to ``more``."""
     return f"the confirmation is inconclusive after {repeats} + {repeats} processes: {more - repeats} more a side"
+
+
+def grew(first: int, repeats: int) -> str:
+    """The answer's one note for a confirmation that grew from ``first`` processes a side to ``repeats``."""
+    return (f"the confirmation was inconclusive after {first} + {first} processes and grew to {repeats} + {repeats}, "
+            "one wave at a time, while its interval still allowed a gain past the threshold")
