@@ -6,7 +6,7 @@ import dataclasses
 import io
 
 from tui.engine.options import RunOptions
-from tui.engine.tune.answer import CONFIRMED, NOTHING_BEATS, TuneResult
+from tui.engine.tune.answer import CONFIRMED, NOTHING_BEATS, Against, TuneResult, settled
 from tui.engine.tune.objective import Score
 from tui.engine.tune.search import Standing
 from tui.engine.tune.space import Candidate
@@ -278,3 +278,10 @@ def test_the_code_of_a_winner_that_autotunes_says_a_first_compile_draws_again():
         assert answer_json(result)["winner"]["code"]["autotunes"] is shown  # and the JSON says it too
         if shown:  # right above the code it is about
             assert lines[lines.index(AUTOTUNES_CODE) + 1] == "# as torch.compile's arguments:"
+
+
+def test_a_confirmation_grows_only_while_its_interval_still_allows_a_gain_past_the_threshold():
+    assert not settled(Against(1.02, 0.99, 1.05, "inconclusive"), 0.02)  # a gain past 2% is still possible
+    assert settled(Against(1.0, 0.97, 1.015, "inconclusive"), 0.02)  # ruled out: nothing beats it
+    assert settled(Against(1.05, 1.03, 1.07, "faster"), 0.02) and settled(Against(1.0, 0.8, 1.3, "noisy"), 0.02)
+    assert settled(Against(1.02, 0.99, 1.05, "inconclusive", ("a drift",)), 0.02)  # more processes keep the drift

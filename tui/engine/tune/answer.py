@@ -28,8 +28,8 @@ from tui.engine.tune.search import Standing
 
 __all__ = ["CONFIRM_REPEATS", "CONFIRM_MAX_REPEATS",
            "CONFIRMED", "NOTHING_BEATS", "NOTHING_MEASURED", "BUDGET_RAN_OUT", "UNCONFIRMED", "Against",
-           "Confirmation", "Progress", "TuneResult", "confirm", "outcome_of", "no_more_than", "faster_within",
-           "slower_within", "nothing_beats_text"]
+           "Confirmation", "Progress", "TuneResult", "confirm", "outcome_of", "no_more_than", "settled",
+           "faster_within", "slower_within", "nothing_beats_text"]
 
 CONFIRM_REPEATS = 3
 """Fresh processes of the winner, and as many of the default compile, interleaved."""
@@ -59,6 +59,13 @@ def no_more_than(against: Against, threshold: float) -> bool:
     band); "nothing beats the default by more than t" is a claim about the high end alone. A reading made
     inconclusive for a reason (a process's speedup that drifted: compare's rule) claims nothing."""
     return _plainly_inconclusive(against) and against.high is not None and against.high <= 1 + threshold
+
+
+def settled(against: Against, threshold: float) -> bool:
+    """Whether a confirmation reading ``against`` the default compile is settled, so more processes are not added:
+    it is not inconclusive; or inconclusive for a reason (a drift: the process stays in it, and keeps it so
+    whatever is added); or its interval already rules out a gain past ``threshold`` (:func:`no_more_than`)."""
+    return not _plainly_inconclusive(against) or no_more_than(against, threshold)
 
 
 def faster_within(against: Against, threshold: float) -> bool:

@@ -32,11 +32,10 @@ from tui.engine.options import RunOptions
 from tui.engine.status import RunStatus, ended_reason
 from tui.engine.store.results import RunRecord
 from tui.engine.store.run_ids import new_run_id
-from tui.engine.measure.verdict import INCONCLUSIVE
 from tui.engine.tune import notes
 from tui.engine.tune.answer import (
-    BUDGET_RAN_OUT, CONFIRM_MAX_REPEATS, CONFIRM_REPEATS, CONFIRMED, Progress, TuneResult, confirm, no_more_than,
-    outcome_of,
+    BUDGET_RAN_OUT, CONFIRM_MAX_REPEATS, CONFIRM_REPEATS, CONFIRMED, Progress, TuneResult, confirm, outcome_of,
+    settled,
 )  # fmt: skip
 from tui.engine.tune.durations import DurationModel
 from tui.engine.tune.listener import TuneListener
@@ -451,28 +450,22 @@ class TuneDriver:
         repeats = self.confirm_repeats
         if not await self._confirm_waves(confirm_waves(repeats, self.lanes), sides, runs):
             return self.result()
-        judged = confirm(runs[WINNER], runs[DEFAULT], self.objective, self.threshold)
+        judged: Any = confirm(runs[WINNER], runs[DEFAULT], self.objective, self.threshold)
         first = repeats
         while (more := self._more_repeats(judged, repeats)) > repeats:
             self.listener.note(notes.grows(repeats, more))  # live; the answer keeps one note for all the growth
             if not await self._confirm_waves(confirm_waves(more, self.lanes, first=repeats), sides, runs):
-                self.notes.append(notes.grew(first, repeats))
-                return self.result()
-            repeats = more
-            judged = confirm(runs[WINNER], runs[DEFAULT], self.objective, self.threshold)
+                judged = None  # a stop or the budget: no confirmation
+                break
+            repeats, judged = more, confirm(runs[WINNER], runs[DEFAULT], self.objective, self.threshold)
         if repeats > first:
             self.notes.append(notes.grew(first, repeats))
-        return self.result(judged, best)
+        return self.result(judged, best) if judged is not None else self.result()
 
     def _more_repeats(self, judged: Any, repeats: int) -> int:
-        """The processes a side the confirmation grows to: ``repeats`` (no more) unless it is inconclusive and its
-        interval still allows a gain of more than the threshold (:func:`~tui.engine.tune.answer.no_more_than`), under
-        :data:`CONFIRM_MAX_REPEATS`, and the added waves fit in the time left (a process a side; on a pool, a
-        matched pair for every two lanes). A noisy one does not grow, nor one inconclusive for a reason (a drift):
-        the process stays in it, and keeps it so whatever is added."""
-        reading = judged.vs_default
-        settled = reading.verdict != INCONCLUSIVE or bool(reading.reasons) or no_more_than(reading, self.threshold)
-        if settled or repeats >= self.max_confirm_repeats:
+        """The processes a side the confirmation grows to: ``repeats`` (no more) once it is :func:`settled` or at
+        its cap; else a process a side (on a pool, a matched pair for every two lanes) where those fit the time left."""
+        if settled(judged.vs_default, self.threshold) or repeats >= self.max_confirm_repeats:
             return repeats
         more = min(self.max_confirm_repeats, repeats + max(1, self.lanes // 2))
         cost = self._waves_cost(more, first=repeats)
