@@ -108,6 +108,29 @@ async def test_a_restart_opens_at_the_newest_stored_run_with_the_chart_on_it(mak
         assert title.startswith(f"iterations · {workload_label(newest.options)[:20]}"), title  # cut at 80 columns
 
 
+async def test_the_table_follows_the_loading_history_at_most_every_second_and_at_its_end(make_app, monkeypatch):
+    """Each follow draws every visible line anew: a chunk that comes within FOLLOW_EVERY_S of the last follow adds
+    its rows out of view, and the load's end brings the newest into view."""
+    from tui.app import previous_runs
+    from tui.app.components.results_table import history_cells
+    from tui.app.messages import HistoryLoaded
+    from tui.engine.store.history import History
+
+    monkeypatch.setattr(previous_runs, "FOLLOW_EVERY_S", 3600.0)
+    write_big_history(paths.history_file(), 60)
+    records = History(paths.history_file()).load()[0]
+    app = make_app(load_history=False)
+    async with app.run_test(size=(80, 24)) as pilot:
+        table = app.table
+        for part in (records[:20], records[20:]):
+            app.post_message(HistoryLoaded(part, [], [history_cells(r) for r in part], final=False))
+            await wait_until(pilot, lambda part=part: table.row_count == records.index(part[-1]) + 1, what="a chunk")
+        assert table.cursor_row == 19 and table.following  # the first chunk was followed, the second not yet
+        app.post_message(HistoryLoaded([], [], final=True))
+        await wait_until(pilot, lambda: table.cursor_row == 59, what="the newest row at the load's end")
+        await in_view(pilot, table, 59)
+
+
 async def test_a_cursor_moved_while_the_history_loads_stays_where_the_user_put_it(make_app):
     """Following the newest stored run stops once the user moves: a later chunk does not take the cursor away."""
     from tui.app.components.results_table import history_cells

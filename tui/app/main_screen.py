@@ -374,18 +374,21 @@ class MainScreen(Screen):
             self.table.show_history(show)  # one step, whatever the number of rows
             self.table.update_hint()
 
-    def add_history_rows(self, rows: Sequence[tuple[str, dict[str, Cell]]]) -> None:
-        """Previous runs' rows (a chunk from the history loader; cells made off the UI thread).
-
-        The table follows the newest stored run (the chunk's last: the history is oldest first) until this
-        session has runs of its own or the user moves the cursor: a user coming back has their latest runs
-        in view and the newest in the chart, not the oldest at the top of the history.
-        """
+    def add_history_rows(self, rows: Sequence[tuple[str, dict[str, Cell]]], follow: bool = True) -> None:
+        """Previous runs' rows (a chunk from the history loader; cells made off the UI thread); ``follow``: the
+        table follows the chunk's last (:meth:`follow_stored`)."""
         with self.app.batch_update():
             self.table.add_history(rows)
             self.table.update_hint()
-            if rows and len(self.lab.records) == len(self.lab.history_ids):
-                self.table.follow(rows[-1][0])
+            if rows and follow:
+                self.follow_stored(rows[-1][0])
+
+    def follow_stored(self, run_id: str) -> None:
+        """The table follows ``run_id``, the newest stored run so far (the history is oldest first), until this
+        session has runs of its own or the user moves the cursor: a user coming back has their latest runs in view
+        and the newest in the chart, not the oldest at the top of the history."""
+        if len(self.lab.records) == len(self.lab.history_ids):
+            self.table.follow(run_id)
 
     # ----- details --------------------------------------------------------------------
 

@@ -5,7 +5,8 @@ decoding costs about 0.5 ms a line). The thread also makes each row's cells from
 summary (:func:`history_cells`, ~0.1 ms a row), and posts a
 :class:`~tui.app.messages.HistoryLoaded` per chunk: the first :data:`FIRST_CHUNK` runs show
 within a moment, then :data:`CHUNK` at a time, each chunk costing the UI thread a few
-milliseconds; the next chunk is decoded once the previous one is drawn. Three things keep the
+milliseconds; the next chunk is decoded once the previous one is drawn. The table follows the newest row at
+most every :data:`FOLLOW_EVERY_S` and at the end. Three things keep the
 UI thread from waiting on the loader: the GIL is offered after every line and row (a thread
 that holds it runs 5 ms before it is asked to let go, and the UI thread needs it for every turn
 of its loop: 0.2 s stalls without), the objects made are frozen out of the cyclic GC
@@ -49,6 +50,12 @@ CHUNK = 400
 """Runs in each later chunk. 400, not 500: the gpu and node columns (issue 16) made a 500-run chunk cost the
 UI thread 72-75 ms under Python 3.10 and once 101 ms with the suite running, over the 100 ms budget the
 20,000-line test holds; 400 cost 37-57 ms there and the whole history still loaded in 11-12 s."""
+
+FOLLOW_EVERY_S = 1.0
+"""While the history loads, the table follows its newest row at most this often (and once more at the end): a
+follow brings new rows into view, every visible line drawn anew (45-60 ms of the UI thread at 160x48 on a slow
+2-core box), where rows added out of view cost the chunk's own 7-13 ms (docs/BENCHMARKS.md §12)."""
+
 
 def _freeze() -> None:
     """Keep the objects made so far (the app's and each chunk's) out of the collector's full collections.
@@ -108,6 +115,9 @@ class PreviousRuns:
         self._gc_lock = threading.Lock()
         self._closed = False
         """Set at exit (:meth:`unfreeze`): the loader freezes nothing after it."""
+        self._followed_at: float | None = None
+        self._unfollowed: str | None = None
+        """The newest stored run added since the table last followed one (followed at the end of the load)."""
 
     def load(self) -> None:
         """Read previous runs off the UI thread and post them chunk by chunk, then the problems."""
@@ -153,9 +163,16 @@ class PreviousRuns:
             return
         added = self.lab.add_history(message.records, table.is_history)
         if added:
-            self.screen().add_history_rows([(message.records[i].run_id, message.cells[i]) for i in added])
+            rows = [(message.records[i].run_id, message.cells[i]) for i in added]
+            now = time.monotonic()
+            follow = self._followed_at is None or now - self._followed_at >= FOLLOW_EVERY_S
+            self.screen().add_history_rows(rows, follow=follow)
+            self._followed_at, self._unfollowed = (now, None) if follow else (self._followed_at, rows[-1][0])
             if self.lab.baseline.rows:
                 self._refresh_baseline()  # earlier sessions' rows may compare with the baseline
+        if message.final and self._unfollowed is not None:
+            self.screen().follow_stored(self._unfollowed)
+            self._unfollowed = None
         if message.drawn is not None:
             self.app.call_after_refresh(message.drawn.set)
         if message.final and message.problems:
