@@ -222,3 +222,22 @@ def test_a_runs_first_row_traces_to_the_path_given_and_a_later_row_to_no_file_it
     args = argparse.Namespace(command="run", trace=str(tmp_path / "t.json"))
     row = RunRecord.new(RunOptions().validated())
     assert [trace_target(row, n, args) for n in (1, 2, 3)] == [tmp_path / "t.json", None, None]
+
+
+def test_a_sweeps_trace_never_replaces_a_file_in_the_folder_it_was_given(tmp_path):
+    """``sweep --trace DIR`` names its files: a name already there (the last sweep's trace, a file of the user's,
+    a link) gets ``-2``, ``-3``, ... and the file stays as it was."""
+    import argparse
+
+    from tui.cli.artifacts import trace_target
+
+    args = argparse.Namespace(command="sweep", trace=str(tmp_path))
+    row = RunRecord.new(RunOptions().validated())
+    first = trace_target(row, 1, args)
+    assert first.parent == tmp_path and first.name.startswith("01-") and first.suffix == ".json"
+    first.write_text("the user's notes")
+    second = trace_target(row, 1, args)
+    assert second == first.with_name(first.stem + "-2.json")
+    second.symlink_to(tmp_path / "nowhere")  # a dangling link takes its name too
+    assert trace_target(row, 1, args) == first.with_name(first.stem + "-3.json")
+    assert first.read_text() == "the user's notes"

@@ -5,7 +5,8 @@ After the runs (:func:`report_artifacts`, called by :mod:`tui.cli.run` after the
 * ``--trace PATH``: each traced run wrote ``trace.json`` into its data folder (the worker, from the
   profile pass); it is copied to PATH for ``run`` (a file: its first row's; a later row, one GPU kind's
   of ``--each-gpu-kind``, says where its own is kept), or into the directory PATH for ``sweep``
-  as ``NN-<workload>-<options>.json``, NN the configuration's row in the results table. Written like
+  as ``NN-<workload>-<options>.json``, NN the configuration's row in the results table (``-2``, ``-3``, ...
+  where the name is taken: nothing in the folder is replaced). Written like
   the exports (a temporary file renamed; never through a link, onto a device or into compile-lab's
   data). A traced run that ended without a trace is an error (exit 1) and says why.
 * ``--torch-trace``: each run's TORCH_TRACE directory is printed; with ``--tlparse`` tlparse makes
@@ -17,6 +18,7 @@ After the runs (:func:`report_artifacts`, called by :mod:`tui.cli.run` after the
 from __future__ import annotations
 
 import argparse
+import os
 import re
 import shutil
 from pathlib import Path
@@ -40,15 +42,19 @@ def _slug(text: str) -> str:
 def trace_target(row: RunRecord, number: int, args: argparse.Namespace) -> Path | None:
     """Where row ``number``'s trace goes: PATH for ``run``'s first row (None for a later one, such as a row of
     ``--each-gpu-kind``'s: PATH names one file, and no other name was given to write), ``PATH/NN-<workload>-
-    <options>.json`` for ``sweep``."""
+    <options>.json`` for ``sweep``. The user named PATH's folder, not its files: where that name is taken (an
+    earlier sweep's trace, a file of theirs), ``-2``, ``-3``, ... makes it new, and nothing there is replaced."""
     if args.command != "sweep":
         return Path(args.trace) if number == 1 else None
     options = row.options
     workload = Path(options.workload.partition(":")[0]).stem if ":" in options.workload else options.workload
     params = "-".join(f"{k}={v}" for k, v in sorted(options.params.items()))
-    return (
-        Path(args.trace) / f"{number:02d}-{_slug('-'.join(p for p in (workload, params, options.label()) if p))}.json"
-    )
+    stem = f"{number:02d}-{_slug('-'.join(p for p in (workload, params, options.label()) if p))}"
+    target, more = Path(args.trace) / f"{stem}.json", 1
+    while os.path.lexists(target):
+        more += 1
+        target = Path(args.trace) / f"{stem}-{more}.json"
+    return target
 
 
 def _copy(source: str, target: Path) -> None:
