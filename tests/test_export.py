@@ -168,10 +168,26 @@ def test_default_export_paths(compile_lab_home):
 
 
 def test_file_modes(tmp_path):
+    import os
+
     fresh = write_csv([_record()], tmp_path / "fresh.csv")
-    assert fresh.stat().st_mode & 0o777 == 0o644  # not mkstemp's 0600
+    assert fresh.stat().st_mode & 0o777 == 0o666 & ~_current_umask()  # as open() makes it, not mkstemp's 0600
+    before = os.umask(0o077)  # a user who keeps their files private
+    try:
+        kept = write_csv([_record()], tmp_path / "kept.csv")
+    finally:
+        os.umask(before)
+    assert kept.stat().st_mode & 0o777 == 0o600
     private = tmp_path / "private.csv"
     private.write_text("old")
     private.chmod(0o600)
     write_csv([_record()], private)
     assert private.stat().st_mode & 0o777 == 0o600  # a replaced file keeps its mode
+
+
+def _current_umask() -> int:
+    import os
+
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask

@@ -10,6 +10,7 @@ file is ever replaced (:class:`ExportTargetError` for anything else, a link incl
 from __future__ import annotations
 
 import io
+import logging
 import os
 import tempfile
 from collections.abc import Iterator
@@ -20,6 +21,8 @@ from typing import IO, Any
 from tui.engine.input_file import file_kind
 
 __all__ = ["ExportError", "ExportTargetError", "ALLOWED_TARGET", "existing_regular", "atomic_writer", "cause"]
+
+logger = logging.getLogger(__name__)
 
 
 class ExportError(Exception):
@@ -81,6 +84,21 @@ def cause(exc: BaseException) -> str:
     return " ".join(str(exc).split()) or type(exc).__name__
 
 
+def _umask() -> int:
+    """The process's umask, read without changing it where Linux shows it (``/proc/self/status``); elsewhere set and
+    put back at once (``os.umask`` only reads by writing)."""
+    try:
+        with open("/proc/self/status", encoding="ascii", errors="replace") as status:
+            for line in status:
+                if line.startswith("Umask:"):
+                    return int(line.split()[1], 8)
+    except (OSError, ValueError, IndexError) as exc:
+        logger.debug("the umask is not in /proc/self/status", exc_info=exc)
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
 @contextmanager
 def atomic_writer(path: str | os.PathLike[str], *, newline: str | None = "",
                   failures: tuple[type[BaseException], ...] = (OSError,)) -> Iterator[IO[str]]:
@@ -99,14 +117,14 @@ def atomic_writer(path: str | os.PathLike[str], *, newline: str | None = "",
         raise ExportError(f"cannot write {target}: directory {directory} does not exist")
     existing = existing_regular(target)
     try:
-        mode = existing.st_mode & 0o777 if existing is not None else 0o644
+        mode = existing.st_mode & 0o777 if existing is not None else 0o666 & ~_umask()
         fd, temp_name = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=directory)
     except OSError as exc:
         raise ExportError(f"cannot write {target}: {cause(exc)}") from exc
     try:
-        os.fchmod(fd, mode)  # mkstemp makes 0600; an export should read like any other file
-    except OSError:
-        pass
+        os.fchmod(fd, mode)  # mkstemp makes 0600; a new file gets what open() would give it, a replaced one its own
+    except OSError as exc:  # the file is still written, with mkstemp's 0600: private, never more open
+        logger.warning("could not give %s the mode %o", target, mode, exc_info=exc)
     raw = _FdWriter(fd)
     stream = io.TextIOWrapper(io.BufferedWriter(raw), encoding="utf-8", newline=newline)
     try:
