@@ -24,7 +24,7 @@ from rich.text import Text
 from tui.app.components.result_cells import Cell
 from tui.present.format import MISSING, VERDICT_STYLES
 from tui.engine.compare import MATCH_FIELDS, CompareSettings, Pair, PairResult, pair_up
-from tui.engine.compare.judge import judge_pair
+from tui.engine.compare.judge import COMPARED, judge_pair
 from tui.engine.compare.matching import field_values
 from tui.engine.store.results import RunRecord
 from tui.engine.measure.verdict import FASTER, NO_CHANGE, SLOWER
@@ -95,7 +95,7 @@ def vs_base_words(result: PairResult | None) -> tuple[str, str]:
     """The column's text and style: ``+6.8% slower``, ``-12% faster``, ``~ no change``, ``noisy``, ..."""
     if result is None:
         return MISSING, "dim"
-    if result.status != "compared" or result.verdict is None:
+    if result.status != COMPARED or result.verdict is None:
         return "not compared", "dim"
     verdict = result.verdict
     style = VERDICT_STYLES.get(verdict, "")

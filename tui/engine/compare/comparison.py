@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-from tui.engine.compare.judge import CompareSettings, PairResult, UnmatchedRow, judge_pair, unmatched_row
+from tui.engine.compare.judge import COMPARED, CompareSettings, PairResult, UnmatchedRow, judge_pair, unmatched_row
 from tui.engine.compare.matching import pair_up
 from tui.engine.store.results import RunRecord
 from tui.engine.measure.verdict import VERDICTS
@@ -21,14 +21,14 @@ def failure_line(name: str, pair: PairResult, settings: CompareSettings) -> str 
     if not pair.fails:
         return None
     gated = pair.change(pair.metric)
-    if pair.broke and pair.status != "compared":
+    if pair.broke and pair.status != COMPARED:
         return f"{name}: {pair.status} where the baseline measured (a configuration that stopped working)"
     if pair.broke:
         total = pair.new_failed + pair.new_processes
         return f"{name}: {pair.new_failed} of NEW's {total} processes failed, where none of the baseline's did"
     if pair.accuracy_broke:
         return f"{name}: the compiled output failed the accuracy check, where the baseline's passed"
-    if pair.status != "compared":
+    if pair.status != COMPARED:
         return f"{name}: {pair.status} (--strict)"
     if pair.verdict == "slower" and gated is not None and gated.slowdown is not None:  # the only slower that fails
         return f"{name}: {gated.metric} slower by {gated.slowdown:.1%} (above --fail-above {settings.fail_above:g}%)"
@@ -72,7 +72,7 @@ class Comparison(JsonRecord):
     def counts(self) -> dict[str, int]:
         """How many pairs got each verdict (verdict order), then ``not compared`` and ``unmatched``."""
         counts = {word: sum(p.verdict == word for p in self.pairs) for word in VERDICTS}
-        counts["not compared"] = sum(p.status != "compared" for p in self.pairs)
+        counts["not compared"] = sum(p.status != COMPARED for p in self.pairs)
         counts["unmatched"] = len(self.unmatched)
         return {word: count for word, count in counts.items() if count}
 
