@@ -71,7 +71,7 @@ def test_the_report_renders_one_forest_mark_per_configuration(export, tmp_path, 
     assert "wrote" in err and "(3 configuration(s) in 5 rows from 7 run(s))" in err
     page = out.read_text(encoding="utf-8")
     forest = _forest(page)
-    rows = gather_report(load_runs([str(export)])[0], configuration=config_key).rows
+    rows = gather_report(load_runs([str(export)]).records, configuration=config_key).rows
     assert len(rows) == 5 and [len(r.processes) for r in rows] == [1, 1, 3, 1, 1]
     marks = _marks(forest, "forest-row-")
     assert sorted(marks) == sorted(f"forest-row-{r.number}" for r in rows if r.speedup is not None)
@@ -197,11 +197,11 @@ def test_history_selections_pick_runs_and_groups(export, tmp_path, capsys):
     records = _records()
     for record in records:
         history.append(record)
-    picked, problems, _ = load_runs(["history:20261201-101010-aaaaaa,20250101-000000-lbound"])
+    picked, problems, _, _ = load_runs(["history:20261201-101010-aaaaaa,20250101-000000-lbound"])
     assert len(picked) == 4 and problems == []  # a group id names all three processes
-    picked, _, _ = load_runs(["session:last"])  # the fakes' full records share one session
+    picked, _, _, _ = load_runs(["session:last"])  # the fakes' full records share one session
     assert sorted(r.run_id for r in picked) == sorted(r.run_id for r in records if r.session_id)
-    picked, problems, origins = load_runs([str(export), "history:20250101-000000-lbound"])
+    picked, problems, origins, _ = load_runs([str(export), "history:20250101-000000-lbound"])
     assert len(picked) == 7 and any("more than once" in p for p in problems)
     assert set(origins.values()) == {str(export)}  # each run is its first argument's: the second added none
     out = tmp_path / "h.html"
@@ -220,11 +220,12 @@ def test_two_files_of_one_configuration_name_their_file_in_each_row(tmp_path, ca
     write_json(records, base)
     again = [dataclasses.replace(r, run_id="20261202-101010-bbbbbb") for r in records]
     write_json(again, new)
-    picked, _, origins = load_runs([str(base), str(new)])
+    picked, _, origins, _ = load_runs([str(base), str(new)])
     rows = gather_report(picked, configuration=config_key, origins=origins).rows
     labels = row_labels(rows)
     assert labels[0].endswith(f"(from {base})") and labels[1].endswith(f"(from {new})"), labels
-    one = gather_report(*load_runs([str(base)])[:1], configuration=config_key, origins=load_runs([str(base)])[2])
+    alone = load_runs([str(base)])
+    one = gather_report(alone.records, configuration=config_key, origins=alone.origins)
     assert not row_labels(one.rows)[0].endswith(")")  # one source: nothing to tell apart
 
 
@@ -235,7 +236,7 @@ def test_a_run_whose_samples_are_gone_keeps_its_row_and_its_boxes(tmp_path, caps
         history.append(record)
     os.unlink(history.samples_path(history.load()[0][0]))
     selection = "history:" + ",".join(r.run_id for r in records)
-    stored, _, _ = load_runs([selection])
+    stored, _, _, _ = load_runs([selection])
     rows = gather_report(stored, configuration=config_key).rows
     assert rows[0].samples_note and "samples" in rows[0].samples_note and rows[0].speedup is not None
     assert rows[1].samples_note is None

@@ -10,8 +10,7 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Sequence
-from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from tui.cli.outputs import check_outputs, selection_inputs
 from tui.cli.parse import PROG, UsageError, problem_warnings
@@ -21,7 +20,7 @@ if TYPE_CHECKING:
     from tui.engine.store.results import RunRecord
     from tui.present.tune_json import StoredAnswer
 
-__all__ = ["add_report_parser", "cmd_report", "load_runs", "tune_answers"]
+__all__ = ["add_report_parser", "cmd_report", "load_runs", "Loaded"]
 
 
 def add_report_parser(sub: Any) -> None:
@@ -45,52 +44,51 @@ def _check_output(args: argparse.Namespace) -> None:
     check_outputs(args, (("-o", "output"),), selection_inputs(("one of the RUNS", text) for text in args.runs))
 
 
-def load_runs(texts: Sequence[str]) -> tuple[list[RunRecord], list[str], dict[str, str]]:
-    """The runs of every RUNS argument (``compile-lab compare``'s selections), in order, each run once;
-    the problems met reading them; and each run's argument (run id -> the text that selected it first).
-    UsageError (one line) for an argument that cannot be read."""
-    from tui.engine.compare.selection import SelectionError, each_run_once, load_selection, parse_selection
+class Loaded(NamedTuple):
+    """What the RUNS arguments hold (:func:`load_runs`)."""
 
-    records: list[RunRecord] = []
-    problems: list[str] = []
-    origins: dict[str, str] = {}
+    records: list[RunRecord]
+    """Every run, in order, each once."""
+    problems: list[str]
+    """The problems met reading them (the runs', then the answers')."""
+    origins: dict[str, str]
+    """Each run's argument: run id -> the text that selected it first."""
+    answers: list[StoredAnswer | str]
+    """The searches' answers among them (the ``tune`` object of a ``tune --json`` export) and, for a ``tune:``
+    selection, its text: the history keeps a search's runs, not its answer."""
+
+
+def load_runs(texts: Sequence[str]) -> Loaded:
+    """The runs of every RUNS argument (``compile-lab compare``'s selections) and the searches' answers, each
+    export read once. UsageError (one line) for an argument that cannot be read; an answer that cannot be read is
+    a problem."""
+    from tui.engine.compare.selection import SelectionError, each_run_once, load_selection, parse_selection, read_export
+    from tui.present.tune_json import stored_answer
+
+    loaded = Loaded([], [], {}, [])
+    answer_problems: list[str] = []
     seen: set[str] = set()
     for text in texts:
         try:
-            found, found_problems = load_selection(parse_selection(text))
+            selection = parse_selection(text)
+            export = read_export(selection) if selection.kind == "file" else None
+            found, found_problems = load_selection(selection, export=export)
         except SelectionError as exc:
             raise UsageError(f"RUNS: {exc}") from None
-        found, repeated = each_run_once(found, seen)
-        records += found
-        origins.update((record.run_id, text) for record in found)
-        problems += found_problems + repeated
-    return records, list(dict.fromkeys(problems)), origins
-
-
-def tune_answers(texts: Sequence[str]) -> tuple[list[StoredAnswer | str], list[str]]:
-    """The searches' answers among the RUNS (the ``tune`` object of a ``tune --json`` export) and, for each
-    ``tune:`` selection, its text (the history keeps a search's runs, not its answer); and the problems: a file
-    whose answer cannot be read (each file was read once already, by :func:`load_runs`)."""
-    from tui.engine.compare.selection import parse_selection
-    from tui.engine.input_file import InputFileError, JSONError, load_json, read_regular
-    from tui.present.tune_json import stored_answer
-
-    answers: list[StoredAnswer | str] = []
-    problems: list[str] = []
-    for text in texts:
-        selection = parse_selection(text)
         if selection.kind == "tune":
-            answers.append(text)
-        if selection.kind != "file":
-            continue
+            loaded.answers.append(text)
         try:
-            answer = stored_answer(load_json(read_regular(Path(selection.path))), text)
-        except (OSError, InputFileError, JSONError, ValueError) as exc:
-            problems.append(f"{text}: the search's answer cannot be read ({exc})")
-            continue
-        if answer is not None:
-            answers.append(answer)
-    return answers, problems
+            answer = stored_answer(export, text) if export is not None else None
+        except ValueError as exc:
+            answer_problems.append(f"{text}: the search's answer cannot be read ({exc})")
+        else:
+            loaded.answers.extend([answer] if answer is not None else [])
+        found, repeated = each_run_once(found, seen)
+        loaded.records.extend(found)
+        loaded.origins.update((record.run_id, text) for record in found)
+        loaded.problems.extend(found_problems + repeated)
+    loaded.problems[:] = list(dict.fromkeys(loaded.problems)) + answer_problems
+    return loaded
 
 
 def cmd_report(args: argparse.Namespace) -> int:
@@ -109,14 +107,13 @@ def cmd_report(args: argparse.Namespace) -> int:
         require_matplotlib()
     except MatplotlibMissing as exc:
         raise UsageError(str(exc)) from None
-    records, problems, origins = load_runs(args.runs)
-    answers, found = tune_answers(args.runs)
-    problems += found
-    for line in problem_warnings(problems, "the runs (listed in the report)"):
+    loaded = load_runs(args.runs)
+    for line in problem_warnings(loaded.problems, "the runs (listed in the report)"):
         _say(line)
-    data = gather_report(records, sources=args.runs, problems=problems, configuration=config_key, origins=origins)
+    data = gather_report(loaded.records, sources=args.runs, problems=loaded.problems, configuration=config_key,
+                         origins=loaded.origins)
     try:
-        path = write_report(data, args.output, answers)
+        path = write_report(data, args.output, loaded.answers)
     except ExportError as exc:
         _say(f"{PROG}: error: -o: {exc}")
         return 1

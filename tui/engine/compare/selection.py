@@ -41,8 +41,8 @@ from tui.engine.store.stored_options import upgrade_tf32_run
 from tui.engine.measure.summary import check_stored_times
 from tui.typed import printable
 
-__all__ = ["Selection", "SelectionError", "SessionRuns", "parse_selection", "load_selection", "pick_from_history",
-           "each_run_once", "sessions", "session_runs", "SELECTION_HELP", "HISTORY_SELECTION_HELP"]
+__all__ = ["Selection", "SelectionError", "SessionRuns", "parse_selection", "load_selection", "read_export",
+           "pick_from_history", "each_run_once", "sessions", "session_runs", "SELECTION_HELP", "HISTORY_SELECTION_HELP"]
 
 HISTORY_SELECTION_HELP = ("history:RUNID[,RUNID...], session:ID, session:last[-N], tune:ID, tune:last[-N], or "
                           "since:DATE[..DATE] (UTC, YYYY-MM-DD[THH:MM[:SS]])")
@@ -167,7 +167,9 @@ def session_runs(records: list[RunRecord], field: str = "session_id") -> list[Se
             for session, count in sessions(records, field)]  # fmt: skip
 
 
-def _from_file(selection: Selection) -> tuple[list[RunRecord], list[str]]:
+def read_export(selection: Selection) -> dict[str, Any]:
+    """The JSON export a file selection names, read and parsed once (its ``runs`` a list); SelectionError (one
+    line) when it cannot be read or is no export."""
     path = Path(selection.path)
     where = _shown(selection.path)
     allowed = f"(allowed: {SELECTION_HELP})"
@@ -185,6 +187,12 @@ def _from_file(selection: Selection) -> tuple[list[RunRecord], list[str]]:
     if not isinstance(data, dict) or not isinstance(data.get("runs"), list):
         raise SelectionError(f"{where}: not a compile-lab JSON export (no \"runs\" list; allowed: the file of "
                              "--json or the app's export)")
+    return data
+
+
+def _from_file(selection: Selection, data: dict[str, Any]) -> tuple[list[RunRecord], list[str]]:
+    """The runs of an export (:func:`read_export`'s ``data``) and the problems met decoding them."""
+    where = _shown(selection.path)
     records, problems = [], []
     for number, item in enumerate(data["runs"], 1):
         try:
@@ -298,10 +306,12 @@ def each_run_once(records: list[RunRecord], seen: set[str] | None = None) -> tup
     return kept, problems
 
 
-def load_selection(selection: Selection, history: History | None = None) -> tuple[list[RunRecord], list[str]]:
-    """The runs a selection names (samples read on demand), each run once, and the problems met reading them."""
+def load_selection(selection: Selection, history: History | None = None,
+                   export: dict[str, Any] | None = None) -> tuple[list[RunRecord], list[str]]:
+    """The runs a selection names (samples read on demand), each run once, and the problems met reading them.
+    ``export``: a file selection's data, when the caller read it already (:func:`read_export`)."""
     if selection.kind == "file":
-        records, problems = _from_file(selection)
+        records, problems = _from_file(selection, read_export(selection) if export is None else export)
         if not records:
             raise SelectionError(f"{_shown(selection.text)}: the export holds no run")
     else:
