@@ -18,7 +18,6 @@ After the runs (:func:`report_artifacts`, called by :mod:`tui.cli.run` after the
 from __future__ import annotations
 
 import argparse
-import os
 import re
 import shutil
 from pathlib import Path
@@ -44,17 +43,15 @@ def trace_target(row: RunRecord, number: int, args: argparse.Namespace) -> Path 
     ``--each-gpu-kind``'s: PATH names one file, and no other name was given to write), ``PATH/NN-<workload>-
     <options>.json`` for ``sweep``. The user named PATH's folder, not its files: where that name is taken (an
     earlier sweep's trace, a file of theirs), ``-2``, ``-3``, ... makes it new, and nothing there is replaced."""
+    from tui.engine.store.export import free_suffix
+
     if args.command != "sweep":
         return Path(args.trace) if number == 1 else None
     options = row.options
     workload = Path(options.workload.partition(":")[0]).stem if ":" in options.workload else options.workload
     params = "-".join(f"{k}={v}" for k, v in sorted(options.params.items()))
-    stem = f"{number:02d}-{_slug('-'.join(p for p in (workload, params, options.label()) if p))}"
-    target, more = Path(args.trace) / f"{stem}.json", 1
-    while os.path.lexists(target):
-        more += 1
-        target = Path(args.trace) / f"{stem}-{more}.json"
-    return target
+    stem = Path(args.trace) / f"{number:02d}-{_slug('-'.join(p for p in (workload, params, options.label()) if p))}"
+    return Path(f"{stem}{free_suffix(lambda suffix: [Path(f'{stem}{suffix}.json')])}.json")
 
 
 def _copy(source: str, target: Path) -> None:

@@ -57,6 +57,7 @@ __all__ = [
     "write_raw_csv",
     "default_export_paths",
     "export_files",
+    "free_suffix",
     "ours",
     "ExportFormat",
     "EXPORT_FORMATS",
@@ -333,14 +334,24 @@ def default_export_paths(now: datetime | float | None = None, directory: Path | 
             directory.mkdir(parents=True, exist_ok=True)
         except OSError as exc:
             raise ExportError(f"cannot create {directory}: {cause(exc)}") from exc
-    stem = "compile-lab-" + moment.astimezone(timezone.utc).strftime("%Y%m%d-%H%M%S")
+    stem = directory / ("compile-lab-" + moment.astimezone(timezone.utc).strftime("%Y%m%d-%H%M%S"))
+
+    def named(suffix: str) -> dict[str, Path]:
+        return export_files(stem.with_name(stem.name + suffix))
+
+    return named(free_suffix(lambda suffix: named(suffix).values()))
+
+
+def free_suffix(names: Callable[[str], Iterable[Path]]) -> str:
+    """The first of ``""``, ``-2``, ``-3``, ... for which none of ``names(suffix)`` is taken (a link, even one that
+    leads nowhere, takes its name): a folder the user named gets new files, nothing in it replaced. After 999
+    tries, the last (its writing then refuses what is there)."""
     suffix = ""
     for attempt in range(1, 1000):
         suffix = "" if attempt == 1 else f"-{attempt}"
-        candidate = export_files(directory / f"{stem}{suffix}")
-        if not any(p.exists() for p in candidate.values()):
-            return candidate
-    return candidate
+        if not any(os.path.lexists(path) for path in names(suffix)):
+            break
+    return suffix
 
 
 @dataclass(frozen=True)
