@@ -11,10 +11,8 @@ modes' options, as :class:`SearchPlan`.
 
 from __future__ import annotations
 
-import math
-
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -48,30 +46,29 @@ def parse_budget(text: str) -> float:
 
 def parse_calls(value: int | str | None) -> int | None:
     """The calls a job makes (an integer from 1 to :data:`CALLS_MAX`; empty text: None); OptionsError otherwise."""
-    if value is None or (isinstance(value, str) and not value.strip()):
-        return None
-    try:
-        calls = int(str(value).strip()) if isinstance(value, str) else int(value)
-    except ValueError:
-        calls = 0
-    if not 1 <= calls <= CALLS_MAX:
-        raise OptionsError("calls", f"{str(value).strip()} is not allowed (allowed: an integer from 1 to {CALLS_MAX})")
-    return calls
+    return _parsed(value, int, lambda calls: 1 <= calls <= CALLS_MAX, "calls",
+                   f"an integer from 1 to {CALLS_MAX}")
 
 
 def parse_memory(value: float | str | None) -> float | None:
     """A peak-memory limit in GB (a number above 0 and at most :data:`MEMORY_MAX_GB`; empty text: None);
     OptionsError otherwise."""
+    return _parsed(value, float, lambda gb: 0 < gb <= MEMORY_MAX_GB, "max_memory",  # NaN fails it
+                   f"a number of GB above 0 and at most {MEMORY_MAX_GB:g}")
+
+
+def _parsed(value: Any, convert: Callable[[Any], Any], fits: Callable[[Any], bool], field: str, allowed: str) -> Any:
+    """``value`` as typed (text is stripped first) converted and in range; None for no value or empty text;
+    OptionsError naming ``field`` and what is ``allowed`` otherwise."""
     if value is None or (isinstance(value, str) and not value.strip()):
         return None
     try:
-        gb = float(str(value).strip()) if isinstance(value, str) else float(value)
+        number = convert(value.strip() if isinstance(value, str) else value)
     except ValueError:
-        gb = math.nan
-    if not 0 < gb <= MEMORY_MAX_GB:  # NaN fails both
-        raise OptionsError("max_memory", f"{str(value).strip()} is not allowed (allowed: a number of GB above 0 and "
-                                         f"at most {MEMORY_MAX_GB:g})")
-    return gb
+        number = None
+    if number is None or not fits(number):
+        raise OptionsError(field, f"{str(value).strip()} is not allowed (allowed: {allowed})")
+    return number
 
 
 @dataclass(frozen=True)
