@@ -118,6 +118,8 @@ class PreviousRuns:
         self._followed_at: float | None = None
         self._unfollowed: str | None = None
         """The newest stored run added since the table last followed one (followed at the end of the load)."""
+        self.done = False
+        """Whether the load's last message is handled: every stored row is in the table and followed."""
 
     def load(self) -> None:
         """Read previous runs off the UI thread and post them chunk by chunk, then the problems."""
@@ -173,6 +175,8 @@ class PreviousRuns:
         if message.final and self._unfollowed is not None:
             self.screen().follow_stored(self._unfollowed)
             self._unfollowed = None
+        if message.final:
+            self.done = True
         if message.drawn is not None:
             self.app.call_after_refresh(message.drawn.set)
         if message.final and message.problems:
