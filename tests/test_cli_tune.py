@@ -115,9 +115,13 @@ def test_a_search_through_the_fake_worker_confirms_the_winner_and_prints_valid_c
     assert answer["confirmation"]["processes"] == [3, 3]
     standings = {c["name"]: c["standing"] for c in answer["candidates"]}
     assert standings["cpp_wrapper=True"].startswith("out: failed: compile failed")
-    # the closing line names the selector, and compare and report take it
+    # the closing line names the selector compare takes, and the JSON file whose page has the answer
     (tune_id,) = tune_ids
-    assert out.splitlines()[-1].endswith(f"as tune:{tune_id} (compile-lab report tune:{tune_id} -o tune.html)")
+    lines = out.splitlines()
+    closing = " ".join(line.strip() for line in lines[next(n for n, line in enumerate(lines)
+                                                           if line.startswith("tune id ")):])  # folded at 80
+    assert closing.endswith(f"compare selects them from the history as tune:{tune_id}; compile-lab report {out_json} "
+                            f"-o tune.html makes its page with the answer"), closing
     capsys.readouterr()
     assert cli.main(["compare", f"tune:{tune_id}", "tune:last", "--csv", str(tmp_path / "c.csv")]) == 0
     compared = list(csv.DictReader((tmp_path / "c.csv").open()))

@@ -285,3 +285,22 @@ def test_a_confirmation_grows_only_while_its_interval_still_allows_a_gain_past_t
     assert settled(Against(1.0, 0.97, 1.015, "inconclusive"), 0.02)  # ruled out: nothing beats it
     assert settled(Against(1.05, 1.03, 1.07, "faster"), 0.02) and settled(Against(1.0, 0.8, 1.3, "noisy"), 0.02)
     assert settled(Against(1.02, 0.99, 1.05, "inconclusive", ("a drift",)), 0.02)  # more processes keep the drift
+
+
+def test_the_closing_line_says_where_the_runs_are_kept_and_which_page_has_the_answer():
+    """The history keeps the runs and no answer: the page with the answer is the ``--json`` file's; a search run
+    with ``--no-history`` names no selector that finds nothing."""
+    from tui.present.tune_answer import closing_line
+
+    result = dataclasses.replace(_stopped(Score(3.04, 2.98, 3.10, 1)), runs=3, elapsed_s=12.0)
+    stored = closing_line(result)
+    assert stored.endswith("history as tune:01JTUNE (compile-lab report tune:01JTUNE -o tune.html makes a page of its "
+                           "runs)")
+    exported = closing_line(result, "my runs/t.json")
+    assert exported.endswith("compare selects them from the history as tune:01JTUNE; compile-lab report "
+                             "'my runs/t.json' -o tune.html makes its page with the answer")
+    alone = closing_line(result, "t.json", stored=False)
+    assert "tune:" not in alone.split(":", 1)[1] and "not stored in the history; compile-lab report t.json" in alone
+    nowhere = closing_line(result, stored=False)
+    assert "tune:" not in nowhere.split(":", 1)[1] and nowhere.endswith("not stored in the history (--no-history) and "
+                                                                        "not exported")

@@ -155,7 +155,8 @@ async def _tune(args: argparse.Namespace, settings: tuple[RunOptions, Objective,
         if result.cut_before_measuring and not stopped_before:
             err.print(f"{PROG}: error: budget: {_cut_text(args.budget)}", markup=False, highlight=False)
             return 2
-        print_answer(result, Console(file=out.as_io(), soft_wrap=True), plan.modes, quiet=args.quiet)
+        print_answer(result, Console(file=out.as_io(), soft_wrap=True), plan.modes, quiet=args.quiet,
+                     kept=(None if export_failed else args.json, history is not None))
     for stream in (out, err_file):
         stream.let_go()
     if stopped_by:

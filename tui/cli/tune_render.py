@@ -91,8 +91,9 @@ def _name_cell(name: str, width: int) -> str:
 
 
 def print_answer(result: TuneResult, console: Any, modes: Mapping[str, Mapping[str, Any]] | None = None,
-                 quiet: bool = False) -> None:
-    """The answer: the outcome, the code, the figures, the runner-up table and the notes."""
+                 quiet: bool = False, kept: tuple[str | None, bool] = (None, True)) -> None:
+    """The answer: the outcome, the code, the figures, the runner-up table and the notes, then where the runs are
+    kept (``kept``: the ``--json`` file or None, and whether the history has them: :func:`closing_line`)."""
     from rich.table import Table
 
     from tui.present.fold_text import WholeWordText
@@ -121,4 +122,4 @@ def print_answer(result: TuneResult, console: Any, modes: Mapping[str, Mapping[s
     console.print(table)
     for note in result.confirmation.notes if result.confirmation else ():
         _say_folded(console, f"note: {note}")
-    _say_folded(console, closing_line(result))
+    _say_folded(console, closing_line(result, *kept))

@@ -6,6 +6,8 @@ The CLI prints these lines (``compile-lab tune``'s stdout, its table drawn by ri
 
 from __future__ import annotations
 
+import shlex
+
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -298,13 +300,22 @@ def _noise_lines(against: Against) -> list[str]:
     return [f"    noisy: {reason}" for reason in against.reasons] or ["    noisy: no reason was given"]
 
 
-def closing_line(result: TuneResult) -> str:
-    """How many runs, how long, and how ``compare`` and ``report`` select them from the history."""
+def closing_line(result: TuneResult, json_file: str | None = None, stored: bool = True) -> str:
+    """How many runs, how long, and where they are kept: the history's ``tune:ID`` for ``compare`` and ``report``
+    (``stored``), and ``json_file`` (``--json``), whose page alone carries the answer (the history keeps none), so
+    the page it names is that file's where there is one."""
     took = f" in {fmt_seconds(result.elapsed_s)} s" if not result.stopped_runs else \
         f", {fmt_seconds(result.elapsed_s)} s in all"  # after "1 stopped", "in 19.8 s" read as that run's time
-    return (f"tune id {result.tune_id}: {runs_text(result.runs, result.stopped_runs)}{took}; compare and "
-            f"report select them from the history as tune:{result.tune_id} (compile-lab report "
-            f"tune:{result.tune_id} -o tune.html)")
+    head = f"tune id {result.tune_id}: {runs_text(result.runs, result.stopped_runs)}{took}; "
+    selection = f"tune:{result.tune_id}"
+    if json_file is not None:
+        page = f"compile-lab report {shlex.quote(json_file)} -o tune.html makes its page with the answer"
+        where = f"compare selects them from the history as {selection}; " if stored else "not stored in the history; "
+        return head + where + page
+    if not stored:
+        return head + "not stored in the history (--no-history) and not exported"
+    return (head + f"compare and report select them from the history as {selection} (compile-lab report {selection} "
+            f"-o tune.html makes a page of its runs)")
 
 
 def answer_lines(result: TuneResult, modes: Mapping[str, Mapping[str, Any]] | None = None) -> list[tuple[str, bool]]:
