@@ -101,3 +101,27 @@ def test_the_link_check_can_fail(tmp_path):
         "README.md: docs/A.md#nope (no such heading)",
         "README.md: ../elsewhere.md (outside the repository)",
     ]
+
+
+def _undocumented_flags(readme: str) -> list[str]:
+    """Each command's options (``--help`` aside) of which the README names no long spelling: a new option's flag
+    is written down where a user reads the commands, not only in ``--help``."""
+    from tui.cli import build_parser
+
+    commands = build_parser()._subparsers._group_actions[0].choices  # type: ignore[union-attr]
+    missing = []
+    for name, command in commands.items():
+        for action in command._actions:
+            spellings = [flag for flag in action.option_strings if flag.startswith("--") and flag != "--help"]
+            if spellings and not any(re.search(re.escape(flag) + r"(?![\w-])", readme) for flag in spellings):
+                missing.append(f"{name} {spellings[0]}")
+    return missing
+
+
+def test_the_readme_names_every_flag_of_every_command():
+    assert _undocumented_flags((ROOT / "README.md").read_text()) == []
+
+
+def test_the_flag_check_can_fail():
+    readme = (ROOT / "README.md").read_text().replace("--noise-limit", "--n-limit")
+    assert {"run --noise-limit", "sweep --noise-limit"} <= set(_undocumented_flags(readme))

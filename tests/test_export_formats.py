@@ -48,11 +48,12 @@ def _write_ids(records, path):
 IDS = ExportFormat("demo_ids", "-ids.txt", "run ids", "the run ids, one a line", _write_ids)
 
 
-@pytest.fixture(params=["as shipped", "with a format added"])
+@pytest.fixture(params=["as shipped", "with a format added", "with a CLI-only format added"])
 def formats(request, monkeypatch):
-    """The registry as shipped, and with a format added to it alone."""
-    if request.param == "with a format added":
-        monkeypatch.setattr(export, "EXPORT_FORMATS", (*EXPORT_FORMATS, IDS))
+    """The registry as shipped, and with a format added to it alone (one the app writes too, or the CLI's only)."""
+    added = {"with a format added": IDS, "with a CLI-only format added": dataclasses.replace(IDS, default=False)}
+    if request.param in added:
+        monkeypatch.setattr(export, "EXPORT_FORMATS", (*EXPORT_FORMATS, added[request.param]))
     return export.EXPORT_FORMATS
 
 
@@ -77,6 +78,7 @@ def test_the_cli_writes_every_format_it_is_given(formats, tmp_path):
 
 
 def test_the_apps_export_writes_every_default_format(formats, compile_lab_home, tmp_path):
+    formats = [fmt for fmt in formats if fmt.default]
     record = _record()
     written = LabController.write_export([record], str(tmp_path / "report.csv"))
     assert [p.name for p in written] == ["report" + fmt.suffix for fmt in formats]
@@ -105,7 +107,7 @@ async def test_the_apps_export_dialog_names_every_default_format(formats):
     async with app.run_test() as pilot:
         await pilot.pause()
         prompt = str(app.screen.query_one("#export-question", Static).content)
-    assert all(fmt.label in prompt for fmt in formats), prompt
+    assert all((fmt.label in prompt) == fmt.default for fmt in formats), prompt
 
 
 def test_beside_a_typed_csv_only_compile_labs_own_exports_are_replaced(tmp_path, compile_lab_home):
