@@ -18,7 +18,6 @@ from __future__ import annotations
 import errno
 import json
 import os
-import tempfile
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
@@ -26,6 +25,7 @@ from typing import Any
 from collections.abc import Iterable
 
 from tui import paths
+from tui.engine.atomic import ExportError, atomic_writer
 from tui.app.table_columns import decode_choice, encode_choice
 from tui.engine.catalog import echo
 from tui.engine.input_file import InputFileError, JSONError, load_json, read_regular
@@ -248,9 +248,8 @@ def load_config(path: Path | None = None) -> tuple[AppConfig, str | None]:
     return config, "\n".join(shown)
 
 
-def _prepare_to_replace(path: Path) -> tuple[int, Path | None]:
-    """Before ``save_config`` writes over ``path``: (the mode to keep, where a config that cannot be used was
-    kept aside or None). The mode is the replaced config's, 0o600 for a new one.
+def _prepare_to_replace(path: Path) -> Path | None:
+    """Before ``save_config`` writes over ``path``: where a config that cannot be used was kept aside, or None.
 
     A config that cannot be used (changed by hand since it was read) is kept aside first; OSError when
     something that is not a regular file is there, or it cannot be kept aside.
@@ -258,16 +257,16 @@ def _prepare_to_replace(path: Path) -> tuple[int, Path | None]:
     try:
         _parse(path)
     except FileNotFoundError:
-        return 0o600, None
+        return None
     except _Unusable as problem:
         if not problem.regular:
             raise OSError(f"config {path} {problem.why}; not saved over it") from None
         try:
-            return 0o600, keep_aside(path)
+            return keep_aside(path)
         except OSError as exc:
             raise OSError(f"config {path} {problem.why} and could not be kept aside ({exc.strerror or exc}); "
                           "not saved over it") from None
-    return os.stat(path).st_mode & 0o777, None
+    return None
 
 
 def _through_link(path: Path) -> Path:
@@ -282,24 +281,17 @@ def _through_link(path: Path) -> Path:
 
 
 def save_config(config: AppConfig, path: Path | None = None) -> Path | None:
-    """Write the config atomically, keeping the mode of the one it replaces; OSError propagates to the caller
-    (the app shows it). A file there that is no usable config is never replaced: it is kept aside (its new
-    path is returned, for the caller to say) or, when it is no regular file, refused. A config that is a link is
-    saved where it leads (:func:`_through_link`)."""
+    """Write the config atomically (:func:`~tui.engine.atomic.atomic_writer`), keeping the mode of the one it
+    replaces (0o600 for a new one); OSError propagates to the caller (the app shows it). A file there that is no
+    usable config is never replaced: it is kept aside (its new path is returned, for the caller to say) or, when it
+    is no regular file, refused. A config that is a link is saved where it leads (:func:`_through_link`)."""
     path = _through_link(path or paths.config_file())
     path.parent.mkdir(parents=True, exist_ok=True)
     payload = json.dumps(config.to_dict(), indent=2, sort_keys=True)
-    mode, aside = _prepare_to_replace(path)
-    fd, tmp = tempfile.mkstemp(prefix=".config-", suffix=".json", dir=path.parent)
+    aside = _prepare_to_replace(path)
     try:
-        os.fchmod(fd, mode)
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+        with atomic_writer(path, new_mode=0o600) as handle:
             handle.write(payload + "\n")
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise
+    except ExportError as exc:  # one line, the path and the cause: the app says "config not saved: ..."
+        raise OSError(str(exc)) from exc
     return aside

@@ -101,8 +101,12 @@ def _umask() -> int:
 
 @contextmanager
 def atomic_writer(path: str | os.PathLike[str], *, newline: str | None = "",
-                  failures: tuple[type[BaseException], ...] = (OSError,)) -> Iterator[IO[str]]:
+                  failures: tuple[type[BaseException], ...] = (OSError,),
+                  new_mode: int | None = None) -> Iterator[IO[str]]:
     """A text file (UTF-8) that replaces ``path`` only if the whole ``with`` block succeeds.
+
+    A replaced file keeps its mode; a new one gets ``new_mode`` (the app's config: 0o600, private), else what
+    ``open()`` would give it (0o666 less the umask).
 
     Raises ExportError (one line: path and cause) on any OSError; the target is untouched then.
     Only a regular file is replaced (ExportTargetError for a link, device, pipe, socket or
@@ -117,7 +121,8 @@ def atomic_writer(path: str | os.PathLike[str], *, newline: str | None = "",
         raise ExportError(f"cannot write {target}: directory {directory} does not exist")
     existing = existing_regular(target)
     try:
-        mode = existing.st_mode & 0o777 if existing is not None else 0o666 & ~_umask()
+        mode = existing.st_mode & 0o777 if existing is not None else \
+            new_mode if new_mode is not None else 0o666 & ~_umask()
         fd, temp_name = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=directory)
     except OSError as exc:
         raise ExportError(f"cannot write {target}: {cause(exc)}") from exc
