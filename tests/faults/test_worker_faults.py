@@ -168,7 +168,7 @@ ALLOCATING = """
 
 
     def allocate(x):
-        huge = torch.empty(2**31, dtype=torch.float32)  # 8 GiB of address space, never touched
+        huge = torch.empty(2**34, dtype=torch.float32)  # 64 GiB of address space, never touched
         return x + huge[:4]
 
 
@@ -177,12 +177,25 @@ ALLOCATING = """
 """
 
 
+def _torch_address_space_gb() -> float:
+    """The address space of a fresh interpreter with torch imported, in GB, as the worker reads its own: a CUDA
+    build of torch maps 3.5 GB where the CPU build maps under 2."""
+    import subprocess
+    import sys
+
+    probe = "import torch; from tui.engine.worker.setup import _address_space_bytes as a; print(a())"
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120, check=True)
+    return int(done.stdout.split()[-1]) / 2**30
+
+
 async def test_an_allocation_beyond_the_memory_limit_is_a_clean_out_of_memory_failure(tmp_path):
-    """memory_limit_gb=2: an 8 GiB allocation fails inside torch, not in the kernel's OOM killer."""
+    """memory_limit_gb 3 GB above what torch maps: a 64 GiB allocation fails inside torch, not in the kernel's OOM
+    killer."""
+    limit = int(_torch_address_space_gb()) + 3
     path = write_workload(tmp_path, "allocating.py", ALLOCATING)
-    record, runner = await _run(RunOptions(workload=str(path), memory_limit_gb=2, **TINY))
+    record, runner = await _run(RunOptions(workload=str(path), memory_limit_gb=limit, **TINY))
     assert (record.status, record.error_kind) == ("failed", "out_of_memory"), record.error_message
-    assert record.error_message.startswith("ran out of memory in eager (memory_limit_gb 2): RuntimeError: ")
+    assert record.error_message.startswith(f"ran out of memory in eager (memory_limit_gb {limit}): RuntimeError: ")
     assert "DefaultCPUAllocator: can't allocate memory" in record.error_message
     assert "[enforce fail" not in record.error_message and "Traceback" in record.error_detail
     await none_left(pgids=[runner.last_pid])
