@@ -302,5 +302,4 @@ def test_the_closing_line_says_where_the_runs_are_kept_and_which_page_has_the_an
     alone = closing_line(result, "t.json", stored=False)
     assert "tune:" not in alone.split(":", 1)[1] and "not stored in the history; compile-lab report t.json" in alone
     nowhere = closing_line(result, stored=False)
-    assert "tune:" not in nowhere.split(":", 1)[1] and nowhere.endswith("not stored in the history (--no-history) and "
-                                                                        "not exported")
+    assert "tune:" not in nowhere.split(":", 1)[1] and nowhere.endswith("not stored in the history (--no-history)")

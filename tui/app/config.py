@@ -25,8 +25,8 @@ from typing import Any
 from collections.abc import Iterable
 
 from tui import paths
-from tui.engine.atomic import ExportError, atomic_writer
 from tui.app.table_columns import decode_choice, encode_choice
+from tui.engine.atomic import ExportError, atomic_writer
 from tui.engine.catalog import echo
 from tui.engine.input_file import InputFileError, JSONError, load_json, read_regular
 from tui.engine.options import RunOptions

@@ -7,7 +7,6 @@ The CLI prints these lines (``compile-lab tune``'s stdout, its table drawn by ri
 from __future__ import annotations
 
 import shlex
-
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -313,7 +312,7 @@ def closing_line(result: TuneResult, json_file: str | None = None, stored: bool 
         where = f"compare selects them from the history as {selection}; " if stored else "not stored in the history; "
         return head + where + page
     if not stored:
-        return head + "not stored in the history (--no-history) and not exported"
+        return head + "not stored in the history (--no-history)"
     return (head + f"compare and report select them from the history as {selection} (compile-lab report {selection} "
             f"-o tune.html makes a page of its runs)")
 
