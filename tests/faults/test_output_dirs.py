@@ -104,3 +104,24 @@ async def test_the_apps_export_prompt_refuses_a_directory_it_cannot_write(make_a
     assert notice.message.endswith(f"is in {read_only}, which this user cannot write (allowed: a file in a "
                                    "directory you can write)")
     assert os.listdir(read_only) == []
+
+
+@pytest.mark.skipif(not os.path.isdir("/proc/self"), reason="needs Linux's /proc")
+def test_a_directory_the_permission_bits_pass_but_no_file_can_be_made_in_is_refused_before_running(runners, capsys):
+    """/proc passes os.access for root, as a read-only mount or an NFS server's refusal can: a file made and removed
+    there at once finds it, before the first worker, not after the runs."""
+    target = "/proc/compile-lab-out.csv"
+    code = cli.main(["run", *RUN, "--csv", target])
+    err = [line for line in capsys.readouterr().err.splitlines() if line.strip()]
+    assert code == 2 and runners == [], err
+    assert len(err) == 1 and err[0].startswith(f"compile-lab: error: --csv: {target} is in /proc, where no file can "
+                                               "be made ("), err
+    assert err[0].endswith("(allowed: a file in a directory you can write)")
+
+
+def test_the_check_leaves_no_file_where_it_made_one(tmp_path):
+    from tui.engine.store.export import check_output
+
+    before = sorted(os.listdir(tmp_path))
+    assert check_output(tmp_path / "out.csv") == tmp_path / "out.csv"
+    assert sorted(os.listdir(tmp_path)) == before

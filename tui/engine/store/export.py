@@ -24,9 +24,11 @@ from __future__ import annotations
 
 import csv
 import json
+import logging
 import os
 import re
 import stat
+import tempfile
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
@@ -43,6 +45,8 @@ from tui.engine.status import RunStatus
 from tui.engine.store.reproduce import reproduce_command
 from tui.engine.store.results import RunRecord, SamplesUnavailable
 from tui.typed import finite
+
+logger = logging.getLogger(__name__)
 
 __all__ = [
     "ExportError",
@@ -178,7 +182,27 @@ def check_output(path: str | os.PathLike[str], *, directory: bool = False) -> Pa
     if not os.access(where, os.W_OK | os.X_OK):
         raise ExportTargetError(target, f"in {where}, which this user cannot write", f"{kind} in a directory you "
                                 "can write")
+    why = _cannot_create_in(where)
+    if why is not None:
+        raise ExportTargetError(target, f"in {where}, where no file can be made ({why})", f"{kind} in a directory "
+                                "you can write")
     return target
+
+
+def _cannot_create_in(where: Path) -> str | None:
+    """Why no file can be made in ``where``, or None: a hidden file of ours is made there and removed at once.
+    The permission bits pass root everywhere, and a read-only mount, ``/proc`` or an NFS server's refusal is
+    found only by trying; tried before anything runs, not after an hour of runs."""
+    try:
+        handle, name = tempfile.mkstemp(prefix=".compile-lab-check-", dir=where)
+    except OSError as exc:
+        return cause(exc)
+    os.close(handle)
+    try:
+        os.unlink(name)
+    except OSError as exc:  # ours, and empty: left behind, said in the log
+        logger.warning("could not remove %s", name, exc_info=exc)
+    return None
 
 
 def write_csv(records: Iterable[RunRecord], path: str | os.PathLike[str]) -> Path:
