@@ -34,8 +34,8 @@ from tui.engine.store.results import RunRecord
 from tui.engine.store.run_ids import new_run_id
 from tui.engine.tune import notes
 from tui.engine.tune.answer import (
-    BUDGET_RAN_OUT, CONFIRM_MAX_REPEATS, CONFIRM_REPEATS, CONFIRMED, Progress, TuneResult, confirm, outcome_of,
-    settled,
+    BUDGET_RAN_OUT, CONFIRM_MAX_REPEATS, CONFIRM_REPEATS, CONFIRMED, Confirmation, Progress, TuneResult, confirm,
+    outcome_of, settled,
 )  # fmt: skip
 from tui.engine.tune.durations import DurationModel
 from tui.engine.tune.listener import TuneListener
@@ -247,7 +247,7 @@ class TuneDriver:
             raise
         return self.result()
 
-    def result(self, confirmation: Any = None, confirmed: Standing | None = None) -> TuneResult:
+    def result(self, confirmation: Confirmation | None = None, confirmed: Standing | None = None) -> TuneResult:
         """The result as it stands (unconfirmed unless ``confirmation``, of ``confirmed`` against the default
         compile, is given)."""
         self._say_kinds()
@@ -450,19 +450,19 @@ class TuneDriver:
         repeats = self.confirm_repeats
         if not await self._confirm_waves(confirm_waves(repeats, self.lanes), sides, runs):
             return self.result()
-        judged: Any = confirm(runs[WINNER], runs[DEFAULT], self.objective, self.threshold)
-        first = repeats
+        judged = confirm(runs[WINNER], runs[DEFAULT], self.objective, self.threshold)
+        first, stopped = repeats, False
         while (more := self._more_repeats(judged, repeats)) > repeats:
             self.listener.note(notes.grows(repeats, more))  # live; the answer keeps one note for all the growth
             if not await self._confirm_waves(confirm_waves(more, self.lanes, first=repeats), sides, runs):
-                judged = None  # a stop or the budget: no confirmation
+                stopped = True  # a stop or the budget: no confirmation
                 break
             repeats, judged = more, confirm(runs[WINNER], runs[DEFAULT], self.objective, self.threshold)
         if repeats > first:
             self.notes.append(notes.grew(first, repeats))
-        return self.result(judged, best) if judged is not None else self.result()
+        return self.result() if stopped else self.result(judged, best)
 
-    def _more_repeats(self, judged: Any, repeats: int) -> int:
+    def _more_repeats(self, judged: Confirmation, repeats: int) -> int:
         """The processes a side the confirmation grows to: ``repeats`` (no more) once it is :func:`settled` or at
         its cap; else a process a side (on a pool, a matched pair for every two lanes) where those fit the time left."""
         if settled(judged.vs_default, self.threshold) or repeats >= self.max_confirm_repeats:
