@@ -169,7 +169,10 @@ class PreviousRuns:
             now = time.monotonic()
             follow = self._followed_at is None or now - self._followed_at >= FOLLOW_EVERY_S
             self.screen().add_history_rows(rows, follow=follow)
-            self._followed_at, self._unfollowed = (now, None) if follow else (self._followed_at, rows[-1][0])
+            if follow:
+                self._followed_at, self._unfollowed = now, None
+            else:
+                self._unfollowed = rows[-1][0]
             if self.lab.baseline.rows:
                 self._refresh_baseline()  # earlier sessions' rows may compare with the baseline
         if message.final and self._unfollowed is not None:

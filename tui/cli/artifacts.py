@@ -51,7 +51,11 @@ def trace_target(row: RunRecord, number: int, args: argparse.Namespace) -> Path 
     workload = Path(options.workload.partition(":")[0]).stem if ":" in options.workload else options.workload
     params = "-".join(f"{k}={v}" for k, v in sorted(options.params.items()))
     stem = Path(args.trace) / f"{number:02d}-{_slug('-'.join(p for p in (workload, params, options.label()) if p))}"
-    return Path(f"{stem}{free_suffix(lambda suffix: [Path(f'{stem}{suffix}.json')])}.json")
+
+    def named(suffix: str) -> Path:
+        return Path(f"{stem}{suffix}.json")
+
+    return named(free_suffix(lambda suffix: [named(suffix)]))
 
 
 def _copy(source: str, target: Path) -> None:
