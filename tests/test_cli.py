@@ -83,6 +83,10 @@ def test_workloads_lists_every_builtin_and_how_to_bring_your_own(capsys):
         (["run", "--tf32", "--precision", "ieee"], "precision: --tf32 (the same as --precision tf32) contradicts "
                                                    "--precision ieee (allowed: one of the two)"),
         (["frobnicate"], "argument COMMAND:"),
+        (["tune", "--budget", "-5s"], "argument --budget: expected one argument (if the value starts with '-', "
+                                      "write --budget=VALUE)"),
+        (["run", "--param", "-n=5"], "argument --param: expected one argument (if the value starts with '-', "
+                                     "write --param=VALUE)"),
     ],
 )
 def test_usage_errors_exit_2_with_one_line(capsys, argv, field):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import re
 
 from tui import __version__
 from tui.cli.compare import add_compare_parser
@@ -19,7 +20,22 @@ class _Parser(argparse.ArgumentParser):
     """An ArgumentParser whose errors are one line and raise instead of exiting."""
 
     def error(self, message: str) -> None:  # type: ignore[override]
-        raise UsageError(" ".join(message.split()))
+        raise UsageError(_with_hint(" ".join(message.split())))
+
+
+_MISSING_VALUE = re.compile(r"argument (--[\w-]+)(?:/\S+)?: expected one argument$")
+
+
+def _with_hint(message: str) -> str:
+    """argparse's message, with how to write a value that starts with ``-`` where a flag found none.
+
+    argparse reads ``--budget -5s`` as a flag without its value (``-5s`` looks like an option; only a plain
+    negative number does not), so the field's own check, which would name what is allowed, never sees it.
+    """
+    found = _MISSING_VALUE.search(message)
+    if found is None:
+        return message
+    return f"{message} (if the value starts with '-', write {found.group(1)}=VALUE)"
 
 
 _DEBUG_HELP = "log everything, to the log file and to stderr (`compile-lab env` names the file)"
