@@ -17,6 +17,7 @@ from tui.engine.compare import (
     MATCH_FIELDS, CompareSettings, PairResult, SelectionError, check_ignore, compare, load_selection, pair_up,
     parse_selection,
 )  # fmt: skip
+from tui.engine.compare.matching import config_key
 from tui.engine.compare.output import CSV_COLUMNS, csv_rows, write_compare_csv, write_compare_json
 from tui.engine.store.export import write_json
 from tui.engine.store.history import History
@@ -125,6 +126,16 @@ def test_unmatched_rows_are_listed_with_a_hint():
     assert [p.label for p in result.pairs] == ["pointwise n=512 inductor dyn=auto fp32 cpu"]
     assert [(u.side, u.runs) for u in result.unmatched] == [("base", ("b2",)), ("new", ("n3",))]
     assert result.exit_code == 0 and compare(base, new, CompareSettings(strict=True)).exit_code == 1
+
+
+def test_a_pairs_label_says_every_dynamic_setting_and_options_as_the_run_table_does():
+    runs = [timed_run("a", pointwise(dynamic=False)), timed_run("b", pointwise(dynamic=True)),
+            timed_run("c", pointwise(inductor_options={"freezing": True, "cpp_wrapper": True})),
+            timed_run("d", pointwise(fullgraph=False, train=False))]
+    labels = [config_key(run).label(skip=("torch_version",)) for run in runs]
+    assert labels == ["pointwise n=512 inductor dyn=false fp32 cpu", "pointwise n=512 inductor dyn=true fp32 cpu",
+                      "pointwise n=512 inductor cpp_wrapper=True freezing=True dyn=auto fp32 cpu",
+                      "pointwise n=512 inductor dyn=auto fp32 cpu"]
 
 
 def test_repeats_are_one_side_and_get_the_across_process_interval():

@@ -106,21 +106,34 @@ class ConfigKey:
         """
         words, skip = [], set(skip)
         for name, value in self.fields:
-            if name in skip or not value or _UNSAID.get(name) == value or value == "false":
+            if name in skip or not value or _UNSAID.get(name) == value:
                 continue
             if name == "dynamic":
                 words.append(f"dyn={value}")
+            elif value == "false":
+                continue
             elif value == "true":
                 words.append(name.replace("_", "-"))
             elif name == "torch_version":
                 words.append(f"torch {value}")
             elif name == "inductor_options":
-                words.append(f"options {value}")
+                words.append(_options_words(value))
             elif name == "dtype":
                 words.append(_SHORT_DTYPES.get(value, value))
             else:
                 words.append(value)
         return printable(" ".join(words))
+
+
+def _options_words(text: str) -> str:
+    """The key's inductor options (sorted JSON) as the run table says them: ``cpp_wrapper=True freezing=True``."""
+    try:
+        options = json.loads(text)
+    except ValueError:
+        return text
+    if not isinstance(options, dict):
+        return text
+    return " ".join(f"{key}={value}" for key, value in sorted(options.items()))
 
 
 def config_key(record: RunRecord, ignore: Sequence[str] = ()) -> ConfigKey:
