@@ -128,6 +128,20 @@ def test_unmatched_rows_are_listed_with_a_hint():
     assert result.exit_code == 0 and compare(base, new, CompareSettings(strict=True)).exit_code == 1
 
 
+def test_another_workload_is_hinted_only_when_it_is_the_one_difference():
+    mlp = pointwise(workload="mlp", params={"batch": 64})
+    base = [timed_run("b1", mlp), timed_run("b2", pointwise(workload="/old/model.py", params={}))]
+    new = [timed_run("n1"), timed_run("n2", pointwise(workload="/new/model.py", params={}))]
+    hints = {u.records[0].run_id: u.hint for u in pair_up(base, new)[1]}
+    assert hints["b2"] == "NEW has it with workload /new/model.py (--ignore workload)"
+    assert hints["b1"] == "" and hints["n1"] == ""  # mlp and pointwise differ in workload and params: no pairing
+    # whichever comes first, another workload is passed over for the nearest of the same workload
+    near = timed_run("n4", pointwise(backend="aot_eager", dtype="bfloat16"))
+    for new in ([timed_run("n5", mlp), near], [near, timed_run("n5", mlp)]):
+        (unmatched, *_) = pair_up([timed_run("b3")], new)[1]
+        assert unmatched.hint == "NEW has it with backend aot_eager, dtype bfloat16 (--ignore backend,dtype)"
+
+
 def test_a_pairs_label_says_every_dynamic_setting_and_options_as_the_run_table_does():
     runs = [timed_run("a", pointwise(dynamic=False)), timed_run("b", pointwise(dynamic=True)),
             timed_run("c", pointwise(inductor_options={"freezing": True, "cpp_wrapper": True})),

@@ -193,6 +193,8 @@ def _hint(key: ConfigKey, others: Iterable[ConfigKey], other_side: str) -> str:
         differ = [
             (name, value) for (name, value), (_, mine) in zip(other.fields, key.fields, strict=False) if value != mine
         ]
+        if len(differ) > 1 and any(name == "workload" for name, _ in differ):
+            continue  # another workload with other settings too is another model: only a moved file is worth pairing
         if best is None or len(differ) < len(best):
             best = differ
     if not best or len(best) > _HINT_FIELDS:
