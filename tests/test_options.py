@@ -358,8 +358,8 @@ def test_parsers_shorten_what_they_repeat():
             "-" + DIGITS,
             f"iters: -{'1' * 39}… (10001 characters) is not allowed (allowed: an integer from 1 to 10000000)",
         ),
-        ("x" * 41, f"iters: {'x' * 40!r}… (41 characters) is not an integer"),
-        ("4.5", "iters: '4.5' is not an integer"),
+        ("x" * 41, f"iters: {'x' * 40!r}… (41 characters) is not an integer (allowed: an integer from 1 to 10000000)"),
+        ("4.5", "iters: '4.5' is not an integer (allowed: an integer from 1 to 10000000)"),
     ],
     ids=["10000-digits", "minus-10000-digits", "41-characters", "a-float"],
 )

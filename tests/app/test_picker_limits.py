@@ -45,10 +45,11 @@ async def test_the_limits_are_picker_fields_and_reach_the_run(make_app):
 
 BAD_LIMITS = [
     ("block-size", "0", "block_size: 0 is not allowed (allowed: an integer from 1 to 100000)"),
-    ("block-size", "ten", "block_size: 'ten' is not an integer"),
+    ("block-size", "ten", "block_size: 'ten' is not an integer (allowed: an integer from 1 to 100000)"),
     ("time-budget", "-1", "time_budget_s: -1.0 is not allowed (allowed: a number of seconds above 0 and at most "
                           "86400 (1 day), or unset for no budget)"),
-    ("timeout", "abc", "timeout_s: 'abc' is not a number"),
+    ("timeout", "abc", "timeout_s: 'abc' is not a number (allowed: a number of seconds above 0 and at most 604800 "
+                       "(7 days))"),
     ("timeout", "inf", "timeout_s: inf is not allowed (allowed: a number of seconds above 0 and at most 604800 "
                        "(7 days))"),
     ("memory-limit", "0", "memory_limit_gb: 0.0 is not allowed (allowed: a number of GB above 0 and at most 1000000, "

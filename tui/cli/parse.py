@@ -12,6 +12,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from tui.cli.run_flags import table_options
+from tui.cli.usage import UsageError
 from tui.engine.cluster.address import DEFAULT_CPUS, ClusterError, parse_address
 from tui.engine.option_table import SPECS
 from tui.engine.options import OptionsError, RunOptions, parse_key_values
@@ -32,10 +33,6 @@ def problem_warnings(problems: Sequence[str], what: str = "the runs") -> list[st
     if len(problems) > MAX_PROBLEMS_SHOWN:
         lines.append(f"{PROG}: warning: and {len(problems) - MAX_PROBLEMS_SHOWN} more problems reading {what}")
     return lines
-
-
-class UsageError(Exception):
-    """Bad usage: the message is one line (without the ``compile-lab: error:`` prefix)."""
 
 
 def split_list(text: str | None) -> list[str] | None:

@@ -17,7 +17,8 @@ from typing import Any
 from tui.engine.catalog import USER_WORKLOAD_HELP, WORKLOADS
 from tui.engine.cluster.address import DEFAULT_CPUS
 from tui.engine.option_table import CUSTOM, NEGATED, OPTIONS, PAIRS, SPECS, SWITCH, OptionSpec
-from tui.engine.options import RunOptions, parse_key_values
+from tui.cli.usage import UsageError
+from tui.engine.options import OptionsError, RunOptions, parse_int_option, parse_key_values, parse_number_option
 from tui.engine.run.sweep import AXES_BY_FIELD, SweepAxis
 
 __all__ = ["add_run_flags", "add_option_flags", "add_output_flags", "add_cluster_flags", "table_options",
@@ -48,7 +49,25 @@ def _add_table_flag(group: Any, spec: OptionSpec) -> None:
     elif spec.cli == PAIRS:
         group.add_argument(flag, action="append", metavar=spec.metavar or "K=V", help=text)
     else:
-        group.add_argument(flag, type=spec.parse, metavar=spec.metavar, help=text)
+        group.add_argument(flag, type=_flag_type(spec), metavar=spec.metavar, help=text)
+
+
+def _flag_type(spec: OptionSpec) -> Callable[[str], Any] | None:
+    """The flag's argparse type: a number read as the picker reads it, its refusal the field's own line (a
+    UsageError passes through argparse, which would otherwise say only "invalid int value")."""
+    if spec.parse is None:
+        return None
+    read = parse_int_option if spec.parse is int else parse_number_option if spec.parse is float else None
+    if read is None:
+        return spec.parse
+
+    def parse(text: str) -> Any:
+        try:
+            return read(spec.name, text)
+        except OptionsError as exc:
+            raise UsageError(str(exc)) from None
+
+    return parse
 
 
 def table_options(args: argparse.Namespace) -> dict[str, Any]:

@@ -112,7 +112,9 @@ class OptionSpec:
     """The flag's help; ``{default}`` becomes the default (``:g`` for a number)."""
     metavar: str | None = None
     parse: Callable[[str], Any] | None = None
-    """The flag's argparse type (``int``, ``float``); None: text."""
+    """What the value's text is (``int``, ``float``; None: text). The command line reads an ``int`` or ``float``
+    flag with :func:`~tui.engine.options.parse_int_option` / ``parse_number_option``, as the picker reads its
+    field, so a refusal names the field and what is allowed."""
     int_range: tuple[int, int] | None = None
     """An integer option's allowed range (inclusive), checked by ``RunOptions.validated``."""
     number_range: NumberRange | None = None

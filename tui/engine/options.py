@@ -373,19 +373,23 @@ def parse_int_option(name: str, text: str) -> int:
             low, high = INT_RANGES[name]
             raise OptionsError(name, f"{echo(text.strip(), plain=True)} is not allowed "
                                      f"(allowed: an integer from {low} to {high})") from None
-        raise OptionsError(name, f"{echo(text)} is not an integer") from None
+        allowed = f" (allowed: an integer from {INT_RANGES[name][0]} to {INT_RANGES[name][1]})" \
+            if name in INT_RANGES else ""
+        raise OptionsError(name, f"{echo(text)} is not an integer{allowed}") from None
 
 
 def parse_number_option(name: str, text: str) -> float:
-    """A number option (``timeout_s``, ``time_budget_s``, ``memory_limit_gb``) typed as text.
+    """A number option (``timeout_s``, ``time_budget_s``, ``memory_limit_gb``, a verdict threshold: the option
+    table's ``float`` options) typed as text, in the picker or on the command line.
 
-    OptionsError when the text is no number. Its range is :meth:`RunOptions.validated`'s to judge
-    (NaN and inf come through to be refused there).
+    OptionsError when the text is no number, naming what is allowed where the option has a range. Its range
+    is :meth:`RunOptions.validated`'s to judge (NaN and inf come through to be refused there).
     """
     try:
         return float(text)
     except ValueError:
-        raise OptionsError(name, f"{echo(text.strip())} is not a number") from None
+        allowed = f" (allowed: {NUMBER_RANGES[name].allowed})" if name in NUMBER_RANGES else ""
+        raise OptionsError(name, f"{echo(text.strip())} is not a number{allowed}") from None
 
 
 _UNSET_BY_DEFAULT = frozenset(f.name for f in dataclasses.fields(RunOptions) if f.default is None)
