@@ -210,3 +210,55 @@ def test_n_s_in_the_table_is_explained_under_it():
     assert "n.s." in table.split(NOT_SIGNIFICANT_LEGEND)[0]  # in a cell, then explained below the table
     assert table.count(NOT_SIGNIFICANT_LEGEND) == 1
     assert NOT_SIGNIFICANT_LEGEND.startswith("n.s.: not significant: the speedup's 95% interval includes 1×")
+
+
+def _bars_text(width: int, tasks: list[tuple[str, str]]) -> list[str]:
+    from tui.cli.run import _progress_bars
+
+    buffer = io.StringIO()
+    console = Console(file=buffer, width=width, force_terminal=True, color_system=None)
+    bars = _progress_bars(console)
+    for label, state in tasks:
+        bars.add_task(label, total=1.0, completed=0.5, state=state)
+    console.print(bars.get_renderable())
+    return buffer.getvalue().splitlines()
+
+
+def test_the_live_progress_cuts_a_long_label_not_the_runs_state_bar_or_time():
+    """At 80 columns the label, shared alike with the state, cut it to ``measuring 50/1…`` and dropped the bar
+    and the time."""
+    label = "[3/12] /tmp/models/my_model.py batch=64 max-autotune-no-cg dyn=false inductor fp32 cpu process 2"
+    for width in (40, 60, 80, 120, 200):
+        lines = _bars_text(width, [(label, "measuring 50/100 it"), ("[4/12] mlp batch=64", "waiting for the GPU")])
+        assert len(lines) == 2
+        for line, state in zip(lines, ("measuring 50/100 it", "waiting for the GPU"), strict=True):
+            assert re.search(r"\d:\d\d:\d\d$", line.rstrip()), line
+            assert len(line.rstrip()) <= width - 3
+            if width >= 60:  # the state whole; from 80 columns the bar too
+                assert f" {state} " in line and ("━" in line) == (width >= 80), line
+        assert lines[0].startswith("[3/12] /tmp/models/" if width < 60 else "[3/12] /tmp/models/my_mod")
+        assert ("…" in lines[0]) == (width < 160)
+        assert lines[1].startswith("[4/12] mlp batch=64")
+
+
+def test_the_live_progress_names_the_process_and_gpu_before_a_label_a_narrow_terminal_cuts():
+    from tui.cli.run import _Progress
+
+    options = RunOptions(workload="/tmp/models/a_model_with_a_long_name.py", device="cuda:1")
+    record = RunRecord.new(options)
+    record.group_id, record.repeat = "20260101-000000-group", 1
+    console = Console(file=io.StringIO(), width=80, force_terminal=True, color_system=None)
+    progress = _Progress(console, total=6, enabled=True)
+    progress.pooled = True
+    progress.run_started(record)
+    (task,) = progress.progress.tasks
+    assert task.description.startswith("[1/6] process 2 on cuda:1: a_model_with_a_long_name.py")
+    # under --repeat auto (most configurations run once) a first process goes unnumbered, as in a log's lines
+    first = RunRecord.new(options)
+    first.group_id = first.run_id
+    progress.numbered, progress.pooled = False, False
+    progress.run_started(first)
+    assert progress.progress.tasks[-1].description.startswith("[2/6] a_model_with_a_long_name.py")
+    progress.numbered = True
+    progress.run_started(first)
+    assert progress.progress.tasks[-1].description.startswith("[3/6] process 1: a_model")

@@ -76,6 +76,7 @@ async def run_configs(configs: list[RunOptions], args: argparse.Namespace,
     lines = None if args.quiet or err_file.isatty() else RunLines(err_file, configs, numbered=repeats != AUTO)
     progress = _Progress(err, len(configs) * per_config * len(pools), enabled=not args.quiet and lines is None,
                          lines=lines)
+    progress.numbered = repeats != AUTO
     progress.differs, progress.names = differing(configs), workload_names(o.workload for o in configs)
     progress.pooled = len(getattr(args, "device_pool", ()) or ()) > 1
     runner_for = await _runners(pool, make_runner, _keep_spare(configs, repeats), telemetry, cluster)
@@ -299,6 +300,12 @@ def _export(records: list[RunRecord], args: argparse.Namespace, err: Any,
 
 ECHO_MARGIN = 3
 """Columns the live progress leaves free at its right: the terminal echoes ``^C`` after its last line."""
+WIDE_BARS = 110
+"""From this many columns the progress bar is 24 wide, below it 10: the label needs the room more."""
+STATE_WIDTH = 22
+"""The columns a run's state keeps from 80 columns up (``measuring 500/1000 it``, ``waiting for the GPU``)."""
+LABEL_WIDTH = 20
+"""The columns a run's label keeps however narrow the terminal: its counter and the start of what tells it apart."""
 
 
 def _progress_bars(console: Any) -> Any:
@@ -310,13 +317,25 @@ def _progress_bars(console: Any) -> Any:
     """
     from rich.constrain import Constrain
     from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+    from rich.table import Column
 
     class Bars(Progress):
         def get_renderable(self) -> Any:
             return Constrain(super().get_renderable(), width=max(1, console.width - ECHO_MARGIN))
 
-    return Bars(TextColumn("{task.description}"), BarColumn(bar_width=24), TextColumn("{task.fields[state]}"),
-                TimeElapsedColumn(), console=console, transient=False)
+    # The label gives way first (its end, what the runs share, goes under an ellipsis); the state keeps its room,
+    # and the bar narrows below WIDE_BARS columns. Left to share alike, an 80-column line cut the state to
+    # "measuring 50/1…" and dropped the bar and the time. Below 80 columns the bar goes, and the state keeps what
+    # the label's LABEL_WIDTH and the time leave it.
+    width = console.width
+    bar = [BarColumn(bar_width=24 if width >= WIDE_BARS else 10)] if width >= 80 else []
+    state = STATE_WIDTH if width >= 80 else max(8, min(STATE_WIDTH, width - ECHO_MARGIN - LABEL_WIDTH - 10))
+    return Bars(TextColumn("{task.description}", table_column=Column(ratio=1, min_width=LABEL_WIDTH, no_wrap=True,
+                                                                     overflow="ellipsis")),
+                *bar,
+                TextColumn("{task.fields[state]}", table_column=Column(min_width=state, max_width=state, no_wrap=True,
+                                                                       overflow="ellipsis")),
+                TimeElapsedColumn(), console=console, transient=False, expand=True)
 
 
 class _Progress(SessionListener):
@@ -339,6 +358,9 @@ class _Progress(SessionListener):
         """The runs' workload names (tui.present.format.workload_names: files of one name told apart)."""
         self.pooled = False
         """Runs are dealt to a pool of GPUs: each line names the GPU its run got."""
+        self.numbered = True
+        """Every process of a group is numbered (``--repeat K``); else (``auto``) from the second on, as in
+        :class:`~tui.cli.run_lines.RunLines`: most configurations run once."""
         self.unsaved: list[str] = []
         """Run ids whose history line could not be written (each said on stderr as it happened)."""
         self.progress = _progress_bars(console) if enabled else None
@@ -387,13 +409,14 @@ class _Progress(SessionListener):
                 self.lines.started(record)
         if self.progress is None:
             return
-        # what differs among the runs first: a narrow terminal cuts the description's end
-        label = f"[{self.started}/{self.total}] " + " ".join(option_words(record.options, self.differs,
-                                                                           names=self.names))
-        if record.group_id is not None:
-            label += f" process {record.repeat + 1}"
+        # which process and GPU, then what differs among the runs: a narrow terminal cuts the description's end
+        where = []
+        if record.group_id is not None and (self.numbered or record.repeat > 0):
+            where.append(f"process {record.repeat + 1}")
         if self.pooled:
-            label += f" on {record.options.device}"
+            where.append(f"on {record.options.device}")
+        label = " ".join([f"[{self.started}/{self.total}]" + (f" {' '.join(where)}:" if where else ""),
+                          *option_words(record.options, self.differs, names=self.names)])
         with contextlib.suppress(OSError):
             self.tasks[record.run_id] = self.progress.add_task(label, total=1.0, state="starting")
 
