@@ -231,6 +231,26 @@ async def test_at_80x24_the_tune_screens_footer_fits_whole_and_shows_a_key_only_
         assert cancelled == [] and any("nothing to stop" in n for n in notifications(app))
 
 
+async def test_run_from_the_tune_screen_goes_back_to_the_table_where_its_row_shows(make_app):
+    """``r`` on the tune screen queued the picker's run behind it, with nothing said: the row showed only once the
+    user left the screen."""
+    app = _tuned_app(make_app, {})
+    async with app.run_test(size=SIZE, notifications=True) as pilot:
+        app.query_one(Picker).query_one("#iters", Input).value = "40"
+        app.push_screen(TuneScreen(_screening_board(2)))
+        await wait_until(pilot, lambda: isinstance(app.screen, TuneScreen), what="the tune screen")
+        await pilot.press("r")
+        await wait_until(pilot, lambda: app.screen is app.main_screen, what="the table")
+        await wait_until(pilot, lambda: len(app.session.records) == 1, what="the run's row")
+        assert app.table.row_count == 1
+        app.push_screen(TuneScreen(_screening_board(2)))
+        await wait_until(pilot, lambda: isinstance(app.screen, TuneScreen), what="the tune screen again")
+        app.table.move_cursor(row=0)
+        await pilot.press("a")
+        await wait_until(pilot, lambda: len(app.session.records) == 2, what="the re-run's row")
+        assert app.screen is app.main_screen
+
+
 class _BoardApp(App):
     """The tune screen of a fixed board (no search runs)."""
 

@@ -6,8 +6,9 @@ is in a read-only text area once the search ended, its prose folded to the area'
 hanging indent as the CLI prints it, its code folded where it stays Python (a comment into comment
 lines, a call after a comma inside its brackets), so rows a terminal's own selection copies still run:
 ``y`` copies all of it unfolded, and a selection can be copied as in any text area. Escape goes back to the results
-table; the search goes on, and the Tune key (``u``) comes back here while it runs. ``x`` (the app's
-cancel key, named Stop here) or the pane's Stop button stops it.
+table; the search goes on, and the Tune key (``u``) comes back here while it runs. ``r`` and ``a`` (run, re-run)
+go back to the table too, where the row they queue shows. ``x`` (the app's cancel key, named Stop here) or the
+pane's Stop button stops it.
 """
 
 from __future__ import annotations
@@ -78,7 +79,10 @@ class TuneScreen(Screen):
         Binding("x", "stop", "Stop", id="tune.stop"),
         # once the search ended: x (off the footer) stops nothing, and never reaches the app's Cancel of a table row
         Binding("x", "stop_ended", "Stop", show=False),
-        *off_footer("sweep", "rerun", "export", "toggle_history", "sort"),  # the footer fits 80 columns whole
+        # a run's new row shows in the table: run and re-run go back to it first
+        Binding("r", "to_table('run')", "Run", show=False),
+        Binding("a", "to_table('rerun')", "Re-run", show=False),
+        *off_footer("sweep", "export", "toggle_history", "sort"),  # the footer fits 80 columns whole
     ]
 
     def __init__(self, board: Board | None = None) -> None:
@@ -138,6 +142,12 @@ class TuneScreen(Screen):
         if action == "copy_answer":
             return bool(self.answer)
         return True
+
+    async def action_to_table(self, action: str) -> None:
+        """``r`` / ``a`` here: back to the table, where the row it queues shows, then the app's ``action``
+        (queued behind this screen, the run showed nowhere until the user left it)."""
+        self.app.pop_screen()
+        await self.app.run_action(action)
 
     def action_stop(self) -> None:
         """Stop the search, as the pane's Stop button does (the app stops it)."""
