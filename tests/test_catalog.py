@@ -119,3 +119,13 @@ def test_unknown_names_are_shortened_too():
     choices = ParamSpec("p", str, "a", "help", choices=("a", "b"))
     with pytest.raises(ParamError, match=r"^p: 'zzzz.*'… \(300 characters\) is not one of a, b$"):
         choices.coerce("z" * 300)
+
+
+def test_a_folder_or_a_file_that_is_not_python_is_said_as_such_not_unknown(tmp_path):
+    (tmp_path / "model.txt").write_text("not python")
+    for given, said in ((str(tmp_path), "is a directory, not a Python file"),
+                        (str(tmp_path / "model.txt"), "is not a .py file"), (str(tmp_path / "gone"), None)):
+        with pytest.raises(ParamError) as info:
+            get_workload(given)
+        expected = f"workload: {given!r} {said} (allowed: matmul" if said else "workload: unknown '/"
+        assert str(info.value).startswith(expected), str(info.value)

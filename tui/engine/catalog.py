@@ -330,4 +330,15 @@ def get_workload(name: str) -> WorkloadSpec:
         return WORKLOADS[name]
     except KeyError:
         allowed = ", ".join(WORKLOADS)
-        raise ParamError(f"workload: unknown {echo(name)} (allowed: {allowed}, or {USER_WORKLOAD_HELP})") from None
+        raise ParamError(f"workload: {_not_a_workload(name)} (allowed: {allowed}, or {USER_WORKLOAD_HELP})") from None
+
+
+def _not_a_workload(name: str) -> str:
+    """Why ``name`` (neither a built-in nor a ``.py`` path) is no workload: a folder or a file that is there says
+    so (a user who meant their model's folder or file reads why), anything else is unknown."""
+    target = os.path.expanduser(name)  # isdir and isfile read a NUL byte's path as none there
+    if os.path.isdir(target):
+        return f"{echo(name, limit=PATH_ECHO_CHARS)} is a directory, not a Python file"
+    if os.path.isfile(target):
+        return f"{echo(name, limit=PATH_ECHO_CHARS)} is not a .py file"
+    return f"unknown {echo(name)}"
