@@ -335,6 +335,18 @@ def test_user_files_fit_80_columns_by_their_names_and_json_keeps_the_paths(tmp_p
     assert pair["differences"] == [f"workload: {files['base']} -> {files['new']}"]
 
 
+def test_a_noise_reason_and_the_legend_fold_under_their_own_start(exports, capsys, monkeypatch):
+    """A reason longer than the terminal went on at column 0, where it read as a line of its own."""
+    monkeypatch.setenv("COLUMNS", "50")
+    assert cli.main(["compare", str(exports["base"]), str(exports["noisy"])]) == 0
+    tail = capsys.readouterr().out.split("every row:")[1].splitlines()[1:]
+    reason = next(n for n, line in enumerate(tail) if line.startswith("  1: noisy: NEW: other processes"))
+    legend = next(n for n, line in enumerate(tail) if line.startswith("1 proc/side: "))
+    for start in (reason, legend):
+        assert tail[start + 1].startswith(" " * (len(tail[start]) - len(tail[start].lstrip()) + 2)), tail
+    assert all(len(line) <= 50 for line in tail), tail
+
+
 @pytest.mark.parametrize("width", [40, 60, 80, 100, 160])
 def test_no_header_title_or_verdict_loses_a_letter_at_any_width(exports, capsys, monkeypatch, width):
     """The tester read "fai" for "fail above" and "FAIL (--stric" at 80 columns: Rich squeezed them."""

@@ -11,7 +11,7 @@ import re
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from tui.present.format import MISSING, VERDICT_STYLES, ratio, significant, workload_names
+from tui.present.format import MISSING, VERDICT_STYLES, hanging_lines, ratio, significant, workload_names
 from tui.engine.catalog import is_user_workload
 from tui.engine.compare import METRICS, Change, CompareSettings, Comparison, ConfigKey, PairResult, UnmatchedRow
 from tui.engine.compare.comparison import NOTHING_COMPARED
@@ -230,10 +230,13 @@ def print_comparison(comparison: Comparison, console: Any) -> None:
     print_whole(table, console)
     if shared:
         console.print(f"every row: {printable(shared)}", markup=False, highlight=False)
+    # the legend and each pair's reasons fold with a hanging indent: a continuation at column 0 read as a line
     if any(p.within_process for p in comparison.pairs):
-        console.print(WITHIN_LEGEND, style="dim", markup=False, highlight=False)
+        for part in hanging_lines(WITHIN_LEGEND, console.width):
+            console.print(part, style="dim", markup=False, highlight=False, soft_wrap=True)
     for line in detail_lines(comparison):
-        console.print(line, markup=False, highlight=False)
+        for part in hanging_lines(line, console.width):
+            console.print(part, markup=False, highlight=False, soft_wrap=True)
     if any(p.verdict == "noisy" for p in comparison.pairs):
         console.print(f"  noisy: {RERUN_HINT}", style="dim", markup=False, highlight=False)
 
