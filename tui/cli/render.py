@@ -232,20 +232,21 @@ def _title_and_labels(records: list[RunRecord]) -> tuple[Any, list[str]]:
 
 
 def print_warnings(records: list[RunRecord], console: Any) -> None:
-    """Why a verdict is noisy (with the hint to re-run) or not decisive, first; then every warning, by run number."""
+    """Why a verdict is noisy (with the hint to re-run) or not decisive, first, by run number; then the warnings, each
+    said once for the runs that share it (:func:`tui.present.warning_groups.grouped_warnings`)."""
     from tui.engine.measure.verdict import NOISY, RERUN_HINT
+    from tui.present.warning_groups import grouped_warnings
 
     lines = []
-    for number, record in enumerate(records, 1):
-        summary = record.summary()
+    summaries = [record.summary() for record in records]
+    for number, summary in enumerate(summaries, 1):
         for what, word, reasons in (("", summary.verdict, summary.noise_reasons),
                                     ("host ", summary.host_verdict, summary.host_noise_reasons)):
             if reasons:
                 more = f"; and {len(reasons) - 3} more (the CSV's noise_reasons)" if len(reasons) > 3 else ""
                 hint = f" ({RERUN_HINT})" if word == NOISY else ""
                 lines.append(f"  run {number}: {what}{word}: {'; '.join(reasons[:3])}{more}{hint}")
-        for warning in summary.warnings:
-            lines.append(f"  run {number}: {warning}")
+    lines += [f"  {line}" for line in grouped_warnings([(n, s.warnings) for n, s in enumerate(summaries, 1)])]
     if lines:
         console.print("warnings:", style="yellow")
         width = max(40, console.width)

@@ -1,0 +1,76 @@
+"""Warnings of several runs, each said once: the runs whose warning reads alike but for its measured figures share
+a line.
+
+A sweep's runs mostly warn alike (``eager time spread IQR/median 23% > 10%: ...`` in every run, a warm cache
+in most): said once a run, eight runs made thirty lines under the table. :func:`grouped_warnings` keeps the
+order in which each warning first appears, names the runs of each (``runs 1–4, 6``) and gives each figure that
+differs between them as its range (``13–98%``). It merges only what a range says truly: one warning a run, and
+figures with a unit (``%``, ``ms``, ``s``, ``x``) and counts of samples; warnings that differ in any other number
+(``process 1 of 3``, ``output[2]``, a cache's hits) stay a line a run. The exports keep every run's own warnings.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+
+__all__ = ["grouped_warnings", "run_numbers"]
+
+_NUMBER = re.compile(r"(?<![\w.])[-+]?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?(?![\w.]*\w)")
+"""A number standing alone (``23``, ``-0.5``, ``1e+20``), not one inside a word (``fp32``)."""
+_UNIT = re.compile(r"\s?(?:%|ms|µs|ns|s|x|×)(?!\w)| samples\b")
+"""What follows a measured figure, which a range may stand for (a count of samples is one)."""
+_OF = " of "
+"""Between a count and its total (``39 of 300 samples``): the count is a figure where the total is one."""
+
+
+def run_numbers(numbers: Sequence[int]) -> str:
+    """``run 3``, ``runs 1–4, 6``: run numbers with each run of consecutive ones as a range."""
+    ordered = sorted(set(numbers))
+    parts: list[str] = []
+    start = previous = ordered[0]
+    for number in [*ordered[1:], None]:
+        if number is not None and number == previous + 1:
+            previous = number
+            continue
+        parts.append(str(start) if start == previous else f"{start}–{previous}")
+        if number is not None:
+            start = previous = number
+    return f"run{'s' if len(ordered) > 1 else ''} {', '.join(parts)}"
+
+
+def _range(values: Sequence[str]) -> str:
+    low, high = min(values, key=float), max(values, key=float)
+    if float(low) == float(high):
+        return low
+    return f"{low} to {high}" if low.startswith("-") else f"{low}–{high}"
+
+
+def _merged(pieces: Sequence[str], numbers: Sequence[Sequence[str]]) -> str | None:
+    """One text for warnings of one shape (``pieces``: the text between their numbers), each figure that differs as
+    its range; None where a number that differs is not a figure with a unit."""
+    out = [pieces[0]]
+    for index, (values, piece) in enumerate(zip(zip(*numbers, strict=True), pieces[1:], strict=True)):
+        total = piece == _OF and index + 2 < len(pieces) and pieces[index + 2].startswith(" samples")
+        if len(set(values)) > 1 and not (_UNIT.match(piece) or total):
+            return None
+        out += [_range(values), piece]
+    return "".join(out)
+
+
+def grouped_warnings(per_run: Sequence[tuple[int, Sequence[str]]]) -> list[str]:
+    """``run N: warning`` lines for (run number, its warnings) pairs, a warning shared by several runs said once as
+    ``runs 1–3: warning`` (see the module docstring), in the order each first appears."""
+    groups: dict[tuple[str, ...], list[tuple[int, str]]] = {}
+    for number, warnings in per_run:
+        for text in warnings:
+            groups.setdefault(tuple(_NUMBER.split(text)), []).append((number, text))
+    lines = []
+    for pieces, found in groups.items():
+        runs = [number for number, _ in found]
+        merged = _merged(pieces, [_NUMBER.findall(text) for _, text in found]) if len(set(runs)) == len(runs) else None
+        if merged is not None:
+            lines.append(f"{run_numbers(runs)}: {merged}")
+        else:
+            lines += [f"run {number}: {text}" for number, text in found]
+    return lines
