@@ -360,6 +360,12 @@ def _check_python(python: str | None) -> None:
         raise OptionsError("python", f"{echo(python, plain=True, limit=PATH_ECHO_CHARS)} is not an executable file")
 
 
+def _integer_allowed(name: str) -> str:
+    """What an integer option of :data:`INT_RANGES` allows, as a refusal says it: ``an integer from 1 to 100000``."""
+    low, high = INT_RANGES[name]
+    return f"an integer from {low} to {high}"
+
+
 def parse_int_option(name: str, text: str) -> int:
     """An integer option (one of INT_RANGES) typed as text; OptionsError when it is none.
 
@@ -370,11 +376,9 @@ def parse_int_option(name: str, text: str) -> int:
         return int(text)
     except ValueError:
         if _WHOLE_NUMBER_RE.match(text.strip()) and name in INT_RANGES:
-            low, high = INT_RANGES[name]
             raise OptionsError(name, f"{echo(text.strip(), plain=True)} is not allowed "
-                                     f"(allowed: an integer from {low} to {high})") from None
-        allowed = f" (allowed: an integer from {INT_RANGES[name][0]} to {INT_RANGES[name][1]})" \
-            if name in INT_RANGES else ""
+                                     f"(allowed: {_integer_allowed(name)})") from None
+        allowed = f" (allowed: {_integer_allowed(name)})" if name in INT_RANGES else ""
         raise OptionsError(name, f"{echo(text)} is not an integer{allowed}") from None
 
 
@@ -407,7 +411,7 @@ def check_range(name: str, value: Any, field_name: str | None = None) -> None:
     if name in INT_RANGES:
         low, high = INT_RANGES[name]
         if isinstance(value, bool) or not isinstance(value, int) or not (low <= value <= high):
-            raise OptionsError(shown, f"{echo(value)} is not allowed (allowed: an integer from {low} to {high})")
+            raise OptionsError(shown, f"{echo(value)} is not allowed (allowed: {_integer_allowed(name)})")
         return
     rule = NUMBER_RANGES[name]
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not (0 < value <= rule.high):
