@@ -11,6 +11,7 @@ from __future__ import annotations
 import dataclasses
 import os
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -45,6 +46,7 @@ __all__ = [
     "PRECISIONS",
     "DEFAULT_PRECISION",
     "check_precision",
+    "key_value_words",
     "DYNAMIC_CHOICES",
     "DEFAULT_MODE",
     "mode_applies",
@@ -174,6 +176,12 @@ def _parse_scalar(text: str) -> Any:
             if kind is int and _WHOLE_NUMBER_RE.match(text):
                 return text  # too many digits for int(): left as text (float() would make it inf)
     return text
+
+
+def key_value_words(settings: Mapping[str, Any]) -> str:
+    """``cpp_wrapper=True freezing=True``: settings (inductor options) as ``key=value`` words, by key; the one way
+    a run's inductor options read in its label, wherever it is drawn."""
+    return " ".join(f"{key}={value}" for key, value in sorted(settings.items()))
 
 
 def parse_key_values(items: list[str] | str | None, field_name: str) -> dict[str, Any]:

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from collections.abc import Callable, Iterable, Mapping
 
 from tui.engine.run.ab import interpreter_name
-from tui.engine.options import DEFAULT_MODE, DEFAULT_PRECISION, RunOptions, mode_applies
+from tui.engine.options import DEFAULT_MODE, DEFAULT_PRECISION, RunOptions, key_value_words, mode_applies
 from tui.present.format import MISSING
 from tui.present.format import workload_word
 from tui.typed import printable
@@ -77,7 +77,7 @@ def params_text(options: RunOptions) -> str:
 
 def inductor_text(options: RunOptions) -> str:
     """``cpp_wrapper=True freezing=True``: the inductor options as ``key=value``, by key (empty without any)."""
-    return printable(" ".join(f"{key}={value}" for key, value in sorted(options.inductor_options.items())))
+    return printable(key_value_words(options.inductor_options))
 
 
 def _plain_flags(options: RunOptions) -> list[str]:

@@ -28,7 +28,7 @@ import json
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-from tui.engine.options import DEFAULT_MODE, DEFAULT_PRECISION, mode_applies
+from tui.engine.options import DEFAULT_MODE, DEFAULT_PRECISION, key_value_words, mode_applies
 from tui.engine.store.results import RunRecord
 from tui.typed import printable
 
@@ -126,14 +126,12 @@ class ConfigKey:
 
 
 def _options_words(text: str) -> str:
-    """The key's inductor options (sorted JSON) as the run table says them: ``cpp_wrapper=True freezing=True``."""
+    """The key's inductor options (sorted JSON) as the run table says them (:func:`key_value_words`)."""
     try:
         options = json.loads(text)
     except ValueError:
         return text
-    if not isinstance(options, dict):
-        return text
-    return " ".join(f"{key}={value}" for key, value in sorted(options.items()))
+    return key_value_words(options) if isinstance(options, dict) else text
 
 
 def config_key(record: RunRecord, ignore: Sequence[str] = ()) -> ConfigKey:
