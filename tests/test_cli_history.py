@@ -196,7 +196,8 @@ def test_a_bad_selection_is_compares_one_line_and_exits_2(history, capsys, tmp_p
                                "history:RUNID[,RUNID...], session:ID"),
     (["history", "--limit", "-1"], "compile-lab: error: --limit: -1 is not allowed (allowed: a whole number of runs, "
                                    "0 for all)"),
-    (["history", "--limit", "all"], "compile-lab: error: argument --limit: invalid int value: 'all'"),
+    (["history", "--limit", "all"], "compile-lab: error: --limit: 'all' is not a whole number (allowed: a whole "
+                                    "number of runs, 0 for all)"),
 ])  # fmt: skip
 def test_usage_errors_are_one_line(history, capsys, argv, message):
     assert cli.main(argv) == 2

@@ -42,6 +42,10 @@ def _error_lines(capsys) -> list[str]:
         (["run", "--cluster-cpus", "2"], "--cluster-cpus applies with --cluster only"),
         (["run", "--cluster", "auto", "--cluster-cpus", "0"],
          "--cluster-cpus: 0 is not allowed (allowed: a number of CPUs above 0, at most 1024)"),
+        (["sweep", "--cluster", "auto", "--cluster-cpus", "four"],
+         "--cluster-cpus: 'four' is not a number (allowed: a number of CPUs above 0, at most 1024)"),
+        (["--cluster", "auto", "--cluster-cpus", "four"],  # the app's flag, refused before the app starts
+         "--cluster-cpus: 'four' is not a number (allowed: a number of CPUs above 0, at most 1024)"),
     ],
 )
 def test_what_a_cluster_run_refuses_is_one_line_before_anything_runs(capsys, argv, line):

@@ -140,10 +140,17 @@ def test_the_cli_dry_run_lists_and_deletes_nothing_then_prune_deletes(stored, ca
         (["prune"], "compile-lab: error: prune: give --keep-last N, --older-than DAYS or --max-size GB"),
         (
             ["prune", "--keep-last", "-1"],
-            "compile-lab: error: --keep-last: -1 is not allowed (allowed: a number, 0 or more)",
+            "compile-lab: error: --keep-last: -1 is not allowed (allowed: a whole number of runs, 0 or more)",
+        ),
+        (
+            ["prune", "--keep-last", "2.5"],
+            "compile-lab: error: --keep-last: '2.5' is not a whole number (allowed: a whole number of runs, 0 or more)",
         ),
         (["prune", "--older-than", "nan"], "compile-lab: error: --older-than: nan is not allowed"),
-        (["prune", "--max-size", "lots"], "compile-lab: error: argument --max-size: invalid float value: 'lots'"),
+        (
+            ["prune", "--max-size", "lots"],
+            "compile-lab: error: --max-size: 'lots' is not a number (allowed: a number of GB, 0 or more)",
+        ),
     ],
 )
 def test_bad_prune_flags_are_one_line_and_exit_2(stored, capsys, argv, line):

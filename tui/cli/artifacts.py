@@ -27,7 +27,11 @@ from tui.cli.parse import PROG
 from tui.engine.store.results import RunRecord
 from tui.engine.status import RunStatus
 
-__all__ = ["report_artifacts", "trace_target", "cmd_prune", "check_prune_args"]
+__all__ = ["report_artifacts", "trace_target", "cmd_prune", "check_prune_args", "PRUNE_ALLOWED"]
+
+PRUNE_ALLOWED = {"--keep-last": "a whole number of runs, 0 or more", "--older-than": "a number of days, 0 or more",
+                 "--max-size": "a number of GB, 0 or more"}
+"""What each of ``prune``'s rules allows, as its refusals say it."""
 
 
 def _say(console: Any, text: str) -> None:
@@ -151,7 +155,7 @@ def check_prune_args(args: argparse.Namespace) -> str | None:
     for flag, value in (("--keep-last", args.keep_last), ("--older-than", args.older_than),
                         ("--max-size", args.max_size)):  # fmt: skip
         if value is not None and not (value >= 0 and value == value and value != float("inf")):
-            return f"{flag}: {value} is not allowed (allowed: a number, 0 or more)"
+            return f"{flag}: {value:g} is not allowed (allowed: {PRUNE_ALLOWED[flag]})"
     if args.keep_last is None and args.older_than is None and args.max_size is None:
         return "prune: give --keep-last N, --older-than DAYS or --max-size GB (allowed: any of them; --dry-run first)"
     return None

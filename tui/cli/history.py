@@ -24,6 +24,7 @@ from collections import Counter
 from typing import TYPE_CHECKING, Any
 
 from tui.cli.parse import PROG, UsageError, problem_warnings
+from tui.cli.usage import number_flag
 from tui.engine.compare.selection import HISTORY_SELECTION_HELP
 from tui.typed import finite, printable
 
@@ -37,6 +38,8 @@ __all__ = ["add_history_parser", "cmd_history", "run_object", "session_object", 
 
 DEFAULT_LIMIT = 20
 """Runs (or sessions) listed without ``--limit``: the newest."""
+LIMIT_ALLOWED = "a whole number of runs, 0 for all"
+"""What ``--limit`` allows, as its refusals say it."""
 RUN_KEYS = ("run_id", "group_id", "session_id", "tune_id", "timestamp", "workload", "label", "status", "speedup",
             "speedup_ci_low", "speedup_ci_high", "verdict")  # fmt: skip
 """The keys of each run object of ``--json``, in order; a missing value is null."""
@@ -57,7 +60,8 @@ def add_history_parser(sub: Any) -> None:
     parser.add_argument("runs", nargs="*", metavar="RUNS", help="what to list (compare's history selections)")
     parser.add_argument("--sessions", action="store_true",
                         help="one line per session instead: its id, when, how many runs, workloads, tune ids")
-    parser.add_argument("--limit", type=int, default=DEFAULT_LIMIT, metavar="N",
+    parser.add_argument("--limit", type=number_flag("--limit", LIMIT_ALLOWED, integer=True), default=DEFAULT_LIMIT,
+                        metavar="N",
                         help=f"list the newest N runs (with --sessions: sessions); 0: all (default {DEFAULT_LIMIT})")
     parser.add_argument("--json", action="store_true",
                         help=f"print a JSON list instead, for a script: one object per run ({', '.join(RUN_KEYS)}), "
@@ -125,7 +129,7 @@ def cmd_history(args: argparse.Namespace) -> int:
     from tui.engine.store.history import History
 
     if args.limit < 0:
-        raise UsageError(f"--limit: {args.limit} is not allowed (allowed: a whole number of runs, 0 for all)")
+        raise UsageError(f"--limit: {args.limit} is not allowed (allowed: {LIMIT_ALLOWED})")
     history = History()
     records, problems = history.load()
     _warn(problems)

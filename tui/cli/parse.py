@@ -13,7 +13,7 @@ from typing import Any
 
 from tui.cli.run_flags import table_options
 from tui.cli.usage import UsageError
-from tui.engine.cluster.address import DEFAULT_CPUS, ClusterError, parse_address
+from tui.engine.cluster.address import CPUS_ALLOWED, DEFAULT_CPUS, MAX_CPUS, ClusterError, parse_address
 from tui.engine.option_table import SPECS
 from tui.engine.options import OptionsError, RunOptions, parse_key_values
 from tui.engine.run.sweep import AXES_BY_FIELD, SWEEP_AXES, SweepAxis, expand
@@ -155,8 +155,8 @@ def check_cluster(args: argparse.Namespace) -> None:
 
 def cluster_cpus(cpus: float | None) -> float:
     """``--cluster-cpus``, checked (UsageError, one line); the default when not given."""
-    if cpus is not None and not (0 < cpus <= 1024):
-        raise UsageError(f"--cluster-cpus: {cpus:g} is not allowed (allowed: a number of CPUs above 0, at most 1024)")
+    if cpus is not None and not (0 < cpus <= MAX_CPUS):
+        raise UsageError(f"--cluster-cpus: {cpus:g} is not allowed (allowed: {CPUS_ALLOWED})")
     return DEFAULT_CPUS if cpus is None else cpus
 
 

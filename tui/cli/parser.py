@@ -7,11 +7,14 @@ import re
 
 from tui import __version__
 from tui.cli.compare import add_compare_parser
+from tui.cli.artifacts import PRUNE_ALLOWED
 from tui.cli.history import add_history_parser
 from tui.cli.parse import PROG, UsageError
 from tui.cli.report import add_report_parser
 from tui.cli.run_flags import add_run_flags
 from tui.cli.tune import add_tune_parser
+from tui.cli.usage import number_flag
+from tui.engine.cluster.address import CPUS_ALLOWED
 
 __all__ = ["build_parser"]
 
@@ -53,7 +56,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--theme", metavar="NAME", help="app: a Textual theme")
     parser.add_argument("--cluster", dest="app_cluster", metavar="ADDRESS",
                         help="app: every run goes to this Ray cluster (auto or HOST:PORT; docs/CLUSTER.md)")
-    parser.add_argument("--cluster-cpus", dest="app_cluster_cpus", type=float, metavar="N",
+    parser.add_argument("--cluster-cpus", dest="app_cluster_cpus", metavar="N",
+                        type=number_flag("--cluster-cpus", CPUS_ALLOWED),
                         help="app: with --cluster, the CPUs each run asks Ray for (default 1)")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
 
@@ -88,9 +92,11 @@ def build_parser() -> argparse.ArgumentParser:
                     "traces), oldest first; the history lines stay, so every run still loads, its files marked "
                     "gone. Each rule given adds runs to prune.",
     )
-    prune.add_argument("--keep-last", type=int, metavar="N", help="prune all but the N most recent runs")
-    prune.add_argument("--older-than", type=float, metavar="DAYS", help="prune runs older than DAYS days")
-    prune.add_argument("--max-size", type=float, metavar="GB", help="prune the oldest runs until the rest fit in GB")
+    for flag, metavar, helped in (("--keep-last", "N", "prune all but the N most recent runs"),
+                                  ("--older-than", "DAYS", "prune runs older than DAYS days"),
+                                  ("--max-size", "GB", "prune the oldest runs until the rest fit in GB")):  # fmt: skip
+        read = number_flag(flag, PRUNE_ALLOWED[flag], integer=flag == "--keep-last")
+        prune.add_argument(flag, type=read, metavar=metavar, help=helped)
     prune.add_argument("--dry-run", action="store_true", help="list what would be deleted, delete nothing")
     add_history_parser(sub)
     add_compare_parser(sub)

@@ -15,9 +15,9 @@ from collections.abc import Callable
 from typing import Any
 
 from tui.engine.catalog import USER_WORKLOAD_HELP, WORKLOADS
-from tui.engine.cluster.address import DEFAULT_CPUS
+from tui.engine.cluster.address import CPUS_ALLOWED, DEFAULT_CPUS
 from tui.engine.option_table import CUSTOM, NEGATED, OPTIONS, PAIRS, SPECS, SWITCH, OptionSpec
-from tui.cli.usage import UsageError
+from tui.cli.usage import UsageError, number_flag
 from tui.engine.options import OptionsError, RunOptions, parse_int_option, parse_key_values, parse_number_option
 from tui.engine.run.sweep import AXES_BY_FIELD, SweepAxis
 
@@ -192,7 +192,7 @@ def add_cluster_flags(cluster: Any) -> None:
                          help="run on a Ray cluster: auto (the one this machine is configured for) or HOST:PORT "
                               "(its head's GCS address); one task per run, each asking for a GPU (cpu runs: "
                               "--cluster-cpus CPUs)")
-    cluster.add_argument("--cluster-cpus", type=float, metavar="N",
+    cluster.add_argument("--cluster-cpus", type=number_flag("--cluster-cpus", CPUS_ALLOWED), metavar="N",
                          help=f"with --cluster: the CPUs each run asks Ray for, and its torch threads (default "
                               f"{DEFAULT_CPUS:g}; a node's whole count gives each CPU run a node to itself)")
 

@@ -3,7 +3,9 @@
 
 from __future__ import annotations
 
-__all__ = ["UsageError"]
+from collections.abc import Callable
+
+__all__ = ["UsageError", "number_flag"]
 
 
 class UsageError(Exception):
@@ -11,3 +13,21 @@ class UsageError(Exception):
 
     Not a ValueError: raised by a flag's argparse type, it passes through argparse (which would turn a
     ValueError into "invalid int value") to the command line's one line."""
+
+
+def number_flag(flag: str, allowed: str, integer: bool = False) -> Callable[[str], float | int]:
+    """An argparse ``type`` reading ``flag``'s text as a number (a whole one when ``integer``).
+
+    Text that is no number raises :class:`UsageError` naming the flag and ``allowed``; the value's
+    range is the command's to check, after parsing, in the same words.
+    """
+    read: Callable[[str], float | int] = int if integer else float
+
+    def parse(text: str) -> float | int:
+        try:
+            return read(text)
+        except ValueError:
+            what = "a whole number" if integer else "a number"
+            raise UsageError(f"{flag}: {text.strip()[:40]!r} is not {what} (allowed: {allowed})") from None
+
+    return parse

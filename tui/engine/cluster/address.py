@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from tui.engine.catalog import echo
 
-__all__ = ["ClusterError", "NEEDS_RAY", "RAY_CLIENT_REFUSED", "DEFAULT_CPUS", "parse_address"]
+__all__ = ["ClusterError", "NEEDS_RAY", "RAY_CLIENT_REFUSED", "DEFAULT_CPUS", "MAX_CPUS", "CPUS_ALLOWED",
+           "parse_address"]
 
 NEEDS_RAY = "--cluster needs Ray: pip install 'compile-lab[cluster]'"
 RAY_CLIENT_REFUSED = (
@@ -14,6 +15,10 @@ RAY_CLIENT_REFUSED = (
 )
 DEFAULT_CPUS = 1.0
 """The CPUs each run asks Ray for (``--cluster-cpus``); a CUDA run asks for one GPU besides."""
+MAX_CPUS = 1024
+"""The most CPUs a run may ask for: more is a typo, not a node."""
+CPUS_ALLOWED = f"a number of CPUs above 0, at most {MAX_CPUS}"
+"""What ``--cluster-cpus`` allows, as its refusals say it."""
 
 
 class ClusterError(Exception):
