@@ -9,7 +9,9 @@ where the whole line was; a line with no such place to fold stays whole, to be s
 
 from __future__ import annotations
 
-import textwrap
+from rich.cells import cell_len
+
+from tui.present.cells import wrap_cells
 
 __all__ = ["fold_code"]
 
@@ -20,14 +22,14 @@ CONTINUATION_INDENT = "    "
 def fold_code(line: str, width: int) -> list[str]:
     """``line`` (one line of Python: a comment or a statement) as rows of at most ``width`` columns where it can
     be folded so; the rows joined with newlines are the same Python as ``line``."""
-    if width <= 0 or len(line) <= width:
+    if width <= 0 or cell_len(line) <= width:
         return [line]
     indent = line[: len(line) - len(line.lstrip())]
     if line.lstrip().startswith("#"):
         text = line.lstrip()[1:].strip()
         prefix = f"{indent}# "
-        return textwrap.wrap(text, width=width, initial_indent=prefix, subsequent_indent=prefix,
-                             break_on_hyphens=False, break_long_words=False) or [line]
+        rows = wrap_cells(text, width, initial_indent=prefix, subsequent_indent=prefix, break_long_words=False)
+        return rows or [line]
     return _fold_statement(line, indent, width)
 
 
@@ -40,7 +42,7 @@ def _fold_statement(line: str, indent: str, width: int) -> list[str]:
     current = pieces[0]
     continuation = indent + CONTINUATION_INDENT
     for piece in pieces[1:]:
-        if len(current) + len(piece) <= width:
+        if cell_len(current) + cell_len(piece) <= width:
             current += piece
             continue
         rows.append(current.rstrip())

@@ -8,11 +8,11 @@ from __future__ import annotations
 
 import math
 import re
-import textwrap
 from collections.abc import Iterable, Iterator, Mapping
 from datetime import datetime, timezone
 from typing import Any
 
+from tui.present.cells import wrap_cells
 from tui.engine.catalog import DEFAULT_FACTORY, is_user_workload, split_user_workload
 from tui.engine.options import RunOptions
 from tui.engine.store.wall_time import WallTime
@@ -397,7 +397,7 @@ def hanging_lines(line: str, width: int) -> list[str]:
     """Prose ``line`` folded between words to ``width``, its continuation lines indented two more than its first
     (a hanging indent: where each item starts stays plain); a name with hyphens stays whole, and so does a number
     with its unit (``35 s``: never ``35`` at a line's end and ``s)`` on the next)."""
-    indent = " " * (len(line) - len(line.lstrip()) + 2)
+    lead = line[: len(line) - len(line.lstrip())]
     glued = _NUMBER_UNIT.sub(_GLUE, line.replace(_GLUE, " "))
-    lines = textwrap.wrap(glued, width=width, subsequent_indent=indent, break_on_hyphens=False)
+    lines = wrap_cells(glued, width, initial_indent=lead, subsequent_indent=" " * (len(lead) + 2))
     return [part.replace(_GLUE, " ") for part in lines] or [line]

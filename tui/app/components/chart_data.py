@@ -15,14 +15,16 @@ ever sees about two columns per terminal cell.
 from __future__ import annotations
 
 import math
-import textwrap
 from bisect import bisect_right
 from dataclasses import dataclass
 from typing import NamedTuple, Protocol
 from collections.abc import Mapping, Sequence
 
+from rich.cells import cell_len
+
 from tui.engine.measure.stats import percentile
 from tui.engine.status import RunStatus, ended_reason
+from tui.present.cells import wrap_cells
 from tui.typed import printable
 
 __all__ = [
@@ -358,9 +360,9 @@ def placeholder_text(record: object | None, width: int = 80, *, blocks: bool = F
 def fold_words(text: str, width: int) -> list[str]:
     """``text`` folded between words to ``width`` cells; nothing where one of its words is wider than that (a
     piece of a word, or the words that fit without it, would say something else)."""
-    if width < 1 or any(len(word) > width for word in text.split()):
+    if width < 1 or any(cell_len(word) > width for word in text.split()):
         return []
-    return textwrap.wrap(text, width=width, break_long_words=False, break_on_hyphens=False)
+    return wrap_cells(text, width, break_long_words=False)
 
 
 def failure_lines(record: object | None, width: int) -> list[str]:
@@ -370,7 +372,7 @@ def failure_lines(record: object | None, width: int) -> list[str]:
     if getattr(record, "status", None) != RunStatus.FAILED or not getattr(record, "error_message", None) or width < 1:
         return []
     reason = ended_reason(getattr(record, "error_kind", None), getattr(record, "error_message", None))
-    return textwrap.wrap(printable(" ".join(reason.split())), width=width, break_on_hyphens=False)
+    return wrap_cells(printable(" ".join(reason.split())), width)
 
 
 TITLE = "iterations"

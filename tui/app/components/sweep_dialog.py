@@ -9,7 +9,6 @@ the combinations a backend ignores) and dismisses with the choice as keyword arg
 
 from __future__ import annotations
 
-import textwrap
 from dataclasses import dataclass
 from typing import Any
 from collections.abc import Callable, Sequence
@@ -27,6 +26,7 @@ from tui.app.components.picker import DYNAMIC_LABELS
 from tui.engine.options import BACKENDS, DTYPES, MODES, PRECISIONS
 from tui.app.components.key_footer import KeyFooter
 from tui.app.components.ordered_input import OrderedInput
+from tui.present.cells import wrap_cells
 
 __all__ = ["SweepScreen", "SweepChoice", "SweepPreview", "DEFAULT_SWEEP", "PREVIEW_LINES", "choice_to_expand_kwargs",
            "parse_sizes"]
@@ -76,7 +76,7 @@ class SweepPreview:
             return self.problem
         for shown in range(len(self.labels), -1, -1):
             text = self._text(shown)
-            if len(textwrap.wrap(text, max(width, 1), break_on_hyphens=False)) <= lines:
+            if len(wrap_cells(text, max(width, 1))) <= lines:
                 return text
         return text
 
