@@ -494,20 +494,34 @@ def test_too_few_block_pairs_give_no_interval_and_say_so(blocks, interval):
         assert f"({blocks} < 4)" in too_few[0]
 
 
-def _with_one_slow_iteration(slow_ms: float) -> RunRecord:
+def _with_one_slow_iteration(slow_ms: float, blocks_left: int | None = None) -> RunRecord:
+    """A run whose first measured block's first iteration took ``slow_ms``; with ``blocks_left``, still running,
+    its events cut after that many more measured blocks."""
     events = _script(blocks=4)
     index = next(i for i, e in enumerate(events) if isinstance(e, BlockTimed) and e.stage == "measure")
     events[index] = dataclasses.replace(events[index], ms=(slow_ms, *events[index].ms[1:]))
+    if blocks_left is not None:
+        measured = [i for i, e in enumerate(events) if isinstance(e, BlockTimed) and e.stage == "measure"]
+        events = events[: measured[measured.index(index) + blocks_left] + 1]
     return _run(events)
 
 
 def test_a_stalled_iteration_is_a_warning_naming_the_side_and_the_factor():
-    stalled = _with_one_slow_iteration(30_007.0)  # the worker was stopped for 30 s (SIGSTOP)
-    [warning] = [w for w in stalled.summary().warnings if w.startswith("stall:")]
-    assert "eager iteration took 3.001e+04 ms" in warning and "x its median" in warning
+    stalled = _with_one_slow_iteration(30_007.0, blocks_left=1)  # the worker was stopped for 30 s (SIGSTOP)
+    [warning] = [w for w in stalled.summary().warnings if "stall" in w]
+    assert warning.startswith("stall: one eager iteration took 3.001e+04 ms") and "x its median" in warning
     assert warning.endswith("(the verdict counts it as noise only where leaving it out moves the median by more "
                             "than 1.0%)")  # the verdict's rule (half the 2% threshold), no advice of its own
-    assert not any(w.startswith("stall:") for w in _with_one_slow_iteration(150.0).summary().warnings)  # 75x
+    assert not any("stall" in w for w in _with_one_slow_iteration(150.0).summary().warnings)  # 75x
+
+
+def test_a_finished_runs_stall_is_said_once_by_the_verdict_with_how_far_it_moved_the_median():
+    """The live warning and the verdict's note said the same stall in two lines; the verdict's line stays."""
+    stalled = _with_one_slow_iteration(30_007.0)
+    assert stalled.status == "done"
+    [said] = [w for w in stalled.summary().warnings if "stall" in w]
+    assert said.startswith("eager time: a stall (3.001e+04 ms, ") and "the worker was paused" in said, said
+    assert "the median moved" in said
 
 
 def test_a_stalled_block_host_time_is_a_warning_when_the_events_look_fine():

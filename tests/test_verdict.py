@@ -195,7 +195,8 @@ def test_a_stall_that_leaves_the_median_is_a_note():
     blocks[3][2] = 2.0 * 100  # one iteration 100x the median
     verdict = verdict_for(series("eager", blocks), QUIET_COMPILED, 1.98, 2.02)
     assert (verdict.word, verdict.reasons) == (FASTER, ())
-    assert verdict.notes[0].startswith("eager time: a stall (200 ms, 100x the median); the median moved")
+    assert verdict.notes[0].startswith("eager time: a stall (200 ms, 100x the median: the worker was paused or the "
+                                       "machine was busy); the median moved")
     blocks[3][2] = 2.0 * 99
     assert verdict_for(series("eager", blocks), QUIET_COMPILED, 1.98, 2.02).notes == ()
 
@@ -205,7 +206,8 @@ def test_stalls_that_move_the_median_make_a_run_noisy():
     blocks = [[1.0] * 4 + [1.03] * 4 + [150.0] * 2 for _ in range(8)]
     reasons = reasons_of(QUIET_EAGER, series("compiled", blocks))
     assert len(reasons) == 1 and reasons[0].startswith(
-        "compiled time: a stall (150 ms, 146x the median) moved the median by"
+        "compiled time: a stall (150 ms, 146x the median: the worker was paused or the machine was busy) moved the "
+        "median by"
     )
     # The same stalls judged against a threshold of 5% (t/2 = 2.5%) do not threaten the conclusion.
     assert reasons_of(QUIET_EAGER, series("compiled", blocks), policy=VerdictPolicy(threshold=0.05)) == ()

@@ -41,7 +41,9 @@ from tui.engine.measure.stats import (
     BOOTSTRAP_RESAMPLES, SampleAccumulator, SpeedupCI, Stats, bootstrap_speedup, is_significant,
 )
 from tui.engine.thresholds import LAUNCH_BOUND_RATIO, MIN_INTERVAL_BLOCKS, MIN_SAMPLES, STALL_SHIFT_SHARE, VerdictPolicy
-from tui.engine.measure.verdict import Machine, Outliers, SideSeries, Verdict, spread_note, verdict_for
+from tui.engine.measure.verdict import (
+    Machine, Outliers, SideSeries, Verdict, spread_note, stall_opening, verdict_for,
+)
 from tui.typed import JsonRecord
 
 __all__ = [
@@ -258,9 +260,7 @@ def build_summary(live: LiveStats, run: SummaryInputs) -> RunSummary:
         verdict = _verdict(live, sides, "iter", (low, high), run)
         if launch_bound:
             host_verdict = _verdict(live, sides, "host", (host_low, host_high), run)
-        # The verdicts' notes (the distribution's shape, a wide interval) are warnings, said once.
-        notes = verdict.notes + (host_verdict.notes if host_verdict else ())
-        warnings = list(dict.fromkeys([*warnings, *notes]))
+        warnings = _with_verdict_notes(warnings, verdict, host_verdict)
     return RunSummary(
         eager=eager,
         compiled=compiled,
@@ -359,6 +359,23 @@ def _stall_warning(side: str, stats: Stats | None, what: str, policy: VerdictPol
         f" ({stats.median:.4g} ms): the worker was paused or the machine was busy (the verdict counts it as noise"
         f" only where leaving it out moves the median by more than {STALL_SHIFT_SHARE * policy.threshold:.1%})"
     ]
+
+
+def _with_verdict_notes(warnings: list[str], verdict: Verdict, host_verdict: Verdict | None) -> list[str]:
+    """The run's warnings and its verdicts' notes (the distribution's shape, a wide interval), each said once."""
+    notes = verdict.notes + (host_verdict.notes if host_verdict else ())
+    return [w for w in dict.fromkeys([*warnings, *notes]) if not _stall_said(w, verdict, host_verdict)]
+
+
+def _stall_said(warning: str, verdict: Verdict, host_verdict: Verdict | None) -> bool:
+    """Whether ``warning`` is the live stall warning of a side whose stall a verdict tells, with how far it moved
+    the median (a reason or a note): the verdict's line then stands for both."""
+    for told, what, live in ((verdict, "time", "iteration"), (host_verdict, "host time", "block's host time")):
+        for side in ("eager", "compiled"):
+            if (told is not None and warning.startswith(f"stall: one {side} {live}")
+                    and any(line.startswith(stall_opening(side, what)) for line in told.reasons + told.notes)):
+                return True
+    return False
 
 
 def _side_warnings(side: str, stats: Stats | None, clock: str | None, run: SummaryInputs) -> list[str]:

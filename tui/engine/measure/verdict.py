@@ -51,7 +51,8 @@ __all__ = [
     "FASTER", "SLOWER", "NO_CHANGE", "INCONCLUSIVE", "NOISY", "VERDICTS", "CONFIDENT",
     "VerdictPolicy", "LIMIT_NAMES", "Outliers", "SideSeries", "Machine", "Verdict", "Assessment",
     "classify_outliers", "judge_interval", "assess", "noise_reasons", "interval_notes", "verdict_for", "RERUN_HINT",
-    "series_checks", "machine_reasons", "speedup_drift", "past_drift", "spread_note", "ONE_PROCESS_HOST", "Drift",
+    "series_checks", "stall_opening", "machine_reasons", "speedup_drift", "past_drift", "spread_note",
+    "ONE_PROCESS_HOST", "Drift",
 ]  # fmt: skip
 
 FASTER, SLOWER, NO_CHANGE, INCONCLUSIVE, NOISY = "faster", "slower", "no change", "inconclusive", "noisy"
@@ -234,11 +235,18 @@ def series_checks(side: SideSeries, policy: VerdictPolicy, what: str = "time", d
     return checks
 
 
+def stall_opening(side: str, what: str) -> str:
+    """How the verdict's line about a stall of ``side``'s ``what`` (``time``, ``host time``) opens: ``eager time: a
+    stall``. The run's summary finds the line by it (a stall said by the verdict is not said again)."""
+    return f"{side} {what}: a stall"
+
+
 def _stall(side: SideSeries, policy: VerdictPolicy, what: str) -> Assessment:
     """A stall: a reason when leaving its samples out moves the side's median by more than t/2, else a note."""
     if side.median <= 0 or side.max < policy.stall_factor * side.median:
         return Assessment()
-    stall = f"{side.name} {what}: a stall ({side.max:.4g} ms, {side.max / side.median:.0f}x the median)"
+    stall = (f"{stall_opening(side.name, what)} ({side.max:.4g} ms, {side.max / side.median:.0f}x the median: the "
+             "worker was paused or the machine was busy)")
     without = side.median_without_stalls(policy.stall_factor)
     shift = abs(without / side.median - 1) if without else 1.0
     if shift > STALL_SHIFT_SHARE * policy.threshold:
