@@ -192,6 +192,42 @@ def test_the_eager_line_reads_the_confirmation_and_an_unconfirmed_winner_slower_
     assert any(line.startswith("compiled = torch.compile(") for line in lines)
 
 
+def test_a_noisy_confirmation_does_not_overrule_the_race_into_saying_nothing_was_faster_than_eager():
+    """A 2-minute app search on a busy CPU: freezing=True raced at 1.10× [1.06, 1.14] over eager, its confirmation
+    read 0.98× [0.89, 1.24] noisy. The first line said no configuration was faster than eager and named
+    cpp_wrapper=True the best, under a table listing freezing=True at 1.10×."""
+    from tui.engine.tune.answer import Against, Confirmation
+
+    freeze = Standing(Candidate((("freezing", True),)), Score(1.10, 1.06, 1.14, 2), stage=1)
+    wrapper = Standing(WRAPPER, Score(1.00, 0.97, 1.03, 1), stage=0)
+    default = Standing(Candidate(), Score(0.99, 0.97, 1.01, 2), stage=1)
+    confirmation = Confirmation(vs_default=Against(0.99, 0.90, 1.22, "noisy", ("a stall",)),
+                                vs_eager=Against(0.98, 0.89, 1.24, "noisy", ("a stall",)),
+                                default_vs_eager=Against(0.99, 0.98, 1.00, "no change"), processes=(5, 5))
+    options = freeze.candidate.apply(RunOptions(workload="mlp", device="cpu"))
+    result = TuneResult(tune_id="01JTUNE", outcome="unconfirmed", winner=freeze, winner_options=options,
+                        confirmation=confirmation, confirmed=freeze, standings=(freeze, wrapper, default))
+    lines = answer_text(result).splitlines()
+    assert not any("faster than eager" in line for line in lines[:2]), lines[:2]
+    assert lines[0].startswith("best so far: freezing=True (unconfirmed")
+    assert "# unconfirmed: the race's leader, not shown faster in fresh processes" in lines
+    # the same confirmation read without noise overrules the race, as fresh processes that picked nothing
+    quiet = dataclasses.replace(confirmation, vs_eager=Against(0.98, 0.97, 0.99, "slower"))
+    assert answer_text(dataclasses.replace(result, confirmation=quiet)).splitlines()[0] == (
+        "torch.compile was not shown to pay off for this workload here: no configuration measured was faster than "
+        "eager (the best, cpp_wrapper=True, reads 1.00× [0.97, 1.03] over eager)")
+
+
+def test_a_search_stopped_before_every_candidate_ran_is_not_said_to_show_that_compiling_does_not_pay_off():
+    slow = Standing(Candidate(), Score(0.96, 0.95, 0.97, 1), stage=0)
+    never = (Standing(WRAPPER), Standing(AUTOTUNE))
+    result = TuneResult(tune_id="01JTUNE", outcome="unconfirmed", winner=slow, winner_options=None,
+                        confirmation=None, standings=(slow, *never), stopped="stopped from the app")
+    assert answer_text(result).splitlines()[0] == (
+        "torch.compile was not shown to pay off for this workload here: no configuration measured was faster than "
+        "eager (the best, default, reads 0.96× [0.95, 0.97] over eager; 2 candidate(s) not run)")
+
+
 def test_the_cli_prints_the_eager_line_above_the_headline():
     from rich.console import Console
 

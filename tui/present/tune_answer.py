@@ -189,13 +189,15 @@ def unseparated_line(result: TuneResult) -> str | None:
 
 def over_eager(result: TuneResult) -> dict[str, Against]:
     """Each measured candidate's speedup over eager: the confirmation's for the two it ran (fresh processes that
-    picked nothing), the race's for the rest."""
+    picked nothing), the race's for the rest and where the confirmation's reads noisy (a figure its own processes
+    disagree on overrules nothing: the candidates' table beside it shows the race's)."""
     figures = {s.name: Against(s.score.value, s.score.low, s.score.high) for s in result.standings
                if s.score.value is not None}
     confirmation = result.confirmation
     if confirmation is not None and result.confirmed is not None:
-        figures[result.confirmed.name] = confirmation.vs_eager
-        figures[DEFAULT] = confirmation.default_vs_eager
+        for name, against in ((result.confirmed.name, confirmation.vs_eager), (DEFAULT, confirmation.default_vs_eager)):
+            if against.verdict != NOISY or name not in figures:
+                figures[name] = against
     return {name: against for name, against in figures.items() if against.gain is not None}
 
 
@@ -213,11 +215,14 @@ def eager_line(result: TuneResult) -> str | None:
         return None
     name, best = max(figures.items(), key=lambda item: item[1].gain or 0.0)
     figure = fmt_speedup(best.gain, best.low, best.high)
-    # one-sided, as "nothing beats the default": an interval whose high end is within the threshold rules a gain out
-    ruled_out = best.high is not None and best.high <= 1 + result.threshold
+    never = sum(1 for s in result.standings if s.stage < 0)
+    # one-sided, as "nothing beats the default": an interval whose high end is within the threshold rules a gain out;
+    # a candidate never run might still pay off
+    ruled_out = best.high is not None and best.high <= 1 + result.threshold and not never
     verdict = "did not pay off" if ruled_out else "was not shown to pay off"
+    unrun = f"; {never} candidate(s) not run" if never else ""
     return (f"torch.compile {verdict} for this workload here: no configuration measured was faster than eager (the "
-            f"best, {name}, reads {figure} over eager)")
+            f"best, {name}, reads {figure} over eager{unrun})")
 
 
 def lead_lines(result: TuneResult) -> list[str]:
