@@ -78,14 +78,19 @@ class _Link:
 
 
 def _fake_subprocess(monkeypatch, report: dict) -> list[list[str]]:
-    """``subprocess.run`` answers as a probe printing ``report``; the command lines it was given."""
+    """``subprocess.Popen`` answers as a probe printing ``report``; the command lines it was given."""
     argvs: list[list[str]] = []
 
-    def run(argv, **kwargs):
-        argvs.append(list(argv))
-        return subprocess.CompletedProcess(argv, 0, stdout=json.dumps(report) + "\n", stderr="")
+    class Probe:
+        def __init__(self, argv, **kwargs) -> None:
+            argvs.append(list(argv))
+            self.returncode: int | None = None
 
-    monkeypatch.setattr(subprocess, "run", run)
+        def communicate(self, timeout=None):
+            self.returncode = 0
+            return json.dumps(report) + "\n", ""
+
+    monkeypatch.setattr(subprocess, "Popen", Probe)
     return argvs
 
 
@@ -209,3 +214,33 @@ async def test_a_cluster_that_cannot_be_asked_falls_back_to_this_machines_torch_
                               "node: RayTaskError: the node died); this machine's torch was asked instead")
     plan = plan_search(RunOptions(workload="pointwise", device="cpu").validated(), ("freezing",), found)
     assert plan.notes[0] == found.fallback and plan.fallback
+
+
+async def test_a_cancelled_probe_is_killed_even_one_its_thread_starts_after_the_cancel(tmp_path, monkeypatch):
+    """Ctrl-C while ``tune`` asked torch: the exit waited for the probe's torch import (the loop's shutdown joins
+    its thread), and a Ctrl-C in the first instant came before the probe's process existed to be killed."""
+    from tui.engine.runner import torch_probe
+
+    python = tmp_path / "python"
+    python.write_text("#!/bin/sh\nexec sleep 600\n")  # an interpreter whose torch import never ends
+    python.chmod(0o755)
+    started: list[subprocess.Popen] = []
+
+    class Recorded(subprocess.Popen):
+        def __init__(self, *args, **kwargs) -> None:
+            super().__init__(*args, **kwargs)
+            started.append(self)
+
+    monkeypatch.setattr(torch_probe.subprocess, "Popen", Recorded)
+    for again in (False, True):  # Ctrl-C, and Ctrl-C twice (the second used to end the killing early)
+        started.clear()
+        task = asyncio.ensure_future(torch_probe.probing(torch_probe.run_probe, KEYS, str(python), 60))
+        await asyncio.sleep(0)  # the thread is asked for; the probe's process may or may not exist yet
+        task.cancel()
+        if again:
+            await asyncio.sleep(0)
+            task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+        assert started and all(process.returncode is not None for process in started)  # killed and reaped
+        assert not torch_probe._running

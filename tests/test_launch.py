@@ -51,3 +51,15 @@ def test_the_check_reads_the_processes_own_streams(monkeypatch):
     monkeypatch.setattr(tui.launch, "not_a_terminal", lambda keys, screen: seen.append((keys, screen)) or "x")
     assert tui.launch.open_app() == 2
     assert seen == [(sys.stdin, sys.stderr)]
+
+
+def test_a_ctrl_c_before_a_command_takes_the_signals_is_one_line_and_exit_130(monkeypatch, capsys):
+    """Ctrl-C while ``tune`` asked torch which options it has printed Python's traceback."""
+    import tui.cli
+
+    def interrupted(argv, open_app=None):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(tui.cli, "main", interrupted)
+    assert tui.launch.main(["tune", "--workload", "mlp"]) == 130
+    assert capsys.readouterr().err.strip() == "compile-lab: stopped (Ctrl-C)"

@@ -15,10 +15,19 @@ __all__ = ["main", "open_app"]
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Run ``compile-lab`` with ``argv`` (the process's arguments when None); returns the exit code."""
-    from tui.cli import main as cli_main
+    """Run ``compile-lab`` with ``argv`` (the process's arguments when None); returns the exit code.
 
-    return cli_main(argv, open_app=open_app)
+    A Ctrl-C that reaches here came before a command took the signals over (while Python imports, while ``tune``
+    asks the worker's torch which options it has) or during a command that keeps no runs (``compare``,
+    ``report``): one line and exit 130, as a stopped run's, instead of Python's traceback.
+    """
+    try:
+        from tui.cli import main as cli_main
+
+        return cli_main(argv, open_app=open_app)
+    except KeyboardInterrupt:
+        sys.stderr.write("\ncompile-lab: stopped (Ctrl-C)\n")
+        return 130
 
 
 def open_app(no_mouse: bool = False, theme: str | None = None, cluster: Any = None) -> int:

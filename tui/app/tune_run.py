@@ -26,6 +26,7 @@ from tui.engine.store.run_ids import new_run_id
 from tui.engine.tune.answer import NOTHING_BEATS, NOTHING_MEASURED, Progress, TuneResult
 from tui.engine.tune.driver import TuneDriver
 from tui.engine.tune.listener import TuneListener
+from tui.engine.runner.torch_probe import probing
 from tui.engine.tune.request import TuneRequest, device_refused, nothing_to_try, plan_search
 from tui.engine.tune.search import Standing, ranked, stage_name
 from tui.present.format import workload_name
@@ -237,7 +238,7 @@ class TuneRun:
     async def run(self) -> TuneResult:
         """Ask torch, race, confirm; the result (also on the board as the answer), whatever stopped it."""
         began = self.clock()
-        plan = await asyncio.to_thread(plan_search, self.base, self.request.knobs)
+        plan = await probing(plan_search, self.base, self.request.knobs)  # the app's closing kills the probe
         driver = TuneDriver(_TuneLane(self), self.base, plan.candidates, self.request.objective,
                             self.request.budget_s, pinned=self.base.inductor_options, modes=plan.modes,
                             listener=self.keeper, clock=self.clock, tune_id=self.tune_id, started=began)

@@ -15,28 +15,35 @@ run to its end (no torch there, a timeout) is :attr:`TorchOptions.problem`, one 
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 import json
 import logging
 import os
+import signal
 import subprocess
 import sys
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 from tui.typed import JsonRecord
 
 __all__ = ["TorchOptions", "ProbeOutput", "probe_argv", "run_probe", "read_output", "read_report",
-           "probe_torch", "PROBE_TIMEOUT_S", "PROBE_MODULE", "THIS_MACHINE", "STDERR_KEPT"]
+           "probe_torch", "stop_probes", "probing", "PROBE_TIMEOUT_S", "PROBE_MODULE", "THIS_MACHINE", "STDERR_KEPT"]
 
 log = logging.getLogger(__name__)
+
+T = TypeVar("T")
 
 PROBE_TIMEOUT_S = 300
 """Importing torch on a busy machine can take a minute; a probe that takes longer than this is given up."""
 PROBE_MODULE = "tui.engine.worker.tune_probe"
 THIS_MACHINE = "this machine's torch"
 """:attr:`TorchOptions.asked` of the probe run here."""
+STOP_POLL_S = 0.05
+"""How often a cancelled :func:`probing` kills the probes again while its thread has not ended (one may be
+starting)."""
 STDERR_KEPT = 2000
 """The characters of the probe's stderr kept (its end): a failed probe's last line is its reason."""
 
@@ -84,13 +91,56 @@ def run_probe(keys: Sequence[str], python: str | None = None, timeout: float = P
     run_env = {**os.environ, **(env or {})}
     make_package_importable(argv[0], run_env)
     try:
-        done = subprocess.run(argv, stdin=subprocess.DEVNULL, capture_output=True, text=True, env=run_env,
-                              timeout=timeout, start_new_session=True, check=False)
-    except subprocess.TimeoutExpired:
-        return ProbeOutput(problem=f"torch's options could not be read within {timeout:g} s")
+        process = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                   text=True, env=run_env, start_new_session=True)
     except OSError as exc:
         return ProbeOutput(problem=f"{argv[0]} could not be started: {exc}")
-    return ProbeOutput(returncode=done.returncode, stdout=done.stdout, stderr=done.stderr[-STDERR_KEPT:])
+    _running.add(process)
+    try:
+        stdout, stderr = process.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        _kill(process)
+        process.communicate()
+        return ProbeOutput(problem=f"torch's options could not be read within {timeout:g} s")
+    finally:
+        _running.discard(process)
+    return ProbeOutput(returncode=process.returncode, stdout=stdout, stderr=stderr[-STDERR_KEPT:])
+
+
+_running: set[subprocess.Popen[str]] = set()
+"""The probes running on this machine (each in a thread of its own, waiting on its process)."""
+
+
+def stop_probes() -> None:
+    """Kill every probe running here (its process group): the caller gave up waiting (Ctrl-C, the app closing), and
+    the thread that waits on it then ends at once instead of when torch's import does."""
+    for process in list(_running):
+        _kill(process)
+
+
+async def probing(call: Callable[..., T], *args: Any) -> T:
+    """``call(*args)`` in a thread, as :func:`asyncio.to_thread`, for a call that runs probes. Cancelled (Ctrl-C, the
+    app closing), it kills them (:func:`stop_probes`) until the thread ends, one started after the cancel too,
+    whatever cancels it again meanwhile, and re-raises: an exit then does not wait for torch's import, which the
+    loop's shutdown would (it joins the thread)."""
+    future = asyncio.ensure_future(asyncio.to_thread(call, *args))
+    try:
+        return await asyncio.shield(future)
+    except asyncio.CancelledError:
+        while not future.done():
+            stop_probes()
+            try:
+                await asyncio.wait({future}, timeout=STOP_POLL_S)
+            except asyncio.CancelledError:  # a second Ctrl-C, or the loop's own cancelling at its end: kill on
+                continue
+        raise
+
+
+def _kill(process: subprocess.Popen[str]) -> None:
+    try:
+        os.killpg(process.pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError) as exc:  # it has ended (and its group with it)
+        log.debug("the probe %d had ended: %s", process.pid, exc)
 
 
 def read_output(output: ProbeOutput, asked: str = THIS_MACHINE) -> TorchOptions:

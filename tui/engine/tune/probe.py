@@ -11,13 +11,12 @@ note: a run whose option torch lacks then fails, and is listed with its reason.
 
 from __future__ import annotations
 
-import asyncio
 import dataclasses
 import logging
 from collections.abc import Sequence
 from typing import Protocol
 
-from tui.engine.runner.torch_probe import THIS_MACHINE, TorchOptions, probe_torch
+from tui.engine.runner.torch_probe import THIS_MACHINE, TorchOptions, probe_torch, probing
 
 __all__ = ["TorchAsker", "ask_torch", "probe_torch", "TorchOptions", "THIS_MACHINE"]
 
@@ -44,5 +43,5 @@ async def ask_torch(keys: Sequence[str], python: str | None = None, cluster: Tor
             return found
         why = f"the cluster's torch could not be asked ({found.problem}); this machine's torch was asked instead"
         log.warning("tune: %s", why)
-    local = await asyncio.to_thread(probe_torch, keys, python)
+    local = await probing(probe_torch, keys, python)
     return local if why is None else dataclasses.replace(local, fallback=why)
