@@ -423,3 +423,40 @@ def test_a_process_reads_its_statistics_and_launch_bound_as_its_run_summary_does
                 assert (series.median, series.q1, series.q3, series.max) == (stats.median, stats.q1, stats.q3,
                                                                              stats.max)
     assert _launch_bound("gpu2", 0.2, 5).summary().launch_bound is True
+
+
+def _rendered(comparison, width: int = 80) -> list[str]:
+    import io
+
+    from rich.console import Console
+
+    from tui.present.compare_render import print_comparison
+
+    console = Console(width=width, file=io.StringIO(), record=True)
+    print_comparison(comparison, console)
+    return console.export_text().splitlines()
+
+
+def test_a_gated_host_time_on_the_cpu_is_the_compiled_column_and_the_table_fits_80_columns():
+    """On the CPU one clock gives both times: --metric host added a column of the compiled column's own numbers,
+    and the table ran to 89–97 columns, its verdicts broken mid-word."""
+    from rich.cells import cell_len
+
+    from tui.present.compare_render import HOST_IS_COMPILED_LEGEND, host_is_compiled
+
+    base, new = _group("aaaaaa", 3), _group("bbbbbb", 3, compiled=1.2)
+    comparison = compare(base, new, CompareSettings(metric="host"))
+    assert host_is_compiled(comparison)
+    lines = _rendered(comparison)
+    assert max(cell_len(line.rstrip()) for line in lines) <= 80, lines
+    assert not any("host" in line for line in lines[2:6]) and any("(gated)" in line for line in lines[2:6])
+    assert HOST_IS_COMPILED_LEGEND.split(":")[0] + ":" in "\n".join(lines)
+    from tui.present.compare_render import markdown_lines
+
+    markdown = markdown_lines(comparison)  # a PR comment says it too
+    assert HOST_IS_COMPILED_LEGEND in markdown and "compiled ms (gated)" in next(m for m in markdown if "| #" in m)
+    # launch-bound GPU runs: the host time is its own figure, in its own column
+    gpu = compare([_launch_bound(f"b{n}", 0.200, n) for n in range(3)],
+                  [_launch_bound(f"n{n}", 0.206, 10 + n) for n in range(3)], CompareSettings(metric="host"))
+    assert not host_is_compiled(gpu)
+    assert any("compiled host" in line for line in _rendered(gpu, 120)[:6])

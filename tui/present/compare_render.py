@@ -29,6 +29,8 @@ MAX_REASONS = 3
 """Noise reasons shown per pair (the JSON has every one)."""
 WITHIN_LEGEND = (f"{WITHIN}: a side ran in one process, so the interval holds only the noise within it "
                  "(run with --repeat 3 for one across processes)")
+HOST_IS_COMPILED_LEGEND = ("compiled: the gated host time per call too: on the CPU one clock gives both (the time of "
+                           "each call, its host's included)")
 
 
 def _unit(comparison: Comparison, metric: str) -> str:
@@ -70,17 +72,43 @@ def change_text(change: Change | None, unit: str) -> tuple[str, ...]:
 
 
 def columns(comparison: Comparison) -> list[str]:
-    """The metrics shown: compiled, eager, speedup, and host when it is gated or a pair is launch-bound."""
+    """The metrics shown: compiled, eager, speedup, and host when it is gated or a pair is launch-bound, unless it
+    repeats the compiled column (:func:`host_is_compiled`)."""
     shown = ["compiled", "eager", "speedup"]
-    if comparison.settings.metric == "host" or any(p.launch_bound for p in comparison.pairs):
+    if (comparison.settings.metric == "host" or any(p.launch_bound for p in comparison.pairs)) \
+            and not host_is_compiled(comparison):
         shown.append("host")
     return shown
+
+
+def host_is_compiled(comparison: Comparison) -> bool:
+    """Whether every compared pair's host time per call is its compiled time, figure for figure: CPU runs, whose
+    one clock gives both (a column of the same numbers beside it pushed the table past 80 columns)."""
+    def figures(change: Change | None) -> tuple[float | None, ...] | None:
+        return None if change is None else (change.base, change.new, change.ratio, change.ratio_low, change.ratio_high)
+
+    compared = [p for p in comparison.pairs if p.change("compiled") is not None]
+    return bool(compared) and all(figures(p.change("host")) == figures(p.change("compiled")) for p in compared)
 
 
 def _header(comparison: Comparison, metric: str) -> str:
     label = {"compiled": "compiled", "eager": "eager", "speedup": "speedup", "host": "compiled host"}[metric]
     label += f" {_unit(comparison, metric)}"
-    return f"{label} (gated)" if metric == comparison.settings.metric else label
+    return f"{label} (gated)" if metric == _gated_column(comparison) else label
+
+
+def legends(comparison: Comparison) -> list[str]:
+    """The lines under the table that say what a mark or a column means, where the table has one."""
+    said = [WITHIN_LEGEND] if any(p.within_process for p in comparison.pairs) else []
+    if _gated_column(comparison) != comparison.settings.metric:
+        said.append(HOST_IS_COMPILED_LEGEND)
+    return said
+
+
+def _gated_column(comparison: Comparison) -> str:
+    """The column of the gated metric: the compiled one for a gated host time that is the compiled time."""
+    gated = comparison.settings.metric
+    return "compiled" if gated == "host" and host_is_compiled(comparison) else gated
 
 
 def _keys(comparison: Comparison) -> list[ConfigKey]:
@@ -231,8 +259,8 @@ def print_comparison(comparison: Comparison, console: Any) -> None:
     if shared:
         console.print(f"every row: {printable(shared)}", markup=False, highlight=False)
     # the legend and each pair's reasons fold with a hanging indent: a continuation at column 0 read as a line
-    if any(p.within_process for p in comparison.pairs):
-        for part in hanging_lines(WITHIN_LEGEND, console.width):
+    for legend in legends(comparison):
+        for part in hanging_lines(legend, console.width):
             console.print(part, style="dim", markup=False, highlight=False, soft_wrap=True)
     for line in detail_lines(comparison):
         for part in hanging_lines(line, console.width):
@@ -376,8 +404,8 @@ def markdown_lines(comparison: Comparison) -> list[str]:
             procs, cells = _unmatched_procs(row), ["" for _ in shown]
         lines.append("| " + " | ".join(markdown_cell(c) for c in (str(number), what, procs, *cells, verdict)) + " |")
     lines.append("")
-    if any(p.within_process for p in comparison.pairs):
-        lines += [markdown_cell(WITHIN_LEGEND), ""]
+    for legend in legends(comparison):
+        lines += [markdown_cell(legend), ""]
     details = detail_lines(comparison)
     if details:
         lines += [f"- {markdown_cell(line)}" for line in details] + [""]
