@@ -239,3 +239,36 @@ def test_eager_ops_on_a_gpu_take_the_device_time_of_the_kernels_under_them():
     (group,) = kernel_diff(mapping, eager, compiled)
     assert group == KernelGroup(kernel="triton_poi_fused_convolution_relu_0", ops=("aten::convolution", "aten::relu"),
                                 nodes=("convolution", "relu"), eager_ms_per_call=0.034, compiled_ms_per_call=0.003)
+
+
+def test_on_the_cpu_an_extern_kernel_and_a_decomposed_op_get_their_time_on_both_sides():
+    """The mlp's Kernels tab on the CPU gave no group both sides: ``extern_kernels.addmm`` is ``aten::addmm`` in
+    the compiled profile, and ``cpp_fused_gelu_0``'s nodes (``mul``, ``erf``, ``add``) decompose the
+    ``aten::gelu`` eager ran."""
+    eager_call = [RawEvent("aten::linear", self_us=5.0, total_us=400.0, top_op=True),
+                  RawEvent("aten::addmm", self_us=395.0, total_us=395.0, parent=0),
+                  RawEvent("aten::gelu", self_us=60.0, total_us=60.0, top_op=True)]
+    compiled_call = [RawEvent("aten::addmm", self_us=380.0, total_us=380.0, top_op=True),
+                     RawEvent("graph_1_cpp_fused_gelu_0", self_us=40.0, total_us=40.0)]
+    eager = side_profile(eager_call * CALLS, CALLS, cuda=False)
+    compiled = side_profile(compiled_call * CALLS, CALLS, cuda=False)
+    mapping = {"preToPost": {"input_1": ["permute", "addmm"], "input_2": ["mul", "mul_1", "erf", "add", "mul_2"]},
+               "cppCodeToPost": {"extern_kernels.addmm:1": ["addmm"],
+                                 "cpp_fused_gelu_0:2": ["mul_2", "mul", "add", "erf", "mul_1"]}}
+    groups = {g.kernel: g for g in kernel_diff(mapping, eager, compiled)}
+    assert groups["extern_kernels.addmm"].eager_ms_per_call == pytest.approx(0.395)
+    assert groups["extern_kernels.addmm"].compiled_ms_per_call == pytest.approx(0.380)
+    gelu = groups["cpp_fused_gelu_0"]
+    assert gelu.ops == ("aten::add", "aten::erf", "aten::mul")  # what inductor fused, as its nodes say
+    assert (gelu.eager_ms_per_call, gelu.compiled_ms_per_call) == (pytest.approx(0.060), pytest.approx(0.040))
+
+
+def test_a_fused_kernels_name_lists_whole_op_names_only():
+    from tui.engine.explain.kernels import named_ops
+
+    ops = ["aten::gelu", "aten::_softmax", "aten::relu", "aten::max_pool2d_with_indices", "aten::max", "aten::add"]
+    assert named_ops("cpp_fused_gelu_0", ops) == ("aten::gelu",)
+    assert named_ops("triton_per_fused__softmax_1", ops) == ("aten::_softmax",)
+    assert named_ops("triton_poi_fused_max_pool2d_with_indices_relu_6", ops) == (
+        "aten::max_pool2d_with_indices", "aten::relu")  # not aten::max, a piece of another op's name
+    assert named_ops("extern_kernels.addmm", ops) == () and named_ops("cpp_fused_gelu", ops) == ()

@@ -53,6 +53,8 @@ _CPP_KERNEL = re.compile(r"^(graph_\d+_)?cpp_")
 _GRAPH_PREFIX = re.compile(r"^graph_\d+_")
 _HANDLE = re.compile(r":\d+$")
 _NODE_SUFFIX = re.compile(r"_\d+$")
+_EXTERN = "extern_kernels."
+_FUSED = re.compile(r"^(?:cpp|triton_[a-z]+)_fused_(.+)_\d+$")
 _REGION = "Torch-Compiled Region: "
 _GRAPH_CALL = "## Call CompiledFxGraph"
 #: The most kernel rows (and diff groups) a profile keeps, largest first: a history line stays small.
@@ -98,8 +100,10 @@ class KernelGroup(JsonRecord):
     """One compiled kernel and the eager ops inductor made it from (its provenance tracking).
 
     ``nodes``: the post-grad FX nodes; ``ops``: their ``aten::`` ops; ``eager_ms_per_call``: what
-    those ops took per eager call (an op in two groups counts in both); ``compiled_ms_per_call``:
-    the kernel's own time per compiled call (None when the profile did not see it).
+    those ops took per eager call (an op in two groups counts in both), or where eager ran none of them
+    (it ran the op they decompose, ``aten::gelu`` for ``mul``, ``erf`` and ``add``) what the ops the kernel's
+    name lists took (``cpp_fused_gelu_0``: inductor names a kernel after the original ops it fuses);
+    ``compiled_ms_per_call``: the kernel's own time per compiled call (None when the profile did not see it).
     """
 
     kernel: str = ""
@@ -216,9 +220,30 @@ def provenance_ops(node: str) -> str:
 
 
 def _kernel_ms(rows: Sequence[KernelRow], kernel: str, calls: int) -> float | None:
-    """A provenance kernel's time per call in a side's rows (``graph_N_`` prefixes of kernel-profile ranges allowed)."""
-    found = [row.total_ms for row in rows if row.name == kernel or _GRAPH_PREFIX.sub("", row.name) == kernel]
+    """A provenance kernel's time per call in a side's rows (``graph_N_`` prefixes of kernel-profile ranges allowed;
+    an extern kernel, ``extern_kernels.addmm``, is the aten op the profiler names, ``aten::addmm``)."""
+    names = {kernel}
+    if kernel.startswith(_EXTERN):
+        names.add("aten::" + kernel.removeprefix(_EXTERN))
+    found = [row.total_ms for row in rows if row.name in names or _GRAPH_PREFIX.sub("", row.name) in names]
     return sum(found) / calls if found and calls else None
+
+
+def named_ops(kernel: str, ops: Iterable[str]) -> tuple[str, ...]:
+    """The ``aten::`` ops among ``ops`` that a fused kernel's name lists, in its order: ``cpp_fused_gelu_0`` ->
+    ``aten::gelu``, ``triton_per_fused__softmax_1`` -> ``aten::_softmax``. The names between ``fused_`` and the
+    number are read left to right, the longest op name first (``max_pool2d_with_indices``, not ``max``)."""
+    match = _FUSED.match(kernel)
+    if match is None:
+        return ()
+    names = {tuple(op.removeprefix("aten::").split("_")): op for op in ops if op.startswith("aten::")}
+    tokens, found, at = tuple(match.group(1).split("_")), [], 0
+    while at < len(tokens):
+        name = max((n for n in names if tokens[at:at + len(n)] == n), key=len, default=None)
+        if name is not None and names[name] not in found:
+            found.append(names[name])
+        at += len(name) if name else 1
+    return tuple(found)
 
 
 def _kernel_nodes(mapping: Mapping[str, Any]) -> dict[str, list[str]]:
@@ -253,7 +278,7 @@ def kernel_diff(mapping: Mapping[str, Any], eager: SideProfile, compiled: SidePr
         if not nodes:
             continue
         ops = tuple(sorted({provenance_ops(n) for n in nodes}))
-        seen = [eager_ms[op] for op in ops if op in eager_ms]
+        seen = [eager_ms[op] for op in ops if op in eager_ms] or [eager_ms[op] for op in named_ops(kernel, eager_ms)]
         groups.append(KernelGroup(
             kernel=kernel, ops=ops, nodes=tuple(nodes),
             eager_ms_per_call=sum(seen) / eager.calls if seen and eager.calls else None,
