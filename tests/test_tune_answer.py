@@ -339,3 +339,6 @@ def test_the_closing_line_says_where_the_runs_are_kept_and_which_page_has_the_an
     assert "tune:" not in alone.split(":", 1)[1] and "not stored in the history; compile-lab report t.json" in alone
     nowhere = closing_line(result, stored=False)
     assert "tune:" not in nowhere.split(":", 1)[1] and nowhere.endswith("not stored in the history (--no-history)")
+    # stopped before its first run: a command naming its runs would fail ("no run of this tune")
+    none = closing_line(dataclasses.replace(result, runs=0, stopped_runs=0), "t.json")
+    assert none.endswith("0 run(s) in 12.0 s; no run started, so there is nothing to compare or report"), none

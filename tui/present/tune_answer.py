@@ -311,6 +311,8 @@ def closing_line(result: TuneResult, json_file: str | None = None, stored: bool 
     took = f" in {fmt_seconds(result.elapsed_s)} s" if not result.stopped_runs else \
         f", {fmt_seconds(result.elapsed_s)} s in all"  # after "1 stopped", "in 19.8 s" read as that run's time
     head = f"tune id {result.tune_id}: {runs_text(result.runs, result.stopped_runs)}{took}; "
+    if not result.runs and not result.stopped_runs:  # a command naming its runs would fail: "no run of this tune"
+        return head + "no run started, so there is nothing to compare or report"
     selection = f"tune:{result.tune_id}"
     if json_file is not None:
         page = f"compile-lab report {shlex.quote(json_file)} -o tune.html makes its page with the answer"
