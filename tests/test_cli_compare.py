@@ -146,6 +146,20 @@ def test_history_selections_and_session_ids(capsys):
     assert "1 inconclusive" in out and "2/1" in out and "noisy" not in out
 
 
+def test_a_run_id_listed_twice_in_a_history_selection_is_read_once_with_the_files_warning(capsys):
+    """README: "a run id listed twice is one process, with a warning"; a JSON file's repeat warned, history:ID,ID
+    did not."""
+    history = History()
+    history.append(timed_run("20261201-100000-aaaaaa", seed=1, created=1.0e9))
+    history.append(timed_run("20261201-110000-bbbbbb", seed=2, created=1.0e9 + 60))
+    twice = "history:20261201-110000-bbbbbb,20261201-110000-bbbbbb"
+    assert cli.main(["compare", "history:20261201-100000-aaaaaa", twice]) == 0
+    captured = capsys.readouterr()
+    assert captured.err.splitlines() == ["compile-lab: warning: NEW: run 20261201-110000-bbbbbb: named more than once, "
+                                         "read once"]
+    assert "1/1 processes" in captured.out
+
+
 def test_each_cli_start_gives_its_runs_one_session_id(monkeypatch, tmp_path, capsys):
     """Through the real CLI and runner (the fake worker): a --repeat 2 run is one session, the next start another."""
     from tui.engine.runner import WorkerRunner

@@ -308,7 +308,7 @@ def test_csv_and_json_hold_every_row(tmp_path):
 
 def test_selection_syntax():
     assert parse_selection("runs.json").kind == "file"
-    assert parse_selection("history:a, b,a").run_ids == ("a", "b")
+    assert parse_selection("history:a, b,a").run_ids == ("a", "b", "a")  # the repeat is read once, and said
     assert parse_selection("session:last-2").session == "last-2"
     day = parse_selection("since:2026-12-01")
     assert (day.start, day.end) == (datetime(2026, 12, 1, tzinfo=timezone.utc).timestamp(), None)

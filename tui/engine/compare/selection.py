@@ -101,7 +101,7 @@ def parse_selection(text: str) -> Selection:
         return Selection(text, "file", path=text)
     rest = text[len(prefix):].strip()
     if prefix == "history:":
-        ids = tuple(dict.fromkeys(part.strip() for part in rest.split(",") if part.strip()))
+        ids = tuple(part.strip() for part in rest.split(",") if part.strip())  # a repeat is read once, and said
         if not ids:
             raise SelectionError(f"{_shown(text)}: no run id (allowed: history:RUNID[,RUNID...])")
         return Selection(text, "history", run_ids=ids)
@@ -267,6 +267,9 @@ def pick_from_history(selection: Selection, records: list[RunRecord], history: H
 
 def _from_history(selection: Selection, history: History) -> tuple[list[RunRecord], list[str]]:
     records, problems = history.load()
+    # the history holds each run once, so a run id listed twice picks it once: said as a file's repeat is
+    twice = dict.fromkeys(i for n, i in enumerate(selection.run_ids) if i in selection.run_ids[:n])
+    problems += [f"run {run_id}: named more than once, read once" for run_id in twice]
     return _timings_checked(selection, pick_from_history(selection, records, history)), problems
 
 
