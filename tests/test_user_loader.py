@@ -111,6 +111,23 @@ def test_no_factory(tmp_path):
     assert f"{path} has no function build(device" in load_error(f"{path}:build")
 
 
+def test_a_misspelt_factory_is_refused_naming_the_files_functions_not_make_workload(tmp_path):
+    """``good.py:nope`` said "expected make_workload(...)", a factory the user had not asked for."""
+    path = write(tmp_path, """
+        import torch
+        from os.path import join
+
+        def build_model(device, dtype, **params):
+            return torch.nn.Linear(4, 4), (torch.randn(2, 4),)
+
+        def _helper():
+            pass
+    """)
+    message = load_error(f"{path}:build")
+    assert f"{path} has no function build(device, dtype, **params) returning (callable, inputs_tuple)" in message
+    assert "make_workload" not in message and message.endswith("; its functions: build_model"), message
+
+
 def test_factory_raises_names_file_line_type_and_message(tmp_path):
     path = write(tmp_path, """
         import torch

@@ -33,6 +33,7 @@ it, no such factory, an exception inside the factory, or a return value of the w
 
 from __future__ import annotations
 
+import inspect
 import sys
 import traceback
 import types
@@ -52,6 +53,9 @@ CONTRACT = (
     "expected make_workload(device, dtype, **params) returning (callable, inputs_tuple) "
     "or {'model' or 'fn': callable, 'inputs': tuple, 'label': str (optional)}"
 )
+RETURNS = ("returning (callable, inputs_tuple) or {'model' or 'fn': callable, 'inputs': tuple, 'label': str "
+           "(optional)}")
+"""What a factory returns, as a refusal of a factory the user named (``file.py:build``) says it."""
 
 
 class UserWorkloadError(Exception):
@@ -131,6 +135,14 @@ def _unpack(result: Any, shown: str, factory: str) -> tuple[Callable, tuple, str
     return target, inputs, label
 
 
+def _functions_note(module: Any) -> str:
+    """``; its functions: build, helper``: the public functions the file defines (a misspelt factory's name is
+    among them), or nothing."""
+    names = [name for name, value in vars(module).items() if inspect.isfunction(value)
+             and getattr(value, "__module__", None) == module.__name__ and not name.startswith("_")]
+    return f"; its functions: {', '.join(names[:6])}{', ...' if len(names) > 6 else ''}" if names else ""
+
+
 def load_user_workload(options: Any, device: torch.device, dtype: torch.dtype) -> BuiltWorkload:
     """Import the file ``options.workload`` names, call its factory, wrap the result.
 
@@ -146,7 +158,8 @@ def load_user_workload(options: Any, device: torch.device, dtype: torch.dtype) -
     module = _execute(path, shown)
     make = getattr(module, factory, None)
     if not callable(make):
-        raise UserWorkloadError(f"{shown} has no function {factory}(device, dtype, **params); {CONTRACT}")
+        raise UserWorkloadError(f"{shown} has no function {factory}(device, dtype, **params) {RETURNS}"
+                                f"{_functions_note(module)}")
     torch.manual_seed(options.seed)
     try:
         result = make(device, dtype, **dict(options.params))
