@@ -162,6 +162,34 @@ async def test_the_cancel_key_stops_the_search_and_keeps_the_ended_runs(make_app
     assert {h["run_id"] for h in history if h["status"] == "done"} >= {r.run_id for r in done}
 
 
+async def test_quitting_while_a_tune_searches_asks_about_the_search(make_app):
+    """The question said "A run is active. Stop it and quit?" though a search of many runs was going."""
+    from tui.app.components.dialogs import ConfirmScreen
+
+    app = _tuned_app(make_app, {}, FAKE_WORKER_DELAY="0.05")
+    async with app.run_test(size=SIZE) as pilot:
+        tune = await _start_tune(app, pilot, "modes,freezing")
+        await wait_until(pilot, lambda: app.run_active, what="the search's first run")
+        await app.action_quit()
+        await wait_until(pilot, lambda: isinstance(app.screen, ConfirmScreen), what="the question")
+        assert app.screen.question == "A tune is searching. Stop it (ended runs stay in the history) and quit?"
+        await pilot.press("n")
+        await wait_until(pilot, lambda: not isinstance(app.screen, ConfirmScreen), what="the question gone")
+        # a run of the user's own beside the search, long enough (4000 iterations, a round every 0.05 s) to be
+        # queued or running still when the question is asked: quitting stops it too
+        app.query_one(Picker).query_one("#iters", Input).value = "4000"
+        app.table.focus()
+        await pilot.press("r")
+        await wait_until(pilot, lambda: any(r.run_id not in tune.own for r in app.records.values()),
+                         what="the user's run")
+        await app.action_quit()
+        await wait_until(pilot, lambda: isinstance(app.screen, ConfirmScreen), what="the question again")
+        assert app.screen.question == ("A tune is searching and 1 run(s) of yours. Stop them (ended runs stay in "
+                                       "the history) and quit?")
+        await pilot.press("n")
+        tune.stop("the test is over")
+
+
 async def test_a_space_with_nothing_left_to_race_runs_nothing_and_says_why(make_app, compile_lab_home):
     # on the CPU every knob of this space is left out (it applies to cuda only): only the default compile is
     # left, and a search of it alone would answer "no configuration beats the default compile", comparing nothing

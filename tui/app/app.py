@@ -428,11 +428,16 @@ class CompileLabApp(App[int]):
 
             if isinstance(self.screen, ConfirmScreen):
                 return
-            waiting = len(self.queue)
-            question = "A run is active" + (f" and {waiting} more wait" if waiting else "") + ". Stop it and quit?"
+            question = self._quit_question()
             self.push_screen(ConfirmScreen(question, yes="Quit", no="Stay"), callback=self._quit_answered)
             return
         await self.shutdown()
+
+    def _quit_question(self) -> str:
+        """What quitting stops: a tune's search (and the user's own runs beside it), or the runs active and waiting."""
+        waiting = len(self.queue)
+        return self.tuning.quit_question() or (
+            "A run is active" + (f" and {waiting} more wait" if waiting else "") + ". Stop it and quit?")
 
     async def _quit_answered(self, answer: bool | None) -> None:
         if answer:

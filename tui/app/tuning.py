@@ -68,6 +68,19 @@ class TuneActions:
         self.last_values: dict[str, str] = {}
         """The dialog's fields as typed for the last search started (the next dialog opens with them)."""
 
+    def quit_question(self) -> str | None:
+        """What quitting stops while a search runs: it, and the user's own runs queued or running beside it (None
+        without a search)."""
+        tune = self.lab.tune
+        if tune is None or not tune.running:
+            return None
+        from tui.engine.status import ACTIVE_STATUSES
+
+        own = [r for r in self.lab.queue if r.run_id not in tune.own]
+        own += [r for r in self.lab.records.values() if r.status in ACTIVE_STATUSES and r.run_id not in tune.own]
+        beside = f" and {len(own)} run(s) of yours" if own else ""
+        return f"A tune is searching{beside}. Stop {'them' if own else 'it'} (ended runs stay in the history) and quit?"
+
     def tune(self) -> None:
         """Show the running search, or ask the settings of a new one for the picker's configuration."""
         if self.lab.tune is not None and self.lab.tune.running:
