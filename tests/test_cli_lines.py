@@ -163,15 +163,34 @@ def test_under_repeat_auto_a_process_number_is_said_from_the_second_process_on()
     first, second = RunRecord.new(options), RunRecord.new(options)
     first.group_id = second.group_id = first.run_id
     second.repeat = 1
-    for numbered, expected in ((False, ["", " process 2"]), (True, [" process 1", " process 2"])):
+    for numbered, expected in ((False, ["[1/1]", "[1/1] process 2"]), (True, ["[1/1] process 1", "[2/2] process 2"])):
         stream = io.StringIO()
         lines = RunLines(stream, [options], numbered=numbered)
         lines.total = 1
         lines.started(first)
+        lines.total = 2  # auto queued a second process once the first had ended
         lines.started(second)
-        said = [line.split(": started")[0].removeprefix(f"[{n}/1] matmul n=64 inductor dyn=auto fp32 cpu")
-                for n, line in enumerate(stream.getvalue().splitlines(), start=1)]
+        said = [line.split(": started")[0].replace(" matmul n=64 inductor dyn=auto fp32 cpu", "")
+                for line in stream.getvalue().splitlines()]
         assert said == expected, stream.getvalue()
+
+
+def test_under_repeat_auto_the_counter_counts_configurations_so_a_first_process_does_not_read_as_the_last():
+    """``[1/1] ...: done`` and then ``[2/2] ... process 2``: "1/1 done" read as finished."""
+    from tui.cli.run_lines import RunCounter
+
+    a, b = RunOptions(workload="matmul", params={"n": 64}), RunOptions(workload="mlp")
+    first, second, other = RunRecord.new(a), RunRecord.new(a), RunRecord.new(b)
+    first.group_id = second.group_id = first.run_id
+    other.group_id = other.run_id
+    counter = RunCounter(2, by_configuration=True)
+    for record in (first, other, second):
+        counter.started(record)
+    assert [counter.text(r, queued=3) for r in (first, other, second)] == ["[1/2]", "[2/2]", "[1/2]"]
+    runs = RunCounter(0, by_configuration=False)
+    for record in (first, other):
+        runs.started(record)
+    assert [runs.text(r, queued=3) for r in (first, other, second)] == ["[1/3]", "[2/3]", "[-/3]"]
 
 
 def test_a_launch_bound_run_ends_with_its_host_speedup_too():
@@ -260,5 +279,7 @@ def test_the_live_progress_names_the_process_and_gpu_before_a_label_a_narrow_ter
     progress.run_started(first)
     assert progress.progress.tasks[-1].description.startswith("[2/6] a_model_with_a_long_name.py")
     progress.numbered = True
-    progress.run_started(first)
+    again = RunRecord.new(options)
+    again.group_id = again.run_id
+    progress.run_started(again)
     assert progress.progress.tasks[-1].description.startswith("[3/6] process 1: a_model")

@@ -235,6 +235,17 @@ def test_each_gpu_kind_runs_every_configuration_on_each_kind(monkeypatch, tmp_pa
         "Fake H100": ["default", "reduce-overhead"], "Fake A100": ["default", "reduce-overhead"]}
 
 
+def test_each_gpu_kind_counts_each_configuration_once_on_each_kind(monkeypatch, capsys):
+    """Under --repeat auto (the default) the counter counts configurations: it read [3/2] and [4/2] once every
+    configuration ran on a second kind."""
+    import re
+
+    cli = _cli_on_fake_gpus(monkeypatch, ["Fake H100", "Fake A100"])
+    assert cli.main([*SWEEP, "--each-gpu-kind"]) == 0
+    counters = re.findall(r"^\[(\d+)/(\d+)\] .*: started$", capsys.readouterr().err, re.M)
+    assert sorted(counters) == [("1", "4"), ("2", "4"), ("3", "4"), ("4", "4")], counters
+
+
 def test_a_pool_of_several_kinds_says_so_and_refuses_repeats_without_each_gpu_kind(monkeypatch, capsys):
     cli = _cli_on_fake_gpus(monkeypatch, ["Fake H100", "Fake A100"])
     assert cli.main([*SWEEP, "--repeat", "2"]) == 2

@@ -25,7 +25,7 @@ from typing import Any
 from tui.present.format import workload_names
 from tui.present.option_fields import differing, option_words
 from tui.cli.parse import PROG, UsageError
-from tui.cli.run_lines import RunLines, failed_lines
+from tui.cli.run_lines import RunCounter, RunLines, failed_lines
 from tui.cli.terminal import TerminalFile, forget_cancel, signals_deferred, signals_stop
 from tui.engine.cluster.address import ClusterError
 from tui.engine.options import RunOptions
@@ -73,10 +73,14 @@ async def run_configs(configs: list[RunOptions], args: argparse.Namespace,
     repeats = getattr(args, "repeat", 1)  # after the pools: auto on GPUs of several kinds is one process
     per_config = repeats if isinstance(repeats, int) else 1
     # A log (stderr not a terminal) gets a line per run as it starts and ends; a live bar only draws at the end there.
-    lines = None if args.quiet or err_file.isatty() else RunLines(err_file, configs, numbered=repeats != AUTO)
+    # one counter for the log lines and the bars: each pool (--each-gpu-kind) runs every configuration
+    counter = RunCounter(len(configs) * len(pools), by_configuration=repeats == AUTO)
+    lines = None if args.quiet or err_file.isatty() else RunLines(err_file, configs, numbered=repeats != AUTO,
+                                                                  counter=counter)
     progress = _Progress(err, len(configs) * per_config * len(pools), enabled=not args.quiet and lines is None,
                          lines=lines)
     progress.numbered = repeats != AUTO
+    progress.counter = counter
     progress.differs, progress.names = differing(configs), workload_names(o.workload for o in configs)
     progress.pooled = len(getattr(args, "device_pool", ()) or ()) > 1
     runner_for = await _runners(pool, make_runner, _keep_spare(configs, repeats), telemetry, cluster)
@@ -364,6 +368,8 @@ class _Progress(SessionListener):
         self.unsaved: list[str] = []
         """Run ids whose history line could not be written (each said on stderr as it happened)."""
         self.progress = _progress_bars(console) if enabled else None
+        self.counter = RunCounter(total, by_configuration=False)
+        """The ``[i/N]`` of each bar (by configuration under ``--repeat auto``, as the log lines)."""
 
     def __enter__(self) -> _Progress:
         if self.progress is not None:
@@ -403,6 +409,7 @@ class _Progress(SessionListener):
 
     def run_started(self, record: RunRecord) -> None:
         self.started += 1
+        self.counter.started(record)
         if self.lines is not None:
             self.lines.total = self.total
             with contextlib.suppress(OSError, ValueError):
@@ -415,7 +422,7 @@ class _Progress(SessionListener):
             where.append(f"process {record.repeat + 1}")
         if self.pooled:
             where.append(f"on {record.options.device}")
-        label = " ".join([f"[{self.started}/{self.total}]" + (f" {' '.join(where)}:" if where else ""),
+        label = " ".join([self.counter.text(record, self.total) + (f" {' '.join(where)}:" if where else ""),
                           *option_words(record.options, self.differs, names=self.names)])
         with contextlib.suppress(OSError):
             self.tasks[record.run_id] = self.progress.add_task(label, total=1.0, state="starting")

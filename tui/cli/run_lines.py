@@ -24,7 +24,7 @@ from tui.engine.store.results import RunRecord
 from tui.engine.measure.summary import RunSummary
 from tui.engine.status import RunStatus, ended_reason
 
-__all__ = ["RunLines", "run_label", "ended_text", "failed_lines"]
+__all__ = ["RunCounter", "RunLines", "run_label", "ended_text", "failed_lines"]
 
 
 def run_label(options: RunOptions, differs: frozenset[str] = frozenset(),
@@ -78,15 +78,42 @@ def failed_lines(records: Sequence[RunRecord]) -> list[str]:
     return lines
 
 
+class RunCounter:
+    """The ``[i/N]`` before a run's description: runs in the order they start, out of those queued; under
+    ``--repeat auto`` (``by_configuration``), configurations in the order their first process starts, out of those
+    given. auto adds a configuration's processes as its answer needs them, so counting runs read ``[1/1] ...: done``
+    for a first process that a second then followed as ``[2/2]``; each process after the first says its number.
+    """
+
+    def __init__(self, configurations: int, by_configuration: bool) -> None:
+        self.configurations = configurations
+        self.by_configuration = by_configuration
+        self._numbers: dict[str, int] = {}
+        self._keys: dict[str, str] = {}
+
+    def started(self, record: RunRecord) -> None:
+        """``record``'s run is starting: it takes the next number (its configuration's, by configuration)."""
+        key = (record.group_id or record.run_id) if self.by_configuration else record.run_id
+        self._keys[record.run_id] = key
+        self._numbers.setdefault(key, len(self._numbers) + 1)
+
+    def text(self, record: RunRecord, queued: int) -> str:
+        """``[3/16]``; ``[-/16]`` for a run that never started. ``queued``: the runs queued so far."""
+        number = self._numbers.get(self._keys.get(record.run_id, ""))
+        total = self.configurations if self.by_configuration else queued
+        return f"[{number if number is not None else '-'}/{total}]"
+
+
 class RunLines:
     """Writes a run's start and end lines to ``stream`` (a log), each flushed at once.
 
     ``configs`` are the configurations submitted: the fields that differ among them are said
-    first in each label. Runs are numbered in the order they start (``[3/16]``); a run that
-    never started (cancelled while queued) is ``[-/16]``.
+    first in each label. Runs are numbered in the order they start (``[3/16]``; :class:`RunCounter`), under
+    ``--repeat auto`` by configuration; a run that never started (cancelled while queued) is ``[-/16]``.
     """
 
-    def __init__(self, stream: Any, configs: Iterable[RunOptions], numbered: bool = True) -> None:
+    def __init__(self, stream: Any, configs: Iterable[RunOptions], numbered: bool = True,
+                 counter: RunCounter | None = None) -> None:
         self.stream = stream
         self.numbered = numbered
         """Every process of a group says its number; False (``--repeat auto``): from the second on, so a
@@ -95,7 +122,8 @@ class RunLines:
         self.differs = differing(configs)
         self.names = workload_names(options.workload for options in configs)
         self.total = 0
-        self._numbers: dict[str, int] = {}
+        self.counter = counter or RunCounter(len(configs), by_configuration=not numbered)
+        """The ``[i/N]`` (the caller's, shared with its live bars; else one over ``configs``)."""
         self._started_at: dict[str, float] = {}
         self._took: dict[str, float] = {}
         self._held: list[RunRecord] = []
@@ -103,7 +131,7 @@ class RunLines:
     def started(self, record: RunRecord) -> None:
         """A run's worker is starting. While a run that ended waits for its summary, the line waits for that run's
         end line: the next run starts as the last one ends, and a log must not read as if the two overlapped."""
-        self._numbers[record.run_id] = len(self._numbers) + 1
+        self.counter.started(record)
         self._started_at[record.run_id] = time.monotonic()
         if self._took:
             self._held.append(record)
@@ -126,11 +154,10 @@ class RunLines:
                 self._write(waiting, "started")
 
     def _write(self, record: RunRecord, what: str) -> None:
-        number = self._numbers.get(record.run_id)
         label = run_label(record.options, self.differs, self.names)
         if record.group_id is not None and (self.numbered or record.repeat > 0):
             label += f" process {record.repeat + 1}"
-        line = f"[{number if number is not None else '-'}/{self.total}] {label}: {what}"
+        line = f"{self.counter.text(record, self.total)} {label}: {what}"
         # One line, whole: a log is read with grep, and nothing here is markup.
         self.stream.write(" ".join(line.split()) + "\n")
         self.stream.flush()
