@@ -109,6 +109,37 @@ def test_prune_deletes_files_not_history_lines_and_a_pruned_run_still_loads_and_
     assert scan_runs(now=NOW)[0].run_id == stored[3].run_id  # a pruned run has nothing left to prune
 
 
+def test_a_repeat_group_with_one_pruned_process_still_exports_and_reports_reading_the_other(tmp_path):
+    """Pruning the older process of a --repeat 2 group failed every export from the app ("cannot write ...csv: run
+    ...: its per-iteration samples were pruned"), and the report split the group into two rows."""
+    import csv
+
+    from tui.engine.store.export import write_csv
+    from tui.engine.store.report_data import gather_report
+    from tui.engine.store.repeats import GroupRecord, group_rows
+
+    history = History()
+    first, second = _run(1, 10), _run(2, 1)
+    first.group_id = second.group_id = first.run_id
+    second.repeat = 1
+    for record in (first, second):
+        history.append(record)
+    assert apply_prune(plan_prune(scan_runs(now=NOW), keep_last=1, now=NOW)).runs == 1  # the older process only
+    loaded, _ = History().load()
+    [row] = group_rows(loaded)
+    assert isinstance(row, GroupRecord) and row.group.processes == 2 and row.group.done == 1
+    assert row.warnings[0].startswith(f"process 1 of 2 left out: run {first.run_id}: its per-iteration samples "
+                                      "were pruned on ")
+    assert row.summary().speedup == pytest.approx(2.0)
+    write_csv(loaded, tmp_path / "runs.csv")
+    [line] = list(csv.DictReader((tmp_path / "runs.csv").open()))
+    assert (line["repeats"], float(line["speedup"])) == ("2", pytest.approx(2.0))
+    write_json(loaded, tmp_path / "runs.json")
+    assert [r["samples"] is None for r in json.loads((tmp_path / "runs.json").read_text())["runs"]] == [True, False]
+    [reported] = gather_report(loaded, configuration=lambda record: record.group_id).rows
+    assert len(reported.processes) == 2 and reported.samples_note is None
+
+
 def test_files_without_a_history_line_are_left_alone_while_young(stored):
     orphan = run_folder("20261203-000000-orphan")
     orphan.mkdir(parents=True)

@@ -41,7 +41,7 @@ from dataclasses import dataclass
 
 from tui.engine.options import RunOptions
 from tui.engine.protocol import SIDES
-from tui.engine.store.results import TERMINAL_STATUSES, RunRecord
+from tui.engine.store.results import TERMINAL_STATUSES, RunRecord, SamplesInvalid, SamplesUnavailable
 from tui.engine.store.wall_time import WallTime
 from tui.engine.measure.stats import SpeedupCI, Stats, bootstrap_speedup_processes, is_significant
 from tui.engine.measure.summary import (
@@ -233,12 +233,30 @@ def _launch_bound(summaries: Sequence[RunSummary]) -> bool | None:
     return any(flags) if flags else None
 
 
+def pooled_members(members: Sequence[RunRecord]) -> tuple[list[RunRecord], list[str]]:
+    """The done members whose samples load (their blocks are pooled), and a line for each done one left out: its
+    samples were pruned (``compile-lab prune``) or are gone, so the group reads the others (as ``compare`` does).
+    Samples that hold an impossible time still raise :class:`SamplesInvalid`: those are not a deletion."""
+    pooled, left_out = [], []
+    for number, record in enumerate(members, 1):
+        if record.status != RunStatus.DONE:
+            continue
+        try:
+            record.ensure_samples()
+        except SamplesInvalid:
+            raise
+        except SamplesUnavailable as exc:
+            left_out.append(f"process {number} of {len(members)} left out: {exc}")
+            continue
+        pooled.append(record)
+    return pooled, left_out
+
+
 def summarize_group(members: Sequence[RunRecord]) -> GroupSummary:
-    """The :class:`GroupSummary` of one group's records (their samples are loaded if stored apart)."""
+    """The :class:`GroupSummary` of one group's records (their samples are loaded if stored apart; a process whose
+    samples were pruned is left out: :func:`pooled_members`)."""
     members = sorted(members, key=lambda r: r.repeat)
-    done = [m for m in members if m.status == RunStatus.DONE]
-    for record in done:
-        record.ensure_samples()
+    done, _ = pooled_members(members)
     status = group_status(members)
     base = GroupSummary(group_id=members[0].group_id or members[0].run_id, run_ids=tuple(m.run_id for m in members),
                         processes=len(members), done=len(done), status=status)  # fmt: skip
@@ -338,6 +356,8 @@ class GroupRecord(RunRecord):
 
     members: list[RunRecord]
     group: GroupSummary
+    pooled: list[RunRecord]
+    """The done members whose blocks the row pools (:func:`pooled_members`)."""
     _pooled: RunSummary | None
 
     @classmethod
@@ -345,7 +365,7 @@ class GroupRecord(RunRecord):
         """The row of ``members`` (one group's records)."""
         members = sorted(members, key=lambda r: r.repeat)
         group = summarize_group(members)
-        done = [m for m in members if m.status == RunStatus.DONE]
+        done, left_out = pooled_members(members)
         first = done[0] if done else members[0]
         row = cls(run_id=group.group_id, options=first.options, created=members[0].created, status=group.status,
                   env=first.env, compile_s=first.compile_s, diagnostics=first.diagnostics,
@@ -357,8 +377,8 @@ class GroupRecord(RunRecord):
                   notes=tuple(dict.fromkeys(note for m in members for note in m.notes)),
                   profile=next((m.profile for m in done if m.profile and m.profile.available),
                                first.profile))  # fmt: skip
-        row.members, row.group = list(members), group
-        row.warnings = _shared_warnings(done)
+        row.members, row.group, row.pooled = list(members), group, done
+        row.warnings = [*left_out, *_shared_warnings(done)]
         ended = [m for m in members if m.status in (RunStatus.FAILED, RunStatus.CANCELLED)]
         if ended:
             number = members.index(ended[0]) + 1
@@ -407,7 +427,7 @@ def _pooled_summary(row: GroupRecord) -> RunSummary:
                              live.outliers(side, pooled.side(side).iter)) for side in SIDES}  # fmt: skip
     group = row.group
     if group.done == 1:
-        only = next(m for m in row.members if m.status == RunStatus.DONE).summary()
+        only = row.pooled[0].summary()
         low, high, host_low, host_high = (only.speedup_ci_low, only.speedup_ci_high, only.host_speedup_ci_low,
                                           only.host_speedup_ci_high)  # fmt: skip
     else:

@@ -21,7 +21,7 @@ from tui.engine.measure.clocks import clock_info
 from tui.engine.options import RunOptions
 from tui.engine.payloads import Env
 from tui.engine.store.reproduce import reproduce_command
-from tui.engine.store.results import RunRecord, SamplesUnavailable
+from tui.engine.store.results import RunRecord, SamplesInvalid, SamplesUnavailable
 from tui.engine.measure.stats import Stats, percentile
 from tui.engine.measure.summary import RunSummary
 from tui.engine.measure.verdict import NOISY
@@ -204,9 +204,10 @@ def _error(record: RunRecord) -> str | None:
 def _row(number: int, members: Sequence[RunRecord], source: str | None = None) -> ReportRow:
     from tui.engine.store.repeats import GroupRecord, accuracy_of
 
-    note = _samples_note(members)
-    # A group pools its members' samples; without them each member's stored summary stands alone.
-    record = GroupRecord.of(members) if len(members) > 1 and note is None else members[0]
+    # A group pools the samples its members still have (_units split those that have none), saying which it left
+    # out; a run alone without them shows its stored summary, and the note says why.
+    note = None if len(members) > 1 else _samples_note(members)
+    record = GroupRecord.of(members) if len(members) > 1 else members[0]
     summary = record.summary()
     clock = clock_info(summary.clock)
     repeat = len(members) if len(members) > 1 else 1
@@ -226,16 +227,28 @@ def _row(number: int, members: Sequence[RunRecord], source: str | None = None) -
 
 
 def _units(records: Sequence[RunRecord]) -> list[list[RunRecord]]:
-    """Groups of one configuration's processes; a group whose samples are gone splits into its runs."""
+    """Groups of one configuration's processes; a group none of whose done processes has its samples still (all
+    pruned) splits into its runs, each with its stored summary. One that keeps some pools those (GroupRecord.of)."""
     from tui.engine.store.repeats import group_records
 
     units: list[list[RunRecord]] = []
     for members in group_records(records):
-        if len(members) > 1 and _samples_note(members) is not None:
+        if len(members) > 1 and _samples_note(members) is not None and not _pools_some(members):
             units += [[member] for member in members]
         else:
             units.append(members)
     return units
+
+
+def _pools_some(members: Sequence[RunRecord]) -> bool:
+    """Whether some done member's samples load, and none holds an impossible time (those split the group, each
+    run with its note)."""
+    from tui.engine.store.repeats import pooled_members
+
+    try:
+        return bool(pooled_members(members)[0])
+    except SamplesInvalid:
+        return False
 
 
 def _env_key(env: Env) -> tuple:
