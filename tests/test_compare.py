@@ -255,6 +255,20 @@ def test_a_base_that_failed_or_both_sides_failing_fails_only_under_strict():
     assert compare([timed_run("b1", failed=True)], [timed_run("n1", failed=True)], strict).exit_code == 1
 
 
+def test_a_gate_where_no_configuration_was_measured_on_both_sides_fails():
+    """A baseline whose samples were all pruned read "BASE not measured" on every row and "gate: pass": a CI job that
+    compared nothing went green. A side not measured beside a compared pair still does not fail the gate."""
+    from tui.engine.compare.comparison import NOTHING_MEASURED
+
+    unmeasured = dataclasses.replace(timed_run("b1"), samples={"eager": [], "compiled": []})
+    nothing = compare([unmeasured], [timed_run("n1")])
+    assert nothing.pairs[0].status == "BASE not measured"
+    assert nothing.failures() == (NOTHING_MEASURED,) and nothing.exit_code == 1
+    other = timed_run("b2", pointwise(params={"n": 1024}))
+    beside = compare([unmeasured, other], [timed_run("n1"), timed_run("n2", pointwise(params={"n": 1024}))])
+    assert [p.status for p in beside.pairs] == ["BASE not measured", "compared"] and beside.exit_code == 0
+
+
 def test_some_of_news_processes_failing_where_none_of_bases_did_fails_the_gate():
     base = [timed_run(f"b{i}", seed=i) for i in range(3)]
     new = [timed_run("n0"), timed_run("n1", failed=True), timed_run("n2", failed=True)]

@@ -99,7 +99,8 @@ def test_a_deeply_nested_samples_file_leaves_its_run_out_with_a_note(capsys):
     samples_file = history.runs_dir / f"{new.run_id}.json"
     samples_file.write_text('{"run_id": "x", "samples": ' + _deep_list() + "}")
     code, _, out = _main(["compare", f"history:{base.run_id}", f"history:{new.run_id}"], capsys)
-    assert code == 0 and _squeezed(f"{samples_file} is not valid JSON (nested too deeply)") in out
+    assert _squeezed(f"{samples_file} is not valid JSON (nested too deeply)") in out
+    assert code == 1 and _squeezed("nothing was compared: no configuration on both sides was measured") in out
 
 
 @pytest.mark.parametrize("command", ["compare", "report"])

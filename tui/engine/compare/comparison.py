@@ -5,13 +5,15 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-from tui.engine.compare.judge import COMPARED, CompareSettings, PairResult, UnmatchedRow, judge_pair, unmatched_row
+from tui.engine.compare.judge import (
+    COMPARED, NOT_MEASURED, CompareSettings, PairResult, UnmatchedRow, judge_pair, unmatched_row,
+)
 from tui.engine.compare.matching import pair_up
 from tui.engine.store.results import RunRecord
 from tui.engine.measure.verdict import VERDICTS
 from tui.typed import JsonRecord
 
-__all__ = ["Comparison", "compare", "failure_line", "EXIT_PASS", "EXIT_FAIL", "NOTHING_COMPARED"]
+__all__ = ["Comparison", "compare", "failure_line", "EXIT_PASS", "EXIT_FAIL", "NOTHING_COMPARED", "NOTHING_MEASURED"]
 
 EXIT_PASS, EXIT_FAIL = 0, 1
 
@@ -37,6 +39,11 @@ def failure_line(name: str, pair: PairResult, settings: CompareSettings) -> str 
 
 NOTHING_COMPARED = "nothing was compared: no configuration is on both sides (--ignore leaves fields out of the match)"
 """The gate's failure when BASE and NEW share no configuration (the comparisons across kinds: no cell compared)."""
+NOTHING_MEASURED = ("nothing was compared: no configuration on both sides was measured on both (each row's status "
+                    "says why; a side whose samples were pruned has nothing to compare)")
+"""The gate's failure when no shared configuration was compared and a side was not measured (not failed): a
+baseline whose samples were all pruned would otherwise pass a CI job that compared nothing. A side that failed
+stays the row's own matter (a failed baseline fails only under ``--strict``)."""
 
 
 @dataclass(frozen=True)
@@ -59,6 +66,9 @@ class Comparison(JsonRecord):
             return (NOTHING_COMPARED,)
         lines = [line for number, pair in enumerate(self.pairs, 1)
                  if (line := failure_line(f"{number} {pair.label}", pair, self.settings)) is not None]
+        if all(pair.status != COMPARED for pair in self.pairs) and any(
+                pair.status.endswith(NOT_MEASURED) for pair in self.pairs):
+            lines.append(NOTHING_MEASURED)
         for number, row in enumerate(self.unmatched, len(self.pairs) + 1):
             if row.fails:
                 lines.append(f"{number} {row.label}: only in {row.side.upper()} (--strict)")

@@ -394,6 +394,11 @@ def _not_compared(pair: Pair, settings: CompareSettings, label: str, status: str
     return dataclasses.replace(result, fails=result.regressed or fails(None, None, settings, compared=False))
 
 
+NOT_MEASURED = " not measured"
+"""How a pair's status ends when a side has no done run with samples and none failed (they were pruned, or the
+side was cancelled): nothing ran wrong, and nothing could be compared."""
+
+
 def judge_pair(pair: Pair, settings: CompareSettings) -> PairResult:
     """The :class:`PairResult` of one matched configuration (see the module docstring)."""
     label = pair.key.label()
@@ -402,7 +407,7 @@ def judge_pair(pair: Pair, settings: CompareSettings) -> PairResult:
     missing = [(s.name, records) for s, records in ((base, pair.base), (new, pair.new)) if not s.processes]
     if missing:
         failed = any(r.status == RunStatus.FAILED for _, records in missing for r in records)
-        status = " and ".join(name for name, _ in missing) + (" failed" if failed else " not measured")
+        status = " and ".join(name for name, _ in missing) + (" failed" if failed else NOT_MEASURED)
         broke = failed and bool(base.processes)  # only NEW is missing, and it failed
         return _not_compared(pair, settings, label, status, notes, (len(base.processes), len(new.processes)), broke)
     launch_bound = any(p.launch_bound for p in base.processes + new.processes)
