@@ -40,6 +40,12 @@ def open_app(no_mouse: bool = False, theme: str | None = None, cluster: Any = No
         sys.stderr.write(f"{PROG}: error: the app needs a terminal, and its {missing} is not one; `{PROG} run`, "
                          f"`sweep` and `tune` work without one (`{PROG} run --help`)\n")
         return 2
+    from tui import paths
+
+    unusable = paths.home_problem(needs_config=True)  # every run would fail inside inductor, said as its fault
+    if unusable is not None:
+        sys.stderr.write(f"{PROG}: error: {unusable}\n")
+        return 2
     try:
         from tui.app.app import run_app
     except ImportError as exc:

@@ -10,7 +10,7 @@ import os
 from pathlib import Path
 
 __all__ = ["config_dir", "data_dir", "cache_dir", "config_file", "history_file", "runs_dir", "exports_dir",
-           "locks_dir", "compile_cache_dir"]
+           "locks_dir", "compile_cache_dir", "unwritable", "home_problem"]
 
 APP_NAME = "compile-lab"
 
@@ -83,3 +83,40 @@ def compile_cache_dir() -> Path:
     if chosen:
         return Path(chosen).expanduser() / APP_NAME
     return cache_dir() / "inductor"
+
+
+def unwritable(*folders: Path) -> str | None:
+    """Why compile-lab could not write into one of ``folders`` (one line naming it and what is in the way), else None.
+
+    Checked before a run starts, without creating anything: a ``COMPILE_LAB_HOME`` that is a file, or a folder
+    on a read-only disk, made each run fail inside inductor (``compile_error: ... NotADirectoryError``), which
+    sends a user to debug torch.compile.
+    """
+    for folder in folders:
+        target = folder.absolute()
+        existing = next((p for p in (target, *target.parents) if p.exists()), None)
+        if existing is None:
+            continue
+        if not existing.is_dir():
+            return f"{folder}: {existing} is a file, not a folder"
+        if not os.access(existing, os.W_OK | os.X_OK):
+            what = "cannot be written" if existing == target else f"cannot be created in {existing}"
+            return f"{folder}: {what} (permission denied or a read-only disk)"
+    return None
+
+
+def home_problem(needs_data: bool = True, needs_config: bool = False) -> str | None:
+    """:func:`unwritable` for the folders a run writes: the compile cache, the data dir unless ``needs_data`` is
+    False (``--no-history``) and the config dir with ``needs_config`` (the app), said with the setting that chose
+    them (one line, for a usage error)."""
+    cache = "TORCHINDUCTOR_CACHE_DIR" if os.environ.get("TORCHINDUCTOR_CACHE_DIR") else "COMPILE_LAB_HOME"
+    folders = [(compile_cache_dir(), cache), *([(data_dir(), "COMPILE_LAB_HOME")] if needs_data else []),
+               *([(config_dir(), "COMPILE_LAB_HOME")] if needs_config else [])]
+    for folder, setting in folders:
+        problem = unwritable(folder)
+        if problem is not None:
+            chosen = setting if setting != "COMPILE_LAB_HOME" or _home() is not None else None
+            allowed = f"{chosen} set to a folder compile-lab can write" if chosen else \
+                "a folder compile-lab can write; COMPILE_LAB_HOME chooses another"
+            return f"{problem} (allowed: {allowed})"
+    return None

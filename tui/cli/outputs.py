@@ -16,7 +16,9 @@ from collections.abc import Iterable, Mapping, Sequence
 
 from tui.cli.parse import UsageError, split_list
 
-__all__ = ["export_flags", "check_exports", "check_outputs", "input_files", "run_inputs", "selection_inputs"]
+__all__ = ["export_flags", "check_exports", "check_home", "check_outputs", "input_files", "run_inputs",
+           "selection_inputs"]
+
 
 def export_flags() -> tuple[tuple[str, str], ...]:
     """The export formats' output flags and the attribute each fills, in the order they are written."""
@@ -76,6 +78,21 @@ def run_inputs(args: argparse.Namespace) -> dict[str, str]:
     for path in pythons or ():
         named.append(("a --python interpreter", path if os.sep in path else shutil.which(path)))
     return input_files(named)
+
+
+def check_home(args: argparse.Namespace) -> None:
+    """Refuse, before anything runs, a data dir (the history) or compile cache this machine cannot write
+    (:func:`tui.paths.home_problem`; UsageError, one line): each run would fail inside inductor instead. With
+    ``--no-history`` the data dir is not written; with ``--cluster`` the runs compile on the nodes."""
+    from tui import paths
+
+    needs_data = not getattr(args, "no_history", False)
+    if getattr(args, "cluster", None):
+        problem = paths.unwritable(paths.data_dir()) if needs_data else None
+    else:
+        problem = paths.home_problem(needs_data)
+    if problem is not None:
+        raise UsageError(problem)
 
 
 def check_exports(args: argparse.Namespace) -> None:

@@ -86,11 +86,12 @@ def tune_settings(args: argparse.Namespace) -> tuple[RunOptions, Objective, tupl
 
 def cmd_tune(args: argparse.Namespace, make_runner: Callable[..., Any]) -> int:
     """``compile-lab tune``: check the flags (exit 2 with one line), then search; the exit code."""
-    from tui.cli.outputs import check_exports
+    from tui.cli.outputs import check_exports, check_home
 
     try:
         settings = tune_settings(args)
         check_exports(args)
+        check_home(args)
     except (OptionsError, UsageError) as exc:
         sys.stderr.write(f"{PROG}: error: {exc}\n")
         return 2
