@@ -215,11 +215,16 @@ class QueueActions:
             return
         self.lab.config.sweep = {key: value for key, value in choice.items()
                                  if key not in ("repeat", "pythons", "gpus")}
+        from tui.app.components.sweep_dialog import choice_to_expand_kwargs
+
+        # the interpreters typed in the dialog come from the user now: checked here, and not asked about; the
+        # config's are asked about first, and never started before the answer (not even to check them)
+        typed = set(choice_to_expand_kwargs(choice).get("pythons", ()))
         try:
             options = self.sweep_options(base, choice)
             chosen = repeat_choice(choice)
             pool = self._sweep_base(base, choice)[1]
-            _check_interpreters(options)
+            _check_interpreters(sorted(typed))
             repeats = self.check_pool_kinds(pool, chosen)
         except (OptionsError, ValueError) as exc:
             self.app.notify(str(exc), title="Sweep refused", severity="error", markup=False)
@@ -229,6 +234,7 @@ class QueueActions:
             return
         self.lab.config.options, self.lab.config.repeat = base, chosen
         self.lab.save_config()
+        self.lab.confirmed_code.update(("python", o.python) for o in options if o.python and o.python in typed)
         where = f" over {len(pool)} GPUs" if pool else ""
         def queued(records: list[RunRecord]) -> None:
             self.app.notify(f"Queued {len(records)} run(s){where}.", title="Sweep", markup=False)
@@ -286,10 +292,10 @@ class QueueActions:
                         title="Serial" if serial else "Parallel", markup=False)
 
 
-def _check_interpreters(options: list[RunOptions]) -> None:
-    """An A/B sweep's interpreters each a Python with torch (OptionsError naming ``--python``), as the CLI checks."""
-    pythons = list(dict.fromkeys(o.python for o in options if o.python))
-    if len(pythons) > 1:
+def _check_interpreters(pythons: list[str]) -> None:
+    """The interpreters typed in the sweep dialog (one, or an A/B's two) each a Python with torch (OptionsError
+    naming ``--python``), as the CLI checks."""
+    if pythons:
         from tui.engine.run.ab import check_interpreter
 
         for python in pythons:

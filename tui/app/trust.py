@@ -1,7 +1,8 @@
 """No hidden state: what the app shows and asks before it runs options that did not come from the user now.
 
-In the app, ``python`` and inductor options have no picker field: they can only come from the
-saved config or a history row, never from the user in this session. They start programs (an
+In the app, ``python`` and inductor options have no picker field: they come from the saved config or a
+history row, or (``python`` alone) from the sweep dialog's A/B field, where the user types them now and
+nothing is asked of them (:meth:`~tui.app.queueing.QueueActions.sweep`). They start programs (an
 interpreter; a compiler named by ``cpp.cxx`` and the flags it gets), so before the first run
 that uses them the app shows their exact values and asks (:class:`TrustActions`, a part of
 the app). A yes holds for those exact values until the app quits; a no runs nothing. Re-running a row
