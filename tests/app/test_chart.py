@@ -490,6 +490,21 @@ async def test_a_failed_run_with_blocks_in_a_two_line_chart_shows_its_legend_and
         assert lines[1].strip() == "run failed: no room to plot"
 
 
+async def test_a_run_that_failed_after_its_warm_up_says_why_under_its_plot():
+    """README: "a failed run's chart says why it failed". It did only without timing blocks: a run that failed in
+    the compiled warm-up plotted eager's blocks, and the reason was in a notice gone in seconds."""
+    record = make_record()
+    record.status, record.error_kind = "failed", "compile_error"
+    record.error_message = "inductor failed to compile: NotADirectoryError: '/home/me/cache'"
+    app = ChartHost(record)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.pause()
+        lines = [line.rstrip() for line in app.lines()]
+        assert "eager" in lines[0] and any("▶" in line for line in lines)  # still the plot
+        tail = " ".join(line.strip() for line in lines[-3:])
+        assert "compile_error: inductor failed to compile: NotADirectoryError" in tail, lines
+
+
 class _NarrowHost(ChartHost):
     CSS = "IterationChart { width: 10; }"
 

@@ -69,6 +69,10 @@ logger = logging.getLogger(__name__)
 
 _DOTS = ((0x01, 0x02, 0x04, 0x40), (0x08, 0x10, 0x20, 0x80))  # [dx][dy]
 _GUTTER = 6
+MAX_REASON_ROWS = 3
+"""At most this many rows of a failed run's reason under its plot (the details have it whole)."""
+MIN_PLOT_ROWS = 3
+"""The plot rows a failed run's reason leaves, at least (fewer rows: the reason gives way)."""
 # Layers, lowest priority first: a cell takes the colour of its highest layer.
 _LAYERS = (
     "chart--separator",
@@ -253,8 +257,15 @@ class IterationChart(Widget):
         plot_h = height - 2
         if not series or plot_w < 4 or plot_h < 1:
             return [Strip(line).adjust_cell_length(width, base) for line in self._placeholder(series, width, height)]
-        lines = self._plot(series, plot_w, plot_h)
-        return [Strip(line).adjust_cell_length(width, base) for line in lines[:height]]
+        # a run that failed after some blocks: its reason under the plot (the table has no room for it at 80
+        # columns, and the notice is gone in seconds), where the plot keeps MIN_PLOT_ROWS rows
+        reason = [] if self._note else failure_lines(self._record, width - 2)
+        shown = reason[:max(0, min(MAX_REASON_ROWS, plot_h - MIN_PLOT_ROWS))]
+        if shown and len(shown) < len(reason):  # cut: the details (enter) have it whole
+            shown[-1] = shown[-1][: width - 3] + "…"
+        lines = self._plot(series, plot_w, plot_h - len(shown))[:height - len(shown)]
+        lines += [[Segment(" " + line, self._style("chart--axis"))] for line in shown]
+        return [Strip(line).adjust_cell_length(width, base) for line in lines]
 
     def _placeholder(self, series: dict[str, Series], width: int, height: int) -> list[list[Segment]]:
         """The legend and, mid-height, why there is no plot (no blocks yet, or no room for them), folded between
