@@ -218,7 +218,9 @@ COLUMNS: tuple[Column, ...] = (
            "mean SM clock during compiled's blocks"),
     Column("repeats", lambda r, s: _group(r, "processes", 1),
            "worker processes this configuration ran in (--repeat; 1: a single run)"),
-    Column("group_id", lambda r, s: r.group_id, "id shared by a configuration's repeated runs (its first run's id)"),
+    Column("group_id", lambda r, s: r.group_id,
+           "id shared by a configuration's processes (its first run's id); under --repeat auto, the default, "
+           "a configuration run once has one too, under --repeat 1 none"),
     Column("speedup_xproc_ci_low", lambda r, s: _group(r, "speedup_xproc_ci_low"),
            "95% interval of speedup across processes (hierarchical bootstrap), low end"),
     Column("speedup_xproc_ci_high", lambda r, s: _group(r, "speedup_xproc_ci_high"),
