@@ -316,6 +316,14 @@ async def test_the_chart_of_a_run_cancelled_before_any_block_says_so(make_app, t
         assert "waiting" not in _chart_text(chart)
 
 
+async def _first_history_row(app, pilot) -> IterationChart:
+    """The chart, once the app shows the history's two rows and the cursor is on the first."""
+    await wait_until(pilot, lambda: app.table.row_count == 2, what="the history's rows")
+    app.table.focus()
+    await pilot.press("ctrl+home")
+    return app.query_one(IterationChart)
+
+
 async def test_the_chart_reads_a_previous_runs_stored_blocks(make_app):
     from tui.engine.store.history import History
 
@@ -332,10 +340,7 @@ async def test_the_chart_reads_a_previous_runs_stored_blocks(make_app):
 
     app = make_app()
     async with app.run_test(size=(80, 24)) as pilot:
-        await wait_until(pilot, lambda: app.table.row_count == 2, what="the history's rows")
-        chart = app.query_one(IterationChart)
-        app.table.focus()
-        await pilot.press("ctrl+home")
+        chart = await _first_history_row(app, pilot)
         await wait_until(pilot, lambda: "━ eager" in _chart_text(chart) and "└0" in _chart_text(chart),
                          what="the first run's plot")
         shown = chart.record
@@ -344,6 +349,16 @@ async def test_the_chart_reads_a_previous_runs_stored_blocks(make_app):
         await wait_until(pilot, lambda: "timing blocks could not be read" in _chart_text(chart), what="the lost blocks")
         # The chart keeps one stored run's blocks in memory: walking a long history stays flat.
         assert not shown.samples_loaded and shown.summary().speedup is not None
+
+    # the user's own prune is said as such, as the details say it (it read "could not be read")
+    from tui.engine.store.prune import apply_prune, plan_prune, scan_runs
+
+    assert apply_prune(plan_prune(scan_runs(), keep_last=0)).runs == 1  # the first run: the second has no files
+    again = make_app()
+    async with again.run_test(size=(80, 24)) as pilot:
+        chart = await _first_history_row(again, pilot)
+        await wait_until(pilot, lambda: "timing blocks pruned (compile-lab prune)" in _chart_text(chart),
+                         what="the pruned blocks")
 
 
 async def test_below_120_columns_queueing_runs_moves_the_options_aside_once_told(make_app):

@@ -82,8 +82,8 @@ class MainScreen(Screen):
         self._dirty: set[str] = set()
         self._seconds_shown: dict[str, int] = {}
         """Each running run's second of its phase as its row last showed it (:meth:`_ticking_rows`)."""
-        self._no_samples: set[str] = set()
-        """Previous runs whose stored timing blocks could not be read."""
+        self._no_samples: dict[str, str] = {}
+        """Previous runs whose stored timing blocks could not be read, and what the chart says of each."""
         self._chart_loaded: RunRecord | None = None
         """The previous run whose stored blocks the chart loaded: released when it moves on."""
         self._tick: Timer | None = None
@@ -335,18 +335,22 @@ class MainScreen(Screen):
 
         if get_current_worker().is_cancelled:
             return  # the cursor moved on (an arrow key held down) before this one began
-        unreadable = False
+        from tui.engine.store.results import SamplesPruned
+
+        unreadable = None
         try:
             record.ensure_samples()
+        except SamplesPruned:  # the user's own prune: said as such, as the details say it
+            unreadable = "timing blocks pruned (compile-lab prune)"
         except Exception as exc:  # a samples file the chart cannot read must not end the app: the chart says so
             logger.warning("timing blocks of run %s unreadable", record.run_id, exc_info=exc)
-            unreadable = True
+            unreadable = "timing blocks could not be read"
         with contextlib.suppress(RuntimeError):  # the app closed while the file was read
             self.app.call_from_thread(self._samples_read, record, unreadable)
 
-    def _samples_read(self, record: RunRecord, unreadable: bool) -> None:
-        if unreadable:
-            self._no_samples.add(record.run_id)
+    def _samples_read(self, record: RunRecord, unreadable: str | None) -> None:
+        if unreadable is not None:
+            self._no_samples[record.run_id] = unreadable
         if self.chart_run is record:
             self.watch_chart_run(record)
 
@@ -357,8 +361,7 @@ class MainScreen(Screen):
                      if record is not None else None)
             note = None
             if record is not None and not record.samples_loaded:
-                unreadable = record.run_id in self._no_samples
-                note = "timing blocks could not be read" if unreadable else "loading timing blocks…"
+                note = self._no_samples.get(record.run_id, "loading timing blocks…")
             self._chart.set_run(record, label, note)
 
     @on(ResultsTable.RunHighlighted)
