@@ -156,6 +156,9 @@ def test_a_label_and_a_word_read_one_listing_of_names_alike():
         assert workload_label(other, names) == workload_word(other, names) == "other.py:build"
     builtin = RunOptions(workload="pointwise", params={"n": 512}, device="cpu")
     assert (workload_word(builtin), workload_label(builtin, listing)) == ("pointwise", "pointwise n=512")
+    # a file's parameters too, as its row shows them (the chart's title and the queue read "model.py" alone)
+    sized = RunOptions(workload=a, params={"n": "32"}, device="cpu")
+    assert workload_label(sized, listing) == "a/model.py n=32"
 
 
 def test_the_table_the_lines_and_the_history_tell_two_model_files_apart(monkeypatch, capsys):

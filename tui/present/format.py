@@ -347,12 +347,10 @@ def workload_word(options: RunOptions, names: Mapping[str, str] | None = None) -
 
 
 def workload_label(options: RunOptions, names: Mapping[str, str] | None = None) -> str:
-    """``pointwise n=512``: :func:`workload_word` and, for a built-in, its parameters (a user file shows its name
-    only); control characters shown, not run. ``names`` as :func:`workload_word`'s, so a file's label names it as
-    its row does (``a/model.py`` beside ``b/model.py``)."""
-    if is_user_workload(options.workload):
-        return workload_word(options, names)
-    parts = [options.workload] + [f"{k}={v}" for k, v in options.params.items()]
+    """``pointwise n=512``, ``model.py n=32``: :func:`workload_word` and the parameters; control characters shown,
+    not run. ``names`` as :func:`workload_word`'s, so a file's label names it as its row does (``a/model.py``
+    beside ``b/model.py``)."""
+    parts = [workload_word(options, names)] + [f"{k}={v}" for k, v in options.params.items()]
     return printable(" ".join(parts))
 
 
