@@ -275,10 +275,10 @@ def test_the_live_progress_names_the_process_and_gpu_before_a_label_a_narrow_ter
     # under --repeat auto (most configurations run once) a first process goes unnumbered, as in a log's lines
     first = RunRecord.new(options)
     first.group_id = first.run_id
-    progress.numbered, progress.pooled = False, False
+    progress.counter.by_configuration, progress.pooled = True, False
     progress.run_started(first)
     assert progress.progress.tasks[-1].description.startswith("[2/6] a_model_with_a_long_name.py")
-    progress.numbered = True
+    progress.counter.by_configuration = False
     again = RunRecord.new(options)
     again.group_id = again.run_id
     progress.run_started(again)

@@ -75,11 +75,9 @@ async def run_configs(configs: list[RunOptions], args: argparse.Namespace,
     # A log (stderr not a terminal) gets a line per run as it starts and ends; a live bar only draws at the end there.
     # one counter for the log lines and the bars: each pool (--each-gpu-kind) runs every configuration
     counter = RunCounter(len(configs) * len(pools), by_configuration=repeats == AUTO)
-    lines = None if args.quiet or err_file.isatty() else RunLines(err_file, configs, numbered=repeats != AUTO,
-                                                                  counter=counter)
+    lines = None if args.quiet or err_file.isatty() else RunLines(err_file, configs, counter=counter)
     progress = _Progress(err, len(configs) * per_config * len(pools), enabled=not args.quiet and lines is None,
                          lines=lines)
-    progress.numbered = repeats != AUTO
     progress.counter = counter
     progress.differs, progress.names = differing(configs), workload_names(o.workload for o in configs)
     progress.pooled = len(getattr(args, "device_pool", ()) or ()) > 1
@@ -353,7 +351,6 @@ class _Progress(SessionListener):
         self.console = console
         self.lines = lines
         self.total = total
-        self.started = 0
         self.tasks: dict[str, Any] = {}
         self.notes: dict[str, str] = {}
         self.differs: frozenset[str] = frozenset()
@@ -362,14 +359,12 @@ class _Progress(SessionListener):
         """The runs' workload names (tui.present.format.workload_names: files of one name told apart)."""
         self.pooled = False
         """Runs are dealt to a pool of GPUs: each line names the GPU its run got."""
-        self.numbered = True
-        """Every process of a group is numbered (``--repeat K``); else (``auto``) from the second on, as in
-        :class:`~tui.cli.run_lines.RunLines`: most configurations run once."""
         self.unsaved: list[str] = []
         """Run ids whose history line could not be written (each said on stderr as it happened)."""
         self.progress = _progress_bars(console) if enabled else None
         self.counter = RunCounter(total, by_configuration=False)
-        """The ``[i/N]`` of each bar (by configuration under ``--repeat auto``, as the log lines)."""
+        """The ``[i/N]`` and the process's number of each bar (by configuration under ``--repeat auto``, as the log
+        lines)."""
 
     def __enter__(self) -> _Progress:
         if self.progress is not None:
@@ -408,7 +403,6 @@ class _Progress(SessionListener):
                 _say(self.console, f"{PROG}: the size cap could not delete {error}")
 
     def run_started(self, record: RunRecord) -> None:
-        self.started += 1
         self.counter.started(record)
         if self.lines is not None:
             self.lines.total = self.total
@@ -417,9 +411,7 @@ class _Progress(SessionListener):
         if self.progress is None:
             return
         # which process and GPU, then what differs among the runs: a narrow terminal cuts the description's end
-        where = []
-        if record.group_id is not None and (self.numbered or record.repeat > 0):
-            where.append(f"process {record.repeat + 1}")
+        where = [process] if (process := self.counter.process(record)) else []
         if self.pooled:
             where.append(f"on {record.options.device}")
         label = " ".join([self.counter.text(record, self.total) + (f" {' '.join(where)}:" if where else ""),

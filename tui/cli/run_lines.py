@@ -103,6 +103,13 @@ class RunCounter:
         total = self.configurations if self.by_configuration else queued
         return f"[{number if number is not None else '-'}/{total}]"
 
+    def process(self, record: RunRecord) -> str | None:
+        """``process 2`` for a run of a group: each process under ``--repeat K``, from the second on by
+        configuration (``auto``: most configurations run once, and read as one run); None for a run alone."""
+        if record.group_id is None or (self.by_configuration and record.repeat == 0):
+            return None
+        return f"process {record.repeat + 1}"
+
 
 class RunLines:
     """Writes a run's start and end lines to ``stream`` (a log), each flushed at once.
@@ -115,15 +122,13 @@ class RunLines:
     def __init__(self, stream: Any, configs: Iterable[RunOptions], numbered: bool = True,
                  counter: RunCounter | None = None) -> None:
         self.stream = stream
-        self.numbered = numbered
-        """Every process of a group says its number; False (``--repeat auto``): from the second on, so a
-        configuration that one process settles reads as one run."""
         configs = list(configs)
         self.differs = differing(configs)
         self.names = workload_names(options.workload for options in configs)
         self.total = 0
         self.counter = counter or RunCounter(len(configs), by_configuration=not numbered)
-        """The ``[i/N]`` (the caller's, shared with its live bars; else one over ``configs``)."""
+        """The ``[i/N]`` and the process's number (the caller's, shared with its live bars; else one over
+        ``configs``, by configuration unless ``numbered``)."""
         self._started_at: dict[str, float] = {}
         self._took: dict[str, float] = {}
         self._held: list[RunRecord] = []
@@ -154,9 +159,8 @@ class RunLines:
                 self._write(waiting, "started")
 
     def _write(self, record: RunRecord, what: str) -> None:
-        label = run_label(record.options, self.differs, self.names)
-        if record.group_id is not None and (self.numbered or record.repeat > 0):
-            label += f" process {record.repeat + 1}"
+        label = " ".join(filter(None, (run_label(record.options, self.differs, self.names),
+                                       self.counter.process(record))))
         line = f"{self.counter.text(record, self.total)} {label}: {what}"
         # One line, whole: a log is read with grep, and nothing here is markup.
         self.stream.write(" ".join(line.split()) + "\n")
