@@ -105,12 +105,13 @@ def unwritable(*folders: Path) -> str | None:
     return None
 
 
-def home_problem(needs_data: bool = True, needs_config: bool = False) -> str | None:
-    """:func:`unwritable` for the folders a run writes: the compile cache, the data dir unless ``needs_data`` is
-    False (``--no-history``) and the config dir with ``needs_config`` (the app), said with the setting that chose
-    them (one line, for a usage error)."""
+def home_problem(needs_data: bool = True, needs_config: bool = False, needs_cache: bool = True) -> str | None:
+    """:func:`unwritable` for the folders a run writes: the compile cache unless ``needs_cache`` is False (runs that
+    compile on a cluster's nodes), the data dir unless ``needs_data`` is False (``--no-history``) and the config
+    dir with ``needs_config`` (the app), said with the setting that chose them (one line, for a usage error)."""
     cache = "TORCHINDUCTOR_CACHE_DIR" if os.environ.get("TORCHINDUCTOR_CACHE_DIR") else "COMPILE_LAB_HOME"
-    folders = [(compile_cache_dir(), cache), *([(data_dir(), "COMPILE_LAB_HOME")] if needs_data else []),
+    folders = [*([(compile_cache_dir(), cache)] if needs_cache else []),
+               *([(data_dir(), "COMPILE_LAB_HOME")] if needs_data else []),
                *([(config_dir(), "COMPILE_LAB_HOME")] if needs_config else [])]
     for folder, setting in folders:
         problem = unwritable(folder)

@@ -86,11 +86,8 @@ def check_home(args: argparse.Namespace) -> None:
     ``--no-history`` the data dir is not written; with ``--cluster`` the runs compile on the nodes."""
     from tui import paths
 
-    needs_data = not getattr(args, "no_history", False)
-    if getattr(args, "cluster", None):
-        problem = paths.unwritable(paths.data_dir()) if needs_data else None
-    else:
-        problem = paths.home_problem(needs_data)
+    problem = paths.home_problem(needs_data=not getattr(args, "no_history", False),
+                                 needs_cache=not getattr(args, "cluster", None))
     if problem is not None:
         raise UsageError(problem)
 
