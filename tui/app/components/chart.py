@@ -117,6 +117,15 @@ class _Canvas:
             self.dot(layer, x, y)
 
 
+
+def _reason_rows(reason: list[str], rows: int, width: int) -> list[str]:
+    """The first ``rows`` lines of a failed run's reason (folded to ``width`` - 2), the last one ending in an
+    ellipsis where the reason goes on: the details (enter) have it whole."""
+    shown = reason[:max(0, rows)]
+    if shown and len(shown) < len(reason):
+        shown[-1] = shown[-1][: width - 3] + "…"
+    return shown
+
 class IterationChart(Widget):
     """Eager vs compiled time per iteration for one run, redrawn at most ``max_fps`` times a second.
 
@@ -260,9 +269,7 @@ class IterationChart(Widget):
         # a run that failed after some blocks: its reason under the plot (the table has no room for it at 80
         # columns, and the notice is gone in seconds), where the plot keeps MIN_PLOT_ROWS rows
         reason = [] if self._note else failure_lines(self._record, width - 2)
-        shown = reason[:max(0, min(MAX_REASON_ROWS, plot_h - MIN_PLOT_ROWS))]
-        if shown and len(shown) < len(reason):  # cut: the details (enter) have it whole
-            shown[-1] = shown[-1][: width - 3] + "…"
+        shown = _reason_rows(reason, min(MAX_REASON_ROWS, plot_h - MIN_PLOT_ROWS), width)
         lines = self._plot(series, plot_w, plot_h - len(shown))[:height - len(shown)]
         lines += [[Segment(" " + line, self._style("chart--axis"))] for line in shown]
         return [Strip(line).adjust_cell_length(width, base) for line in lines]
@@ -284,9 +291,7 @@ class IterationChart(Widget):
             for offset, line in enumerate(message):
                 lines[first + offset] = [Segment(line.center(width), style)]
             first += len(message) - 1
-            shown = reason[: height - first - 1]
-            if shown and len(shown) < len(reason):  # cut: the details (enter) have it whole
-                shown[-1] = shown[-1][: width - 3] + "…"
+            shown = _reason_rows(reason, height - first - 1, width)
             pad = " " * max(1, (width - max(map(len, shown), default=0)) // 2)
             for offset, line in enumerate(shown, 1):
                 lines[first + offset] = [Segment(pad + line, style)]
