@@ -256,7 +256,11 @@ def summarize_group(members: Sequence[RunRecord]) -> GroupSummary:
     """The :class:`GroupSummary` of one group's records (their samples are loaded if stored apart; a process whose
     samples were pruned is left out: :func:`pooled_members`)."""
     members = sorted(members, key=lambda r: r.repeat)
-    done, _ = pooled_members(members)
+    return _summary_of(members, pooled_members(members)[0])
+
+
+def _summary_of(members: Sequence[RunRecord], done: Sequence[RunRecord]) -> GroupSummary:
+    """The :class:`GroupSummary` of ``members`` (in repeat order) whose blocks ``done`` pools."""
     status = group_status(members)
     base = GroupSummary(group_id=members[0].group_id or members[0].run_id, run_ids=tuple(m.run_id for m in members),
                         processes=len(members), done=len(done), status=status)  # fmt: skip
@@ -364,8 +368,8 @@ class GroupRecord(RunRecord):
     def of(cls, members: Sequence[RunRecord]) -> GroupRecord:
         """The row of ``members`` (one group's records)."""
         members = sorted(members, key=lambda r: r.repeat)
-        group = summarize_group(members)
         done, left_out = pooled_members(members)
+        group = _summary_of(members, done)
         first = done[0] if done else members[0]
         row = cls(run_id=group.group_id, options=first.options, created=members[0].created, status=group.status,
                   env=first.env, compile_s=first.compile_s, diagnostics=first.diagnostics,
