@@ -49,13 +49,10 @@ from tui.engine.worker.built import BuiltWorkload, inference_workload
 
 __all__ = ["UserWorkloadError", "load_user_workload", "CONTRACT"]
 
-CONTRACT = (
-    "expected make_workload(device, dtype, **params) returning (callable, inputs_tuple) "
-    "or {'model' or 'fn': callable, 'inputs': tuple, 'label': str (optional)}"
-)
 RETURNS = ("returning (callable, inputs_tuple) or {'model' or 'fn': callable, 'inputs': tuple, 'label': str "
            "(optional)}")
 """What a factory returns, as a refusal of a factory the user named (``file.py:build``) says it."""
+CONTRACT = f"expected make_workload(device, dtype, **params) {RETURNS}"
 
 
 class UserWorkloadError(Exception):
