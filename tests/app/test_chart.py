@@ -8,6 +8,7 @@ import statistics
 import time
 
 import pytest
+from rich.cells import cell_len
 from app_helpers import ChartBlock, ChartRecord
 from textual.app import App, ComposeResult
 from textual.screen import ModalScreen
@@ -503,6 +504,24 @@ async def test_a_run_that_failed_after_its_warm_up_says_why_under_its_plot():
         assert "eager" in lines[0] and any("▶" in line for line in lines)  # still the plot
         tail = " ".join(line.strip() for line in lines[-3:])
         assert "compile_error: inductor failed to compile: NotADirectoryError" in tail, lines
+
+
+@pytest.mark.parametrize("blocks", [True, False], ids=["under-its-plot", "without-blocks"])
+async def test_a_wide_character_reason_is_placed_by_cells_and_keeps_its_ellipsis(blocks):
+    """The reason's rows were cut and centred by characters: a Chinese reason's rows (two cells a character) were
+    padded as if half as wide, and the pane's edge cropped their ends, the ellipsis that says the details (enter)
+    have the rest with them."""
+    record = make_record() if blocks else ChartRecord()
+    record.status, record.error_kind = "failed", "compile_error"
+    record.error_message = "编译失败：找不到缓存目录 " * 40
+    app = ChartHost(record)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.pause()
+        lines = [line.rstrip() for line in app.lines()]
+        width = app.chart.size.width
+        reason = [line for line in lines if "编译" in line or line.endswith("…")]
+        assert len(reason) >= 2 and reason[-1].endswith("…"), lines
+        assert all(cell_len(line) <= width - 1 for line in reason), reason  # none reaches the pane's edge
 
 
 class _NarrowHost(ChartHost):

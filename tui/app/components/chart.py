@@ -36,6 +36,7 @@ import time
 from dataclasses import dataclass
 from collections.abc import Callable
 
+from rich.cells import cell_len, chop_cells
 from rich.segment import Segment
 from rich.style import Style
 from textual.strip import Strip
@@ -117,14 +118,21 @@ class _Canvas:
             self.dot(layer, x, y)
 
 
-
 def _reason_rows(reason: list[str], rows: int, width: int) -> list[str]:
     """The first ``rows`` lines of a failed run's reason (folded to ``width`` - 2), the last one ending in an
     ellipsis where the reason goes on: the details (enter) have it whole."""
     shown = reason[:max(0, rows)]
     if shown and len(shown) < len(reason):
-        shown[-1] = shown[-1][: width - 3] + "…"
+        shown[-1] = chop_cells(shown[-1], max(1, width - 3))[0] + "…"  # cells: a CJK reason's row is no wider
     return shown
+
+
+def _centred(line: str, width: int) -> str:
+    """``line`` in the middle of ``width`` cells, as ``str.center`` places it by characters."""
+    room = max(0, width - cell_len(line))
+    left = room // 2 + (room & width & 1)  # str.center's rounding
+    return " " * left + line + " " * (room - left)
+
 
 class IterationChart(Widget):
     """Eager vs compiled time per iteration for one run, redrawn at most ``max_fps`` times a second.
@@ -289,10 +297,10 @@ class IterationChart(Widget):
             message = message[: height - top]
             first = max(top, min(height // 2, height - len(message) - len(reason)))
             for offset, line in enumerate(message):
-                lines[first + offset] = [Segment(line.center(width), style)]
+                lines[first + offset] = [Segment(_centred(line, width), style)]
             first += len(message) - 1
             shown = _reason_rows(reason, height - first - 1, width)
-            pad = " " * max(1, (width - max(map(len, shown), default=0)) // 2)
+            pad = " " * max(1, (width - max(map(cell_len, shown), default=0)) // 2)
             for offset, line in enumerate(shown, 1):
                 lines[first + offset] = [Segment(pad + line, style)]
         return lines
