@@ -142,6 +142,7 @@ async def test_cancel_marks_the_row_cancelled_and_ends_the_worker(make_app):
         await wait_until(pilot, lambda: app.table.cell_text(run_id, "status") == "cancelled", what="cancelled row")
         assert await process_gone(pid), "the worker outlived its cancel"
         assert app.current is None
+        assert app.records[run_id].error_message == "by the user (x)"  # the history says what cancelled it
 
 
 async def test_cancel_all_empties_the_queue(make_app):
@@ -160,6 +161,8 @@ async def test_cancel_all_empties_the_queue(make_app):
         assert await process_gone(pid)
         assert not app.queue and app.current is None
         assert "Cancelled 2 queued run(s)." in notifications(app)
+        messages = [app.records[r].error_message for r in app.table.run_ids]
+        assert messages == ["by the user (X, with the queue)"] + ["cancelled before it started"] * 2
         await wait_until(pilot, lambda: app.table.cell_text(app.table.run_ids[2], "status") == "cancelled", what="row")
 
 

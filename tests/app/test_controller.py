@@ -213,8 +213,9 @@ def test_closing_saves_the_cancelled_run_without_telling_the_view():
         told = len(view.calls)
         await lab.close()
         assert record.status == "cancelled" and record.finished
-        (line,) = lab.history.path.read_text().splitlines()  # saved all the same
+        (line,) = lab.history.path.read_text().splitlines()  # saved all the same, saying what ended it
         assert json.loads(line)["run_id"] == record.run_id
+        assert json.loads(line)["error_message"] == "as the app quit"
         assert view.calls[told:] == [] and view.notices == []
 
     asyncio.run(scenario())

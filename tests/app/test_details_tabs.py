@@ -358,6 +358,12 @@ def test_the_details_of_a_cancelled_run_say_cancelled_once():
         console.print(part)
     text = console.export_text()
     assert "cancelled: cancelled" not in text and "Cancelled" in text and "Error" not in text
+    assert "cancelled before it finished" in text  # under its heading the word alone said nothing more
+    record.fail("cancelled", "by the user (x)")
+    console = Console(width=80, record=True, file=StringIO())
+    for part in error(record):
+        console.print(part)
+    assert "cancelled: by the user (x)" in console.export_text()
 
 
 @pytest.mark.parametrize("cuda", [False, True], ids=["cpu-run", "cuda-run"])

@@ -34,7 +34,8 @@ if TYPE_CHECKING:
     from tui.engine.protocol import Event
     from tui.engine.store.results import RunRecord
 
-__all__ = ["LabController", "LabView", "TRACE_CHOICES", "TRACE_NOTES", "Setting"]
+__all__ = ["LabController", "LabView", "TRACE_CHOICES", "TRACE_NOTES", "Setting", "CANCELLED_WITH_X",
+           "CANCELLED_WITH_SHIFT_X", "CANCELLED_AS_THE_APP_QUIT"]
 
 logger = logging.getLogger(__name__)
 
@@ -50,6 +51,13 @@ TRACE_NOTES = {
     "trace+torch_trace": "The next runs also keep a TORCH_TRACE directory for tlparse (each starts a fresh "
                          "worker; its compile time includes torch's structured logging). t again: off.",
 }
+
+CANCELLED_WITH_X = "by the user (x)"
+"""What a run ``x`` cancelled says ended it (``cancelled: by the user (x)``), in its details and the history."""
+CANCELLED_WITH_SHIFT_X = "by the user (X, with the queue)"
+"""What a run ``X`` (cancel all) cancelled says ended it."""
+CANCELLED_AS_THE_APP_QUIT = "as the app quit"
+"""What a run still running when the app quit says ended it."""
 
 
 class LabController(SessionListener):
@@ -321,7 +329,7 @@ class LabController(SessionListener):
         members = {record.run_id for record in self.group_members(selected)} if selected else set()
         chosen = [lane for lane, record in lanes.items() if record.run_id in members or record.group_id == selected]
         for lane in chosen or lanes:
-            self.session.cancel_running(lane)
+            self.session.cancel_running(lane, CANCELLED_WITH_X)
         return len(lanes), bool(chosen)
 
     def toggle_serial(self) -> bool:
@@ -341,7 +349,7 @@ class LabController(SessionListener):
         if self.tune is not None:  # as the view: the search's board reaches no screen from now on
             self.tune.close()
         try:
-            await self.session.aclose(timeout=3.0)
+            await self.session.aclose(timeout=3.0, reason=CANCELLED_AS_THE_APP_QUIT)
         except Exception as exc:  # closing goes on: the runner below still kills its workers
             logger.warning("closing the session failed", exc_info=exc)
         try:

@@ -24,7 +24,7 @@ from collections.abc import Callable
 from textual.app import App
 
 from tui import paths
-from tui.app.controller import TRACE_CHOICES
+from tui.app.controller import CANCELLED_WITH_SHIFT_X, TRACE_CHOICES
 from tui.engine.options import OptionsError, RunOptions
 from tui.present.option_fields import FIELDS_BY_KEY, differing, option_words
 
@@ -277,7 +277,7 @@ class QueueActions:
 
     def cancel_all(self) -> None:
         """Cancel every running run and drop every queued one."""
-        dropped, running = self.lab.session.cancel_all()
+        dropped, running = self.lab.session.cancel_all(CANCELLED_WITH_SHIFT_X)
         if not dropped and not running:
             self.app.notify("Nothing to cancel.", severity="information")
         elif dropped:

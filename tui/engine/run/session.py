@@ -465,11 +465,12 @@ class RunSession:
         waiting = {*going, *(t for t in (*self._tasks.values(), self._saver) if t is not None and not t.done())}
         await (asyncio.wait(waiting, return_when=asyncio.FIRST_COMPLETED) if waiting else asyncio.sleep(0))
 
-    async def aclose(self, timeout: float = 3.0) -> None:
-        """Drop the queue, cancel and await the runs, save what ended, close the runners."""
+    async def aclose(self, timeout: float = 3.0, reason: str | None = None) -> None:
+        """Drop the queue, cancel (``reason``: :meth:`cancel_running`'s) and await the runs, save what ended, close
+        the runners."""
         self._closing = True
         self.drop_queued()
-        self.cancel_running()
+        self.cancel_running(reason=reason)
         tasks = list(self._tasks.values())
         if tasks:
             with contextlib.suppress(asyncio.TimeoutError, asyncio.CancelledError):

@@ -105,6 +105,8 @@ def error(record: RunRecord) -> list[RenderableType]:
     cancelled = record.status == RunStatus.CANCELLED
     parts: list[RenderableType] = [section("Cancelled" if cancelled else "Error")]
     reason = ended_reason(record.error_kind, record.error_message) or ("cancelled" if cancelled else "error")
+    if cancelled and reason == "cancelled":  # under its heading, the word alone says nothing more
+        reason = "cancelled before it finished"
     parts.append(Text(reason, style="bold red"))
     detail = (record.error_detail or "").rstrip()
     if detail:
