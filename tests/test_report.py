@@ -463,3 +463,17 @@ def test_a_compiled_output_that_failed_the_accuracy_check_says_fail_in_the_summa
     cells = [re.findall(r"<td[^>]*>(.*?)</td>", row) for row in re.findall(r"<tr><td.*?</tr>", page)[:2]]
     assert [row[6] for row in cells] == [cells[0][6], '<strong class="verdict v-slower">FAIL</strong>']
     assert cells[0][6] in ("pass", "n/a")
+
+
+def test_a_groups_processes_that_warn_alike_are_one_line_in_its_options(tmp_path, capsys):
+    """Each process of a --repeat 3 row warning of its own spread was a line apiece in the report's options."""
+    group = full_group()
+    for number, member in enumerate(group, 1):
+        member.warnings.append(f"eager time spread IQR/median {10 + 9 * number}% > 10%: a wide distribution")
+    export = tmp_path / "runs.json"
+    write_json(group, export)
+    out = tmp_path / "report.html"
+    code, _err = _report([str(export), "-o", str(out)], capsys)
+    page = out.read_text(encoding="utf-8")
+    assert code == 0 and "processes 1–3 of 3: eager time spread IQR/median 19–37% &gt; 10%" in page, page[-3000:]
+    assert "process 2 of 3: eager time spread" not in page

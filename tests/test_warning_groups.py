@@ -6,7 +6,7 @@ import io
 
 from rich.console import Console
 
-from tui.present.warning_groups import grouped_warnings, run_numbers
+from tui.present.warning_groups import grouped_warnings, merged_processes, run_numbers
 
 SPREAD = "eager time spread IQR/median {}% > 10%: a wide distribution; the verdict judges by the interval"
 WARM = "compile_s came from a warm inductor cache (1 FX graph cache hit(s)): cold_compile measures a cold start"
@@ -35,7 +35,7 @@ def test_a_number_inside_a_word_tells_warnings_apart_rather_than_being_ranged():
 def test_only_figures_with_a_unit_become_ranges_and_one_runs_two_warnings_stay_two():
     spread = "process {} of 3: eager time spread IQR/median {}% > 10%: x"
     assert grouped_warnings([(1, [spread.format(1, 23), spread.format(3, 40)])]) == [
-        "run 1: " + spread.format(1, 23), "run 1: " + spread.format(3, 40)]  # never "process 1–3 of 3"
+        "run 1: processes 1, 3 of 3: eager time spread IQR/median 23–40% > 10%: x"]  # never "processes 1–3"
     for first, second in (("output[0] differs", "output[2] differs"),
                           ("1 FX graph cache hit(s)", "3 FX graph cache hit(s)")):
         assert grouped_warnings([(1, [first]), (2, [second])]) == [f"run 1: {first}", f"run 2: {second}"]
@@ -44,6 +44,25 @@ def test_only_figures_with_a_unit_become_ranges_and_one_runs_two_warnings_stay_t
         "runs 1–2: " + fence.format("39–256", "300–1260", "13–20")]  # a count of samples is a figure
     assert grouped_warnings([(1, ["drift -5% x"]), (2, ["drift -10% x"])]) == ["runs 1–2: drift -10 to -5% x"]
     assert grouped_warnings([(1, ["took 1e+20 s"]), (2, ["took 1e+15 s"])]) == ["runs 1–2: took 1e+15–1e+20 s"]
+
+
+def test_a_rows_processes_that_warn_alike_are_said_once_where_the_first_of_them_stood():
+    """A --repeat 3 row listed "process 1 of 3: eager time spread ... 19%", then 26% for process 2, then 32% for
+    process 3, six lines under a one-row table for two warnings."""
+    own = "process {} of {}: " + SPREAD
+    compiled = own.replace("eager", "compiled")
+    warnings = [WARM, own.format(1, 3, 19), compiled.format(1, 3, 22), own.format(2, 3, 26),
+                "process 2 of 3: output[2] differs", own.format(3, 3, 32), compiled.format(3, 3, 12)]
+    assert merged_processes(warnings) == [
+        WARM,
+        "processes 1–3 of 3: " + SPREAD.format("19–32"),
+        "processes 1, 3 of 3: " + SPREAD.format("12–22").replace("eager", "compiled"),
+        "process 2 of 3: output[2] differs",
+    ]
+    assert merged_processes([own.format(2, 3, 19)]) == [own.format(2, 3, 19)]  # one process: as it was
+    # two rows' processes: each row's merged first; rows of another process count stay apart
+    assert grouped_warnings([(1, [own.format(1, 2, 11), own.format(2, 2, 30)]), (2, [own.format(1, 3, 12)])]) == [
+        "run 1: processes 1–2 of 2: " + SPREAD.format("11–30"), "run 2: process 1 of 3: " + SPREAD.format(12)]
 
 
 def test_a_literal_hash_where_another_run_has_a_number_is_its_own_line():

@@ -59,6 +59,18 @@ def test_the_processes_table_keeps_each_process_on_one_line_at_80_columns():
     assert len({line.split()[-1] for line in rows}) == 3  # each run id tells its process apart
 
 
+def test_a_groups_processes_that_warn_alike_are_one_warning_in_its_summary():
+    from tui.engine.store.repeats import group_rows
+
+    group = full_group()
+    for number, member in enumerate(group, 1):
+        member.warnings.append(f"eager time spread IQR/median {10 + 9 * number}% > 10%: a wide distribution")
+    [row] = group_rows(group)
+    text = " ".join(_text(render_tab(row, "summary"), width=140).split())
+    assert "processes 1–3 of 3: eager time spread IQR/median 19–37% > 10%" in text
+    assert "process 2 of 3: eager time spread" not in text
+
+
 def test_every_tab_shows_labels_not_internal_names():
     record = full_record("20261201-101010-aaaaaa", failed=False)
     for tab in tab_ids():

@@ -17,6 +17,7 @@ from tui import __version__
 from tui.present.format import MISSING, fmt_ms, fmt_seconds, workload_names
 from tui.present.option_fields import differing, option_words, params_text, workload_word
 from tui.present.tune_json import StoredAnswer
+from tui.present.warning_groups import merged_processes
 from tui.engine.options import RunOptions
 from tui.engine.store.report_data import ENV_FIELDS, ProcessData, ReportData, ReportRow
 from tui.engine.measure.verdict import RERUN_HINT, SLOWER
@@ -249,7 +250,8 @@ def _options(rows: Sequence[ReportRow], labels: Mapping[int, str]) -> str:
                  for k, v in options.items()]  # fmt: skip
         body = f"<p>Reproduce:</p><pre><code>{e(row.command)}</code></pre>" + _table(("option", "value"), lines)
         if row.warnings:
-            body += "<p>Warnings:</p><ul>" + "".join(f"<li>{e(w)}</li>" for w in row.warnings) + "</ul>"
+            warnings = merged_processes(row.warnings)  # a row's processes' alike warnings, once
+            body += "<p>Warnings:</p><ul>" + "".join(f"<li>{e(w)}</li>" for w in warnings) + "</ul>"
         if row.error:
             body += f"<p>Error: {e(row.error)}</p>"
         parts.append(f"<details><summary>#{row.number} {e(labels[row.number])}</summary>{body}</details>")

@@ -13,6 +13,7 @@ from rich.text import Text
 
 from tui.present.fold_text import WholeWordText
 from tui.present.format import MISSING, TIMES
+from tui.present.warning_groups import merged_processes
 from tui.app.components.details.fields import (
     Field, count, field_rows, kv_table, mib, section, seconds, value_text, yes_no,
 )  # fmt: skip
@@ -312,7 +313,8 @@ def summary_tab(record: RunRecord, summary: RunSummary, host_line: str | None = 
     parts += _processes(record)
     parts += _timings(summary)
     parts.append(section("Warnings"))
-    parts.append(_marked("  !", summary.warnings, "yellow") if summary.warnings else value_text(()))
+    warnings = merged_processes(summary.warnings)  # a row's processes' alike warnings, once
+    parts.append(_marked("  !", warnings, "yellow") if warnings else value_text(()))
     if record.notes:  # what reading an older stored run changed in it
         parts.append(_marked("  note:", record.notes, "dim"))
     parts += _payload("Accuracy", record.accuracy, ACCURACY_FIELDS)
