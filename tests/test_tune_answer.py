@@ -183,8 +183,8 @@ def test_the_eager_line_reads_the_confirmation_and_an_unconfirmed_winner_slower_
     # an interval that reaches past the threshold: not shown to pay off, which is not "did not"
     unsure = dataclasses.replace(confirmation, vs_eager=Against(1.02, 1.00, 1.04, "inconclusive"))
     assert answer_text(dataclasses.replace(result, confirmation=unsure)).splitlines()[0] == (
-        "torch.compile was not shown to pay off for this workload here: no configuration measured was faster than "
-        "eager (the best, cpp_wrapper=True, reads 1.02× [1.00, 1.04] over eager)")
+        "torch.compile was not shown to pay off for this workload here: no configuration measured was shown faster "
+        "than eager (the best, cpp_wrapper=True, reads 1.02× [1.00, 1.04] over eager)")
     # faster than eager in its confirmation: the code comes, marked unconfirmed
     quick = dataclasses.replace(confirmation, vs_eager=Against(1.10, 1.05, 1.12, "faster"))
     lines = answer_text(dataclasses.replace(result, confirmation=quick)).splitlines()
@@ -214,8 +214,8 @@ def test_a_noisy_confirmation_does_not_overrule_the_race_into_saying_nothing_was
     # the same confirmation read without noise overrules the race, as fresh processes that picked nothing
     quiet = dataclasses.replace(confirmation, vs_eager=Against(0.98, 0.97, 0.99, "slower"))
     assert answer_text(dataclasses.replace(result, confirmation=quiet)).splitlines()[0] == (
-        "torch.compile was not shown to pay off for this workload here: no configuration measured was faster than "
-        "eager (the best, cpp_wrapper=True, reads 1.00× [0.97, 1.03] over eager)")
+        "torch.compile was not shown to pay off for this workload here: no configuration measured was shown faster "
+        "than eager (the best, cpp_wrapper=True, reads 1.00× [0.97, 1.03] over eager)")
 
 
 def test_a_search_stopped_before_every_candidate_ran_is_not_said_to_show_that_compiling_does_not_pay_off():

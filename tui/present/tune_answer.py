@@ -217,11 +217,12 @@ def eager_line(result: TuneResult) -> str | None:
     figure = fmt_speedup(best.gain, best.low, best.high)
     never = sum(1 for s in result.standings if s.stage < 0)
     # one-sided, as "nothing beats the default": an interval whose high end is within the threshold rules a gain out;
-    # a candidate never run might still pay off
-    ruled_out = best.high is not None and best.high <= 1 + result.threshold and not never
-    verdict = "did not pay off" if ruled_out else "was not shown to pay off"
+    # a candidate never run might still pay off; an interval reaching past the threshold is no measured "faster" either
+    measured_out = all(a.high is not None and a.high <= 1 + result.threshold for a in figures.values())
+    verdict = "did not pay off" if measured_out and not never else "was not shown to pay off"
+    faster = "was faster" if measured_out else "was shown faster"
     unrun = f"; {never} candidate(s) not run" if never else ""
-    return (f"torch.compile {verdict} for this workload here: no configuration measured was faster than eager (the "
+    return (f"torch.compile {verdict} for this workload here: no configuration measured {faster} than eager (the "
             f"best, {name}, reads {figure} over eager{unrun})")
 
 
