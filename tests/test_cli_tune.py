@@ -17,7 +17,7 @@ from rich.console import Console
 
 from fakes import fake_worker_argv
 from tui import cli
-from tui.cli.tune_render import print_answer
+from tui.cli.tune_render import TuneLines, print_answer
 from tui.engine.options import RunOptions
 from tui.engine.tune.answer import NOTHING_BEATS, UNCONFIRMED, TuneResult
 from tui.engine.tune.objective import Score
@@ -190,6 +190,20 @@ def test_at_80_columns_the_table_wraps_a_name_between_its_settings_never_inside_
     names = [name for name in names if name]
     assert names == ["default", "layout_optimization=False", "coordinate_descent_tuning=True",
                      "max_autotune_gemm_backends=", "ATEN,TRITON"]
+
+
+def test_the_answer_says_the_notes_the_progress_lines_did_not():
+    """The note that the runs read noisy is known only once the search ends: the progress lines never said it, and
+    the answer printed only the confirmation's notes, so the CLI alone of the front ends left it out."""
+    lines = TuneLines(Console(file=io.StringIO()))
+    lines.note("left out on cpu: x")
+    noisy = "2 of the 2 runs read noisy: their figures carry the machine's noise"
+    result = TuneResult(tune_id="t-1", outcome=NOTHING_BEATS, winner=STANDINGS_80[0], winner_options=None,
+                        confirmation=None, standings=STANDINGS_80, notes=("left out on cpu: x", noisy))
+    console = Console(width=200, file=io.StringIO(), record=True)
+    print_answer(result, console, said=lines.said)
+    text = console.export_text()
+    assert f"note: {noisy}" in text and "left out on cpu" not in text  # said once, where it was not said yet
 
 
 def test_a_race_that_ended_after_its_screening_shows_one_figure_column():

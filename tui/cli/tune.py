@@ -157,7 +157,7 @@ async def _tune(args: argparse.Namespace, settings: tuple[RunOptions, Objective,
             err.print(f"{PROG}: error: budget: {_cut_text(args.budget)}", markup=False, highlight=False)
             return 2
         print_answer(result, Console(file=out.as_io(), soft_wrap=True), plan.modes, quiet=args.quiet,
-                     kept=(None if export_failed else args.json, history is not None))
+                     kept=(None if export_failed else args.json, history is not None), said=lines.said)
     for stream in (out, err_file):
         stream.let_go()
     if stopped_by:

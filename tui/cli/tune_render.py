@@ -5,7 +5,7 @@ The answer's wording is :mod:`tui.present.tune_answer`'s (the app shows the same
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from typing import Any
 
 from tui.engine.tune.answer import Progress, TuneResult
@@ -35,6 +35,8 @@ class TuneLines(TuneListener):
     def __init__(self, console: Any, quiet: bool = False) -> None:
         self.console = console
         self.quiet = quiet
+        self.said: set[str] = set()
+        """The notes said as the search went (the answer says the others: :func:`print_answer`)."""
 
     def _line(self, text: str) -> None:
         if not self.quiet:
@@ -42,6 +44,8 @@ class TuneLines(TuneListener):
 
     def note(self, text: str) -> None:
         self._line(f"note: {text}")
+        if not self.quiet:
+            self.said.add(text)
 
     def error(self, text: str) -> None:
         _say(self.console, f"compile-lab: error: {text}")
@@ -91,9 +95,12 @@ def _name_cell(name: str, width: int) -> str:
 
 
 def print_answer(result: TuneResult, console: Any, modes: Mapping[str, Mapping[str, Any]] | None = None,
-                 quiet: bool = False, kept: tuple[str | None, bool] = (None, True)) -> None:
+                 quiet: bool = False, kept: tuple[str | None, bool] = (None, True), said: Collection[str] = ()) -> None:
     """The answer: the outcome, the code, the figures, the runner-up table and the notes, then where the runs are
-    kept (``kept``: the ``--json`` file or None, and whether the history has them: :func:`closing_line`)."""
+    kept (``kept``: the ``--json`` file or None, and whether the history has them: :func:`closing_line`).
+
+    The notes are the confirmation's and those of the search that the progress lines did not say (``said``:
+    :attr:`TuneLines.said`), such as the one that found the runs noisy, known only once the search ended."""
     from rich.table import Table
 
     from tui.present.fold_text import WholeWordText
@@ -120,6 +127,7 @@ def print_answer(result: TuneResult, console: Any, modes: Mapping[str, Mapping[s
     for name, first, latest, standing in rows:  # a name in a standing folds at its separators, not mid-word
         table.add_row(_name_cell(name, width), *([first] if screened else []), latest, WholeWordText(standing))
     console.print(table)
-    for note in result.confirmation.notes if result.confirmation else ():
-        _say_folded(console, f"note: {note}")
+    for note in [*(result.confirmation.notes if result.confirmation else ()), *result.notes]:
+        if note not in said:
+            _say_folded(console, f"note: {note}")
     _say_folded(console, closing_line(result, *kept))
