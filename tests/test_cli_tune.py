@@ -302,6 +302,7 @@ def test_a_cuda_search_on_a_torch_without_cuda_is_one_line_before_any_run(monkey
     assert code == 2 and not started and not (tmp_path / "t.json").exists()
     assert err[-1] == ("compile-lab: error: device: cuda is not allowed: this machine's torch (2.13.0+cpu) cannot "
                        "use CUDA (allowed: cpu)"), err
+    assert not any(line.startswith("note: left out") for line in err), err  # no plan for a search refused
 
 
 @pytest.mark.slow

@@ -175,7 +175,7 @@ async def _plan(args: argparse.Namespace, settings: tuple[RunOptions, Objective,
         lines.note(_lanes_text(lanes, args))
     found = await ask_torch(option_keys(), base.python, cluster, base.device)  # where the runs run
     plan = await asyncio.to_thread(plan_search, base, knobs, found)
-    for note in plan.notes:
+    for note in plan.notes if device_refused(plan, base.device) is None else ():  # refused: the error alone
         lines.note(note)
     if cluster is not None:
         lines.note(_cluster_probe_text(plan))
