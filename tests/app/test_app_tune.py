@@ -319,6 +319,9 @@ async def test_at_80x24_a_title_too_wide_ends_in_an_ellipsis_and_names_a_file_by
     run = TuneRun(None, base, TuneRequest(budget_s=300.0, objective=Objective(calls=1000)))
     what = run.keeper.board.what
     assert what.startswith("syntax_checked_model.py on cpu, objective") and "/tmp/" not in what
+    with_params = dataclasses.replace(base, params={"d": 64})  # as the dialog names it: the title dropped them
+    assert TuneRun(None, with_params, TuneRequest(budget_s=300.0)).keeper.board.what.startswith(
+        "syntax_checked_model.py d=64 on cpu, objective")
     app = _BoardApp(dataclasses.replace(_screening_board(2), what=what))
     async with app.run_test(size=SIZE) as pilot:
         terminal = TerminalModel(app)  # before the first frame: it records what the app writes from now on

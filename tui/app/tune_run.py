@@ -29,7 +29,7 @@ from tui.engine.tune.listener import TuneListener
 from tui.engine.runner.torch_probe import probing
 from tui.engine.tune.request import TuneRequest, device_refused, nothing_to_try, plan_search
 from tui.engine.tune.search import Standing, ranked, stage_name
-from tui.present.format import workload_name
+from tui.present.format import workload_label
 from tui.present.tune_answer import answer_lines, headline
 
 if TYPE_CHECKING:
@@ -192,7 +192,7 @@ class TuneRun:
                  on_change: Callable[[Board], None] | None = None, clock: Callable[[], float] = time.monotonic) -> None:
         self.lab, self.base, self.request, self.clock = lab, base, request, clock
         self.tune_id = new_run_id()
-        what = f"{workload_name(base.workload)} on {base.device}, objective {request.objective.describe()}"
+        what = f"{workload_label(base)} on {base.device}, objective {request.objective.describe()}"  # as the dialog
         self.keeper = BoardKeeper(Board(self.tune_id, what, request.budget_s), on_change)
         self.driver: TuneDriver | None = None
         self.result: TuneResult | None = None
