@@ -93,10 +93,12 @@ async def test_a_tune_from_the_app_shows_the_leaderboard_then_the_answer(make_ap
     async with app.run_test(size=SIZE, notifications=True) as pilot:
         dialog = await _open_dialog(app, pilot)
         dialog.query_one("#tune-budget", Input).value = "ten"
+        dialog.query_one("#tune-calls", Input).value = "0"  # bad too, lower down: the top field is named first
         await pilot.press("ctrl+s")
         error = str(dialog.query_one("#tune-error").render())
         assert error.startswith("budget: 'ten' is not allowed") and dialog.query_one("#tune-budget").has_class(
             "-invalid")
+        dialog.query_one("#tune-calls", Input).value = ""
         dialog.query_one("#tune-budget", Input).value = "5x"  # still bad: the line follows the field as it changes
         await pilot.pause()
         assert str(dialog.query_one("#tune-error").render()).startswith("budget: '5x' is not allowed")

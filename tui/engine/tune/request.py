@@ -83,16 +83,18 @@ class TuneRequest:
 def check_request(objective: str = "device", calls: int | str | None = None,
                   max_memory: float | str | None = None, space: str | None = None,
                   budget: str = DEFAULT_BUDGET) -> TuneRequest:
-    """The settings as typed, checked in this order (the first bad field is the OptionsError's)."""
-    if objective not in OBJECTIVES:
-        raise OptionsError("objective", f"{objective!r} is not allowed (allowed: {', '.join(OBJECTIVES)})")
-    count = parse_calls(calls)
-    memory = parse_memory(max_memory)
+    """The settings as typed, checked in the app's dialog's order, top to bottom (budget, space, objective, calls;
+    then the memory limit): the first bad field is the OptionsError's, the one the dialog marks."""
+    seconds = parse_budget(budget)
     try:
         knobs = parse_space(space)
     except SpaceError as exc:
         raise OptionsError("space", str(exc)) from None
-    return TuneRequest(Objective(objective, count, memory), knobs, parse_budget(budget))
+    if objective not in OBJECTIVES:
+        raise OptionsError("objective", f"{objective!r} is not allowed (allowed: {', '.join(OBJECTIVES)})")
+    count = parse_calls(calls)
+    memory = parse_memory(max_memory)
+    return TuneRequest(Objective(objective, count, memory), knobs, seconds)
 
 
 @dataclass(frozen=True)
