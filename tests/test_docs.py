@@ -125,3 +125,24 @@ def test_the_readme_names_every_flag_of_every_command():
 def test_the_flag_check_can_fail():
     readme = (ROOT / "README.md").read_text().replace("--noise-limit", "--n-limit")
     assert {"run --noise-limit", "sweep --noise-limit"} <= set(_undocumented_flags(readme))
+
+
+def _unnamed_scripts(readme: str) -> list[str]:
+    """The scripts (and folders) of ``benchmarks/`` the README's development section does not name."""
+    entries = [p.name + ("/" if p.is_dir() else "") for p in sorted((ROOT / "benchmarks").iterdir())
+               if p.suffix in (".py", ".sh") or (p.is_dir() and not p.name.startswith((".", "__")))]
+    return [name for name in entries if f"`{name}`" not in readme and f"`{name.rstrip('/')}`" not in readme]
+
+
+def test_the_readme_names_every_benchmark_script():
+    assert _unnamed_scripts((ROOT / "README.md").read_text()) == []
+    assert _unnamed_scripts((ROOT / "README.md").read_text().replace("`wall_parts.py`", "")) == ["wall_parts.py"]
+
+
+def test_the_readmes_graph_break_example_names_the_line_the_workload_breaks_at():
+    """The table of what a user sees quoted ``worker/workloads.py:157`` after the file had moved on to 140."""
+    source = (ROOT / "tui" / "engine" / "worker" / "workloads.py").read_text().splitlines()
+    line = next(n for n, text in enumerate(source, 1) if text.strip() == "if y.sum() > 0:")
+    quoted = re.search(r"Data-dependent branching at worker/workloads\.py:(\d+) in graph_break_fn",
+                       (ROOT / "README.md").read_text())
+    assert quoted and int(quoted.group(1)) == line
