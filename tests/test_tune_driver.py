@@ -351,11 +351,13 @@ def test_a_challenger_the_race_put_behind_the_default_wins_when_the_confirmation
 
 
 def test_a_leading_default_whose_challenger_is_not_judged_is_unconfirmed():
-    # the budget fits the race but not the confirmation: the default's lead alone claims nothing
-    result, _, runner, *_ = _tune([Candidate(), AUTOTUNE], {"max-autotune": 1.01}, budget=40.0, seconds=10.0)
+    # the budget fits the race but not the confirmation: the default's lead alone claims nothing. The race goes on
+    # with the time left (one more run: it ended with 17 s unspent)
+    result, _, runner, heard, _ = _tune([Candidate(), AUTOTUNE], {"max-autotune": 1.01}, budget=40.0, seconds=10.0)
     assert result.outcome == UNCONFIRMED and result.confirmation is None
+    assert len(runner.runs) == 3 and ("stage", 1, ("default", "max-autotune"), 160) in heard.events
     # the reason gives the two figures, so the user can tell what budget would have fitted it
-    assert re.fullmatch(r"the confirmation \(about \d\d s\) does not fit in the 17 s left of the budget",
+    assert re.fullmatch(r"the confirmation \(about \d\d s\) does not fit in the 7 s left of the budget",
                         result.stopped), result.stopped
 
 
@@ -424,7 +426,7 @@ def test_a_stop_keeps_the_finished_runs_and_reports_the_best_so_far_unconfirmed(
 
 def test_a_budget_that_leaves_candidates_unscreened_never_says_nothing_beats_the_default():
     many = [Candidate()] + [Candidate((("k", i),)) for i in range(5)]
-    result, _, runner, heard, clock = _tune(many, {f"k={i}": 1.5 for i in range(5)}, budget=45.0, seconds=10.0)
+    result, _, runner, heard, clock = _tune(many, {f"k={i}": 0.99 for i in range(5)}, budget=45.0, seconds=10.0)
     # after two runs a challenger is in the race, but its confirmation (six runs) no longer fits in the 22 s left:
     # the race screens on with the time left rather than ending with it unspent, and never overruns the budget
     assert len(runner.runs) == 4 and clock.now <= 45.0
@@ -438,6 +440,18 @@ def test_a_budget_that_leaves_candidates_unscreened_never_says_nothing_beats_the
                                            r"fit again", said[0]), notes
     # the race's end names the run alone: no confirmation is kept for
     assert any(n.startswith("screening: the next run (about 10 s) does not fit in the") for n in notes), notes
+
+
+def test_no_room_is_kept_for_confirming_a_challenger_the_stage_will_drop():
+    """The race kept the confirmation's room for max-autotune, clearly below the default compile and so never to be
+    confirmed: with 70 s left it ended its screening, 2 candidates unscreened, and the stage then dropped it, so
+    nothing was confirmed and the budget went unspent."""
+    result, _, runner, heard, clock = _tune([Candidate(), AUTOTUNE, FREEZE, WRAPPER],
+                                            {"max-autotune": 1.6, "freezing=True": 0.99, "cpp_wrapper=True": 0.99},
+                                            budget=90.0, seconds=10.0)
+    assert result.incomplete is None and clock.now <= 90.0, result.incomplete
+    assert [_key(o) for o in runner.runs][:4] == ["default", "max-autotune", "freezing=True", "cpp_wrapper=True"]
+    assert next(s for s in result.standings if s.name == "max-autotune").gone.startswith("dropped: below ")
 
 
 def test_a_confirmation_that_no_longer_fits_is_not_said_to_go_on_when_the_next_run_does_not_fit_either():

@@ -7,9 +7,8 @@ first free lane, so it can decide before each run whether the budget still fits 
 when its estimated length (:class:`DurationModel`, from the runs so far), plus the confirmation's
 (its waves, :func:`~tui.engine.tune.parallel.confirm_waves`), fits in what is left. A confirmation
 that is inconclusive grows, a process a side at a time, while the budget fits it (up to
-:data:`~tui.engine.tune.answer.CONFIRM_MAX_REPEATS` a side). The confirmation runs in matched pairs
-on a pool (the winner's and the default compile's processes beside the same neighbours:
-:mod:`tui.engine.tune.parallel`).
+:data:`~tui.engine.tune.answer.CONFIRM_MAX_REPEATS` a side), in matched pairs on a pool (the winner's and the
+default compile's processes beside the same neighbours: :mod:`tui.engine.tune.parallel`).
 Every record it makes carries the tune's id (``RunRecord.tune_id``). :meth:`TuneDriver.stop` (or
 cancelling :meth:`TuneDriver.run`) ends the search: the best so far is reported as unconfirmed, and
 every run that ended stays in the session (history, exports).
@@ -175,8 +174,12 @@ class TuneDriver:
         ended: :meth:`_going_needs`). Once it fits no more, keeping its room serves nothing, so the race goes on with
         the time left (each candidate screened more is known more) rather than ending with the budget unspent; it
         keeps the room again if a cheaper estimate (another winner) makes it fit."""
-        return challenger(self.standings) is not None and \
-            self._going_needs() + self._confirm_cost() <= self.time_left()
+        return self._confirmable() and self._going_needs() + self._confirm_cost() <= self.time_left()
+
+    def _confirmable(self) -> bool:
+        """Whether a challenger the confirmation would judge is in the race: one the stage's judgement keeps (no
+        room is kept for one clearly below the default compile: it is never confirmed)."""
+        return challenger(judge_stage(self.standings, self.threshold)) is not None
 
     def _going_needs(self) -> float:
         """How much longer the stage's runs still going need, by their estimates (the longest of them)."""
@@ -187,8 +190,7 @@ class TuneDriver:
     def _say_unconfirmable(self) -> None:
         """Say once, as a run starts without the confirmation's room, that the confirmation no longer fits while a
         challenger races (:meth:`_keeps_confirmation`); a run that does not fit ends the race with its own note."""
-        if self._unconfirmable or not self.durations.seen or challenger(self.standings) is None \
-                or self._keeps_confirmation():
+        if self._unconfirmable or not self.durations.seen or not self._confirmable() or self._keeps_confirmation():
             return
         self._unconfirmable = True
         self._say(notes.unconfirmable(self._confirm_cost(), self.time_left(), self._going_needs()))
@@ -278,7 +280,9 @@ class TuneDriver:
         for index in range(self.max_stages):
             plan = stage_plan(index, self.base.iters)
             running = [s for s in self.standings if s.alive]
-            if index > 0 and len([s for s in running if not s.candidate.is_default]) <= 1:
+            challengers = len([s for s in running if not s.candidate.is_default])
+            # one challenger left: confirmed next where that fits, else raced on with the time left (as noted)
+            if index > 0 and (challengers == 0 or (challengers == 1 and self._confirm_cost() <= self.time_left())):
                 return
             self.listener.stage_started(index, [s.name for s in running], plan.iters)
             if not await self._run_stage([s.name for s in running], index, plan.iters):
