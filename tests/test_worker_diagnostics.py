@@ -85,6 +85,23 @@ def test_fullgraph_break_classifies_as_graph_break():
     assert "\n" not in failure.message and "Traceback" in failure.detail
 
 
+def _item_branch(x):
+    if x.sum().item() > 0:  # a branch on a tensor's value read as a Python number
+        return x * 2
+    return x - 1
+
+
+def test_a_branch_on_an_items_value_under_fullgraph_is_a_graph_break_naming_its_line():
+    """Dynamo raises this one as a UserError over a data-dependent guard, not as Unsupported: a user's model read
+    "compile_error: inductor failed to compile: Consider annotating your code using torch._check*()", no line."""
+    with pytest.raises(Exception) as info:
+        torch.compile(_item_branch, backend="eager", fullgraph=True)(torch.ones(4))
+    failure = classify(info.value, "compile", backend="eager", fullgraph=True)
+    assert failure.kind == "graph_break", failure.message
+    assert failure.message.startswith("the graph broke under fullgraph=True: Data-dependent branching at ")
+    assert "in _item_branch (if x.sum().item() > 0:" in failure.message
+
+
 def test_out_of_memory_and_eager_errors_classify_by_type_and_stage():
     assert (
         classify(torch.OutOfMemoryError("CUDA out of memory. Tried to allocate 2 GiB"), "compiled").kind

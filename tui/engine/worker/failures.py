@@ -160,6 +160,12 @@ def _is_unsupported(exc: BaseException) -> bool:
     return _is_instance(exc, "torch._dynamo.exc", "Unsupported")
 
 
+def _is_data_dependent_guard(exc: BaseException) -> bool:
+    """A branch on a tensor's value that the graph cannot hold (``if x.sum().item() > 0``): under fullgraph dynamo
+    raises it (inside a UserError) where it would otherwise break the graph."""
+    return _is_instance(exc, "torch.fx.experimental.symbolic_shapes", "GuardOnDataDependentSymNode")
+
+
 def _is_compiler_error(exc: BaseException) -> bool:
     for module, name in (
         ("torch._dynamo.exc", "BackendCompilerFailed"),
@@ -216,13 +222,16 @@ def _user_workload(exc: BaseException, chain: list[BaseException], where: _Where
 
 def _graph_break(exc: BaseException, chain: list[BaseException], where: _Where) -> _Verdict:
     unsupported = next((e for e in chain if _is_unsupported(e)), None)
+    data_dependent = unsupported is None and any(_is_data_dependent_guard(e) for e in chain)
+    if data_dependent:  # the frame is on the dynamo error that carries the guard's
+        unsupported = next((e for e in chain if getattr(e, "real_stack", None)), chain[-1])
     if unsupported is None or where.stage not in ("compile", "compiled"):
         return None
     frame = getattr(unsupported, "innermost_user_frame_summary", None)
     real_stack = getattr(unsupported, "real_stack", None)
     if frame is None and real_stack:
         frame = real_stack[-1]
-    reason = getattr(unsupported, "gb_type", None) or str(unsupported)
+    reason = "Data-dependent branching" if data_dependent else getattr(unsupported, "gb_type", None) or str(unsupported)
     summary = graph_break_summary(str(reason), frame) if frame is not None else graph_break_summary(str(unsupported))
     if "recompile limit" in summary.lower():
         return "compile_error", f"hit the recompile limit: {summary}"
