@@ -268,7 +268,8 @@ class RunOptions:
             if not isinstance(getattr(self, name), bool):
                 raise OptionsError(name, f"{echo(getattr(self, name))} is not allowed (allowed: true, false)")
         if self.trace and not self.profile:
-            raise OptionsError("trace", "records the profile pass, which profile: false skips (allowed: with profile)")
+            raise OptionsError("trace", "records the profile pass, which --no-profile (profile=false) turns off "
+                                        "(allowed: trace with the profile pass on)")
         _check_python(self.python)
         return dataclasses.replace(self, workload=workload, device=device, params=params)
 
