@@ -119,6 +119,9 @@ def test_parse_key_values_types():
     assert parse_key_values("a=1,b=2", "param") == {"a": 1, "b": 2}
     with pytest.raises(OptionsError, match="^option: 'nokey' is not key=value"):
         parse_key_values(["nokey"], "option")
+    with pytest.raises(OptionsError, match=r"^inductor_options: 'freezing' is not key=value \(allowed: key=value, "
+                                           r"e\.g\. freezing=true\)$"):
+        parse_key_values(["freezing"], "inductor_options")
 
 
 def test_user_workload_paths(tmp_path, monkeypatch):
@@ -341,7 +344,8 @@ def test_every_refusal_that_repeats_a_value_shortens_it(changes, field):
 def test_parsers_shorten_what_they_repeat():
     with pytest.raises(OptionsError) as info:
         parse_key_values([LONG], "params")
-    assert str(info.value) == f"params: {'x' * 40!r}… (10000 characters) is not key=value"
+    assert str(info.value) == (f"params: {'x' * 40!r}… (10000 characters) is not key=value (allowed: key=value, "
+                               "e.g. n=512)")
     with pytest.raises(OptionsError) as info:
         parse_dynamic(LONG)
     assert str(info.value) == f"dynamic: {'x' * 40!r}… (10000 characters) is not allowed (allowed: auto, true, false)"

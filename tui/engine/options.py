@@ -195,7 +195,8 @@ def parse_key_values(items: list[str] | str | None, field_name: str) -> dict[str
         key, sep, value = item.partition("=")
         key = key.strip()
         if not sep or not key:
-            raise OptionsError(field_name, f"{echo(item)} is not key=value")
+            example = {"inductor_options": ", e.g. freezing=true", "params": ", e.g. n=512"}.get(field_name, "")
+            raise OptionsError(field_name, f"{echo(item)} is not key=value (allowed: key=value{example})")
         result[key] = _parse_scalar(value.strip())
     return result
 
