@@ -53,6 +53,34 @@ async def test_a_typed_csv_path_in_a_missing_directory_is_offered_too(make_app, 
                          what="the export")
 
 
+async def test_a_typed_csv_that_is_a_file_of_the_users_is_replaced_only_after_a_yes(make_app, tmp_path):
+    """E onto an existing ``notes.csv`` of the user's replaced it without a word; a compile-lab export there is
+    replaced as before, without a question."""
+    app = make_app()
+    (tmp_path / "mine").mkdir()
+    mine = tmp_path / "mine" / "notes.csv"
+    mine.write_text("name,score\nada,3\n")
+    async with app.run_test(size=(120, 40), notifications=True) as pilot:
+        await _one_run(app, pilot)
+        app._export(str(mine))
+        await wait_until(pilot, lambda: isinstance(app.screen, ConfirmScreen), what="the question")
+        assert app.screen.question == f"{mine} exists and is not a compile-lab export. Replace it with the export?"
+        await pilot.press("n")
+        await wait_until(pilot, lambda: not isinstance(app.screen, ConfirmScreen), what="the answer")
+        await pilot.pause()
+        assert mine.read_text() == "name,score\nada,3\n"
+        assert sorted(p.name for p in mine.parent.iterdir()) == ["notes.csv"]  # nor anything beside it
+        app._export(str(mine))
+        await wait_until(pilot, lambda: isinstance(app.screen, ConfirmScreen), what="the question again")
+        await pilot.press("y")
+        await wait_until(pilot, lambda: any(n.title == "Exported" for n in raised_notices(app)), what="the export")
+        assert mine.read_text().startswith("run_id,")
+        app._export(str(mine))  # now compile-lab's own: replaced without a question
+        await wait_until(pilot, lambda: len([n for n in raised_notices(app) if n.title == "Exported"]) == 2,
+                         what="the second export")
+        assert not isinstance(app.screen, ConfirmScreen)
+
+
 async def test_a_link_in_the_typed_path_is_refused_after_the_yes_and_nothing_is_made_behind_it(make_app, tmp_path):
     app = make_app()
     elsewhere = tmp_path / "elsewhere"

@@ -31,7 +31,7 @@ from tui.engine.options import RunOptions
 from tui.engine.runner import WorkerRunner
 
 SIZE = (160, 48)
-OLD_EXPORT = b"previous export\n"
+OLD_EXPORT = b"run_id,timestamp,status\nan earlier export\n"  # compile-lab's own: replaced unasked
 
 
 

@@ -14,8 +14,8 @@ from typing import Any
 from tui.app.layout import NOTICE_LINE_FRAME, notices_in_line
 from tui.present.format import fold_path
 
-__all__ = ["export_paths", "export_directory", "directory_to_make", "exported_message", "export_labels",
-           "notice_text_width", "EXPORTED_TITLE"]
+__all__ = ["export_paths", "export_directory", "directory_to_make", "file_to_replace", "exported_message",
+           "export_labels", "notice_text_width", "EXPORTED_TITLE"]
 
 #: Columns of a toast's text: Textual's Toast is 60 wide, at most half of its rack (the screen
 #: less the rack's scroll bar), less its padding (1 each side) and its coloured left border.
@@ -66,6 +66,19 @@ def directory_to_make(target: str | None) -> Path | None:
     if role is not None:
         raise ExportTargetError(Path(directory).expanduser(), role)
     return missing_directory(directory)
+
+
+def file_to_replace(target: str | None) -> Path | None:
+    """The typed ``.csv`` file when it exists and is not a compile-lab export (the app asks before replacing it:
+    the user may have typed the name of a file of their own), else None."""
+    from tui.engine.store.export import default_formats, ours
+
+    if not target or not _is_csv(target):
+        return None
+    path = Path(target).expanduser()
+    if path.is_symlink() or not path.is_file():  # a link, a device, a pipe: refused as it is written, unasked
+        return None
+    return None if ours(default_formats()[0], path) else path
 
 
 def export_paths(target: str | None, defaults: Any, *, make_directory: bool = False) -> dict[str, Path]:

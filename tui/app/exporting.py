@@ -19,7 +19,8 @@ from collections.abc import Callable
 from textual.app import App
 
 from tui.app.export_target import (
-    EXPORTED_TITLE, directory_to_make, export_directory, export_paths, exported_message, notice_text_width,
+    EXPORTED_TITLE, directory_to_make, export_directory, export_paths, exported_message, file_to_replace,
+    notice_text_width,
 )
 from tui.app.messages import RunsExported
 from tui.engine.store.export import anything_to_export
@@ -76,8 +77,26 @@ class ExportActions:
         """The ended runs of the table's rows in display order, and how many are skipped (not ended yet)."""
         return self.lab.exportable_records(self.screen().table.run_ids)
 
-    def export(self, target: str | None, *, make_directory: bool = False) -> None:
-        """Export every ended row to ``target`` (None: the default exports directory), off the UI thread."""
+    def _ask_to_replace(self, target: str | None, make_directory: bool) -> bool:
+        """Ask before a typed ``.csv`` replaces a file that is not a compile-lab export; True when asked."""
+        from tui.app.components.dialogs import ConfirmScreen
+
+        path = file_to_replace(target)
+        if path is None:
+            return False
+
+        def answered(yes: bool | None) -> None:
+            if yes:
+                self.export(target, make_directory=make_directory, replace=True)
+
+        self.app.push_screen(ConfirmScreen(f"{path} exists and is not a compile-lab export. Replace it with the "
+                                           "export?", yes="Replace it", no="Cancel"), callback=answered)
+        return True
+
+    def export(self, target: str | None, *, make_directory: bool = False, replace: bool = False) -> None:
+        """Export every ended row to ``target`` (None: the default exports directory), off the UI thread; a missing
+        typed directory is made (``make_directory``) and a typed file of the user's replaced (``replace``) only
+        once the user said yes."""
         records, skipped = self.exportable_records()
         if not records:
             self.app.notify("Nothing to export: no run has ended yet.", title="Export", severity="warning")
@@ -88,6 +107,8 @@ class ExportActions:
                             title="Export", severity="warning")
             return
         if not make_directory and self._ask_to_make(target):
+            return
+        if not replace and self._ask_to_replace(target, make_directory):
             return
         self.app.run_worker(lambda: self._write(records, target, skipped, make_directory), thread=True,
                             group="export", exclusive=True, exit_on_error=False, description="export")
