@@ -102,6 +102,24 @@ def test_a_branch_on_an_items_value_under_fullgraph_is_a_graph_break_naming_its_
     assert "in _item_branch (if x.sum().item() > 0:" in failure.message
 
 
+def test_the_same_guard_raised_by_inductors_lowering_stays_a_compile_error():
+    """Inductor raises a data-dependent guard from its own lowering too (pytorch#123793): a compile error, not a
+    break of the user's graph; nor is the guard a graph break without fullgraph."""
+    import sympy
+    from torch._dynamo.exc import BackendCompilerFailed
+    from torch.fx.experimental.symbolic_shapes import GuardOnDataDependentSymNode
+
+    guard = GuardOnDataDependentSymNode(sympy.Symbol("u0") > 3, "Could not guard on data-dependent expression u0 > 3")
+    try:
+        try:
+            raise guard
+        except GuardOnDataDependentSymNode as inner:
+            raise BackendCompilerFailed(lambda *a: None, inner, None) from inner
+    except BackendCompilerFailed as failed:
+        assert classify(failed, "compile", backend="inductor", fullgraph=True).kind == "compile_error"
+    assert classify(guard, "compile", backend="inductor", fullgraph=False).kind != "graph_break"
+
+
 def test_out_of_memory_and_eager_errors_classify_by_type_and_stage():
     assert (
         classify(torch.OutOfMemoryError("CUDA out of memory. Tried to allocate 2 GiB"), "compiled").kind

@@ -166,6 +166,14 @@ def _is_data_dependent_guard(exc: BaseException) -> bool:
     return _is_instance(exc, "torch.fx.experimental.symbolic_shapes", "GuardOnDataDependentSymNode")
 
 
+def _broke_on_data(chain: list[BaseException], where: _Where) -> bool:
+    """Dynamo's fullgraph capture stopped at a data-dependent guard: not the backend's (inductor raises the same
+    guard from its own lowering, a compile error)."""
+    backend = any(_is_instance(e, "torch._dynamo.exc", "BackendCompilerFailed")
+                  or _is_instance(e, "torch._inductor.exc", "InductorError") for e in chain)
+    return where.fullgraph and not backend and any(_is_data_dependent_guard(e) for e in chain)
+
+
 def _is_compiler_error(exc: BaseException) -> bool:
     for module, name in (
         ("torch._dynamo.exc", "BackendCompilerFailed"),
@@ -222,7 +230,7 @@ def _user_workload(exc: BaseException, chain: list[BaseException], where: _Where
 
 def _graph_break(exc: BaseException, chain: list[BaseException], where: _Where) -> _Verdict:
     unsupported = next((e for e in chain if _is_unsupported(e)), None)
-    data_dependent = unsupported is None and any(_is_data_dependent_guard(e) for e in chain)
+    data_dependent = unsupported is None and _broke_on_data(chain, where)
     if data_dependent:  # the frame is on the dynamo error that carries the guard's
         unsupported = next((e for e in chain if getattr(e, "real_stack", None)), chain[-1])
     if unsupported is None or where.stage not in ("compile", "compiled"):
