@@ -197,14 +197,14 @@ class WorkerRun:
         check_dtype(options.dtype, dtype, device)
         if not is_user_workload(options.workload):
             check_backend(options.backend)  # a user's file may register its backend: checked after loading
-        if options.inductor_options:
-            check_inductor_options(options.inductor_options)
         precision.apply(options.precision)  # the same flags for both sides; default: torch's own, untouched
         torch.manual_seed(options.seed)
         return device, dtype
 
     def _run(self, line: bytes) -> None:
         run_id, options = self._parse(line)
+        if options.inductor_options:  # each value in the kind torch declares for it (a number for a float, ...)
+            options = dataclasses.replace(options, inductor_options=check_inductor_options(options.inductor_options))
         self.options = options
         device, dtype = self._prepare(options)
         env = envinfo.collect(device)

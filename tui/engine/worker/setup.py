@@ -14,7 +14,7 @@ from typing import Any
 import torch
 
 from tui.engine.catalog import echo
-from tui.engine.worker.inductor_values import value_refusal
+from tui.engine.worker.inductor_values import ValueRefused, checked_value
 from tui.engine.options import OptionsError
 from tui.engine.worker import envinfo
 from tui.engine.worker.failures import one_line
@@ -140,20 +140,22 @@ def check_backend(backend: str) -> None:
                                       f"(allowed: {', '.join(shown)})")
 
 
-def check_inductor_options(options: dict[str, Any]) -> None:
-    """OptionsError for an inductor option name that torch does not know, or a value that is not of the type its
-    config declares (:func:`~tui.engine.worker.inductor_values.value_refusal`)."""
+def check_inductor_options(options: dict[str, Any]) -> dict[str, Any]:
+    """``options`` with each value in the kind torch's config declares for it
+    (:func:`~tui.engine.worker.inductor_values.checked_value`); OptionsError for a name torch does not know or a
+    value that is not of its kind."""
     try:
         known = set(torch._inductor.list_options())
     except Exception:  # cannot tell: torch.compile itself will say
         log.debug("torch._inductor.list_options failed", exc_info=True)
-        return
+        return options
     for key in options:
         if key not in known:
             raise OptionsError("inductor_options",
                                f"{echo(key)} is not an inductor option (see torch._inductor.list_options())")
     entries = getattr(torch._inductor.config, "_config", {})  # each option's declared type, where torch says it
-    for key, value in options.items():
-        refusal = value_refusal(key, value, getattr(entries.get(key), "value_type", None))
-        if refusal is not None:
-            raise OptionsError("inductor_options", refusal)
+    try:
+        return {key: checked_value(key, value, getattr(entries.get(key), "value_type", None))
+                for key, value in options.items()}
+    except ValueRefused as exc:
+        raise OptionsError("inductor_options", str(exc)) from None
