@@ -351,14 +351,32 @@ def test_a_challenger_the_race_put_behind_the_default_wins_when_the_confirmation
 
 
 def test_a_leading_default_whose_challenger_is_not_judged_is_unconfirmed():
-    # the budget fits the race but not the confirmation: the default's lead alone claims nothing. The race goes on
-    # with the time left (one more run: it ended with 17 s unspent)
-    result, _, runner, heard, _ = _tune([Candidate(), AUTOTUNE], {"max-autotune": 1.01}, budget=40.0, seconds=10.0)
-    assert result.outcome == UNCONFIRMED and result.confirmation is None
-    assert len(runner.runs) == 3 and ("stage", 1, ("default", "max-autotune"), 160) in heard.events
+    # the budget fits the race but not the confirmation, nor a run of both at the next stage: the default's lead
+    # alone claims nothing
+    result, _, runner, *_ = _tune([Candidate(), AUTOTUNE], {"max-autotune": 1.01}, budget=40.0, seconds=10.0)
+    assert result.outcome == UNCONFIRMED and result.confirmation is None and len(runner.runs) == 2
     # the reason gives the two figures, so the user can tell what budget would have fitted it
-    assert re.fullmatch(r"the confirmation \(about \d\d s\) does not fit in the 7 s left of the budget",
+    assert re.fullmatch(r"the confirmation \(about \d\d s\) does not fit in the 17 s left of the budget",
                         result.stopped), result.stopped
+
+
+def test_with_one_challenger_left_and_no_room_to_confirm_it_the_race_runs_both_on_where_they_fit():
+    """The note said "the race goes on with the time left", and the race ended at once with 73 s of 120 unspent:
+    with one challenger left it skipped its next stage even where the confirmation could not follow."""
+    result, _, runner, heard, clock = _tune([Candidate(), WRAPPER, AUTOTUNE],
+                                            {"cpp_wrapper=True": 1.0, "max-autotune": 1.6}, budget=75.0)
+    assert ("stage", 1, ("default", "cpp_wrapper=True"), 160) in heard.events
+    assert [_key(o) for o in runner.runs][3:5] == ["default", "cpp_wrapper=True"] and clock.now <= 75.0
+    assert result.outcome == UNCONFIRMED and result.confirmation is None
+    assert any("the race goes on with the time left" in e[1] for e in heard.events if e[0] == "note")
+
+
+def test_a_challenger_left_alone_by_the_default_compiles_drop_is_not_raced_on_by_itself():
+    # the default is dropped below freezing: racing freezing alone at 160 and 320 iterations compared it with nothing
+    result, _, runner, heard, _ = _tune([Candidate(), FREEZE], {"freezing=True": 0.5}, budget=60.0)
+    assert [_key(o) for o in runner.runs] == ["default", "freezing=True"]
+    assert not [e for e in heard.events if e[0] == "stage" and e[1] > 0]
+    assert result.outcome == UNCONFIRMED and result.confirmation is None
 
 
 def test_the_budget_is_kept_and_no_run_starts_that_would_not_fit():

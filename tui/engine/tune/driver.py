@@ -74,8 +74,7 @@ class TuneDriver:
                  modes: Mapping[str, Mapping[str, Any]] | None = None, listener: TuneListener | None = None,
                  clock: Callable[[], float] = time.monotonic, tune_id: str | None = None,
                  confirm_repeats: int = CONFIRM_REPEATS, max_confirm_repeats: int = CONFIRM_MAX_REPEATS,
-                 max_stages: int = MAX_STAGES,
-                 started: float | None = None, pool: Sequence[str] | None = None) -> None:
+                 max_stages: int = MAX_STAGES, started: float | None = None, pool: Sequence[str] | None = None) -> None:
         self.session = session
         self.pool = tuple(pool or ())
         """The lanes the runs are dealt to, one run per lane at once (a GPU pool of one kind, a cluster's lanes);
@@ -131,9 +130,8 @@ class TuneDriver:
         return max(1, len(self.pool))
 
     def _waves_cost(self, repeats: int, first: int = 0) -> float | None:
-        """The estimated wall time of the confirmation's repeats ``first`` to ``repeats - 1``: their waves
-        (:func:`confirm_waves`), each as long as its longest run, the winner's and the default compile's each
-        estimated from that candidate's own runs (:class:`DurationModel`); None before any run ended."""
+        """The estimated wall time of the confirmation's repeats ``first`` to ``repeats - 1``: their waves, each as
+        long as its longest run, each side's from its own runs (:class:`DurationModel`); None before any run ended."""
         best = self._to_confirm()
         names = {WINNER: None if best is None else best.name, DEFAULT: self._default.name}
         lengths = {side: self.durations.estimate(self._confirm_iters(), name) for side, name in names.items()}
@@ -158,9 +156,8 @@ class TuneDriver:
 
     def _fits(self, iters: int, name: str | None = None) -> bool:
         """Whether a run of ``iters`` (of candidate ``name``: its own runs so far estimate it) fits in the time
-        left, and the confirmation after it while the race keeps its room (:meth:`_keeps_confirmation`). On a pool
-        the confirmation also waits for the runs still going: the room is kept only while it fits after them, so
-        the new run's own length and the confirmation's are what is left to fit."""
+        left, and the confirmation after it while the race keeps its room (:meth:`_keeps_confirmation`: on a pool,
+        only while the confirmation fits after the runs still going)."""
         estimate = self.durations.estimate(iters, name)
         if estimate is None:
             return self.time_left() > 0
@@ -168,12 +165,10 @@ class TuneDriver:
         return estimate + (self._confirm_cost() * CONFIRM_MARGIN if reserve else 0.0) <= self.time_left()
 
     def _keeps_confirmation(self) -> bool:
-        """Whether the race keeps the confirmation's room: while a challenger of the default compile is in the race
-        (the confirmation judges the race's winner, or the best challenger where the default leads) and the
-        confirmation still fits in the time left, after the runs still going (on a pool it starts once they have
-        ended: :meth:`_going_needs`). Once it fits no more, keeping its room serves nothing, so the race goes on with
-        the time left (each candidate screened more is known more) rather than ending with the budget unspent; it
-        keeps the room again if a cheaper estimate (another winner) makes it fit."""
+        """Whether the race keeps the confirmation's room: while a challenger it would judge races
+        (:meth:`_confirmable`) and it fits in the time left after the runs still going (:meth:`_going_needs`). Once
+        it fits no more, the race goes on with the time left rather than ending with the budget unspent; it keeps
+        the room again if a cheaper estimate (another winner) makes it fit."""
         return self._confirmable() and self._going_needs() + self._confirm_cost() <= self.time_left()
 
     def _confirmable(self) -> bool:
@@ -251,8 +246,9 @@ class TuneDriver:
 
     def result(self, confirmation: Confirmation | None = None, confirmed: Standing | None = None) -> TuneResult:
         """The result as it stands (unconfirmed unless ``confirmation``, of ``confirmed`` against the default
-        compile, is given)."""
-        self._say_kinds()
+        compile, is given). Says once when the runs ran on GPUs of several kinds (a cluster: Ray picks the GPU)."""
+        if len(kinds := gpu_kinds(self.records)) > 1 and (note := notes.several_kinds(kinds)) not in self.notes:
+            self._say(note)
         stopped = stopped_runs(self.records) if self._stopped is not None else []
         if stopped:
             self.standings = mark_stopped(self.standings, stopped, self._names)
@@ -271,18 +267,12 @@ class TuneDriver:
                           runs=ran_count(self.records), stopped_runs=len(stopped), threshold=self.threshold,
                           objective=self.objective)
 
-    def _say_kinds(self) -> None:
-        """Say once when the runs that ended ran on GPUs of several kinds (a cluster's nodes: Ray picks the GPU)."""
-        if len(kinds := gpu_kinds(self.records)) > 1 and (note := notes.several_kinds(kinds)) not in self.notes:
-            self._say(note)
-
     async def _race(self) -> None:
         for index in range(self.max_stages):
             plan = stage_plan(index, self.base.iters)
             running = [s for s in self.standings if s.alive]
-            challengers = len([s for s in running if not s.candidate.is_default])
-            # one challenger left: confirmed next where that fits, else raced on with the time left (as noted)
-            if index > 0 and (challengers == 0 or (challengers == 1 and self._confirm_cost() <= self.time_left())):
+            if index > 0 and len([s for s in running if not s.candidate.is_default]) <= 1 \
+                    and not self._races_on(running, plan.iters):
                 return
             self.listener.stage_started(index, [s.name for s in running], plan.iters)
             if not await self._run_stage([s.name for s in running], index, plan.iters):
@@ -295,6 +285,15 @@ class TuneDriver:
                 self.standings = halve(self.standings, index)
             if index == 0:
                 self._add_combination(ahead)
+
+    def _races_on(self, running: Sequence[Standing], iters: int) -> bool:
+        """Whether the race goes on with its one challenger left: beside the default compile, where the confirmation
+        does not fit and a run of both does (more processes of both tell more than a budget unspent)."""
+        if len(running) != 2 or not any(s.candidate.is_default for s in running) \
+                or self._confirm_cost() <= self.time_left():
+            return False
+        need = self.durations.side_by_side(iters, [s.name for s in running], self.lanes)
+        return need is not None and need <= self.time_left()
 
     def _out_of_time(self, index: int, iters: int, note: str) -> None:
         """The race ends at stage ``index`` for the budget: ``note`` says why, as :meth:`_fits` saw it."""

@@ -69,6 +69,15 @@ class DurationModel:
         runs = own or self.seen
         return _mean_scaled(runs, iters) if runs else None
 
+    def side_by_side(self, iters: int, names: Sequence[str], lanes: int) -> float | None:
+        """The wall time of a run of ``iters`` of each of ``names`` on ``lanes`` lanes (one after another on one, at
+        once on several: ``names`` no more than the lanes); None before any run."""
+        needs = [self.estimate(iters, name) for name in names]
+        known = [need for need in needs if need is not None]
+        if len(known) < len(needs):
+            return None
+        return sum(known) if lanes == 1 else max(known, default=0.0)
+
     def still_needed(self, going: Sequence[tuple[int, str, float]]) -> float:
         """How much longer runs going side by side still need: the longest of their estimates less the time each
         has run (``going``: the iterations, the candidate's name and the seconds run of each); 0 with none going,
