@@ -60,6 +60,10 @@ def test_a_rows_processes_that_warn_alike_are_said_once_where_the_first_of_them_
         "process 2 of 3: output[2] differs",
     ]
     assert merged_processes([own.format(2, 3, 19)]) == [own.format(2, 3, 19)]  # one process: as it was
+    # rows whose merged ranges differ stay apart: "19–32–40%" said no range at all
+    assert grouped_warnings([(1, [own.format(1, 2, 19), own.format(2, 2, 32)]),
+                             (2, [own.format(1, 2, 19), own.format(2, 2, 40)])]) == [
+        "run 1: processes 1–2 of 2: " + SPREAD.format("19–32"), "run 2: processes 1–2 of 2: " + SPREAD.format("19–40")]
     # two rows' processes: each row's merged first; rows of another process count stay apart
     assert grouped_warnings([(1, [own.format(1, 2, 11), own.format(2, 2, 30)]), (2, [own.format(1, 3, 12)])]) == [
         "run 1: processes 1–2 of 2: " + SPREAD.format("11–30"), "run 2: process 1 of 3: " + SPREAD.format(12)]

@@ -60,7 +60,8 @@ def _merged(pieces: Sequence[str], numbers: Sequence[Sequence[str]]) -> str | No
     out = [pieces[0]]
     for index, (values, piece) in enumerate(zip(zip(*numbers, strict=True), pieces[1:], strict=True)):
         total = piece == _OF and index + 2 < len(pieces) and pieces[index + 2].startswith(" samples")
-        if len(set(values)) > 1 and not (_UNIT.match(piece) or total):
+        in_range = pieces[index].endswith("–") or piece.startswith("–")  # an end of a range merged already
+        if len(set(values)) > 1 and (in_range or not (_UNIT.match(piece) or total)):
             return None
         out += [_range(values), piece]
     return "".join(out)
