@@ -221,10 +221,11 @@ async def test_a_cuda_device_on_a_torch_without_cuda_runs_nothing_and_says_why_i
 
         await wait_until(pilot, lambda: gpu() is not None, what="the GPU offered")
         device.value = gpu()
-        tune = await _start_tune(app, pilot, "modes,freezing")
+        tune = await _start_tune(app, pilot, "modes,freezing,cpp.simdlen")  # cpp.simdlen: left out on cuda
         await wait_until(pilot, lambda: tune.board.done, timeout=30, what="the answer")
         assert tune.board.headline == (f"nothing ran: device: {gpu()} is not allowed: this machine's torch "
                                        "(2.13.0+cpu) cannot use CUDA (allowed: cpu)"), tune.board.headline
+        assert "left out" not in tune.board.note  # no plan for a search refused, as the CLI
         assert tune.own == set() and tune.board.runs == 0
     assert not (compile_lab_home / "data" / "history.jsonl").exists()
 

@@ -246,9 +246,10 @@ class TuneRun:
         self.driver = driver
         self.keeper.board = dataclasses.replace(self.keeper.board, ends_at=self.clock() + driver.time_left())
         self.keeper.standings = lambda: driver.standings
-        if plan.notes:
+        refused = device_refused(plan, self.base.device)
+        if plan.notes and refused is None:  # a search refused for its device: its reason alone, as the CLI
             self.keeper.note(plan.notes[-1])
-        empty = device_refused(plan, self.base.device) or nothing_to_try(plan)
+        empty = refused or nothing_to_try(plan)
         if self._stop is not None or empty is not None:  # nothing to try: no run, the answer says why
             driver.stop(self._stop or empty or "")
         try:

@@ -38,6 +38,7 @@ from tui.engine.tune.request import (
     BUDGET_MAX_S, SearchPlan, check_request, device_refused, nothing_to_try, parse_budget, plan_search,
 )  # fmt: skip
 from tui.engine.tune.space import SPACE_GROUPS, option_keys
+from tui.present.format import workload_word
 
 __all__ = ["add_tune_parser", "cmd_tune", "parse_budget", "tune_settings", "BUDGET_MAX_S"]
 
@@ -169,7 +170,7 @@ async def _plan(args: argparse.Namespace, settings: tuple[RunOptions, Objective,
                 lines: Any, lanes: tuple[str, ...], cluster: Any) -> SearchPlan:
     """Ask the torch where the runs run which options it has, and say what the search will try (its notes)."""
     base, objective, knobs, budget = settings
-    lines.note(f"tune: {base.workload} on {base.device}, objective {objective.describe()}, budget {budget:g} s; "
+    lines.note(f"tune: {workload_word(base)} on {base.device}, objective {objective.describe()}, budget {budget:g} s; "
                f"asking the worker's torch{' on a node of the cluster' if cluster else ''} which options it has")
     if lanes:
         lines.note(_lanes_text(lanes, args))
