@@ -435,6 +435,9 @@ def test_the_title_names_the_run_where_it_fits():
         "iterations · pointwise n=512 inductor dyn=auto fp32 cpu")
     assert chart_title("pointwise n=512 inductor dyn=auto fp32 cpu", 45) == "iterations · pointwise n=512 inductor…"
     assert chart_title("pointwise n=512 inductor dyn=auto fp32 cpu", 30) == "iterations"  # too little of it fits
+    # a CJK file name's characters take two cells each: the title fits its border in cells, not characters
+    wide = chart_title("模型文件名字很长的模型.py n=512 inductor", 45)
+    assert wide.endswith("…") and cell_len(wide) <= 45 - 6, wide
 
 
 async def test_a_failed_run_without_blocks_says_so_and_the_title_names_it():

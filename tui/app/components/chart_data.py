@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from typing import NamedTuple, Protocol
 from collections.abc import Mapping, Sequence
 
-from rich.cells import cell_len
+from rich.cells import cell_len, chop_cells
 
 from tui.engine.measure.stats import percentile
 from tui.engine.status import RunStatus, ended_reason
@@ -389,8 +389,8 @@ def chart_title(label: str | None, width: int) -> str:
     characters of it fit, else ``"iterations"``."""
     if label:
         room = width - 6 - len(f"{TITLE} · ")  # the border's corners and the spaces around the title
-        if len(label) <= room:
+        if cell_len(label) <= room:
             return f"{TITLE} · {label}"
-        if room >= MIN_TITLE_LABEL:
-            return f"{TITLE} · {label[:room - 1].rstrip()}…"
+        if room >= MIN_TITLE_LABEL:  # cut by cells: a CJK file name's character takes two
+            return f"{TITLE} · {chop_cells(label, room - 1)[0].rstrip()}…"
     return TITLE

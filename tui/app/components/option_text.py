@@ -20,7 +20,7 @@ __all__ = ["also_line", "also_text", "options_table"]
 
 
 def also_text(options: RunOptions) -> Text:
-    """``also: block_size=20 timeout_s=30.0 python=/x/y`` (empty when every hidden option is its default).
+    """``also: seed=7 python=/x/y`` (empty when every hidden option is its default).
 
     Settings that start a program are bold.
     """
