@@ -435,3 +435,9 @@ def test_env_shows_an_interpreters_path_whole_at_80_columns():
     text = out.getvalue()
     assert "…" not in text
     assert path in "".join(line.split("│")[3].strip() for line in text.splitlines() if line.count("│") == 4), text
+
+
+def test_a_sweep_parameter_without_a_value_says_the_form_to_use(capsys):
+    assert cli.main(["sweep", "--workload", "pointwise", "--param", "n", "--device", "cpu"]) == 2
+    assert _error_lines(capsys) == ["compile-lab: error: params: 'n' is not key=value[,value...] (allowed: key=value, "
+                                    "e.g. n=512 or n=512,1024 to sweep it)"]

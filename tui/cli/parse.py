@@ -13,6 +13,7 @@ from typing import Any
 
 from tui.cli.run_flags import table_options
 from tui.cli.usage import UsageError
+from tui.engine.catalog import echo
 from tui.engine.cluster.address import CPUS_ALLOWED, DEFAULT_CPUS, MAX_CPUS, ClusterError, parse_address
 from tui.engine.option_table import SPECS
 from tui.engine.options import OptionsError, RunOptions, parse_key_values
@@ -187,7 +188,8 @@ def _sweep_configs(args: argparse.Namespace) -> list[RunOptions]:
         key, sep, values = item.partition("=")
         key = key.strip()
         if not sep or not key:
-            raise OptionsError("params", f"{item!r} is not key=value[,value...]")
+            raise OptionsError("params", f"{echo(item)} is not key=value[,value...] (allowed: key=value, e.g. n=512 or "
+                                         "n=512,1024 to sweep it)")
         parts = [v.strip() for v in values.split(",") if v.strip()]
         if not parts:
             raise OptionsError("params", f"{key} has no value")
