@@ -24,16 +24,26 @@ async def _one_run(app, pilot) -> None:
     await wait_until(pilot, lambda: run.finished and app.settled, what="the run")
 
 
+async def _asked(app, pilot, target) -> str:
+    """Export to ``target`` and wait for the app's question; its text."""
+    app._export(str(target))
+    await wait_until(pilot, lambda: isinstance(app.screen, ConfirmScreen), what="the question")
+    return app.screen.question
+
+
+async def _answered(app, pilot, key: str) -> None:
+    await pilot.press(key)
+    await wait_until(pilot, lambda: not isinstance(app.screen, ConfirmScreen), what="the answer")
+    await pilot.pause()
+
+
 async def test_no_makes_nothing_and_exports_nothing(make_app, tmp_path):
     app = make_app()
     target = tmp_path / "new" / "reports"
     async with app.run_test(size=(120, 40), notifications=True) as pilot:
         await _one_run(app, pilot)
-        app._export(str(target))
-        await wait_until(pilot, lambda: isinstance(app.screen, ConfirmScreen), what="the question")
-        await pilot.press("n")
-        await wait_until(pilot, lambda: not isinstance(app.screen, ConfirmScreen), what="the answer")
-        await pilot.pause()
+        await _asked(app, pilot, target)
+        await _answered(app, pilot, "n")
         assert not (tmp_path / "new").exists()
         assert not any(n.title in ("Exported", "Export failed") for n in raised_notices(app))
 
@@ -62,16 +72,12 @@ async def test_a_typed_csv_that_is_a_file_of_the_users_is_replaced_only_after_a_
     mine.write_text("name,score\nada,3\n")
     async with app.run_test(size=(120, 40), notifications=True) as pilot:
         await _one_run(app, pilot)
-        app._export(str(mine))
-        await wait_until(pilot, lambda: isinstance(app.screen, ConfirmScreen), what="the question")
-        assert app.screen.question == f"{mine} exists and is not a compile-lab export. Replace it with the export?"
-        await pilot.press("n")
-        await wait_until(pilot, lambda: not isinstance(app.screen, ConfirmScreen), what="the answer")
-        await pilot.pause()
+        question = await _asked(app, pilot, mine)
+        assert question == f"{mine} exists and is not a compile-lab export. Replace it with the export?"
+        await _answered(app, pilot, "n")
         assert mine.read_text() == "name,score\nada,3\n"
         assert sorted(p.name for p in mine.parent.iterdir()) == ["notes.csv"]  # nor anything beside it
-        app._export(str(mine))
-        await wait_until(pilot, lambda: isinstance(app.screen, ConfirmScreen), what="the question again")
+        await _asked(app, pilot, mine)
         await pilot.press("y")
         await wait_until(pilot, lambda: any(n.title == "Exported" for n in raised_notices(app)), what="the export")
         assert mine.read_text().startswith("run_id,")
