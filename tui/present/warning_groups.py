@@ -89,7 +89,8 @@ def grouped_warnings(per_run: Sequence[tuple[int, Sequence[str]]], noun: str = "
 
 def merged_processes(warnings: Sequence[str]) -> list[str]:
     """A row's warnings with those of its processes (``process 2 of 3: ...``) that read alike but for their figures
-    said once, ``processes 1–3 of 3: ...``, where the first of them stood; the others as they are."""
+    said once, ``processes 1–3 of 3: ...``: the processes' warnings gathered where the first of them stood, the
+    row's own in their order around them."""
     lines: list[str | tuple[str, list[tuple[int, str]]]] = []
     by_total: dict[str, list[tuple[int, str]]] = {}
     for text in warnings:
