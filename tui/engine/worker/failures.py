@@ -166,19 +166,21 @@ def _is_data_dependent_guard(exc: BaseException) -> bool:
     return _is_instance(exc, "torch.fx.experimental.symbolic_shapes", "GuardOnDataDependentSymNode")
 
 
+_BACKEND_ERRORS = (("torch._dynamo.exc", "BackendCompilerFailed"), ("torch._inductor.exc", "InductorError"))
+"""What the compiler backend raises around its own failures (inductor's lowering, a C++ compile)."""
+
+
 def _broke_on_data(chain: list[BaseException], where: _Where) -> bool:
     """Dynamo's fullgraph capture stopped at a data-dependent guard: not the backend's (inductor raises the same
     guard from its own lowering, a compile error)."""
-    backend = any(_is_instance(e, "torch._dynamo.exc", "BackendCompilerFailed")
-                  or _is_instance(e, "torch._inductor.exc", "InductorError") for e in chain)
+    backend = any(_is_instance(e, module, name) for e in chain for module, name in _BACKEND_ERRORS)
     return where.fullgraph and not backend and any(_is_data_dependent_guard(e) for e in chain)
 
 
 def _is_compiler_error(exc: BaseException) -> bool:
     for module, name in (
-        ("torch._dynamo.exc", "BackendCompilerFailed"),
+        *_BACKEND_ERRORS,
         ("torch._dynamo.exc", "TorchDynamoException"),
-        ("torch._inductor.exc", "InductorError"),
         ("torch._inductor.exc", "CppCompileError"),
         ("torch._inductor.exc", "LoweringException"),
         ("torch._inductor.exc", "InvalidCxxCompiler"),
