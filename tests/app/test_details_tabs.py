@@ -355,9 +355,7 @@ async def test_at_80x24_a_tune_runs_details_say_its_tune_and_stage_on_one_line(m
 
 
 def test_the_details_of_a_cancelled_run_say_cancelled_once():
-    from io import StringIO
-
-    from rich.console import Console
+    from rich.console import Group
 
     from tui.app.components.details.summary import error
     from tui.engine.options import RunOptions
@@ -365,17 +363,11 @@ def test_the_details_of_a_cancelled_run_say_cancelled_once():
 
     record = RunRecord.new(RunOptions(workload="matmul", params={"n": 64}).validated())
     record.fail("cancelled", "cancelled")
-    console = Console(width=80, record=True, file=StringIO())
-    for part in error(record):
-        console.print(part)
-    text = console.export_text()
+    text = _text(Group(*error(record)), width=80)
     assert "cancelled: cancelled" not in text and "Cancelled" in text and "Error" not in text
     assert "cancelled before it finished" in text  # under its heading the word alone said nothing more
     record.fail("cancelled", "by the user (x)")
-    console = Console(width=80, record=True, file=StringIO())
-    for part in error(record):
-        console.print(part)
-    assert "cancelled: by the user (x)" in console.export_text()
+    assert "cancelled: by the user (x)" in _text(Group(*error(record)), width=80)
 
 
 @pytest.mark.parametrize("cuda", [False, True], ids=["cpu-run", "cuda-run"])
