@@ -5,6 +5,7 @@ a failed run says so."""
 
 from __future__ import annotations
 
+import threading
 import time
 
 import pytest
@@ -137,10 +138,13 @@ async def test_the_table_follows_the_loading_history_at_most_every_second_and_at
     app = make_app(load_history=False)
     async with app.run_test(size=(80, 24)) as pilot:
         table = app.table
-        for part in (records[:20], records[20:]):
-            app.post_message(HistoryLoaded(part, [], [history_cells(r) for r in part], final=False))
-            await wait_until(pilot, lambda part=part: table.row_count == records.index(part[-1]) + 1, what="a chunk")
-        assert table.cursor_row == 19 and table.following  # the first chunk was followed, the second not yet
+        chunks = [records[:20], records[20:]]
+        drawn = [threading.Event() for _ in chunks]
+        for part, event in zip(chunks, drawn, strict=True):
+            app.post_message(HistoryLoaded(part, [], [history_cells(r) for r in part], final=False, drawn=event))
+            await wait_until(pilot, event.is_set, what="a chunk drawn (and followed, if it is)")
+            assert table.row_count == records.index(part[-1]) + 1
+            assert table.cursor_row == 19 and table.following  # the first chunk was followed, the second not yet
         assert not app.previous.done
         app.post_message(HistoryLoaded([], [], final=True))
         await wait_until(pilot, lambda: app.previous.done, what="the load's end")

@@ -164,13 +164,13 @@ class PreviousRuns:
                 message.drawn.set()
             return
         added = self.lab.add_history(message.records, table.is_history)
+        followed = None
         if added:
             rows = [(message.records[i].run_id, message.cells[i]) for i in added]
             now = time.monotonic()
-            follow = self._followed_at is None or now - self._followed_at >= FOLLOW_EVERY_S
-            self.screen().add_history_rows(rows, follow=follow)
-            if follow:
-                self._followed_at, self._unfollowed = now, None
+            self.screen().add_history_rows(rows, follow=False)
+            if self._followed_at is None or now - self._followed_at >= FOLLOW_EVERY_S:
+                self._followed_at, self._unfollowed, followed = now, None, rows[-1][0]
             else:
                 self._unfollowed = rows[-1][0]
             if self.lab.baseline.rows:
@@ -180,12 +180,24 @@ class PreviousRuns:
             self._unfollowed = None
         if message.final:
             self.done = True
-        if message.drawn is not None:
+        if followed is not None:
+            self.app.call_after_refresh(self._follow_chunk, followed, message.drawn)
+        elif message.drawn is not None:
             self.app.call_after_refresh(message.drawn.set)
         if message.final and message.problems:
             first = message.problems[0]
             more = f" (+{len(message.problems) - 1} more)" if len(message.problems) > 1 else ""
             self.app.notify(first + more, title="History", severity="warning", markup=False, timeout=8)
+
+    def _follow_chunk(self, run_id: str, drawn: threading.Event | None) -> None:
+        """The table follows a chunk's last row once the chunk is drawn, and the loader goes on once the follow is:
+        a follow draws every visible line anew, which in the chunk's own frame made one piece of UI work of both."""
+        try:
+            self.screen().follow_stored(run_id)
+        except (KeyError, LookupError):  # the app is closing: its screen is gone
+            logger.debug("the history's follow of %s was dropped: the screen is gone", run_id)
+        if drawn is not None:
+            self.app.call_after_refresh(drawn.set)
 
     def _freeze_unless_closed(self) -> bool:
         """Freeze (:func:`_freeze`) unless the app is closing; whether it did. Under the lock :meth:`unfreeze` takes:
