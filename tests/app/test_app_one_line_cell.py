@@ -76,7 +76,8 @@ def _both_ways(table: BulkRowTable, row: int, column: int, width: int, cursor: b
 
 
 def _segments(lines: list[list[Segment]]) -> list[list[Segment]]:
-    return [list(line) for line in lines]
+    """Each line's segments, neighbours of one style joined: as DataTable joins them in the line it draws."""
+    return [list(Segment.simplify(line)) for line in lines]
 
 
 class _One(App):

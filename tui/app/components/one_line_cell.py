@@ -36,21 +36,29 @@ class OneLineCells:
         self._lines: LRUCache[tuple, list[Segment] | None] = LRUCache(size)
 
     def draw(self, cell: object, width: int, padding: int, pre_style: Style,
-             post_style: Style) -> list[list[Segment]] | None:
+             post_style: Style, meta: Style = _NULL) -> list[list[Segment]] | None:
         """The one line of ``cell`` at ``width`` cells, ``padding`` spaces each side, styled
-        ``pre_style`` under and ``post_style`` over the text's own styles; None when ``cell`` is not a
-        one-line Text that fits this way."""
+        ``pre_style`` under and ``post_style`` over the text's own styles, then ``meta`` (the cell's
+        click meta) added to each segment; None when ``cell`` is not a one-line Text that fits this way.
+
+        The styled line is kept per text and styles: cells of a column repeat (a workload, a mode, a
+        status), and only the meta, a cell's own, is added anew.
+        """
         text = rich_cast(cell)  # a cell object that draws itself as Text (``__rich__``), as Console.render does
         if not isinstance(text, Text):
             return None
         key = (text.plain, text.style, text.justify, text.overflow, text.no_wrap, text.tab_size,
-               tuple(text.spans), width, padding)
-        line = self._lines.get(key, _MISSING)
-        if line is _MISSING:
-            line = self._lines[key] = _unstyled_line(self.console, text, width - 2 * padding, padding)
-        if line is None:
+               tuple(text.spans), width, padding, pre_style, post_style)
+        styled = self._lines.get(key, _MISSING)
+        if styled is _MISSING:
+            line = _unstyled_line(self.console, text, width - 2 * padding, padding)
+            styled = None if line is None else list(Segment.simplify(Segment.apply_style(line, pre_style, post_style)))
+            self._lines[key] = styled
+        if styled is None:
             return None
-        return [list(Segment.apply_style(line, style=pre_style, post_style=post_style))]
+        if not meta:
+            return [list(styled)]
+        return [[Segment(segment.text, segment.style + meta if segment.style else meta) for segment in styled]]
 
 
 _MISSING: Any = object()

@@ -352,10 +352,11 @@ class BulkRowTable(DataTable):
             False, False, fixed, hover, cursor, self.show_cursor, self._show_hover_cursor,
             self.cursor_foreground_priority == "css", self.cursor_background_priority == "css",
         )
-        pre_style = base_style + Style.from_meta({"row": row_index, "column": column_index}) + component_style
         if self._one_line is None or self._one_line.console is not self.app.console:
             self._one_line = OneLineCells(self.app.console)
-        lines = self._one_line.draw(cells[column_index], width, self.cell_padding, pre_style, post_style)
+        meta = Style.from_meta({"row": row_index, "column": column_index})
+        lines = self._one_line.draw(cells[column_index], width, self.cell_padding, base_style + component_style,
+                                    post_style, meta)
         if lines is not None:
             self._cell_render_cache[key] = lines
         return lines
