@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import gc
+import statistics
 import time
 from itertools import pairwise
 from pathlib import Path
@@ -70,6 +71,36 @@ class Ticks:
         await wait_quietly(lambda: len(self.times) > count, timeout, "a tick")
 
 
+async def jump_work(app: App, ticks: Ticks, count: int) -> float:
+    """The UI thread's work in one gap when the cursor jumps to rows never drawn, every visible line drawn anew:
+    what one follow of a loading history costs on this box now. The median of nine jumps, in seconds: one jump
+    reads from 30 to 75 ms on this 2-core box within one run, and a median is not moved by the odd jump that a
+    regression (a full collection) also slows (docs/BENCHMARKS.md §12).
+
+    The rows are mid-chunk (:data:`CHUNK`), 100 rows apart, where no follow of the load brought them into view.
+    """
+    table = app.query_one(ResultsTable)
+    works = []
+    for row in (FIRST_CHUNK + CHUNK * k + offset for k in (0, 1, 2) for offset in (100, 200, 300)):
+        assert row < count
+        await ticks.next()
+        began = now()
+        table.move_cursor(row=row, animate=False)
+        await ticks.next()
+        await ticks.next()
+        works.append(ticks.stalls(began)[1])
+    return statistics.median(works)
+
+
+def ui_work_bound(jump: float) -> float:
+    """The most UI work one gap of a history load may hold, once its first rows are drawn: 100 ms, or two and a
+    half jumps (:func:`jump_work`) on a box where that is more. A load's longest piece is then one follow's redraw
+    (the chunk's rows are handled in a frame of their own), the most of 15-50 of them: up to 2.1 jumps in six
+    readings of the two tests, as this box's pace moves between the load and the jumps; a full collection over the
+    history's objects read 6.5 (docs/BENCHMARKS.md §12)."""
+    return max(0.1, 2.5 * jump)
+
+
 def _history_rows(count: int) -> list[tuple[str, dict]]:
     """``count`` history rows (run id, cells) made from the eight template runs of a big history."""
     path = Path(paths.data_dir()) / "template-history.jsonl"
@@ -108,12 +139,16 @@ async def test_a_history_loads_in_chunks_off_the_ui_thread_without_long_stalls(m
         app._load_history()
         await wait_quietly(lambda: app.table.row_count > 0, 5, "first rows")
         first = time.perf_counter() - began[0]
+        await probe.ticks.next()
+        await probe.ticks.next()
+        drawn = probe.ticks.times[-1]  # the table's first rows and first layout are behind: one-off, bounded by first
         await wait_quietly(lambda: app.table.row_count == count, 30, "all rows")
         await wait_quietly(lambda: bool(seen) and seen[-1].final, 10, "the loader's last message")
         await probe.ticks.next()
-        stall, work = probe.ticks.stalls(began)
-        print(f"first rows {first:.3f} s, all {time.perf_counter() - began[0]:.2f} s, "
-              f"longest stall {stall * 1000:.0f} ms, UI work in one gap {work * 1000:.0f} ms")
+        stall, work = probe.ticks.stalls(drawn)
+        jump = await jump_work(app, probe.ticks, count)
+        print(f"first rows {first:.3f} s, all {time.perf_counter() - began[0]:.2f} s, longest stall "
+              f"{stall * 1000:.0f} ms, UI work in one gap {work * 1000:.0f} ms (a jump's {jump * 1000:.0f} ms)")
         assert app.table.run_ids == run_ids
         sizes = [FIRST_CHUNK] + [CHUNK] * ((count - FIRST_CHUNK) // CHUNK) + [(count - FIRST_CHUNK) % CHUNK]
         assert [len(m.records) for m in seen] == [size for size in sizes if size] + [0]
@@ -121,7 +156,7 @@ async def test_a_history_loads_in_chunks_off_the_ui_thread_without_long_stalls(m
         assert gc.get_freeze_count() > before  # the history's objects are out of the collector's way
         if timed:
             assert first < 1.0
-            assert work < 0.1 and stall < 0.5
+            assert work < ui_work_bound(jump) and stall < 0.5
     assert gc.get_freeze_count() == 0  # given back when the app ends
 
 
@@ -332,6 +367,7 @@ async def test_a_twenty_thousand_line_history_shows_rows_within_a_second_and_nev
             loaded = time.perf_counter() - mounted[0][0]
             await ticks.next()
             stall, work = ticks.stalls(drawn)
+            jump = await jump_work(app, ticks, count)
             began = now()
             app.action_toggle_history()
             await wait_quietly(lambda: app.table.row_count == 0, 5, "hidden")
@@ -343,10 +379,11 @@ async def test_a_twenty_thousand_line_history_shows_rows_within_a_second_and_nev
             await ticks.next()
             show = time.perf_counter() - began[0]
             print(f"first rows {first:.2f} s, all {loaded:.1f} s, longest stall {stall * 1000:.0f} ms "
-                  f"(UI work {work * 1000:.0f} ms), h off {hide * 1000:.0f} ms, on {show * 1000:.0f} ms")
+                  f"(UI work {work * 1000:.0f} ms, a jump's {jump * 1000:.0f} ms), "
+                  f"h off {hide * 1000:.0f} ms, on {show * 1000:.0f} ms")
             assert app.table.run_ids == run_ids
             assert first < 1.0
-            assert work < 0.1 and stall < 0.5
+            assert work < ui_work_bound(jump) and stall < 0.5
             assert hide < 1.0 and show < 1.0
     finally:
         app.runner.kill_all()
