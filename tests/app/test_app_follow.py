@@ -388,3 +388,29 @@ async def test_below_120_columns_queueing_runs_moves_the_options_aside_once_told
         await pilot.press("r")
         await wait_until(pilot, lambda: len(wide.session.records) == 1, what="a run")
         assert wide.query_one("#left").display  # room enough: nothing moves
+
+
+@pytest.mark.parametrize("size", [(80, 24), (100, 30)])
+async def test_the_cursors_row_stays_in_view_when_the_terminal_gets_smaller(make_app, size):
+    """A smaller terminal shortens the table: the cursor's row stays on screen, at the newest run and at a row the
+    user chose, and it is still there once the terminal grows again."""
+    write_big_history(paths.history_file(), HISTORY)
+    app = make_app()
+    async with app.run_test(size=(160, 48)) as pilot:
+        await loaded(app, pilot, HISTORY)
+        table = app.table
+        await in_view(pilot, table, HISTORY - 1)
+        tall = table.size.height
+        await pilot.resize_terminal(*size)
+        await wait_until(pilot, lambda: table.size.height < tall, what="a shorter table")
+        await in_view(pilot, table, HISTORY - 1)
+        table.focus()
+        for _ in range(5):
+            await pilot.press("up")
+        chosen = table.cursor_row
+        await in_view(pilot, table, chosen)
+        await pilot.resize_terminal(160, 48)
+        await in_view(pilot, table, chosen)
+        await pilot.resize_terminal(size[0], size[1] - 2)
+        await in_view(pilot, table, chosen)
+

@@ -214,9 +214,12 @@ class ResultsTable(BulkRowTable):
         self.border_subtitle = " · ".join(hints)
 
     def on_resize(self) -> None:
-        """The columns that tell the rows apart may fit now (``b``, ``z``), or no longer."""
+        """The columns that tell the rows apart may fit now (``b``, ``z``), or no longer; the cursor's row stays in
+        view (a smaller terminal, or the queue growing under the table, keeps the top row and would hide it)."""
         self._apply_layout()
         self.update_hint()
+        if self.row_count:
+            self.call_after_refresh(self._scroll_cursor_into_view)
 
     def has_run(self, run_id: str) -> bool:
         """Whether the table has a row for this run."""
