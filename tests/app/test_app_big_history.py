@@ -146,7 +146,7 @@ async def test_a_history_loads_in_chunks_off_the_ui_thread_without_long_stalls(m
         await wait_quietly(lambda: bool(seen) and seen[-1].final, 10, "the loader's last message")
         await probe.ticks.next()
         stall, work = probe.ticks.stalls(drawn)
-        jump = await jump_work(app, probe.ticks, count)
+        jump = await jump_work(app, probe.ticks, count) if timed else 0.0  # the bound's measure, where it is held
         print(f"first rows {first:.3f} s, all {time.perf_counter() - began[0]:.2f} s, longest stall "
               f"{stall * 1000:.0f} ms, UI work in one gap {work * 1000:.0f} ms (a jump's {jump * 1000:.0f} ms)")
         assert app.table.run_ids == run_ids

@@ -414,3 +414,32 @@ async def test_the_cursors_row_stays_in_view_when_the_terminal_gets_smaller(make
         await pilot.resize_terminal(size[0], size[1] - 2)
         await in_view(pilot, table, chosen)
 
+
+
+async def test_hiding_the_history_while_it_loads_still_ends_on_the_newest_run(make_app):
+    """``h`` is not a cursor move: previous runs hidden while they load and shown after, the cursor and the chart are
+    on the newest stored run; while hidden, with no row left, the chart shows none."""
+    from tui.app.components.results_table import history_cells
+    from tui.app.messages import HistoryLoaded
+    from tui.engine.store.history import History
+
+    write_big_history(paths.history_file(), 60)
+    records = History(paths.history_file()).load()[0]
+    app = make_app(load_history=False)
+    async with app.run_test(size=(80, 24)) as pilot:
+        table = app.table
+        first = threading.Event()
+        app.post_message(HistoryLoaded(records[:20], [], [history_cells(r) for r in records[:20]], final=False,
+                                       drawn=first))
+        await wait_until(pilot, first.is_set, what="the first chunk drawn and followed")
+        assert table.cursor_row == 19 and app.main_screen.chart_run is records[19]
+        app.action_toggle_history()
+        await wait_until(pilot, lambda: table.row_count == 0, what="the history hidden")
+        assert app.main_screen.chart_run is None
+        app.post_message(HistoryLoaded(records[20:], [], [history_cells(r) for r in records[20:]], final=False))
+        app.post_message(HistoryLoaded([], [], final=True))
+        await wait_until(pilot, lambda: app.previous.done, what="the load's end")
+        app.action_toggle_history()
+        await wait_until(pilot, lambda: table.row_count == 60, what="the history shown")
+        await in_view(pilot, table, 59)
+        await wait_until(pilot, lambda: app.main_screen.chart_run is app.records[records[59].run_id], what="the chart")

@@ -373,9 +373,16 @@ class MainScreen(Screen):
     # ----- history rows ---------------------------------------------------------------
 
     def watch_show_history(self, show: bool) -> None:
+        """The table shows or hides previous runs' rows. Shown again, it follows the newest stored run unless the
+        user moved the cursor (``h`` is not a cursor move; a load that went on meanwhile added rows); with no row
+        left to show, the chart shows none."""
         with self.app.batch_update():
             self.table.show_history(show)  # one step, whatever the number of rows
             self.table.update_hint()
+            if show and self.lab.history_ids:
+                self.follow_stored(self.lab.history_ids[-1])
+            if not self.table.row_count:
+                self.show_in_chart(None)
 
     def add_history_rows(self, rows: Sequence[tuple[str, dict[str, Cell]]], follow: bool = True) -> None:
         """Previous runs' rows (a chunk from the history loader; cells made off the UI thread); ``follow``: the
