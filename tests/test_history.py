@@ -9,7 +9,8 @@ import time
 import pytest
 
 from tui import paths
-from tui.engine.store.export import ExportError, write_raw_csv
+from tui.engine.store.columns import RAW_COLUMNS
+from tui.engine.store.export import samples_left_out, write_json, write_raw_csv
 from tui.engine.store.history import SCHEMA, History, HistoryError
 from tui.engine.options import RunOptions
 from tui.engine.protocol import make_event
@@ -107,8 +108,13 @@ def test_missing_samples_file_is_reported(tmp_path):
     os.remove(history.samples_path(record))
     with pytest.raises(SamplesUnavailable, match=record.run_id):
         history.load_samples(record)
-    with pytest.raises(ExportError, match="No such file"):
-        write_raw_csv([record], tmp_path / "raw.csv")
+    # Exported with its stored summary and without the samples, the run named in the export's lines.
+    assert write_raw_csv([record], tmp_path / "raw.csv").read_text() == ",".join(RAW_COLUMNS) + "\n"
+    runs = json.loads(write_json([record], tmp_path / "runs.json").read_text())["runs"]
+    assert runs[0]["samples"] is None and runs[0]["summary"]["speedup"] == 2.0
+    [line] = samples_left_out([record])
+    assert record.run_id in line and "No such file" in line
+    assert line.endswith("exported without its per-iteration samples")
     assert record.summary().speedup == 2.0  # the stored summary still stands
 
 

@@ -265,3 +265,31 @@ async def test_cancelled_runs_alone_leave_an_existing_export_alone(make_app, tmp
         await pilot.pause()
         assert any(m.startswith("Nothing to export: no run has finished") for m in notifications(app))
     assert existing.read_text() == "an earlier export\n"
+
+
+async def test_a_stored_run_whose_samples_file_is_gone_is_exported_without_them_and_named(make_app):
+    """One stored run's samples file deleted by hand: ``e`` still writes every file, that run with its stored summary
+    and no samples, and a warning names it; one run's lost file does not stop the others' export."""
+    first = make_app()
+    async with first.run_test(size=(160, 48)) as pilot:
+        run_ids = await _two_runs(first, pilot)
+    [gone] = [record for record in History(paths.history_file()).load()[0] if record.run_id == run_ids[0]]
+    History(paths.history_file()).samples_path(gone).unlink()
+    second = make_app()
+    exported: list[RunsExported] = []
+    hook = lambda m: exported.append(m) if isinstance(m, RunsExported) else None  # noqa: E731
+    async with second.run_test(size=(160, 48), notifications=True, message_hook=hook) as pilot:
+        await wait_until(pilot, lambda: second.table.row_count == 2, what="history rows")
+        second._export(None)
+        await wait_until(pilot, lambda: bool(exported), what="export")
+        await wait_until(pilot, lambda: any(run_ids[0] in m for m in notifications(second)), what="the warning")
+        csv_path, json_path, raw_path = (Path(p) for p in exported[0].paths)
+        runs = {run["run_id"]: run for run in json.loads(json_path.read_text())["runs"]}
+        assert runs[run_ids[0]]["samples"] is None and runs[run_ids[1]]["samples"] is not None
+        assert runs[run_ids[0]]["summary"]["speedup"] > 1  # its stored summary
+        with raw_path.open(newline="") as handle:
+            assert {row["run_id"] for row in csv.DictReader(handle)} == {run_ids[1]}
+        with csv_path.open(newline="") as handle:
+            assert [row["run_id"] for row in csv.DictReader(handle)] == run_ids
+        [warning] = [m for m in notifications(second) if run_ids[0] in m]
+        assert "No such file" in warning and "exported without its per-iteration samples" in warning

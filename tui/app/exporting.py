@@ -123,11 +123,17 @@ class ExportActions:
             message = " ".join(str(exc).split()) or type(exc).__name__
             app.call_from_thread(app.notify, message, title="Export failed", severity="error", markup=False)
             return
+        from tui.engine.store.export import samples_left_out
         from tui.engine.store.repeats import group_records
 
         csv_rows = len(group_records(records))  # what the summary CSV holds: a configuration's processes are one row
         app.call_from_thread(app.post_message, RunsExported(written, len(records)))
         app.call_from_thread(self._notify_exported, len(records), csv_rows, [str(p) for p in written], skipped)
+        left_out = samples_left_out(records)  # read by the writers already: no file is read again
+        if left_out:
+            more = f" (+{len(left_out) - 1} more)" if len(left_out) > 1 else ""
+            app.call_from_thread(app.notify, left_out[0] + more, title="Export", severity="warning", markup=False,
+                                 timeout=10)
 
     def _notify_exported(self, runs: int, csv_rows: int, written: list[str], skipped: int) -> None:
         width = notice_text_width(*self.app.size)

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from tui.engine.explain.kernels import Profile, top_kernels_text
-from tui.engine.measure.samples import Samples, SamplesPruned
+from tui.engine.measure.samples import Samples, SamplesInvalid, SamplesUnavailable
 from tui.engine.measure.summary import RunSummary
 from tui.engine.option_table import OPTIONS
 from tui.engine.options import RunOptions, mode_applies
@@ -334,12 +334,15 @@ def csv_row(record: RowSource) -> dict[str, str]:
 def raw_rows(record: RowSource) -> Iterator[dict[str, str]]:
     """One raw CSV row (:data:`RAW_COLUMNS`) per timed iteration of every block of ``record``.
 
-    A run whose stored samples were pruned (``compile-lab prune``) has none; other missing samples
-    raise :class:`~tui.engine.measure.samples.SamplesUnavailable`.
+    A run whose stored samples were pruned (``compile-lab prune``) or cannot be read has none (an export says which:
+    :func:`tui.engine.store.export.samples_left_out`); samples that hold an impossible time raise
+    :class:`~tui.engine.measure.samples.SamplesInvalid`.
     """
     try:
         samples = record.loaded_samples()
-    except SamplesPruned:
+    except SamplesInvalid:
+        raise
+    except SamplesUnavailable:
         return
     for side in SIDES:
         for block in samples[side]:

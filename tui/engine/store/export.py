@@ -7,9 +7,11 @@ ends write through :func:`export_records` (records and each format's target path
 
 Every write is atomic (:mod:`tui.engine.atomic`): the content goes to a temporary file in the
 target's directory, is flushed and fsynced, then put in place over the target. A failure (missing
-directory, permission, full disk, a record whose stored samples are gone) raises
+directory, permission, full disk, stored samples that hold an impossible time) raises
 :class:`ExportError` with one line naming the path and the cause; the temporary file is
 removed and an existing file at the target is left untouched.
+A run whose stored samples were pruned or cannot be read is exported with its stored summary and
+no samples; :func:`samples_left_out` names the unreadable ones.
 
 Only regular files are written (or created): a target that is a symbolic link, a device, a
 named pipe, a socket or a directory is refused (:class:`ExportTargetError`), checked with
@@ -43,7 +45,7 @@ from tui.engine.atomic import atomic_writer as _atomic_writer
 from tui.engine.input_file import file_kind
 from tui.engine.status import RunStatus
 from tui.engine.store.reproduce import reproduce_command
-from tui.engine.store.results import RunRecord, SamplesUnavailable
+from tui.engine.store.results import RunRecord, SamplesInvalid, SamplesPruned, SamplesUnavailable
 from tui.typed import finite
 
 logger = logging.getLogger(__name__)
@@ -69,6 +71,7 @@ __all__ = [
     "Exported",
     "export_records",
     "anything_to_export",
+    "samples_left_out",
     "atomic_writer",
     "EXPORT_SCHEMA",
 ]
@@ -397,6 +400,26 @@ def anything_to_export(records: Iterable[RunRecord]) -> bool:
     from tui.engine.store.repeats import members_of
 
     return any(record.status in (RunStatus.DONE, RunStatus.FAILED) for record in members_of(records))
+
+
+def samples_left_out(records: Iterable[RunRecord]) -> list[str]:
+    """A line for each run (rows: a group stands for its runs) whose stored samples cannot be read, so its export
+    has none (JSON ``samples`` null, no raw rows) while its stored summary is kept. The app's export says the
+    lines (the command line exports its own runs, their samples in memory). A run whose samples were pruned is
+    not named (the user's own ``compile-lab prune``); samples that hold an impossible time are not left out:
+    writing them fails (:class:`SamplesInvalid`)."""
+    from tui.engine.store.repeats import members_of
+
+    lines = []
+    for record in members_of(records):
+        try:
+            record.loaded_samples()  # loaded once: the writers read them again from the record
+        except (SamplesPruned, SamplesInvalid):
+            continue
+        except SamplesUnavailable as exc:
+            if record.samples_file:
+                lines.append(f"{exc}: exported without its per-iteration samples")
+    return lines
 
 
 def export_records(records: Sequence[RunRecord], targets: Mapping[str, str | os.PathLike[str]], *,

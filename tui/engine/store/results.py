@@ -436,8 +436,10 @@ class RunRecord:
         if samples:
             try:
                 data["samples"] = samples_to_json(self.loaded_samples())
-            except SamplesPruned:
-                data["samples"] = None  # the run stays exportable after compile-lab prune
+            except SamplesInvalid:
+                raise
+            except SamplesUnavailable:  # pruned, or the file is gone: the run stays exportable (export: said once)
+                data["samples"] = None
         return finite(data)
 
     @classmethod
