@@ -52,17 +52,17 @@ def _use_fake_worker(monkeypatch, times: dict) -> list[str]:
 
 
 @pytest.mark.parametrize(("argv", "start"), [
-    (["--budget", "0"], "compile-lab: error: budget: '0' is not allowed (allowed: a duration above 0"),
-    (["--budget", "ten minutes"], "compile-lab: error: budget: 'ten minutes' is not allowed"),
-    (["--space", "fast"], "compile-lab: error: space: 'fast' is not allowed (allowed: modes, axes, options, all"),
-    (["--objective", "gpu"], "compile-lab: error: objective: 'gpu' is not allowed (allowed: device, host)"),
-    (["--calls", "0"], "compile-lab: error: calls: 0 is not allowed"),
-    (["--max-memory", "-1"], "compile-lab: error: max_memory: -1 is not allowed"),
-    (["--calls", "abc"], "compile-lab: error: calls: abc is not allowed (allowed: an integer from 1"),  # not argparse's
-    (["--max-memory", "x"], "compile-lab: error: max_memory: x is not allowed (allowed: a number of GB above 0"),
-    (["--max-memory", "nan"], "compile-lab: error: max_memory: nan is not allowed"),
+    (["--budget", "0"], "compile-lab: error: --budget: '0' is not allowed (allowed: a duration above 0"),
+    (["--budget", "ten minutes"], "compile-lab: error: --budget: 'ten minutes' is not allowed"),
+    (["--space", "fast"], "compile-lab: error: --space: 'fast' is not allowed (allowed: modes, axes, options, all"),
+    (["--objective", "gpu"], "compile-lab: error: --objective: 'gpu' is not allowed (allowed: device, host)"),
+    (["--calls", "0"], "compile-lab: error: --calls: 0 is not allowed"),
+    (["--max-memory", "-1"], "compile-lab: error: --max-memory: -1 is not allowed"),
+    (["--calls", "abc"], "compile-lab: error: --calls: abc is not allowed (allowed: an integer from 1"),
+    (["--max-memory", "x"], "compile-lab: error: --max-memory: x is not allowed (allowed: a number of GB above 0"),
+    (["--max-memory", "nan"], "compile-lab: error: --max-memory: nan is not allowed"),
     (["--mode", "max-autotune"], "compile-lab: error: unrecognized arguments: --mode max-autotune"),
-    (["--iters", "0"], "compile-lab: error: iters: 0 is not allowed"),
+    (["--iters", "0"], "compile-lab: error: --iters: 0 is not allowed"),
 ])
 def test_bad_input_is_one_line_naming_the_field_and_exit_2(argv, start, capsys):
     assert cli.main(["tune", "--workload", "pointwise", "--device", "cpu", *argv]) == 2
@@ -254,7 +254,7 @@ def test_a_budget_that_fits_no_run_ends_with_one_line_naming_it_and_exit_2(monke
     captured = capsys.readouterr()
     assert code == 2 and captured.out == ""
     last = captured.err.splitlines()[-1]
-    assert last.startswith("compile-lab: error: budget: --budget 3s ran out before the first run could start"), last
+    assert last.startswith("compile-lab: error: --budget: 3s ran out before the first run could start"), last
     assert "nothing ran" in last and "how long a run takes" in last
     assert not (compile_lab_home / "data" / "history.jsonl").exists() and not (tmp_path / "t.json").exists()
 
@@ -271,7 +271,7 @@ def test_a_budget_that_ends_the_first_run_before_it_measured_is_one_line_naming_
     captured = capsys.readouterr()
     assert code == 2 and captured.out == ""
     last = captured.err.splitlines()[-1]
-    assert last == ("compile-lab: error: budget: --budget 7s ran out before any run was measured (the run it started "
+    assert last == ("compile-lab: error: --budget: 7s ran out before any run was measured (the run it started "
                     "reached the budget's end), so nothing can be judged: give room for several runs of this "
                     "workload (the default is 10m)"), last
     (run,) = json.loads((tmp_path / "t.json").read_text())["runs"]  # the run is kept, with why it ended
@@ -300,7 +300,7 @@ def test_a_cuda_search_on_a_torch_without_cuda_is_one_line_before_any_run(monkey
     code = cli.main(["tune", "--workload", "pointwise", "--device", "cuda", "--json", str(tmp_path / "t.json")])
     err = capsys.readouterr().err.strip().splitlines()
     assert code == 2 and not started and not (tmp_path / "t.json").exists()
-    assert err[-1] == ("compile-lab: error: device: cuda is not allowed: this machine's torch (2.13.0+cpu) cannot "
+    assert err[-1] == ("compile-lab: error: --device: cuda is not allowed: this machine's torch (2.13.0+cpu) cannot "
                        "use CUDA (allowed: cpu)"), err
     assert not any(line.startswith("note: left out") for line in err), err  # no plan for a search refused
 
@@ -427,7 +427,7 @@ def test_a_space_with_nothing_left_to_race_is_refused_before_any_run(argv, monke
     captured = capsys.readouterr()
     assert code == 2 and captured.out == ""
     assert captured.err.splitlines()[-1] == (
-        "compile-lab: error: space: nothing to race against the default compile: every knob of the space was left "
+        "compile-lab: error: --space: nothing to race against the default compile: every knob of the space was left "
         "out (the notes say why); widen the space or pin fewer options")
     assert not (compile_lab_home / "data" / "history.jsonl").exists()
 
@@ -474,7 +474,7 @@ def test_only_a_cuda_device_on_a_torch_that_says_it_has_no_cuda_is_refused():
     from tui.engine.tune.request import SearchPlan, device_refused
 
     plan = SearchPlan(candidates=(), torch="2.13.0+cpu", cuda=False)
-    assert device_refused(plan, "cuda:0").startswith("device: cuda:0 is not allowed")
+    assert device_refused(plan, "cuda:0").startswith("cuda:0 is not allowed")
     assert device_refused(plan, "cpu") is None
     assert device_refused(SearchPlan(candidates=(), cuda=None), "cuda") is None  # the probe could not say
     assert device_refused(SearchPlan(candidates=(), cuda=True), "cuda") is None

@@ -88,7 +88,7 @@ def test_sweep_refuses_a_trace_path_that_is_no_directory_and_run_refuses_trace_w
         [line] = _err_lines(capsys)
         assert line.startswith(f"compile-lab: error: --trace: {path} is {what}") and "(allowed: a directory" in line
     assert cli.main([*RUN, "--trace", str(tmp_path / "t.json"), "--no-profile"]) == 2
-    assert _err_lines(capsys) == ["compile-lab: error: trace: records the profile pass, which --no-profile "
+    assert _err_lines(capsys) == ["compile-lab: error: --trace: records the profile pass, which --no-profile "
                                   "(profile=false) turns off (allowed: trace with the profile pass on)"]
     assert cli.main([*RUN, "--trace", str(tmp_path / "same.json"), "--json", str(tmp_path / "same.json")]) == 2
     assert "both name" in _err_lines(capsys)[0] and runners == []

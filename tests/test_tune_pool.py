@@ -351,7 +351,7 @@ def test_a_pool_of_several_gpu_kinds_is_refused_in_one_line(monkeypatch, capsys)
     _fake_gpus(monkeypatch, ["Fake H100", "Fake A100", "Fake H100"])
     assert cli.main([*TUNE, "--device", "cuda:all"]) == 2
     err = [line for line in capsys.readouterr().err.splitlines() if line.strip()]
-    assert err == ["compile-lab: error: device: the GPUs are of several kinds (Fake H100: cuda:0,cuda:2; Fake A100: "
+    assert err == ["compile-lab: error: --device: the GPUs are of several kinds (Fake H100: cuda:0,cuda:2; Fake A100: "
                    "cuda:1) and a tune compares its runs with each other (allowed: GPUs of one kind, e.g. --device "
                    "cuda:0,cuda:2)"]
     assert runner.runs == []

@@ -249,7 +249,7 @@ class TuneRun:
         refused = device_refused(plan, self.base.device)
         if plan.notes and refused is None:  # a search refused for its device: its reason alone, as the CLI
             self.keeper.note(plan.notes[-1])
-        empty = refused or nothing_to_try(plan)
+        empty = f"device: {refused}" if refused is not None else nothing_to_try(plan)
         if self._stop is not None or empty is not None:  # nothing to try: no run, the answer says why
             driver.stop(self._stop or empty or "")
         try:

@@ -25,6 +25,7 @@ from typing import Any
 from tui.present.format import workload_names
 from tui.present.option_fields import differing, option_words
 from tui.cli.parse import PROG, UsageError
+from tui.cli.usage import refusal
 from tui.cli.run_lines import RunCounter, RunLines, failed_lines
 from tui.cli.terminal import TerminalFile, forget_cancel, signals_deferred, signals_stop
 from tui.engine.cluster.address import ClusterError
@@ -182,7 +183,7 @@ def _pools_by_kind(pool: tuple[str, ...], telemetry: Any, args: argparse.Namespa
     try:
         plan = wiring.plan_pools(pool, names, getattr(args, "repeat", 1), each_kind=each)
     except OptionsError as exc:
-        raise UsageError(f"--{exc}") from None
+        raise UsageError(refusal(exc)) from None
     if plan.note and not args.quiet:
         _say(err, plan.note)
     args.repeat = plan.repeats

@@ -17,7 +17,7 @@ from typing import Any
 from tui.engine.catalog import USER_WORKLOAD_HELP, WORKLOADS
 from tui.engine.cluster.address import CPUS_ALLOWED, DEFAULT_CPUS
 from tui.engine.option_table import CUSTOM, NEGATED, OPTIONS, PAIRS, SPECS, SWITCH, OptionSpec
-from tui.cli.usage import UsageError, number_flag
+from tui.cli.usage import UsageError, number_flag, refusal
 from tui.engine.options import OptionsError, RunOptions, parse_int_option, parse_key_values, parse_number_option
 from tui.engine.run.sweep import AXES_BY_FIELD, SweepAxis
 
@@ -65,7 +65,7 @@ def _flag_type(spec: OptionSpec) -> Callable[[str], Any] | None:
         try:
             return read(spec.name, text)
         except OptionsError as exc:
-            raise UsageError(str(exc)) from None
+            raise UsageError(refusal(exc)) from None
 
     return parse
 

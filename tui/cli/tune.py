@@ -28,6 +28,7 @@ from typing import Any
 
 from tui.cli.parse import PROG, UsageError, check_cluster, device_pool_from_args, options_from_args
 from tui.cli.run_flags import add_cluster_flags, add_option_flags, add_output_flags
+from tui.cli.usage import flag_of, refusal
 from tui.engine.cluster.address import ClusterError
 from tui.engine.options import OptionsError, RunOptions
 from tui.engine.run.session import RunSession, SessionListener
@@ -94,7 +95,7 @@ def cmd_tune(args: argparse.Namespace, make_runner: Callable[..., Any]) -> int:
         check_exports(args)
         check_home(args)
     except (OptionsError, UsageError) as exc:
-        sys.stderr.write(f"{PROG}: error: {exc}\n")
+        sys.stderr.write(f"{PROG}: error: {refusal(exc) if isinstance(exc, OptionsError) else exc}\n")
         return 2
     return asyncio.run(_tune(args, settings, make_runner))
 
@@ -117,17 +118,18 @@ async def _tune(args: argparse.Namespace, settings: tuple[RunOptions, Objective,
     try:
         lanes, cluster = await _lanes(args, base, telemetry)
     except (ClusterError, OptionsError) as exc:
-        err.print(f"{PROG}: error: {exc}", markup=False, highlight=False)
+        err.print(f"{PROG}: error: {refusal(exc) if isinstance(exc, OptionsError) else exc}", markup=False,
+                  highlight=False)
         return 2
     lines = TuneLines(err, quiet=args.quiet)
     plan = await _plan(args, settings, lines, lanes, cluster)
     refused = device_refused(plan, base.device)
     if refused is not None:  # every run would fail as the default compile's: nothing ran
-        err.print(f"{PROG}: error: {refused}", markup=False, highlight=False)
+        err.print(f"{PROG}: error: {flag_of('device')}: {refused}", markup=False, highlight=False)
         return 2
     empty = nothing_to_try(plan)
     if empty is not None:  # bad usage, found once torch has said which options it has: nothing ran
-        err.print(f"{PROG}: error: space: {empty}", markup=False, highlight=False)
+        err.print(f"{PROG}: error: --space: {empty}", markup=False, highlight=False)
         return 2
     history = None
     if not args.no_history:
@@ -143,7 +145,7 @@ async def _tune(args: argparse.Namespace, settings: tuple[RunOptions, Objective,
     driver.notes.extend(plan.notes)
     result, stopped_by = await _search(session, driver)
     if result.runs == 0 and result.incomplete is not None and not stopped_by:  # the budget held no run: nothing ran
-        err.print(f"{PROG}: error: budget: {_no_run_text(args.budget, result.elapsed_s)}", markup=False,
+        err.print(f"{PROG}: error: --budget: {_no_run_text(args.budget, result.elapsed_s)}", markup=False,
                   highlight=False)
         return 2
     json_extra = None
@@ -155,7 +157,7 @@ async def _tune(args: argparse.Namespace, settings: tuple[RunOptions, Objective,
     with signals_deferred(stopped_by):  # a signal now waits until the exports and the answer are written whole
         export_failed = _export(group_rows(exported(session, args, err)), args, err, json_extra)
         if result.cut_before_measuring and not stopped_before:
-            err.print(f"{PROG}: error: budget: {_cut_text(args.budget)}", markup=False, highlight=False)
+            err.print(f"{PROG}: error: --budget: {_cut_text(args.budget)}", markup=False, highlight=False)
             return 2
         print_answer(result, Console(file=out.as_io(), soft_wrap=True), plan.modes, quiet=args.quiet,
                      kept=(None if export_failed else args.json, history is not None), said=lines.said)
@@ -262,14 +264,14 @@ def _no_run_text(budget: str, elapsed_s: float) -> str:
     one of this workload has run on this machine, and so is the torch probe's."""
     from tui.engine.tune.driver import CLOSING_S
 
-    return (f"--budget {budget} ran out before the first run could start ({elapsed_s:.0f} s went to asking torch "
+    return (f"{budget} ran out before the first run could start ({elapsed_s:.0f} s went to asking torch "
             f"which options it has, {CLOSING_S:g} s are kept to close), so nothing ran; how long a run takes is known "
             "only once one has run: give room for several runs of this workload (the default is 10m)")
 
 
 def _cut_text(budget: str) -> str:
     """Why a search whose budget ended every run it started before one was measured ended, and what to give."""
-    return (f"--budget {budget} ran out before any run was measured (the run it started reached the budget's end), "
+    return (f"{budget} ran out before any run was measured (the run it started reached the budget's end), "
             "so nothing can be judged: give room for several runs of this workload (the default is 10m)")
 
 

@@ -5,7 +5,10 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-__all__ = ["UsageError", "number_flag"]
+from tui.engine.option_table import SPECS
+from tui.engine.options import OptionsError
+
+__all__ = ["UsageError", "number_flag", "flag_of", "refusal"]
 
 
 class UsageError(Exception):
@@ -31,3 +34,18 @@ def number_flag(flag: str, allowed: str, integer: bool = False) -> Callable[[str
             raise UsageError(f"{flag}: {text.strip()[:40]!r} is not {what} (allowed: {allowed})") from None
 
     return parse
+
+
+def flag_of(field: str) -> str:
+    """The flag that sets option ``field`` (``params`` -> ``--param``, ``timeout_s`` -> ``--timeout``): its spec's
+    (tui.engine.option_table), else the field's name dashed (``max_memory`` -> ``--max-memory``)."""
+    spec = SPECS.get(field)
+    if spec is not None and spec.flag:
+        return spec.flag
+    return "--" + field.replace("_", "-")
+
+
+def refusal(exc: OptionsError) -> str:
+    """An option's refusal as the command line says it, naming the flag the user typed: ``--timeout: 0.0 is not
+    allowed (allowed: ...)``, where the option's own name (``timeout_s``) means nothing on a command line."""
+    return f"{flag_of(exc.field)}: {exc.message}"

@@ -93,6 +93,8 @@ class OptionsError(ValueError):
     def __init__(self, field_name: str, message: str, *, params: tuple[str, ...] = ()) -> None:
         super().__init__(f"{field_name}: {message}")
         self.field = field_name
+        self.message = message
+        """What is wrong, without the field (a front end names the field its own way: the command line's flag)."""
         self.params = params
 
 

@@ -147,11 +147,11 @@ def pinned_note(pinned: Mapping[str, Any]) -> str | None:
 
 def device_refused(plan: SearchPlan, device: str) -> str | None:
     """Why the runs' torch cannot run ``device`` (a ``cuda`` device where that torch has no CUDA: a CPU build),
-    as the one line ``device: ...``; else None. Every candidate's run would fail as the default compile's does,
-    so the search is refused before it starts any."""
+    in one line that a front end puts after the device's name (``--device: ...``); else None. Every candidate's
+    run would fail as the default compile's does, so the search is refused before it starts any."""
     if not device.startswith("cuda") or plan.cuda is not False:
         return None
-    return (f"device: {device} is not allowed: {plan.asked} ({plan.torch or 'torch'}) cannot use CUDA "
+    return (f"{device} is not allowed: {plan.asked} ({plan.torch or 'torch'}) cannot use CUDA "
             "(allowed: cpu)")
 
 
