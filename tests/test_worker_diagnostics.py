@@ -53,6 +53,17 @@ def test_a_plain_function_has_no_graph_break():
     assert report.compilations == 1 and report.compile_times_s.dynamo > 0
 
 
+def not_a_tensor(x):
+    return "hello"
+
+
+def test_a_function_of_no_tensor_operation_compiles_no_graph_and_is_said():
+    report = _diagnose(not_a_tensor, torch.ones(4))
+    assert report.unique_graphs == 0 and diagnostics.no_graph(report)
+    assert not diagnostics.no_graph(_diagnose(plain, torch.ones(4)))
+    assert "nothing was compiled" in diagnostics.NO_GRAPH_WARNING
+
+
 def test_recompiles_and_the_recompile_limit_are_detected(monkeypatch):
     monkeypatch.setattr(torch._dynamo.config, "recompile_limit", 2)
     shapes = [torch.ones(n) for n in (1, 2, 3, 4, 5)]

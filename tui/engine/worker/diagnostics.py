@@ -20,11 +20,21 @@ import torch
 from tui.engine.payloads import CompileTimes, Diagnostics, Explain
 from tui.engine.worker.failures import graph_break_summary, one_line
 
-__all__ = ["Snapshot", "snapshot", "report", "explain_pass", "RECOMPILE_LIMIT_WARNING"]
+__all__ = ["Snapshot", "snapshot", "report", "explain_pass", "RECOMPILE_LIMIT_WARNING", "NO_GRAPH_WARNING",
+           "no_graph"]
 
 log = logging.getLogger(__name__)
 
 RECOMPILE_LIMIT_WARNING = "hit the recompile limit: later calls ran eagerly"
+NO_GRAPH_WARNING = ("nothing was compiled: dynamo captured no graph (no tensor operation to trace), so the compiled "
+                    "side is the function run by Python behind dynamo's guard checks, and its time is that overhead")
+
+
+def no_graph(report: Diagnostics) -> bool:
+    """Whether the compiled function captured no graph at all: a function of no tensor operation (one that returns a
+    string, or only reads Python values), or frames dynamo skipped. Its "speedup" is dynamo's overhead against a
+    plain call, not a compiled model's; unknown (an older torch's counters) is not said."""
+    return report.unique_graphs == 0
 _LIMIT_MARKERS = ("recompile limit", "recompile_limit", "cache_size_limit", "cache size limit")
 
 

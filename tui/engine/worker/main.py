@@ -358,6 +358,8 @@ class WorkerRun:
     def _diagnostic_warnings(self, report: Diagnostics, options: RunOptions, device: torch.device) -> None:
         if report.recompile_limit_hit:
             self.warn(diagnostics.RECOMPILE_LIMIT_WARNING)
+        if diagnostics.no_graph(report):
+            self.warn(diagnostics.NO_GRAPH_WARNING)
         if device.type == "cuda" and report.cudagraph_skips:
             reasons = "; ".join(report.cudagraph_skip_reasons) or "see stderr"
             self.warn(f"CUDA graphs were skipped {report.cudagraph_skips} time(s) ({reasons})")
