@@ -102,11 +102,14 @@ async def test_the_main_screen_has_its_breakpoint_class_before_its_widgets_are_s
 def test_the_breakpoint_classes_are_textuals():
     from textual.screen import Screen
 
-    from tui.app.layout import HORIZONTAL_BREAKPOINTS, breakpoint_classes
+    from tui.app.layout import HORIZONTAL_BREAKPOINTS, VERTICAL_BREAKPOINTS, breakpoint_classes
 
     for width in (0, 40, 80, 119, 120, 121, 200):
-        ours = {name for name, on in breakpoint_classes(width).items() if on}
-        assert ours == Screen._get_breakpoint_classes(Screen(), width, HORIZONTAL_BREAKPOINTS), width
+        for height in (0, 24, 39, 40, 41, 60):
+            ours = {name for name, on in breakpoint_classes(width, height).items() if on}
+            textuals = (Screen._get_breakpoint_classes(Screen(), width, HORIZONTAL_BREAKPOINTS)
+                        | Screen._get_breakpoint_classes(Screen(), height, VERTICAL_BREAKPOINTS))
+            assert ours == textuals, (width, height)
 
 
 async def test_a_run_that_ends_while_the_app_closes_is_no_error(make_app, monkeypatch):
@@ -139,3 +142,15 @@ async def test_enter_on_the_empty_table_of_a_first_start_goes_to_the_run_options
         await pilot.press("enter")
         await pilot.pause()
         assert app.focused is not None and app.focused.id == "workload", app.focused
+
+
+@pytest.mark.parametrize("size", [(120, 30), (200, 34)])
+async def test_a_short_wide_terminal_gives_the_results_table_more_rows_than_the_chart(make_app, size):
+    """Below 40 rows the chart takes 8 rows, not the wide layout's 16, which left the table 4 rows at 120x30."""
+    from tui.app.components.chart import IterationChart
+
+    app = make_app()
+    async with app.run_test(size=size) as pilot:
+        await pilot.pause()
+        chart = app.query_one(IterationChart)
+        assert chart.size.height + 2 == 8 and app.table.size.height >= 12, (chart.size, app.table.size)

@@ -49,7 +49,7 @@ from tui.app.delegation import FromLab, FromPart
 from tui.app.export_target import export_paths
 from tui.app.exporting import ExportActions
 from tui.app.keys import APP_KEYS
-from tui.app.layout import HORIZONTAL_BREAKPOINTS
+from tui.app.layout import HORIZONTAL_BREAKPOINTS, VERTICAL_BREAKPOINTS
 from tui.app.main_screen import REFRESH_HZ, MainScreen
 from tui.app.messages import HistoryLoaded, RunFinished, RunStarted
 from tui.app.palette import help_keys, lab_commands
@@ -88,6 +88,8 @@ class CompileLabApp(App[int]):
 
     HORIZONTAL_BREAKPOINTS = HORIZONTAL_BREAKPOINTS
     """Screens get ``-narrow`` below 120 columns (the compact layout in compile_lab.tcss)."""
+    VERTICAL_BREAKPOINTS = VERTICAL_BREAKPOINTS
+    """And ``-short`` below 40 rows (a smaller chart)."""
 
     SCREENS = {"main": MainScreen}
     MODES = {"main": "main"}

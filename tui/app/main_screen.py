@@ -108,7 +108,7 @@ class MainScreen(Screen):
         """GPU pane across the top; picker on the left, table, queue and chart on the right; the notice line
         (narrow sizes) above the footer. The screen takes its breakpoint class first, so that its widgets are
         styled once for it."""
-        self.update_classes(breakpoint_classes(self.app.size.width), update=False)
+        self.update_classes(breakpoint_classes(*self.app.size), update=False)
         lab = self.lab
         yield Header(show_clock=False, icon="≡")
         pane = GpuPane(lab.telemetry, interval=getattr(self.app, "gpu_interval", 1.0), id="gpu")
