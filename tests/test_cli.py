@@ -83,6 +83,8 @@ def test_workloads_lists_every_builtin_and_how_to_bring_your_own(capsys):
         (["sweep", "--precision", "ieee,TF32"], "--precision: 'TF32' is not allowed (allowed: default, ieee, tf32)"),
         (["run", "--tf32", "--precision", "ieee"], "--precision: --tf32 (the same as --precision tf32) contradicts "
                                                    "--precision ieee (allowed: one of the two)"),
+        (["run", "--noise-limit", "max_relative_iqr=0"], "--noise-limit: max_relative_iqr: 0 is not allowed"),
+        (["sweep", "--python", "/nonexistent/python,/bin/false"], "--python: /nonexistent/python is not a Python"),
         (["frobnicate"], "argument COMMAND:"),
         (["tune", "--budget", "-5s"], "argument --budget: expected one argument (if the value starts with '-', "
                                       "write --budget=VALUE)"),

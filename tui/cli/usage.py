@@ -38,7 +38,10 @@ def number_flag(flag: str, allowed: str, integer: bool = False) -> Callable[[str
 
 def flag_of(field: str) -> str:
     """The flag that sets option ``field`` (``params`` -> ``--param``, ``timeout_s`` -> ``--timeout``): its spec's
-    (tui.engine.option_table), else the field's name dashed (``max_memory`` -> ``--max-memory``)."""
+    (tui.engine.option_table), else the field's name dashed (``max_memory`` -> ``--max-memory``); a field that is
+    a flag already (``--python``) as it is."""
+    if field.startswith("-"):
+        return field
     spec = SPECS.get(field)
     if spec is not None and spec.flag:
         return spec.flag
@@ -48,4 +51,5 @@ def flag_of(field: str) -> str:
 def refusal(exc: OptionsError) -> str:
     """An option's refusal as the command line says it, naming the flag the user typed: ``--timeout: 0.0 is not
     allowed (allowed: ...)``, where the option's own name (``timeout_s``) means nothing on a command line."""
-    return f"{flag_of(exc.field)}: {exc.message}"
+    field, _, key = exc.field.partition(".")  # ``noise_limits.max_drift``: the flag, then the key the user typed
+    return f"{flag_of(field)}: {key + ': ' if key else ''}{exc.message}"
