@@ -45,7 +45,7 @@ class OneLineCells:
         status), and only the meta, a cell's own, is added anew.
         """
         text = rich_cast(cell)  # a cell object that draws itself as Text (``__rich__``), as Console.render does
-        if not isinstance(text, Text):
+        if not isinstance(text, Text) or _linked(text):
             return None
         key = (text.plain, text.style, text.justify, text.overflow, text.no_wrap, text.tab_size,
                tuple(text.spans), width, padding, pre_style, post_style)
@@ -62,6 +62,14 @@ class OneLineCells:
 
 
 _MISSING: Any = object()
+
+
+def _linked(text: Text) -> bool:
+    """Whether ``text`` has a link or click meta of its own (``[@click=...]``): Textual draws it, so that the cell's
+    meta goes under the span's and hover marks the span's segments alone, as Textual's own drawing does."""
+    styles = [text.style, *(span.style for span in text.spans)]
+    return any(isinstance(style, Style) and (style.link or style.meta) or isinstance(style, str) and
+               ("@" in style or "link" in style) for style in styles)
 
 
 def _unstyled_line(console: Console, text: Text, inner: int, padding: int) -> list[Segment] | None:
