@@ -391,9 +391,9 @@ async def test_below_120_columns_queueing_runs_moves_the_options_aside_once_told
 
 
 @pytest.mark.parametrize("size", [(80, 24), (100, 30)])
-async def test_the_cursors_row_stays_in_view_when_the_terminal_gets_smaller(make_app, size):
-    """A smaller terminal shortens the table: the cursor's row stays on screen, at the newest run and at a row the
-    user chose, and it is still there once the terminal grows again."""
+async def test_the_followed_row_stays_in_view_when_the_terminal_gets_smaller(make_app, size):
+    """A smaller terminal shortens the table: the newest run's row, followed, stays on screen, and it is still there
+    once the terminal grows and shrinks again."""
     write_big_history(paths.history_file(), HISTORY)
     app = make_app()
     async with app.run_test(size=(160, 48)) as pilot:
@@ -404,16 +404,10 @@ async def test_the_cursors_row_stays_in_view_when_the_terminal_gets_smaller(make
         await pilot.resize_terminal(*size)
         await wait_until(pilot, lambda: table.size.height < tall, what="a shorter table")
         await in_view(pilot, table, HISTORY - 1)
-        table.focus()
-        for _ in range(5):
-            await pilot.press("up")
-        chosen = table.cursor_row
-        await in_view(pilot, table, chosen)
         await pilot.resize_terminal(160, 48)
-        await in_view(pilot, table, chosen)
+        await in_view(pilot, table, HISTORY - 1)
         await pilot.resize_terminal(size[0], size[1] - 2)
-        await in_view(pilot, table, chosen)
-
+        await in_view(pilot, table, HISTORY - 1)
 
 
 async def test_hiding_the_history_while_it_loads_still_ends_on_the_newest_run(make_app):
@@ -443,3 +437,38 @@ async def test_hiding_the_history_while_it_loads_still_ends_on_the_newest_run(ma
         await wait_until(pilot, lambda: table.row_count == 60, what="the history shown")
         await in_view(pilot, table, 59)
         await wait_until(pilot, lambda: app.main_screen.chart_run is app.records[records[59].run_id], what="the chart")
+
+
+async def test_a_resize_leaves_a_view_the_user_scrolled_away_from_the_cursor(make_app):
+    """The cursor's row is kept in view only where it was in view: a user who scrolled away reads on undisturbed."""
+    write_big_history(paths.history_file(), HISTORY)
+    app = make_app()
+    async with app.run_test(size=(160, 48)) as pilot:
+        await loaded(app, pilot, HISTORY)
+        table = app.table
+        await in_view(pilot, table, HISTORY - 1)
+        table.focus()
+        await pilot.press("up", "up")
+        table.scroll_home(animate=False)
+        await wait_until(pilot, lambda: table.scroll_y == 0, what="the view at the top")
+        await pilot.resize_terminal(160, 47)
+        await pilot.pause()
+        await pilot.pause()
+        assert table.scroll_y == 0 and table.cursor_row == HISTORY - 3
+
+
+async def test_a_key_in_an_empty_table_does_not_stop_following(make_app):
+    """Every previous run hidden, an arrow key moves nothing: shown again, the table is on the newest run."""
+    write_big_history(paths.history_file(), HISTORY)
+    app = make_app()
+    async with app.run_test(size=(80, 24)) as pilot:
+        await loaded(app, pilot, HISTORY)
+        table = app.table
+        table.focus()
+        await pilot.press("h")
+        await wait_until(pilot, lambda: table.row_count == 0, what="the history hidden")
+        await pilot.press("down", "up")
+        assert table.following
+        await pilot.press("h")
+        await wait_until(pilot, lambda: table.row_count == HISTORY, what="the history shown")
+        await in_view(pilot, table, HISTORY - 1)

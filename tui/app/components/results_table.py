@@ -214,11 +214,12 @@ class ResultsTable(BulkRowTable):
         self.border_subtitle = " · ".join(hints)
 
     def on_resize(self) -> None:
-        """The columns that tell the rows apart may fit now (``b``, ``z``), or no longer; the cursor's row stays in
-        view (a smaller terminal, or the queue growing under the table, keeps the top row and would hide it)."""
+        """The columns that tell the rows apart may fit now (``b``, ``z``), or no longer; while the table follows the
+        newest run, its row stays in view (a smaller terminal, or the queue growing under the table, keeps the top
+        row and would hide it). A cursor the user moved, and a view scrolled away from it, stay where they are."""
         self._apply_layout()
         self.update_hint()
-        if self.row_count:
+        if self.row_count and self.following:
             self.call_after_refresh(self._scroll_cursor_into_view)
 
     def has_run(self, run_id: str) -> bool:
@@ -469,8 +470,9 @@ class ResultsTable(BulkRowTable):
     @on(DataTable.RowHighlighted)
     def _row_highlighted(self, event: DataTable.RowHighlighted) -> None:
         event.stop()
-        if event.row_key.value is not None:
-            self.post_message(self.RunHighlighted(event.row_key.value))
+        key = event.row_key  # None for a key pressed in an empty table (every previous run hidden)
+        if key is not None and key.value is not None:
+            self.post_message(self.RunHighlighted(key.value))
 
     def action_select_cursor(self) -> None:
         """Enter on a row opens its details; on an empty table (a first start) it goes to the run options."""

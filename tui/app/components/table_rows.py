@@ -115,8 +115,10 @@ class BulkRowTable(DataTable):
         self._following = True
 
     def _user_moved_cursor(self) -> None:
-        # Moving away stops following; coming back to the last row (the newest) resumes it.
-        self._following = self.row_count > 0 and self.cursor_row == self.row_count - 1
+        # Moving away stops following; coming back to the last row (the newest) resumes it. A key in an empty table
+        # (every previous run hidden) moves nothing.
+        if self.row_count:
+            self._following = self.cursor_row == self.row_count - 1
 
     def action_cursor_up(self) -> None:
         """Move the cursor up (the user's move: see :attr:`following`)."""
