@@ -6,7 +6,8 @@ summary (:func:`history_cells`, ~0.1 ms a row), and posts a
 :class:`~tui.app.messages.HistoryLoaded` per chunk: the first :data:`FIRST_CHUNK` runs show
 within a moment, then :data:`CHUNK` at a time, each chunk costing the UI thread a few
 milliseconds; the next chunk is decoded once the previous one is drawn. The table follows the newest row at
-most every :data:`FOLLOW_EVERY_S` and at the end. Three things keep the
+most every :data:`FOLLOW_EVERY_S` and at the end, in a frame after the chunk's own, and the next chunk waits for
+that follow to be drawn too. Three things keep the
 UI thread from waiting on the loader: the GIL is offered after every line and row (a thread
 that holds it runs 5 ms before it is asked to let go, and the UI thread needs it for every turn
 of its loop: 0.2 s stalls without), the objects made are frozen out of the cyclic GC
@@ -118,6 +119,8 @@ class PreviousRuns:
         self._followed_at: float | None = None
         self._unfollowed: str | None = None
         """The newest stored run added since the table last followed one (followed at the end of the load)."""
+        self._follows = 0
+        """Follows asked so far: a chunk's deferred follow runs only if no later one was asked meanwhile."""
         self.done = False
         """Whether the load's last message is handled: every stored row is in the table and followed."""
 
@@ -169,19 +172,20 @@ class PreviousRuns:
             rows = [(message.records[i].run_id, message.cells[i]) for i in added]
             now = time.monotonic()
             self.screen().add_history_rows(rows, follow=False)
+            self._unfollowed = rows[-1][0]  # until its follow is done (a dropped callback leaves it to the end)
             if self._followed_at is None or now - self._followed_at >= FOLLOW_EVERY_S:
-                self._followed_at, self._unfollowed, followed = now, None, rows[-1][0]
-            else:
-                self._unfollowed = rows[-1][0]
+                self._followed_at, followed = now, rows[-1][0]
             if self.lab.baseline.rows:
                 self._refresh_baseline()  # earlier sessions' rows may compare with the baseline
         if message.final and self._unfollowed is not None:
+            self._follows += 1  # a chunk's follow still pending is older: dropped
             self.screen().follow_stored(self._unfollowed)
             self._unfollowed = None
         if message.final:
             self.done = True
         if followed is not None:
-            self.app.call_after_refresh(self._follow_chunk, followed, message.drawn)
+            self._follows += 1
+            self.app.call_after_refresh(self._follow_chunk, followed, message.drawn, self._follows)
         elif message.drawn is not None:
             self.app.call_after_refresh(message.drawn.set)
         if message.final and message.problems:
@@ -189,13 +193,17 @@ class PreviousRuns:
             more = f" (+{len(message.problems) - 1} more)" if len(message.problems) > 1 else ""
             self.app.notify(first + more, title="History", severity="warning", markup=False, timeout=8)
 
-    def _follow_chunk(self, run_id: str, drawn: threading.Event | None) -> None:
+    def _follow_chunk(self, run_id: str, drawn: threading.Event | None, number: int) -> None:
         """The table follows a chunk's last row once the chunk is drawn, and the loader goes on once the follow is:
-        a follow draws every visible line anew, which in the chunk's own frame made one piece of UI work of both."""
-        try:
-            self.screen().follow_stored(run_id)
-        except (KeyError, LookupError):  # the app is closing: its screen is gone
-            logger.debug("the history's follow of %s was dropped: the screen is gone", run_id)
+        a follow draws every visible line anew, which in the chunk's own frame made one piece of UI work of both.
+        A follow asked after this one (``number``) makes it stale: the cursor never goes back to an older row."""
+        if number == self._follows:
+            try:
+                self.screen().follow_stored(run_id)
+            except (KeyError, LookupError):  # the app is closing: its screen is gone
+                logger.debug("the history's follow of %s was dropped: the screen is gone", run_id)
+            if self._unfollowed == run_id:
+                self._unfollowed = None
         if drawn is not None:
             self.app.call_after_refresh(drawn.set)
 
