@@ -94,11 +94,12 @@ async def jump_work(app: App, ticks: Ticks, count: int) -> float:
 
 def ui_work_bound(jump: float) -> float:
     """The most UI work one gap of a history load may hold, once its first rows are drawn: 100 ms, or two and a
-    half jumps (:func:`jump_work`) on a box where that is more. A load's longest piece is then one follow's redraw
-    (the chunk's rows are handled in a frame of their own), the most of 15-50 of them: up to 2.1 jumps in six
-    readings of the two tests, as this box's pace moves between the load and the jumps; a full collection over the
-    history's objects read 6.5 (docs/BENCHMARKS.md §12)."""
-    return max(0.1, 2.5 * jump)
+    half jumps (:func:`jump_work`) on a box where that is more, and never over 250 ms (a change that slows every
+    line drawn slows the jumps too). A load's longest piece is then one follow's redraw (the chunk's rows are
+    handled in a frame of their own), the most of 15-50 of them: up to 2.1 jumps in six readings of the two tests,
+    as this box's pace moves between the load and the jumps; a full collection over the history's objects read 6.5
+    (docs/BENCHMARKS.md §12)."""
+    return min(max(0.1, 2.5 * jump), 0.25)
 
 
 def _history_rows(count: int) -> list[tuple[str, dict]]:

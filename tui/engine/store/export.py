@@ -86,7 +86,8 @@ ALLOWED_OUTSIDE_DATA = "a file outside compile-lab's history, runs, locks and co
 
 
 def atomic_writer(path: str | os.PathLike[str], *, newline: str | None = "") -> AbstractContextManager[IO[str]]:
-    """:func:`tui.engine.atomic.atomic_writer`, where samples a run no longer has are a failure too."""
+    """:func:`tui.engine.atomic.atomic_writer`, where stored samples that hold an impossible time
+    (:class:`SamplesInvalid`) are a failure too."""
     return _atomic_writer(path, newline=newline, failures=(OSError, SamplesUnavailable))
 
 
@@ -252,7 +253,7 @@ def write_json(records: Iterable[RunRecord], path: str | os.PathLike[str],
 
     path = check_target(path)
     with atomic_writer(path, newline=None) as stream:
-        rows = group_rows(records)  # inside: stored samples that are gone make an ExportError
+        rows = group_rows(records)  # inside: stored samples that hold an impossible time make an ExportError
         stream.write(f'{{"schema": {EXPORT_SCHEMA:d}, "exported": {json.dumps(_now_iso())}, ')
         for key, value in (extra or {}).items():
             stream.write(f"{json.dumps(key)}: {json.dumps(finite(value), allow_nan=False)}, ")
