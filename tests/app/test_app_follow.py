@@ -5,6 +5,7 @@ a failed run says so."""
 
 from __future__ import annotations
 
+import contextlib
 import threading
 import time
 
@@ -39,6 +40,18 @@ async def loaded(app, pilot, count: int) -> None:
     comes after the last chunk's rows, which may be added out of view: tui.app.previous_runs)."""
     await wait_until(pilot, lambda: app.previous.done, what="the history's load")
     assert app.table.row_count == count
+
+
+@contextlib.asynccontextmanager
+async def opened_at_the_newest(make_app, size: tuple[int, int]):
+    """An app started at ``size`` with HISTORY stored runs, their load ended and the newest in view:
+    ``(app, pilot, table)``."""
+    write_big_history(paths.history_file(), HISTORY)
+    app = make_app()
+    async with app.run_test(size=size) as pilot:
+        await loaded(app, pilot, HISTORY)
+        await in_view(pilot, app.table, HISTORY - 1)
+        yield app, pilot, app.table
 
 
 async def start(app, pilot) -> None:
@@ -394,12 +407,7 @@ async def test_below_120_columns_queueing_runs_moves_the_options_aside_once_told
 async def test_the_followed_row_stays_in_view_when_the_terminal_gets_smaller(make_app, size):
     """A smaller terminal shortens the table: the newest run's row, followed, stays on screen, and it is still there
     once the terminal grows and shrinks again."""
-    write_big_history(paths.history_file(), HISTORY)
-    app = make_app()
-    async with app.run_test(size=(160, 48)) as pilot:
-        await loaded(app, pilot, HISTORY)
-        table = app.table
-        await in_view(pilot, table, HISTORY - 1)
+    async with opened_at_the_newest(make_app, (160, 48)) as (_app, pilot, table):
         tall = table.size.height
         await pilot.resize_terminal(*size)
         await wait_until(pilot, lambda: table.size.height < tall, what="a shorter table")
@@ -440,13 +448,8 @@ async def test_hiding_the_history_while_it_loads_still_ends_on_the_newest_run(ma
 
 
 async def test_a_resize_leaves_a_view_the_user_scrolled_away_from_the_cursor(make_app):
-    """The cursor's row is kept in view only where it was in view: a user who scrolled away reads on undisturbed."""
-    write_big_history(paths.history_file(), HISTORY)
-    app = make_app()
-    async with app.run_test(size=(160, 48)) as pilot:
-        await loaded(app, pilot, HISTORY)
-        table = app.table
-        await in_view(pilot, table, HISTORY - 1)
+    """A resize keeps only a followed row in view: a user who moved the cursor and scrolled away reads on."""
+    async with opened_at_the_newest(make_app, (160, 48)) as (_app, pilot, table):
         table.focus()
         await pilot.press("up", "up")
         table.scroll_home(animate=False)
@@ -459,11 +462,7 @@ async def test_a_resize_leaves_a_view_the_user_scrolled_away_from_the_cursor(mak
 
 async def test_a_key_in_an_empty_table_does_not_stop_following(make_app):
     """Every previous run hidden, an arrow key moves nothing: shown again, the table is on the newest run."""
-    write_big_history(paths.history_file(), HISTORY)
-    app = make_app()
-    async with app.run_test(size=(80, 24)) as pilot:
-        await loaded(app, pilot, HISTORY)
-        table = app.table
+    async with opened_at_the_newest(make_app, (80, 24)) as (_app, pilot, table):
         table.focus()
         await pilot.press("h")
         await wait_until(pilot, lambda: table.row_count == 0, what="the history hidden")
