@@ -129,7 +129,7 @@ class ExportActions:
         csv_rows = len(group_records(records))  # what the summary CSV holds: a configuration's processes are one row
         app.call_from_thread(app.post_message, RunsExported(written, len(records)))
         app.call_from_thread(self._notify_exported, len(records), csv_rows, [str(p) for p in written], skipped)
-        left_out = samples_left_out(records)  # read by the writers already: no file is read again
+        left_out = samples_left_out(records)  # loaded ones kept from the writers; unreadable: tried again
         if left_out:
             more = f" (+{len(left_out) - 1} more)" if len(left_out) > 1 else ""
             app.call_from_thread(app.notify, left_out[0] + more, title="Export", severity="warning", markup=False,

@@ -39,7 +39,7 @@ from typing import Any
 from tui import __version__, logs
 from tui.cli.outputs import check_exports, check_home
 from tui.cli.parse import PROG, UsageError, configs_from_args, options_from_args, repeat_from_args
-from tui.cli.usage import refusal
+from tui.cli.usage import usage_line
 from tui.cli.parser import build_parser
 from tui.engine.options import OptionsError
 
@@ -119,10 +119,8 @@ def main(argv: Sequence[str] | None = None, open_app: AppOpener | None = None) -
         args.repeat = repeat_from_args(args)
         check_exports(args)
         check_home(args)
-    except OptionsError as exc:
-        return _usage_error(refusal(exc))
-    except UsageError as exc:
-        return _usage_error(str(exc))
+    except (OptionsError, UsageError) as exc:
+        return _usage_error(usage_line(exc))
     from tui.cli.run import run_configs
 
     # Looked up here, not imported: tests replace make_runner on this module.

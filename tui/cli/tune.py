@@ -28,7 +28,7 @@ from typing import Any
 
 from tui.cli.parse import PROG, UsageError, check_cluster, device_pool_from_args, options_from_args
 from tui.cli.run_flags import add_cluster_flags, add_option_flags, add_output_flags
-from tui.cli.usage import flag_of, refusal
+from tui.cli.usage import flag_of, usage_line
 from tui.engine.cluster.address import ClusterError
 from tui.engine.options import OptionsError, RunOptions
 from tui.engine.run.session import RunSession, SessionListener
@@ -95,7 +95,7 @@ def cmd_tune(args: argparse.Namespace, make_runner: Callable[..., Any]) -> int:
         check_exports(args)
         check_home(args)
     except (OptionsError, UsageError) as exc:
-        sys.stderr.write(f"{PROG}: error: {refusal(exc) if isinstance(exc, OptionsError) else exc}\n")
+        sys.stderr.write(f"{PROG}: error: {usage_line(exc)}\n")
         return 2
     return asyncio.run(_tune(args, settings, make_runner))
 
@@ -118,8 +118,7 @@ async def _tune(args: argparse.Namespace, settings: tuple[RunOptions, Objective,
     try:
         lanes, cluster = await _lanes(args, base, telemetry)
     except (ClusterError, OptionsError) as exc:
-        err.print(f"{PROG}: error: {refusal(exc) if isinstance(exc, OptionsError) else exc}", markup=False,
-                  highlight=False)
+        err.print(f"{PROG}: error: {usage_line(exc)}", markup=False, highlight=False)
         return 2
     lines = TuneLines(err, quiet=args.quiet)
     plan = await _plan(args, settings, lines, lanes, cluster)

@@ -8,7 +8,7 @@ from collections.abc import Callable
 from tui.engine.option_table import SPECS
 from tui.engine.options import OptionsError
 
-__all__ = ["UsageError", "number_flag", "flag_of", "refusal"]
+__all__ = ["UsageError", "number_flag", "flag_of", "refusal", "usage_line"]
 
 
 class UsageError(Exception):
@@ -53,3 +53,9 @@ def refusal(exc: OptionsError) -> str:
     allowed (allowed: ...)``, where the option's own name (``timeout_s``) means nothing on a command line."""
     field, _, key = exc.field.partition(".")  # ``noise_limits.max_drift``: the flag, then the key the user typed
     return f"{flag_of(field)}: {key + ': ' if key else ''}{exc.message}"
+
+
+def usage_line(exc: Exception) -> str:
+    """What a refused input says after ``compile-lab: error:``: an option's refusal naming its flag (:func:`refusal`),
+    else the error's own line (a UsageError's, a ClusterError's)."""
+    return refusal(exc) if isinstance(exc, OptionsError) else str(exc)
