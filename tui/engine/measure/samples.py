@@ -20,7 +20,7 @@ from tui.engine.protocol import SIDES, STAGES, BlockTimed
 from tui.typed import printable
 
 __all__ = ["Block", "Samples", "new_samples", "samples_to_json", "samples_from_json", "TimingError", "MAX_MS",
-           "checked_ms", "SamplesUnavailable", "SamplesPruned", "SamplesInvalid"]
+           "checked_ms", "SamplesUnavailable", "SamplesPruned", "SamplesInvalid", "kept_samples"]
 
 MAX_MS = 1e9
 """The longest time a stored iteration may take, in ms (11.6 days: beyond the longest run a timeout allows, 7 days)."""
@@ -39,6 +39,17 @@ class SamplesPruned(SamplesUnavailable):
 class SamplesInvalid(SamplesUnavailable):
     """They hold a time no measurement gives (a :class:`TimingError`: NaN, an infinity, a negative or absurd
     time, a zero block or median); the message names the run, the file and the field."""
+
+
+def kept_samples(source: Any) -> Samples | None:
+    """``source.loaded_samples()``, or None where they were pruned or cannot be read (an export keeps the run with
+    its stored summary and no samples); samples that hold an impossible time still raise :class:`SamplesInvalid`."""
+    try:
+        return source.loaded_samples()
+    except SamplesInvalid:
+        raise
+    except SamplesUnavailable:
+        return None
 
 
 class TimingError(ValueError):

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from tui.engine.explain.kernels import Profile, top_kernels_text
-from tui.engine.measure.samples import Samples, SamplesInvalid, SamplesUnavailable
+from tui.engine.measure.samples import Samples, kept_samples
 from tui.engine.measure.summary import RunSummary
 from tui.engine.option_table import OPTIONS
 from tui.engine.options import RunOptions, mode_applies
@@ -338,11 +338,8 @@ def raw_rows(record: RowSource) -> Iterator[dict[str, str]]:
     :func:`tui.engine.store.export.samples_left_out`); samples that hold an impossible time raise
     :class:`~tui.engine.measure.samples.SamplesInvalid`.
     """
-    try:
-        samples = record.loaded_samples()
-    except SamplesInvalid:
-        raise
-    except SamplesUnavailable:
+    samples = kept_samples(record)
+    if samples is None:
         return
     for side in SIDES:
         for block in samples[side]:

@@ -26,7 +26,8 @@ from tui.engine.protocol import (
     Ready, Started, WorkerWarning,
 )  # fmt: skip
 from tui.engine.measure.samples import (
-    Block, Samples, SamplesInvalid, SamplesPruned, SamplesUnavailable, new_samples, samples_from_json, samples_to_json,
+    Block, Samples, SamplesInvalid, SamplesPruned, SamplesUnavailable, kept_samples, new_samples, samples_from_json,
+    samples_to_json,
 )  # fmt: skip
 from tui.engine.store.columns import csv_row, raw_rows
 from tui.engine.store.run_ids import iso_utc, new_run_id
@@ -434,12 +435,8 @@ class RunRecord:
             "summary": self.summary().to_json(),
         }
         if samples:
-            try:
-                data["samples"] = samples_to_json(self.loaded_samples())
-            except SamplesInvalid:
-                raise
-            except SamplesUnavailable:  # pruned, or the file is gone: the run stays exportable (export: said once)
-                data["samples"] = None
+            kept = kept_samples(self)  # None: pruned, or the file is gone (the export says which, once)
+            data["samples"] = None if kept is None else samples_to_json(kept)
         return finite(data)
 
     @classmethod
