@@ -39,6 +39,10 @@
 #   bash benchmarks/gpu_run.sh tune       # issue 27: compile-lab tune, TUNE_CASES="cnn-ieee cnn-default block gemm"
 #                                         # (default cnn-ieee), each search held to TUNE_BUDGET s (500): one case a call;
 #                                         # TUNE_DEVICE=cuda:all tunes on every GPU (default cuda)
+#                                         # a case may carry its own budget: TUNE_CASES="cnn-default:600 gemm:420"
+#   bash benchmarks/gpu_run.sh tune_detached  # the tune stage detached, to outlast this call; then, in each next
+#                                             # call (within 30 s), `tune_wait`: waits up to TUNE_WAIT s (560) and
+#                                             # returns $OUT/tune-detached.tar.gz
 #   bash benchmarks/gpu_run.sh profile_cache  # the profile pass keeps the autotune caches: its compile time and
 #                                             # kernel diff, max-autotune GEMM 8192 and CNN b64 (~2 min)
 #   bash benchmarks/gpu_run.sh tune_pool  # issue 27 on a pool: the same search (TUNE_CASES, default cnn-ieee) on
@@ -55,7 +59,11 @@
 set -uo pipefail
 OUT=${OUT:-out}; mkdir -p "$OUT"
 if ls .whl/*.whl >/dev/null 2>&1; then
-  python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl || exit 1
+  # Once a machine: a detached stage may be importing from /tmp/site while a later call runs this script.
+  if [ ! -e /tmp/site/.installed ]; then
+    python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl \
+      && touch /tmp/site/.installed || exit 1
+  fi
   export PYTHONPATH=/tmp/site:$PWD
 else
   export PYTHONPATH=$PWD
@@ -368,8 +376,10 @@ stage_polling() {
 
 stage_tune() {
   # Issue 27: compile-lab tune on the H200, one case per device call (each search is held to TUNE_BUDGET s).
-  local budget=${TUNE_BUDGET:-500} case args
+  local budget case args
   for case in ${TUNE_CASES:-cnn-ieee}; do
+    budget=${TUNE_BUDGET:-500}
+    [[ $case == *:* ]] && { budget=${case#*:}; case=${case%%:*}; }
     case "$case" in
       cnn-ieee) args=(--workload cnn --param batch=64 --precision ieee) ;;
       cnn-default) args=(--workload cnn --param batch=64 --precision default) ;;
@@ -383,6 +393,29 @@ stage_tune() {
     echo "tune exit $? after ${SECONDS}s"; cat "$OUT/tune-$case.txt"; tail -20 "$OUT/tune-$case.log"
     python3 benchmarks/wall_parts.py "$OUT/tune-$case.json"
   done
+}
+
+stage_tune_detached() {
+  # Searches whose budgets together outlast one device call: the tune stage runs detached (setsid) into TUNE_DIR
+  # and lives on while the machine is held. Each later call runs tune_wait, within the machine's warm time.
+  local dir=${TUNE_DIR:-/tmp/tune-detached}
+  mkdir -p "$dir"
+  OUT=$dir setsid nohup bash -c "bash '$0' tune; touch '$dir/chain.done'" > "$dir/chain.txt" 2>&1 < /dev/null &
+  echo "tune chain started (TUNE_CASES=${TUNE_CASES:-cnn-ieee}) into $dir"
+}
+
+stage_tune_wait() {
+  # Waits for the detached chain until it ends or TUNE_WAIT s of this call have passed, and keeps what it wrote
+  # so far as one archive in $OUT (the device returns at most 8 files), refreshed every 20 s.
+  local dir=${TUNE_DIR:-/tmp/tune-detached} limit=${TUNE_WAIT:-560}
+  [ -d "$dir" ] || { echo "tune_wait: no chain in $dir (the machine went back?)"; return; }
+  while :; do
+    tar czf "$OUT/tune-detached.tar.gz" -C "$dir" . 2>/dev/null
+    [ -e "$dir/chain.done" ] && { echo "tune chain done"; break; }
+    [ "$SECONDS" -ge "$limit" ] && { echo "tune chain still running after ${SECONDS}s"; break; }
+    sleep 20
+  done
+  grep -E "^== |tune exit" "$dir/chain.txt"
 }
 
 stage_profile_cache() {
