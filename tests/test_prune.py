@@ -257,6 +257,14 @@ def test_the_data_dirs_size_is_shown(stored):
     table.data_dir()  # compile-lab env's row
     cells = [list(column.cells) for column in table.table.columns]
     assert cells[0] == ["data dir"] and cells[1] == [str(paths.data_dir())] and "compile-lab prune" in cells[2][0]
+    assert table.hints == []
+
+
+def test_env_says_when_the_cap_setting_was_ignored(stored, monkeypatch):
+    monkeypatch.setenv(DATA_CAP_ENV, "5GB")
+    table = _EnvTable()
+    table.data_dir()
+    assert table.hints == [data_cap()[1]] and f"{DATA_CAP_ENV}='5GB' was ignored" in table.hints[0]
 
 
 def test_format_bytes():

@@ -177,13 +177,16 @@ class _EnvTable:
     def data_dir(self) -> None:
         """Where compile-lab keeps its data and how big it is (``compile-lab prune`` frees space)."""
         from tui.engine.explain.artifacts import format_bytes
-        from tui.engine.store.prune import data_usage
+        from tui.engine.store.prune import data_cap, data_usage
 
         usage = data_usage()
         cap = f" of a {format_bytes(usage.cap_bytes)} cap" if usage.cap_bytes else ", no cap"
         self.row("data dir", usage.path, f"{format_bytes(usage.total_bytes)}: runs {format_bytes(usage.runs_bytes)}"
                                          f"{cap}, history {format_bytes(usage.history_bytes)}, exports "
                                          f"{format_bytes(usage.exports_bytes)}; compile-lab prune frees space")
+        problem = data_cap()[1]
+        if problem:
+            self.hints.append(problem)
 
     def compile_cache(self) -> None:
         """Where the workers' inductor caches are and how big (nothing prunes them: they can always be deleted)."""
