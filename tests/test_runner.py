@@ -129,6 +129,25 @@ async def test_a_worker_that_exits_without_finishing_names_its_code_and_last_err
     assert record.error_message == "worker exited with code 3: RuntimeError: fake worker gave up"
 
 
+@pytest.mark.parametrize("script, said", [
+    ("exit 0", "worker exited with code 0 before it was ready (interpreter {program}); it wrote nothing on stderr"),
+    ("echo 'No module named torch' >&2; exit 1",
+     "worker exited with code 1 before it was ready (interpreter {program}): No module named torch"),
+])
+async def test_an_interpreter_that_never_became_the_worker_is_named(tmp_path, script, said):
+    program = tmp_path / "not-a-python"  # what --python /bin/true, or a Python without torch, amounts to
+    program.write_text(f"#!/bin/sh\n{script}\n")
+    program.chmod(0o755)
+    runner = WorkerRunner(worker_argv=[str(program)], keep_spare=False)
+    record = _record(_options())
+    try:
+        await runner.run(record)
+    finally:
+        await runner.aclose()
+    assert record.error_kind == "crash"
+    assert record.error_message == said.format(program=program)
+
+
 async def test_a_failed_event_is_the_workers_own_failure():
     runner = _runner()
     record = _record(_options("fail"))

@@ -23,6 +23,7 @@ from tui.engine.prctl import PR_SET_CHILD_SUBREAPER, prctl
 from tui.engine.protocol import Event, ProtocolError, Ready, decode
 from tui.engine.runner.leftovers import RUN_TOKEN_ENV, Leftovers, new_token
 from tui.logs import suppressed
+from tui.typed import printable
 
 __all__ = ["WorkerProcess", "QueueItem", "STDERR_TAIL_BYTES", "KILL_GRACE_S", "STREAM_LIMIT", "become_subreaper"]
 
@@ -91,6 +92,8 @@ class WorkerProcess:
     """What its run starts outside its process group (:mod:`.leftovers`), killed when it is stopped."""
     killed: bool = False
     """Whether its runner killed it (``kill_all``: a signal, the app closing): its end is a stop, not a crash."""
+    program: str = ""
+    """The interpreter it was started with (``argv[0]``): named when it ends before it is ready."""
 
     @classmethod
     async def spawn(cls, argv: list[str], env: dict[str, str], key: tuple) -> WorkerProcess:
@@ -106,7 +109,7 @@ class WorkerProcess:
             start_new_session=True,
             limit=STREAM_LIMIT,
         )
-        worker = cls(process=process, key=key, leftovers=Leftovers.of(process.pid, token))
+        worker = cls(process=process, key=key, leftovers=Leftovers.of(process.pid, token), program=argv[0])
         worker.tasks = [
             asyncio.create_task(worker._read_stdout(), name=f"worker-{worker.pid}-stdout"),
             asyncio.create_task(worker._drain_stderr(), name=f"worker-{worker.pid}-stderr"),
@@ -211,6 +214,9 @@ class WorkerProcess:
         else:
             message = f"worker exited with code {code}"
         last = _last_meaningful_line(self.stderr_text())
+        if not self.ready.is_set():  # it never became compile-lab's worker: say which interpreter that was
+            message += f" before it was ready (interpreter {printable(self.program)})"
+            return f"{message}: {last}" if last else f"{message}; it wrote nothing on stderr"
         return f"{message}: {last}" if last else message
 
     # ----- signals ---------------------------------------------------------------------------
