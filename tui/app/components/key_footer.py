@@ -22,6 +22,14 @@ __all__ = ["KeyFooter"]
 class KeyFooter(Footer):
     """A Footer that recomposes only when the keys it would show change."""
 
+    # Footer's compact rule gives every key a one-column right margin, the palette's key docked at the right edge
+    # too: the keys scrolled under it showed through that column (a stray letter at the screen's last column).
+    DEFAULT_CSS = """
+    KeyFooter.-compact FooterKey.-command-palette {
+        margin-right: 0;
+    }
+    """
+
     def __init__(self, *, id: str | None = None) -> None:
         super().__init__(id=id)
         self._wanted: Hashable | None = None
