@@ -443,3 +443,13 @@ def test_a_sweep_parameter_without_a_value_says_the_form_to_use(capsys):
     assert cli.main(["sweep", "--workload", "pointwise", "--param", "n", "--device", "cpu"]) == 2
     assert _error_lines(capsys) == ["compile-lab: error: --param: 'n' is not key=value[,value...] (allowed: key=value, "
                                     "e.g. n=512 or n=512,1024 to sweep it)"]
+
+
+@pytest.mark.parametrize("command", [["run"], ["tune", "--budget", "60s"]])
+def test_a_parameter_list_outside_sweep_is_refused_naming_sweep(capsys, command):
+    # It reached a model file's factory as the text '4,8' (a failed row after the worker's start), and a built-in's
+    # check as "expected int, got '4,8'", where README's flag list read as if run swept it too.
+    args = [*command, "--workload", "mlp", "--param", "batch=4,8", "--device", "cpu"]
+    assert cli.main(args) == 2
+    assert _error_lines(capsys) == ["compile-lab: error: --param: 'batch=4,8' is a list (allowed: one value; "
+                                    "compile-lab sweep --param 'batch=4,8' runs each)"]
