@@ -453,3 +453,16 @@ def test_a_parameter_list_outside_sweep_is_refused_naming_sweep(capsys, command)
     assert cli.main(args) == 2
     assert _error_lines(capsys) == ["compile-lab: error: --param: 'batch=4,8' is a list (allowed: one value; "
                                     "compile-lab sweep --param 'batch=4,8' runs each)"]
+
+
+@pytest.mark.parametrize("flags, said", [
+    (["--backend", "aot_eager", "--mode", "default,max-autotune"],
+     "--mode: max-autotune only applies to the inductor backend (aot_eager ignores it)"),
+    (["--backend", "aot_eager,eager", "--option", "freezing=true"],
+     "--option: inductor options only apply to the inductor backend, not aot_eager"),
+])
+def test_a_sweep_refuses_a_mode_or_option_none_of_its_backends_reads(capsys, flags, said):
+    # They were dropped from every run without a word (exit 0), where run refuses them; beside inductor another
+    # backend still runs once without them (tests/test_sweep.py).
+    assert cli.main(["sweep", "--workload", "mlp", "--device", "cpu", *flags]) == 2
+    assert _error_lines(capsys) == [f"compile-lab: error: {said}"]

@@ -16,7 +16,9 @@ from tui.cli.usage import UsageError
 from tui.engine.catalog import echo
 from tui.engine.cluster.address import CPUS_ALLOWED, DEFAULT_CPUS, MAX_CPUS, ClusterError, parse_address
 from tui.engine.option_table import SPECS
-from tui.engine.options import OptionsError, RunOptions, parse_key_values
+from tui.engine.options import (
+    DEFAULT_MODE, OptionsError, RunOptions, check_compile_settings, mode_applies, parse_key_values,
+)  # fmt: skip
 from tui.engine.run.sweep import AXES_BY_FIELD, SWEEP_AXES, SweepAxis, expand
 
 __all__ = ["PROG", "UsageError", "options_from_args", "configs_from_args", "repeat_from_args",
@@ -191,6 +193,18 @@ def device_pool_from_args(args: argparse.Namespace, gpu_count: Any = None) -> tu
     return pool
 
 
+def _refuse_what_no_backend_reads(backends: list[str], modes: list[str], inductor_options: dict[str, Any]) -> None:
+    """``--mode`` or ``--option`` typed for a sweep none of whose backends reads them: refused as ``run`` does.
+
+    Beside inductor, another backend runs once without them (:func:`~tui.engine.run.sweep.expand`); with no
+    inductor among the backends they would be dropped from every run without a word.
+    """
+    if any(mode_applies(backend) for backend in backends):
+        return
+    for mode in modes or [DEFAULT_MODE]:
+        check_compile_settings(backends[0], mode, inductor_options)
+
+
 def _sweep_configs(args: argparse.Namespace) -> list[RunOptions]:
     base = options_from_args(args, sweep=True)
     grid: dict[str, list[Any]] = {}
@@ -207,6 +221,7 @@ def _sweep_configs(args: argparse.Namespace) -> list[RunOptions]:
         for part in parts:
             grid[key].append(parse_key_values([f"{key}={part}"], "params")[key])
     lists = {axis.field: axis_values(args, axis, sweep=True) for axis in SWEEP_AXES}
+    _refuse_what_no_backend_reads(lists["backend"] or [base.backend], lists["mode"] or [], base.inductor_options)
     pythons = lists["python"]
     if pythons is not None and len(pythons) > 1:
         from tui.engine.run.ab import check_interpreter

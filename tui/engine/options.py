@@ -145,7 +145,8 @@ def check_compile_settings(backend: str, mode: str, inductor_options: dict[str, 
     if not inductor_options:
         return
     if not mode_applies(backend):
-        raise OptionsError("inductor_options", f"only apply to the inductor backend, not {echo(backend, plain=True)}")
+        raise OptionsError("inductor_options", f"inductor options only apply to the inductor backend, not "
+                                               f"{echo(backend, plain=True)}")
     if not inductor_options_apply(backend, mode):
         raise OptionsError("inductor_options", "cannot be combined with a non-default mode (torch refuses both)")
     for key in inductor_options:
