@@ -164,6 +164,32 @@ async def test_the_cancel_key_stops_the_search_and_keeps_the_ended_runs(make_app
     assert {h["run_id"] for h in history if h["status"] == "done"} >= {r.run_id for r in done}
 
 
+async def test_the_leaderboard_names_the_candidate_running_now_and_its_phase(make_app):
+    """Between two scores the screen said only "incumbent none yet" and a time left counting down: nothing named
+    the run going on, as the results table's row does (``compiling 12 s``)."""
+    app = _tuned_app(make_app, {}, FAKE_WORKER_COMPILE_S="1.5")
+    async with app.run_test(size=SIZE, notifications=True) as pilot:
+        tune = await _start_tune(app, pilot, "freezing")
+        board = app.screen.query_one(Leaderboard)
+        compiling = re.compile(r"^(default|freezing=True): compiling \d+ s$")
+        seen: list[tuple[str, str, str]] = []  # the line, the status drawn, the candidate of the run going on
+
+        def compiling_shown() -> bool:
+            lines, units = board.running, list(app.session.running.values())
+            if len(lines) == 1 and compiling.match(lines[0]) and len(units) == 1:
+                seen.append((lines[0], _text(board.query_one("#lb-status")),
+                             tune.driver.candidate_of(units[0].record.run_id)))
+            return bool(seen)
+
+        await wait_until(pilot, compiling_shown, timeout=30, what="a candidate compiling")
+        line, status, candidate = seen[0]
+        assert "running" in status and line in status, status
+        assert line.split(":")[0] == candidate
+        await pilot.press("x")
+        await wait_until(pilot, lambda: tune.board.done, timeout=30, what="the answer")
+        assert "running" not in _text(board.query_one("#lb-status"))
+
+
 async def test_quitting_while_a_tune_searches_asks_about_the_search(make_app):
     """The question said "A run is active. Stop it and quit?" though a search of many runs was going."""
     from tui.app.components.dialogs import ConfirmScreen

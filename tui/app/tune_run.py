@@ -29,7 +29,7 @@ from tui.engine.tune.listener import TuneListener
 from tui.engine.runner.torch_probe import probing
 from tui.engine.tune.request import TuneRequest, device_refused, nothing_to_try, plan_search
 from tui.engine.tune.search import Standing, ranked, stage_name
-from tui.present.format import workload_label
+from tui.present.format import active_status_text, workload_label
 from tui.present.tune_answer import answer_lines, headline
 
 if TYPE_CHECKING:
@@ -209,6 +209,20 @@ class TuneRun:
     @property
     def running(self) -> bool:
         return self.result is None
+
+    def running_lines(self) -> tuple[str, ...]:
+        """What the search runs now, a line per run: the candidate and its status (``freezing=True: compiling
+        12 s``), as the results table shows a running row; () between runs."""
+        driver = self.driver
+        lines = []
+        for unit in list(self.lab.session.running.values()):
+            record = unit.record
+            if record.run_id not in self.own:
+                continue
+            name = (driver.candidate_of(record.run_id) if driver is not None else None) or "a run"
+            status = active_status_text(record.status, record.progress(), record.part_elapsed_s(), aligned=False)
+            lines.append(f"{name}: {status}")
+        return tuple(lines)
 
     def saved(self, record: RunRecord) -> None:
         """The controller saved ``record`` (its history line is written): one of the tune's runs may be settled."""

@@ -156,7 +156,7 @@ class TuneActions:
                 self.app.notify(stored, title=NO_SEARCH, severity="information", markup=False, timeout=15)
             return
         if not isinstance(self.app.screen, TuneScreen):
-            self.app.push_screen(TuneScreen(self.lab.tune.board))
+            self.app.push_screen(TuneScreen(self.lab.tune.board, self.lab.tune.running_lines))
 
     def stop(self) -> bool:
         """Stop the running search (a notice); False when none runs."""

@@ -13,6 +13,7 @@ below it lists every candidate).
 from __future__ import annotations
 
 import time
+from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from rich.table import Table
@@ -71,13 +72,16 @@ def _counts(board: Board, now: float | None) -> str:
     return " · ".join(parts)
 
 
-def board_rows(board: Board, now: float | None = None) -> list[tuple[str, str, str]]:
+def board_rows(board: Board, now: float | None = None, running: Sequence[str] = ()) -> list[tuple[str, str, str]]:
     """(label, value, style) of the pane's status: the stage, the incumbent while it runs, the counts (the time
-    left counted down to ``board.ends_at`` at ``now``, a ``time.monotonic`` value; else the latest step's)."""
+    left counted down to ``board.ends_at`` at ``now``, a ``time.monotonic`` value; else the latest step's), and
+    while it runs the ``running`` lines (:meth:`~tui.app.tune_run.TuneRun.running_lines`), a row each."""
     rows = [("stage", board.stage, "italic" if board.stopping else "")]
     if not board.done:
         rows.append(("incumbent", _incumbent(board), ""))
     rows.append(("runs" if board.done else "progress", _counts(board, now), ""))
+    if not board.done:
+        rows += [("running" if n == 0 else "", line, "") for n, line in enumerate(running)]
     return rows
 
 
@@ -108,6 +112,8 @@ class Leaderboard(Vertical):
 
     board: var[Board | None] = var(None, init=False)
     """The search's state now (data down)."""
+    running: var[tuple[str, ...]] = var((), init=False)
+    """What the search runs now, a line per run (data down, set by the screen each second)."""
 
     class StopRequested(Message):
         """The Stop button was pressed: stop the search (the app's cancel key does the same)."""
@@ -135,7 +141,12 @@ class Leaderboard(Vertical):
     def _count_down(self) -> None:
         board = self.board
         if board is not None and not board.done and board.ends_at is not None:
-            self._status.update(_grid(board_rows(board, time.monotonic())))
+            self._status.update(_grid(board_rows(board, time.monotonic(), self.running)))
+
+    def watch_running(self) -> None:
+        board = self.board
+        if board is not None and not board.done:
+            self._status.update(_grid(board_rows(board, time.monotonic(), self.running)))
 
     def watch_board(self, board: Board | None) -> None:
         self._draw(board)
@@ -146,7 +157,7 @@ class Leaderboard(Vertical):
         self.set_class(board.done, "-done")
         self._title.update(f"Tune {board.what}")
         self.border_subtitle = f"tune id {board.tune_id}"
-        self._status.update(_grid(board_rows(board, time.monotonic())))
+        self._status.update(_grid(board_rows(board, time.monotonic(), self.running)))
         rows = list_rows(board)
         self._out_lines.update(_grid(rows))
         self._out.display = bool(rows) and not board.done  # the answer lists every candidate

@@ -13,6 +13,7 @@ pane's Stop button stops it.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from textual.app import ComposeResult
@@ -85,9 +86,11 @@ class TuneScreen(Screen):
         *off_footer("sweep", "export", "toggle_history", "sort"),  # the footer fits 80 columns whole
     ]
 
-    def __init__(self, board: Board | None = None) -> None:
+    def __init__(self, board: Board | None = None, running: Callable[[], tuple[str, ...]] | None = None) -> None:
         super().__init__()
         self._board = board
+        self._running_lines = running
+        """What the search runs now (:meth:`~tui.app.tune_run.TuneRun.running_lines`), read each second."""
 
     def compose(self) -> ComposeResult:
         """The header, the leaderboard, the answer (hidden until the search ends), the footer."""
@@ -101,8 +104,15 @@ class TuneScreen(Screen):
         yield KeyFooter()
 
     def on_mount(self) -> None:
-        """Show the board given."""
+        """Show the board given, and what runs now, read again each second while the search runs."""
         self.show(self._board)
+        if self._running_lines is not None:
+            self._show_running()
+            self.set_interval(1.0, self._show_running, name="tune-running")
+
+    def _show_running(self) -> None:
+        if self._running_lines is not None and self._board is not None and not self._board.done:
+            self.query_one(Leaderboard).running = self._running_lines()
 
     def on_resize(self) -> None:
         """Below 120 columns the footer drops its key padding (as on the main screen)."""

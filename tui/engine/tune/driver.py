@@ -197,6 +197,10 @@ class TuneDriver:
         """Neither stopped nor ended by the default compile's failure that every candidate shares."""
         return self._stopped is None and self._refused is None
 
+    def candidate_of(self, run_id: str) -> str | None:
+        """The name of the candidate the run ``run_id`` runs (None: not one of this search's runs)."""
+        return self._names.get(run_id)
+
     def stop(self, reason: str = "stopped") -> None:
         """End the search now: what runs is cancelled, the best so far is reported unconfirmed."""
         if self._stopped in (None, CANCELLED):
