@@ -140,16 +140,6 @@ def test_factory_raises_names_file_line_type_and_message(tmp_path):
     assert "ValueError: width must be even second line" in message
 
 
-def test_factory_with_unexpected_param_names_the_file(tmp_path):
-    path = write(tmp_path, """
-        def make_workload(device, dtype):
-            return None
-    """)
-    with pytest.raises(UserWorkloadError, match="TypeError") as info:
-        load(str(path), width=3)
-    assert str(path) in str(info.value)
-
-
 @pytest.mark.parametrize(
     ("returned", "described"),
     [
@@ -183,3 +173,29 @@ def test_loader_is_reachable_directly(tmp_path):
     built = load_user_workload(options, CPU, torch.float64)
     assert built.input_sets[0][0].dtype == torch.float64  # a lone tensor is a 1-tuple
     assert built.bytes_per_call is None
+
+
+@pytest.mark.parametrize("body, factory, params, said", [
+    ("def make_workload(device, dtype, batch=8, width=64):\n    raise AssertionError('not called')\n",
+     "", {"batchsize": 8}, "--param batchsize: make_workload has no parameter 'batchsize' (allowed: batch, width)"),
+    ("def two(device, dtype):\n    raise AssertionError('not called')\n",
+     ":two", {"batch": 8}, "--param batch: two has no parameter 'batch' (allowed: none: it takes (device, dtype) "
+                           "alone)"),
+])
+def test_a_param_the_factory_cannot_take_is_named_with_the_ones_it_can(tmp_path, body, factory, params, said):
+    # Called anyway, the factory raised Python's "got an unexpected keyword argument 'batchsize'", which names
+    # neither the flag nor what would do.
+    path = write(tmp_path, body)
+    with pytest.raises(UserWorkloadError) as info:
+        load(f"{path}{factory}", **params)
+    assert str(info.value) == f"{path}: {said}"
+
+
+def test_a_factory_with_params_takes_every_name(tmp_path):
+    path = write(tmp_path, """
+        import torch
+        def make_workload(device, dtype, **params):
+            return (lambda x: x * 2), (torch.full((2,), float(params["anything"])),)
+    """)
+    built = load(str(path), anything="3")
+    assert built.eager_step(built.input_sets[0]).tolist() == [6.0, 6.0]

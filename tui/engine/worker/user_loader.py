@@ -140,6 +140,29 @@ def _functions_note(module: Any) -> str:
     return f"; its functions: {', '.join(names[:6])}{', ...' if len(names) > 6 else ''}" if names else ""
 
 
+def _check_params(make: Callable, shown: str, factory: str, params: dict[str, Any]) -> None:
+    """A ``--param`` the factory cannot take: one line naming it and the factory's own parameters.
+
+    Called with it, the factory raised Python's ``got an unexpected keyword argument``, which names neither
+    the flag nor what would do. A factory with ``**params`` takes every name, and one whose signature cannot be
+    read is called as it is.
+    """
+    try:
+        signature = inspect.signature(make)
+    except (TypeError, ValueError):
+        return
+    kinds = [p.kind for p in signature.parameters.values()]
+    if inspect.Parameter.VAR_KEYWORD in kinds:
+        return
+    named = [p.name for p in list(signature.parameters.values())[2:]
+             if p.kind in (inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY)]
+    unknown = [key for key in params if key not in named]
+    if unknown:
+        allowed = ", ".join(named) if named else "none: it takes (device, dtype) alone"
+        raise UserWorkloadError(f"{shown}: --param {unknown[0]}: {factory} has no parameter {unknown[0]!r} "
+                                f"(allowed: {allowed})")
+
+
 def load_user_workload(options: Any, device: torch.device, dtype: torch.dtype) -> BuiltWorkload:
     """Import the file ``options.workload`` names, call its factory, wrap the result.
 
@@ -157,6 +180,7 @@ def load_user_workload(options: Any, device: torch.device, dtype: torch.dtype) -
     if not callable(make):
         raise UserWorkloadError(f"{shown} has no function {factory}(device, dtype, **params) {RETURNS}"
                                 f"{_functions_note(module)}")
+    _check_params(make, shown, factory, dict(options.params))
     torch.manual_seed(options.seed)
     try:
         result = make(device, dtype, **dict(options.params))
