@@ -42,7 +42,7 @@ def test_gpu_defaults_are_the_seed_sizes():
         ({"backend": "aot_eager", "mode": "reduce-overhead"}, "mode", "only applies to the inductor backend"),
         ({"mode": "max-autotune", "inductor_options": {"max_autotune": True}}, "inductor_options", "non-default mode"),
         ({"backend": "eager", "inductor_options": {"x": 1}}, "inductor_options", "only apply to the inductor"),
-        ({"dtype": "float64"}, "dtype", "allowed: float32, bfloat16, float16"),
+        ({"dtype": "float64"}, "dtype", "allowed: float32 (fp32), bfloat16 (bf16), float16 (fp16)"),
         ({"iters": 0}, "iters", "from 1 to"),
         ({"warmup": -1}, "warmup", "from 0 to"),
         ({"iters": True}, "iters", "integer"),
@@ -386,3 +386,10 @@ def test_a_key_value_with_too_many_digits_stays_a_number_too_big_not_inf():
     with pytest.raises(OptionsError) as info:
         RunOptions(workload="matmul", params=parse_key_values([f"n={DIGITS}"], "params")).validated()
     assert str(info.value) == f"params: n: {'1' * 40}… (10000 characters) is above the maximum 65536"
+
+
+@pytest.mark.parametrize("short, dtype", [("fp32", "float32"), ("bf16", "bfloat16"), ("fp16", "float16")])
+def test_a_dtype_may_be_given_by_the_short_name_the_tables_show(short, dtype):
+    # Every title reads "inductor dyn=auto fp32 cpu", yet --dtype fp32 was refused.
+    options = RunOptions(workload="pointwise", dtype=short).validated()
+    assert options.dtype == dtype and short in options.label()

@@ -43,6 +43,7 @@ __all__ = [
     "BACKENDS",
     "MODES",
     "DTYPES",
+    "SHORT_DTYPES",
     "PRECISIONS",
     "DEFAULT_PRECISION",
     "check_precision",
@@ -71,6 +72,9 @@ __all__ = [
 BACKENDS = ("inductor", "aot_eager", "cudagraphs", "eager")
 MODES = ("default", "reduce-overhead", "max-autotune", "max-autotune-no-cudagraphs")
 DTYPES = ("float32", "bfloat16", "float16")
+SHORT_DTYPES = {"float32": "fp32", "bfloat16": "bf16", "float16": "fp16"}
+"""Each dtype's short name: what labels, tables and titles show, and so a spelling the options accept too."""
+_DTYPE_OF_SHORT = {short: name for name, short in SHORT_DTYPES.items()}
 PRECISIONS = ("default", "ieee", "tf32")
 """How fp32 matmuls and cuDNN convolutions may round, on both sides: ``default`` leaves torch's flags as
 a fresh process has them (cuDNN TF32 on, matmul TF32 off), ``ieee`` turns TF32 off for both, ``tf32``
@@ -260,8 +264,10 @@ class RunOptions:
         device = _checked_device(self.device)
         workload, params = self._resolved_workload(device)
         check_compile_settings(self.backend, self.mode, self.inductor_options)
-        if self.dtype not in DTYPES:
-            raise OptionsError("dtype", f"{echo(self.dtype)} is not allowed (allowed: {', '.join(DTYPES)})")
+        dtype = _DTYPE_OF_SHORT.get(self.dtype, self.dtype) if isinstance(self.dtype, str) else self.dtype
+        if dtype not in DTYPES:
+            allowed = ", ".join(f"{name} ({SHORT_DTYPES[name]})" for name in DTYPES)
+            raise OptionsError("dtype", f"{echo(self.dtype)} is not allowed (allowed: {allowed})")
         check_precision(self.precision)
         if self.dynamic not in (None, True, False):
             raise OptionsError("dynamic", f"{echo(self.dynamic)} is not allowed (allowed: auto, true, false)")
@@ -275,7 +281,7 @@ class RunOptions:
             raise OptionsError("trace", "records the profile pass, which --no-profile (profile=false) turns off "
                                         "(allowed: trace with the profile pass on)")
         _check_python(self.python)
-        return dataclasses.replace(self, workload=workload, device=device, params=params)
+        return dataclasses.replace(self, workload=workload, device=device, params=params, dtype=dtype)
 
     def _resolved_workload(self, device: str) -> tuple[str, dict[str, Any]]:
         """The workload name to record and its parameters (a built-in's resolved by its spec)."""
@@ -349,7 +355,7 @@ class RunOptions:
         if self.fullgraph:
             parts.append("fullgraph")
         parts.append(f"dyn={self.dynamic_label}")
-        parts.append({"float32": "fp32", "bfloat16": "bf16", "float16": "fp16"}.get(self.dtype, self.dtype))
+        parts.append(SHORT_DTYPES.get(self.dtype, self.dtype))
         if self.precision != DEFAULT_PRECISION:
             parts.append(str(self.precision))
         if self.train:

@@ -15,7 +15,9 @@ from dataclasses import dataclass
 from collections.abc import Callable, Iterable, Mapping
 
 from tui.engine.run.ab import interpreter_name
-from tui.engine.options import DEFAULT_MODE, DEFAULT_PRECISION, RunOptions, key_value_words, mode_applies
+from tui.engine.options import (
+    DEFAULT_MODE, DEFAULT_PRECISION, SHORT_DTYPES, RunOptions, key_value_words, mode_applies,
+)  # fmt: skip
 from tui.present.format import MISSING
 from tui.present.format import workload_word
 from tui.typed import printable
@@ -41,7 +43,6 @@ __all__ = [
 
 SHORT_MODES = {"max-autotune-no-cudagraphs": "max-autotune-no-cg"}
 """Modes whose name is longer than a column should be; the others are short enough as they are."""
-SHORT_DTYPES = {"float32": "fp32", "bfloat16": "bf16", "float16": "fp16"}
 NOT_APPLICABLE = MISSING
 """A field that does not apply to the run (the mode of a backend other than inductor)."""
 ON = "✓"

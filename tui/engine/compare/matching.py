@@ -28,7 +28,7 @@ import json
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-from tui.engine.options import DEFAULT_MODE, DEFAULT_PRECISION, key_value_words, mode_applies
+from tui.engine.options import DEFAULT_MODE, DEFAULT_PRECISION, SHORT_DTYPES, key_value_words, mode_applies
 from tui.engine.store.results import RunRecord
 from tui.typed import printable
 
@@ -40,7 +40,6 @@ MATCH_FIELDS = (
 )  # fmt: skip
 """The fields two runs must share to be compared (``--ignore`` drops some of them)."""
 
-_SHORT_DTYPES = {"float32": "fp32", "bfloat16": "bf16", "float16": "fp16"}
 _UNSAID = {"mode": DEFAULT_MODE, "precision": DEFAULT_PRECISION}
 """Fields a key's label leaves out at these values (as it leaves out false flags)."""
 _HINT_FIELDS = 2
@@ -119,7 +118,7 @@ class ConfigKey:
             elif name == "inductor_options":
                 words.append(_options_words(value))
             elif name == "dtype":
-                words.append(_SHORT_DTYPES.get(value, value))
+                words.append(SHORT_DTYPES.get(value, value))
             else:
                 words.append(value)
         return printable(" ".join(words))
