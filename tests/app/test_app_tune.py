@@ -178,7 +178,7 @@ async def test_the_leaderboard_names_the_candidate_running_now_and_its_phase(mak
             lines, units = board.running, list(app.session.running.values())
             if len(lines) == 1 and compiling.match(lines[0]) and len(units) == 1:
                 seen.append((lines[0], _text(board.query_one("#lb-status")),
-                             tune.driver.candidate_of(units[0].record.run_id)))
+                             tune.driver.names.get(units[0].record.run_id)))
             return bool(seen)
 
         await wait_until(pilot, compiling_shown, timeout=30, what="a candidate compiling")

@@ -219,7 +219,7 @@ class TuneRun:
             record = unit.record
             if record.run_id not in self.own:
                 continue
-            name = (driver.candidate_of(record.run_id) if driver is not None else None) or "a run"
+            name = (driver.names.get(record.run_id) if driver is not None else None) or "a run"
             status = active_status_text(record.status, record.progress(), record.part_elapsed_s(), aligned=False)
             lines.append(f"{name}: {status}")
         return tuple(lines)

@@ -95,7 +95,7 @@ class TuneDriver:
         self.entries = {c.name: _Entry(c) for c in candidates}
         self.standings = [Standing(c) for c in candidates]
         self.records: list[RunRecord] = []
-        self._names: dict[str, str] = {}
+        self.names: dict[str, str] = {}
         """Run id -> the name of the candidate it ran."""
         self.notes: list[str] = []
         self._started = clock() if started is None else started
@@ -197,10 +197,6 @@ class TuneDriver:
         """Neither stopped nor ended by the default compile's failure that every candidate shares."""
         return self._stopped is None and self._refused is None
 
-    def candidate_of(self, run_id: str) -> str | None:
-        """The name of the candidate the run ``run_id`` runs (None: not one of this search's runs)."""
-        return self._names.get(run_id)
-
     def stop(self, reason: str = "stopped") -> None:
         """End the search now: what runs is cancelled, the best so far is reported unconfirmed."""
         if self._stopped in (None, CANCELLED):
@@ -226,7 +222,7 @@ class TuneDriver:
         records = self.session.submit(list(options_list), pool=self.pool or None)
         for record in records:  # before the run starts: the session starts it from the event loop
             record.tune_id, record.tune_stage = self.tune_id, stage
-            self._names[record.run_id] = name
+            self.names[record.run_id] = name
             if group is not None:
                 record.group_id, record.repeat = group[0] or record.run_id, group[1]
         self.records.extend(records)
@@ -235,7 +231,7 @@ class TuneDriver:
     def _took(self, records: Sequence[RunRecord], began: float) -> None:
         """``records`` (submitted at ``began``) ended: their wall time goes into the duration model, under the
         candidate each ran (``_names``; :meth:`DurationModel.ended` says which count, and how)."""
-        self.durations.ended(records, (self.clock() - began) / max(1, len(records)), self._names)
+        self.durations.ended(records, (self.clock() - began) / max(1, len(records)), self.names)
 
     async def run(self) -> TuneResult:
         """The race and the confirmation (see the module docstring); the result, whatever stopped it."""
@@ -255,7 +251,7 @@ class TuneDriver:
             self._say(note)
         stopped = stopped_runs(self.records) if self._stopped is not None else []
         if stopped:
-            self.standings = mark_stopped(self.standings, stopped, self._names)
+            self.standings = mark_stopped(self.standings, stopped, self.names)
         best = winner(self.standings, self.threshold)
         outcome = outcome_of(best, confirmation, self._stopped, self._incomplete, self.threshold,
                              challenger_left=challenger(self.standings) is not None,
