@@ -210,6 +210,20 @@ def test_an_inconclusive_confirmation_grows_a_process_a_side_up_to_its_cap():
     assert len({r.group_id for r in grown}) == 2  # the added processes join their side's group
 
 
+def test_a_confirmation_stops_growing_once_every_process_it_added_failed():
+    # A machine that no longer ran a worker (its code replaced under a running search) failed each added process
+    # in a second, and the confirmation went on adding them to its cap: nine failed a side, and a note that it
+    # "grew to 12 + 12". Screening and the first 3 + 3 measure (the how-manieth run: 1 is the screening).
+    times = {"freezing=True": lambda n: "fail" if n > 4 else EDGE["freezing=True"](n),
+             "default": lambda n: "fail" if n > 4 else 1.0}
+    result, _, runner, _, _ = _tune([Candidate(), FREEZE], times)
+    assert len(runner.runs) == 2 + 6 + 2  # one process more a side, both failed: no more
+    assert result.confirmation.processes == (3, 3) and result.outcome == UNCONFIRMED
+    assert "the confirmation stopped growing at 3 + 3 processes: every process added failed (compile failed: fake " \
+           "inductor error)" in result.notes
+    assert not [note for note in result.notes if "grew to" in note]
+
+
 def test_an_inconclusive_confirmation_that_rules_out_a_gain_says_nothing_beats_the_default():
     # a challenger as fast as the default in one process and 12% slower in the next: its interval spans the
     # band's low edge (inconclusive, two-sided), but its high end is within 1 + t, so no gain over 2% is left

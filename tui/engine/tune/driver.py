@@ -39,7 +39,7 @@ from tui.engine.tune.answer import (
 from tui.engine.tune.durations import DurationModel
 from tui.engine.tune.listener import TuneListener
 from tui.engine.tune.objective import Objective, score
-from tui.engine.tune.parallel import DEFAULT, WINNER, confirm_waves
+from tui.engine.tune.parallel import DEFAULT, WINNER, confirm_waves, failed_growth
 from tui.engine.tune.runs import CANCELLED, gpu_kinds, mark_stopped, ran_count, stopped_run_text, stopped_runs
 from tui.engine.tune.search import (
     CONFIRMATION, MAX_STAGES, Standing, ahead_of_default, challenger, halve, judge_stage, leader, stage_name,
@@ -95,15 +95,13 @@ class TuneDriver:
         self.entries = {c.name: _Entry(c) for c in candidates}
         self.standings = [Standing(c) for c in candidates]
         self.records: list[RunRecord] = []
-        self.names: dict[str, str] = {}
-        """Run id -> the name of the candidate it ran."""
+        self.names: dict[str, str] = {}  # run id -> the name of the candidate it ran
         self.notes: list[str] = []
         self._started = clock() if started is None else started
         self._stopped: str | None = None
         self._incomplete: str | None = None
         self._cut_short: str | None = None
-        self._refused: str | None = None
-        """Why the default compile's run failed in a way every candidate would (:data:`SHARED_FAILURES`)."""
+        self._refused: str | None = None  # why the default compile failed as every candidate would (SHARED_FAILURES)
         self._ran_out: list[str] = []
         """Candidates whose screening run the budget's end cut before its measurement (its timeout: the time left)."""
         self._paced = False
@@ -112,8 +110,7 @@ class TuneDriver:
         """The ``--budget`` minutes a note already said the screening needs (:meth:`_say_pace`)."""
         self._unconfirmable = False
         """Whether the race said that the confirmation no longer fits (:meth:`_say_unconfirmable`)."""
-        self._going: dict[str, tuple[float, list[RunRecord]]] = {}
-        """The stage's runs going: candidate name -> (when its run was submitted, its records)."""
+        self._going: dict[str, tuple[float, list[RunRecord]]] = {}  # the stage's: name -> (submitted at, records)
 
     # ----- time -------------------------------------------------------------------------------
 
@@ -459,6 +456,9 @@ class TuneDriver:
             self.listener.note(notes.grows(repeats, more))  # live; the answer keeps one note for all the growth
             if not await self._confirm_waves(confirm_waves(more, self.lanes, first=repeats), sides, runs):
                 stopped = True  # a stop or the budget: no confirmation
+                break
+            if (failed := failed_growth(runs, repeats)) is not None:  # every process it added failed
+                self.notes.append(failed)
                 break
             repeats, judged = more, confirm(runs[WINNER], runs[DEFAULT], self.objective, self.threshold)
         if repeats > first:

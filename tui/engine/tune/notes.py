@@ -168,6 +168,11 @@ def grows(repeats: int, more: int) -> str:
     return f"the confirmation is inconclusive after {repeats} + {repeats} processes: {more - repeats} more a side"
 
 
+def growth_failed(repeats: int, why: str) -> str:
+    """The answer's note for a confirmation whose added processes all failed: it is judged on ``repeats`` a side."""
+    return f"the confirmation stopped growing at {repeats} + {repeats} processes: every process added failed ({why})"
+
+
 def grew(first: int, repeats: int) -> str:
     """The answer's one note for a confirmation that grew from ``first`` processes a side to ``repeats``."""
     return (f"the confirmation was inconclusive after {first} + {first} processes and grew to {repeats} + {repeats}, "

@@ -13,9 +13,15 @@ On one lane the runs alternate one at a time (winner, default, winner, ...), as 
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
+
+from tui.engine.status import RunStatus
+from tui.engine.store.results import RunRecord
+from tui.engine.tune import notes
+
 WINNER, DEFAULT = "winner", "default"
 
-__all__ = ["WINNER", "DEFAULT", "confirm_waves"]
+__all__ = ["WINNER", "DEFAULT", "confirm_waves", "failed_growth"]
 
 
 def confirm_waves(repeats: int, lanes: int, first: int = 0) -> list[list[tuple[int, str]]]:
@@ -31,3 +37,12 @@ def confirm_waves(repeats: int, lanes: int, first: int = 0) -> list[list[tuple[i
     pairs = [[(repeat, WINNER), (repeat, DEFAULT)][:: 1 if repeat % 2 == 0 else -1] for repeat in numbers]
     at_once = lanes // 2
     return [[run for pair in pairs[start:start + at_once] for run in pair] for start in range(0, len(pairs), at_once)]
+
+
+def failed_growth(runs: Mapping[str, Sequence[RunRecord]], first: int) -> str | None:
+    """Why the confirmation stops growing: every process it added from repeat ``first`` on failed, both sides (a
+    machine that no longer runs a worker fails the next ones alike); None when one of them measured."""
+    added = [record for side in (WINNER, DEFAULT) for record in runs[side][first:]]
+    if not added or any(record.status != RunStatus.FAILED for record in added):
+        return None
+    return notes.growth_failed(first, added[0].error_message or added[0].error_kind or "no reason given")
