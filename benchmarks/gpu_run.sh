@@ -398,10 +398,14 @@ stage_tune() {
 stage_tune_detached() {
   # Searches whose budgets together outlast one device call: the tune stage runs detached (setsid) into TUNE_DIR
   # and lives on while the machine is held. Each later call runs tune_wait, within the machine's warm time.
+  # The chain runs from its own copy of the code: each call replaces the working tree, and a chain run from it
+  # lost its files mid-search (every run after the next call failed to start).
   local dir=${TUNE_DIR:-/tmp/tune-detached}
-  mkdir -p "$dir"
-  OUT=$dir setsid nohup bash -c "bash '$0' tune; touch '$dir/chain.done'" > "$dir/chain.txt" 2>&1 < /dev/null &
-  echo "tune chain started (TUNE_CASES=${TUNE_CASES:-cnn-ieee}) into $dir"
+  mkdir -p "$dir" && rm -rf "$dir/code" && mkdir "$dir/code" || return
+  cp -r tui benchmarks pyproject.toml "$dir/code/" && { [ ! -d .whl ] || cp -r .whl "$dir/code/"; } || return
+  (cd "$dir/code" && OUT=$dir setsid nohup bash -c "bash benchmarks/gpu_run.sh tune; touch '$dir/chain.done'" \
+    > "$dir/chain.txt" 2>&1 < /dev/null &)
+  echo "tune chain started (TUNE_CASES=${TUNE_CASES:-cnn-ieee}) into $dir, from $dir/code"
 }
 
 stage_tune_wait() {
@@ -410,7 +414,7 @@ stage_tune_wait() {
   local dir=${TUNE_DIR:-/tmp/tune-detached} limit=${TUNE_WAIT:-560}
   [ -d "$dir" ] || { echo "tune_wait: no chain in $dir (the machine went back?)"; return; }
   while :; do
-    tar czf "$OUT/tune-detached.tar.gz" -C "$dir" . 2>/dev/null
+    tar czf "$OUT/tune-detached.tar.gz" -C "$dir" --exclude=./code . 2>/dev/null
     [ -e "$dir/chain.done" ] && { echo "tune chain done"; break; }
     [ "$SECONDS" -ge "$limit" ] && { echo "tune chain still running after ${SECONDS}s"; break; }
     sleep 20
