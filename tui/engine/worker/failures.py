@@ -7,9 +7,9 @@ before anything is compiled, so an error on the first compiled call is the compi
 
 from __future__ import annotations
 
-import logging
 import os
 import re
+import sys
 import traceback
 from dataclasses import dataclass
 
@@ -17,7 +17,6 @@ from tui.engine.options import OptionsError
 
 __all__ = ["Failure", "RunFailed", "classify", "one_line", "first_meaningful_line", "graph_break_summary"]
 
-log = logging.getLogger(__name__)
 
 #: Where an exception was raised: building, eager, compile (the first compiled call), compiled.
 STAGES = ("setup", "building", "eager", "compile", "compiled", "other")
@@ -116,14 +115,12 @@ def _chain(exc: BaseException) -> list[BaseException]:
 
 
 def _is_instance(exc: BaseException, module: str, name: str) -> bool:
-    """isinstance against a class looked up defensively (private torch modules move)."""
-    try:
-        import importlib
+    """isinstance against a class looked up defensively (private torch modules move).
 
-        cls = getattr(importlib.import_module(module), name, None)
-    except Exception:  # a private module that moved, or fails to import: not that exception
-        log.debug("%s.%s was not looked up", module, name, exc_info=True)
-        return False
+    Only among the modules already imported: an exception of that class exists only once its module was,
+    so importing one here (``torch._inductor`` costs seconds) could never make the answer true.
+    """
+    cls = getattr(sys.modules.get(module), name, None)
     return isinstance(cls, type) and isinstance(exc, cls)
 
 
