@@ -7,7 +7,9 @@ offline; without matplotlib, and with a bad ``-o``, the command exits 2 before w
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
+import io
 import json
 import os
 import re
@@ -18,7 +20,7 @@ from pathlib import Path
 import pytest
 from fakes.records import cuda_run_record, full_group, full_record
 
-from tui import cli, paths
+from tui import cli, logs, paths
 from tui.engine.store.export import write_json
 from tui.engine.store.history import History
 from tui.cli.report import load_runs
@@ -49,6 +51,24 @@ def export(tmp_path: Path) -> Path:
     return path
 
 
+@pytest.fixture(scope="module")
+def rendered(tmp_path_factory) -> tuple[Path, Path, str]:
+    """The export's report, rendered once for the tests that read the page (a render draws every plot: seconds):
+    (the export, the page, what the command said on stderr)."""
+    folder = tmp_path_factory.mktemp("rendered")
+    export, out, said = folder / "runs.json", folder / "report.html", io.StringIO()
+    write_json(_records(), export)
+    # before any test's own fixtures: a home of its own (the suite's per-test one is not set up yet), left after
+    with pytest.MonkeyPatch.context() as patch, contextlib.redirect_stderr(said):
+        patch.setenv("COMPILE_LAB_HOME", str(folder / "compile-lab-home"))
+        try:
+            code = cli.main(["report", str(export), "-o", str(out)])
+        finally:
+            logs.reset()
+    assert code == 0, said.getvalue()
+    return export, out, said.getvalue()
+
+
 def _report(argv: list[str], capsys: pytest.CaptureFixture) -> tuple[int, str]:
     code = cli.main(["report", *argv])
     return code, capsys.readouterr().err
@@ -64,10 +84,8 @@ def _marks(svg: ET.Element, prefix: str) -> dict[str, ET.Element]:
     return {g.get("id"): g for g in svg.iter(f"{SVG}g") if (g.get("id") or "").startswith(prefix)}
 
 
-def test_the_report_renders_one_forest_mark_per_configuration(export, tmp_path, capsys):
-    out = tmp_path / "report.html"
-    code, err = _report([str(export), "-o", str(out)], capsys)
-    assert code == 0, err
+def test_the_report_renders_one_forest_mark_per_configuration(rendered):
+    export, out, err = rendered
     assert "wrote" in err and "(3 configuration(s) in 5 rows from 7 run(s))" in err
     page = out.read_text(encoding="utf-8")
     forest = _forest(page)
@@ -98,21 +116,17 @@ def test_the_report_renders_one_forest_mark_per_configuration(export, tmp_path, 
         assert words in page, words
 
 
-def test_a_speedup_and_its_interval_stay_on_one_line_in_the_summary_table(export, tmp_path, capsys):
+def test_a_speedup_and_its_interval_stay_on_one_line_in_the_summary_table(rendered):
     """``0.88× [0.87, / 0.89]``: the summary table broke an interval across lines in a narrow column."""
-    out = tmp_path / "report.html"
-    assert _report([str(export), "-o", str(out)], capsys)[0] == 0
-    page = out.read_text(encoding="utf-8")
+    page = rendered[1].read_text(encoding="utf-8")
     assert re.search(r"td\.n\{[^}]*white-space:nowrap", page), "numeric cells may wrap"
     assert re.search(r'<td class="n">\d\.\d\d× \[\d\.\d\d, \d\.\d\d\]</td>', page)  # the speedup cell is one
     host = re.search(r'<td><span class="nw">(\d\.\d\d× \[[^<]*\])</span> <span class="verdict', page)
     assert host, "the host-inclusive figure may wrap inside its interval"
 
 
-def test_every_string_users_wrote_is_escaped(export, tmp_path, capsys):
-    out = tmp_path / "report.html"
-    assert _report([str(export), "-o", str(out)], capsys)[0] == 0
-    page = out.read_text(encoding="utf-8")
+def test_every_string_users_wrote_is_escaped(rendered):
+    page = rendered[1].read_text(encoding="utf-8")
     assert "<script" not in page.lower()
     assert "&lt;script&gt;alert(1)&lt;/script&gt;" in page
     assert "my&lt;script&gt;alert(1)&lt;/script&gt;.py" in page  # the options table has the whole workload
@@ -120,9 +134,9 @@ def test_every_string_users_wrote_is_escaped(export, tmp_path, capsys):
         ET.fromstring(svg)  # the plots' text is escaped too, or this would not parse
 
 
-def test_the_report_opens_offline_and_is_the_same_every_time(export, tmp_path, capsys):
-    first, second = tmp_path / "a.html", tmp_path / "b.html"
-    assert _report([str(export), "-o", str(first)], capsys)[0] == 0
+def test_the_report_opens_offline_and_is_the_same_every_time(rendered, tmp_path, capsys):
+    export, first, _ = rendered
+    second = tmp_path / "b.html"
     assert _report([str(export), "-o", str(second)], capsys)[0] == 0
     page = first.read_text(encoding="utf-8")
     assert not re.search(r"""(?:src|href)\s*=\s*["']?\s*(?:https?:)?//""", page, re.IGNORECASE)
