@@ -60,18 +60,8 @@ def options_from_args(args: argparse.Namespace, sweep: bool = False) -> RunOptio
             if values is not None:
                 given[axis.field] = axis.read(values[0])
         if args.param:
-            _one_value_each(args.param)
             given["params"] = parse_key_values(args.param, "params")
     return RunOptions(**given)
-
-
-def _one_value_each(items: list[str]) -> None:
-    """A comma list sweeps a parameter in ``sweep``; elsewhere it would reach the workload as one text."""
-    for item in items:
-        key, sep, value = item.partition("=")
-        if sep and "," in value:
-            raise OptionsError("params", f"{echo(item.strip())} is a list (allowed: one value; "
-                                         f"compile-lab sweep --param {echo(item.strip())} runs each)")
 
 
 def axis_values(args: argparse.Namespace, axis: SweepAxis, sweep: bool) -> list[Any] | None:

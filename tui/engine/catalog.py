@@ -143,7 +143,9 @@ class ParamSpec:
                 return f"{echo(text, plain=True)} is below the minimum {self.minimum:g}"
             if not text.startswith("-") and self.maximum is not None:
                 return f"{echo(text, plain=True)} is above the maximum {self.maximum:g}"
-        return f"expected {self.kind.__name__}, got {echo(value)}"
+        # a list where one value goes (run --param batch=4,8): a sweep takes it
+        listed = " (one value here; a sweep takes a list)" if text is not None and "," in text else ""
+        return f"expected {self.kind.__name__}, got {echo(value)}{listed}"
 
     def _error(self, problem: str) -> ParamError:
         return ParamError(f"{self.name}: {problem}", (self.name,))
