@@ -191,6 +191,20 @@ def test_a_param_the_factory_cannot_take_is_named_with_the_ones_it_can(tmp_path,
     assert str(info.value) == f"{path}: {said}"
 
 
+def test_a_factory_with_star_args_takes_its_keyword_parameters(tmp_path):
+    # *args takes device and dtype: the names after it are the parameters (a check that dropped the signature's
+    # first two entries dropped *args and scale, and refused scale)
+    path = write(tmp_path, """
+        import torch
+        def make_workload(*args, scale=2):
+            return (lambda x: x * float(scale)), (torch.ones(2),)
+    """)
+    built = load(str(path), scale="3")
+    assert built.eager_step(built.input_sets[0]).tolist() == [3.0, 3.0]
+    with pytest.raises(UserWorkloadError, match=r"has no parameter 'size' \(allowed: scale\)"):
+        load(str(path), size="3")
+
+
 def test_a_factory_with_params_takes_every_name(tmp_path):
     path = write(tmp_path, """
         import torch

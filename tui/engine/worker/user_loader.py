@@ -151,11 +151,15 @@ def _check_params(make: Callable, shown: str, factory: str, params: dict[str, An
         signature = inspect.signature(make)
     except (TypeError, ValueError):
         return
-    kinds = [p.kind for p in signature.parameters.values()]
-    if inspect.Parameter.VAR_KEYWORD in kinds:
+    parameters = list(signature.parameters.values())
+    if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in parameters):
         return
-    named = [p.name for p in list(signature.parameters.values())[2:]
-             if p.kind in (inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY)]
+    try:
+        taken = signature.bind_partial(None, None).arguments  # what device and dtype fill (*args too)
+    except TypeError:  # it cannot take the two: the call says so
+        return
+    named = [p.name for p in parameters if p.name not in taken
+             and p.kind in (inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY)]
     unknown = [key for key in params if key not in named]
     if unknown:
         allowed = ", ".join(named) if named else "none: it takes (device, dtype) alone"
