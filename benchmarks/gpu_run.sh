@@ -400,8 +400,9 @@ stage_tune_detached() {
   # and lives on while the machine is held. Each later call runs tune_wait, within the machine's warm time.
   # The chain runs from its own copy of the code: each call replaces the working tree, and a chain run from it
   # lost its files mid-search (every run after the next call failed to start).
-  local dir=${TUNE_DIR:-/tmp/tune-detached}
-  mkdir -p "$dir" && rm -rf "$dir/code" && mkdir "$dir/code" || return
+  # A fresh folder: an earlier chain's chain.done would end tune_wait at once, its files join the archive.
+  local dir
+  dir=$(realpath -m "${TUNE_DIR:-/tmp/tune-detached}") && rm -rf "$dir" && mkdir -p "$dir/code" || return
   cp -r tui benchmarks pyproject.toml "$dir/code/" && { [ ! -d .whl ] || cp -r .whl "$dir/code/"; } || return
   (cd "$dir/code" && OUT=$dir setsid nohup bash -c "bash benchmarks/gpu_run.sh tune; touch '$dir/chain.done'" \
     > "$dir/chain.txt" 2>&1 < /dev/null &)
@@ -411,7 +412,8 @@ stage_tune_detached() {
 stage_tune_wait() {
   # Waits for the detached chain until it ends or TUNE_WAIT s of this call have passed, and keeps what it wrote
   # so far as one archive in $OUT (the device returns at most 8 files), refreshed every 20 s.
-  local dir=${TUNE_DIR:-/tmp/tune-detached} limit=${TUNE_WAIT:-560}
+  local dir limit=${TUNE_WAIT:-560}
+  dir=$(realpath -m "${TUNE_DIR:-/tmp/tune-detached}")
   [ -d "$dir" ] || { echo "tune_wait: no chain in $dir (the machine went back?)"; return; }
   while :; do
     tar czf "$OUT/tune-detached.tar.gz" -C "$dir" --exclude=./code . 2>/dev/null
