@@ -67,3 +67,37 @@ async def test_the_footer_recomposes_only_when_its_keys_change(monkeypatch):
         app.query_one("#b").focus()  # and gone again
         await pilot.pause()
         assert "Open" not in shown(app) and len(composed) == start + 2
+
+
+class CrowdedApp(App[None]):
+    """More keys than a 60-column compact footer holds: they scroll under the palette's key docked at the right."""
+
+    BINDINGS = [Binding(key, "noop", words) for key, words in
+                (("r", "Run"), ("w", "Sweep"), ("x", "Cancel"), ("f1", "Help"), ("q", "Quit"), ("a", "Re-run"),
+                 ("e", "Export"), ("h", "History"), ("c", "Columns"))]
+
+    def compose(self) -> ComposeResult:
+        yield KeyFooter()
+
+    def on_mount(self) -> None:
+        self.query_one(KeyFooter).compact = True
+
+    def action_noop(self) -> None:
+        """Nothing: the binding is there to be shown."""
+
+
+async def test_a_compact_footers_palette_key_ends_at_the_screens_edge():
+    # Footer's compact rule gave the docked palette key a right margin: the keys under it showed through that
+    # column, a stray letter after "palette" ("^p palettei" at 60 columns)
+    from textual.geometry import Region
+
+    from terminal_model import TerminalModel
+
+    from app_helpers import wait_until
+
+    app = CrowdedApp()
+    async with app.run_test(size=(60, 3)) as pilot:
+        terminal = TerminalModel(app)
+        await wait_until(pilot, lambda: "palette" in terminal.text(Region(0, 2, 60, 1)), what="the footer")
+        line = terminal.text(Region(0, 2, 60, 1))
+    assert line.rstrip().endswith("^p palette") and line.endswith("palette"), repr(line)
