@@ -220,3 +220,9 @@ def test_a_history_line_with_a_wrong_type_loads_with_its_line_and_field_named(tm
         f"{where}.dynamic: 'x' is not allowed (allowed: auto, true, false) (default used)",
         f"{where}.params: expected an object, got str (default used)",
     ]
+
+
+def test_a_short_dtype_written_by_hand_reads_as_its_full_name():
+    # a config saying "bf16", as the tables do, loaded, but the app's picker knew only bfloat16 and showed float32
+    options, problems = decode_options({"workload": "mlp", "dtype": "bf16"})
+    assert options.dtype == "bfloat16" and problems == []

@@ -44,6 +44,7 @@ __all__ = [
     "MODES",
     "DTYPES",
     "SHORT_DTYPES",
+    "full_dtype",
     "PRECISIONS",
     "DEFAULT_PRECISION",
     "check_precision",
@@ -106,6 +107,11 @@ class OptionsError(ValueError):
 # Asked by RunOptions.validated, the sweep and the picker, so they cannot disagree.
 
 DEFAULT_MODE = "default"
+
+
+def full_dtype(dtype: Any) -> Any:
+    """A dtype's full name for its short one (``bf16`` -> ``bfloat16``); anything else as it is."""
+    return _DTYPE_OF_SHORT.get(dtype, dtype) if isinstance(dtype, str) else dtype
 
 
 def mode_applies(backend: str) -> bool:
@@ -264,7 +270,7 @@ class RunOptions:
         device = _checked_device(self.device)
         workload, params = self._resolved_workload(device)
         check_compile_settings(self.backend, self.mode, self.inductor_options)
-        dtype = _DTYPE_OF_SHORT.get(self.dtype, self.dtype) if isinstance(self.dtype, str) else self.dtype
+        dtype = full_dtype(self.dtype)
         if dtype not in DTYPES:
             allowed = ", ".join(f"{name} ({SHORT_DTYPES[name]})" for name in DTYPES)
             raise OptionsError("dtype", f"{echo(self.dtype)} is not allowed (allowed: {allowed})")

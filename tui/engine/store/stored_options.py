@@ -30,7 +30,7 @@ from typing import Any
 
 from tui.engine.catalog import echo
 from tui.engine.option_table import DYNAMIC, FIELD, OPTIONS, PARAMS, code_fields, hidden_fields, limit_fields
-from tui.engine.options import OptionsError, RunOptions, check_compile_settings, parse_dynamic
+from tui.engine.options import OptionsError, RunOptions, check_compile_settings, full_dtype, parse_dynamic
 from tui.typed import decode_fields, printable
 
 __all__ = ["decode_options", "check_hidden", "code_settings", "hidden_settings", "HIDDEN_FIELDS", "LIMIT_FIELDS",
@@ -77,6 +77,7 @@ def decode_options(data: Any, where: str = "options") -> tuple[RunOptions, list[
                 problems.append(f"{where}.{exc}")
         else:
             changes[name] = _params(data[name], f"{where}.{name}", problems)
+    changes["dtype"] = full_dtype(typed.dtype)  # a config written by hand may say bf16, as the tables do
     return dataclasses.replace(typed, **changes), problems
 
 
