@@ -26,7 +26,7 @@ from tui.engine.status import RunStatus
 from tui.engine.store.repeats import summarize_group
 from tui.engine.store.results import RunRecord
 
-__all__ = ["DEVICE", "HOST", "OBJECTIVES", "Objective", "Score", "score", "amortized"]
+__all__ = ["DEVICE", "HOST", "OBJECTIVES", "Objective", "Score", "score", "amortized", "failure_reason"]
 
 DEVICE, HOST = "device", "host"
 OBJECTIVES = (DEVICE, HOST)
@@ -76,6 +76,11 @@ def amortized(speedup: float | None, eager_ms: float | None, compile_s: float | 
     return 1.0 / (1.0 / speedup + compile_s * 1e3 / (calls * eager_ms))
 
 
+def failure_reason(record: RunRecord) -> str:
+    """What a run that did not measure says of why: its message, else its kind (the tune's words for a run out)."""
+    return record.error_message or record.error_kind or "no reason given"
+
+
 def _out(records: Sequence[RunRecord], objective: Objective) -> str | None:
     """Why the candidate is out (see :class:`Score`), from its runs."""
     done = [r for r in records if r.status == RunStatus.DONE]
@@ -83,7 +88,7 @@ def _out(records: Sequence[RunRecord], objective: Objective) -> str | None:
         last = records[-1] if records else None
         if last is None:
             return "not run"
-        return f"{last.status}: {last.error_message or last.error_kind or 'no reason given'}"
+        return f"{last.status}: {failure_reason(last)}"
     for record in done:
         recompiles = record.diagnostics.recompiles_during_measure
         if recompiles:

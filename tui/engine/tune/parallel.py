@@ -18,6 +18,7 @@ from collections.abc import Mapping, Sequence
 from tui.engine.status import RunStatus
 from tui.engine.store.results import RunRecord
 from tui.engine.tune import notes
+from tui.engine.tune.objective import failure_reason
 
 WINNER, DEFAULT = "winner", "default"
 
@@ -45,4 +46,4 @@ def failed_growth(runs: Mapping[str, Sequence[RunRecord]], first: int) -> str | 
     added = [record for side in (WINNER, DEFAULT) for record in runs[side][first:]]
     if not added or any(record.status != RunStatus.FAILED for record in added):
         return None
-    return notes.growth_failed(first, added[0].error_message or added[0].error_kind or "no reason given")
+    return notes.growth_failed(first, failure_reason(added[0]))
