@@ -44,6 +44,7 @@ __all__ = [
     "MODES",
     "DTYPES",
     "SHORT_DTYPES",
+    "DTYPE_WORDS",
     "full_dtype",
     "PRECISIONS",
     "DEFAULT_PRECISION",
@@ -76,6 +77,8 @@ DTYPES = ("float32", "bfloat16", "float16")
 SHORT_DTYPES = {"float32": "fp32", "bfloat16": "bf16", "float16": "fp16"}
 """Each dtype's short name: what labels, tables and titles show, and so a spelling the options accept too."""
 _DTYPE_OF_SHORT = {short: name for name, short in SHORT_DTYPES.items()}
+DTYPE_WORDS = ", ".join(f"{name} ({SHORT_DTYPES[name]})" for name in DTYPES)
+"""The dtypes as a refusal and a flag's help list them: ``float32 (fp32), bfloat16 (bf16), float16 (fp16)``."""
 PRECISIONS = ("default", "ieee", "tf32")
 """How fp32 matmuls and cuDNN convolutions may round, on both sides: ``default`` leaves torch's flags as
 a fresh process has them (cuDNN TF32 on, matmul TF32 off), ``ieee`` turns TF32 off for both, ``tf32``
@@ -272,8 +275,7 @@ class RunOptions:
         check_compile_settings(self.backend, self.mode, self.inductor_options)
         dtype = full_dtype(self.dtype)
         if dtype not in DTYPES:
-            allowed = ", ".join(f"{name} ({SHORT_DTYPES[name]})" for name in DTYPES)
-            raise OptionsError("dtype", f"{echo(self.dtype)} is not allowed (allowed: {allowed})")
+            raise OptionsError("dtype", f"{echo(self.dtype)} is not allowed (allowed: {DTYPE_WORDS})")
         check_precision(self.precision)
         if self.dynamic not in (None, True, False):
             raise OptionsError("dynamic", f"{echo(self.dynamic)} is not allowed (allowed: auto, true, false)")

@@ -30,13 +30,11 @@ from typing import Any
 
 from tui.engine.option_table import OPTIONS
 from tui.engine.options import (
-    BACKENDS, DEFAULT_MODE, DTYPES, DYNAMIC_CHOICES, MODES, PRECISIONS, SHORT_DTYPES, OptionsError, RunOptions,
+    BACKENDS, DEFAULT_MODE, DTYPE_WORDS, DYNAMIC_CHOICES, MODES, PRECISIONS, OptionsError, RunOptions,
     check_mode, check_precision, mode_applies, parse_dynamic,
 )  # fmt: skip
 
 __all__ = ["expand", "SweepAxis", "SWEEP_AXES", "AXES_BY_FIELD"]
-
-_DTYPE_WORDS = ", ".join(f"{name} ({SHORT_DTYPES[name]})" for name in DTYPES)
 
 
 def _axis(name: str, values: Iterable[Any] | None, current: Any) -> list[Any]:
@@ -120,8 +118,8 @@ SWEEP_AXES: tuple[SweepAxis, ...] = (
               {"metavar": "LIST", "help": f"comma list of {', '.join(DYNAMIC_CHOICES)}"},
               value=parse_dynamic),
     SweepAxis("dtype",
-              {"metavar": "DTYPE", "help": f"{_DTYPE_WORDS} (default {_DEFAULTS.dtype})"},
-              {"metavar": "LIST", "help": f"comma list of dtypes ({_DTYPE_WORDS})"}),
+              {"metavar": "DTYPE", "help": f"{DTYPE_WORDS} (default {_DEFAULTS.dtype})"},
+              {"metavar": "LIST", "help": f"comma list of dtypes ({DTYPE_WORDS})"}),
     SweepAxis("precision",
               {"metavar": "WHICH", "help": f"{', '.join(PRECISIONS)}: torch's TF32 flags untouched, TF32 off, or on "
                                            f"for matmuls and cuDNN, both sides (default {_DEFAULTS.precision})"},
