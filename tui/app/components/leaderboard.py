@@ -141,12 +141,16 @@ class Leaderboard(Vertical):
     def _count_down(self) -> None:
         board = self.board
         if board is not None and not board.done and board.ends_at is not None:
-            self._status.update(_grid(board_rows(board, time.monotonic(), self.running)))
+            self._draw_status(board)
 
     def watch_running(self) -> None:
         board = self.board
         if board is not None and not board.done:
-            self._status.update(_grid(board_rows(board, time.monotonic(), self.running)))
+            self._draw_status(board)
+
+    def _draw_status(self, board: Board) -> None:
+        """The status lines (:func:`board_rows`), the time left counted to now, what runs now."""
+        self._status.update(_grid(board_rows(board, time.monotonic(), self.running)))
 
     def watch_board(self, board: Board | None) -> None:
         self._draw(board)
@@ -157,7 +161,7 @@ class Leaderboard(Vertical):
         self.set_class(board.done, "-done")
         self._title.update(f"Tune {board.what}")
         self.border_subtitle = f"tune id {board.tune_id}"
-        self._status.update(_grid(board_rows(board, time.monotonic(), self.running)))
+        self._draw_status(board)
         rows = list_rows(board)
         self._out_lines.update(_grid(rows))
         self._out.display = bool(rows) and not board.done  # the answer lists every candidate
