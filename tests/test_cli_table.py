@@ -215,6 +215,34 @@ def test_one_spelling_for_a_missing_value_in_the_app_the_cli_and_compare():
     assert clock_label(record)[0] == MISSING
 
 
+def test_one_word_for_an_accuracy_verdict_in_the_app_the_cli_the_details_and_the_report():
+    """The app's table said ``ok``/``FAIL`` where the CLI said ``pass``/``fail`` and the details ``pass``/``FAIL``."""
+    import dataclasses
+    import io
+
+    from rich.console import Console
+
+    from tui.app.components.details.summary import ACCURACY_FIELDS
+    from tui.app.components.result_cells import row_cells
+    from tui.cli.render import print_table
+    from tui.engine.options import RunOptions
+    from tui.engine.store.results import RunRecord
+    from tui.present.format import MISSING
+    from tui.report.page import _accuracy
+
+    shown = {}
+    for passed, word in ((True, "pass"), (False, "fail"), (None, MISSING)):
+        record = RunRecord.new(RunOptions(workload="pointwise", device="cpu"))
+        record.accuracy = dataclasses.replace(record.accuracy, passed=passed)
+        out = io.StringIO()
+        print_table([record], Console(file=out, width=120))
+        row = next(line for line in out.getvalue().splitlines() if "pointwise" in line)
+        field = ACCURACY_FIELDS[0].show(passed) if passed is not None else MISSING
+        report = re.sub(r"<[^>]+>", "", _accuracy(record.accuracy.verdict))
+        shown[word] = {row_cells(record, record.summary())["accuracy"].plain, row.split()[-1], field, report}
+    assert shown == {"pass": {"pass"}, "fail": {"fail"}, MISSING: {MISSING}}
+
+
 def test_significant_figures_in_every_table_never_an_exponent_nor_a_decade_too_many():
     """0.99996 ms read ``1.0000`` in the app (a 5th figure) and ``1e+03 µs`` in the CLI."""
     from types import SimpleNamespace

@@ -43,7 +43,7 @@ async def test_a_run_fills_its_row_to_done_with_numbers(make_app):
         assert "[" in cell(run_id, "speedup")  # the interval once the run ended
         assert app.table._cells[run_id]["speedup"].style == "bold green"  # significant, faster
         assert cell(run_id, "graph_breaks") == "0" and cell(run_id, "recompiles") == "0"
-        assert cell(run_id, "accuracy") == "ok"
+        assert cell(run_id, "accuracy") == "pass"
         record = app.records[run_id]
         assert sum(len(b.ms) for b in record.samples["compiled"] if b.stage == "measure") == 40
         assert {RunsQueued, RunStarted, RunFinished} <= set(seen)

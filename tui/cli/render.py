@@ -130,7 +130,7 @@ def print_table(records: list[RunRecord], console: Any) -> None:
     from rich.text import Text
 
     from tui.present.fold_text import SeparatorText
-    from tui.present.format import accuracy_style
+    from tui.present.format import accuracy_label
 
     title, labels = _title_and_labels(records)
     errors, rows = [], []
@@ -146,7 +146,6 @@ def print_table(records: list[RunRecord], console: Any) -> None:
         what.append(printable(f" {params}" + (f"\n{label}" if label else "")).rstrip())
         what.append(processes_text(record))
         compile_s = f"{record.compile_s:.3g} s" if record.compile_s is not None else MISSING
-        accuracy = record.accuracy.verdict
         if record.status in (RunStatus.FAILED, RunStatus.CANCELLED):
             errors.append(f"run {number}: {_why(record.error_kind, record.error_message)}")
         rows.append((
@@ -157,7 +156,7 @@ def print_table(records: list[RunRecord], console: Any) -> None:
             _ms(summary.compiled.iter),
             speedup_text(summary),
             f"{_count(record.diagnostics.graph_breaks)}/{_count(record.diagnostics.recompiles)}",
-            Text(accuracy, style=accuracy_style(accuracy)),
+            Text(*accuracy_label(record)),
         ))  # fmt: skip
     run_width = _run_width(records, labels)
     compact = _least_width(run_width, rows) > console.width

@@ -47,6 +47,7 @@ __all__ = [
     "input_label",
     "options_label",
     "accuracy_label",
+    "accuracy_word",
     "accuracy_style",
     "clock_label",
     "VERDICT_STYLES",
@@ -367,10 +368,16 @@ def accuracy_style(verdict: str | None) -> str:
     return {"pass": "green", "fail": "bold red"}.get(verdict or "", "dim")
 
 
+def accuracy_word(verdict: str | None) -> str:
+    """An accuracy verdict as every table shows it (the app's, the CLI's, the details', the report's): ``pass``,
+    ``fail``, or :data:`MISSING` where no check ran (a failed run, or one not checked; ``n/a`` in the CSV)."""
+    return verdict if verdict in ("pass", "fail") else MISSING
+
+
 def accuracy_label(record: RunRecord) -> tuple[str, str]:
-    """(``ok`` / ``FAIL`` / ``–``, rich style) from the record's accuracy verdict."""
+    """(:func:`accuracy_word`, rich style) from the record's accuracy verdict."""
     verdict = record.accuracy.verdict
-    return {"pass": "ok", "fail": "FAIL"}.get(verdict, MISSING), accuracy_style(verdict)
+    return accuracy_word(verdict), accuracy_style(verdict)
 
 
 def clock_label(record: RunRecord) -> tuple[str, str]:

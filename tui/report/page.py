@@ -14,7 +14,7 @@ from html import escape
 from typing import Any
 
 from tui import __version__
-from tui.present.format import MISSING, fmt_ms, fmt_seconds, workload_names
+from tui.present.format import MISSING, accuracy_word, fmt_ms, fmt_seconds, workload_names
 from tui.present.option_fields import differing, option_words, params_text, workload_word
 from tui.present.tune_json import StoredAnswer
 from tui.present.warning_groups import merged_processes
@@ -139,8 +139,8 @@ def _accuracy(verdict: str) -> str:
     """The accuracy cell: a failed check stands out in the slower verdict's colour (a speedup of wrong numbers is
     none)."""
     if verdict == "fail":
-        return f'<strong class="verdict {verdict_class(SLOWER)}">FAIL</strong>'
-    return e(verdict)
+        return f'<strong class="verdict {verdict_class(SLOWER)}">{accuracy_word(verdict)}</strong>'
+    return e(accuracy_word(verdict))
 
 
 def _noisy(data: ReportData, labels: Mapping[int, str]) -> str:

@@ -12,7 +12,7 @@ from rich.table import Table
 from rich.text import Text
 
 from tui.present.fold_text import WholeWordText
-from tui.present.format import MISSING, TIMES
+from tui.present.format import MISSING, TIMES, accuracy_word
 from tui.present.warning_groups import merged_processes
 from tui.app.components.details.fields import (
     Field, count, field_rows, kv_table, mib, section, seconds, value_text, yes_no,
@@ -35,7 +35,7 @@ _STAT_ROWS = (("n", "n"), ("median", "median"), ("mean", "mean"), ("std", "std")
               ("p10", "p10"), ("p90", "p90"), ("q1", "q1"), ("q3", "q3"), ("iqr", "IQR"))  # fmt: skip
 
 ACCURACY_FIELDS = (
-    Field("passed", "accuracy", lambda v: "pass" if v else "FAIL"),
+    Field("passed", "accuracy", lambda v: accuracy_word("pass" if v else "fail")),
     Field("reference", "judged against", lambda v: _REFERENCES.get(v, v)),
     Field("fp64_note", "fp64 reference"),
     Field("compiled_rmse_fp64", "RMSE, compiled vs fp64", lambda v: f"{v:.3g}"),
