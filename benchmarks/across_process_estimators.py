@@ -1,6 +1,7 @@
 """Across-process intervals on stored quiet runs: the engine's pooled hierarchical bootstrap (A) against the
-median of per-process speedups, bootstrapped over processes (B), and Student's t interval of the processes'
-mean log speedup (C).
+median of per-process speedups, bootstrapped over processes (B), Student's t interval of the processes'
+mean log speedup (C), and the geometric mean of per-process speedups with processes, then each one's block pairs,
+resampled (D).
 
 For each configuration, 40 groups of 3 and of 5 drawn (seeded) from its quiet runs; m is the median of the
 quiet runs' own speedups. Prints each estimator's coverage of m, its decisive share at a 2% threshold and
@@ -50,6 +51,28 @@ def t_interval(speedups: Sequence[float]) -> tuple[float, float]:
     return float(np.exp(centre - half)), float(np.exp(centre + half))
 
 
+def geometric_of_processes(blocks: Sequence[tuple[list[list[float]], list[list[float]]]],
+                           rng: np.random.Generator) -> tuple[float, float, float]:
+    """D: (point, low, high): the geometric mean of each process's own speedup (the ratio of its medians); the
+    95% percentile interval with the processes resampled, then each drawn process's block pairs."""
+    units = []
+    for eager, compiled in blocks:
+        pairs = [(np.asarray(e, float), np.asarray(c, float)) for e, c in zip(eager, compiled, strict=False) if e and c]
+        units.append(pairs)
+    own = [np.median(np.concatenate([e for e, _ in u])) / np.median(np.concatenate([c for _, c in u])) for u in units]
+    point = float(np.exp(np.mean(np.log(own))))
+    logs = np.empty(RESAMPLES)
+    for r in range(RESAMPLES):
+        total = 0.0
+        for p in rng.integers(0, len(units), size=len(units)):
+            u = units[p]
+            drawn = rng.integers(0, len(u), size=len(u))
+            total += np.log(np.median(np.concatenate([u[i][0] for i in drawn]))
+                            / np.median(np.concatenate([u[i][1] for i in drawn])))
+        logs[r] = total / len(units)
+    return point, float(np.exp(np.percentile(logs, 2.5))), float(np.exp(np.percentile(logs, 97.5)))
+
+
 def study(members: list[cj.Stored], size: int) -> dict[str, tuple[int, int, float, int]]:
     """Per estimator: (groups covering m, decisive groups, median relative width, groups)."""
     speedups = [m.record.summary().speedup for m in members]
@@ -59,13 +82,22 @@ def study(members: list[cj.Stored], size: int) -> dict[str, tuple[int, int, floa
     random.Random(0).shuffle(combos)
     combos = combos[:GROUPS]
     rng = np.random.default_rng(0)
-    found: dict[str, list[tuple[float, float]]] = {"A": [], "B": [], "C": []}
+    found: dict[str, list[tuple[float, float]]] = {"A": [], "B": [], "C": [], "D": []}
+    outside = {"A": 0, "D": 0, "D in A": 0}
     for combo in combos:
         pooled = bootstrap_speedup_processes([blocks[i] for i in combo], RESAMPLES, seed=0)
         if pooled.low is not None and pooled.high is not None:
             found["A"].append((pooled.low, pooled.high))
+        point, low, high = geometric_of_processes([blocks[i] for i in combo], rng)
+        found["D"].append((low, high))
+        own = [speedups[i] for i in combo]
+        outside["A"] += pooled.point is not None and not min(own) <= pooled.point <= max(own)
+        outside["D"] += not min(own) - 1e-12 <= point <= max(own) + 1e-12
+        bounded = pooled.low is not None and pooled.high is not None
+        outside["D in A"] += bounded and not pooled.low <= point <= pooled.high
         found["B"].append(median_of_processes([speedups[i] for i in combo], rng))
         found["C"].append(t_interval([speedups[i] for i in combo]))
+    study.outside = outside  # type: ignore[attr-defined]
     return {name: (sum(lo <= m <= hi for lo, hi in intervals),
                    sum(judge_interval(lo, hi, THRESHOLD) != INCONCLUSIVE for lo, hi in intervals),
                    statistics.median(hi / lo - 1 for lo, hi in intervals), len(intervals))
@@ -85,7 +117,9 @@ def main() -> int:
             for size in (3, 5):
                 cells = [f"{name}: cover {c}/{n} decisive {d}/{n} width {w * 100:.1f}%"
                          for name, (c, d, w, n) in study(members, size).items()]
-                print(f"{Path(folder).name:14s} {config:10s} x{size}  " + "  ".join(cells))
+                print(f"{Path(folder).name:14s} {config:10s} x{size}  " + "  ".join(cells)
+                      + f"  point outside the processes' own: A {study.outside['A']}, D {study.outside['D']}; "
+                      f"D's point outside A's interval {study.outside['D in A']}")
     return 0
 
 

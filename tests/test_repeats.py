@@ -125,6 +125,39 @@ def test_a_group_pools_its_processes_and_reports_their_spread():
     assert list(row.raw_rows()) == [line for r in records for line in r.raw_rows()]
 
 
+def _cpu_process(n: int, eager: float, speedup: float, blocks: int = 12) -> RunRecord:
+    """A done CPU run (group ``cpu-0``, repeat ``n``): eager times from ``eager`` ms with a tail of slow calls,
+    compiled ``eager / speedup`` ms each time."""
+    record = RunRecord(f"cpu-{n}", RunOptions(workload="pointwise", device="cpu"), group_id="cpu-0", repeat=n)
+    for index in range(blocks):
+        for side, ms in (("eager", [eager * (1 + 0.5 * (i / 9) ** 4) for i in range(10)]),
+                         ("compiled", [eager / speedup] * 10)):
+            record.apply(make_event("block", 1.0 + index, side=side, stage="measure", index=index, clock="perf_counter",
+                                    ms=ms))
+    record.apply(make_event("finished", 9.0))
+    return record
+
+
+def test_processes_at_different_levels_give_a_speedup_within_their_own():
+    """A tester's two CPU processes at two levels (eager 23.5 and 25.9 us), each a little slower compiled: their
+    samples pooled read faster than either, a median no process measured. The group reads the geometric mean of
+    their own speedups, its interval holds it, and the row's eager and compiled times give that speedup."""
+    records = [_cpu_process(0, 0.0235, 0.96), _cpu_process(1, 0.0259, 0.97)]
+    own = [r.summary().speedup for r in records]
+    blocks = [tuple([list(b.ms) for b in r.samples[side] if b.stage == "measure"] for side in ("eager", "compiled"))
+              for r in records]
+    assert bootstrap_speedup_processes(blocks, 200, seed=0).point > max(own)  # the case this test exists for
+    group = summarize_group(records)
+    assert group.speedup == pytest.approx((own[0] * own[1]) ** 0.5)
+    assert min(own) <= group.speedup <= max(own)
+    assert group.speedup_xproc_ci_low <= group.speedup <= group.speedup_xproc_ci_high
+    summary = GroupRecord.of(records).summary()
+    assert summary.speedup == pytest.approx(group.speedup)
+    assert summary.eager.iter.median / summary.compiled.iter.median == pytest.approx(group.speedup)
+    medians = [r.summary().eager.iter.median for r in records]
+    assert summary.eager.iter.median == pytest.approx((medians[0] * medians[1]) ** 0.5)
+
+
 def test_a_group_of_one_is_that_run():
     record = cuda_run_record()
     record.group_id = record.run_id

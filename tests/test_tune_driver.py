@@ -537,8 +537,9 @@ def test_the_race_never_says_it_goes_on_without_the_confirmations_room_when_its_
 
 def test_the_note_that_drops_the_confirmations_room_promises_nothing_a_cheaper_winner_undoes():
     # max-autotune (50 s a run) leads the screening: its confirmation (3 x 50 + 3 x 10 s) no longer fits, and the
-    # race screens on. Its next run is slower: a combination with 10 s runs wins, whose confirmation fits and runs
-    times = {"max-autotune": lambda n: 0.5 if n == 1 else 1.6, "freezing=True": 0.7}
+    # race screens on. Its next runs are slower (its three processes 4.0x, 0.67x and 0.67x over eager: 1.2x as a
+    # group, their geometric mean): a combination with 10 s runs wins, whose confirmation fits and runs
+    times = {"max-autotune": lambda n: 0.5 if n == 1 else 3.0, "freezing=True": 0.7}
     result, _, runner, heard, clock = _tune([Candidate(), AUTOTUNE, FREEZE], times, budget=210.0, seconds=10.0,
                                             runner_type=SlowAutotune)
     notes = [e[1] for e in heard.events if e[0] == "note"]

@@ -34,7 +34,7 @@ from tui.typed import decode_fields
 
 __all__ = [
     "Stats", "Moments", "SampleAccumulator", "SpeedupCI", "percentile", "median", "summarize", "summarize_sorted",
-    "bootstrap_speedup", "bootstrap_speedup_processes", "is_significant", "MAX_UNITS", "GRID_POINTS",
+    "bootstrap_speedup", "bootstrap_speedup_processes", "geometric_mean", "is_significant", "MAX_UNITS", "GRID_POINTS",
     "BOOTSTRAP_RESAMPLES",
 ]  # fmt: skip
 
@@ -326,6 +326,13 @@ def _units(
         )
         for start in range(0, len(pairs), size)
     ]
+
+
+def geometric_mean(values: Sequence[float]) -> float | None:
+    """exp(mean(log v)) of positive ``values``; None when there are none or one is not positive."""
+    if not values or min(values) <= 0:
+        return None
+    return math.exp(math.fsum(math.log(v) for v in values) / len(values))
 
 
 def bootstrap_speedup_processes(processes: Sequence[tuple[Sequence[Iterable[float]], Sequence[Iterable[float]]]],

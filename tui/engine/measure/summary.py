@@ -28,6 +28,7 @@ Fields of :class:`RunSummary`
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from array import array
 from collections.abc import Sequence
@@ -38,7 +39,7 @@ from tui.engine.measure.clocks import clock_info
 from tui.engine.protocol import SIDES
 from tui.engine.measure.samples import Samples, checked_ms
 from tui.engine.measure.stats import (
-    BOOTSTRAP_RESAMPLES, SampleAccumulator, SpeedupCI, Stats, bootstrap_speedup, is_significant,
+    BOOTSTRAP_RESAMPLES, SampleAccumulator, SpeedupCI, Stats, bootstrap_speedup, geometric_mean, is_significant,
 )
 from tui.engine.thresholds import LAUNCH_BOUND_RATIO, MIN_INTERVAL_BLOCKS, MIN_SAMPLES, STALL_SHIFT_SHARE, VerdictPolicy
 from tui.engine.measure.verdict import (
@@ -59,6 +60,7 @@ __all__ = [
     "BOOTSTRAP_RESAMPLES",
     "launch_bound_of",
     "check_stored_times",
+    "with_typical_medians",
 ]
 
 # The thresholds (MIN_SAMPLES, MIN_INTERVAL_BLOCKS, LAUNCH_BOUND_RATIO, the policy's) live in tui.engine.thresholds.
@@ -284,6 +286,34 @@ def build_summary(live: LiveStats, run: SummaryInputs) -> RunSummary:
         host_verdict=host_verdict.word if host_verdict else None,
         host_noise_reasons=host_verdict.reasons if host_verdict else (),
     )
+
+
+def with_typical_medians(pooled: RunSummary, processes: Sequence[RunSummary], run: SummaryInputs) -> RunSummary:
+    """``pooled`` (the statistics of several processes' blocks pooled) with each side's median replaced by the
+    geometric mean of the processes' own medians, and what is read from the medians read again: the speedups, the
+    break-even calls, TFLOP/s and GB/s.
+
+    The speedup is then the geometric mean of the processes' own speedups, always within their range. The median
+    of the pooled samples is not: when the processes run at different levels (a CPU whose load changed between
+    them), it is a time no process measured, and their ratio can fall outside every process's speedup
+    (docs/METHOD.md, "Repeats across processes"). A side some process lacks keeps the pooled median.
+    """
+    sides = {}
+    for name in SIDES:
+        side = pooled.side(name)
+        typical = {}
+        for which in ("iter", "host"):
+            own = [getattr(p.side(name), which) for p in processes]
+            stats = getattr(side, which)
+            centre = geometric_mean([s.median for s in own]) if stats and all(own) else None
+            typical[which] = stats if centre is None else dataclasses.replace(stats, median=centre)
+        sides[name] = dataclasses.replace(side, **typical)
+    eager, compiled = sides["eager"], sides["compiled"]
+    return dataclasses.replace(
+        pooled, eager=eager, compiled=compiled, speedup=_ratio(eager.iter, compiled.iter),
+        host_speedup=_ratio(eager.host, compiled.host),
+        break_even_calls=_break_even(run.compile_s, eager.iter, compiled.iter),
+        tflops=_rate(run.flops_per_call, compiled.iter, 1e12), gbps=_rate(run.bytes_per_call, compiled.iter, 1e9))
 
 
 def _verdict(live: LiveStats, sides: dict[str, SideStats], which: str, interval: tuple[float | None, float | None],

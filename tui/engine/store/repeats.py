@@ -4,12 +4,14 @@ A configuration run ``K`` times gets ``K`` records, each from its own fresh work
 sharing a ``group_id`` (the first run's id) and numbered by ``repeat`` (0-based). What belongs
 to the group is computed here, from the runs' measured blocks:
 
-* :class:`GroupSummary`: the speedup and the host-inclusive speedup of every done process's
-  samples pooled, each with a 95% interval across processes
-  (:func:`tui.engine.measure.stats.bootstrap_speedup_processes`: processes, then blocks within each),
+* :class:`GroupSummary`: the speedup and the host-inclusive speedup, each the geometric mean of the done
+  processes' own (within their range, where the ratio of their samples' pooled medians need not be), with a 95%
+  interval across processes (:func:`tui.engine.measure.stats.bootstrap_speedup_processes`: processes, then blocks
+  within each; widened to hold the point where it does not),
   the per-process speedups and their spread (max / min), and the group's verdict;
 * :class:`GroupRecord`: the row of a group, for the CSV, the CLI's table and the app. It reads
-  like one run: its statistics pool every done process's blocks, its interval, significance
+  like one run: its statistics pool every done process's blocks (its medians are the geometric means of the
+  processes' own: :func:`~tui.engine.measure.summary.with_typical_medians`), its interval, significance
   and verdict are the group's (across processes), its payloads (environment, diagnostics,
   memory, telemetry, compile time) are those of its first done process, and its wall time is every
   process's added up, part by part (what the configuration cost); the per-process records stay as
@@ -43,9 +45,10 @@ from tui.engine.options import RunOptions
 from tui.engine.protocol import SIDES
 from tui.engine.store.results import TERMINAL_STATUSES, RunRecord, SamplesInvalid, SamplesUnavailable
 from tui.engine.store.wall_time import WallTime
-from tui.engine.measure.stats import SpeedupCI, Stats, bootstrap_speedup_processes, is_significant
+from tui.engine.measure.stats import SpeedupCI, Stats, bootstrap_speedup_processes, geometric_mean, is_significant
 from tui.engine.measure.summary import (
     BOOTSTRAP_RESAMPLES, MIN_INTERVAL_BLOCKS, LiveStats, RunSummary, SideStats, SummaryInputs, build_summary,
+    with_typical_medians,
 )  # fmt: skip
 from tui.engine.measure.verdict import (
     INCONCLUSIVE, NOISY, SideSeries, Verdict, VerdictPolicy, judge_interval, noise_reasons,
@@ -285,9 +288,11 @@ def _summary_of(members: Sequence[RunRecord], done: Sequence[RunRecord]) -> Grou
 def _across_processes(base: GroupSummary, done: Sequence[RunRecord]) -> GroupSummary:
     """Intervals across processes and the verdicts of a group of two or more done runs."""
     intervals = {}
+    summaries = [r.summary() for r in done]
     for which in ("iter", "host"):
         processes = [(_blocks(r, "eager", which), _blocks(r, "compiled", which)) for r in done]
-        interval = bootstrap_speedup_processes(processes, BOOTSTRAP_RESAMPLES, seed=0)
+        interval = _around_typical(bootstrap_speedup_processes(processes, BOOTSTRAP_RESAMPLES, seed=0),
+                                   [s.speedup if which == "iter" else s.host_speedup for s in summaries])
         # As for one run: too few block pairs in all give no interval (tui.engine.measure.summary).
         if sum(min(len(e), len(c)) for e, c in processes) < MIN_INTERVAL_BLOCKS:
             interval = SpeedupCI(interval.point, None, None)
@@ -305,6 +310,18 @@ def _across_processes(base: GroupSummary, done: Sequence[RunRecord]) -> GroupSum
             host = _group_verdict(done, (host_ci.low, host_ci.high), "host", policy)
             changes.update(host_verdict=host.word, host_noise_reasons=host.reasons)
     return dataclasses.replace(base, **changes)
+
+
+def _around_typical(pooled: SpeedupCI, own: Sequence[float | None]) -> SpeedupCI:
+    """The group's speedup: the geometric mean of the processes' ``own`` speedups (the ratio of
+    :func:`~tui.engine.measure.summary.with_typical_medians`), with the interval of their blocks pooled, widened to
+    hold it where it does not. The pooled ratio's point when a process has none."""
+    point = geometric_mean([v for v in own if v is not None]) if all(v is not None for v in own) else None
+    if point is None:
+        return pooled
+    if pooled.low is None or pooled.high is None:
+        return SpeedupCI(point, None, None)
+    return SpeedupCI(point, min(pooled.low, point), max(pooled.high, point))
 
 
 def wants_another_process(group: GroupSummary, target: float | None = None,
@@ -424,11 +441,14 @@ def _pooled_summary(row: GroupRecord) -> RunSummary:
     live = LiveStats()
     live.feed(row.samples)
     # Not "finished": the pooled blocks get no interval of their own (the group's replaces it).
-    pooled = build_summary(live, SummaryInputs(finished=False, done=False, compile_s=row.compile_s,
-                                               flops_per_call=row.flops_per_call, bytes_per_call=row.bytes_per_call,
-                                               warnings=(), throttled=()))  # fmt: skip
+    inputs = SummaryInputs(finished=False, done=False, compile_s=row.compile_s, flops_per_call=row.flops_per_call,
+                           bytes_per_call=row.bytes_per_call, warnings=(), throttled=())
+    pooled = build_summary(live, inputs)
     sides = {side: SideStats(pooled.side(side).iter, pooled.side(side).host,
                              live.outliers(side, pooled.side(side).iter)) for side in SIDES}  # fmt: skip
+    pooled = dataclasses.replace(pooled, eager=sides["eager"], compiled=sides["compiled"])
+    if len(row.pooled) > 1:
+        pooled = with_typical_medians(pooled, [m.summary() for m in row.pooled], inputs)
     group = row.group
     if group.done == 1:
         only = row.pooled[0].summary()
@@ -438,7 +458,7 @@ def _pooled_summary(row: GroupRecord) -> RunSummary:
         low, high = group.speedup_xproc_ci_low, group.speedup_xproc_ci_high
         host_low, host_high = group.host_speedup_xproc_ci_low, group.host_speedup_xproc_ci_high
     return dataclasses.replace(
-        pooled, eager=sides["eager"], compiled=sides["compiled"], live=False, launch_bound=group.launch_bound,
+        pooled, live=False, launch_bound=group.launch_bound,
         speedup_ci_low=low, speedup_ci_high=high, significant=is_significant(low, high),
         host_speedup_ci_low=host_low, host_speedup_ci_high=host_high, warnings=tuple(row.warnings),
         verdict=group.verdict, noise_reasons=group.noise_reasons, host_verdict=group.host_verdict,
