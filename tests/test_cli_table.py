@@ -243,6 +243,15 @@ def test_one_word_for_an_accuracy_verdict_in_the_app_the_cli_the_details_and_the
     assert shown == {"pass": {"pass"}, "fail": {"fail"}, MISSING: {MISSING}}
 
 
+def test_a_speedup_far_below_one_shows_its_figures_never_zero():
+    """A user's model compiled 500 times slower read ``0.00× [0.00, 0.00]`` in the CLI and the app."""
+    from tui.present.format import fmt_speedup, ratio
+
+    assert fmt_speedup(0.0021, 0.0019, 0.51) == "0.0021× [0.0019, 0.51]"
+    assert [ratio(v) for v in (0.0994, 0.0995, 0.5, 0.05, 0.00000123)] == ["0.099", "0.10", "0.50", "0.050",
+                                                                          "0.0000012"]
+
+
 def test_significant_figures_in_every_table_never_an_exponent_nor_a_decade_too_many():
     """0.99996 ms read ``1.0000`` in the app (a 5th figure) and ``1e+03 µs`` in the CLI."""
     from types import SimpleNamespace

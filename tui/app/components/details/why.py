@@ -14,7 +14,7 @@ from rich.table import Table
 from rich.text import Text
 
 from tui.app.components.details.fields import Field, count, field_rows, kv_table, section, seconds, yes_no
-from tui.present.format import MISSING, fmt_ms, fmt_speedup
+from tui.present.format import MISSING, fmt_ms, fmt_speedup, times
 from tui.engine.explain.host_time import HOST_LABELS, HostSplit, graph_break_rows
 from tui.engine.explain.kernels import Profile, SideProfile, short_kernel_name
 from tui.engine.payloads import Diagnostics
@@ -57,7 +57,7 @@ def _ratio(eager: float | None, compiled: float | None) -> str:
     """Compiled as a multiple of eager (``0.25×``: a quarter of eager's)."""
     if eager is None or compiled is None or eager <= 0:
         return MISSING
-    return f"{compiled / eager:.2f}×"
+    return times(compiled / eager)
 
 
 def _not_profiled(profile: Profile | None) -> list[RenderableType] | None:
