@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 import re
 
 from test_cli import _use_fake_worker
@@ -250,6 +251,24 @@ def test_a_speedup_far_below_one_shows_its_figures_never_zero():
     assert fmt_speedup(0.0021, 0.0019, 0.51) == "0.0021× [0.0019, 0.51]"
     assert [ratio(v) for v in (0.0994, 0.0995, 0.5, 0.05, 0.00000123)] == ["0.099", "0.10", "0.50", "0.050",
                                                                           "0.0000012"]
+
+
+def test_an_inconclusive_row_without_a_noise_reason_says_why_it_is_undecided():
+    """README: why a verdict is noisy or not decisive comes first. A --repeat row whose processes disagree read
+    ``inconclusive`` with no line saying why."""
+    from rich.console import Console
+
+    from test_repeats import _group
+    from tui.cli.render import print_warnings
+    from tui.engine.store.repeats import GroupRecord
+
+    row = GroupRecord.of(_group((0.080, 0.116, 0.070)))
+    assert (row.summary().verdict, row.summary().noise_reasons) == ("inconclusive", ())
+    out = io.StringIO()
+    print_warnings([row], Console(file=out, width=200))
+    low, high = row.summary().speedup_ci_low, row.summary().speedup_ci_high
+    assert (f"run 1: inconclusive: its interval [{low:.3g}, {high:.3g}] is neither inside the no-change band "
+            "[0.98, 1.02] nor wholly past it") in out.getvalue()
 
 
 def test_significant_figures_in_every_table_never_an_exponent_nor_a_decade_too_many():

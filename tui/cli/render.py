@@ -233,14 +233,20 @@ def _title_and_labels(records: list[RunRecord]) -> tuple[Any, list[str]]:
 def print_warnings(records: list[RunRecord], console: Any) -> None:
     """Why a verdict is noisy (with the hint to re-run) or not decisive, first, by run number; then the warnings, each
     said once for the runs that share it (:func:`tui.present.warning_groups.grouped_warnings`)."""
-    from tui.engine.measure.verdict import NOISY, RERUN_HINT
+    from tui.engine.measure.verdict import INCONCLUSIVE, NOISY, RERUN_HINT, undecided_reason
+    from tui.engine.thresholds import VerdictPolicy
     from tui.present.warning_groups import grouped_warnings
 
     lines = []
     summaries = [record.summary() for record in records]
-    for number, summary in enumerate(summaries, 1):
-        for what, word, reasons in (("", summary.verdict, summary.noise_reasons),
-                                    ("host ", summary.host_verdict, summary.host_noise_reasons)):
+    for number, (record, summary) in enumerate(zip(records, summaries, strict=True), 1):
+        threshold = VerdictPolicy.of(record.options.noise_threshold).threshold
+        for what, word, reasons, interval in (
+                ("", summary.verdict, summary.noise_reasons, (summary.speedup_ci_low, summary.speedup_ci_high)),
+                ("host ", summary.host_verdict, summary.host_noise_reasons,
+                 (summary.host_speedup_ci_low, summary.host_speedup_ci_high))):
+            if word == INCONCLUSIVE and not reasons:
+                reasons = (undecided_reason(*interval, threshold),)
             if reasons:
                 more = f"; and {len(reasons) - 3} more (the CSV's noise_reasons)" if len(reasons) > 3 else ""
                 hint = f" ({RERUN_HINT})" if word == NOISY else ""

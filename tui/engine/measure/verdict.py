@@ -48,7 +48,7 @@ from tui.engine.thresholds import (
 from tui.typed import JsonRecord
 
 __all__ = [
-    "FASTER", "SLOWER", "NO_CHANGE", "INCONCLUSIVE", "NOISY", "VERDICTS", "CONFIDENT",
+    "FASTER", "SLOWER", "NO_CHANGE", "INCONCLUSIVE", "NOISY", "VERDICTS", "CONFIDENT", "undecided_reason",
     "VerdictPolicy", "LIMIT_NAMES", "Outliers", "SideSeries", "Machine", "Verdict", "Assessment",
     "classify_outliers", "judge_interval", "assess", "noise_reasons", "interval_notes", "verdict_for", "RERUN_HINT",
     "series_checks", "stall_opening", "machine_reasons", "speedup_drift", "past_drift", "spread_note",
@@ -202,6 +202,16 @@ def judge_interval(low: float | None, high: float | None, threshold: float) -> s
     if 1 - threshold <= low and high <= 1 + threshold:
         return NO_CHANGE
     return INCONCLUSIVE
+
+
+def undecided_reason(low: float | None, high: float | None, threshold: float) -> str:
+    """Why :func:`judge_interval` read ``inconclusive`` where no noise check said why: no interval, or one that
+    reaches past the ±``threshold`` band on one side and into it on the other."""
+    if low is None or high is None:
+        return "no interval (too few measured blocks)"
+    band = f"[{1 - threshold:.2f}, {1 + threshold:.2f}]"
+    return (f"its interval [{low:.3g}, {high:.3g}] is neither inside the no-change band {band} nor wholly past it:"
+            " more iterations or processes may decide it")
 
 
 def spread_note(name: str, relative_iqr: float | None, policy: VerdictPolicy, what: str = "time") -> str | None:
