@@ -442,3 +442,15 @@ def test_the_speedup_line_agrees_with_an_inconclusive_or_no_change_verdict():
     assert line("no change", 0.985, 0.995) == "the interval excludes 1 but lies inside the ±2% band: not slower by " \
                                               "more than 2%"
     assert line("slower", 0.94, 0.97) == "significant: compiled is slower"
+
+
+def test_the_compile_phases_leave_out_a_phase_that_did_not_run():
+    """A CPU run listed ``triton 0.00 s`` among its compile phases: the CPU runs no triton."""
+    from tui.engine.payloads import CompileTimes
+
+    record = full_record("20250101-000000-phases", failed=False)
+    times = CompileTimes(dynamo=1.8, aot_autograd=1.73, triton=0.0)
+    record.diagnostics = replace(record.diagnostics, compile_times_s=times)
+    text = " ".join(_text(render_tab(record, "graphs"), width=200).split())
+    assert "compile time by phase dynamo 1.80 s, AOT autograd 1.73 s (each includes the next)" in text
+    assert "triton" not in text

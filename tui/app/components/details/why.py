@@ -260,10 +260,11 @@ def _frames(diagnostics: Diagnostics) -> str | None:
 
 
 def _compile_phases(diagnostics: Diagnostics) -> str | None:
+    """Each phase's seconds, leaving out a phase at zero: one that did not run (triton on the CPU reads 0.0)."""
     times = diagnostics.compile_times_s
     names = (("dynamo", "dynamo"), ("aot_autograd", "AOT autograd"), ("inductor", "inductor"),
              ("inductor_code_gen", "inductor code generation"), ("triton", "triton"), ("backward", "backward"))
-    parts = [f"{label} {seconds(getattr(times, name))}" for name, label in names if getattr(times, name) is not None]
+    parts = [f"{label} {seconds(getattr(times, name))}" for name, label in names if getattr(times, name)]
     return ", ".join(parts) + " (each includes the next)" if parts else None
 
 
