@@ -355,6 +355,18 @@ def test_the_forest_plots_ticks_never_touch_and_its_long_labels_stay_whole(tmp_p
     assert not any("…" in word for word in words)
 
 
+def test_the_sections_that_number_rows_call_them_rows_not_configurations(rendered):
+    """A tester read ``configuration`` 1, 1, 2, 2, 3, 3 in the machine table of 3 configurations in 5 rows: the
+    numbers are the summary table's rows (``#``), and a configuration run apart spans several."""
+    page = rendered[1].read_text(encoding="utf-8")
+    machine = page.split('id="telemetry"')[1].split("<h2")[0]
+    headers = re.findall(r"<th[^>]*>([^<]*)</th>", machine)
+    assert headers[:2] == ["#", "run"], headers
+    environment = page.split('id="environment"')[1].split("<h2")[0]
+    assert re.search(r"<td[^>]*>rows</td>", environment) and "configurations" not in environment
+    assert '<h2 id="options">Options of each row</h2>' in page
+
+
 def test_without_gpu_telemetry_the_machine_section_says_so_in_one_line(tmp_path, capsys):
     from fakes.timed import timed_run
 

@@ -30,7 +30,7 @@ _ENV_HEADERS = {"torch": "torch", "cuda": "CUDA", "triton": "triton", "cudnn": "
                 "gpu_name": "GPU", "driver": "driver", "compute_capability": "compute capability",
                 "gpu_memory_mb": "GPU memory (MB)", "platform": "platform", "cpu": "CPU", "cpu_count": "CPU cores",
                 "cxx": "C++ compiler"}
-_TELEMETRY_HEADERS = ("configuration", "run", "status", "SM clock mean / min (MHz)", "SM clock eager / compiled (MHz)",
+_TELEMETRY_HEADERS = ("#", "run", "status", "SM clock mean / min (MHz)", "SM clock eager / compiled (MHz)",
                       "max temp (°C)", "mean power (W)", "energy (J)", "throttle reasons", "GPU samples",
                       "other CPU use (cores)", "compile-lab's CPU use (cores)", "other GPU processes")
 _STYLE = """
@@ -229,7 +229,7 @@ def _environments(data: ReportData) -> str:
     if not data.environments:
         return "<p>No run reported its environment.</p>"
     headers = ["", *(f"environment {i}" for i in range(1, len(data.environments) + 1))]
-    used = ["configurations", *(e(", ".join(f"#{n}" for n in env.numbers)) for env in data.environments)]
+    used = ["rows", *(e(", ".join(f"#{n}" for n in env.numbers)) for env in data.environments)]
     lines = [used] + [[e(_ENV_HEADERS[name]), *(e(getattr(env.env, name)) for env in data.environments)]
                       for name in ENV_FIELDS]  # fmt: skip
     return _table(headers, lines)
@@ -294,7 +294,7 @@ def render_page(data: ReportData, forest: str, distributions: Mapping[int, str |
         "<h2 id=\"distributions\">Per-iteration distributions</h2>", _distributions(data.rows, labels, distributions),
         "<h2 id=\"telemetry\">The machine during each run</h2>", _telemetry(data.rows),
         "<h2 id=\"environment\">Environment</h2>", _environments(data),
-        "<h2 id=\"options\">Options of each configuration</h2>", _options(data.rows, labels),
+        "<h2 id=\"options\">Options of each row</h2>", _options(data.rows, labels),
     ]
     body = "\n".join(sections)
     return (f"<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
