@@ -98,8 +98,8 @@ def test_train_workloads_are_those_with_a_training_step():
         ("-" + "1" * 10_000, f"n: -{'1' * 39}… (10001 characters) is below the minimum 1"),
         ("1" * 41, f"n: {'1' * 40}… (41 characters) is above the maximum 65536"),
         ("1" * 40, f"n: {'1' * 40} is above the maximum 65536"),  # 40 characters: whole
-        ("x" * 41, f"n: expected int, got {'x' * 40!r}… (41 characters)"),
-        ("x" * 40, f"n: expected int, got {'x' * 40!r}"),
+        ("x" * 41, f"n: expected int from 1 to 65536, got {'x' * 40!r}… (41 characters)"),
+        ("x" * 40, f"n: expected int from 1 to 65536, got {'x' * 40!r}"),
     ],
     ids=["10000-digits", "minus-10000-digits", "41-digits", "40-digits", "41-characters", "40-characters"],
 )

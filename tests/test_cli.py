@@ -451,8 +451,26 @@ def test_a_number_parameter_given_a_list_outside_sweep_says_a_sweep_takes_one(ca
     # its commas (dynamic_shapes' batch_sizes=8,16; a model file's own text).
     args = [*command, "--workload", "mlp", "--param", "batch=4,8", "--device", "cpu"]
     assert cli.main(args) == 2
-    assert _error_lines(capsys) == ["compile-lab: error: --param: batch: expected int, got '4,8' (one value here; "
-                                    "a sweep takes a list)"]
+    assert _error_lines(capsys) == ["compile-lab: error: --param: batch: expected int from 1 to 1048576, got '4,8' "
+                                    "(one value here; a sweep takes a list)"]
+
+
+def test_a_parameter_that_is_not_a_number_names_its_range_and_a_limit_is_written_whole(capsys):
+    """A tester's ``batch=abc`` said ``expected int`` without the range; the range read ``1.04858e+06``."""
+    assert cli.main(["run", "--workload", "mlp", "--param", "batch=abc", "--device", "cpu"]) == 2
+    assert _error_lines(capsys) == ["compile-lab: error: --param: batch: expected int from 1 to 1048576, got 'abc'"]
+    assert cli.main(["run", "--workload", "mlp", "--param", "batch=99999999", "--device", "cpu"]) == 2
+    assert _error_lines(capsys) == ["compile-lab: error: --param: batch: 99999999 is above the maximum 1048576"]
+
+
+@pytest.mark.parametrize("typed, said", [
+    (["run", "--itres", "20"], "unrecognized arguments: --itres 20 (--itres: did you mean --iters?)"),
+    (["sweep", "--mdoe=default"], "unrecognized arguments: --mdoe=default (--mdoe: did you mean --mode?)"),
+    (["run", "--zzz"], "unrecognized arguments: --zzz"),  # nothing near: no guess
+])
+def test_a_misspelt_flag_names_the_nearest_one(capsys, typed, said):
+    assert cli.main(typed) == 2
+    assert _error_lines(capsys) == [f"compile-lab: error: {said}"]
 
 
 @pytest.mark.parametrize("flags, said", [

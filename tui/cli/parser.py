@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import argparse
+import difflib
 import re
+from collections.abc import Iterator
 
 from tui import __version__
 from tui.cli.compare import add_compare_parser
@@ -23,7 +25,7 @@ class _Parser(argparse.ArgumentParser):
     """An ArgumentParser whose errors are one line and raise instead of exiting."""
 
     def error(self, message: str) -> None:  # type: ignore[override]
-        raise UsageError(_with_hint(" ".join(message.split())))
+        raise UsageError(_with_hint(_with_guess(" ".join(message.split()), self)))
 
 
 _MISSING_VALUE = re.compile(r"argument (--[\w-]+)(?:/\S+)?: expected one argument$")
@@ -39,6 +41,33 @@ def _with_hint(message: str) -> str:
     if found is None:
         return message
     return f"{message} (if the value starts with '-', write {found.group(1)}=VALUE)"
+
+
+_UNRECOGNIZED = "unrecognized arguments: "
+
+
+def _with_guess(message: str, parser: argparse.ArgumentParser) -> str:
+    """argparse's ``unrecognized arguments`` with the nearest flag of any command for each misspelt one
+    (``--itres``: did you mean ``--iters``?)."""
+    if not message.startswith(_UNRECOGNIZED):
+        return message
+    flags = set(_long_flags(parser))
+    guesses = []
+    for word in message[len(_UNRECOGNIZED):].split():
+        flag = word.split("=", 1)[0]
+        if flag.startswith("--") and flag not in flags:
+            guesses += [f"{flag}: did you mean {near[0]}?"
+                        for near in [difflib.get_close_matches(flag, sorted(flags), n=1, cutoff=0.75)] if near]
+    return message + (f" ({'; '.join(guesses)})" if guesses else "")
+
+
+def _long_flags(parser: argparse.ArgumentParser) -> Iterator[str]:
+    """Every ``--flag`` of ``parser`` and of its commands."""
+    for action in parser._actions:
+        yield from (option for option in action.option_strings if option.startswith("--"))
+        if isinstance(action, argparse._SubParsersAction):
+            for command in action.choices.values():
+                yield from _long_flags(command)
 
 
 _DEBUG_HELP = "log everything, to the log file and to stderr (`compile-lab env` names the file)"

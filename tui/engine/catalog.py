@@ -97,6 +97,11 @@ def _to_int(value: Any) -> int:
 _CONVERTERS: dict[type, Callable[[Any], Any]] = {bool: _to_bool, int: _to_int, float: float}
 
 
+def _limit(value: float) -> str:
+    """A parameter's limit as a user types it: ``1048576``, not ``1.04858e+06``; ``0.5``."""
+    return str(int(value)) if float(value).is_integer() else f"{value:g}"
+
+
 @dataclass(frozen=True)
 class ParamSpec:
     """One typed workload parameter with its defaults and limits.
@@ -130,9 +135,9 @@ class ParamSpec:
             allowed = ", ".join(str(c) for c in self.choices)
             raise self._error(f"{echo(converted)} is not one of {allowed}")
         if self.minimum is not None and converted < self.minimum:
-            raise self._error(f"{echo(converted, plain=True)} is below the minimum {self.minimum:g}")
+            raise self._error(f"{echo(converted, plain=True)} is below the minimum {_limit(self.minimum)}")
         if self.maximum is not None and converted > self.maximum:
-            raise self._error(f"{echo(converted, plain=True)} is above the maximum {self.maximum:g}")
+            raise self._error(f"{echo(converted, plain=True)} is above the maximum {_limit(self.maximum)}")
         return converted
 
     def _unconvertible(self, value: Any) -> str:
@@ -140,12 +145,25 @@ class ParamSpec:
         text = value.strip() if isinstance(value, str) else None
         if self.kind is int and text is not None and _WHOLE_NUMBER_RE.match(text):
             if text.startswith("-") and self.minimum is not None:
-                return f"{echo(text, plain=True)} is below the minimum {self.minimum:g}"
+                return f"{echo(text, plain=True)} is below the minimum {_limit(self.minimum)}"
             if not text.startswith("-") and self.maximum is not None:
-                return f"{echo(text, plain=True)} is above the maximum {self.maximum:g}"
+                return f"{echo(text, plain=True)} is above the maximum {_limit(self.maximum)}"
         # a list where one value goes (run --param batch=4,8): a sweep takes it
         listed = " (one value here; a sweep takes a list)" if text is not None and "," in text else ""
-        return f"expected {self.kind.__name__}, got {echo(value)}{listed}"
+        return f"expected {self._allowed()}, got {echo(value)}{listed}"
+
+    def _allowed(self) -> str:
+        """What a value may be: ``int from 1 to 65536``, ``bool``, ``one of a, b``."""
+        if self.choices is not None:
+            return "one of " + ", ".join(str(c) for c in self.choices)
+        low, high = self.minimum, self.maximum
+        if low is not None and high is not None:
+            return f"{self.kind.__name__} from {_limit(low)} to {_limit(high)}"
+        if low is not None:
+            return f"{self.kind.__name__} of at least {_limit(low)}"
+        if high is not None:
+            return f"{self.kind.__name__} of at most {_limit(high)}"
+        return self.kind.__name__
 
     def _error(self, problem: str) -> ParamError:
         return ParamError(f"{self.name}: {problem}", (self.name,))
