@@ -17,10 +17,12 @@ def _blocks(rng: random.Random, mu: float, sigma: float, blocks: int = 30, size:
     return [[rng.gauss(mu, sigma) for _ in range(size)] for _ in range(blocks)]
 
 
-def test_the_point_is_the_ratio_of_pooled_medians():
-    base = [[[1.0, 2.0, 3.0], [4.0, 5.0]]]  # median 3
-    new = [[[6.0], [7.0, 8.0]], [[9.0, 10.0]]]  # median 8
-    assert bootstrap_change(base, new, resamples=50).point == pytest.approx(8 / 3)
+def test_the_point_is_the_ratio_of_each_sides_processes_geometric_mean_median():
+    base = [[[1.0, 2.0, 3.0], [4.0, 5.0]]]  # one process: its median, 3
+    new = [[[6.0], [7.0, 8.0]], [[9.0, 10.0]]]  # medians 7 and 9.5 (their samples pooled: 8)
+    change = bootstrap_change(base, new, resamples=50)
+    assert change.point == pytest.approx(math.sqrt(7 * 9.5) / 3)
+    assert change.low <= change.point <= change.high
 
 
 def test_normal_sides_give_the_width_the_median_standard_error_predicts():

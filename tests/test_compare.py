@@ -64,6 +64,25 @@ def test_eager_backend_against_inductor_is_slower_and_fails_the_gate():
     assert lenient.pairs[0].verdict == "slower" and lenient.exit_code == 0  # 100% slower, not above 150%
 
 
+def test_two_processes_on_a_side_say_their_interval_may_be_narrow_and_a_side_reads_its_processes_typical_time():
+    """A tester's two identical --repeat 2 sweeps failed the gate (+6.4% [+3.0, +8.2]) with no caveat: resampling
+    two processes draws three distinct pairs of them. A side of several processes reads the geometric mean of
+    their medians, as the --repeat row does, not a median of their samples pooled."""
+    two = compare(_group("b", 2), _group("n", 2, compiled=1.05))
+    [pair] = two.pairs
+    assert not pair.within_process
+    said = "two processes on a side (BASE 2, NEW 2): resampling two processes"
+    assert any(note.startswith(said) for note in pair.notes)
+    [three] = compare(_group("b", 3), _group("n", 3, compiled=1.05)).pairs
+    assert not any("processes on a side" in note for note in three.notes)
+    levels = [timed_run("l0", eager=2.0, compiled=1.0, seed=1), timed_run("l1", eager=3.0, compiled=1.5, seed=2)]
+    for n, record in enumerate(levels):
+        record.group_id, record.repeat = "l0", n
+    medians = [r.summary().compiled.iter.median for r in levels]
+    [alone] = compare(levels, [levels[0]]).pairs
+    assert alone.change("compiled").ratio == pytest.approx(medians[0] / (medians[0] * medians[1]) ** 0.5)
+
+
 def test_a_noisy_side_makes_the_pair_noisy_never_slower():
     base = [timed_run("b1", seed=1)]
     drifting = [timed_run("n1", compiled=2.0, drift=0.3, seed=2)]  # NEW's compiled time grew 30% across its run

@@ -1,9 +1,10 @@
 """The change of each matched pair, its verdict, and the gate: one rule for each, here.
 
-Per pair (:func:`judge_pair`) and metric (:data:`METRICS`): BASE's and NEW's value (the median of
-the pooled done processes), their ratio NEW / BASE with a 95% bootstrap interval
-(:mod:`tui.engine.measure.change_stats`: each side's processes, then their block pairs, resampled on their
-own; seeded by the side's run ids, so the same runs on both sides read exactly 1 [1, 1]), and a
+Per pair (:func:`judge_pair`) and metric (:data:`METRICS`): BASE's and NEW's value (a process's median; of
+several done processes, the geometric mean of their medians, as a ``--repeat`` row reads it), their ratio NEW /
+BASE with a 95% bootstrap interval (:mod:`tui.engine.measure.change_stats`: each side's processes, then their
+block pairs, resampled on their own; seeded by the side's run ids, so the same runs on both sides read exactly
+1 [1, 1]), and a
 verdict in :mod:`tui.engine.measure.verdict`'s words, judged on how much faster NEW is (BASE / NEW for a
 time, NEW / BASE for the speedup) with threshold t:
 
@@ -415,6 +416,10 @@ def judge_pair(pair: Pair, settings: CompareSettings) -> PairResult:
     if within:
         notes.append(f"one process on a side ({base.name} {len(base.processes)}, {new.name} {len(new.processes)}): the "
                      "interval holds only the noise within a process (--repeat 3 gives one across processes)")
+    elif min(len(base.processes), len(new.processes)) < 3:
+        notes.append(f"two processes on a side ({base.name} {len(base.processes)}, {new.name} {len(new.processes)}): "
+                     "resampling two processes draws three distinct pairs of them, so the interval can be narrower "
+                     "than how much processes differ (--repeat 3 or more)")
     changes = [
         _change(metric, base, new, settings, metric.host and launch_bound and within) for metric in METRICS.values()
     ]

@@ -2,7 +2,9 @@
 
 The statistic is a ratio of medians: ``median(NEW) / median(BASE)`` of one quantity (compiled time,
 eager time, host time per call), or of a ratio of medians on each side (the speedup,
-``median(eager) / median(compiled)``, NEW's over BASE's). The two sides are independent
+``median(eager) / median(compiled)``, NEW's over BASE's). A side of several processes reads, as its median, the
+geometric mean of its processes' own medians (:func:`_typical`), as a ``--repeat`` row does; its interval reads the
+resamples' pooled medians and is widened to hold the point where it does not. The two sides are independent
 measurements, so each is resampled on its own (:func:`resample_side`): its worker processes with
 replacement, then the units (interleaved block pairs) of each drawn process with replacement, as
 :func:`tui.engine.measure.stats.bootstrap_speedup_processes` does for one side. With one process the draw
@@ -25,7 +27,7 @@ from dataclasses import dataclass
 from itertools import chain
 from typing import TYPE_CHECKING
 
-from tui.engine.measure.stats import GRID_POINTS, MAX_UNITS, SpeedupCI, percentile
+from tui.engine.measure.stats import GRID_POINTS, MAX_UNITS, SpeedupCI, geometric_mean, percentile
 
 if TYPE_CHECKING:
     from tui.engine.measure.resample import Weights
@@ -90,7 +92,7 @@ def resample_side(processes: Sequence[Sequence[Unit]], channels: int, resamples:
     cleaned = _clean(processes, channels, max_units)
     flat = [unit for units in cleaned for unit in units]
     pooled = [sorted(chain.from_iterable(unit[c] for unit in flat)) for c in range(channels)]
-    point = tuple(percentile(values, 50) if values else None for values in pooled)
+    point = tuple(_typical(cleaned, c) for c in range(channels))
     if len(flat) < 2:
         return SideDraws(point, (), len(cleaned), len(flat))
     # numpy loads with the first resample (see tui.engine.measure.stats)
@@ -99,6 +101,17 @@ def resample_side(processes: Sequence[Sequence[Unit]], channels: int, resamples:
     weights = draw_weights([len(units) for units in cleaned], resamples, seed)
     columns = [_channel_medians([unit[c] for unit in flat], pooled[c], grid_points, weights) for c in range(channels)]
     return SideDraws(point, tuple(zip(*columns, strict=True)), len(cleaned), len(flat))
+
+
+def _typical(cleaned: list[list[list[list[float]]]], channel: int) -> float | None:
+    """A side's point for one channel: the geometric mean of each process's own median (the median itself with one
+    process), as a ``--repeat`` group's row reads it (:func:`tui.engine.measure.summary.with_typical_medians`). The
+    pooled samples' median is not: across processes at different levels it is a time none of them measured."""
+    medians = [percentile(values, 50) for units in cleaned
+               if (values := sorted(chain.from_iterable(unit[channel] for unit in units)))]
+    if not medians:
+        return None
+    return medians[0] if len(medians) == 1 else geometric_mean(medians)
 
 
 def _channel_medians(groups: list[list[float]], pooled: list[float], grid_points: int,
@@ -137,7 +150,8 @@ def change_interval(base: SideDraws, new: SideDraws, statistic: Callable[[Median
     if len(ratios) < max(2, min(len(base.draws), len(new.draws)) // 2):
         return SpeedupCI(point, None, None)
     tail = (1 - confidence) / 2 * 100
-    return SpeedupCI(point, percentile(ratios, tail), percentile(ratios, 100 - tail))
+    low, high = percentile(ratios, tail), percentile(ratios, 100 - tail)
+    return SpeedupCI(point, min(low, point), max(high, point))  # the point held, as a group's is
 
 
 def bootstrap_change(base: Sequence[Sequence[Iterable[float]]], new: Sequence[Sequence[Iterable[float]]],
