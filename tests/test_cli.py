@@ -467,6 +467,10 @@ def test_a_parameter_that_is_not_a_number_names_its_range_and_a_limit_is_written
     (["run", "--itres", "20"], "unrecognized arguments: --itres 20 (--itres: did you mean --iters?)"),
     (["sweep", "--mdoe=default"], "unrecognized arguments: --mdoe=default (--mdoe: did you mean --mode?)"),
     (["run", "--zzz"], "unrecognized arguments: --zzz"),  # nothing near: no guess
+    (["compare", "a.json", "b.json", "--itres", "2"], "unrecognized arguments: --itres 2"),  # compare takes no --iters
+    (["--itres"], "unrecognized arguments: --itres"),  # nor does the app
+    (["compare", "a.json", "b.json", "--treshold", "5"],
+     "unrecognized arguments: --treshold 5 (--treshold: did you mean --threshold?)"),
 ])
 def test_a_misspelt_flag_names_the_nearest_one(capsys, typed, said):
     assert cli.main(typed) == 2

@@ -6,6 +6,7 @@ import argparse
 import difflib
 import re
 from collections.abc import Iterator
+from typing import Any
 
 from tui import __version__
 from tui.cli.compare import add_compare_parser
@@ -24,8 +25,16 @@ __all__ = ["build_parser"]
 class _Parser(argparse.ArgumentParser):
     """An ArgumentParser whose errors are one line and raise instead of exiting."""
 
+    def parse_args(self, args: Any = None, namespace: Any = None) -> Any:
+        """argparse's own, but an unrecognized flag is guessed among the flags of the command it was given to."""
+        parsed, extras = self.parse_known_args(args, namespace)
+        if extras:
+            raise UsageError(_with_guess("unrecognized arguments: " + " ".join(extras), self,
+                                         getattr(parsed, "command", None)))
+        return parsed
+
     def error(self, message: str) -> None:  # type: ignore[override]
-        raise UsageError(_with_hint(_with_guess(" ".join(message.split()), self)))
+        raise UsageError(_with_hint(" ".join(message.split())))
 
 
 _MISSING_VALUE = re.compile(r"argument (--[\w-]+)(?:/\S+)?: expected one argument$")
@@ -43,17 +52,12 @@ def _with_hint(message: str) -> str:
     return f"{message} (if the value starts with '-', write {found.group(1)}=VALUE)"
 
 
-_UNRECOGNIZED = "unrecognized arguments: "
-
-
-def _with_guess(message: str, parser: argparse.ArgumentParser) -> str:
-    """argparse's ``unrecognized arguments`` with the nearest flag of any command for each misspelt one
-    (``--itres``: did you mean ``--iters``?)."""
-    if not message.startswith(_UNRECOGNIZED):
-        return message
-    flags = set(_long_flags(parser))
+def _with_guess(message: str, parser: argparse.ArgumentParser, command: str | None) -> str:
+    """``unrecognized arguments`` with, for each misspelt flag, the nearest flag ``command`` takes (the app's own
+    without one): ``--itres: did you mean --iters?``."""
+    flags = set(_long_flags(_command_parser(parser, command)))
     guesses = []
-    for word in message[len(_UNRECOGNIZED):].split():
+    for word in message.split(": ", 1)[1].split():
         flag = word.split("=", 1)[0]
         if flag.startswith("--") and flag not in flags:
             guesses += [f"{flag}: did you mean {near[0]}?"
@@ -61,13 +65,18 @@ def _with_guess(message: str, parser: argparse.ArgumentParser) -> str:
     return message + (f" ({'; '.join(guesses)})" if guesses else "")
 
 
+def _command_parser(parser: argparse.ArgumentParser, command: str | None) -> argparse.ArgumentParser:
+    """The parser of ``command`` (``parser`` itself for none)."""
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction) and command in action.choices:
+            return action.choices[command]
+    return parser
+
+
 def _long_flags(parser: argparse.ArgumentParser) -> Iterator[str]:
-    """Every ``--flag`` of ``parser`` and of its commands."""
+    """Every ``--flag`` of ``parser`` (not of its commands)."""
     for action in parser._actions:
         yield from (option for option in action.option_strings if option.startswith("--"))
-        if isinstance(action, argparse._SubParsersAction):
-            for command in action.choices.values():
-                yield from _long_flags(command)
 
 
 _DEBUG_HELP = "log everything, to the log file and to stderr (`compile-lab env` names the file)"
