@@ -25,6 +25,18 @@ def test_the_point_is_the_ratio_of_each_sides_processes_geometric_mean_median():
     assert change.low <= change.point <= change.high
 
 
+def test_channels_read_together_fall_back_to_their_pooled_medians_together():
+    """A speedup's eager and compiled channels are read by one rule: the geometric mean of the processes' medians
+    where every process has both, positive; else both pooled (the second process has no compiled host time)."""
+    first = [[[2.0, 2.0], [1.0, 1.0], [3.0], [1.5]], [[2.0], [1.0], [3.0], [1.5]]]
+    second = [[[8.0, 8.0], [2.0, 2.0], [6.0], []], [[8.0], [2.0], [6.0], []]]
+    point = resample_side([first, second], 4, resamples=20, together=((0, 1), (2, 3))).point
+    assert point[:2] == pytest.approx((4.0, 2.0 ** 0.5))  # geometric means: gm(2, 8), gm(1, 2)
+    assert point[2:] == (4.5, 1.5)  # pooled, both: [3, 3, 6, 6] and [1.5, 1.5]
+    alone = resample_side([first, second], 4, resamples=20).point
+    assert alone[2:] == (pytest.approx(18 ** 0.5), 1.5)  # read alone, the eager host channel has its gm
+
+
 def test_normal_sides_give_the_width_the_median_standard_error_predicts():
     """BASE ~ N(1.0, 0.05), NEW ~ N(1.1, 0.05), 300 samples each: the 95% interval of the ratio of medians
     is 2 * 1.96 * SE wide, SE from the delta method; the mean over 12 seeded data sets is within 15%."""

@@ -21,7 +21,7 @@ from tui.engine.store.repeats import (
 )  # fmt: skip
 from tui.engine.store.results import RunRecord
 from tui.engine.run.session import RunSession
-from tui.engine.measure.stats import bootstrap_speedup, bootstrap_speedup_processes
+from tui.engine.measure.stats import bootstrap_speedup, bootstrap_speedup_processes, percentile
 from tui.engine.measure.verdict import ONE_PROCESS_HOST
 from tui.telemetry.model import RunTelemetry
 
@@ -125,13 +125,13 @@ def test_a_group_pools_its_processes_and_reports_their_spread():
     assert list(row.raw_rows()) == [line for r in records for line in r.raw_rows()]
 
 
-def _cpu_process(n: int, eager: float, speedup: float, blocks: int = 12) -> RunRecord:
+def _cpu_process(n: int, eager: float, speedup: float, blocks: int = 12, compiled: float | None = None) -> RunRecord:
     """A done CPU run (group ``cpu-0``, repeat ``n``): eager times from ``eager`` ms with a tail of slow calls,
-    compiled ``eager / speedup`` ms each time."""
+    compiled ``eager / speedup`` ms (or ``compiled``) each time."""
     record = RunRecord(f"cpu-{n}", RunOptions(workload="pointwise", device="cpu"), group_id="cpu-0", repeat=n)
     for index in range(blocks):
         for side, ms in (("eager", [eager * (1 + 0.5 * (i / 9) ** 4) for i in range(10)]),
-                         ("compiled", [eager / speedup] * 10)):
+                         ("compiled", [eager / speedup if compiled is None else compiled] * 10)):
             record.apply(make_event("block", 1.0 + index, side=side, stage="measure", index=index, clock="perf_counter",
                                     ms=ms))
     record.apply(make_event("finished", 9.0))
@@ -156,6 +156,43 @@ def test_processes_at_different_levels_give_a_speedup_within_their_own():
     assert summary.eager.iter.median / summary.compiled.iter.median == pytest.approx(group.speedup)
     medians = [r.summary().eager.iter.median for r in records]
     assert summary.eager.iter.median == pytest.approx((medians[0] * medians[1]) ** 0.5)
+
+
+def test_the_point_widens_an_interval_that_leaves_it_out():
+    from tui.engine.measure.stats import SpeedupCI
+    from tui.engine.store.repeats import _around_typical
+
+    pooled = SpeedupCI(1.02, 1.01, 1.03)
+    assert _around_typical(pooled, (2.0, 2.0)) == SpeedupCI(1.0, 1.0, 1.03)  # 2.0 / 2.0 below the pooled interval
+    assert _around_typical(pooled, (2.1, 2.0)) == SpeedupCI(1.05, 1.01, 1.05)
+    assert _around_typical(pooled, (2.04, 2.0)) == SpeedupCI(1.02, 1.01, 1.03)
+    assert _around_typical(pooled, None) == pooled  # no typical medians: the pooled reading
+    assert _around_typical(SpeedupCI(1.02, None, None), (2.0, 2.0)) == SpeedupCI(1.0, None, None)
+
+
+def test_a_process_without_a_clock_or_with_a_zero_median_leaves_both_sides_pooled_in_the_group_and_its_row():
+    """One rule for the group's speedup and its row: where a process lacks the host clock, or times a zero median,
+    that clock's eager and compiled medians are both the pooled ones, never one of each."""
+    records = _group((0.080, 0.090, 0.085))
+    blocks = records[1].samples["compiled"]
+    records[1].samples["compiled"] = [dataclasses.replace(b, host_ms_per_call=None) for b in blocks]
+    records[1]._live = None  # type: ignore[assignment]  # its statistics read again from the samples
+    records[1].set_samples(records[1].samples)
+    assert records[1].summary().compiled.host is None and records[1].summary().compiled.iter is not None
+    group, row = summarize_group(records), GroupRecord.of(records).summary()
+    own = [r.summary().speedup for r in records]
+    assert group.speedup == pytest.approx((own[0] * own[1] * own[2]) ** (1 / 3))  # the iter clock: typical
+    assert row.speedup == pytest.approx(group.speedup)
+    assert row.host_speedup == pytest.approx(group.host_speedup)  # the host clock: pooled, in both
+    assert row.host_speedup == pytest.approx(row.eager.host.median / row.compiled.host.median)
+    zero = [_cpu_process(0, 0.02, 1.1), _cpu_process(1, 0.03, 1.2), _cpu_process(2, 0.02, 1.0, compiled=0.0)]
+    assert zero[2].summary().compiled.iter.median == 0 and zero[2].summary().speedup is None
+    group, row = summarize_group(zero), GroupRecord.of(zero).summary()
+    pooled = [sorted(x for r in zero for b in r.samples[side] if b.stage == "measure" for x in b.ms)
+              for side in ("eager", "compiled")]
+    assert (row.eager.iter.median, row.compiled.iter.median) == tuple(percentile(v, 50) for v in pooled)
+    assert row.speedup == pytest.approx(group.speedup) and group.speedup == pytest.approx(
+        percentile(pooled[0], 50) / percentile(pooled[1], 50))  # the pooled reading, in the group and its row
 
 
 def test_a_group_of_one_is_that_run():

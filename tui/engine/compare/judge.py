@@ -281,7 +281,8 @@ def _side(name: str, records: Sequence[RunRecord], settings: CompareSettings) ->
         if process is not None:
             processes.append(process)
     seed = zlib.crc32(",".join(sorted(p.record.run_id for p in processes)).encode()) ^ settings.seed
-    draws = resample_side([p.units for p in processes], 4, settings.resamples, seed)
+    draws = resample_side([p.units for p in processes], 4, settings.resamples, seed,
+                          together=((_EAGER, _COMPILED), (_EAGER_HOST, _COMPILED_HOST)))
     return _Side(name, processes, draws, notes)
 
 

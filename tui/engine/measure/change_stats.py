@@ -3,7 +3,7 @@
 The statistic is a ratio of medians: ``median(NEW) / median(BASE)`` of one quantity (compiled time,
 eager time, host time per call), or of a ratio of medians on each side (the speedup,
 ``median(eager) / median(compiled)``, NEW's over BASE's). A side of several processes reads, as its median, the
-geometric mean of its processes' own medians (:func:`_typical`), as a ``--repeat`` row does; its interval reads the
+geometric mean of its processes' own medians (:func:`_point`), as a ``--repeat`` row does; its interval reads the
 resamples' pooled medians and is widened to hold the point where it does not. The two sides are independent
 measurements, so each is resampled on its own (:func:`resample_side`): its worker processes with
 replacement, then the units (interleaved block pairs) of each drawn process with replacement, as
@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from itertools import chain
 from typing import TYPE_CHECKING
 
-from tui.engine.measure.stats import GRID_POINTS, MAX_UNITS, SpeedupCI, geometric_mean, percentile
+from tui.engine.measure.stats import GRID_POINTS, MAX_UNITS, SpeedupCI, percentile, typical_medians
 
 if TYPE_CHECKING:
     from tui.engine.measure.resample import Weights
@@ -79,20 +79,22 @@ def _clean(processes: Sequence[Sequence[Unit]], channels: int, max_units: int) -
 
 
 def resample_side(processes: Sequence[Sequence[Unit]], channels: int, resamples: int = 2000, seed: int = 0, *,
-                  max_units: int = MAX_UNITS, grid_points: int = GRID_POINTS) -> SideDraws:
+                  max_units: int = MAX_UNITS, grid_points: int = GRID_POINTS,
+                  together: Sequence[Sequence[int]] = ()) -> SideDraws:
     """Every channel's median of one side, and of ``resamples`` hierarchical bootstrap resamples of it.
 
     ``processes[p][u][c]``: the samples of channel ``c`` in unit ``u`` of process ``p``. A
     resample draws as many processes as there are, then for each draw as many of its units as it
     has, both with replacement (one process: its units alone). A process keeps at most
     ``max(2, max_units // processes)`` units (adjacent ones merged). Deterministic for a ``seed``.
+    ``together``: groups of channels whose point is read by one rule (:func:`_point`), such as a speedup's two.
     """
     if resamples < 1 or channels < 1:
         raise ValueError(f"resamples and channels must be >= 1, got {resamples} and {channels}")
     cleaned = _clean(processes, channels, max_units)
     flat = [unit for units in cleaned for unit in units]
     pooled = [sorted(chain.from_iterable(unit[c] for unit in flat)) for c in range(channels)]
-    point = tuple(_typical(cleaned, c) for c in range(channels))
+    point = _point(cleaned, pooled, together)
     if len(flat) < 2:
         return SideDraws(point, (), len(cleaned), len(flat))
     # numpy loads with the first resample (see tui.engine.measure.stats)
@@ -103,15 +105,29 @@ def resample_side(processes: Sequence[Sequence[Unit]], channels: int, resamples:
     return SideDraws(point, tuple(zip(*columns, strict=True)), len(cleaned), len(flat))
 
 
-def _typical(cleaned: list[list[list[list[float]]]], channel: int) -> float | None:
-    """A side's point for one channel: the geometric mean of each process's own median (the median itself with one
-    process), as a ``--repeat`` group's row reads it (:func:`tui.engine.measure.summary.with_typical_medians`). The
-    pooled samples' median is not: across processes at different levels it is a time none of them measured."""
-    medians = [percentile(values, 50) for units in cleaned
-               if (values := sorted(chain.from_iterable(unit[channel] for unit in units)))]
-    if not medians:
-        return None
-    return medians[0] if len(medians) == 1 else geometric_mean(medians)
+def _point(cleaned: list[list[list[list[float]]]], pooled: list[list[float]],
+           together: Sequence[Sequence[int]]) -> Medians:
+    """A side's point, each channel's median: with several processes, the geometric mean of each process's own
+    median (:func:`~tui.engine.measure.stats.typical_medians`, read for each group of ``together`` at once, the
+    other channels alone), as a ``--repeat`` group's row reads it; the pooled samples' median where that rule has
+    none (a process without the channel's samples, or a median at zero) and with one process. The pooled median
+    alone is not the point: across processes at different levels it is a time none of them measured."""
+    point: list[float | None] = [percentile(values, 50) if values else None for values in pooled]
+    if len(cleaned) < 2:
+        return tuple(point)
+    grouped = {c for group in together for c in group}
+    for group in [*together, *([c] for c in range(len(pooled)) if c not in grouped)]:
+        own = [tuple(_median_of(units, c) for c in group) for units in cleaned]
+        typical = typical_medians(own)
+        if typical is not None:
+            for channel, value in zip(group, typical, strict=True):
+                point[channel] = value
+    return tuple(point)
+
+
+def _median_of(units: list[list[list[float]]], channel: int) -> float | None:
+    values = sorted(chain.from_iterable(unit[channel] for unit in units))
+    return percentile(values, 50) if values else None
 
 
 def _channel_medians(groups: list[list[float]], pooled: list[float], grid_points: int,

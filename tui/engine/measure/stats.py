@@ -34,8 +34,8 @@ from tui.typed import decode_fields
 
 __all__ = [
     "Stats", "Moments", "SampleAccumulator", "SpeedupCI", "percentile", "median", "summarize", "summarize_sorted",
-    "bootstrap_speedup", "bootstrap_speedup_processes", "geometric_mean", "is_significant", "MAX_UNITS", "GRID_POINTS",
-    "BOOTSTRAP_RESAMPLES",
+    "bootstrap_speedup", "bootstrap_speedup_processes", "geometric_mean", "typical_medians", "is_significant",
+    "MAX_UNITS", "GRID_POINTS", "BOOTSTRAP_RESAMPLES",
 ]  # fmt: skip
 
 BOOTSTRAP_RESAMPLES = 2000
@@ -333,6 +333,17 @@ def geometric_mean(values: Sequence[float]) -> float | None:
     if not values or min(values) <= 0:
         return None
     return math.exp(math.fsum(math.log(v) for v in values) / len(values))
+
+
+def typical_medians(per_process: Sequence[Sequence[float | None]]) -> tuple[float, ...] | None:
+    """Several processes' value of each of a few quantities read together (eager and compiled, say): the geometric
+    mean of the processes' own medians, quantity by quantity. None unless every process has every one, positive:
+    the caller then reads its samples pooled for all of them, so a ratio of two never mixes the two rules. One rule
+    for a ``--repeat`` group's row, its speedup and compare's sides (docs/METHOD.md, "Several processes")."""
+    if not per_process or any(m is None or m <= 0 for medians in per_process for m in medians):
+        return None
+    columns = zip(*per_process, strict=True)
+    return tuple(geometric_mean([m for m in column if m is not None]) or 0.0 for column in columns)
 
 
 def bootstrap_speedup_processes(processes: Sequence[tuple[Sequence[Iterable[float]], Sequence[Iterable[float]]]],

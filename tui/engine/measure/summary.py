@@ -39,7 +39,7 @@ from tui.engine.measure.clocks import clock_info
 from tui.engine.protocol import SIDES
 from tui.engine.measure.samples import Samples, checked_ms
 from tui.engine.measure.stats import (
-    BOOTSTRAP_RESAMPLES, SampleAccumulator, SpeedupCI, Stats, bootstrap_speedup, geometric_mean, is_significant,
+    BOOTSTRAP_RESAMPLES, SampleAccumulator, SpeedupCI, Stats, bootstrap_speedup, is_significant, typical_medians,
 )
 from tui.engine.thresholds import LAUNCH_BOUND_RATIO, MIN_INTERVAL_BLOCKS, MIN_SAMPLES, STALL_SHIFT_SHARE, VerdictPolicy
 from tui.engine.measure.verdict import (
@@ -289,25 +289,24 @@ def build_summary(live: LiveStats, run: SummaryInputs) -> RunSummary:
 
 
 def with_typical_medians(pooled: RunSummary, processes: Sequence[RunSummary], run: SummaryInputs) -> RunSummary:
-    """``pooled`` (the statistics of several processes' blocks pooled) with each side's median replaced by the
-    geometric mean of the processes' own medians, and what is read from the medians read again: the speedups, the
-    break-even calls, TFLOP/s and GB/s.
+    """``pooled`` (the statistics of several processes' blocks pooled) with each clock's eager and compiled medians
+    replaced by the geometric means of the processes' own (:func:`~tui.engine.measure.stats.typical_medians`), and
+    what is read from the medians read again: the speedups, the break-even calls, TFLOP/s and GB/s.
 
     The speedup is then the geometric mean of the processes' own speedups, always within their range. The median
     of the pooled samples is not: when the processes run at different levels (a CPU whose load changed between
     them), it is a time no process measured, and their ratio can fall outside every process's speedup
-    (docs/METHOD.md, "Repeats across processes"). A side some process lacks keeps the pooled median.
+    (docs/METHOD.md, "Several processes"). A clock some process lacks, or times at zero, keeps both pooled medians.
     """
-    sides = {}
-    for name in SIDES:
-        side = pooled.side(name)
-        typical = {}
-        for which in ("iter", "host"):
-            own = [getattr(p.side(name), which) for p in processes]
-            stats = getattr(side, which)
-            centre = geometric_mean([s.median for s in own]) if stats and all(own) else None
-            typical[which] = stats if centre is None else dataclasses.replace(stats, median=centre)
-        sides[name] = dataclasses.replace(side, **typical)
+    sides = {name: pooled.side(name) for name in SIDES}
+    for which in ("iter", "host"):
+        own = [tuple(getattr(p.side(name), which) for name in SIDES) for p in processes]
+        typical = typical_medians([tuple(s.median if s else None for s in stats) for stats in own])
+        if typical is None or any(getattr(sides[name], which) is None for name in SIDES):
+            continue
+        for name, centre in zip(SIDES, typical, strict=True):
+            stats = dataclasses.replace(getattr(sides[name], which), median=centre)
+            sides[name] = dataclasses.replace(sides[name], **{which: stats})
     eager, compiled = sides["eager"], sides["compiled"]
     return dataclasses.replace(
         pooled, eager=eager, compiled=compiled, speedup=_ratio(eager.iter, compiled.iter),

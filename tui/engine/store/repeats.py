@@ -45,7 +45,7 @@ from tui.engine.options import RunOptions
 from tui.engine.protocol import SIDES
 from tui.engine.store.results import TERMINAL_STATUSES, RunRecord, SamplesInvalid, SamplesUnavailable
 from tui.engine.store.wall_time import WallTime
-from tui.engine.measure.stats import SpeedupCI, Stats, bootstrap_speedup_processes, geometric_mean, is_significant
+from tui.engine.measure.stats import SpeedupCI, Stats, bootstrap_speedup_processes, is_significant, typical_medians
 from tui.engine.measure.summary import (
     BOOTSTRAP_RESAMPLES, MIN_INTERVAL_BLOCKS, LiveStats, RunSummary, SideStats, SummaryInputs, build_summary,
     with_typical_medians,
@@ -291,8 +291,9 @@ def _across_processes(base: GroupSummary, done: Sequence[RunRecord]) -> GroupSum
     summaries = [r.summary() for r in done]
     for which in ("iter", "host"):
         processes = [(_blocks(r, "eager", which), _blocks(r, "compiled", which)) for r in done]
+        own = [tuple(getattr(s.side(name), which) for name in SIDES) for s in summaries]
         interval = _around_typical(bootstrap_speedup_processes(processes, BOOTSTRAP_RESAMPLES, seed=0),
-                                   [s.speedup if which == "iter" else s.host_speedup for s in summaries])
+                                   typical_medians([tuple(x.median if x else None for x in stats) for stats in own]))
         # As for one run: too few block pairs in all give no interval (tui.engine.measure.summary).
         if sum(min(len(e), len(c)) for e, c in processes) < MIN_INTERVAL_BLOCKS:
             interval = SpeedupCI(interval.point, None, None)
@@ -312,13 +313,14 @@ def _across_processes(base: GroupSummary, done: Sequence[RunRecord]) -> GroupSum
     return dataclasses.replace(base, **changes)
 
 
-def _around_typical(pooled: SpeedupCI, own: Sequence[float | None]) -> SpeedupCI:
-    """The group's speedup: the geometric mean of the processes' ``own`` speedups (the ratio of
-    :func:`~tui.engine.measure.summary.with_typical_medians`), with the interval of their blocks pooled, widened to
-    hold it where it does not. The pooled ratio's point when a process has none."""
-    point = geometric_mean([v for v in own if v is not None]) if all(v is not None for v in own) else None
-    if point is None:
+def _around_typical(pooled: SpeedupCI, typical: tuple[float, ...] | None) -> SpeedupCI:
+    """The group's speedup: eager over compiled of the processes' ``typical`` medians (their geometric means: the
+    geometric mean of the processes' own speedups, as :func:`~tui.engine.measure.summary.with_typical_medians` reads
+    the row), with the interval of their blocks pooled, widened to hold it where it does not. The pooled ratio's
+    point where there are no typical medians (a process lacks the clock, or timed zero)."""
+    if typical is None:
         return pooled
+    point = typical[0] / typical[1]
     if pooled.low is None or pooled.high is None:
         return SpeedupCI(point, None, None)
     return SpeedupCI(point, min(pooled.low, point), max(pooled.high, point))
