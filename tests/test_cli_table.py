@@ -249,8 +249,8 @@ def test_a_speedup_far_below_one_shows_its_figures_never_zero():
     from tui.present.format import fmt_speedup, ratio
 
     assert fmt_speedup(0.0021, 0.0019, 0.51) == "0.0021× [0.0019, 0.51]"
-    assert [ratio(v) for v in (0.0994, 0.0995, 0.5, 0.05, 0.00000123)] == ["0.099", "0.10", "0.50", "0.050",
-                                                                          "0.0000012"]
+    assert [ratio(v) for v in (0.00994, 0.00995, 0.5, 0.05, 0.00000123)] == ["0.0099", "0.01", "0.50", "0.05",
+                                                                            "0.0000012"]
 
 
 def test_an_inconclusive_row_without_a_noise_reason_says_why_it_is_undecided():
@@ -267,8 +267,13 @@ def test_an_inconclusive_row_without_a_noise_reason_says_why_it_is_undecided():
     out = io.StringIO()
     print_warnings([row], Console(file=out, width=200))
     low, high = row.summary().speedup_ci_low, row.summary().speedup_ci_high
-    assert (f"run 1: inconclusive: its interval [{low:.3g}, {high:.3g}] is neither inside the no-change band "
+    assert (f"run 1: inconclusive: its interval [{low:.4g}, {high:.4g}] is neither inside the no-change band "
             "[0.98, 1.02] nor wholly past it") in out.getvalue()
+    from tui.engine.measure.verdict import undecided_reason
+
+    assert undecided_reason(0.9799, 1.01, 0.02).startswith("its interval [0.9799, 1.01] is neither inside the "
+                                                           "no-change band [0.98, 1.02]")
+    assert "[1.004, 1.01] is neither inside the no-change band [0.995, 1.005]" in undecided_reason(1.004, 1.01, 0.005)
 
 
 def test_significant_figures_in_every_table_never_an_exponent_nor_a_decade_too_many():

@@ -134,10 +134,10 @@ def significant(value: float, digits: int) -> str:
 
 
 def ratio(value: float) -> str:
-    """A speedup's number: two decimals from 0.1 to 10 (``0.97``, ``2.85``), three significant figures from 10 on
-    (``63.4``, ``123``), so an interval with a large end still fits its cell (``3.28× [2.85, 63.4]``), and two
-    below 0.1 (``0.0021``), where two decimals would read a compiled side 500 times slower as ``0.00``."""
-    if value != 0 and abs(value) < 0.0995:
+    """A speedup's number: two decimals below 10 (``0.97``, ``2.85``, ``0.05``), three significant figures from 10
+    on (``63.4``, ``123``), so an interval with a large end still fits its cell (``3.28× [2.85, 63.4]``), and two
+    significant figures where two decimals would read ``0.00`` (``0.0021``: a compiled side 500 times slower)."""
+    if value != 0 and abs(value) < 0.00995:
         return significant(value, 2)
     return f"{value:.2f}" if abs(value) < 9.995 else significant(value, 3)
 

@@ -158,7 +158,8 @@ def _noisy(data: ReportData, labels: Mapping[int, str]) -> str:
 def _distributions(rows: Sequence[ReportRow], labels: Mapping[int, str], plots: Mapping[int, str | None]) -> str:
     parts = ["<p class=\"muted\">Per-iteration times of the measured blocks: box from the first to the third quartile "
              "with the median, whiskers from p10 to p90, dots at evenly spaced quantiles of all samples (min and max "
-             "included). Repeats across processes are pooled.</p>"]
+             "included). Repeats across processes: their samples pooled, the median line the geometric mean of the "
+             "processes' own medians.</p>"]
     for row in rows:
         parts.append(f"<h3>#{row.number} {e(labels[row.number])}</h3>")
         plot = plots.get(row.number)

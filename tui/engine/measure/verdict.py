@@ -209,8 +209,8 @@ def undecided_reason(low: float | None, high: float | None, threshold: float) ->
     reaches past the ±``threshold`` band on one side and into it on the other."""
     if low is None or high is None:
         return "no interval (too few measured blocks)"
-    band = f"[{1 - threshold:.2f}, {1 + threshold:.2f}]"
-    return (f"its interval [{low:.3g}, {high:.3g}] is neither inside the no-change band {band} nor wholly past it:"
+    band = f"[{1 - threshold:g}, {1 + threshold:g}]"
+    return (f"its interval [{low:.4g}, {high:.4g}] is neither inside the no-change band {band} nor wholly past it:"
             " more iterations or processes may decide it")
 
 

@@ -275,8 +275,8 @@ def _processes(record: RunRecord) -> list[RenderableType]:
     spreads = [f"{what} {value:.2f}{TIMES}" for what, value in (("speedup", group.speedup_process_spread),
                                                           ("host speedup", group.host_speedup_process_spread))
                if value is not None]  # fmt: skip
-    note = (f"{group.processes} worker processes, {group.done} done; the result above pools their samples, its"
-            " interval is across processes; host: the host-inclusive speedup"
+    note = (f"{group.processes} worker processes, {group.done} done; the result above reads the geometric mean of"
+            " their own speedups and medians, its interval is across processes; host: the host-inclusive speedup"
             + (f"; spread (largest / smallest): {', '.join(spreads)}" if spreads else ""))
     return [section("Processes"), Text(note, style="dim"), table]
 
