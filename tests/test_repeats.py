@@ -195,6 +195,28 @@ def test_a_process_without_a_clock_or_with_a_zero_median_leaves_both_sides_poole
         percentile(pooled[0], 50) / percentile(pooled[1], 50))  # the pooled reading, in the group and its row
 
 
+def test_each_input_shape_of_a_group_reads_its_processes_geometric_mean_too():
+    """A dynamic-shapes group's per-shape speedups follow the group's rule, not a pooled median's."""
+    def process(n: int, level: float, speedups: tuple[float, float]) -> RunRecord:
+        record = RunRecord(f"dyn-{n}", RunOptions(workload="dynamic_shapes", device="cpu"), group_id="dyn-0", repeat=n)
+        for index in range(8):
+            for side in ("eager", "compiled"):
+                ms = [level * (2 if side == "eager" else 2 / speedups[0]) * (1 + 0.01 * (index % 3)),
+                      level * (4 if side == "eager" else 4 / speedups[1]) * (1 + 0.01 * (index % 3))]
+                record.apply(make_event("block", 1.0 + index, side=side, stage="measure", index=index,
+                                        clock="perf_counter", ms=ms, labels=["batch=8", "batch=16"]))
+        record.apply(make_event("finished", 9.0))
+        return record
+
+    records = [process(0, 1.0, (1.2, 1.5)), process(1, 1.9, (1.1, 1.4))]
+    row = GroupRecord.of(records).summary()
+    for label in ("batch=8", "batch=16"):
+        own = [r.summary().per_label[label].speedup for r in records]
+        assert row.per_label[label].speedup == pytest.approx((own[0] * own[1]) ** 0.5)
+        assert row.per_label[label].eager.median / row.per_label[label].compiled.median == pytest.approx(
+            row.per_label[label].speedup)
+
+
 def test_a_group_of_one_is_that_run():
     record = cuda_run_record()
     record.group_id = record.run_id

@@ -290,8 +290,9 @@ def build_summary(live: LiveStats, run: SummaryInputs) -> RunSummary:
 
 def with_typical_medians(pooled: RunSummary, processes: Sequence[RunSummary], run: SummaryInputs) -> RunSummary:
     """``pooled`` (the statistics of several processes' blocks pooled) with each clock's eager and compiled medians
-    replaced by the geometric means of the processes' own (:func:`~tui.engine.measure.stats.typical_medians`), and
-    what is read from the medians read again: the speedups, the break-even calls, TFLOP/s and GB/s.
+    replaced by the geometric means of the processes' own (:func:`~tui.engine.measure.stats.typical_medians`), each
+    input label's too (dynamic shapes), and what is read from the medians read again: the speedups, the break-even
+    calls, TFLOP/s and GB/s.
 
     The speedup is then the geometric mean of the processes' own speedups, always within their range. The median
     of the pooled samples is not: when the processes run at different levels (a CPU whose load changed between
@@ -308,11 +309,25 @@ def with_typical_medians(pooled: RunSummary, processes: Sequence[RunSummary], ru
             stats = dataclasses.replace(getattr(sides[name], which), median=centre)
             sides[name] = dataclasses.replace(sides[name], **{which: stats})
     eager, compiled = sides["eager"], sides["compiled"]
+    labels = {label: _typical_label(entry, [p.per_label.get(label) for p in processes])
+              for label, entry in pooled.per_label.items()}
     return dataclasses.replace(
-        pooled, eager=eager, compiled=compiled, speedup=_ratio(eager.iter, compiled.iter),
+        pooled, eager=eager, compiled=compiled, per_label=labels, speedup=_ratio(eager.iter, compiled.iter),
         host_speedup=_ratio(eager.host, compiled.host),
         break_even_calls=_break_even(run.compile_s, eager.iter, compiled.iter),
         tflops=_rate(run.flops_per_call, compiled.iter, 1e12), gbps=_rate(run.bytes_per_call, compiled.iter, 1e9))
+
+
+def _typical_label(pooled: LabelStats, processes: Sequence[LabelStats | None]) -> LabelStats:
+    """One input label's statistics read as :func:`with_typical_medians` reads a clock's."""
+    own = [(p.eager.median if p and p.eager else None, p.compiled.median if p and p.compiled else None)
+           for p in processes]
+    typical = typical_medians(own)
+    if typical is None or pooled.eager is None or pooled.compiled is None:
+        return pooled
+    eager, compiled = (dataclasses.replace(stats, median=centre)
+                       for stats, centre in zip((pooled.eager, pooled.compiled), typical, strict=True))
+    return LabelStats(eager, compiled, _ratio(eager, compiled))
 
 
 def _verdict(live: LiveStats, sides: dict[str, SideStats], which: str, interval: tuple[float | None, float | None],
