@@ -5,6 +5,8 @@ from __future__ import annotations
 import dataclasses
 import io
 
+import pytest
+
 from tui.engine.options import RunOptions
 from tui.engine.tune.answer import CONFIRMED, NOTHING_BEATS, Against, TuneResult, settled
 from tui.engine.tune.objective import Score
@@ -342,3 +344,16 @@ def test_the_closing_line_says_where_the_runs_are_kept_and_which_page_has_the_an
     # stopped before its first run: a command naming its runs would fail ("no run of this tune")
     none = closing_line(dataclasses.replace(result, runs=0, stopped_runs=0), "t.json")
     assert none.endswith("0 run(s) in 12.0 s; no run started, so there is nothing to compare or report"), none
+
+
+def test_the_compile_time_is_charged_against_the_processes_geometric_mean_times():
+    """--calls charges compile time against a side's time per call, read as its group reads it (the geometric mean
+    of its processes' medians: 2 ms for 1 and 4 ms, not their mean 2.5)."""
+    from test_repeats import _cpu_process
+    from tui.engine.tune.answer import _compiled_ms
+    from tui.engine.tune.objective import DEVICE, _eager_ms
+
+    runs = [_cpu_process(0, 1.0, 1.0, compiled=1.0), _cpu_process(1, 1.0, 1.0, compiled=4.0)]
+    assert _compiled_ms(runs, DEVICE) == pytest.approx(2.0)
+    eager = [r.summary().eager.iter.median for r in runs]
+    assert _eager_ms(runs, DEVICE) == pytest.approx((eager[0] * eager[1]) ** 0.5)

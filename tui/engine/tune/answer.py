@@ -18,6 +18,7 @@ from typing import Any
 
 from tui.engine.compare.judge import CompareSettings, judge_pair
 from tui.engine.compare.matching import Pair, config_key
+from tui.engine.measure.stats import geometric_mean
 from tui.engine.measure.verdict import FASTER, INCONCLUSIVE, NO_CHANGE, SLOWER
 from tui.engine.options import RunOptions
 from tui.engine.status import RunStatus
@@ -182,13 +183,15 @@ def _vs_eager(done: Sequence[RunRecord], kind: str) -> Against:
 
 
 def _compiled_ms(done: Sequence[RunRecord], kind: str) -> float | None:
+    """The compiled time per call of a side's processes: the geometric mean of their medians, as their group reads
+    it (:func:`tui.engine.measure.stats.typical_medians`)."""
     values = []
     for record in done:
         side = record.summary().compiled
         stats = side.iter if kind == DEVICE or side.host is None else side.host
         if stats is not None:
             values.append(stats.median)
-    return _mean(values)
+    return geometric_mean(values) if values else None
 
 
 def _amortized(winner: Sequence[RunRecord], default: Sequence[RunRecord], objective: Objective) -> float | None:

@@ -22,6 +22,7 @@ import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from tui.engine.measure.stats import geometric_mean
 from tui.engine.status import RunStatus
 from tui.engine.store.repeats import summarize_group
 from tui.engine.store.results import RunRecord
@@ -103,13 +104,15 @@ def _out(records: Sequence[RunRecord], objective: Objective) -> str | None:
 
 
 def _eager_ms(done: Sequence[RunRecord], kind: str) -> float | None:
+    """The eager time per call the compile time is charged against: the geometric mean of the processes' medians,
+    as their group reads it (:func:`tui.engine.measure.stats.typical_medians`)."""
     values = []
     for record in done:
         side = record.summary().eager
         stats = side.host if kind == HOST and side.host is not None else side.iter
         if stats is not None:
             values.append(stats.median)
-    return statistics.fmean(values) if values else None
+    return geometric_mean(values) if values else None
 
 
 def score(records: Sequence[RunRecord], objective: Objective) -> Score:
