@@ -128,6 +128,15 @@ def load_runs(dirs: Iterable[str], max_quiet_load: float | None, fill_load: bool
     return sorted(runs, key=lambda r: r.started)
 
 
+def records_by_config(folder: str, tag: str) -> dict[str, list[RunRecord]]:
+    """The done runs of one collection with ``tag`` (quiet, busy), by configuration, in the order they ran."""
+    by_config: dict[str, list[RunRecord]] = {}
+    for run in load_runs([folder], None, fill_load=True):
+        if run.tag == tag:
+            by_config.setdefault(run.config, []).append(run.record)
+    return by_config
+
+
 # ----- judging one run -------------------------------------------------------------------------
 
 

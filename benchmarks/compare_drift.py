@@ -26,13 +26,12 @@ import argparse
 import dataclasses
 import random
 import sys
-from collections import defaultdict
 from pathlib import Path
 from unittest import mock
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from calibrate_judge import load_runs  # noqa: E402
+from calibrate_judge import records_by_config  # noqa: E402
 
 from tui.engine.compare import judge as judge_module  # noqa: E402
 from tui.engine.compare.judge import CompareSettings, judge_pair  # noqa: E402
@@ -107,11 +106,7 @@ def main() -> int:
           "| confident-wrong |")
     print("|---|---|---|---:|---:|---:|---:|---:|")
     for folder in args.dirs:
-        by_config = defaultdict(list)
-        for run in load_runs([folder], None, fill_load=True):
-            if run.tag == args.tag:
-                by_config[run.config].append(run.record)
-        for config, records in sorted(by_config.items()):
+        for config, records in sorted(records_by_config(folder, args.tag).items()):
             if len(records) < 2 * args.size:
                 continue
             rng = random.Random(args.seed)

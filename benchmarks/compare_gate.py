@@ -14,12 +14,11 @@ from __future__ import annotations
 import argparse
 import random
 import sys
-from collections import defaultdict
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from calibrate_judge import load_runs  # noqa: E402
+from calibrate_judge import records_by_config  # noqa: E402
 
 from tui.engine.compare.judge import CompareSettings, judge_pair  # noqa: E402
 from tui.engine.compare.matching import Pair, config_key  # noqa: E402
@@ -39,11 +38,7 @@ def main() -> int:
     print("| collection | configuration | " + " | ".join(f"K={k}: wrong word / gate fails" for k in sizes) + " |")
     print("|---|---|" + "---:|" * len(sizes))
     for folder in args.dirs:
-        by_config = defaultdict(list)
-        for run in load_runs([folder], None, fill_load=True):
-            if run.tag == args.tag:
-                by_config[run.config].append(run.record)
-        for config, records in sorted(by_config.items()):
+        for config, records in sorted(records_by_config(folder, args.tag).items()):
             cells = []
             for size in sizes:
                 if len(records) < 2 * size:
