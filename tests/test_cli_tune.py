@@ -122,6 +122,7 @@ def test_a_search_through_the_fake_worker_confirms_the_winner_and_prints_valid_c
                                                            if line.startswith("tune id ")):])  # folded at 80
     assert closing.endswith(f"compare selects them from the history as tune:{tune_id}; compile-lab report {out_json} "
                             f"-o tune.html makes its page with the answer"), closing
+    assert answer["text"].splitlines()[-1] == closing  # the export's copy of the answer ends as the CLI's did
     capsys.readouterr()
     assert cli.main(["compare", f"tune:{tune_id}", "tune:last", "--csv", str(tmp_path / "c.csv")]) == 0
     compared = list(csv.DictReader((tmp_path / "c.csv").open()))
@@ -151,6 +152,18 @@ def test_nothing_beats_the_default_is_said_in_those_words(monkeypatch, capsys):
     assert code == 0
     assert out.splitlines()[0] == "no configuration beats the default compile by more than 2%"
     assert "torch.compile(" not in out
+
+
+def test_the_answer_in_a_json_export_of_runs_not_stored_says_where_they_are(monkeypatch, capsys, tmp_path):
+    """The export's copy of the answer ended with the history's selector even under --no-history."""
+    _use_fake_worker(monkeypatch, {"mode=max-autotune-no-cudagraphs": 1.3})
+    out_json = tmp_path / "t.json"
+    assert cli.main(["tune", "--workload", "pointwise", "--device", "cpu", "--iters", "20", "--block-size", "5",
+                     "--space", "modes", "--budget", "2m", "--no-history", "--json", str(out_json),
+                     *QUIET_MACHINE]) == 0
+    closing = json.loads(out_json.read_text())["tune"]["text"].splitlines()[-1]
+    assert closing.endswith(f"not stored in the history; compile-lab report {out_json} -o tune.html makes its page "
+                            "with the answer"), closing
 
 
 def test_a_search_whose_runs_all_fail_says_nothing_was_measured_and_exits_1(monkeypatch, capsys):

@@ -151,7 +151,7 @@ async def _tune(args: argparse.Namespace, settings: tuple[RunOptions, Objective,
     if args.json:  # the answer as data goes into the JSON export alone
         from tui.present.tune_json import answer_json
 
-        json_extra = {"tune": answer_json(result, plan.modes)}
+        json_extra = {"tune": answer_json(result, plan.modes, kept=(args.json, history is not None))}
     stopped_before = len(stopped_by)
     with signals_deferred(stopped_by):  # a signal now waits until the exports and the answer are written whole
         export_failed = _export(group_rows(exported(session, args, err)), args, err, json_extra)

@@ -325,9 +325,11 @@ def closing_line(result: TuneResult, json_file: str | None = None, stored: bool 
             f"-o tune.html makes a page of its runs)")
 
 
-def answer_lines(result: TuneResult, modes: Mapping[str, Mapping[str, Any]] | None = None) -> list[tuple[str, bool]]:
+def answer_lines(result: TuneResult, modes: Mapping[str, Mapping[str, Any]] | None = None,
+                 kept: tuple[str | None, bool] = (None, True)) -> list[tuple[str, bool]]:
     """The answer's lines (see :func:`answer_text`), each with whether it is prose that may fold (code never does:
-    it is pasted as it is)."""
+    it is pasted as it is). ``kept``: the ``--json`` file and whether the history has the runs
+    (:func:`closing_line`)."""
     code = code_lines(result, modes)
     lines = [*[(line, True) for line in lead_lines(result)],
              *[(line, False) for line in code],
@@ -338,14 +340,16 @@ def answer_lines(result: TuneResult, modes: Mapping[str, Mapping[str, Any]] | No
         lines.append((f"  {name}: {latest}{_screened_part(screened, latest, shown)}: {standing}", True))
     notes = [*(result.confirmation.notes if result.confirmation else ()), *result.notes]
     lines += [(f"note: {note}", True) for note in notes]
-    lines.append((closing_line(result), True))
+    lines.append((closing_line(result, *kept), True))
     return lines
 
 
-def answer_text(result: TuneResult, modes: Mapping[str, Mapping[str, Any]] | None = None) -> str:
+def answer_text(result: TuneResult, modes: Mapping[str, Mapping[str, Any]] | None = None,
+                kept: tuple[str | None, bool] = (None, True)) -> str:
     """The whole answer as plain text, unfolded (the candidates one per line, ``name: latest, screened X:
-    standing``, the screened figure where it adds something): what ``y`` copies in the app."""
-    return "\n".join(line for line, _ in answer_lines(result, modes))
+    standing``, the screened figure where it adds something): what ``y`` copies in the app, and the ``--json``
+    export's ``text`` (``kept``: :func:`answer_lines`)."""
+    return "\n".join(line for line, _ in answer_lines(result, modes, kept))
 
 
 def fold_answer(lines: Sequence[tuple[str, bool]], width: int) -> str:

@@ -25,7 +25,8 @@ def _against(against: Against) -> dict[str, Any]:
             "reasons": list(against.reasons)}
 
 
-def answer_json(result: TuneResult, modes: Mapping[str, Mapping[str, Any]] | None = None) -> dict[str, Any]:
+def answer_json(result: TuneResult, modes: Mapping[str, Mapping[str, Any]] | None = None,
+                kept: tuple[str | None, bool] = (None, True)) -> dict[str, Any]:
     """The answer of ``result`` as JSON-ready data (see the module docstring).
 
     ``winner.code`` is null where the answer prints no code (the default compile, nothing beats it, or an
@@ -73,7 +74,7 @@ def answer_json(result: TuneResult, modes: Mapping[str, Mapping[str, Any]] | Non
         "runs": result.runs,
         "stopped_runs": result.stopped_runs,
         "elapsed_s": result.elapsed_s,
-        "text": answer_text(result, modes),
+        "text": answer_text(result, modes, kept),
     }
 
 
