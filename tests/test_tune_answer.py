@@ -350,10 +350,9 @@ def test_the_compile_time_is_charged_against_the_processes_geometric_mean_times(
     """--calls charges compile time against a side's time per call, read as its group reads it (the geometric mean
     of its processes' medians: 2 ms for 1 and 4 ms, not their mean 2.5)."""
     from test_repeats import _cpu_process
-    from tui.engine.tune.answer import _compiled_ms
-    from tui.engine.tune.objective import DEVICE, _eager_ms
+    from tui.engine.tune.objective import DEVICE, typical_ms
 
     runs = [_cpu_process(0, 1.0, 1.0, compiled=1.0), _cpu_process(1, 1.0, 1.0, compiled=4.0)]
-    assert _compiled_ms(runs, DEVICE) == pytest.approx(2.0)
+    assert typical_ms(runs, "compiled", DEVICE) == pytest.approx(2.0)
     eager = [r.summary().eager.iter.median for r in runs]
-    assert _eager_ms(runs, DEVICE) == pytest.approx((eager[0] * eager[1]) ** 0.5)
+    assert typical_ms(runs, "eager", DEVICE) == pytest.approx((eager[0] * eager[1]) ** 0.5)

@@ -18,13 +18,12 @@ from typing import Any
 
 from tui.engine.compare.judge import CompareSettings, judge_pair
 from tui.engine.compare.matching import Pair, config_key
-from tui.engine.measure.stats import geometric_mean
 from tui.engine.measure.verdict import FASTER, INCONCLUSIVE, NO_CHANGE, SLOWER
 from tui.engine.options import RunOptions
 from tui.engine.status import RunStatus
 from tui.engine.store.repeats import summarize_group
 from tui.engine.store.results import RunRecord
-from tui.engine.tune.objective import DEVICE, Objective
+from tui.engine.tune.objective import DEVICE, Objective, typical_ms
 from tui.engine.tune.search import Standing
 
 __all__ = ["CONFIRM_REPEATS", "CONFIRM_MAX_REPEATS",
@@ -182,24 +181,12 @@ def _vs_eager(done: Sequence[RunRecord], kind: str) -> Against:
                    group.noise_reasons)
 
 
-def _compiled_ms(done: Sequence[RunRecord], kind: str) -> float | None:
-    """The compiled time per call of a side's processes: the geometric mean of their medians, as their group reads
-    it (:func:`tui.engine.measure.stats.typical_medians`)."""
-    values = []
-    for record in done:
-        side = record.summary().compiled
-        stats = side.iter if kind == DEVICE or side.host is None else side.host
-        if stats is not None:
-            values.append(stats.median)
-    return geometric_mean(values) if values else None
-
-
 def _amortized(winner: Sequence[RunRecord], default: Sequence[RunRecord], objective: Objective) -> float | None:
     if not objective.calls:
         return None
     costs = []
     for runs in (default, winner):
-        per_call, compile_s = _compiled_ms(runs, objective.kind), _mean([r.compile_s for r in runs])
+        per_call, compile_s = typical_ms(runs, "compiled", objective.kind), _mean([r.compile_s for r in runs])
         if per_call is None or compile_s is None:
             return None
         costs.append(per_call + compile_s * 1e3 / objective.calls)

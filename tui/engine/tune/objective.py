@@ -27,7 +27,7 @@ from tui.engine.status import RunStatus
 from tui.engine.store.repeats import summarize_group
 from tui.engine.store.results import RunRecord
 
-__all__ = ["DEVICE", "HOST", "OBJECTIVES", "Objective", "Score", "score", "amortized", "failure_reason"]
+__all__ = ["DEVICE", "HOST", "OBJECTIVES", "Objective", "Score", "score", "amortized", "failure_reason", "typical_ms"]
 
 DEVICE, HOST = "device", "host"
 OBJECTIVES = (DEVICE, HOST)
@@ -103,16 +103,17 @@ def _out(records: Sequence[RunRecord], objective: Objective) -> str | None:
     return None
 
 
-def _eager_ms(done: Sequence[RunRecord], kind: str) -> float | None:
-    """The eager time per call the compile time is charged against: the geometric mean of the processes' medians,
-    as their group reads it (:func:`tui.engine.measure.stats.typical_medians`)."""
+def typical_ms(done: Sequence[RunRecord], side: str, kind: str) -> float | None:
+    """A side's time per call over a candidate's done processes, on the objective's clock (``host`` where measured
+    for :data:`HOST`, else the per-iteration one): the geometric mean of their medians, as their group reads them
+    (:func:`tui.engine.measure.stats.typical_medians`); None where none has one or one reads zero."""
     values = []
     for record in done:
-        side = record.summary().eager
-        stats = side.host if kind == HOST and side.host is not None else side.iter
-        if stats is not None:
-            values.append(stats.median)
-    return geometric_mean(values) if values else None
+        stats = record.summary().side(side)
+        chosen = stats.host if kind == HOST and stats.host is not None else stats.iter
+        if chosen is not None:
+            values.append(chosen.median)
+    return geometric_mean(values)
 
 
 def score(records: Sequence[RunRecord], objective: Objective) -> Score:
@@ -125,7 +126,7 @@ def score(records: Sequence[RunRecord], objective: Objective) -> Score:
     if base.out is not None:
         return base
     value, low, high = _interval(done, objective.kind)
-    eager = _eager_ms(done, objective.kind)
+    eager = typical_ms(done, "eager", objective.kind)
 
     def charge(x: float | None) -> float | None:
         return amortized(x, eager, base.compile_s, objective.calls)
