@@ -61,6 +61,7 @@ __all__ = [
     "launch_bound_of",
     "check_stored_times",
     "with_typical_medians",
+    "typical_clock",
 ]
 
 # The thresholds (MIN_SAMPLES, MIN_INTERVAL_BLOCKS, LAUNCH_BOUND_RATIO, the policy's) live in tui.engine.thresholds.
@@ -288,6 +289,16 @@ def build_summary(live: LiveStats, run: SummaryInputs) -> RunSummary:
     )
 
 
+def typical_clock(processes: Sequence[RunSummary], which: str) -> tuple[float, ...] | None:
+    """(eager, compiled) of several processes on one clock (``iter`` or ``host``):
+    :func:`~tui.engine.measure.stats.typical_medians` of their own medians; None where that rule has none."""
+    medians = []
+    for process in processes:
+        stats = [getattr(process.side(name), which) for name in SIDES]
+        medians.append(tuple(s.median if s else None for s in stats))
+    return typical_medians(medians)
+
+
 def with_typical_medians(pooled: RunSummary, processes: Sequence[RunSummary], run: SummaryInputs) -> RunSummary:
     """``pooled`` (the statistics of several processes' blocks pooled) with each clock's eager and compiled medians
     replaced by the geometric means of the processes' own (:func:`~tui.engine.measure.stats.typical_medians`), each
@@ -301,8 +312,7 @@ def with_typical_medians(pooled: RunSummary, processes: Sequence[RunSummary], ru
     """
     sides = {name: pooled.side(name) for name in SIDES}
     for which in ("iter", "host"):
-        own = [tuple(getattr(p.side(name), which) for name in SIDES) for p in processes]
-        typical = typical_medians([tuple(s.median if s else None for s in stats) for stats in own])
+        typical = typical_clock(processes, which)
         if typical is None or any(getattr(sides[name], which) is None for name in SIDES):
             continue
         for name, centre in zip(SIDES, typical, strict=True):

@@ -45,10 +45,10 @@ from tui.engine.options import RunOptions
 from tui.engine.protocol import SIDES
 from tui.engine.store.results import TERMINAL_STATUSES, RunRecord, SamplesInvalid, SamplesUnavailable
 from tui.engine.store.wall_time import WallTime
-from tui.engine.measure.stats import SpeedupCI, Stats, bootstrap_speedup_processes, is_significant, typical_medians
+from tui.engine.measure.stats import SpeedupCI, Stats, bootstrap_speedup_processes, is_significant
 from tui.engine.measure.summary import (
     BOOTSTRAP_RESAMPLES, MIN_INTERVAL_BLOCKS, LiveStats, RunSummary, SideStats, SummaryInputs, build_summary,
-    with_typical_medians,
+    typical_clock, with_typical_medians,
 )  # fmt: skip
 from tui.engine.measure.verdict import (
     INCONCLUSIVE, NOISY, SideSeries, Verdict, VerdictPolicy, judge_interval, noise_reasons,
@@ -291,9 +291,8 @@ def _across_processes(base: GroupSummary, done: Sequence[RunRecord]) -> GroupSum
     summaries = [r.summary() for r in done]
     for which in ("iter", "host"):
         processes = [(_blocks(r, "eager", which), _blocks(r, "compiled", which)) for r in done]
-        own = [tuple(getattr(s.side(name), which) for name in SIDES) for s in summaries]
         interval = _around_typical(bootstrap_speedup_processes(processes, BOOTSTRAP_RESAMPLES, seed=0),
-                                   typical_medians([tuple(x.median if x else None for x in stats) for stats in own]))
+                                   typical_clock(summaries, which))
         # As for one run: too few block pairs in all give no interval (tui.engine.measure.summary).
         if sum(min(len(e), len(c)) for e, c in processes) < MIN_INTERVAL_BLOCKS:
             interval = SpeedupCI(interval.point, None, None)
