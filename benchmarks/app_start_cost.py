@@ -7,6 +7,8 @@ Run from the repository root::
     python benchmarks/app_start_cost.py --profile          # plus a cProfile top-20 per size
     python benchmarks/app_start_cost.py --bare             # a bare Textual app, for comparison
     python benchmarks/app_start_cost.py --own-css          # each app parses its CSS, as a user's does
+    python benchmarks/app_start_cost.py --without picker   # the main screen with an empty picker
+    python benchmarks/app_start_cost.py --without rows     # the picker's fields without their row and label
 
 Each start is ``CompileLabApp.run_test(size=...)`` wired as ``tests/app/conftest.py`` wires it (the
 fake worker's runner, a telemetry source that reports no GPU) with a history and a config in a
@@ -106,6 +108,21 @@ def measure(factory: Any, size: tuple[int, int], n: int, profile: bool) -> tuple
     return times, report
 
 
+def leave_out(part: str) -> None:
+    """Start the app without ``part`` of its picker, to read that part's share of a start.
+
+    ``picker``: the picker composes nothing (and its mount hook does nothing, having no fields to set);
+    ``rows``: each field is composed bare, without the ``Horizontal`` row and the ``Label`` around it.
+    """
+    from tui.app.components import picker
+
+    if part == "picker":
+        picker.Picker.compose = lambda self: iter(())  # type: ignore[method-assign]
+        picker.Picker.on_mount = lambda self: None  # type: ignore[method-assign]
+    elif part == "rows":
+        picker.field_row = lambda label, widget, **_: widget  # type: ignore[assignment]
+
+
 def parse_size(text: str) -> tuple[int, int]:
     """``WxH`` -> (W, H)."""
     width, _, height = text.lower().partition("x")
@@ -125,12 +142,16 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--python-gc", action="store_true", help="the interpreter's GC thresholds, not the suite's")
     parser.add_argument("--own-css", action="store_true",
                         help="each app parses its CSS (Textual's cache per app), not the tests' shared parses")
+    parser.add_argument("--without", choices=("picker", "rows"),
+                        help="leave out the picker (its compose and mount) or its fields' rows and labels")
     args = parser.parse_args(argv)
     if args.n < 1:
         parser.error("-n: at least 1")
     if not args.python_gc:
         gc.set_threshold(*SUITE_GC_THRESHOLDS)
     factory = make_bare_app if args.bare else make_app
+    if args.without:
+        leave_out(args.without)
     import textual
     import textual.css.stylesheet  # noqa: F401  (loaded for css_cache, as the tests' collection loads it)
 
@@ -140,7 +161,8 @@ def main(argv: list[str] | None = None) -> int:
         css_cache.install_if_loaded()
 
     print(f"python {sys.version.split()[0]}, textual {textual.__version__}, gc {gc.get_threshold()}, "
-          f"{'bare app' if args.bare else 'CompileLabApp'}, {'own' if args.own_css else 'shared'} CSS parses")
+          f"{'bare app' if args.bare else 'CompileLabApp'}"
+          f"{f' without {args.without}' if args.without else ''}, {'own' if args.own_css else 'shared'} CSS parses")
     for size in args.size or [(80, 24), (160, 48)]:
         times, report = measure(factory, size, args.n, args.profile)
         print(f"{size[0]}x{size[1]}: median {statistics.median(times):.3f} CPU-s per start "
