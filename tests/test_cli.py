@@ -112,6 +112,43 @@ def test_a_user_file_that_cannot_run_is_refused_before_a_worker_starts(monkeypat
     assert made == []
 
 
+@pytest.mark.parametrize("command", ["run", "sweep"])
+def test_a_cuda_device_on_a_cpu_build_of_torch_is_refused_as_tune_refuses_it(monkeypatch, capsys, command):
+    """``run --device cuda`` on a CPU wheel started a worker that failed the run (exit 1, a failed row kept in the
+    history) where ``tune`` refused it in one line (exit 2); a run in another interpreter is its worker's to judge."""
+    from tui.engine.runner import torch_probe
+
+    made = _use_fake_worker(monkeypatch)
+    monkeypatch.setattr(torch_probe, "cpu_build_here", lambda: "2.13.0+cpu")
+    assert cli.main([command, "--workload", "pointwise", "--device", "cuda:1", "--no-history"]) == 2
+    assert _error_lines(capsys) == ["compile-lab: error: --device: cuda:1 is not allowed: this machine's torch "
+                                    "(2.13.0+cpu) cannot use CUDA (allowed: cpu)"]
+    assert made == []
+    from tui.cli.parse import _refuse_cuda_on_a_cpu_build
+    from tui.engine.options import RunOptions
+
+    _refuse_cuda_on_a_cpu_build([RunOptions(device="cuda", python=sys.executable), RunOptions(device="cpu")])
+    monkeypatch.setattr(torch_probe, "cpu_build_here", lambda: None)  # a build that may have CUDA: the worker says
+    _refuse_cuda_on_a_cpu_build([RunOptions(device="cuda")])
+
+
+@pytest.mark.parametrize(("version", "cpu_build"), [("2.13.0+cpu", True), ("2.6.0+cpu.cxx11.abi", True),
+                                                    ("2.11.0+cu130", False), ("2.9.1", False), (None, False)])
+def test_a_cpu_build_is_read_from_torchs_version_without_importing_it(monkeypatch, version, cpu_build):
+    import importlib.metadata
+
+    from tui.engine.runner import torch_probe
+
+    def installed(name: str) -> str:
+        assert name == "torch"
+        if version is None:
+            raise importlib.metadata.PackageNotFoundError(name)
+        return version
+
+    monkeypatch.setattr(importlib.metadata, "version", installed)
+    assert torch_probe.cpu_build_here() == (version if cpu_build else None)
+
+
 def test_every_run_flag_reaches_its_option():
     args = cli.build_parser().parse_args(
         [

@@ -208,7 +208,10 @@ def _cli_on_fake_gpus(monkeypatch, names):
     from tui import cli
     from tui.cli import run as cli_run
 
+    from tui.engine.runner import torch_probe
+
     telemetry = FakeSource(gpus=len(names), names=names)
+    monkeypatch.setattr(torch_probe, "cpu_build_here", lambda: None)  # a GPU machine's torch may have CUDA
     monkeypatch.setenv("CUDA_VISIBLE_DEVICES", ",".join(str(i) for i in range(len(names))))
     monkeypatch.setattr(cli_run, "_telemetry", lambda configs: telemetry)
     monkeypatch.setattr(cli, "make_runner", lambda keep_spare, telemetry=None, env=None: WorkerRunner(

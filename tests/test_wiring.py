@@ -59,7 +59,10 @@ def calls(monkeypatch):
 
 
 def test_the_command_line_wires_and_exports_through_the_engine(calls, monkeypatch, tmp_path, compile_lab_home):
+    from tui.engine.runner import torch_probe
+
     telemetry = FakeSource(gpus=2, names=["Fake H100", "Fake A100"])
+    monkeypatch.setattr(torch_probe, "cpu_build_here", lambda: None)  # a GPU machine's torch may have CUDA
     monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "0,1")
     monkeypatch.setattr(cli_run, "_telemetry", lambda configs: telemetry)
     made: list[InProcessRunner] = []

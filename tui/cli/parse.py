@@ -121,9 +121,22 @@ def configs_from_args(args: argparse.Namespace) -> list[RunOptions]:
     """
     check_cluster(args)
     args.device_pool = () if getattr(args, "cluster", None) else device_pool_from_args(args)
-    if args.command == "run":
-        return [options_from_args(args).validated()]
-    return _sweep_configs(args)
+    configs = [options_from_args(args).validated()] if args.command == "run" else _sweep_configs(args)
+    if not getattr(args, "cluster", None):
+        _refuse_cuda_on_a_cpu_build(configs)
+    return configs
+
+
+def _refuse_cuda_on_a_cpu_build(configs: list[RunOptions]) -> None:
+    """A ``cuda`` device for runs in this interpreter, whose torch is a CPU build by its version: OptionsError
+    (field ``device``), as ``tune`` refuses it, rather than a failed run a configuration. Runs in another
+    interpreter (``--python``) or on a cluster are not judged here: their worker says."""
+    from tui.engine.runner.torch_probe import cpu_build_here, no_cuda
+
+    devices = [config.device for config in configs if config.python is None and config.device.startswith("cuda")]
+    version = cpu_build_here() if devices else None
+    if version is not None:
+        raise OptionsError("device", no_cuda(devices[0], version))
 
 
 #: What a cluster run cannot do yet, each with the reason its refusal gives.

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import importlib.metadata
 import json
 import logging
 import os
@@ -30,7 +31,8 @@ from typing import Any, TypeVar
 from tui.typed import JsonRecord
 
 __all__ = ["TorchOptions", "ProbeOutput", "probe_argv", "run_probe", "read_output", "read_report",
-           "probe_torch", "stop_probes", "probing", "PROBE_TIMEOUT_S", "PROBE_MODULE", "THIS_MACHINE", "STDERR_KEPT"]
+           "probe_torch", "stop_probes", "probing", "PROBE_TIMEOUT_S", "PROBE_MODULE", "THIS_MACHINE", "STDERR_KEPT",
+           "no_cuda", "cpu_build_here"]
 
 log = logging.getLogger(__name__)
 
@@ -46,6 +48,25 @@ STOP_POLL_S = 0.05
 starting)."""
 STDERR_KEPT = 2000
 """The characters of the probe's stderr kept (its end): a failed probe's last line is its reason."""
+
+
+def no_cuda(device: str, torch: str | None, asked: str = THIS_MACHINE) -> str:
+    """The refusal of a ``cuda`` ``device`` whose torch cannot use CUDA, in one line that a front end puts after
+    the device's field (``--device: ...``): the same words wherever it is found out."""
+    return f"{device} is not allowed: {asked} ({torch or 'torch'}) cannot use CUDA (allowed: cpu)"
+
+
+def cpu_build_here() -> str | None:
+    """This interpreter's torch version where the version itself says the build has no CUDA (the ``+cpu`` local
+    label of PyTorch's CPU wheels), read from the installed package's metadata, torch not imported; None where no
+    torch is installed or the build may have CUDA (a run's worker then finds out, as it does on another
+    interpreter)."""
+    try:
+        version = importlib.metadata.version("torch")
+    except importlib.metadata.PackageNotFoundError:
+        return None
+    label = version.partition("+")[2]
+    return version if label.split(".")[0] == "cpu" else None
 
 
 @dataclass(frozen=True)

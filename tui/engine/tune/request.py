@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from tui.engine.options import OptionsError, RunOptions
+from tui.engine.runner.torch_probe import no_cuda
 from tui.engine.tune import probe as probe_module
 from tui.engine.tune.objective import OBJECTIVES, Objective
 from tui.engine.tune.space import Candidate, SpaceError, candidates, distinct, option_keys, parse_space
@@ -151,8 +152,7 @@ def device_refused(plan: SearchPlan, device: str) -> str | None:
     run would fail as the default compile's does, so the search is refused before it starts any."""
     if not device.startswith("cuda") or plan.cuda is not False:
         return None
-    return (f"{device} is not allowed: {plan.asked} ({plan.torch or 'torch'}) cannot use CUDA "
-            "(allowed: cpu)")
+    return no_cuda(device, plan.torch, plan.asked)
 
 
 def nothing_to_try(plan: SearchPlan) -> str | None:
