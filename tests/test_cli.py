@@ -79,6 +79,11 @@ def test_workloads_lists_every_builtin_and_how_to_bring_your_own(capsys):
         (["sweep", "--mode", "default,bogus"], "--mode:"),
         (["sweep", "--fullgraph", "maybe"], "--fullgraph:"),
         (["sweep", "--param", "n=64,-1"], "--param: n:"),
+        (["sweep", "--param", "n=8,,16"], "--param: n: '8,,16' has an empty item (allowed: values separated by single "
+                                          "commas, none at either end)"),
+        (["sweep", "--mode", "default,"], "--mode: 'default,' has an empty item"),
+        (["sweep", "--python", ",python3"], "--python: ',python3' has an empty item"),
+        (["tune", "--space", "freezing,,cpp_wrapper"], "--space: 'freezing,,cpp_wrapper' has an empty item"),
         (["run", "--precision", "fast"], "--precision: 'fast' is not allowed (allowed: default, ieee, tf32)"),
         (["sweep", "--precision", "ieee,TF32"], "--precision: 'TF32' is not allowed (allowed: default, ieee, tf32)"),
         (["run", "--tf32", "--precision", "ieee"], "--precision: --tf32 (the same as --precision tf32) contradicts "

@@ -74,7 +74,7 @@ def run_inputs(args: argparse.Namespace) -> dict[str, str]:
     if workload and is_user_workload(workload):
         named.append(("the --workload file", os.path.expanduser(split_user_workload(workload)[0])))
     python = getattr(args, "python", None)
-    pythons = (split_list(python) if args.command == "sweep" else [python]) if python else []
+    pythons = (split_list(python, "python") if args.command == "sweep" else [python]) if python else []
     for path in pythons or ():
         named.append(("a --python interpreter", path if os.sep in path else shutil.which(path)))
     return input_files(named)

@@ -17,7 +17,7 @@ from tui.engine.catalog import echo
 from tui.engine.cluster.address import CPUS_ALLOWED, DEFAULT_CPUS, MAX_CPUS, ClusterError, parse_address
 from tui.engine.option_table import SPECS
 from tui.engine.options import (
-    DEFAULT_MODE, OptionsError, RunOptions, check_compile_settings, mode_applies, parse_key_values,
+    DEFAULT_MODE, OptionsError, RunOptions, check_compile_settings, comma_items, mode_applies, parse_key_values,
 )  # fmt: skip
 from tui.engine.run.sweep import AXES_BY_FIELD, SWEEP_AXES, SweepAxis, expand
 
@@ -38,10 +38,11 @@ def problem_warnings(problems: Sequence[str], what: str = "the runs") -> list[st
     return lines
 
 
-def split_list(text: str | None) -> list[str] | None:
+def split_list(text: str | None, field_name: str) -> list[str] | None:
+    """A flag's comma list (None: not given); an empty item is an OptionsError naming ``field_name``."""
     if text is None:
         return None
-    return [part.strip() for part in text.split(",") if part.strip()]
+    return comma_items(text, field_name)
 
 
 def options_from_args(args: argparse.Namespace, sweep: bool = False) -> RunOptions:
@@ -87,7 +88,7 @@ def axis_values(args: argparse.Namespace, axis: SweepAxis, sweep: bool) -> list[
 def _listed(axis: SweepAxis, text: str) -> list[Any] | None:
     """``sweep``'s text of an axis: a word of its own (``both``) or a comma list."""
     if axis.words is None:
-        return split_list(text)
+        return split_list(text, axis.field)
     choice = text.strip().lower()
     if choice not in axis.words:
         raise OptionsError(axis.field, f"{text!r} is not allowed (allowed: {', '.join(axis.words)})")
@@ -217,9 +218,9 @@ def _sweep_configs(args: argparse.Namespace) -> list[RunOptions]:
         if not sep or not key:
             raise OptionsError("params", f"{echo(item)} is not key=value[,value...] (allowed: key=value, e.g. n=512 or "
                                          "n=512,1024 to sweep it)")
-        parts = [v.strip() for v in values.split(",") if v.strip()]
-        if not parts:
+        if not values.strip():
             raise OptionsError("params", f"{key} has no value")
+        parts = comma_items(values, "params", about=f"{key}: ")
         grid.setdefault(key, [])
         for part in parts:
             grid[key].append(parse_key_values([f"{key}={part}"], "params")[key])

@@ -50,6 +50,7 @@ __all__ = [
     "DEFAULT_PRECISION",
     "check_precision",
     "key_value_words",
+    "comma_items",
     "DYNAMIC_CHOICES",
     "DEFAULT_MODE",
     "mode_applies",
@@ -200,12 +201,23 @@ def key_value_words(settings: Mapping[str, Any]) -> str:
     return " ".join(f"{key}={value}" for key, value in sorted(settings.items()))
 
 
+def comma_items(text: str, field_name: str, *, about: str = "") -> list[str]:
+    """The items of a comma list, stripped. An empty one (``8,,16``, a comma at either end) is an OptionsError
+    (``field_name``; ``about`` before the text, e.g. the parameter's name) rather than an item that drops out
+    without a word."""
+    items = [part.strip() for part in text.split(",")]
+    if not all(items):
+        raise OptionsError(field_name, f"{about}{echo(text)} has an empty item (allowed: values separated by "
+                                       "single commas, none at either end)")
+    return items
+
+
 def parse_key_values(items: list[str] | str | None, field_name: str) -> dict[str, Any]:
     """Parse ``key=value`` pairs (a list, or one comma-separated string) with typed values."""
     if not items:
         return {}
     if isinstance(items, str):
-        items = [part for part in items.split(",") if part.strip()]
+        items = comma_items(items, field_name)
     result: dict[str, Any] = {}
     for item in items:
         key, sep, value = item.partition("=")

@@ -118,9 +118,12 @@ def option_keys() -> tuple[str, ...]:
 def parse_space(text: str | None) -> tuple[str, ...]:
     """``--space``: a comma list of groups (:data:`SPACE_GROUPS`) and knob names -> knob names, in catalog order
     (None: ``all``; an empty list is refused)."""
-    words = [w.strip() for w in ("all" if text is None else text).split(",") if w.strip()]
-    if not words:
+    words = [w.strip() for w in ("all" if text is None else text).split(",")]
+    if not any(words):
         raise SpaceError(f"is empty (allowed: a comma list of {', '.join(SPACE_GROUPS)} or knob names)")
+    if not all(words):
+        raise SpaceError(f"{text!r} has an empty item (allowed: a comma list of {', '.join(SPACE_GROUPS)} or knob "
+                         "names, separated by single commas)")
     chosen: set[str] = set()
     for word in words:
         if word in SPACE_GROUPS:
