@@ -121,7 +121,8 @@ def test_a_group_pools_its_processes_and_reports_their_spread():
         group.speedup_xproc_ci_high,
     )
     assert summary.verdict == group.verdict and summary.live is False
-    assert "a finished warning" in summary.warnings  # every process said it: once, as it is
+    # every process said it: once, named as theirs (not a figure of the pooled row)
+    assert "processes 1–3 of 3: a finished warning" in summary.warnings and "a finished warning" not in summary.warnings
     assert list(row.raw_rows()) == [line for r in records for line in r.raw_rows()]
 
 

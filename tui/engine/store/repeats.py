@@ -429,10 +429,12 @@ class GroupRecord(RunRecord):
 
 
 def _shared_warnings(done: Sequence[RunRecord]) -> list[str]:
-    """Warnings every done process gave, once; the others prefixed with their process."""
+    """Warnings every done process gave, once, as ``processes 1–N of N: ...`` (a process's figures, not the pooled
+    row's); the others prefixed with their process."""
     per_run = [r.summary().warnings for r in done]
     shared = set(per_run[0]).intersection(*per_run[1:]) if per_run else set()
-    lines = [w for w in (per_run[0] if per_run else ()) if w in shared]
+    every = f"processes 1–{len(done)} of {len(done)}: " if len(done) > 1 else ""
+    lines = [every + w for w in (per_run[0] if per_run else ()) if w in shared]
     for number, warnings in enumerate(per_run, 1):
         lines += [f"process {number} of {len(done)}: {w}" for w in warnings if w not in shared]
     return lines
