@@ -283,7 +283,7 @@ def test_a_confirmation_inconclusive_for_a_drift_names_it_and_does_not_grow():
     result, _, runner, heard, _ = _tune([Candidate(), FREEZE], EDGE, runner_type=DriftingWinner)
     against = result.confirmation.vs_default
     assert against.verdict == "inconclusive" and len(against.reasons) == 1, against
-    assert against.reasons[0].startswith("winner process 1 of 3: the time speedup drifted -")
+    assert against.reasons[0].startswith("freezing=True process 1 of 3: the time speedup drifted -")
     assert len(runner.runs) == 2 + 6 and result.confirmation.processes == (3, 3)
     assert not [e for e in heard.events if e[0] == "note" and "more a side" in e[1]]
     assert result.outcome == UNCONFIRMED  # no claim, "nothing beats the default" included

@@ -194,8 +194,9 @@ def _amortized(winner: Sequence[RunRecord], default: Sequence[RunRecord], object
 
 
 def confirm(winner_runs: Sequence[RunRecord], default_runs: Sequence[RunRecord], objective: Objective,
-            threshold: float) -> Confirmation:
-    """The confirmation's statistics (see the module docstring)."""
+            threshold: float, name: str = "challenger") -> Confirmation:
+    """The confirmation's statistics (see the module docstring); ``name``: the confirmed candidate's, as its
+    processes' reasons name it (``max-autotune process 2 of 3: ...``)."""
     done_w = [r for r in winner_runs if r.status == RunStatus.DONE]
     done_d = [r for r in default_runs if r.status == RunStatus.DONE]
     metric = "speedup" if objective.kind == DEVICE else "host"
@@ -204,7 +205,7 @@ def confirm(winner_runs: Sequence[RunRecord], default_runs: Sequence[RunRecord],
         options = done_w[0].options
         settings = CompareSettings(metric=metric, threshold=threshold, noise_limits=dict(options.noise_limits))
         pair = Pair(key=config_key(done_w[0]), base=tuple(done_d), new=tuple(done_w),
-                    names=("default compile", "winner"))
+                    names=("default compile", name))
         judged = judge_pair(pair, settings)
         change = judged.change(metric)
         notes.extend(judged.notes)

@@ -450,7 +450,7 @@ class TuneDriver:
         repeats = self.confirm_repeats
         if not await self._confirm_waves(confirm_waves(repeats, self.lanes), sides, runs):
             return self.result()
-        judged = confirm(runs[WINNER], runs[DEFAULT], self.objective, self.threshold)
+        judged = confirm(runs[WINNER], runs[DEFAULT], self.objective, self.threshold, best.candidate.name)
         first, stopped = repeats, False
         while (more := self._more_repeats(judged, repeats)) > repeats:
             self.listener.note(notes.grows(repeats, more))  # live; the answer keeps one note for all the growth
@@ -460,7 +460,8 @@ class TuneDriver:
             if (failed := failed_growth(runs, repeats)) is not None:  # every process it added failed
                 self.notes.append(failed)
                 break
-            repeats, judged = more, confirm(runs[WINNER], runs[DEFAULT], self.objective, self.threshold)
+            repeats, judged = more, confirm(runs[WINNER], runs[DEFAULT], self.objective, self.threshold,
+                                            best.candidate.name)
         if repeats > first:
             self.notes.append(notes.grew(first, repeats))
         return self.result() if stopped else self.result(judged, best)
