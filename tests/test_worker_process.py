@@ -328,7 +328,7 @@ def test_compiler_failure_is_a_compile_error_with_its_first_line(worker_factory,
 @pytest.mark.parametrize(
     ("source", "kind", "needle"),
     [
-        ("def make_workload(device, dtype):\n    return 42\n", "workload_error", "returned a int"),
+        ("def make_workload(device, dtype):\n    return 42\n", "workload_error", "returned an int"),
         (
             "import torch\n\ndef boom(x):\n    raise ValueError('eager went wrong')\n\n"
             "def make_workload(device, dtype):\n    return boom, (torch.ones(2),)\n",

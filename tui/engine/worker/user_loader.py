@@ -77,13 +77,15 @@ def _line_in(exc: BaseException, filename: str) -> int | None:
 
 
 def _describe_value(value: Any) -> str:
+    """What a factory returned, in words: ``a tuple of 3 (Linear, Tensor, int)``, ``an int``."""
     if isinstance(value, (tuple, list)):
         inner = ", ".join(type(v).__name__ for v in value[:4])
         more = ", ..." if len(value) > 4 else ""
         return f"a {type(value).__name__} of {len(value)} ({inner}{more})"
     if isinstance(value, dict):
         return f"a dict with keys {sorted(map(str, value))}"
-    return f"a {type(value).__name__}"
+    name = type(value).__name__
+    return f"{'an' if name[:1].lower() in 'aeiou' else 'a'} {name}"
 
 
 def _execute(path: Path, shown: str) -> types.ModuleType:
