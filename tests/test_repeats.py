@@ -14,11 +14,13 @@ from fakes.records import cuda_run_record, full_group
 from tui.engine.store.export import write_csv
 from tui.engine.options import RunOptions
 from tui.engine.protocol import make_event
+from tui.present.warning_groups import merged_processes
 from tui.engine.store.repeats import (
     AUTO_CPU_MAX_PROCESSES,
     AUTO_MAX_PROCESSES, GroupRecord, GroupSummary, group_records, group_rows, members_of, parse_repeat,
     summarize_group, wants_another_process,
 )  # fmt: skip
+from tui.engine.status import RunStatus
 from tui.engine.store.results import RunRecord
 from tui.engine.run.session import RunSession
 from tui.engine.measure.stats import bootstrap_speedup, bootstrap_speedup_processes, percentile
@@ -121,9 +123,24 @@ def test_a_group_pools_its_processes_and_reports_their_spread():
         group.speedup_xproc_ci_high,
     )
     assert summary.verdict == group.verdict and summary.live is False
-    # every process said it: once, named as theirs (not a figure of the pooled row)
-    assert "processes 1–3 of 3: a finished warning" in summary.warnings and "a finished warning" not in summary.warnings
+    # every process said it: each process's line, said once where it is shown, named as theirs (not the pooled row's)
+    assert [w for w in summary.warnings if w.endswith(": a finished warning")] == [
+        f"process {n} of 3: a finished warning" for n in (1, 2, 3)]
+    assert "processes 1–3 of 3: a finished warning" in merged_processes(summary.warnings)
     assert list(row.raw_rows()) == [line for r in records for line in r.raw_rows()]
+
+
+def test_a_groups_warnings_number_its_processes_among_all_of_them_a_failed_one_included():
+    # A failed first process: the row's error named it "process 1 of 3" while the others' warnings were numbered
+    # among the done ones, "processes 1–2 of 2"
+    records = full_group()
+    failed = records[0]
+    failed.status, failed.error_kind, failed.error_message = RunStatus.FAILED, "runtime_error", "boom"
+    row = GroupRecord.of(records)
+    assert row.error_message == "process 1 of 3: boom"
+    shown = merged_processes(row.summary().warnings)
+    assert "processes 2–3 of 3: a finished warning" in shown
+    assert not [line for line in shown if " of 2:" in line or line.startswith("process 1 of 3")]
 
 
 def _cpu_process(n: int, eager: float, speedup: float, blocks: int = 12, compiled: float | None = None) -> RunRecord:

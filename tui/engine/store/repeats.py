@@ -400,7 +400,7 @@ class GroupRecord(RunRecord):
                   profile=next((m.profile for m in done if m.profile and m.profile.available),
                                first.profile))  # fmt: skip
         row.members, row.group, row.pooled = list(members), group, done
-        row.warnings = [*left_out, *_shared_warnings(done)]
+        row.warnings = [*left_out, *_process_warnings(members, done)]
         ended = [m for m in members if m.status in (RunStatus.FAILED, RunStatus.CANCELLED)]
         if ended:
             number = members.index(ended[0]) + 1
@@ -428,16 +428,15 @@ class GroupRecord(RunRecord):
         raise TypeError("a GroupRecord is not stored: store its members and its group summary")
 
 
-def _shared_warnings(done: Sequence[RunRecord]) -> list[str]:
-    """Warnings every done process gave, once, as ``processes 1–N of N: ...`` (a process's figures, not the pooled
-    row's); the others prefixed with their process."""
-    per_run = [r.summary().warnings for r in done]
-    shared = set(per_run[0]).intersection(*per_run[1:]) if per_run else set()
-    every = f"processes 1–{len(done)} of {len(done)}: " if len(done) > 1 else ""
-    lines = [every + w for w in (per_run[0] if per_run else ()) if w in shared]
-    for number, warnings in enumerate(per_run, 1):
-        lines += [f"process {number} of {len(done)}: {w}" for w in warnings if w not in shared]
-    return lines
+def _process_warnings(members: Sequence[RunRecord], done: Sequence[RunRecord]) -> list[str]:
+    """Each pooled process's warnings, named by its number among the group's processes (``process 2 of 3: ...``,
+    as the row's error and the lines of processes left out are): a process's figures, not the pooled row's. The
+    front ends say those that read alike once (:func:`tui.present.warning_groups.merged_processes`: ``processes
+    1–3 of 3: ...``); the exports keep every line."""
+    if len(members) == 1:
+        return [w for record in done for w in record.summary().warnings]
+    return [f"process {members.index(record) + 1} of {len(members)}: {warning}"
+            for record in done for warning in record.summary().warnings]
 
 
 def _pooled_summary(row: GroupRecord) -> RunSummary:
