@@ -82,6 +82,7 @@ def test_workloads_lists_every_builtin_and_how_to_bring_your_own(capsys):
         (["sweep", "--param", "n=8,,16"], "--param: n: '8,,16' has an empty item (allowed: values separated by single "
                                           "commas, none at either end)"),
         (["sweep", "--mode", "default,"], "--mode: 'default,' has an empty item"),
+        (["sweep", "--mode="], "--mode: the sweep list is empty (give at least one value)"),
         (["sweep", "--python", ",python3"], "--python: ',python3' has an empty item"),
         (["tune", "--space", "freezing,,cpp_wrapper"], "--space: 'freezing,,cpp_wrapper' has an empty item"),
         (["run", "--precision", "fast"], "--precision: 'fast' is not allowed (allowed: default, ieee, tf32)"),
@@ -138,7 +139,8 @@ def test_a_cuda_device_on_a_cpu_build_of_torch_is_refused_as_tune_refuses_it(mon
 
 
 @pytest.mark.parametrize(("version", "cpu_build"), [("2.13.0+cpu", True), ("2.6.0+cpu.cxx11.abi", True),
-                                                    ("2.11.0+cu130", False), ("2.9.1", False), (None, False)])
+                                                    ("2.11.0+cu130", False), ("2.9.1", False), (None, False),
+                                                    ("no METADATA", False)])
 def test_a_cpu_build_is_read_from_torchs_version_without_importing_it(monkeypatch, version, cpu_build):
     import importlib.metadata
 
@@ -148,7 +150,7 @@ def test_a_cpu_build_is_read_from_torchs_version_without_importing_it(monkeypatc
         assert name == "torch"
         if version is None:
             raise importlib.metadata.PackageNotFoundError(name)
-        return version
+        return None if version == "no METADATA" else version  # what a dist-info folder without METADATA reads as
 
     monkeypatch.setattr(importlib.metadata, "version", installed)
     assert torch_probe.cpu_build_here() == (version if cpu_build else None)

@@ -117,6 +117,9 @@ def test_parse_dynamic():
 def test_parse_key_values_types():
     assert parse_key_values(["a=1", "b=true", "c=0.5", "d=x"], "option") == {"a": 1, "b": True, "c": 0.5, "d": "x"}
     assert parse_key_values("a=1,b=2", "param") == {"a": 1, "b": 2}
+    assert parse_key_values("   ", "params") == {}  # a blank field: no parameters, as an empty one
+    with pytest.raises(OptionsError, match=r"^params: 'a=1,,b=2' has an empty item"):
+        parse_key_values("a=1,,b=2", "params")  # dropped without a word before
     with pytest.raises(OptionsError, match="^option: 'nokey' is not key=value"):
         parse_key_values(["nokey"], "option")
     with pytest.raises(OptionsError, match=r"^inductor_options: 'freezing' is not key=value \(allowed: key=value, "

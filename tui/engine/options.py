@@ -202,9 +202,11 @@ def key_value_words(settings: Mapping[str, Any]) -> str:
 
 
 def comma_items(text: str, field_name: str, *, about: str = "") -> list[str]:
-    """The items of a comma list, stripped. An empty one (``8,,16``, a comma at either end) is an OptionsError
-    (``field_name``; ``about`` before the text, e.g. the parameter's name) rather than an item that drops out
-    without a word."""
+    """The items of a comma list, stripped; none for a blank text (the caller says whether a list may be empty). An
+    empty item (``8,,16``, a comma at either end) is an OptionsError (``field_name``; ``about`` before the text,
+    e.g. the parameter's name) rather than an item that drops out without a word."""
+    if not text.strip():
+        return []
     items = [part.strip() for part in text.split(",")]
     if not all(items):
         raise OptionsError(field_name, f"{about}{echo(text)} has an empty item (allowed: values separated by "

@@ -65,6 +65,11 @@ def cpu_build_here() -> str | None:
         version = importlib.metadata.version("torch")
     except importlib.metadata.PackageNotFoundError:
         return None
+    except Exception:  # metadata that cannot be read (a damaged install): the worker finds out
+        log.warning("torch's package metadata could not be read", exc_info=True)
+        return None
+    if not isinstance(version, str):  # a dist-info folder without its METADATA file reads as None
+        return None
     label = version.partition("+")[2]
     return version if label.split(".")[0] == "cpu" else None
 
