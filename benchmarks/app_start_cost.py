@@ -112,15 +112,16 @@ def leave_out(part: str) -> None:
     """Start the app without ``part`` of its picker, to read that part's share of a start.
 
     ``picker``: the picker composes nothing (and its mount hook does nothing, having no fields to set);
-    ``rows``: each field is composed bare, without the ``Horizontal`` row and the ``Label`` around it.
+    ``rows``: each field (the workload's parameters' too) is composed bare, without the ``Horizontal`` row and the
+    ``Label`` around it.
     """
-    from tui.app.components import picker
+    from tui.app.components import picker, picker_params
 
     if part == "picker":
         picker.Picker.compose = lambda self: iter(())  # type: ignore[method-assign]
         picker.Picker.on_mount = lambda self: None  # type: ignore[method-assign]
     elif part == "rows":
-        picker.field_row = lambda label, widget, **_: widget  # type: ignore[assignment]
+        picker.field_row = picker_params.field_row = lambda label, widget, **_: widget  # type: ignore[assignment]
 
 
 def parse_size(text: str) -> tuple[int, int]:
