@@ -241,3 +241,19 @@ def test_a_sweeps_trace_never_replaces_a_file_in_the_folder_it_was_given(tmp_pat
     second.symlink_to(tmp_path / "nowhere")  # a dangling link takes its name too
     assert trace_target(row, 1, args) == first.with_name(first.stem + "-3.json")
     assert first.read_text() == "the user's notes"
+
+
+def test_a_repeat_rows_missing_trace_is_explained_by_its_processes_own_warning():
+    # A --repeat row's warnings name their processes ("process 1 of 2: trace: ..."); the reason a trace is missing
+    # is read from the processes' own lines, not looked for bare in the row's
+    from fakes.records import full_group
+    from tui.cli.artifacts import _no_trace_why
+    from tui.engine.store.repeats import GroupRecord
+
+    records = full_group(scales=(1.0, 1.02))
+    for record in records:
+        record.warnings.append("trace: the profiler wrote nothing")
+        record.profile = None
+    row = GroupRecord.of(records)
+    assert any(w.startswith("process 1 of 2: trace:") for w in row.warnings)
+    assert _no_trace_why(row) == "trace: the profiler wrote nothing"

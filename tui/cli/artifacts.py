@@ -108,10 +108,12 @@ def _traces(rows: list[RunRecord], args: argparse.Namespace, err: Any) -> bool:
 
 
 def _no_trace_why(row: RunRecord) -> str:
+    """Why ``row`` (a run, or a ``--repeat`` row: its processes' own warnings) wrote no trace, in a few words."""
     profile = row.profile
     if profile is not None and not profile.available:
         return f"the profile pass did not run: {profile.why}"
-    trace_warnings = [w for w in row.warnings if w.startswith("trace:")]
+    runs = getattr(row, "members", None) or [row]
+    trace_warnings = [w for run in runs for w in run.warnings if w.startswith("trace:")]
     return trace_warnings[0] if trace_warnings else "the worker reported none"
 
 
