@@ -18,7 +18,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from tui.engine.options import DEFAULT_MODE, MODES, RunOptions
+from tui.engine.options import DEFAULT_MODE, MODES, OptionsError, RunOptions, comma_items
 
 __all__ = ["Knob", "Candidate", "CATALOG", "KNOBS", "SPACE_GROUPS", "MODE_OPTIONS", "SpaceError", "option_keys",
            "parse_space", "candidates", "combine", "distinct", "DEFAULT", "AUTOTUNING", "autotunes", "config_settings"]
@@ -118,12 +118,13 @@ def option_keys() -> tuple[str, ...]:
 def parse_space(text: str | None) -> tuple[str, ...]:
     """``--space``: a comma list of groups (:data:`SPACE_GROUPS`) and knob names -> knob names, in catalog order
     (None: ``all``; an empty list is refused)."""
-    words = [w.strip() for w in ("all" if text is None else text).split(",")]
-    if not any(words):
+    text = "all" if text is None else text
+    if not text.replace(",", "").strip():
         raise SpaceError(f"is empty (allowed: a comma list of {', '.join(SPACE_GROUPS)} or knob names)")
-    if not all(words):
-        raise SpaceError(f"{text!r} has an empty item (allowed: a comma list of {', '.join(SPACE_GROUPS)} or knob "
-                         "names, separated by single commas)")
+    try:
+        words = comma_items(text, "space")
+    except OptionsError as exc:  # an empty item: the one rule of a flag's comma list
+        raise SpaceError(exc.message) from None
     chosen: set[str] = set()
     for word in words:
         if word in SPACE_GROUPS:
