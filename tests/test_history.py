@@ -118,6 +118,31 @@ def test_missing_samples_file_is_reported(tmp_path):
     assert record.summary().speedup == 2.0  # the stored summary still stands
 
 
+def test_a_reader_meeting_an_append_in_progress_waits_for_its_line_and_reports_nothing(tmp_path):
+    """An append holds the lock from its first byte to its fsync: a load meanwhile sees the line whole or not."""
+    import fcntl
+    import threading
+
+    history = _history(tmp_path)
+    history.append(_record())
+    line = history.path.read_bytes()
+    loaded: list[tuple[list[RunRecord], list[str]]] = []
+    reader = threading.Thread(target=lambda: loaded.append(history.load()))
+    fd = os.open(history.path, os.O_WRONLY | os.O_APPEND)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)  # as History._append_bytes does
+        os.write(fd, line[: len(line) // 2])
+        reader.start()
+        reader.join(timeout=0.5)  # without the shared lock the reader is done by now, with half a line
+        os.write(fd, line[len(line) // 2 :])
+    finally:
+        os.close(fd)  # the lock goes with it
+    reader.join()
+    [(records, problems)] = loaded
+    assert problems == [f"{history.path} line 2: run {records[0].run_id} appears again; the later line is kept"]
+    assert len(records) == 1
+
+
 def test_torn_last_line_is_skipped_and_the_next_append_survives(tmp_path):
     history = _history(tmp_path)
     history.append(_record())

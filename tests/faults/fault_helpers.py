@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import csv
+import fcntl
 import json
 import os
 import textwrap
@@ -201,11 +202,14 @@ def write_workload(directory: Path, name: str, source: str) -> Path:
 
 
 def history_lines() -> list[dict]:
-    """The lines of this test's history file, parsed."""
+    """The lines of this test's history file, parsed: read under the shared lock, so never half an append."""
     path = paths.history_file()
     if not path.exists():
         return []
-    return [json.loads(line) for line in path.read_bytes().splitlines() if line.strip()]
+    with open(path, "rb") as handle:
+        fcntl.flock(handle.fileno(), fcntl.LOCK_SH)  # an append holds the exclusive lock until its fsync
+        data = handle.read()
+    return [json.loads(line) for line in data.splitlines() if line.strip()]
 
 
 def csv_rows(path: Path) -> list[dict[str, str]]:

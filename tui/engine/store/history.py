@@ -307,7 +307,7 @@ def _lines(handle: BinaryIO) -> Iterator[tuple[int, bytes, bool]]:
     Read as a stream, not as one ``bytes`` split in lines: splitting 70 MB (20,000 runs) holds
     the GIL for 0.1 s, and a UI thread waits that long. ``torn``: the last line has no newline.
     """
-    remaining = os.fstat(handle.fileno()).st_size
+    remaining = _settled_size(handle.fileno())
     for number, raw in enumerate(handle, start=1):
         if remaining <= 0:
             return
@@ -329,6 +329,27 @@ def _lock(fd: int) -> None:
         fcntl.flock(fd, fcntl.LOCK_EX)
     except OSError:
         pass  # no locks here (some network file systems): appends of one process stay whole all the same
+
+
+def _settled_size(fd: int) -> int:
+    """The file's size between appends: read under a shared lock, so a line being appended is not seen half.
+
+    An append holds the exclusive lock from its first byte to its fsync; a reader that measured the
+    size without the lock could end inside that line, and report it torn when nothing was lost.
+    The lock is held for the measurement only: appends wait for the ``fstat``, not for the reading.
+    """
+    try:
+        import fcntl
+    except ImportError:  # not a POSIX system
+        return os.fstat(fd).st_size
+    try:
+        fcntl.flock(fd, fcntl.LOCK_SH)
+    except OSError:  # no locks here (some network file systems): the size as it is
+        return os.fstat(fd).st_size
+    try:
+        return os.fstat(fd).st_size
+    finally:
+        fcntl.flock(fd, fcntl.LOCK_UN)
 
 
 def _fsync_dir(directory: Path) -> None:
