@@ -82,3 +82,32 @@ async def test_the_parameter_rows_say_whose_rows_are_mounted():
         picker.query_one("#workload", Select).value = "mlp"
         await wait_until(pilot, lambda: picker.param_rows.workload == "mlp", what="mlp rows")
         assert [w.id for w in picker.query(".param-input")] == ["param-batch", "param-width", "param-depth"]
+
+
+def _label_on_screen(app: App, row) -> tuple[str, bool]:
+    """The row's first 10 cells as the screen shows them, and whether they are drawn reversed."""
+    region = row.region
+    strip = app.screen._compositor.render_strips()[region.y]
+    cells, reversed_ = "", False
+    x = 0
+    for segment in strip:
+        if region.x <= x < region.x + 10 and segment.text.strip():
+            cells += segment.text
+            reversed_ = reversed_ or bool(segment.style and segment.style.reverse)
+        x += len(segment.text)
+    return cells.strip(), reversed_
+
+
+async def test_a_refused_field_s_label_is_drawn_reversed_until_the_user_types_in_it():
+    app = PickerHost(RunOptions(workload="matmul"))
+    async with app.run_test(size=(60, 40)) as pilot:
+        picker = app.query_one(Picker)
+        await pilot.pause()
+        iters = picker.query_one("#iters")
+        assert _label_on_screen(app, iters.parent) == ("iters", False)
+        assert picker.mark_invalid(OptionsError("iters", "must be at least 1")) is iters
+        await pilot.pause()
+        assert _label_on_screen(app, iters.parent) == ("iters", True)
+        await pilot.press("end", "0")  # typing clears the mark
+        await pilot.pause()
+        assert _label_on_screen(app, iters.parent) == ("iters", False)

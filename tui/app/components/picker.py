@@ -25,7 +25,7 @@ from textual.widgets import Checkbox, Input, Select, Static
 
 from tui.app.components.ordered_input import OrderedInput
 from tui.app.components.marks import MarkedCheckbox
-from tui.app.components.picker_fields import LABEL_WIDTH, Cycler, OptionValidator, field_row
+from tui.app.components.picker_fields import LABEL_WIDTH, Cycler, FieldRow, OptionValidator, field_row
 from tui.app.components.picker_params import FILE_CHOICE, ParamRows
 from tui.app.components.option_text import also_line
 from tui.engine.catalog import PATH_ECHO_CHARS, WORKLOADS, echo, is_user_workload
@@ -273,8 +273,8 @@ class Picker(VerticalScroll):
         event.stop()
         self._show_error("")
         row = event.input.parent
-        if row is not None:
-            row.remove_class("-refused")
+        if isinstance(row, FieldRow):
+            row.refuse(False)
 
     @on(Input.Submitted)
     def _input_submitted(self, event: Input.Submitted) -> None:
@@ -424,8 +424,8 @@ class Picker(VerticalScroll):
         if target is None:
             return None
         target.add_class("-invalid")
-        if target.parent is not None and target.parent.has_class("field"):
-            target.parent.add_class("-refused")
+        if isinstance(target.parent, FieldRow):
+            target.parent.refuse(True)
         target.add_class("-refused")
         target.tooltip = str(error)
         target.refresh()

@@ -18,12 +18,11 @@ from textual.message import Message
 from textual.reactive import reactive
 from textual.validation import ValidationResult, Validator
 from textual.widget import Widget
-from textual.widgets import Label
 
 from tui.engine.catalog import ParamError, ParamSpec
 from tui.engine.options import OptionsError, RunOptions, parse_key_values
 
-__all__ = ["Cycler", "ParamValidator", "OptionValidator", "KeyValuesValidator", "field_row", "LABEL_WIDTH"]
+__all__ = ["Cycler", "ParamValidator", "OptionValidator", "KeyValuesValidator", "field_row", "FieldRow", "LABEL_WIDTH"]
 
 LABEL_WIDTH = 10
 """Columns of the field labels and the space after them (the Cycler draws its own label at this width;
@@ -180,14 +179,61 @@ class KeyValuesValidator(Validator):
         return self.success()
 
 
+class FieldRow(Horizontal):
+    """One labelled picker row, ``label  [field]  unit``: the row draws its label and unit itself, under its field.
+
+    Two Labels a row were a third of the picker's widgets, and each widget costs the app's start
+    its styling, layout and drawing; the row's own render draws both for nothing more. A row with
+    the ``-refused`` class draws its label as the field a run refused (the picker sets it).
+    """
+
+    COMPONENT_CLASSES = {"field-row--label", "field-row--refused"}
+
+    DEFAULT_CSS = f"""
+    FieldRow {{
+        height: 1;
+    }}
+    FieldRow > * {{
+        width: 1fr;
+        margin-left: {LABEL_WIDTH};
+    }}
+    FieldRow > .field-row--label {{
+        color: $text-muted;
+    }}
+    FieldRow > .field-row--refused {{
+        color: $error;
+        text-style: bold reverse;
+    }}
+    """
+
+    def __init__(self, label: str, widget: Widget, *, id: str | None = None, classes: str = "",
+                 unit: str = "") -> None:
+        super().__init__(widget, id=id, classes=f"field {classes}".strip())
+        self.label = label
+        """The field's name, left of it."""
+        self.unit = unit
+        """The value's unit, right of it ('' for none)."""
+        if unit:
+            widget.styles.margin = (0, len(unit) + 1, 0, LABEL_WIDTH)  # the unit's columns and a space
+
+    def refuse(self, refused: bool) -> None:
+        """Draw the label as the field a run refused (``refused``), or as a plain label again."""
+        if self.has_class("-refused") != refused:
+            self.set_class(refused, "-refused")
+            self.refresh()  # no rule of the row's own styles changes: its label is in its render
+
+    def render(self) -> Text:
+        """The label at the left, the unit at the right; the field covers the columns between."""
+        label_style = "field-row--refused" if self.has_class("-refused") else "field-row--label"
+        text = Text(no_wrap=True, overflow="crop")
+        text.append(self.label[:LABEL_WIDTH].ljust(LABEL_WIDTH), style=self.get_component_rich_style(label_style))
+        if self.unit:
+            text.append(" " * max(0, self.size.width - LABEL_WIDTH - len(self.unit)))
+            text.append(self.unit, style=self.get_component_rich_style("field-row--label"))
+        return text
+
+
 def field_row(label: str, widget: Widget, *, row_id: str | None = None, classes: str = "",
-              unit: str = "") -> Horizontal:
-    """One labelled picker row, with the value's ``unit`` after it (the picker's CSS styles ``.field``,
-    ``.field-label`` and ``.field-unit``)."""
-    return Horizontal(
-        Label(label, classes="field-label"),
-        widget,
-        *([Label(unit, classes="field-unit")] if unit else []),
-        id=row_id,
-        classes=f"field {classes}".strip(),
-    )
+              unit: str = "") -> FieldRow:
+    """One labelled picker row around ``widget`` (:class:`FieldRow`), with the value's ``unit`` after it."""
+    return FieldRow(label, widget, id=row_id, classes=classes, unit=unit)
