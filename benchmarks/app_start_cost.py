@@ -8,7 +8,7 @@ Run from the repository root::
     python benchmarks/app_start_cost.py --bare             # a bare Textual app, for comparison
     python benchmarks/app_start_cost.py --own-css          # each app parses its CSS, as a user's does
     python benchmarks/app_start_cost.py --without picker   # the main screen with an empty picker
-    python benchmarks/app_start_cost.py --without rows     # the picker's fields without their row and label
+    python benchmarks/app_start_cost.py --without rows     # the picker's fields without their labelled rows
 
 Each start is ``CompileLabApp.run_test(size=...)`` wired as ``tests/app/conftest.py`` wires it (the
 fake worker's runner, a telemetry source that reports no GPU) with a history and a config in a
@@ -112,8 +112,8 @@ def leave_out(part: str) -> None:
     """Start the app without ``part`` of its picker, to read that part's share of a start.
 
     ``picker``: the picker composes nothing (and its mount hook does nothing, having no fields to set);
-    ``rows``: each field (the workload's parameters' too) is composed bare, without the ``Horizontal`` row and the
-    ``Label`` around it.
+    ``rows``: each field (the workload's parameters' too) is composed bare, without the ``FieldRow`` around it
+    (which draws the field's label and unit).
     """
     from tui.app.components import picker, picker_params
 

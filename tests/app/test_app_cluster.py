@@ -8,7 +8,8 @@ every run it queues goes to the cluster's lanes and runner, with the device a cl
 from __future__ import annotations
 
 import pytest
-from textual.widgets import Input, Select
+from textual.widgets import Input
+from tui.app.components.chooser import Chooser
 
 from app_helpers import fake_runner, notifications, wait_until
 from tui.engine.cluster.link import ClusterLink
@@ -64,8 +65,8 @@ async def test_every_run_goes_to_the_clusters_lanes(make_app, connections):
     app = make_app(load_history=False, cluster=ClusterLink("10.0.0.1:6379", 2.0))
     async with app.run_test(size=(120, 40)) as pilot:
         picker = app.query_one(Picker)
-        select = picker.query_one("#device", Select)
-        assert [value for _, value in select._options] == ["cpu", "cuda"]  # a node's CPUs or some node's GPU
+        select = picker.query_one("#device", Chooser)
+        assert [value for _, value in select.options] == ["cpu", "cuda"]  # a node's CPUs or some node's GPU
         select.value = "cuda"
         picker.query_one("#repeat", Input).value = "3"
         await pilot.pause()

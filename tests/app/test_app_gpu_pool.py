@@ -11,7 +11,8 @@ from __future__ import annotations
 import json
 
 import pytest
-from textual.widgets import Input, Select, SelectionList
+from textual.widgets import Input, SelectionList
+from tui.app.components.chooser import Chooser
 
 from app_helpers import fake_runner, no_gpu_source, notifications, wait_until
 from tui import paths
@@ -35,7 +36,7 @@ def _every_gpu_visible(monkeypatch):
 
 
 def _device_values(app) -> list[str]:
-    return [value for _, value in app.query_one(Picker).query_one("#device", Select)._options if isinstance(value, str)]
+    return [value for _, value in app.query_one(Picker).query_one("#device", Chooser).options if isinstance(value, str)]
 
 
 async def _gpus_offered(pilot, app) -> None:
@@ -45,7 +46,7 @@ async def _gpus_offered(pilot, app) -> None:
 async def _run_on_every_gpu(pilot, app, repeat: str) -> None:
     """``cuda:all`` in the device field, ``repeat`` processes, and ``r``."""
     picker = app.query_one(Picker)
-    picker.query_one("#device", Select).value = POOL_ALL
+    picker.query_one("#device", Chooser).value = POOL_ALL
     picker.query_one("#repeat", Input).value = repeat
     await pilot.pause()
     app.table.focus()
@@ -125,7 +126,7 @@ async def test_cuda_all_and_w_deal_a_sweep_to_free_gpus_at_80x24(make_app, tmp_p
     async with app.run_test(size=(80, 24), notifications=True) as pilot:
         await _gpus_offered(pilot, app)
         events = _spans(app)
-        app.query_one(Picker).query_one("#device", Select).value = POOL_ALL
+        app.query_one(Picker).query_one("#device", Chooser).value = POOL_ALL
         await pilot.pause()
         app.table.focus()
         await pilot.press("w")
@@ -196,7 +197,7 @@ async def test_x_cancels_the_selected_rows_run_and_otherwise_every_running_one(m
                    load_history=False)
     async with app.run_test(size=(160, 48), notifications=True) as pilot:
         await _gpus_offered(pilot, app)
-        app.query_one(Picker).query_one("#device", Select).value = POOL_ALL
+        app.query_one(Picker).query_one("#device", Chooser).value = POOL_ALL
         await pilot.pause()
         app.table.focus()
         await pilot.press("w", "ctrl+s")  # the default sweep: 6 configurations

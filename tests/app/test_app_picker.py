@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import json
 
-from textual.widgets import Checkbox, Input, Select
+from textual.widgets import Checkbox, Input
+from tui.app.components.chooser import Chooser
 
 from app_helpers import notifications, raised_notices, wait_until
 from tui import paths
@@ -24,7 +25,7 @@ async def test_choosing_a_workload_and_options_by_keyboard(make_app):
         await wait_until(pilot, lambda: picker.workload == "matmul", what="workload matmul")
         await pilot.pause()
         # transformer_block has four parameters, generated from its ParamSpecs.
-        picker.query_one("#workload", Select).value = "transformer_block"
+        picker.query_one("#workload", Chooser).value = "transformer_block"
         await wait_until(pilot, lambda: len(picker.query(".param-input")) == 4, what="4 params")
         assert [w.id for w in picker.query(".param-input")] == [
             "param-batch",
@@ -72,7 +73,7 @@ async def test_python_file_choice_shows_a_path_input(make_app):
     async with app.run_test(size=(160, 48)) as pilot:
         picker = app.query_one(Picker)
         assert picker.query_one("#user-path-row").has_class("-hidden")
-        picker.query_one("#workload", Select).value = FILE_CHOICE
+        picker.query_one("#workload", Chooser).value = FILE_CHOICE
         # The parameter rows are swapped asynchronously (removed, then the key=value row mounted):
         # wait for what the test uses, the path row shown and the key=value input mounted.
         await wait_until(pilot, lambda: not picker.query_one("#user-path-row").has_class("-hidden")
@@ -91,7 +92,7 @@ async def test_a_missing_file_is_refused_at_the_path_field_before_a_worker_start
     app = make_app()
     async with app.run_test(size=(160, 48), notifications=True) as pilot:
         picker = app.query_one(Picker)
-        picker.query_one("#workload", Select).value = FILE_CHOICE
+        picker.query_one("#workload", Chooser).value = FILE_CHOICE
         await wait_until(pilot, lambda: not picker.query_one("#user-path-row").has_class("-hidden"), what="path row")
         path = picker.query_one("#user-path", Input)
         path.value = str(tmp_path / "nope" / "model.py")
@@ -158,8 +159,8 @@ async def test_gpus_from_telemetry_appear_as_devices(make_app):
         # Driven directly: the GPU pane's own Updated message does the same in the app.
         picker.set_devices([(s.name, s.uuid) for s in source.snapshot()])
         await pilot.pause()
-        select = picker.query_one("#device", Select)
-        values = [value for _, value in select._options if isinstance(value, str)]
+        select = picker.query_one("#device", Chooser)
+        values = [value for _, value in select.options if isinstance(value, str)]
         assert values[0] == "cpu"
         assert values[1] == "cuda:GPU-fa4e0000-0000-4000-8000-000000000000"
         select.value = values[2]
@@ -179,7 +180,7 @@ async def test_last_used_options_are_restored_at_the_next_start(make_app):
     first = make_app()
     async with first.run_test(size=(160, 48)) as pilot:
         picker = first.query_one(Picker)
-        picker.query_one("#workload", Select).value = "matmul"
+        picker.query_one("#workload", Chooser).value = "matmul"
         # pointwise has an #param-n too: wait until matmul's rows replaced it, or "64" lands in the old one
         await wait_until(pilot, lambda: picker.param_rows.workload == "matmul", what="matmul's parameter rows")
         picker.query_one("#param-n", Input).value = "64"
@@ -195,7 +196,7 @@ async def test_last_used_options_are_restored_at_the_next_start(make_app):
     async with second.run_test(size=(160, 48)) as pilot:
         picker = second.query_one(Picker)
         await pilot.pause()
-        assert picker.query_one("#workload", Select).value == "matmul"
+        assert picker.query_one("#workload", Chooser).value == "matmul"
         assert picker.query_one("#param-n", Input).value == "64"
         assert picker.query_one("#backend", Cycler).value == "eager"
         assert picker.query_one("#mode", Cycler).disabled
@@ -250,7 +251,7 @@ async def test_at_80x24_the_file_fields_placeholder_is_whole(make_app):
     app = make_app(load_history=False)
     async with app.run_test(size=(80, 24)) as pilot:
         picker = app.query_one(Picker)
-        picker.query_one("#workload", Select).value = FILE_CHOICE
+        picker.query_one("#workload", Chooser).value = FILE_CHOICE
         await wait_until(pilot, lambda: not picker.query_one("#user-path-row").has_class("-hidden"), what="path row")
         field = picker.query_one("#user-path", Input)
         await wait_until(pilot, lambda: field.size.width > 0, what="the field laid out")

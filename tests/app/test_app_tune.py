@@ -15,7 +15,8 @@ import pytest
 from rich.console import Console
 from textual.app import App
 from textual.geometry import Region
-from textual.widgets import Input, Select, TextArea
+from textual.widgets import Input, TextArea
+from tui.app.components.chooser import Chooser
 
 from app_helpers import fake_runner, notifications, wait_until
 from terminal_model import TerminalModel
@@ -240,10 +241,10 @@ async def test_a_cuda_device_on_a_torch_without_cuda_runs_nothing_and_says_why_i
         torch="2.13.0+cpu", defaults={"aggressive_fusion": False}, cuda=False))
     app = make_app(telemetry=FakeSource(gpus=1, vary=False), runner=fake_runner("ok"), load_history=False)
     async with app.run_test(size=SIZE, notifications=True) as pilot:
-        device = app.query_one(Picker).query_one("#device", Select)
+        device = app.query_one(Picker).query_one("#device", Chooser)
 
         def gpu() -> str | None:
-            return next((v for _, v in device._options if isinstance(v, str) and v.startswith("cuda:")), None)
+            return next((v for _, v in device.options if isinstance(v, str) and v.startswith("cuda:")), None)
 
         await wait_until(pilot, lambda: gpu() is not None, what="the GPU offered")
         device.value = gpu()

@@ -6,7 +6,8 @@ which is marked and focused; the memory limit only applies to CPU runs, so a GPU
 
 from __future__ import annotations
 
-from textual.widgets import Input, Select, Static
+from textual.widgets import Input, Static
+from tui.app.components.chooser import Chooser
 
 from app_helpers import raised_notices, wait_until
 from tui.app.components.picker import Picker
@@ -89,8 +90,8 @@ async def test_the_memory_limit_is_for_cpu_runs_only(make_app):
         memory.value = "4"
         picker.set_devices([(s.name, s.uuid) for s in source.snapshot()])
         await pilot.pause()
-        select = picker.query_one("#device", Select)
-        select.value = next(value for _, value in select._options if str(value).startswith("cuda:"))
+        select = picker.query_one("#device", Chooser)
+        select.value = next(value for _, value in select.options if str(value).startswith("cuda:"))
         await wait_until(pilot, lambda: memory.disabled, what="the memory field disabled")
         options = picker.current_options()
         assert options.memory_limit_gb is None and options.validated().device.startswith("cuda:")

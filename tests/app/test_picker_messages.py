@@ -8,7 +8,8 @@ and tests/test_catalog.py.
 
 from __future__ import annotations
 
-from textual.widgets import Input, Select, Static
+from textual.widgets import Input, Static
+from tui.app.components.chooser import Chooser
 
 from app_helpers import raised_notices, wait_until
 from tui.app.components.picker import FILE_CHOICE, Picker
@@ -59,7 +60,7 @@ async def test_a_long_file_name_that_is_not_python_is_shortened(make_app):
     app = make_app()
     async with app.run_test(size=SIZE, notifications=True) as pilot:
         picker = app.query_one(Picker)
-        picker.query_one("#workload", Select).value = FILE_CHOICE
+        picker.query_one("#workload", Chooser).value = FILE_CHOICE
         await wait_until(pilot, lambda: picker.workload == FILE_CHOICE, what="the file choice")
         picker.query_one("#user-path", Input).value = "/tmp/" + "m" * 10_000
         await pilot.pause()

@@ -5,7 +5,8 @@ from __future__ import annotations
 import pytest
 from app_helpers import wait_until
 from textual.app import App, ComposeResult
-from textual.widgets import Select
+
+from tui.app.components.chooser import Chooser
 
 from tui.app.components.picker import FILE_CHOICE, Cycler, Picker
 from tui.engine.options import (
@@ -75,11 +76,11 @@ async def test_the_parameter_rows_say_whose_rows_are_mounted():
     async with app.run_test(size=(60, 40)) as pilot:
         picker = app.query_one(Picker)
         assert picker.param_rows.workload == "matmul"
-        picker.query_one("#workload", Select).value = FILE_CHOICE
+        picker.query_one("#workload", Chooser).value = FILE_CHOICE
         await wait_until(pilot, lambda: picker.param_rows.workload == FILE_CHOICE, what="key=value row")
         assert [w.id for w in picker.query(".param-input")] == ["param-kv"]
         assert not picker.query_one("#user-path-row").has_class("-hidden")
-        picker.query_one("#workload", Select).value = "mlp"
+        picker.query_one("#workload", Chooser).value = "mlp"
         await wait_until(pilot, lambda: picker.param_rows.workload == "mlp", what="mlp rows")
         assert [w.id for w in picker.query(".param-input")] == ["param-batch", "param-width", "param-depth"]
 

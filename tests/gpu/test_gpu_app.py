@@ -14,7 +14,8 @@ pytestmark = [pytest.mark.gpu, pytest.mark.slow]
 
 textual = pytest.importorskip("textual")
 
-from textual.widgets import Input, Select  # noqa: E402
+from textual.widgets import Input  # noqa: E402
+from tui.app.components.chooser import Chooser  # noqa: E402
 
 from tui.app.app import CompileLabApp  # noqa: E402
 from tui.app.components.gpu_pane import GpuPane  # noqa: E402
@@ -51,10 +52,10 @@ async def test_the_app_runs_a_cuda_workload_end_to_end_with_live_nvml():
             assert gpu.name and gpu.name in pane.render_text().plain
 
             picker = app.query_one(Picker)
-            device = picker.query_one("#device", Select)
+            device = picker.query_one("#device", Chooser)
             wanted = f"cuda:{nvml_uuid(gpu.uuid)}"
-            await _until(pilot, lambda: wanted in {value for _, value in device._options}, 10, "the GPU as a device")
-            picker.query_one("#workload", Select).value = "matmul"
+            await _until(pilot, lambda: wanted in {value for _, value in device.options}, 10, "the GPU as a device")
+            picker.query_one("#workload", Chooser).value = "matmul"
             await _until(pilot, lambda: picker.param_rows.workload == "matmul", 10, "matmul's parameter rows")
             device.value = wanted
             await pilot.pause()

@@ -21,8 +21,9 @@ from textual.message import Message
 from textual.reactive import reactive
 from textual.validation import Integer
 from textual.widget import Widget
-from textual.widgets import Checkbox, Input, Select, Static
+from textual.widgets import Checkbox, Input, Static
 
+from tui.app.components.chooser import Chooser
 from tui.app.components.ordered_input import OrderedInput
 from tui.app.components.marks import MarkedCheckbox
 from tui.app.components.picker_fields import LABEL_WIDTH, Cycler, FieldRow, OptionValidator, field_row
@@ -88,7 +89,7 @@ def _number_text(value: float | int | None) -> str:
 
 
 def device_choices(gpus: Iterable[tuple[str, str]], cluster: bool = False) -> list[tuple[str, str]]:
-    """Select options for the device field: cpu, then each GPU as (``name uuid``, ``cuda:GPU-...``), then
+    """The device field's options: cpu, then each GPU as (``name uuid``, ``cuda:GPU-...``), then
     with two GPUs or more ``cuda:all`` (every GPU, one run each at once: :mod:`tui.app.gpu_pool`).
 
     ``gpus`` yields ``(name, uuid)``; the uuid may be in any form ``nvml_uuid`` accepts. On a Ray
@@ -146,7 +147,7 @@ class Picker(VerticalScroll):
         workload_options = [(name, name) for name in WORKLOADS] + [("Python file...", FILE_CHOICE)]
         yield field_row(
             "workload",
-            Select(workload_options, value=workload_value, allow_blank=False, compact=True, id="workload"),
+            Chooser(workload_options, workload_value, id="workload"),
         )
         yield field_row(
             "file",
@@ -180,7 +181,7 @@ class Picker(VerticalScroll):
                              "TF32 on, matmul TF32 off); ieee: no TF32; tf32: TF32 for both")
         yield field_row(
             "device",
-            Select(self._devices, value="cpu", allow_blank=False, compact=True, id="device"),
+            Chooser(self._devices, "cpu", id="device"),
         )
         yield field_row(
             "warm-up",
@@ -222,8 +223,8 @@ class Picker(VerticalScroll):
 
     # ----- reactions ------------------------------------------------------
 
-    @on(Select.Changed, "#workload")
-    def _workload_changed(self, event: Select.Changed) -> None:
+    @on(Chooser.Changed, "#workload")
+    def _workload_changed(self, event: Chooser.Changed) -> None:
         event.stop()
         self.clear_invalid()
         self.workload = str(event.value)
@@ -250,8 +251,8 @@ class Picker(VerticalScroll):
             mode.value = DEFAULT_MODE
         mode.disabled = not applies
 
-    @on(Select.Changed, "#device")
-    def _device_changed(self, event: Select.Changed) -> None:
+    @on(Chooser.Changed, "#device")
+    def _device_changed(self, event: Chooser.Changed) -> None:
         event.stop()
         self.clear_invalid()
         self.device = str(event.value)
@@ -261,7 +262,7 @@ class Picker(VerticalScroll):
         self.param_rows.set_device(new)
         self.query_one("#memory-limit", Input).disabled = new != "cpu"
 
-    @on(Select.Changed)
+    @on(Chooser.Changed)
     @on(Cycler.Changed)
     @on(Checkbox.Changed)
     def _any_changed(self, event: Message) -> None:
@@ -310,12 +311,12 @@ class Picker(VerticalScroll):
         if choices != self._devices:
             self._devices = choices
             self._gpu_names = [name for name, raw in gpus if nvml_uuid(raw) is not None]
-            select = self.query_one("#device", Select)
+            chooser = self.query_one("#device", Chooser)
             values = [value for _, value in choices]
-            with self.prevent(Select.Changed):
-                select.set_options(choices)
-                select.value = self._kept_device(values, str(select.value))
-            self.device = str(select.value)
+            with self.prevent(Chooser.Changed):
+                chooser.set_options(choices)
+                chooser.value = self._kept_device(values, str(chooser.value))
+            self.device = str(chooser.value)
         if first and not self._cluster and is_pool(self._wanted_device) and self._wanted_device not in [
                 v for _, v in choices]:
             self._tell_pool_fallback()
@@ -348,7 +349,7 @@ class Picker(VerticalScroll):
 
     def current_options(self) -> RunOptions:
         """The options the fields describe (not yet ``validated()``); OptionsError when unparseable."""
-        workload_value = str(self.query_one("#workload", Select).value)
+        workload_value = str(self.query_one("#workload", Chooser).value)
         workload = self._user_path() if workload_value == FILE_CHOICE else workload_value
         params = self.param_rows.read(workload_value)
         warmup = self._int_field("warmup")
@@ -371,7 +372,7 @@ class Picker(VerticalScroll):
             dynamic=parse_dynamic(self.query_one("#dynamic", Cycler).value),
             dtype=str(self.query_one("#dtype", Cycler).value),
             precision=str(self.query_one("#precision", Cycler).value),
-            device=str(self.query_one("#device", Select).value),
+            device=str(self.query_one("#device", Chooser).value),
             warmup=warmup,
             iters=iters,
             train=train,
@@ -454,7 +455,7 @@ class Picker(VerticalScroll):
         if field == "workload":
             if self.workload == FILE_CHOICE:
                 return self.query_one("#user-path", Input)
-            return self.query_one("#workload", Select)
+            return self.query_one("#workload", Chooser)
         if field == "params":
             if self.workload == FILE_CHOICE:
                 return next(iter(self.query("#param-kv")), None)

@@ -10,12 +10,12 @@ from __future__ import annotations
 from typing import Any
 from collections.abc import Iterable
 
-from textual.containers import Horizontal, Vertical
+from textual.containers import Vertical
 from textual.widget import Widget
 from textual.widgets import Input
 
 from tui.app.components.ordered_input import OrderedInput
-from tui.app.components.picker_fields import KeyValuesValidator, ParamValidator, field_row
+from tui.app.components.picker_fields import FieldRow, KeyValuesValidator, ParamValidator, field_row
 from tui.engine.catalog import WORKLOADS, ParamError
 from tui.engine.options import OptionsError, parse_key_values
 
@@ -44,11 +44,11 @@ class ParamRows(Vertical):
         """The workload whose rows are mounted (``FILE_CHOICE`` for a Python file)."""
         return self._workload
 
-    def compose(self) -> Iterable[Horizontal]:
+    def compose(self) -> Iterable[FieldRow]:
         """The first workload's rows."""
         return self._rows(self._workload)
 
-    def _rows(self, workload: str) -> list[Horizontal]:
+    def _rows(self, workload: str) -> list[FieldRow]:
         if workload == FILE_CHOICE:
             initial = ",".join(f"{k}={v}" for k, v in self._values.items())
             return [
