@@ -9,6 +9,7 @@ the combinations a backend ignores) and dismisses with the choice as keyword arg
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import Any
 from collections.abc import Callable, Sequence
@@ -23,7 +24,7 @@ from textual.widgets.selection_list import Selection
 
 from tui.app.components.marks import MarkedSelectionList
 from tui.app.components.picker import DYNAMIC_LABELS
-from tui.engine.options import BACKENDS, DTYPES, MODES, PRECISIONS
+from tui.engine.options import BACKENDS, DTYPES, MODES, PRECISIONS, comma_items
 from tui.app.components.key_footer import KeyFooter
 from tui.app.components.ordered_input import OrderedInput
 from tui.present.cells import wrap_cells
@@ -100,11 +101,16 @@ def parse_sizes(text: str) -> dict[str, list[str]]:
             continue
         name, sep, values = part.partition("=")
         name = name.strip()
-        items = [v.strip() for v in values.replace(" ", ",").split(",") if v.strip()]
+        # values apart by commas or spaces (``256, 512`` and ``256 512`` too); an empty one (``8,,16``) is refused
+        items = comma_items(_SPACES_AROUND_COMMAS.sub(",", values.strip()), "sizes", about=f"{name}=")
         if not sep or not name.isidentifier() or not items:
             raise ValueError(f"sizes: {part!r} is not name=v1,v2,... (e.g. n=256,512,1024)")
         grid[name] = items
     return grid
+
+
+_SPACES_AROUND_COMMAS = re.compile(r"\s*,\s*|\s+")
+"""What separates two values of a sizes list: a comma with spaces around it, or spaces alone."""
 
 
 def choice_to_expand_kwargs(choice: SweepChoice) -> dict[str, Any]:
@@ -113,7 +119,7 @@ def choice_to_expand_kwargs(choice: SweepChoice) -> dict[str, Any]:
     sizes = " ".join(str(v) for v in choice.get("sizes") or []).strip()
     if sizes:
         kwargs["params_grid"] = parse_sizes(sizes)
-    pythons = [p.strip() for text in choice.get("pythons") or [] for p in str(text).split(",") if p.strip()]
+    pythons = [python for text in choice.get("pythons") or [] for python in comma_items(str(text), "pythons")]
     if pythons:
         kwargs["pythons"] = pythons
     return kwargs

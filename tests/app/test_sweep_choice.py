@@ -1,0 +1,37 @@
+"""The sweep dialog's text fields read as the CLI reads its lists: an empty item is refused, not dropped."""
+
+from __future__ import annotations
+
+import pytest
+
+from tui.app.components.sweep_dialog import choice_to_expand_kwargs, parse_sizes
+from tui.engine.options import OptionsError
+
+
+@pytest.mark.parametrize("text", ["n=256,512", "n=256, 512", "n=256 512", " n = 256 ,512 "])
+def test_sizes_are_apart_by_commas_or_spaces(text):
+    assert parse_sizes(text) == {"n": ["256", "512"]}
+
+
+def test_sizes_of_several_parameters_and_lines():
+    assert parse_sizes("batch=8,16; n=64\nwidth=32") == {"batch": ["8", "16"], "n": ["64"], "width": ["32"]}
+
+
+@pytest.mark.parametrize("text", ["n=8,,16", "n=8,", "n=,8", "n=8, ,16"])
+def test_an_empty_size_is_refused_naming_the_field_and_the_parameter(text):
+    with pytest.raises(OptionsError) as info:
+        parse_sizes(text)
+    assert info.value.field == "sizes" and "n=" in str(info.value) and "has an empty item" in str(info.value)
+
+
+@pytest.mark.parametrize("text", ["n", "n=", "=8", "2n=8"])
+def test_a_size_that_is_not_name_equals_values_is_refused(text):
+    with pytest.raises(ValueError, match="is not name=v1,v2"):
+        parse_sizes(text)
+
+
+def test_pythons_are_a_comma_list_and_an_empty_one_is_refused():
+    assert choice_to_expand_kwargs({"pythons": ["/a/python, /b/python"]})["pythons"] == ["/a/python", "/b/python"]
+    assert "pythons" not in choice_to_expand_kwargs({"pythons": ["  "]})
+    with pytest.raises(OptionsError, match="has an empty item"):
+        choice_to_expand_kwargs({"pythons": ["/a/python,,/b/python"]})
