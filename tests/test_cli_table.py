@@ -268,12 +268,14 @@ def test_an_inconclusive_row_without_a_noise_reason_says_why_it_is_undecided():
     print_warnings([row], Console(file=out, width=200))
     low, high = row.summary().speedup_ci_low, row.summary().speedup_ci_high
     assert (f"run 1: inconclusive: its interval [{low:.4g}, {high:.4g}] is neither inside the no-change band "
-            "[0.98, 1.02] nor wholly past it") in out.getvalue()
+            "[0.98, 1.02] nor wholly past it: more iterations, or more processes than these 3 (--repeat 5), may "
+            "decide it") in out.getvalue()  # not 'processes' alone: it has processes, and --repeat auto stops at 3
     from tui.engine.measure.verdict import undecided_reason
 
     assert undecided_reason(0.9799, 1.01, 0.02).startswith("its interval [0.9799, 1.01] is neither inside the "
                                                            "no-change band [0.98, 1.02]")
     assert "[1.004, 1.01] is neither inside the no-change band [0.995, 1.005]" in undecided_reason(1.004, 1.01, 0.005)
+    assert undecided_reason(0.97, 1.01, 0.02).endswith(": more iterations or processes may decide it")
 
 
 def test_significant_figures_in_every_table_never_an_exponent_nor_a_decade_too_many():

@@ -246,7 +246,7 @@ def print_warnings(records: list[RunRecord], console: Any) -> None:
                 ("host ", summary.host_verdict, summary.host_noise_reasons,
                  (summary.host_speedup_ci_low, summary.host_speedup_ci_high))):
             if word == INCONCLUSIVE and not reasons:
-                reasons = (undecided_reason(*interval, threshold),)
+                reasons = (undecided_reason(*interval, threshold, len(getattr(record, "pooled", ())) or 1),)
             if reasons:
                 more = f"; and {len(reasons) - 3} more (the CSV's noise_reasons)" if len(reasons) > 3 else ""
                 hint = f" ({RERUN_HINT})" if word == NOISY else ""

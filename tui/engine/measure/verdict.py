@@ -204,14 +204,17 @@ def judge_interval(low: float | None, high: float | None, threshold: float) -> s
     return INCONCLUSIVE
 
 
-def undecided_reason(low: float | None, high: float | None, threshold: float) -> str:
+def undecided_reason(low: float | None, high: float | None, threshold: float, processes: int = 1) -> str:
     """Why :func:`judge_interval` read ``inconclusive`` where no noise check said why: no interval, or one that
-    reaches past the ±``threshold`` band on one side and into it on the other."""
+    reaches past the ±``threshold`` band on one side and into it on the other. ``processes``: how many the
+    interval pools (a ``--repeat`` row's); more than that is what may decide it, not ``--repeat`` as such."""
     if low is None or high is None:
         return "no interval (too few measured blocks)"
     band = f"[{1 - threshold:g}, {1 + threshold:g}]"
+    more = ("more iterations or processes" if processes <= 1
+            else f"more iterations, or more processes than these {processes} (--repeat {processes + 2}),")
     return (f"its interval [{low:.4g}, {high:.4g}] is neither inside the no-change band {band} nor wholly past it:"
-            " more iterations or processes may decide it")
+            f" {more} may decide it")
 
 
 def spread_note(name: str, relative_iqr: float | None, policy: VerdictPolicy, what: str = "time") -> str | None:
