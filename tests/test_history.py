@@ -143,6 +143,31 @@ def test_a_reader_meeting_an_append_in_progress_waits_for_its_line_and_reports_n
     assert len(records) == 1
 
 
+def test_a_reader_waits_for_a_stuck_append_a_bounded_time_then_reads_the_file_as_it_is(tmp_path, monkeypatch):
+    """A compile-lab stopped mid-append (or a hung fsync) held every reader: the app's history stayed empty and
+    its quit waited until the lock went."""
+    import fcntl
+
+    import tui.engine.store.history as module
+
+    monkeypatch.setattr(module, "LOCK_WAIT_S", 0.2)
+    history = _history(tmp_path)
+    history.append(_record())
+    line = history.path.read_bytes()
+    fd = os.open(history.path, os.O_WRONLY | os.O_APPEND)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        os.write(fd, line[:100])  # half an append, and its writer stopped
+        began = time.monotonic()
+        records, problems = history.load()
+        waited = time.monotonic() - began
+    finally:
+        os.close(fd)
+    assert len(records) == 1 and 0.2 <= waited < 5
+    assert problems == [f"{history.path} line 2: incomplete last line (another compile-lab may be writing it, or "
+                        "a write was interrupted), skipped"]
+
+
 def test_torn_last_line_is_skipped_and_the_next_append_survives(tmp_path):
     history = _history(tmp_path)
     history.append(_record())
@@ -302,8 +327,8 @@ def test_iter_load_keeps_what_it_read_when_the_disk_fails_half_way(tmp_path, mon
     history, run_ids = _history_of(tmp_path, 3)
     lines = module._lines
 
-    def failing(handle):
-        for number, (line_number, raw, torn) in enumerate(lines(handle)):
+    def failing(handle, remaining):
+        for number, (line_number, raw, torn) in enumerate(lines(handle, remaining)):
             if number == 2:
                 raise OSError(5, "Input/output error")
             yield line_number, raw, torn

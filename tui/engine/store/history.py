@@ -208,9 +208,12 @@ class History:
         problems: list[str] = []
         size = max(1, first or chunk)
         try:
-            for number, raw, torn in _lines(handle):
+            length, settled = _settled_size(handle.fileno())
+            for number, raw, torn in _lines(handle, length):
                 time.sleep(0)  # lets another thread (a UI) take the GIL now, not after the 5 ms switch interval
-                record = self._decode_line(raw, number, torn, problems, other_schemas) if raw.strip() else None
+                why = ("" if not torn else "an interrupted write?" if settled
+                       else "another compile-lab may be writing it, or a write was interrupted")
+                record = self._decode_line(raw, number, why, problems, other_schemas) if raw.strip() else None
                 if record is None:
                     continue
                 if record.run_id in seen:
@@ -234,14 +237,15 @@ class History:
             yield records, problems
 
     def _decode_line(
-        self, raw: bytes, number: int, torn: bool, problems: list[str], other_schemas: dict[Any, list[int]]
+        self, raw: bytes, number: int, torn: str, problems: list[str], other_schemas: dict[Any, list[int]]
     ) -> RunRecord | None:
-        """One history line -> a record (samples deferred), or None with a problem appended."""
+        """One history line -> a record (samples deferred), or None with a problem appended. ``torn``: why the
+        line is the file's last without a newline, or '' when it is not."""
         try:
             item = load_json(raw)
         except JSONError:  # a syntax error, not UTF-8, nested too deeply
             if torn:
-                problems.append(f"{self.path} line {number}: incomplete last line (an interrupted write?), skipped")
+                problems.append(f"{self.path} line {number}: incomplete last line ({torn}), skipped")
             else:
                 problems.append(f"{self.path} line {number}: not valid JSON, skipped")
             return None
@@ -301,13 +305,12 @@ class History:
         return record.samples
 
 
-def _lines(handle: BinaryIO) -> Iterator[tuple[int, bytes, bool]]:
-    """``(line number, bytes, torn)`` of the file as it is now: lines appended meanwhile are not read.
+def _lines(handle: BinaryIO, remaining: int) -> Iterator[tuple[int, bytes, bool]]:
+    """``(line number, bytes, torn)`` of the file's first ``remaining`` bytes: lines appended meanwhile are not read.
 
     Read as a stream, not as one ``bytes`` split in lines: splitting 70 MB (20,000 runs) holds
     the GIL for 0.1 s, and a UI thread waits that long. ``torn``: the last line has no newline.
     """
-    remaining = _settled_size(handle.fileno())
     for number, raw in enumerate(handle, start=1):
         if remaining <= 0:
             return
@@ -331,23 +334,37 @@ def _lock(fd: int) -> None:
         pass  # no locks here (some network file systems): appends of one process stay whole all the same
 
 
-def _settled_size(fd: int) -> int:
-    """The file's size between appends: read under a shared lock, so a line being appended is not seen half.
+LOCK_WAIT_S = 2.0
+"""How long a reader waits for an append in progress to end before it reads the file as it is."""
+
+
+def _settled_size(fd: int) -> tuple[int, bool]:
+    """The file's size between appends, and whether it is (False: the size as it is, an append may be half done).
 
     An append holds the exclusive lock from its first byte to its fsync; a reader that measured the
-    size without the lock could end inside that line, and report it torn when nothing was lost.
-    The lock is held for the measurement only: appends wait for the ``fstat``, not for the reading.
+    size without the lock could end inside that line, and report it torn when nothing was lost. The
+    reader takes the shared lock for the measurement only (appends wait for an ``fstat``, not for the
+    reading), and waits for it :data:`LOCK_WAIT_S` at most: a compile-lab stopped in the middle of an
+    append, or a file system whose fsync hangs, must not hold every reader of the history with it.
     """
     try:
         import fcntl
     except ImportError:  # not a POSIX system
-        return os.fstat(fd).st_size
+        return os.fstat(fd).st_size, False
+    deadline = time.monotonic() + LOCK_WAIT_S
+    while True:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+            break
+        except BlockingIOError:
+            if time.monotonic() >= deadline:
+                log.warning("history: an append held its lock past %.1f s; read as it is", LOCK_WAIT_S)
+                return os.fstat(fd).st_size, False
+            time.sleep(0.01)
+        except OSError:  # no locks here (some network file systems): the size as it is
+            return os.fstat(fd).st_size, False
     try:
-        fcntl.flock(fd, fcntl.LOCK_SH)
-    except OSError:  # no locks here (some network file systems): the size as it is
-        return os.fstat(fd).st_size
-    try:
-        return os.fstat(fd).st_size
+        return os.fstat(fd).st_size, True
     finally:
         fcntl.flock(fd, fcntl.LOCK_UN)
 
