@@ -101,3 +101,39 @@ async def test_new_options_keep_the_value_when_they_can_and_a_value_must_be_an_o
             chooser.value = "mlp"
         with pytest.raises(ValueError, match="at least one option"):
             chooser.set_options([])
+
+
+async def test_an_open_list_follows_new_options_and_a_pick_is_the_value_it_showed():
+    """A GPU that came or went while the device list was open: the list kept the old entries and the pick was read
+    by position in the new ones (an IndexError, or the wrong GPU)."""
+    app = Host()
+    async with app.run_test(size=(40, 12)) as pilot:
+        chooser = app.query_one(Chooser)
+        chooser.focus()
+        await pilot.press("enter", "down")  # transformer_block highlighted
+        chooser.set_options([("transformer_block", "transformer_block"), ("pointwise", "pointwise")])  # reordered
+        await pilot.pause()
+        [listing] = chooser.query(ChooserList)
+        assert listing.option_count == 2 and listing.highlighted == 1  # the value's, pointwise
+        await pilot.press("up", "enter")
+        await pilot.pause()
+        assert chooser.value == "transformer_block" and app.changes == ["transformer_block"]
+        await pilot.press("enter", "down")  # pointwise highlighted
+        chooser.set_options([("transformer_block", "transformer_block")])  # pointwise gone
+        await pilot.press("enter")
+        await pilot.pause()
+        assert chooser.value == "transformer_block" and not chooser.expanded
+
+
+async def test_a_value_set_by_code_while_the_list_is_open_moves_its_highlight():
+    app = Host()
+    async with app.run_test(size=(40, 12)) as pilot:
+        chooser = app.query_one(Chooser)
+        chooser.focus()
+        await pilot.press("enter")
+        chooser.value = "transformer_block"
+        await pilot.pause()
+        assert chooser.query_one(ChooserList).highlighted == 2
+        await pilot.press("enter")  # picks what is highlighted: the value stays
+        await pilot.pause()
+        assert chooser.value == "transformer_block" and app.changes == ["transformer_block"]

@@ -36,47 +36,62 @@ class ChooserList(OptionList):
     BINDINGS = [Binding("escape", "close", "Close the list")]
 
     class Closed(Message):
-        """The list closes; ``index`` is the option picked, None when it closed without a pick."""
+        """The list closes: ``picked`` says whether with a pick, ``value`` is the value picked."""
 
-        def __init__(self, index: int | None, lost_focus: bool = False) -> None:
+        def __init__(self, picked: bool, value: Any = None, lost_focus: bool = False) -> None:
             super().__init__()
-            self.index = index
-            """The picked option's index, or None."""
+            self.picked = picked
+            """True when the user picked an option (False: Escape, or the focus went elsewhere)."""
+            self.value = value
+            """The picked option's value (None without a pick)."""
             self.lost_focus = lost_focus
             """True when it closed because the focus went elsewhere (the Chooser does not take it back)."""
 
-    def __init__(self, prompts: list[str], highlighted: int) -> None:
-        super().__init__(*prompts, compact=True)  # no border, as a compact Select's list
-        self._start = highlighted
+    def __init__(self, options: list[tuple[str, Any]], value: Any) -> None:
+        super().__init__(compact=True)  # no border, as a compact Select's list
+        self._values: list[Any] = []
         self._typed = ""
         self._typed_at = 0.0
         self._done = False
+        self.show(options, value)
+
+    def show(self, options: list[tuple[str, Any]], value: Any) -> None:
+        """List ``options`` (``(text, value)`` pairs), ``value``'s highlighted: a pick reads the values listed."""
+        self.clear_options()
+        self.add_options([text for text, _ in options])
+        self._values = [option_value for _, option_value in options]
+        self.highlight(value)
+
+    def highlight(self, value: Any) -> None:
+        """Move the highlight to ``value``'s option (the first when it is not listed), in view."""
+        self.highlighted = self._values.index(value) if value in self._values else 0
+        if self.is_mounted:
+            self.scroll_to_highlight()
 
     def on_mount(self) -> None:
-        """Highlight the current value, in view."""
-        self.highlighted = self._start
+        """The highlighted option in view."""
         self.scroll_to_highlight()
 
-    def _close(self, index: int | None, lost_focus: bool = False) -> None:
+    def _close(self, picked: bool, value: Any = None, lost_focus: bool = False) -> None:
         if not self._done:
             self._done = True
-            self.post_message(self.Closed(index, lost_focus))
+            self.post_message(self.Closed(picked, value, lost_focus))
 
     def action_close(self) -> None:
         """Close without a change."""
-        self._close(None)
+        self._close(False)
 
     @on(OptionList.OptionSelected)
     def _picked(self, event: OptionList.OptionSelected) -> None:
         event.stop()
-        self._close(event.option_index)
+        self._close(True, self._values[event.option_index])
 
     @on(OptionList.OptionHighlighted)
     def _highlighted(self, event: OptionList.OptionHighlighted) -> None:
         event.stop()  # the Chooser's parent hears of a pick, not of each move
 
     def _on_blur(self, event: events.Blur) -> None:
-        self._close(None, lost_focus=True)
+        self._close(False, lost_focus=True)
 
     def check_consume_key(self, key: str, character: str | None = None) -> bool:
         """Printable keys search the list (the app's one-letter bindings wait while it is open)."""
@@ -196,10 +211,13 @@ class Chooser(Widget, can_focus=True):
         return value
 
     def set_options(self, options: Iterable[tuple[str, Any]]) -> None:
-        """Offer these options; the value stays when it is still one of them, else becomes the first."""
+        """Offer these options; the value stays when it is still one of them, else becomes the first. An open
+        list shows the new options at once (a GPU that comes or goes while the device list is open)."""
         self._options = self._checked(options)
         if self.value not in self.values:
             self.value = self._options[0][1]
+        for listing in self.query(ChooserList):
+            listing.show(self._options, self.value)
         self.refresh()
 
     def render(self) -> Text:
@@ -212,7 +230,9 @@ class Chooser(Widget, can_focus=True):
         return text
 
     def watch_value(self, value: Any) -> None:
-        """Redraw and tell the parent."""
+        """Redraw, move an open list's highlight to the new value, and tell the parent."""
+        for listing in self.query(ChooserList):
+            listing.highlight(value)
         self.refresh()
         self.post_message(self.Changed(self, value))
 
@@ -220,8 +240,7 @@ class Chooser(Widget, can_focus=True):
         """Open the list, the current value highlighted."""
         if self.expanded or self.disabled:
             return
-        index = self.values.index(self.value) if self.value in self.values else 0
-        listing = ChooserList([text for text, _ in self._options], index)
+        listing = ChooserList(self._options, self.value)
         await self.mount(listing)
         listing.focus(scroll_visible=False)
         self.refresh()
@@ -234,8 +253,8 @@ class Chooser(Widget, can_focus=True):
     @on(ChooserList.Closed)
     async def _list_closed(self, event: ChooserList.Closed) -> None:
         event.stop()
-        if event.index is not None:
-            self.value = self._options[event.index][1]
+        if event.picked and event.value in self.values:  # what the list showed, still an option
+            self.value = event.value
         if not event.lost_focus:
             self.focus()
         await self.remove_children()
