@@ -269,6 +269,24 @@ async def test_a_sweep_over_sizes(make_app):
         await wait_until(pilot, lambda: app.settled, what="settled")
 
 
+async def test_queueing_a_sweep_the_preview_refuses_is_refused_in_a_notice_not_a_crash(make_app):
+    """Ctrl+S under a preview that reads 'refused' (an empty size, a malformed one) raised out of the app."""
+    app = make_app()
+    async with app.run_test(size=(160, 48)) as pilot:
+        for typed in ("n=64,,128", "n"):
+            app.action_sweep()
+            await wait_until(pilot, lambda: isinstance(app.screen, SweepScreen)
+                             and bool(app.screen.query("#sweep-sizes")), what="sweep dialog")
+            app.screen.query_one("#sweep-sizes", Input).value = typed
+            await pilot.pause()
+            assert str(app.screen.query_one("#sweep-preview").render()).startswith("refused: ")
+            await pilot.press("ctrl+s")
+            await wait_until(pilot, lambda: not isinstance(app.screen, SweepScreen), what="the dialog closed")
+            said = repr(typed)
+            await wait_until(pilot, lambda: any(said in n for n in notifications(app)), what="the refusal")  # noqa: B023
+        assert app.is_running and app.table.row_count == 0
+
+
 async def test_a_sweep_over_precisions(make_app):
     """The precision list of the sweep dialog: each checked value one run, the picker's when none is checked."""
     app = make_app()

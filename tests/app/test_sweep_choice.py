@@ -17,14 +17,14 @@ def test_sizes_of_several_parameters_and_lines():
     assert parse_sizes("batch=8,16; n=64\nwidth=32") == {"batch": ["8", "16"], "n": ["64"], "width": ["32"]}
 
 
-@pytest.mark.parametrize("text", ["n=8,,16", "n=8,", "n=,8", "n=8, ,16"])
+@pytest.mark.parametrize("text", ["n=8,,16", "n=8,", "n=,8", "n=8 , ,16"])
 def test_an_empty_size_is_refused_naming_the_field_and_the_parameter(text):
     with pytest.raises(OptionsError) as info:
         parse_sizes(text)
-    assert info.value.field == "sizes" and "n=" in str(info.value) and "has an empty item" in str(info.value)
+    assert info.value.field == "sizes" and f"{text.strip()!r} has an empty value" in str(info.value)  # as typed
 
 
-@pytest.mark.parametrize("text", ["n", "n=", "=8", "2n=8"])
+@pytest.mark.parametrize("text", ["n", "n=", "=8", "2n=8", "2n=8,,16", "n = "])
 def test_a_size_that_is_not_name_equals_values_is_refused(text):
     with pytest.raises(ValueError, match="is not name=v1,v2"):
         parse_sizes(text)

@@ -219,8 +219,8 @@ class QueueActions:
 
         # the interpreters typed in the dialog come from the user now: checked here, and not asked about; the
         # config's are asked about first, and never started before the answer (not even to check them)
-        typed = set(choice_to_expand_kwargs(choice).get("pythons", ()))
         try:
+            typed = set(choice_to_expand_kwargs(choice).get("pythons", ()))
             options = self.sweep_options(base, choice)
             chosen = repeat_choice(choice)
             pool = self._sweep_base(base, choice)[1]

@@ -246,7 +246,8 @@ def print_warnings(records: list[RunRecord], console: Any) -> None:
                 ("host ", summary.host_verdict, summary.host_noise_reasons,
                  (summary.host_speedup_ci_low, summary.host_speedup_ci_high))):
             if word == INCONCLUSIVE and not reasons:
-                reasons = (undecided_reason(*interval, threshold, len(getattr(record, "pooled", ())) or 1),)
+                started = len(getattr(record, "members", ())) or 1  # a --repeat row's processes, failed ones too
+                reasons = (undecided_reason(*interval, threshold, started),)
             if reasons:
                 more = f"; and {len(reasons) - 3} more (the CSV's noise_reasons)" if len(reasons) > 3 else ""
                 hint = f" ({RERUN_HINT})" if word == NOISY else ""

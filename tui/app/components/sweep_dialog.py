@@ -24,7 +24,7 @@ from textual.widgets.selection_list import Selection
 
 from tui.app.components.marks import MarkedSelectionList
 from tui.app.components.picker import DYNAMIC_LABELS
-from tui.engine.options import BACKENDS, DTYPES, MODES, PRECISIONS, comma_items
+from tui.engine.options import BACKENDS, DTYPES, MODES, PRECISIONS, OptionsError, comma_items
 from tui.app.components.key_footer import KeyFooter
 from tui.app.components.ordered_input import OrderedInput
 from tui.present.cells import wrap_cells
@@ -100,16 +100,19 @@ def parse_sizes(text: str) -> dict[str, list[str]]:
         if not part:
             continue
         name, sep, values = part.partition("=")
-        name = name.strip()
-        # values apart by commas or spaces (``256, 512`` and ``256 512`` too); an empty one (``8,,16``) is refused
-        items = comma_items(_SPACES_AROUND_COMMAS.sub(",", values.strip()), "sizes", about=f"{name}=")
-        if not sep or not name.isidentifier() or not items:
+        name, values = name.strip(), values.strip()
+        if not sep or not name.isidentifier() or not values:
             raise ValueError(f"sizes: {part!r} is not name=v1,v2,... (e.g. n=256,512,1024)")
+        # values apart by commas or spaces (``256, 512`` and ``256 512`` too); an empty one (``8,,16``) is refused
+        items = _SEPARATOR.split(values)
+        if not all(items):
+            raise OptionsError("sizes", f"{part!r} has an empty value (allowed: values separated by commas or "
+                                        "spaces, none empty)")
         grid[name] = items
     return grid
 
 
-_SPACES_AROUND_COMMAS = re.compile(r"\s*,\s*|\s+")
+_SEPARATOR = re.compile(r"\s*,\s*|\s+")
 """What separates two values of a sizes list: a comma with spaces around it, or spaces alone."""
 
 

@@ -206,8 +206,8 @@ def judge_interval(low: float | None, high: float | None, threshold: float) -> s
 
 def undecided_reason(low: float | None, high: float | None, threshold: float, processes: int = 1) -> str:
     """Why :func:`judge_interval` read ``inconclusive`` where no noise check said why: no interval, or one that
-    reaches past the ±``threshold`` band on one side and into it on the other. ``processes``: how many the
-    interval pools (a ``--repeat`` row's); more than that is what may decide it, not ``--repeat`` as such."""
+    reaches past the ±``threshold`` band on one side and into it on the other. ``processes``: how many a
+    ``--repeat`` row ran; more than that is what may decide it, not ``--repeat`` as such."""
     if low is None or high is None:
         return "no interval (too few measured blocks)"
     band = f"[{1 - threshold:g}, {1 + threshold:g}]"
