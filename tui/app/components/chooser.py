@@ -1,9 +1,9 @@
 """Chooser: a one-line choice from a list that builds its list only when it is opened.
 
 Textual's ``Select`` composes six widgets (its current value, three labels, and its option list,
-hidden until opened), and every widget costs the app's start its styling, layout and drawing:
-the picker's two Selects were a sixth of a start. A Chooser is one widget that draws
-``value  ▼`` itself and mounts its list over the screen, under itself, only while it is open.
+hidden until opened), and every widget costs the app's start its styling, layout and drawing
+(docs/BENCHMARKS.md §12). A Chooser is one widget that draws ``value  ▼`` itself and mounts its
+list over the screen, under itself, only while it is open.
 
 Keys as a Select's: Enter, Space, Up or Down opens the list (a click too); in the list, the arrow
 keys move, typing jumps to the first option containing what was typed, Enter picks, Escape or

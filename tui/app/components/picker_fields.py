@@ -182,9 +182,9 @@ class KeyValuesValidator(Validator):
 class FieldRow(Horizontal):
     """One labelled picker row, ``label  [field]  unit``: the row draws its label and unit itself, under its field.
 
-    Two Labels a row were a third of the picker's widgets, and each widget costs the app's start
-    its styling, layout and drawing; the row's own render draws both for nothing more. A row with
-    the ``-refused`` class draws its label as the field a run refused (the picker sets it).
+    Label widgets for them would be a third of the picker's widgets, and each widget costs the app's
+    start its styling, layout and drawing (docs/BENCHMARKS.md §12); the row's own render draws both
+    for nothing more. A row with the ``-refused`` class draws its label as the field a run refused.
     """
 
     COMPONENT_CLASSES = {"field-row--label", "field-row--refused"}
