@@ -112,8 +112,9 @@ def _no_trace_why(row: RunRecord) -> str:
     profile = row.profile
     if profile is not None and not profile.available:
         return f"the profile pass did not run: {profile.why}"
-    runs = getattr(row, "members", None) or [row]
-    trace_warnings = [w for run in runs for w in run.warnings if w.startswith("trace:")]
+    from tui.engine.store.repeats import members_of
+
+    trace_warnings = [w for run in members_of([row]) for w in run.warnings if w.startswith("trace:")]
     return trace_warnings[0] if trace_warnings else "the worker reported none"
 
 
@@ -144,7 +145,9 @@ def report_artifacts(rows: list[RunRecord], args: argparse.Namespace, err: Any) 
     failed = False
     if getattr(args, "trace", None):
         failed = _traces(rows, args, err)
-    if any(record.options.torch_trace for row in rows for record in getattr(row, "members", None) or (row,)):
+    from tui.engine.store.repeats import members_of
+
+    if any(record.options.torch_trace for record in members_of(rows)):
         _torch_traces(rows, args, err)
     return failed
 

@@ -234,6 +234,7 @@ def print_warnings(records: list[RunRecord], console: Any) -> None:
     """Why a verdict is noisy (with the hint to re-run) or not decisive, first, by run number; then the warnings, each
     said once for the runs that share it (:func:`tui.present.warning_groups.grouped_warnings`)."""
     from tui.engine.measure.verdict import INCONCLUSIVE, NOISY, RERUN_HINT, undecided_reason
+    from tui.engine.store.repeats import members_of
     from tui.engine.thresholds import VerdictPolicy
     from tui.present.warning_groups import grouped_warnings
 
@@ -246,7 +247,7 @@ def print_warnings(records: list[RunRecord], console: Any) -> None:
                 ("host ", summary.host_verdict, summary.host_noise_reasons,
                  (summary.host_speedup_ci_low, summary.host_speedup_ci_high))):
             if word == INCONCLUSIVE and not reasons:
-                started = len(getattr(record, "members", ())) or 1  # a --repeat row's processes, failed ones too
+                started = len(members_of([record]))  # a --repeat row's processes, failed ones too
                 reasons = (undecided_reason(*interval, threshold, started),)
             if reasons:
                 more = f"; and {len(reasons) - 3} more (the CSV's noise_reasons)" if len(reasons) > 3 else ""

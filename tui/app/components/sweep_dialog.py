@@ -89,6 +89,10 @@ class SweepPreview:
         return f"{self.runs} run(s): " + "; ".join([", ".join(named), *self.notes])
 
 
+_SEPARATOR = re.compile(r"\s*,\s*|\s+")
+"""What separates two values of a sizes list: a comma with spaces around it, or spaces alone."""
+
+
 def parse_sizes(text: str) -> dict[str, list[str]]:
     """``"n=256,512; batch=16,32"`` -> ``{"n": ["256", "512"], "batch": ["16", "32"]}`` (ValueError if malformed).
 
@@ -111,9 +115,6 @@ def parse_sizes(text: str) -> dict[str, list[str]]:
         grid[name] = items
     return grid
 
-
-_SEPARATOR = re.compile(r"\s*,\s*|\s+")
-"""What separates two values of a sizes list: a comma with spaces around it, or spaces alone."""
 
 
 def choice_to_expand_kwargs(choice: SweepChoice) -> dict[str, Any]:
