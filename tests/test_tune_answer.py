@@ -55,6 +55,14 @@ def test_a_confirmed_answer_says_the_confirmation_decides():
     assert line.endswith("the confirmation in fresh processes decides")
 
 
+def test_an_answer_preferred_for_its_shorter_compile_says_so():
+    quick = Standing(Candidate((("freezing", True),)), Score(3.02, 2.96, 3.08, 1, compile_s=1.1), stage=0)
+    result = _stopped(Score(3.04, 2.98, 3.10, 1, compile_s=53.3), winner=quick)
+    result = TuneResult(**{**result.__dict__, "standings": (*result.standings, quick)})
+    assert unseparated_line(result) == ("not told apart: cpp_wrapper=True 3.04× vs freezing=True 3.02× (within 2%), "
+                                        "so the one with the shorter compile is the answer")
+
+
 def test_the_cli_prints_the_line_under_its_headline_folded_with_a_hanging_indent():
     from rich.console import Console
 

@@ -817,3 +817,57 @@ def test_the_combination_joins_the_race_with_a_note_naming_the_candidates_it_com
     assert notes == ["added max-autotune freezing=True: freezing=True + max-autotune, the 2 candidates that each beat "
                      "the default compile, combined"], notes
     assert any(o.inductor_options.get("freezing") and o.inductor_options.get("max_autotune") for o in runner.runs)
+
+
+def test_a_leading_defaults_challenger_too_slow_to_confirm_gives_way_to_one_the_race_could_not_tell_apart():
+    """On the H200 (BENCHMARKS §30) the 8192 GEMM's race kept the room of max-autotune-no-cudagraphs' confirmation (a
+    24 s compile a process), tied with the default compile and reduce-overhead at 1.00x: it ended after 3 of 14
+    screening runs. Here max-autotune (50 s a run, screened third) leads the default's challengers by its point
+    estimate; freezing and the rest (10 s) read within 2% of it: the race keeps the cheapest room, screens every
+    candidate, and confirms the best challenger whose confirmation fits, saying in whose place."""
+    others = [Candidate((("k", i),)) for i in range(6)]
+    times = {"max-autotune": 0.99, "freezing=True": 0.995, **{f"k={i}": 1.0 for i in range(6)}}
+    result, _, runner, heard, clock = _tune([Candidate(), FREEZE, AUTOTUNE, *others], times, budget=250.0,
+                                            seconds=10.0, runner_type=SlowAutotune)
+    screened = [_key(o) for o in runner.runs][:9]
+    assert sorted(screened) == sorted(["default", "max-autotune", "freezing=True", *[f"k={i}" for i in range(6)]])
+    assert result.incomplete is None and clock.now <= 250.0
+    assert result.winner.candidate.is_default and result.outcome == NOTHING_BEATS
+    confirmed = result.confirmed.name
+    assert confirmed != "max-autotune" and ("confirming", confirmed, 3) in heard.events
+    [note] = [n for n in result.notes if "in its place" in n]
+    assert re.fullmatch(rf"the confirmation of max-autotune \(about \d+ s\) does not fit in the \d+ s left of the "
+                        rf"budget: {re.escape(confirmed)}, within 2% of it in the race, is confirmed in its place",
+                        note), note
+
+
+def test_the_best_challenger_is_confirmed_where_its_confirmation_fits():
+    times = {"max-autotune": 0.99, "freezing=True": 0.995}
+    result, *_ = _tune([Candidate(), AUTOTUNE, FREEZE], times, budget=10_000.0, runner_type=SlowAutotune)
+    assert result.confirmed.name == "max-autotune"
+    assert not [n for n in result.notes if "in its place" in n]
+
+
+class SlowWrapper(TimedRunner):
+    """cpp_wrapper's runs take 50 s more than the others' (its compile, 45 s)."""
+
+    async def run(self, record, on_event=None):
+        if _key(record.options) == "cpp_wrapper=True":
+            self.clock.now += 50.0
+        return await super().run(record, on_event)
+
+
+def test_among_candidates_the_race_cannot_tell_apart_the_slow_compile_neither_wins_nor_takes_the_budget():
+    """The transformer block on the H200 (BENCHMARKS §30): every candidate at 1.01x over eager, the default compile
+    cut after the screening, and cpp_wrapper=True (a 53 s compile), screened late, the best point estimate by a hair:
+    it won the race, its confirmation no longer fitted, and the search ended unconfirmed with 1 s compiles as fast."""
+    others = [Candidate((("k", i),)) for i in range(4)]
+    times = {"default": 1.004, "cpp_wrapper=True": (0.996, 45.0), "freezing=True": (0.998, 1.0),
+             **{f"k={i}": (0.999, 1.0) for i in range(4)}}
+    result, _, runner, heard, clock = _tune([Candidate(), FREEZE, *others, WRAPPER], times, budget=300.0,
+                                            seconds=10.0, runner_type=SlowWrapper)
+    assert ("stage", 2, ("k=0", "cpp_wrapper=True"), 320) in heard.events  # it raced to the end
+    wrapper = next(s for s in result.standings if s.name == "cpp_wrapper=True")
+    assert wrapper.alive and wrapper.score.value > result.winner.score.value  # the best point estimate, not the winner
+    assert result.winner.name == result.confirmed.name == "k=0" and clock.now <= 300.0
+    assert result.outcome == NOTHING_BEATS and result.confirmation.processes == (3, 3)

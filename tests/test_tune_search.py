@@ -12,7 +12,7 @@ from tui.engine.tune.code import compile_call, config_form
 from tui.engine.tune.durations import DurationModel
 from tui.engine.tune.objective import Score, amortized
 from tui.engine.tune.search import (
-    Standing, ahead_of_default, clearly_worse, halve, judge_stage, leader, ranked, stage_plan, winner,
+    Standing, ahead_of_default, clearly_worse, contenders, halve, judge_stage, leader, ranked, stage_plan, winner,
 )  # fmt: skip
 from tui.engine.tune.space import KNOBS, Candidate, SpaceError, candidates, combine, option_keys, parse_space
 
@@ -23,8 +23,9 @@ def _c(*settings) -> Candidate:
     return Candidate(tuple(settings))
 
 
-def _s(candidate: Candidate, value, low=None, high=None, out=None, peak=None) -> Standing:
-    return Standing(candidate, Score(value, low, high, processes=1, peak_mb=peak, out=out), stage=0)
+def _s(candidate: Candidate, value, low=None, high=None, out=None, peak=None, compile_s=None) -> Standing:
+    return Standing(candidate, Score(value, low, high, processes=1, compile_s=compile_s, peak_mb=peak, out=out),
+                    stage=0)
 
 
 # ----- the race -------------------------------------------------------------------------------
@@ -84,6 +85,31 @@ def test_the_winner_breaks_a_near_tie_by_memory_then_by_fewer_settings():
     assert winner([_s(a, 2.00, peak=42.702), _s(b, 2.01, peak=34.479)], 0.02).name == b.name
     assert winner([_s(DEFAULT, 1.24, peak=42.7), _s(_c(("mode", "reduce-overhead")), 1.26, peak=34.5)],
                   0.02).name == "reduce-overhead"
+
+
+def test_the_contenders_are_the_challengers_within_the_threshold_of_the_best_one_best_first():
+    a, b, c, d = _c(("mode", "max-autotune")), _c(("freezing", True)), _c(("dynamic", False)), _c(("k", 1))
+    race = [_s(DEFAULT, 2.00), _s(b, 2.005), _s(a, 2.02), _s(c, 1.95), _s(d, 2.01, out="x")]
+    race[-1] = dataclasses.replace(race[-1], gone="out: x")
+    assert [s.name for s in contenders(race, 0.02)] == [a.name, b.name]  # 1.95 is more than 2% below 2.02
+    assert [s.name for s in contenders(race, 0.04)] == [a.name, b.name, c.name]
+    assert contenders([_s(DEFAULT, 2.0)], 0.02) == []
+
+
+def test_the_winner_breaks_a_near_tie_of_equal_memory_and_settings_by_the_shorter_compile():
+    """The transformer block on the H200 (BENCHMARKS §30): seven candidates of one setting each at 1.01x over eager,
+    and the race's winner was cpp_wrapper=True, the best point estimate by a hair, with a 53 s compile."""
+    wrapper, graph, fusion = _c(("cpp_wrapper", True)), _c(("fullgraph", True)), _c(("aggressive_fusion", True))
+    race = [_s(wrapper, 1.012, compile_s=53.3), _s(graph, 1.010, compile_s=1.1), _s(fusion, 1.008, compile_s=2.7)]
+    assert winner(race, 0.02).name == graph.name  # 2.7 s is past 1.1 s by more than 25% and 1 s (2.375 s)
+    assert winner([_s(graph, 1.010, compile_s=1.1), _s(fusion, 1.012, compile_s=1.3)], 0.02).name == fusion.name
+    assert winner([_s(wrapper, 1.012, compile_s=53.3), _s(graph, 1.010)], 0.02).name == wrapper.name  # unmeasured
+    assert winner([_s(wrapper, 1.10, compile_s=53.3), _s(graph, 1.01, compile_s=1.1)], 0.02).name == wrapper.name
+    # memory and the settings come first
+    assert winner([_s(wrapper, 1.01, compile_s=53.3, peak=100.0), _s(graph, 1.01, compile_s=1.1, peak=200.0)],
+                  0.02).name == wrapper.name
+    assert winner([_s(_c(("freezing", True), ("fullgraph", True)), 1.01, compile_s=1.0), _s(wrapper, 1.01,
+                  compile_s=53.3)], 0.02).name == wrapper.name
 
 
 def test_the_tunes_memory_is_the_compiled_sides_peak():

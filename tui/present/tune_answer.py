@@ -17,7 +17,7 @@ from tui.engine.tune.answer import (
 from tui.engine.measure.verdict import FASTER, NOISY, judge_interval
 from tui.engine.tune.code import compile_call, config_form, config_settings
 from tui.engine.tune.runs import was_stopped
-from tui.engine.tune.search import Standing, less_memory, ranked
+from tui.engine.tune.search import Standing, compiles_quicker, less_memory, ranked
 from tui.engine.tune.space import DEFAULT, autotunes
 from tui.present.code_fold import fold_code
 from tui.present.format import fmt_mib, fmt_seconds, fmt_speedup, hanging_lines
@@ -163,6 +163,8 @@ def _preferred(answer: Standing, ahead: Standing, confirmed: bool) -> str:
         return "so the one with less peak memory is the answer"
     if answer.candidate.is_default:
         return "so the default compile stays the answer"
+    if len(answer.candidate.settings) >= len(ahead.candidate.settings) and compiles_quicker(answer, ahead):
+        return "so the one with the shorter compile is the answer"
     return "so the one with fewer settings is the answer"
 
 

@@ -39,11 +39,13 @@ from tui.engine.tune.answer import (
 from tui.engine.tune.durations import DurationModel
 from tui.engine.tune.listener import TuneListener
 from tui.engine.tune.objective import Objective, score
-from tui.engine.tune.parallel import DEFAULT, WINNER, confirm_waves, failed_growth
-from tui.engine.tune.runs import CANCELLED, gpu_kinds, mark_stopped, ran_count, stopped_run_text, stopped_runs
+from tui.engine.tune.parallel import DEFAULT, WINNER, confirm_waves, failed_growth, waves_cost
+from tui.engine.tune.runs import (
+    CANCELLED, gpu_kinds, mark_stopped, ran_count, stopped_run_text, stopped_runs, timed_out_at_the_end,
+)  # fmt: skip
 from tui.engine.tune.search import (
-    CONFIRMATION, MAX_STAGES, Standing, ahead_of_default, challenger, halve, judge_stage, leader, stage_name,
-    stage_plan, winner,
+    CONFIRMATION, MAX_STAGES, Standing, ahead_of_default, challenger, confirm_choices, halve, judge_stage, leader,
+    stage_name, stage_plan, winner,
 )  # fmt: skip
 from tui.engine.tune.space import Candidate, combine
 
@@ -126,30 +128,34 @@ class TuneDriver:
         """How many runs go at once."""
         return max(1, len(self.pool))
 
-    def _waves_cost(self, repeats: int, first: int = 0) -> float | None:
-        """The estimated wall time of the confirmation's repeats ``first`` to ``repeats - 1``: their waves, each as
-        long as its longest run, each side's from its own runs (:class:`DurationModel`); None before any run ended."""
-        best = self._to_confirm()
-        names = {WINNER: None if best is None else best.name, DEFAULT: self._default.name}
-        lengths = {side: self.durations.estimate(self._confirm_iters(), name) for side, name in names.items()}
-        if None in lengths.values():
-            return None
-        return sum(max(lengths[side] or 0.0 for _, side in wave)
-                   for wave in confirm_waves(repeats, self.lanes, first=first))
+    def _waves_cost(self, repeats: int, first: int = 0, name: str | None = None) -> float | None:
+        """:func:`waves_cost` of the confirmation of candidate ``name`` (None: one not run yet)."""
+        return waves_cost(self.durations, self._confirm_iters(), {WINNER: name, DEFAULT: self._default.name},
+                          repeats, self.lanes, first)
+
+    def _choice_costs(self) -> list[tuple[Standing, float | None]]:
+        """Each of :func:`confirm_choices` with its confirmation's estimate (:meth:`_waves_cost`)."""
+        return [(s, self._waves_cost(self.confirm_repeats, name=s.name))
+                for s in confirm_choices(self.standings, self.threshold)]
 
     def _to_confirm(self) -> Standing | None:
-        """What the confirmation judges against the default compile: the race's winner, or the best challenger
-        where the default leads ("nothing beats the default" is confirmed too); None while there is neither."""
-        best = winner(self.standings, self.threshold)
-        return challenger(self.standings) if best is not None and best.candidate.is_default else best
+        """What the confirmation judges: the first of :func:`confirm_choices` whose confirmation fits in the time
+        left, else the first; None while there is none."""
+        choices = self._choice_costs()
+        fitting = (s for s, cost in choices if cost is not None and cost <= self.time_left())
+        return next(fitting, choices[0][0] if choices else None)
 
     @property
     def _default(self) -> Candidate:
         return next(e.candidate for e in self.entries.values() if e.candidate.is_default)
 
     def _confirm_cost(self) -> float:
-        """The confirmation's estimated wall time (0 before any run ended)."""
-        return self._waves_cost(self.confirm_repeats) or 0.0
+        """The room the race keeps for the confirmation: the cheapest of :meth:`_choice_costs` (a not-yet-run
+        candidate's before any is scored; 0 before any run ended)."""
+        choices = self._choice_costs()
+        if not choices:
+            return self._waves_cost(self.confirm_repeats) or 0.0
+        return min((cost for _, cost in choices if cost is not None), default=0.0)
 
     def _fits(self, iters: int, name: str | None = None) -> bool:
         """Whether a run of ``iters`` (of candidate ``name``: its own runs so far estimate it) fits in the time
@@ -379,7 +385,7 @@ class TuneDriver:
         if all(r.status == RunStatus.CANCELLED for r in records) and self._stopped is not None:
             return
         new = score(entry.records, self.objective)
-        if new.processes == 0 and self._timed_out_at_the_end(records):
+        if new.processes == 0 and timed_out_at_the_end(records, self.base.timeout_s):
             if index == 0:
                 self._ran_out.append(name)
             self._cut_short = BUDGET_RAN_OUT
@@ -387,18 +393,12 @@ class TuneDriver:
                               if s.name == name else s for s in self.standings]
             self._progress()
             return
-        self.standings = [self._rescored(s, new, index) if s.name == name else s for s in self.standings]
+        self.standings = [s.rescored(new, index) if s.name == name else s for s in self.standings]
         standing = next(s for s in self.standings if s.name == name)
         self.listener.candidate_scored(standing)
         if standing.candidate.is_default and standing.score.value is None:
             self._refuse(records)
         self._progress()
-
-    def _timed_out_at_the_end(self, records: Sequence[RunRecord]) -> bool:
-        """Whether the run timed out at a limit the budget's end set (below the run options' own ``--timeout``): the
-        candidate did not fail, the budget ran out while it ran (one cut after its measurement is done: run.kept)."""
-        own = max(1, math.floor(self.base.timeout_s))  # what options_of gives a run the budget does not limit
-        return any(r.error_kind == "timeout" and r.options.timeout_s < own for r in records)
 
     def _refuse(self, records: Sequence[RunRecord]) -> None:
         """The default compile's run failed as every candidate's would (:data:`SHARED_FAILURES`): no more runs
@@ -410,11 +410,6 @@ class TuneDriver:
         self.standings = judge_stage([dataclasses.replace(s, gone=notes.NOT_RUN) if s.alive and s.stage < 0 else s
                                       for s in self.standings], self.threshold)
         self._say(notes.refused(self._refused))
-
-    @staticmethod
-    def _rescored(standing: Standing, new: Any, index: int) -> Standing:
-        screened = new if index == 0 else standing.screened
-        return dataclasses.replace(standing, score=new, stage=index, screened=screened)
 
     def _add_combination(self, ahead: Sequence[Standing]) -> None:
         """After the screening: the candidates that each beat the default (``ahead``), combined, join the race."""
@@ -441,9 +436,12 @@ class TuneDriver:
         if best is None:
             return self.result()
         default = self._default
-        if self._confirm_cost() > self.time_left():
+        if (self._waves_cost(self.confirm_repeats, name=best.name) or 0.0) > self.time_left():
             self._stopped = notes.confirmation_against_left(self._confirm_cost(), self.time_left(), "does not fit")
             return self.result()
+        first, first_cost = self._choice_costs()[0]
+        if first is not best:
+            self._say(notes.in_place_of(best.name, first.name, first_cost or 0.0, self.time_left(), self.threshold))
         self.listener.confirming(best, self.confirm_repeats)
         runs: dict[str, list[RunRecord]] = {WINNER: [], DEFAULT: []}
         sides = {WINNER: best.candidate, DEFAULT: default}
@@ -451,8 +449,8 @@ class TuneDriver:
         if not await self._confirm_waves(confirm_waves(repeats, self.lanes), sides, runs):
             return self.result()
         judged = confirm(runs[WINNER], runs[DEFAULT], self.objective, self.threshold, best.candidate.name)
-        first, stopped = repeats, False
-        while (more := self._more_repeats(judged, repeats)) > repeats:
+        first_repeats, stopped = repeats, False
+        while (more := self._more_repeats(judged, repeats, best.name)) > repeats:
             self.listener.note(notes.grows(repeats, more))  # live; the answer keeps one note for all the growth
             if not await self._confirm_waves(confirm_waves(more, self.lanes, first=repeats), sides, runs):
                 stopped = True  # a stop or the budget: no confirmation
@@ -462,17 +460,18 @@ class TuneDriver:
                 break
             repeats, judged = more, confirm(runs[WINNER], runs[DEFAULT], self.objective, self.threshold,
                                             best.candidate.name)
-        if repeats > first:
-            self.notes.append(notes.grew(first, repeats))
+        if repeats > first_repeats:
+            self.notes.append(notes.grew(first_repeats, repeats))
         return self.result() if stopped else self.result(judged, best)
 
-    def _more_repeats(self, judged: Confirmation, repeats: int) -> int:
-        """The processes a side the confirmation grows to: ``repeats`` (no more) once it is :func:`settled` or at
-        its cap; else a process a side (on a pool, a matched pair for every two lanes) where those fit the time left."""
+    def _more_repeats(self, judged: Confirmation, repeats: int, name: str) -> int:
+        """The processes a side the confirmation of ``name`` grows to: ``repeats`` (no more) once it is
+        :func:`settled` or at its cap; else a process a side (on a pool, a matched pair for every two lanes) where
+        those fit the time left."""
         if settled(judged.vs_default, self.threshold) or repeats >= self.max_confirm_repeats:
             return repeats
         more = min(self.max_confirm_repeats, repeats + max(1, self.lanes // 2))
-        cost = self._waves_cost(more, first=repeats)
+        cost = self._waves_cost(more, first=repeats, name=name)
         return more if cost is not None and cost <= self.time_left() else repeats
 
     async def _confirm_waves(self, waves: Sequence[Sequence[tuple[int, str]]], sides: Mapping[str, Candidate],

@@ -18,8 +18,8 @@ from tui.engine.tune.durations import seconds_apart
 from tui.engine.tune.runs import noisy_runs, ran_count
 
 __all__ = ["Room", "Pace", "NOT_SCREENED", "NOT_RUN", "RAN_OUT_CONFIRMING", "confirmation_against_left",
-           "unconfirmable", "budget_minutes", "budget_needed", "pace", "out_of_time", "ran_out_in", "unscreened",
-           "refused", "combined", "several_kinds", "confirmed_on_several_kinds", "grows", "grew", "noisy"]
+           "unconfirmable", "in_place_of", "budget_minutes", "budget_needed", "pace", "out_of_time", "ran_out_in",
+           "unscreened", "refused", "combined", "several_kinds", "confirmed_on_several_kinds", "grows", "grew", "noisy"]
 
 NOT_SCREENED = f"cut: not screened ({BUDGET_RAN_OUT})"
 """Why a candidate the budget left unscreened is out of the race."""
@@ -58,14 +58,15 @@ def _left(left: float) -> float:
     return max(0.0, left)
 
 
-def confirmation_against_left(cost: float, left: float, verb: str, going: float = 0.0) -> str:
+def confirmation_against_left(cost: float, left: float, verb: str, going: float = 0.0,
+                              what: str = "the confirmation") -> str:
     """"the confirmation (about N s) ``verb`` in the M s left of the budget"; with runs still ``going`` (the seconds
     they still need: the confirmation starts after them), "the confirmation (about N s), after the runs still going
-    (about G s more), ``verb`` ..."."""
+    (about G s more), ``verb`` ..."; ``what`` names the confirmation."""
     left = _left(left)
     places = seconds_apart((going, cost), left)
     after = f", after the runs still going (about {going:.{places}f} s more)," if round(going, places) > 0 else ""
-    return f"the confirmation (about {cost:.{places}f} s){after} {verb} in the {left:.{places}f} s left of the budget"
+    return f"{what} (about {cost:.{places}f} s){after} {verb} in the {left:.{places}f} s left of the budget"
 
 
 def unconfirmable(cost: float, left: float, going: float = 0.0) -> str:
@@ -73,6 +74,14 @@ def unconfirmable(cost: float, left: float, going: float = 0.0) -> str:
     ``going``: :func:`confirmation_against_left`)."""
     return (f"{confirmation_against_left(cost, left, 'no longer fits', going)}: the race goes on with the time left, "
             "and its answer will be unconfirmed unless a shorter estimate (another winner) makes it fit again")
+
+
+def in_place_of(chosen: str, first: str, cost: float, left: float, threshold: float) -> str:
+    """The note that the confirmation judges ``chosen`` rather than ``first``, the best challenger of a leading
+    default compile, whose confirmation (about ``cost`` s) does not fit in the time ``left``: ``chosen`` is one the
+    race did not tell apart from it (:func:`~tui.engine.tune.search.contenders`)."""
+    against = confirmation_against_left(cost, left, "does not fit", what=f"the confirmation of {first}")
+    return f"{against}: {chosen}, within {threshold * 100:g}% of it in the race, is confirmed in its place"
 
 
 def budget_minutes(seconds: float) -> int:

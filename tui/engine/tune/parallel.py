@@ -18,11 +18,12 @@ from collections.abc import Mapping, Sequence
 from tui.engine.status import RunStatus
 from tui.engine.store.results import RunRecord
 from tui.engine.tune import notes
+from tui.engine.tune.durations import DurationModel
 from tui.engine.tune.objective import failure_reason
 
 WINNER, DEFAULT = "winner", "default"
 
-__all__ = ["WINNER", "DEFAULT", "confirm_waves", "failed_growth"]
+__all__ = ["WINNER", "DEFAULT", "confirm_waves", "waves_cost", "failed_growth"]
 
 
 def confirm_waves(repeats: int, lanes: int, first: int = 0) -> list[list[tuple[int, str]]]:
@@ -38,6 +39,17 @@ def confirm_waves(repeats: int, lanes: int, first: int = 0) -> list[list[tuple[i
     pairs = [[(repeat, WINNER), (repeat, DEFAULT)][:: 1 if repeat % 2 == 0 else -1] for repeat in numbers]
     at_once = lanes // 2
     return [[run for pair in pairs[start:start + at_once] for run in pair] for start in range(0, len(pairs), at_once)]
+
+
+def waves_cost(durations: DurationModel, iters: int, names: Mapping[str, str | None], repeats: int, lanes: int,
+               first: int = 0) -> float | None:
+    """The estimated wall time of :func:`confirm_waves` (``repeats``, ``lanes``, ``first``) of runs of ``iters``: each
+    wave as long as its longest run, each side's run estimated from its candidate's runs (``names``: side -> name;
+    None: a candidate not run yet); None before any run ended."""
+    lengths = {side: durations.estimate(iters, name) for side, name in names.items()}
+    if None in lengths.values():
+        return None
+    return sum(max(lengths[side] or 0.0 for _, side in wave) for wave in confirm_waves(repeats, lanes, first=first))
 
 
 def failed_growth(runs: Mapping[str, Sequence[RunRecord]], first: int) -> str | None:

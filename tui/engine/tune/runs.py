@@ -11,6 +11,7 @@ its cancel landed or not (a CLI whose wait for it ran out, an app that closes).
 from __future__ import annotations
 
 import dataclasses
+import math
 from collections.abc import Mapping, Sequence
 
 from tui.engine.measure.verdict import NOISY
@@ -20,7 +21,7 @@ from tui.engine.store.results import RunRecord
 from tui.engine.tune.search import Standing
 
 __all__ = ["CANCELLED", "was_stopped", "stopped_run_text", "ran_count", "stopped_runs", "mark_stopped", "gpu_kinds",
-           "noisy_runs"]
+           "noisy_runs", "timed_out_at_the_end"]
 
 CANCELLED = "cancelled"
 """Why the search stopped when its task was cancelled; a later :meth:`TuneDriver.stop` names the reason instead."""
@@ -68,3 +69,11 @@ def gpu_kinds(records: Sequence[RunRecord]) -> list[str]:
 def noisy_runs(records: Sequence[RunRecord]) -> list[RunRecord]:
     """The done ones of ``records`` whose own measurement read ``noisy`` (another process on the cores, a stall)."""
     return [r for r in records if r.status == RunStatus.DONE and r.summary().verdict == NOISY]
+
+
+def timed_out_at_the_end(records: Sequence[RunRecord], timeout_s: float) -> bool:
+    """Whether a run of ``records`` timed out at a limit the budget's end set, below the run options' own
+    ``timeout_s``: the candidate did not fail, the budget ran out while it ran (one cut after its measurement is done:
+    :mod:`tui.engine.run.kept`)."""
+    own = max(1, math.floor(timeout_s))  # the limit a run gets where the budget does not limit it
+    return any(r.error_kind == "timeout" and r.options.timeout_s < own for r in records)

@@ -13,11 +13,13 @@ Racing with successive halving (docs/METHOD.md, "Tuning"):
    processes from the second stage on).
 4. The race ends when one candidate besides the default compile is left, after :data:`MAX_STAGES`
    stages, or when the budget says so. The **winner** is the leader (:func:`winner`: within the
-   threshold of the best point estimate, the smallest peak memory, then the fewest settings).
+   threshold of the best point estimate, the smallest peak memory, then the fewest settings, then the shortest
+   compile).
 5. The winner is then **confirmed** in fresh processes against the default compile (the driver's
    job): the race picked the luckiest of many noisy candidates (the winner's curse), so its own
    numbers never decide. Where the default compile leads, its best :func:`challenger` is confirmed
-   against it instead: "nothing beats the default" is a claim too.
+   against it instead: "nothing beats the default" is a claim too (or, where that one's confirmation
+   does not fit the time left, one of its :func:`contenders` that does).
 """
 
 from __future__ import annotations
@@ -31,7 +33,8 @@ from tui.engine.tune.objective import Score
 from tui.engine.tune.space import Candidate
 
 __all__ = ["Standing", "StagePlan", "KEEP_AT_LEAST", "MAX_STAGES", "clearly_worse", "leader", "judge_stage",
-           "halve", "stage_plan", "stage_name", "CONFIRMATION", "winner", "ranked", "ahead_of_default", "challenger"]
+           "halve", "stage_plan", "stage_name", "CONFIRMATION", "winner", "ranked", "ahead_of_default", "challenger",
+           "contenders", "confirm_choices", "less_memory", "compiles_quicker"]
 
 KEEP_AT_LEAST = 2
 """Halving never leaves fewer candidates than this (when as many are in)."""
@@ -62,6 +65,10 @@ class Standing:
     @property
     def name(self) -> str:
         return self.candidate.name
+
+    def rescored(self, new: Score, index: int) -> Standing:
+        """This standing with ``new``, its score after a run of stage ``index`` (the screening's is ``screened``)."""
+        return dataclasses.replace(self, score=new, stage=index, screened=new if index == 0 else self.screened)
 
 
 @dataclass(frozen=True)
@@ -152,17 +159,43 @@ def challenger(standings: Sequence[Standing]) -> Standing | None:
                  and s.score.value is not None), None)
 
 
+def contenders(standings: Sequence[Standing], threshold: float) -> list[Standing]:
+    """The challengers a "nothing beats the default" confirmation may judge: the best (:func:`challenger`) first,
+    then the other live candidates not told apart from it (within ``threshold`` of its point estimate), best point
+    estimate first; empty when no challenger is left. The driver confirms the first whose confirmation fits the time
+    left: the race cannot rank them, and confirming an autotuning leader that does not fit leaves the whole answer
+    unconfirmed where a challenger as fast, by the race's reading, with a short compile fits."""
+    best = challenger(standings)
+    if best is None or best.score.value is None:
+        return []
+    bar = best.score.value / (1 + threshold)
+    return [s for s in ranked(standings) if s.alive and not s.candidate.is_default
+            and s.score.value is not None and s.score.value >= bar]
+
+
+def confirm_choices(standings: Sequence[Standing], threshold: float) -> list[Standing]:
+    """What the confirmation may judge against the default compile, the one preferred first: the race's winner;
+    where the default compile wins, its :func:`contenders` ("nothing beats the default" is confirmed too)."""
+    best = winner(standings, threshold)
+    if best is None:
+        return []
+    return contenders(standings, threshold) if best.candidate.is_default else [best]
+
+
 def winner(standings: Sequence[Standing], threshold: float) -> Standing | None:
     """The race's winner: among live candidates within ``threshold`` of the best point estimate, those with the
-    least compiled peak memory (where measured; :func:`less_memory`), then the fewest settings, then the best point
-    estimate."""
+    least compiled peak memory (where measured; :func:`less_memory`), then the fewest settings, then the shortest
+    compile (where measured; :func:`compiles_quicker`), then the best point estimate."""
     best = leader(standings)
     if best is None or best.score.value is None:
         return None
     bar = best.score.value / (1 + threshold)
     close = [s for s in standings if s.alive and s.score.value is not None and s.score.value >= bar]
     lean = [s for s in close if not any(less_memory(other, s) for other in close)]
-    return min(lean, key=lambda s: (len(s.candidate.settings), -(s.score.value or 0.0)))
+    fewest = min(len(s.candidate.settings) for s in lean)
+    simple = [s for s in lean if len(s.candidate.settings) == fewest]
+    quick = [s for s in simple if not any(compiles_quicker(other, s) for other in simple)]
+    return max(quick, key=lambda s: s.score.value or 0.0)
 
 
 MEMORY_SLACK = (1.0, 0.01)
@@ -177,3 +210,18 @@ def less_memory(one: Standing, other: Standing) -> bool:
         return False
     slack_mb, slack_share = MEMORY_SLACK
     return theirs > mine * (1 + slack_share) + slack_mb
+
+
+COMPILE_SLACK = (1.0, 0.25)
+"""Compile times this close (1 s and 25% above the shorter) count as equal: one process's compile varies by a few
+tenths of a second, and a tie-break by it would pick by that noise."""
+
+
+def compiles_quicker(one: Standing, other: Standing) -> bool:
+    """Whether ``one``'s mean compile time is below ``other``'s by more than :data:`COMPILE_SLACK` (both measured):
+    among configurations the race cannot tell apart, a 50 s compile buys nothing a 1 s one does not."""
+    mine, theirs = one.score.compile_s, other.score.compile_s
+    if mine is None or theirs is None:
+        return False
+    slack_s, slack_share = COMPILE_SLACK
+    return theirs > mine * (1 + slack_share) + slack_s
