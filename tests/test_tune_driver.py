@@ -502,9 +502,11 @@ def test_a_confirmation_that_no_longer_fits_is_not_said_to_go_on_when_the_next_r
 class SlowAutotune(TimedRunner):
     """max-autotune's runs take 40 s more than the others' (its autotuning)."""
 
+    slow, extra_s = "max-autotune", 40.0
+
     async def run(self, record, on_event=None):
-        if _key(record.options) == "max-autotune":
-            self.clock.now += 40.0
+        if _key(record.options) == self.slow:
+            self.clock.now += self.extra_s
         return await super().run(record, on_event)
 
 
@@ -848,13 +850,10 @@ def test_the_best_challenger_is_confirmed_where_its_confirmation_fits():
     assert not [n for n in result.notes if "in its place" in n]
 
 
-class SlowWrapper(TimedRunner):
+class SlowWrapper(SlowAutotune):
     """cpp_wrapper's runs take 50 s more than the others' (its compile, 45 s)."""
 
-    async def run(self, record, on_event=None):
-        if _key(record.options) == "cpp_wrapper=True":
-            self.clock.now += 50.0
-        return await super().run(record, on_event)
+    slow, extra_s = "cpp_wrapper=True", 50.0
 
 
 def test_among_candidates_the_race_cannot_tell_apart_the_slow_compile_neither_wins_nor_takes_the_budget():
