@@ -55,12 +55,38 @@ def test_a_confirmed_answer_says_the_confirmation_decides():
     assert line.endswith("the confirmation in fresh processes decides")
 
 
+def _tie(*standings: Standing) -> TuneResult:
+    """An unconfirmed result whose answer is :func:`winner` of ``standings``."""
+    from tui.engine.tune.search import winner
+
+    return TuneResult(tune_id="01JTUNE", outcome="unconfirmed", winner=winner(standings, 0.02), winner_options=None,
+                      confirmation=None, standings=standings, stopped="stopped by the user")
+
+
+def _one(name: str, value: float, compile_s: float | None = None, peak: float | None = None) -> Standing:
+    score = Score(value, value - 0.06, value + 0.06, 1, compile_s=compile_s, peak_mb=peak)
+    return Standing(Candidate(((name, True),)), score, stage=0)
+
+
 def test_an_answer_preferred_for_its_shorter_compile_says_so():
-    quick = Standing(Candidate((("freezing", True),)), Score(3.02, 2.96, 3.08, 1, compile_s=1.1), stage=0)
-    result = _stopped(Score(3.04, 2.98, 3.10, 1, compile_s=53.3), winner=quick)
-    result = TuneResult(**{**result.__dict__, "standings": (*result.standings, quick)})
+    result = _tie(_one("cpp_wrapper", 3.04, compile_s=53.3), _one("freezing", 3.02, compile_s=1.1))
+    assert result.winner.name == "freezing=True"
     assert unseparated_line(result) == ("not told apart: cpp_wrapper=True 3.04× vs freezing=True 3.02× (within 2%), "
                                         "so the one with the shorter compile is the answer")
+
+
+def test_a_tie_a_third_candidate_decided_names_what_set_the_leader_aside_not_fewer_settings():
+    """The compile's slack is not transitive: 1.7 s beats 4.0 s, 2.5 s beats neither and is not beaten, so the answer
+    (2.5 s, the better point of the two left) does not itself compile quicker than the leader by the slack."""
+    result = _tie(_one("cpp_wrapper", 3.04, compile_s=4.0), _one("freezing", 3.03, compile_s=2.5),
+                  _one("fullgraph", 3.02, compile_s=1.7))
+    assert result.winner.name == "freezing=True"
+    assert unseparated_line(result) == ("not told apart: cpp_wrapper=True 3.04× vs freezing=True 3.03× (within 2%), "
+                                        "and cpp_wrapper=True gives way to one as fast with a shorter compile")
+    lean = _tie(_one("cpp_wrapper", 3.04, peak=100.0), _one("freezing", 3.03, peak=99.0),
+                _one("fullgraph", 3.02, peak=97.5))
+    assert lean.winner.name == "freezing=True"
+    assert unseparated_line(lean).endswith("and cpp_wrapper=True gives way to one as fast with less peak memory")
 
 
 def test_the_cli_prints_the_line_under_its_headline_folded_with_a_hanging_indent():

@@ -870,3 +870,19 @@ def test_among_candidates_the_race_cannot_tell_apart_the_slow_compile_neither_wi
     assert wrapper.alive and wrapper.score.value > result.winner.score.value  # the best point estimate, not the winner
     assert result.winner.name == result.confirmed.name == "k=0" and clock.now <= 300.0
     assert result.outcome == NOTHING_BEATS and result.confirmation.processes == (3, 3)
+
+
+def test_a_contender_whose_room_the_race_kept_stays_confirmable_after_halving_cuts_it():
+    """The race kept freezing's room (about 60 s) for a leading default compile's confirmation, and halving then cut
+    freezing (ranked 3 of 3 after stage 2): only max-autotune's confirmation (about 180 s) was left, and the search
+    ended unconfirmed with 107 s unspent. A cut means fewer runs to spend, not worse: freezing, within 2% of
+    max-autotune, is still confirmed in its place."""
+    others = [Candidate((("k", i),)) for i in range(3)]
+    times = {"default": 0.99, "max-autotune": (0.995, 40.0), "freezing=True": 0.997,
+             **{f"k={i}": 1.005 for i in range(3)}}
+    result, _, runner, heard, clock = _tune([Candidate(), FREEZE, AUTOTUNE, *others], times, budget=340.0,
+                                            seconds=10.0, runner_type=SlowAutotune)
+    freezing = next(s for s in result.standings if s.name == "freezing=True")
+    assert freezing.gone is not None and freezing.gone.startswith("cut: ranked")
+    assert result.outcome == NOTHING_BEATS and result.confirmed.name == "freezing=True", result.stopped
+    assert any("is confirmed in its place" in n for n in result.notes) and clock.now <= 340.0

@@ -430,3 +430,28 @@ def test_a_cluster_whose_torch_cannot_be_asked_tunes_on_this_machines_catalog_an
 def test_the_cluster_flags_refuse_in_one_line(argv, line, capsys):
     assert cli.main([*TUNE, *argv]) == 2
     assert [x for x in capsys.readouterr().err.splitlines() if x.strip()] == [f"compile-lab: error: {line}"]
+
+
+class SlowAutotuneLanes(LaneRunner):
+    """LaneRunner whose max-autotune runs take 40 s more (its autotuning)."""
+
+    async def run(self, record, on_event=None):
+        start = self.wall.now
+        try:
+            return await super().run(record, on_event)
+        finally:
+            if _key(record.options) == "max-autotune":
+                self.wall.now = max(self.wall.now, start + self.seconds + 40.0)
+
+
+@pytest.mark.parametrize("budget", [150.0, 190.0])
+def test_on_a_pool_a_challenger_as_fast_is_confirmed_in_place_of_one_whose_confirmation_does_not_fit(budget):
+    others = [Candidate((("k", i),)) for i in range(6)]
+    times = {"max-autotune": (0.99, 40.0), "freezing=True": 0.995, **{f"k={i}": 1.0 for i in range(6)}}
+    result, _, runner, heard, clock = _tune([Candidate(), FREEZE, AUTOTUNE, *others], times, budget, 10.0,
+                                            base=ON_GPU, pool=POOL[:2], runner_type=SlowAutotuneLanes,
+                                            heard_type=TimedHeard)
+    assert clock.now <= budget and result.outcome == "nothing beats default"
+    assert result.confirmed.name == "freezing=True" and result.confirmation.processes == (3, 3)
+    [note] = [n for n in result.notes if "in its place" in n]
+    assert note.startswith("the confirmation of max-autotune (about ") and "freezing=True, within 2%" in note

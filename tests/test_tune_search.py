@@ -94,6 +94,11 @@ def test_the_contenders_are_the_challengers_within_the_threshold_of_the_best_one
     assert [s.name for s in contenders(race, 0.02)] == [a.name, b.name]  # 1.95 is more than 2% below 2.02
     assert [s.name for s in contenders(race, 0.04)] == [a.name, b.name, c.name]
     assert contenders([_s(DEFAULT, 2.0)], 0.02) == []
+    # cut by halving: still not told apart; dropped as clearly worse: out
+    cut, dropped = _c(("epilogue_fusion", False)), _c(("shape_padding", False))
+    race += [dataclasses.replace(_s(cut, 2.01), gone="cut: ranked 3 of 3 after stage 2"),
+             dataclasses.replace(_s(dropped, 2.01), gone="dropped: below max-autotune")]
+    assert [s.name for s in contenders(race, 0.02)] == [a.name, b.name, cut.name]
 
 
 def test_the_winner_breaks_a_near_tie_of_equal_memory_and_settings_by_the_shorter_compile():

@@ -17,7 +17,9 @@ from tui.engine.tune.answer import (
 from tui.engine.measure.verdict import FASTER, NOISY, judge_interval
 from tui.engine.tune.code import compile_call, config_form, config_settings
 from tui.engine.tune.runs import was_stopped
-from tui.engine.tune.search import Standing, compiles_quicker, less_memory, ranked
+from tui.engine.tune.search import (
+    COMPILE, MEMORY, Standing, compiles_quicker, less_memory, ranked, set_aside_by,
+)  # fmt: skip
 from tui.engine.tune.space import DEFAULT, autotunes
 from tui.present.code_fold import fold_code
 from tui.present.format import fmt_mib, fmt_seconds, fmt_speedup, hanging_lines
@@ -155,17 +157,27 @@ def _apart(standing: Standing, answer: Standing, threshold: float) -> bool:
     return mine.low is not None and theirs.high is not None and mine.low > theirs.high
 
 
-def _preferred(answer: Standing, ahead: Standing, confirmed: bool) -> str:
-    """Why the answer names ``answer`` over ``ahead`` (:func:`~tui.engine.tune.search.winner`'s order)."""
-    if confirmed:
+def _preferred(result: TuneResult, answer: Standing, ahead: Standing) -> str:
+    """Why the answer names ``answer`` over ``ahead`` (:func:`~tui.engine.tune.search.winner`'s tie-breaks): the one
+    that set ``ahead`` aside, said of ``answer`` where it beats ``ahead`` by it, else of a candidate that does."""
+    if result.outcome == CONFIRMED:
         return "the confirmation in fresh processes decides"
-    if less_memory(answer, ahead):
-        return "so the one with less peak memory is the answer"
+    step = set_aside_by(result.standings, result.threshold, ahead.name)
+    if step == MEMORY:
+        mine = less_memory(answer, ahead)
+        return "so the one with less peak memory is the answer" if mine else _gives_way(ahead, "less peak memory")
     if answer.candidate.is_default:
         return "so the default compile stays the answer"
-    if len(answer.candidate.settings) >= len(ahead.candidate.settings) and compiles_quicker(answer, ahead):
-        return "so the one with the shorter compile is the answer"
-    return "so the one with fewer settings is the answer"
+    if step == COMPILE:
+        mine = compiles_quicker(answer, ahead)
+        return "so the one with the shorter compile is the answer" if mine else _gives_way(ahead, "a shorter compile")
+    if len(answer.candidate.settings) < len(ahead.candidate.settings):
+        return "so the one with fewer settings is the answer"
+    return _gives_way(ahead, "fewer settings")
+
+
+def _gives_way(ahead: Standing, why: str) -> str:
+    return f"and {ahead.name} gives way to one as fast with {why}"
 
 
 def unseparated_line(result: TuneResult) -> str | None:
@@ -185,7 +197,7 @@ def unseparated_line(result: TuneResult) -> str | None:
         names += f" and {len(ahead) - 2} more"
     top = ahead[0].score.value or 0.0
     how = f"within {result.threshold * 100:g}%" if top <= value * (1 + result.threshold) else "intervals overlap"
-    why = _preferred(best, ahead[0], result.outcome == CONFIRMED)
+    why = _preferred(result, best, ahead[0])
     return f"not told apart: {names} vs {best.name} {fmt_speedup(value)} ({how}), {why}"
 
 

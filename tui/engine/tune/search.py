@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 
 from tui.engine.tune.objective import Score
@@ -34,7 +34,8 @@ from tui.engine.tune.space import Candidate
 
 __all__ = ["Standing", "StagePlan", "KEEP_AT_LEAST", "MAX_STAGES", "clearly_worse", "leader", "judge_stage",
            "halve", "stage_plan", "stage_name", "CONFIRMATION", "winner", "ranked", "ahead_of_default", "challenger",
-           "contenders", "confirm_choices", "less_memory", "compiles_quicker"]
+           "contenders", "confirm_choices", "less_memory", "compiles_quicker", "halved", "HALVED", "tie_breaks",
+           "set_aside_by", "MEMORY", "SETTINGS", "COMPILE"]
 
 KEEP_AT_LEAST = 2
 """Halving never leaves fewer candidates than this (when as many are in)."""
@@ -119,13 +120,22 @@ def ranked(standings: Iterable[Standing]) -> list[Standing]:
     return alive + gone
 
 
+HALVED = "cut: ranked"
+"""How the reason of a candidate :func:`halve` cut begins."""
+
+
+def halved(standing: Standing) -> bool:
+    """Whether :func:`halve` cut ``standing`` (not dropped as clearly worse, not failed)."""
+    return standing.gone is not None and standing.gone.startswith(HALVED)
+
+
 def halve(standings: Sequence[Standing], stage: int) -> list[Standing]:
     """Cut the lower half of the live candidates by point estimate (at least :data:`KEEP_AT_LEAST` stay)."""
     alive = [s for s in ranked(standings) if s.alive]
     keep = max(min(KEEP_AT_LEAST, len(alive)), math.ceil(len(alive) / 2))
     cut = {id(s): rank for rank, s in enumerate(alive, 1) if rank > keep}
     after = "the screening" if stage == 0 else stage_name(stage)  # the names the progress lines use
-    return [dataclasses.replace(s, gone=f"cut: ranked {cut[id(s)]} of {len(alive)} after {after}")
+    return [dataclasses.replace(s, gone=f"{HALVED} {cut[id(s)]} of {len(alive)} after {after}")
             if id(s) in cut else s for s in standings]
 
 
@@ -161,15 +171,16 @@ def challenger(standings: Sequence[Standing]) -> Standing | None:
 
 def contenders(standings: Sequence[Standing], threshold: float) -> list[Standing]:
     """The challengers a "nothing beats the default" confirmation may judge: the best (:func:`challenger`) first,
-    then the other live candidates not told apart from it (within ``threshold`` of its point estimate), best point
-    estimate first; empty when no challenger is left. The driver confirms the first whose confirmation fits the time
-    left: the race cannot rank them, and confirming an autotuning leader that does not fit leaves the whole answer
-    unconfirmed where a challenger as fast, by the race's reading, with a short compile fits."""
+    then the others not told apart from it (within ``threshold`` of its point estimate), live or cut by
+    :func:`halve` (a cut means fewer runs to spend, never worse), in :func:`ranked`'s order; empty when no
+    challenger is left. The driver confirms the first whose confirmation fits the time left and keeps the room of
+    the cheapest: the race cannot rank them, and confirming an autotuning leader that does not fit leaves the whole
+    answer unconfirmed where a challenger as fast, by the race's reading, with a short compile fits."""
     best = challenger(standings)
     if best is None or best.score.value is None:
         return []
     bar = best.score.value / (1 + threshold)
-    return [s for s in ranked(standings) if s.alive and not s.candidate.is_default
+    return [s for s in ranked(standings) if (s.alive or halved(s)) and not s.candidate.is_default
             and s.score.value is not None and s.score.value >= bar]
 
 
@@ -183,19 +194,49 @@ def confirm_choices(standings: Sequence[Standing], threshold: float) -> list[Sta
 
 
 def winner(standings: Sequence[Standing], threshold: float) -> Standing | None:
-    """The race's winner: among live candidates within ``threshold`` of the best point estimate, those with the
-    least compiled peak memory (where measured; :func:`less_memory`), then the fewest settings, then the shortest
-    compile (where measured; :func:`compiles_quicker`), then the best point estimate."""
-    best = leader(standings)
-    if best is None or best.score.value is None:
+    """The race's winner: among live candidates within ``threshold`` of the best point estimate, those no other of
+    them beats by its tie-breaks (:func:`tie_breaks`: less compiled peak memory, then fewer settings, then a shorter
+    compile), and of those the best point estimate."""
+    close = _close(standings, threshold)
+    if not close:
         return None
-    bar = best.score.value / (1 + threshold)
-    close = [s for s in standings if s.alive and s.score.value is not None and s.score.value >= bar]
+    *_, (_, kept) = tie_breaks(close)
+    return max(kept, key=lambda s: s.score.value or 0.0)
+
+
+def set_aside_by(standings: Sequence[Standing], threshold: float, name: str) -> str | None:
+    """The tie-break (:data:`MEMORY`, :data:`SETTINGS`, :data:`COMPILE`) that set candidate ``name`` aside from the
+    winner's choice; None where it was not among the close candidates or no tie-break set it aside."""
+    close = _close(standings, threshold)
+    if name not in {s.name for s in close}:
+        return None
+    return next((step for step, kept in tie_breaks(close) if name not in {s.name for s in kept}), None)
+
+
+MEMORY, SETTINGS, COMPILE = "memory", "settings", "compile"
+"""The winner's tie-breaks, in their order (:func:`tie_breaks`)."""
+
+
+def tie_breaks(close: Sequence[Standing]) -> Iterator[tuple[str, list[Standing]]]:
+    """The winner's tie-breaks over the ``close`` candidates, each narrowing the one before: those no other has less
+    memory than (:func:`less_memory`), of those the ones with the fewest settings, of those the ones no other
+    compiles quicker than (:func:`compiles_quicker`). Both comparisons have a slack, so "no other beats it" can keep
+    a candidate that a third one beats and the second does not (never none)."""
     lean = [s for s in close if not any(less_memory(other, s) for other in close)]
+    yield MEMORY, lean
     fewest = min(len(s.candidate.settings) for s in lean)
     simple = [s for s in lean if len(s.candidate.settings) == fewest]
-    quick = [s for s in simple if not any(compiles_quicker(other, s) for other in simple)]
-    return max(quick, key=lambda s: s.score.value or 0.0)
+    yield SETTINGS, simple
+    yield COMPILE, [s for s in simple if not any(compiles_quicker(other, s) for other in simple)]
+
+
+def _close(standings: Sequence[Standing], threshold: float) -> list[Standing]:
+    """The live candidates within ``threshold`` of the best point estimate (none when none has one)."""
+    best = leader(standings)
+    if best is None or best.score.value is None:
+        return []
+    bar = best.score.value / (1 + threshold)
+    return [s for s in standings if s.alive and s.score.value is not None and s.score.value >= bar]
 
 
 MEMORY_SLACK = (1.0, 0.01)
