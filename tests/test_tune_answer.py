@@ -184,8 +184,8 @@ def test_the_answer_says_where_no_configuration_was_faster_than_eager():
                         confirmation=None, standings=(freeze, slow_default), stopped="stopped by the user")
     lines = answer_text(result).splitlines()
     # what to do comes first: the headline names the best compile configuration, which is no reason to compile
-    assert lines[0] == ("torch.compile did not pay off for this workload here: no configuration measured was faster "
-                        "than eager (the best, freezing=True, reads 0.97× [0.96, 0.99] over eager)")
+    assert lines[0] == ("torch.compile did not pay off for this workload here: no configuration measured was more "
+                        "than 2% faster than eager (the best, freezing=True, reads 0.97× [0.96, 0.99] over eager)")
     assert lines[1] == headline(result) and lines[1].startswith("best so far: default")
     assert lines[2].startswith("not told apart: freezing=True 0.97× vs default 0.96× (within 2%)")
     # one candidate faster than eager past the threshold, and the line is not there
@@ -211,16 +211,16 @@ def test_the_eager_line_reads_the_confirmation_and_an_unconfirmed_winner_slower_
     result = TuneResult(tune_id="01JTUNE", outcome="unconfirmed", winner=wrapper, winner_options=options,
                         confirmation=confirmation, confirmed=wrapper, standings=(wrapper, default))
     lines = answer_text(result).splitlines()
-    assert lines[0] == ("torch.compile did not pay off for this workload here: no configuration measured was faster "
-                        "than eager (the best, cpp_wrapper=True, reads 0.98× [0.96, 1.00] over eager)")
+    assert lines[0] == ("torch.compile did not pay off for this workload here: no configuration measured was more "
+                        "than 2% faster than eager (the best, cpp_wrapper=True, reads 0.98× [0.96, 1.00] over eager)")
     assert not any("torch.compile(" in line for line in lines)  # no code to paste for it
     noisy = lines.index("  cpp_wrapper=True vs default compile: 1.01× [0.97, 1.06] noisy")
     assert lines[noisy + 1] == "    noisy: default compile process 2 of 3: the time speedup drifted +14%"
     # an interval that reaches past the threshold: not shown to pay off, which is not "did not"
     unsure = dataclasses.replace(confirmation, vs_eager=Against(1.02, 1.00, 1.04, "inconclusive"))
     assert answer_text(dataclasses.replace(result, confirmation=unsure)).splitlines()[0] == (
-        "torch.compile was not shown to pay off for this workload here: no configuration measured was shown faster "
-        "than eager (the best, cpp_wrapper=True, reads 1.02× [1.00, 1.04] over eager)")
+        "torch.compile was not shown to pay off for this workload here: no configuration measured was shown more "
+        "than 2% faster than eager (the best, cpp_wrapper=True, reads 1.02× [1.00, 1.04] over eager)")
     # faster than eager in its confirmation: the code comes, marked unconfirmed
     quick = dataclasses.replace(confirmation, vs_eager=Against(1.10, 1.05, 1.12, "faster"))
     lines = answer_text(dataclasses.replace(result, confirmation=quick)).splitlines()
@@ -250,8 +250,8 @@ def test_a_noisy_confirmation_does_not_overrule_the_race_into_saying_nothing_was
     # the same confirmation read without noise overrules the race, as fresh processes that picked nothing
     quiet = dataclasses.replace(confirmation, vs_eager=Against(0.98, 0.97, 0.99, "slower"))
     assert answer_text(dataclasses.replace(result, confirmation=quiet)).splitlines()[0] == (
-        "torch.compile was not shown to pay off for this workload here: no configuration measured was shown faster "
-        "than eager (the best, cpp_wrapper=True, reads 1.00× [0.97, 1.03] over eager)")
+        "torch.compile was not shown to pay off for this workload here: no configuration measured was shown more "
+        "than 2% faster than eager (the best, cpp_wrapper=True, reads 1.00× [0.97, 1.03] over eager)")
 
 
 def test_a_search_stopped_before_every_candidate_ran_is_not_said_to_show_that_compiling_does_not_pay_off():
@@ -260,8 +260,8 @@ def test_a_search_stopped_before_every_candidate_ran_is_not_said_to_show_that_co
     result = TuneResult(tune_id="01JTUNE", outcome="unconfirmed", winner=slow, winner_options=None,
                         confirmation=None, standings=(slow, *never), stopped="stopped from the app")
     assert answer_text(result).splitlines()[0] == (
-        "torch.compile was not shown to pay off for this workload here: no configuration measured was faster than "
-        "eager (the best, default, reads 0.96× [0.95, 0.97] over eager; 2 candidate(s) not run)")
+        "torch.compile was not shown to pay off for this workload here: no configuration measured was more than 2% "
+        "faster than eager (the best, default, reads 0.96× [0.95, 0.97] over eager; 2 candidate(s) not run)")
 
 
 def test_the_cli_prints_the_eager_line_above_the_headline():
@@ -275,8 +275,8 @@ def test_the_cli_prints_the_eager_line_above_the_headline():
     console = Console(width=200, file=io.StringIO(), record=True)
     print_answer(result, console, quiet=True)
     lines = console.export_text().splitlines()
-    assert lines[0] == ("torch.compile did not pay off for this workload here: no configuration measured was faster "
-                        "than eager (the best, default, reads 0.90× [0.88, 0.92] over eager)")
+    assert lines[0] == ("torch.compile did not pay off for this workload here: no configuration measured was more "
+                        "than 2% faster than eager (the best, default, reads 0.90× [0.88, 0.92] over eager)")
     assert lines[1] == headline(result)
 
 

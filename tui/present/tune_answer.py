@@ -234,7 +234,8 @@ def eager_line(result: TuneResult) -> str | None:
     # a candidate never run might still pay off; an interval reaching past the threshold is no measured "faster" either
     measured_out = all(a.high is not None and a.high <= 1 + result.threshold for a in figures.values())
     verdict = "did not pay off" if measured_out and not never else "was not shown to pay off"
-    faster = "was faster" if measured_out else "was shown faster"
+    more = f"more than {result.threshold * 100:g}% faster"  # the verdict's word, read as one: 1.01× is no gain
+    faster = f"was {more}" if measured_out else f"was shown {more}"
     unrun = f"; {never} candidate(s) not run" if never else ""
     return (f"torch.compile {verdict} for this workload here: no configuration measured {faster} than eager (the "
             f"best, {name}, reads {figure} over eager{unrun})")
