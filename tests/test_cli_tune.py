@@ -318,6 +318,26 @@ def test_a_cuda_search_on_a_torch_without_cuda_is_one_line_before_any_run(monkey
     assert not any(line.startswith("note: left out") for line in err), err  # no plan for a search refused
 
 
+def test_a_pinned_option_torch_lacks_is_one_line_before_any_run(monkeypatch, capsys, tmp_path):
+    """``--option freezng=True`` ran the probe and then every candidate, each failing on the misspelt key after 13 s,
+    and ended with a table and exit 1; the probe is asked about the pinned keys too, so it is one line, exit 2."""
+    started: list[object] = []
+    asked: list[str] = []
+    monkeypatch.setattr(cli, "make_runner", lambda keep_spare, telemetry=None, env=None: started.append(1))
+
+    def probe(keys, python=None, timeout=0):
+        asked.extend(keys)
+        return TorchOptions(torch="2.13.0+cpu", defaults={}, missing=tuple(k for k in keys if k == "freezng"))
+
+    monkeypatch.setattr(probe_module, "probe_torch", probe)
+    code = cli.main(["tune", "--workload", "pointwise", "--device", "cpu", "--option", "freezng=True",
+                     "--json", str(tmp_path / "t.json")])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert code == 2 and not started and not (tmp_path / "t.json").exists() and "freezng" in asked
+    assert err[-1] == ("compile-lab: error: --option: 'freezng' is not an inductor option of this machine's torch "
+                       "(did you mean freezing?)"), err
+
+
 @pytest.mark.slow
 @pytest.mark.torch
 def test_a_real_cpu_search_ends_within_its_budget_with_an_answer(capsys, tmp_path):
@@ -492,3 +512,20 @@ def test_only_a_cuda_device_on_a_torch_that_says_it_has_no_cuda_is_refused():
     assert device_refused(plan, "cpu") is None
     assert device_refused(SearchPlan(candidates=(), cuda=None), "cuda") is None  # the probe could not say
     assert device_refused(SearchPlan(candidates=(), cuda=True), "cuda") is None
+
+
+def test_the_plan_names_the_pinned_options_torch_lacks_and_the_nearest_name():
+    from tui.engine.tune.request import SearchPlan, pinned_refused, plan_search, probe_keys
+    from tui.engine.tune.space import parse_space
+
+    base = RunOptions(workload="pointwise", device="cpu", inductor_options={"freezng": True, "cpp_wrapper": True})
+    assert probe_keys(base)[-1] == "freezng" and probe_keys(base).count("cpp_wrapper") == 1
+    found = TorchOptions(torch="2.13.0+cpu", missing=("freezng",))
+    plan = plan_search(base, parse_space("modes"), found)
+    assert plan.unknown_pinned == ("freezng",)
+    assert pinned_refused(plan) == ("'freezng' is not an inductor option of this machine's torch (did you mean "
+                                    "freezing?)")
+    odd = SearchPlan(candidates=(), unknown_pinned=("zzz_qqq",))
+    assert pinned_refused(odd) == ("'zzz_qqq' is not an inductor option of this machine's torch (see "
+                                   "torch._inductor.list_options())")
+    assert pinned_refused(plan_search(base, parse_space("modes"), TorchOptions(torch="2.13.0+cpu"))) is None

@@ -27,7 +27,7 @@ from tui.engine.tune.answer import NOTHING_BEATS, NOTHING_MEASURED, Progress, Tu
 from tui.engine.tune.driver import TuneDriver
 from tui.engine.tune.listener import TuneListener
 from tui.engine.runner.torch_probe import probing
-from tui.engine.tune.request import TuneRequest, device_refused, nothing_to_try, plan_search
+from tui.engine.tune.request import TuneRequest, device_refused, nothing_to_try, pinned_refused, plan_search
 from tui.engine.tune.search import Standing, ranked, stage_name
 from tui.present.format import active_status_text, workload_label
 from tui.present.tune_answer import answer_lines, headline
@@ -263,7 +263,9 @@ class TuneRun:
         refused = device_refused(plan, self.base.device)
         if plan.notes and refused is None:  # a search refused for its device: its reason alone, as the CLI
             self.keeper.note(plan.notes[-1])
-        empty = f"device: {refused}" if refused is not None else nothing_to_try(plan)
+        unknown = pinned_refused(plan)
+        empty = (f"device: {refused}" if refused is not None else f"options: {unknown}" if unknown is not None
+                 else nothing_to_try(plan))
         if self._stop is not None or empty is not None:  # nothing to try: no run, the answer says why
             driver.stop(self._stop or empty or "")
         try:

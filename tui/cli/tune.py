@@ -36,9 +36,10 @@ from tui.engine.tune.answer import NOTHING_MEASURED
 from tui.engine.tune.objective import DEVICE, OBJECTIVES, Objective
 from tui.engine.tune.probe import ask_torch
 from tui.engine.tune.request import (
-    BUDGET_MAX_S, SearchPlan, check_request, device_refused, nothing_to_try, parse_budget, plan_search,
+    BUDGET_MAX_S, SearchPlan, check_request, device_refused, nothing_to_try, parse_budget, pinned_refused,
+    plan_search, probe_keys,
 )  # fmt: skip
-from tui.engine.tune.space import SPACE_GROUPS, option_keys
+from tui.engine.tune.space import SPACE_GROUPS
 from tui.present.format import workload_word
 
 __all__ = ["add_tune_parser", "cmd_tune", "parse_budget", "tune_settings", "BUDGET_MAX_S"]
@@ -126,6 +127,10 @@ async def _tune(args: argparse.Namespace, settings: tuple[RunOptions, Objective,
     if refused is not None:  # every run would fail as the default compile's: nothing ran
         err.print(f"{PROG}: error: {flag_of('device')}: {refused}", markup=False, highlight=False)
         return 2
+    unknown = pinned_refused(plan)
+    if unknown is not None:  # every run would fail on it: nothing ran
+        err.print(f"{PROG}: error: {flag_of('inductor_options')}: {unknown}", markup=False, highlight=False)
+        return 2
     empty = nothing_to_try(plan)
     if empty is not None:  # bad usage, found once torch has said which options it has: nothing ran
         err.print(f"{PROG}: error: --space: {empty}", markup=False, highlight=False)
@@ -175,7 +180,7 @@ async def _plan(args: argparse.Namespace, settings: tuple[RunOptions, Objective,
                f"asking the worker's torch{' on a node of the cluster' if cluster else ''} which options it has")
     if lanes:
         lines.note(_lanes_text(lanes, args))
-    found = await ask_torch(option_keys(), base.python, cluster, base.device)  # where the runs run
+    found = await ask_torch(probe_keys(base), base.python, cluster, base.device)  # where the runs run
     plan = await asyncio.to_thread(plan_search, base, knobs, found)
     for note in plan.notes if device_refused(plan, base.device) is None else ():  # refused: the error alone
         lines.note(note)

@@ -11,8 +11,9 @@ modes' options, as :class:`SearchPlan`.
 
 from __future__ import annotations
 
+import difflib
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -24,7 +25,7 @@ from tui.engine.tune.space import Candidate, SpaceError, candidates, distinct, o
 
 __all__ = ["BUDGET_MAX_S", "CALLS_MAX", "MEMORY_MAX_GB", "DEFAULT_BUDGET", "TuneRequest", "SearchPlan",
            "parse_budget", "parse_calls", "parse_memory", "check_request", "plan_search", "nothing_to_try",
-           "device_refused", "pinned_note"]
+           "device_refused", "pinned_note", "probe_keys", "pinned_refused"]
 
 BUDGET_MAX_S = 86_400.0
 DEFAULT_BUDGET = "10m"
@@ -113,6 +114,14 @@ class SearchPlan:
     """The runs run on a cluster whose torch could not be asked: this machine's was (a note says why)."""
     cuda: bool | None = None
     """Whether the torch asked can use a CUDA device (None: it did not say)."""
+    unknown_pinned: tuple[str, ...] = ()
+    """The pinned options (``--option``) that the torch asked does not have: every run would fail on them."""
+
+
+def probe_keys(base: RunOptions) -> tuple[str, ...]:
+    """What the probe asks torch about: the catalog's options, and the pinned ones (``--option``), so that one
+    torch lacks is refused before any run (:func:`pinned_refused`)."""
+    return tuple(dict.fromkeys([*option_keys(), *base.inductor_options]))
 
 
 def plan_search(base: RunOptions, knobs: tuple[str, ...],
@@ -121,7 +130,7 @@ def plan_search(base: RunOptions, knobs: tuple[str, ...],
     already (:func:`~tui.engine.tune.probe.ask_torch`: a cluster's node), else this machine's worker's torch is
     asked here (blocking: a subprocess)."""
     if found is None:
-        found = probe_module.probe_torch(option_keys(), base.python)
+        found = probe_module.probe_torch(probe_keys(base), base.python)
     cands, notes = candidates(knobs, base.device, base.train, found.defaults, found.missing)
     cands, same = distinct(cands, base, base.inductor_options, found.modes or None)
     notes = [*notes, *same]
@@ -132,8 +141,9 @@ def plan_search(base: RunOptions, knobs: tuple[str, ...],
         notes.insert(0, f"{found.problem}: the catalog is tried as it is")
     if found.fallback:
         notes.insert(0, found.fallback)
+    unknown = tuple(key for key in base.inductor_options if key in found.missing)
     return SearchPlan(tuple(cands), tuple(notes), found.modes or None, found.torch, found.asked, bool(found.fallback),
-                      found.cuda)
+                      found.cuda, unknown)
 
 
 def pinned_note(pinned: Mapping[str, Any]) -> str | None:
@@ -153,6 +163,18 @@ def device_refused(plan: SearchPlan, device: str) -> str | None:
     if not device.startswith("cuda") or plan.cuda is not False:
         return None
     return no_cuda(device, plan.torch, plan.asked)
+
+
+def pinned_refused(plan: SearchPlan, known: Sequence[str] = ()) -> str | None:
+    """Why the pinned options cannot run (one the torch asked does not have: every run, the default compile's
+    included, would fail on it), in one line that a front end puts after the field's name, with the nearest name
+    the catalog or ``known`` has; else None."""
+    if not plan.unknown_pinned:
+        return None
+    key = plan.unknown_pinned[0]
+    near = difflib.get_close_matches(key, [*option_keys(), *known], n=1)
+    hint = f"did you mean {near[0]}?" if near else "see torch._inductor.list_options()"
+    return f"{key!r} is not an inductor option of {plan.asked} ({hint})"
 
 
 def nothing_to_try(plan: SearchPlan) -> str | None:
