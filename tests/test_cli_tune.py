@@ -529,3 +529,18 @@ def test_the_plan_names_the_pinned_options_torch_lacks_and_the_nearest_name():
     assert pinned_refused(odd) == ("'zzz_qqq' is not an inductor option of this machine's torch (see "
                                    "torch._inductor.list_options())")
     assert pinned_refused(plan_search(base, parse_space("modes"), TorchOptions(torch="2.13.0+cpu"))) is None
+
+
+@pytest.mark.parametrize(("flag", "why"), [
+    (["--mode", "default"], "--mode: the search tries the modes itself (--space modes)"),
+    (["--fullgraph"], "--fullgraph: the search tries it itself (--space axes)"),
+    (["--repeat=3"], "--repeat: the search sets each candidate's processes, and confirms the winner in 3 or more "
+                     "a side"),
+])
+def test_a_run_flag_tune_takes_none_of_says_why(flag, why, capsys):
+    """A new user's ``tune --mode default`` read only "unrecognized arguments: --mode default"."""
+    code = cli.main(["tune", "--workload", "mlp", *flag])
+    err = capsys.readouterr().err.strip()
+    assert code == 2 and err.endswith(f"({why})") and "\n" not in err, err
+    assert cli.main(["tune", "--workload", "mlp", "--itres", "3"]) == 2
+    assert capsys.readouterr().err.strip().endswith("(--itres: did you mean --iters?)")

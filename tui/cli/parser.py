@@ -15,7 +15,7 @@ from tui.cli.history import add_history_parser
 from tui.cli.parse import PROG, UsageError
 from tui.cli.report import add_report_parser
 from tui.cli.run_flags import add_run_flags
-from tui.cli.tune import add_tune_parser
+from tui.cli.tune import NOT_TAKEN as TUNE_NOT_TAKEN, add_tune_parser
 from tui.cli.usage import number_flag
 from tui.engine.cluster.address import CPUS_ALLOWED
 
@@ -52,14 +52,22 @@ def _with_hint(message: str) -> str:
     return f"{message} (if the value starts with '-', write {found.group(1)}=VALUE)"
 
 
+_NOT_TAKEN = {"tune": TUNE_NOT_TAKEN}
+"""Per command, the flags it takes none of on purpose (another command's), and why."""
+
+
 def _with_guess(message: str, parser: argparse.ArgumentParser, command: str | None) -> str:
     """``unrecognized arguments`` with, for each misspelt flag, the nearest flag ``command`` takes (the app's own
-    without one): ``--itres: did you mean --iters?``."""
+    without one): ``--itres: did you mean --iters?``; for a flag the command takes none of on purpose, why
+    (``--mode: the search tries the modes itself (--space modes)``)."""
     flags = set(_long_flags(_command_parser(parser, command)))
+    why_not = _NOT_TAKEN.get(command or "", {})
     guesses = []
     for word in message.split(": ", 1)[1].split():
         flag = word.split("=", 1)[0]
-        if flag.startswith("--") and flag not in flags:
+        if flag in why_not:
+            guesses.append(f"{flag}: {why_not[flag]}")
+        elif flag.startswith("--") and flag not in flags:
             guesses += [f"{flag}: did you mean {near[0]}?"
                         for near in [difflib.get_close_matches(flag, sorted(flags), n=1, cutoff=0.75)] if near]
     return message + (f" ({'; '.join(guesses)})" if guesses else "")

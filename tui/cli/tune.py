@@ -42,12 +42,23 @@ from tui.engine.tune.request import (
 from tui.engine.tune.space import SPACE_GROUPS
 from tui.present.format import workload_word
 
-__all__ = ["add_tune_parser", "cmd_tune", "parse_budget", "tune_settings", "BUDGET_MAX_S"]
+__all__ = ["add_tune_parser", "cmd_tune", "parse_budget", "tune_settings", "BUDGET_MAX_S", "NOT_TAKEN"]
 
 log = logging.getLogger(__name__)
 
 SEARCHED = ("backend", "mode", "fullgraph", "dynamic", "trace", "torch_trace")
 """Run options ``tune`` takes no flag for: it searches them (inductor's), or runs no trace per candidate."""
+NOT_TAKEN = {
+    "--backend": "the search compiles with inductor",
+    "--mode": "the search tries the modes itself (--space modes)",
+    "--fullgraph": "the search tries it itself (--space axes)",
+    "--dynamic": "the search tries it itself (--space axes)",
+    "--repeat": "the search sets each candidate's processes, and confirms the winner in 3 or more a side",
+    "--trace": "a search runs no trace per candidate (trace its answer with compile-lab run --trace)",
+    "--torch-trace": "a search runs no trace per candidate (trace its answer with compile-lab run --torch-trace)",
+}
+"""``run``'s flags that ``tune`` takes none of on purpose, and why: a user who gives one is told so, not only that it
+is unrecognized."""
 STOPPING_S = 5.0
 """How long a stopped search waits for the runs it cancelled to end before it answers, and for the session to close."""
 
