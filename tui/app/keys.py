@@ -11,12 +11,13 @@ APP_KEYS: list[BindingType] = [
     Binding("r", "run", "Run", id="run", tooltip="Run the picker's configuration"),
     Binding("ctrl+r", "run", "Run (in a text field)", id="run_ctrl", show=False),
     Binding("w", "sweep", "Sweep", id="sweep", tooltip="Queue modes x fullgraph x dynamic"),
+    Binding("u", "tune", "Tune", id="tune", tooltip="Find the fastest torch.compile configuration"),
     Binding("x", "cancel_current", "Cancel", id="cancel_current"),
     Binding("X", "cancel_all", "Cancel all", id="cancel_all", show=False),
     # the footer shows keys in this order and drops the last ones first at 80 columns
     Binding("f1,question_mark", "help", "Help", id="help"),
     Binding("q", "quit", "Quit", id="quit"),
-    Binding("a", "rerun", "Re-run", id="rerun", tooltip="Queue the selected row's options again"),
+    Binding("a", "rerun", "Re-run", id="rerun", show=False, tooltip="Queue the selected row's options again"),
     Binding("e", "export", "Export", id="export"),
     Binding("E", "export_to", "Export to...", id="export_to", show=False),
     Binding("h", "toggle_history", "History", id="toggle_history"),
@@ -34,7 +35,6 @@ APP_KEYS: list[BindingType] = [
     Binding("escape", "focus_table", "To the table", id="focus_table", show=False),
     Binding("t", "cycle_trace", "Trace next runs", id="cycle_trace", show=False,
             tooltip="Cycle: no traces, the Chrome trace of the profile pass, and TORCH_TRACE too"),
-    Binding("u", "tune", "Tune", id="tune", show=False, tooltip="Find the fastest torch.compile configuration"),
     Binding("U", "show_tune", "Show tune", id="show_tune", show=False),
 ]
 

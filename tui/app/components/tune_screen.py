@@ -83,7 +83,7 @@ class TuneScreen(Screen):
         # a run's new row shows in the table: run and re-run go back to it first
         Binding("r", "to_table('run')", "Run", show=False),
         Binding("a", "to_table('rerun')", "Re-run", show=False),
-        *off_footer("sweep", "export", "toggle_history", "sort"),  # the footer fits 80 columns whole
+        *off_footer("sweep", "tune", "export", "toggle_history", "sort"),  # the footer fits 80 columns whole
     ]
 
     def __init__(self, board: Board | None = None, running: Callable[[], tuple[str, ...]] | None = None) -> None:

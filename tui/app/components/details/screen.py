@@ -122,7 +122,7 @@ class DetailsScreen(Screen):
         *[Binding(str(number), f"show_tab('{tab.id}')", tab.title, show=False) for number, tab in enumerate(TABS, 1)],
         # The app's keys that are about the results table work here too, off the footer: with them it overflowed
         # 80 columns and its last key's letter showed past the palette's ("^p paletteo").
-        *off_footer("sweep", "rerun", "export", "toggle_history", "sort"),
+        *off_footer("sweep", "tune", "rerun", "export", "toggle_history", "sort"),
     ]
 
     def __init__(self, record: RunRecord, tab: str = "summary") -> None:
