@@ -390,3 +390,19 @@ def test_the_compile_time_is_charged_against_the_processes_geometric_mean_times(
     assert typical_ms(runs, "compiled", DEVICE) == pytest.approx(2.0)
     eager = [r.summary().eager.iter.median for r in runs]
     assert typical_ms(runs, "eager", DEVICE) == pytest.approx((eager[0] * eager[1]) ** 0.5)
+
+
+def test_a_noisy_reading_shows_its_first_reasons_and_counts_the_rest():
+    """A 3-minute CPU search on a busy box printed twelve near-identical noise lines under one reading."""
+    from tui.engine.tune.answer import Against, Confirmation
+
+    reasons = tuple(f"default compile process {n} of 12: other processes used 1.4 cores" for n in range(1, 13))
+    wrapper = Standing(WRAPPER, Score(1.00, 0.98, 1.01, 2), stage=1)
+    default = Standing(Candidate(), Score(0.99, 0.97, 1.00, 2), stage=1)
+    confirmation = Confirmation(vs_default=Against(1.01, 0.95, 1.08, "noisy", reasons),
+                                vs_eager=Against(1.00, 0.98, 1.02, "no change"),
+                                default_vs_eager=Against(0.99, 0.98, 1.00, "no change"), processes=(12, 12))
+    result = TuneResult(tune_id="01JTUNE", outcome="unconfirmed", winner=wrapper, winner_options=None,
+                        confirmation=confirmation, confirmed=wrapper, standings=(wrapper, default))
+    noise = [line for line in answer_text(result).splitlines() if line.startswith("    noisy: ")]
+    assert noise == [f"    noisy: {reason}" for reason in reasons[:3]] + ["    noisy: and 9 more"]

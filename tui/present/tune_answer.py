@@ -313,11 +313,21 @@ def _reading_suffix(against: Against, threshold: float, over_default: bool = Fal
     return ""
 
 
+NOISE_LINES = 3
+"""The noise reasons a reading shows, one line each; the rest are counted (a grown confirmation can give one a
+process, a dozen lines that say the same)."""
+
+
 def _noise_lines(against: Against) -> list[str]:
-    """Why a reading is noisy, one line a reason (compare's reasons: which side's process, what moved it)."""
+    """Why a reading is noisy, one line a reason (compare's reasons: which side's process, what moved it), the first
+    :data:`NOISE_LINES` of them and a count of the rest."""
     if against.verdict != NOISY:
         return []
-    return [f"    noisy: {reason}" for reason in against.reasons] or ["    noisy: no reason was given"]
+    reasons = list(against.reasons)
+    lines = [f"    noisy: {reason}" for reason in reasons[:NOISE_LINES]] or ["    noisy: no reason was given"]
+    if len(reasons) > NOISE_LINES:
+        lines.append(f"    noisy: and {len(reasons) - NOISE_LINES} more")
+    return lines
 
 
 def closing_line(result: TuneResult, json_file: str | None = None, stored: bool = True) -> str:
