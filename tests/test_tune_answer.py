@@ -171,7 +171,7 @@ def test_a_run_the_user_stopped_says_so_after_the_budget_ended_the_screening():
                         confirmation=None, standings=(raced, DEFAULT, unscreened), stopped="stopped from the app",
                         cut_short="the budget ran out")
     lines = {line.split(":")[0].strip(): line for line in answer_text(result).splitlines() if line.startswith("  ")}
-    assert lines["cpp_wrapper=True"].endswith("in the race to the end; its confirmation run was stopped from the app")
+    assert lines["cpp_wrapper=True"].endswith("in the race at its end; its confirmation run was stopped from the app")
     assert lines["max-autotune-no-cudagraphs"].endswith("cut: not screened (the budget ran out)")
 
 
@@ -262,6 +262,11 @@ def test_a_search_stopped_before_every_candidate_ran_is_not_said_to_show_that_co
     assert answer_text(result).splitlines()[0] == (
         "torch.compile was not shown to pay off for this workload here: no configuration measured was more than 2% "
         "faster than eager (the best, default, reads 0.96× [0.95, 0.97] over eager; 2 candidate(s) not run)")
+    # a candidate whose only run a stop cancelled was run, not measured: its row says "its screening run was stopped"
+    halted = (Standing(WRAPPER, stopped="screening"), Standing(AUTOTUNE))
+    result = dataclasses.replace(result, standings=(slow, *halted))
+    assert answer_text(result).splitlines()[0].endswith(
+        "over eager; 1 candidate(s) not run; 1 stopped before measuring)")
 
 
 def test_the_cli_prints_the_eager_line_above_the_headline():
@@ -318,7 +323,7 @@ def test_a_confirmation_above_1_but_not_past_the_threshold_says_faster_by_less_t
     # the default compile's row in the candidates says it was the confirmation's baseline (a cut from the race
     # would otherwise read as out of the answer); without a confirmation it does not
     rows = [line for line in answer_text(result).splitlines() if line.startswith("  default:")]
-    assert len(rows) == 1 and rows[0].endswith("in the race to the end; then the confirmation's baseline"), rows
+    assert len(rows) == 1 and rows[0].endswith("in the race at its end; then the confirmation's baseline"), rows
     assert "baseline" not in answer_text(dataclasses.replace(result, confirmation=None))
     # where the default compile led, the challenger its confirmation ran is named
     led = dataclasses.replace(result, winner=default)

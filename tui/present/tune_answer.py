@@ -59,7 +59,7 @@ def _standing_text(standing: Standing, last_stage: int, why: str, stop: str) -> 
         return f"in the race, {stopped or f'never run ({why})'}"
     if standing.stage < last_stage:
         return f"in the race, last run in stage {standing.stage + 1}" + (f"; {stopped}" if stopped else f" ({why})")
-    return "in the race to the end" + (f"; {stopped}" if stopped else "")
+    return "in the race at its end" + (f"; {stopped}" if stopped else "")
 
 
 def shows_screened(standings: Sequence[Standing]) -> bool:
@@ -229,14 +229,16 @@ def eager_line(result: TuneResult) -> str | None:
         return None
     name, best = max(figures.items(), key=lambda item: item[1].gain or 0.0)
     figure = fmt_speedup(best.gain, best.low, best.high)
-    never = sum(1 for s in result.standings if s.stage < 0)
+    never = sum(1 for s in result.standings if s.stage < 0 and not s.stopped)
+    halted = sum(1 for s in result.standings if s.stage < 0 and s.stopped)  # a stop cancelled its only run
     # one-sided, as "nothing beats the default": an interval whose high end is within the threshold rules a gain out;
     # a candidate never run might still pay off; an interval reaching past the threshold is no measured "faster" either
     measured_out = all(a.high is not None and a.high <= 1 + result.threshold for a in figures.values())
-    verdict = "did not pay off" if measured_out and not never else "was not shown to pay off"
+    verdict = "did not pay off" if measured_out and not never + halted else "was not shown to pay off"
     more = f"more than {result.threshold * 100:g}% faster"  # the verdict's word, read as one: 1.01× is no gain
     faster = f"was {more}" if measured_out else f"was shown {more}"
-    unrun = f"; {never} candidate(s) not run" if never else ""
+    unrun = "".join([f"; {never} candidate(s) not run" if never else "",
+                     f"; {halted} stopped before measuring" if halted else ""])
     return (f"torch.compile {verdict} for this workload here: no configuration measured {faster} than eager (the "
             f"best, {name}, reads {figure} over eager{unrun})")
 
