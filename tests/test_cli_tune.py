@@ -327,7 +327,8 @@ def test_a_pinned_option_torch_lacks_is_one_line_before_any_run(monkeypatch, cap
 
     def probe(keys, python=None, timeout=0):
         asked.extend(keys)
-        return TorchOptions(torch="2.13.0+cpu", defaults={}, missing=tuple(k for k in keys if k == "freezng"))
+        return TorchOptions(torch="2.13.0+cpu", defaults={k: False for k in keys if k != "freezng"},
+                            missing=tuple(k for k in keys if k == "freezng"))
 
     monkeypatch.setattr(probe_module, "probe_torch", probe)
     code = cli.main(["tune", "--workload", "pointwise", "--device", "cpu", "--option", "freezng=True",
@@ -336,6 +337,7 @@ def test_a_pinned_option_torch_lacks_is_one_line_before_any_run(monkeypatch, cap
     assert code == 2 and not started and not (tmp_path / "t.json").exists() and "freezng" in asked
     assert err[-1] == ("compile-lab: error: --option: 'freezng' is not an inductor option of this machine's torch "
                        "(did you mean freezing?)"), err
+    assert not [line for line in err if line.startswith("note: pinned")], err  # refused: the error alone
 
 
 @pytest.mark.slow
@@ -520,7 +522,7 @@ def test_the_plan_names_the_pinned_options_torch_lacks_and_the_nearest_name():
 
     base = RunOptions(workload="pointwise", device="cpu", inductor_options={"freezng": True, "cpp_wrapper": True})
     assert probe_keys(base)[-1] == "freezng" and probe_keys(base).count("cpp_wrapper") == 1
-    found = TorchOptions(torch="2.13.0+cpu", missing=("freezng",))
+    found = TorchOptions(torch="2.13.0+cpu", defaults={"freezing": False, "cpp_wrapper": False}, missing=("freezng",))
     plan = plan_search(base, parse_space("modes"), found)
     assert plan.unknown_pinned == ("freezng",)
     assert pinned_refused(plan) == ("'freezng' is not an inductor option of this machine's torch (did you mean "
@@ -529,6 +531,12 @@ def test_the_plan_names_the_pinned_options_torch_lacks_and_the_nearest_name():
     assert pinned_refused(odd) == ("'zzz_qqq' is not an inductor option of this machine's torch (see "
                                    "torch._inductor.list_options())")
     assert pinned_refused(plan_search(base, parse_space("modes"), TorchOptions(torch="2.13.0+cpu"))) is None
+    # a catalog option this torch lacks is not offered back as its own correction
+    older = dataclasses.replace(plan, unknown_pinned=("cpp_wrapper",), known=("freezing",))
+    assert pinned_refused(older) == ("'cpp_wrapper' is not an inductor option of this machine's torch (see "
+                                     "torch._inductor.list_options())")
+    # the runs run on a cluster whose torch could not be asked: this machine's says nothing of the nodes'
+    assert pinned_refused(dataclasses.replace(plan, fallback=True)) is None
 
 
 @pytest.mark.parametrize(("flag", "why"), [

@@ -266,7 +266,7 @@ def test_a_search_stopped_before_every_candidate_ran_is_not_said_to_show_that_co
     halted = (Standing(WRAPPER, stopped="screening"), Standing(AUTOTUNE))
     result = dataclasses.replace(result, standings=(slow, *halted))
     assert answer_text(result).splitlines()[0].endswith(
-        "over eager; 1 candidate(s) not run; 1 stopped before measuring)")
+        "over eager; 1 candidate(s) not run; 1 candidate(s) stopped before measuring)")
 
 
 def test_the_cli_prints_the_eager_line_above_the_headline():
@@ -411,3 +411,22 @@ def test_a_noisy_reading_shows_its_first_reasons_and_counts_the_rest():
                         confirmation=confirmation, confirmed=wrapper, standings=(wrapper, default))
     noise = [line for line in answer_text(result).splitlines() if line.startswith("    noisy: ")]
     assert noise == [f"    noisy: {reason}" for reason in reasons[:3]] + ["    noisy: and 9 more"]
+
+
+def test_a_cut_contender_the_confirmation_judged_says_so_in_its_row():
+    from tui.engine.tune.answer import Against, Confirmation
+    from tui.present.tune_answer import result_rows
+
+    cut = Standing(Candidate((("freezing", True),)), Score(1.00, 0.99, 1.01, 2), stage=1,
+                   gone="cut: ranked 3 of 3 after stage 2")
+    lead = Standing(AUTOTUNE, Score(1.01, 1.00, 1.02, 3), stage=2)
+    default = Standing(Candidate(), Score(0.99, 0.98, 1.00, 3), stage=2)
+    confirmation = Confirmation(vs_default=Against(1.00, 0.99, 1.01, "no change"),
+                                vs_eager=Against(1.00, 0.99, 1.01, "no change"),
+                                default_vs_eager=Against(0.99, 0.98, 1.00, "no change"), processes=(3, 3))
+    result = TuneResult(tune_id="01JTUNE", outcome=NOTHING_BEATS, winner=default, winner_options=None,
+                        confirmation=confirmation, confirmed=cut, standings=(lead, default, cut))
+    rows = {row[0]: row[3] for row in result_rows(result)}
+    assert rows["freezing=True"] == "cut: ranked 3 of 3 after stage 2; then the one the confirmation judged"
+    assert rows["default"].endswith("; then the confirmation's baseline")
+    assert "confirmation judged" not in rows["max-autotune-no-cudagraphs"]

@@ -164,7 +164,8 @@ def test_the_board_counts_the_candidates_in_the_race_and_those_yet_to_run_in_the
 
 def test_a_pinned_option_the_probe_says_torch_lacks_runs_nothing_and_says_why(monkeypatch):
     monkeypatch.setattr(probe_module, "probe_torch", lambda keys, python=None, timeout=0: TorchOptions(
-        torch="0.0.0+fake", missing=tuple(k for k in keys if k == "freezng")))
+        torch="0.0.0+fake", defaults={k: False for k in keys if k != "freezng"},
+        missing=tuple(k for k in keys if k == "freezng")))
 
     async def scenario() -> None:
         runner = TunedRunner({})
@@ -174,7 +175,7 @@ def test_a_pinned_option_the_probe_says_torch_lacks_runs_nothing_and_says_why(mo
         tune = lab.start_tune(base, check_request(space="freezing,cpp_wrapper", budget="5m"), None)
         assert tune is not None
         await asyncio.wait_for(asyncio.gather(*view.tasks), 60)
-        assert tune.board.headline == ("nothing ran: options: 'freezng' is not an inductor option of this machine's "
+        assert tune.board.headline == ("nothing ran: option: 'freezng' is not an inductor option of this machine's "
                                        "torch (did you mean freezing?)"), tune.board.headline
         assert runner.ran == [] and tune.board.runs == 0
 

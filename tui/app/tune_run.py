@@ -260,11 +260,10 @@ class TuneRun:
         self.driver = driver
         self.keeper.board = dataclasses.replace(self.keeper.board, ends_at=self.clock() + driver.time_left())
         self.keeper.standings = lambda: driver.standings
-        refused = device_refused(plan, self.base.device)
-        if plan.notes and refused is None:  # a search refused for its device: its reason alone, as the CLI
+        refused, unknown = device_refused(plan, self.base.device), pinned_refused(plan)
+        if plan.notes and refused is None and unknown is None:  # a search refused: its reason alone, as the CLI
             self.keeper.note(plan.notes[-1])
-        unknown = pinned_refused(plan)
-        empty = (f"device: {refused}" if refused is not None else f"options: {unknown}" if unknown is not None
+        empty = (f"device: {refused}" if refused is not None else f"option: {unknown}" if unknown is not None
                  else nothing_to_try(plan))
         if self._stop is not None or empty is not None:  # nothing to try: no run, the answer says why
             driver.stop(self._stop or empty or "")

@@ -52,10 +52,15 @@ NOT_TAKEN = {
     "--backend": "the search compiles with inductor",
     "--mode": "the search tries the modes itself (--space modes)",
     "--fullgraph": "the search tries it itself (--space axes)",
+    "--no-fullgraph": "the search tries it itself (--space axes)",
     "--dynamic": "the search tries it itself (--space axes)",
     "--repeat": "the search sets each candidate's processes, and confirms the winner in 3 or more a side",
     "--trace": "a search runs no trace per candidate (trace its answer with compile-lab run --trace)",
     "--torch-trace": "a search runs no trace per candidate (trace its answer with compile-lab run --torch-trace)",
+    "--tlparse": "a search runs no trace per candidate (trace its answer with compile-lab run --tlparse)",
+    "--strict": "a search answers in its words (confirmed, unconfirmed, nothing beats the default), not its exit code",
+    "--serial": "a search deals its runs to the pool's GPUs itself, its confirmation in matched pairs",
+    "--each-gpu-kind": "a search tunes on GPUs of one kind (a pool of several kinds is refused)",
 }
 """``run``'s flags that ``tune`` takes none of on purpose, and why: a user who gives one is told so, not only that it
 is unrecognized."""
@@ -193,7 +198,8 @@ async def _plan(args: argparse.Namespace, settings: tuple[RunOptions, Objective,
         lines.note(_lanes_text(lanes, args))
     found = await ask_torch(probe_keys(base), base.python, cluster, base.device)  # where the runs run
     plan = await asyncio.to_thread(plan_search, base, knobs, found)
-    for note in plan.notes if device_refused(plan, base.device) is None else ():  # refused: the error alone
+    refused = device_refused(plan, base.device) is not None or pinned_refused(plan) is not None
+    for note in plan.notes if not refused else ():  # refused: the error alone
         lines.note(note)
     if cluster is not None:
         lines.note(_cluster_probe_text(plan))

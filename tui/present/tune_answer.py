@@ -80,8 +80,8 @@ def runs_text(runs: int, stopped: int = 0) -> str:
     return f"{runs} run(s) ended on their own, {stopped} stopped" if stopped else f"{runs} run(s)"
 
 
-def standing_rows(standings: Sequence[Standing], why: str = BUDGET_RAN_OUT,
-                  stop: str | None = None, confirmed: bool = False) -> list[tuple[str, str, str, str]]:
+def standing_rows(standings: Sequence[Standing], why: str = BUDGET_RAN_OUT, stop: str | None = None,
+                  confirmed: bool = False, judged: str | None = None) -> list[tuple[str, str, str, str]]:
     """(candidate, screened, latest with interval and processes, standing) per candidate, the race's order;
     ``why``: what kept a candidate still in the race from its last stage (:func:`cut_short`); ``stop``: what
     stopped the runs a stop cancelled (:attr:`TuneResult.stopped`; None: ``why``); ``confirmed``: a confirmation
@@ -99,13 +99,16 @@ def standing_rows(standings: Sequence[Standing], why: str = BUDGET_RAN_OUT,
         text = _standing_text(standing, last_stage, why, stop or why)
         if confirmed and standing.candidate.is_default:
             text += "; then the confirmation's baseline"
+        elif standing.name == judged and not standing.alive:  # a contender the halving cut, confirmed in its place
+            text += "; then the one the confirmation judged"
         rows.append((standing.name, first, latest, text))
     return rows
 
 
 def result_rows(result: TuneResult) -> list[tuple[str, str, str, str]]:
     """:func:`standing_rows` of ``result``'s candidates, as every front end shows them."""
-    return standing_rows(result.standings, cut_short(result), result.stopped, result.confirmation is not None)
+    judged = result.confirmed.name if result.confirmation is not None and result.confirmed is not None else None
+    return standing_rows(result.standings, cut_short(result), result.stopped, result.confirmation is not None, judged)
 
 
 def headline(result: TuneResult) -> str:
@@ -238,15 +241,16 @@ def eager_line(result: TuneResult) -> str | None:
     more = f"more than {result.threshold * 100:g}% faster"  # the verdict's word, read as one: 1.01× is no gain
     faster = f"was {more}" if measured_out else f"was shown {more}"
     unrun = "".join([f"; {never} candidate(s) not run" if never else "",
-                     f"; {halted} stopped before measuring" if halted else ""])
+                     f"; {halted} candidate(s) stopped before measuring" if halted else ""])
     return (f"torch.compile {verdict} for this workload here: no configuration measured {faster} than eager (the "
             f"best, {name}, reads {figure} over eager{unrun})")
 
 
 def lead_lines(result: TuneResult) -> list[str]:
-    """The answer's first lines, what to do first: where no configuration measured was faster than eager, that
-    line (:func:`eager_line`: the search ranks compile configurations against each other, and its headline names
-    the best of them), then the headline, then the candidates the race did not separate from the answer."""
+    """The answer's first lines, what to do first: where no configuration measured was more than the threshold
+    faster than eager, that line (:func:`eager_line`: the search ranks compile configurations against each other,
+    and its headline names the best of them), then the headline, then the candidates the race did not separate from
+    the answer."""
     eager = eager_line(result)
     return [line for line in (eager, headline(result), unseparated_line(result)) if line]
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import difflib
 import re
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -116,6 +116,8 @@ class SearchPlan:
     """Whether the torch asked can use a CUDA device (None: it did not say)."""
     unknown_pinned: tuple[str, ...] = ()
     """The pinned options (``--option``) that the torch asked does not have: every run would fail on them."""
+    known: tuple[str, ...] = ()
+    """The catalog's options that the torch asked has (the names a misspelt pinned option is matched against)."""
 
 
 def probe_keys(base: RunOptions) -> tuple[str, ...]:
@@ -143,7 +145,7 @@ def plan_search(base: RunOptions, knobs: tuple[str, ...],
         notes.insert(0, found.fallback)
     unknown = tuple(key for key in base.inductor_options if key in found.missing)
     return SearchPlan(tuple(cands), tuple(notes), found.modes or None, found.torch, found.asked, bool(found.fallback),
-                      found.cuda, unknown)
+                      found.cuda, unknown, tuple(found.defaults))
 
 
 def pinned_note(pinned: Mapping[str, Any]) -> str | None:
@@ -165,14 +167,15 @@ def device_refused(plan: SearchPlan, device: str) -> str | None:
     return no_cuda(device, plan.torch, plan.asked)
 
 
-def pinned_refused(plan: SearchPlan, known: Sequence[str] = ()) -> str | None:
+def pinned_refused(plan: SearchPlan) -> str | None:
     """Why the pinned options cannot run (one the torch asked does not have: every run, the default compile's
     included, would fail on it), in one line that a front end puts after the field's name, with the nearest name
-    the catalog or ``known`` has; else None."""
-    if not plan.unknown_pinned:
+    that torch has; else None, and None where the runs run on a cluster whose torch could not be asked
+    (:attr:`SearchPlan.fallback`: this machine's torch says nothing of the nodes')."""
+    if not plan.unknown_pinned or plan.fallback:
         return None
     key = plan.unknown_pinned[0]
-    near = difflib.get_close_matches(key, [*option_keys(), *known], n=1)
+    near = difflib.get_close_matches(key, [name for name in plan.known if name != key], n=1)
     hint = f"did you mean {near[0]}?" if near else "see torch._inductor.list_options()"
     return f"{key!r} is not an inductor option of {plan.asked} ({hint})"
 
