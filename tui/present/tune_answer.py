@@ -81,12 +81,13 @@ def runs_text(runs: int, stopped: int = 0) -> str:
 
 
 def standing_rows(standings: Sequence[Standing], why: str = BUDGET_RAN_OUT, stop: str | None = None,
-                  confirmed: bool = False, judged: str | None = None) -> list[tuple[str, str, str, str]]:
+                  judged: str | None = None) -> list[tuple[str, str, str, str]]:
     """(candidate, screened, latest with interval and processes, standing) per candidate, the race's order;
     ``why``: what kept a candidate still in the race from its last stage (:func:`cut_short`); ``stop``: what
-    stopped the runs a stop cancelled (:attr:`TuneResult.stopped`; None: ``why``); ``confirmed``: a confirmation
-    ran, so the default compile's row says it was its baseline (its race figures are not the confirmation's, and
-    a default compile cut from the race would otherwise read as out of the answer)."""
+    stopped the runs a stop cancelled (:attr:`TuneResult.stopped`; None: ``why``); ``judged``: the candidate a
+    confirmation judged, so the default compile's row says it was its baseline (its race figures are not the
+    confirmation's, and a default compile cut from the race would otherwise read as out of the answer), and that
+    candidate's row says so where the halving had cut it."""
     last_stage = max((s.stage for s in standings), default=0)
     rows = []
     for standing in ranked(standings):
@@ -97,7 +98,7 @@ def standing_rows(standings: Sequence[Standing], why: str = BUDGET_RAN_OUT, stop
         if score.processes > 1:
             latest += f" ({score.processes} proc.)"
         text = _standing_text(standing, last_stage, why, stop or why)
-        if confirmed and standing.candidate.is_default:
+        if judged is not None and standing.candidate.is_default:
             text += "; then the confirmation's baseline"
         elif standing.name == judged and not standing.alive:  # a contender the halving cut, confirmed in its place
             text += "; then the one the confirmation judged"
@@ -108,7 +109,7 @@ def standing_rows(standings: Sequence[Standing], why: str = BUDGET_RAN_OUT, stop
 def result_rows(result: TuneResult) -> list[tuple[str, str, str, str]]:
     """:func:`standing_rows` of ``result``'s candidates, as every front end shows them."""
     judged = result.confirmed.name if result.confirmation is not None and result.confirmed is not None else None
-    return standing_rows(result.standings, cut_short(result), result.stopped, result.confirmation is not None, judged)
+    return standing_rows(result.standings, cut_short(result), result.stopped, judged)
 
 
 def headline(result: TuneResult) -> str:

@@ -116,7 +116,6 @@ def parse_sizes(text: str) -> dict[str, list[str]]:
     return grid
 
 
-
 def choice_to_expand_kwargs(choice: SweepChoice) -> dict[str, Any]:
     """Keyword arguments for ``sweep.expand`` (empty lists dropped; ``expand`` parses the values)."""
     kwargs: dict[str, Any] = {key: list(choice[key]) for key in _AXES if choice.get(key)}

@@ -138,21 +138,20 @@ class TuneDriver:
         return [(s, self._waves_cost(self.confirm_repeats, name=s.name))
                 for s in confirm_choices(self.standings, self.threshold)]
 
-    def _to_confirm(self) -> Standing | None:
-        """What the confirmation judges: the first of :func:`confirm_choices` whose confirmation fits in the time
-        left, else the first; None while there is none."""
-        choices = self._choice_costs()
-        fitting = (s for s, cost in choices if cost is not None and cost <= self.time_left())
-        return next(fitting, choices[0][0] if choices else None)
+    def _to_confirm(self, choices: Sequence[tuple[Standing, float | None]]) -> tuple[Standing, float | None]:
+        """What the confirmation judges, of ``choices`` (:meth:`_choice_costs`, not empty), with its estimate: the
+        first whose confirmation fits in the time left, else the first."""
+        fitting = ((s, cost) for s, cost in choices if cost is not None and cost <= self.time_left())
+        return next(fitting, choices[0])
 
     @property
     def _default(self) -> Candidate:
         return next(e.candidate for e in self.entries.values() if e.candidate.is_default)
 
-    def _confirm_cost(self) -> float:
-        """The room the race keeps for the confirmation: the cheapest of :meth:`_choice_costs` (a not-yet-run
-        candidate's before any is scored; 0 before any run ended)."""
-        choices = self._choice_costs()
+    def _confirm_cost(self, choices: Sequence[tuple[Standing, float | None]] | None = None) -> float:
+        """The room the race keeps for the confirmation: the cheapest of ``choices`` (None: :meth:`_choice_costs`), a
+        not-yet-run candidate's where there are none (0 before any run ended)."""
+        choices = self._choice_costs() if choices is None else choices
         if not choices:
             return self._waves_cost(self.confirm_repeats) or 0.0
         return min((cost for _, cost in choices if cost is not None), default=0.0)
@@ -432,14 +431,16 @@ class TuneDriver:
         self.listener.note(text)
 
     async def _confirmation(self) -> TuneResult:
-        best = self._to_confirm()
-        if best is None:
+        choices = self._choice_costs()
+        if not choices:
             return self.result()
+        best, cost = self._to_confirm(choices)
         default = self._default
-        if (self._waves_cost(self.confirm_repeats, name=best.name) or 0.0) > self.time_left():
-            self._stopped = notes.confirmation_against_left(self._confirm_cost(), self.time_left(), "does not fit")
+        if (cost or 0.0) > self.time_left():
+            least = self._confirm_cost(choices)  # the cheapest choice's: none fits
+            self._stopped = notes.confirmation_against_left(least, self.time_left(), "does not fit")
             return self.result()
-        first, first_cost = self._choice_costs()[0]
+        first, first_cost = choices[0]
         if first is not best:
             self._say(notes.in_place_of(best.name, first.name, first_cost or 0.0, self.time_left(), self.threshold))
         self.listener.confirming(best, self.confirm_repeats)

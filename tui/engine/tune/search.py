@@ -246,11 +246,7 @@ not a kilobyte of allocator noise."""
 
 def less_memory(one: Standing, other: Standing) -> bool:
     """Whether ``one``'s compiled peak memory is below ``other``'s by more than :data:`MEMORY_SLACK` (both measured)."""
-    mine, theirs = one.score.peak_mb, other.score.peak_mb
-    if mine is None or theirs is None:
-        return False
-    slack_mb, slack_share = MEMORY_SLACK
-    return theirs > mine * (1 + slack_share) + slack_mb
+    return _below_by_slack(one.score.peak_mb, other.score.peak_mb, MEMORY_SLACK)
 
 
 COMPILE_SLACK = (1.0, 0.25)
@@ -261,8 +257,12 @@ tenths of a second, and a tie-break by it would pick by that noise."""
 def compiles_quicker(one: Standing, other: Standing) -> bool:
     """Whether ``one``'s mean compile time is below ``other``'s by more than :data:`COMPILE_SLACK` (both measured):
     among configurations the race cannot tell apart, a 50 s compile buys nothing a 1 s one does not."""
-    mine, theirs = one.score.compile_s, other.score.compile_s
+    return _below_by_slack(one.score.compile_s, other.score.compile_s, COMPILE_SLACK)
+
+
+def _below_by_slack(mine: float | None, theirs: float | None, slack: tuple[float, float]) -> bool:
+    """Whether ``mine`` is below ``theirs`` by more than ``slack`` (an amount, and a share of ``mine``), both known."""
     if mine is None or theirs is None:
         return False
-    slack_s, slack_share = COMPILE_SLACK
-    return theirs > mine * (1 + slack_share) + slack_s
+    amount, share = slack
+    return theirs > mine * (1 + share) + amount
