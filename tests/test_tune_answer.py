@@ -89,6 +89,22 @@ def test_a_tie_a_third_candidate_decided_names_what_set_the_leader_aside_not_few
     assert unseparated_line(lean).endswith("and cpp_wrapper=True gives way to one as fast with less peak memory")
 
 
+def test_where_nothing_beats_the_default_it_says_why_the_confirmation_judged_that_challenger():
+    """The transformer block's search on an H100 (docs/BENCHMARKS.md §31): the race's leader compiled for 56 s,
+    the tie-break judged a 1 s compile as fast, and the answer said nothing of why that one."""
+    tied = _tie(_one("cpp_wrapper", 1.0082, compile_s=56.5), _one("shape_padding", 1.0063, compile_s=1.1))
+    assert tied.winner.name == "shape_padding=True"
+    beats = dataclasses.replace(tied, outcome=NOTHING_BEATS, confirmed=tied.winner)
+    line = unseparated_line(beats)
+    assert line == ("the confirmation judged shape_padding=True 1.01×, not told apart from cpp_wrapper=True 1.01× "
+                    "(within 2%), so the one with the shorter compile was judged")
+    lines = answer_text(beats).splitlines()
+    head = next(n for n, text in enumerate(lines) if text.startswith("no configuration beats"))
+    assert lines[head + 1] == line
+    other = dataclasses.replace(beats, confirmed=tied.standings[0])  # a note names a substitute: not this line
+    assert unseparated_line(other) is None
+
+
 def test_the_cli_prints_the_line_under_its_headline_folded_with_a_hanging_indent():
     from rich.console import Console
 

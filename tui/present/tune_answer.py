@@ -161,22 +161,23 @@ def _apart(standing: Standing, answer: Standing, threshold: float) -> bool:
     return mine.low is not None and theirs.high is not None and mine.low > theirs.high
 
 
-def _preferred(result: TuneResult, answer: Standing, ahead: Standing) -> str:
+def _preferred(result: TuneResult, answer: Standing, ahead: Standing, role: str = "is the answer") -> str:
     """Why the answer names ``answer`` over ``ahead`` (:func:`~tui.engine.tune.search.winner`'s tie-breaks): the one
-    that set ``ahead`` aside, said of ``answer`` where it beats ``ahead`` by it, else of a candidate that does."""
+    that set ``ahead`` aside, said of ``answer`` where it beats ``ahead`` by it, else of a candidate that does;
+    ``role``: what that made ``answer`` (the answer, or the candidate a confirmation judged)."""
     if result.outcome == CONFIRMED:
         return "the confirmation in fresh processes decides"
     step = set_aside_by(result.standings, result.threshold, ahead.name)
     if step == MEMORY:
         mine = less_memory(answer, ahead)
-        return "so the one with less peak memory is the answer" if mine else _gives_way(ahead, "less peak memory")
+        return f"so the one with less peak memory {role}" if mine else _gives_way(ahead, "less peak memory")
     if answer.candidate.is_default:
         return "so the default compile stays the answer"
     if step == COMPILE:
         mine = compiles_quicker(answer, ahead)
-        return "so the one with the shorter compile is the answer" if mine else _gives_way(ahead, "a shorter compile")
+        return f"so the one with the shorter compile {role}" if mine else _gives_way(ahead, "a shorter compile")
     if len(answer.candidate.settings) < len(ahead.candidate.settings):
-        return "so the one with fewer settings is the answer"
+        return f"so the one with fewer settings {role}"
     return _gives_way(ahead, "fewer settings")
 
 
@@ -187,9 +188,13 @@ def _gives_way(ahead: Standing, why: str) -> str:
 def unseparated_line(result: TuneResult) -> str | None:
     """One line for the candidates listed above the answer (a better point estimate in the race) that the race
     did not separate from it (within the threshold, or intervals that overlap), and why the answer is not
-    theirs; None when there are none."""
+    theirs; None when there are none. Where nothing beats the default compile, the same for the challenger its
+    confirmation judged (why that one and not the race's leader); none where the default compile led."""
     best = result.winner
-    if best is None or best.score.value is None or result.outcome in (NOTHING_BEATS, NOTHING_MEASURED):
+    if best is None or best.score.value is None or result.outcome == NOTHING_MEASURED:
+        return None
+    judged = result.outcome == NOTHING_BEATS
+    if judged and (best.candidate.is_default or result.confirmed is None or result.confirmed.name != best.name):
         return None
     value = best.score.value
     ahead = [s for s in ranked(result.standings) if s.alive and s.name != best.name and s.score.value is not None
@@ -201,6 +206,9 @@ def unseparated_line(result: TuneResult) -> str | None:
         names += f" and {len(ahead) - 2} more"
     top = ahead[0].score.value or 0.0
     how = f"within {result.threshold * 100:g}%" if top <= value * (1 + result.threshold) else "intervals overlap"
+    if judged:
+        why = _preferred(result, best, ahead[0], role="was judged")
+        return f"the confirmation judged {best.name} {fmt_speedup(value)}, not told apart from {names} ({how}), {why}"
     why = _preferred(result, best, ahead[0])
     return f"not told apart: {names} vs {best.name} {fmt_speedup(value)} ({how}), {why}"
 
