@@ -552,3 +552,16 @@ def test_a_run_flag_tune_takes_none_of_says_why(flag, why, capsys):
     assert code == 2 and err.endswith(f"({why})") and "\n" not in err, err
     assert cli.main(["tune", "--workload", "mlp", "--itres", "3"]) == 2
     assert capsys.readouterr().err.strip().endswith("(--itres: did you mean --iters?)")
+
+
+def test_every_run_flag_tune_lacks_says_why_and_no_reason_names_a_flag_tune_takes():
+    """``tune.NOT_TAKEN`` is written by hand beside the flags ``add_option_flags`` leaves out (``SEARCHED``): a flag
+    added to ``run`` and not to ``tune`` would read only "unrecognized", and a reason kept for a flag ``tune`` later
+    took would never be shown."""
+    from tui.cli.parser import _command_parser, _long_flags, build_parser
+    from tui.cli.tune import NOT_TAKEN
+
+    parser = build_parser()
+    run_flags = set(_long_flags(_command_parser(parser, "run")))
+    tune_flags = set(_long_flags(_command_parser(parser, "tune")))
+    assert sorted(run_flags - tune_flags) == sorted(NOT_TAKEN)
