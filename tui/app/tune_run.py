@@ -27,7 +27,7 @@ from tui.engine.tune.answer import NOTHING_BEATS, NOTHING_MEASURED, Progress, Tu
 from tui.engine.tune.driver import TuneDriver
 from tui.engine.tune.listener import TuneListener
 from tui.engine.runner.torch_probe import probing
-from tui.engine.tune.request import TuneRequest, device_refused, nothing_to_try, pinned_refused, plan_search
+from tui.engine.tune.request import DEVICE, PINNED, TuneRequest, plan_refused, plan_search
 from tui.engine.tune.search import Standing, ranked, stage_name
 from tui.present.format import active_status_text, workload_label
 from tui.present.tune_answer import answer_lines, headline
@@ -38,6 +38,9 @@ if TYPE_CHECKING:
 __all__ = ["TuneRun", "TuneHost", "Board", "BoardKeeper", "STOPPED"]
 
 logger = logging.getLogger(__name__)
+
+_FIELD = {DEVICE: "device: ", PINNED: "option: "}
+"""The picker's field a refusal names, before its reason (a space with nothing to race names none)."""
 
 STOPPED = "stopped from the app"
 """Why the search ended when the user stopped it (the answer's "unconfirmed: ...")."""
@@ -260,11 +263,10 @@ class TuneRun:
         self.driver = driver
         self.keeper.board = dataclasses.replace(self.keeper.board, ends_at=self.clock() + driver.time_left())
         self.keeper.standings = lambda: driver.standings
-        refused, unknown = device_refused(plan, self.base.device), pinned_refused(plan)
-        if plan.notes and refused is None and unknown is None:  # a search refused: its reason alone, as the CLI
+        refusal = plan_refused(plan, self.base.device)
+        if plan.notes and (refusal is None or refusal[0] not in _FIELD):  # refused: its reason alone, as the CLI
             self.keeper.note(plan.notes[-1])
-        empty = (f"device: {refused}" if refused is not None else f"option: {unknown}" if unknown is not None
-                 else nothing_to_try(plan))
+        empty = None if refusal is None else _FIELD.get(refusal[0], "") + refusal[1]
         if self._stop is not None or empty is not None:  # nothing to try: no run, the answer says why
             driver.stop(self._stop or empty or "")
         try:

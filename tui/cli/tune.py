@@ -36,7 +36,7 @@ from tui.engine.tune.answer import NOTHING_MEASURED
 from tui.engine.tune.objective import DEVICE, OBJECTIVES, Objective
 from tui.engine.tune.probe import ask_torch
 from tui.engine.tune.request import (
-    BUDGET_MAX_S, SearchPlan, check_request, device_refused, nothing_to_try, parse_budget, pinned_refused,
+    BUDGET_MAX_S, SearchPlan, check_request, parse_budget, plan_refused, SPACE,
     plan_search, probe_keys,
 )  # fmt: skip
 from tui.engine.tune.space import SPACE_GROUPS
@@ -139,17 +139,11 @@ async def _tune(args: argparse.Namespace, settings: tuple[RunOptions, Objective,
         return 2
     lines = TuneLines(err, quiet=args.quiet)
     plan = await _plan(args, settings, lines, lanes, cluster)
-    refused = device_refused(plan, base.device)
-    if refused is not None:  # every run would fail as the default compile's: nothing ran
-        err.print(f"{PROG}: error: {flag_of('device')}: {refused}", markup=False, highlight=False)
-        return 2
-    unknown = pinned_refused(plan)
-    if unknown is not None:  # every run would fail on it: nothing ran
-        err.print(f"{PROG}: error: {flag_of('inductor_options')}: {unknown}", markup=False, highlight=False)
-        return 2
-    empty = nothing_to_try(plan)
-    if empty is not None:  # bad usage, found once torch has said which options it has: nothing ran
-        err.print(f"{PROG}: error: --space: {empty}", markup=False, highlight=False)
+    refusal = plan_refused(plan, base.device)
+    if refusal is not None:  # found once torch has said what it has: nothing ran
+        fault, why = refusal
+        err.print(f"{PROG}: error: {'--space' if fault == SPACE else flag_of(fault)}: {why}", markup=False,
+                  highlight=False)
         return 2
     history = None
     if not args.no_history:
@@ -198,8 +192,8 @@ async def _plan(args: argparse.Namespace, settings: tuple[RunOptions, Objective,
         lines.note(_lanes_text(lanes, args))
     found = await ask_torch(probe_keys(base), base.python, cluster, base.device)  # where the runs run
     plan = await asyncio.to_thread(plan_search, base, knobs, found)
-    refused = device_refused(plan, base.device) is not None or pinned_refused(plan) is not None
-    for note in plan.notes if not refused else ():  # refused: the error alone
+    refusal = plan_refused(plan, base.device)
+    for note in plan.notes if refusal is None or refusal[0] == SPACE else ():  # refused: the error alone
         lines.note(note)
     if cluster is not None:
         lines.note(_cluster_probe_text(plan))

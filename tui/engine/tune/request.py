@@ -25,7 +25,8 @@ from tui.engine.tune.space import Candidate, SpaceError, candidates, distinct, o
 
 __all__ = ["BUDGET_MAX_S", "CALLS_MAX", "MEMORY_MAX_GB", "DEFAULT_BUDGET", "TuneRequest", "SearchPlan",
            "parse_budget", "parse_calls", "parse_memory", "check_request", "plan_search", "nothing_to_try",
-           "device_refused", "pinned_note", "probe_keys", "pinned_refused"]
+           "device_refused", "pinned_note", "probe_keys", "pinned_refused", "plan_refused", "DEVICE", "PINNED",
+           "SPACE"]
 
 BUDGET_MAX_S = 86_400.0
 DEFAULT_BUDGET = "10m"
@@ -188,3 +189,19 @@ def nothing_to_try(plan: SearchPlan) -> str | None:
         return None
     return ("nothing to race against the default compile: every knob of the space was left out (the notes say "
             "why); widen the space or pin fewer options")
+
+
+DEVICE, PINNED, SPACE = "device", "inductor_options", "space"
+"""What :func:`plan_refused` names as at fault: the device, the pinned options, the space."""
+
+
+def plan_refused(plan: SearchPlan, device: str) -> tuple[str, str] | None:
+    """Why the search cannot start, as (what is at fault: :data:`DEVICE`, :data:`PINNED` or :data:`SPACE`, one
+    line), the first of :func:`device_refused`, :func:`pinned_refused` and :func:`nothing_to_try`; None when it
+    can. Both front ends refuse so before any run; for the first two they say the reason alone, without the plan's
+    notes (every run would fail), for the last after them (the notes say why the space is empty)."""
+    for fault, reason in ((DEVICE, device_refused(plan, device)), (PINNED, pinned_refused(plan)),
+                          (SPACE, nothing_to_try(plan))):
+        if reason is not None:
+            return fault, reason
+    return None
