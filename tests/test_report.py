@@ -243,6 +243,18 @@ def test_two_files_of_one_configuration_name_their_file_in_each_row(tmp_path, ca
     assert not row_labels(one.rows)[0].endswith(")")  # one source: nothing to tell apart
 
 
+def test_runs_from_the_history_are_numbered_as_queued_as_the_cli_and_history_number_them():
+    """A new user stopped a sweep in its second run: the third, never started, was saved first, and the report
+    numbered it #2 where the CLI's table and ``history`` said run 2 was the one stopped."""
+    history = History()
+    first, second, third = (dataclasses.replace(cuda_run_record(f"20250101-00000{n}-queued"), created=1000.0 + n)
+                            for n in (1, 2, 3))
+    for record in (first, third, second):  # the order they ended in
+        history.append(record)
+    picked = load_runs(["history:" + ",".join(r.run_id for r in (third, first, second))]).records
+    assert [r.run_id for r in picked] == [first.run_id, second.run_id, third.run_id]
+
+
 def test_a_run_whose_samples_are_gone_keeps_its_row_and_its_boxes(tmp_path, capsys):
     history = History()
     records = _records()[:2]

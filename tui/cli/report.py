@@ -84,6 +84,8 @@ def load_runs(texts: Sequence[str]) -> Loaded:
         else:
             loaded.answers.extend([answer] if answer is not None else [])
         found, repeated = each_run_once(found, seen)
+        if selection.kind != "file":  # a history lists runs as they ended; number them as queued, as `history` does
+            found = sorted(found, key=lambda record: record.created)
         loaded.records.extend(found)
         loaded.origins.update((record.run_id, text) for record in found)
         loaded.problems.extend(found_problems + repeated)
