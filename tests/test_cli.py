@@ -284,6 +284,32 @@ def test_sigterm_kills_the_worker_and_keeps_the_runs_that_ended(monkeypatch, tmp
     assert signal.getsignal(signal.SIGTERM) == before  # the CLI's handler is gone again
 
 
+def test_ctrl_c_in_a_sweep_says_what_cancelled_the_run_and_ends_the_runs_in_their_order(monkeypatch, tmp_path,
+                                                                                      compile_lab_home, capsys):
+    """A new user's Ctrl-C in run 2 of 3 read only "cancelled", and the third run's "cancelled before it started"
+    came above run 2's line."""
+    pids: list[int] = []
+
+    def hook(event):
+        if isinstance(event, Ready):
+            pids.append(event.pid)
+        if isinstance(event, BlockTimed) and len(pids) == 2:  # the second run is measuring
+            os.kill(os.getpid(), signal.SIGINT)
+
+    _use_fake_worker(monkeypatch, behaviour="ok", hook=hook)
+    monkeypatch.setenv("FAKE_WORKER_DELAY", "0.05")
+    out_csv = tmp_path / "r.csv"
+    code = cli.main(["sweep", "--param", "n=64,128,256", "--device", "cpu", "--iters", "50", "--block-size", "5",
+                     "--csv", str(out_csv)])
+    assert code == 128 + signal.SIGINT
+    ended = [line for line in capsys.readouterr().err.splitlines() if "cancelled" in line]
+    assert [line.split(" ", 1)[0] for line in ended] == ["[2/3]", "[-/3]"], ended
+    assert "cancelled: stopped (Ctrl-C)" in ended[0] and ended[1].endswith("cancelled before it started")
+    rows = list(csv.DictReader(out_csv.open()))
+    assert [(r["status"], r["error"]) for r in rows] == [
+        ("done", ""), ("cancelled", "stopped (Ctrl-C)"), ("cancelled", "cancelled before it started")]
+
+
 def _table_text(records) -> str:
     console = Console(width=100, record=True, file=open(os.devnull, "w"))
     print_table(records, console)

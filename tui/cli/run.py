@@ -27,7 +27,7 @@ from tui.present.option_fields import differing, option_words
 from tui.cli.parse import PROG, UsageError
 from tui.cli.usage import refusal
 from tui.cli.run_lines import RunCounter, RunLines, failed_lines
-from tui.cli.terminal import TerminalFile, forget_cancel, signals_deferred, signals_stop
+from tui.cli.terminal import TerminalFile, forget_cancel, signal_words, signals_deferred, signals_stop
 from tui.engine.cluster.address import ClusterError
 from tui.engine.options import RunOptions
 from tui.engine.protocol import Event, WorkerWarning
@@ -85,7 +85,7 @@ async def run_configs(configs: list[RunOptions], args: argparse.Namespace,
     runner_for = await _runners(pool, make_runner, _keep_spare(configs, repeats), telemetry, cluster)
     session = RunSession(runner_for, history, progress, max_running=1 if getattr(args, "serial", False) else None)
     stopped_by: list[int] = []
-    with signals_stop(session, stopped_by):
+    with signals_stop(session, stopped_by, cancelled="stopped"):
         interrupted = await _run_all(session, configs, progress, repeats, pools)
     interrupted = interrupted or bool(stopped_by)  # a signal while closing counts too
     if telemetry is not None:
@@ -242,7 +242,7 @@ def _report(records: list[RunRecord], ended: list[RunRecord], args: argparse.Nam
         _say(err, f"{PROG}: {line}")  # one line, however long: a log keeps it whole
     if interrupted:
         signum = stopped_by[0] if stopped_by else signal.SIGINT
-        reason = "Ctrl-C" if signum == signal.SIGINT else f"signal {signum}"
+        reason = signal_words(signum)
         done = sum(r.status in (RunStatus.DONE, RunStatus.FAILED) for r in records)
         _say(err, f"{PROG}: stopped by {reason}; {done} run(s) ended before it")
         return 128 + signum

@@ -15,7 +15,7 @@ from typing import IO, Any, cast
 
 from tui.engine.run.session import RunSession
 
-__all__ = ["TerminalFile", "forget_cancel", "signals_stop", "signals_deferred", "STOP_SIGNALS"]
+__all__ = ["TerminalFile", "forget_cancel", "signals_stop", "signals_deferred", "signal_words", "STOP_SIGNALS"]
 
 STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 """The signals that stop a CLI run: Ctrl-C, a kill, a closed terminal."""
@@ -85,13 +85,22 @@ def forget_cancel() -> None:
             pass
 
 
+def signal_words(signum: int) -> str:
+    """What a stop signal is called in what the CLI says: ``Ctrl-C`` for SIGINT, else ``signal 15``."""
+    return "Ctrl-C" if signum == signal.SIGINT else f"signal {signum}"
+
+
 @contextlib.contextmanager
-def signals_stop(session: RunSession, stopped_by: list[int]) -> Any:
-    """Ctrl-C (SIGINT), SIGTERM and SIGHUP kill the workers and cancel the run loop."""
+def signals_stop(session: RunSession, stopped_by: list[int], cancelled: str | None = None) -> Any:
+    """Ctrl-C (SIGINT), SIGTERM and SIGHUP kill the workers and cancel the run loop. ``cancelled``: the runs the
+    signal cancels say so with it and the signal's words (``cancelled: stopped (Ctrl-C)``), set before any of them
+    ends; None leaves their reason to the caller (a tune's driver says its own)."""
     loop = asyncio.get_running_loop()
     main_task = asyncio.current_task()
 
     def on_signal(signum: int) -> None:
+        if cancelled is not None and not stopped_by:
+            session.cancel_running(reason=f"{cancelled} ({signal_words(signum)})")
         session.kill_all()
         stopped_by.append(signum)
         # Once: a second signal (a closed terminal sends SIGHUP, then the shell's own) must not

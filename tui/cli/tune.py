@@ -207,7 +207,7 @@ async def _search(session: RunSession, driver: Any) -> tuple[Any, list[int]]:
     :data:`STOPPING_S`): a run stopped after its measurement ends done (:mod:`tui.engine.run.kept`) and is scored,
     so the answer reads it as the history and the exports do (:mod:`tui.engine.tune.runs`). A run still stopping
     after that is read as stopped."""
-    from tui.cli.terminal import forget_cancel, signals_stop
+    from tui.cli.terminal import forget_cancel, signal_words, signals_stop
 
     stopped_by: list[int] = []
     with signals_stop(session, stopped_by):
@@ -217,8 +217,7 @@ async def _search(session: RunSession, driver: Any) -> tuple[Any, list[int]]:
                 await asyncio.wait({search})  # a signal cancels this task, not the search's
             except asyncio.CancelledError:
                 forget_cancel()
-                driver.stop("Ctrl-C" if not stopped_by or stopped_by[0] == signal.SIGINT
-                            else f"signal {stopped_by[0]}")
+                driver.stop(signal_words(stopped_by[0] if stopped_by else signal.SIGINT))
                 await asyncio.wait({search}, timeout=STOPPING_S)
             if not search.done():
                 search.cancel()

@@ -466,15 +466,16 @@ class RunSession:
         await (asyncio.wait(waiting, return_when=asyncio.FIRST_COMPLETED) if waiting else asyncio.sleep(0))
 
     async def aclose(self, timeout: float = 3.0, reason: str | None = None) -> None:
-        """Drop the queue, cancel (``reason``: :meth:`cancel_running`'s) and await the runs, save what ended, close
-        the runners."""
+        """Cancel (``reason``: :meth:`cancel_running`'s) and await the runs, then drop the queue, save what ended,
+        close the runners. Closing starts nothing new, and the runs end in the order they were queued: the one that
+        ran, then those that never started."""
         self._closing = True
-        self.drop_queued()
         self.cancel_running(reason=reason)
         tasks = list(self._tasks.values())
         if tasks:
             with contextlib.suppress(asyncio.TimeoutError, asyncio.CancelledError):
                 await asyncio.wait_for(asyncio.gather(*tasks, return_exceptions=True), timeout)
+        self.drop_queued()
         if self._saver is not None and not self._saver.done():
             with contextlib.suppress(asyncio.TimeoutError, asyncio.CancelledError):
                 await asyncio.wait_for(asyncio.shield(self._saver), timeout)
