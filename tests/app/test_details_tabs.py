@@ -453,4 +453,19 @@ def test_the_compile_phases_leave_out_a_phase_that_did_not_run():
     record.diagnostics = replace(record.diagnostics, compile_times_s=times)
     text = " ".join(_text(render_tab(record, "graphs"), width=200).split())
     assert "compile time by phase dynamo 1.80 s, AOT autograd 1.73 s (each includes the next)" in text
-    assert "triton" not in text
+    assert "triton" not in text and "kernel compile" not in text
+
+
+@pytest.mark.parametrize(("device", "label"), [("cpu", "kernel compile (C++) 1.02 s"),
+                                                ("cuda", "kernel compile (triton) 1.02 s")])
+def test_the_kernels_compile_phase_is_named_for_the_device(device, label):
+    """A new user's CPU run read "triton 1.02 s" where ``compile-lab env`` said triton is not installed: torch
+    counts its wait for the C++ kernels' compile under triton's name."""
+    from tui.engine.payloads import CompileTimes
+
+    record = full_record("20250101-000000-kernel", failed=False)
+    record.options = replace(record.options, device=device)
+    times = CompileTimes(dynamo=3.5, inductor_code_gen=1.92, triton=1.02)
+    record.diagnostics = replace(record.diagnostics, compile_times_s=times)
+    text = " ".join(_text(render_tab(record, "graphs"), width=200).split())
+    assert f"inductor code generation 1.92 s, {label} (each" in text

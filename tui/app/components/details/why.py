@@ -259,11 +259,13 @@ def _frames(diagnostics: Diagnostics) -> str | None:
     return f"{ok or 0} of {total} compiled"
 
 
-def _compile_phases(diagnostics: Diagnostics) -> str | None:
-    """Each phase's seconds, leaving out a phase at zero: one that did not run (triton on the CPU reads 0.0)."""
+def _compile_phases(diagnostics: Diagnostics, device: str) -> str | None:
+    """Each phase's seconds, leaving out a phase at zero (one that did not run). Torch counts its wait for the
+    generated kernels' compile as triton's whatever they are: on the CPU they are C++, and the label says so."""
     times = diagnostics.compile_times_s
+    kernels = "kernel compile (triton)" if device.startswith("cuda") else "kernel compile (C++)"
     names = (("dynamo", "dynamo"), ("aot_autograd", "AOT autograd"), ("inductor", "inductor"),
-             ("inductor_code_gen", "inductor code generation"), ("triton", "triton"), ("backward", "backward"))
+             ("inductor_code_gen", "inductor code generation"), ("triton", kernels), ("backward", "backward"))
     parts = [f"{label} {seconds(getattr(times, name))}" for name, label in names if getattr(times, name)]
     return ", ".join(parts) + " (each includes the next)" if parts else None
 
@@ -291,9 +293,10 @@ def graphs_tab(record: RunRecord) -> list[RenderableType]:
     if diagnostics == Diagnostics():
         return parts + [Text("no diagnostics (the run did not get that far)", style="dim")] + _regions(record.profile)
     rows = field_rows(diagnostics, DIAGNOSTIC_FIELDS)
+    phases = _compile_phases(diagnostics, record.options.device)
     rows += [(label, value) for label, value in (("frames", _frames(diagnostics)),
                                                  ("FX-graph cache", _cache(diagnostics)),
-                                                 ("compile time by phase", _compile_phases(diagnostics)))
+                                                 ("compile time by phase", phases))
              if value is not None]  # fmt: skip
     parts.append(kv_table(rows))
     parts += _reasons("graph-break reasons:", diagnostics.graph_break_reasons)
