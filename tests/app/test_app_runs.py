@@ -336,7 +336,7 @@ async def test_at_80x24_the_sweep_preview_is_whole(make_app):
             return " ".join(terminal.text(preview.region).split())
 
         text = " ".join(str(preview.render()).split())
-        assert text.startswith("6 run(s): default no-fullgraph, default fullgraph,")
+        assert text.startswith("4 run(s): default no-fullgraph, default fullgraph, max-autotune-no-cg")
         assert text.endswith("; 1 process each, more where one does not settle it (auto)")
         assert await shown() == text
         screen.query_one("#sweep-dynamics", SelectionList).select_all()
@@ -344,7 +344,7 @@ async def test_at_80x24_the_sweep_preview_is_whole(make_app):
         screen.query_one("#sweep-sizes", Input).value = "n=256,512,1024"
         await pilot.pause()
         text = " ".join(str(preview.render()).split())
-        assert text.startswith("162 run(s): ") and "+" in text and text.endswith("(auto)"), text
+        assert text.startswith("108 run(s): ") and "+" in text and text.endswith("(auto)"), text
         assert preview.size.height <= 3 and await shown() == text
         assert preview.region.bottom <= screen.query_one("#sweep-queue").region.y  # the buttons below it
 

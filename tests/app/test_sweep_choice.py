@@ -35,3 +35,14 @@ def test_pythons_are_a_comma_list_and_an_empty_one_is_refused():
     assert "pythons" not in choice_to_expand_kwargs({"pythons": ["  "]})
     with pytest.raises(OptionsError, match="has an empty item"):
         choice_to_expand_kwargs({"pythons": ["/a/python,,/b/python"]})
+
+
+def test_the_first_sweep_on_the_cpu_offers_no_mode_that_only_adds_cuda_graphs():
+    """A new user's first CPU sweep ran reduce-overhead, which warned that its CUDA graphs were skipped: a run
+    spent on the default compile again."""
+    from tui.app.components.sweep_dialog import DEFAULT_SWEEP, first_sweep
+
+    assert first_sweep("cpu")["modes"] == ["default", "max-autotune-no-cudagraphs"]
+    assert first_sweep("cuda:0") == DEFAULT_SWEEP and "reduce-overhead" in first_sweep("cuda")["modes"]
+    assert {key: value for key, value in first_sweep("cpu").items() if key != "modes"} == \
+        {key: value for key, value in DEFAULT_SWEEP.items() if key != "modes"}

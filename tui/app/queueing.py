@@ -156,7 +156,7 @@ class QueueActions:
             self.picker.mark_invalid(exc)
             self.app.notify(str(exc), title="Sweep refused", severity="error", markup=False)
             return
-        from tui.app.components.sweep_dialog import SweepScreen
+        from tui.app.components.sweep_dialog import SweepScreen, first_sweep
         from tui.app.gpu_pool import visible_gpus
         from tui.present.option_fields import short_device
 
@@ -165,10 +165,10 @@ class QueueActions:
         keeps = {"backends": base.backend, "dtypes": base.dtype, "precisions": base.precision}
         if len(gpus) > 1:
             keeps["gpus"] = short_device(base.device)
-        self.app.push_screen(SweepScreen(self.lab.config.sweep, lambda choice: self._sweep_preview(base, choice),
-                                         repeat=repeat,
-                                     keeps=keeps, gpus=gpus, chosen_gpus=list(pool)),
-                         callback=lambda choice: self._sweep_chosen(base, choice))
+        initial = self.lab.config.sweep or first_sweep(base.device)
+        self.app.push_screen(SweepScreen(initial, lambda choice: self._sweep_preview(base, choice), repeat=repeat,
+                                         keeps=keeps, gpus=gpus, chosen_gpus=list(pool)),
+                             callback=lambda choice: self._sweep_chosen(base, choice))
 
     def _sweep_base(self, base: RunOptions,
                     choice: dict[str, list[Any]]) -> tuple[RunOptions, tuple[str, ...]]:

@@ -73,7 +73,8 @@ _OPTION_PRIORITY = 20
 TABLE_COLUMNS: tuple[TableColumn, ...] = (
     TableColumn("status", "status", 15, 0, required=True,
                 meaning="what the run is doing; a done run's verdict (faster, slower, no change, noisy, ...)"),
-    TableColumn("speedup", "speedup [95% CI]", 18, 10, meaning="compiled over eager device time, with its interval"),
+    TableColumn("speedup", "speedup [95% CI]", 18, 10,
+                meaning="eager / compiled device time (above 1: compiled is faster), with its interval"),
     TableColumn("vs_base", "vs base", 13, 12,
                 meaning="the compiled median's change against the baseline, and its verdict "
                         "(only while one is marked: m)"),

@@ -30,7 +30,7 @@ from tui.app.components.ordered_input import OrderedInput
 from tui.present.cells import wrap_cells
 
 __all__ = ["SweepScreen", "SweepChoice", "SweepPreview", "DEFAULT_SWEEP", "PREVIEW_LINES", "choice_to_expand_kwargs",
-           "parse_sizes"]
+           "parse_sizes", "first_sweep"]
 
 SweepChoice = dict[str, list[Any]]
 """``{"modes": [...], "fullgraphs": [...], "dynamics": [...], "backends": [...], "dtypes": [...],
@@ -48,6 +48,15 @@ DEFAULT_SWEEP: SweepChoice = {
     "sizes": [],
 }
 """What the dialog offers the first time (empty backends/dtypes/precisions/sizes: keep the picker's)."""
+
+
+def first_sweep(device: str) -> SweepChoice:
+    """What the dialog offers before any sweep was chosen, for the picker's ``device``: :data:`DEFAULT_SWEEP` on a
+    GPU; on the CPU the modes without CUDA graphs, since reduce-overhead and max-autotune run there as the default
+    compile and max-autotune-no-cudagraphs do (their CUDA graphs skipped, with a warning): a run each for nothing."""
+    if device.startswith("cuda"):
+        return dict(DEFAULT_SWEEP)
+    return {**DEFAULT_SWEEP, "modes": ["default", "max-autotune-no-cudagraphs"]}
 
 _AXES = ("modes", "fullgraphs", "dynamics", "backends", "dtypes", "precisions")  # the selection lists, in order
 
