@@ -125,7 +125,8 @@ def test_a_misspelt_factory_is_refused_naming_the_files_functions_not_make_workl
     """)
     message = load_error(f"{path}:build")
     assert f"{path} has no function build(device, dtype, **params) returning (callable, inputs_tuple)" in message
-    assert "make_workload" not in message and message.endswith("; its functions: build_model"), message
+    assert "make_workload" not in message and message.endswith(
+        f"; its functions: build_model (name one after a colon: {path}:build_model)"), message
 
 
 def test_factory_raises_names_file_line_type_and_message(tmp_path):

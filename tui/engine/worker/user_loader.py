@@ -134,12 +134,15 @@ def _unpack(result: Any, shown: str, factory: str) -> tuple[Callable, tuple, str
     return target, inputs, label
 
 
-def _functions_note(module: Any) -> str:
-    """``; its functions: build, helper``: the public functions the file defines (a misspelt factory's name is
-    among them), or nothing."""
+def _functions_note(module: Any, shown: str) -> str:
+    """``; its functions: build, helper (name one after a colon: model.py:build)``: the public functions the file
+    defines (a misspelt factory's name is among them) and how to name one, or nothing."""
     names = [name for name, value in vars(module).items() if inspect.isfunction(value)
              and getattr(value, "__module__", None) == module.__name__ and not name.startswith("_")]
-    return f"; its functions: {', '.join(names[:6])}{', ...' if len(names) > 6 else ''}" if names else ""
+    if not names:
+        return ""
+    listed = f"{', '.join(names[:6])}{', ...' if len(names) > 6 else ''}"
+    return f"; its functions: {listed} (name one after a colon: {shown}:{names[0]})"
 
 
 def _check_params(make: Callable, shown: str, factory: str, params: dict[str, Any]) -> None:
@@ -185,7 +188,7 @@ def load_user_workload(options: Any, device: torch.device, dtype: torch.dtype) -
     make = getattr(module, factory, None)
     if not callable(make):
         raise UserWorkloadError(f"{shown} has no function {factory}(device, dtype, **params) {RETURNS}"
-                                f"{_functions_note(module)}")
+                                f"{_functions_note(module, shown)}")
     _check_params(make, shown, factory, dict(options.params))
     torch.manual_seed(options.seed)
     try:
