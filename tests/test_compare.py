@@ -161,6 +161,15 @@ def test_another_workload_is_hinted_only_when_it_is_the_one_difference():
         assert unmatched.hint == "NEW has it with backend aot_eager, dtype bfloat16 (--ignore backend,dtype)"
 
 
+def test_a_field_without_a_value_reads_none_in_a_hint():
+    """A new user's hint read "NEW has it with params - (--ignore params)": a user file run with its factory's
+    defaults has no params, and "-" said nothing."""
+    base = [timed_run("b1", pointwise(workload="/m/model.py", params={"hidden": 512}))]
+    new = [timed_run("n1", pointwise(workload="/m/model.py", params={}))]
+    (unmatched, _) = pair_up(base, new)[1]
+    assert unmatched.hint == "NEW has it with params none (--ignore params)"
+
+
 def test_a_pairs_label_says_every_dynamic_setting_and_options_as_the_run_table_does():
     runs = [timed_run("a", pointwise(dynamic=False)), timed_run("b", pointwise(dynamic=True)),
             timed_run("c", pointwise(inductor_options={"freezing": True, "cpp_wrapper": True})),

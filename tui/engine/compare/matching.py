@@ -170,8 +170,13 @@ def _by_key(records: Iterable[RunRecord], ignore: Sequence[str]) -> dict[ConfigK
     return groups
 
 
+NO_VALUE = "none"
+"""How a hint or a pair's note shows a field without a value (a user file run with its factory's defaults has no
+params)."""
+
+
 def _values_text(records: Sequence[RunRecord], name: str) -> str:
-    values = list(dict.fromkeys(field_values(r)[name] or "-" for r in records))
+    values = list(dict.fromkeys(field_values(r)[name] or NO_VALUE for r in records))
     return values[0] if len(values) == 1 else "{" + ", ".join(values) + "}"
 
 
@@ -196,7 +201,7 @@ def _hint(key: ConfigKey, others: Iterable[ConfigKey], other_side: str) -> str:
             best = differ
     if not best or len(best) > _HINT_FIELDS:
         return ""
-    said = ", ".join(f"{name} {value or '-'}" for name, value in best)
+    said = ", ".join(f"{name} {value or NO_VALUE}" for name, value in best)
     return printable(f"{other_side} has it with {said} (--ignore {','.join(name for name, _ in best)})")
 
 
