@@ -390,3 +390,16 @@ def test_an_extra_line_names_every_file_the_workload_rule_calls_a_file(tmp_path,
     assert cli.main(["compare", base, new, "--ignore", "workload"]) == 0
     out = " ".join(capsys.readouterr().out.split())
     assert "workload: base/model.py:сделать -> new/model.py:сделать" in out and "/srv/" not in out, out
+
+
+def test_one_pair_says_its_options_once_under_the_table(tmp_path, capsys, monkeypatch):
+    """A new user's one pair drew its every option in the configuration cell, wrapped over 5-9 lines at 80
+    columns; two rows or more said what they share once, under the table."""
+    monkeypatch.setenv("COLUMNS", "80")
+    write_json([timed_run("20261201-100001-aaaaaa", pointwise(), seed=1)], tmp_path / "b.json")
+    write_json([timed_run("20261201-100002-aaaaaa", pointwise(), seed=2)], tmp_path / "n.json")
+    assert cli.main(["compare", str(tmp_path / "b.json"), str(tmp_path / "n.json")]) == 0
+    out = capsys.readouterr().out
+    table, shared = out.split("every row:")
+    assert re.search(r"^ +1 +pointwise +\d", table, flags=re.MULTILINE) and "inductor" not in table, out
+    assert shared.splitlines()[0].split() == ["n=512", "inductor", "dyn=auto", "fp32", "cpu", "torch", "2.13.0"]

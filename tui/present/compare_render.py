@@ -117,9 +117,11 @@ def _keys(comparison: Comparison) -> list[ConfigKey]:
 
 
 def shared_fields(comparison: Comparison) -> tuple[set[str], str]:
-    """The fields every row has with one value (and the label of those), when there are two rows or more."""
+    """The fields every row has with one value (and the label of those): said once under the table, a row's cell
+    keeps its workload and what tells it apart. One row too, whose cell would otherwise wrap its every option over
+    several lines at 80 columns."""
     keys = _keys(comparison)
-    if len(keys) < 2:
+    if not keys:
         return set(), ""
     names = {name for name, value in keys[0].fields if all(k.value(name) == value for k in keys[1:])}
     names.discard("workload")  # a row reads better with its workload
