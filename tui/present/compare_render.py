@@ -245,8 +245,9 @@ def print_comparison(comparison: Comparison, console: Any) -> None:
             what.append(f"\n{printable(line)}", style="dim")
         word, style, notes = _verdict_words(row)
         verdict = Text(word, style=style)
-        for note in notes:
-            verdict.append(f"\n{note}", style="bold red" if note.startswith("FAIL") else "dim")
+        for note in notes:  # in brackets, as the Markdown has them: a caveat under the word, not its reason
+            fail = note.startswith("FAIL")
+            verdict.append(f"\n{note}" if fail else f"\n({note})", style="bold red" if fail else "dim")
         if isinstance(row, PairResult):
             procs = f"{row.base_processes}/{row.new_processes}"
             cells = ["\n".join(change_text(row.change(m), _unit(comparison, m))) for m in shown]
