@@ -515,3 +515,33 @@ def test_a_groups_processes_that_warn_alike_are_one_line_in_its_options(tmp_path
     page = out.read_text(encoding="utf-8")
     assert code == 0 and "processes 1–3 of 3: eager time spread IQR/median 19–37% &gt; 10%" in page, page[-3000:]
     assert "process 2 of 3: eager time spread" not in page
+
+
+@pytest.mark.parametrize(("slowest", "scale"), [(6.0, "log"), (1.2, "linear")])
+def test_a_few_slow_calls_put_the_distribution_on_a_log_axis(slowest, scale, monkeypatch):
+    """A new user's CPU rows drew boxes near 0.9 ms on a linear 0-6 ms axis stretched to one stall: a few pixels
+    wide. A span of more than LOG_SPAN times goes on a log axis; a narrow one stays linear."""
+    from matplotlib.axes import Axes
+
+    from tui.engine.measure.stats import Stats
+    from tui.engine.store.report_data import SideData
+    from tui.report.plots import distribution_svg
+
+    scales: list[str] = []
+    real = Axes.set_xscale
+
+    def recorded(ax, value, **kwargs):
+        scales.append(value)
+        return real(ax, value, **kwargs)
+
+    monkeypatch.setattr(Axes, "set_xscale", recorded)
+
+    def side(name: str, median: float) -> SideData:
+        stats = Stats(n=200, median=median, mean=median, std=0.02, min=median * 0.9, max=slowest, p10=median * 0.95,
+                      p90=median * 1.05, q1=median * 0.98, q3=median * 1.02, iqr=median * 0.04)
+        return SideData(name, stats, None, (median * 0.9, median, median * 1.05, slowest))
+
+    [row] = gather_report(_records()[:1], configuration=config_key).rows
+    row = dataclasses.replace(row, eager=side("eager", 0.9), compiled=side("compiled", 0.95))
+    assert distribution_svg(row) is not None
+    assert scales == (["log"] if scale == "log" else []), scales
