@@ -85,3 +85,27 @@ def test_a_cut_keeps_the_words_that_fit_leaves_out_a_cut_number_and_marks_the_ed
     assert edge_cut("n=4096 d=3", 30, 33, 50) == EdgeCut(33, 40, "…   d=3")  # not "096 d=3"
     assert edge_cut("0.00120", 30, 0, 43) is None  # whole on screen
     assert edge_cut("0.00120", 45, 37, 43) is None  # none of it on screen
+
+
+async def test_right_and_left_scroll_the_table_a_column_at_a_time(make_app):
+    """A new user at 80x24 pressed Right about 90 times to reach the compile column: the row cursor scrolled one
+    cell a press."""
+    app = make_app(load_history=False)
+    async with app.run_test(size=(80, 24)) as pilot:
+        records = [_record(index, *medians) for index, medians in enumerate(_MEDIANS)]
+        for record in records:
+            app.inject_record(record)
+        table = app.table
+        await wait_until(pilot, lambda: table.row_count == len(records), what="rows")
+        table.focus()
+        await pilot.pause()
+        widths = [column.get_render_width(table) for column in table.ordered_columns[table.fixed_columns:]]
+        assert table.max_scroll_x > widths[0] + widths[1]  # room to scroll past two columns
+        await pilot.press("right")
+        await wait_until(pilot, lambda: table.scroll_x == widths[0], what="one column scrolled")
+        await pilot.press("right")
+        await wait_until(pilot, lambda: table.scroll_x == widths[0] + widths[1], what="two columns scrolled")
+        await pilot.press("left")
+        await wait_until(pilot, lambda: table.scroll_x == widths[0], what="back one column")
+        await pilot.press("left", "left")
+        await wait_until(pilot, lambda: table.scroll_x == 0, what="back at the start")

@@ -32,7 +32,8 @@ speedup: what a loop that never synchronises pays.
 Pick a workload and options on the left, press r to run (ctrl+r works inside a text field),
 w to sweep modes x fullgraph x dynamic. In the picker, Left/Right (or a click on ◂ ▸) step
 through a field's choices and Space toggles a check box (✓ on, blank off). Rows update live;
-rows marked ↺ come from the history (previous sessions; h shows or hides them).
+rows marked ↺ come from the history (previous sessions; h shows or hides them). In the table, Left/Right
+scroll the columns past status and speedup sideways, a column a press.
 
 The iterations pane plots the selected run's time per iteration: compile and warm-up in grey left
 of the dotted line, then eager and compiled in their colours, each chart column's spread dark and its

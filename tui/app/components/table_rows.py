@@ -150,6 +150,29 @@ class BulkRowTable(DataTable):
         super().action_scroll_bottom()
         self._user_moved_cursor()
 
+    def action_cursor_right(self) -> None:
+        """In a row table, scroll sideways to the next column's left edge: Textual's row cursor scrolls one cell a
+        press, and at 80x24 reaching the compile column took some 90 presses."""
+        if self.cursor_type != "row":
+            return super().action_cursor_right()
+        edges = self._column_edges()
+        self.scroll_to(x=next((x for x in edges if x > self.scroll_x + 0.5), self.max_scroll_x), animate=False)
+
+    def action_cursor_left(self) -> None:
+        """In a row table, scroll sideways back to the previous column's left edge (see :meth:`action_cursor_right`)."""
+        if self.cursor_type != "row":
+            return super().action_cursor_left()
+        edges = self._column_edges()
+        self.scroll_to(x=max((x for x in edges if x < self.scroll_x - 0.5), default=0), animate=False)
+
+    def _column_edges(self) -> list[int]:
+        """Where each scrolling column (past the fixed ones) starts, as a sideways scroll offset."""
+        edges, x = [], 0
+        for column in self.ordered_columns[self.fixed_columns:]:
+            edges.append(x)
+            x += column.get_render_width(self)
+        return [min(edge, int(self.max_scroll_x)) for edge in edges]
+
     async def _on_click(self, event: events.Click) -> None:
         before = self.cursor_coordinate
         await super()._on_click(event)
