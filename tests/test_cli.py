@@ -558,3 +558,50 @@ def test_a_sweep_refuses_a_mode_or_option_none_of_its_backends_reads(capsys, fla
     # backend still runs once without them (tests/test_sweep.py).
     assert cli.main(["sweep", "--workload", "mlp", "--device", "cpu", *flags]) == 2
     assert _error_lines(capsys) == [f"compile-lab: error: {said}"]
+
+
+async def test_ctrl_c_starts_no_queued_run_when_the_running_one_ends_at_once():
+    """A run waiting for the GPU's lock ends at once when cancelled: the signal handler cancelled it before the
+    session was closing, and its end started the next queued run (a reviewer's race)."""
+    import asyncio
+
+    from tui.cli.run import _run_all
+    from tui.cli.terminal import signals_stop
+    from tui.engine.options import RunOptions
+    from tui.engine.run.session import RunSession, SessionListener
+
+    class Waiting:
+        keep_spare = False
+
+        async def run(self, record, on_event=None):
+            await asyncio.sleep(60)  # cancelled at once, no worker to wait for
+            return record
+
+        async def aclose(self):
+            return None
+
+        def kill_all(self):
+            return None
+
+    class Heard(SessionListener):
+        started: list[int] = []
+
+        def run_started(self, record):
+            self.started.append(record.options.iters)
+            if len(self.started) == 1:
+                asyncio.get_running_loop().call_soon(os.kill, os.getpid(), signal.SIGINT)
+
+        def __enter__(self):
+            return self
+
+        def __exit__(self, *exc):
+            return None
+
+    heard = Heard()
+    session = RunSession(lambda lane: Waiting(), None, heard)
+    stopped: list[int] = []
+    with signals_stop(session, stopped, cancelled="stopped"):
+        assert await _run_all(session, [RunOptions(device="cpu", iters=n) for n in (20, 30)], heard)
+    assert heard.started == [20]
+    assert [(r.options.iters, r.error_message) for r in session.records] == [
+        (20, "stopped (Ctrl-C)"), (30, "cancelled before it started")]

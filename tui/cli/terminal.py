@@ -100,6 +100,7 @@ def signals_stop(session: RunSession, stopped_by: list[int], cancelled: str | No
 
     def on_signal(signum: int) -> None:
         if cancelled is not None and not stopped_by:
+            session.stop_starting()  # else a run whose cancel ends it at once would start the next one queued
             session.cancel_running(reason=f"{cancelled} ({signal_words(signum)})")
         session.kill_all()
         stopped_by.append(signum)

@@ -465,6 +465,11 @@ class RunSession:
         waiting = {*going, *(t for t in (*self._tasks.values(), self._saver) if t is not None and not t.done())}
         await (asyncio.wait(waiting, return_when=asyncio.FIRST_COMPLETED) if waiting else asyncio.sleep(0))
 
+    def stop_starting(self) -> None:
+        """Start nothing more (what :meth:`aclose` does first): a signal handler calls it before it cancels the runs,
+        or a run whose cancel needs no await (one waiting for the GPU's lock) would end first and start the next."""
+        self._closing = True
+
     async def aclose(self, timeout: float = 3.0, reason: str | None = None) -> None:
         """Cancel (``reason``: :meth:`cancel_running`'s) and await the runs, then drop the queue, save what ended,
         close the runners. Closing starts nothing new, and the runs end in the order they were queued: the one that
