@@ -87,9 +87,10 @@ def test_a_cut_keeps_the_words_that_fit_leaves_out_a_cut_number_and_marks_the_ed
     assert edge_cut("0.00120", 45, 37, 43) is None  # none of it on screen
 
 
-async def test_right_and_left_scroll_the_table_a_column_at_a_time(make_app):
+async def test_right_and_left_scroll_the_table_a_column_at_a_time_with_each_number_whole(make_app):
     """A new user at 80x24 pressed Right about 90 times to reach the compile column: the row cursor scrolled one
-    cell a press."""
+    cell a press. Stopping at each column's left edge alone showed no number whole there (6 cells beside the fixed
+    columns, every number right-aligned in a wider column: a reviewer's finding)."""
     app = make_app(load_history=False)
     async with app.run_test(size=(80, 24)) as pilot:
         records = [_record(index, *medians) for index, medians in enumerate(_MEDIANS)]
@@ -99,13 +100,18 @@ async def test_right_and_left_scroll_the_table_a_column_at_a_time(make_app):
         await wait_until(pilot, lambda: table.row_count == len(records), what="rows")
         table.focus()
         await pilot.pause()
-        widths = [column.get_render_width(table) for column in table.ordered_columns[table.fixed_columns:]]
-        assert table.max_scroll_x > widths[0] + widths[1]  # room to scroll past two columns
-        await pilot.press("right")
-        await wait_until(pilot, lambda: table.scroll_x == widths[0], what="one column scrolled")
-        await pilot.press("right")
-        await wait_until(pilot, lambda: table.scroll_x == widths[0] + widths[1], what="two columns scrolled")
-        await pilot.press("left")
-        await wait_until(pilot, lambda: table.scroll_x == widths[0], what="back one column")
-        await pilot.press("left", "left")
+        seen: dict[str, set[str]] = {"eager_ms": set(), "compile_s": set()}
+        presses = 0
+        while table.scroll_x < table.max_scroll_x and presses < 30:
+            before = table.scroll_x
+            await pilot.press("right")
+            await wait_until(pilot, lambda before=before: table.scroll_x > before, what="a step sideways")
+            await pilot.pause()
+            presses += 1
+            for key in seen:
+                seen[key].add(_column_on_screen(table, records[1].run_id, key))
+        assert "1.050" in seen["eager_ms"] and "2.00" in seen["compile_s"], seen  # each number whole at a stop
+        assert presses <= 2 * len(table.ordered_columns), presses  # two stops a column at most
+        for _ in range(presses):
+            await pilot.press("left")
         await wait_until(pilot, lambda: table.scroll_x == 0, what="back at the start")

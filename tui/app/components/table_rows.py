@@ -151,27 +151,33 @@ class BulkRowTable(DataTable):
         self._user_moved_cursor()
 
     def action_cursor_right(self) -> None:
-        """In a row table, scroll sideways to the next column's left edge: Textual's row cursor scrolls one cell a
-        press, and at 80x24 reaching the compile column took some 90 presses."""
+        """In a row table, scroll sideways to the next stop (:meth:`_column_stops`): Textual's row cursor scrolls one
+        cell a press, and at 80x24 reaching the compile column took some 90 presses."""
         if self.cursor_type != "row":
             return super().action_cursor_right()
-        edges = self._column_edges()
-        self.scroll_to(x=next((x for x in edges if x > self.scroll_x + 0.5), self.max_scroll_x), animate=False)
+        stops = self._column_stops()
+        self.scroll_to(x=next((x for x in stops if x > self.scroll_x + 0.5), self.max_scroll_x), animate=False)
 
     def action_cursor_left(self) -> None:
-        """In a row table, scroll sideways back to the previous column's left edge (see :meth:`action_cursor_right`)."""
+        """In a row table, scroll sideways back to the previous stop (see :meth:`action_cursor_right`)."""
         if self.cursor_type != "row":
             return super().action_cursor_left()
-        edges = self._column_edges()
-        self.scroll_to(x=max((x for x in edges if x < self.scroll_x - 0.5), default=0), animate=False)
+        stops = self._column_stops()
+        self.scroll_to(x=max((x for x in stops if x < self.scroll_x - 0.5), default=0), animate=False)
 
-    def _column_edges(self) -> list[int]:
-        """Where each scrolling column (past the fixed ones) starts, as a sideways scroll offset."""
-        edges, x = [], 0
+    def _column_stops(self) -> list[int]:
+        """The sideways scroll offsets that put a scrolling column (past the fixed ones) at the view's left edge,
+        and those that put its right end at the view's right edge: where the view is narrower than a column (6
+        cells beside the fixed ones at 80x24), its right-aligned number is whole only at the second."""
+        fixed = sum(column.get_render_width(self) for column in self.ordered_columns[:self.fixed_columns])
+        view = max(1, self.scrollable_content_region.width - fixed)
+        top = int(self.max_scroll_x)
+        stops, x = {0, top}, 0
         for column in self.ordered_columns[self.fixed_columns:]:
-            edges.append(x)
-            x += column.get_render_width(self)
-        return [min(edge, int(self.max_scroll_x)) for edge in edges]
+            width = column.get_render_width(self)
+            stops.update((x, x + width - view))
+            x += width
+        return sorted({min(max(stop, 0), top) for stop in stops})
 
     async def _on_click(self, event: events.Click) -> None:
         before = self.cursor_coordinate
