@@ -316,6 +316,22 @@ async def test_a_sweep_over_precisions(make_app):
         await wait_until(pilot, lambda: app.settled, what="settled")
 
 
+async def test_a_saved_sweep_without_modes_still_gets_the_cpus_first_modes(make_app):
+    """A config whose sweep saved only its sizes filled the modes from the GPU's defaults on the CPU, reduce-overhead
+    included (a reviewer's finding); a saved list of modes is kept."""
+    app = make_app(load_history=False)
+    async with app.run_test(size=(120, 40)) as pilot:
+        for saved, modes in (({"sizes": ["n=64,128"]}, ["default", "max-autotune-no-cudagraphs"]),
+                             ({"modes": ["reduce-overhead"]}, ["reduce-overhead"])):
+            app.lab.config.sweep = saved
+            app.action_sweep()
+            await wait_until(pilot, lambda: isinstance(app.screen, SweepScreen), what="sweep dialog")
+            await pilot.pause()
+            assert app.screen.query_one("#sweep-modes", SelectionList).selected == modes
+            await pilot.press("escape")
+            await wait_until(pilot, lambda: not isinstance(app.screen, SweepScreen), what="dialog closed")
+
+
 async def test_at_80x24_the_sweep_preview_is_whole(make_app):
     """The preview's last part ("... more where one does not settle it (auto)") was cut at 80x24: it has three lines
     there, and a longer sweep names fewer configurations rather than lose its counts or its notes."""

@@ -165,7 +165,7 @@ class QueueActions:
         keeps = {"backends": base.backend, "dtypes": base.dtype, "precisions": base.precision}
         if len(gpus) > 1:
             keeps["gpus"] = short_device(base.device)
-        initial = self.lab.config.sweep or first_sweep(base.device)
+        initial = {**first_sweep(base.device), **self.lab.config.sweep}  # a saved choice names its lists
         self.app.push_screen(SweepScreen(initial, lambda choice: self._sweep_preview(base, choice), repeat=repeat,
                                          keeps=keeps, gpus=gpus, chosen_gpus=list(pool)),
                              callback=lambda choice: self._sweep_chosen(base, choice))
