@@ -7,6 +7,7 @@ import json
 import os
 import signal
 import sys
+from typing import Any
 
 import pytest
 
@@ -256,15 +257,21 @@ def test_no_history_leaves_the_history_alone(monkeypatch, compile_lab_home):
     assert not (compile_lab_home / "data" / "history.jsonl").exists()
 
 
-def test_sigterm_kills_the_worker_and_keeps_the_runs_that_ended(monkeypatch, tmp_path, compile_lab_home):
+def _signal_in_the_second_run(signum: int) -> tuple[list[int], Any]:
+    """The workers' pids as they start, and a hook that sends ``signum`` while the second run measures."""
     pids: list[int] = []
 
     def hook(event):
         if isinstance(event, Ready):
             pids.append(event.pid)
         if isinstance(event, BlockTimed) and len(pids) == 2:  # the second run is measuring
-            os.kill(os.getpid(), signal.SIGTERM)
+            os.kill(os.getpid(), signum)
 
+    return pids, hook
+
+
+def test_sigterm_kills_the_worker_and_keeps_the_runs_that_ended(monkeypatch, tmp_path, compile_lab_home):
+    pids, hook = _signal_in_the_second_run(signal.SIGTERM)
     _use_fake_worker(monkeypatch, behaviour="ok", hook=hook)
     monkeypatch.setenv("FAKE_WORKER_DELAY", "0.05")
     out_csv = tmp_path / "r.csv"
@@ -288,14 +295,7 @@ def test_ctrl_c_in_a_sweep_says_what_cancelled_the_run_and_ends_the_runs_in_thei
                                                                                       compile_lab_home, capsys):
     """A new user's Ctrl-C in run 2 of 3 read only "cancelled", and the third run's "cancelled before it started"
     came above run 2's line."""
-    pids: list[int] = []
-
-    def hook(event):
-        if isinstance(event, Ready):
-            pids.append(event.pid)
-        if isinstance(event, BlockTimed) and len(pids) == 2:  # the second run is measuring
-            os.kill(os.getpid(), signal.SIGINT)
-
+    _, hook = _signal_in_the_second_run(signal.SIGINT)
     _use_fake_worker(monkeypatch, behaviour="ok", hook=hook)
     monkeypatch.setenv("FAKE_WORKER_DELAY", "0.05")
     out_csv = tmp_path / "r.csv"

@@ -47,14 +47,19 @@ def _column_on_screen(table, run_id: str, key: str) -> str:
     return line[max(start, fixed):min(end, table.size.width)].strip()
 
 
+async def _rows(app, pilot) -> tuple[list[RunRecord], object]:
+    """The rows of :data:`_MEDIANS` in the app's table, and the table."""
+    records = [_record(index, *medians) for index, medians in enumerate(_MEDIANS)]
+    for record in records:
+        app.inject_record(record)
+    await wait_until(pilot, lambda: app.table.row_count == len(records), what="rows")
+    return records, app.table
+
+
 async def test_at_80x24_a_number_the_panes_edge_cuts_shows_an_ellipsis_not_another_number(make_app):
     app = make_app(load_history=False)
     async with app.run_test(size=(80, 24)) as pilot:
-        records = [_record(index, *medians) for index, medians in enumerate(_MEDIANS)]
-        for record in records:
-            app.inject_record(record)
-        table = app.table
-        await wait_until(pilot, lambda: table.row_count == len(records), what="rows")
+        records, table = await _rows(app, pilot)
         await pilot.pause()
         texts = [table.cell_text(record.run_id, "eager_ms") for record in records]
         assert texts == ["0.00120", "1.050", "123.4"]
@@ -93,11 +98,7 @@ async def test_right_and_left_scroll_the_table_a_column_at_a_time_with_each_numb
     columns, every number right-aligned in a wider column: a reviewer's finding)."""
     app = make_app(load_history=False)
     async with app.run_test(size=(80, 24)) as pilot:
-        records = [_record(index, *medians) for index, medians in enumerate(_MEDIANS)]
-        for record in records:
-            app.inject_record(record)
-        table = app.table
-        await wait_until(pilot, lambda: table.row_count == len(records), what="rows")
+        records, table = await _rows(app, pilot)
         table.focus()
         await pilot.pause()
         seen: dict[str, set[str]] = {"eager_ms": set(), "compile_s": set()}

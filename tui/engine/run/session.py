@@ -466,14 +466,13 @@ class RunSession:
         await (asyncio.wait(waiting, return_when=asyncio.FIRST_COMPLETED) if waiting else asyncio.sleep(0))
 
     def stop_starting(self) -> None:
-        """Start nothing more (what :meth:`aclose` does first): a signal handler calls it before it cancels the runs,
-        or a run whose cancel needs no await (one waiting for the GPU's lock) would end first and start the next."""
+        """Start nothing more (:meth:`aclose` does it first); a signal handler, before it cancels: a run whose cancel
+        needs no await (one waiting for the GPU's lock) would end first, and its end start the next."""
         self._closing = True
 
     async def aclose(self, timeout: float = 3.0, reason: str | None = None) -> None:
-        """Cancel (``reason``: :meth:`cancel_running`'s) and await the runs, then drop the queue, save what ended,
-        close the runners. Closing starts nothing new, and the runs end in the order they were queued: the one that
-        ran, then those that never started."""
+        """Cancel (``reason``: :meth:`cancel_running`'s) and await the runs, then drop the queue (runs end as queued:
+        the ones that ran, then those never started), save what ended, close the runners; start nothing new."""
         self._closing = True
         self.cancel_running(reason=reason)
         tasks = list(self._tasks.values())
