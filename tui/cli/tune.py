@@ -138,8 +138,7 @@ async def _tune(args: argparse.Namespace, settings: tuple[RunOptions, Objective,
         err.print(f"{PROG}: error: {usage_line(exc)}", markup=False, highlight=False)
         return 2
     lines = TuneLines(err, quiet=args.quiet)
-    plan = await _plan(args, settings, lines, lanes, cluster)
-    refusal = plan_refused(plan, base.device)
+    plan, refusal = await _plan(args, settings, lines, lanes, cluster)
     if refusal is not None:  # found once torch has said what it has: nothing ran
         fault, why = refusal
         err.print(f"{PROG}: error: {'--space' if fault == SPACE else flag_of(fault)}: {why}", markup=False,
@@ -183,8 +182,9 @@ async def _tune(args: argparse.Namespace, settings: tuple[RunOptions, Objective,
 
 
 async def _plan(args: argparse.Namespace, settings: tuple[RunOptions, Objective, tuple[str, ...], float],
-                lines: Any, lanes: tuple[str, ...], cluster: Any) -> SearchPlan:
-    """Ask the torch where the runs run which options it has, and say what the search will try (its notes)."""
+                lines: Any, lanes: tuple[str, ...], cluster: Any) -> tuple[SearchPlan, tuple[str, str] | None]:
+    """Ask the torch where the runs run which options it has, and say what the search will try (its notes); the
+    plan, and why it cannot start (:func:`plan_refused`; the notes are held back where every run would fail)."""
     base, objective, knobs, budget = settings
     lines.note(f"tune: {workload_word(base)} on {base.device}, objective {objective.describe()}, budget {budget:g} s; "
                f"asking the worker's torch{' on a node of the cluster' if cluster else ''} which options it has")
@@ -197,7 +197,7 @@ async def _plan(args: argparse.Namespace, settings: tuple[RunOptions, Objective,
         lines.note(note)
     if cluster is not None:
         lines.note(_cluster_probe_text(plan))
-    return plan
+    return plan, refusal
 
 
 async def _search(session: RunSession, driver: Any) -> tuple[Any, list[int]]:

@@ -473,7 +473,7 @@ class RunSession:
     async def aclose(self, timeout: float = 3.0, reason: str | None = None) -> None:
         """Cancel (``reason``: :meth:`cancel_running`'s) and await the runs, then drop the queue (runs end as queued:
         the ones that ran, then those never started), save what ended, close the runners; start nothing new."""
-        self._closing = True
+        self.stop_starting()
         self.cancel_running(reason=reason)
         tasks = list(self._tasks.values())
         if tasks:
